@@ -1,1 +1,38 @@
-//! placeholder
+//! Three-tier deduplication for crawlers: exact URL, exact title and
+//! near-duplicate content.
+//!
+//! - **URL tier**: MD5 of the [`CanonicalUrl`], so `HTTP://Host:80/a#x` and
+//!   `http://host/a?utm_source=y` are one URL.
+//! - **Title tier**: MD5 of the normalized title, under a [`TitlePolicy`]
+//!   that by default asks the content to agree too, because distinct pages
+//!   often share a title.
+//! - **Content tier**: a 64-bit SimHash [`Fingerprint`] of TF-IDF weighted
+//!   jieba words (or character shingles), looked up in a block index
+//!   ([`BlockLayout`], Manku et al. 2007) that finds every stored
+//!   fingerprint within Hamming distance k with exact-match lookups.
+//!
+//! State lives in a [`Store`]: [`RedbStore`] on disk (the default) or
+//! [`MemoryStore`]. The crate has no async runtime and no network code, so
+//! any crawler can embed it; see [`Deduper`] for an example.
+
+pub mod canonical;
+mod dedup;
+pub mod error;
+pub mod features;
+pub mod fingerprint;
+pub mod hash;
+pub mod index;
+pub mod store;
+
+pub use canonical::{CanonicalUrl, UrlError};
+pub use dedup::{
+    DedupConfig, Deduper, Document, Duplicate, FORMAT_VERSION, Purged, Signature, StoreStats, Tier, TitlePolicy,
+    UrlVerdict, Verdict, normalize_title, title_digest,
+};
+pub use error::{Error, Result};
+pub use features::{Extractor, Feature, FeatureConfig, Features};
+pub use fingerprint::Fingerprint;
+pub use index::BlockLayout;
+pub use store::{DocId, MemoryStore, Store, Tables};
+#[cfg(feature = "redb")]
+pub use store::{RedbStore, RedbTables};

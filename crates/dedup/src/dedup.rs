@@ -1,0 +1,688 @@
+//! The three tiers behind one API.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::canonical::{CanonicalUrl, md5_of};
+use crate::error::{Error, Result};
+use crate::features::{FeatureConfig, Features};
+use crate::fingerprint::Fingerprint;
+use crate::hash::TOKEN_HASH_NAME;
+use crate::index::BlockLayout;
+use crate::store::{DocId, DocRecord, Store, Tables, UrlRecord};
+
+/// Version of the on-disk layout; bumped when records change shape.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// What a title match means.
+///
+/// Many distinct pages share a title ("Index", "Options", "插入"), so a title
+/// alone is weak evidence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TitlePolicy {
+    /// Same normalized title AND content within `title_confirm_distance`:
+    /// catches copies whose text was edited a little more than the content
+    /// tier allows, without ever dropping a different page that shares a
+    /// title.
+    #[default]
+    Confirm,
+    /// The seeds' behaviour: the same normalized title is enough. Risky: on
+    /// real sites it discards distinct pages that share a title.
+    Strict,
+    /// No title tier.
+    Off,
+}
+
+/// Which tier found a duplicate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    /// Same canonical URL.
+    Url,
+    /// Same normalized title (see [`TitlePolicy`]).
+    Title,
+    /// SimHash within the maximum distance.
+    Content,
+}
+
+impl Tier {
+    /// The tier's name in output files: `url`, `title` or `content`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Url => "url",
+            Tier::Title => "title",
+            Tier::Content => "content",
+        }
+    }
+}
+
+/// Settings of a [`Deduper`].
+///
+/// ```
+/// let c: dedup::DedupConfig = Default::default();
+/// assert_eq!((c.blocks, c.max_distance), (4, 3));
+/// assert_eq!(c.title_policy, dedup::TitlePolicy::Confirm);
+/// ```
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DedupConfig {
+    /// Blocks the fingerprint is split into (m). 4 is the seeds' layout;
+    /// 6 is Manku's 20-table layout for tens of millions of documents.
+    pub blocks: u32,
+    /// Maximum Hamming distance that makes a near-duplicate (k).
+    pub max_distance: u32,
+    /// What a title match means.
+    pub title_policy: TitlePolicy,
+    /// With `confirm`: how close the content of two same-title pages must be.
+    pub title_confirm_distance: u32,
+    /// Entries older than this stop counting and are purged (`None`: keep
+    /// forever). In config files a duration such as `"7d"`.
+    #[serde(with = "window_serde")]
+    pub window: Option<Duration>,
+    /// How text becomes features.
+    pub features: FeatureConfig,
+}
+
+impl Default for DedupConfig {
+    fn default() -> Self {
+        DedupConfig {
+            blocks: 4,
+            max_distance: 3,
+            title_policy: TitlePolicy::Confirm,
+            title_confirm_distance: 10,
+            window: None,
+            features: FeatureConfig::default(),
+        }
+    }
+}
+
+mod window_serde {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(w: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match w {
+            Some(d) => s.serialize_str(&humantime::format_duration(*d).to_string()),
+            None => s.serialize_str("off"),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        let text = String::deserialize(d)?;
+        let text = text.trim();
+        if text.is_empty() || text == "off" || text == "0" {
+            return Ok(None);
+        }
+        humantime::parse_duration(text)
+            .map(Some)
+            .map_err(|e| serde::de::Error::custom(format!("invalid window {text:?} ({e}); use e.g. \"7d\", \"12h\" or \"off\"")))
+    }
+}
+
+/// A document to check: its URL, title (may be empty) and main text.
+#[derive(Clone, Copy, Debug)]
+pub struct Document<'a> {
+    /// Where it came from; reported as `duplicate_of` for later copies.
+    pub url: &'a str,
+    /// Its title, normalized by the title tier (whitespace, case).
+    pub title: &'a str,
+    /// Its main text.
+    pub text: &'a str,
+}
+
+impl<'a> Document<'a> {
+    /// A document from its parts.
+    pub fn new(url: &'a str, title: &'a str, text: &'a str) -> Self {
+        Document { url, title, text }
+    }
+}
+
+/// Everything the tiers need from a document, computed without touching the
+/// store. Computing it is the CPU-heavy part (segmentation, hashing), so
+/// callers can compute many in parallel and then check them in one
+/// transaction with [`Deduper::check_batch`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Signature {
+    /// The URL as given.
+    pub url: String,
+    /// MD5 of the canonical URL, if the URL is valid.
+    pub url_digest: Option<u128>,
+    /// MD5 of the normalized title, if there is a title.
+    pub title_digest: Option<u128>,
+    /// SimHash of the text, if it has any features.
+    pub fingerprint: Option<Fingerprint>,
+}
+
+/// The decision about one document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Kept and indexed, so later copies match it.
+    Unique {
+        /// Its number in the store (`None` when the text had no features
+        /// and so was not indexed by the content tier).
+        id: Option<DocId>,
+        /// Its SimHash (`None`: no features).
+        fingerprint: Option<Fingerprint>,
+    },
+    /// A copy of a document seen before.
+    Duplicate(Duplicate),
+}
+
+impl Verdict {
+    /// Whether the document should be dropped.
+    pub fn is_duplicate(&self) -> bool {
+        matches!(self, Verdict::Duplicate(_))
+    }
+}
+
+/// Why a document was judged a copy.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Duplicate {
+    /// The tier that matched.
+    pub tier: Tier,
+    /// URL of the kept document it copies.
+    pub of: String,
+    /// Hamming distance to it (title and content tiers, when both texts had
+    /// features).
+    pub distance: Option<u32>,
+    /// The document's own SimHash, if any.
+    pub fingerprint: Option<Fingerprint>,
+}
+
+/// What the URL tier says about a URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UrlVerdict {
+    /// Never seen: now recorded.
+    New(CanonicalUrl),
+    /// Seen before, first as `first`.
+    Seen {
+        /// The canonical form.
+        canonical: CanonicalUrl,
+        /// The URL as first recorded.
+        first: String,
+    },
+}
+
+/// Counts about a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Documents indexed by the content tier.
+    pub documents: u64,
+}
+
+/// What a purge removed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Purged {
+    /// Documents removed from the title and content tiers.
+    pub documents: u64,
+    /// URLs removed from the URL tier.
+    pub urls: u64,
+}
+
+type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
+
+/// Three-tier deduplication over a [`Store`].
+///
+/// Embedding it in a crawler: check each URL before fetching it, and each
+/// fetched page before keeping it.
+///
+/// ```
+/// use dedup::{Deduper, DedupConfig, Document, MemoryStore, Tier, UrlVerdict, Verdict};
+///
+/// let dedup = Deduper::new(MemoryStore::new(), DedupConfig::default())?;
+///
+/// // Tier 1, at the frontier: every spelling of a URL is fetched once.
+/// assert!(matches!(dedup.check_url("http://news.example/a?id=1")?, UrlVerdict::New(_)));
+/// assert!(matches!(dedup.check_url("HTTP://news.example:80/a?id=1&utm_source=x#top")?, UrlVerdict::Seen { .. }));
+///
+/// // Tiers 2 and 3, after fetching and cleaning.
+/// let text = "国家统计局今天发布数据显示，十月份全国规模以上工业增加值同比增长百分之五点三，\
+///             环比增长零点四一，制造业采购经理指数回升至扩张区间。";
+/// let first = dedup.check_content(&Document::new("http://news.example/a?id=1", "工业增加值", text))?;
+/// assert!(matches!(first, Verdict::Unique { .. }));
+/// let copy = dedup.check_content(&Document::new("http://mirror.example/x", "转载：工业增加值", text))?;
+/// match copy {
+///     Verdict::Duplicate(d) => {
+///         assert_eq!(d.tier, Tier::Content);
+///         assert_eq!(d.of, "http://news.example/a?id=1");
+///         assert_eq!(d.distance, Some(0));
+///     }
+///     other => panic!("expected a duplicate, got {other:?}"),
+/// }
+/// # Ok::<(), dedup::Error>(())
+/// ```
+pub struct Deduper<S: Store> {
+    store: S,
+    config: DedupConfig,
+    features: Features,
+    layout: BlockLayout,
+    clock: Clock,
+    last_purge: AtomicU64,
+}
+
+impl<S: Store> std::fmt::Debug for Deduper<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deduper")
+            .field("store", &self.store)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+const META_PARAMS: &str = "params";
+const META_NEXT_ID: &str = "next_id";
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+impl<S: Store> Deduper<S> {
+    /// Opens deduplication over `store`. A store that already holds an index
+    /// built with other parameters (blocks, distance, hash, features, format)
+    /// is refused with [`Error::ParamsMismatch`], naming what differs.
+    pub fn new(store: S, config: DedupConfig) -> Result<Deduper<S>> {
+        if config.max_distance > 32 {
+            return Err(Error::Config(format!("max_distance {} is above 32", config.max_distance)));
+        }
+        let layout = BlockLayout::new(config.blocks, config.max_distance)?;
+        let features = Features::new(config.features.clone())?;
+        let deduper = Deduper {
+            store,
+            config,
+            features,
+            layout,
+            clock: Arc::new(now_secs),
+            last_purge: AtomicU64::new(0),
+        };
+        deduper.check_params()?;
+        Ok(deduper)
+    }
+
+    /// Replaces the clock (seconds since the epoch); for tests of the window
+    /// and for replaying corpora with their own timestamps.
+    pub fn with_clock(mut self, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
+    /// The parameters a store records, one `name=value` per line.
+    pub fn params(&self) -> String {
+        format!(
+            "format={FORMAT_VERSION}\nbits=64\nblocks={}\nmax_distance={}\nhash={TOKEN_HASH_NAME}\nfeatures={}\n",
+            self.config.blocks,
+            self.config.max_distance,
+            self.features.describe()
+        )
+    }
+
+    fn check_params(&self) -> Result<()> {
+        let wanted = self.params();
+        let stored = self.store.write(|t| {
+            let stored = t.meta(META_PARAMS)?;
+            if stored.is_none() {
+                t.set_meta(META_PARAMS, wanted.as_bytes())?;
+            }
+            Ok(stored)
+        })?;
+        let Some(stored) = stored else {
+            return self.store.flush();
+        };
+        let stored = String::from_utf8_lossy(&stored).into_owned();
+        if stored == wanted {
+            return Ok(());
+        }
+        let parse = |s: &str| -> Vec<(String, String)> {
+            s.lines()
+                .filter_map(|l| l.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let (old, new) = (parse(&stored), parse(&wanted));
+        let mut diffs = Vec::new();
+        for (k, v) in &new {
+            match old.iter().find(|(ok, _)| ok == k) {
+                Some((_, ov)) if ov == v => {}
+                Some((_, ov)) => diffs.push(format!("{k}: stored {ov}, requested {v}")),
+                None => diffs.push(format!("{k}: not stored, requested {v}")),
+            }
+        }
+        Err(Error::ParamsMismatch {
+            path: self.store.location().map(|p| p.to_path_buf()).unwrap_or_else(|| "memory".into()),
+            differences: diffs.join("; "),
+        })
+    }
+
+    /// The store underneath.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The settings in force.
+    pub fn config(&self) -> &DedupConfig {
+        &self.config
+    }
+
+    /// The feature extractor (for showing what weighs most in a text).
+    pub fn features(&self) -> &Features {
+        &self.features
+    }
+
+    /// The SimHash of a text under this deduper's feature settings.
+    pub fn fingerprint(&self, text: &str) -> Option<Fingerprint> {
+        self.features.fingerprint(text)
+    }
+
+    /// Computes a document's signature; pure CPU work, no store access.
+    pub fn sign(&self, doc: &Document<'_>) -> Signature {
+        Signature {
+            url: doc.url.to_string(),
+            url_digest: CanonicalUrl::parse(doc.url).ok().map(|c| u128::from_be_bytes(c.digest())),
+            title_digest: title_digest(doc.title),
+            fingerprint: self.features.fingerprint(doc.text),
+        }
+    }
+
+    /// All three tiers: URL, then title, then content. An invalid URL skips
+    /// the URL tier (the batch tool reports it) but not the others.
+    pub fn check(&self, doc: &Document<'_>) -> Result<Verdict> {
+        let sig = self.sign(doc);
+        self.write(|t| self.check_in(t, &sig, true))
+    }
+
+    /// Title and content tiers only: for crawlers whose frontier already
+    /// applied the URL tier with [`Deduper::check_url`].
+    pub fn check_content(&self, doc: &Document<'_>) -> Result<Verdict> {
+        let sig = self.sign(doc);
+        self.write(|t| self.check_in(t, &sig, false))
+    }
+
+    /// Checks many signed documents in one transaction, in order: a later
+    /// document can be a duplicate of an earlier one in the same batch.
+    pub fn check_batch(&self, sigs: &[Signature], url_tier: bool) -> Result<Vec<Verdict>> {
+        self.write(|t| sigs.iter().map(|s| self.check_in(t, s, url_tier)).collect())
+    }
+
+    /// The URL tier: records the canonical URL and says whether it was seen.
+    pub fn check_url(&self, url: &str) -> Result<UrlVerdict> {
+        let canonical = CanonicalUrl::parse(url)?;
+        self.write(|t| self.check_url_in(t, url, canonical))
+    }
+
+    /// [`Deduper::check_url`] inside a caller's transaction (see
+    /// [`crate::RedbStore::write_with`]), for crawlers that commit their
+    /// frontier together with the URL tier.
+    pub fn check_url_in(&self, t: &mut dyn Tables, url: &str, canonical: CanonicalUrl) -> Result<UrlVerdict> {
+        let digest = u128::from_be_bytes(canonical.digest());
+        let cutoff = self.cutoff();
+        match t.url(digest)? {
+            Some(rec) if rec.first_seen >= cutoff => Ok(UrlVerdict::Seen {
+                canonical,
+                first: rec.url,
+            }),
+            _ => {
+                t.put_url(
+                    digest,
+                    &UrlRecord {
+                        first_seen: (self.clock)(),
+                        url: url.to_string(),
+                    },
+                )?;
+                Ok(UrlVerdict::New(canonical))
+            }
+        }
+    }
+
+    /// The tiers inside a caller's transaction; check-and-insert is atomic
+    /// because the transaction is.
+    pub fn check_in(&self, t: &mut dyn Tables, sig: &Signature, url_tier: bool) -> Result<Verdict> {
+        let now = (self.clock)();
+        let cutoff = self.cutoff();
+        if url_tier && let Some(d) = sig.url_digest {
+            match t.url(d)? {
+                Some(rec) if rec.first_seen >= cutoff => {
+                    return Ok(Verdict::Duplicate(Duplicate {
+                        tier: Tier::Url,
+                        of: rec.url,
+                        distance: None,
+                        fingerprint: sig.fingerprint,
+                    }));
+                }
+                _ => t.put_url(
+                    d,
+                    &UrlRecord {
+                        first_seen: now,
+                        url: sig.url.clone(),
+                    },
+                )?,
+            }
+        }
+        if let Some(dup) = self.title_match(t, sig, cutoff)? {
+            return Ok(Verdict::Duplicate(dup));
+        }
+        let Some(fp) = sig.fingerprint else {
+            return Ok(Verdict::Unique {
+                id: None,
+                fingerprint: None,
+            });
+        };
+        if let Some((id, rec, distance)) = self.nearest(t, fp, cutoff)? {
+            let _ = id;
+            return Ok(Verdict::Duplicate(Duplicate {
+                tier: Tier::Content,
+                of: rec.url,
+                distance: Some(distance),
+                fingerprint: Some(fp),
+            }));
+        }
+        let id = next_id(t)?;
+        t.put_doc(
+            id,
+            &DocRecord {
+                fingerprint: fp,
+                inserted_at: now,
+                title: sig.title_digest.map(u128::to_be_bytes),
+                url: sig.url.clone(),
+            },
+        )?;
+        for (table, key) in self.layout.keys(fp.0) {
+            t.add_block(table, key, fp, id)?;
+        }
+        if let Some(td) = sig.title_digest {
+            t.add_title(td, id)?;
+        }
+        Ok(Verdict::Unique {
+            id: Some(id),
+            fingerprint: Some(fp),
+        })
+    }
+
+    fn title_match(&self, t: &mut dyn Tables, sig: &Signature, cutoff: u64) -> Result<Option<Duplicate>> {
+        let Some(td) = sig.title_digest else { return Ok(None) };
+        if self.config.title_policy == TitlePolicy::Off {
+            return Ok(None);
+        }
+        let mut ids = Vec::new();
+        t.title_docs(td, &mut ids)?;
+        let mut best: Option<(Option<u32>, DocRecord)> = None;
+        for id in ids {
+            let Some(rec) = t.doc(id)? else { continue };
+            if rec.inserted_at < cutoff {
+                continue;
+            }
+            let d = sig.fingerprint.map(|fp| fp.distance(rec.fingerprint));
+            let better = match &best {
+                None => true,
+                Some((bd, _)) => d.unwrap_or(u32::MAX) < bd.unwrap_or(u32::MAX),
+            };
+            if better {
+                best = Some((d, rec));
+            }
+        }
+        let Some((distance, rec)) = best else { return Ok(None) };
+        let is_dup = match self.config.title_policy {
+            TitlePolicy::Strict => true,
+            TitlePolicy::Confirm => distance.is_some_and(|d| d <= self.config.title_confirm_distance),
+            TitlePolicy::Off => false,
+        };
+        Ok(is_dup.then(|| Duplicate {
+            tier: Tier::Title,
+            of: rec.url,
+            distance,
+            fingerprint: sig.fingerprint,
+        }))
+    }
+
+    /// The nearest live stored fingerprint within the maximum distance.
+    fn nearest(&self, t: &mut dyn Tables, fp: Fingerprint, cutoff: u64) -> Result<Option<(DocId, DocRecord, u32)>> {
+        let mut cands = Vec::new();
+        for (table, key) in self.layout.keys(fp.0) {
+            t.candidates(table, key, &mut cands)?;
+        }
+        let k = self.layout.max_distance();
+        let mut hits: Vec<(u32, DocId)> = cands
+            .into_iter()
+            .map(|(f, id)| (f.distance(fp), id))
+            .filter(|(d, _)| *d <= k)
+            .collect();
+        hits.sort_unstable();
+        hits.dedup();
+        for (d, id) in hits {
+            if let Some(rec) = t.doc(id)?
+                && rec.inserted_at >= cutoff
+            {
+                return Ok(Some((id, rec, d)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every stored fingerprint within the maximum distance of `fp`, nearest
+    /// first, as (distance, URL).
+    pub fn near(&self, fp: Fingerprint) -> Result<Vec<(u32, String)>> {
+        let cutoff = self.cutoff();
+        self.write(|t| {
+            let mut cands = Vec::new();
+            for (table, key) in self.layout.keys(fp.0) {
+                t.candidates(table, key, &mut cands)?;
+            }
+            let mut hits: Vec<(u32, DocId)> = cands
+                .into_iter()
+                .map(|(f, id)| (f.distance(fp), id))
+                .filter(|(d, _)| *d <= self.layout.max_distance())
+                .collect();
+            hits.sort_unstable();
+            hits.dedup();
+            let mut out = Vec::new();
+            for (d, id) in hits {
+                if let Some(rec) = t.doc(id)?
+                    && rec.inserted_at >= cutoff
+                {
+                    out.push((d, rec.url));
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn cutoff(&self) -> u64 {
+        match self.config.window {
+            Some(w) => (self.clock)().saturating_sub(w.as_secs()),
+            None => 0,
+        }
+    }
+
+    /// Runs `f` in a store transaction, purging expired entries first when a
+    /// window is set and the last purge is over a minute old.
+    fn write<R>(&self, f: impl FnOnce(&mut dyn Tables) -> Result<R>) -> Result<R> {
+        if self.config.window.is_some() {
+            let now = (self.clock)();
+            let last = self.last_purge.load(Ordering::Relaxed);
+            if now >= last + 60
+                && self
+                    .last_purge
+                    .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                self.purge_expired()?;
+            }
+        }
+        self.store.write(f)
+    }
+
+    /// Removes entries older than the window from all tiers (nothing when no
+    /// window is set). Runs by itself at most once a minute; call it to
+    /// purge at a moment of your choosing.
+    pub fn purge_expired(&self) -> Result<Purged> {
+        let Some(_) = self.config.window else { return Ok(Purged::default()) };
+        let cutoff = self.cutoff();
+        let mut purged = Purged::default();
+        loop {
+            let removed = self.store.write(|t| {
+                let mut oldest = Vec::new();
+                t.oldest_docs(1024, &mut oldest)?;
+                let mut removed = 0u64;
+                for (id, rec) in oldest {
+                    if rec.inserted_at >= cutoff {
+                        break;
+                    }
+                    for (table, key) in self.layout.keys(rec.fingerprint.0) {
+                        t.remove_block(table, key, rec.fingerprint, id)?;
+                    }
+                    if let Some(title) = rec.title {
+                        t.remove_title(u128::from_be_bytes(title), id)?;
+                    }
+                    t.remove_doc(id)?;
+                    removed += 1;
+                }
+                Ok(removed)
+            })?;
+            purged.documents += removed;
+            if removed < 1024 {
+                break;
+            }
+        }
+        purged.urls = self.store.write(|t| t.remove_urls_before(cutoff))?;
+        Ok(purged)
+    }
+
+    /// Counts about the store.
+    pub fn stats(&self) -> Result<StoreStats> {
+        self.store.write(|t| Ok(StoreStats { documents: t.doc_count()? }))
+    }
+
+    /// Makes every verdict given so far durable.
+    pub fn flush(&self) -> Result<()> {
+        self.store.flush()
+    }
+}
+
+fn next_id(t: &mut dyn Tables) -> Result<DocId> {
+    let id = match t.meta(META_NEXT_ID)? {
+        Some(b) => u64::from_le_bytes(
+            b.as_slice()
+                .try_into()
+                .map_err(|_| Error::Corrupt(format!("next_id of {} bytes", b.len())))?,
+        ),
+        None => 0,
+    };
+    t.set_meta(META_NEXT_ID, &(id + 1).to_le_bytes())?;
+    Ok(id)
+}
+
+/// The title tier's normal form: whitespace folded, lower-cased, trimmed.
+///
+/// ```
+/// assert_eq!(dedup::normalize_title("  Hello \n  World "), "hello world");
+/// ```
+pub fn normalize_title(title: &str) -> String {
+    title.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+}
+
+/// MD5 of the normalized title; `None` for an empty title.
+pub fn title_digest(title: &str) -> Option<u128> {
+    let n = normalize_title(title);
+    (!n.is_empty()).then(|| u128::from_be_bytes(md5_of(&n)))
+}

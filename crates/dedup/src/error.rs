@@ -1,0 +1,52 @@
+//! The crate's error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in deduplication.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The underlying store failed (I/O, corruption, lock).
+    #[error("store error: {0}")]
+    Storage(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The store at `path` was built with other parameters.
+    #[error(
+        "the index at {path} was built with other parameters ({differences}); \
+         use the settings it was built with, or a new data directory"
+    )]
+    ParamsMismatch {
+        /// Where the store lives.
+        path: PathBuf,
+        /// Each differing parameter as `name: stored X, requested Y`.
+        differences: String,
+    },
+    /// The store at `path` is already open in another process.
+    #[error("the index at {path} is in use by another process")]
+    Locked {
+        /// Where the store lives.
+        path: PathBuf,
+    },
+    /// A stored record could not be decoded.
+    #[error("corrupt record in the index: {0}")]
+    Corrupt(String),
+    /// Invalid settings.
+    #[error(transparent)]
+    Layout(#[from] crate::index::LayoutError),
+    /// Invalid feature settings or unreadable stop words.
+    #[error(transparent)]
+    Features(#[from] crate::features::FeatureError),
+    /// A URL that cannot be canonicalized.
+    #[error(transparent)]
+    Url(#[from] crate::canonical::UrlError),
+    /// Invalid configuration value.
+    #[error("invalid setting: {0}")]
+    Config(String),
+}
+
+impl Error {
+    pub(crate) fn storage(e: impl std::error::Error + Send + Sync + 'static) -> Error {
+        Error::Storage(Box::new(e))
+    }
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

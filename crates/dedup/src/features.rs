@@ -1,0 +1,471 @@
+//! Features: what a document is made of, for SimHash.
+//!
+//! Two extractors. `words` (the default) segments with jieba, drops stop
+//! words and tokens that carry no topic (one character, pure numbers, dates
+//! such as `2024年` or `3月`), and weighs each word by term frequency times
+//! its IDF from jieba's table, so that rare, topical words steer the
+//! fingerprint and common ones barely move it. `shingles` uses overlapping
+//! character n-grams, which suits short texts where a handful of words would
+//! make a fragile fingerprint. Latin text is lower-cased, so mixed
+//! Chinese/English pages work with either.
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use jieba_rs::Jieba;
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::canonical::md5_of;
+use crate::fingerprint::Fingerprint;
+use crate::hash::token_hash;
+
+/// The stop word list shipped with the crate (Chinese function words, then
+/// English); `config/stopwords.txt` is the same list for users to edit.
+pub const BUNDLED_STOP_WORDS: &str = include_str!("../data/stopwords.txt");
+
+static IDF_GZ: &[u8] = include_bytes!("../data/jieba_idf.txt.gz");
+
+/// Which features a document is reduced to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Extractor {
+    /// jieba words weighted by TF x IDF.
+    #[default]
+    Words,
+    /// Character n-grams weighted by their count.
+    Shingles,
+}
+
+/// Settings that change which fingerprint a text gets; a store records them
+/// and refuses to open with others.
+///
+/// ```
+/// let cfg: dedup::FeatureConfig = Default::default();
+/// assert_eq!(cfg.extractor, dedup::Extractor::Words);
+/// assert_eq!(cfg.top_n, 0);
+/// ```
+#[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FeatureConfig {
+    /// `words` or `shingles`.
+    pub extractor: Extractor,
+    /// Keep only the N heaviest words (0 keeps all). Fewer features make the
+    /// fingerprint follow the topic and ignore small edits, at the cost of
+    /// more false matches between articles on one topic.
+    pub top_n: usize,
+    /// Characters per shingle for the `shingles` extractor.
+    pub shingle_size: usize,
+    /// Let jieba's HMM guess words missing from its dictionary (names, new
+    /// terms); slower, and rarely changes a fingerprint.
+    pub hmm: bool,
+    /// A stop word file (one word per line, `#` comments); `None` uses the
+    /// bundled list.
+    pub stop_words: Option<PathBuf>,
+}
+
+impl Default for FeatureConfig {
+    fn default() -> Self {
+        FeatureConfig {
+            extractor: Extractor::Words,
+            top_n: 0,
+            shingle_size: 3,
+            hmm: false,
+            stop_words: None,
+        }
+    }
+}
+
+/// Why features could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum FeatureError {
+    /// The stop word file could not be read.
+    #[error("cannot read stop words from {path}: {source}")]
+    StopWords {
+        /// The file named in the configuration.
+        path: PathBuf,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+    /// A setting is out of range.
+    #[error("invalid feature setting: {0}")]
+    Invalid(String),
+}
+
+/// One feature and its weight, as shown by `crawl distance`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Feature {
+    /// The word or shingle (lower-cased).
+    pub token: String,
+    /// TF x IDF for words, the count for shingles.
+    pub weight: f64,
+}
+
+/// jieba's IDF table, loaded once per process.
+#[derive(Debug)]
+pub struct IdfTable {
+    idf: FxHashMap<String, f64>,
+    mean: f64,
+}
+
+impl IdfTable {
+    /// The IDF of `word`, or the mean IDF for words the table lacks (an
+    /// unknown word is treated as averagely informative).
+    pub fn idf(&self, word: &str) -> f64 {
+        self.idf.get(word).copied().unwrap_or(self.mean)
+    }
+
+    /// The mean IDF of the table.
+    pub fn mean(&self) -> f64 {
+        self.mean
+    }
+
+    /// Every word of the table: a real vocabulary of about 270,000 words.
+    pub fn words(&self) -> impl Iterator<Item = &str> {
+        self.idf.keys().map(String::as_str)
+    }
+}
+
+/// The bundled jieba IDF table (decompressed on first use).
+///
+/// ```
+/// let t = dedup::features::jieba_idf();
+/// assert!(t.idf("光化学") > t.idf("中国"));
+/// ```
+pub fn jieba_idf() -> &'static IdfTable {
+    static TABLE: OnceLock<IdfTable> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut text = String::new();
+        // The table is compiled in; failing to inflate it is a build defect,
+        // not an input error, and an empty table still works (mean IDF 1).
+        let ok = flate2::read::GzDecoder::new(IDF_GZ).read_to_string(&mut text).is_ok();
+        let mut idf = FxHashMap::default();
+        if ok {
+            idf.reserve(280_000);
+            for line in text.lines() {
+                let mut parts = line.split(' ');
+                if let (Some(w), Some(v)) = (parts.next(), parts.next())
+                    && let Ok(v) = v.trim().parse::<f64>()
+                {
+                    idf.insert(w.to_string(), v);
+                }
+            }
+        }
+        let mean = if idf.is_empty() { 1.0 } else { idf.values().sum::<f64>() / idf.len() as f64 };
+        IdfTable { idf, mean }
+    })
+}
+
+/// The shared jieba segmenter: its dictionary takes a noticeable moment to
+/// load, so every extractor in the process uses one.
+pub fn jieba() -> &'static Jieba {
+    static JIEBA: OnceLock<Jieba> = OnceLock::new();
+    JIEBA.get_or_init(Jieba::new)
+}
+
+/// Turns text into weighted features and fingerprints. Cheap to clone and
+/// safe to share between threads.
+///
+/// ```
+/// use dedup::{FeatureConfig, Features};
+/// let f = Features::new(FeatureConfig::default()).unwrap();
+/// let words: Vec<String> = f.features("今天北京的天气非常好，适合户外运动。").into_iter().map(|x| x.token).collect();
+/// assert!(words.contains(&"北京".to_string()));
+/// assert!(!words.contains(&"的".to_string()));   // stop word
+/// assert!(!words.contains(&"非常".to_string())); // stop word
+/// ```
+#[derive(Clone, Debug)]
+pub struct Features {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    config: FeatureConfig,
+    stop_words: FxHashSet<String>,
+    stop_digest: String,
+}
+
+impl Features {
+    /// Builds an extractor, reading the stop word file if one is configured.
+    pub fn new(config: FeatureConfig) -> Result<Features, FeatureError> {
+        if config.extractor == Extractor::Shingles && !(1..=16).contains(&config.shingle_size) {
+            return Err(FeatureError::Invalid(format!(
+                "shingle_size must be between 1 and 16, got {}",
+                config.shingle_size
+            )));
+        }
+        let list = match &config.stop_words {
+            None => BUNDLED_STOP_WORDS.to_string(),
+            Some(path) => read_file(path)?,
+        };
+        let sorted: BTreeSet<String> = list
+            .lines()
+            .map(|l| l.split('#').next().unwrap_or("").trim().to_lowercase())
+            .filter(|w| !w.is_empty())
+            .collect();
+        let joined: Vec<&str> = sorted.iter().map(String::as_str).collect();
+        let stop_digest = hex(&md5_of(&joined.join("\n")));
+        Ok(Features {
+            inner: Arc::new(Inner {
+                config,
+                stop_words: sorted.into_iter().collect(),
+                stop_digest,
+            }),
+        })
+    }
+
+    /// The settings this extractor was built with.
+    pub fn config(&self) -> &FeatureConfig {
+        &self.inner.config
+    }
+
+    /// A one-line description of everything that affects fingerprints,
+    /// recorded by stores (the stop words enter as a digest of the list).
+    pub fn describe(&self) -> String {
+        let c = &self.inner.config;
+        match c.extractor {
+            Extractor::Words => format!(
+                "words(top_n={},hmm={},stop_words={})",
+                c.top_n, c.hmm, self.inner.stop_digest
+            ),
+            Extractor::Shingles => format!("shingles(n={},stop_words=none)", c.shingle_size),
+        }
+    }
+
+    /// The weighted features of `text`, heaviest first (ties by token, so
+    /// the order is deterministic).
+    pub fn features(&self, text: &str) -> Vec<Feature> {
+        let mut out = Vec::new();
+        self.for_each_feature(text, |t, w| {
+            out.push(Feature {
+                token: t.to_string(),
+                weight: w,
+            })
+        });
+        out.sort_by(|a, b| b.weight.total_cmp(&a.weight).then_with(|| a.token.cmp(&b.token)));
+        out
+    }
+
+    /// The SimHash of `text`; `None` when the text has no features at all
+    /// (empty, only stop words or numbers): such a text cannot be compared.
+    ///
+    /// ```
+    /// use dedup::{FeatureConfig, Features};
+    /// let f = Features::new(FeatureConfig::default()).unwrap();
+    /// let a = f.fingerprint("国务院总理李强主持召开国务院常务会议，研究部署进一步优化营商环境的政策措施").unwrap();
+    /// let b = f.fingerprint("国务院总理李强主持召开国务院常务会议，研究部署进一步优化营商环境的相关政策措施").unwrap();
+    /// assert!(a.distance(b) <= 3);
+    /// assert_eq!(f.fingerprint("的 了 2024年 3月"), None);
+    /// ```
+    pub fn fingerprint(&self, text: &str) -> Option<Fingerprint> {
+        let mut hashed: Vec<(u64, f64)> = Vec::new();
+        self.for_each_feature(text, |t, w| hashed.push((token_hash(t), w)));
+        if hashed.is_empty() {
+            None
+        } else {
+            Some(Fingerprint::from_hashed(hashed))
+        }
+    }
+
+    fn for_each_feature(&self, text: &str, mut emit: impl FnMut(&str, f64)) {
+        let lowered;
+        let text = if text.chars().any(char::is_uppercase) {
+            lowered = text.to_lowercase();
+            lowered.as_str()
+        } else {
+            text
+        };
+        match self.inner.config.extractor {
+            Extractor::Words => self.words(text, &mut emit),
+            Extractor::Shingles => shingles(text, self.inner.config.shingle_size, &mut emit),
+        }
+    }
+
+    fn words(&self, text: &str, emit: &mut dyn FnMut(&str, f64)) {
+        let idf = jieba_idf();
+        let mut tf: FxHashMap<&str, u32> = FxHashMap::default();
+        for token in jieba().cut(text, self.inner.config.hmm) {
+            let w = token.word;
+            if is_valid_word(w) && !self.inner.stop_words.contains(w) {
+                *tf.entry(w).or_insert(0) += 1;
+            }
+        }
+        let mut weighted: Vec<(&str, f64)> =
+            tf.into_iter().map(|(w, n)| (w, f64::from(n) * idf.idf(w))).collect();
+        let top_n = self.inner.config.top_n;
+        if top_n > 0 && weighted.len() > top_n {
+            let by_weight = |a: &(&str, f64), b: &(&str, f64)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0));
+            weighted.select_nth_unstable_by(top_n - 1, by_weight);
+            weighted.truncate(top_n);
+        }
+        for (w, weight) in weighted {
+            emit(w, weight);
+        }
+    }
+}
+
+fn shingles(text: &str, n: usize, emit: &mut dyn FnMut(&str, f64)) {
+    // Only letters and digits take part, so punctuation and spacing
+    // differences between copies do not change the shingles.
+    let kept: String = text.chars().filter(|c| c.is_alphanumeric()).collect();
+    let starts: Vec<usize> = kept.char_indices().map(|(i, _)| i).chain([kept.len()]).collect();
+    let mut counts: FxHashMap<&str, u32> = FxHashMap::default();
+    if starts.len() <= n {
+        if !kept.is_empty() {
+            counts.insert(&kept, 1);
+        }
+    } else {
+        for w in starts.windows(n + 1) {
+            *counts.entry(&kept[w[0]..w[n]]).or_insert(0) += 1;
+        }
+    }
+    for (s, c) in counts {
+        emit(s, f64::from(c));
+    }
+}
+
+/// A word carries topic only if it has at least two characters, at least one
+/// letter, and is not a date or a number with a unit of time.
+fn is_valid_word(w: &str) -> bool {
+    let mut chars = 0usize;
+    let mut letters = 0usize;
+    for c in w.chars() {
+        chars += 1;
+        if c.is_alphabetic() {
+            letters += 1;
+        }
+    }
+    if chars < 2 || letters == 0 {
+        return false;
+    }
+    !is_date_like(w)
+}
+
+/// `2024年`, `3月`, `15日`, `10点`, `2024年3月`: digits followed by date units.
+fn is_date_like(w: &str) -> bool {
+    let mut saw_digit = false;
+    for c in w.chars() {
+        if c.is_ascii_digit() || ('０'..='９').contains(&c) {
+            saw_digit = true;
+        } else if !matches!(c, '年' | '月' | '日' | '号' | '时' | '点' | '分' | '秒' | '-' | '/' | '.' | ':') {
+            return false;
+        }
+    }
+    saw_digit
+}
+
+fn read_file(path: &Path) -> Result<String, FeatureError> {
+    let file = std::fs::File::open(path).map_err(|source| FeatureError::StopWords {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut out = String::new();
+    for line in BufReader::new(file).lines() {
+        let line = line.map_err(|source| FeatureError::StopWords {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        out.push_str(&line);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        Features::new(FeatureConfig::default())
+            .unwrap()
+            .features(text)
+            .into_iter()
+            .map(|f| f.token)
+            .collect()
+    }
+
+    #[test]
+    fn invalid_tokens_are_dropped() {
+        assert!(!is_valid_word("中"));
+        assert!(!is_valid_word("2024"));
+        assert!(!is_valid_word("2024年"));
+        assert!(!is_valid_word("3月"));
+        assert!(!is_valid_word("12.5"));
+        assert!(!is_valid_word("2024-03-01"));
+        assert!(is_valid_word("中国"));
+        assert!(is_valid_word("rust"));
+        assert!(is_valid_word("5g网络"));
+    }
+
+    #[test]
+    fn mixed_text_gives_lowercase_english_and_chinese_words() {
+        let w = words("Rust 语言 在 2024年3月 发布了 新版本 Rust Compiler");
+        assert!(w.contains(&"rust".to_string()), "{w:?}");
+        assert!(w.contains(&"compiler".to_string()), "{w:?}");
+        assert!(w.contains(&"语言".to_string()), "{w:?}");
+        assert!(w.iter().all(|t| !t.contains("2024") && t != "在"), "{w:?}");
+        assert!(w.iter().all(|t| t.to_lowercase() == *t), "{w:?}");
+    }
+
+    #[test]
+    fn tf_idf_orders_rare_words_first() {
+        let f = Features::new(FeatureConfig::default()).unwrap();
+        let feats = f.features("量子计算 量子计算 量子计算 中国 中国 中国");
+        let pos = |t: &str| feats.iter().position(|x| x.token == t).unwrap();
+        assert!(pos("量子") < pos("中国") || feats[0].token.contains("量子"), "{feats:?}");
+        // term frequency multiplies the IDF
+        let idf = jieba_idf().idf("中国");
+        let zg = feats.iter().find(|x| x.token == "中国").unwrap();
+        assert!((zg.weight - 3.0 * idf).abs() < 1e-9);
+    }
+
+    #[test]
+    fn unknown_words_get_the_mean_idf() {
+        let t = jieba_idf();
+        assert!((t.idf("zzqxjv") - t.mean()).abs() < 1e-12);
+        assert!(t.mean() > 1.0 && t.mean() < 20.0);
+    }
+
+    #[test]
+    fn top_n_keeps_the_heaviest() {
+        let cfg = FeatureConfig { top_n: 2, ..Default::default() };
+        let f = Features::new(cfg).unwrap();
+        let all = Features::new(FeatureConfig::default()).unwrap().features("经济 发展 改革 开放 创新 科技 人才 教育");
+        let top = f.features("经济 发展 改革 开放 创新 科技 人才 教育");
+        assert_eq!(top.len(), 2);
+        assert_eq!(top, all[..2].to_vec());
+    }
+
+    #[test]
+    fn shingles_ignore_punctuation_and_count() {
+        let cfg = FeatureConfig { extractor: Extractor::Shingles, shingle_size: 2, ..Default::default() };
+        let f = Features::new(cfg).unwrap();
+        let a = f.features("北京，北京！");
+        let b = f.features("北京北京");
+        assert_eq!(a, b);
+        let bj = a.iter().find(|x| x.token == "北京").unwrap();
+        assert_eq!(bj.weight, 2.0);
+        assert_eq!(f.features("北").len(), 1); // shorter than n: one feature
+    }
+
+    #[test]
+    fn custom_stop_words_file_and_missing_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("stop.txt");
+        std::fs::write(&p, "# mine\n北京\n").unwrap();
+        let f = Features::new(FeatureConfig { stop_words: Some(p.clone()), ..Default::default() }).unwrap();
+        let w: Vec<String> = f.features("北京 天气").into_iter().map(|x| x.token).collect();
+        assert_eq!(w, vec!["天气".to_string()]);
+        assert_ne!(f.describe(), Features::new(FeatureConfig::default()).unwrap().describe());
+        let missing = dir.path().join("nope.txt");
+        let e = Features::new(FeatureConfig { stop_words: Some(missing), ..Default::default() }).unwrap_err();
+        assert!(e.to_string().contains("nope.txt"), "{e}");
+    }
+}

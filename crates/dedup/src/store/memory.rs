@@ -1,0 +1,187 @@
+//! The in-memory store: for tests, and for batch runs that need no state
+//! after they end.
+
+use std::collections::{BTreeMap, HashMap};
+
+use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
+
+use super::{DocId, DocRecord, Store, Tables, UrlRecord};
+use crate::error::Result;
+use crate::fingerprint::Fingerprint;
+
+/// Keeps everything in process memory behind one lock.
+///
+/// A transaction holds the lock, so check-and-insert is atomic. Writes are
+/// applied as they are made: a closure that fails halfway leaves its earlier
+/// writes in place (there is nothing on disk to protect).
+///
+/// ```
+/// use dedup::{Deduper, DedupConfig, MemoryStore};
+/// let d = Deduper::new(MemoryStore::new(), DedupConfig::default()).unwrap();
+/// assert_eq!(d.stats().unwrap().documents, 0);
+/// ```
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    state: Mutex<MemState>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+}
+
+/// Block entries under one key: almost always one document, so the common
+/// case needs no allocation.
+#[derive(Debug)]
+enum Entries {
+    One(u64, DocId),
+    Many(Vec<(u64, DocId)>),
+}
+
+#[derive(Debug, Default)]
+struct MemState {
+    meta: HashMap<String, Vec<u8>>,
+    urls: FxHashMap<u128, UrlRecord>,
+    titles: FxHashMap<u128, Vec<DocId>>,
+    blocks: Vec<FxHashMap<u64, Entries>>,
+    docs: BTreeMap<DocId, DocRecord>,
+}
+
+impl Store for MemoryStore {
+    fn write<R>(&self, f: impl FnOnce(&mut dyn Tables) -> Result<R>) -> Result<R> {
+        let mut state = self.state.lock();
+        f(&mut *state)
+    }
+
+    fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn location(&self) -> Option<&std::path::Path> {
+        None
+    }
+}
+
+impl Tables for MemState {
+    fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.meta.get(key).cloned())
+    }
+
+    fn set_meta(&mut self, key: &str, value: &[u8]) -> Result<()> {
+        self.meta.insert(key.to_string(), value.to_vec());
+        Ok(())
+    }
+
+    fn url(&self, digest: u128) -> Result<Option<UrlRecord>> {
+        Ok(self.urls.get(&digest).cloned())
+    }
+
+    fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()> {
+        self.urls.insert(digest, rec.clone());
+        Ok(())
+    }
+
+    fn remove_urls_before(&mut self, cutoff: u64) -> Result<u64> {
+        let before = self.urls.len();
+        self.urls.retain(|_, r| r.first_seen >= cutoff);
+        Ok((before - self.urls.len()) as u64)
+    }
+
+    fn title_docs(&self, digest: u128, out: &mut Vec<DocId>) -> Result<()> {
+        if let Some(ids) = self.titles.get(&digest) {
+            out.extend_from_slice(ids);
+        }
+        Ok(())
+    }
+
+    fn add_title(&mut self, digest: u128, id: DocId) -> Result<()> {
+        self.titles.entry(digest).or_default().push(id);
+        Ok(())
+    }
+
+    fn remove_title(&mut self, digest: u128, id: DocId) -> Result<()> {
+        if let Some(ids) = self.titles.get_mut(&digest) {
+            ids.retain(|&x| x != id);
+            if ids.is_empty() {
+                self.titles.remove(&digest);
+            }
+        }
+        Ok(())
+    }
+
+    fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()> {
+        match self.blocks.get(table).and_then(|t| t.get(&key)) {
+            Some(Entries::One(fp, id)) => out.push((Fingerprint(*fp), *id)),
+            Some(Entries::Many(v)) => out.extend(v.iter().map(|&(fp, id)| (Fingerprint(fp), id))),
+            None => {}
+        }
+        Ok(())
+    }
+
+    fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
+        if self.blocks.len() <= table {
+            self.blocks.resize_with(table + 1, FxHashMap::default);
+        }
+        let t = &mut self.blocks[table];
+        match t.get_mut(&key) {
+            None => {
+                t.insert(key, Entries::One(fp.0, id));
+            }
+            Some(e) => {
+                let new = match e {
+                    Entries::One(f0, i0) => Entries::Many(vec![(*f0, *i0), (fp.0, id)]),
+                    Entries::Many(v) => {
+                        v.push((fp.0, id));
+                        return Ok(());
+                    }
+                };
+                *e = new;
+            }
+        }
+        Ok(())
+    }
+
+    fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
+        let Some(t) = self.blocks.get_mut(table) else {
+            return Ok(());
+        };
+        let remove_key = match t.get_mut(&key) {
+            Some(Entries::One(f0, i0)) => *f0 == fp.0 && *i0 == id,
+            Some(Entries::Many(v)) => {
+                v.retain(|&(f, i)| !(f == fp.0 && i == id));
+                v.is_empty()
+            }
+            None => false,
+        };
+        if remove_key {
+            t.remove(&key);
+        }
+        Ok(())
+    }
+
+    fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
+        Ok(self.docs.get(&id).cloned())
+    }
+
+    fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
+        self.docs.insert(id, rec.clone());
+        Ok(())
+    }
+
+    fn remove_doc(&mut self, id: DocId) -> Result<()> {
+        self.docs.remove(&id);
+        Ok(())
+    }
+
+    fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()> {
+        out.extend(self.docs.iter().take(limit).map(|(k, v)| (*k, v.clone())));
+        Ok(())
+    }
+
+    fn doc_count(&self) -> Result<u64> {
+        Ok(self.docs.len() as u64)
+    }
+}

@@ -1,0 +1,158 @@
+//! Where the three tiers keep their state.
+//!
+//! A [`Store`] runs a closure inside one write transaction over the
+//! [`Tables`]: everything the closure reads and writes is one atomic step, so
+//! check-and-insert never lets two identical documents both through, even
+//! from many threads. [`MemoryStore`] is for tests and one-shot batch runs;
+//! [`RedbStore`] persists to one file and is the default.
+
+mod memory;
+#[cfg(feature = "redb")]
+mod redb;
+
+pub use memory::MemoryStore;
+#[cfg(feature = "redb")]
+pub use self::redb::{RedbStore, RedbTables};
+
+use crate::error::{Error, Result};
+use crate::fingerprint::Fingerprint;
+
+/// A stored document's number; assigned in insertion order.
+pub type DocId = u64;
+
+/// What the content and title tiers keep about a kept document.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DocRecord {
+    /// Its SimHash.
+    pub fingerprint: Fingerprint,
+    /// When it was inserted (seconds since the Unix epoch).
+    pub inserted_at: u64,
+    /// MD5 of its normalized title, if it had one.
+    pub title: Option<[u8; 16]>,
+    /// Its URL, reported as `duplicate_of` for later copies.
+    pub url: String,
+}
+
+impl DocRecord {
+    /// Byte encoding: fingerprint, time, title flag + digest, URL.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(33 + self.url.len());
+        out.extend_from_slice(&self.fingerprint.0.to_le_bytes());
+        out.extend_from_slice(&self.inserted_at.to_le_bytes());
+        match self.title {
+            Some(t) => {
+                out.push(1);
+                out.extend_from_slice(&t);
+            }
+            None => out.push(0),
+        }
+        out.extend_from_slice(self.url.as_bytes());
+        out
+    }
+
+    /// Inverse of [`DocRecord::encode`].
+    pub fn decode(bytes: &[u8]) -> Result<DocRecord> {
+        let bad = || Error::Corrupt(format!("document record of {} bytes", bytes.len()));
+        let fp = u64::from_le_bytes(bytes.get(0..8).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
+        let at = u64::from_le_bytes(bytes.get(8..16).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
+        let (title, rest) = match bytes.get(16) {
+            Some(1) => {
+                let t: [u8; 16] = bytes.get(17..33).ok_or_else(bad)?.try_into().map_err(|_| bad())?;
+                (Some(t), 33)
+            }
+            Some(0) => (None, 17),
+            _ => return Err(bad()),
+        };
+        let url = std::str::from_utf8(&bytes[rest..]).map_err(|_| bad())?.to_string();
+        Ok(DocRecord {
+            fingerprint: Fingerprint(fp),
+            inserted_at: at,
+            title,
+            url,
+        })
+    }
+}
+
+/// What the URL tier keeps about a URL: when it was first seen, and the URL
+/// as it was first given (reported as `duplicate_of`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UrlRecord {
+    /// Seconds since the Unix epoch.
+    pub first_seen: u64,
+    /// The URL as first given.
+    pub url: String,
+}
+
+impl UrlRecord {
+    /// Byte encoding: time, URL.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 + self.url.len());
+        out.extend_from_slice(&self.first_seen.to_le_bytes());
+        out.extend_from_slice(self.url.as_bytes());
+        out
+    }
+
+    /// Inverse of [`UrlRecord::encode`].
+    pub fn decode(bytes: &[u8]) -> Result<UrlRecord> {
+        let bad = || Error::Corrupt(format!("URL record of {} bytes", bytes.len()));
+        let at = u64::from_le_bytes(bytes.get(0..8).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
+        let url = std::str::from_utf8(&bytes[8..]).map_err(|_| bad())?.to_string();
+        Ok(UrlRecord { first_seen: at, url })
+    }
+}
+
+/// The tables of one write transaction. Implemented by each store; the
+/// [`crate::Deduper`] is written against this trait only.
+pub trait Tables {
+    /// A metadata value (parameters, counters).
+    fn meta(&self, key: &str) -> Result<Option<Vec<u8>>>;
+    /// Sets a metadata value.
+    fn set_meta(&mut self, key: &str, value: &[u8]) -> Result<()>;
+
+    /// The URL tier's record for an MD5 digest.
+    fn url(&self, digest: u128) -> Result<Option<UrlRecord>>;
+    /// Records a URL digest.
+    fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()>;
+    /// Forgets URLs first seen before `cutoff`; returns how many.
+    fn remove_urls_before(&mut self, cutoff: u64) -> Result<u64>;
+
+    /// Appends the documents whose normalized title has this digest.
+    fn title_docs(&self, digest: u128, out: &mut Vec<DocId>) -> Result<()>;
+    /// Indexes a document under a title digest.
+    fn add_title(&mut self, digest: u128, id: DocId) -> Result<()>;
+    /// Removes a document from a title digest.
+    fn remove_title(&mut self, digest: u128, id: DocId) -> Result<()>;
+
+    /// Appends every (fingerprint, document) stored under `key` in table `table`.
+    fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()>;
+    /// Stores a fingerprint under `key` in table `table`.
+    fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()>;
+    /// Removes a fingerprint from table `table`.
+    fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()>;
+
+    /// A stored document.
+    fn doc(&self, id: DocId) -> Result<Option<DocRecord>>;
+    /// Stores a document.
+    fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()>;
+    /// Removes a document record.
+    fn remove_doc(&mut self, id: DocId) -> Result<()>;
+    /// Appends up to `limit` documents in insertion order (oldest first).
+    fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()>;
+    /// Number of stored documents.
+    fn doc_count(&self) -> Result<u64>;
+}
+
+/// A place the tiers' state lives.
+pub trait Store: Send + Sync + std::fmt::Debug {
+    /// Runs `f` in one write transaction: all or nothing, and serialized with
+    /// every other `write` on this store.
+    fn write<R>(&self, f: impl FnOnce(&mut dyn Tables) -> Result<R>) -> Result<R>;
+
+    /// Makes everything written so far durable. Stores group writes and
+    /// sync them periodically; what was written before `flush` returns
+    /// survives a crash.
+    fn flush(&self) -> Result<()>;
+
+    /// Where the store lives, for error messages (`None` in memory).
+    fn location(&self) -> Option<&std::path::Path>;
+}

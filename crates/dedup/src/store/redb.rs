@@ -1,0 +1,280 @@
+//! The persistent store on [redb](https://www.redb.org).
+//!
+//! Why redb: measured on our 2-core machine with 4M index keys and 1M prefix
+//! scans, redb used 86-102 MB on disk, ran ~330k scans/s and stayed near
+//! 150 MB RSS; sled 0.34 needed 550-590 MB on disk, 8k-84k scans/s and grew
+//! to 12 GB RSS under batch inserts. redb is also a single file with ACID
+//! transactions and no background threads.
+//!
+//! Durability: each `write` commits, but only every `sync_interval` (and on
+//! [`Store::flush`]) is the commit made durable (an fsync); commits in
+//! between are visible at once and become durable with the next durable
+//! commit. After a crash the store is at its last durable commit, never in
+//! between.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use redb::{
+    Database, Durability, MultimapTable, MultimapTableDefinition, ReadableDatabase, ReadableMultimapTable,
+    ReadableTable, ReadableTableMetadata, Table, TableDefinition, WriteTransaction,
+};
+
+use super::{DocId, DocRecord, Store, Tables, UrlRecord};
+use crate::error::{Error, Result};
+use crate::fingerprint::Fingerprint;
+
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("dedup_meta");
+const URLS: TableDefinition<u128, &[u8]> = TableDefinition::new("dedup_urls");
+const TITLES: MultimapTableDefinition<u128, u64> = MultimapTableDefinition::new("dedup_titles");
+const BLOCKS: MultimapTableDefinition<u128, u128> = MultimapTableDefinition::new("dedup_blocks");
+const DOCS: TableDefinition<u64, &[u8]> = TableDefinition::new("dedup_docs");
+
+/// The default persistent store: one redb file.
+///
+/// ```
+/// use dedup::{Deduper, DedupConfig, Document, RedbStore, Verdict};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("index.redb");
+/// {
+///     let d = Deduper::new(RedbStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
+///     let v = d.check(&Document::new("http://a.example/1", "", "长江流域今年夏季降雨偏多，防汛形势严峻")).unwrap();
+///     assert!(matches!(v, Verdict::Unique { .. }));
+///     d.flush().unwrap();
+/// }
+/// // Reopened, the index remembers the document.
+/// let d = Deduper::new(RedbStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
+/// let v = d.check(&Document::new("http://b.example/1", "", "长江流域今年夏季降雨偏多，防汛形势严峻")).unwrap();
+/// assert!(v.is_duplicate());
+/// ```
+#[derive(Debug)]
+pub struct RedbStore {
+    db: Database,
+    path: PathBuf,
+    sync_interval: Duration,
+    last_sync: Mutex<Instant>,
+}
+
+impl RedbStore {
+    /// Opens or creates the store file at `path` (its directory is created).
+    pub fn open(path: impl AsRef<Path>) -> Result<RedbStore> {
+        Self::open_with(path, Duration::from_secs(1))
+    }
+
+    /// Like [`RedbStore::open`], syncing to disk at most every `sync_interval`
+    /// (zero syncs every commit).
+    pub fn open_with(path: impl AsRef<Path>, sync_interval: Duration) -> Result<RedbStore> {
+        let path = path.as_ref().to_path_buf();
+        if let Some(dir) = path.parent()
+            && !dir.as_os_str().is_empty()
+        {
+            std::fs::create_dir_all(dir).map_err(Error::storage)?;
+        }
+        let db = Database::builder().set_cache_size(256 << 20).create(&path).map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: path.clone() },
+            other => Error::Storage(format!("cannot open {}: {other}", path.display()).into()),
+        })?;
+        let store = RedbStore {
+            db,
+            path,
+            sync_interval,
+            last_sync: Mutex::new(Instant::now()),
+        };
+        // Create the tables up front so read paths never meet a missing table.
+        store.write(|_| Ok(()))?;
+        store.flush()?;
+        Ok(store)
+    }
+
+    /// The underlying database, so that an embedding crawler can keep its
+    /// own tables (a frontier, sink offsets) in the same file and commit them
+    /// in the same transaction as the dedup state: see [`RedbTables::open`].
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    /// Runs `f` on a write transaction of this store's database, with the
+    /// dedup tables opened on it; `f` may open its own tables too. Commits
+    /// durably when `durable` is set (or when the sync interval elapsed).
+    pub fn write_with<R>(
+        &self,
+        durable: bool,
+        f: impl FnOnce(&WriteTransaction, &mut RedbTables<'_>) -> Result<R>,
+    ) -> Result<R> {
+        let mut txn = self.db.begin_write().map_err(Error::storage)?;
+        let durable = durable || self.last_sync.lock().elapsed() >= self.sync_interval;
+        txn.set_durability(if durable { Durability::Immediate } else { Durability::None })
+            .map_err(Error::storage)?;
+        let result = {
+            let mut tables = RedbTables::open(&txn)?;
+            f(&txn, &mut tables)
+        };
+        match result {
+            Ok(value) => {
+                txn.commit().map_err(Error::storage)?;
+                if durable {
+                    *self.last_sync.lock() = Instant::now();
+                }
+                Ok(value)
+            }
+            Err(e) => {
+                let _ = txn.abort();
+                Err(e)
+            }
+        }
+    }
+
+    /// Reads one metadata value without a write transaction.
+    pub fn read_meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        let txn = self.db.begin_read().map_err(Error::storage)?;
+        let t = txn.open_table(META).map_err(Error::storage)?;
+        Ok(t.get(key).map_err(Error::storage)?.map(|v| v.value().to_vec()))
+    }
+}
+
+impl Store for RedbStore {
+    fn write<R>(&self, f: impl FnOnce(&mut dyn Tables) -> Result<R>) -> Result<R> {
+        self.write_with(false, |_, t| f(t))
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.write_with(true, |_, _| Ok(()))
+    }
+
+    fn location(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
+}
+
+/// The dedup tables opened on one redb write transaction.
+#[allow(missing_debug_implementations)]
+pub struct RedbTables<'t> {
+    meta: Table<'t, &'static str, &'static [u8]>,
+    urls: Table<'t, u128, &'static [u8]>,
+    titles: MultimapTable<'t, u128, u64>,
+    blocks: MultimapTable<'t, u128, u128>,
+    docs: Table<'t, u64, &'static [u8]>,
+}
+
+impl<'t> RedbTables<'t> {
+    /// Opens (creating if needed) the dedup tables on `txn`.
+    pub fn open(txn: &'t WriteTransaction) -> Result<RedbTables<'t>> {
+        Ok(RedbTables {
+            meta: txn.open_table(META).map_err(Error::storage)?,
+            urls: txn.open_table(URLS).map_err(Error::storage)?,
+            titles: txn.open_multimap_table(TITLES).map_err(Error::storage)?,
+            blocks: txn.open_multimap_table(BLOCKS).map_err(Error::storage)?,
+            docs: txn.open_table(DOCS).map_err(Error::storage)?,
+        })
+    }
+}
+
+fn block_key(table: usize, key: u64) -> u128 {
+    ((table as u128) << 64) | u128::from(key)
+}
+
+fn block_value(fp: Fingerprint, id: DocId) -> u128 {
+    (u128::from(fp.0) << 64) | u128::from(id)
+}
+
+impl Tables for RedbTables<'_> {
+    fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        Ok(self.meta.get(key).map_err(Error::storage)?.map(|v| v.value().to_vec()))
+    }
+
+    fn set_meta(&mut self, key: &str, value: &[u8]) -> Result<()> {
+        self.meta.insert(key, value).map_err(Error::storage)?;
+        Ok(())
+    }
+
+    fn url(&self, digest: u128) -> Result<Option<UrlRecord>> {
+        match self.urls.get(digest).map_err(Error::storage)? {
+            Some(v) => Ok(Some(UrlRecord::decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()> {
+        self.urls.insert(digest, rec.encode().as_slice()).map_err(Error::storage)?;
+        Ok(())
+    }
+
+    fn remove_urls_before(&mut self, cutoff: u64) -> Result<u64> {
+        let mut removed = 0u64;
+        self.urls
+            .retain(|_, v| {
+                let keep = v.get(0..8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes).unwrap_or(0) >= cutoff;
+                if !keep {
+                    removed += 1;
+                }
+                keep
+            })
+            .map_err(Error::storage)?;
+        Ok(removed)
+    }
+
+    fn title_docs(&self, digest: u128, out: &mut Vec<DocId>) -> Result<()> {
+        for v in self.titles.get(digest).map_err(Error::storage)? {
+            out.push(v.map_err(Error::storage)?.value());
+        }
+        Ok(())
+    }
+
+    fn add_title(&mut self, digest: u128, id: DocId) -> Result<()> {
+        self.titles.insert(digest, id).map_err(Error::storage)?;
+        Ok(())
+    }
+
+    fn remove_title(&mut self, digest: u128, id: DocId) -> Result<()> {
+        self.titles.remove(digest, id).map_err(Error::storage)?;
+        Ok(())
+    }
+
+    fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()> {
+        for v in self.blocks.get(block_key(table, key)).map_err(Error::storage)? {
+            let v = v.map_err(Error::storage)?.value();
+            out.push((Fingerprint((v >> 64) as u64), v as u64));
+        }
+        Ok(())
+    }
+
+    fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
+        self.blocks.insert(block_key(table, key), block_value(fp, id)).map_err(Error::storage)?;
+        Ok(())
+    }
+
+    fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
+        self.blocks.remove(block_key(table, key), block_value(fp, id)).map_err(Error::storage)?;
+        Ok(())
+    }
+
+    fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
+        match self.docs.get(id).map_err(Error::storage)? {
+            Some(v) => Ok(Some(DocRecord::decode(v.value())?)),
+            None => Ok(None),
+        }
+    }
+
+    fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
+        self.docs.insert(id, rec.encode().as_slice()).map_err(Error::storage)?;
+        Ok(())
+    }
+
+    fn remove_doc(&mut self, id: DocId) -> Result<()> {
+        self.docs.remove(id).map_err(Error::storage)?;
+        Ok(())
+    }
+
+    fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()> {
+        for entry in self.docs.iter().map_err(Error::storage)?.take(limit) {
+            let (k, v) = entry.map_err(Error::storage)?;
+            out.push((k.value(), DocRecord::decode(v.value())?));
+        }
+        Ok(())
+    }
+
+    fn doc_count(&self) -> Result<u64> {
+        self.docs.len().map_err(Error::storage)
+    }
+}
