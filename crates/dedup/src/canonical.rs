@@ -13,9 +13,31 @@ use url::Url;
 ///
 /// Matched case-insensitively; entries ending in `*` are prefixes.
 pub const TRACKING_PARAMS: &[&str] = &[
-    "utm_*", "gclid", "gclsrc", "dclid", "fbclid", "msclkid", "yclid", "mc_cid", "mc_eid", "_ga",
-    "_gl", "igshid", "spm", "scm", "from_source", "share_token", "ref_src", "ref_url", "__twitter_impression", "wt.mc_id",
-    "hmsr", "hmpl", "hmcu", "hmkw", "hmci",
+    "utm_*",
+    "gclid",
+    "gclsrc",
+    "dclid",
+    "fbclid",
+    "msclkid",
+    "yclid",
+    "mc_cid",
+    "mc_eid",
+    "_ga",
+    "_gl",
+    "igshid",
+    "spm",
+    "scm",
+    "from_source",
+    "share_token",
+    "ref_src",
+    "ref_url",
+    "__twitter_impression",
+    "wt.mc_id",
+    "hmsr",
+    "hmpl",
+    "hmcu",
+    "hmkw",
+    "hmci",
 ];
 
 /// Why a string is not a crawlable URL.
@@ -213,13 +235,19 @@ mod tests {
 
     #[test]
     fn different_urls_stay_different() {
-        assert_ne!(canon("http://example.com/a?id=1"), canon("http://example.com/a?id=2"));
+        assert_ne!(
+            canon("http://example.com/a?id=1"),
+            canon("http://example.com/a?id=2")
+        );
         assert_ne!(canon("https://example.com/a"), canon("http://example.com/a"));
         assert_ne!(canon("http://example.com:8080/a"), canon("http://example.com/a"));
         assert_eq!(canon("https://example.com:443/a"), "https://example.com/a");
         // Reserved escapes stay escaped, normalized to upper-case hex.
         assert_eq!(canon("http://example.com/a%2fb"), "http://example.com/a%2Fb");
-        assert_eq!(canon("http://example.com/%E4%b8%ad"), "http://example.com/%E4%B8%AD");
+        assert_eq!(
+            canon("http://example.com/%E4%b8%ad"),
+            "http://example.com/%E4%B8%AD"
+        );
         assert_eq!(canon("http://example.com/a?"), "http://example.com/a");
     }
 

@@ -116,9 +116,11 @@ mod window_serde {
         if text.is_empty() || text == "off" || text == "0" {
             return Ok(None);
         }
-        humantime::parse_duration(text)
-            .map(Some)
-            .map_err(|e| serde::de::Error::custom(format!("invalid window {text:?} ({e}); use e.g. \"7d\", \"12h\" or \"off\"")))
+        humantime::parse_duration(text).map(Some).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "invalid window {text:?} ({e}); use e.g. \"7d\", \"12h\" or \"off\""
+            ))
+        })
     }
 }
 
@@ -276,7 +278,10 @@ const META_PARAMS: &str = "params";
 const META_NEXT_ID: &str = "next_id";
 
 fn now_secs() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }
 
 impl<S: Store> Deduper<S> {
@@ -285,7 +290,10 @@ impl<S: Store> Deduper<S> {
     /// is refused with [`Error::ParamsMismatch`], naming what differs.
     pub fn new(store: S, config: DedupConfig) -> Result<Deduper<S>> {
         if config.max_distance > 32 {
-            return Err(Error::Config(format!("max_distance {} is above 32", config.max_distance)));
+            return Err(Error::Config(format!(
+                "max_distance {} is above 32",
+                config.max_distance
+            )));
         }
         let layout = BlockLayout::new(config.blocks, config.max_distance)?;
         let features = Features::new(config.features.clone())?;
@@ -350,7 +358,11 @@ impl<S: Store> Deduper<S> {
             }
         }
         Err(Error::ParamsMismatch {
-            path: self.store.location().map(|p| p.to_path_buf()).unwrap_or_else(|| "memory".into()),
+            path: self
+                .store
+                .location()
+                .map(|p| p.to_path_buf())
+                .unwrap_or_else(|| "memory".into()),
             differences: diffs.join("; "),
         })
     }
@@ -379,7 +391,9 @@ impl<S: Store> Deduper<S> {
     pub fn sign(&self, doc: &Document<'_>) -> Signature {
         Signature {
             url: doc.url.to_string(),
-            url_digest: CanonicalUrl::parse(doc.url).ok().map(|c| u128::from_be_bytes(c.digest())),
+            url_digest: CanonicalUrl::parse(doc.url)
+                .ok()
+                .map(|c| u128::from_be_bytes(c.digest())),
             title_digest: title_digest(doc.title),
             fingerprint: self.features.fingerprint(doc.text),
         }
@@ -500,7 +514,9 @@ impl<S: Store> Deduper<S> {
     }
 
     fn title_match(&self, t: &mut dyn Tables, sig: &Signature, cutoff: u64) -> Result<Option<Duplicate>> {
-        let Some(td) = sig.title_digest else { return Ok(None) };
+        let Some(td) = sig.title_digest else {
+            return Ok(None);
+        };
         if self.config.title_policy == TitlePolicy::Off {
             return Ok(None);
         }
@@ -521,7 +537,9 @@ impl<S: Store> Deduper<S> {
                 best = Some((d, rec));
             }
         }
-        let Some((distance, rec)) = best else { return Ok(None) };
+        let Some((distance, rec)) = best else {
+            return Ok(None);
+        };
         let is_dup = match self.config.title_policy {
             TitlePolicy::Strict => true,
             TitlePolicy::Confirm => distance.is_some_and(|d| d <= self.config.title_confirm_distance),
@@ -536,7 +554,12 @@ impl<S: Store> Deduper<S> {
     }
 
     /// The nearest live stored fingerprint within the maximum distance.
-    fn nearest(&self, t: &mut dyn Tables, fp: Fingerprint, cutoff: u64) -> Result<Option<(DocId, DocRecord, u32)>> {
+    fn nearest(
+        &self,
+        t: &mut dyn Tables,
+        fp: Fingerprint,
+        cutoff: u64,
+    ) -> Result<Option<(DocId, DocRecord, u32)>> {
         let mut cands = Vec::new();
         for (table, key) in self.layout.keys(fp.0) {
             t.candidates(table, key, &mut cands)?;
@@ -616,7 +639,9 @@ impl<S: Store> Deduper<S> {
     /// window is set). Runs by itself at most once a minute; call it to
     /// purge at a moment of your choosing.
     pub fn purge_expired(&self) -> Result<Purged> {
-        let Some(_) = self.config.window else { return Ok(Purged::default()) };
+        let Some(_) = self.config.window else {
+            return Ok(Purged::default());
+        };
         let cutoff = self.cutoff();
         let mut purged = Purged::default();
         loop {
@@ -650,7 +675,11 @@ impl<S: Store> Deduper<S> {
 
     /// Counts about the store.
     pub fn stats(&self) -> Result<StoreStats> {
-        self.store.write(|t| Ok(StoreStats { documents: t.doc_count()? }))
+        self.store.write(|t| {
+            Ok(StoreStats {
+                documents: t.doc_count()?,
+            })
+        })
     }
 
     /// Makes every verdict given so far durable.
@@ -678,7 +707,11 @@ fn next_id(t: &mut dyn Tables) -> Result<DocId> {
 /// assert_eq!(dedup::normalize_title("  Hello \n  World "), "hello world");
 /// ```
 pub fn normalize_title(title: &str) -> String {
-    title.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+    title
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
 }
 
 /// MD5 of the normalized title; `None` for an empty title.

@@ -139,7 +139,9 @@ pub fn jieba_idf() -> &'static IdfTable {
         let mut text = String::new();
         // The table is compiled in; failing to inflate it is a build defect,
         // not an input error, and an empty table still works (mean IDF 1).
-        let ok = flate2::read::GzDecoder::new(IDF_GZ).read_to_string(&mut text).is_ok();
+        let ok = flate2::read::GzDecoder::new(IDF_GZ)
+            .read_to_string(&mut text)
+            .is_ok();
         let mut idf = FxHashMap::default();
         if ok {
             idf.reserve(280_000);
@@ -152,7 +154,11 @@ pub fn jieba_idf() -> &'static IdfTable {
                 }
             }
         }
-        let mean = if idf.is_empty() { 1.0 } else { idf.values().sum::<f64>() / idf.len() as f64 };
+        let mean = if idf.is_empty() {
+            1.0
+        } else {
+            idf.values().sum::<f64>() / idf.len() as f64
+        };
         IdfTable { idf, mean }
     })
 }
@@ -292,8 +298,10 @@ impl Features {
                 *tf.entry(w).or_insert(0) += 1;
             }
         }
-        let mut weighted: Vec<(&str, f64)> =
-            tf.into_iter().map(|(w, n)| (w, f64::from(n) * idf.idf(w))).collect();
+        let mut weighted: Vec<(&str, f64)> = tf
+            .into_iter()
+            .map(|(w, n)| (w, f64::from(n) * idf.idf(w)))
+            .collect();
         let top_n = self.inner.config.top_n;
         if top_n > 0 && weighted.len() > top_n {
             let by_weight = |a: &(&str, f64), b: &(&str, f64)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0));
@@ -349,7 +357,10 @@ fn is_date_like(w: &str) -> bool {
     for c in w.chars() {
         if c.is_ascii_digit() || ('０'..='９').contains(&c) {
             saw_digit = true;
-        } else if !matches!(c, '年' | '月' | '日' | '号' | '时' | '点' | '分' | '秒' | '-' | '/' | '.' | ':') {
+        } else if !matches!(
+            c,
+            '年' | '月' | '日' | '号' | '时' | '点' | '分' | '秒' | '-' | '/' | '.' | ':'
+        ) {
             return false;
         }
     }
@@ -419,7 +430,10 @@ mod tests {
         let f = Features::new(FeatureConfig::default()).unwrap();
         let feats = f.features("量子计算 量子计算 量子计算 中国 中国 中国");
         let pos = |t: &str| feats.iter().position(|x| x.token == t).unwrap();
-        assert!(pos("量子") < pos("中国") || feats[0].token.contains("量子"), "{feats:?}");
+        assert!(
+            pos("量子") < pos("中国") || feats[0].token.contains("量子"),
+            "{feats:?}"
+        );
         // term frequency multiplies the IDF
         let idf = jieba_idf().idf("中国");
         let zg = feats.iter().find(|x| x.token == "中国").unwrap();
@@ -435,9 +449,14 @@ mod tests {
 
     #[test]
     fn top_n_keeps_the_heaviest() {
-        let cfg = FeatureConfig { top_n: 2, ..Default::default() };
+        let cfg = FeatureConfig {
+            top_n: 2,
+            ..Default::default()
+        };
         let f = Features::new(cfg).unwrap();
-        let all = Features::new(FeatureConfig::default()).unwrap().features("经济 发展 改革 开放 创新 科技 人才 教育");
+        let all = Features::new(FeatureConfig::default())
+            .unwrap()
+            .features("经济 发展 改革 开放 创新 科技 人才 教育");
         let top = f.features("经济 发展 改革 开放 创新 科技 人才 教育");
         assert_eq!(top.len(), 2);
         assert_eq!(top, all[..2].to_vec());
@@ -445,7 +464,11 @@ mod tests {
 
     #[test]
     fn shingles_ignore_punctuation_and_count() {
-        let cfg = FeatureConfig { extractor: Extractor::Shingles, shingle_size: 2, ..Default::default() };
+        let cfg = FeatureConfig {
+            extractor: Extractor::Shingles,
+            shingle_size: 2,
+            ..Default::default()
+        };
         let f = Features::new(cfg).unwrap();
         let a = f.features("北京，北京！");
         let b = f.features("北京北京");
@@ -460,12 +483,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("stop.txt");
         std::fs::write(&p, "# mine\n北京\n").unwrap();
-        let f = Features::new(FeatureConfig { stop_words: Some(p.clone()), ..Default::default() }).unwrap();
+        let f = Features::new(FeatureConfig {
+            stop_words: Some(p.clone()),
+            ..Default::default()
+        })
+        .unwrap();
         let w: Vec<String> = f.features("北京 天气").into_iter().map(|x| x.token).collect();
         assert_eq!(w, vec!["天气".to_string()]);
-        assert_ne!(f.describe(), Features::new(FeatureConfig::default()).unwrap().describe());
+        assert_ne!(
+            f.describe(),
+            Features::new(FeatureConfig::default()).unwrap().describe()
+        );
         let missing = dir.path().join("nope.txt");
-        let e = Features::new(FeatureConfig { stop_words: Some(missing), ..Default::default() }).unwrap_err();
+        let e = Features::new(FeatureConfig {
+            stop_words: Some(missing),
+            ..Default::default()
+        })
+        .unwrap_err();
         assert!(e.to_string().contains("nope.txt"), "{e}");
     }
 }

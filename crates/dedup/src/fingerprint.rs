@@ -54,7 +54,7 @@ impl Fingerprint {
     /// ```
     /// use dedup::Fingerprint;
     /// // bit 1: +2 +1; bit 2: -2 +1; bit 3: +2 -1; every other bit: -3
-/// assert_eq!(Fingerprint::from_hashed([(0b1010u64, 2.0), (0b0110, 1.0)]).0, 0b1010);
+    /// assert_eq!(Fingerprint::from_hashed([(0b1010u64, 2.0), (0b0110, 1.0)]).0, 0b1010);
     /// ```
     pub fn from_hashed<I>(features: I) -> Fingerprint
     where

@@ -74,6 +74,9 @@ mod tests {
         // Pinned so that an accidental change of the hash (which would make
         // every persisted index silently wrong) fails loudly.
         assert_eq!(token_hash("a"), fmix64(0xaf63dc4c8601ec8c));
-        assert_eq!(format!("{:016x}", token_hash("foobar")), format!("{:016x}", fmix64(0x85944171f73967e8)));
+        assert_eq!(
+            format!("{:016x}", token_hash("foobar")),
+            format!("{:016x}", fmix64(0x85944171f73967e8))
+        );
     }
 }

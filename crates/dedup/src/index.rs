@@ -57,7 +57,11 @@ impl BlockLayout {
         }
         let n_tables = binomial(u64::from(m), u64::from(k));
         if n_tables > 1000 {
-            return Err(LayoutError::TooManyTables { m, k, tables: n_tables });
+            return Err(LayoutError::TooManyTables {
+                m,
+                k,
+                tables: n_tables,
+            });
         }
         // Blocks as equal as possible: the first 64 % m blocks get one more bit.
         let mut blocks = Vec::with_capacity(m as usize);
@@ -93,7 +97,11 @@ impl BlockLayout {
     pub fn key(&self, t: usize, fp: u64) -> u64 {
         let mut key = 0u64;
         for &(shift, width) in &self.tables[t] {
-            let mask = if width >= 64 { u64::MAX } else { (1u64 << width) - 1 };
+            let mask = if width >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << width) - 1
+            };
             key = (key << width) | ((fp >> shift) & mask);
         }
         key

@@ -10,9 +10,9 @@ mod memory;
 #[cfg(feature = "redb")]
 mod redb;
 
-pub use memory::MemoryStore;
 #[cfg(feature = "redb")]
 pub use self::redb::{RedbStore, RedbTables};
+pub use memory::MemoryStore;
 
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -63,7 +63,9 @@ impl DocRecord {
             Some(0) => (None, 17),
             _ => return Err(bad()),
         };
-        let url = std::str::from_utf8(&bytes[rest..]).map_err(|_| bad())?.to_string();
+        let url = std::str::from_utf8(&bytes[rest..])
+            .map_err(|_| bad())?
+            .to_string();
         Ok(DocRecord {
             fingerprint: Fingerprint(fp),
             inserted_at: at,

@@ -71,10 +71,13 @@ impl RedbStore {
         {
             std::fs::create_dir_all(dir).map_err(Error::storage)?;
         }
-        let db = Database::builder().set_cache_size(256 << 20).create(&path).map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: path.clone() },
-            other => Error::Storage(format!("cannot open {}: {other}", path.display()).into()),
-        })?;
+        let db = Database::builder()
+            .set_cache_size(256 << 20)
+            .create(&path)
+            .map_err(|e| match e {
+                redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: path.clone() },
+                other => Error::Storage(format!("cannot open {}: {other}", path.display()).into()),
+            })?;
         let store = RedbStore {
             db,
             path,
@@ -104,8 +107,12 @@ impl RedbStore {
     ) -> Result<R> {
         let mut txn = self.db.begin_write().map_err(Error::storage)?;
         let durable = durable || self.last_sync.lock().elapsed() >= self.sync_interval;
-        txn.set_durability(if durable { Durability::Immediate } else { Durability::None })
-            .map_err(Error::storage)?;
+        txn.set_durability(if durable {
+            Durability::Immediate
+        } else {
+            Durability::None
+        })
+        .map_err(Error::storage)?;
         let result = {
             let mut tables = RedbTables::open(&txn)?;
             f(&txn, &mut tables)
@@ -180,7 +187,11 @@ fn block_value(fp: Fingerprint, id: DocId) -> u128 {
 
 impl Tables for RedbTables<'_> {
     fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        Ok(self.meta.get(key).map_err(Error::storage)?.map(|v| v.value().to_vec()))
+        Ok(self
+            .meta
+            .get(key)
+            .map_err(Error::storage)?
+            .map(|v| v.value().to_vec()))
     }
 
     fn set_meta(&mut self, key: &str, value: &[u8]) -> Result<()> {
@@ -196,7 +207,9 @@ impl Tables for RedbTables<'_> {
     }
 
     fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()> {
-        self.urls.insert(digest, rec.encode().as_slice()).map_err(Error::storage)?;
+        self.urls
+            .insert(digest, rec.encode().as_slice())
+            .map_err(Error::storage)?;
         Ok(())
     }
 
@@ -204,7 +217,12 @@ impl Tables for RedbTables<'_> {
         let mut removed = 0u64;
         self.urls
             .retain(|_, v| {
-                let keep = v.get(0..8).and_then(|b| b.try_into().ok()).map(u64::from_le_bytes).unwrap_or(0) >= cutoff;
+                let keep = v
+                    .get(0..8)
+                    .and_then(|b| b.try_into().ok())
+                    .map(u64::from_le_bytes)
+                    .unwrap_or(0)
+                    >= cutoff;
                 if !keep {
                     removed += 1;
                 }
@@ -240,12 +258,16 @@ impl Tables for RedbTables<'_> {
     }
 
     fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
-        self.blocks.insert(block_key(table, key), block_value(fp, id)).map_err(Error::storage)?;
+        self.blocks
+            .insert(block_key(table, key), block_value(fp, id))
+            .map_err(Error::storage)?;
         Ok(())
     }
 
     fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
-        self.blocks.remove(block_key(table, key), block_value(fp, id)).map_err(Error::storage)?;
+        self.blocks
+            .remove(block_key(table, key), block_value(fp, id))
+            .map_err(Error::storage)?;
         Ok(())
     }
 
@@ -257,7 +279,9 @@ impl Tables for RedbTables<'_> {
     }
 
     fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
-        self.docs.insert(id, rec.encode().as_slice()).map_err(Error::storage)?;
+        self.docs
+            .insert(id, rec.encode().as_slice())
+            .map_err(Error::storage)?;
         Ok(())
     }
 

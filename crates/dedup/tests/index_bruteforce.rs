@@ -1,0 +1,132 @@
+//! The block index returns exactly what a brute-force scan returns,
+//! including at distance exactly k and k + 1.
+#![allow(clippy::unwrap_used)]
+
+use dedup::store::DocRecord;
+use dedup::{BlockLayout, DedupConfig, Deduper, Fingerprint, MemoryStore, RedbStore, Store};
+use proptest::prelude::*;
+
+fn flip(fp: u64, bits: &[u32]) -> u64 {
+    bits.iter().fold(fp, |acc, b| acc ^ (1u64 << b))
+}
+
+fn load<S: Store>(d: &Deduper<S>, m: u32, k: u32, stored: &[u64]) {
+    let layout = BlockLayout::new(m, k).unwrap();
+    d.store()
+        .write(|t| {
+            for (i, &fp) in stored.iter().enumerate() {
+                let id = i as u64;
+                t.put_doc(
+                    id,
+                    &DocRecord {
+                        fingerprint: Fingerprint(fp),
+                        inserted_at: 1,
+                        title: None,
+                        url: format!("u{i}"),
+                    },
+                )?;
+                for (table, key) in layout.keys(fp) {
+                    t.add_block(table, key, Fingerprint(fp), id)?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+fn brute(stored: &[u64], q: u64, k: u32) -> Vec<(u32, String)> {
+    let mut out: Vec<(u32, String)> = stored
+        .iter()
+        .enumerate()
+        .filter_map(|(i, &fp)| {
+            let d = (fp ^ q).count_ones();
+            (d <= k).then(|| (d, format!("u{i}")))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn check<S: Store>(d: &Deduper<S>, stored: &[u64], queries: &[u64], k: u32) {
+    for &q in queries {
+        let mut got = d.near(Fingerprint(q)).unwrap();
+        got.sort();
+        assert_eq!(got, brute(stored, q, k), "query {q:016x}");
+    }
+}
+
+/// Queries at distance exactly k and k + 1 from stored fingerprints, plus
+/// random ones.
+fn queries(stored: &[u64], flips: &[Vec<u32>], k: u32, random: &[u64]) -> Vec<u64> {
+    let mut q = Vec::new();
+    for (i, fp) in stored.iter().enumerate() {
+        let bits = &flips[i % flips.len()];
+        q.push(flip(*fp, &bits[..k as usize]));
+        q.push(flip(*fp, &bits[..(k + 1) as usize]));
+        q.push(flip(*fp, &bits[..1]));
+    }
+    q.extend_from_slice(random);
+    q
+}
+
+fn distinct_bits(n: usize) -> impl Strategy<Value = Vec<u32>> {
+    proptest::sample::subsequence((0u32..64).collect::<Vec<_>>(), n).prop_shuffle()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+
+    #[test]
+    fn memory_index_matches_brute_force(
+        layout in prop_oneof![Just((4u32, 3u32)), Just((6, 3)), Just((5, 2)), Just((3, 1))],
+        base in proptest::collection::vec(any::<u64>(), 1..40),
+        flips in proptest::collection::vec(distinct_bits(8), 1..8),
+        random in proptest::collection::vec(any::<u64>(), 0..10),
+    ) {
+        let (m, k) = layout;
+        // Clusters: stored fingerprints close to each other, so that many
+        // pairs sit at distances around k.
+        let mut stored = base.clone();
+        for (i, fp) in base.iter().enumerate() {
+            stored.push(flip(*fp, &flips[i % flips.len()][..(k as usize + 1)]));
+            stored.push(flip(*fp, &flips[(i + 1) % flips.len()][..(k as usize)]));
+        }
+        let d = Deduper::new(MemoryStore::new(), DedupConfig { blocks: m, max_distance: k, ..Default::default() }).unwrap();
+        load(&d, m, k, &stored);
+        check(&d, &stored, &queries(&stored, &flips, k, &random), k);
+    }
+}
+
+#[test]
+fn redb_index_matches_brute_force_at_k_and_k_plus_one() {
+    for (m, k) in [(4, 3), (6, 3)] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = Deduper::new(
+            RedbStore::open(dir.path().join("i.redb")).unwrap(),
+            DedupConfig {
+                blocks: m,
+                max_distance: k,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let base: Vec<u64> = (0..300).map(|_| next()).collect();
+        let flips: Vec<Vec<u32>> = (0..16)
+            .map(|i| (0..8).map(|j| ((i * 7 + j * 13) % 64) as u32).collect())
+            .collect();
+        let mut stored = base.clone();
+        for (i, fp) in base.iter().enumerate() {
+            stored.push(flip(*fp, &flips[i % 16][..(k as usize + 1)]));
+        }
+        load(&d, m, k, &stored);
+        let random: Vec<u64> = (0..50).map(|_| next()).collect();
+        check(&d, &stored, &queries(&stored, &flips, k, &random), k);
+    }
+}

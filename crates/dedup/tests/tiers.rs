@@ -1,0 +1,333 @@
+//! The three tiers through the public API, on both stores.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use dedup::{
+    DedupConfig, Deduper, Document, Error, Extractor, FeatureConfig, MemoryStore, RedbStore, Store, Tier,
+    TitlePolicy, UrlVerdict, Verdict,
+};
+
+const ARTICLE_A: &str = "国家统计局今天发布数据显示，十月份全国规模以上工业增加值同比增长百分之五点三，\
+    环比增长零点四一。分行业看，四十一个大类行业中有三十五个行业增加值保持同比增长。\
+    制造业采购经理指数回升至扩张区间，高技术制造业增长较快，新能源汽车、集成电路和工业机器人产量保持两位数增长。";
+const ARTICLE_B: &str = "气象台发布寒潮蓝色预警，受强冷空气影响，北方大部地区气温将下降八到十度，\
+    局地降温超过十二度并伴有大风天气。内蒙古东部、东北地区有小到中雪，部分地区有大雪，\
+    公众应注意防寒保暖，农业设施需加固，交通运输部门要做好道路除冰准备。";
+
+fn mem(cfg: DedupConfig) -> Deduper<MemoryStore> {
+    Deduper::new(MemoryStore::new(), cfg).unwrap()
+}
+
+fn dup(v: &Verdict) -> &dedup::Duplicate {
+    match v {
+        Verdict::Duplicate(d) => d,
+        other => panic!("expected a duplicate, got {other:?}"),
+    }
+}
+
+#[test]
+fn url_tier_collapses_variants_and_reports_the_first() {
+    let d = mem(DedupConfig::default());
+    assert!(matches!(
+        d.check_url("http://a.example/x?b=2&a=1").unwrap(),
+        UrlVerdict::New(_)
+    ));
+    match d
+        .check_url("HTTP://A.example:80/x?a=1&b=2&utm_campaign=z#frag")
+        .unwrap()
+    {
+        UrlVerdict::Seen { first, .. } => assert_eq!(first, "http://a.example/x?b=2&a=1"),
+        other => panic!("{other:?}"),
+    }
+    assert!(d.check_url("mailto:x@example.com").is_err());
+    // check() applies the URL tier before the others.
+    let v = d
+        .check(&Document::new("http://a.example/x?a=1&b=2", "t", ARTICLE_B))
+        .unwrap();
+    assert_eq!(dup(&v).tier, Tier::Url);
+}
+
+#[test]
+fn content_tier_finds_near_copies_and_keeps_different_texts() {
+    let d = mem(DedupConfig::default());
+    assert!(
+        !d.check_content(&Document::new("http://a/1", "", ARTICLE_A))
+            .unwrap()
+            .is_duplicate()
+    );
+    assert!(
+        !d.check_content(&Document::new("http://a/2", "", ARTICLE_B))
+            .unwrap()
+            .is_duplicate()
+    );
+    let edited = ARTICLE_A.replace("较快", "很快");
+    let v = d
+        .check_content(&Document::new("http://b/1", "", &edited))
+        .unwrap();
+    let got = dup(&v);
+    assert_eq!(got.tier, Tier::Content);
+    assert_eq!(got.of, "http://a/1");
+    assert!(got.distance.unwrap() <= 3);
+    assert_eq!(d.stats().unwrap().documents, 2);
+}
+
+#[test]
+fn title_confirm_never_drops_different_pages_sharing_a_title() {
+    let d = mem(DedupConfig::default());
+    assert!(
+        !d.check_content(&Document::new("http://a/1", "插入", ARTICLE_A))
+            .unwrap()
+            .is_duplicate()
+    );
+    // Same title, different content: kept.
+    assert!(
+        !d.check_content(&Document::new("http://a/2", " 插入 ", ARTICLE_B))
+            .unwrap()
+            .is_duplicate()
+    );
+    // Same title, content a bit further than k but within 10: title tier.
+    let mut edited = ARTICLE_A.to_string();
+    edited.push_str("记者从工业和信息化部获悉，相关部门将继续推进制造业数字化转型和绿色低碳发展。");
+    let v = d
+        .check_content(&Document::new("http://b/1", "插入", &edited))
+        .unwrap();
+    let fp_a = d.fingerprint(ARTICLE_A).unwrap();
+    let fp_e = d.fingerprint(&edited).unwrap();
+    let dist = fp_a.distance(fp_e);
+    if dist > 3 && dist <= 10 {
+        assert_eq!(dup(&v).tier, Tier::Title);
+        assert_eq!(dup(&v).distance, Some(dist));
+    } else {
+        assert!(dist <= 3, "test text too far apart: {dist}");
+        assert!(v.is_duplicate());
+    }
+}
+
+#[test]
+fn title_strict_and_off() {
+    let strict = mem(DedupConfig {
+        title_policy: TitlePolicy::Strict,
+        ..Default::default()
+    });
+    strict
+        .check_content(&Document::new("http://a/1", "Index", ARTICLE_A))
+        .unwrap();
+    let v = strict
+        .check_content(&Document::new("http://a/2", "index", ARTICLE_B))
+        .unwrap();
+    assert_eq!(dup(&v).tier, Tier::Title);
+    assert!(dup(&v).distance.unwrap() > 10);
+
+    let off = mem(DedupConfig {
+        title_policy: TitlePolicy::Off,
+        ..Default::default()
+    });
+    off.check_content(&Document::new("http://a/1", "Index", ARTICLE_A))
+        .unwrap();
+    assert!(
+        !off.check_content(&Document::new("http://a/2", "Index", ARTICLE_B))
+            .unwrap()
+            .is_duplicate()
+    );
+}
+
+#[test]
+fn batch_sees_its_own_earlier_documents() {
+    let d = mem(DedupConfig::default());
+    let docs = [
+        Document::new("http://a/1", "", ARTICLE_A),
+        Document::new("http://a/2", "", ARTICLE_A),
+        Document::new("http://a/1", "", ARTICLE_B),
+        Document::new("http://a/3", "", ARTICLE_B),
+    ];
+    let sigs: Vec<_> = docs.iter().map(|x| d.sign(x)).collect();
+    let v = d.check_batch(&sigs, true).unwrap();
+    assert!(!v[0].is_duplicate());
+    assert_eq!(dup(&v[1]).tier, Tier::Content);
+    assert_eq!(dup(&v[2]).tier, Tier::Url);
+    assert!(!v[3].is_duplicate());
+}
+
+#[test]
+fn texts_without_features_are_kept_but_not_indexed() {
+    let d = mem(DedupConfig::default());
+    for url in ["http://a/1", "http://a/2"] {
+        let v = d
+            .check_content(&Document::new(url, "", "的 了 2024年 12"))
+            .unwrap();
+        assert_eq!(
+            v,
+            Verdict::Unique {
+                id: None,
+                fingerprint: None
+            }
+        );
+    }
+    assert_eq!(d.stats().unwrap().documents, 0);
+}
+
+#[test]
+fn window_expires_and_purges_old_entries() {
+    let now = Arc::new(AtomicU64::new(1_000_000));
+    let clock = now.clone();
+    let d = Deduper::new(
+        MemoryStore::new(),
+        DedupConfig {
+            window: Some(Duration::from_secs(7 * 86_400)),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+    .with_clock(move || clock.load(Ordering::SeqCst));
+    d.check(&Document::new("http://a/1", "t", ARTICLE_A)).unwrap();
+    now.fetch_add(6 * 86_400, Ordering::SeqCst);
+    assert!(
+        d.check(&Document::new("http://b/1", "", ARTICLE_A))
+            .unwrap()
+            .is_duplicate()
+    );
+    now.fetch_add(2 * 86_400, Ordering::SeqCst);
+    // Eight days later the original no longer counts...
+    assert!(
+        !d.check(&Document::new("http://c/1", "", ARTICLE_A))
+            .unwrap()
+            .is_duplicate()
+    );
+    assert!(matches!(d.check_url("http://a/1").unwrap(), UrlVerdict::New(_)));
+    // ... and a purge (also run automatically) leaves only the new copy.
+    now.fetch_add(3600, Ordering::SeqCst);
+    d.purge_expired().unwrap();
+    assert_eq!(d.stats().unwrap().documents, 1);
+}
+
+#[test]
+fn shingles_extractor_works_end_to_end() {
+    let d = mem(DedupConfig {
+        features: FeatureConfig {
+            extractor: Extractor::Shingles,
+            shingle_size: 3,
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    d.check_content(&Document::new("http://a/1", "", ARTICLE_A))
+        .unwrap();
+    assert!(
+        d.check_content(&Document::new("http://a/2", "", &format!("{ARTICLE_A}。")))
+            .unwrap()
+            .is_duplicate()
+    );
+    assert!(
+        !d.check_content(&Document::new("http://a/3", "", ARTICLE_B))
+            .unwrap()
+            .is_duplicate()
+    );
+}
+
+#[test]
+fn redb_persists_and_refuses_other_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sub/index.redb");
+    {
+        let d = Deduper::new(RedbStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
+        d.check(&Document::new("http://a/1", "t", ARTICLE_A)).unwrap();
+        d.flush().unwrap();
+        // A second open of the same file while it is in use is refused.
+        let e = RedbStore::open(&path).unwrap_err();
+        assert!(matches!(e, Error::Locked { .. }), "{e}");
+    }
+    let e = Deduper::new(
+        RedbStore::open(&path).unwrap(),
+        DedupConfig {
+            blocks: 6,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("blocks: stored 4, requested 6"), "{msg}");
+    assert!(msg.contains("index.redb"), "{msg}");
+    let e = Deduper::new(
+        RedbStore::open(&path).unwrap(),
+        DedupConfig {
+            features: FeatureConfig {
+                top_n: 50,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("features: stored words(top_n=0"), "{e}");
+    // Reopened with its own parameters, nothing was lost.
+    let d = Deduper::new(RedbStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
+    assert_eq!(d.stats().unwrap().documents, 1);
+    let v = d.check(&Document::new("http://a/1", "", ARTICLE_B)).unwrap();
+    assert_eq!(dup(&v).tier, Tier::Url);
+}
+
+fn race<S: Store + 'static>(d: Arc<Deduper<S>>) {
+    let texts: Vec<String> = (0..20)
+        .map(|i| {
+            format!(
+                "{ARTICLE_B} 第{i}号文件：{}",
+                ARTICLE_A.chars().skip(i * 5).take(40).collect::<String>()
+            )
+        })
+        .collect();
+    let texts = Arc::new(texts);
+    let uniques = Arc::new(AtomicU64::new(0));
+    let threads: Vec<_> = (0..8)
+        .map(|t| {
+            let (d, texts, uniques) = (d.clone(), texts.clone(), uniques.clone());
+            std::thread::spawn(move || {
+                for (i, text) in texts.iter().enumerate() {
+                    let url = format!("http://t{t}.example/{i}");
+                    if !d
+                        .check_content(&Document::new(&url, "", text))
+                        .unwrap()
+                        .is_duplicate()
+                    {
+                        uniques.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    // Every thread inserted the same 20 texts; each must come out unique
+    // exactly once, however the threads interleaved. (Distinct texts that are
+    // near each other may collapse further, so compare with a serial run.)
+    let serial = mem(DedupConfig::default());
+    let expected = texts
+        .iter()
+        .enumerate()
+        .filter(|(i, t)| {
+            !serial
+                .check_content(&Document::new(&format!("http://s/{i}"), "", t))
+                .unwrap()
+                .is_duplicate()
+        })
+        .count() as u64;
+    assert!(expected > 1);
+    assert_eq!(uniques.load(Ordering::SeqCst), expected);
+    assert_eq!(d.stats().unwrap().documents, expected);
+}
+
+#[test]
+fn concurrent_inserts_of_the_same_documents_keep_exactly_one_copy() {
+    race(Arc::new(mem(DedupConfig::default())));
+    let dir = tempfile::tempdir().unwrap();
+    race(Arc::new(
+        Deduper::new(
+            RedbStore::open(dir.path().join("i.redb")).unwrap(),
+            DedupConfig::default(),
+        )
+        .unwrap(),
+    ));
+}
