@@ -72,7 +72,7 @@ impl RedbStore {
             std::fs::create_dir_all(dir).map_err(Error::storage)?;
         }
         let db = Database::builder()
-            .set_cache_size(256 << 20)
+            .set_cache_size(64 << 20)
             .create(&path)
             .map_err(|e| match e {
                 redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: path.clone() },

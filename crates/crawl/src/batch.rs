@@ -1,0 +1,360 @@
+//! `crawl dedup`: the three tiers over a JSON-lines corpus.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use dedup::{Deduper, Document, MemoryStore, RedbStore, Signature, Tier, Verdict};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use tracing::{info, warn};
+
+use crate::config::Config;
+use crate::progress::Progress;
+use crate::sinks::Sink;
+use crate::state;
+
+/// Lines per transaction and checkpoint.
+const CHUNK: usize = 2048;
+
+/// One input line.
+#[derive(Debug, Deserialize)]
+struct InputDoc {
+    url: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    html: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Kept<'a> {
+    url: &'a str,
+    title: &'a str,
+    simhash: Option<String>,
+    line: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct Dropped<'a> {
+    url: &'a str,
+    tier: Tier,
+    duplicate_of: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    distance: Option<u32>,
+    line: u64,
+}
+
+#[derive(Debug, Serialize)]
+struct BadLine<'a> {
+    line: u64,
+    error: &'a str,
+}
+
+/// Progress of an interrupted run, committed with the dedup state.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+struct BatchProgress {
+    input: PathBuf,
+    out: PathBuf,
+    /// Input lines fully processed.
+    lines: u64,
+    /// Input bytes fully processed.
+    bytes: u64,
+    kept: u64,
+    errors: u64,
+    dropped: Counts,
+    offsets: [u64; 3],
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
+struct Counts {
+    url: u64,
+    title: u64,
+    content: u64,
+}
+
+const PROGRESS_KEY: &str = "batch:progress";
+
+/// Options of `crawl dedup`.
+#[derive(Debug)]
+pub struct BatchArgs {
+    pub input: PathBuf,
+    pub out: PathBuf,
+    pub data_dir: Option<PathBuf>,
+}
+
+enum Backend {
+    Memory(Deduper<MemoryStore>),
+    Redb(Deduper<RedbStore>),
+}
+
+struct Run {
+    sinks: [Sink; 3],
+    p: BatchProgress,
+    cleaner: clean::Cleaner,
+}
+
+/// Runs `crawl dedup`; returns the summary printed on stderr.
+pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
+    let started = Instant::now();
+    let cleaner = clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?;
+    let backend = match &args.data_dir {
+        None => Backend::Memory(Deduper::new(MemoryStore::new(), cfg.dedup.clone())?),
+        Some(dir) => {
+            let path = dir.join("index.redb");
+            let store = RedbStore::open_with(
+                &path,
+                std::time::Duration::from_millis(cfg.store.sync_interval_ms),
+            )
+            .with_context(|| format!("cannot open the index in {}", dir.display()))?;
+            Backend::Redb(Deduper::new(store, cfg.dedup.clone())?)
+        }
+    };
+    let input_abs = std::fs::canonicalize(&args.input)
+        .with_context(|| format!("cannot read input {}", args.input.display()))?;
+    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
+    let out_abs = std::fs::canonicalize(&args.out)?;
+
+    // Resume an interrupted run of the same input into the same output.
+    let mut p = BatchProgress {
+        input: input_abs.clone(),
+        out: out_abs.clone(),
+        ..Default::default()
+    };
+    if let Backend::Redb(d) = &backend
+        && let Some(prev) = state::read_json::<BatchProgress>(d.store().database(), PROGRESS_KEY)?
+    {
+        if prev.input == input_abs && prev.out == out_abs {
+            info!(lines = prev.lines, "resuming an interrupted run");
+            p = prev;
+        } else {
+            warn!(
+                "an interrupted run of {} into {} is abandoned; its documents stay in the index",
+                prev.input.display(),
+                prev.out.display()
+            );
+        }
+    }
+    let names = ["kept.jsonl", "duplicates.jsonl", "errors.jsonl"];
+    let mut sinks = Vec::with_capacity(3);
+    for (name, off) in names.iter().zip(p.offsets) {
+        sinks.push(Sink::open(&args.out.join(name), off)?);
+    }
+    let sinks: [Sink; 3] = sinks.try_into().map_err(|_| anyhow::anyhow!("sink setup"))?;
+    let mut run = Run { sinks, p, cleaner };
+
+    let file =
+        File::open(&args.input).with_context(|| format!("cannot read input {}", args.input.display()))?;
+    let total = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    std::io::Seek::seek(&mut reader, std::io::SeekFrom::Start(run.p.bytes))
+        .with_context(|| format!("cannot seek in {}", args.input.display()))?;
+    let progress = Progress::bytes(total, "dedup");
+    progress.set(run.p.bytes);
+    let resumed_lines = run.p.lines;
+    let input_name = args.input.display().to_string();
+
+    let mut chunk: Vec<(u64, String)> = Vec::with_capacity(CHUNK);
+    let mut chunk_bytes = 0u64;
+    let mut line_no = run.p.lines;
+    loop {
+        let mut buf = Vec::new();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .with_context(|| format!("cannot read {}", args.input.display()))?;
+        if n > 0 {
+            line_no += 1;
+            chunk_bytes += n as u64;
+            let text = String::from_utf8_lossy(&buf)
+                .trim_end_matches(['\n', '\r'])
+                .to_string();
+            chunk.push((line_no, text));
+        }
+        if chunk.len() >= CHUNK || (n == 0 && !chunk.is_empty()) {
+            process(&backend, &mut run, &chunk, chunk_bytes, &input_name)?;
+            progress.set(run.p.bytes);
+            chunk.clear();
+            chunk_bytes = 0;
+        }
+        if n == 0 {
+            break;
+        }
+    }
+    // Done: forget the progress record so the next run starts anew.
+    match &backend {
+        Backend::Memory(_) => {
+            for s in &mut run.sinks {
+                s.flush()?;
+            }
+        }
+        Backend::Redb(d) => {
+            for s in &mut run.sinks {
+                s.sync()?;
+            }
+            d.store().write_with(true, |txn, _| {
+                let mut t = state::open(txn).map_err(state::store_err)?;
+                t.remove(PROGRESS_KEY).map_err(state::store_err)?;
+                Ok(())
+            })?;
+        }
+    }
+    progress.finish();
+    let p = &run.p;
+    let docs = p.lines - resumed_lines;
+    let secs = started.elapsed().as_secs_f64().max(1e-9);
+    Ok(format!(
+        "documents: {}  kept: {}  dropped: url {} / title {} / content {}  bad lines: {}  ({:.0} docs/s{})",
+        p.lines,
+        p.kept,
+        p.dropped.url,
+        p.dropped.title,
+        p.dropped.content,
+        p.errors,
+        docs as f64 / secs,
+        if resumed_lines > 0 {
+            format!(", resumed at line {resumed_lines}")
+        } else {
+            String::new()
+        }
+    ))
+}
+
+/// A parsed line, ready for the tiers, or why it was skipped.
+type Parsed = Result<(String, String, Signature), String>;
+
+fn parse_line(d: &Deduper<impl dedup::Store>, cleaner: &clean::Cleaner, line: &str) -> Parsed {
+    let doc: InputDoc = serde_json::from_str(line).map_err(|e| format!("invalid JSON: {e}"))?;
+    if doc.url.trim().is_empty() {
+        return Err("empty \"url\"".into());
+    }
+    let (title, text) = match (doc.text, doc.html) {
+        (Some(text), _) => (
+            cleaner.normalize_title(doc.title.as_deref().unwrap_or("")),
+            cleaner.normalize_text(&text),
+        ),
+        (None, Some(html)) => {
+            let base =
+                url::Url::parse(&doc.url).map_err(|e| format!("invalid \"url\" {:?}: {e}", doc.url))?;
+            let page = cleaner
+                .parse_str(&html, &base)
+                .map_err(|e| format!("cannot clean \"html\": {e}"))?;
+            let title = match doc.title {
+                Some(t) => cleaner.normalize_title(&t),
+                None => page.title,
+            };
+            (title, page.text)
+        }
+        (None, None) => return Err("neither \"text\" nor \"html\" is present".into()),
+    };
+    let sig = d.sign(&Document::new(&doc.url, &title, &text));
+    Ok((doc.url, title, sig))
+}
+
+fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64, input: &str) -> Result<()> {
+    match backend {
+        Backend::Memory(d) => {
+            let parsed = parse_all(d, &run.cleaner, chunk);
+            let sigs: Vec<Signature> = parsed
+                .iter()
+                .filter_map(|p| p.as_ref().ok().map(|x| x.2.clone()))
+                .collect();
+            let verdicts = d.check_batch(&sigs, true)?;
+            emit(run, chunk, &parsed, verdicts, input)?;
+            run.p.lines += chunk.len() as u64;
+            run.p.bytes += bytes;
+        }
+        Backend::Redb(d) => {
+            let parsed = parse_all(d, &run.cleaner, chunk);
+            d.store().write_with(true, |txn, tables| {
+                let mut verdicts = Vec::with_capacity(parsed.len());
+                for (_, _, sig) in parsed.iter().flatten() {
+                    verdicts.push(d.check_in(tables, sig, true)?);
+                }
+                let before = run.p.clone();
+                emit(run, chunk, &parsed, verdicts, input).map_err(|e| state::store_err(format!("{e:#}")))?;
+                run.p.lines += chunk.len() as u64;
+                run.p.bytes += bytes;
+                for (i, s) in run.sinks.iter_mut().enumerate() {
+                    run.p.offsets[i] = s.sync().map_err(|e| state::store_err(format!("{e:#}")))?;
+                }
+                let mut t = state::open(txn).map_err(state::store_err)?;
+                if let Err(e) = state::put_json(&mut t, PROGRESS_KEY, &run.p) {
+                    run.p = before;
+                    return Err(e);
+                }
+                Ok(())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+fn parse_all(
+    d: &Deduper<impl dedup::Store>,
+    cleaner: &clean::Cleaner,
+    chunk: &[(u64, String)],
+) -> Vec<Parsed> {
+    chunk
+        .par_iter()
+        .map(|(_, line)| {
+            if line.trim().is_empty() {
+                Err("empty line".into())
+            } else {
+                parse_line(d, cleaner, line)
+            }
+        })
+        .collect()
+}
+
+fn emit(
+    run: &mut Run,
+    chunk: &[(u64, String)],
+    parsed: &[Parsed],
+    verdicts: Vec<Verdict>,
+    input: &str,
+) -> Result<()> {
+    let mut verdicts = verdicts.into_iter();
+    for ((line, _), p) in chunk.iter().zip(parsed) {
+        match p {
+            Err(e) => {
+                warn!("{input}:{line}: {e}; line skipped");
+                run.p.errors += 1;
+                run.sinks[2].write(&BadLine {
+                    line: *line,
+                    error: e,
+                })?;
+            }
+            Ok((url, title, _)) => match verdicts.next() {
+                Some(Verdict::Unique { fingerprint, .. }) => {
+                    run.p.kept += 1;
+                    run.sinks[0].write(&Kept {
+                        url,
+                        title,
+                        simhash: fingerprint.map(|f| f.to_string()),
+                        line: *line,
+                    })?;
+                }
+                Some(Verdict::Duplicate(d)) => {
+                    match d.tier {
+                        Tier::Url => run.p.dropped.url += 1,
+                        Tier::Title => run.p.dropped.title += 1,
+                        Tier::Content => run.p.dropped.content += 1,
+                    }
+                    run.sinks[1].write(&Dropped {
+                        url,
+                        tier: d.tier,
+                        duplicate_of: &d.of,
+                        distance: d.distance,
+                        line: *line,
+                    })?;
+                }
+                None => bail!("internal error: fewer verdicts than documents"),
+            },
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,310 @@
+//! `crawl bench`: crawls a generated local site and reports pages/s, peak
+//! RSS and CPU per page. The site is served by a child process
+//! (`crawl __serve-site`), so the crawler's RSS and CPU are its own.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader as TokioBufReader};
+
+use crate::config::Config;
+
+/// Options of `crawl bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Pages in the generated site.
+    #[arg(long, default_value_t = 20_000)]
+    pages: usize,
+    /// Pages fetched at once.
+    #[arg(long, default_value_t = 64)]
+    concurrency: usize,
+    /// Directory for the crawl's state and outputs (default: a temporary one).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+/// Text for generated pages: a fixed vocabulary mixed by a seeded generator.
+const WORDS: &[&str] = &[
+    "经济",
+    "发展",
+    "改革",
+    "开放",
+    "创新",
+    "科技",
+    "人才",
+    "教育",
+    "城市",
+    "乡村",
+    "交通",
+    "铁路",
+    "高速",
+    "港口",
+    "能源",
+    "电力",
+    "光伏",
+    "风电",
+    "储能",
+    "汽车",
+    "芯片",
+    "软件",
+    "数据",
+    "网络",
+    "安全",
+    "医疗",
+    "医院",
+    "药品",
+    "保险",
+    "养老",
+    "就业",
+    "工资",
+    "消费",
+    "市场",
+    "价格",
+    "农业",
+    "粮食",
+    "水利",
+    "环境",
+    "生态",
+    "森林",
+    "河流",
+    "气候",
+    "降雨",
+    "台风",
+    "地震",
+    "救援",
+    "体育",
+    "足球",
+    "篮球",
+    "比赛",
+    "冠军",
+    "文化",
+    "电影",
+    "音乐",
+    "图书",
+    "博物馆",
+    "旅游",
+    "景区",
+    "航空",
+    "机场",
+    "航班",
+    "银行",
+    "利率",
+    "贷款",
+    "股票",
+    "基金",
+    "债券",
+    "出口",
+    "进口",
+    "企业",
+    "工厂",
+    "制造",
+    "产业",
+    "园区",
+    "投资",
+    "项目",
+    "建设",
+    "政策",
+    "会议",
+    "部门",
+    "报告",
+    "调查",
+    "研究",
+    "大学",
+    "学生",
+    "老师",
+    "考试",
+    "医生",
+    "患者",
+    "社区",
+    "居民",
+    "服务",
+    "平台",
+    "用户",
+    "手机",
+    "游戏",
+    "直播",
+];
+
+fn rng(seed: u64) -> impl FnMut() -> u64 {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    }
+}
+
+/// Page `i` of an `n`-page site. Every tenth page repeats the previous
+/// page's article under another title (a content duplicate).
+pub fn page(i: usize, n: usize) -> String {
+    let article = if i % 10 == 9 { i - 1 } else { i };
+    let mut next = rng(article as u64 + 1);
+    let mut text = String::new();
+    for s in 0..12 {
+        for _ in 0..14 {
+            text.push_str(WORDS[(next() % WORDS.len() as u64) as usize]);
+        }
+        text.push_str(if s % 3 == 2 { "。\n" } else { "，" });
+    }
+    let mut links = String::new();
+    let mut lr = rng(i as u64 + 7_777);
+    let targets = [
+        2 * i + 1,
+        2 * i + 2,
+        (lr() % n as u64) as usize,
+        (lr() % n as u64) as usize,
+        (i + 1) % n,
+    ];
+    for t in targets {
+        if t < n {
+            links.push_str(&format!(
+                "<li><a href=\"/p/{t}?utm_source=bench#top\">第{t}篇</a></li>"
+            ));
+        }
+    }
+    format!(
+        "<!doctype html><html lang=\"zh\"><head><meta charset=\"utf-8\"><title>第{i}篇 新闻</title></head>\
+         <body><nav><ul><li><a href=\"/p/0\">首页</a></li>{links}</ul></nav>\
+         <article><h1>第{i}篇</h1><p>{text}</p></article><footer>版权所有</footer></body></html>"
+    )
+}
+
+/// `crawl __serve-site`: serves the generated site on 127.0.0.1 and prints
+/// its port on the first line of stdout.
+pub fn serve_site(pages: usize) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        println!("{}", listener.local_addr()?.port());
+        loop {
+            let (sock, _) = listener.accept().await?;
+            tokio::spawn(async move {
+                let (r, mut w) = sock.into_split();
+                let mut r = TokioBufReader::new(r);
+                loop {
+                    let mut request_line = String::new();
+                    if r.read_line(&mut request_line).await.unwrap_or(0) == 0 {
+                        return;
+                    }
+                    loop {
+                        let mut h = String::new();
+                        if r.read_line(&mut h).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if h == "\r\n" || h == "\n" {
+                            break;
+                        }
+                    }
+                    let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_string();
+                    let n = path
+                        .strip_prefix("/p/")
+                        .and_then(|p| p.split(['?', '#']).next())
+                        .and_then(|p| p.parse::<usize>().ok())
+                        .filter(|&i| i < pages);
+                    let (status, body) = match n {
+                        Some(i) => ("200 OK", page(i, pages)),
+                        None => ("404 Not Found", "not found".to_string()),
+                    };
+                    let head = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\n\r\n",
+                        body.len()
+                    );
+                    if w.write_all(head.as_bytes()).await.is_err() || w.write_all(body.as_bytes()).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    })
+}
+
+fn peak_rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+fn cpu_seconds() -> f64 {
+    // SAFETY-free: getrusage through libc is the portable way to read our
+    // own CPU time; `unsafe_code` is forbidden, so read /proc instead.
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let utime: f64 = f.get(11)?.parse().ok()?;
+            let stime: f64 = f.get(12)?.parse().ok()?;
+            Some((utime + stime) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+/// Runs the benchmark and prints its report.
+pub fn bench(args: BenchArgs) -> Result<()> {
+    let exe = std::env::current_exe().context("cannot find the crawl binary")?;
+    let mut server = Command::new(exe)
+        .args(["__serve-site", "--pages", &args.pages.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("cannot start the bench site")?;
+    let mut line = String::new();
+    if let Some(out) = server.stdout.take() {
+        BufReader::new(out).read_line(&mut line)?;
+    }
+    let port: u16 = match line.trim().parse() {
+        Ok(p) => p,
+        Err(_) => {
+            let _ = server.kill();
+            bail!("bench site did not report its port (got {line:?})");
+        }
+    };
+    let tmp = tempfile::tempdir()?;
+    let dir = args.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
+    let seeds = dir.join("seeds.txt");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(&seeds, format!("http://127.0.0.1:{port}/p/0\n"))?;
+    let mut cfg = Config::default();
+    cfg.store.data_dir = dir.join("data");
+    cfg.crawl.out_dir = dir.join("out");
+    cfg.crawl.concurrency = args.concurrency;
+    cfg.crawl.max_depth = 1_000;
+    cfg.fetch.per_host_delay_ms = 0;
+    cfg.fetch.per_host_concurrency = args.concurrency;
+    cfg.fetch.concurrency = args.concurrency;
+    let cpu0 = cpu_seconds();
+    let t0 = Instant::now();
+    let result = crate::daemon::run(cfg, &seeds, true);
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu0;
+    let _ = server.kill();
+    let _ = server.wait();
+    let stats = result?;
+    println!("site pages        {}", args.pages);
+    println!("fetched           {}", stats.fetched);
+    println!(
+        "kept / dup title / dup content   {} / {} / {}",
+        stats.kept, stats.dup_title, stats.dup_content
+    );
+    println!("url-tier hits     {}", stats.dup_url);
+    println!("wall              {wall:.2} s");
+    println!("pages/s           {:.0}", stats.fetched as f64 / wall.max(1e-9));
+    println!(
+        "cpu per page      {:.3} ms",
+        cpu * 1000.0 / (stats.fetched.max(1) as f64)
+    );
+    println!("peak RSS          {:.1} MB", peak_rss_kb() as f64 / 1024.0);
+    Ok(())
+}

@@ -1,0 +1,657 @@
+//! `crawl --seeds FILE`: the crawler.
+//!
+//! Sources -> transforms -> sinks: the frontier feeds fetch tasks (async,
+//! polite); each fetched page is cleaned and signed on the blocking pool
+//! (CPU work off the reactor); one writer thread applies the dedup tiers,
+//! writes the sinks, and commits frontier, tiers and sink offsets in one
+//! transaction per group of pages (group commit: it takes whatever results
+//! are ready, so groups grow with load and no result waits for a timer).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc as std_mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use dedup::{CanonicalUrl, Deduper, Document, RedbStore, Signature, Tier, UrlVerdict, Verdict};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tracing::{info, warn};
+use url::Url;
+
+use crate::config::Config;
+use crate::frontier::{self, Entry, ScopeRules, Window};
+use crate::progress::Progress;
+use crate::sinks::Sink;
+use crate::state;
+
+pub use crate::bench::{BenchArgs, bench};
+
+/// Counters of a crawl, persisted with each checkpoint so they add up
+/// across resumes.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Stats {
+    /// Pages whose fetch finished (success or final failure).
+    pub fetched: u64,
+    pub kept: u64,
+    /// URL-tier hits: links and redirect targets already seen.
+    pub dup_url: u64,
+    pub dup_title: u64,
+    pub dup_content: u64,
+    /// Final failures by kind (`timeout`, `status_4xx`, `robots_disallowed`...).
+    pub errors: BTreeMap<String, u64>,
+    /// Body bytes received.
+    pub bytes: u64,
+    /// Bodies cut at the size limit.
+    pub truncated: u64,
+    /// Wall-clock seconds spent crawling, over all runs.
+    pub seconds: f64,
+}
+
+impl fmt::Display for Stats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let errors: u64 = self.errors.values().sum();
+        write!(
+            f,
+            "fetched {}  kept {}  dropped: title {} / content {}  url-tier hits {}  errors {}",
+            self.fetched, self.kept, self.dup_title, self.dup_content, self.dup_url, errors
+        )?;
+        if !self.errors.is_empty() {
+            let kinds: Vec<String> = self.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            write!(f, " ({})", kinds.join(", "))?;
+        }
+        write!(
+            f,
+            "  {:.1} MB  {:.0} pages/s",
+            self.bytes as f64 / 1e6,
+            self.fetched as f64 / self.seconds.max(1e-9)
+        )
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Checkpoint {
+    next_seq: u64,
+    offsets: [u64; 3],
+    stats: Stats,
+}
+
+const CHECKPOINT_KEY: &str = "crawl:checkpoint";
+const SINKS: [&str; 3] = ["kept.jsonl", "duplicates.jsonl", "errors.jsonl"];
+
+/// What became of one frontier entry.
+#[derive(Debug)]
+enum Outcome {
+    Page(Box<PageResult>),
+    Failed {
+        entry: Entry,
+        kind: &'static str,
+        error: String,
+    },
+}
+
+impl Outcome {
+    fn seq(&self) -> u64 {
+        match self {
+            Outcome::Page(p) => p.entry.seq,
+            Outcome::Failed { entry, .. } => entry.seq,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct PageResult {
+    entry: Entry,
+    final_url: Url,
+    status: u16,
+    title: String,
+    text: String,
+    links: Vec<Url>,
+    sig: Signature,
+    bytes: usize,
+    truncated: bool,
+    fetched_at: u64,
+}
+
+#[derive(Serialize)]
+struct KeptLine<'a> {
+    url: &'a str,
+    final_url: &'a str,
+    status: u16,
+    title: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<&'a str>,
+    simhash: Option<String>,
+    depth: u32,
+    fetched_at: u64,
+}
+
+#[derive(Serialize)]
+struct DupLine<'a> {
+    url: &'a str,
+    tier: Tier,
+    duplicate_of: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    distance: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct ErrorLine<'a> {
+    url: &'a str,
+    kind: &'a str,
+    error: &'a str,
+}
+
+/// Reads a seeds file: one URL per line, `#` comments, blank lines. Invalid
+/// lines are reported with their line number and skipped.
+pub fn read_seeds(path: &Path) -> Result<Vec<Url>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read seeds file {}", path.display()))?;
+    let mut seeds = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        match Url::parse(line) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => seeds.push(u),
+            Ok(u) => warn!(
+                "{}:{}: {line:?} is not an http(s) URL (scheme {}); skipped",
+                path.display(),
+                i + 1,
+                u.scheme()
+            ),
+            Err(e) => warn!(
+                "{}:{}: invalid seed URL {line:?}: {e}; skipped",
+                path.display(),
+                i + 1
+            ),
+        }
+    }
+    if seeds.is_empty() {
+        bail!("no valid seed URL in {}", path.display());
+    }
+    Ok(seeds)
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Shared by fetch tasks.
+struct Ctx {
+    fetcher: fetch::Fetcher,
+    cleaner: clean::Cleaner,
+    deduper: Arc<Deduper<RedbStore>>,
+    scope: ScopeRules,
+    follow_nofollow: bool,
+}
+
+async fn work(ctx: Arc<Ctx>, entry: Entry) -> Outcome {
+    let scope_ctx = ctx.clone();
+    let allow = move |u: &Url| scope_ctx.scope.allows(u);
+    let fetched = match ctx.fetcher.fetch(&entry.url, &allow).await {
+        Ok(f) => f,
+        Err(e) => {
+            return Outcome::Failed {
+                entry,
+                kind: e.kind(),
+                error: e.to_string(),
+            };
+        }
+    };
+    let fetched_at = now_secs();
+    let ctx2 = ctx.clone();
+    let entry2 = entry.clone();
+    // Parsing, conversion, segmentation and hashing are CPU work: off the
+    // reactor threads, so fetching continues meanwhile.
+    let job = tokio::task::spawn_blocking(move || {
+        let ctx = ctx2;
+        let entry = entry2;
+        let page = match ctx
+            .cleaner
+            .parse(&fetched.body, fetched.content_type.as_deref(), &fetched.final_url)
+        {
+            Ok(p) => p,
+            Err(e) => {
+                return Outcome::Failed {
+                    entry,
+                    kind: "clean",
+                    error: format!("cannot clean {}: {e}", fetched.final_url),
+                };
+            }
+        };
+        let follow = ctx.follow_nofollow || !page.meta_nofollow;
+        let links: Vec<Url> = if follow {
+            page.links
+                .iter()
+                .filter(|l| ctx.follow_nofollow || !l.nofollow)
+                .map(|l| l.url.clone())
+                .filter(|u| ctx.scope.allows(u))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let sig = ctx
+            .deduper
+            .sign(&Document::new(entry.url.as_str(), &page.title, &page.text));
+        Outcome::Page(Box::new(PageResult {
+            final_url: fetched.final_url,
+            status: fetched.status,
+            title: page.title,
+            text: page.text,
+            links,
+            sig,
+            bytes: fetched.body.len(),
+            truncated: fetched.truncated,
+            fetched_at,
+            entry,
+        }))
+    });
+    match job.await {
+        Ok(o) => o,
+        Err(e) => Outcome::Failed {
+            entry,
+            kind: "internal",
+            error: format!("page processing failed: {e}"),
+        },
+    }
+}
+
+/// Messages from the writer to the dispatcher.
+#[derive(Debug)]
+struct Committed {
+    seqs: Vec<u64>,
+    added: u64,
+}
+
+struct Writer {
+    deduper: Arc<Deduper<RedbStore>>,
+    sinks: [Sink; 3],
+    cp: Checkpoint,
+    max_depth: u32,
+    write_text: bool,
+    shared: Arc<Mutex<Stats>>,
+    run_started: Instant,
+    base_seconds: f64,
+}
+
+impl Writer {
+    fn commit(&mut self, batch: Vec<Outcome>) -> Result<Committed> {
+        let mut seqs = Vec::with_capacity(batch.len());
+        let mut added = 0u64;
+        let deduper = self.deduper.clone();
+        let before = self.cp.clone();
+        let result = deduper.store().write_with(true, |txn, tables| {
+            let mut fr = frontier::open(txn)?;
+            for o in &batch {
+                seqs.push(o.seq());
+                fr.remove(o.seq()).map_err(state::store_err)?;
+                self.cp.stats.fetched += 1;
+                match o {
+                    Outcome::Failed { entry, kind, error } => {
+                        *self.cp.stats.errors.entry((*kind).to_string()).or_insert(0) += 1;
+                        self.sinks[2]
+                            .write(&ErrorLine {
+                                url: entry.url.as_str(),
+                                kind,
+                                error,
+                            })
+                            .map_err(|e| state::store_err(format!("{e:#}")))?;
+                    }
+                    Outcome::Page(p) => {
+                        self.cp.stats.bytes += p.bytes as u64;
+                        self.cp.stats.truncated += u64::from(p.truncated);
+                        added += self.page(&deduper, tables, &mut fr, p)?;
+                    }
+                }
+            }
+            for (i, s) in self.sinks.iter_mut().enumerate() {
+                self.cp.offsets[i] = s.sync().map_err(|e| state::store_err(format!("{e:#}")))?;
+            }
+            self.cp.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
+            let mut st = state::open(txn).map_err(state::store_err)?;
+            state::put_json(&mut st, CHECKPOINT_KEY, &self.cp)
+        });
+        if let Err(e) = result {
+            self.cp = before;
+            return Err(e).context("cannot commit crawl results");
+        }
+        *self.shared.lock() = self.cp.stats.clone();
+        Ok(Committed { seqs, added })
+    }
+
+    fn page(
+        &mut self,
+        deduper: &Deduper<RedbStore>,
+        tables: &mut dyn dedup::Tables,
+        fr: &mut redb::Table<'_, u64, &'static [u8]>,
+        p: &PageResult,
+    ) -> dedup::Result<u64> {
+        let io = |e: anyhow::Error| state::store_err(format!("{e:#}"));
+        // A redirect to a URL the crawl already knows: that URL is (or will
+        // be) fetched under its own name.
+        if p.final_url != p.entry.url
+            && let Ok(c) = CanonicalUrl::from_url(p.final_url.clone())
+            && c != CanonicalUrl::from_url(p.entry.url.clone()).map_err(|s| dedup::Error::Config(s))?
+            && let UrlVerdict::Seen { .. } = deduper.check_url_in(tables, p.final_url.as_str(), c)?
+        {
+            self.cp.stats.dup_url += 1;
+            return Ok(0);
+        }
+        match deduper.check_in(tables, &p.sig, false)? {
+            Verdict::Unique { fingerprint, .. } => {
+                self.cp.stats.kept += 1;
+                self.sinks[0]
+                    .write(&KeptLine {
+                        url: p.entry.url.as_str(),
+                        final_url: p.final_url.as_str(),
+                        status: p.status,
+                        title: &p.title,
+                        text: self.write_text.then_some(p.text.as_str()),
+                        simhash: fingerprint.map(|f| f.to_string()),
+                        depth: p.entry.depth,
+                        fetched_at: p.fetched_at,
+                    })
+                    .map_err(io)?;
+            }
+            Verdict::Duplicate(d) => {
+                match d.tier {
+                    Tier::Title => self.cp.stats.dup_title += 1,
+                    Tier::Content => self.cp.stats.dup_content += 1,
+                    Tier::Url => self.cp.stats.dup_url += 1,
+                }
+                self.sinks[1]
+                    .write(&DupLine {
+                        url: p.entry.url.as_str(),
+                        tier: d.tier,
+                        duplicate_of: &d.of,
+                        distance: d.distance,
+                    })
+                    .map_err(io)?;
+            }
+        }
+        let mut added = 0;
+        if p.entry.depth < self.max_depth {
+            for link in &p.links {
+                if frontier::enqueue(
+                    deduper,
+                    tables,
+                    fr,
+                    &mut self.cp.next_seq,
+                    link.clone(),
+                    p.entry.depth + 1,
+                )? {
+                    added += 1;
+                } else {
+                    self.cp.stats.dup_url += 1;
+                }
+            }
+        }
+        Ok(added)
+    }
+}
+
+fn writer_loop(
+    mut w: Writer,
+    rx: std_mpsc::Receiver<Outcome>,
+    tx: mpsc::UnboundedSender<Result<Committed, String>>,
+) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < 4096 {
+            match rx.try_recv() {
+                Ok(o) => batch.push(o),
+                Err(_) => break,
+            }
+        }
+        let r = w.commit(batch).map_err(|e| format!("{e:#}"));
+        let failed = r.is_err();
+        if tx.send(r).is_err() || failed {
+            return;
+        }
+    }
+}
+
+/// Runs a crawl to completion (or until stopped); returns its counters.
+pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
+    let seeds = read_seeds(seeds_path)?;
+    let data_dir = cfg.store.data_dir.clone();
+    let out_dir = cfg.crawl.out_dir.clone();
+    let db_path = data_dir.join("index.redb");
+    if fresh {
+        remove_if_exists(&db_path)?;
+        for name in SINKS.iter().chain(["stats.json"].iter()) {
+            remove_if_exists(&out_dir.join(name))?;
+        }
+    }
+    let store = RedbStore::open(&db_path)
+        .with_context(|| format!("cannot open the crawl state in {}", data_dir.display()))?;
+    let deduper = Arc::new(Deduper::new(store, cfg.dedup.clone())?);
+    let mut cp: Checkpoint =
+        state::read_json(deduper.store().database(), CHECKPOINT_KEY)?.unwrap_or_default();
+    if cp.stats.fetched > 0 {
+        info!(
+            fetched = cp.stats.fetched,
+            kept = cp.stats.kept,
+            "resuming an interrupted crawl"
+        );
+    }
+    let mut sinks = Vec::new();
+    for (name, off) in SINKS.iter().zip(cp.offsets) {
+        sinks.push(Sink::open(&out_dir.join(name), off)?);
+    }
+    let sinks: [Sink; 3] = sinks.try_into().map_err(|_| anyhow::anyhow!("sink setup"))?;
+
+    // Seeds enter the frontier through the URL tier like any link: on a
+    // resume, those already seen are not fetched again.
+    let mut added = 0;
+    deduper.store().write_with(true, |txn, tables| {
+        let mut fr = frontier::open(txn)?;
+        for s in &seeds {
+            if frontier::enqueue(&deduper, tables, &mut fr, &mut cp.next_seq, s.clone(), 0)? {
+                added += 1;
+            }
+        }
+        let mut st = state::open(txn).map_err(state::store_err)?;
+        state::put_json(&mut st, CHECKPOINT_KEY, &cp)
+    })?;
+    info!(seeds = seeds.len(), new = added, "seeds loaded");
+
+    let fetcher = fetch::Fetcher::new(cfg.fetch.clone()).context("invalid [fetch] settings")?;
+    let per_host = cfg.fetch.per_host_concurrency.max(1) * 2;
+    let ctx = Arc::new(Ctx {
+        fetcher,
+        cleaner: clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?,
+        deduper: deduper.clone(),
+        scope: ScopeRules::new(&cfg.crawl, &seeds)?,
+        follow_nofollow: cfg.crawl.follow_nofollow,
+    });
+    let shared = Arc::new(Mutex::new(cp.stats.clone()));
+    let base_fetched = cp.stats.fetched;
+    let writer = Writer {
+        deduper: deduper.clone(),
+        sinks,
+        base_seconds: cp.stats.seconds,
+        cp,
+        max_depth: cfg.crawl.max_depth,
+        write_text: cfg.crawl.write_text,
+        shared: shared.clone(),
+        run_started: Instant::now(),
+    };
+    let (out_tx, out_rx) = std_mpsc::channel::<Outcome>();
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let writer_thread = std::thread::Builder::new()
+        .name("crawl-writer".into())
+        .spawn(move || writer_loop(writer, out_rx, done_tx))
+        .context("cannot start the writer thread")?;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let settings = Dispatch {
+        concurrency: cfg.crawl.concurrency.max(1),
+        per_host,
+        max_pages: cfg.crawl.max_pages,
+        base_fetched,
+    };
+    let dispatched = runtime.block_on(dispatch(
+        ctx,
+        deduper.clone(),
+        settings,
+        out_tx,
+        done_rx,
+        shared.clone(),
+    ));
+    // The writer ends when every sender is gone (the dispatcher dropped its own).
+    let _ = writer_thread.join();
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    dispatched?;
+    deduper.flush()?;
+    let stats = shared.lock().clone();
+    let json = serde_json::to_string_pretty(&stats)?;
+    std::fs::write(out_dir.join("stats.json"), json)
+        .with_context(|| format!("cannot write {}", out_dir.display()))?;
+    Ok(stats)
+}
+
+fn remove_if_exists(p: &Path) -> Result<()> {
+    match std::fs::remove_file(p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot remove {}", p.display())),
+    }
+}
+
+struct Dispatch {
+    concurrency: usize,
+    per_host: usize,
+    max_pages: u64,
+    base_fetched: u64,
+}
+
+async fn dispatch(
+    ctx: Arc<Ctx>,
+    deduper: Arc<Deduper<RedbStore>>,
+    s: Dispatch,
+    out_tx: std_mpsc::Sender<Outcome>,
+    mut done_rx: mpsc::UnboundedReceiver<Result<Committed, String>>,
+    shared: Arc<Mutex<Stats>>,
+) -> Result<()> {
+    let mut window = Window::default();
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut dispatched = 0u64;
+    let mut stopping = false;
+    let progress = Progress::spinner("crawl");
+    let mut last_log = Instant::now();
+    let started = Instant::now();
+    let (stop_tx, mut stop_rx) = mpsc::unbounded_channel::<&'static str>();
+    spawn_signal_handlers(stop_tx, shared.clone());
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let mut stop_deadline: Option<tokio::time::Instant> = None;
+    loop {
+        if !stopping {
+            let db = deduper.clone();
+            window = tokio::task::spawn_blocking(move || {
+                let mut w = window;
+                w.refill(db.store().database()).map(|()| w)
+            })
+            .await
+            .context("frontier reader failed")??;
+            while tasks.len() < s.concurrency
+                && (s.max_pages == 0 || s.base_fetched + dispatched < s.max_pages)
+                && let Some(entry) = window.next(s.per_host)
+            {
+                dispatched += 1;
+                let (ctx, tx) = (ctx.clone(), out_tx.clone());
+                tasks.spawn(async move {
+                    let o = work(ctx, entry).await;
+                    let _ = tx.send(o);
+                });
+            }
+        }
+        let budget_spent = s.max_pages > 0 && s.base_fetched + dispatched >= s.max_pages;
+        if window.in_flight() == 0 && (stopping || budget_spent || window.is_finished()) {
+            break;
+        }
+        tokio::select! {
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            msg = done_rx.recv() => match msg {
+                Some(Ok(c)) => {
+                    for seq in c.seqs { window.done(seq); }
+                    if c.added > 0 { window.poke(); }
+                }
+                Some(Err(e)) => bail!("{e}"),
+                None => bail!("the writer stopped unexpectedly"),
+            },
+            Some(sig) = stop_rx.recv() => {
+                if stopping {
+                    warn!("second {sig}: stopping now; unfinished pages stay in the frontier");
+                    break;
+                }
+                info!("{sig}: finishing {} pages in flight, then stopping (the rest stays in the frontier)", window.in_flight());
+                stopping = true;
+                stop_deadline = Some(tokio::time::Instant::now() + Duration::from_secs(30));
+            }
+            _ = tick.tick() => {
+                if stop_deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                    warn!("in-flight pages did not finish in time; they stay in the frontier");
+                    break;
+                }
+                let st = shared.lock().clone();
+                let rate = (st.fetched - s.base_fetched) as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                let line = format!("{}  ({rate:.0} pages/s this run, {} queued in memory, {} in flight)", st, window.pending(), window.in_flight());
+                if progress.is_bar() {
+                    progress.message(line);
+                } else if last_log.elapsed() >= Duration::from_secs(10) {
+                    info!("{line}");
+                    last_log = Instant::now();
+                }
+            }
+        }
+    }
+    progress.finish();
+    tasks.abort_all();
+    drop(out_tx);
+    // Drain the writer's last commits.
+    while let Some(msg) = done_rx.recv().await {
+        if let Err(e) = msg {
+            bail!("{e}");
+        }
+    }
+    Ok(())
+}
+
+fn spawn_signal_handlers(stop: mpsc::UnboundedSender<&'static str>, shared: Arc<Mutex<Stats>>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    for (kind, name) in [
+        (SignalKind::interrupt(), "SIGINT"),
+        (SignalKind::terminate(), "SIGTERM"),
+    ] {
+        let stop = stop.clone();
+        if let Ok(mut s) = signal(kind) {
+            tokio::spawn(async move {
+                while s.recv().await.is_some() {
+                    if stop.send(name).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    }
+    if let Ok(mut s) = signal(SignalKind::user_defined1()) {
+        tokio::spawn(async move {
+            while s.recv().await.is_some() {
+                info!("stats: {}", shared.lock());
+            }
+        });
+    }
+}

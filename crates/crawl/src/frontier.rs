@@ -1,0 +1,233 @@
+//! The frontier: URLs waiting to be fetched, in breadth-first order, kept
+//! in the store so a killed crawl resumes where it was.
+//!
+//! An entry leaves the frontier only in the transaction that records its
+//! page's result (and the sink offsets of the lines describing it), so after
+//! a crash every URL is either done, with its output committed, or still
+//! waiting: none is lost and none is fetched again after its result was
+//! written.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use anyhow::{Context, Result};
+use dedup::{CanonicalUrl, Deduper, RedbStore, Tables, UrlVerdict};
+use redb::{ReadableDatabase, Table, TableDefinition, WriteTransaction};
+use regex::Regex;
+use url::Url;
+
+use crate::config::{CrawlConfig, Scope};
+use crate::state::store_err;
+
+/// seq -> depth (u32 LE) + URL.
+pub const FRONTIER: TableDefinition<u64, &[u8]> = TableDefinition::new("crawl_frontier");
+
+/// One URL to fetch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// Position in breadth-first order; the frontier key.
+    pub seq: u64,
+    pub url: Url,
+    pub depth: u32,
+}
+
+fn encode(depth: u32, url: &Url) -> Vec<u8> {
+    let mut v = depth.to_le_bytes().to_vec();
+    v.extend_from_slice(url.as_str().as_bytes());
+    v
+}
+
+fn decode(seq: u64, bytes: &[u8]) -> Option<Entry> {
+    let depth = u32::from_le_bytes(bytes.get(0..4)?.try_into().ok()?);
+    let url = Url::parse(std::str::from_utf8(bytes.get(4..)?).ok()?).ok()?;
+    Some(Entry { seq, url, depth })
+}
+
+/// Which URLs the crawl may fetch.
+#[derive(Debug)]
+pub struct ScopeRules {
+    scope: Scope,
+    hosts: HashSet<String>,
+    domains: HashSet<String>,
+    include: Vec<Regex>,
+    exclude: Vec<Regex>,
+}
+
+fn registrable(host: &str) -> String {
+    psl::domain_str(host).unwrap_or(host).to_ascii_lowercase()
+}
+
+impl ScopeRules {
+    /// Rules for a crawl started from `seeds`.
+    pub fn new(cfg: &CrawlConfig, seeds: &[Url]) -> Result<ScopeRules> {
+        let compile = |list: &[String], what: &str| -> Result<Vec<Regex>> {
+            list.iter()
+                .map(|r| Regex::new(r).with_context(|| format!("invalid crawl.{what} regex {r:?}")))
+                .collect()
+        };
+        Ok(ScopeRules {
+            scope: cfg.scope,
+            hosts: seeds
+                .iter()
+                .filter_map(|u| u.host_str().map(str::to_ascii_lowercase))
+                .collect(),
+            domains: seeds
+                .iter()
+                .filter_map(|u| u.host_str().map(registrable))
+                .collect(),
+            include: compile(&cfg.include, "include")?,
+            exclude: compile(&cfg.exclude, "exclude")?,
+        })
+    }
+
+    /// Whether `url` is in scope.
+    pub fn allows(&self, url: &Url) -> bool {
+        if !matches!(url.scheme(), "http" | "https") {
+            return false;
+        }
+        let Some(host) = url.host_str() else { return false };
+        let in_scope = match self.scope {
+            Scope::Host => self.hosts.contains(&host.to_ascii_lowercase()),
+            Scope::Domain => self.domains.contains(&registrable(host)),
+            Scope::Any => true,
+        };
+        in_scope
+            && (self.include.is_empty() || self.include.iter().any(|r| r.is_match(url.as_str())))
+            && !self.exclude.iter().any(|r| r.is_match(url.as_str()))
+    }
+}
+
+/// Adds `url` at `depth` unless the URL tier has seen it; returns whether it
+/// was added. Runs inside the caller's transaction.
+pub fn enqueue(
+    d: &Deduper<RedbStore>,
+    tables: &mut dyn Tables,
+    frontier: &mut Table<'_, u64, &'static [u8]>,
+    next_seq: &mut u64,
+    mut url: Url,
+    depth: u32,
+) -> dedup::Result<bool> {
+    url.set_fragment(None);
+    let Ok(canonical) = CanonicalUrl::from_url(url.clone()) else {
+        return Ok(false);
+    };
+    match d.check_url_in(tables, url.as_str(), canonical)? {
+        UrlVerdict::Seen { .. } => Ok(false),
+        UrlVerdict::New(_) => {
+            frontier
+                .insert(*next_seq, encode(depth, &url).as_slice())
+                .map_err(store_err)?;
+            *next_seq += 1;
+            Ok(true)
+        }
+    }
+}
+
+/// Opens the frontier table on a write transaction.
+pub fn open(txn: &WriteTransaction) -> dedup::Result<Table<'_, u64, &'static [u8]>> {
+    txn.open_table(FRONTIER).map_err(store_err)
+}
+
+/// The in-memory window over the stored frontier: entries loaded in order,
+/// the ones being fetched, and per-host counts so that one slow host cannot
+/// take every fetch slot.
+#[derive(Debug, Default)]
+pub struct Window {
+    pending: VecDeque<(String, Entry)>,
+    /// Highest seq loaded so far.
+    loaded_upto: Option<u64>,
+    in_flight: HashMap<u64, String>,
+    per_host: HashMap<String, usize>,
+    /// Whether the last load found the stored frontier exhausted.
+    exhausted: bool,
+}
+
+/// Entries kept in memory at most.
+const WINDOW: usize = 20_000;
+
+fn host_key(url: &Url) -> String {
+    format!(
+        "{}://{}:{}",
+        url.scheme(),
+        url.host_str().unwrap_or(""),
+        url.port_or_known_default().unwrap_or(0)
+    )
+}
+
+impl Window {
+    /// Loads more stored entries when the window runs low.
+    pub fn refill(&mut self, db: &redb::Database) -> Result<()> {
+        if self.pending.len() >= WINDOW / 2 {
+            return Ok(());
+        }
+        let txn = db.begin_read()?;
+        let table = match txn.open_table(FRONTIER) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => {
+                self.exhausted = true;
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let start = self.loaded_upto.map_or(0, |s| s + 1);
+        let mut n = 0;
+        for item in table.range(start..)? {
+            let (k, v) = item?;
+            let seq = k.value();
+            self.loaded_upto = Some(seq);
+            n += 1;
+            if let Some(e) = decode(seq, v.value()) {
+                self.pending.push_back((host_key(&e.url), e));
+            } else {
+                tracing::warn!(seq, "unreadable frontier entry skipped");
+            }
+            if self.pending.len() >= WINDOW {
+                break;
+            }
+        }
+        self.exhausted = n == 0;
+        Ok(())
+    }
+
+    /// The next entry whose host has room, if any (it is marked in flight).
+    pub fn next(&mut self, per_host_limit: usize) -> Option<Entry> {
+        let idx = self
+            .pending
+            .iter()
+            .position(|(h, _)| self.per_host.get(h).copied().unwrap_or(0) < per_host_limit)?;
+        let (host, e) = self.pending.remove(idx)?;
+        *self.per_host.entry(host.clone()).or_insert(0) += 1;
+        self.in_flight.insert(e.seq, host);
+        Some(e)
+    }
+
+    /// Marks an entry done (its result is committed).
+    pub fn done(&mut self, seq: u64) {
+        if let Some(host) = self.in_flight.remove(&seq)
+            && let Some(n) = self.per_host.get_mut(&host)
+        {
+            *n -= 1;
+            if *n == 0 {
+                self.per_host.remove(&host);
+            }
+        }
+    }
+
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Nothing loaded, nothing in flight, nothing more stored.
+    pub fn is_finished(&self) -> bool {
+        self.pending.is_empty() && self.in_flight.is_empty() && self.exhausted
+    }
+
+    /// Forces the next refill to look at the store again (new entries were
+    /// committed).
+    pub fn poke(&mut self) {
+        self.exhausted = false;
+    }
+}

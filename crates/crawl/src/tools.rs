@@ -1,0 +1,95 @@
+//! `crawl fingerprint` and `crawl distance`: look at what the content tier sees.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use dedup::Features;
+
+use crate::config::Config;
+
+/// The text the content tier would fingerprint for a file's bytes.
+fn text_of(cleaner: &clean::Cleaner, bytes: &[u8], html: bool, name: &str) -> Result<String> {
+    if html {
+        let base = url::Url::parse("http://localhost/").context("base URL")?;
+        let page = cleaner
+            .parse(bytes, None, &base)
+            .with_context(|| format!("cannot clean {name} as HTML"))?;
+        Ok(page.text)
+    } else {
+        Ok(cleaner.normalize_text(&String::from_utf8_lossy(bytes)))
+    }
+}
+
+fn read_input(path: Option<&Path>) -> Result<(String, Vec<u8>)> {
+    match path {
+        None => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut buf)
+                .context("cannot read standard input")?;
+            Ok(("-".to_string(), buf))
+        }
+        Some(p) => Ok((
+            p.display().to_string(),
+            std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?,
+        )),
+    }
+}
+
+/// Prints `<16 hex>  <name>` per file; returns how many had no features.
+pub fn fingerprint(cfg: &Config, files: &[PathBuf], html: bool) -> Result<usize> {
+    let cleaner = clean::Cleaner::new(cfg.clean.clone())?;
+    let features = Features::new(cfg.dedup.features.clone())?;
+    let inputs: Vec<Option<&Path>> = if files.is_empty() {
+        vec![None]
+    } else {
+        files.iter().map(|p| Some(p.as_path())).collect()
+    };
+    let mut empty = 0;
+    for input in inputs {
+        let (name, bytes) = read_input(input)?;
+        let text = text_of(&cleaner, &bytes, html, &name)?;
+        match features.fingerprint(&text) {
+            Some(fp) => println!("{fp}  {name}"),
+            None => {
+                empty += 1;
+                println!("{}  {name}", "-".repeat(16));
+                eprintln!("{name}: no features (empty text, or only stop words and numbers)");
+            }
+        }
+    }
+    Ok(empty)
+}
+
+/// Prints the distance of two files and the features that weigh most in each.
+pub fn distance(cfg: &Config, a: &Path, b: &Path, html: bool, top: usize) -> Result<u32> {
+    let cleaner = clean::Cleaner::new(cfg.clean.clone())?;
+    let features = Features::new(cfg.dedup.features.clone())?;
+    let mut fps = Vec::new();
+    for p in [a, b] {
+        let (name, bytes) = read_input(Some(p))?;
+        let text = text_of(&cleaner, &bytes, html, &name)?;
+        let fp = features
+            .fingerprint(&text)
+            .with_context(|| format!("{name}: no features (empty text, or only stop words and numbers)"))?;
+        fps.push((name, fp, features.features(&text)));
+    }
+    let d = fps[0].1.distance(fps[1].1);
+    let k = cfg.dedup.max_distance;
+    println!(
+        "distance {d} ({})",
+        if d <= k {
+            format!("near-duplicates: <= {k}")
+        } else {
+            format!("different: > {k}")
+        }
+    );
+    for (name, fp, feats) in &fps {
+        println!("\n{fp}  {name}  ({} features)", feats.len());
+        for f in feats.iter().take(top) {
+            println!("  {:>10.3}  {}", f.weight, f.token);
+        }
+    }
+    Ok(d)
+}
