@@ -1,1 +1,674 @@
-//! placeholder
+//! Polite async HTTP fetching for simcrawl.
+//!
+//! One [`Fetcher`] owns a pooled HTTP client and all politeness state
+//! (robots.txt cache, per-host spacing and concurrency, a global concurrency
+//! cap). It knows nothing about deduplication or the crawl frontier: the
+//! caller decides scope through the `allow_hop` callback given to
+//! [`Fetcher::fetch`] for every redirect hop.
+//!
+//! Waiting is always per host: a task sleeping for its host's delay, or for
+//! a retry backoff, holds no global permit, so a slow or dead host cannot
+//! stall fetches from other hosts beyond the one global permit each of its
+//! in-flight requests holds.
+//!
+//! robots.txt follows Google's documented handling: 2xx is parsed, 4xx
+//! (including 401/403) means allow all, 429/5xx or a network error means the
+//! whole host is disallowed for `robots_unavailable_retry_ms`, after which
+//! robots.txt is fetched again.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), fetch::FetchError> {
+//! use fetch::{FetchConfig, Fetcher, Url};
+//!
+//! let fetcher = Fetcher::new(FetchConfig::default())?;
+//! let url = Url::parse("https://example.com/").map_err(|e| fetch::FetchError::InvalidUrl {
+//!     url: "https://example.com/".into(),
+//!     reason: e.to_string(),
+//! })?;
+//! // Follow only redirects that stay on the same host.
+//! let same_host = |hop: &Url| hop.host_str() == url.host_str();
+//! match fetcher.fetch(&url, &same_host).await {
+//!     Ok(page) => println!("{} bytes from {}", page.body.len(), page.final_url),
+//!     Err(e) => println!("{}: {e}", e.kind()),
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+mod config;
+mod error;
+mod host;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use parking_lot::Mutex;
+use rand::Rng;
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue, LOCATION, RETRY_AFTER};
+use texting_robots::Robot;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+pub use url::Url;
+
+pub use crate::config::FetchConfig;
+pub use crate::error::FetchError;
+use crate::host::{Host, RobotsEntry, Rules, host_key};
+
+/// robots.txt bytes read at most (Google's documented limit); the rest is ignored.
+const ROBOTS_MAX_BYTES: usize = 500 * 1024;
+/// Redirect hops followed for robots.txt itself (Google follows five).
+const ROBOTS_MAX_REDIRECTS: usize = 5;
+/// Host map size at which idle entries are pruned.
+const HOST_MAP_PRUNE_AT: usize = 4096;
+
+/// A successfully fetched page (final status 2xx).
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    /// The URL the caller asked for.
+    pub url: Url,
+    /// Where the body actually came from, after redirects; the URL to resolve
+    /// relative links against.
+    pub final_url: Url,
+    /// Final HTTP status (2xx).
+    pub status: u16,
+    /// Content-Type header of the final response, as sent.
+    pub content_type: Option<String>,
+    /// Decoded (decompressed) body, at most `max_body_bytes` long.
+    pub body: Vec<u8>,
+    /// True when the body was cut at `max_body_bytes`; the page is then
+    /// incomplete and the caller may choose to skip or flag it.
+    pub truncated: bool,
+    /// Every redirect target followed, in order (the last one equals
+    /// `final_url`); empty when the first response was the page.
+    pub redirects: Vec<Url>,
+    /// HTTP requests made, counting retries and redirect hops (not robots.txt).
+    pub attempts: u32,
+    /// Wall time of the whole fetch, including politeness waits and backoff.
+    pub elapsed: Duration,
+}
+
+/// What one request attempt produced, when it was not an error.
+enum Outcome {
+    Page {
+        status: u16,
+        content_type: Option<String>,
+        body: Vec<u8>,
+        truncated: bool,
+    },
+    Redirect {
+        location: String,
+    },
+}
+
+/// A failed attempt, with the server's requested wait if it gave one.
+type AttemptError = (FetchError, Option<Duration>);
+
+enum Verdict {
+    Allowed,
+    Disallowed,
+    Unavailable(Duration),
+}
+
+struct Inner {
+    cfg: FetchConfig,
+    client: reqwest::Client,
+    global: Semaphore,
+    hosts: Mutex<HostMap>,
+}
+
+struct HostMap {
+    map: HashMap<String, Arc<Host>>,
+    prune_at: usize,
+}
+
+/// The politeness-aware HTTP fetcher. Clones share one connection pool and
+/// one set of per-host limits, so hand a clone to every crawl worker.
+#[derive(Clone)]
+pub struct Fetcher {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Fetcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fetcher")
+            .field("cfg", &self.inner.cfg)
+            .field("hosts", &self.inner.hosts.lock().map.len())
+            .finish()
+    }
+}
+
+impl Fetcher {
+    /// Builds the shared client. Fails only if the TLS backend or the user
+    /// agent cannot be set up.
+    pub fn new(cfg: FetchConfig) -> Result<Self, FetchError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            ACCEPT,
+            HeaderValue::from_static("text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"),
+        );
+        let client = reqwest::Client::builder()
+            .user_agent(cfg.user_agent.clone())
+            .default_headers(headers)
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(cfg.connect_timeout())
+            .timeout(cfg.total_timeout())
+            .read_timeout(cfg.idle_body_timeout())
+            .pool_max_idle_per_host(cfg.per_host_concurrency.max(1))
+            .gzip(true)
+            .brotli(true)
+            .deflate(true)
+            .build()
+            .map_err(FetchError::Client)?;
+        let global = Semaphore::new(cfg.concurrency.max(1));
+        Ok(Self {
+            inner: Arc::new(Inner {
+                cfg,
+                client,
+                global,
+                hosts: Mutex::new(HostMap {
+                    map: HashMap::new(),
+                    prune_at: HOST_MAP_PRUNE_AT,
+                }),
+            }),
+        })
+    }
+
+    /// The configuration this fetcher runs with.
+    pub fn config(&self) -> &FetchConfig {
+        &self.inner.cfg
+    }
+
+    /// Fetches `url` politely: robots.txt check, per-host spacing and
+    /// concurrency, retries with backoff, and manual redirect following.
+    ///
+    /// Every redirect target is first offered to `allow_hop`, so the caller
+    /// can apply its scope rules and URL-dedup tier; a refusal ends the fetch
+    /// with [`FetchError::RedirectRefused`]. Each hop is checked against its
+    /// own host's robots.txt and politeness.
+    pub async fn fetch(
+        &self,
+        url: &Url,
+        allow_hop: &(dyn Fn(&Url) -> bool + Send + Sync),
+    ) -> Result<Fetched, FetchError> {
+        let started = Instant::now();
+        let cfg = &self.inner.cfg;
+        let mut current = url.clone();
+        let mut redirects = Vec::new();
+        let mut attempts = 0u32;
+        loop {
+            let host = self.host(&current)?;
+            match self.robots_verdict(&host, &current).await {
+                Verdict::Allowed => {}
+                Verdict::Disallowed => {
+                    debug!(url = %current, "disallowed by robots.txt");
+                    return Err(FetchError::RobotsDisallowed { url: current });
+                }
+                Verdict::Unavailable(retry_in) => {
+                    return Err(FetchError::RobotsUnavailable {
+                        url: current,
+                        retry_in,
+                    });
+                }
+            }
+            match self.request_with_retries(&host, &current, &mut attempts).await? {
+                Outcome::Page {
+                    status,
+                    content_type,
+                    body,
+                    truncated,
+                } => {
+                    debug!(url = %url, final_url = %current, status, bytes = body.len(), truncated, "fetched");
+                    return Ok(Fetched {
+                        url: url.clone(),
+                        final_url: current,
+                        status,
+                        content_type,
+                        body,
+                        truncated,
+                        redirects,
+                        attempts,
+                        elapsed: started.elapsed(),
+                    });
+                }
+                Outcome::Redirect { location } => {
+                    let target = resolve_location(&current, &location)?;
+                    if redirects.len() >= cfg.max_redirects {
+                        return Err(FetchError::TooManyRedirects {
+                            url: current,
+                            limit: cfg.max_redirects,
+                        });
+                    }
+                    if !allow_hop(&target) {
+                        debug!(from = %current, to = %target, "redirect refused by caller");
+                        return Err(FetchError::RedirectRefused {
+                            url: current,
+                            target: Box::new(target),
+                        });
+                    }
+                    debug!(from = %current, to = %target, "following redirect");
+                    redirects.push(target.clone());
+                    current = target;
+                }
+            }
+        }
+    }
+
+    /// Whether robots.txt lets us fetch `url`, so the crawler can drop
+    /// disallowed links before queueing them. Fetches and caches robots.txt
+    /// if needed; a host whose robots.txt is unavailable counts as disallowed
+    /// for now. Always true when `respect_robots` is off; false for URLs that
+    /// are not http(s).
+    pub async fn robots_allowed(&self, url: &Url) -> bool {
+        let Ok(host) = self.host(url) else {
+            return false;
+        };
+        matches!(self.robots_verdict(&host, url).await, Verdict::Allowed)
+    }
+
+    /// Finds or creates the politeness state for `url`'s host.
+    fn host(&self, url: &Url) -> Result<Arc<Host>, FetchError> {
+        check_url(url)?;
+        let key = host_key(url).ok_or_else(|| FetchError::InvalidUrl {
+            url: url.to_string(),
+            reason: "no host or port".into(),
+        })?;
+        let mut hosts = self.inner.hosts.lock();
+        if let Some(h) = hosts.map.get(&key) {
+            return Ok(Arc::clone(h));
+        }
+        if hosts.map.len() >= hosts.prune_at {
+            let now = Instant::now();
+            hosts
+                .map
+                .retain(|_, h| Arc::strong_count(h) > 1 || !h.is_idle(now));
+            hosts.prune_at = (hosts.map.len() * 2).max(HOST_MAP_PRUNE_AT);
+            debug!(hosts = hosts.map.len(), "pruned idle hosts");
+        }
+        let h = Arc::new(Host::new(key.clone(), self.inner.cfg.per_host_concurrency));
+        hosts.map.insert(key, Arc::clone(&h));
+        Ok(h)
+    }
+
+    async fn robots_verdict(&self, host: &Host, url: &Url) -> Verdict {
+        let cfg = &self.inner.cfg;
+        if !cfg.respect_robots {
+            return Verdict::Allowed;
+        }
+        let mut guard = host.robots.lock().await;
+        let now = Instant::now();
+        let entry = match guard.take() {
+            Some(e) if e.expires > now => e,
+            _ => {
+                let e = self.load_robots(host).await;
+                let delay = match &e.rules {
+                    Rules::Robot(r) => crawl_delay(r, cfg.max_crawl_delay()),
+                    _ => None,
+                };
+                host.set_crawl_delay(delay);
+                e
+            }
+        };
+        let verdict = match &entry.rules {
+            Rules::AllowAll => Verdict::Allowed,
+            Rules::Robot(r) => {
+                if r.allowed(url.as_str()) {
+                    Verdict::Allowed
+                } else {
+                    Verdict::Disallowed
+                }
+            }
+            Rules::Unavailable => {
+                Verdict::Unavailable(entry.expires.saturating_duration_since(Instant::now()))
+            }
+        };
+        *guard = Some(entry);
+        verdict
+    }
+
+    /// Fetches robots.txt for `host` and turns the answer into cached rules.
+    async fn load_robots(&self, host: &Host) -> RobotsEntry {
+        let cfg = &self.inner.cfg;
+        let ttl = cfg.robots_ttl();
+        let unavailable = || RobotsEntry {
+            rules: Rules::Unavailable,
+            expires: Instant::now() + cfg.robots_unavailable_retry(),
+        };
+        let allow_all = || RobotsEntry {
+            rules: Rules::AllowAll,
+            expires: Instant::now() + ttl,
+        };
+        let Ok(mut robots_url) = Url::parse(&format!("{}/robots.txt", host.key)) else {
+            return allow_all();
+        };
+        for _ in 0..=ROBOTS_MAX_REDIRECTS {
+            let hop_host = match self.host(&robots_url) {
+                Ok(h) => h,
+                Err(_) => return allow_all(),
+            };
+            match self
+                .attempt(&hop_host, &robots_url, false, ROBOTS_MAX_BYTES)
+                .await
+            {
+                Ok(Outcome::Page { body, status, .. }) => {
+                    let rules = match Robot::new(cfg.robots_agent(), &body) {
+                        Ok(r) => Rules::Robot(Box::new(r)),
+                        Err(e) => {
+                            warn!(url = %robots_url, error = %e, "unparsable robots.txt, allowing all");
+                            Rules::AllowAll
+                        }
+                    };
+                    info!(url = %robots_url, status, "robots.txt loaded");
+                    return RobotsEntry {
+                        rules,
+                        expires: Instant::now() + ttl,
+                    };
+                }
+                Ok(Outcome::Redirect { location }) => match resolve_location(&robots_url, &location) {
+                    Ok(next) => robots_url = next,
+                    Err(_) => return allow_all(),
+                },
+                Err((FetchError::Status { status, .. }, _))
+                    if status != 429 && !(500..=599).contains(&status) =>
+                {
+                    info!(url = %robots_url, status, "no robots.txt, allowing all");
+                    return allow_all();
+                }
+                Err((e, _)) => {
+                    warn!(url = %robots_url, error = %e, "robots.txt unavailable, pausing host");
+                    return unavailable();
+                }
+            }
+        }
+        allow_all()
+    }
+
+    async fn request_with_retries(
+        &self,
+        host: &Host,
+        url: &Url,
+        attempts: &mut u32,
+    ) -> Result<Outcome, FetchError> {
+        let cfg = &self.inner.cfg;
+        let mut retry = 0u32;
+        loop {
+            *attempts += 1;
+            let (err, retry_after) = match self.attempt(host, url, true, cfg.max_body_bytes).await {
+                Ok(o) => return Ok(o),
+                Err(f) => f,
+            };
+            if !err.is_retryable() || retry >= cfg.retries {
+                return Err(err);
+            }
+            let wait = match retry_after {
+                Some(d) => {
+                    let d = d.min(cfg.backoff_max());
+                    // Everyone fetching from this host should respect it, not
+                    // just this task.
+                    host.hold_until(Instant::now() + d);
+                    d
+                }
+                None => backoff(cfg.backoff_base(), cfg.backoff_max(), retry),
+            };
+            warn!(url = %url, error = %err, retry = retry + 1, wait_ms = wait.as_millis() as u64, "retrying");
+            tokio::time::sleep(wait).await;
+            retry += 1;
+        }
+    }
+
+    /// One HTTP request, after waiting for the host's turn. The host permit
+    /// and the global permit are held until the body is read; the global one
+    /// is taken only after the politeness wait.
+    async fn attempt(
+        &self,
+        host: &Host,
+        url: &Url,
+        check_type: bool,
+        max_bytes: usize,
+    ) -> Result<Outcome, AttemptError> {
+        let cfg = &self.inner.cfg;
+        let base_delay = cfg.per_host_delay();
+        let _host_permit = host.wait_turn(base_delay).await;
+        let _global_permit = self.inner.global.acquire().await.ok();
+        debug!(url = %url, "GET");
+        let exchange = async {
+            let mut resp = self
+                .inner
+                .client
+                .get(url.clone())
+                .send()
+                .await
+                .map_err(|e| (FetchError::from_reqwest(url, e, "waiting for response"), None))?;
+            let status = resp.status().as_u16();
+            if matches!(status, 301 | 302 | 303 | 307 | 308)
+                && let Some(loc) = resp.headers().get(LOCATION)
+            {
+                let location = String::from_utf8_lossy(loc.as_bytes()).trim().to_string();
+                return Ok(Outcome::Redirect { location });
+            }
+            if !(200..=299).contains(&status) {
+                let retry_after = if status == 429 || (500..=599).contains(&status) {
+                    retry_after(resp.headers())
+                } else {
+                    None
+                };
+                return Err((
+                    FetchError::Status {
+                        url: url.clone(),
+                        status,
+                    },
+                    retry_after,
+                ));
+            }
+            let content_type = resp
+                .headers()
+                .get(CONTENT_TYPE)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            if check_type && !cfg.content_type_allowed(content_type.as_deref()) {
+                return Err((
+                    FetchError::ContentType {
+                        url: url.clone(),
+                        content_type: content_type.unwrap_or_default(),
+                    },
+                    None,
+                ));
+            }
+            let (body, truncated) = read_body(&mut resp, url, max_bytes, cfg.idle_body_timeout())
+                .await
+                .map_err(|e| (e, None))?;
+            Ok(Outcome::Page {
+                status,
+                content_type,
+                body,
+                truncated,
+            })
+        };
+        match tokio::time::timeout(cfg.total_timeout(), exchange).await {
+            Ok(r) => r,
+            Err(_) => Err((
+                FetchError::Timeout {
+                    url: url.clone(),
+                    phase: "(total deadline)",
+                },
+                None,
+            )),
+        }
+    }
+}
+
+/// Reads the decoded body chunk by chunk, stopping at `limit` bytes. Because
+/// reqwest decompresses before we count, a small compressed body that
+/// inflates past the limit is stopped too.
+async fn read_body(
+    resp: &mut reqwest::Response,
+    url: &Url,
+    limit: usize,
+    idle: Duration,
+) -> Result<(Vec<u8>, bool), FetchError> {
+    let hint = resp
+        .content_length()
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(0);
+    let mut body = Vec::with_capacity(hint.min(limit).min(1 << 20));
+    loop {
+        let chunk = match tokio::time::timeout(idle, resp.chunk()).await {
+            Err(_) => {
+                return Err(FetchError::Timeout {
+                    url: url.clone(),
+                    phase: "reading body (idle)",
+                });
+            }
+            Ok(Err(e)) if e.is_timeout() => {
+                return Err(FetchError::Timeout {
+                    url: url.clone(),
+                    phase: "reading body",
+                });
+            }
+            Ok(Err(e)) => {
+                return Err(FetchError::Body {
+                    url: url.clone(),
+                    source: e,
+                });
+            }
+            Ok(Ok(None)) => return Ok((body, false)),
+            Ok(Ok(Some(c))) => c,
+        };
+        let room = limit.saturating_sub(body.len());
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            debug!(url = %url, limit, "body truncated at limit");
+            return Ok((body, true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+}
+
+fn check_url(url: &Url) -> Result<(), FetchError> {
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(FetchError::InvalidUrl {
+            url: url.to_string(),
+            reason: format!("unsupported scheme {:?}", url.scheme()),
+        });
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(FetchError::InvalidUrl {
+            url: url.to_string(),
+            reason: "no host".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Resolves a Location header against the URL that sent it; the fragment is
+/// dropped because it never reaches the server.
+fn resolve_location(base: &Url, location: &str) -> Result<Url, FetchError> {
+    let mut target = base.join(location).map_err(|e| FetchError::InvalidUrl {
+        url: location.to_string(),
+        reason: format!("bad Location header from {base}: {e}"),
+    })?;
+    target.set_fragment(None);
+    check_url(&target).map_err(|_| FetchError::InvalidUrl {
+        url: target.to_string(),
+        reason: format!("redirect from {base} to a non-http(s) URL"),
+    })?;
+    Ok(target)
+}
+
+/// Retry-After as delay-seconds or an HTTP date.
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let v = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let when = httpdate::parse_http_date(v).ok()?;
+    Some(when.duration_since(SystemTime::now()).unwrap_or(Duration::ZERO))
+}
+
+/// Exponential backoff with full jitter (uniform in `[0, min(max, base*2^n)]`),
+/// so retries from many workers do not synchronise.
+fn backoff(base: Duration, max: Duration, retry: u32) -> Duration {
+    let factor = 1u32.checked_shl(retry.min(20)).unwrap_or(u32::MAX);
+    let ceiling = base.saturating_mul(factor).min(max);
+    let ms = u64::try_from(ceiling.as_millis()).unwrap_or(u64::MAX);
+    Duration::from_millis(rand::rng().random_range(0..=ms))
+}
+
+fn crawl_delay(robot: &Robot, cap: Duration) -> Option<Duration> {
+    let secs = robot.delay?;
+    if !secs.is_finite() || secs <= 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f32(secs).map_or(cap, |d| d.min(cap)))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_is_bounded() {
+        let base = Duration::from_millis(100);
+        let max = Duration::from_millis(1000);
+        for retry in 0..40 {
+            let d = backoff(base, max, retry);
+            assert!(d <= max, "{d:?}");
+            let cap = base.saturating_mul(1 << retry.min(20)).min(max);
+            assert!(d <= cap, "{d:?} > {cap:?}");
+        }
+    }
+
+    #[test]
+    fn retry_after_forms() {
+        let mut h = HeaderMap::new();
+        assert_eq!(retry_after(&h), None);
+        h.insert(RETRY_AFTER, HeaderValue::from_static(" 7 "));
+        assert_eq!(retry_after(&h), Some(Duration::from_secs(7)));
+        h.insert(
+            RETRY_AFTER,
+            HeaderValue::from_static("Sun, 06 Nov 1994 08:49:37 GMT"),
+        );
+        assert_eq!(retry_after(&h), Some(Duration::ZERO));
+        let future = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(120));
+        h.insert(RETRY_AFTER, HeaderValue::from_str(&future).unwrap());
+        let d = retry_after(&h).unwrap_or_default();
+        assert!(
+            d > Duration::from_secs(100) && d <= Duration::from_secs(120),
+            "{d:?}"
+        );
+        h.insert(RETRY_AFTER, HeaderValue::from_static("soon"));
+        assert_eq!(retry_after(&h), None);
+    }
+
+    #[test]
+    fn location_resolution() {
+        let base = Url::parse("http://a.com/x/y?q#f").unwrap();
+        let t = resolve_location(&base, "../z#frag").map(|u| u.to_string());
+        assert_eq!(t.ok().as_deref(), Some("http://a.com/z"));
+        let t = resolve_location(&base, "https://b.com/").map(|u| u.to_string());
+        assert_eq!(t.ok().as_deref(), Some("https://b.com/"));
+        let e = resolve_location(&base, "mailto:a@b.c");
+        assert_eq!(e.err().map(|e| e.kind()), Some("invalid_url"));
+    }
+
+    #[test]
+    fn crawl_delay_capped() {
+        let cap = Duration::from_secs(30);
+        let r = Robot::new("x", b"User-agent: *\nCrawl-delay: 2\n");
+        let r = r.unwrap();
+        assert_eq!(crawl_delay(&r, cap), Some(Duration::from_secs(2)));
+        let r = Robot::new("x", b"User-agent: *\nCrawl-delay: 3600\n");
+        let r = r.unwrap();
+        assert_eq!(crawl_delay(&r, cap), Some(cap));
+        let r = Robot::new("x", b"User-agent: *\nDisallow: /a\n");
+        let r = r.unwrap();
+        assert_eq!(crawl_delay(&r, cap), None);
+    }
+
+    #[test]
+    fn rejects_non_http() {
+        let u = Url::parse("ftp://a.com/").unwrap();
+        assert_eq!(check_url(&u).err().map(|e| e.kind()), Some("invalid_url"));
+    }
+}

@@ -1,0 +1,181 @@
+//! Fetch settings, deserializable from the crawl's TOML config.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Every knob of the fetcher in one place, so the crawl config can embed it as a
+/// `[fetch]` table. Durations are plain integer milliseconds (`*_ms`) so a
+/// config file needs no duration syntax and no unit can be misread.
+///
+/// Unknown keys are rejected: a typo in a politeness setting must not silently
+/// fall back to a default and hammer a site.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FetchConfig {
+    /// Sent on every request. Its first product token (before `/` or a space)
+    /// is also the agent name matched against robots.txt groups.
+    pub user_agent: String,
+    /// Time allowed to establish a TCP (and TLS) connection.
+    pub connect_timeout_ms: u64,
+    /// Deadline for one request attempt, from connecting to the last body byte.
+    pub total_timeout_ms: u64,
+    /// Longest silence tolerated between two body chunks (also applied to each
+    /// socket read, so a server that accepts and never answers is caught too).
+    pub idle_body_timeout_ms: u64,
+    /// Decoded body bytes kept; the rest is never read and `truncated` is set.
+    /// Counting decoded bytes also stops compression bombs.
+    pub max_body_bytes: usize,
+    /// Redirect hops followed before giving up with `too_many_redirects`.
+    pub max_redirects: usize,
+    /// Media types (without parameters, case-insensitive) whose bodies are
+    /// downloaded. Empty means accept everything. A response without a
+    /// Content-Type header is accepted, so the caller can sniff it.
+    pub allowed_content_types: Vec<String>,
+    /// Extra attempts after the first, for timeouts, connection errors, 429
+    /// and 5xx. Other 4xx are final at once.
+    pub retries: u32,
+    /// Base of the exponential backoff (full jitter) between attempts.
+    pub backoff_base_ms: u64,
+    /// Cap for the backoff and for a server's Retry-After.
+    pub backoff_max_ms: u64,
+    /// Minimum time between the starts of two requests to the same host
+    /// (scheme + host + port). A robots.txt Crawl-delay can only raise it.
+    pub per_host_delay_ms: u64,
+    /// Cap applied to a robots.txt Crawl-delay, so one site cannot park a
+    /// crawl worker for hours.
+    pub max_crawl_delay_ms: u64,
+    /// Requests in flight to one host at once.
+    pub per_host_concurrency: usize,
+    /// Requests in flight overall. Only held while a request is actually on
+    /// the wire, never while waiting for a host's politeness delay.
+    pub concurrency: usize,
+    /// Fetch and obey robots.txt (including Crawl-delay).
+    pub respect_robots: bool,
+    /// How long a fetched robots.txt is trusted before it is fetched again.
+    pub robots_ttl_ms: u64,
+    /// After a robots.txt answered 5xx or could not be reached, the host is
+    /// treated as fully disallowed for this long, then robots.txt is retried.
+    pub robots_unavailable_retry_ms: u64,
+}
+
+impl Default for FetchConfig {
+    fn default() -> Self {
+        Self {
+            user_agent: concat!(
+                "simcrawl/",
+                env!("CARGO_PKG_VERSION"),
+                " (+https://example.invalid/simcrawl)"
+            )
+            .to_string(),
+            connect_timeout_ms: 10_000,
+            total_timeout_ms: 30_000,
+            idle_body_timeout_ms: 10_000,
+            max_body_bytes: 10 * 1024 * 1024,
+            max_redirects: 5,
+            allowed_content_types: vec!["text/html".into(), "application/xhtml+xml".into()],
+            retries: 3,
+            backoff_base_ms: 500,
+            backoff_max_ms: 30_000,
+            per_host_delay_ms: 250,
+            max_crawl_delay_ms: 30_000,
+            per_host_concurrency: 2,
+            concurrency: 32,
+            respect_robots: true,
+            robots_ttl_ms: 24 * 60 * 60 * 1000,
+            robots_unavailable_retry_ms: 60_000,
+        }
+    }
+}
+
+impl FetchConfig {
+    pub(crate) fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+    pub(crate) fn total_timeout(&self) -> Duration {
+        Duration::from_millis(self.total_timeout_ms)
+    }
+    pub(crate) fn idle_body_timeout(&self) -> Duration {
+        Duration::from_millis(self.idle_body_timeout_ms)
+    }
+    pub(crate) fn backoff_base(&self) -> Duration {
+        Duration::from_millis(self.backoff_base_ms)
+    }
+    pub(crate) fn backoff_max(&self) -> Duration {
+        Duration::from_millis(self.backoff_max_ms)
+    }
+    pub(crate) fn per_host_delay(&self) -> Duration {
+        Duration::from_millis(self.per_host_delay_ms)
+    }
+    pub(crate) fn max_crawl_delay(&self) -> Duration {
+        Duration::from_millis(self.max_crawl_delay_ms)
+    }
+    pub(crate) fn robots_ttl(&self) -> Duration {
+        Duration::from_millis(self.robots_ttl_ms)
+    }
+    pub(crate) fn robots_unavailable_retry(&self) -> Duration {
+        Duration::from_millis(self.robots_unavailable_retry_ms)
+    }
+
+    /// The robots.txt agent token: the user agent's first product name.
+    pub(crate) fn robots_agent(&self) -> &str {
+        self.user_agent
+            .split(|c: char| c == '/' || c.is_whitespace())
+            .find(|s| !s.is_empty())
+            .unwrap_or("*")
+    }
+
+    /// Whether a Content-Type header value passes the filter.
+    pub(crate) fn content_type_allowed(&self, content_type: Option<&str>) -> bool {
+        if self.allowed_content_types.is_empty() {
+            return true;
+        }
+        let Some(ct) = content_type else {
+            return true;
+        };
+        let essence = ct.split(';').next().unwrap_or("").trim();
+        if essence.is_empty() {
+            return true;
+        }
+        self.allowed_content_types
+            .iter()
+            .any(|a| a.trim().eq_ignore_ascii_case(essence))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_type_filter() {
+        let c = FetchConfig::default();
+        assert!(c.content_type_allowed(Some("text/html; charset=UTF-8")));
+        assert!(c.content_type_allowed(Some("TEXT/HTML")));
+        assert!(c.content_type_allowed(Some("application/xhtml+xml")));
+        assert!(c.content_type_allowed(None));
+        assert!(!c.content_type_allowed(Some("application/pdf")));
+        assert!(!c.content_type_allowed(Some("text/htmlx")));
+        let all = FetchConfig {
+            allowed_content_types: vec![],
+            ..FetchConfig::default()
+        };
+        assert!(all.content_type_allowed(Some("image/png")));
+    }
+
+    #[test]
+    fn robots_agent_is_first_token() {
+        let c = FetchConfig::default();
+        assert_eq!(c.robots_agent(), "simcrawl");
+        let c = FetchConfig {
+            user_agent: "Mozilla/5.0 (compatible; Foo)".into(),
+            ..FetchConfig::default()
+        };
+        assert_eq!(c.robots_agent(), "Mozilla");
+        let c = FetchConfig {
+            user_agent: String::new(),
+            ..FetchConfig::default()
+        };
+        assert_eq!(c.robots_agent(), "*");
+    }
+}

@@ -1,0 +1,203 @@
+//! Why a fetch produced no page, in a form both humans and stats can use.
+
+use std::time::Duration;
+
+use thiserror::Error;
+use url::Url;
+
+/// A failed fetch. Every message names the URL that failed; [`FetchError::kind`]
+/// gives a stable short label so the crawler can count outcomes without
+/// parsing messages.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum FetchError {
+    /// Not an absolute http(s) URL with a host, or a Location header that
+    /// does not resolve to one.
+    #[error("{url}: invalid URL: {reason}")]
+    InvalidUrl {
+        /// The offending text (a URL, or a raw Location value).
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Connect, total or idle-body timeout (after retries).
+    #[error("{url}: timed out {phase}")]
+    Timeout {
+        /// The URL whose request timed out.
+        url: Url,
+        /// Where it stalled, e.g. "waiting for response" or "reading body".
+        phase: &'static str,
+    },
+    /// The connection could not be established (after retries).
+    #[error("{url}: connection failed: {source}")]
+    Connect {
+        /// The URL that could not be reached.
+        url: Url,
+        /// The underlying transport error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// Any other transport failure before a response arrived (after retries).
+    #[error("{url}: request failed: {source}")]
+    Request {
+        /// The URL whose request failed.
+        url: Url,
+        /// The underlying transport error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// A final non-success status (4xx at once; 429 and 5xx after retries).
+    #[error("{url}: HTTP status {status}")]
+    Status {
+        /// The URL that answered.
+        url: Url,
+        /// The HTTP status code.
+        status: u16,
+    },
+    /// More redirect hops than `max_redirects`.
+    #[error("{url}: more than {limit} redirects")]
+    TooManyRedirects {
+        /// The URL whose response would have been hop `limit + 1`.
+        url: Url,
+        /// The configured limit.
+        limit: usize,
+    },
+    /// The caller's `allow_hop` refused a redirect target (out of scope, or
+    /// already seen). Not a failure of the site: counted separately.
+    #[error("{url}: redirect to {target} refused by caller")]
+    RedirectRefused {
+        /// The URL that answered with the redirect.
+        url: Url,
+        /// The refused redirect target (boxed to keep the error small).
+        target: Box<Url>,
+    },
+    /// robots.txt forbids this URL for our agent.
+    #[error("{url}: disallowed by robots.txt")]
+    RobotsDisallowed {
+        /// The forbidden URL.
+        url: Url,
+    },
+    /// robots.txt answered 5xx or could not be fetched, so the whole host is
+    /// off limits for a while; the caller may retry the URL later.
+    #[error("{url}: robots.txt unavailable, host paused for {retry_in:?}")]
+    RobotsUnavailable {
+        /// The URL that was not fetched.
+        url: Url,
+        /// Time until robots.txt will be tried again.
+        retry_in: Duration,
+    },
+    /// The Content-Type is not in `allowed_content_types`; the body was not
+    /// downloaded.
+    #[error("{url}: content type {content_type:?} not accepted")]
+    ContentType {
+        /// The URL that answered.
+        url: Url,
+        /// The Content-Type header as sent.
+        content_type: String,
+    },
+    /// The body could not be read or decoded (after retries, unless it was a
+    /// decoding error).
+    #[error("{url}: reading body failed: {source}")]
+    Body {
+        /// The URL whose body failed.
+        url: Url,
+        /// The underlying error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The HTTP client could not be built from the configuration.
+    #[error("building HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+}
+
+impl FetchError {
+    /// Stable short label for stats: one of `invalid_url`, `timeout`,
+    /// `connect`, `request`, `status_4xx`, `status_5xx`, `status_other`,
+    /// `too_many_redirects`, `redirect_refused`, `robots_disallowed`,
+    /// `robots_unavailable`, `content_type`, `body`, `client`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            FetchError::InvalidUrl { .. } => "invalid_url",
+            FetchError::Timeout { .. } => "timeout",
+            FetchError::Connect { .. } => "connect",
+            FetchError::Request { .. } => "request",
+            FetchError::Status { status, .. } => match status {
+                400..=499 => "status_4xx",
+                500..=599 => "status_5xx",
+                _ => "status_other",
+            },
+            FetchError::TooManyRedirects { .. } => "too_many_redirects",
+            FetchError::RedirectRefused { .. } => "redirect_refused",
+            FetchError::RobotsDisallowed { .. } => "robots_disallowed",
+            FetchError::RobotsUnavailable { .. } => "robots_unavailable",
+            FetchError::ContentType { .. } => "content_type",
+            FetchError::Body { .. } => "body",
+            FetchError::Client(_) => "client",
+        }
+    }
+
+    /// The HTTP status, when the failure is a status code, so callers can
+    /// tell 404/410 (drop the URL) from 429 (slow down).
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            FetchError::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
+    /// Whether another attempt could plausibly succeed.
+    pub(crate) fn is_retryable(&self) -> bool {
+        match self {
+            FetchError::Timeout { .. } | FetchError::Connect { .. } => true,
+            FetchError::Request { source, .. } => !source.is_builder(),
+            FetchError::Status { status, .. } => *status == 429 || (500..=599).contains(status),
+            FetchError::Body { source, .. } => !source.is_decode(),
+            _ => false,
+        }
+    }
+
+    /// Classifies a transport error from reqwest for `url`.
+    pub(crate) fn from_reqwest(url: &Url, e: reqwest::Error, phase: &'static str) -> Self {
+        let url = url.clone();
+        if e.is_timeout() {
+            FetchError::Timeout { url, phase }
+        } else if e.is_connect() {
+            FetchError::Connect { url, source: e }
+        } else {
+            FetchError::Request { url, source: e }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_messages() {
+        let url = Url::parse("http://example.com/a").unwrap();
+        let e = FetchError::Status {
+            url: url.clone(),
+            status: 404,
+        };
+        assert_eq!(e.kind(), "status_4xx");
+        assert_eq!(e.status(), Some(404));
+        assert!(!e.is_retryable());
+        assert!(e.to_string().contains("http://example.com/a"));
+        let e = FetchError::Status {
+            url: url.clone(),
+            status: 503,
+        };
+        assert_eq!(e.kind(), "status_5xx");
+        assert!(e.is_retryable());
+        let e = FetchError::Status {
+            url: url.clone(),
+            status: 429,
+        };
+        assert!(e.is_retryable());
+        let e = FetchError::RobotsDisallowed { url };
+        assert_eq!(e.kind(), "robots_disallowed");
+        assert!(e.to_string().contains("example.com/a"));
+    }
+}
