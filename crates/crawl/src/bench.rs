@@ -27,107 +27,20 @@ pub struct BenchArgs {
     dir: Option<PathBuf>,
 }
 
-/// Text for generated pages: a fixed vocabulary mixed by a seeded generator.
-const WORDS: &[&str] = &[
-    "经济",
-    "发展",
-    "改革",
-    "开放",
-    "创新",
-    "科技",
-    "人才",
-    "教育",
-    "城市",
-    "乡村",
-    "交通",
-    "铁路",
-    "高速",
-    "港口",
-    "能源",
-    "电力",
-    "光伏",
-    "风电",
-    "储能",
-    "汽车",
-    "芯片",
-    "软件",
-    "数据",
-    "网络",
-    "安全",
-    "医疗",
-    "医院",
-    "药品",
-    "保险",
-    "养老",
-    "就业",
-    "工资",
-    "消费",
-    "市场",
-    "价格",
-    "农业",
-    "粮食",
-    "水利",
-    "环境",
-    "生态",
-    "森林",
-    "河流",
-    "气候",
-    "降雨",
-    "台风",
-    "地震",
-    "救援",
-    "体育",
-    "足球",
-    "篮球",
-    "比赛",
-    "冠军",
-    "文化",
-    "电影",
-    "音乐",
-    "图书",
-    "博物馆",
-    "旅游",
-    "景区",
-    "航空",
-    "机场",
-    "航班",
-    "银行",
-    "利率",
-    "贷款",
-    "股票",
-    "基金",
-    "债券",
-    "出口",
-    "进口",
-    "企业",
-    "工厂",
-    "制造",
-    "产业",
-    "园区",
-    "投资",
-    "项目",
-    "建设",
-    "政策",
-    "会议",
-    "部门",
-    "报告",
-    "调查",
-    "研究",
-    "大学",
-    "学生",
-    "老师",
-    "考试",
-    "医生",
-    "患者",
-    "社区",
-    "居民",
-    "服务",
-    "平台",
-    "用户",
-    "手机",
-    "游戏",
-    "直播",
-];
+/// The words of generated pages: jieba's dictionary, so pages differ the
+/// way real articles do (a tiny vocabulary would make every page look alike
+/// to TF-IDF SimHash).
+fn vocabulary() -> &'static [&'static str] {
+    static VOCAB: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    VOCAB.get_or_init(|| {
+        let mut v: Vec<&'static str> = dedup::features::jieba_idf()
+            .words()
+            .filter(|w| w.chars().count() >= 2)
+            .collect();
+        v.sort_unstable();
+        v
+    })
+}
 
 fn rng(seed: u64) -> impl FnMut() -> u64 {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -147,7 +60,8 @@ pub fn page(i: usize, n: usize) -> String {
     let mut text = String::new();
     for s in 0..12 {
         for _ in 0..14 {
-            text.push_str(WORDS[(next() % WORDS.len() as u64) as usize]);
+            let words = vocabulary();
+            text.push_str(words[(next() % words.len() as u64) as usize]);
         }
         text.push_str(if s % 3 == 2 { "。\n" } else { "，" });
     }
@@ -186,6 +100,7 @@ pub fn serve_site(pages: usize) -> Result<()> {
         println!("{}", listener.local_addr()?.port());
         loop {
             let (sock, _) = listener.accept().await?;
+            let _ = sock.set_nodelay(true);
             tokio::spawn(async move {
                 let (r, mut w) = sock.into_split();
                 let mut r = TokioBufReader::new(r);
@@ -213,11 +128,11 @@ pub fn serve_site(pages: usize) -> Result<()> {
                         Some(i) => ("200 OK", page(i, pages)),
                         None => ("404 Not Found", "not found".to_string()),
                     };
-                    let head = format!(
-                        "HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\n\r\n",
+                    let response = format!(
+                        "HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {}\r\n\r\n{body}",
                         body.len()
                     );
-                    if w.write_all(head.as_bytes()).await.is_err() || w.write_all(body.as_bytes()).await.is_err() {
+                    if w.write_all(response.as_bytes()).await.is_err() {
                         return;
                     }
                 }

@@ -547,7 +547,7 @@ async fn dispatch(
     shared: Arc<Mutex<Stats>>,
 ) -> Result<()> {
     let mut window = Window::default();
-    let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut tasks: JoinSet<u64> = JoinSet::new();
     let mut dispatched = 0u64;
     let mut stopping = false;
     let progress = Progress::spinner("crawl");
@@ -573,8 +573,10 @@ async fn dispatch(
                 dispatched += 1;
                 let (ctx, tx) = (ctx.clone(), out_tx.clone());
                 tasks.spawn(async move {
+                    let seq = entry.seq;
                     let o = work(ctx, entry).await;
                     let _ = tx.send(o);
+                    seq
                 });
             }
         }
@@ -583,7 +585,11 @@ async fn dispatch(
             break;
         }
         tokio::select! {
-            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
+                if let Ok(seq) = joined {
+                    window.released(seq);
+                }
+            }
             msg = done_rx.recv() => match msg {
                 Some(Ok(c)) => {
                     for seq in c.seqs { window.done(seq); }

@@ -135,7 +135,8 @@ pub struct Window {
     pending: VecDeque<(String, Entry)>,
     /// Highest seq loaded so far.
     loaded_upto: Option<u64>,
-    in_flight: HashMap<u64, String>,
+    /// Entries not yet committed, with their host while their fetch runs.
+    in_flight: HashMap<u64, Option<String>>,
     per_host: HashMap<String, usize>,
     /// Whether the last load found the stored frontier exhausted.
     exhausted: bool,
@@ -196,13 +197,15 @@ impl Window {
             .position(|(h, _)| self.per_host.get(h).copied().unwrap_or(0) < per_host_limit)?;
         let (host, e) = self.pending.remove(idx)?;
         *self.per_host.entry(host.clone()).or_insert(0) += 1;
-        self.in_flight.insert(e.seq, host);
+        self.in_flight.insert(e.seq, Some(host));
         Some(e)
     }
 
-    /// Marks an entry done (its result is committed).
-    pub fn done(&mut self, seq: u64) {
-        if let Some(host) = self.in_flight.remove(&seq)
+    /// Frees the entry's host slot: its fetch is over, though its result may
+    /// not be committed yet. Host limits count fetches, not commits, so a
+    /// slow disk never throttles fetching.
+    pub fn released(&mut self, seq: u64) {
+        if let Some(Some(host)) = self.in_flight.get_mut(&seq).map(Option::take)
             && let Some(n) = self.per_host.get_mut(&host)
         {
             *n -= 1;
@@ -210,6 +213,12 @@ impl Window {
                 self.per_host.remove(&host);
             }
         }
+    }
+
+    /// Marks an entry done (its result is committed).
+    pub fn done(&mut self, seq: u64) {
+        self.released(seq);
+        self.in_flight.remove(&seq);
     }
 
     pub fn in_flight(&self) -> usize {

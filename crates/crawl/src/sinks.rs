@@ -20,6 +20,8 @@ pub struct Sink {
     path: PathBuf,
     out: BufWriter<File>,
     offset: u64,
+    /// Offset at the last fsync.
+    synced: u64,
 }
 
 impl Sink {
@@ -49,6 +51,7 @@ impl Sink {
             path: path.to_path_buf(),
             out: BufWriter::with_capacity(256 << 10, file),
             offset: resume_at,
+            synced: resume_at,
         })
     }
 
@@ -65,6 +68,9 @@ impl Sink {
 
     /// Flushes and fsyncs; returns the offset that is now safe to record.
     pub fn sync(&mut self) -> Result<u64> {
+        if self.offset == self.synced {
+            return Ok(self.offset);
+        }
         self.out
             .flush()
             .with_context(|| format!("cannot write {}", self.path.display()))?;
@@ -72,6 +78,7 @@ impl Sink {
             .get_ref()
             .sync_data()
             .with_context(|| format!("cannot sync {}", self.path.display()))?;
+        self.synced = self.offset;
         Ok(self.offset)
     }
 
