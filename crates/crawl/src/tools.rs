@@ -1,6 +1,6 @@
 //! `crawl fingerprint` and `crawl distance`: look at what the content tier sees.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -47,14 +47,15 @@ pub fn fingerprint(cfg: &Config, files: &[PathBuf], html: bool) -> Result<usize>
         files.iter().map(|p| Some(p.as_path())).collect()
     };
     let mut empty = 0;
+    let mut out = std::io::stdout().lock();
     for input in inputs {
         let (name, bytes) = read_input(input)?;
         let text = text_of(&cleaner, &bytes, html, &name)?;
         match features.fingerprint(&text) {
-            Some(fp) => println!("{fp}  {name}"),
+            Some(fp) => writeln!(out, "{fp}  {name}")?,
             None => {
                 empty += 1;
-                println!("{}  {name}", "-".repeat(16));
+                writeln!(out, "{}  {name}", "-".repeat(16))?;
                 eprintln!("{name}: no features (empty text, or only stop words and numbers)");
             }
         }
@@ -77,18 +78,20 @@ pub fn distance(cfg: &Config, a: &Path, b: &Path, html: bool, top: usize) -> Res
     }
     let d = fps[0].1.distance(fps[1].1);
     let k = cfg.dedup.max_distance;
-    println!(
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
         "distance {d} ({})",
         if d <= k {
             format!("near-duplicates: <= {k}")
         } else {
             format!("different: > {k}")
         }
-    );
+    )?;
     for (name, fp, feats) in &fps {
-        println!("\n{fp}  {name}  ({} features)", feats.len());
+        writeln!(out, "\n{fp}  {name}  ({} features)", feats.len())?;
         for f in feats.iter().take(top) {
-            println!("  {:>10.3}  {}", f.weight, f.token);
+            writeln!(out, "  {:>10.3}  {}", f.weight, f.token)?;
         }
     }
     Ok(d)

@@ -701,17 +701,38 @@ fn next_id(t: &mut dyn Tables) -> Result<DocId> {
     Ok(id)
 }
 
-/// The title tier's normal form: whitespace folded, lower-cased, trimmed.
+/// Separators between a page title and the site name that sites append.
+const TITLE_SEPARATORS: &[&str] = &[" - ", " | ", " _ ", "_", " – ", " — ", "｜", " :: "];
+
+/// The title tier's normal form: whitespace folded, lower-cased, trimmed,
+/// and a trailing site name (`标题_新浪新闻`, `Title - Site`) removed, so a
+/// copy re-published under another site's name still matches. Removal only
+/// happens when at least six characters remain, so short titles such as
+/// `Index | Options` stay whole. Under the default `confirm` policy the
+/// content must agree too, so the shorter key never drops a different page.
 ///
 /// ```
-/// assert_eq!(dedup::normalize_title("  Hello \n  World "), "hello world");
+/// use dedup::normalize_title;
+/// assert_eq!(normalize_title("  Hello \n  World "), "hello world");
+/// assert_eq!(normalize_title("长江流域遭遇罕见高温干旱 - 财经门户网"), "长江流域遭遇罕见高温干旱");
+/// assert_eq!(normalize_title("国产客机完成验证飞行_新浪新闻"), "国产客机完成验证飞行");
+/// assert_eq!(normalize_title("Index | Options"), "index | options");
 /// ```
 pub fn normalize_title(title: &str) -> String {
-    title
+    let folded = title
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
-        .to_lowercase()
+        .to_lowercase();
+    let cut = TITLE_SEPARATORS
+        .iter()
+        .filter_map(|sep| folded.rfind(sep))
+        .max()
+        .filter(|&at| folded[..at].trim().chars().count() >= 6);
+    match cut {
+        Some(at) => folded[..at].trim().to_string(),
+        None => folded,
+    }
 }
 
 /// MD5 of the normalized title; `None` for an empty title.
