@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Crawls the bundled demo site (demo/site, served on 127.0.0.1 by Python's
+# http.server for the length of the run) and shows the verdicts; then runs
+# the batch tool over demo/docs.jsonl.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+command -v cargo >/dev/null || { echo "cargo is required (https://rustup.rs)"; exit 1; }
+command -v python3 >/dev/null || { echo "python3 is required to serve the demo site"; exit 1; }
+
+cargo build --release -p simcrawl
+CRAWL=target/release/crawl
+OUT=out/demo
+mkdir -p "$OUT"
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 -m http.server "$PORT" --bind 127.0.0.1 --directory demo/site >"$OUT/server.log" 2>&1 &
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null || true' EXIT
+for _ in $(seq 50); do
+  python3 -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:$PORT/')" 2>/dev/null && break
+  sleep 0.1
+done
+
+echo "http://127.0.0.1:$PORT/" >"$OUT/seeds.txt"
+echo "== crawling the demo site at http://127.0.0.1:$PORT/"
+"$CRAWL" --seeds "$OUT/seeds.txt" --config config/crawl.toml --out "$OUT" --data-dir "$OUT/data" --fresh
+
+python3 - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+def rows(name):
+    with open(f"{out}/{name}") as f:
+        return [json.loads(l) for l in f if l.strip()]
+print("\n== kept (kept.jsonl)")
+for r in rows("kept.jsonl"):
+    print(f"  {r['simhash']}  {r['url']:<48} {r['title']}")
+print("\n== dropped (duplicates.jsonl)")
+for r in rows("duplicates.jsonl"):
+    print(f"  {r['tier']:<8} d={r.get('distance','-')!s:<3} {r['url']:<48} duplicate of {r['duplicate_of']}")
+print("\n== errors (errors.jsonl)")
+for r in rows("errors.jsonl"):
+    print(f"  {r['kind']:<18} {r['url']}")
+PY
+
+echo
+echo "== batch: crawl dedup --input demo/docs.jsonl"
+"$CRAWL" dedup --input demo/docs.jsonl --out "$OUT/batch" --config config/crawl.toml
+echo "kept:";       cat "$OUT/batch/kept.jsonl"
+echo "duplicates:"; cat "$OUT/batch/duplicates.jsonl"
+echo "bad lines:";  cat "$OUT/batch/errors.jsonl"
