@@ -1,1 +1,235 @@
-//! placeholder
+//! From the raw bytes of a web page to a normalized title, main text and links.
+//!
+//! This is what makes two copies of one article look the same to the dedup tiers,
+//! whatever their encoding (UTF-8, GBK, Big5 ...), script variant (traditional or
+//! simplified Chinese), character width or site template. It has no network code and
+//! knows nothing of the dedup crate.
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let url = url::Url::parse("https://news.example.com/a/1.html")?;
+//! let html = "<html><head><title>開放　ＡＰＩ</title></head>\
+//!             <body><nav><a href='/'>首頁</a></nav>\
+//!             <article><p>這是一篇關於開放資料的新聞報導，內容很長很長。</p></article></body></html>";
+//! let page = clean::Page::parse(html.as_bytes(), Some("text/html; charset=utf-8"), &url)?;
+//! assert_eq!(page.title, "开放 api");
+//! assert_eq!(page.text, "这是一篇关于开放资料的新闻报导,内容很长很长。");
+//! assert_eq!(page.links[0].url.as_str(), "https://news.example.com/");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Build one [`Cleaner`] and share it (it is `Send + Sync`): building the OpenCC
+//! converter is the expensive part. [`Page::parse`] uses a lazily built default one.
+
+use std::sync::{Arc, OnceLock};
+
+use scraper::Html;
+use url::Url;
+
+pub mod config;
+pub mod decode;
+pub mod error;
+mod extract;
+pub mod normalize;
+
+pub use config::{ChineseVariant, CleanConfig, Step};
+pub use decode::{Decoded, EncodingSource, decode};
+pub use error::CleanError;
+pub use normalize::{Normalizer, Pipeline};
+
+/// A link found on a page, resolved to an absolute http(s) URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Link {
+    /// Resolved against the page URL and `<base href>`; the fragment is kept (the
+    /// crawler canonicalizes).
+    pub url: Url,
+    /// `rel="nofollow"` on this link. A page-level `<meta name=robots
+    /// content=nofollow>` is reported separately in [`Page::meta_nofollow`].
+    pub nofollow: bool,
+    /// The link's visible text, whitespace collapsed, not normalized, capped at 256 bytes.
+    pub text: String,
+}
+
+/// A cleaned page: what the dedup tiers and the crawler frontier need from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page {
+    /// Normalized title: the key of the title tier.
+    pub title: String,
+    /// The title as the page shows it (whitespace collapsed), for people and logs.
+    pub raw_title: String,
+    /// Normalized main text, one block (paragraph, heading, list item) per line.
+    pub text: String,
+    /// Every http(s) link of the page (template included: the crawler needs them).
+    pub links: Vec<Link>,
+    /// `<link rel=canonical>`, resolved.
+    pub canonical: Option<Url>,
+    /// `<html lang>` (or `<meta http-equiv=content-language>`), as written.
+    pub lang_hint: Option<String>,
+    /// The encoding the bytes were decoded with (WHATWG name, e.g. `GBK`, `Big5`).
+    pub encoding: &'static str,
+    /// `<meta name=robots>` says `nofollow` (or `none`): follow no link of this page.
+    pub meta_nofollow: bool,
+    /// `<meta name=robots>` says `noindex` (or `none`).
+    pub meta_noindex: bool,
+}
+
+impl Page {
+    /// Cleans a page with the default configuration, using a cleaner built once per
+    /// process on first use.
+    pub fn parse(bytes: &[u8], content_type: Option<&str>, url: &Url) -> Result<Page, CleanError> {
+        Cleaner::shared_default()?.parse(bytes, content_type, url)
+    }
+
+    /// The links a polite crawler may follow: neither the page nor the link says nofollow.
+    pub fn followable_links(&self) -> impl Iterator<Item = &Link> {
+        let page_nofollow = self.meta_nofollow;
+        self.links.iter().filter(move |l| !page_nofollow && !l.nofollow)
+    }
+}
+
+/// Configuration plus the prebuilt normalizer pipelines; build once, share everywhere.
+#[derive(Debug, Clone)]
+pub struct Cleaner {
+    config: CleanConfig,
+    text_pipeline: Pipeline,
+    title_pipeline: Pipeline,
+}
+
+impl Cleaner {
+    /// Builds the pipelines (and the OpenCC converter, once, shared by both).
+    pub fn new(config: CleanConfig) -> Result<Self, CleanError> {
+        if config.max_text_bytes == 0 || config.max_html_bytes == 0 {
+            return Err(CleanError::InvalidConfig(
+                "max_text_bytes and max_html_bytes must be positive".to_owned(),
+            ));
+        }
+        let chinese = if config.enabled(Step::Chinese) && config.order.contains(&Step::Chinese) {
+            Some(Arc::new(normalize::ChineseConvert::new(config.chinese_variant)?))
+        } else {
+            None
+        };
+        let text_pipeline = Pipeline::from_config(&config, false, chinese.as_ref())?;
+        let title_pipeline = Pipeline::from_config(&config, true, chinese.as_ref())?;
+        Ok(Self {
+            config,
+            text_pipeline,
+            title_pipeline,
+        })
+    }
+
+    /// The process-wide default cleaner behind [`Page::parse`].
+    pub fn shared_default() -> Result<&'static Cleaner, CleanError> {
+        static DEFAULT: OnceLock<Result<Cleaner, CleanError>> = OnceLock::new();
+        DEFAULT
+            .get_or_init(|| Cleaner::new(CleanConfig::default()))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// The configuration this cleaner was built with.
+    #[must_use]
+    pub fn config(&self) -> &CleanConfig {
+        &self.config
+    }
+
+    /// Decodes, parses, extracts and normalizes one page.
+    ///
+    /// Input beyond `max_html_bytes` is ignored; parsing never fails (broken HTML is
+    /// repaired the way browsers do, broken bytes become U+FFFD).
+    pub fn parse(&self, bytes: &[u8], content_type: Option<&str>, url: &Url) -> Result<Page, CleanError> {
+        let bytes = &bytes[..bytes.len().min(self.config.max_html_bytes)];
+        let decoded = decode::decode(bytes, content_type, Some(url));
+        if decoded.had_errors {
+            tracing::debug!(%url, encoding = decoded.encoding.name(), "malformed bytes replaced");
+        }
+        self.parse_decoded(&decoded.text, decoded.encoding.name(), url)
+    }
+
+    /// Like [`Cleaner::parse`] for a page that is already text (e.g. from a corpus).
+    pub fn parse_str(&self, html: &str, url: &Url) -> Result<Page, CleanError> {
+        let mut end = html.len().min(self.config.max_html_bytes);
+        while !html.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.parse_decoded(&html[..end], "UTF-8", url)
+    }
+
+    fn parse_decoded(&self, html: &str, encoding: &'static str, url: &Url) -> Result<Page, CleanError> {
+        let doc = Html::parse_document(html);
+        let ex = extract::extract(
+            &doc,
+            url,
+            &extract::ExtractOptions {
+                main_content: self.config.main_content,
+                max_text_bytes: self.config.max_text_bytes,
+                max_links: self.config.max_links,
+            },
+        );
+        drop(doc);
+        let title = self.normalize_title(&ex.raw_title);
+        let text = self.normalize_text(&ex.text);
+        Ok(Page {
+            title,
+            raw_title: ex.raw_title,
+            text,
+            links: ex.links,
+            canonical: ex.canonical,
+            lang_hint: ex.lang_hint,
+            encoding,
+            meta_nofollow: ex.meta_nofollow,
+            meta_noindex: ex.meta_noindex,
+        })
+    }
+
+    /// Applies the text pipeline to plain text (e.g. a corpus without HTML); the result
+    /// is capped at `max_text_bytes`.
+    #[must_use]
+    pub fn normalize_text(&self, text: &str) -> String {
+        let mut out = self.text_pipeline.run(text).into_owned();
+        cap_string(&mut out, self.config.max_text_bytes);
+        out
+    }
+
+    /// Applies the title pipeline (the text one, with newlines folded too).
+    #[must_use]
+    pub fn normalize_title(&self, title: &str) -> String {
+        self.title_pipeline.run(title).into_owned()
+    }
+
+    /// The text pipeline, for callers that normalize their own fields.
+    #[must_use]
+    pub fn text_pipeline(&self) -> &Pipeline {
+        &self.text_pipeline
+    }
+}
+
+/// Truncates `s` to at most `cap` bytes on a char boundary.
+fn cap_string(s: &mut String, cap: usize) {
+    if s.len() > cap {
+        let mut end = cap;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.truncate(end);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cleaner_is_send_sync() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Cleaner>();
+        assert_send_sync::<Page>();
+    }
+
+    #[test]
+    fn cap_on_char_boundary() {
+        let mut s = "中文字".to_owned();
+        cap_string(&mut s, 4);
+        assert_eq!(s, "中");
+    }
+}

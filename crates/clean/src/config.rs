@@ -1,0 +1,154 @@
+//! Configuration of the cleaner, readable from the `[clean]` table of `config/crawl.toml`.
+
+use serde::{Deserialize, Serialize};
+
+/// Which OpenCC profile folds Chinese text to one script, so that a Taiwan, Hong Kong
+/// or mainland copy of one article produce the same features.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChineseVariant {
+    /// Traditional to simplified, character and phrase level (OpenCC `t2s`).
+    #[default]
+    T2s,
+    /// Taiwan traditional to simplified, including Taiwan vocabulary (`tw2sp`).
+    Tw2sp,
+    /// Hong Kong traditional to simplified (`hk2s`).
+    Hk2s,
+    /// No script conversion.
+    Off,
+}
+
+impl ChineseVariant {
+    /// The name used in configuration and error messages.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::T2s => "t2s",
+            Self::Tw2sp => "tw2sp",
+            Self::Hk2s => "hk2s",
+            Self::Off => "off",
+        }
+    }
+}
+
+/// One normalization step; `order` in [`CleanConfig`] lists them in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Step {
+    /// Leftover tags and HTML entities (text that went through a CMS twice).
+    StripMarkup,
+    /// Control, zero-width and bidi characters, invisible but different bytes.
+    StripControl,
+    /// Full-width ASCII and the ideographic space to their half-width forms.
+    Width,
+    /// Unicode NFKC compatibility folding.
+    Nfkc,
+    /// Traditional to simplified Chinese (see `chinese_variant`).
+    Chinese,
+    /// Emoji and decorative symbols.
+    StripSymbols,
+    /// Lower-casing.
+    Lowercase,
+    /// Dropping digits (off by default).
+    DropDigits,
+    /// Whitespace folding; always best last.
+    Whitespace,
+}
+
+impl Step {
+    /// The default order: markup first (it can hide anything), script conversion after
+    /// width/NFKC (which can turn compatibility ideographs into convertible ones),
+    /// whitespace last (every other step may leave spaces behind).
+    pub const DEFAULT_ORDER: [Step; 9] = [
+        Step::StripMarkup,
+        Step::StripControl,
+        Step::Width,
+        Step::Nfkc,
+        Step::Chinese,
+        Step::StripSymbols,
+        Step::Lowercase,
+        Step::DropDigits,
+        Step::Whitespace,
+    ];
+}
+
+/// Settings of a [`crate::Cleaner`].
+///
+/// Every field has a default, and unknown keys are rejected, so that a typo in
+/// `crawl.toml` is an error instead of a silently ignored setting.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CleanConfig {
+    /// Keep only the main content (article) instead of the whole body. On by default:
+    /// a site's template (navigation, footer, sidebars) otherwise makes all its pages
+    /// look alike to the near-duplicate tier.
+    pub main_content: bool,
+    /// Traditional to simplified conversion profile; default `t2s`.
+    pub chinese_variant: ChineseVariant,
+    /// Full-width to half-width folding; default on.
+    pub fold_width: bool,
+    /// Unicode NFKC; default on.
+    pub nfkc: bool,
+    /// Remove leftover tags and decode leftover entities; default on.
+    pub strip_markup: bool,
+    /// Remove control, zero-width and bidi characters; default on.
+    pub strip_control: bool,
+    /// Remove emoji and decorative symbols; default on.
+    pub strip_symbols: bool,
+    /// Lower-case letters; default on.
+    pub lowercase: bool,
+    /// Remove digits. Off by default: it makes "page 1" and "page 2", or two daily
+    /// reports differing only in their figures, identical.
+    pub drop_digits: bool,
+    /// Fold whitespace runs; default on.
+    pub fold_whitespace: bool,
+    /// The steps that run, in this order; a step runs only if it is listed here and its
+    /// switch above is on. Default: [`Step::DEFAULT_ORDER`].
+    pub order: Vec<Step>,
+    /// Input beyond this many bytes is ignored (default 8 MiB): bounds parse time and
+    /// memory on pathological pages; real articles are far smaller.
+    pub max_html_bytes: usize,
+    /// The extracted text is cut at this many bytes (default 1 MiB, on a char boundary).
+    pub max_text_bytes: usize,
+    /// At most this many links are reported per page (default 10 000).
+    pub max_links: usize,
+}
+
+impl Default for CleanConfig {
+    fn default() -> Self {
+        Self {
+            main_content: true,
+            chinese_variant: ChineseVariant::T2s,
+            fold_width: true,
+            nfkc: true,
+            strip_markup: true,
+            strip_control: true,
+            strip_symbols: true,
+            lowercase: true,
+            drop_digits: false,
+            fold_whitespace: true,
+            order: Step::DEFAULT_ORDER.to_vec(),
+            max_html_bytes: 8 * 1024 * 1024,
+            max_text_bytes: 1024 * 1024,
+            max_links: 10_000,
+        }
+    }
+}
+
+impl CleanConfig {
+    /// Whether `step` is switched on (independently of `order`).
+    #[must_use]
+    pub fn enabled(&self, step: Step) -> bool {
+        match step {
+            Step::StripMarkup => self.strip_markup,
+            Step::StripControl => self.strip_control,
+            Step::Width => self.fold_width,
+            Step::Nfkc => self.nfkc,
+            Step::Chinese => self.chinese_variant != ChineseVariant::Off,
+            Step::StripSymbols => self.strip_symbols,
+            Step::Lowercase => self.lowercase,
+            Step::DropDigits => self.drop_digits,
+            Step::Whitespace => self.fold_whitespace,
+        }
+    }
+}

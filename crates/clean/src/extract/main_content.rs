@@ -1,0 +1,233 @@
+//! Main-content selection: which parts of the page are the article.
+//!
+//! Two pages of one site share their template (navigation, header, footer, sidebars
+//! full of links); if the template stays in the text, the near-duplicate tier sees
+//! every page of the site as a copy of every other. So:
+//!
+//! 1. Template parts are marked: `nav`/`header`/`footer`/`aside`/`menu`, ARIA landmark
+//!    roles, and class/id names ([`super::boilerplate`]). A class-marked element that
+//!    holds most of the page's text with few links is not template after all (themes
+//!    wrap everything in `content-sidebar-wrap`), so the mark is dropped.
+//! 2. If the page says where its content is (`itemprop=articleBody`, a dominant
+//!    `<article>`, `<main>`/`role=main`) and that part holds a fair share of the text,
+//!    it is taken (or the best-scored block inside it, when that holds most of it).
+//! 3. Otherwise a Readability-style score: every block with a real paragraph (20+
+//!    non-link chars) scores 1 + its commas (`,` `，` `、` `。`) + 1 per 100 chars
+//!    (max 3), credited to itself, its parent, half to its grandparent and a sixth to
+//!    the next; each candidate's score is scaled by (1 - link density). The best
+//!    candidate and its siblings that score comparably are the content.
+//! 4. If that leaves (almost) nothing, the whole page minus template, then the whole
+//!    page.
+//!
+//! Template parts are skipped inside the chosen content too.
+
+use super::{El, NONE, Renderer, Walk};
+
+/// A block is a paragraph when it has at least this many non-link chars.
+const MIN_PARAGRAPH_CHARS: u32 = 20;
+/// Below this many chars of main text, fall back to the whole page.
+const MIN_MAIN_CHARS: usize = 10;
+
+fn parent_of(els: &[El], i: usize) -> Option<usize> {
+    els.get(i)
+        .map(|e| e.parent)
+        .filter(|&p| p != NONE)
+        .map(|p| p as usize)
+}
+
+fn is_descendant(els: &[El], mut i: usize, ancestor: usize) -> bool {
+    while let Some(p) = parent_of(els, i) {
+        if p == ancestor {
+            return true;
+        }
+        i = p;
+    }
+    false
+}
+
+fn render(walk: &Walk<'_>, roots: &[usize], skip: Option<&[bool]>, cap: usize) -> String {
+    let mut r = Renderer::new(cap);
+    for &root in roots {
+        let Some(el) = walk.els.get(root) else {
+            continue;
+        };
+        let (s, e) = (el.ev_start as usize, el.ev_end as usize);
+        for ev in walk.events.get(s..e).unwrap_or(&[]) {
+            if let Some(skip) = skip
+                && skip.get(ev.owner() as usize).copied().unwrap_or(false)
+            {
+                continue;
+            }
+            r.event(ev);
+            if r.full {
+                break;
+            }
+        }
+    }
+    r.out
+}
+
+fn render_all(walk: &Walk<'_>, skip: Option<&[bool]>, cap: usize) -> String {
+    let roots: Vec<usize> = (0..walk.els.len())
+        .filter(|&i| walk.els[i].parent == NONE)
+        .collect();
+    render(walk, &roots, skip, cap)
+}
+
+fn nonws_len(s: &str) -> usize {
+    s.chars().filter(|c| !c.is_whitespace()).count()
+}
+
+/// Picks the main content (or everything when `main_content` is off) and renders it.
+pub(crate) fn select_text(walk: &Walk<'_>, main_content: bool, cap: usize) -> String {
+    if !main_content {
+        return render_all(walk, None, cap);
+    }
+    let els = &walk.els;
+    let n = els.len();
+
+    // Subtree totals over everything, to protect mis-marked wrappers.
+    let mut all = vec![0u64; n];
+    let mut all_link = vec![0u64; n];
+    for i in (0..n).rev() {
+        all[i] += u64::from(els[i].own_chars);
+        all_link[i] += u64::from(els[i].own_link_chars);
+        if let Some(p) = parent_of(els, i) {
+            all[p] += all[i];
+            all_link[p] += all_link[i];
+        }
+    }
+    let total: u64 = (0..n).filter(|&i| els[i].parent == NONE).map(|i| all[i]).sum();
+
+    // Effective template marks, inherited downwards (parents precede children).
+    let mut boiler = vec![false; n];
+    for i in 0..n {
+        let e = &els[i];
+        let protected = all[i] * 2 > total && all_link[i] * 10 < all[i] * 3;
+        let marked = e.tag_boiler || (e.class_boiler && !protected);
+        boiler[i] = marked || parent_of(els, i).is_some_and(|p| boiler[p]);
+    }
+
+    // Subtree totals without template parts.
+    let mut sub = vec![0u64; n];
+    let mut sub_link = vec![0u64; n];
+    for i in (0..n).rev() {
+        if boiler[i] {
+            continue;
+        }
+        sub[i] += u64::from(els[i].own_chars);
+        sub_link[i] += u64::from(els[i].own_link_chars);
+        if let Some(p) = parent_of(els, i) {
+            sub[p] += sub[i];
+            sub_link[p] += sub_link[i];
+        }
+    }
+    let nonlink = |i: usize| sub[i].saturating_sub(sub_link[i]);
+    let density = |i: usize| {
+        if sub[i] == 0 {
+            1.0
+        } else {
+            sub_link[i] as f64 / sub[i] as f64
+        }
+    };
+
+    // Paragraph scores.
+    let mut score = vec![0f64; n];
+    for i in 0..n {
+        let e = &els[i];
+        if !e.block || boiler[i] || e.para_chars < MIN_PARAGRAPH_CHARS {
+            continue;
+        }
+        let s = 1.0 + f64::from(e.para_commas) + (f64::from(e.para_chars) / 100.0).min(3.0);
+        score[i] += s;
+        let mut up = parent_of(els, i);
+        for div in [1.0, 2.0, 6.0] {
+            let Some(p) = up else { break };
+            score[p] += s / div;
+            up = parent_of(els, p);
+        }
+    }
+    let mut top: Option<(usize, f64)> = None;
+    for i in 0..n {
+        if boiler[i] || !els[i].block || score[i] <= 0.0 {
+            continue;
+        }
+        let f = score[i] * (1.0 - density(i));
+        // `>=`: on a tie the deeper (later) element wins, e.g. a <div> holding <br>-
+        // separated text rather than its otherwise empty wrapper.
+        if top.is_none_or(|(_, best)| f >= best) {
+            top = Some((i, f));
+        }
+    }
+
+    // Semantic markup, when it covers a fair share of what the scoring found.
+    let top_nonlink = top.map_or(0, |(t, _)| nonlink(t));
+    let mut roots: Vec<usize> = Vec::new();
+    for level in [3u8, 2, 1] {
+        let mut best: Option<usize> = None;
+        let mut second = 0u64;
+        for i in 0..n {
+            if els[i].semantic != level || boiler[i] {
+                continue;
+            }
+            match best {
+                Some(b) if nonlink(i) <= nonlink(b) => second = second.max(nonlink(i)),
+                Some(b) => {
+                    second = second.max(nonlink(b));
+                    best = Some(i);
+                }
+                None => best = Some(i),
+            }
+        }
+        if let Some(b) = best {
+            let v = nonlink(b);
+            // Several <article>s of similar size are a listing, not one article.
+            let dominant = level != 2 || v >= second * 2;
+            if dominant && v >= 50 && v * 2 >= top_nonlink {
+                roots.push(b);
+                break;
+            }
+        }
+    }
+
+    // Inside the semantic part, a scored block holding most of its text is tighter
+    // still: it leaves out bylines, tag lists and the like that templates add.
+    if let (Some(&root), Some((t, _))) = (roots.first(), top)
+        && t != root
+        && is_descendant(els, t, root)
+        && nonlink(t) * 4 >= nonlink(root) * 3
+    {
+        roots.clear();
+    }
+
+    if roots.is_empty()
+        && let Some((t, best)) = top
+    {
+        roots.push(t);
+        // Siblings that score comparably belong to the same article (content split
+        // across several containers).
+        if let Some(p) = parent_of(els, t) {
+            let threshold = (best * 0.2).max(10.0);
+            for i in p + 1..n {
+                if i == t || els[i].parent != p as u32 || boiler[i] {
+                    continue;
+                }
+                let f = score[i] * (1.0 - density(i));
+                let long_paragraph = els[i].para_chars >= 80 && density(i) < 0.25;
+                if f >= threshold || long_paragraph {
+                    roots.push(i);
+                }
+            }
+        }
+    }
+
+    let text = render(walk, &roots, Some(&boiler), cap);
+    if nonws_len(&text) >= MIN_MAIN_CHARS {
+        return text;
+    }
+    let text = render_all(walk, Some(&boiler), cap);
+    if nonws_len(&text) >= MIN_MAIN_CHARS {
+        return text;
+    }
+    render_all(walk, None, cap)
+}

@@ -1,0 +1,61 @@
+//! Control, zero-width and bidi characters.
+//!
+//! They are invisible, so a reader sees two copies as the same text, but they change
+//! bytes, tokens and hashes. Sites insert zero-width spaces and soft hyphens as
+//! anti-scraping watermarks or line-breaking hints.
+
+use std::borrow::Cow;
+
+use super::{CharAction, Normalizer, map_chars};
+
+/// Drops control chars (keeping `\n` and `\t`), zero-width and bidi format chars and
+/// soft hyphens; turns `\r`, NEL and the Unicode line/paragraph separators into `\n`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StripControl;
+
+fn classify(c: char) -> CharAction {
+    match c {
+        '\n' | '\t' => CharAction::Keep,
+        '\r' | '\u{85}' | '\u{2028}' | '\u{2029}' => CharAction::Replace('\n'),
+        '\u{0B}' | '\u{0C}' => CharAction::Replace(' '),
+        c if c.is_control() => CharAction::Drop,
+        '\u{AD}'
+        | '\u{61C}'
+        | '\u{180E}'
+        | '\u{200B}'..='\u{200F}'
+        | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{2066}'..='\u{206F}'
+        | '\u{FEFF}'
+        | '\u{FFF9}'..='\u{FFFB}' => CharAction::Drop,
+        _ => CharAction::Keep,
+    }
+}
+
+impl Normalizer for StripControl {
+    fn name(&self) -> &'static str {
+        "strip_control"
+    }
+
+    fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {
+        map_chars(text, classify)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    normalizer_tests!(
+        StripControl,
+        [
+            ("zero\u{200B}width", "zerowidth", "zerowidth"),
+            ("soft\u{AD}hyphen", "softhyphen", "softhyphen"),
+            ("\u{FEFF}bom", "bom", "bom"),
+            ("a\u{0}b\u{7}c\u{1B}d", "abcd", "abcd"),
+            ("line\r\nnext", "line\n\nnext", "line\nnext"),
+            ("中\u{200D}文\u{202E}", "中文", "中文"),
+            ("tab\there", "tab\there", "tab here"),
+        ]
+    );
+}

@@ -1,0 +1,194 @@
+//! Traditional to simplified Chinese with OpenCC (`ferrous-opencc`).
+//!
+//! A Taiwan or Hong Kong mirror of a mainland article is the same article; after this
+//! step both produce the same tokens. The converter holds large dictionaries and is
+//! expensive to build, so it is built once per [`crate::Cleaner`] and shared.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use ferrous_opencc::OpenCC;
+use ferrous_opencc::config::BuiltinConfig;
+
+use super::Normalizer;
+use crate::config::ChineseVariant;
+use crate::error::CleanError;
+
+/// Converts Chinese text to simplified script with the chosen OpenCC profile.
+///
+/// OpenCC looks up its dictionaries at every char position, which dominates cleaning
+/// time. Most text on Chinese sites is already simplified, so conversion runs only on
+/// the clauses (text between punctuation or line breaks) that contain a char OpenCC
+/// would change on its own; the others are copied. Dictionary phrases are words and
+/// do not span punctuation, so t2s and hk2s give the same result as converting the
+/// whole text. With tw2sp, a Taiwan term written entirely in chars shared by both
+/// scripts (`程式`) is left as is when its clause has no traditional char.
+pub struct ChineseConvert {
+    variant: ChineseVariant,
+    opencc: Option<OpenCC>,
+    /// Bit per BMP char: OpenCC changes it when it stands alone.
+    changes: Vec<u64>,
+}
+
+impl fmt::Debug for ChineseConvert {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ChineseConvert")
+            .field("variant", &self.variant)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ChineseConvert {
+    /// Builds the converter (tens of milliseconds: do it once).
+    pub fn new(variant: ChineseVariant) -> Result<Self, CleanError> {
+        let builtin = match variant {
+            ChineseVariant::T2s => BuiltinConfig::T2s,
+            ChineseVariant::Tw2sp => BuiltinConfig::Tw2sp,
+            ChineseVariant::Hk2s => BuiltinConfig::Hk2s,
+            ChineseVariant::Off => {
+                return Ok(Self {
+                    variant,
+                    opencc: None,
+                    changes: Vec::new(),
+                });
+            }
+        };
+        let opencc = OpenCC::from_config(builtin).map_err(|e| CleanError::Opencc {
+            variant: variant.name(),
+            message: e.to_string(),
+        })?;
+        let mut changes = vec![0u64; 0x1_0000 / 64];
+        let mut buf = [0u8; 4];
+        for c in ('\u{2E80}'..='\u{9FFF}').chain('\u{F900}'..='\u{FAFF}') {
+            if opencc.convert(c.encode_utf8(&mut buf)) != *c.encode_utf8(&mut buf) {
+                let u = c as usize;
+                if let Some(w) = changes.get_mut(u / 64) {
+                    *w |= 1 << (u % 64);
+                }
+            }
+        }
+        Ok(Self {
+            variant,
+            opencc: Some(opencc),
+            changes,
+        })
+    }
+
+    /// Whether OpenCC may change `c`; chars outside the BMP always may.
+    fn may_change(&self, c: char) -> bool {
+        let u = c as usize;
+        if u < 0x2E80 {
+            return false;
+        }
+        match self.changes.get(u / 64) {
+            Some(w) => w & (1 << (u % 64)) != 0,
+            None => true,
+        }
+    }
+
+    /// The profile this converter applies.
+    #[must_use]
+    pub fn variant(&self) -> ChineseVariant {
+        self.variant
+    }
+}
+
+/// Whether `text` may contain Han characters: every CJK ideograph is encoded in UTF-8
+/// with a lead byte of 0xE3 or more, so pure Latin/Cyrillic/... text skips OpenCC.
+fn may_contain_han(text: &str) -> bool {
+    text.bytes().any(|b| b >= 0xE3)
+}
+
+/// Clause boundaries: no dictionary phrase spans them.
+fn is_boundary(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | ',' | '.' | '!' | '?' | ';' | ':' | '。' | '，' | '、' | '！' | '？' | '；' | '：'
+    )
+}
+
+impl Normalizer for ChineseConvert {
+    fn name(&self) -> &'static str {
+        "chinese"
+    }
+
+    fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {
+        let Some(cc) = &self.opencc else {
+            return text;
+        };
+        if !may_contain_han(&text) || !text.chars().any(|c| self.may_change(c)) {
+            return text;
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut start = 0;
+        let mut flagged = false;
+        for (i, c) in text.char_indices() {
+            if is_boundary(c) {
+                let clause = &text[start..i];
+                if flagged {
+                    out.push_str(&cc.convert(clause));
+                } else {
+                    out.push_str(clause);
+                }
+                out.push(c);
+                start = i + c.len_utf8();
+                flagged = false;
+            } else if !flagged && self.may_change(c) {
+                flagged = true;
+            }
+        }
+        let clause = &text[start..];
+        if flagged {
+            out.push_str(&cc.convert(clause));
+        } else {
+            out.push_str(clause);
+        }
+        Cow::Owned(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use std::sync::OnceLock;
+
+    use super::*;
+
+    fn t2s() -> &'static ChineseConvert {
+        static C: OnceLock<ChineseConvert> = OnceLock::new();
+        C.get_or_init(|| ChineseConvert::new(ChineseVariant::T2s).unwrap())
+    }
+
+    normalizer_tests!(
+        t2s(),
+        [
+            ("開放中文轉換", "开放中文转换", "开放中文转换"),
+            ("臺灣的經濟發展", "台湾的经济发展", "台湾的经济发展"),
+            ("简体保持不变", "简体保持不变", "简体保持不变"),
+            ("English Only", "English Only", "english only"),
+            (
+                "简体句子，繁體句子。",
+                "简体句子，繁体句子。",
+                "简体句子,繁体句子。"
+            ),
+            ("乾隆皇帝，乾燥天氣", "乾隆皇帝，干燥天气", "乾隆皇帝,干燥天气"),
+        ]
+    );
+
+    #[test]
+    fn variants_build_and_convert() {
+        for v in [ChineseVariant::Tw2sp, ChineseVariant::Hk2s] {
+            let c = ChineseConvert::new(v).unwrap();
+            assert_eq!(c.normalize(Cow::Borrowed("軟體與網絡")).chars().count(), 5);
+            assert_ne!(c.normalize(Cow::Borrowed("國際")), "國際");
+        }
+        let off = ChineseConvert::new(ChineseVariant::Off).unwrap();
+        assert_eq!(off.normalize(Cow::Borrowed("國際")), "國際");
+    }
+
+    #[test]
+    fn tw2sp_converts_taiwan_vocabulary() {
+        let c = ChineseConvert::new(ChineseVariant::Tw2sp).unwrap();
+        assert_eq!(c.normalize(Cow::Borrowed("軟體")), "软件");
+    }
+}

@@ -1,0 +1,257 @@
+//! `crawl dedup`, `crawl fingerprint` and `crawl distance` as a user runs them.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const CRAWL: &str = env!("CARGO_BIN_EXE_crawl");
+
+fn crawl(args: &[&str]) -> Output {
+    Command::new(CRAWL).args(args).output().unwrap()
+}
+
+fn lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("torn line {l:?} in {}: {e}", path.display()))
+        })
+        .collect()
+}
+
+const A: &str = "国家统计局今天发布数据显示，十月份全国规模以上工业增加值同比增长百分之五点三，环比增长零点四一。\
+    分行业看，四十一个大类行业中有三十五个行业增加值保持同比增长。制造业采购经理指数回升至扩张区间。";
+const B: &str = "气象台发布寒潮蓝色预警，受强冷空气影响，北方大部地区气温将下降八到十度，局地降温超过十二度并伴有大风天气。\
+    内蒙古东部、东北地区有小到中雪，公众应注意防寒保暖，交通运输部门要做好道路除冰准备。";
+const A_TRAD: &str = "國家統計局今天發佈數據顯示，十月份全國規模以上工業增加值同比增長百分之五點三，環比增長零點四一。\
+    分行業看，四十一個大類行業中有三十五個行業增加值保持同比增長。製造業採購經理指數回升至擴張區間。";
+
+#[test]
+fn dedup_writes_verdicts_in_input_order_and_skips_bad_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("docs.jsonl");
+    let docs = [
+        serde_json::json!({"url": "http://a.example/1", "title": "工业", "text": A}).to_string(),
+        "{not json".to_string(),
+        serde_json::json!({"url": "http://a.example/1?utm_source=x#f", "text": B}).to_string(),
+        serde_json::json!({"url": "http://b.example/1", "title": "Index", "text": A_TRAD}).to_string(),
+        serde_json::json!({"url": "http://b.example/2", "title": "Index", "text": B}).to_string(),
+        serde_json::json!({"url": "http://b.example/3", "html": format!("<html><head><title>天气</title></head><body><article><p>{B}</p></article></body></html>")}).to_string(),
+        serde_json::json!({"url": "http://b.example/4"}).to_string(),
+        String::new(),
+    ];
+    std::fs::write(&input, docs.join("\n") + "\n").unwrap();
+    let out = dir.path().join("out");
+    let o = crawl(&[
+        "dedup",
+        "--input",
+        input.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(stderr.contains("docs.jsonl:2: invalid JSON"), "{stderr}");
+    assert!(
+        stderr.contains("docs.jsonl:7: neither \"text\" nor \"html\""),
+        "{stderr}"
+    );
+    assert!(stderr.contains("kept: 2"), "{stderr}");
+
+    let kept = lines(&out.join("kept.jsonl"));
+    let urls: Vec<&str> = kept.iter().map(|k| k["url"].as_str().unwrap()).collect();
+    assert_eq!(urls, ["http://a.example/1", "http://b.example/2"]);
+    assert_eq!(kept[0]["simhash"].as_str().unwrap().len(), 16);
+
+    let dups = lines(&out.join("duplicates.jsonl"));
+    let got: Vec<(&str, &str, &str)> = dups
+        .iter()
+        .map(|d| {
+            (
+                d["url"].as_str().unwrap(),
+                d["tier"].as_str().unwrap(),
+                d["duplicate_of"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("http://a.example/1?utm_source=x#f", "url", "http://a.example/1"),
+            ("http://b.example/1", "content", "http://a.example/1"),
+            ("http://b.example/3", "content", "http://b.example/2"),
+        ]
+    );
+    assert!(dups[0].get("distance").is_none());
+    assert!(dups[1]["distance"].as_u64().unwrap() <= 3);
+
+    let errors = lines(&out.join("errors.jsonl"));
+    let bad: Vec<u64> = errors.iter().map(|e| e["line"].as_u64().unwrap()).collect();
+    assert_eq!(bad, [2, 7, 8]);
+}
+
+#[test]
+fn dedup_with_a_data_dir_remembers_earlier_runs_and_refuses_other_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let first = dir.path().join("first.jsonl");
+    std::fs::write(
+        &first,
+        serde_json::json!({"url": "http://a.example/1", "text": A}).to_string() + "\n",
+    )
+    .unwrap();
+    let second = dir.path().join("second.jsonl");
+    std::fs::write(
+        &second,
+        serde_json::json!({"url": "http://c.example/9", "text": A_TRAD}).to_string() + "\n",
+    )
+    .unwrap();
+    let run = |input: &Path, out: &str, extra: &[&str]| {
+        let mut args = vec![
+            "dedup",
+            "--input",
+            input.to_str().unwrap(),
+            "--data-dir",
+            data.to_str().unwrap(),
+        ];
+        let out = dir.path().join(out);
+        args.extend(["--out", out.to_str().unwrap()]);
+        args.extend(extra);
+        let o = Command::new(CRAWL).args(&args).output().unwrap();
+        (o, out)
+    };
+    let (o, _) = run(&first, "o1", &[]);
+    assert!(o.status.success());
+    let (o, out2) = run(&second, "o2", &[]);
+    assert!(o.status.success());
+    let dups = lines(&out2.join("duplicates.jsonl"));
+    assert_eq!(dups[0]["duplicate_of"], "http://a.example/1");
+
+    let cfg = dir.path().join("m6.toml");
+    std::fs::write(&cfg, "[dedup]\nblocks = 6\n").unwrap();
+    let (o, _) = run(&second, "o3", &["--config", cfg.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(stderr.contains("blocks: stored 4, requested 6"), "{stderr}");
+}
+
+fn corpus(path: &Path, n: usize) {
+    let mut s = String::new();
+    let words: Vec<&str> = dedup::features::jieba_idf()
+        .words()
+        .filter(|w| w.chars().count() >= 2)
+        .take(50_000)
+        .collect();
+    for i in 0..n {
+        let mut text = String::new();
+        // every fifth document repeats the one before it
+        let seed = if i % 5 == 4 { i - 1 } else { i };
+        let mut y = (seed as u64 + 1).wrapping_mul(0x2545_f491_4f6c_dd1d);
+        for _ in 0..60 {
+            y ^= y << 13;
+            y ^= y >> 7;
+            y ^= y << 17;
+            text.push_str(words[(y % words.len() as u64) as usize]);
+        }
+        s.push_str(
+            &serde_json::json!({"url": format!("http://corpus.example/{i}"), "text": text}).to_string(),
+        );
+        s.push('\n');
+    }
+    std::fs::write(path, s).unwrap();
+}
+
+#[test]
+fn dedup_killed_midway_resumes_to_the_same_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("corpus.jsonl");
+    corpus(&input, 12_000);
+    let args = |name: &str| {
+        vec![
+            "dedup".to_string(),
+            "--input".into(),
+            input.to_str().unwrap().into(),
+            "--out".into(),
+            dir.path().join(name).join("out").to_str().unwrap().into(),
+            "--data-dir".into(),
+            dir.path().join(name).join("data").to_str().unwrap().into(),
+        ]
+    };
+    let o = Command::new(CRAWL).args(args("whole")).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+
+    let mut child = Command::new(CRAWL)
+        .args(args("killed"))
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let kept = dir.path().join("killed/out/kept.jsonl");
+    let start = Instant::now();
+    let mut killed = false;
+    while start.elapsed() < Duration::from_secs(120) {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if std::fs::metadata(&kept).map(|m| m.len()).unwrap_or(0) > 0 {
+            child.kill().unwrap();
+            killed = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child.wait().unwrap();
+    assert!(
+        killed,
+        "the run ended before it could be killed; make the corpus larger"
+    );
+    let o = Command::new(CRAWL).args(args("killed")).output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    for name in ["kept.jsonl", "duplicates.jsonl", "errors.jsonl"] {
+        let whole = std::fs::read_to_string(dir.path().join("whole/out").join(name)).unwrap();
+        let resumed = std::fs::read_to_string(dir.path().join("killed/out").join(name)).unwrap();
+        assert!(whole.lines().count() > 0 || name == "errors.jsonl");
+        assert_eq!(whole, resumed, "{name} differs after kill and resume");
+    }
+    assert_eq!(lines(&dir.path().join("whole/out/duplicates.jsonl")).len(), 2400);
+}
+
+#[test]
+fn fingerprint_and_distance_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, c) = (
+        dir.path().join("a.txt"),
+        dir.path().join("b.txt"),
+        dir.path().join("c.txt"),
+    );
+    std::fs::write(&a, A).unwrap();
+    std::fs::write(&b, A_TRAD).unwrap();
+    std::fs::write(&c, B).unwrap();
+    let o = crawl(&["fingerprint", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert!(o.status.success());
+    let out = String::from_utf8(o.stdout).unwrap();
+    let fps: Vec<&str> = out
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(fps.len(), 2);
+    assert_eq!(
+        fps[0], fps[1],
+        "traditional text must fingerprint like its simplified twin: {out}"
+    );
+    assert!(out.lines().next().unwrap().ends_with("a.txt"));
+
+    let o = crawl(&["distance", a.to_str().unwrap(), c.to_str().unwrap(), "--top", "3"]);
+    assert!(o.status.success());
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(out.starts_with("distance "), "{out}");
+    let d: u32 = out.split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(d > 3, "{out}");
+    assert!(out.contains("增加值") || out.contains("工业"), "{out}");
+
+    let o = crawl(&["fingerprint", dir.path().join("missing.txt").to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("missing.txt"));
+}
