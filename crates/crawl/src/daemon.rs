@@ -340,7 +340,7 @@ impl Writer {
         // be) fetched under its own name.
         if p.final_url != p.entry.url
             && let Ok(c) = CanonicalUrl::from_url(p.final_url.clone())
-            && c != CanonicalUrl::from_url(p.entry.url.clone()).map_err(|s| dedup::Error::Config(s))?
+            && c != CanonicalUrl::from_url(p.entry.url.clone()).map_err(dedup::Error::Config)?
             && let UrlVerdict::Seen { .. } = deduper.check_url_in(tables, p.final_url.as_str(), c)?
         {
             self.cp.stats.dup_url += 1;

@@ -24,11 +24,11 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
-use criterion::{BatchSize, BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use dedup::store::DocRecord;
 use dedup::{
     BlockLayout, DedupConfig, Deduper, FeatureConfig, Features, Fingerprint, MemoryStore, RedbStore,
-    Signature, Store, TitlePolicy,
+    Signature, Store, TitlePolicy, Verdict,
 };
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
@@ -465,14 +465,14 @@ fn sentence(rng: &mut StdRng, out: &mut String) {
                 out.push_str(pick(rng, NAMES));
                 out.push_str("在接受记者采访时表示，");
                 out.push_str(pick(rng, OBJECTS));
-                out.push_str("的");
+                out.push('的');
                 out.push_str(pick(rng, ADJECTIVES));
                 out.push_str("发展态势");
                 out.push_str(pick(rng, ADVERBS));
                 out.push_str("巩固");
             }
             3 => {
-                out.push_str("为");
+                out.push('为');
                 out.push_str(pick(rng, OBJECTS));
                 out.push_str("提供");
                 out.push_str(pick(rng, ADJECTIVES));
@@ -481,7 +481,7 @@ fn sentence(rng: &mut StdRng, out: &mut String) {
             _ => {
                 out.push_str(pick(rng, VERBS));
                 out.push_str(pick(rng, PLACES));
-                out.push_str("的");
+                out.push('的');
                 out.push_str(pick(rng, OBJECTS));
             }
         }
@@ -494,7 +494,7 @@ fn document(rng: &mut StdRng, target: usize) -> String {
     let mut out = String::with_capacity(target + 256);
     out.push_str("（记者");
     out.push_str(pick(rng, NAMES));
-    out.push_str("）");
+    out.push('）');
     while out.len() < target {
         let n = rng.random_range(3..8);
         for _ in 0..n {
@@ -708,11 +708,62 @@ fn new_signature(rng: &mut StdRng, serial: &mut u64) -> Signature {
     }
 }
 
+/// Times `iters` calls of `Deduper::check_batch`, each on `per_call` new
+/// random signatures (all unique, so each is looked up and inserted). Runs
+/// in chunks of about 10k documents; after each chunk the inserted documents
+/// are removed again, untimed, so the store stays at its populated size.
+fn timed_checks<S: Store>(
+    d: &Deduper<S>,
+    layout: &BlockLayout,
+    rng: &mut StdRng,
+    serial: &mut u64,
+    iters: u64,
+    per_call: usize,
+) -> Duration {
+    let calls_per_chunk = (10_000 / per_call).max(1) as u64;
+    let mut total = Duration::ZERO;
+    let mut done = 0u64;
+    while done < iters {
+        let calls = calls_per_chunk.min(iters - done);
+        let batches: Vec<Vec<Signature>> = (0..calls)
+            .map(|_| (0..per_call).map(|_| new_signature(rng, serial)).collect())
+            .collect();
+        let mut verdicts = Vec::with_capacity(batches.len());
+        let start = Instant::now();
+        for sigs in &batches {
+            verdicts.push(d.check_batch(black_box(sigs), false).unwrap());
+        }
+        total += start.elapsed();
+        d.store()
+            .write(|t| {
+                for v in verdicts.iter().flatten() {
+                    if let Verdict::Unique {
+                        id: Some(id),
+                        fingerprint: Some(fp),
+                    } = v
+                    {
+                        for (table, key) in layout.keys(fp.0) {
+                            t.remove_block(table, key, *fp, *id)?;
+                        }
+                        t.remove_doc(*id)?;
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+        done += calls;
+    }
+    total
+}
+
 fn index_benches<S: Store>(c: &mut Criterion, name: &str, d: &Deduper<S>, sample: &[Fingerprint]) {
     let mut rng = StdRng::seed_from_u64(7);
     let misses: Vec<Fingerprint> = (0..QUERIES).map(|_| Fingerprint(rng.random())).collect();
     let hits: Vec<Fingerprint> = (0..QUERIES)
-        .map(|_| flip2(&mut rng, *sample.choose(&mut rng).unwrap()))
+        .map(|_| {
+            let fp = *sample.choose(&mut rng).unwrap();
+            flip2(&mut rng, fp)
+        })
         .collect();
     // Sanity: a hit query finds its document, a random one (almost never) does.
     assert!(!d.near(hits[0]).unwrap().is_empty());
@@ -731,29 +782,21 @@ fn index_benches<S: Store>(c: &mut Criterion, name: &str, d: &Deduper<S>, sample
             })
         });
     }
+    let layout = BlockLayout::new(d.config().blocks, d.config().max_distance).unwrap();
     let mut serial = 0u64;
     g.bench_function("check_1", |b| {
-        b.iter_batched(
-            || vec![new_signature(&mut rng, &mut serial)],
-            |sigs| black_box(d.check_batch(&sigs, false).unwrap()),
-            BatchSize::SmallInput,
-        )
+        b.iter_custom(|iters| timed_checks(d, &layout, &mut rng, &mut serial, iters, 1))
     });
     g.throughput(Throughput::Elements(CHECK_BATCH as u64));
     g.bench_function(format!("check_batch_{CHECK_BATCH}"), |b| {
-        b.iter_batched(
-            || {
-                (0..CHECK_BATCH)
-                    .map(|_| new_signature(&mut rng, &mut serial))
-                    .collect::<Vec<_>>()
-            },
-            |sigs| black_box(d.check_batch(&sigs, false).unwrap()),
-            BatchSize::LargeInput,
-        )
+        b.iter_custom(|iters| timed_checks(d, &layout, &mut rng, &mut serial, iters, CHECK_BATCH))
     });
     g.finish();
     d.flush().unwrap();
-    eprintln!("{name}: {serial} documents checked by the insert benches");
+    eprintln!(
+        "{name}: {serial} documents checked (and removed again) by the insert benches; {} stored",
+        d.stats().unwrap().documents
+    );
 }
 
 fn index(c: &mut Criterion) {

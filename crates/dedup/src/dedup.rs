@@ -545,7 +545,7 @@ impl<S: Store> Deduper<S> {
             TitlePolicy::Confirm => distance.is_some_and(|d| d <= self.config.title_confirm_distance),
             TitlePolicy::Off => false,
         };
-        Ok(is_dup.then(|| Duplicate {
+        Ok(is_dup.then_some(Duplicate {
             tier: Tier::Title,
             of: rec.url,
             distance,
