@@ -141,12 +141,13 @@ pub fn serve_site(pages: usize) -> Result<()> {
     })
 }
 
-fn peak_rss_kb() -> u64 {
+/// A `Vm*` line of /proc/self/status, in kB (`VmHWM` peak, `VmRSS` now).
+fn status_kb(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         })
         .unwrap_or(0)
@@ -201,8 +202,23 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     cfg.fetch.concurrency = args.concurrency;
     let cpu0 = cpu_seconds();
     let t0 = Instant::now();
+    // RSS over the run: it must stay flat while the frontier grows.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut samples = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                samples.push(status_kb("VmRSS:"));
+                std::thread::sleep(std::time::Duration::from_millis(250));
+            }
+            samples
+        })
+    };
     let result = crate::daemon::run(cfg, &seeds, true);
     let wall = t0.elapsed().as_secs_f64();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let samples = sampler.join().unwrap_or_default();
     let cpu = cpu_seconds() - cpu0;
     let _ = server.kill();
     let _ = server.wait();
@@ -220,6 +236,17 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         "cpu per page      {:.3} ms",
         cpu * 1000.0 / (stats.fetched.max(1) as f64)
     );
-    println!("peak RSS          {:.1} MB", peak_rss_kb() as f64 / 1024.0);
+    println!("peak RSS          {:.1} MB", status_kb("VmHWM:") as f64 / 1024.0);
+    if !samples.is_empty() {
+        let at = |q: usize| samples[(samples.len() - 1) * q / 4] as f64 / 1024.0;
+        println!(
+            "RSS at 0/25/50/75/100% of the run   {:.0} / {:.0} / {:.0} / {:.0} / {:.0} MB",
+            at(0),
+            at(1),
+            at(2),
+            at(3),
+            at(4)
+        );
+    }
     Ok(())
 }

@@ -566,7 +566,11 @@ async fn dispatch(
             })
             .await
             .context("frontier reader failed")??;
+            // Backpressure: results waiting for the writer count too, so a
+            // writer slower than the network bounds memory instead of
+            // queueing without limit.
             while tasks.len() < s.concurrency
+                && window.in_flight() < s.concurrency * 8
                 && (s.max_pages == 0 || s.base_fetched + dispatched < s.max_pages)
                 && let Some(entry) = window.next(s.per_host)
             {
