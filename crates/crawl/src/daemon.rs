@@ -24,7 +24,7 @@ use tracing::{info, warn};
 use url::Url;
 
 use crate::config::Config;
-use crate::frontier::{self, Entry, ScopeRules, Window};
+use crate::frontier::{self, Candidate, Entry, ScopeRules, Window};
 use crate::progress::Progress;
 use crate::sinks::Sink;
 use crate::state;
@@ -110,7 +110,7 @@ struct PageResult {
     status: u16,
     title: String,
     text: String,
-    links: Vec<Url>,
+    links: Vec<Candidate>,
     sig: Signature,
     bytes: usize,
     truncated: bool,
@@ -229,16 +229,21 @@ async fn work(ctx: Arc<Ctx>, entry: Entry) -> Outcome {
             }
         };
         let follow = ctx.follow_nofollow || !page.meta_nofollow;
-        let links: Vec<Url> = if follow {
-            page.links
-                .iter()
-                .filter(|l| ctx.follow_nofollow || !l.nofollow)
-                .map(|l| l.url.clone())
-                .filter(|u| ctx.scope.allows(u))
-                .collect()
-        } else {
-            Vec::new()
-        };
+        // Canonical forms are computed here, on the worker pool, so the
+        // single writer only does store lookups.
+        let mut links: Vec<Candidate> = Vec::new();
+        if follow {
+            let mut seen = std::collections::HashSet::new();
+            for l in &page.links {
+                if (ctx.follow_nofollow || !l.nofollow)
+                    && ctx.scope.allows(&l.url)
+                    && let Some(c) = Candidate::new(l.url.clone())
+                    && seen.insert(c.canonical().digest())
+                {
+                    links.push(c);
+                }
+            }
+        }
         let sig = ctx
             .deduper
             .sign(&Document::new(entry.url.as_str(), &page.title, &page.text));
@@ -281,15 +286,31 @@ struct Writer {
     shared: Arc<Mutex<Stats>>,
     run_started: Instant,
     base_seconds: f64,
+    /// Commits are made durable (outputs fsynced, then the store) at most
+    /// this often; commits in between are visible at once but a crash rolls
+    /// the store back to the last durable one, and the outputs are cut back
+    /// to the offsets it recorded, so both always agree.
+    durable_every: Duration,
+    last_durable: Instant,
 }
 
 impl Writer {
+    /// Makes everything committed so far durable: outputs first, then the
+    /// store, so a durable checkpoint never points past fsynced output.
+    fn finish(&mut self) -> Result<()> {
+        for s in &mut self.sinks {
+            s.sync()?;
+        }
+        self.deduper.flush().context("cannot flush the crawl state")
+    }
+
     fn commit(&mut self, batch: Vec<Outcome>) -> Result<Committed> {
         let mut seqs = Vec::with_capacity(batch.len());
         let mut added = 0u64;
         let deduper = self.deduper.clone();
         let before = self.cp.clone();
-        let result = deduper.store().write_with(true, |txn, tables| {
+        let durable = self.last_durable.elapsed() >= self.durable_every;
+        let result = deduper.store().write_with(durable, |txn, tables| {
             let mut fr = frontier::open(txn)?;
             for o in &batch {
                 seqs.push(o.seq());
@@ -314,7 +335,8 @@ impl Writer {
                 }
             }
             for (i, s) in self.sinks.iter_mut().enumerate() {
-                self.cp.offsets[i] = s.sync().map_err(|e| state::store_err(format!("{e:#}")))?;
+                let offset = if durable { s.sync() } else { s.flush() };
+                self.cp.offsets[i] = offset.map_err(|e| state::store_err(format!("{e:#}")))?;
             }
             self.cp.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
             let mut st = state::open(txn).map_err(state::store_err)?;
@@ -323,6 +345,9 @@ impl Writer {
         if let Err(e) = result {
             self.cp = before;
             return Err(e).context("cannot commit crawl results");
+        }
+        if durable {
+            self.last_durable = Instant::now();
         }
         *self.shared.lock() = self.cp.stats.clone();
         Ok(Committed { seqs, added })
@@ -386,7 +411,7 @@ impl Writer {
                     tables,
                     fr,
                     &mut self.cp.next_seq,
-                    link.clone(),
+                    link,
                     p.entry.depth + 1,
                 )? {
                     added += 1;
@@ -418,6 +443,9 @@ fn writer_loop(
             return;
         }
     }
+    if let Err(e) = w.finish() {
+        let _ = tx.send(Err(format!("{e:#}")));
+    }
 }
 
 /// Runs a crawl to completion (or until stopped); returns its counters.
@@ -432,7 +460,9 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
             remove_if_exists(&out_dir.join(name))?;
         }
     }
-    let store = RedbStore::open(&db_path)
+    // The writer decides when commits become durable (see Writer::finish);
+    // the store must never upgrade one on its own.
+    let store = RedbStore::open_with(&db_path, Duration::MAX)
         .with_context(|| format!("cannot open the crawl state in {}", data_dir.display()))?;
     let deduper = Arc::new(Deduper::new(store, cfg.dedup.clone())?);
     let mut cp: Checkpoint =
@@ -455,8 +485,8 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
     let mut added = 0;
     deduper.store().write_with(true, |txn, tables| {
         let mut fr = frontier::open(txn)?;
-        for s in &seeds {
-            if frontier::enqueue(&deduper, tables, &mut fr, &mut cp.next_seq, s.clone(), 0)? {
+        for c in seeds.iter().filter_map(|s| Candidate::new(s.clone())) {
+            if frontier::enqueue(&deduper, tables, &mut fr, &mut cp.next_seq, &c, 0)? {
                 added += 1;
             }
         }
@@ -485,6 +515,8 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
         write_text: cfg.crawl.write_text,
         shared: shared.clone(),
         run_started: Instant::now(),
+        durable_every: Duration::from_millis(250),
+        last_durable: Instant::now(),
     };
     let (out_tx, out_rx) = std_mpsc::channel::<Outcome>();
     let (done_tx, done_rx) = mpsc::unbounded_channel();

@@ -96,25 +96,43 @@ impl ScopeRules {
     }
 }
 
-/// Adds `url` at `depth` unless the URL tier has seen it; returns whether it
-/// was added. Runs inside the caller's transaction.
+/// A link ready for the frontier: fragment removed and canonical form
+/// computed (CPU work done by the fetch workers, not the writer).
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    url: Url,
+    canonical: CanonicalUrl,
+}
+
+impl Candidate {
+    /// `None` for URLs that cannot be crawled (not http(s)).
+    pub fn new(mut url: Url) -> Option<Candidate> {
+        url.set_fragment(None);
+        let canonical = CanonicalUrl::from_url(url.clone()).ok()?;
+        Some(Candidate { url, canonical })
+    }
+
+    /// The canonical form (the URL tier's key).
+    pub fn canonical(&self) -> &CanonicalUrl {
+        &self.canonical
+    }
+}
+
+/// Adds a link at `depth` unless the URL tier has seen it; returns whether
+/// it was added. Runs inside the caller's transaction.
 pub fn enqueue(
     d: &Deduper<RedbStore>,
     tables: &mut dyn Tables,
     frontier: &mut Table<'_, u64, &'static [u8]>,
     next_seq: &mut u64,
-    mut url: Url,
+    link: &Candidate,
     depth: u32,
 ) -> dedup::Result<bool> {
-    url.set_fragment(None);
-    let Ok(canonical) = CanonicalUrl::from_url(url.clone()) else {
-        return Ok(false);
-    };
-    match d.check_url_in(tables, url.as_str(), canonical)? {
+    match d.check_url_in(tables, link.url.as_str(), link.canonical.clone())? {
         UrlVerdict::Seen { .. } => Ok(false),
         UrlVerdict::New(_) => {
             frontier
-                .insert(*next_seq, encode(depth, &url).as_slice())
+                .insert(*next_seq, encode(depth, &link.url).as_slice())
                 .map_err(store_err)?;
             *next_seq += 1;
             Ok(true)

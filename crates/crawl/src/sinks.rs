@@ -82,11 +82,12 @@ impl Sink {
         Ok(self.offset)
     }
 
-    /// Flushes without fsync (for runs with nothing to resume).
-    pub fn flush(&mut self) -> Result<()> {
+    /// Flushes to the OS without fsync; returns the offset written so far.
+    pub fn flush(&mut self) -> Result<u64> {
         self.out
             .flush()
-            .with_context(|| format!("cannot write {}", self.path.display()))
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
+        Ok(self.offset)
     }
 }
 
