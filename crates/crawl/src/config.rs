@@ -71,6 +71,9 @@ pub struct CrawlConfig {
     pub concurrency: usize,
     /// Keep the page text in kept.jsonl.
     pub write_text: bool,
+    /// Serve Prometheus-format counters on this address (e.g.
+    /// "127.0.0.1:9898"); empty: off.
+    pub metrics: String,
 }
 
 impl Default for CrawlConfig {
@@ -85,6 +88,7 @@ impl Default for CrawlConfig {
             follow_nofollow: false,
             concurrency: 64,
             write_text: true,
+            metrics: String::new(),
         }
     }
 }

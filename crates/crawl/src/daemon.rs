@@ -530,6 +530,7 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
         .build()
         .context("cannot start the async runtime")?;
     let settings = Dispatch {
+        metrics: cfg.crawl.metrics.clone(),
         concurrency: cfg.crawl.concurrency.max(1),
         per_host,
         max_pages: cfg.crawl.max_pages,
@@ -564,6 +565,7 @@ fn remove_if_exists(p: &Path) -> Result<()> {
 }
 
 struct Dispatch {
+    metrics: String,
     concurrency: usize,
     per_host: usize,
     max_pages: u64,
@@ -587,6 +589,9 @@ async fn dispatch(
     let started = Instant::now();
     let (stop_tx, mut stop_rx) = mpsc::unbounded_channel::<&'static str>();
     spawn_signal_handlers(stop_tx, shared.clone());
+    if !s.metrics.is_empty() {
+        crate::metrics::serve(&s.metrics, shared.clone()).await?;
+    }
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     let mut stop_deadline: Option<tokio::time::Instant> = None;
     loop {

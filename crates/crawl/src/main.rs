@@ -7,6 +7,7 @@ mod bench;
 mod config;
 mod daemon;
 mod frontier;
+mod metrics;
 mod progress;
 mod sinks;
 mod state;
@@ -63,6 +64,9 @@ struct CrawlArgs {
     /// Forget earlier state and outputs and start over.
     #[arg(long)]
     fresh: bool,
+    /// Serve Prometheus-format counters at http://ADDR/metrics (e.g. 127.0.0.1:9898).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -205,6 +209,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             if let Some(v) = a.concurrency {
                 cfg.crawl.concurrency = v;
+            }
+            if let Some(v) = a.metrics {
+                cfg.crawl.metrics = v;
             }
             let stats = daemon::run(cfg, &seeds, a.fresh)?;
             eprintln!("{stats}");
