@@ -6,12 +6,23 @@
 
 use std::borrow::Cow;
 
-use super::{CharAction, Normalizer, map_chars};
+use super::{CharAction, LeadSet, Normalizer, map_chars_by_lead};
 
 /// Drops control chars (keeping `\n` and `\t`), zero-width and bidi format chars and
 /// soft hyphens; turns `\r`, NEL and the Unicode line/paragraph separators into `\n`.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StripControl;
+
+/// The first bytes of every char `classify` may change: ASCII controls, U+0080..U+00BF
+/// (C1 controls, NEL, soft hyphen), U+061C, U+180E, U+2000..U+2FFF and U+F000..U+FFFF.
+const LEADS: LeadSet = LeadSet::new(&[
+    (0x00, 0x1F),
+    (0x7F, 0x7F),
+    (0xC2, 0xC2),
+    (0xD8, 0xD8),
+    (0xE1, 0xE2),
+    (0xEF, 0xEF),
+]);
 
 fn classify(c: char) -> CharAction {
     match c {
@@ -38,13 +49,22 @@ impl Normalizer for StripControl {
     }
 
     fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {
-        map_chars(text, classify)
+        map_chars_by_lead(text, &LEADS, classify)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lead_set_covers_every_changed_char() {
+        for c in (0..=0x10_FFFF).filter_map(char::from_u32) {
+            if classify(c) != CharAction::Keep {
+                assert!(LEADS.contains_char(c), "{c:?}");
+            }
+        }
+    }
 
     normalizer_tests!(
         StripControl,

@@ -51,6 +51,7 @@ pub mod case;
 pub mod control;
 pub mod digits;
 pub mod nfkc;
+mod opencc;
 pub mod strip;
 pub mod symbols;
 pub mod t2s;
@@ -160,23 +161,86 @@ pub(crate) enum CharAction {
 
 /// Applies a per-char rule, copying only when some char changes.
 pub(crate) fn map_chars<'a>(text: Cow<'a, str>, f: impl Fn(char) -> CharAction) -> Cow<'a, str> {
-    let first = text
-        .char_indices()
-        .find(|&(_, c)| f(c) != CharAction::Keep)
-        .map(|(i, _)| i);
-    let Some(first) = first else {
-        return text;
-    };
-    let mut out = String::with_capacity(text.len());
-    out.push_str(&text[..first]);
-    for c in text[first..].chars() {
-        match f(c) {
-            CharAction::Keep => out.push(c),
-            CharAction::Drop => {}
-            CharAction::Replace(r) => out.push(r),
+    map_chars_by_lead(text, &ALL_LEADS, f)
+}
+
+/// The UTF-8 lead bytes (and ASCII bytes) of the chars a per-char rule may change:
+/// chars starting with any other byte are kept without decoding them, so a scan over
+/// Chinese text (lead bytes 0xE4..=0xE9) is a tight byte loop.
+#[derive(Debug)]
+pub(crate) struct LeadSet(pub(crate) [bool; 256]);
+
+impl LeadSet {
+    /// The set of `ranges` of bytes (inclusive).
+    pub(crate) const fn new(ranges: &[(u8, u8)]) -> Self {
+        let mut t = [false; 256];
+        let mut r = 0;
+        while r < ranges.len() {
+            let (lo, hi) = ranges[r];
+            let mut b = lo as usize;
+            while b <= hi as usize {
+                t[b] = true;
+                b += 1;
+            }
+            r += 1;
+        }
+        Self(t)
+    }
+
+    #[inline]
+    pub(crate) fn contains(&self, b: u8) -> bool {
+        self.0[b as usize]
+    }
+
+    /// Whether the UTF-8 encoding of `c` starts with a byte of the set.
+    #[cfg(test)]
+    pub(crate) fn contains_char(&self, c: char) -> bool {
+        let mut buf = [0u8; 4];
+        self.contains(c.encode_utf8(&mut buf).as_bytes()[0])
+    }
+}
+
+/// Every ASCII byte and lead byte (continuation bytes never start a char).
+const ALL_LEADS: LeadSet = LeadSet::new(&[(0x00, 0x7F), (0xC0, 0xFF)]);
+
+/// Applies a per-char rule that keeps every char whose first UTF-8 byte is not in
+/// `leads`, copying only when some char changes.
+pub(crate) fn map_chars_by_lead<'a>(
+    text: Cow<'a, str>,
+    leads: &LeadSet,
+    f: impl Fn(char) -> CharAction,
+) -> Cow<'a, str> {
+    let mut out: Option<String> = None;
+    let mut copied = 0; // bytes of `text` already in `out`
+    let mut i = 0;
+    let bytes = text.as_bytes();
+    while let Some(&b) = bytes.get(i) {
+        if !leads.contains(b) {
+            i += 1;
+            continue;
+        }
+        let Some(c) = text.get(i..).and_then(|s| s.chars().next()) else {
+            break;
+        };
+        let len = c.len_utf8();
+        let action = f(c);
+        if action != CharAction::Keep {
+            let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            o.push_str(text.get(copied..i).unwrap_or_default());
+            if let CharAction::Replace(r) = action {
+                o.push(r);
+            }
+            copied = i + len;
+        }
+        i += len;
+    }
+    match out {
+        None => text,
+        Some(mut o) => {
+            o.push_str(text.get(copied..).unwrap_or_default());
+            Cow::Owned(o)
         }
     }
-    Cow::Owned(out)
 }
 
 #[cfg(test)]

@@ -21,6 +21,23 @@ fn is_stable(c: char) -> bool {
     )
 }
 
+/// `text.chars().all(is_stable)`, without decoding ASCII and U+5000..U+9FFF.
+fn all_stable(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            0x00..=0x7F => i += 1,
+            0xE5..=0xE9 => i += 3,
+            _ => match text.get(i..).and_then(|s| s.chars().next()) {
+                Some(c) if is_stable(c) => i += c.len_utf8(),
+                _ => return false,
+            },
+        }
+    }
+    true
+}
+
 /// Applies NFKC, skipping the work when a quick check says the text is already NFKC.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Nfkc;
@@ -31,7 +48,7 @@ impl Normalizer for Nfkc {
     }
 
     fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {
-        if text.chars().all(is_stable) || is_nfkc_quick(text.chars()) == IsNormalized::Yes {
+        if all_stable(&text) || is_nfkc_quick(text.chars()) == IsNormalized::Yes {
             return text;
         }
         // Normalize only the runs of other chars, each with the char before it (which
@@ -41,8 +58,18 @@ impl Normalizer for Nfkc {
         let mut copied = 0;
         let mut prev_start = None;
         let mut run_start = None;
-        for (i, c) in text.char_indices() {
-            if is_stable(c) {
+        let bytes = text.as_bytes();
+        let mut i = 0;
+        while let Some(&b) = bytes.get(i) {
+            let (stable, len) = match b {
+                0x00..=0x7F => (true, 1),
+                0xE5..=0xE9 => (true, 3), // U+5000..U+9FFF: CJK ideographs
+                _ => match text.get(i..).and_then(|s| s.chars().next()) {
+                    Some(c) => (is_stable(c), c.len_utf8()),
+                    None => break,
+                },
+            };
+            if stable {
                 if let Some(s) = run_start.take() {
                     out.push_str(&text[copied..s]);
                     out.extend(text[s..i].nfkc());
@@ -52,6 +79,7 @@ impl Normalizer for Nfkc {
                 run_start = Some(prev_start.filter(|&p| p >= copied).unwrap_or(i));
             }
             prev_start = Some(i);
+            i += len;
         }
         if let Some(s) = run_start {
             out.push_str(&text[copied..s]);

@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use super::Normalizer;
+use super::{LeadSet, Normalizer};
 
 /// Removes emoji, pictographs, dingbats, arrows, box drawing, geometric shapes,
 /// variation selectors, private-use glyphs (icon fonts) and bullets.
@@ -36,17 +36,35 @@ pub fn is_decorative(c: char) -> bool {
     )
 }
 
+/// The first bytes of every decorative char: U+2000..U+3FFF, U+E000..U+FFFF and the
+/// supplementary planes 1, 14, 15 and 16.
+const LEADS: LeadSet = LeadSet::new(&[(0xE2, 0xE3), (0xEE, 0xEF), (0xF0, 0xF0), (0xF3, 0xF4)]);
+
+/// The byte offset of the first decorative char of `text`.
+fn first_decorative(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if !LEADS.contains(b) {
+            i += 1;
+            continue;
+        }
+        let c = text.get(i..)?.chars().next()?;
+        if is_decorative(c) {
+            return Some(i);
+        }
+        i += c.len_utf8();
+    }
+    None
+}
+
 impl Normalizer for StripSymbols {
     fn name(&self) -> &'static str {
         "strip_symbols"
     }
 
     fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {
-        let Some(first) = text
-            .char_indices()
-            .find(|&(_, c)| is_decorative(c))
-            .map(|(i, _)| i)
-        else {
+        let Some(first) = first_decorative(&text) else {
             return text;
         };
         let mut out = String::with_capacity(text.len());
@@ -73,6 +91,15 @@ impl Normalizer for StripSymbols {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lead_set_covers_every_decorative_char() {
+        for c in (0..=0x10_FFFF).filter_map(char::from_u32) {
+            if is_decorative(c) {
+                assert!(LEADS.contains_char(c), "{c:?}");
+            }
+        }
+    }
 
     normalizer_tests!(
         StripSymbols,

@@ -17,8 +17,31 @@ pub struct FoldWhitespace {
 }
 
 fn is_folded(text: &str, single_line: bool) -> bool {
+    let bytes = text.as_bytes();
     let mut prev_ws = true; // start of text: leading whitespace is not folded
-    for c in text.chars() {
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        // Non-ASCII white space starts with 0xC2 (NEL, NBSP), 0xE1 (U+1680), 0xE2
+        // (U+2000..) or 0xE3 (U+3000): other chars need no decoding.
+        let c = if b < 0x80 {
+            char::from(b)
+        } else if matches!(b, 0xC2 | 0xE1..=0xE3) {
+            match text.get(i..).and_then(|s| s.chars().next()) {
+                Some(c) => c,
+                None => return false,
+            }
+        } else {
+            prev_ws = false;
+            i += if b < 0xE0 {
+                2
+            } else if b < 0xF0 {
+                3
+            } else {
+                4
+            };
+            continue;
+        };
+        i += c.len_utf8();
         if c == '\n' && !single_line {
             if prev_ws {
                 return false;
@@ -90,6 +113,20 @@ mod tests {
             ("", "", ""),
         ]
     );
+
+    #[test]
+    fn non_ascii_white_space_starts_with_a_decoded_lead() {
+        for c in (0x80..=0x10_FFFF).filter_map(char::from_u32) {
+            if c.is_whitespace() {
+                let mut buf = [0u8; 4];
+                let b = c.encode_utf8(&mut buf).as_bytes()[0];
+                assert!(matches!(b, 0xC2 | 0xE1..=0xE3), "{c:?}");
+            }
+        }
+        assert!(!is_folded("中文\u{3000}字", false));
+        assert!(!is_folded("é\u{a0}x", true));
+        assert!(is_folded("é 中 x\nok", false));
+    }
 
     #[test]
     fn single_line_folds_newlines() {

@@ -6,12 +6,15 @@
 
 use std::borrow::Cow;
 
-use super::{CharAction, Normalizer, map_chars};
+use super::{CharAction, LeadSet, Normalizer, map_chars_by_lead};
 
 /// Folds U+FF01..U+FF5E to ASCII, the ideographic space U+3000 to a space, and the
 /// full-width currency and sign forms U+FFE0..U+FFE6 to their usual characters.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FoldWidth;
+
+/// The first bytes of U+3000 and U+F000..U+FFFF.
+const LEADS: LeadSet = LeadSet::new(&[(0xE3, 0xE3), (0xEF, 0xEF)]);
 
 fn fold(c: char) -> CharAction {
     let u = c as u32;
@@ -38,13 +41,22 @@ impl Normalizer for FoldWidth {
     }
 
     fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {
-        map_chars(text, fold)
+        map_chars_by_lead(text, &LEADS, fold)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lead_set_covers_every_changed_char() {
+        for c in (0..=0x10_FFFF).filter_map(char::from_u32) {
+            if fold(c) != CharAction::Keep {
+                assert!(LEADS.contains_char(c), "{c:?}");
+            }
+        }
+    }
 
     normalizer_tests!(
         FoldWidth,

@@ -1,0 +1,396 @@
+//! A fast OpenCC converter for the traditional-to-simplified profiles.
+//!
+//! `ferrous-opencc` walks an FST at every char position of every dictionary of a
+//! group and allocates a `Vec<String>` per match; on traditional text that is about
+//! 100 ns per char. Its dictionaries are not reachable through its API, so the same
+//! OpenCC dictionary files it embeds (version 0.4.0, Apache-2.0, see
+//! `data/opencc/README.md`) are embedded here and loaded into:
+//!
+//! - a table indexed by BMP code point for single-char keys (a map for the others);
+//! - a hash map of phrases (keys of two chars or more), looked up only at chars that
+//!   start some phrase (a bitset).
+//!
+//! Conversion follows `ferrous-opencc` exactly: each step of the chain is a group of
+//! dictionaries; at each position the longest key of the group that prefixes the
+//! remaining text is replaced by its first value (on a tie, the first dictionary of
+//! the group wins), else the char is copied. A test compares the output with
+//! `ferrous-opencc` on generated text.
+
+use std::collections::HashMap;
+
+use crate::config::ChineseVariant;
+
+const TS_CHARACTERS: &str = include_str!("../../data/opencc/TSCharacters.txt");
+const TS_PHRASES: &str = include_str!("../../data/opencc/TSPhrases.txt");
+const TW_PHRASES_REV: &str = include_str!("../../data/opencc/TWPhrasesRev.txt");
+const TW_VARIANTS_REV_PHRASES: &str = include_str!("../../data/opencc/TWVariantsRevPhrases.txt");
+const TW_VARIANTS_REV: &str = include_str!("../../data/opencc/TWVariantsRev.txt");
+const HK_VARIANTS_REV_PHRASES: &str = include_str!("../../data/opencc/HKVariantsRevPhrases.txt");
+const HK_VARIANTS_REV: &str = include_str!("../../data/opencc/HKVariantsRev.txt");
+
+/// No single-char entry for this BMP char.
+const NONE: u16 = u16::MAX;
+
+/// One dictionary file, parsed the way `ferrous-opencc-compiler` does: skip blank
+/// and `#` lines, keep lines of exactly `key\tvalues`, first of the space-separated
+/// values, a later duplicate key replaces an earlier one.
+fn parse_dict(text: &str) -> HashMap<&str, &str> {
+    let mut map = HashMap::new();
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let mut parts = line.split('\t');
+        let (Some(key), Some(values), None) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        if key.is_empty() || values.split(' ').any(str::is_empty) {
+            continue;
+        }
+        if let Some(first) = values.split(' ').next() {
+            map.insert(key, first);
+        }
+    }
+    map
+}
+
+/// One step of the chain: a group of dictionaries merged into one lookup structure.
+struct Step {
+    /// BMP code point -> index in `values`, or [`NONE`].
+    bmp: Vec<u16>,
+    /// Single-char keys outside the BMP.
+    astral: HashMap<char, u16>,
+    values: Vec<Box<str>>,
+    /// Keys of two chars or more.
+    phrases: HashMap<Box<str>, Box<str>>,
+    /// Bit per BMP char: some phrase starts with it.
+    phrase_start: Vec<u64>,
+    /// Some phrase starts with a char outside the BMP.
+    astral_phrase_start: bool,
+    /// The longest phrase, in chars.
+    max_phrase_chars: usize,
+    /// Some key starts with an ASCII char (none does in the OpenCC dictionaries, so
+    /// ASCII is skipped byte by byte).
+    ascii_keys: bool,
+}
+
+impl Step {
+    fn new(dicts: &[&str]) -> Self {
+        // Merge: on the same key, the first dictionary of the group wins (a longer
+        // key always wins, whichever dictionary it is in).
+        let mut merged: HashMap<&str, &str> = HashMap::new();
+        for d in dicts {
+            for (k, v) in parse_dict(d) {
+                merged.entry(k).or_insert(v);
+            }
+        }
+        let mut step = Step {
+            bmp: vec![NONE; 0x1_0000],
+            astral: HashMap::new(),
+            values: Vec::new(),
+            phrases: HashMap::new(),
+            phrase_start: vec![0; 0x1_0000 / 64],
+            astral_phrase_start: false,
+            max_phrase_chars: 0,
+            ascii_keys: false,
+        };
+        for (k, v) in merged {
+            let mut chars = k.chars();
+            let (Some(first), rest) = (chars.next(), chars.as_str()) else {
+                continue;
+            };
+            step.ascii_keys |= first.is_ascii();
+            if rest.is_empty() {
+                let Ok(idx) = u16::try_from(step.values.len()) else {
+                    continue; // never: the dictionaries hold a few thousand chars
+                };
+                if idx == NONE {
+                    continue;
+                }
+                step.values.push(v.into());
+                let u = first as usize;
+                match step.bmp.get_mut(u) {
+                    Some(slot) => *slot = idx,
+                    None => {
+                        step.astral.insert(first, idx);
+                    }
+                }
+            } else {
+                step.max_phrase_chars = step.max_phrase_chars.max(k.chars().count());
+                let u = first as usize;
+                match step.phrase_start.get_mut(u / 64) {
+                    Some(w) => *w |= 1 << (u % 64),
+                    None => step.astral_phrase_start = true,
+                }
+                step.phrases.insert(k.into(), v.into());
+            }
+        }
+        step
+    }
+
+    fn starts_phrase(&self, c: char) -> bool {
+        let u = c as usize;
+        match self.phrase_start.get(u / 64) {
+            Some(w) => w & (1 << (u % 64)) != 0,
+            None => self.astral_phrase_start,
+        }
+    }
+
+    fn single(&self, c: char) -> Option<&str> {
+        let idx = match self.bmp.get(c as usize) {
+            Some(&i) => i,
+            None => *self.astral.get(&c)?,
+        };
+        if idx == NONE {
+            return None;
+        }
+        self.values.get(usize::from(idx)).map(|v| &**v)
+    }
+
+    /// The longest phrase at the start of `s` (which starts with a phrase-start
+    /// char): its length in bytes and its value.
+    fn phrase_at<'s>(&'s self, s: &str) -> Option<(usize, &'s str)> {
+        // Byte ends of the first 2..=max_phrase_chars chars, longest first.
+        let mut ends = [0usize; 32];
+        let mut n = 0;
+        for (i, c) in s
+            .char_indices()
+            .skip(1)
+            .take(self.max_phrase_chars.min(ends.len()))
+        {
+            if let Some(e) = ends.get_mut(n) {
+                *e = i + c.len_utf8();
+                n += 1;
+            }
+        }
+        // `ends[k]` is the end of the first k + 2 chars.
+        for &end in ends.get(..n)?.iter().rev() {
+            if let Some((key, v)) = s.get(..end).and_then(|k| self.phrases.get_key_value(k)) {
+                return Some((key.len(), v));
+            }
+        }
+        None
+    }
+
+    fn apply(&self, text: &str, out: &mut String) {
+        let mut copied = 0; // bytes of `text` already in `out`
+        let mut i = 0;
+        let bytes = text.as_bytes();
+        while i < bytes.len() {
+            if !self.ascii_keys && bytes.get(i).is_some_and(u8::is_ascii) {
+                i += 1;
+                continue;
+            }
+            let Some(c) = text.get(i..).and_then(|s| s.chars().next()) else {
+                break;
+            };
+            if self.starts_phrase(c)
+                && let Some((len, v)) = text.get(i..).and_then(|s| self.phrase_at(s))
+            {
+                out.push_str(text.get(copied..i).unwrap_or_default());
+                out.push_str(v);
+                i += len;
+                copied = i;
+                continue;
+            }
+            if let Some(v) = self.single(c) {
+                out.push_str(text.get(copied..i).unwrap_or_default());
+                out.push_str(v);
+                i += c.len_utf8();
+                copied = i;
+                continue;
+            }
+            i += c.len_utf8();
+        }
+        out.push_str(text.get(copied..).unwrap_or_default());
+    }
+}
+
+/// A chain of steps equivalent to one `ferrous-opencc` built-in profile.
+pub(crate) struct FastOpencc {
+    steps: Vec<Step>,
+}
+
+impl FastOpencc {
+    /// The chain for `variant`; `None` for [`ChineseVariant::Off`].
+    pub(crate) fn new(variant: ChineseVariant) -> Option<Self> {
+        let ts = || Step::new(&[TS_PHRASES, TS_CHARACTERS]);
+        let steps = match variant {
+            ChineseVariant::Off => return None,
+            ChineseVariant::T2s => vec![ts()],
+            ChineseVariant::Tw2sp => vec![
+                Step::new(&[TW_PHRASES_REV, TW_VARIANTS_REV_PHRASES, TW_VARIANTS_REV]),
+                ts(),
+            ],
+            ChineseVariant::Hk2s => vec![Step::new(&[HK_VARIANTS_REV_PHRASES, HK_VARIANTS_REV]), ts()],
+        };
+        Some(Self { steps })
+    }
+
+    /// Appends the conversion of `text` to `out`.
+    pub(crate) fn convert_into(&self, text: &str, out: &mut String) {
+        match self.steps.as_slice() {
+            [] => out.push_str(text),
+            [only] => only.apply(text, out),
+            [first, rest @ ..] => {
+                let mut cur = String::with_capacity(text.len());
+                first.apply(text, &mut cur);
+                let mut next = String::with_capacity(text.len());
+                let (last, middle) = match rest.split_last() {
+                    Some(x) => x,
+                    None => {
+                        out.push_str(&cur);
+                        return;
+                    }
+                };
+                for s in middle {
+                    next.clear();
+                    s.apply(&cur, &mut next);
+                    std::mem::swap(&mut cur, &mut next);
+                }
+                last.apply(&cur, out);
+            }
+        }
+    }
+
+    /// The conversion of `text`.
+    #[cfg(test)]
+    pub(crate) fn convert(&self, text: &str) -> String {
+        let mut out = String::with_capacity(text.len());
+        self.convert_into(text, &mut out);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use ferrous_opencc::OpenCC;
+    use ferrous_opencc::config::BuiltinConfig;
+
+    use super::*;
+
+    /// Deterministic pseudo-random generator (xorshift), so failures reproduce.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: usize) -> usize {
+            (self.next() % n as u64) as usize
+        }
+    }
+
+    /// Mixed text: dictionary keys (phrases and chars, whole and cut), values,
+    /// ASCII, punctuation and random CJK, so phrases overlap and abut.
+    fn generated(dicts: &[&str], seed: u64, pieces: usize) -> String {
+        let mut keys: Vec<&str> = Vec::new();
+        for d in dicts {
+            for (k, v) in parse_dict(d) {
+                keys.push(k);
+                keys.push(v);
+            }
+        }
+        keys.sort_unstable();
+        let mut rng = Rng(seed);
+        let mut s = String::new();
+        for _ in 0..pieces {
+            match rng.below(10) {
+                0 => s.push_str(" abc "),
+                1 => s.push('，'),
+                2 => {
+                    let c = char::from_u32(0x4E00 + rng.below(0x5000) as u32).unwrap();
+                    s.push(c);
+                }
+                3 => {
+                    // A key without its last char.
+                    let k = keys[rng.below(keys.len())];
+                    let mut cs = k.chars();
+                    cs.next_back();
+                    s.push_str(cs.as_str());
+                }
+                _ => s.push_str(keys[rng.below(keys.len())]),
+            }
+        }
+        s
+    }
+
+    fn check(variant: ChineseVariant, builtin: BuiltinConfig, dicts: &[&str]) {
+        let fast = FastOpencc::new(variant).unwrap();
+        let reference = OpenCC::from_config(builtin).unwrap();
+        for seed in 1..=20u64 {
+            let text = generated(dicts, seed * 0x9E37_79B9, 2000);
+            let want = reference.convert(&text);
+            let got = fast.convert(&text);
+            if got != want {
+                let at = got
+                    .char_indices()
+                    .zip(want.chars())
+                    .find(|((_, a), b)| a != b)
+                    .map_or(0, |((i, _), _)| i);
+                let from = at.saturating_sub(30);
+                let from = (0..=from).rev().find(|&i| got.is_char_boundary(i)).unwrap_or(0);
+                panic!(
+                    "{variant:?} seed {seed}: differs near byte {at}: got {:?}, want {:?}",
+                    got.get(from..).map(|s| s.chars().take(20).collect::<String>()),
+                    want.get(from..).map(|s| s.chars().take(20).collect::<String>()),
+                );
+            }
+        }
+        // Every single char of the CJK blocks, standing alone.
+        let mut buf = [0u8; 4];
+        for c in ('\u{2E80}'..='\u{9FFF}').chain('\u{F900}'..='\u{FAFF}') {
+            let s = c.encode_utf8(&mut buf);
+            assert_eq!(fast.convert(s), reference.convert(s), "{variant:?} char {c}");
+        }
+    }
+
+    #[test]
+    fn t2s_matches_ferrous_opencc() {
+        check(
+            ChineseVariant::T2s,
+            BuiltinConfig::T2s,
+            &[TS_PHRASES, TS_CHARACTERS],
+        );
+    }
+
+    #[test]
+    fn tw2sp_matches_ferrous_opencc() {
+        check(
+            ChineseVariant::Tw2sp,
+            BuiltinConfig::Tw2sp,
+            &[
+                TW_PHRASES_REV,
+                TW_VARIANTS_REV_PHRASES,
+                TW_VARIANTS_REV,
+                TS_PHRASES,
+            ],
+        );
+    }
+
+    #[test]
+    fn hk2s_matches_ferrous_opencc() {
+        check(
+            ChineseVariant::Hk2s,
+            BuiltinConfig::Hk2s,
+            &[HK_VARIANTS_REV_PHRASES, HK_VARIANTS_REV, TS_PHRASES],
+        );
+    }
+
+    #[test]
+    fn fixtures_match_ferrous_opencc() {
+        let fast = FastOpencc::new(ChineseVariant::T2s).unwrap();
+        let reference = OpenCC::from_config(BuiltinConfig::T2s).unwrap();
+        for html in [
+            include_str!("../../tests/fixtures/template_a_article1_trad.html"),
+            include_str!("../../tests/fixtures/template_a_article1.html"),
+            include_str!("../../tests/fixtures/fullwidth.html"),
+        ] {
+            assert_eq!(fast.convert(html), reference.convert(html));
+        }
+    }
+}
