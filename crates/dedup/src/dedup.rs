@@ -10,7 +10,7 @@ use crate::features::{FeatureConfig, Features};
 use crate::fingerprint::Fingerprint;
 use crate::hash::TOKEN_HASH_NAME;
 use crate::index::BlockLayout;
-use crate::store::{DocId, DocRecord, Store, Tables, UrlRecord};
+use crate::store::{DocId, DocRecord, ReadTables, Store, Tables, UrlRecord};
 
 /// Version of the on-disk layout; bumped when records change shape.
 pub const FORMAT_VERSION: u32 = 1;
@@ -473,7 +473,7 @@ impl<S: Store> Deduper<S> {
                 )?,
             }
         }
-        if let Some(dup) = self.title_match(t, sig, cutoff)? {
+        if let Some(dup) = self.title_match(&*t, sig, cutoff)? {
             return Ok(Verdict::Duplicate(dup));
         }
         let Some(fp) = sig.fingerprint else {
@@ -482,8 +482,7 @@ impl<S: Store> Deduper<S> {
                 fingerprint: None,
             });
         };
-        if let Some((id, rec, distance)) = self.nearest(t, fp, cutoff)? {
-            let _ = id;
+        if let Some((_, rec, distance)) = self.nearest(&*t, fp, cutoff)? {
             return Ok(Verdict::Duplicate(Duplicate {
                 tier: Tier::Content,
                 of: rec.url,
@@ -513,7 +512,7 @@ impl<S: Store> Deduper<S> {
         })
     }
 
-    fn title_match(&self, t: &mut dyn Tables, sig: &Signature, cutoff: u64) -> Result<Option<Duplicate>> {
+    fn title_match(&self, t: &dyn ReadTables, sig: &Signature, cutoff: u64) -> Result<Option<Duplicate>> {
         let Some(td) = sig.title_digest else {
             return Ok(None);
         };
@@ -556,10 +555,41 @@ impl<S: Store> Deduper<S> {
     /// The nearest live stored fingerprint within the maximum distance.
     fn nearest(
         &self,
-        t: &mut dyn Tables,
+        t: &dyn ReadTables,
         fp: Fingerprint,
         cutoff: u64,
     ) -> Result<Option<(DocId, DocRecord, u32)>> {
+        for (d, id) in self.hits(t, fp)? {
+            if let Some(rec) = t.doc(id)?
+                && rec.inserted_at >= cutoff
+            {
+                return Ok(Some((id, rec, d)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Every stored fingerprint within the maximum distance of `fp`, nearest
+    /// first, as (distance, URL). A read-only query: it never waits for
+    /// writers on redb.
+    pub fn near(&self, fp: Fingerprint) -> Result<Vec<(u32, String)>> {
+        let cutoff = self.cutoff();
+        self.store.read(|t| {
+            let mut out = Vec::new();
+            for (d, id) in self.hits(t, fp)? {
+                if let Some(rec) = t.doc(id)?
+                    && rec.inserted_at >= cutoff
+                {
+                    out.push((d, rec.url));
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// (distance, id) of every stored fingerprint within the maximum
+    /// distance, nearest first, verified by exact distance.
+    fn hits(&self, t: &dyn ReadTables, fp: Fingerprint) -> Result<Vec<(u32, DocId)>> {
         let mut cands = Vec::new();
         for (table, key) in self.layout.keys(fp.0) {
             t.candidates(table, key, &mut cands)?;
@@ -572,42 +602,7 @@ impl<S: Store> Deduper<S> {
             .collect();
         hits.sort_unstable();
         hits.dedup();
-        for (d, id) in hits {
-            if let Some(rec) = t.doc(id)?
-                && rec.inserted_at >= cutoff
-            {
-                return Ok(Some((id, rec, d)));
-            }
-        }
-        Ok(None)
-    }
-
-    /// Every stored fingerprint within the maximum distance of `fp`, nearest
-    /// first, as (distance, URL).
-    pub fn near(&self, fp: Fingerprint) -> Result<Vec<(u32, String)>> {
-        let cutoff = self.cutoff();
-        self.write(|t| {
-            let mut cands = Vec::new();
-            for (table, key) in self.layout.keys(fp.0) {
-                t.candidates(table, key, &mut cands)?;
-            }
-            let mut hits: Vec<(u32, DocId)> = cands
-                .into_iter()
-                .map(|(f, id)| (f.distance(fp), id))
-                .filter(|(d, _)| *d <= self.layout.max_distance())
-                .collect();
-            hits.sort_unstable();
-            hits.dedup();
-            let mut out = Vec::new();
-            for (d, id) in hits {
-                if let Some(rec) = t.doc(id)?
-                    && rec.inserted_at >= cutoff
-                {
-                    out.push((d, rec.url));
-                }
-            }
-            Ok(out)
-        })
+        Ok(hits)
     }
 
     fn cutoff(&self) -> u64 {
@@ -675,7 +670,7 @@ impl<S: Store> Deduper<S> {
 
     /// Counts about the store.
     pub fn stats(&self) -> Result<StoreStats> {
-        self.store.write(|t| {
+        self.store.read(|t| {
             Ok(StoreStats {
                 documents: t.doc_count()?,
             })

@@ -33,6 +33,6 @@ pub use error::{Error, Result};
 pub use features::{Extractor, Feature, FeatureConfig, Features};
 pub use fingerprint::Fingerprint;
 pub use index::BlockLayout;
-pub use store::{DocId, MemoryStore, Store, Tables};
+pub use store::{DocId, MemoryStore, ReadTables, Store, Tables};
 #[cfg(feature = "redb")]
-pub use store::{RedbStore, RedbTables};
+pub use store::{RedbOptions, RedbStore, RedbTables};

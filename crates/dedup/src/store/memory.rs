@@ -1,12 +1,12 @@
 //! The in-memory store: for tests, and for batch runs that need no state
 //! after they end.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 
-use super::{DocId, DocRecord, Store, Tables, UrlRecord};
+use super::{DocId, DocRecord, ReadTables, Store, Tables, UrlRecord};
 use crate::error::Result;
 use crate::fingerprint::Fingerprint;
 
@@ -47,13 +47,22 @@ struct MemState {
     urls: FxHashMap<u128, UrlRecord>,
     titles: FxHashMap<u128, Vec<DocId>>,
     blocks: Vec<FxHashMap<u64, Entries>>,
-    docs: BTreeMap<DocId, DocRecord>,
+    /// Looked up on every verified candidate: a hash map, not a tree.
+    docs: FxHashMap<DocId, DocRecord>,
+    /// Insertion order, for purging the oldest; touched only on insert and
+    /// removal.
+    order: BTreeSet<DocId>,
 }
 
 impl Store for MemoryStore {
     fn write<R>(&self, f: impl FnOnce(&mut dyn Tables) -> Result<R>) -> Result<R> {
         let mut state = self.state.lock();
         f(&mut *state)
+    }
+
+    fn read<R>(&self, f: impl FnOnce(&dyn ReadTables) -> Result<R>) -> Result<R> {
+        let state = self.state.lock();
+        f(&*state)
     }
 
     fn flush(&self) -> Result<()> {
@@ -65,18 +74,54 @@ impl Store for MemoryStore {
     }
 }
 
-impl Tables for MemState {
+impl ReadTables for MemState {
     fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
         Ok(self.meta.get(key).cloned())
     }
 
-    fn set_meta(&mut self, key: &str, value: &[u8]) -> Result<()> {
-        self.meta.insert(key.to_string(), value.to_vec());
+    fn url(&self, digest: u128) -> Result<Option<UrlRecord>> {
+        Ok(self.urls.get(&digest).cloned())
+    }
+
+    fn title_docs(&self, digest: u128, out: &mut Vec<DocId>) -> Result<()> {
+        if let Some(ids) = self.titles.get(&digest) {
+            out.extend_from_slice(ids);
+        }
         Ok(())
     }
 
-    fn url(&self, digest: u128) -> Result<Option<UrlRecord>> {
-        Ok(self.urls.get(&digest).cloned())
+    fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()> {
+        match self.blocks.get(table).and_then(|t| t.get(&key)) {
+            Some(Entries::One(fp, id)) => out.push((Fingerprint(*fp), *id)),
+            Some(Entries::Many(v)) => out.extend(v.iter().map(|&(fp, id)| (Fingerprint(fp), id))),
+            None => {}
+        }
+        Ok(())
+    }
+
+    fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
+        Ok(self.docs.get(&id).cloned())
+    }
+
+    fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()> {
+        out.extend(
+            self.order
+                .iter()
+                .take(limit)
+                .filter_map(|id| self.docs.get(id).map(|d| (*id, d.clone()))),
+        );
+        Ok(())
+    }
+
+    fn doc_count(&self) -> Result<u64> {
+        Ok(self.docs.len() as u64)
+    }
+}
+
+impl Tables for MemState {
+    fn set_meta(&mut self, key: &str, value: &[u8]) -> Result<()> {
+        self.meta.insert(key.to_string(), value.to_vec());
+        Ok(())
     }
 
     fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()> {
@@ -90,13 +135,6 @@ impl Tables for MemState {
         Ok((before - self.urls.len()) as u64)
     }
 
-    fn title_docs(&self, digest: u128, out: &mut Vec<DocId>) -> Result<()> {
-        if let Some(ids) = self.titles.get(&digest) {
-            out.extend_from_slice(ids);
-        }
-        Ok(())
-    }
-
     fn add_title(&mut self, digest: u128, id: DocId) -> Result<()> {
         self.titles.entry(digest).or_default().push(id);
         Ok(())
@@ -108,15 +146,6 @@ impl Tables for MemState {
             if ids.is_empty() {
                 self.titles.remove(&digest);
             }
-        }
-        Ok(())
-    }
-
-    fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()> {
-        match self.blocks.get(table).and_then(|t| t.get(&key)) {
-            Some(Entries::One(fp, id)) => out.push((Fingerprint(*fp), *id)),
-            Some(Entries::Many(v)) => out.extend(v.iter().map(|&(fp, id)| (Fingerprint(fp), id))),
-            None => {}
         }
         Ok(())
     }
@@ -162,26 +191,15 @@ impl Tables for MemState {
         Ok(())
     }
 
-    fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
-        Ok(self.docs.get(&id).cloned())
-    }
-
     fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
         self.docs.insert(id, rec.clone());
+        self.order.insert(id);
         Ok(())
     }
 
     fn remove_doc(&mut self, id: DocId) -> Result<()> {
         self.docs.remove(&id);
+        self.order.remove(&id);
         Ok(())
-    }
-
-    fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()> {
-        out.extend(self.docs.iter().take(limit).map(|(k, v)| (*k, v.clone())));
-        Ok(())
-    }
-
-    fn doc_count(&self) -> Result<u64> {
-        Ok(self.docs.len() as u64)
     }
 }

@@ -11,7 +11,7 @@ mod memory;
 mod redb;
 
 #[cfg(feature = "redb")]
-pub use self::redb::{RedbStore, RedbTables};
+pub use self::redb::{RedbOptions, RedbStore, RedbTables};
 pub use memory::MemoryStore;
 
 use crate::error::{Error, Result};
@@ -103,45 +103,45 @@ impl UrlRecord {
     }
 }
 
-/// The tables of one write transaction. Implemented by each store; the
-/// [`crate::Deduper`] is written against this trait only.
-pub trait Tables {
+/// Read access to the tiers' tables, in one consistent snapshot.
+pub trait ReadTables {
     /// A metadata value (parameters, counters).
     fn meta(&self, key: &str) -> Result<Option<Vec<u8>>>;
-    /// Sets a metadata value.
-    fn set_meta(&mut self, key: &str, value: &[u8]) -> Result<()>;
-
     /// The URL tier's record for an MD5 digest.
     fn url(&self, digest: u128) -> Result<Option<UrlRecord>>;
-    /// Records a URL digest.
-    fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()>;
-    /// Forgets URLs first seen before `cutoff`; returns how many.
-    fn remove_urls_before(&mut self, cutoff: u64) -> Result<u64>;
-
     /// Appends the documents whose normalized title has this digest.
     fn title_docs(&self, digest: u128, out: &mut Vec<DocId>) -> Result<()>;
-    /// Indexes a document under a title digest.
-    fn add_title(&mut self, digest: u128, id: DocId) -> Result<()>;
-    /// Removes a document from a title digest.
-    fn remove_title(&mut self, digest: u128, id: DocId) -> Result<()>;
-
     /// Appends every (fingerprint, document) stored under `key` in table `table`.
     fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()>;
-    /// Stores a fingerprint under `key` in table `table`.
-    fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()>;
-    /// Removes a fingerprint from table `table`.
-    fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()>;
-
     /// A stored document.
     fn doc(&self, id: DocId) -> Result<Option<DocRecord>>;
-    /// Stores a document.
-    fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()>;
-    /// Removes a document record.
-    fn remove_doc(&mut self, id: DocId) -> Result<()>;
     /// Appends up to `limit` documents in insertion order (oldest first).
     fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()>;
     /// Number of stored documents.
     fn doc_count(&self) -> Result<u64>;
+}
+
+/// The tables of one write transaction. Implemented by each store; the
+/// [`crate::Deduper`] is written against this trait only.
+pub trait Tables: ReadTables {
+    /// Sets a metadata value.
+    fn set_meta(&mut self, key: &str, value: &[u8]) -> Result<()>;
+    /// Records a URL digest.
+    fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()>;
+    /// Forgets URLs first seen before `cutoff`; returns how many.
+    fn remove_urls_before(&mut self, cutoff: u64) -> Result<u64>;
+    /// Indexes a document under a title digest.
+    fn add_title(&mut self, digest: u128, id: DocId) -> Result<()>;
+    /// Removes a document from a title digest.
+    fn remove_title(&mut self, digest: u128, id: DocId) -> Result<()>;
+    /// Stores a fingerprint under `key` in table `table`.
+    fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()>;
+    /// Removes a fingerprint from table `table`.
+    fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()>;
+    /// Stores a document.
+    fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()>;
+    /// Removes a document record.
+    fn remove_doc(&mut self, id: DocId) -> Result<()>;
 }
 
 /// A place the tiers' state lives.
@@ -149,6 +149,10 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Runs `f` in one write transaction: all or nothing, and serialized with
     /// every other `write` on this store.
     fn write<R>(&self, f: impl FnOnce(&mut dyn Tables) -> Result<R>) -> Result<R>;
+
+    /// Runs `f` on a consistent read-only snapshot. Readers never wait for
+    /// each other, nor (on redb) for the writer.
+    fn read<R>(&self, f: impl FnOnce(&dyn ReadTables) -> Result<R>) -> Result<R>;
 
     /// Makes everything written so far durable. Stores group writes and
     /// sync them periodically; what was written before `flush` returns

@@ -17,18 +17,22 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use redb::{
-    Database, Durability, MultimapTable, MultimapTableDefinition, ReadableDatabase, ReadableMultimapTable,
-    ReadableTable, ReadableTableMetadata, Table, TableDefinition, WriteTransaction,
+    Database, Durability, MultimapTable, MultimapTableDefinition, ReadOnlyMultimapTable, ReadOnlyTable,
+    ReadableDatabase, ReadableMultimapTable, ReadableTable, ReadableTableMetadata, Table, TableDefinition,
+    WriteTransaction,
 };
 
-use super::{DocId, DocRecord, Store, Tables, UrlRecord};
+use super::{DocId, DocRecord, ReadTables, Store, Tables, UrlRecord};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("dedup_meta");
 const URLS: TableDefinition<u128, &[u8]> = TableDefinition::new("dedup_urls");
 const TITLES: MultimapTableDefinition<u128, u64> = MultimapTableDefinition::new("dedup_titles");
-const BLOCKS: MultimapTableDefinition<u128, u128> = MultimapTableDefinition::new("dedup_blocks");
+/// Block index: one row per (table, block key, fingerprint, document), no
+/// value. A plain B-tree of fixed 32-byte keys read by range scans is far
+/// denser than a multimap whose keys mostly hold a single value.
+const BLOCKS: TableDefinition<(u128, u128), ()> = TableDefinition::new("dedup_blocks");
 const DOCS: TableDefinition<u64, &[u8]> = TableDefinition::new("dedup_docs");
 
 /// The default persistent store: one redb file.
@@ -56,15 +60,50 @@ pub struct RedbStore {
     last_sync: Mutex<Instant>,
 }
 
+/// How a [`RedbStore`] trades durability latency and memory for speed.
+///
+/// ```
+/// let o = dedup::RedbOptions::default();
+/// assert_eq!(o.cache_bytes, 64 << 20);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RedbOptions {
+    /// Longest time between two durable commits (an fsync); zero makes
+    /// every commit durable, `Duration::MAX` leaves it to explicit flushes.
+    pub sync_interval: Duration,
+    /// redb's page cache. The default keeps a crawler's RSS small; a large
+    /// index queried at high rates wants more (the OS page cache helps too).
+    pub cache_bytes: usize,
+}
+
+impl Default for RedbOptions {
+    fn default() -> Self {
+        RedbOptions {
+            sync_interval: Duration::from_secs(1),
+            cache_bytes: 64 << 20,
+        }
+    }
+}
+
 impl RedbStore {
     /// Opens or creates the store file at `path` (its directory is created).
     pub fn open(path: impl AsRef<Path>) -> Result<RedbStore> {
-        Self::open_with(path, Duration::from_secs(1))
+        Self::open_opts(path, RedbOptions::default())
     }
 
-    /// Like [`RedbStore::open`], syncing to disk at most every `sync_interval`
-    /// (zero syncs every commit).
+    /// Like [`RedbStore::open`], syncing to disk at most every `sync_interval`.
     pub fn open_with(path: impl AsRef<Path>, sync_interval: Duration) -> Result<RedbStore> {
+        Self::open_opts(
+            path,
+            RedbOptions {
+                sync_interval,
+                ..RedbOptions::default()
+            },
+        )
+    }
+
+    /// Opens or creates the store file at `path` with explicit options.
+    pub fn open_opts(path: impl AsRef<Path>, options: RedbOptions) -> Result<RedbStore> {
         let path = path.as_ref().to_path_buf();
         if let Some(dir) = path.parent()
             && !dir.as_os_str().is_empty()
@@ -72,7 +111,7 @@ impl RedbStore {
             std::fs::create_dir_all(dir).map_err(Error::storage)?;
         }
         let db = Database::builder()
-            .set_cache_size(64 << 20)
+            .set_cache_size(options.cache_bytes)
             .create(&path)
             .map_err(|e| match e {
                 redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: path.clone() },
@@ -81,7 +120,7 @@ impl RedbStore {
         let store = RedbStore {
             db,
             path,
-            sync_interval,
+            sync_interval: options.sync_interval,
             last_sync: Mutex::new(Instant::now()),
         };
         // Create the tables up front so read paths never meet a missing table.
@@ -131,18 +170,23 @@ impl RedbStore {
             }
         }
     }
-
-    /// Reads one metadata value without a write transaction.
-    pub fn read_meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        let txn = self.db.begin_read().map_err(Error::storage)?;
-        let t = txn.open_table(META).map_err(Error::storage)?;
-        Ok(t.get(key).map_err(Error::storage)?.map(|v| v.value().to_vec()))
-    }
 }
 
 impl Store for RedbStore {
     fn write<R>(&self, f: impl FnOnce(&mut dyn Tables) -> Result<R>) -> Result<R> {
         self.write_with(false, |_, t| f(t))
+    }
+
+    fn read<R>(&self, f: impl FnOnce(&dyn ReadTables) -> Result<R>) -> Result<R> {
+        let txn = self.db.begin_read().map_err(Error::storage)?;
+        let tables = RedbReadTables {
+            meta: txn.open_table(META).map_err(Error::storage)?,
+            urls: txn.open_table(URLS).map_err(Error::storage)?,
+            titles: txn.open_multimap_table(TITLES).map_err(Error::storage)?,
+            blocks: txn.open_table(BLOCKS).map_err(Error::storage)?,
+            docs: txn.open_table(DOCS).map_err(Error::storage)?,
+        };
+        f(&tables)
     }
 
     fn flush(&self) -> Result<()> {
@@ -160,8 +204,17 @@ pub struct RedbTables<'t> {
     meta: Table<'t, &'static str, &'static [u8]>,
     urls: Table<'t, u128, &'static [u8]>,
     titles: MultimapTable<'t, u128, u64>,
-    blocks: MultimapTable<'t, u128, u128>,
+    blocks: Table<'t, (u128, u128), ()>,
     docs: Table<'t, u64, &'static [u8]>,
+}
+
+/// The dedup tables opened on one redb read transaction (a snapshot).
+struct RedbReadTables {
+    meta: ReadOnlyTable<&'static str, &'static [u8]>,
+    urls: ReadOnlyTable<u128, &'static [u8]>,
+    titles: ReadOnlyMultimapTable<u128, u64>,
+    blocks: ReadOnlyTable<(u128, u128), ()>,
+    docs: ReadOnlyTable<u64, &'static [u8]>,
 }
 
 impl<'t> RedbTables<'t> {
@@ -171,7 +224,7 @@ impl<'t> RedbTables<'t> {
             meta: txn.open_table(META).map_err(Error::storage)?,
             urls: txn.open_table(URLS).map_err(Error::storage)?,
             titles: txn.open_multimap_table(TITLES).map_err(Error::storage)?,
-            blocks: txn.open_multimap_table(BLOCKS).map_err(Error::storage)?,
+            blocks: txn.open_table(BLOCKS).map_err(Error::storage)?,
             docs: txn.open_table(DOCS).map_err(Error::storage)?,
         })
     }
@@ -185,25 +238,75 @@ fn block_value(fp: Fingerprint, id: DocId) -> u128 {
     (u128::from(fp.0) << 64) | u128::from(id)
 }
 
-impl Tables for RedbTables<'_> {
-    fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        Ok(self
-            .meta
-            .get(key)
-            .map_err(Error::storage)?
-            .map(|v| v.value().to_vec()))
-    }
+/// The read half is the same code over write-transaction and snapshot
+/// tables (both implement redb's `Readable*` traits).
+macro_rules! impl_read_tables {
+    ($ty:ty) => {
+        impl ReadTables for $ty {
+            fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
+                Ok(self
+                    .meta
+                    .get(key)
+                    .map_err(Error::storage)?
+                    .map(|v| v.value().to_vec()))
+            }
 
+            fn url(&self, digest: u128) -> Result<Option<UrlRecord>> {
+                match self.urls.get(digest).map_err(Error::storage)? {
+                    Some(v) => Ok(Some(UrlRecord::decode(v.value())?)),
+                    None => Ok(None),
+                }
+            }
+
+            fn title_docs(&self, digest: u128, out: &mut Vec<DocId>) -> Result<()> {
+                for v in self.titles.get(digest).map_err(Error::storage)? {
+                    out.push(v.map_err(Error::storage)?.value());
+                }
+                Ok(())
+            }
+
+            fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()> {
+                let k = block_key(table, key);
+                for row in self
+                    .blocks
+                    .range((k, 0u128)..=(k, u128::MAX))
+                    .map_err(Error::storage)?
+                {
+                    let v = row.map_err(Error::storage)?.0.value().1;
+                    out.push((Fingerprint((v >> 64) as u64), v as u64));
+                }
+                Ok(())
+            }
+
+            fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
+                match self.docs.get(id).map_err(Error::storage)? {
+                    Some(v) => Ok(Some(DocRecord::decode(v.value())?)),
+                    None => Ok(None),
+                }
+            }
+
+            fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()> {
+                for entry in self.docs.iter().map_err(Error::storage)?.take(limit) {
+                    let (k, v) = entry.map_err(Error::storage)?;
+                    out.push((k.value(), DocRecord::decode(v.value())?));
+                }
+                Ok(())
+            }
+
+            fn doc_count(&self) -> Result<u64> {
+                self.docs.len().map_err(Error::storage)
+            }
+        }
+    };
+}
+
+impl_read_tables!(RedbTables<'_>);
+impl_read_tables!(RedbReadTables);
+
+impl Tables for RedbTables<'_> {
     fn set_meta(&mut self, key: &str, value: &[u8]) -> Result<()> {
         self.meta.insert(key, value).map_err(Error::storage)?;
         Ok(())
-    }
-
-    fn url(&self, digest: u128) -> Result<Option<UrlRecord>> {
-        match self.urls.get(digest).map_err(Error::storage)? {
-            Some(v) => Ok(Some(UrlRecord::decode(v.value())?)),
-            None => Ok(None),
-        }
     }
 
     fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()> {
@@ -217,12 +320,11 @@ impl Tables for RedbTables<'_> {
         let mut removed = 0u64;
         self.urls
             .retain(|_, v| {
-                let keep = v
+                let seen = v
                     .get(0..8)
                     .and_then(|b| b.try_into().ok())
-                    .map(u64::from_le_bytes)
-                    .unwrap_or(0)
-                    >= cutoff;
+                    .map(u64::from_le_bytes);
+                let keep = seen.unwrap_or(0) >= cutoff;
                 if !keep {
                     removed += 1;
                 }
@@ -230,13 +332,6 @@ impl Tables for RedbTables<'_> {
             })
             .map_err(Error::storage)?;
         Ok(removed)
-    }
-
-    fn title_docs(&self, digest: u128, out: &mut Vec<DocId>) -> Result<()> {
-        for v in self.titles.get(digest).map_err(Error::storage)? {
-            out.push(v.map_err(Error::storage)?.value());
-        }
-        Ok(())
     }
 
     fn add_title(&mut self, digest: u128, id: DocId) -> Result<()> {
@@ -249,33 +344,18 @@ impl Tables for RedbTables<'_> {
         Ok(())
     }
 
-    fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()> {
-        for v in self.blocks.get(block_key(table, key)).map_err(Error::storage)? {
-            let v = v.map_err(Error::storage)?.value();
-            out.push((Fingerprint((v >> 64) as u64), v as u64));
-        }
-        Ok(())
-    }
-
     fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
         self.blocks
-            .insert(block_key(table, key), block_value(fp, id))
+            .insert((block_key(table, key), block_value(fp, id)), ())
             .map_err(Error::storage)?;
         Ok(())
     }
 
     fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
         self.blocks
-            .remove(block_key(table, key), block_value(fp, id))
+            .remove((block_key(table, key), block_value(fp, id)))
             .map_err(Error::storage)?;
         Ok(())
-    }
-
-    fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
-        match self.docs.get(id).map_err(Error::storage)? {
-            Some(v) => Ok(Some(DocRecord::decode(v.value())?)),
-            None => Ok(None),
-        }
     }
 
     fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
@@ -288,17 +368,5 @@ impl Tables for RedbTables<'_> {
     fn remove_doc(&mut self, id: DocId) -> Result<()> {
         self.docs.remove(id).map_err(Error::storage)?;
         Ok(())
-    }
-
-    fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()> {
-        for entry in self.docs.iter().map_err(Error::storage)?.take(limit) {
-            let (k, v) = entry.map_err(Error::storage)?;
-            out.push((k.value(), DocRecord::decode(v.value())?));
-        }
-        Ok(())
-    }
-
-    fn doc_count(&self) -> Result<u64> {
-        self.docs.len().map_err(Error::storage)
     }
 }
