@@ -14,6 +14,8 @@
 //! - `DEDUP_BENCH_CONFIGS`: which stores/layouts, comma separated, from
 //!   `mem4,mem6,redb4,redb6` (default all).
 //! - `DEDUP_BENCH_DIR`: where the redb files go (default the system temp dir).
+//! - `DEDUP_BENCH_REDB_CACHE_MB`: redb's page cache (default 64, the
+//!   library default; an index service would give it more).
 //!
 //! Each store is populated once (directly through `Store::write`, 100k
 //! documents per transaction), shared by its benchmarks and dropped before
@@ -27,8 +29,8 @@ use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
 use dedup::store::DocRecord;
 use dedup::{
-    BlockLayout, DedupConfig, Deduper, FeatureConfig, Features, Fingerprint, MemoryStore, RedbStore,
-    Signature, Store, TitlePolicy, Verdict,
+    BlockLayout, DedupConfig, Deduper, FeatureConfig, Features, Fingerprint, MemoryStore, RedbOptions,
+    RedbStore, Signature, Store, TitlePolicy, Verdict,
 };
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
@@ -675,9 +677,11 @@ fn populate<S: Store>(d: &Deduper<S>, m: u32, n: u64, seed: u64) -> Vec<Fingerpr
                 t.set_meta("next_id", &end.to_le_bytes())
             })
             .unwrap();
+        // Durable per batch, as `crawl dedup` commits: redb reuses the pages
+        // a transaction frees only after a durable commit.
+        d.flush().unwrap();
         id = end;
     }
-    d.flush().unwrap();
     let secs = start.elapsed().as_secs_f64();
     eprintln!(
         "populate m={m} n={n}: {secs:.1} s, {:.0} docs/s, {:.0} block entries/s, RSS {:.0} MB",
@@ -831,7 +835,15 @@ fn index(c: &mut Criterion) {
                     .tempdir_in(&dir_base)
                     .unwrap();
                 let path = dir.path().join("index.redb");
-                let store = RedbStore::open_with(&path, Duration::from_secs(3600)).unwrap();
+                let cache_mb: usize = std::env::var("DEDUP_BENCH_REDB_CACHE_MB")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(64);
+                let options = RedbOptions {
+                    sync_interval: Duration::from_secs(3600),
+                    cache_bytes: cache_mb << 20,
+                };
+                let store = RedbStore::open_opts(&path, options).unwrap();
                 let d = Deduper::new(store, config(m)).unwrap();
                 let sample = populate(&d, m, n, n ^ u64::from(m));
                 let size = std::fs::metadata(&path).map_or(0, |m| m.len());

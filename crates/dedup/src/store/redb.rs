@@ -12,14 +12,15 @@
 //! commit. After a crash the store is at its last durable commit, never in
 //! between.
 
+use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use redb::{
     Database, Durability, MultimapTable, MultimapTableDefinition, ReadOnlyMultimapTable, ReadOnlyTable,
-    ReadableDatabase, ReadableMultimapTable, ReadableTable, ReadableTableMetadata, Table, TableDefinition,
-    WriteTransaction,
+    ReadTransaction, ReadableDatabase, ReadableMultimapTable, ReadableTable, ReadableTableMetadata, Table,
+    TableDefinition, WriteTransaction,
 };
 
 use super::{DocId, DocRecord, ReadTables, Store, Tables, UrlRecord};
@@ -178,13 +179,13 @@ impl Store for RedbStore {
     }
 
     fn read<R>(&self, f: impl FnOnce(&dyn ReadTables) -> Result<R>) -> Result<R> {
-        let txn = self.db.begin_read().map_err(Error::storage)?;
         let tables = RedbReadTables {
-            meta: txn.open_table(META).map_err(Error::storage)?,
-            urls: txn.open_table(URLS).map_err(Error::storage)?,
-            titles: txn.open_multimap_table(TITLES).map_err(Error::storage)?,
-            blocks: txn.open_table(BLOCKS).map_err(Error::storage)?,
-            docs: txn.open_table(DOCS).map_err(Error::storage)?,
+            txn: self.db.begin_read().map_err(Error::storage)?,
+            meta: OnceCell::new(),
+            urls: OnceCell::new(),
+            titles: OnceCell::new(),
+            blocks: OnceCell::new(),
+            docs: OnceCell::new(),
         };
         f(&tables)
     }
@@ -208,13 +209,61 @@ pub struct RedbTables<'t> {
     docs: Table<'t, u64, &'static [u8]>,
 }
 
-/// The dedup tables opened on one redb read transaction (a snapshot).
+/// The dedup tables of one redb read transaction (a snapshot), each opened
+/// on first use: opening a table is a lookup of its own, and a query needs
+/// only two of the five.
 struct RedbReadTables {
-    meta: ReadOnlyTable<&'static str, &'static [u8]>,
-    urls: ReadOnlyTable<u128, &'static [u8]>,
-    titles: ReadOnlyMultimapTable<u128, u64>,
-    blocks: ReadOnlyTable<(u128, u128), ()>,
-    docs: ReadOnlyTable<u64, &'static [u8]>,
+    txn: ReadTransaction,
+    meta: OnceCell<ReadOnlyTable<&'static str, &'static [u8]>>,
+    urls: OnceCell<ReadOnlyTable<u128, &'static [u8]>>,
+    titles: OnceCell<ReadOnlyMultimapTable<u128, u64>>,
+    blocks: OnceCell<ReadOnlyTable<(u128, u128), ()>>,
+    docs: OnceCell<ReadOnlyTable<u64, &'static [u8]>>,
+}
+
+/// Returns the table in `cell`, opening it on `txn` the first time.
+fn lazy<'c, T>(cell: &'c OnceCell<T>, open: impl FnOnce() -> Result<T, redb::TableError>) -> Result<&'c T> {
+    if let Some(t) = cell.get() {
+        return Ok(t);
+    }
+    let t = open().map_err(Error::storage)?;
+    Ok(cell.get_or_init(|| t))
+}
+
+impl RedbReadTables {
+    fn meta(&self) -> Result<&ReadOnlyTable<&'static str, &'static [u8]>> {
+        lazy(&self.meta, || self.txn.open_table(META))
+    }
+    fn urls(&self) -> Result<&ReadOnlyTable<u128, &'static [u8]>> {
+        lazy(&self.urls, || self.txn.open_table(URLS))
+    }
+    fn titles(&self) -> Result<&ReadOnlyMultimapTable<u128, u64>> {
+        lazy(&self.titles, || self.txn.open_multimap_table(TITLES))
+    }
+    fn blocks(&self) -> Result<&ReadOnlyTable<(u128, u128), ()>> {
+        lazy(&self.blocks, || self.txn.open_table(BLOCKS))
+    }
+    fn docs(&self) -> Result<&ReadOnlyTable<u64, &'static [u8]>> {
+        lazy(&self.docs, || self.txn.open_table(DOCS))
+    }
+}
+
+impl RedbTables<'_> {
+    fn meta(&self) -> Result<&Table<'_, &'static str, &'static [u8]>> {
+        Ok(&self.meta)
+    }
+    fn urls(&self) -> Result<&Table<'_, u128, &'static [u8]>> {
+        Ok(&self.urls)
+    }
+    fn titles(&self) -> Result<&MultimapTable<'_, u128, u64>> {
+        Ok(&self.titles)
+    }
+    fn blocks(&self) -> Result<&Table<'_, (u128, u128), ()>> {
+        Ok(&self.blocks)
+    }
+    fn docs(&self) -> Result<&Table<'_, u64, &'static [u8]>> {
+        Ok(&self.docs)
+    }
 }
 
 impl<'t> RedbTables<'t> {
@@ -245,21 +294,21 @@ macro_rules! impl_read_tables {
         impl ReadTables for $ty {
             fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
                 Ok(self
-                    .meta
+                    .meta()?
                     .get(key)
                     .map_err(Error::storage)?
                     .map(|v| v.value().to_vec()))
             }
 
             fn url(&self, digest: u128) -> Result<Option<UrlRecord>> {
-                match self.urls.get(digest).map_err(Error::storage)? {
+                match self.urls()?.get(digest).map_err(Error::storage)? {
                     Some(v) => Ok(Some(UrlRecord::decode(v.value())?)),
                     None => Ok(None),
                 }
             }
 
             fn title_docs(&self, digest: u128, out: &mut Vec<DocId>) -> Result<()> {
-                for v in self.titles.get(digest).map_err(Error::storage)? {
+                for v in self.titles()?.get(digest).map_err(Error::storage)? {
                     out.push(v.map_err(Error::storage)?.value());
                 }
                 Ok(())
@@ -268,7 +317,7 @@ macro_rules! impl_read_tables {
             fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()> {
                 let k = block_key(table, key);
                 for row in self
-                    .blocks
+                    .blocks()?
                     .range((k, 0u128)..=(k, u128::MAX))
                     .map_err(Error::storage)?
                 {
@@ -279,14 +328,14 @@ macro_rules! impl_read_tables {
             }
 
             fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
-                match self.docs.get(id).map_err(Error::storage)? {
+                match self.docs()?.get(id).map_err(Error::storage)? {
                     Some(v) => Ok(Some(DocRecord::decode(v.value())?)),
                     None => Ok(None),
                 }
             }
 
             fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()> {
-                for entry in self.docs.iter().map_err(Error::storage)?.take(limit) {
+                for entry in self.docs()?.iter().map_err(Error::storage)?.take(limit) {
                     let (k, v) = entry.map_err(Error::storage)?;
                     out.push((k.value(), DocRecord::decode(v.value())?));
                 }
@@ -294,7 +343,7 @@ macro_rules! impl_read_tables {
             }
 
             fn doc_count(&self) -> Result<u64> {
-                self.docs.len().map_err(Error::storage)
+                self.docs()?.len().map_err(Error::storage)
             }
         }
     };
