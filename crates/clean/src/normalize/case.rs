@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 
-use super::{LeadSet, Normalizer};
+use super::{CharAction, LeadSet, Normalizer, map_chars_by_lead};
 
 /// Lower-cases the text when it has any upper-case letter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -17,34 +17,13 @@ impl Normalizer for Lowercase {
     }
 
     fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {
-        let mut out: Option<String> = None;
-        let mut copied = 0; // bytes of `text` already in `out`
-        let mut i = 0;
-        let bytes = text.as_bytes();
-        while let Some(&b) = bytes.get(i) {
-            if !LEADS.contains(b) {
-                i += 1;
-                continue;
-            }
-            let Some(c) = text.get(i..).and_then(|s| s.chars().next()) else {
-                break;
-            };
-            let len = c.len_utf8();
+        map_chars_by_lead(text, &LEADS, |c| {
             if is_upper(c) {
-                let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
-                o.push_str(text.get(copied..i).unwrap_or_default());
-                o.extend(c.to_lowercase());
-                copied = i + len;
+                CharAction::Lowercase
+            } else {
+                CharAction::Keep
             }
-            i += len;
-        }
-        match out {
-            None => text,
-            Some(mut o) => {
-                o.push_str(text.get(copied..).unwrap_or_default());
-                Cow::Owned(o)
-            }
-        }
+        })
     }
 }
 

@@ -157,6 +157,8 @@ pub(crate) enum CharAction {
     Keep,
     Drop,
     Replace(char),
+    /// The char's full lower-case mapping (which may be several chars).
+    Lowercase,
 }
 
 /// Applies a per-char rule, copying only when some char changes.
@@ -227,8 +229,10 @@ pub(crate) fn map_chars_by_lead<'a>(
         if action != CharAction::Keep {
             let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
             o.push_str(text.get(copied..i).unwrap_or_default());
-            if let CharAction::Replace(r) = action {
-                o.push(r);
+            match action {
+                CharAction::Replace(r) => o.push(r),
+                CharAction::Lowercase => o.extend(c.to_lowercase()),
+                CharAction::Keep | CharAction::Drop => {}
             }
             copied = i + len;
         }
