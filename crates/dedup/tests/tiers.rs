@@ -169,12 +169,11 @@ fn texts_without_features_are_kept_but_not_indexed() {
     assert_eq!(d.stats().unwrap().documents, 0);
 }
 
-#[test]
-fn window_expires_and_purges_old_entries() {
+fn window_case<S: Store>(store: S) {
     let now = Arc::new(AtomicU64::new(1_000_000));
     let clock = now.clone();
     let d = Deduper::new(
-        MemoryStore::new(),
+        store,
         DedupConfig {
             window: Some(Duration::from_secs(7 * 86_400)),
             ..Default::default()
@@ -183,6 +182,7 @@ fn window_expires_and_purges_old_entries() {
     .unwrap()
     .with_clock(move || clock.load(Ordering::SeqCst));
     d.check(&Document::new("http://a/1", "t", ARTICLE_A)).unwrap();
+    d.check(&Document::new("http://a/2", "u", ARTICLE_B)).unwrap();
     now.fetch_add(6 * 86_400, Ordering::SeqCst);
     assert!(
         d.check(&Document::new("http://b/1", "", ARTICLE_A))
@@ -190,17 +190,32 @@ fn window_expires_and_purges_old_entries() {
             .is_duplicate()
     );
     now.fetch_add(2 * 86_400, Ordering::SeqCst);
-    // Eight days later the original no longer counts...
+    // Eight days later the originals no longer count...
     assert!(
         !d.check(&Document::new("http://c/1", "", ARTICLE_A))
             .unwrap()
             .is_duplicate()
     );
     assert!(matches!(d.check_url("http://a/1").unwrap(), UrlVerdict::New(_)));
-    // ... and a purge (also run automatically) leaves only the new copy.
+    // ... and a purge (also run automatically) leaves only the new copy,
+    // with the old entries gone from every tier and table.
     now.fetch_add(3600, Ordering::SeqCst);
     d.purge_expired().unwrap();
     assert_eq!(d.stats().unwrap().documents, 1);
+    let fp_b = d.fingerprint(ARTICLE_B).unwrap();
+    assert!(
+        d.near(fp_b).unwrap().is_empty(),
+        "purged fingerprint still in the block index"
+    );
+    let fp_a = d.fingerprint(ARTICLE_A).unwrap();
+    assert_eq!(d.near(fp_a).unwrap(), vec![(0, "http://c/1".to_string())]);
+}
+
+#[test]
+fn window_expires_and_purges_old_entries() {
+    window_case(MemoryStore::new());
+    let dir = tempfile::tempdir().unwrap();
+    window_case(RedbStore::open(dir.path().join("w.redb")).unwrap());
 }
 
 #[test]
