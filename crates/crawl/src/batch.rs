@@ -274,19 +274,16 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
                 for (_, _, sig) in parsed.iter().flatten() {
                     verdicts.push(d.check_in(tables, sig, true)?);
                 }
-                let before = run.p.clone();
                 emit(run, chunk, &parsed, verdicts, input).map_err(|e| state::store_err(format!("{e:#}")))?;
                 run.p.lines += chunk.len() as u64;
                 run.p.bytes += bytes;
                 for (i, s) in run.sinks.iter_mut().enumerate() {
                     run.p.offsets[i] = s.sync().map_err(|e| state::store_err(format!("{e:#}")))?;
                 }
+                // A failed commit ends the run; the next one resumes from the
+                // last committed progress, so the counters need no rollback.
                 let mut t = state::open(txn).map_err(state::store_err)?;
-                if let Err(e) = state::put_json(&mut t, PROGRESS_KEY, &run.p) {
-                    run.p = before;
-                    return Err(e);
-                }
-                Ok(())
+                state::put_json(&mut t, PROGRESS_KEY, &run.p)
             })?;
         }
     }

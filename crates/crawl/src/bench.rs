@@ -154,8 +154,8 @@ fn status_kb(field: &str) -> u64 {
 }
 
 fn cpu_seconds() -> f64 {
-    // SAFETY-free: getrusage through libc is the portable way to read our
-    // own CPU time; `unsafe_code` is forbidden, so read /proc instead.
+    // User + system time of this process from /proc (getrusage would need
+    // `unsafe`, which the workspace forbids); clock ticks are 1/100 s.
     std::fs::read_to_string("/proc/self/stat")
         .ok()
         .and_then(|s| {

@@ -596,13 +596,15 @@ async fn dispatch(
     let mut stop_deadline: Option<tokio::time::Instant> = None;
     loop {
         if !stopping {
-            let db = deduper.clone();
-            window = tokio::task::spawn_blocking(move || {
-                let mut w = window;
-                w.refill(db.store().database()).map(|()| w)
-            })
-            .await
-            .context("frontier reader failed")??;
+            if window.wants_refill() {
+                let db = deduper.clone();
+                window = tokio::task::spawn_blocking(move || {
+                    let mut w = window;
+                    w.refill(db.store().database()).map(|()| w)
+                })
+                .await
+                .context("frontier reader failed")??;
+            }
             // Backpressure: results waiting for the writer count too, so a
             // writer slower than the network bounds memory instead of
             // queueing without limit.

@@ -173,6 +173,12 @@ fn host_key(url: &Url) -> String {
 }
 
 impl Window {
+    /// Whether [`Window::refill`] could load anything: the window is low and
+    /// the store was not found empty since the last [`Window::poke`].
+    pub fn wants_refill(&self) -> bool {
+        self.pending.len() < WINDOW / 2 && !self.exhausted
+    }
+
     /// Loads more stored entries when the window runs low.
     pub fn refill(&mut self, db: &redb::Database) -> Result<()> {
         if self.pending.len() >= WINDOW / 2 {
