@@ -12,6 +12,12 @@ use crate::hash::TOKEN_HASH_NAME;
 use crate::index::BlockLayout;
 use crate::store::{DocId, DocRecord, ReadTables, Store, Tables, UrlRecord};
 
+/// Same-title documents the title tier compares with, newest first. Sites
+/// have thousands of pages titled "Index" or "插入": comparing with all of
+/// them would make every such check slower than the last, and a copy is
+/// almost always of a recent page.
+pub const TITLE_CANDIDATES: usize = 64;
+
 /// Version of the on-disk layout; bumped when records change shape.
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -520,7 +526,7 @@ impl<S: Store> Deduper<S> {
             return Ok(None);
         }
         let mut ids = Vec::new();
-        t.title_docs(td, &mut ids)?;
+        t.title_docs(td, TITLE_CANDIDATES, &mut ids)?;
         let mut best: Option<(Option<u32>, DocRecord)> = None;
         for id in ids {
             let Some(rec) = t.doc(id)? else { continue };

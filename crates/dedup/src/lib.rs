@@ -26,8 +26,8 @@ pub mod store;
 
 pub use canonical::{CanonicalUrl, UrlError};
 pub use dedup::{
-    DedupConfig, Deduper, Document, Duplicate, FORMAT_VERSION, Purged, Signature, StoreStats, Tier,
-    TitlePolicy, UrlVerdict, Verdict, normalize_title, title_digest,
+    DedupConfig, Deduper, Document, Duplicate, FORMAT_VERSION, Purged, Signature, StoreStats,
+    TITLE_CANDIDATES, Tier, TitlePolicy, UrlVerdict, Verdict, normalize_title, title_digest,
 };
 pub use error::{Error, Result};
 pub use features::{Extractor, Feature, FeatureConfig, Features};

@@ -346,3 +346,36 @@ fn concurrent_inserts_of_the_same_documents_keep_exactly_one_copy() {
         .unwrap(),
     ));
 }
+
+fn many_same_titles<S: Store>(store: S) {
+    // More same-title pages than the title tier compares with: the newest
+    // copy is still caught, and a page with different content still kept.
+    let d = Deduper::new(store, DedupConfig::default()).unwrap();
+    for i in 0..(dedup::TITLE_CANDIDATES + 10) {
+        let text = format!("{ARTICLE_B} 编号{i}的分页内容各不相同：{}", "天气".repeat(i % 7));
+        let text: String = format!("{text}{}", ARTICLE_A.chars().skip(i).take(30).collect::<String>());
+        d.check_content(&Document::new(&format!("http://s/{i}"), "Index", &text))
+            .unwrap();
+    }
+    assert!(
+        !d.check_content(&Document::new("http://s/new", "Index", ARTICLE_A))
+            .unwrap()
+            .is_duplicate()
+    );
+    let mut edited = ARTICLE_A.to_string();
+    edited.push_str("记者从工业和信息化部获悉，相关部门将继续推进制造业数字化转型和绿色低碳发展。");
+    let v = d
+        .check_content(&Document::new("http://s/copy", "Index", &edited))
+        .unwrap();
+    // Only the newest same-title pages are compared: had the oldest been
+    // taken instead, the title tier would have missed the copy.
+    assert_eq!(dup(&v).tier, Tier::Title, "{v:?}");
+    assert_eq!(dup(&v).of, "http://s/new");
+}
+
+#[test]
+fn title_tier_compares_with_the_newest_same_title_pages() {
+    many_same_titles(MemoryStore::new());
+    let dir = tempfile::tempdir().unwrap();
+    many_same_titles(RedbStore::open(dir.path().join("t.redb")).unwrap());
+}

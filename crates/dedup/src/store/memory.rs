@@ -83,9 +83,9 @@ impl ReadTables for MemState {
         Ok(self.urls.get(&digest).cloned())
     }
 
-    fn title_docs(&self, digest: u128, out: &mut Vec<DocId>) -> Result<()> {
+    fn title_docs(&self, digest: u128, limit: usize, out: &mut Vec<DocId>) -> Result<()> {
         if let Some(ids) = self.titles.get(&digest) {
-            out.extend_from_slice(ids);
+            out.extend(ids.iter().rev().take(limit));
         }
         Ok(())
     }

@@ -109,8 +109,9 @@ pub trait ReadTables {
     fn meta(&self, key: &str) -> Result<Option<Vec<u8>>>;
     /// The URL tier's record for an MD5 digest.
     fn url(&self, digest: u128) -> Result<Option<UrlRecord>>;
-    /// Appends the documents whose normalized title has this digest.
-    fn title_docs(&self, digest: u128, out: &mut Vec<DocId>) -> Result<()>;
+    /// Appends the `limit` most recently stored documents whose normalized
+    /// title has this digest, newest first.
+    fn title_docs(&self, digest: u128, limit: usize, out: &mut Vec<DocId>) -> Result<()>;
     /// Appends every (fingerprint, document) stored under `key` in table `table`.
     fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()>;
     /// A stored document.

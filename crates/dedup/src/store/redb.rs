@@ -326,8 +326,14 @@ macro_rules! impl_read_tables {
                 }
             }
 
-            fn title_docs(&self, digest: u128, out: &mut Vec<DocId>) -> Result<()> {
-                for v in self.titles()?.get(digest).map_err(Error::storage)? {
+            fn title_docs(&self, digest: u128, limit: usize, out: &mut Vec<DocId>) -> Result<()> {
+                for v in self
+                    .titles()?
+                    .get(digest)
+                    .map_err(Error::storage)?
+                    .rev()
+                    .take(limit)
+                {
                     out.push(v.map_err(Error::storage)?.value());
                 }
                 Ok(())
