@@ -351,11 +351,18 @@ fn many_same_titles<S: Store>(store: S) {
     // More same-title pages than the title tier compares with: the newest
     // copy is still caught, and a page with different content still kept.
     let d = Deduper::new(store, DedupConfig::default()).unwrap();
+    let mut words: Vec<&str> = dedup::features::jieba_idf()
+        .words()
+        .filter(|w| w.chars().count() >= 2)
+        .collect();
+    words.sort_unstable();
     for i in 0..(dedup::TITLE_CANDIDATES + 10) {
-        let text = format!("{ARTICLE_B} 编号{i}的分页内容各不相同：{}", "天气".repeat(i % 7));
-        let text: String = format!("{text}{}", ARTICLE_A.chars().skip(i).take(30).collect::<String>());
-        d.check_content(&Document::new(&format!("http://s/{i}"), "Index", &text))
+        // Distinct articles: 40 dictionary words each, from disjoint slices.
+        let text = words[i * 40..(i + 1) * 40].join("，");
+        let v = d
+            .check_content(&Document::new(&format!("http://s/{i}"), "Index", &text))
             .unwrap();
+        assert!(!v.is_duplicate(), "page {i}: {v:?}");
     }
     assert!(
         !d.check_content(&Document::new("http://s/new", "Index", ARTICLE_A))
