@@ -15,6 +15,8 @@
 //! [`MemoryStore`]. The crate has no async runtime and no network code, so
 //! any crawler can embed it; see [`Deduper`] for an example.
 
+#![warn(missing_docs)]
+
 pub mod canonical;
 mod dedup;
 pub mod error;
