@@ -604,3 +604,44 @@ fn big_site_sigterm_exits_zero_and_restart_completes() {
     assert!(stopped.is_subset(&kept));
     assert_eq!(kept, all_big_routes());
 }
+
+#[test]
+fn big_site_page_budget_counts_across_resumes_and_depth_limit_holds() {
+    let server = big_site();
+    let dir = tempdir();
+    let root = dir.path();
+    let seeds = root.join("seeds.txt");
+    std::fs::write(&seeds, format!("{}/p/0\n", server.base())).unwrap();
+
+    // --max-pages 100: exactly 100 pages, then a rerun with 250 adds 150.
+    let config = support::write_config(root, 8, "max_pages = 100");
+    let dirs = Dirs::new(root, &config, &seeds);
+    let (st, _) = dirs.run(Duration::from_secs(60));
+    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    assert_eq!(check_outputs(&dirs).len(), 100);
+    let config = support::write_config(root, 8, "max_pages = 250");
+    let dirs = Dirs::new(root, &config, &seeds);
+    let (st, _) = dirs.run(Duration::from_secs(60));
+    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    assert_eq!(check_outputs(&dirs).len(), 250);
+
+    // max_depth = 2 from /p/0: only pages within two links of the seed.
+    let depth_dir = tempdir();
+    let config = support::write_config(depth_dir.path(), 8, "");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replace("max_depth = 100", "max_depth = 2")).unwrap();
+    let dirs = Dirs::new(depth_dir.path(), &config, &seeds);
+    let (st, _) = dirs.run(Duration::from_secs(60));
+    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    let kept = dirs.kept();
+    assert!(kept.iter().all(|k| k["depth"].as_u64().unwrap() <= 2));
+    let depth2 = kept.iter().filter(|k| k["depth"].as_u64() == Some(2)).count();
+    assert!(depth2 > 0, "no page at depth 2");
+    let requested: u32 = server
+        .counts()
+        .iter()
+        .filter(|(p, _)| p.starts_with("/p/"))
+        .map(|(_, n)| n)
+        .sum();
+    assert!(requested < (BIG as u32), "depth limit did not stop the crawl");
+}
