@@ -269,6 +269,9 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
         }
         Backend::Redb(d) => {
             let parsed = parse_all(d, &run.cleaner, chunk);
+            // Checked inside our own transaction: purge expired entries
+            // (dedup.window) between chunks.
+            d.purge_if_due()?;
             d.store().write_with(true, |txn, tables| {
                 let mut verdicts = Vec::with_capacity(parsed.len());
                 for (_, _, sig) in parsed.iter().flatten() {

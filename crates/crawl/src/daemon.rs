@@ -437,6 +437,12 @@ fn writer_loop(
                 Err(_) => break,
             }
         }
+        // The tiers are checked inside the writer's own transactions, so
+        // expired entries (dedup.window) are purged here, between them.
+        if let Err(e) = w.deduper.purge_if_due() {
+            let _ = tx.send(Err(format!("cannot purge expired entries: {e:#}")));
+            return;
+        }
         let r = w.commit(batch).map_err(|e| format!("{e:#}"));
         let failed = r.is_err();
         if tx.send(r).is_err() || failed {

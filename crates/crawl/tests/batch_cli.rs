@@ -255,3 +255,48 @@ fn fingerprint_and_distance_commands() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("missing.txt"));
 }
+
+#[test]
+fn dedup_window_lets_old_entries_expire_between_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let cfg = dir.path().join("w.toml");
+    std::fs::write(&cfg, "[dedup]\nwindow = \"1s\"\n").unwrap();
+    let input = dir.path().join("a.jsonl");
+    std::fs::write(
+        &input,
+        serde_json::json!({"url": "http://a.example/1", "text": A}).to_string() + "\n",
+    )
+    .unwrap();
+    let copy = dir.path().join("copy.jsonl");
+    std::fs::write(
+        &copy,
+        serde_json::json!({"url": "http://b.example/1", "text": A_TRAD}).to_string() + "\n",
+    )
+    .unwrap();
+    let run = |input: &Path, out: &str| {
+        let out = dir.path().join(out);
+        let o = crawl(&[
+            "dedup",
+            "--input",
+            input.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--config",
+            cfg.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        out
+    };
+    run(&input, "o1");
+    // Within the window the copy is a duplicate...
+    let out = run(&copy, "o2");
+    assert_eq!(lines(&out.join("duplicates.jsonl")).len(), 1);
+    // ... two seconds later the original has expired and the copy is kept.
+    std::thread::sleep(Duration::from_millis(2100));
+    let out = run(&copy, "o3");
+    assert_eq!(lines(&out.join("kept.jsonl")).len(), 1);
+    assert!(lines(&out.join("duplicates.jsonl")).is_empty());
+}

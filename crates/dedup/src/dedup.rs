@@ -618,22 +618,32 @@ impl<S: Store> Deduper<S> {
         }
     }
 
-    /// Runs `f` in a store transaction, purging expired entries first when a
-    /// window is set and the last purge is over a minute old.
+    /// Runs `f` in a store transaction, purging expired entries first when
+    /// due (see [`Deduper::purge_if_due`]).
     fn write<R>(&self, f: impl FnOnce(&mut dyn Tables) -> Result<R>) -> Result<R> {
-        if self.config.window.is_some() {
-            let now = (self.clock)();
-            let last = self.last_purge.load(Ordering::Relaxed);
-            if now >= last + 60
-                && self
-                    .last_purge
-                    .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-            {
-                self.purge_expired()?;
-            }
-        }
+        self.purge_if_due()?;
         self.store.write(f)
+    }
+
+    /// Purges expired entries when a window is set and the last purge is
+    /// over a minute old; otherwise does nothing. The checking methods call
+    /// it themselves; callers that check inside their own transactions
+    /// ([`Deduper::check_in`]) call it between transactions.
+    pub fn purge_if_due(&self) -> Result<Purged> {
+        if self.config.window.is_none() {
+            return Ok(Purged::default());
+        }
+        let now = (self.clock)();
+        let last = self.last_purge.load(Ordering::Relaxed);
+        if now >= last + 60
+            && self
+                .last_purge
+                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            return self.purge_expired();
+        }
+        Ok(Purged::default())
     }
 
     /// Removes entries older than the window from all tiers (nothing when no
