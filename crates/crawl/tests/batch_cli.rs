@@ -11,6 +11,30 @@ fn crawl(args: &[&str]) -> Output {
     Command::new(CRAWL).args(args).output().unwrap()
 }
 
+/// Runs `crawl dedup` over `input` into `root/out` with the index in
+/// `root/data`, plus `extra` arguments; returns the output and the out dir.
+fn dedup_with_data(root: &Path, input: &Path, out: &str, extra: &[&str]) -> (Output, std::path::PathBuf) {
+    let out = root.join(out);
+    let data = root.join("data");
+    let mut args = vec![
+        "dedup",
+        "--input",
+        input.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--data-dir",
+        data.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    (crawl(&args), out)
+}
+
+/// Writes one JSON line per document.
+fn write_docs(path: &Path, docs: &[serde_json::Value]) {
+    let text: String = docs.iter().map(|d| d.to_string() + "\n").collect();
+    std::fs::write(path, text).unwrap();
+}
+
 fn lines(path: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
@@ -95,43 +119,27 @@ fn dedup_writes_verdicts_in_input_order_and_skips_bad_lines() {
 #[test]
 fn dedup_with_a_data_dir_remembers_earlier_runs_and_refuses_other_parameters() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let first = dir.path().join("first.jsonl");
-    std::fs::write(
+    let root = dir.path();
+    let first = root.join("first.jsonl");
+    write_docs(
         &first,
-        serde_json::json!({"url": "http://a.example/1", "text": A}).to_string() + "\n",
-    )
-    .unwrap();
-    let second = dir.path().join("second.jsonl");
-    std::fs::write(
+        &[serde_json::json!({"url": "http://a.example/1", "text": A})],
+    );
+    let second = root.join("second.jsonl");
+    write_docs(
         &second,
-        serde_json::json!({"url": "http://c.example/9", "text": A_TRAD}).to_string() + "\n",
-    )
-    .unwrap();
-    let run = |input: &Path, out: &str, extra: &[&str]| {
-        let mut args = vec![
-            "dedup",
-            "--input",
-            input.to_str().unwrap(),
-            "--data-dir",
-            data.to_str().unwrap(),
-        ];
-        let out = dir.path().join(out);
-        args.extend(["--out", out.to_str().unwrap()]);
-        args.extend(extra);
-        let o = Command::new(CRAWL).args(&args).output().unwrap();
-        (o, out)
-    };
-    let (o, _) = run(&first, "o1", &[]);
+        &[serde_json::json!({"url": "http://c.example/9", "text": A_TRAD})],
+    );
+    let (o, _) = dedup_with_data(root, &first, "o1", &[]);
     assert!(o.status.success());
-    let (o, out2) = run(&second, "o2", &[]);
+    let (o, out2) = dedup_with_data(root, &second, "o2", &[]);
     assert!(o.status.success());
     let dups = lines(&out2.join("duplicates.jsonl"));
     assert_eq!(dups[0]["duplicate_of"], "http://a.example/1");
 
-    let cfg = dir.path().join("m6.toml");
+    let cfg = root.join("m6.toml");
     std::fs::write(&cfg, "[dedup]\nblocks = 6\n").unwrap();
-    let (o, _) = run(&second, "o3", &["--config", cfg.to_str().unwrap()]);
+    let (o, _) = dedup_with_data(root, &second, "o3", &["--config", cfg.to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(stderr.contains("blocks: stored 4, requested 6"), "{stderr}");
@@ -259,34 +267,21 @@ fn fingerprint_and_distance_commands() {
 #[test]
 fn dedup_window_lets_old_entries_expire_between_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    let cfg = dir.path().join("w.toml");
+    let root = dir.path();
+    let cfg = root.join("w.toml");
     std::fs::write(&cfg, "[dedup]\nwindow = \"1s\"\n").unwrap();
-    let input = dir.path().join("a.jsonl");
-    std::fs::write(
+    let input = root.join("a.jsonl");
+    write_docs(
         &input,
-        serde_json::json!({"url": "http://a.example/1", "text": A}).to_string() + "\n",
-    )
-    .unwrap();
-    let copy = dir.path().join("copy.jsonl");
-    std::fs::write(
+        &[serde_json::json!({"url": "http://a.example/1", "text": A})],
+    );
+    let copy = root.join("copy.jsonl");
+    write_docs(
         &copy,
-        serde_json::json!({"url": "http://b.example/1", "text": A_TRAD}).to_string() + "\n",
-    )
-    .unwrap();
+        &[serde_json::json!({"url": "http://b.example/1", "text": A_TRAD})],
+    );
     let run = |input: &Path, out: &str| {
-        let out = dir.path().join(out);
-        let o = crawl(&[
-            "dedup",
-            "--input",
-            input.to_str().unwrap(),
-            "--out",
-            out.to_str().unwrap(),
-            "--data-dir",
-            data.to_str().unwrap(),
-            "--config",
-            cfg.to_str().unwrap(),
-        ]);
+        let (o, out) = dedup_with_data(root, input, out, &["--config", cfg.to_str().unwrap()]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
         out
     };
