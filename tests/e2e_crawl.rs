@@ -645,3 +645,35 @@ fn big_site_page_budget_counts_across_resumes_and_depth_limit_holds() {
         .sum();
     assert!(requested < (BIG as u32), "depth limit did not stop the crawl");
 }
+
+#[test]
+fn robots_txt_unavailable_then_back_the_pages_wait_and_are_kept() {
+    // robots.txt answers 503 twice, then allows everything.
+    let server = Server::start(|req: &Request| match req.path.as_str() {
+        "/robots.txt" if req.nth <= 2 => Reply::status(503),
+        "/robots.txt" => Reply::text("User-agent: *\nAllow: /\n"),
+        "/" => Reply::html(page("首页", &gibberish(1, 60), &["/a".to_string()])),
+        "/a" => Reply::html(page("文章", &gibberish(2, 60), &[])),
+        _ => Reply::status(404),
+    });
+    let dir = tempdir();
+    let config = support::write_config(dir.path(), 2, "");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace(
+            "robots_unavailable_retry_ms = 60000",
+            "robots_unavailable_retry_ms = 300",
+        ),
+    )
+    .unwrap();
+    let seeds = dir.path().join("seeds.txt");
+    std::fs::write(&seeds, format!("{}/\n", server.base())).unwrap();
+    let dirs = Dirs::new(dir.path(), &config, &seeds);
+    let (st, _) = dirs.run(Duration::from_secs(60));
+    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    let kept: BTreeSet<String> = dirs.kept().iter().map(|v| route(field(v, "url"))).collect();
+    assert_eq!(kept, BTreeSet::from(["/".to_string(), "/a".to_string()]));
+    assert!(dirs.errors().is_empty(), "{:?}", dirs.errors());
+    assert!(server.counts()["/robots.txt"] >= 3);
+}

@@ -81,6 +81,8 @@ struct Checkpoint {
 }
 
 const CHECKPOINT_KEY: &str = "crawl:checkpoint";
+/// Times a page waits for a host whose robots.txt is unavailable.
+const ROBOTS_WAITS: u32 = 3;
 const SINKS: [&str; 3] = ["kept.jsonl", "duplicates.jsonl", "errors.jsonl"];
 
 /// What became of one frontier entry.
@@ -197,14 +199,25 @@ struct Ctx {
 async fn work(ctx: Arc<Ctx>, entry: Entry) -> Outcome {
     let scope_ctx = ctx.clone();
     let allow = move |u: &Url| scope_ctx.scope.allows(u);
-    let fetched = match ctx.fetcher.fetch(&entry.url, &allow).await {
-        Ok(f) => f,
-        Err(e) => {
-            return Outcome::Failed {
-                entry,
-                kind: e.kind(),
-                error: e.to_string(),
-            };
+    // A host whose robots.txt answered 5xx or could not be reached is
+    // unavailable for a while (the fetcher says how long); the page waits
+    // for it a few times before it counts as failed. The per-host limit of
+    // the frontier window bounds how many tasks can wait on one host.
+    let mut waits = 0;
+    let fetched = loop {
+        match ctx.fetcher.fetch(&entry.url, &allow).await {
+            Ok(f) => break f,
+            Err(fetch::FetchError::RobotsUnavailable { retry_in, .. }) if waits < ROBOTS_WAITS => {
+                waits += 1;
+                tokio::time::sleep(retry_in).await;
+            }
+            Err(e) => {
+                return Outcome::Failed {
+                    entry,
+                    kind: e.kind(),
+                    error: e.to_string(),
+                };
+            }
         }
     };
     let fetched_at = now_secs();
