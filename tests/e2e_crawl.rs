@@ -677,3 +677,27 @@ fn robots_txt_unavailable_then_back_the_pages_wait_and_are_kept() {
     assert!(dirs.errors().is_empty(), "{:?}", dirs.errors());
     assert!(server.counts()["/robots.txt"] >= 3);
 }
+
+#[test]
+fn noindex_pages_are_followed_but_not_kept() {
+    let server = Server::start(|req: &Request| match req.path.as_str() {
+        "/" => Reply::html(
+            page("首页", &gibberish(3, 60), &["/a".to_string()])
+                .replace("<head>", "<head><meta name=\"robots\" content=\"noindex\">"),
+        ),
+        "/a" => Reply::html(page("文章", &gibberish(4, 60), &[])),
+        _ => Reply::status(404),
+    });
+    let dir = tempdir();
+    let config = support::write_config(dir.path(), 2, "");
+    let seeds = dir.path().join("seeds.txt");
+    std::fs::write(&seeds, format!("{}/\n", server.base())).unwrap();
+    let dirs = Dirs::new(dir.path(), &config, &seeds);
+    let (st, _) = dirs.run(Duration::from_secs(60));
+    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    let kept: Vec<String> = dirs.kept().iter().map(|v| route(field(v, "url"))).collect();
+    assert_eq!(kept, ["/a"]);
+    assert!(dirs.duplicates().is_empty());
+    assert_eq!(dirs.stats()["noindex"].as_u64(), Some(1));
+    assert_eq!(dirs.stats()["fetched"].as_u64(), Some(2));
+}

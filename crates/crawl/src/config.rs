@@ -67,6 +67,9 @@ pub struct CrawlConfig {
     pub max_pages: u64,
     /// Follow links marked rel=nofollow (and pages with meta nofollow).
     pub follow_nofollow: bool,
+    /// Pages with `<meta name=robots content=noindex>` are not kept nor
+    /// indexed (their links are still followed, unless nofollow).
+    pub respect_noindex: bool,
     /// Pages fetched at once (the fetcher also limits per host).
     pub concurrency: usize,
     /// Keep the page text in kept.jsonl.
@@ -86,6 +89,7 @@ impl Default for CrawlConfig {
             max_depth: 16,
             max_pages: 0,
             follow_nofollow: false,
+            respect_noindex: true,
             concurrency: 64,
             write_text: true,
             metrics: String::new(),

@@ -48,6 +48,10 @@ pub struct Stats {
     pub bytes: u64,
     /// Bodies cut at the size limit.
     pub truncated: u64,
+    /// Pages whose `<meta name=robots>` says noindex: their links are
+    /// followed, but they are neither kept nor indexed.
+    #[serde(default)]
+    pub noindex: u64,
     /// Wall-clock seconds spent crawling, over all runs.
     pub seconds: f64,
 }
@@ -117,6 +121,8 @@ struct PageResult {
     bytes: usize,
     truncated: bool,
     fetched_at: u64,
+    /// The page asked not to be indexed (and noindex is respected).
+    noindex: bool,
 }
 
 #[derive(Serialize)]
@@ -194,6 +200,7 @@ struct Ctx {
     deduper: Arc<Deduper<RedbStore>>,
     scope: ScopeRules,
     follow_nofollow: bool,
+    respect_noindex: bool,
 }
 
 async fn work(ctx: Arc<Ctx>, entry: Entry) -> Outcome {
@@ -270,6 +277,7 @@ async fn work(ctx: Arc<Ctx>, entry: Entry) -> Outcome {
             bytes: fetched.body.len(),
             truncated: fetched.truncated,
             fetched_at,
+            noindex: ctx.respect_noindex && page.meta_noindex,
             entry,
         }))
     });
@@ -384,8 +392,15 @@ impl Writer {
             self.cp.stats.dup_url += 1;
             return Ok(0);
         }
-        match deduper.check_in(tables, &p.sig, false)? {
-            Verdict::Unique { fingerprint, .. } => {
+        let verdict = if p.noindex {
+            self.cp.stats.noindex += 1;
+            None
+        } else {
+            Some(deduper.check_in(tables, &p.sig, false)?)
+        };
+        match verdict {
+            None => {}
+            Some(Verdict::Unique { fingerprint, .. }) => {
                 self.cp.stats.kept += 1;
                 self.sinks[0]
                     .write(&KeptLine {
@@ -400,7 +415,7 @@ impl Writer {
                     })
                     .map_err(io)?;
             }
-            Verdict::Duplicate(d) => {
+            Some(Verdict::Duplicate(d)) => {
                 match d.tier {
                     Tier::Title => self.cp.stats.dup_title += 1,
                     Tier::Content => self.cp.stats.dup_content += 1,
@@ -522,6 +537,7 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
         deduper: deduper.clone(),
         scope: ScopeRules::new(&cfg.crawl, &seeds)?,
         follow_nofollow: cfg.crawl.follow_nofollow,
+        respect_noindex: cfg.crawl.respect_noindex,
     });
     let shared = Arc::new(Mutex::new(cp.stats.clone()));
     let base_fetched = cp.stats.fetched;
