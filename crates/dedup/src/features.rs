@@ -277,7 +277,7 @@ impl Features {
 
     fn for_each_feature(&self, text: &str, mut emit: impl FnMut(&str, f64)) {
         let lowered;
-        let text = if text.chars().any(char::is_uppercase) {
+        let text = if text.chars().any(is_upper) {
             lowered = text.to_lowercase();
             lowered.as_str()
         } else {
@@ -341,7 +341,7 @@ fn is_valid_word(w: &str) -> bool {
     let mut letters = 0usize;
     for c in w.chars() {
         chars += 1;
-        if c.is_alphabetic() {
+        if is_cjk(c) || c.is_alphabetic() {
             letters += 1;
         }
     }
@@ -349,6 +349,22 @@ fn is_valid_word(w: &str) -> bool {
         return false;
     }
     !is_date_like(w)
+}
+
+/// CJK Unified Ideographs: letters, decided without `char`'s slow Unicode
+/// table walk (the bulk of Chinese text).
+fn is_cjk(c: char) -> bool {
+    ('\u{4E00}'..='\u{9FFF}').contains(&c)
+}
+
+/// `char::is_uppercase` with fast answers for ASCII and CJK, which have
+/// no case beyond `A-Z`.
+fn is_upper(c: char) -> bool {
+    if c.is_ascii() {
+        c.is_ascii_uppercase()
+    } else {
+        !is_cjk(c) && c.is_uppercase()
+    }
 }
 
 /// `2024年`, `3月`, `15日`, `10点`, `2024年3月`: digits followed by date units.
