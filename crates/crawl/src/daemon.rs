@@ -616,7 +616,8 @@ async fn dispatch(
     shared: Arc<Mutex<Stats>>,
 ) -> Result<()> {
     let mut window = Window::default();
-    let mut tasks: JoinSet<u64> = JoinSet::new();
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut task_seq: std::collections::HashMap<tokio::task::Id, u64> = std::collections::HashMap::new();
     let mut dispatched = 0u64;
     let mut stopping = false;
     let progress = Progress::spinner("crawl");
@@ -650,12 +651,12 @@ async fn dispatch(
             {
                 dispatched += 1;
                 let (ctx, tx) = (ctx.clone(), out_tx.clone());
-                tasks.spawn(async move {
-                    let seq = entry.seq;
+                let seq = entry.seq;
+                let handle = tasks.spawn(async move {
                     let o = work(ctx, entry).await;
                     let _ = tx.send(o);
-                    seq
                 });
+                task_seq.insert(handle.id(), seq);
             }
         }
         let budget_spent = s.max_pages > 0 && s.base_fetched + dispatched >= s.max_pages;
@@ -663,9 +664,20 @@ async fn dispatch(
             break;
         }
         tokio::select! {
-            Some(joined) = tasks.join_next(), if !tasks.is_empty() => {
-                if let Ok(seq) = joined {
+            Some(joined) = tasks.join_next_with_id(), if !tasks.is_empty() => {
+                let (id, failed) = match joined {
+                    Ok((id, ())) => (id, None),
+                    Err(e) => (e.id(), Some(e)),
+                };
+                if let Some(seq) = task_seq.remove(&id) {
                     window.released(seq);
+                    if let Some(e) = failed {
+                        // No outcome will reach the writer: let the page go
+                        // for this run (it stays in the stored frontier and
+                        // is fetched again by the next one).
+                        warn!(seq, "page task failed: {e}");
+                        window.done(seq);
+                    }
                 }
             }
             msg = done_rx.recv() => match msg {
