@@ -17,6 +17,43 @@ pub use memory::MemoryStore;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 
+/// The key of one block table entry: table number and block key.
+pub(crate) fn block_key(table: usize, key: u64) -> u128 {
+    ((table as u128) << 64) | u128::from(key)
+}
+
+/// Bytes of one posting-list entry: fingerprint and document id, both
+/// little-endian. Disk stores keep each (table, key)'s entries as one value.
+pub(crate) const POSTING: usize = 16;
+
+pub(crate) fn posting(fp: Fingerprint, id: DocId) -> [u8; POSTING] {
+    let mut e = [0u8; POSTING];
+    e[..8].copy_from_slice(&fp.0.to_le_bytes());
+    e[8..].copy_from_slice(&id.to_le_bytes());
+    e
+}
+
+pub(crate) fn decode_postings(list: &[u8]) -> impl Iterator<Item = (Fingerprint, DocId)> + '_ {
+    list.chunks_exact(POSTING).map(|e| {
+        let mut fp = [0u8; 8];
+        let mut id = [0u8; 8];
+        fp.copy_from_slice(&e[..8]);
+        id.copy_from_slice(&e[8..]);
+        (Fingerprint(u64::from_le_bytes(fp)), u64::from_le_bytes(id))
+    })
+}
+
+/// `list` without the entry `gone` (`None` when nothing was removed).
+pub(crate) fn without_posting(list: &[u8], gone: &[u8; POSTING]) -> Option<Vec<u8>> {
+    let kept: Vec<u8> = list
+        .chunks_exact(POSTING)
+        .filter(|e| *e != gone.as_slice())
+        .flatten()
+        .copied()
+        .collect();
+    (kept.len() != list.len()).then_some(kept)
+}
+
 /// A stored document's number; assigned in insertion order.
 pub type DocId = u64;
 

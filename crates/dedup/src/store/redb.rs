@@ -23,7 +23,10 @@ use redb::{
     TableDefinition, WriteTransaction,
 };
 
-use super::{DocId, DocRecord, ReadTables, Store, Tables, UrlRecord};
+use super::{
+    DocId, DocRecord, POSTING, ReadTables, Store, Tables, UrlRecord, block_key, decode_postings, posting,
+    without_posting,
+};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 
@@ -282,30 +285,6 @@ impl<'t> RedbTables<'t> {
     }
 }
 
-fn block_key(table: usize, key: u64) -> u128 {
-    ((table as u128) << 64) | u128::from(key)
-}
-
-/// Bytes of one posting-list entry.
-const POSTING: usize = 16;
-
-fn posting(fp: Fingerprint, id: DocId) -> [u8; POSTING] {
-    let mut e = [0u8; POSTING];
-    e[..8].copy_from_slice(&fp.0.to_le_bytes());
-    e[8..].copy_from_slice(&id.to_le_bytes());
-    e
-}
-
-fn decode_postings(list: &[u8]) -> impl Iterator<Item = (Fingerprint, DocId)> + '_ {
-    list.chunks_exact(POSTING).map(|e| {
-        let mut fp = [0u8; 8];
-        let mut id = [0u8; 8];
-        fp.copy_from_slice(&e[..8]);
-        id.copy_from_slice(&e[8..]);
-        (Fingerprint(u64::from_le_bytes(fp)), u64::from_le_bytes(id))
-    })
-}
-
 /// The read half is the same code over write-transaction and snapshot
 /// tables (both implement redb's `Readable*` traits).
 macro_rules! impl_read_tables {
@@ -437,17 +416,14 @@ impl Tables for RedbTables<'_> {
         else {
             return Ok(());
         };
-        let gone = posting(fp, id);
-        let kept: Vec<u8> = list
-            .chunks_exact(POSTING)
-            .filter(|e| *e != gone.as_slice())
-            .flatten()
-            .copied()
-            .collect();
-        if kept.is_empty() {
-            self.blocks.remove(k).map_err(Error::storage)?;
-        } else if kept.len() != list.len() {
-            self.blocks.insert(k, kept.as_slice()).map_err(Error::storage)?;
+        match without_posting(&list, &posting(fp, id)) {
+            Some(kept) if kept.is_empty() => {
+                self.blocks.remove(k).map_err(Error::storage)?;
+            }
+            Some(kept) => {
+                self.blocks.insert(k, kept.as_slice()).map_err(Error::storage)?;
+            }
+            None => {}
         }
         Ok(())
     }
