@@ -35,6 +35,8 @@ pub use error::{Error, Result};
 pub use features::{Extractor, Feature, FeatureConfig, Features};
 pub use fingerprint::Fingerprint;
 pub use index::BlockLayout;
+#[cfg(feature = "sled")]
+pub use store::SledStore;
 pub use store::{DocId, MemoryStore, ReadTables, Store, Tables};
 #[cfg(feature = "redb")]
 pub use store::{RedbOptions, RedbStore, RedbTables};

@@ -130,3 +130,38 @@ fn redb_index_matches_brute_force_at_k_and_k_plus_one() {
         check(&d, &stored, &queries(&stored, &flips, k, &random), k);
     }
 }
+
+#[cfg(feature = "sled")]
+#[test]
+fn sled_index_matches_brute_force_at_k_and_k_plus_one() {
+    for (m, k) in [(4, 3), (6, 3)] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = Deduper::new(
+            dedup::SledStore::open(dir.path().join("i.sled")).unwrap(),
+            DedupConfig {
+                blocks: m,
+                max_distance: k,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let base: Vec<u64> = (0..200).map(|_| next()).collect();
+        let flips: Vec<Vec<u32>> = (0..16)
+            .map(|i| (0..8).map(|j| ((i * 5 + j * 11) % 64) as u32).collect())
+            .collect();
+        let mut stored = base.clone();
+        for (i, fp) in base.iter().enumerate() {
+            stored.push(flip(*fp, &flips[i % 16][..(k as usize + 1)]));
+        }
+        load(&d, m, k, &stored);
+        let random: Vec<u64> = (0..50).map(|_| next()).collect();
+        check(&d, &stored, &queries(&stored, &flips, k, &random), k);
+    }
+}

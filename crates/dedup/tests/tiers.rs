@@ -386,3 +386,59 @@ fn title_tier_compares_with_the_newest_same_title_pages() {
     let dir = tempfile::tempdir().unwrap();
     many_same_titles(RedbStore::open(dir.path().join("t.redb")).unwrap());
 }
+
+#[cfg(feature = "sled")]
+mod sled_store {
+    use super::*;
+    use dedup::SledStore;
+
+    #[test]
+    fn sled_runs_the_same_tiers() {
+        let dir = tempfile::tempdir().unwrap();
+        window_case(SledStore::open(dir.path().join("w.sled")).unwrap());
+        many_same_titles(SledStore::open(dir.path().join("t.sled")).unwrap());
+        race(Arc::new(
+            Deduper::new(
+                SledStore::open(dir.path().join("r.sled")).unwrap(),
+                DedupConfig::default(),
+            )
+            .unwrap(),
+        ));
+    }
+
+    #[test]
+    fn sled_persists_and_refuses_other_parameters() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("i.sled");
+        {
+            let d = Deduper::new(SledStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
+            d.check(&Document::new("http://a/1", "t", ARTICLE_A)).unwrap();
+            d.flush().unwrap();
+        }
+        let e = Deduper::new(
+            SledStore::open(&path).unwrap(),
+            DedupConfig {
+                blocks: 6,
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("blocks: stored 4, requested 6"), "{e}");
+        let d = Deduper::new(SledStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
+        assert_eq!(d.stats().unwrap().documents, 1);
+        let v = d.check(&Document::new("http://b/1", "", ARTICLE_A)).unwrap();
+        assert_eq!(dup(&v).tier, Tier::Content);
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_trace() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SledStore::open(dir.path().join("f.sled")).unwrap();
+        let r: dedup::Result<()> = store.write(|t| {
+            t.set_meta("x", b"1")?;
+            Err(Error::Config("boom".into()))
+        });
+        assert!(r.is_err());
+        assert_eq!(store.read(|t| t.meta("x")).unwrap(), None);
+    }
+}

@@ -9,9 +9,13 @@
 mod memory;
 #[cfg(feature = "redb")]
 mod redb;
+#[cfg(feature = "sled")]
+mod sled;
 
 #[cfg(feature = "redb")]
 pub use self::redb::{RedbOptions, RedbStore, RedbTables};
+#[cfg(feature = "sled")]
+pub use self::sled::SledStore;
 pub use memory::MemoryStore;
 
 use crate::error::{Error, Result};
