@@ -14,6 +14,7 @@
 //! - `DEDUP_BENCH_CONFIGS`: which stores/layouts, comma separated, from
 //!   `mem4,mem6,redb4,redb6` (default all).
 //! - `DEDUP_BENCH_DIR`: where the redb files go (default the system temp dir).
+//!   `sled4` (with `--features sled`) compares the optional sled store.
 //! - `DEDUP_BENCH_REDB_CACHE_MB`: redb's page cache (default 64, the
 //!   library default; an index service would give it more).
 //!
@@ -821,6 +822,7 @@ fn index(c: &mut Criterion) {
                 "mem6" => ("mem", 6),
                 "redb4" => ("redb", 4),
                 "redb6" => ("redb", 6),
+                "sled4" => ("sled", 4),
                 other => panic!("unknown DEDUP_BENCH_CONFIGS entry {other:?}"),
             };
             let name = format!("{kind}_m{m}_{}", human(n));
@@ -829,6 +831,8 @@ fn index(c: &mut Criterion) {
                 let d = Deduper::new(MemoryStore::new(), config(m)).unwrap();
                 let sample = populate(&d, m, n, n ^ u64::from(m));
                 index_benches(c, &name, &d, &sample);
+            } else if kind == "sled" {
+                sled_bench(c, &name, &dir_base, m, n);
             } else {
                 let dir = tempfile::Builder::new()
                     .prefix("dedup-bench-")
@@ -857,3 +861,23 @@ fn index(c: &mut Criterion) {
 
 criterion_group!(benches, fingerprint_benches, index);
 criterion_main!(benches);
+
+#[cfg(feature = "sled")]
+fn sled_bench(c: &mut Criterion, name: &str, dir_base: &std::path::Path, m: u32, n: u64) {
+    let dir = tempfile::Builder::new()
+        .prefix("dedup-bench-")
+        .tempdir_in(dir_base)
+        .unwrap();
+    let d = Deduper::new(
+        dedup::SledStore::open(dir.path().join("index.sled")).unwrap(),
+        config(m),
+    )
+    .unwrap();
+    let sample = populate(&d, m, n, n ^ u64::from(m));
+    index_benches(c, name, &d, &sample);
+}
+
+#[cfg(not(feature = "sled"))]
+fn sled_bench(_: &mut Criterion, name: &str, _: &std::path::Path, _: u32, _: u64) {
+    eprintln!("{name}: skipped, build the bench with --features sled");
+}
