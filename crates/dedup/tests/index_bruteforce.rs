@@ -97,12 +97,19 @@ proptest! {
     }
 }
 
-#[test]
-fn redb_index_matches_brute_force_at_k_and_k_plus_one() {
+/// A disk store against brute force at m = 4 and m = 6: `base` random
+/// fingerprints from `seed`, each with a neighbour at distance k + 1, queried
+/// at distance 1, k and k + 1 from every stored one and at random.
+fn disk_store_matches_brute_force<S: Store>(
+    open: impl Fn(&std::path::Path) -> S,
+    seed: u64,
+    base: usize,
+    (a, b): (usize, usize),
+) {
     for (m, k) in [(4, 3), (6, 3)] {
         let dir = tempfile::tempdir().unwrap();
         let d = Deduper::new(
-            RedbStore::open(dir.path().join("i.redb")).unwrap(),
+            open(dir.path()),
             DedupConfig {
                 blocks: m,
                 max_distance: k,
@@ -110,16 +117,16 @@ fn redb_index_matches_brute_force_at_k_and_k_plus_one() {
             },
         )
         .unwrap();
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut x = seed;
         let mut next = || {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
             x
         };
-        let base: Vec<u64> = (0..300).map(|_| next()).collect();
+        let base: Vec<u64> = (0..base).map(|_| next()).collect();
         let flips: Vec<Vec<u32>> = (0..16)
-            .map(|i| (0..8).map(|j| ((i * 7 + j * 13) % 64) as u32).collect())
+            .map(|i| (0..8).map(|j| ((i * a + j * b) % 64) as u32).collect())
             .collect();
         let mut stored = base.clone();
         for (i, fp) in base.iter().enumerate() {
@@ -131,37 +138,23 @@ fn redb_index_matches_brute_force_at_k_and_k_plus_one() {
     }
 }
 
+#[test]
+fn redb_index_matches_brute_force_at_k_and_k_plus_one() {
+    disk_store_matches_brute_force(
+        |dir| RedbStore::open(dir.join("i.redb")).unwrap(),
+        0x9e37_79b9_7f4a_7c15,
+        300,
+        (7, 13),
+    );
+}
+
 #[cfg(feature = "sled")]
 #[test]
 fn sled_index_matches_brute_force_at_k_and_k_plus_one() {
-    for (m, k) in [(4, 3), (6, 3)] {
-        let dir = tempfile::tempdir().unwrap();
-        let d = Deduper::new(
-            dedup::SledStore::open(dir.path().join("i.sled")).unwrap(),
-            DedupConfig {
-                blocks: m,
-                max_distance: k,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        let base: Vec<u64> = (0..200).map(|_| next()).collect();
-        let flips: Vec<Vec<u32>> = (0..16)
-            .map(|i| (0..8).map(|j| ((i * 5 + j * 11) % 64) as u32).collect())
-            .collect();
-        let mut stored = base.clone();
-        for (i, fp) in base.iter().enumerate() {
-            stored.push(flip(*fp, &flips[i % 16][..(k as usize + 1)]));
-        }
-        load(&d, m, k, &stored);
-        let random: Vec<u64> = (0..50).map(|_| next()).collect();
-        check(&d, &stored, &queries(&stored, &flips, k, &random), k);
-    }
+    disk_store_matches_brute_force(
+        |dir| dedup::SledStore::open(dir.join("i.sled")).unwrap(),
+        0x2545_f491_4f6c_dd1d,
+        200,
+        (5, 11),
+    );
 }
