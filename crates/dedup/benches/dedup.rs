@@ -31,7 +31,7 @@ use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterio
 use dedup::store::DocRecord;
 use dedup::{
     BlockLayout, DedupConfig, Deduper, FeatureConfig, Features, Fingerprint, MemoryStore, RedbOptions,
-    RedbStore, Signature, Store, TitlePolicy, Verdict,
+    RedbStore, Signature, Sketch, Store, TitlePolicy, Verdict,
 };
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
@@ -643,6 +643,7 @@ fn config(m: u32) -> DedupConfig {
 /// Returns a sample of the stored fingerprints.
 fn populate<S: Store>(d: &Deduper<S>, m: u32, n: u64, seed: u64) -> Vec<Fingerprint> {
     let layout = BlockLayout::new(m, 3).unwrap();
+    let (bands, rows) = (d.config().bands, d.config().band_rows);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut sample = Vec::with_capacity(SAMPLE);
     let every = (n / SAMPLE as u64).max(1);
@@ -659,12 +660,17 @@ fn populate<S: Store>(d: &Deduper<S>, m: u32, n: u64, seed: u64) -> Vec<Fingerpr
                     if i % every == 0 && sample.len() < SAMPLE {
                         sample.push(Fingerprint(fp));
                     }
+                    let sketch = random_sketch(&mut rng);
+                    for key in std::iter::once(sketch.exact_key()).chain(sketch.band_keys(bands, rows)) {
+                        t.add_band(key, i)?;
+                    }
                     t.put_doc(
                         i,
                         &DocRecord {
                             fingerprint: Fingerprint(fp),
                             inserted_at: 1_700_000_000,
                             title: None,
+                            sketch,
                             url: format!("u{i}"),
                         },
                     )?;
@@ -710,7 +716,17 @@ fn new_signature(rng: &mut StdRng, serial: &mut u64) -> Signature {
         url_digest: None,
         title_digest: None,
         fingerprint: Some(Fingerprint(rng.random())),
+        sketch: Some(random_sketch(rng)),
     }
+}
+
+/// A sketch of no real text: random bins, as unrelated documents have.
+fn random_sketch(rng: &mut StdRng) -> Sketch {
+    let mut bins = [0u16; dedup::sketch::SKETCH_BINS];
+    for b in &mut bins {
+        *b = rng.random();
+    }
+    Sketch::from_bins(bins, rng.random())
 }
 
 /// Times `iters` calls of `Deduper::check_batch`, each on `per_call` new
@@ -734,6 +750,7 @@ fn timed_checks<S: Store>(
             .map(|_| (0..per_call).map(|_| new_signature(rng, serial)).collect())
             .collect();
         let mut verdicts = Vec::with_capacity(batches.len());
+        let (bands, rows) = (d.config().bands, d.config().band_rows);
         let start = Instant::now();
         for sigs in &batches {
             verdicts.push(d.check_batch(black_box(sigs), false).unwrap());
@@ -741,7 +758,7 @@ fn timed_checks<S: Store>(
         total += start.elapsed();
         d.store()
             .write(|t| {
-                for v in verdicts.iter().flatten() {
+                for (v, sig) in verdicts.iter().flatten().zip(batches.iter().flatten()) {
                     if let Verdict::Unique {
                         id: Some(id),
                         fingerprint: Some(fp),
@@ -749,6 +766,11 @@ fn timed_checks<S: Store>(
                     {
                         for (table, key) in layout.keys(fp.0) {
                             t.remove_block(table, key, *fp, *id)?;
+                        }
+                        if let Some(sk) = &sig.sketch {
+                            for key in std::iter::once(sk.exact_key()).chain(sk.band_keys(bands, rows)) {
+                                t.remove_band(key, *id)?;
+                            }
                         }
                         t.remove_doc(*id)?;
                     }

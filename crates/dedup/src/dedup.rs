@@ -10,6 +10,7 @@ use crate::features::{FeatureConfig, Features};
 use crate::fingerprint::Fingerprint;
 use crate::hash::TOKEN_HASH_NAME;
 use crate::index::BlockLayout;
+use crate::sketch::{SKETCH_BINS, Sketch};
 use crate::store::{DocId, DocRecord, ReadTables, Store, Tables, UrlRecord};
 
 /// Same-title documents the title tier compares with, newest first. Sites
@@ -19,7 +20,13 @@ use crate::store::{DocId, DocRecord, ReadTables, Store, Tables, UrlRecord};
 pub const TITLE_CANDIDATES: usize = 64;
 
 /// Version of the on-disk layout; bumped when records change shape.
-pub const FORMAT_VERSION: u32 = 1;
+/// Format 2 added the resemblance sketch to every document and the band
+/// index; a format-1 store cannot be verified against and is refused.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// Candidates from the band index verified per check, newest first: bounds
+/// the work a page sharing many bands with a large site costs.
+pub const BAND_CANDIDATES: usize = 256;
 
 /// What a title match means.
 ///
@@ -28,10 +35,10 @@ pub const FORMAT_VERSION: u32 = 1;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TitlePolicy {
-    /// Same normalized title AND content within `title_confirm_distance`:
-    /// catches copies whose text was edited a little more than the content
-    /// tier allows, without ever dropping a different page that shares a
-    /// title.
+    /// A same-title page is a candidate, and a duplicate only when the
+    /// resemblance of the two texts is at least `title_min_similarity`:
+    /// catches copies edited more than the content tier finds, without ever
+    /// dropping a different page that shares a title.
     #[default]
     Confirm,
     /// The seeds' behaviour: the same normalized title is enough. Risky: on
@@ -49,7 +56,8 @@ pub enum Tier {
     Url,
     /// Same normalized title (see [`TitlePolicy`]).
     Title,
-    /// SimHash within the maximum distance.
+    /// Content resemblance: an exact copy of the text, or a SimHash or band
+    /// index candidate verified by its sketch.
     Content,
 }
 
@@ -70,6 +78,8 @@ impl Tier {
 /// let c: dedup::DedupConfig = Default::default();
 /// assert_eq!((c.blocks, c.max_distance), (4, 3));
 /// assert_eq!(c.title_policy, dedup::TitlePolicy::Confirm);
+/// assert_eq!((c.bands, c.band_rows), (10, 4));
+/// assert!(c.min_similarity > 0.5 && c.title_min_similarity > 0.5);
 /// ```
 #[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -81,8 +91,19 @@ pub struct DedupConfig {
     pub max_distance: u32,
     /// What a title match means.
     pub title_policy: TitlePolicy,
-    /// With `confirm`: how close the content of two same-title pages must be.
-    pub title_confirm_distance: u32,
+    /// Resemblance (estimated Jaccard index of character 5-grams, 0 to 1)
+    /// a content-tier candidate must reach to be a duplicate. 0 trusts the
+    /// SimHash distance alone (the seeds' behaviour; loses unique pages).
+    pub min_similarity: f64,
+    /// Resemblance a same-title candidate must reach under `confirm`.
+    pub title_min_similarity: f64,
+    /// LSH bands over the sketch (0: no band index, SimHash candidates
+    /// only). With `band_rows` rows each, a copy of resemblance J is found
+    /// with probability 1 - (1 - J^rows)^bands: 10 x 4 finds J = 0.8 with
+    /// probability 0.995, J = 0.3 with 0.08.
+    pub bands: usize,
+    /// Sketch bins per band.
+    pub band_rows: usize,
     /// Entries older than this stop counting and are purged (`None`: keep
     /// forever). In config files a duration such as `"7d"`.
     #[serde(with = "window_serde")]
@@ -97,12 +118,20 @@ impl Default for DedupConfig {
             blocks: 4,
             max_distance: 3,
             title_policy: TitlePolicy::Confirm,
-            title_confirm_distance: 10,
+            min_similarity: DEFAULT_MIN_SIMILARITY,
+            title_min_similarity: DEFAULT_TITLE_MIN_SIMILARITY,
+            bands: 10,
+            band_rows: 4,
             window: None,
             features: FeatureConfig::default(),
         }
     }
 }
+
+/// Default `min_similarity`, chosen on the labelled set (docs/EVAL.md).
+pub const DEFAULT_MIN_SIMILARITY: f64 = 0.7;
+/// Default `title_min_similarity`, chosen on the labelled set (docs/EVAL.md).
+pub const DEFAULT_TITLE_MIN_SIMILARITY: f64 = 0.6;
 
 mod window_serde {
     use std::time::Duration;
@@ -162,10 +191,12 @@ pub struct Signature {
     pub title_digest: Option<u128>,
     /// SimHash of the text, if it has any features.
     pub fingerprint: Option<Fingerprint>,
+    /// Resemblance sketch of the text, if it has letters or digits.
+    pub sketch: Option<Sketch>,
 }
 
 /// The decision about one document.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Verdict {
     /// Kept and indexed, so later copies match it.
     Unique {
@@ -187,7 +218,7 @@ impl Verdict {
 }
 
 /// Why a document was judged a copy.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Duplicate {
     /// The tier that matched.
     pub tier: Tier,
@@ -196,6 +227,9 @@ pub struct Duplicate {
     /// Hamming distance to it (title and content tiers, when both texts had
     /// features).
     pub distance: Option<u32>,
+    /// The estimated resemblance to it that decided (title and content
+    /// tiers; 1 for an exact copy of the text).
+    pub similarity: Option<f64>,
     /// The document's own SimHash, if any.
     pub fingerprint: Option<Fingerprint>,
 }
@@ -301,6 +335,20 @@ impl<S: Store> Deduper<S> {
                 config.max_distance
             )));
         }
+        for (name, v) in [
+            ("min_similarity", config.min_similarity),
+            ("title_min_similarity", config.title_min_similarity),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(Error::Config(format!("{name} {v} is not between 0 and 1")));
+            }
+        }
+        if config.bands > 0 && (config.band_rows == 0 || config.bands * config.band_rows > SKETCH_BINS) {
+            return Err(Error::Config(format!(
+                "bands {} x band_rows {} must use between 1 and {SKETCH_BINS} sketch bins",
+                config.bands, config.band_rows
+            )));
+        }
         let layout = BlockLayout::new(config.blocks, config.max_distance)?;
         let features = Features::new(config.features.clone())?;
         let deduper = Deduper {
@@ -325,10 +373,13 @@ impl<S: Store> Deduper<S> {
     /// The parameters a store records, one `name=value` per line.
     pub fn params(&self) -> String {
         format!(
-            "format={FORMAT_VERSION}\nbits=64\nblocks={}\nmax_distance={}\nhash={TOKEN_HASH_NAME}\nfeatures={}\n",
+            "format={FORMAT_VERSION}\nbits=64\nblocks={}\nmax_distance={}\nhash={TOKEN_HASH_NAME}\nfeatures={}\nsketch={}\nbands={}x{}\n",
             self.config.blocks,
             self.config.max_distance,
-            self.features.describe()
+            self.features.describe(),
+            crate::sketch::SKETCH_NAME,
+            self.config.bands,
+            self.config.band_rows,
         )
     }
 
@@ -355,6 +406,24 @@ impl<S: Store> Deduper<S> {
                 .collect()
         };
         let (old, new) = (parse(&stored), parse(&wanted));
+        let path = || {
+            self.store
+                .location()
+                .map(|p| p.to_path_buf())
+                .unwrap_or_else(|| "memory".into())
+        };
+        let stored_format = old
+            .iter()
+            .find(|(k, _)| k == "format")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        if stored_format != FORMAT_VERSION.to_string() {
+            return Err(Error::OldFormat {
+                path: path(),
+                stored: stored_format,
+                current: FORMAT_VERSION,
+            });
+        }
         let mut diffs = Vec::new();
         for (k, v) in &new {
             match old.iter().find(|(ok, _)| ok == k) {
@@ -364,11 +433,7 @@ impl<S: Store> Deduper<S> {
             }
         }
         Err(Error::ParamsMismatch {
-            path: self
-                .store
-                .location()
-                .map(|p| p.to_path_buf())
-                .unwrap_or_else(|| "memory".into()),
+            path: path(),
             differences: diffs.join("; "),
         })
     }
@@ -402,6 +467,7 @@ impl<S: Store> Deduper<S> {
                 .map(|c| u128::from_be_bytes(c.digest())),
             title_digest: title_digest(doc.title),
             fingerprint: self.features.fingerprint(doc.text),
+            sketch: Sketch::of(doc.text),
         }
     }
 
@@ -423,6 +489,39 @@ impl<S: Store> Deduper<S> {
     /// document can be a duplicate of an earlier one in the same batch.
     pub fn check_batch(&self, sigs: &[Signature], url_tier: bool) -> Result<Vec<Verdict>> {
         self.write(|t| sigs.iter().map(|s| self.check_in(t, s, url_tier)).collect())
+    }
+
+    /// What the title and content tiers would say about a signed document,
+    /// without recording it: a read-only query on a snapshot (it never waits
+    /// for writers on redb). `None`: it would be kept.
+    ///
+    /// ```
+    /// use dedup::{Deduper, DedupConfig, Document, MemoryStore};
+    /// let d = Deduper::new(MemoryStore::new(), DedupConfig::default())?;
+    /// let text = "气象台发布寒潮蓝色预警，北方大部地区气温将下降八到十度，局地降温超过十二度并伴有大风。";
+    /// d.check_content(&Document::new("http://a.example/1", "寒潮", text))?;
+    /// let copy = d.sign(&Document::new("http://b.example/9", "", text));
+    /// let found = d.lookup(&copy)?.expect("an exact copy");
+    /// assert_eq!((found.of.as_str(), found.similarity), ("http://a.example/1", Some(1.0)));
+    /// # Ok::<(), dedup::Error>(())
+    /// ```
+    pub fn lookup(&self, sig: &Signature) -> Result<Option<Duplicate>> {
+        let cutoff = self.cutoff();
+        self.store.read(|t| {
+            if let Some(dup) = self.title_match(t, sig, cutoff)? {
+                return Ok(Some(dup));
+            }
+            let (Some(fp), Some(sketch)) = (sig.fingerprint, sig.sketch.as_ref()) else {
+                return Ok(None);
+            };
+            Ok(self.content_match(t, fp, sketch, cutoff)?.map(|m| Duplicate {
+                tier: Tier::Content,
+                of: m.rec.url,
+                distance: Some(m.distance),
+                similarity: Some(m.similarity),
+                fingerprint: Some(fp),
+            }))
+        })
     }
 
     /// The URL tier: records the canonical URL and says whether it was seen.
@@ -457,6 +556,12 @@ impl<S: Store> Deduper<S> {
 
     /// The tiers inside a caller's transaction; check-and-insert is atomic
     /// because the transaction is.
+    ///
+    /// A title match or a SimHash distance only nominates candidates; a
+    /// document is a duplicate when its sketch shows a resemblance to a
+    /// live kept document of at least the tier's threshold (or its text is
+    /// exactly the same). So a page whose content exists nowhere else is
+    /// kept, whatever its title and template.
     pub fn check_in(&self, t: &mut dyn Tables, sig: &Signature, url_tier: bool) -> Result<Verdict> {
         let now = (self.clock)();
         let cutoff = self.cutoff();
@@ -467,6 +572,7 @@ impl<S: Store> Deduper<S> {
                         tier: Tier::Url,
                         of: rec.url,
                         distance: None,
+                        similarity: None,
                         fingerprint: sig.fingerprint,
                     }));
                 }
@@ -482,32 +588,35 @@ impl<S: Store> Deduper<S> {
         if let Some(dup) = self.title_match(&*t, sig, cutoff)? {
             return Ok(Verdict::Duplicate(dup));
         }
-        let Some(fp) = sig.fingerprint else {
+        let (Some(fp), Some(sketch)) = (sig.fingerprint, sig.sketch.as_ref()) else {
             return Ok(Verdict::Unique {
                 id: None,
-                fingerprint: None,
+                fingerprint: sig.fingerprint,
             });
         };
-        if let Some((_, rec, distance)) = self.nearest(&*t, fp, cutoff)? {
+        if let Some(m) = self.content_match(&*t, fp, sketch, cutoff)? {
             return Ok(Verdict::Duplicate(Duplicate {
                 tier: Tier::Content,
-                of: rec.url,
-                distance: Some(distance),
+                of: m.rec.url,
+                distance: Some(m.distance),
+                similarity: Some(m.similarity),
                 fingerprint: Some(fp),
             }));
         }
         let id = next_id(t)?;
-        t.put_doc(
-            id,
-            &DocRecord {
-                fingerprint: fp,
-                inserted_at: now,
-                title: sig.title_digest.map(u128::to_be_bytes),
-                url: sig.url.clone(),
-            },
-        )?;
+        let rec = DocRecord {
+            fingerprint: fp,
+            inserted_at: now,
+            title: sig.title_digest.map(u128::to_be_bytes),
+            sketch: sketch.clone(),
+            url: sig.url.clone(),
+        };
+        t.put_doc(id, &rec)?;
         for (table, key) in self.layout.keys(fp.0) {
             t.add_block(table, key, fp, id)?;
+        }
+        for key in self.band_keys(&rec.sketch) {
+            t.add_band(key, id)?;
         }
         if let Some(td) = sig.title_digest {
             t.add_title(td, id)?;
@@ -516,6 +625,11 @@ impl<S: Store> Deduper<S> {
             id: Some(id),
             fingerprint: Some(fp),
         })
+    }
+
+    /// The exact-text key followed by the LSH band keys of a sketch.
+    fn band_keys<'s>(&self, sketch: &'s Sketch) -> impl Iterator<Item = u64> + 's {
+        std::iter::once(sketch.exact_key()).chain(sketch.band_keys(self.config.bands, self.config.band_rows))
     }
 
     fn title_match(&self, t: &dyn ReadTables, sig: &Signature, cutoff: u64) -> Result<Option<Duplicate>> {
@@ -527,52 +641,93 @@ impl<S: Store> Deduper<S> {
         }
         let mut ids = Vec::new();
         t.title_docs(td, TITLE_CANDIDATES, &mut ids)?;
-        let mut best: Option<(Option<u32>, DocRecord)> = None;
+        let mut best: Option<Match> = None;
         for id in ids {
             let Some(rec) = t.doc(id)? else { continue };
             if rec.inserted_at < cutoff {
                 continue;
             }
-            let d = sig.fingerprint.map(|fp| fp.distance(rec.fingerprint));
-            let better = match &best {
-                None => true,
-                Some((bd, _)) => d.unwrap_or(u32::MAX) < bd.unwrap_or(u32::MAX),
-            };
-            if better {
-                best = Some((d, rec));
+            let m = Match::new(sig.fingerprint, sig.sketch.as_ref(), rec);
+            if best.as_ref().is_none_or(|b| m.better_than(b)) {
+                best = Some(m);
             }
         }
-        let Some((distance, rec)) = best else {
+        let Some(best) = best else {
             return Ok(None);
         };
         let is_dup = match self.config.title_policy {
             TitlePolicy::Strict => true,
-            TitlePolicy::Confirm => distance.is_some_and(|d| d <= self.config.title_confirm_distance),
+            TitlePolicy::Confirm => {
+                sig.sketch.is_some() && best.similarity >= self.config.title_min_similarity
+            }
             TitlePolicy::Off => false,
         };
-        Ok(is_dup.then_some(Duplicate {
+        Ok(is_dup.then(|| Duplicate {
             tier: Tier::Title,
-            of: rec.url,
-            distance,
+            distance: sig.fingerprint.map(|_| best.distance),
+            similarity: sig.sketch.as_ref().map(|_| best.similarity),
+            of: best.rec.url,
             fingerprint: sig.fingerprint,
         }))
     }
 
-    /// The nearest live stored fingerprint within the maximum distance.
-    fn nearest(
+    /// The content tier: an exact copy of the text; else the most similar
+    /// verified SimHash candidate (distance <= k); else the most similar
+    /// verified band candidate.
+    fn content_match(
         &self,
         t: &dyn ReadTables,
         fp: Fingerprint,
+        sketch: &Sketch,
         cutoff: u64,
-    ) -> Result<Option<(DocId, DocRecord, u32)>> {
-        for (d, id) in self.hits(t, fp)? {
-            if let Some(rec) = t.doc(id)?
-                && rec.inserted_at >= cutoff
+    ) -> Result<Option<Match>> {
+        let live = |id: DocId| -> Result<Option<DocRecord>> {
+            Ok(t.doc(id)?.filter(|rec| rec.inserted_at >= cutoff))
+        };
+        let mut ids = Vec::new();
+        t.band_docs(sketch.exact_key(), &mut ids)?;
+        for &id in ids.iter().rev() {
+            if let Some(rec) = live(id)?
+                && rec.sketch.same_text(sketch)
             {
-                return Ok(Some((id, rec, d)));
+                return Ok(Some(Match::new(Some(fp), Some(sketch), rec)));
             }
         }
-        Ok(None)
+        let min = self.config.min_similarity;
+        let mut best: Option<Match> = None;
+        let mut checked = rustc_hash::FxHashSet::default();
+        for (_, id) in self.hits(t, fp)? {
+            checked.insert(id);
+            if let Some(rec) = live(id)? {
+                let m = Match::new(Some(fp), Some(sketch), rec);
+                if m.similarity >= min && best.as_ref().is_none_or(|b| m.better_than(b)) {
+                    best = Some(m);
+                }
+            }
+        }
+        if best.is_some() || self.config.bands == 0 {
+            return Ok(best);
+        }
+        ids.clear();
+        for key in sketch.band_keys(self.config.bands, self.config.band_rows) {
+            t.band_docs(key, &mut ids)?;
+        }
+        // Newest first: a copy is most often of a recent page.
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        ids.dedup();
+        for id in ids
+            .into_iter()
+            .filter(|id| !checked.contains(id))
+            .take(BAND_CANDIDATES)
+        {
+            if let Some(rec) = live(id)? {
+                let m = Match::new(Some(fp), Some(sketch), rec);
+                if m.similarity >= min && best.as_ref().is_none_or(|b| m.better_than(b)) {
+                    best = Some(m);
+                }
+            }
+        }
+        Ok(best)
     }
 
     /// Every stored fingerprint within the maximum distance of `fp`, nearest
@@ -670,6 +825,9 @@ impl<S: Store> Deduper<S> {
                     if let Some(title) = rec.title {
                         t.remove_title(u128::from_be_bytes(title), id)?;
                     }
+                    for key in self.band_keys(&rec.sketch) {
+                        t.remove_band(key, id)?;
+                    }
                     t.remove_doc(id)?;
                     removed += 1;
                 }
@@ -696,6 +854,31 @@ impl<S: Store> Deduper<S> {
     /// Makes every verdict given so far durable.
     pub fn flush(&self) -> Result<()> {
         self.store.flush()
+    }
+}
+
+/// A stored document compared with the one being checked.
+struct Match {
+    rec: DocRecord,
+    /// Estimated resemblance (0 when the checked document has no sketch).
+    similarity: f64,
+    /// SimHash distance (`u32::MAX` when it has no fingerprint).
+    distance: u32,
+}
+
+impl Match {
+    fn new(fp: Option<Fingerprint>, sketch: Option<&Sketch>, rec: DocRecord) -> Match {
+        Match {
+            similarity: sketch.map_or(0.0, |s| s.resemblance(&rec.sketch)),
+            distance: fp.map_or(u32::MAX, |f| f.distance(rec.fingerprint)),
+            rec,
+        }
+    }
+
+    /// More similar first, then nearer by SimHash.
+    fn better_than(&self, other: &Match) -> bool {
+        (self.similarity, std::cmp::Reverse(self.distance))
+            > (other.similarity, std::cmp::Reverse(other.distance))
     }
 }
 

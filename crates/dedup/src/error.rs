@@ -19,8 +19,22 @@ pub enum Error {
         /// Each differing parameter as `name: stored X, requested Y`.
         differences: String,
     },
+    /// The store at `path` was written in another on-disk format.
+    #[error(
+        "the index at {path} is in store format {stored:?}, but this simcrawl reads format {current} \
+         (format 2 keeps a resemblance sketch per document, which older stores lack); \
+         re-run into a new data directory, or delete {path} to rebuild the index"
+    )]
+    OldFormat {
+        /// Where the store lives.
+        path: PathBuf,
+        /// The format it records.
+        stored: String,
+        /// The format this version reads.
+        current: u32,
+    },
     /// The store at `path` is already open in another process.
-    #[error("the index at {path} is in use by another process")]
+    #[error("the index at {} is in use by another process", path.display())]
     Locked {
         /// Where the store lives.
         path: PathBuf,

@@ -24,19 +24,22 @@ pub mod features;
 pub mod fingerprint;
 pub mod hash;
 pub mod index;
+pub mod sketch;
 pub mod store;
 
 pub use canonical::{CanonicalUrl, UrlError};
 pub use dedup::{
-    DedupConfig, Deduper, Document, Duplicate, FORMAT_VERSION, Purged, Signature, StoreStats,
-    TITLE_CANDIDATES, Tier, TitlePolicy, UrlVerdict, Verdict, normalize_title, title_digest,
+    BAND_CANDIDATES, DEFAULT_MIN_SIMILARITY, DEFAULT_TITLE_MIN_SIMILARITY, DedupConfig, Deduper, Document,
+    Duplicate, FORMAT_VERSION, Purged, Signature, StoreStats, TITLE_CANDIDATES, Tier, TitlePolicy,
+    UrlVerdict, Verdict, normalize_title, title_digest,
 };
 pub use error::{Error, Result};
 pub use features::{Extractor, Feature, FeatureConfig, Features};
 pub use fingerprint::Fingerprint;
 pub use index::BlockLayout;
+pub use sketch::Sketch;
 #[cfg(feature = "sled")]
 pub use store::SledStore;
-pub use store::{DocId, MemoryStore, ReadTables, Store, Tables};
+pub use store::{BAND_POSTINGS, DocId, MemoryStore, ReadTables, Store, Tables};
 #[cfg(feature = "redb")]
 pub use store::{RedbOptions, RedbStore, RedbTables};

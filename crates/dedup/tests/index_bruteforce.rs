@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 use dedup::store::DocRecord;
-use dedup::{BlockLayout, DedupConfig, Deduper, Fingerprint, MemoryStore, RedbStore, Store};
+use dedup::{BlockLayout, DedupConfig, Deduper, Fingerprint, MemoryStore, RedbStore, Sketch, Store};
 use proptest::prelude::*;
 
 fn flip(fp: u64, bits: &[u32]) -> u64 {
@@ -22,6 +22,7 @@ fn load<S: Store>(d: &Deduper<S>, m: u32, k: u32, stored: &[u64]) {
                         fingerprint: Fingerprint(fp),
                         inserted_at: 1,
                         title: None,
+                        sketch: Sketch::from_bins([i as u16; 128], i as u128),
                         url: format!("u{i}"),
                     },
                 )?;

@@ -20,6 +20,7 @@ pub use memory::MemoryStore;
 
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
+use crate::sketch::Sketch;
 
 /// The key of one block table entry: table number and block key.
 pub(crate) fn block_key(table: usize, key: u64) -> u128 {
@@ -58,6 +59,43 @@ pub(crate) fn without_posting(list: &[u8], gone: &[u8; POSTING]) -> Option<Vec<u
     (kept.len() != list.len()).then_some(kept)
 }
 
+/// Most documents one band key (or exact-text key) lists, newest kept: a
+/// band shared by thousands of pages (an empty-ish text, a template that is
+/// all a page has) would otherwise make every insert rewrite a huge list
+/// and every query verify thousands of candidates. A copy is almost always
+/// of a recent page, as for [`crate::TITLE_CANDIDATES`].
+pub const BAND_POSTINGS: usize = 64;
+
+/// Appends `id` to an id list (8 bytes each, little-endian), dropping the
+/// oldest entries beyond [`BAND_POSTINGS`].
+pub(crate) fn push_id_capped(list: &mut Vec<u8>, id: DocId) {
+    list.extend_from_slice(&id.to_le_bytes());
+    let excess = list.len().saturating_sub(BAND_POSTINGS * 8);
+    if excess > 0 {
+        list.drain(..excess);
+    }
+}
+
+pub(crate) fn decode_ids(list: &[u8]) -> impl Iterator<Item = DocId> + '_ {
+    list.chunks_exact(8).map(|c| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        u64::from_le_bytes(b)
+    })
+}
+
+/// `list` without `id` (`None` when it was not there).
+pub(crate) fn without_id(list: &[u8], id: DocId) -> Option<Vec<u8>> {
+    let gone = id.to_le_bytes();
+    let kept: Vec<u8> = list
+        .chunks_exact(8)
+        .filter(|e| *e != gone.as_slice())
+        .flatten()
+        .copied()
+        .collect();
+    (kept.len() != list.len()).then_some(kept)
+}
+
 /// A stored document's number; assigned in insertion order.
 pub type DocId = u64;
 
@@ -70,14 +108,16 @@ pub struct DocRecord {
     pub inserted_at: u64,
     /// MD5 of its normalized title, if it had one.
     pub title: Option<[u8; 16]>,
+    /// Its resemblance sketch, against which candidates are verified.
+    pub sketch: Sketch,
     /// Its URL, reported as `duplicate_of` for later copies.
     pub url: String,
 }
 
 impl DocRecord {
-    /// Byte encoding: fingerprint, time, title flag + digest, URL.
+    /// Byte encoding: fingerprint, time, title flag + digest, sketch, URL.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(33 + self.url.len());
+        let mut out = Vec::with_capacity(33 + Sketch::ENCODED_LEN + self.url.len());
         out.extend_from_slice(&self.fingerprint.0.to_le_bytes());
         out.extend_from_slice(&self.inserted_at.to_le_bytes());
         match self.title {
@@ -87,6 +127,7 @@ impl DocRecord {
             }
             None => out.push(0),
         }
+        self.sketch.encode_into(&mut out);
         out.extend_from_slice(self.url.as_bytes());
         out
     }
@@ -104,13 +145,16 @@ impl DocRecord {
             Some(0) => (None, 17),
             _ => return Err(bad()),
         };
-        let url = std::str::from_utf8(&bytes[rest..])
+        let sketch_end = rest + Sketch::ENCODED_LEN;
+        let sketch = Sketch::decode(bytes.get(rest..sketch_end).ok_or_else(bad)?).ok_or_else(bad)?;
+        let url = std::str::from_utf8(&bytes[sketch_end..])
             .map_err(|_| bad())?
             .to_string();
         Ok(DocRecord {
             fingerprint: Fingerprint(fp),
             inserted_at: at,
             title,
+            sketch,
             url,
         })
     }
@@ -155,6 +199,9 @@ pub trait ReadTables {
     fn title_docs(&self, digest: u128, limit: usize, out: &mut Vec<DocId>) -> Result<()>;
     /// Appends every (fingerprint, document) stored under `key` in table `table`.
     fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()>;
+    /// Appends the documents (at most [`BAND_POSTINGS`], oldest first)
+    /// indexed under an LSH band key or an exact-text key.
+    fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()>;
     /// A stored document.
     fn doc(&self, id: DocId) -> Result<Option<DocRecord>>;
     /// Appends up to `limit` documents in insertion order (oldest first).
@@ -180,6 +227,11 @@ pub trait Tables: ReadTables {
     fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()>;
     /// Removes a fingerprint from table `table`.
     fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()>;
+    /// Indexes a document under a band or exact-text key, forgetting the
+    /// oldest beyond [`BAND_POSTINGS`].
+    fn add_band(&mut self, key: u64, id: DocId) -> Result<()>;
+    /// Removes a document from a band or exact-text key.
+    fn remove_band(&mut self, key: u64, id: DocId) -> Result<()>;
     /// Stores a document.
     fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()>;
     /// Removes a document record.

@@ -24,8 +24,8 @@ use redb::{
 };
 
 use super::{
-    DocId, DocRecord, POSTING, ReadTables, Store, Tables, UrlRecord, block_key, decode_postings, posting,
-    without_posting,
+    DocId, DocRecord, POSTING, ReadTables, Store, Tables, UrlRecord, block_key, decode_ids, decode_postings,
+    posting, push_id_capped, without_id, without_posting,
 };
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -41,6 +41,8 @@ const TITLES: MultimapTableDefinition<u128, u64> = MultimapTableDefinition::new(
 /// docs/BENCHMARKS.md).
 const BLOCKS: TableDefinition<u128, &[u8]> = TableDefinition::new("dedup_blocks");
 const DOCS: TableDefinition<u64, &[u8]> = TableDefinition::new("dedup_docs");
+/// LSH band keys and exact-text keys -> capped list of 8-byte document ids.
+const BANDS: TableDefinition<u64, &[u8]> = TableDefinition::new("dedup_bands");
 
 /// The default persistent store: one redb file.
 ///
@@ -192,6 +194,7 @@ impl Store for RedbStore {
             titles: OnceCell::new(),
             blocks: OnceCell::new(),
             docs: OnceCell::new(),
+            bands: OnceCell::new(),
         };
         f(&tables)
     }
@@ -213,6 +216,7 @@ pub struct RedbTables<'t> {
     titles: MultimapTable<'t, u128, u64>,
     blocks: Table<'t, u128, &'static [u8]>,
     docs: Table<'t, u64, &'static [u8]>,
+    bands: Table<'t, u64, &'static [u8]>,
 }
 
 /// The dedup tables of one redb read transaction (a snapshot), each opened
@@ -225,6 +229,7 @@ struct RedbReadTables {
     titles: OnceCell<ReadOnlyMultimapTable<u128, u64>>,
     blocks: OnceCell<ReadOnlyTable<u128, &'static [u8]>>,
     docs: OnceCell<ReadOnlyTable<u64, &'static [u8]>>,
+    bands: OnceCell<ReadOnlyTable<u64, &'static [u8]>>,
 }
 
 /// Returns the table in `cell`, opening it on `txn` the first time.
@@ -252,6 +257,9 @@ impl RedbReadTables {
     fn docs(&self) -> Result<&ReadOnlyTable<u64, &'static [u8]>> {
         lazy(&self.docs, || self.txn.open_table(DOCS))
     }
+    fn bands(&self) -> Result<&ReadOnlyTable<u64, &'static [u8]>> {
+        lazy(&self.bands, || self.txn.open_table(BANDS))
+    }
 }
 
 impl RedbTables<'_> {
@@ -270,6 +278,9 @@ impl RedbTables<'_> {
     fn docs(&self) -> Result<&Table<'_, u64, &'static [u8]>> {
         Ok(&self.docs)
     }
+    fn bands(&self) -> Result<&Table<'_, u64, &'static [u8]>> {
+        Ok(&self.bands)
+    }
 }
 
 impl<'t> RedbTables<'t> {
@@ -281,6 +292,7 @@ impl<'t> RedbTables<'t> {
             titles: txn.open_multimap_table(TITLES).map_err(Error::storage)?,
             blocks: txn.open_table(BLOCKS).map_err(Error::storage)?,
             docs: txn.open_table(DOCS).map_err(Error::storage)?,
+            bands: txn.open_table(BANDS).map_err(Error::storage)?,
         })
     }
 }
@@ -325,6 +337,13 @@ macro_rules! impl_read_tables {
                     .map_err(Error::storage)?
                 {
                     out.extend(decode_postings(list.value()));
+                }
+                Ok(())
+            }
+
+            fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()> {
+                if let Some(list) = self.bands()?.get(key).map_err(Error::storage)? {
+                    out.extend(decode_ids(list.value()));
                 }
                 Ok(())
             }
@@ -422,6 +441,37 @@ impl Tables for RedbTables<'_> {
             }
             Some(kept) => {
                 self.blocks.insert(k, kept.as_slice()).map_err(Error::storage)?;
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    fn add_band(&mut self, key: u64, id: DocId) -> Result<()> {
+        let mut list = match self.bands.get(key).map_err(Error::storage)? {
+            Some(v) => v.value().to_vec(),
+            None => Vec::with_capacity(8),
+        };
+        push_id_capped(&mut list, id);
+        self.bands.insert(key, list.as_slice()).map_err(Error::storage)?;
+        Ok(())
+    }
+
+    fn remove_band(&mut self, key: u64, id: DocId) -> Result<()> {
+        let Some(list) = self
+            .bands
+            .get(key)
+            .map_err(Error::storage)?
+            .map(|v| v.value().to_vec())
+        else {
+            return Ok(());
+        };
+        match without_id(&list, id) {
+            Some(kept) if kept.is_empty() => {
+                self.bands.remove(key).map_err(Error::storage)?;
+            }
+            Some(kept) => {
+                self.bands.insert(key, kept.as_slice()).map_err(Error::storage)?;
             }
             None => {}
         }

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::{
-    DocId, DocRecord, POSTING, ReadTables, Store, Tables, UrlRecord, block_key, decode_postings, posting,
-    without_posting,
+    DocId, DocRecord, POSTING, ReadTables, Store, Tables, UrlRecord, block_key, decode_ids, decode_postings,
+    posting, push_id_capped, without_id, without_posting,
 };
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -25,6 +25,7 @@ const URL: u8 = b'u';
 const TITLE: u8 = b't';
 const BLOCK: u8 = b'b';
 const DOC: u8 = b'd';
+const BAND: u8 = b'l';
 
 fn key(prefix: u8, rest: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + rest.len());
@@ -183,6 +184,13 @@ impl ReadTables for SledTables<'_> {
         Ok(())
     }
 
+    fn band_docs(&self, k: u64, out: &mut Vec<DocId>) -> Result<()> {
+        if let Some(list) = self.get(&key(BAND, &k.to_be_bytes()))? {
+            out.extend(decode_ids(&list));
+        }
+        Ok(())
+    }
+
     fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
         self.get(&key(DOC, &id.to_be_bytes()))?
             .map(|v| DocRecord::decode(&v))
@@ -261,6 +269,24 @@ impl Tables for SledTables<'_> {
         let k = key(BLOCK, &block_key(table, k).to_be_bytes());
         if let Some(list) = self.get(&k)?
             && let Some(kept) = without_posting(&list, &posting(fp, id))
+        {
+            self.set(k, (!kept.is_empty()).then_some(kept));
+        }
+        Ok(())
+    }
+
+    fn add_band(&mut self, k: u64, id: DocId) -> Result<()> {
+        let k = key(BAND, &k.to_be_bytes());
+        let mut list = self.get(&k)?.unwrap_or_default();
+        push_id_capped(&mut list, id);
+        self.set(k, Some(list));
+        Ok(())
+    }
+
+    fn remove_band(&mut self, k: u64, id: DocId) -> Result<()> {
+        let k = key(BAND, &k.to_be_bytes());
+        if let Some(list) = self.get(&k)?
+            && let Some(kept) = without_id(&list, id)
         {
             self.set(k, (!kept.is_empty()).then_some(kept));
         }
