@@ -145,6 +145,8 @@ struct DupLine<'a> {
     duplicate_of: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     distance: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    similarity: Option<f64>,
 }
 
 #[derive(Serialize)]
@@ -427,6 +429,7 @@ impl Writer {
                         tier: d.tier,
                         duplicate_of: &d.of,
                         distance: d.distance,
+                        similarity: d.similarity.map(crate::batch::round3),
                     })
                     .map_err(io)?;
             }

@@ -6,6 +6,7 @@ mod batch;
 mod bench;
 mod config;
 mod daemon;
+mod eval;
 mod frontier;
 mod metrics;
 mod progress;
@@ -85,6 +86,33 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Score the verdicts on a labelled corpus: unique pages lost, component
+    /// recall, pair precision and recall.
+    Eval {
+        /// The corpus, as for `crawl dedup` (URLs must be unique).
+        #[arg(long)]
+        input: PathBuf,
+        /// Labelled pairs: {"a": URL, "b": URL, "jaccard": exact resemblance} per
+        /// line; pairs not listed are distinct.
+        #[arg(long)]
+        labels: PathBuf,
+        /// Also score reference settings (SimHash only, the seeds' recipe,
+        /// no band index) and a sweep of thresholds.
+        #[arg(long)]
+        sweep: bool,
+        /// Resemblance at or above which a pair is a near-duplicate.
+        #[arg(long, default_value_t = 0.8)]
+        near: f64,
+        /// Resemblance below which a pair is distinct (a dropped page with no
+        /// kept page at least this close is a unique page lost).
+        #[arg(long, default_value_t = 0.5)]
+        ambiguous: f64,
+        /// Print up to N lost pages per setting.
+        #[arg(long, default_value_t = 10)]
+        show: usize,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Print `<16 hex>  <name>` for each file (standard input when none).
     Fingerprint {
         files: Vec<PathBuf>,
@@ -94,7 +122,8 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
-    /// Print the distance of two files and the features that weigh most in each.
+    /// Explain two files: SimHash distance, resemblance (estimated and exact),
+    /// the verdict each tier would give the second, the heaviest features.
     Distance {
         a: PathBuf,
         b: PathBuf,
@@ -160,6 +189,30 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let cfg = Config::load(common.config.as_deref())?;
             let summary = batch::run(&cfg, &batch::BatchArgs { input, out, data_dir })?;
             eprintln!("{summary}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Eval {
+            input,
+            labels,
+            sweep,
+            near,
+            ambiguous,
+            show,
+            common,
+        }) => {
+            let cfg = Config::load(common.config.as_deref())?;
+            let report = eval::run(
+                &cfg,
+                &eval::EvalArgs {
+                    input,
+                    labels,
+                    sweep,
+                    near,
+                    ambiguous,
+                    show,
+                },
+            )?;
+            println!("{report}");
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Fingerprint { files, html, common }) => {

@@ -10,14 +10,27 @@ use crate::config::Config;
 
 /// The text the content tier would fingerprint for a file's bytes.
 fn text_of(cleaner: &clean::Cleaner, bytes: &[u8], html: bool, name: &str) -> Result<String> {
+    Ok(title_and_text(cleaner, bytes, html, name)?.1)
+}
+
+/// The title (HTML only) and text the tiers would see for a file's bytes.
+fn title_and_text(
+    cleaner: &clean::Cleaner,
+    bytes: &[u8],
+    html: bool,
+    name: &str,
+) -> Result<(String, String)> {
     if html {
         let base = url::Url::parse("http://localhost/").context("base URL")?;
         let page = cleaner
             .parse(bytes, None, &base)
             .with_context(|| format!("cannot clean {name} as HTML"))?;
-        Ok(page.text)
+        Ok((page.title, page.text))
     } else {
-        Ok(cleaner.normalize_text(&String::from_utf8_lossy(bytes)))
+        Ok((
+            String::new(),
+            cleaner.normalize_text(&String::from_utf8_lossy(bytes)),
+        ))
     }
 }
 
@@ -63,30 +76,66 @@ pub fn fingerprint(cfg: &Config, files: &[PathBuf], html: bool) -> Result<usize>
     Ok(empty)
 }
 
-/// Prints the distance of two files and the features that weigh most in each.
+/// Prints the distance of two files, their resemblance (estimated and
+/// exact), the verdict each tier would give B after A was kept, and the
+/// features that weigh most in each.
 pub fn distance(cfg: &Config, a: &Path, b: &Path, html: bool, top: usize) -> Result<u32> {
     let cleaner = clean::Cleaner::new(cfg.clean.clone())?;
     let features = Features::new(cfg.dedup.features.clone())?;
+    let deduper = dedup::Deduper::new(dedup::MemoryStore::new(), cfg.dedup.clone())?;
     let mut fps = Vec::new();
+    let mut docs = Vec::new();
     for p in [a, b] {
         let (name, bytes) = read_input(Some(p))?;
-        let text = text_of(&cleaner, &bytes, html, &name)?;
+        let (title, text) = title_and_text(&cleaner, &bytes, html, &name)?;
         let fp = features
             .fingerprint(&text)
             .with_context(|| format!("{name}: no features (empty text, or only stop words and numbers)"))?;
-        fps.push((name, fp, features.features(&text)));
+        fps.push((name.clone(), fp, features.features(&text)));
+        docs.push((name, title, text));
     }
     let d = fps[0].1.distance(fps[1].1);
     let k = cfg.dedup.max_distance;
+    let c = deduper.compare(
+        &dedup::Document::new(&docs[0].0, &docs[0].1, &docs[0].2),
+        &dedup::Document::new(&docs[1].0, &docs[1].1, &docs[1].2),
+    );
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
         "distance {d} ({})",
         if d <= k {
-            format!("near-duplicates: <= {k}")
+            format!("SimHash candidates: <= {k}")
         } else {
-            format!("different: > {k}")
+            format!("not SimHash candidates: > {k}")
         }
+    )?;
+    let dc = &cfg.dedup;
+    writeln!(
+        out,
+        "resemblance {} estimated from the sketches, {:.3} exact (character 5-grams)",
+        c.similarity.map_or("-".to_string(), |s| format!("{s:.3}")),
+        c.exact_similarity
+    )?;
+    let verdict = |dup: bool| if dup { "duplicate (B dropped)" } else { "kept" };
+    writeln!(
+        out,
+        "title tier ({:?}, min {}): {}, {}",
+        dc.title_policy,
+        dc.title_min_similarity,
+        if c.same_title {
+            "same title"
+        } else {
+            "different titles"
+        },
+        verdict(c.title_duplicate)
+    )?;
+    writeln!(
+        out,
+        "content tier (min {}): candidate by {}, {}",
+        dc.min_similarity,
+        c.found_by,
+        verdict(c.content_duplicate)
     )?;
     for (name, fp, feats) in &fps {
         writeln!(out, "\n{fp}  {name}  ({} features)", feats.len())?;

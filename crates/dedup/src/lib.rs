@@ -29,8 +29,8 @@ pub mod store;
 
 pub use canonical::{CanonicalUrl, UrlError};
 pub use dedup::{
-    BAND_CANDIDATES, DEFAULT_MIN_SIMILARITY, DEFAULT_TITLE_MIN_SIMILARITY, DedupConfig, Deduper, Document,
-    Duplicate, FORMAT_VERSION, Purged, Signature, StoreStats, TITLE_CANDIDATES, Tier, TitlePolicy,
+    BAND_CANDIDATES, Comparison, DEFAULT_MIN_SIMILARITY, DEFAULT_TITLE_MIN_SIMILARITY, DedupConfig, Deduper,
+    Document, Duplicate, FORMAT_VERSION, Purged, Signature, StoreStats, TITLE_CANDIDATES, Tier, TitlePolicy,
     UrlVerdict, Verdict, normalize_title, title_digest,
 };
 pub use error::{Error, Result};

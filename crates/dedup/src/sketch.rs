@@ -256,6 +256,43 @@ impl Sketch {
     }
 }
 
+/// The exact resemblance (Jaccard index of the sets of character 5-grams,
+/// normalized as for [`Sketch::of`]): what a sketch estimates. Costs a set
+/// of every shingle of both texts, so it is for explaining verdicts and
+/// evaluating, not for the index.
+///
+/// ```
+/// let j = dedup::sketch::exact_resemblance("abcdefg", "abcdefh");
+/// assert!((j - 2.0 / 4.0).abs() < 1e-9); // {abcde, bcdef} shared of 4
+/// ```
+pub fn exact_resemblance(a: &str, b: &str) -> f64 {
+    let set = |text: &str| -> rustc_hash::FxHashSet<u64> {
+        let chars: Vec<u32> = normalized(text).map(|c| c as u32).collect();
+        if chars.is_empty() {
+            return Default::default();
+        }
+        if chars.len() < SHINGLE_CHARS {
+            let mut w = [0u32; SHINGLE_CHARS];
+            w[SHINGLE_CHARS - chars.len()..].copy_from_slice(&chars);
+            return std::iter::once(shingle_hash(&w)).collect();
+        }
+        chars
+            .windows(SHINGLE_CHARS)
+            .map(|w| {
+                let mut a = [0u32; SHINGLE_CHARS];
+                a.copy_from_slice(w);
+                shingle_hash(&a)
+            })
+            .collect()
+    };
+    let (sa, sb) = (set(a), set(b));
+    let union = sa.union(&sb).count();
+    if union == 0 {
+        return 0.0;
+    }
+    sa.intersection(&sb).count() as f64 / union as f64
+}
+
 #[inline]
 fn add(mins: &mut [u64; SKETCH_BINS], h: u64) {
     let bin = (h >> 57) as usize;
