@@ -106,7 +106,10 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
     let started = Instant::now();
     let cleaner = clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?;
     let backend = match &args.data_dir {
-        None => Backend::Memory(Deduper::new(MemoryStore::new(), cfg.dedup.clone())?),
+        None => Backend::Memory(with_clock_offset(Deduper::new(
+            MemoryStore::new(),
+            cfg.dedup.clone(),
+        )?)?),
         Some(dir) => {
             let path = dir.join("index.redb");
             let store = RedbStore::open_with(
@@ -114,7 +117,7 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
                 std::time::Duration::from_millis(cfg.store.sync_interval_ms),
             )
             .with_context(|| format!("cannot open the index in {}", dir.display()))?;
-            Backend::Redb(Deduper::new(store, cfg.dedup.clone())?)
+            Backend::Redb(with_clock_offset(Deduper::new(store, cfg.dedup.clone())?)?)
         }
     };
     let input_abs = std::fs::canonicalize(&args.input)
@@ -224,6 +227,25 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
             String::new()
         }
     ))
+}
+
+/// `CRAWL_CLOCK_OFFSET_SECS`: seconds added to the clock the tiers stamp
+/// and expire entries with (`dedup.window`). For replaying a corpus as of a
+/// later time, and for testing windows without waiting for them.
+fn with_clock_offset<S: dedup::Store>(d: Deduper<S>) -> Result<Deduper<S>> {
+    let Ok(v) = std::env::var("CRAWL_CLOCK_OFFSET_SECS") else {
+        return Ok(d);
+    };
+    let offset: i64 = v
+        .trim()
+        .parse()
+        .with_context(|| format!("CRAWL_CLOCK_OFFSET_SECS={v:?} is not a whole number of seconds"))?;
+    Ok(d.with_clock(move || {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        now.saturating_add_signed(offset)
+    }))
 }
 
 /// A resemblance as written in outputs: three decimals are what the
