@@ -183,22 +183,17 @@ fn score(
             resembling_kept[a] = true;
         }
     }
-    let mut lost = Vec::new();
-    for i in 0..n {
-        if !kept[i] && !resembling_kept[i] {
-            lost.push(i);
-        }
-    }
+    let lost: Vec<usize> = (0..n).filter(|&i| !kept[i] && !resembling_kept[i]).collect();
     // Components of near pairs.
     let mut uf = UnionFind::new(n);
     for &(a, b) in &labels.near {
         uf.union(a, b);
     }
     let mut comp: HashMap<usize, (usize, usize)> = HashMap::new(); // root -> (size, dropped)
-    for i in 0..n {
+    for (i, &k) in kept.iter().enumerate() {
         let e = comp.entry(uf.find(i)).or_default();
         e.0 += 1;
-        if !kept[i] {
+        if !k {
             e.1 += 1;
         }
     }

@@ -122,14 +122,13 @@ fn normalized(text: &str) -> impl Iterator<Item = char> + '_ {
         } else {
             c.is_alphanumeric()
         };
-        let lower = if !keep {
+        if !keep {
             None
         } else if c.is_ascii() || !c.is_uppercase() {
             Some(c.to_ascii_lowercase())
         } else {
             c.to_lowercase().next()
-        };
-        lower
+        }
     })
 }
 
