@@ -5,6 +5,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all -- --check
+# The labelled set of real pages behind the verdict-quality gate
+# (crates/crawl/tests/eval_set.rs, docs/EVAL.md); built once per version of
+# its builder, into target/eval-set unless SIMCRAWL_EVAL_SET names a folder.
+EVAL_DIR=${SIMCRAWL_EVAL_SET:-target/eval-set}
+stamp=$(cat scripts/build-eval-set.sh scripts/eval_set.py | sha256sum | cut -c1-16)
+if [ "$(cat "$EVAL_DIR/.stamp" 2>/dev/null)" != "$stamp" ]; then
+  bash scripts/build-eval-set.sh "$EVAL_DIR"
+  echo "$stamp" >"$EVAL_DIR/.stamp"
+fi
+SIMCRAWL_EVAL_SET=$(cd "$EVAL_DIR" && pwd)
+export SIMCRAWL_EVAL_SET
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 cargo test --workspace --locked
 # The optional sled store of the dedup crate, against the same tests.

@@ -284,7 +284,14 @@ fn sweep_settings(base: &DedupConfig) -> Vec<(String, DedupConfig)> {
             },
         ),
     ];
-    for (content, title) in [(0.5, 0.5), (0.6, 0.5), (0.7, 0.6), (0.8, 0.7), (0.9, 0.8)] {
+    for (content, title) in [
+        (0.5, 0.5),
+        (0.6, 0.55),
+        (0.7, 0.65),
+        (0.75, 0.7),
+        (0.8, 0.75),
+        (0.9, 0.85),
+    ] {
         out.push((
             format!(
                 "verified + bands {}x{}, min {content}/{title}",

@@ -125,7 +125,16 @@ fn dedup_writes_verdicts_in_input_order_and_skips_bad_lines() {
         ]
     );
     assert!(dups[0].get("distance").is_none());
+    assert!(
+        dups[0].get("similarity").is_none(),
+        "the URL tier compares no content"
+    );
     assert!(dups[1]["distance"].as_u64().unwrap() <= 3);
+    // The resemblance that decided, at or above the default threshold.
+    for d in &dups[1..] {
+        let sim = d["similarity"].as_f64().unwrap();
+        assert!((0.75..=1.0).contains(&sim), "{d}");
+    }
 
     let errors = lines(&out.join("errors.jsonl"));
     let bad: Vec<u64> = errors.iter().map(|e| e["line"].as_u64().unwrap()).collect();

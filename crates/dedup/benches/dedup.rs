@@ -576,6 +576,24 @@ fn fingerprint_benches(c: &mut Criterion) {
                 })
             });
         }
+        // The resemblance sketch alone, and what `Deduper::sign` pays for
+        // the content tier: default fingerprint + sketch.
+        g.bench_function("sketch", |b| {
+            b.iter(|| {
+                for d in &docs {
+                    black_box(Sketch::of(black_box(d)));
+                }
+            })
+        });
+        let words = &variants[0].1;
+        g.bench_function("words+sketch", |b| {
+            b.iter(|| {
+                for d in &docs {
+                    black_box(words.fingerprint(black_box(d)));
+                    black_box(Sketch::of(black_box(d)));
+                }
+            })
+        });
         g.finish();
     }
 }

@@ -129,9 +129,9 @@ impl Default for DedupConfig {
 }
 
 /// Default `min_similarity`, chosen on the labelled set (docs/EVAL.md).
-pub const DEFAULT_MIN_SIMILARITY: f64 = 0.7;
+pub const DEFAULT_MIN_SIMILARITY: f64 = 0.75;
 /// Default `title_min_similarity`, chosen on the labelled set (docs/EVAL.md).
-pub const DEFAULT_TITLE_MIN_SIMILARITY: f64 = 0.6;
+pub const DEFAULT_TITLE_MIN_SIMILARITY: f64 = 0.7;
 
 mod window_serde {
     use std::time::Duration;
