@@ -102,20 +102,10 @@ impl CanonicalUrl {
         {
             let _ = url.set_host(Some(stripped));
         }
-        let path = normalize_percent(url.path());
+        let path = normalize_percent(url.path(), false);
         url.set_path(&path);
-        let kept: Vec<(String, String)> = url
-            .query_pairs()
-            .filter(|(k, _)| !is_tracking(k))
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect();
-        if kept.is_empty() {
-            url.set_query(None);
-        } else {
-            let mut kept = kept;
-            kept.sort();
-            url.query_pairs_mut().clear().extend_pairs(kept);
-        }
+        let query = url.query().and_then(canonical_query);
+        url.set_query(query.as_deref());
         Ok(CanonicalUrl(url))
     }
 
@@ -161,9 +151,48 @@ fn is_tracking(key: &str) -> bool {
     })
 }
 
+/// The canonical query, worked on the raw (percent-encoded) text so that
+/// bytes in any charset survive: the query of a GBK page is GBK, and
+/// decoding it as UTF-8 would turn every such escape into U+FFFD.
+///
+/// Empty segments are dropped, escapes normalized ([`normalize_percent`],
+/// `%20` written `+`), tracking parameters removed by name, and the rest
+/// sorted by name then value. `None` when nothing is left.
+fn canonical_query(query: &str) -> Option<String> {
+    let mut kept: Vec<(String, Option<String>)> = query
+        .split('&')
+        .filter(|seg| !seg.is_empty())
+        .map(|seg| {
+            let seg = normalize_percent(seg, true);
+            match seg.split_once('=') {
+                Some((k, v)) => (k.to_string(), Some(v.to_string())),
+                None => (seg, None),
+            }
+        })
+        .filter(|(k, _)| !is_tracking(k))
+        .collect();
+    if kept.is_empty() {
+        return None;
+    }
+    kept.sort();
+    let mut out = String::with_capacity(query.len());
+    for (i, (k, v)) in kept.iter().enumerate() {
+        if i > 0 {
+            out.push('&');
+        }
+        out.push_str(k);
+        if let Some(v) = v {
+            out.push('=');
+            out.push_str(v);
+        }
+    }
+    Some(out)
+}
+
 /// Decodes percent-escapes of unreserved characters (RFC 3986 section 6.2.2.2)
 /// and upper-cases the hex digits of the others, so `%7e`, `%7E` and `~` agree.
-fn normalize_percent(path: &str) -> String {
+/// With `space_as_plus` (queries), `%20` is written `+`, as forms do.
+fn normalize_percent(path: &str, space_as_plus: bool) -> String {
     let bytes = path.as_bytes();
     let mut out = String::with_capacity(path.len());
     let mut i = 0;
@@ -175,6 +204,8 @@ fn normalize_percent(path: &str) -> String {
             let c = h * 16 + l;
             if c.is_ascii_alphanumeric() || matches!(c, b'-' | b'.' | b'_' | b'~') {
                 out.push(char::from(c));
+            } else if space_as_plus && c == b' ' {
+                out.push('+');
             } else {
                 out.push('%');
                 out.push(char::from(bytes[i + 1].to_ascii_uppercase()));
@@ -249,6 +280,31 @@ mod tests {
             "http://example.com/%E4%B8%AD"
         );
         assert_eq!(canon("http://example.com/a?"), "http://example.com/a");
+    }
+
+    #[test]
+    fn non_utf8_query_bytes_stay_distinct() {
+        // GBK/Big5 escapes are not UTF-8: they must not collapse to U+FFFD.
+        let a = CanonicalUrl::parse("http://example.com/s?kw=%B0%A1").unwrap();
+        let b = CanonicalUrl::parse("http://example.com/s?kw=%B0%A2").unwrap();
+        assert_ne!(a.digest(), b.digest());
+        assert_eq!(a.as_str(), "http://example.com/s?kw=%B0%A1");
+        // Hex case, unreserved escapes, order and tracking parameters are
+        // still normalized on raw bytes.
+        assert_eq!(
+            canon("http://example.com/s?utm_source=x&kw=%b0%a1&%61=%7e&UTM%5FMEDIUM=y"),
+            "http://example.com/s?a=~&kw=%B0%A1"
+        );
+        // Reserved characters keep their escaped or raw spelling.
+        assert_ne!(
+            canon("http://example.com/s?a=b%26c"),
+            canon("http://example.com/s?a=b&c")
+        );
+        assert_eq!(canon("http://example.com/s?a=%2f"), "http://example.com/s?a=%2F");
+        // A space is a space, however it was written.
+        assert_eq!(canon("http://example.com/s?q=a%20b"), canon("http://example.com/s?q=a+b"));
+        // Empty segments are dropped; a bare key keeps its shape.
+        assert_eq!(canon("http://example.com/s?&b=1&&a"), "http://example.com/s?a&b=1");
     }
 
     #[test]
