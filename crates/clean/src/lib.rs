@@ -143,7 +143,7 @@ impl Cleaner {
         if decoded.had_errors {
             tracing::debug!(%url, encoding = decoded.encoding.name(), "malformed bytes replaced");
         }
-        self.parse_decoded(&decoded.text, decoded.encoding.name(), url)
+        self.parse_decoded(&decoded.text, decoded.encoding, url)
     }
 
     /// Like [`Cleaner::parse`] for a page that is already text (e.g. from a corpus).
@@ -152,15 +152,21 @@ impl Cleaner {
         while !html.is_char_boundary(end) {
             end -= 1;
         }
-        self.parse_decoded(&html[..end], "UTF-8", url)
+        self.parse_decoded(&html[..end], encoding_rs::UTF_8, url)
     }
 
-    fn parse_decoded(&self, html: &str, encoding: &'static str, url: &Url) -> Result<Page, CleanError> {
+    fn parse_decoded(
+        &self,
+        html: &str,
+        encoding: &'static encoding_rs::Encoding,
+        url: &Url,
+    ) -> Result<Page, CleanError> {
         let doc = Html::parse_document(html);
         let ex = extract::extract(
             &doc,
             url,
             &extract::ExtractOptions {
+                encoding,
                 main_content: self.config.main_content,
                 max_text_bytes: self.config.max_text_bytes,
                 max_links: self.config.max_links,
@@ -176,7 +182,7 @@ impl Cleaner {
             links: ex.links,
             canonical: ex.canonical,
             lang_hint: ex.lang_hint,
-            encoding,
+            encoding: encoding.name(),
             meta_nofollow: ex.meta_nofollow,
             meta_noindex: ex.meta_noindex,
         })

@@ -532,3 +532,40 @@ fn one_cleaner_shared_across_threads() {
     });
     assert!(texts.windows(2).all(|w| w[0] == w[1]));
 }
+
+/// Browsers encode the query of a link in the page's encoding (the path is
+/// always UTF-8): a GBK page linking to `?kw=中文` asks for `%D6%D0%CE%C4`.
+#[test]
+fn link_query_is_encoded_in_the_page_encoding() {
+    let html = "<html><head><meta charset=gbk><title>搜索</title></head><body>\
+                <a href=\"/搜/s?kw=中文&x=1\">中文</a>\
+                <a href=\"/s?kw=%B0%A1\">escaped</a>\
+                <link rel=canonical href=\"/c?q=中\"></body></html>";
+    let (bytes, _, unmappable) = encoding_rs::GBK.encode(html);
+    assert!(!unmappable);
+    let page = Page::parse(&bytes, Some("text/html"), &url("http://example.com/")).unwrap();
+    assert_eq!(page.encoding, "GBK");
+    let links: Vec<&str> = page.links.iter().map(|l| l.url.as_str()).collect();
+    assert_eq!(
+        links,
+        [
+            "http://example.com/%E6%90%9C/s?kw=%D6%D0%CE%C4&x=1",
+            "http://example.com/s?kw=%B0%A1",
+        ]
+    );
+    assert_eq!(
+        page.canonical.as_ref().map(Url::as_str),
+        Some("http://example.com/c?q=%D6%D0")
+    );
+    // A UTF-8 page keeps UTF-8 queries.
+    let page = Page::parse(
+        html.replace("gbk", "utf-8").as_bytes(),
+        Some("text/html"),
+        &url("http://example.com/"),
+    )
+    .unwrap();
+    assert_eq!(
+        page.links[0].url.as_str(),
+        "http://example.com/%E6%90%9C/s?kw=%E4%B8%AD%E6%96%87&x=1"
+    );
+}

@@ -302,9 +302,15 @@ mod tests {
         );
         assert_eq!(canon("http://example.com/s?a=%2f"), "http://example.com/s?a=%2F");
         // A space is a space, however it was written.
-        assert_eq!(canon("http://example.com/s?q=a%20b"), canon("http://example.com/s?q=a+b"));
+        assert_eq!(
+            canon("http://example.com/s?q=a%20b"),
+            canon("http://example.com/s?q=a+b")
+        );
         // Empty segments are dropped; a bare key keeps its shape.
-        assert_eq!(canon("http://example.com/s?&b=1&&a"), "http://example.com/s?a&b=1");
+        assert_eq!(
+            canon("http://example.com/s?&b=1&&a"),
+            "http://example.com/s?a&b=1"
+        );
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub(crate) struct Extracted {
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ExtractOptions {
+    /// The page's encoding: link queries are encoded in it, as browsers do.
+    pub encoding: &'static encoding_rs::Encoding,
     pub main_content: bool,
     pub max_text_bytes: usize,
     pub max_links: usize,
@@ -448,8 +450,9 @@ pub(crate) fn extract(html: &Html, url: &Url, opts: &ExtractOptions) -> Extracte
         .and_then(|h| url.join(h.trim()).ok())
         .filter(|b| matches!(b.scheme(), "http" | "https"))
         .unwrap_or_else(|| url.clone());
+    let join = |href: &str| join_encoded(&base, href, opts.encoding);
     out.canonical = canonical_href
-        .and_then(|h| base.join(h.trim()).ok())
+        .and_then(|h| join(h.trim()))
         .filter(|u| matches!(u.scheme(), "http" | "https"));
     for raw in raw_links {
         if out.links.len() >= opts.max_links {
@@ -460,7 +463,7 @@ pub(crate) fn extract(html: &Html, url: &Url, opts: &ExtractOptions) -> Extracte
         if href.is_empty() || href.starts_with('#') {
             continue;
         }
-        if let Ok(u) = base.join(href)
+        if let Some(u) = join(href)
             && matches!(u.scheme(), "http" | "https")
         {
             let mut text = raw.text;
@@ -475,6 +478,25 @@ pub(crate) fn extract(html: &Html, url: &Url, opts: &ExtractOptions) -> Extracte
 
     out.text = main_content::select_text(&walk, opts.main_content, opts.max_text_bytes);
     out
+}
+
+/// Resolves `href` against `base` the way a browser does on a page decoded
+/// with `encoding`: the path is UTF-8, the query is encoded in the page's
+/// (output) encoding, characters it cannot represent as `&#N;` references.
+fn join_encoded(base: &Url, href: &str, encoding: &'static encoding_rs::Encoding) -> Option<Url> {
+    let encoding = encoding.output_encoding();
+    if encoding == encoding_rs::UTF_8 {
+        return base.join(href).ok();
+    }
+    fn encode_in(encoding: &'static encoding_rs::Encoding) -> impl Fn(&str) -> std::borrow::Cow<'_, [u8]> {
+        move |s| encoding.encode(s).0
+    }
+    let encode = encode_in(encoding);
+    Url::options()
+        .base_url(Some(base))
+        .encoding_override(Some(&encode))
+        .parse(href)
+        .ok()
 }
 
 /// Turns events into text: one line per block, HTML whitespace collapsed.
