@@ -52,8 +52,15 @@ pub struct ScopeRules {
     exclude: Vec<Regex>,
 }
 
-fn registrable(host: &str) -> String {
-    psl::domain_str(host).unwrap_or(host).to_ascii_lowercase()
+/// The registrable domain of a URL's host (`news.example.com` ->
+/// `example.com`). An IP literal is its own scope: the public-suffix rule
+/// would make `1.1` the domain of `192.168.1.1`.
+fn registrable(url: &Url) -> Option<String> {
+    match url.host()? {
+        url::Host::Domain(host) => Some(psl::domain_str(host).unwrap_or(host).to_ascii_lowercase()),
+        url::Host::Ipv4(ip) => Some(ip.to_string()),
+        url::Host::Ipv6(ip) => Some(format!("[{ip}]")),
+    }
 }
 
 impl ScopeRules {
@@ -70,10 +77,7 @@ impl ScopeRules {
                 .iter()
                 .filter_map(|u| u.host_str().map(str::to_ascii_lowercase))
                 .collect(),
-            domains: seeds
-                .iter()
-                .filter_map(|u| u.host_str().map(registrable))
-                .collect(),
+            domains: seeds.iter().filter_map(registrable).collect(),
             include: compile(&cfg.include, "include")?,
             exclude: compile(&cfg.exclude, "exclude")?,
         })
@@ -87,7 +91,7 @@ impl ScopeRules {
         let Some(host) = url.host_str() else { return false };
         let in_scope = match self.scope {
             Scope::Host => self.hosts.contains(&host.to_ascii_lowercase()),
-            Scope::Domain => self.domains.contains(&registrable(host)),
+            Scope::Domain => registrable(url).is_some_and(|d| self.domains.contains(&d)),
             Scope::Any => true,
         };
         in_scope
@@ -262,5 +266,40 @@ impl Window {
     /// committed).
     pub fn poke(&mut self) {
         self.exhausted = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn rules(scope: Scope, seeds: &[&str]) -> ScopeRules {
+        let cfg = CrawlConfig {
+            scope,
+            ..CrawlConfig::default()
+        };
+        let seeds: Vec<Url> = seeds.iter().map(|s| Url::parse(s).unwrap()).collect();
+        ScopeRules::new(&cfg, &seeds).unwrap()
+    }
+
+    fn allows(r: &ScopeRules, u: &str) -> bool {
+        r.allows(&Url::parse(u).unwrap())
+    }
+
+    #[test]
+    fn domain_scope_of_an_ip_seed_is_that_ip() {
+        let r = rules(Scope::Domain, &["http://192.168.1.1/", "http://[::1]:8080/"]);
+        assert!(allows(&r, "http://192.168.1.1/x"));
+        assert!(allows(&r, "http://192.168.1.1:81/x"));
+        // The public-suffix rule would make `1.1` the "domain" of both.
+        assert!(!allows(&r, "http://10.0.1.1/x"));
+        assert!(allows(&r, "http://[::1]/x"));
+        assert!(!allows(&r, "http://[::2]/x"));
+        // Names still group by registrable domain.
+        let r = rules(Scope::Domain, &["http://news.example.com/"]);
+        assert!(allows(&r, "http://www.example.com/"));
+        assert!(!allows(&r, "http://example.org/"));
+        assert!(!allows(&r, "http://127.0.0.1/"));
     }
 }
