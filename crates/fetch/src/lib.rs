@@ -4,7 +4,7 @@
 //! (robots.txt cache, per-host spacing and concurrency, a global concurrency
 //! cap). It knows nothing about deduplication or the crawl frontier: the
 //! caller decides scope through the `allow_hop` callback given to
-//! [`Fetcher::fetch`] for every redirect hop.
+//! [`Fetcher::fetch`] for every redirect hop, robots.txt redirects included.
 //!
 //! Waiting is always per host: a task sleeping for its host's delay, or for
 //! a retry backoff, holds no global permit, so a slow or dead host cannot
@@ -199,7 +199,7 @@ impl Fetcher {
         let mut attempts = 0u32;
         loop {
             let host = self.host(&current)?;
-            match self.robots_verdict(&host, &current).await {
+            match self.robots_verdict(&host, &current, allow_hop).await {
                 Verdict::Allowed => {}
                 Verdict::Disallowed => {
                     debug!(url = %current, "disallowed by robots.txt");
@@ -257,14 +257,15 @@ impl Fetcher {
 
     /// Whether robots.txt lets us fetch `url`, so the crawler can drop
     /// disallowed links before queueing them. Fetches and caches robots.txt
-    /// if needed; a host whose robots.txt is unavailable counts as disallowed
-    /// for now. Always true when `respect_robots` is off; false for URLs that
-    /// are not http(s).
-    pub async fn robots_allowed(&self, url: &Url) -> bool {
+    /// if needed (its redirects offered to `allow_hop`, as in
+    /// [`Fetcher::fetch`]); a host whose robots.txt is unavailable counts as
+    /// disallowed for now. Always true when `respect_robots` is off; false
+    /// for URLs that are not http(s).
+    pub async fn robots_allowed(&self, url: &Url, allow_hop: &(dyn Fn(&Url) -> bool + Send + Sync)) -> bool {
         let Ok(host) = self.host(url) else {
             return false;
         };
-        matches!(self.robots_verdict(&host, url).await, Verdict::Allowed)
+        matches!(self.robots_verdict(&host, url, allow_hop).await, Verdict::Allowed)
     }
 
     /// Finds or creates the politeness state for `url`'s host.
@@ -291,7 +292,12 @@ impl Fetcher {
         Ok(h)
     }
 
-    async fn robots_verdict(&self, host: &Host, url: &Url) -> Verdict {
+    async fn robots_verdict(
+        &self,
+        host: &Host,
+        url: &Url,
+        allow_hop: &(dyn Fn(&Url) -> bool + Send + Sync),
+    ) -> Verdict {
         let cfg = &self.inner.cfg;
         if !cfg.respect_robots {
             return Verdict::Allowed;
@@ -301,7 +307,7 @@ impl Fetcher {
         let entry = match guard.take() {
             Some(e) if e.expires > now => e,
             _ => {
-                let e = self.load_robots(host).await;
+                let e = self.load_robots(host, allow_hop).await;
                 let delay = match &e.rules {
                     Rules::Robot(r) => crawl_delay(r, cfg.max_crawl_delay()),
                     _ => None,
@@ -328,7 +334,13 @@ impl Fetcher {
     }
 
     /// Fetches robots.txt for `host` and turns the answer into cached rules.
-    async fn load_robots(&self, host: &Host) -> RobotsEntry {
+    /// Redirect hops obey `allow_hop`, like page redirects; a refused hop
+    /// counts as no robots.txt (allow all), as too many redirects do.
+    async fn load_robots(
+        &self,
+        host: &Host,
+        allow_hop: &(dyn Fn(&Url) -> bool + Send + Sync),
+    ) -> RobotsEntry {
         let cfg = &self.inner.cfg;
         let ttl = cfg.robots_ttl();
         let unavailable = || RobotsEntry {
@@ -366,7 +378,11 @@ impl Fetcher {
                     };
                 }
                 Ok(Outcome::Redirect { location }) => match resolve_location(&robots_url, &location) {
-                    Ok(next) => robots_url = next,
+                    Ok(next) if allow_hop(&next) => robots_url = next,
+                    Ok(next) => {
+                        info!(from = %robots_url, to = %next, "robots.txt redirect refused by caller, allowing all");
+                        return allow_all();
+                    }
                     Err(_) => return allow_all(),
                 },
                 Err((FetchError::Status { status, .. }, _))

@@ -404,8 +404,8 @@ async fn robots_disallow_is_honoured_and_fetched_once() {
     for t in tasks {
         assert_eq!(t.await.unwrap().unwrap().body, b"page");
     }
-    assert!(!f.robots_allowed(&server.url("/private/y")).await);
-    assert!(f.robots_allowed(&server.url("/public")).await);
+    assert!(!f.robots_allowed(&server.url("/private/y"), &any).await);
+    assert!(f.robots_allowed(&server.url("/public"), &any).await);
     assert_eq!(server.count("/robots.txt"), 1);
     assert_eq!(server.count("/private/x"), 0);
 }
@@ -491,7 +491,7 @@ async fn robots_5xx_pauses_host_then_retries() {
     let err = f.fetch(&server.url("/yes"), &any).await.unwrap_err();
     assert_eq!(err.kind(), "robots_unavailable");
     // Still paused: no new robots.txt request, no page request.
-    assert!(!f.robots_allowed(&server.url("/yes")).await);
+    assert!(!f.robots_allowed(&server.url("/yes"), &any).await);
     assert_eq!(server.count("/robots.txt"), 1);
     assert_eq!(server.count("/yes"), 0);
     tokio::time::sleep(Duration::from_millis(400)).await;
@@ -556,8 +556,8 @@ async fn robots_redirect_is_followed() {
     })
     .await;
     let f = Fetcher::new(robots_cfg()).unwrap();
-    assert!(!f.robots_allowed(&server.url("/x/1")).await);
-    assert!(f.robots_allowed(&server.url("/y")).await);
+    assert!(!f.robots_allowed(&server.url("/x/1"), &any).await);
+    assert!(f.robots_allowed(&server.url("/y"), &any).await);
     assert_eq!(server.count("/real-robots.txt"), 1);
 }
 
@@ -725,7 +725,7 @@ async fn non_http_urls_are_invalid() {
         let url = Url::parse(u).unwrap();
         let r = f.fetch(&url, &any).await;
         assert_eq!(err_kind(r), "invalid_url", "{u}");
-        assert!(!f.robots_allowed(&url).await);
+        assert!(!f.robots_allowed(&url, &any).await);
     }
 }
 
@@ -753,4 +753,34 @@ fn config_defaults_and_unknown_fields() {
     );
     let bad = serde_json::from_str::<FetchConfig>(r#"{"per_host_delay": 10}"#);
     assert!(bad.is_err());
+}
+
+/// robots.txt redirects obey the caller's hop policy, like page redirects:
+/// a hop the caller refuses is not requested, and robots.txt then counts as
+/// missing (allow all), as after too many redirects.
+#[tokio::test]
+async fn robots_redirect_out_of_scope_is_not_followed() {
+    let other = Server::start(|path, _| match path {
+        "/robots.txt" => Reply::text("User-agent: *\nDisallow: /\n"),
+        _ => Reply::html("other"),
+    })
+    .await;
+    let elsewhere = other.url("/robots.txt").to_string();
+    let server = Server::start(move |path, _| match path {
+        "/robots.txt" => Reply::redirect(301, &elsewhere),
+        _ => Reply::html("page"),
+    })
+    .await;
+    let home = server.url("/");
+    let same_host = move |u: &Url| u.port() == home.port();
+    let f = Fetcher::new(robots_cfg()).unwrap();
+    let got = f.fetch(&server.url("/page"), &same_host).await.unwrap();
+    assert_eq!(got.body, b"page");
+    assert_eq!(
+        other.count("/robots.txt"),
+        0,
+        "out-of-scope robots.txt hop was requested"
+    );
+    assert!(f.robots_allowed(&server.url("/x"), &same_host).await);
+    assert_eq!(other.count("/robots.txt"), 0);
 }
