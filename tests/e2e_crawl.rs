@@ -702,3 +702,54 @@ fn noindex_pages_are_followed_but_not_kept() {
     assert_eq!(dirs.stats()["noindex"].as_u64(), Some(1));
     assert_eq!(dirs.stats()["fetched"].as_u64(), Some(2));
 }
+
+/// A small site: `/` links to `/a` and `/b`.
+fn three_page_site() -> Server {
+    Server::start(|req: &Request| match req.path.as_str() {
+        "/" => Reply::html(page(
+            "Home",
+            &gibberish(11, 60),
+            &["/a".to_string(), "/b".to_string()],
+        )),
+        "/a" => Reply::html(page("A", &gibberish(12, 60), &[])),
+        "/b" => Reply::html(page("B", &gibberish(13, 60), &[])),
+        _ => Reply::status(404),
+    })
+}
+
+#[test]
+fn writer_panic_fails_the_crawl_and_leaves_it_resumable() {
+    let server = three_page_site();
+    let dir = tempdir();
+    let config = support::write_config(dir.path(), 2, "");
+    let seeds = dir.path().join("seeds.txt");
+    std::fs::write(&seeds, format!("{}/\n", server.base())).unwrap();
+    let dirs = Dirs::new(dir.path(), &config, &seeds);
+    // Debug builds only: the writer panics when it makes its final commit durable.
+    let status = Command::new(support::CRAWL)
+        .arg("--config")
+        .arg(&dirs.config)
+        .arg("--seeds")
+        .arg(&dirs.seeds)
+        .arg("--out")
+        .arg(&dirs.out)
+        .arg("--data-dir")
+        .arg(&dirs.data)
+        .env("SIMCRAWL_TEST_WRITER_PANIC", "1")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert!(
+        !status.status.success(),
+        "a writer panic exited 0; stderr:\n{stderr}"
+    );
+    assert!(stderr.contains("writer thread panicked"), "{stderr}");
+    // The same command again finishes the crawl: every page kept once.
+    let (st, _) = dirs.run(Duration::from_secs(60));
+    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    let kept = multiset(dirs.kept().iter().map(|v| route(field(v, "url"))));
+    let want: std::collections::BTreeMap<String, usize> =
+        ["/", "/a", "/b"].iter().map(|p| (p.to_string(), 1)).collect();
+    assert_eq!(kept, want);
+}

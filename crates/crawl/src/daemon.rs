@@ -480,9 +480,32 @@ fn writer_loop(
             return;
         }
     }
+    // Debug builds only, for the end-to-end tests: a panic while the last
+    // commits are made durable, when nothing else would notice it.
+    #[cfg(debug_assertions)]
+    if std::env::var_os("SIMCRAWL_TEST_WRITER_PANIC").is_some() {
+        panic!("injected writer panic (SIMCRAWL_TEST_WRITER_PANIC)");
+    }
     if let Err(e) = w.finish() {
         let _ = tx.send(Err(format!("{e:#}")));
     }
+}
+
+/// Waits for the writer thread. A panic there is a failure of the crawl
+/// (exit non-zero), never a silent success: the store is left as of its
+/// last durable commit, so running the same command again resumes.
+fn join_writer(handle: std::thread::JoinHandle<()>) -> Result<()> {
+    handle.join().map_err(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_string());
+        anyhow::anyhow!(
+            "the writer thread panicked ({msg}); outputs and state are kept as of the last \
+             durable commit: run the same command again to resume"
+        )
+    })
 }
 
 /// Runs a crawl to completion (or until stopped); returns its counters.
@@ -583,8 +606,11 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
         shared.clone(),
     ));
     // The writer ends when every sender is gone (the dispatcher dropped its own).
-    let _ = writer_thread.join();
+    let joined = join_writer(writer_thread);
     runtime.shutdown_timeout(Duration::from_secs(1));
+    // A writer panic first: it explains whatever the dispatcher saw. Nothing
+    // is flushed after it (outputs were not synced).
+    joined?;
     dispatched?;
     deduper.flush()?;
     let stats = shared.lock().clone();
@@ -752,5 +778,23 @@ fn spawn_signal_handlers(stop: mpsc::UnboundedSender<&'static str>, shared: Arc<
                 info!("stats: {}", shared.lock());
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_writer_panic_is_an_error_naming_it() {
+        let h = std::thread::spawn(|| panic!("disk on fire"));
+        let e = format!(
+            "{:#}",
+            join_writer(h)
+                .err()
+                .unwrap_or_else(|| anyhow::anyhow!("no error"))
+        );
+        assert!(e.contains("writer thread panicked (disk on fire)"), "{e}");
+        assert!(join_writer(std::thread::spawn(|| ())).is_ok());
     }
 }
