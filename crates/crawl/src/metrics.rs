@@ -1,12 +1,17 @@
 //! `--metrics ADDR`: the crawl's counters in Prometheus text format.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::Semaphore;
 
 use crate::daemon::Stats;
+
+/// Connections served at once; more wait in the listen backlog.
+pub const MAX_CONNECTIONS: usize = 16;
 
 /// Renders the counters in the Prometheus exposition format.
 pub fn render(s: &Stats) -> String {
@@ -47,33 +52,124 @@ pub fn render(s: &Stats) -> String {
     out
 }
 
+/// How long a client may take to send its request, and then to read the
+/// answer; a silent client is hung up on after this.
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// Binds `addr` and answers every request with the current counters.
+///
+/// At most [`MAX_CONNECTIONS`] clients are served at once, each for at most
+/// [`CLIENT_TIMEOUT`] per phase, so clients that connect and send nothing
+/// cannot starve the others; an accept error (e.g. out of file descriptors)
+/// is logged and accepting goes on.
 pub async fn serve(addr: &str, stats: Arc<Mutex<Stats>>) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot serve metrics on {addr}"))?;
     tracing::info!("metrics at http://{}/metrics", listener.local_addr()?);
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
     tokio::spawn(async move {
-        while let Ok((mut sock, _)) = listener.accept().await {
+        loop {
+            // A slot first: beyond the cap, clients wait in the backlog.
+            let Ok(permit) = slots.clone().acquire_owned().await else {
+                return;
+            };
+            let sock = match listener.accept().await {
+                Ok((sock, _)) => sock,
+                Err(e) => {
+                    tracing::warn!("metrics endpoint: cannot accept a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
             let stats = stats.clone();
             tokio::spawn(async move {
-                let mut buf = [0u8; 2048];
-                let _ = sock.read(&mut buf).await;
-                let body = render(&stats.lock());
-                let resp = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = sock.write_all(resp.as_bytes()).await;
+                answer(sock, &stats).await;
+                drop(permit);
             });
         }
     });
     Ok(())
 }
 
+/// Reads one request head (within [`CLIENT_TIMEOUT`]) and writes the counters.
+async fn answer(mut sock: tokio::net::TcpStream, stats: &Mutex<Stats>) {
+    let mut buf = [0u8; 2048];
+    let mut len = 0;
+    let read = tokio::time::timeout(CLIENT_TIMEOUT, async {
+        while len < buf.len() {
+            match sock.read(&mut buf[len..]).await {
+                Ok(0) | Err(_) => return false,
+                Ok(n) => len += n,
+            }
+            if buf[..len].windows(4).any(|w| w == b"\r\n\r\n") {
+                break;
+            }
+        }
+        true
+    })
+    .await;
+    if !matches!(read, Ok(true)) {
+        tracing::debug!("metrics endpoint: no request within {CLIENT_TIMEOUT:?}; hanging up");
+        return;
+    }
+    let body = render(&stats.lock());
+    let resp = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = tokio::time::timeout(CLIENT_TIMEOUT, sock.write_all(resp.as_bytes())).await;
+}
+
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
+    use std::time::Instant;
+    use tokio::net::TcpStream;
+
+    async fn get(addr: &str) -> String {
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        c.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut out = String::new();
+        c.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    /// Clients that connect and send nothing neither keep their connection
+    /// forever nor stop others from getting the counters.
+    #[tokio::test]
+    async fn silent_clients_do_not_starve_the_endpoint() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let addr = format!("127.0.0.1:{port}");
+        let stats = Arc::new(Mutex::new(Stats {
+            fetched: 42,
+            ..Stats::default()
+        }));
+        serve(&addr, stats).await.unwrap();
+        let mut silent = Vec::new();
+        for _ in 0..(MAX_CONNECTIONS + 8) {
+            silent.push(TcpStream::connect(&addr).await.unwrap());
+        }
+        let got = tokio::time::timeout(Duration::from_secs(10), get(&addr))
+            .await
+            .expect("metrics not served while silent clients hold connections");
+        assert!(got.contains("simcrawl_pages_fetched_total 42"), "{got}");
+        // The server hangs up on a silent client after its read timeout.
+        let t0 = Instant::now();
+        let mut buf = [0u8; 64];
+        let n = tokio::time::timeout(Duration::from_secs(10), silent[0].read(&mut buf))
+            .await
+            .expect("a silent connection was kept open");
+        assert!(matches!(n, Ok(0) | Err(_)), "{n:?}");
+        assert!(t0.elapsed() < Duration::from_secs(10));
+    }
 
     #[test]
     fn renders_counters_with_labels() {
