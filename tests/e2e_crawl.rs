@@ -224,7 +224,9 @@ fn run_fixture() -> Fixture {
     *rb.write().unwrap() = routes_b;
 
     let dir = tempdir();
-    let config = support::write_config(dir.path(), 2, "");
+    // No requeues: /hang fails after its fetch's own attempts (requeues have
+    // their own tests below).
+    let config = support::write_config(dir.path(), 2, "max_requeues = 0");
     let seeds = dir.path().join("seeds.txt");
     std::fs::write(
         &seeds,
@@ -752,4 +754,51 @@ fn writer_panic_fails_the_crawl_and_leaves_it_resumable() {
     let want: std::collections::BTreeMap<String, usize> =
         ["/", "/a", "/b"].iter().map(|p| (p.to_string(), 1)).collect();
     assert_eq!(kept, want);
+}
+
+#[test]
+fn a_page_failing_longer_than_the_fetch_retries_is_requeued_and_kept() {
+    // 5 failures: more than one fetch with its 2 retries (3 requests) absorbs.
+    let server = Server::start(|req: &Request| match req.path.as_str() {
+        "/" => Reply::html(page("Home", &gibberish(21, 60), &["/down".to_string()])),
+        "/down" if req.nth <= 5 => Reply::status(503),
+        "/down" => Reply::html(page("Back", &gibberish(22, 60), &[])),
+        _ => Reply::status(404),
+    });
+    let dir = tempdir();
+    let config = support::write_config(dir.path(), 2, "requeue_delay_ms = 200");
+    let seeds = dir.path().join("seeds.txt");
+    std::fs::write(&seeds, format!("{}/\n", server.base())).unwrap();
+    let dirs = Dirs::new(dir.path(), &config, &seeds);
+    let (st, _) = dirs.run(Duration::from_secs(60));
+    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    let kept: BTreeSet<String> = dirs.kept().iter().map(|v| route(field(v, "url"))).collect();
+    assert_eq!(kept, BTreeSet::from(["/".to_string(), "/down".to_string()]));
+    assert!(dirs.errors().is_empty(), "{:?}", dirs.errors());
+    assert_eq!(server.counts()["/down"], 6);
+    let stats = dirs.stats();
+    assert_eq!(stats["fetched"].as_u64(), Some(2), "{stats}");
+    assert_eq!(stats["requeued"].as_u64(), Some(1), "{stats}");
+}
+
+#[test]
+fn a_page_failing_past_the_requeue_limit_is_a_final_error() {
+    let server = Server::start(|req: &Request| match req.path.as_str() {
+        "/" => Reply::html(page("Home", &gibberish(23, 60), &["/down".to_string()])),
+        "/down" => Reply::status(503),
+        _ => Reply::status(404),
+    });
+    let dir = tempdir();
+    let config = support::write_config(dir.path(), 2, "requeue_delay_ms = 100\nmax_requeues = 2");
+    let seeds = dir.path().join("seeds.txt");
+    std::fs::write(&seeds, format!("{}/\n", server.base())).unwrap();
+    let dirs = Dirs::new(dir.path(), &config, &seeds);
+    let (st, _) = dirs.run(Duration::from_secs(60));
+    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    let errors = dirs.errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(field(&errors[0], "kind"), "status_5xx");
+    // 1 + 2 requeues, 3 requests each (2 fetch retries).
+    assert_eq!(server.counts()["/down"], 9);
+    assert_eq!(dirs.stats()["requeued"].as_u64(), Some(2));
 }

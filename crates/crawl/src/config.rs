@@ -70,6 +70,12 @@ pub struct CrawlConfig {
     /// Pages with `<meta name=robots content=noindex>` are not kept nor
     /// indexed (their links are still followed, unless nofollow).
     pub respect_noindex: bool,
+    /// Times a page that failed transiently (timeout, connection, 429/5xx,
+    /// robots.txt unavailable) goes back to the frontier before its failure
+    /// is final.
+    pub max_requeues: u32,
+    /// Wait before a requeued page is fetched again, doubled at each requeue.
+    pub requeue_delay_ms: u64,
     /// Pages fetched at once (the fetcher also limits per host).
     pub concurrency: usize,
     /// Keep the page text in kept.jsonl.
@@ -90,6 +96,8 @@ impl Default for CrawlConfig {
             max_pages: 0,
             follow_nofollow: false,
             respect_noindex: true,
+            max_requeues: 3,
+            requeue_delay_ms: 60_000,
             concurrency: 64,
             write_text: true,
             metrics: String::new(),
@@ -133,6 +141,11 @@ mod tests {
         assert_eq!(cfg.dedup.max_distance, 3);
         assert_eq!(cfg.dedup.title_policy, dedup::TitlePolicy::Confirm);
         assert_eq!(cfg.crawl.scope, Scope::Host);
+        assert_eq!(cfg.crawl.max_requeues, CrawlConfig::default().max_requeues);
+        assert_eq!(
+            cfg.crawl.requeue_delay_ms,
+            CrawlConfig::default().requeue_delay_ms
+        );
         assert!(cfg.dedup.features.stop_words.unwrap().exists());
     }
 

@@ -52,6 +52,10 @@ pub struct Stats {
     /// followed, but they are neither kept nor indexed.
     #[serde(default)]
     pub noindex: u64,
+    /// Transient failures put back in the frontier for another attempt
+    /// (not counted as fetched).
+    #[serde(default)]
+    pub requeued: u64,
     /// Wall-clock seconds spent crawling, over all runs.
     pub seconds: f64,
 }
@@ -97,6 +101,8 @@ enum Outcome {
         entry: Entry,
         kind: &'static str,
         error: String,
+        /// The failure may pass: worth another attempt later.
+        transient: bool,
     },
 }
 
@@ -225,6 +231,7 @@ async fn work(ctx: Arc<Ctx>, entry: Entry) -> Outcome {
                     entry,
                     kind: e.kind(),
                     error: e.to_string(),
+                    transient: e.is_transient(),
                 };
             }
         }
@@ -247,6 +254,7 @@ async fn work(ctx: Arc<Ctx>, entry: Entry) -> Outcome {
                     entry,
                     kind: "clean",
                     error: format!("cannot clean {}: {e}", fetched.final_url),
+                    transient: false,
                 };
             }
         };
@@ -289,6 +297,7 @@ async fn work(ctx: Arc<Ctx>, entry: Entry) -> Outcome {
             entry,
             kind: "internal",
             error: format!("page processing failed: {e}"),
+            transient: false,
         },
     }
 }
@@ -298,6 +307,8 @@ async fn work(ctx: Arc<Ctx>, entry: Entry) -> Outcome {
 struct Committed {
     seqs: Vec<u64>,
     added: u64,
+    /// Entries put back in the frontier for another attempt.
+    requeued: u64,
 }
 
 struct Writer {
@@ -315,6 +326,9 @@ struct Writer {
     /// to the offsets it recorded, so both always agree.
     durable_every: Duration,
     last_durable: Instant,
+    /// `crawl.max_requeues` and `crawl.requeue_delay_ms`.
+    max_requeues: u32,
+    requeue_delay_ms: u64,
 }
 
 impl Writer {
@@ -330,6 +344,7 @@ impl Writer {
     fn commit(&mut self, batch: Vec<Outcome>) -> Result<Committed> {
         let mut seqs = Vec::with_capacity(batch.len());
         let mut added = 0u64;
+        let mut requeued = 0u64;
         let deduper = self.deduper.clone();
         let before = self.cp.clone();
         let durable = self.last_durable.elapsed() >= self.durable_every;
@@ -338,9 +353,26 @@ impl Writer {
             for o in &batch {
                 seqs.push(o.seq());
                 fr.remove(o.seq()).map_err(state::store_err)?;
-                self.cp.stats.fetched += 1;
                 match o {
-                    Outcome::Failed { entry, kind, error } => {
+                    Outcome::Failed {
+                        entry,
+                        transient: true,
+                        ..
+                    } if entry.attempts < self.max_requeues => {
+                        // Back to the end of the frontier, after a delay
+                        // that doubles with each attempt.
+                        let delay = self
+                            .requeue_delay_ms
+                            .saturating_mul(1u64 << entry.attempts.min(20));
+                        let due = frontier::now_ms().saturating_add(delay);
+                        frontier::requeue(&mut fr, &mut self.cp.next_seq, entry, due)?;
+                        self.cp.stats.requeued += 1;
+                        requeued += 1;
+                    }
+                    Outcome::Failed {
+                        entry, kind, error, ..
+                    } => {
+                        self.cp.stats.fetched += 1;
                         *self.cp.stats.errors.entry((*kind).to_string()).or_insert(0) += 1;
                         self.sinks[2]
                             .write(&ErrorLine {
@@ -351,6 +383,7 @@ impl Writer {
                             .map_err(|e| state::store_err(format!("{e:#}")))?;
                     }
                     Outcome::Page(p) => {
+                        self.cp.stats.fetched += 1;
                         self.cp.stats.bytes += p.bytes as u64;
                         self.cp.stats.truncated += u64::from(p.truncated);
                         added += self.page(&deduper, tables, &mut fr, p)?;
@@ -373,7 +406,11 @@ impl Writer {
             self.last_durable = Instant::now();
         }
         *self.shared.lock() = self.cp.stats.clone();
-        Ok(Committed { seqs, added })
+        Ok(Committed {
+            seqs,
+            added,
+            requeued,
+        })
     }
 
     fn page(
@@ -578,6 +615,8 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
         run_started: Instant::now(),
         durable_every: Duration::from_millis(250),
         last_durable: Instant::now(),
+        max_requeues: cfg.crawl.max_requeues,
+        requeue_delay_ms: cfg.crawl.requeue_delay_ms,
     };
     let (out_tx, out_rx) = std_mpsc::channel::<Outcome>();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
@@ -712,7 +751,10 @@ async fn dispatch(
             msg = done_rx.recv() => match msg {
                 Some(Ok(c)) => {
                     for seq in c.seqs { window.done(seq); }
-                    if c.added > 0 { window.poke(); }
+                    // A requeued page comes back under a new seq; its first
+                    // attempt does not count against the page budget.
+                    dispatched = dispatched.saturating_sub(c.requeued);
+                    if c.added > 0 || c.requeued > 0 { window.poke(); }
                 }
                 Some(Err(e)) => bail!("{e}"),
                 None => bail!("the writer stopped unexpectedly"),

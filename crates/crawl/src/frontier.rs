@@ -18,8 +18,13 @@ use url::Url;
 use crate::config::{CrawlConfig, Scope};
 use crate::state::store_err;
 
-/// seq -> depth (u32 LE) + URL.
+/// seq -> depth (u32 LE) + URL, or, for an entry put back after a
+/// transient failure, depth (u32 LE) + [`RETRY_MARK`] + attempts (u32 LE) +
+/// not-before (unix ms, u64 LE) + URL. The mark cannot start a URL (0xFF
+/// never occurs in UTF-8), so both forms are read back.
 pub const FRONTIER: TableDefinition<u64, &[u8]> = TableDefinition::new("crawl_frontier");
+
+const RETRY_MARK: u8 = 0xFF;
 
 /// One URL to fetch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +33,10 @@ pub struct Entry {
     pub seq: u64,
     pub url: Url,
     pub depth: u32,
+    /// Times this URL was put back after a transient failure.
+    pub attempts: u32,
+    /// Not fetched before this time (unix milliseconds; 0: at once).
+    pub not_before_ms: u64,
 }
 
 fn encode(depth: u32, url: &Url) -> Vec<u8> {
@@ -36,10 +45,41 @@ fn encode(depth: u32, url: &Url) -> Vec<u8> {
     v
 }
 
+fn encode_retry(e: &Entry) -> Vec<u8> {
+    let mut v = e.depth.to_le_bytes().to_vec();
+    v.push(RETRY_MARK);
+    v.extend_from_slice(&e.attempts.to_le_bytes());
+    v.extend_from_slice(&e.not_before_ms.to_le_bytes());
+    v.extend_from_slice(e.url.as_str().as_bytes());
+    v
+}
+
 fn decode(seq: u64, bytes: &[u8]) -> Option<Entry> {
     let depth = u32::from_le_bytes(bytes.get(0..4)?.try_into().ok()?);
-    let url = Url::parse(std::str::from_utf8(bytes.get(4..)?).ok()?).ok()?;
-    Some(Entry { seq, url, depth })
+    let (attempts, not_before_ms, rest) = if bytes.get(4) == Some(&RETRY_MARK) {
+        (
+            u32::from_le_bytes(bytes.get(5..9)?.try_into().ok()?),
+            u64::from_le_bytes(bytes.get(9..17)?.try_into().ok()?),
+            bytes.get(17..)?,
+        )
+    } else {
+        (0, 0, bytes.get(4..)?)
+    };
+    let url = Url::parse(std::str::from_utf8(rest).ok()?).ok()?;
+    Some(Entry {
+        seq,
+        url,
+        depth,
+        attempts,
+        not_before_ms,
+    })
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Which URLs the crawl may fetch.
@@ -144,6 +184,28 @@ pub fn enqueue(
     }
 }
 
+/// Puts `entry` back at the end of the frontier after a transient failure:
+/// one more attempt, not fetched before `not_before_ms`. The caller removes
+/// the old entry in the same transaction.
+pub fn requeue(
+    frontier: &mut Table<'_, u64, &'static [u8]>,
+    next_seq: &mut u64,
+    entry: &Entry,
+    not_before_ms: u64,
+) -> dedup::Result<()> {
+    let again = Entry {
+        seq: *next_seq,
+        attempts: entry.attempts + 1,
+        not_before_ms,
+        ..entry.clone()
+    };
+    frontier
+        .insert(*next_seq, encode_retry(&again).as_slice())
+        .map_err(store_err)?;
+    *next_seq += 1;
+    Ok(())
+}
+
 /// Opens the frontier table on a write transaction.
 pub fn open(txn: &WriteTransaction) -> dedup::Result<Table<'_, u64, &'static [u8]>> {
     txn.open_table(FRONTIER).map_err(store_err)
@@ -217,12 +279,13 @@ impl Window {
         Ok(())
     }
 
-    /// The next entry whose host has room, if any (it is marked in flight).
+    /// The next entry that is due and whose host has room, if any (it is
+    /// marked in flight).
     pub fn next(&mut self, per_host_limit: usize) -> Option<Entry> {
-        let idx = self
-            .pending
-            .iter()
-            .position(|(h, _)| self.per_host.get(h).copied().unwrap_or(0) < per_host_limit)?;
+        let now = now_ms();
+        let idx = self.pending.iter().position(|(h, e)| {
+            e.not_before_ms <= now && self.per_host.get(h).copied().unwrap_or(0) < per_host_limit
+        })?;
         let (host, e) = self.pending.remove(idx)?;
         *self.per_host.entry(host.clone()).or_insert(0) += 1;
         self.in_flight.insert(e.seq, Some(host));
@@ -285,6 +348,44 @@ mod tests {
 
     fn allows(r: &ScopeRules, u: &str) -> bool {
         r.allows(&Url::parse(u).unwrap())
+    }
+
+    #[test]
+    fn retry_state_survives_the_store_and_old_entries_still_read() {
+        let url = Url::parse("http://example.com/a?b=1").unwrap();
+        let old = decode(7, &encode(3, &url)).unwrap();
+        assert_eq!((old.depth, old.attempts, old.not_before_ms), (3, 0, 0));
+        assert_eq!(old.url, url);
+        let again = Entry {
+            attempts: 2,
+            not_before_ms: 1_700_000_000_123,
+            ..old
+        };
+        assert_eq!(decode(7, &encode_retry(&again)), Some(again));
+        assert_eq!(decode(7, &[1, 0, 0, 0, RETRY_MARK, 1]), None);
+    }
+
+    #[test]
+    fn entries_wait_until_due() {
+        let mut w = Window::default();
+        let url = Url::parse("http://example.com/").unwrap();
+        let later = Entry {
+            seq: 0,
+            url: url.clone(),
+            depth: 0,
+            attempts: 1,
+            not_before_ms: now_ms() + 60_000,
+        };
+        let now = Entry {
+            seq: 1,
+            not_before_ms: 0,
+            ..later.clone()
+        };
+        w.pending.push_back((host_key(&url), later));
+        w.pending.push_back((host_key(&url), now));
+        assert_eq!(w.next(8).map(|e| e.seq), Some(1));
+        assert_eq!(w.next(8), None);
+        assert_eq!(w.pending(), 1);
     }
 
     #[test]

@@ -145,6 +145,13 @@ impl FetchError {
         }
     }
 
+    /// Whether the failure may go away later (timeouts, connection errors,
+    /// 429 and 5xx after the fetcher's own retries, robots.txt unavailable):
+    /// a crawler can try the URL again after a while.
+    pub fn is_transient(&self) -> bool {
+        self.is_retryable() || matches!(self, FetchError::RobotsUnavailable { .. })
+    }
+
     /// Whether another attempt could plausibly succeed.
     pub(crate) fn is_retryable(&self) -> bool {
         match self {
@@ -195,8 +202,14 @@ mod tests {
             url: url.clone(),
             status: 429,
         };
-        assert!(e.is_retryable());
+        assert!(e.is_retryable() && e.is_transient());
+        let e = FetchError::RobotsUnavailable {
+            url: url.clone(),
+            retry_in: std::time::Duration::from_secs(1),
+        };
+        assert!(e.is_transient());
         let e = FetchError::RobotsDisallowed { url };
+        assert!(!e.is_transient());
         assert_eq!(e.kind(), "robots_disallowed");
         assert!(e.to_string().contains("example.com/a"));
     }
