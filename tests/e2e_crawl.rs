@@ -802,3 +802,58 @@ fn a_page_failing_past_the_requeue_limit_is_a_final_error() {
     assert_eq!(server.counts()["/down"], 9);
     assert_eq!(dirs.stats()["requeued"].as_u64(), Some(2));
 }
+
+/// Lines a consumer has read stay: the writer makes its last commit durable
+/// shortly after it, even when no further result arrives (here the crawl is
+/// stuck on a page that never answers), so a SIGKILL then cuts nothing and
+/// the restart fetches none of those pages again.
+#[test]
+fn visible_lines_become_durable_without_further_results() {
+    let server = Server::start(|req: &Request| match req.path.as_str() {
+        "/" => Reply::html(page(
+            "Home",
+            &gibberish(31, 60),
+            &["/a".to_string(), "/slow".to_string()],
+        )),
+        "/a" => Reply::html(page("A", &gibberish(32, 60), &[])),
+        "/slow" => Reply::Hang,
+        _ => Reply::status(404),
+    });
+    let dir = tempdir();
+    let config = support::write_config(dir.path(), 2, "max_requeues = 0");
+    let seeds = dir.path().join("seeds.txt");
+    std::fs::write(&seeds, format!("{}/\n", server.base())).unwrap();
+    let dirs = Dirs::new(dir.path(), &config, &seeds);
+    let mut child = dirs.spawn();
+    let t0 = Instant::now();
+    while dirs.kept_lines_now() < 2 {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ended early:\n{}",
+            dirs.log()
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "no progress:\n{}",
+            dirs.log()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // A consumer reads the lines; /slow keeps the crawl busy meanwhile.
+    let seen = std::fs::read_to_string(dirs.out.join("kept.jsonl")).unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "ended early:\n{}",
+        dirs.log()
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (st, _) = dirs.run(Duration::from_secs(60));
+    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    let after = std::fs::read_to_string(dirs.out.join("kept.jsonl")).unwrap();
+    assert!(after.starts_with(&seen), "lines read before the kill were cut");
+    let counts = server.counts();
+    assert_eq!(counts["/"], 1, "{counts:?}");
+    assert_eq!(counts["/a"], 1, "{counts:?}");
+}

@@ -6,6 +6,8 @@
 //! writes the sinks, and commits frontier, tiers and sink offsets in one
 //! transaction per group of pages (group commit: it takes whatever results
 //! are ready, so groups grow with load and no result waits for a timer).
+//! Commits are visible at once and made durable at most every 250 ms, and
+//! at the latest 250 ms after the last one when no further result comes.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -326,6 +328,10 @@ struct Writer {
     /// to the offsets it recorded, so both always agree.
     durable_every: Duration,
     last_durable: Instant,
+    /// A commit is visible (its lines are in the outputs) but not durable
+    /// yet: the writer makes it durable within `durable_every` even if no
+    /// new result arrives.
+    not_durable: bool,
     /// `crawl.max_requeues` and `crawl.requeue_delay_ms`.
     max_requeues: u32,
     requeue_delay_ms: u64,
@@ -338,7 +344,17 @@ impl Writer {
         for s in &mut self.sinks {
             s.sync()?;
         }
-        self.deduper.flush().context("cannot flush the crawl state")
+        self.deduper.flush().context("cannot flush the crawl state")?;
+        self.last_durable = Instant::now();
+        self.not_durable = false;
+        Ok(())
+    }
+
+    /// How long the writer may wait for results before it must make the
+    /// last commit durable; `None` when everything is durable.
+    fn durable_due_in(&self) -> Option<Duration> {
+        self.not_durable
+            .then(|| self.durable_every.saturating_sub(self.last_durable.elapsed()))
     }
 
     fn commit(&mut self, batch: Vec<Outcome>) -> Result<Committed> {
@@ -405,6 +421,7 @@ impl Writer {
         if durable {
             self.last_durable = Instant::now();
         }
+        self.not_durable = !durable;
         *self.shared.lock() = self.cp.stats.clone();
         Ok(Committed {
             seqs,
@@ -497,7 +514,25 @@ fn writer_loop(
     rx: std_mpsc::Receiver<Outcome>,
     tx: mpsc::UnboundedSender<Result<Committed, String>>,
 ) {
-    while let Ok(first) = rx.recv() {
+    loop {
+        // Lines already visible become durable within `durable_every`, even
+        // when no further result comes (a kill -9 must not cut lines that
+        // consumers may have read).
+        let next = match w.durable_due_in() {
+            None => rx.recv().map_err(|_| std_mpsc::RecvTimeoutError::Disconnected),
+            Some(wait) => rx.recv_timeout(wait),
+        };
+        let first = match next {
+            Ok(o) => o,
+            Err(std_mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = w.finish() {
+                    let _ = tx.send(Err(format!("{e:#}")));
+                    return;
+                }
+                continue;
+            }
+            Err(std_mpsc::RecvTimeoutError::Disconnected) => break,
+        };
         let mut batch = vec![first];
         while batch.len() < 4096 {
             match rx.try_recv() {
@@ -615,6 +650,7 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
         run_started: Instant::now(),
         durable_every: Duration::from_millis(250),
         last_durable: Instant::now(),
+        not_durable: false,
         max_requeues: cfg.crawl.max_requeues,
         requeue_delay_ms: cfg.crawl.requeue_delay_ms,
     };
