@@ -322,6 +322,13 @@ fn fixture_every_page_fetched_once_and_url_variants_collapse() {
         .sum();
     assert_eq!(errors as usize, f.errors.len());
     assert!(n("dup_url") > 0, "{}", f.stats);
+    // Every fetched page left exactly one line.
+    assert_eq!(
+        (f.kept.len() + f.duplicates.len() + f.errors.len()) as u64,
+        n("fetched"),
+        "{}",
+        f.stats
+    );
 }
 
 #[test]
@@ -701,6 +708,11 @@ fn noindex_pages_are_followed_but_not_kept() {
     let kept: Vec<String> = dirs.kept().iter().map(|v| route(field(v, "url"))).collect();
     assert_eq!(kept, ["/a"]);
     assert!(dirs.duplicates().is_empty());
+    // The noindex page is accounted for in errors.jsonl, kind "noindex".
+    let errors = dirs.errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(route(field(&errors[0], "url")), "/");
+    assert_eq!(field(&errors[0], "kind"), "noindex");
     assert_eq!(dirs.stats()["noindex"].as_u64(), Some(1));
     assert_eq!(dirs.stats()["fetched"].as_u64(), Some(2));
 }
@@ -856,4 +868,55 @@ fn visible_lines_become_durable_without_further_results() {
     let counts = server.counts();
     assert_eq!(counts["/"], 1, "{counts:?}");
     assert_eq!(counts["/a"], 1, "{counts:?}");
+}
+
+/// Every fetched page leaves one line: kept, duplicates (a redirect to a URL
+/// already seen is a URL-tier duplicate of its target) or errors (noindex
+/// pages, final failures), and the lines add up to `fetched`.
+#[test]
+fn every_fetched_page_leaves_one_output_line() {
+    let server = Server::start(|req: &Request| match req.path.as_str() {
+        "/" => Reply::html(page(
+            "Home",
+            &gibberish(41, 60),
+            &["/a", "/r", "/n", "/gone"].map(String::from),
+        )),
+        "/a" => Reply::html(page("A", &gibberish(42, 60), &[])),
+        "/r" => Reply::Redirect {
+            status: 301,
+            location: "/a".to_string(),
+        },
+        "/n" => Reply::html(
+            page("N", &gibberish(43, 60), &[])
+                .replace("<head>", "<head><meta name=\"robots\" content=\"noindex\">"),
+        ),
+        _ => Reply::status(404),
+    });
+    let dir = tempdir();
+    let config = support::write_config(dir.path(), 1, "");
+    let seeds = dir.path().join("seeds.txt");
+    std::fs::write(&seeds, format!("{}/\n", server.base())).unwrap();
+    let dirs = Dirs::new(dir.path(), &config, &seeds);
+    let (st, _) = dirs.run(Duration::from_secs(60));
+    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    let (kept, dups, errors) = (dirs.kept(), dirs.duplicates(), dirs.errors());
+    let stats = dirs.stats();
+    assert_eq!(stats["fetched"].as_u64(), Some(5), "{stats}");
+    assert_eq!(
+        (kept.len() + dups.len() + errors.len()) as u64,
+        stats["fetched"].as_u64().unwrap(),
+        "kept {kept:?}\nduplicates {dups:?}\nerrors {errors:?}\n{stats}"
+    );
+    let lines: BTreeSet<String> = kept
+        .iter()
+        .chain(&dups)
+        .chain(&errors)
+        .map(|v| route(field(v, "url")))
+        .collect();
+    assert_eq!(lines, ["/", "/a", "/r", "/n", "/gone"].map(String::from).into());
+    // /r redirects to /a, which the URL tier knows (a link of /): /r is its
+    // URL-tier duplicate, /a is kept under its own name.
+    let url_dups: Vec<&Value> = dups.iter().filter(|v| field(v, "tier") == "url").collect();
+    assert_eq!(url_dups.len(), 1, "{dups:?}");
+    assert_eq!(route(field(url_dups[0], "duplicate_of")), "/a");
 }

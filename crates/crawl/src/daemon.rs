@@ -439,17 +439,36 @@ impl Writer {
     ) -> dedup::Result<u64> {
         let io = |e: anyhow::Error| state::store_err(format!("{e:#}"));
         // A redirect to a URL the crawl already knows: that URL is (or will
-        // be) fetched under its own name.
+        // be) fetched under its own name. Recorded as a URL-tier duplicate
+        // of the target, so every fetched page leaves one line.
         if p.final_url != p.entry.url
             && let Ok(c) = CanonicalUrl::from_url(p.final_url.clone())
             && c != CanonicalUrl::from_url(p.entry.url.clone()).map_err(dedup::Error::Config)?
             && let UrlVerdict::Seen { .. } = deduper.check_url_in(tables, p.final_url.as_str(), c)?
         {
             self.cp.stats.dup_url += 1;
+            self.sinks[1]
+                .write(&DupLine {
+                    url: p.entry.url.as_str(),
+                    tier: Tier::Url,
+                    duplicate_of: p.final_url.as_str(),
+                    distance: None,
+                    similarity: None,
+                })
+                .map_err(io)?;
             return Ok(0);
         }
         let verdict = if p.noindex {
+            // Not kept, not indexed: a line in errors.jsonl, kind "noindex"
+            // (counted in `noindex`, not in `errors`).
             self.cp.stats.noindex += 1;
+            self.sinks[2]
+                .write(&ErrorLine {
+                    url: p.entry.url.as_str(),
+                    kind: "noindex",
+                    error: "meta robots noindex: not kept",
+                })
+                .map_err(io)?;
             None
         } else {
             Some(deduper.check_in(tables, &p.sig, false)?)
