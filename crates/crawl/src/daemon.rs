@@ -58,6 +58,10 @@ pub struct Stats {
     /// (not counted as fetched).
     #[serde(default)]
     pub requeued: u64,
+    /// Hosts whose politeness state and cached robots.txt the fetcher
+    /// evicted (`fetch.max_hosts` reached).
+    #[serde(default)]
+    pub hosts_evicted: u64,
     /// Wall-clock seconds spent crawling, over all runs.
     pub seconds: f64,
 }
@@ -335,6 +339,10 @@ struct Writer {
     /// `crawl.max_requeues` and `crawl.requeue_delay_ms`.
     max_requeues: u32,
     requeue_delay_ms: u64,
+    /// For `hosts_evicted`: the fetcher's count this run, added to the
+    /// count of earlier runs.
+    fetcher: fetch::Fetcher,
+    base_hosts_evicted: u64,
 }
 
 impl Writer {
@@ -411,6 +419,7 @@ impl Writer {
                 self.cp.offsets[i] = offset.map_err(|e| state::store_err(format!("{e:#}")))?;
             }
             self.cp.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
+            self.cp.stats.hosts_evicted = self.base_hosts_evicted + self.fetcher.hosts_evicted();
             let mut st = state::open(txn).map_err(state::store_err)?;
             state::put_json(&mut st, CHECKPOINT_KEY, &self.cp)
         });
@@ -649,7 +658,7 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
     let fetcher = fetch::Fetcher::new(cfg.fetch.clone()).context("invalid [fetch] settings")?;
     let per_host = cfg.fetch.per_host_concurrency.max(1) * 2;
     let ctx = Arc::new(Ctx {
-        fetcher,
+        fetcher: fetcher.clone(),
         cleaner: clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?,
         deduper: deduper.clone(),
         scope: ScopeRules::new(&cfg.crawl, &seeds)?,
@@ -662,6 +671,7 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
         deduper: deduper.clone(),
         sinks,
         base_seconds: cp.stats.seconds,
+        base_hosts_evicted: cp.stats.hosts_evicted,
         cp,
         max_depth: cfg.crawl.max_depth,
         write_text: cfg.crawl.write_text,
@@ -672,6 +682,7 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
         not_durable: false,
         max_requeues: cfg.crawl.max_requeues,
         requeue_delay_ms: cfg.crawl.requeue_delay_ms,
+        fetcher,
     };
     let (out_tx, out_rx) = std_mpsc::channel::<Outcome>();
     let (done_tx, done_rx) = mpsc::unbounded_channel();

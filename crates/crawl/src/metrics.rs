@@ -33,6 +33,16 @@ pub fn render(s: &Stats) -> String {
         "Bodies cut at the size limit.",
         s.truncated,
     );
+    counter(
+        "simcrawl_requeued_total",
+        "Transient failures put back in the frontier.",
+        s.requeued,
+    );
+    counter(
+        "simcrawl_hosts_evicted_total",
+        "Hosts whose politeness state was evicted (fetch.max_hosts).",
+        s.hosts_evicted,
+    );
     out.push_str(
         "# HELP simcrawl_duplicates_total Duplicates by tier.\n# TYPE simcrawl_duplicates_total counter\n",
     );
@@ -176,11 +186,13 @@ mod tests {
         let mut s = Stats {
             fetched: 7,
             dup_content: 2,
+            hosts_evicted: 5,
             ..Default::default()
         };
         s.errors.insert("timeout".into(), 3);
         let text = render(&s);
         assert!(text.contains("simcrawl_pages_fetched_total 7\n"), "{text}");
+        assert!(text.contains("simcrawl_hosts_evicted_total 5\n"), "{text}");
         assert!(
             text.contains("simcrawl_duplicates_total{tier=\"content\"} 2\n"),
             "{text}"

@@ -57,6 +57,10 @@ pub struct FetchConfig {
     /// After a robots.txt answered 5xx or could not be reached, the host is
     /// treated as fully disallowed for this long, then robots.txt is retried.
     pub robots_unavailable_retry_ms: u64,
+    /// Hosts whose politeness state (spacing, cached robots.txt) is kept at
+    /// most; beyond it the least recently used host not in use is evicted
+    /// (its robots.txt is fetched again if it comes back).
+    pub max_hosts: usize,
 }
 
 impl Default for FetchConfig {
@@ -84,6 +88,7 @@ impl Default for FetchConfig {
             respect_robots: true,
             robots_ttl_ms: 24 * 60 * 60 * 1000,
             robots_unavailable_retry_ms: 60_000,
+            max_hosts: 10_000,
         }
     }
 }

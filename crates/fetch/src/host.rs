@@ -98,18 +98,6 @@ impl Host {
     pub(crate) fn set_crawl_delay(&self, delay: Option<Duration>) {
         self.gate.lock().crawl_delay = delay;
     }
-
-    /// Whether this entry still carries information worth keeping when the
-    /// host map is pruned.
-    pub(crate) fn is_idle(&self, now: Instant) -> bool {
-        if self.gate.lock().next_start > now {
-            return false;
-        }
-        match self.robots.try_lock() {
-            Ok(r) => r.as_ref().is_none_or(|e| e.expires <= now),
-            Err(_) => false,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ mod config;
 mod error;
 mod host;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -60,8 +60,6 @@ use crate::host::{Host, RobotsEntry, Rules, host_key};
 const ROBOTS_MAX_BYTES: usize = 500 * 1024;
 /// Redirect hops followed for robots.txt itself (Google follows five).
 const ROBOTS_MAX_REDIRECTS: usize = 5;
-/// Host map size at which idle entries are pruned.
-const HOST_MAP_PRUNE_AT: usize = 4096;
 
 /// A successfully fetched page (final status 2xx).
 #[derive(Debug, Clone)]
@@ -118,9 +116,46 @@ struct Inner {
     hosts: Mutex<HostMap>,
 }
 
+/// Per-host state, least recently used first out once `max_hosts` is
+/// reached. A host in use (some request holds its `Arc`) is never evicted,
+/// so two states never exist for one host; the map may exceed the cap by
+/// the number of hosts in use.
 struct HostMap {
-    map: HashMap<String, Arc<Host>>,
-    prune_at: usize,
+    /// key -> (state, tick of last use).
+    map: HashMap<String, (Arc<Host>, u64)>,
+    /// tick of last use -> key: the eviction order.
+    order: BTreeMap<u64, String>,
+    tick: u64,
+    evicted: u64,
+}
+
+impl HostMap {
+    fn get(&mut self, key: &str) -> Option<Arc<Host>> {
+        let tick = self.tick + 1;
+        let (h, used) = self.map.get_mut(key)?;
+        self.order.remove(used);
+        *used = tick;
+        self.order.insert(tick, key.to_string());
+        self.tick = tick;
+        Some(Arc::clone(h))
+    }
+
+    fn insert(&mut self, key: String, h: Arc<Host>, cap: usize) {
+        while self.map.len() >= cap.max(1) {
+            let idle = self
+                .order
+                .iter()
+                .find(|(_, k)| self.map.get(*k).is_some_and(|(h, _)| Arc::strong_count(h) == 1))
+                .map(|(t, k)| (*t, k.clone()));
+            let Some((t, k)) = idle else { break };
+            self.order.remove(&t);
+            self.map.remove(&k);
+            self.evicted += 1;
+        }
+        self.tick += 1;
+        self.order.insert(self.tick, key.clone());
+        self.map.insert(key, (h, self.tick));
+    }
 }
 
 /// The politeness-aware HTTP fetcher. Clones share one connection pool and
@@ -169,7 +204,9 @@ impl Fetcher {
                 global,
                 hosts: Mutex::new(HostMap {
                     map: HashMap::new(),
-                    prune_at: HOST_MAP_PRUNE_AT,
+                    order: BTreeMap::new(),
+                    tick: 0,
+                    evicted: 0,
                 }),
             }),
         })
@@ -268,6 +305,11 @@ impl Fetcher {
         matches!(self.robots_verdict(&host, url, allow_hop).await, Verdict::Allowed)
     }
 
+    /// Hosts whose state was evicted because `max_hosts` was reached.
+    pub fn hosts_evicted(&self) -> u64 {
+        self.inner.hosts.lock().evicted
+    }
+
     /// Finds or creates the politeness state for `url`'s host.
     fn host(&self, url: &Url) -> Result<Arc<Host>, FetchError> {
         check_url(url)?;
@@ -276,19 +318,11 @@ impl Fetcher {
             reason: "no host or port".into(),
         })?;
         let mut hosts = self.inner.hosts.lock();
-        if let Some(h) = hosts.map.get(&key) {
-            return Ok(Arc::clone(h));
-        }
-        if hosts.map.len() >= hosts.prune_at {
-            let now = Instant::now();
-            hosts
-                .map
-                .retain(|_, h| Arc::strong_count(h) > 1 || !h.is_idle(now));
-            hosts.prune_at = (hosts.map.len() * 2).max(HOST_MAP_PRUNE_AT);
-            debug!(hosts = hosts.map.len(), "pruned idle hosts");
+        if let Some(h) = hosts.get(&key) {
+            return Ok(h);
         }
         let h = Arc::new(Host::new(key.clone(), self.inner.cfg.per_host_concurrency));
-        hosts.map.insert(key, Arc::clone(&h));
+        hosts.insert(key, Arc::clone(&h), self.inner.cfg.max_hosts);
         Ok(h)
     }
 
@@ -622,6 +656,56 @@ fn crawl_delay(robot: &Robot, cap: Duration) -> Option<Duration> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    fn cache_robots(h: &Host) {
+        // A robots.txt valid for a day: this host is never "idle".
+        *h.robots.try_lock().unwrap() = Some(RobotsEntry {
+            rules: Rules::AllowAll,
+            expires: Instant::now() + Duration::from_secs(86_400),
+        });
+    }
+
+    #[test]
+    fn host_map_is_capped_even_when_every_host_has_robots_rules() {
+        let f = Fetcher::new(FetchConfig::default()).unwrap();
+        for i in 0..12_000 {
+            let url = Url::parse(&format!("http://h{i}.example/")).unwrap();
+            cache_robots(&f.host(&url).unwrap());
+        }
+        let n = f.inner.hosts.lock().map.len();
+        assert!(n <= 10_000, "{n} hosts cached");
+        assert_eq!(f.hosts_evicted(), 2_000);
+    }
+
+    #[test]
+    fn host_eviction_is_lru_and_spares_hosts_in_use() {
+        let f = Fetcher::new(FetchConfig {
+            max_hosts: 3,
+            ..FetchConfig::default()
+        })
+        .unwrap();
+        let u = |i: u32| Url::parse(&format!("http://h{i}.example/")).unwrap();
+        let held = f.host(&u(0)).unwrap(); // in use all along
+        f.host(&u(1)).unwrap();
+        f.host(&u(2)).unwrap();
+        f.host(&u(1)).unwrap(); // 1 used more recently than 2
+        f.host(&u(3)).unwrap(); // evicts 2: 0 is in use, 1 is recent
+        let keys = |f: &Fetcher| {
+            let mut k: Vec<String> = f.inner.hosts.lock().map.keys().cloned().collect();
+            k.sort();
+            k
+        };
+        assert_eq!(
+            keys(&f),
+            [
+                "http://h0.example:80",
+                "http://h1.example:80",
+                "http://h3.example:80"
+            ]
+        );
+        assert_eq!(f.hosts_evicted(), 1);
+        assert!(Arc::ptr_eq(&held, &f.host(&u(0)).unwrap()));
+    }
 
     #[test]
     fn backoff_is_bounded() {
