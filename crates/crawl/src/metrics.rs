@@ -133,7 +133,7 @@ async fn answer(mut sock: tokio::net::TcpStream, stats: &Mutex<Stats>) {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use std::time::Instant;
     use tokio::net::TcpStream;
