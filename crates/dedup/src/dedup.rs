@@ -360,6 +360,9 @@ impl<S: Store> Deduper<S> {
             last_purge: AtomicU64::new(0),
         };
         deduper.check_params()?;
+        deduper
+            .store
+            .rebuild_bands(&|rec: &DocRecord| deduper.band_keys(&rec.sketch).collect())?;
         Ok(deduper)
     }
 
@@ -627,9 +630,11 @@ impl<S: Store> Deduper<S> {
         })
     }
 
-    /// The exact-text key followed by the LSH band keys of a sketch.
+    /// The LSH band keys of a sketch under this deduper's settings. An
+    /// exact copy has the same sketch, so it shares every band (and its
+    /// SimHash is at distance 0): it needs no index of its own.
     fn band_keys<'s>(&self, sketch: &'s Sketch) -> impl Iterator<Item = u64> + 's {
-        std::iter::once(sketch.exact_key()).chain(sketch.band_keys(self.config.bands, self.config.band_rows))
+        sketch.band_keys(self.config.bands, self.config.band_rows)
     }
 
     fn title_match(&self, t: &dyn ReadTables, sig: &Signature, cutoff: u64) -> Result<Option<Duplicate>> {
@@ -671,9 +676,9 @@ impl<S: Store> Deduper<S> {
         }))
     }
 
-    /// The content tier: an exact copy of the text; else the most similar
-    /// verified SimHash candidate (distance <= k); else the most similar
-    /// verified band candidate.
+    /// The content tier: the most similar verified SimHash candidate
+    /// (distance <= k; an exact copy is at 0 and verifies at 1); else the
+    /// most similar verified band candidate.
     fn content_match(
         &self,
         t: &dyn ReadTables,
@@ -685,14 +690,6 @@ impl<S: Store> Deduper<S> {
             Ok(t.doc(id)?.filter(|rec| rec.inserted_at >= cutoff))
         };
         let mut ids = Vec::new();
-        t.band_docs(sketch.exact_key(), &mut ids)?;
-        for &id in ids.iter().rev() {
-            if let Some(rec) = live(id)?
-                && rec.sketch.same_text(sketch)
-            {
-                return Ok(Some(Match::new(Some(fp), Some(sketch), rec)));
-            }
-        }
         let min = self.config.min_similarity;
         let mut best: Option<Match> = None;
         let mut checked = rustc_hash::FxHashSet::default();

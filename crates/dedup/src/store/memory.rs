@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 
-use super::{BAND_POSTINGS, DocId, DocRecord, ReadTables, Store, Tables, UrlRecord};
+use super::{BandIndex, DocId, DocRecord, ReadTables, Store, Tables, UrlRecord};
 use crate::error::Result;
 use crate::fingerprint::Fingerprint;
 
@@ -47,8 +47,7 @@ struct MemState {
     urls: FxHashMap<u128, UrlRecord>,
     titles: FxHashMap<u128, Vec<DocId>>,
     blocks: Vec<FxHashMap<u64, Entries>>,
-    /// Band and exact-text keys: ids, oldest first, capped.
-    bands: FxHashMap<u64, Vec<DocId>>,
+    bands: BandIndex,
     /// Looked up on every verified candidate: a hash map, not a tree.
     docs: FxHashMap<DocId, DocRecord>,
     /// Insertion order, for purging the oldest; touched only on insert and
@@ -102,9 +101,7 @@ impl ReadTables for MemState {
     }
 
     fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()> {
-        if let Some(ids) = self.bands.get(&key) {
-            out.extend_from_slice(ids);
-        }
+        self.bands.get(key, out);
         Ok(())
     }
 
@@ -201,21 +198,12 @@ impl Tables for MemState {
     }
 
     fn add_band(&mut self, key: u64, id: DocId) -> Result<()> {
-        let ids = self.bands.entry(key).or_default();
-        ids.push(id);
-        if ids.len() > BAND_POSTINGS {
-            ids.remove(0);
-        }
+        self.bands.add(key, id);
         Ok(())
     }
 
     fn remove_band(&mut self, key: u64, id: DocId) -> Result<()> {
-        if let Some(ids) = self.bands.get_mut(&key) {
-            ids.retain(|&x| x != id);
-            if ids.is_empty() {
-                self.bands.remove(&key);
-            }
-        }
+        self.bands.remove(key, id);
         Ok(())
     }
 

@@ -59,7 +59,7 @@ pub(crate) fn without_posting(list: &[u8], gone: &[u8; POSTING]) -> Option<Vec<u
     (kept.len() != list.len()).then_some(kept)
 }
 
-/// Most documents one band key (or exact-text key) lists, newest kept: a
+/// Most documents one band key lists, newest kept: a
 /// band shared by thousands of pages (an empty-ish text, a template that is
 /// all a page has) would otherwise make every insert rewrite a huge list
 /// and every query verify thousands of candidates. A copy is almost always
@@ -94,6 +94,68 @@ pub(crate) fn without_id(list: &[u8], id: DocId) -> Option<Vec<u8>> {
         .copied()
         .collect();
     (kept.len() != list.len()).then_some(kept)
+}
+
+/// Documents under one band key: almost always one, so the common case
+/// needs no allocation.
+#[derive(Debug)]
+enum BandIds {
+    One(DocId),
+    Many(Vec<DocId>),
+}
+
+/// The LSH band index in memory: band key -> documents, oldest first,
+/// capped at [`BAND_POSTINGS`]. The memory store keeps its bands here; the
+/// redb store keeps them here too, derived from its documents (see
+/// [`Store::rebuild_bands`]), so a check adds no B-tree writes for them.
+#[derive(Debug, Default)]
+pub(crate) struct BandIndex {
+    map: rustc_hash::FxHashMap<u64, BandIds>,
+}
+
+impl BandIndex {
+    pub(crate) fn get(&self, key: u64, out: &mut Vec<DocId>) {
+        match self.map.get(&key) {
+            Some(BandIds::One(id)) => out.push(*id),
+            Some(BandIds::Many(v)) => out.extend_from_slice(v),
+            None => {}
+        }
+    }
+
+    pub(crate) fn add(&mut self, key: u64, id: DocId) {
+        match self.map.get_mut(&key) {
+            None => {
+                self.map.insert(key, BandIds::One(id));
+            }
+            Some(e) => {
+                let grown = match e {
+                    BandIds::One(first) => BandIds::Many(vec![*first, id]),
+                    BandIds::Many(v) => {
+                        v.push(id);
+                        if v.len() > BAND_POSTINGS {
+                            v.remove(0);
+                        }
+                        return;
+                    }
+                };
+                *e = grown;
+            }
+        }
+    }
+
+    pub(crate) fn remove(&mut self, key: u64, id: DocId) {
+        let now_empty = match self.map.get_mut(&key) {
+            Some(BandIds::One(x)) => *x == id,
+            Some(BandIds::Many(v)) => {
+                v.retain(|&x| x != id);
+                v.is_empty()
+            }
+            None => false,
+        };
+        if now_empty {
+            self.map.remove(&key);
+        }
+    }
 }
 
 /// A stored document's number; assigned in insertion order.
@@ -200,7 +262,7 @@ pub trait ReadTables {
     /// Appends every (fingerprint, document) stored under `key` in table `table`.
     fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()>;
     /// Appends the documents (at most [`BAND_POSTINGS`], oldest first)
-    /// indexed under an LSH band key or an exact-text key.
+    /// indexed under an LSH band key.
     fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()>;
     /// A stored document.
     fn doc(&self, id: DocId) -> Result<Option<DocRecord>>;
@@ -227,10 +289,10 @@ pub trait Tables: ReadTables {
     fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()>;
     /// Removes a fingerprint from table `table`.
     fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()>;
-    /// Indexes a document under a band or exact-text key, forgetting the
-    /// oldest beyond [`BAND_POSTINGS`].
+    /// Indexes a document under a band key, forgetting the oldest beyond
+    /// [`BAND_POSTINGS`].
     fn add_band(&mut self, key: u64, id: DocId) -> Result<()>;
-    /// Removes a document from a band or exact-text key.
+    /// Removes a document from a band key.
     fn remove_band(&mut self, key: u64, id: DocId) -> Result<()>;
     /// Stores a document.
     fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()>;
@@ -255,4 +317,13 @@ pub trait Store: Send + Sync + std::fmt::Debug {
 
     /// Where the store lives, for error messages (`None` in memory).
     fn location(&self) -> Option<&std::path::Path>;
+
+    /// Stores that keep the band index in memory, derived from the stored
+    /// documents (redb), rebuild it here from every document's band keys
+    /// (`keys`); [`crate::Deduper::new`] calls it once. Stores that persist
+    /// their bands do nothing.
+    fn rebuild_bands(&self, keys: &dyn Fn(&DocRecord) -> Vec<u64>) -> Result<()> {
+        let _ = keys;
+        Ok(())
+    }
 }

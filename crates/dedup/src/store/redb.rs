@@ -16,16 +16,17 @@ use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 use redb::{
     Database, Durability, MultimapTable, MultimapTableDefinition, ReadOnlyMultimapTable, ReadOnlyTable,
     ReadTransaction, ReadableDatabase, ReadableMultimapTable, ReadableTable, ReadableTableMetadata, Table,
     TableDefinition, WriteTransaction,
 };
+use rustc_hash::FxHashMap;
 
 use super::{
-    DocId, DocRecord, POSTING, ReadTables, Store, Tables, UrlRecord, block_key, decode_ids, decode_postings,
-    posting, push_id_capped, without_id, without_posting,
+    BAND_POSTINGS, BandIndex, DocId, DocRecord, POSTING, ReadTables, Store, Tables, UrlRecord, block_key,
+    decode_postings, posting, without_posting,
 };
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -41,8 +42,6 @@ const TITLES: MultimapTableDefinition<u128, u64> = MultimapTableDefinition::new(
 /// docs/BENCHMARKS.md).
 const BLOCKS: TableDefinition<u128, &[u8]> = TableDefinition::new("dedup_blocks");
 const DOCS: TableDefinition<u64, &[u8]> = TableDefinition::new("dedup_docs");
-/// LSH band keys and exact-text keys -> capped list of 8-byte document ids.
-const BANDS: TableDefinition<u64, &[u8]> = TableDefinition::new("dedup_bands");
 
 /// The default persistent store: one redb file.
 ///
@@ -61,8 +60,17 @@ const BANDS: TableDefinition<u64, &[u8]> = TableDefinition::new("dedup_bands");
 /// let v = d.check(&Document::new("http://b.example/1", "", "长江流域今年夏季降雨偏多，防汛形势严峻")).unwrap();
 /// assert!(v.is_duplicate());
 /// ```
+///
+/// The LSH band index is not written to the file: it is derived from the
+/// stored documents (each keeps its sketch), held in memory, rebuilt when a
+/// [`crate::Deduper`] opens the store, and updated only when a transaction
+/// commits. A check then costs no B-tree writes for its bands: measured,
+/// ten band entries per document on disk made redb checks 3-4x slower.
+/// The price is memory: about 40 bytes per band entry (10 per document,
+/// ~400 MB per million documents with the default 10 bands).
 #[derive(Debug)]
 pub struct RedbStore {
+    bands: RwLock<BandIndex>,
     db: Database,
     path: PathBuf,
     sync_interval: Duration,
@@ -127,6 +135,7 @@ impl RedbStore {
                 other => Error::Storage(format!("cannot open {}: {other}", path.display()).into()),
             })?;
         let store = RedbStore {
+            bands: RwLock::new(BandIndex::default()),
             db,
             path,
             sync_interval: options.sync_interval,
@@ -140,7 +149,7 @@ impl RedbStore {
 
     /// The underlying database, so that an embedding crawler can keep its
     /// own tables (a frontier, sink offsets) in the same file and commit them
-    /// in the same transaction as the dedup state: see [`RedbTables::open`].
+    /// in the same transaction as the dedup state: see [`RedbStore::write_with`].
     pub fn database(&self) -> &Database {
         &self.db
     }
@@ -161,15 +170,27 @@ impl RedbStore {
             Durability::None
         })
         .map_err(Error::storage)?;
-        let result = {
-            let mut tables = RedbTables::open(&txn)?;
-            f(&txn, &mut tables)
+        let (result, pending) = {
+            let mut tables = RedbTables::open(&txn, &self.bands)?;
+            let r = f(&txn, &mut tables);
+            (r, std::mem::take(&mut tables.pending))
         };
         match result {
             Ok(value) => {
                 txn.commit().map_err(Error::storage)?;
                 if durable {
                     *self.last_sync.lock() = Instant::now();
+                }
+                if !pending.is_empty() {
+                    let mut bands = self.bands.write();
+                    for (key, ops) in pending {
+                        for op in ops {
+                            match op {
+                                BandOp::Add(id) => bands.add(key, id),
+                                BandOp::Remove(id) => bands.remove(key, id),
+                            }
+                        }
+                    }
                 }
                 Ok(value)
             }
@@ -188,13 +209,13 @@ impl Store for RedbStore {
 
     fn read<R>(&self, f: impl FnOnce(&dyn ReadTables) -> Result<R>) -> Result<R> {
         let tables = RedbReadTables {
+            bands: &self.bands,
             txn: self.db.begin_read().map_err(Error::storage)?,
             meta: OnceCell::new(),
             urls: OnceCell::new(),
             titles: OnceCell::new(),
             blocks: OnceCell::new(),
             docs: OnceCell::new(),
-            bands: OnceCell::new(),
         };
         f(&tables)
     }
@@ -206,30 +227,55 @@ impl Store for RedbStore {
     fn location(&self) -> Option<&Path> {
         Some(&self.path)
     }
+
+    fn rebuild_bands(&self, keys: &dyn Fn(&DocRecord) -> Vec<u64>) -> Result<()> {
+        let mut fresh = BandIndex::default();
+        let txn = self.db.begin_read().map_err(Error::storage)?;
+        let docs = txn.open_table(DOCS).map_err(Error::storage)?;
+        for entry in docs.iter().map_err(Error::storage)? {
+            let (id, v) = entry.map_err(Error::storage)?;
+            let rec = DocRecord::decode(v.value())?;
+            for key in keys(&rec) {
+                fresh.add(key, id.value());
+            }
+        }
+        *self.bands.write() = fresh;
+        Ok(())
+    }
+}
+
+/// A band index change made in a write transaction, applied to the shared
+/// in-memory index only if the transaction commits.
+#[derive(Clone, Copy, Debug)]
+enum BandOp {
+    Add(DocId),
+    Remove(DocId),
 }
 
 /// The dedup tables opened on one redb write transaction.
 #[allow(missing_debug_implementations)]
 pub struct RedbTables<'t> {
+    shared_bands: &'t RwLock<BandIndex>,
+    /// Band changes of this transaction, by key, in order.
+    pending: FxHashMap<u64, Vec<BandOp>>,
     meta: Table<'t, &'static str, &'static [u8]>,
     urls: Table<'t, u128, &'static [u8]>,
     titles: MultimapTable<'t, u128, u64>,
     blocks: Table<'t, u128, &'static [u8]>,
     docs: Table<'t, u64, &'static [u8]>,
-    bands: Table<'t, u64, &'static [u8]>,
 }
 
 /// The dedup tables of one redb read transaction (a snapshot), each opened
 /// on first use: opening a table is a lookup of its own, and a query needs
 /// only two of the five.
-struct RedbReadTables {
+struct RedbReadTables<'s> {
+    bands: &'s RwLock<BandIndex>,
     txn: ReadTransaction,
     meta: OnceCell<ReadOnlyTable<&'static str, &'static [u8]>>,
     urls: OnceCell<ReadOnlyTable<u128, &'static [u8]>>,
     titles: OnceCell<ReadOnlyMultimapTable<u128, u64>>,
     blocks: OnceCell<ReadOnlyTable<u128, &'static [u8]>>,
     docs: OnceCell<ReadOnlyTable<u64, &'static [u8]>>,
-    bands: OnceCell<ReadOnlyTable<u64, &'static [u8]>>,
 }
 
 /// Returns the table in `cell`, opening it on `txn` the first time.
@@ -241,7 +287,7 @@ fn lazy<T>(cell: &OnceCell<T>, open: impl FnOnce() -> Result<T, redb::TableError
     Ok(cell.get_or_init(|| t))
 }
 
-impl RedbReadTables {
+impl RedbReadTables<'_> {
     fn meta(&self) -> Result<&ReadOnlyTable<&'static str, &'static [u8]>> {
         lazy(&self.meta, || self.txn.open_table(META))
     }
@@ -257,8 +303,8 @@ impl RedbReadTables {
     fn docs(&self) -> Result<&ReadOnlyTable<u64, &'static [u8]>> {
         lazy(&self.docs, || self.txn.open_table(DOCS))
     }
-    fn bands(&self) -> Result<&ReadOnlyTable<u64, &'static [u8]>> {
-        lazy(&self.bands, || self.txn.open_table(BANDS))
+    fn band_ids(&self, key: u64, out: &mut Vec<DocId>) {
+        self.bands.read().get(key, out);
     }
 }
 
@@ -278,21 +324,39 @@ impl RedbTables<'_> {
     fn docs(&self) -> Result<&Table<'_, u64, &'static [u8]>> {
         Ok(&self.docs)
     }
-    fn bands(&self) -> Result<&Table<'_, u64, &'static [u8]>> {
-        Ok(&self.bands)
+    /// The committed ids under `key`, then this transaction's changes.
+    fn band_ids(&self, key: u64, out: &mut Vec<DocId>) {
+        let start = out.len();
+        self.shared_bands.read().get(key, out);
+        if let Some(ops) = self.pending.get(&key) {
+            let mut ids = out.split_off(start);
+            for op in ops {
+                match *op {
+                    BandOp::Add(id) => {
+                        ids.push(id);
+                        if ids.len() > BAND_POSTINGS {
+                            ids.remove(0);
+                        }
+                    }
+                    BandOp::Remove(id) => ids.retain(|&x| x != id),
+                }
+            }
+            out.extend(ids);
+        }
     }
 }
 
 impl<'t> RedbTables<'t> {
     /// Opens (creating if needed) the dedup tables on `txn`.
-    pub fn open(txn: &'t WriteTransaction) -> Result<RedbTables<'t>> {
+    fn open(txn: &'t WriteTransaction, bands: &'t RwLock<BandIndex>) -> Result<RedbTables<'t>> {
         Ok(RedbTables {
+            shared_bands: bands,
+            pending: FxHashMap::default(),
             meta: txn.open_table(META).map_err(Error::storage)?,
             urls: txn.open_table(URLS).map_err(Error::storage)?,
             titles: txn.open_multimap_table(TITLES).map_err(Error::storage)?,
             blocks: txn.open_table(BLOCKS).map_err(Error::storage)?,
             docs: txn.open_table(DOCS).map_err(Error::storage)?,
-            bands: txn.open_table(BANDS).map_err(Error::storage)?,
         })
     }
 }
@@ -342,9 +406,7 @@ macro_rules! impl_read_tables {
             }
 
             fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()> {
-                if let Some(list) = self.bands()?.get(key).map_err(Error::storage)? {
-                    out.extend(decode_ids(list.value()));
-                }
+                self.band_ids(key, out);
                 Ok(())
             }
 
@@ -371,7 +433,7 @@ macro_rules! impl_read_tables {
 }
 
 impl_read_tables!(RedbTables<'_>);
-impl_read_tables!(RedbReadTables);
+impl_read_tables!(RedbReadTables<'_>);
 
 impl Tables for RedbTables<'_> {
     fn set_meta(&mut self, key: &str, value: &[u8]) -> Result<()> {
@@ -448,33 +510,12 @@ impl Tables for RedbTables<'_> {
     }
 
     fn add_band(&mut self, key: u64, id: DocId) -> Result<()> {
-        let mut list = match self.bands.get(key).map_err(Error::storage)? {
-            Some(v) => v.value().to_vec(),
-            None => Vec::with_capacity(8),
-        };
-        push_id_capped(&mut list, id);
-        self.bands.insert(key, list.as_slice()).map_err(Error::storage)?;
+        self.pending.entry(key).or_default().push(BandOp::Add(id));
         Ok(())
     }
 
     fn remove_band(&mut self, key: u64, id: DocId) -> Result<()> {
-        let Some(list) = self
-            .bands
-            .get(key)
-            .map_err(Error::storage)?
-            .map(|v| v.value().to_vec())
-        else {
-            return Ok(());
-        };
-        match without_id(&list, id) {
-            Some(kept) if kept.is_empty() => {
-                self.bands.remove(key).map_err(Error::storage)?;
-            }
-            Some(kept) => {
-                self.bands.insert(key, kept.as_slice()).map_err(Error::storage)?;
-            }
-            None => {}
-        }
+        self.pending.entry(key).or_default().push(BandOp::Remove(id));
         Ok(())
     }
 
