@@ -94,25 +94,112 @@ fn starts_with_ci(s: &str, prefix: &str) -> bool {
     s.len() >= prefix.len() && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
 }
 
+/// Marks of one `class` or `id` token.
+#[derive(Debug, Default, Clone, Copy)]
+struct TokenMarks {
+    strong: bool,
+    weak: bool,
+    ok: bool,
+}
+
+fn token_marks(token: &str) -> TokenMarks {
+    let mut m = TokenMarks::default();
+    for seg in token.split(['-', '_', ':', '.']).filter(|s| !s.is_empty()) {
+        if STRONG.iter().any(|p| starts_with_ci(seg, p)) {
+            m.strong = true;
+        } else if WEAK_PREFIX.iter().any(|p| starts_with_ci(seg, p))
+            || WEAK_EXACT.iter().any(|p| seg.eq_ignore_ascii_case(p))
+        {
+            m.weak = true;
+        }
+        if OK.iter().any(|p| seg.eq_ignore_ascii_case(p)) {
+            m.ok = true;
+        }
+    }
+    m
+}
+
 /// Whether a `class` or `id` value names a template part.
-pub(crate) fn is_boilerplate_name(value: &str) -> bool {
+#[cfg(test)]
+fn is_boilerplate_name(value: &str) -> bool {
+    is_boilerplate_names(value, "")
+}
+
+/// Whether an element's `class` and `id` together name a template part.
+///
+/// Each token is judged on its own (`comment-list` is template, `comment-content` is
+/// not), then, as in Readability (`okMaybeItsACandidate` is tested on the whole
+/// class and id string), a content word in *another* token clears a mark: themes put
+/// layout classes next to the content ones (`article-body pagination-first`,
+/// `post has-sidebar`), and dropping the article for them loses the whole page. A
+/// token that says both (`sidebar-content`) stays template: that is a sidebar's body.
+pub(crate) fn is_boilerplate_names(class: &str, id: &str) -> bool {
+    let mut marked_alone = false;
+    let mut ok_alone = false;
+    for token in class.split_ascii_whitespace().chain(id.split_ascii_whitespace()) {
+        let m = token_marks(token);
+        if m.strong || (m.weak && !m.ok) {
+            marked_alone = true;
+        } else if m.ok && !m.weak {
+            // (A strong token never gets here: `sidebar-content` clears nothing.)
+            ok_alone = true;
+        }
+    }
+    marked_alone && !ok_alone
+}
+
+/// Class or id fragments that name an article's body container. Peers rely on the
+/// same vocabulary (trafilatura's `BODY_XPATH`: `post-content`, `entry-content`,
+/// `article-body`, `story-body` ...; WordPress, Drupal and most news CMSs emit them).
+/// Matched as substrings of a token with `-` and `_` removed, case-insensitively.
+const CONTENT_HINTS: &[&str] = &[
+    "articlebody",
+    "articlecontent",
+    "articletext",
+    "articlecopy",
+    "postcontent",
+    "postbody",
+    "posttext",
+    "postentry",
+    "entrycontent",
+    "entrybody",
+    "storybody",
+    "storycontent",
+    "storytext",
+    "bodytext",
+    "textcontent",
+    "contentbody",
+    "newscontent",
+    "newstext",
+    "newsbody",
+    "itembody",
+    "articledetail",
+    "detailcontent",
+];
+
+/// Whether a `class` or `id` value names an article body container (see
+/// [`CONTENT_HINTS`]).
+pub(crate) fn is_content_name(value: &str) -> bool {
     value.split_ascii_whitespace().any(|token| {
-        let mut strong = false;
-        let mut weak = false;
-        let mut ok = false;
-        for seg in token.split(['-', '_', ':', '.']).filter(|s| !s.is_empty()) {
-            if STRONG.iter().any(|p| starts_with_ci(seg, p)) {
-                strong = true;
-            } else if WEAK_PREFIX.iter().any(|p| starts_with_ci(seg, p))
-                || WEAK_EXACT.iter().any(|p| seg.eq_ignore_ascii_case(p))
-            {
-                weak = true;
-            }
-            if OK.iter().any(|p| seg.eq_ignore_ascii_case(p)) {
-                ok = true;
+        if token.len() > 64 {
+            return false;
+        }
+        let mut buf = [0u8; 64];
+        let mut n = 0;
+        for &b in token.as_bytes() {
+            if b != b'-' && b != b'_' {
+                buf[n] = b.to_ascii_lowercase();
+                n += 1;
             }
         }
-        strong || (weak && !ok)
+        let squashed = &buf[..n];
+        // "comments-body" or "sidebar-content" are not the article.
+        if token_marks(token).strong || squashed.windows(7).any(|w| w == b"comment") {
+            return false;
+        }
+        CONTENT_HINTS
+            .iter()
+            .any(|h| squashed.windows(h.len()).any(|w| w == h.as_bytes()))
     })
 }
 
@@ -153,6 +240,25 @@ mod tests {
             "",
         ] {
             assert!(!is_boilerplate_name(c), "{c} should not be boilerplate");
+        }
+    }
+
+    #[test]
+    fn content_word_in_another_token_clears_a_mark() {
+        assert!(!is_boilerplate_names("article-body pagination-first", ""));
+        assert!(!is_boilerplate_names("container", "content-sidebar"));
+        assert!(is_boilerplate_names("penci-sidebar-content", ""));
+        assert!(is_boilerplate_names("sidebar right", "block-1"));
+        assert!(!is_boilerplate_names("widget_text", ""));
+    }
+
+    #[test]
+    fn content_names() {
+        for c in ["entry-content", "article__body x", "post_content", "StoryBody", "c-article-text"] {
+            assert!(is_content_name(c), "{c} should name content");
+        }
+        for c in ["content", "article", "sidebar-content", "comment-body-text", "share-post-content", ""] {
+            assert!(!is_content_name(c), "{c} should not name content");
         }
     }
 

@@ -99,11 +99,36 @@ pub(crate) fn select_text(walk: &Walk<'_>, main_content: bool, cap: usize) -> St
     }
     let total: u64 = (0..n).filter(|&i| els[i].parent == NONE).map(|i| all[i]).sum();
 
-    // Effective template marks, inherited downwards (parents precede children).
+    // Paragraph text per subtree (blocks with a real paragraph), and the deepest
+    // semantic content marker's paragraph text, to protect mis-marked wrappers.
+    let mut para = vec![0u64; n];
+    let mut sem_para = vec![0u64; n];
+    for i in (0..n).rev() {
+        let e = &els[i];
+        if e.block && e.para_chars >= MIN_PARAGRAPH_CHARS {
+            para[i] += u64::from(e.para_chars);
+        }
+        if e.semantic >= 2 {
+            sem_para[i] = sem_para[i].max(para[i]);
+        }
+        if let Some(p) = parent_of(els, i) {
+            para[p] += para[i];
+            sem_para[p] = sem_para[p].max(sem_para[i]);
+        }
+    }
+    let para_total: u64 = (0..n).filter(|&i| els[i].parent == NONE).map(|i| para[i]).sum();
+
+    // Effective template marks, inherited downwards (parents precede children). A
+    // class name is a weaker signal than a tag: a class-marked element is kept when
+    // it holds most of the page's paragraph text with few links, or wraps the page's
+    // article markup (`<article>`, `articleBody`, `entry-content`) holding a fair
+    // share of it. Themes name whole-page wrappers `content-with-sidebar`.
     let mut boiler = vec![false; n];
     for i in 0..n {
         let e = &els[i];
-        let protected = all[i] * 2 > total && all_link[i] * 10 < all[i] * 3;
+        let protected = (all[i] * 2 > total && all_link[i] * 10 < all[i] * 3)
+            || (para[i] * 2 > para_total && all_link[i] * 10 < all[i] * 4)
+            || sem_para[i] * 4 > para_total;
         let marked = e.tag_boiler || (e.class_boiler && !protected);
         boiler[i] = marked || parent_of(els, i).is_some_and(|p| boiler[p]);
     }
