@@ -25,6 +25,9 @@ use super::{El, NONE, Renderer, Walk};
 
 /// A block is a paragraph when it has at least this many non-link chars.
 const MIN_PARAGRAPH_CHARS: u32 = 20;
+/// A body container (`entry-content` ...) with less non-link text than this is an
+/// empty slot (a placeholder for an ad or a widget), not a chunk of the article.
+const MIN_BODY_CHUNK_CHARS: u64 = 30;
 /// Below this many chars of main text, fall back to the whole page.
 const MIN_MAIN_CHARS: usize = 10;
 
@@ -188,7 +191,43 @@ pub(crate) fn select_text(walk: &Walk<'_>, main_content: bool, cap: usize) -> St
     // Semantic markup, when it covers a fair share of what the scoring found.
     let top_nonlink = top.map_or(0, |(t, _)| nonlink(t));
     let mut roots: Vec<usize> = Vec::new();
-    for level in [3u8, 2, 1] {
+
+    // Body containers (`articleBody`, `entry-content` ...): every outermost one with
+    // real text, in page order. Templates split one article into several of them
+    // around ads and embeds (`article__body` chunks), so taking only the largest
+    // loses the rest of the article.
+    let mut last = (0..n).collect::<Vec<usize>>();
+    for i in (0..n).rev() {
+        if let Some(p) = parent_of(els, i) {
+            last[p] = last[p].max(last[i]);
+        }
+    }
+    let best_body = (0..n)
+        .filter(|&i| els[i].semantic == 3 && !boiler[i])
+        .map(nonlink)
+        .max()
+        .unwrap_or(0);
+    let mut covered_until = 0usize;
+    let mut body_sum = 0u64;
+    for i in 0..n {
+        if i < covered_until || els[i].semantic != 3 || boiler[i] {
+            continue;
+        }
+        let v = nonlink(i);
+        if v >= MIN_BODY_CHUNK_CHARS && v * 10 >= best_body {
+            roots.push(i);
+            body_sum += v;
+            covered_until = last[i] + 1;
+        }
+    }
+    if body_sum < 50 || body_sum * 2 < top_nonlink {
+        roots.clear();
+    }
+
+    for level in [2u8, 1] {
+        if !roots.is_empty() {
+            break;
+        }
         let mut best: Option<usize> = None;
         let mut second = 0u64;
         for i in 0..n {
@@ -217,7 +256,7 @@ pub(crate) fn select_text(walk: &Walk<'_>, main_content: bool, cap: usize) -> St
 
     // Inside the semantic part, a scored block holding most of its text is tighter
     // still: it leaves out bylines, tag lists and the like that templates add.
-    if let (Some(&root), Some((t, _))) = (roots.first(), top)
+    if let (&[root], Some((t, _))) = (roots.as_slice(), top)
         && t != root
         && is_descendant(els, t, root)
         && nonlink(t) * 4 >= nonlink(root) * 3
