@@ -77,12 +77,34 @@ const WEAK_PREFIX: &[&str] = &[
     "disqus",
     "outbrain",
     "taboola",
+    // Debris inside an article that peers prune too (trafilatura's discard lists):
+    // captions and photo credits, bylines, galleries, teasers, "most popular".
+    "caption",
+    "credit",
+    "byline",
+    "author",
+    "timestamp",
+    "dateline",
+    "gallery",
+    "slideshow",
+    "carousel",
+    "lightbox",
+    "teaser",
+    "popular",
+    "trending",
+    "button",
+    "btn",
+    "rating",
+    "viral",
+    "syndication",
+    "screenreader",
+    "visually",
 ];
 
 /// Whole segments that mark template unless another segment says content.
 const WEAK_EXACT: &[&str] = &[
     "ad", "ads", "header", "head", "foot", "side", "top", "bottom", "tags", "tag", "hot", "rank", "links",
-    "friend", "aside",
+    "friend", "aside", "meta", "date", "time", "sr", "hide", "noprint", "tools", "icon",
 ];
 
 /// Whole segments that say "this is the content".

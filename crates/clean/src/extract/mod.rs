@@ -320,8 +320,12 @@ pub(crate) fn extract(html: &Html, url: &Url, opts: &ExtractOptions) -> Extracte
                         };
                         let tag_boiler = boilerplate::is_boilerplate_tag(name)
                             || role.is_some_and(boilerplate::is_boilerplate_role);
-                        let class_boiler = !matches!(name, "body" | "html" | "article" | "main")
-                            && boilerplate::is_boilerplate_names(
+                        // Figures are images with captions and credits, which are not the
+                        // article's prose; like a class mark, a figure that holds most of
+                        // the page's text is kept after all.
+                        let class_boiler = matches!(name, "figure" | "figcaption")
+                            || !matches!(name, "body" | "html" | "article" | "main")
+                                && boilerplate::is_boilerplate_names(
                                 e.attr("class").unwrap_or(""),
                                 e.attr("id").unwrap_or(""),
                             );
