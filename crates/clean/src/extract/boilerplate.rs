@@ -268,7 +268,8 @@ mod tests {
     #[test]
     fn content_word_in_another_token_clears_a_mark() {
         assert!(!is_boilerplate_names("article-body pagination-first", ""));
-        assert!(!is_boilerplate_names("container", "content-sidebar"));
+        assert!(!is_boilerplate_names("post has-sidebar", ""));
+        assert!(is_boilerplate_names("container", "content-sidebar"));
         assert!(is_boilerplate_names("penci-sidebar-content", ""));
         assert!(is_boilerplate_names("sidebar right", "block-1"));
         assert!(!is_boilerplate_names("widget_text", ""));
