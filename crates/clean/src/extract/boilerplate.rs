@@ -112,9 +112,48 @@ const OK: &[&str] = &[
     "article", "artical", "content", "body", "main", "post", "entry", "text", "story", "detail", "con",
 ];
 
-fn starts_with_ci(s: &str, prefix: &str) -> bool {
-    s.len() >= prefix.len() && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+/// How a vocabulary word matches a name segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Word {
+    Strong,
+    WeakPrefix,
+    WeakExact,
+    Ok,
 }
+
+/// The vocabulary bucketed by first letter: every element with a class is looked up,
+/// so a segment is compared with the few words sharing its first letter, not with
+/// all of them (the linear scan was a tenth of the whole cleaning time).
+#[derive(Debug)]
+struct Vocab {
+    buckets: [Vec<(&'static [u8], Word)>; 26],
+}
+
+fn vocab() -> &'static Vocab {
+    static VOCAB: std::sync::OnceLock<Vocab> = std::sync::OnceLock::new();
+    VOCAB.get_or_init(|| {
+        let mut buckets: [Vec<(&'static [u8], Word)>; 26] = Default::default();
+        let lists: [(&[&'static str], Word); 4] = [
+            (STRONG, Word::Strong),
+            (WEAK_PREFIX, Word::WeakPrefix),
+            (WEAK_EXACT, Word::WeakExact),
+            (OK, Word::Ok),
+        ];
+        for (list, kind) in lists {
+            for w in list {
+                if let Some(&b) = w.as_bytes().first()
+                    && let Some(bucket) = buckets.get_mut(usize::from(b.wrapping_sub(b'a')))
+                {
+                    bucket.push((w.as_bytes(), kind));
+                }
+            }
+        }
+        Vocab { buckets }
+    })
+}
+
+/// Longest prefix of a segment that matters (every vocabulary word is shorter).
+const SEGMENT_PREFIX: usize = 24;
 
 /// Marks of one `class` or `id` token.
 #[derive(Debug, Default, Clone, Copy)]
@@ -125,17 +164,27 @@ struct TokenMarks {
 }
 
 fn token_marks(token: &str) -> TokenMarks {
+    let vocab = vocab();
     let mut m = TokenMarks::default();
     for seg in token.split(['-', '_', ':', '.']).filter(|s| !s.is_empty()) {
-        if STRONG.iter().any(|p| starts_with_ci(seg, p)) {
-            m.strong = true;
-        } else if WEAK_PREFIX.iter().any(|p| starts_with_ci(seg, p))
-            || WEAK_EXACT.iter().any(|p| seg.eq_ignore_ascii_case(p))
-        {
-            m.weak = true;
+        let raw = seg.as_bytes();
+        let mut buf = [0u8; SEGMENT_PREFIX];
+        let len = raw.len().min(SEGMENT_PREFIX);
+        for (d, s) in buf.iter_mut().zip(raw) {
+            *d = s.to_ascii_lowercase();
         }
-        if OK.iter().any(|p| seg.eq_ignore_ascii_case(p)) {
-            m.ok = true;
+        let lower = &buf[..len];
+        let Some(bucket) = vocab.buckets.get(usize::from(lower[0].wrapping_sub(b'a'))) else {
+            continue;
+        };
+        for &(w, kind) in bucket {
+            match kind {
+                Word::Strong if lower.starts_with(w) => m.strong = true,
+                Word::WeakPrefix if lower.starts_with(w) => m.weak = true,
+                Word::WeakExact if raw.len() == w.len() && lower == w => m.weak = true,
+                Word::Ok if raw.len() == w.len() && lower == w => m.ok = true,
+                _ => {}
+            }
         }
     }
     m
@@ -215,13 +264,16 @@ pub(crate) fn is_content_name(value: &str) -> bool {
             }
         }
         let squashed = &buf[..n];
-        // "comments-body" or "sidebar-content" are not the article.
-        if token_marks(token).strong || squashed.windows(7).any(|w| w == b"comment") {
+        let has = |word: &[u8]| squashed.windows(word.len()).any(|w| w == word);
+        // Every hint contains one of these words: most tokens are ruled out at once.
+        if !(has(b"body") || has(b"content") || has(b"text") || has(b"copy") || has(b"entry") || has(b"detail"))
+        {
             return false;
         }
-        CONTENT_HINTS
-            .iter()
-            .any(|h| squashed.windows(h.len()).any(|w| w == h.as_bytes()))
+        CONTENT_HINTS.iter().any(|h| has(h.as_bytes()))
+            // "comments-body" or "sidebar-content" are not the article.
+            && !has(b"comment")
+            && !token_marks(token).strong
     })
 }
 
