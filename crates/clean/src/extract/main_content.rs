@@ -5,19 +5,28 @@
 //! every page of the site as a copy of every other. So:
 //!
 //! 1. Template parts are marked: `nav`/`header`/`footer`/`aside`/`menu`, ARIA landmark
-//!    roles, and class/id names ([`super::boilerplate`]). A class-marked element that
-//!    holds most of the page's text with few links is not template after all (themes
-//!    wrap everything in `content-sidebar-wrap`), so the mark is dropped.
-//! 2. If the page says where its content is (`itemprop=articleBody`, a dominant
-//!    `<article>`, `<main>`/`role=main`) and that part holds a fair share of the text,
-//!    it is taken (or the best-scored block inside it, when that holds most of it).
+//!    roles, class/id names ([`super::boilerplate`]), and figures (captions and photo
+//!    credits are not prose). A class name is weaker evidence than a tag, so a
+//!    class-marked element stays content when it holds most of the page's text (or
+//!    paragraph text) with few links, or wraps the page's article markup holding a
+//!    quarter of its paragraph text: themes call whole-page wrappers
+//!    `content-with-sidebar` or `container penci_sidebar`.
+//! 2. If the page says where its content is, that part is taken when it holds a fair
+//!    share of the text: every outermost body container (`itemprop=articleBody`,
+//!    `entry-content`, `article-body`, `story-body` ..., the vocabulary trafilatura's
+//!    `BODY_XPATH` and most CMSs use; templates split one article into several around
+//!    ads), else a dominant `<article>`, else `<main>`/`role=main` (or the best-scored
+//!    block inside it, when that holds most of it).
 //! 3. Otherwise a Readability-style score: every block with a real paragraph (20+
 //!    non-link chars) scores 1 + its commas (`,` `，` `、` `。`) + 1 per 100 chars
 //!    (max 3), credited to itself, its parent, half to its grandparent and a sixth to
 //!    the next; each candidate's score is scaled by (1 - link density). The best
 //!    candidate and its siblings that score comparably are the content.
-//! 4. If that leaves (almost) nothing, the whole page minus template, then the whole
-//!    page.
+//! 4. Fail-safe for dedup: if the chosen content holds less than a quarter of the
+//!    page's non-link text outside the template, the choice is not trusted (a notice
+//!    box or cookie banner repeated on every page of a site would make distinct pages
+//!    identical) and the page's visible text minus template and menus is taken.
+//!    Likewise if the choice leaves (almost) nothing; then the whole page.
 //!
 //! Template parts are skipped inside the chosen content too.
 
