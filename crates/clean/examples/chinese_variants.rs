@@ -78,7 +78,13 @@ fn main() {
         "| profile | TW words folded (weighted) | TW words folded (all) | HK words folded (weighted) | TW docs equal | TW docs bigram Jaccard | HK docs equal | mainland words changed (weighted) | mainland words changed (all) | mainland docs changed |"
     );
     println!("|---|---|---|---|---|---|---|---|---|---|");
-    for variant in [ChineseVariant::T2s, ChineseVariant::Tw2sp, ChineseVariant::Hk2s, ChineseVariant::Off] {
+    for variant in [
+        ChineseVariant::T2s,
+        ChineseVariant::Tw2sp,
+        ChineseVariant::Hk2s,
+        ChineseVariant::T2sTw,
+        ChineseVariant::Off,
+    ] {
         let cleaner = Cleaner::new(CleanConfig {
             chinese_variant: variant,
             ..CleanConfig::default()

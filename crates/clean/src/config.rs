@@ -14,6 +14,11 @@ pub enum ChineseVariant {
     Tw2sp,
     /// Hong Kong traditional to simplified (`hk2s`).
     Hk2s,
+    /// `t2s` plus Taiwan vocabulary (OpenCC's `TWPhrasesRev`: 軟體 -> 软件, 網路 -> 网络)
+    /// without `tw2sp`'s Taiwan variant characters, which rewrite mainland text
+    /// (什么 -> 什幺, 显著 -> 显着, 抬 -> 擡). See `examples/chinese_variants.rs`.
+    #[serde(rename = "t2s_tw")]
+    T2sTw,
     /// No script conversion.
     Off,
 }
@@ -26,6 +31,7 @@ impl ChineseVariant {
             Self::T2s => "t2s",
             Self::Tw2sp => "tw2sp",
             Self::Hk2s => "hk2s",
+            Self::T2sTw => "t2s_tw",
             Self::Off => "off",
         }
     }

@@ -224,6 +224,7 @@ impl FastOpencc {
                 ts(),
             ],
             ChineseVariant::Hk2s => vec![Step::new(&[HK_VARIANTS_REV_PHRASES, HK_VARIANTS_REV]), ts()],
+            ChineseVariant::T2sTw => vec![Step::new(&[TW_PHRASES_REV]), ts()],
         };
         Some(Self { steps })
     }
