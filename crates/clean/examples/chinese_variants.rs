@@ -9,7 +9,9 @@
 //! 软件 -> 軟體, 网络 -> 網路), the Hong Kong form `s2hk`. No parallel corpus of real
 //! Taiwan pages is available offline, and `tw2sp` inverts `s2twp`'s dictionaries, so
 //! the Taiwan numbers favour it by construction: read them as "how much of the
-//! vocabulary difference each profile can fold at best".
+//! vocabulary difference each profile can fold at best". Script-only copies (OpenCC
+//! `s2t`, what many sites publish for traditional readers) are measured too: a
+//! profile that folds vocabulary also rewrites them.
 //!
 //! Usage: `chinese_variants [PATH/TO/jieba_idf.txt.gz]` (default: the dedup crate's).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -30,13 +32,17 @@ fn jaccard(a: &str, b: &str) -> f64 {
     let (a, b) = (bigrams(a), bigrams(b));
     let inter = a.intersection(&b).count();
     let union = a.len() + b.len() - inter;
-    if union == 0 { 1.0 } else { inter as f64 / union as f64 }
+    if union == 0 {
+        1.0
+    } else {
+        inter as f64 / union as f64
+    }
 }
 
 fn main() {
-    let path = std::env::args().nth(1).unwrap_or_else(|| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../dedup/data/jieba_idf.txt.gz").to_owned()
-    });
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../dedup/data/jieba_idf.txt.gz").to_owned());
     let mut text = String::new();
     flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
         .read_to_string(&mut text)
@@ -57,6 +63,7 @@ fn main() {
     println!("{} mainland simplified words of {before} in {path}", words.len());
     let s2twp = OpenCC::from_config(BuiltinConfig::S2twp).unwrap();
     let s2hk = OpenCC::from_config(BuiltinConfig::S2hk).unwrap();
+    let s2t = OpenCC::from_config(BuiltinConfig::S2t).unwrap();
 
     // Generated documents: 200 of the 50k most frequent words each, with punctuation.
     let top: Vec<&str> = words.iter().take(50_000).map(|(w, _)| w.as_str()).collect();
@@ -69,15 +76,21 @@ fn main() {
             seed ^= seed >> 7;
             seed ^= seed << 17;
             d.push_str(top[(seed % top.len() as u64) as usize]);
-            d.push_str(if j % 12 == 11 { "。" } else if j % 4 == 3 { "，" } else { "" });
+            d.push_str(if j % 12 == 11 {
+                "。"
+            } else if j % 4 == 3 {
+                "，"
+            } else {
+                ""
+            });
         }
         docs.push(d);
     }
 
     println!(
-        "| profile | TW words folded (weighted) | TW words folded (all) | HK words folded (weighted) | TW docs equal | TW docs bigram Jaccard | HK docs equal | mainland words changed (weighted) | mainland words changed (all) | mainland docs changed |"
+        "| profile | TW words folded (weighted) | TW words folded (all) | HK words folded (weighted) | TW docs equal | TW docs bigram Jaccard | HK docs equal | script-only docs equal | mainland words changed (weighted) | mainland words changed (all) | mainland docs changed |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
     for variant in [
         ChineseVariant::T2s,
         ChineseVariant::Tw2sp,
@@ -114,6 +127,7 @@ fn main() {
             }
         }
         let (mut tw_eq, mut hk_eq, mut jac, mut dmg_docs) = (0usize, 0usize, 0.0, 0usize);
+        let mut st_eq = 0usize;
         let off = Cleaner::new(CleanConfig {
             chinese_variant: ChineseVariant::Off,
             ..CleanConfig::default()
@@ -125,13 +139,14 @@ fn main() {
             let h = cleaner.normalize_text(&s2hk.convert(d));
             tw_eq += usize::from(t == m);
             hk_eq += usize::from(h == m);
+            st_eq += usize::from(cleaner.normalize_text(&s2t.convert(d)) == m);
             jac += jaccard(&t, &m);
             dmg_docs += usize::from(m != off.normalize_text(d));
         }
         let n = words.len() as f64;
         let nd = docs.len() as f64;
         println!(
-            "| {} | {:.2}% | {:.2}% | {:.2}% | {:.1}% | {:.4} | {:.1}% | {:.3}% | {:.3}% ({dmg_n}) | {:.1}% |",
+            "| {} | {:.2}% | {:.2}% | {:.2}% | {:.1}% | {:.4} | {:.1}% | {:.1}% | {:.3}% | {:.3}% ({dmg_n}) | {:.1}% |",
             variant.name(),
             100.0 * tw_w / total_w,
             100.0 * tw_n as f64 / n,
@@ -139,6 +154,7 @@ fn main() {
             100.0 * tw_eq as f64 / nd,
             jac / nd,
             100.0 * hk_eq as f64 / nd,
+            100.0 * st_eq as f64 / nd,
             100.0 * dmg_w / total_w,
             100.0 * dmg_n as f64 / n,
             100.0 * dmg_docs as f64 / nd,

@@ -50,7 +50,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for (f, id) in rows.iter().take(40) {
             let i = pages.iter().position(|p| p.id == *id).unwrap();
             let (tp, fp, fnn) = per_page[i];
-            println!("{f:.3} p={:.3} r={:.3} {id} {}", tp / (tp + fp).max(1e-9), tp / (tp + fnn).max(1e-9), pages[i].url);
+            println!(
+                "{f:.3} p={:.3} r={:.3} {id} {}",
+                tp / (tp + fp).max(1e-9),
+                tp / (tp + fnn).max(1e-9),
+                pages[i].url
+            );
         }
     }
 

@@ -13,7 +13,9 @@ fn main() {
     let raw = std::fs::read(&path).unwrap();
     let mut html = Vec::new();
     if path.ends_with(".gz") {
-        flate2::read::GzDecoder::new(&raw[..]).read_to_end(&mut html).unwrap();
+        flate2::read::GzDecoder::new(&raw[..])
+            .read_to_end(&mut html)
+            .unwrap();
     } else {
         html = raw;
     }
@@ -31,16 +33,36 @@ fn main() {
         }
         let link: usize = el
             .select(&scraper::Selector::parse("a").unwrap())
-            .map(|a| a.text().collect::<String>().chars().filter(|c| !c.is_whitespace()).count())
+            .map(|a| {
+                a.text()
+                    .collect::<String>()
+                    .chars()
+                    .filter(|c| !c.is_whitespace())
+                    .count()
+            })
             .sum();
         let attrs: String = el
             .value()
             .attrs()
-            .filter(|(k, _)| matches!(*k, "class" | "id" | "itemprop" | "role" | "hidden" | "style" | "aria-hidden"))
+            .filter(|(k, _)| {
+                matches!(
+                    *k,
+                    "class" | "id" | "itemprop" | "role" | "hidden" | "style" | "aria-hidden"
+                )
+            })
             .map(|(k, v)| format!(" {k}=\"{}\"", v.chars().take(60).collect::<String>()))
             .collect();
-        let snippet: String = text.split_whitespace().collect::<Vec<_>>().join(" ").chars().take(70).collect();
-        println!("{}<{name}{attrs}> {chars} link={link} | {snippet}", "  ".repeat(depth));
+        let snippet: String = text
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .chars()
+            .take(70)
+            .collect();
+        println!(
+            "{}<{name}{attrs}> {chars} link={link} | {snippet}",
+            "  ".repeat(depth)
+        );
         let kids: Vec<ElementRef<'_>> = el.children().filter_map(ElementRef::wrap).collect();
         for k in kids.into_iter().rev() {
             stack.push((k, depth + 1));

@@ -289,15 +289,25 @@ mod tests {
     #[test]
     fn repeated_blocks_become_template_after_enough_pages() {
         let mut l = learner();
-        let page = |i: usize| format!("本帮助页面尚不完整，请帮助我们完善\n第{i}页的内容，和别的页面都不一样，说明这个功能的用法。\n© example");
+        let page = |i: usize| {
+            format!(
+                "本帮助页面尚不完整，请帮助我们完善\n第{i}页的内容，和别的页面都不一样，说明这个功能的用法。\n© example"
+            )
+        };
         l.observe("h.example", &page(0));
         l.observe("h.example", &page(1));
         // Two pages: too early to tell.
         assert_eq!(l.strip("h.example", &page(2)), page(2));
         l.observe("h.example", &page(2));
         assert!(l.is_template("h.example", "© example"));
-        assert!(!l.is_template("h.example", "第1页的内容，和别的页面都不一样，说明这个功能的用法。"));
-        assert_eq!(l.strip("h.example", &page(7)), "第7页的内容，和别的页面都不一样，说明这个功能的用法。");
+        assert!(!l.is_template(
+            "h.example",
+            "第1页的内容，和别的页面都不一样，说明这个功能的用法。"
+        ));
+        assert_eq!(
+            l.strip("h.example", &page(7)),
+            "第7页的内容，和别的页面都不一样，说明这个功能的用法。"
+        );
         // Other hosts are not affected.
         assert_eq!(l.strip("other.example", &page(7)), page(7));
     }
@@ -306,7 +316,10 @@ mod tests {
     fn a_page_of_template_only_keeps_its_text() {
         let mut l = learner();
         for i in 0..5 {
-            l.observe("h.example", &format!("menu home about contact\nfooter text here\npage {i} body text long enough"));
+            l.observe(
+                "h.example",
+                &format!("menu home about contact\nfooter text here\npage {i} body text long enough"),
+            );
         }
         let only = "menu home about contact\nfooter text here";
         assert_eq!(l.strip("h.example", only), only);
@@ -323,7 +336,10 @@ mod tests {
         .unwrap();
         for i in 0..1000 {
             let host = format!("h{}.example", i % 37);
-            l.observe(&host, &format!("shared template line\nunique line {i}\nanother unique {i}"));
+            l.observe(
+                &host,
+                &format!("shared template line\nunique line {i}\nanother unique {i}"),
+            );
             assert!(l.hosts() <= 10);
             assert!(l.hosts.values().all(|h| h.blocks.len() <= 64));
         }

@@ -27,8 +27,8 @@ const RECALL_FLOOR: f64 = 0.975;
 
 #[test]
 fn article_extraction_benchmark_floor() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/article-extraction-benchmark");
+    let dir =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/article-extraction-benchmark");
     if !dir.join("ground-truth.json").is_file() {
         println!("skipped: benchmark not found at {}", dir.display());
         return;
@@ -41,14 +41,19 @@ fn article_extraction_benchmark_floor() {
         .iter()
         .map(|p| {
             let url = Url::parse(&p.url).unwrap_or_else(|_| fallback.clone());
-            let page = cleaner.parse(&p.html, Some("text/html; charset=utf-8"), &url).unwrap();
+            let page = cleaner
+                .parse(&p.html, Some("text/html; charset=utf-8"), &url)
+                .unwrap();
             aeb::tp_fp_fn(&p.truth, &page.text)
         })
         .collect();
     let (f1, precision, recall) = aeb::score(&per_page);
     println!("article-extraction benchmark: F1 {f1:.3}, precision {precision:.3}, recall {recall:.3}");
     assert!(f1 >= F1_FLOOR, "F1 {f1:.3} below the floor {F1_FLOOR}");
-    assert!(precision >= PRECISION_FLOOR, "precision {precision:.3} below {PRECISION_FLOOR}");
+    assert!(
+        precision >= PRECISION_FLOOR,
+        "precision {precision:.3} below {PRECISION_FLOOR}"
+    );
     assert!(recall >= RECALL_FLOOR, "recall {recall:.3} below {RECALL_FLOOR}");
 }
 

@@ -14,9 +14,36 @@ const NOTICE: &str = "此帮助页面尚不完整，请帮助我们完善它。�
     补充说明、示例和截图，并检查现有内容是否准确，谢谢您的贡献，我们会尽快审核并发布。";
 
 const WORDS: &[&str] = &[
-    "buffer", "cursor", "window", "search", "replace", "indent", "syntax", "folding", "register", "macro",
-    "tabstop", "spell", "encoding", "session", "viminfo", "backup", "undo", "redo", "mapping", "autocmd",
-    "quickfix", "tags", "grep", "diff", "terminal", "clipboard", "wildmenu", "statusline", "ruler", "mouse",
+    "buffer",
+    "cursor",
+    "window",
+    "search",
+    "replace",
+    "indent",
+    "syntax",
+    "folding",
+    "register",
+    "macro",
+    "tabstop",
+    "spell",
+    "encoding",
+    "session",
+    "viminfo",
+    "backup",
+    "undo",
+    "redo",
+    "mapping",
+    "autocmd",
+    "quickfix",
+    "tags",
+    "grep",
+    "diff",
+    "terminal",
+    "clipboard",
+    "wildmenu",
+    "statusline",
+    "ruler",
+    "mouse",
 ];
 
 fn word(i: usize, j: usize) -> &'static str {
@@ -84,8 +111,16 @@ fn notice_box_on_every_page_does_not_make_pages_identical() {
             page.text
         );
         // ... and the template is not.
-        assert!(!page.text.contains("editor help"), "page {i} kept the header: {:?}", page.text);
-        assert!(!page.text.contains("gnu fdl"), "page {i} kept the footer: {:?}", page.text);
+        assert!(
+            !page.text.contains("editor help"),
+            "page {i} kept the header: {:?}",
+            page.text
+        );
+        assert!(
+            !page.text.contains("gnu fdl"),
+            "page {i} kept the footer: {:?}",
+            page.text
+        );
         texts.insert(page.text);
     }
     assert_eq!(texts.len(), 20, "distinct help pages must give distinct texts");

@@ -266,7 +266,12 @@ pub(crate) fn is_content_name(value: &str) -> bool {
         let squashed = &buf[..n];
         let has = |word: &[u8]| squashed.windows(word.len()).any(|w| w == word);
         // Every hint contains one of these words: most tokens are ruled out at once.
-        if !(has(b"body") || has(b"content") || has(b"text") || has(b"copy") || has(b"entry") || has(b"detail"))
+        if !(has(b"body")
+            || has(b"content")
+            || has(b"text")
+            || has(b"copy")
+            || has(b"entry")
+            || has(b"detail"))
         {
             return false;
         }
@@ -329,10 +334,23 @@ mod tests {
 
     #[test]
     fn content_names() {
-        for c in ["entry-content", "article__body x", "post_content", "StoryBody", "c-article-text"] {
+        for c in [
+            "entry-content",
+            "article__body x",
+            "post_content",
+            "StoryBody",
+            "c-article-text",
+        ] {
             assert!(is_content_name(c), "{c} should name content");
         }
-        for c in ["content", "article", "sidebar-content", "comment-body-text", "share-post-content", ""] {
+        for c in [
+            "content",
+            "article",
+            "sidebar-content",
+            "comment-body-text",
+            "share-post-content",
+            "",
+        ] {
             assert!(!is_content_name(c), "{c} should not name content");
         }
     }

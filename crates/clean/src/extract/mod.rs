@@ -326,9 +326,9 @@ pub(crate) fn extract(html: &Html, url: &Url, opts: &ExtractOptions) -> Extracte
                         let class_boiler = matches!(name, "figure" | "figcaption")
                             || !matches!(name, "body" | "html" | "article" | "main")
                                 && boilerplate::is_boilerplate_names(
-                                e.attr("class").unwrap_or(""),
-                                e.attr("id").unwrap_or(""),
-                            );
+                                    e.attr("class").unwrap_or(""),
+                                    e.attr("id").unwrap_or(""),
+                                );
                         let hidden = parent.is_some_and(|p| p.hidden) || is_hidden(e);
                         let ev_start = u32::try_from(walk.events.len()).unwrap_or(NONE);
                         walk.els.push(El {

@@ -53,9 +53,17 @@ pub fn load(dir: &Path) -> Result<Vec<BenchPage>, String> {
             .map_err(|e| format!("{}: {e}", path.display()))?;
         pages.push(BenchPage {
             id: id.clone(),
-            url: v.get("url").and_then(|u| u.as_str()).unwrap_or("http://example.com/").to_owned(),
+            url: v
+                .get("url")
+                .and_then(|u| u.as_str())
+                .unwrap_or("http://example.com/")
+                .to_owned(),
             html,
-            truth: v.get("articleBody").and_then(|t| t.as_str()).unwrap_or("").to_owned(),
+            truth: v
+                .get("articleBody")
+                .and_then(|t| t.as_str())
+                .unwrap_or("")
+                .to_owned(),
         });
     }
     pages.sort_by(|a, b| a.id.cmp(&b.id));
@@ -118,7 +126,11 @@ pub fn tp_fp_fn(truth: &str, pred: &str) -> (f64, f64, f64) {
         fp += f64::from(pc.saturating_sub(tc));
     }
     let s = tp + fp + fnn;
-    if s > 0.0 { (tp / s, fp / s, fnn / s) } else { (0.0, 0.0, 0.0) }
+    if s > 0.0 {
+        (tp / s, fp / s, fnn / s)
+    } else {
+        (0.0, 0.0, 0.0)
+    }
 }
 
 /// (F1, precision, recall) over all pages, as `evaluate.py` computes them.
@@ -127,13 +139,27 @@ pub fn score(per_page: &[(f64, f64, f64)]) -> (f64, f64, f64) {
     let mut rs = Vec::new();
     for &(tp, fp, fnn) in per_page {
         if tp + fp > 0.0 {
-            ps.push(if fp == 0.0 && fnn == 0.0 { 1.0 } else { tp / (tp + fp) });
+            ps.push(if fp == 0.0 && fnn == 0.0 {
+                1.0
+            } else {
+                tp / (tp + fp)
+            });
         }
         if tp + fnn > 0.0 {
-            rs.push(if fp == 0.0 && fnn == 0.0 { 1.0 } else { tp / (tp + fnn) });
+            rs.push(if fp == 0.0 && fnn == 0.0 {
+                1.0
+            } else {
+                tp / (tp + fnn)
+            });
         }
     }
-    let mean = |v: &[f64]| if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
+    let mean = |v: &[f64]| {
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    };
     let (p, r) = (mean(&ps), mean(&rs));
     let f1 = if p + r > 0.0 { 2.0 * p * r / (p + r) } else { 0.0 };
     (f1, p, r)
