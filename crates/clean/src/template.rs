@@ -104,7 +104,7 @@ struct HostBlocks {
 }
 
 /// Learns each host's template blocks from the pages it sees; see the module docs.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
 pub struct TemplateLearner {
     config: TemplateConfig,
     clock: u64,
@@ -129,16 +129,6 @@ fn digest(block: &str) -> u64 {
 /// The blocks of a text: its non-empty lines, trimmed.
 fn blocks(text: &str) -> impl Iterator<Item = &str> {
     text.lines().map(str::trim).filter(|l| !l.is_empty())
-}
-
-impl Default for TemplateLearner {
-    fn default() -> Self {
-        Self {
-            config: TemplateConfig::default(),
-            clock: 0,
-            hosts: HashMap::new(),
-        }
-    }
 }
 
 impl TemplateLearner {
