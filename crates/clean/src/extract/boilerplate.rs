@@ -251,35 +251,50 @@ const CONTENT_HINTS: &[&str] = &[
 /// Whether a `class` or `id` value names an article body container (see
 /// [`CONTENT_HINTS`]).
 pub(crate) fn is_content_name(value: &str) -> bool {
-    value.split_ascii_whitespace().any(|token| {
-        if token.len() > 64 {
-            return false;
-        }
-        let mut buf = [0u8; 64];
-        let mut n = 0;
-        for &b in token.as_bytes() {
-            if b != b'-' && b != b'_' {
-                buf[n] = b.to_ascii_lowercase();
-                n += 1;
-            }
-        }
-        let squashed = &buf[..n];
-        let has = |word: &[u8]| squashed.windows(word.len()).any(|w| w == word);
-        // Every hint contains one of these words: most tokens are ruled out at once.
-        if !(has(b"body")
-            || has(b"content")
-            || has(b"text")
-            || has(b"copy")
-            || has(b"entry")
-            || has(b"detail"))
-        {
-            return false;
-        }
-        CONTENT_HINTS.iter().any(|h| has(h.as_bytes()))
-            // "comments-body" or "sidebar-content" are not the article.
-            && !has(b"comment")
-            && !token_marks(token).strong
+    value
+        .split_ascii_whitespace()
+        .any(|token| token.len() <= 64 && names_body_word(token.as_bytes()) && is_content_token(token))
+}
+
+/// Whether `token` contains `body`, `content`, `text`, `copy`, `entry` or `detail`
+/// (any case): every hint does, and most class tokens (`menu-item`, `col-md-4`) do
+/// not, so one pass dispatching on the first byte rules them out cheaply (this check
+/// runs for every element with a class).
+fn names_body_word(token: &[u8]) -> bool {
+    let at = |i: usize, word: &[u8]| {
+        token
+            .get(i..i + word.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(word))
+    };
+    (0..token.len()).any(|i| match token[i] | 0x20 {
+        b'b' => at(i, b"body"),
+        b'c' => at(i, b"content") || at(i, b"copy"),
+        b't' => at(i, b"text"),
+        b'e' => at(i, b"entry"),
+        b'd' => at(i, b"detail"),
+        _ => false,
     })
+}
+
+/// The full check of one token (at most 64 bytes) against [`CONTENT_HINTS`].
+fn is_content_token(token: &str) -> bool {
+    let mut buf = [0u8; 64];
+    let mut n = 0;
+    for (&b, slot) in token
+        .as_bytes()
+        .iter()
+        .filter(|&&b| b != b'-' && b != b'_')
+        .zip(buf.iter_mut())
+    {
+        *slot = b.to_ascii_lowercase();
+        n += 1;
+    }
+    let squashed = &buf[..n];
+    let has = |word: &[u8]| squashed.windows(word.len()).any(|w| w == word);
+    CONTENT_HINTS.iter().any(|h| has(h.as_bytes()))
+        // "comments-body" or "sidebar-content" are not the article.
+        && !has(b"comment")
+        && !token_marks(token).strong
 }
 
 #[cfg(test)]
