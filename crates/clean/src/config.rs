@@ -95,7 +95,11 @@ impl Step {
 pub struct CleanConfig {
     /// Keep only the main content (article) instead of the whole body. On by default:
     /// a site's template (navigation, footer, sidebars) otherwise makes all its pages
-    /// look alike to the near-duplicate tier.
+    /// look alike to the near-duplicate tier. Fail-safe: when the chosen block holds
+    /// less than a quarter of the page's non-link text outside the template (a notice
+    /// box repeated on every page of a help system), the page's visible text minus
+    /// template and menus is used instead, so distinct pages never reduce to the same
+    /// small box.
     pub main_content: bool,
     /// Traditional to simplified conversion profile; default `t2s` (see
     /// [`ChineseVariant`] for the measurements behind it).
