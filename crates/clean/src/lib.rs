@@ -32,11 +32,13 @@ pub mod decode;
 pub mod error;
 mod extract;
 pub mod normalize;
+pub mod template;
 
 pub use config::{ChineseVariant, CleanConfig, Step};
 pub use decode::{Decoded, EncodingSource, decode};
 pub use error::CleanError;
 pub use normalize::{Normalizer, Pipeline};
+pub use template::{TemplateConfig, TemplateLearner};
 
 /// A link found on a page, resolved to an absolute http(s) URL.
 #[derive(Debug, Clone, PartialEq, Eq)]

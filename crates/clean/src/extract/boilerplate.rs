@@ -77,12 +77,34 @@ const WEAK_PREFIX: &[&str] = &[
     "disqus",
     "outbrain",
     "taboola",
+    // Debris inside an article that peers prune too (trafilatura's discard lists):
+    // captions and photo credits, bylines, galleries, teasers, "most popular".
+    "caption",
+    "credit",
+    "byline",
+    "author",
+    "timestamp",
+    "dateline",
+    "gallery",
+    "slideshow",
+    "carousel",
+    "lightbox",
+    "teaser",
+    "popular",
+    "trending",
+    "button",
+    "btn",
+    "rating",
+    "viral",
+    "syndication",
+    "screenreader",
+    "visually",
 ];
 
 /// Whole segments that mark template unless another segment says content.
 const WEAK_EXACT: &[&str] = &[
     "ad", "ads", "header", "head", "foot", "side", "top", "bottom", "tags", "tag", "hot", "rank", "links",
-    "friend", "aside",
+    "friend", "aside", "meta", "date", "time", "sr", "hide", "noprint", "tools", "icon",
 ];
 
 /// Whole segments that say "this is the content".
@@ -90,30 +112,189 @@ const OK: &[&str] = &[
     "article", "artical", "content", "body", "main", "post", "entry", "text", "story", "detail", "con",
 ];
 
-fn starts_with_ci(s: &str, prefix: &str) -> bool {
-    s.len() >= prefix.len() && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+/// How a vocabulary word matches a name segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Word {
+    Strong,
+    WeakPrefix,
+    WeakExact,
+    Ok,
+}
+
+/// The vocabulary bucketed by first letter: every element with a class is looked up,
+/// so a segment is compared with the few words sharing its first letter, not with
+/// all of them (the linear scan was a tenth of the whole cleaning time).
+#[derive(Debug)]
+struct Vocab {
+    buckets: [Vec<(&'static [u8], Word)>; 26],
+}
+
+fn vocab() -> &'static Vocab {
+    static VOCAB: std::sync::OnceLock<Vocab> = std::sync::OnceLock::new();
+    VOCAB.get_or_init(|| {
+        let mut buckets: [Vec<(&'static [u8], Word)>; 26] = Default::default();
+        let lists: [(&[&'static str], Word); 4] = [
+            (STRONG, Word::Strong),
+            (WEAK_PREFIX, Word::WeakPrefix),
+            (WEAK_EXACT, Word::WeakExact),
+            (OK, Word::Ok),
+        ];
+        for (list, kind) in lists {
+            for w in list {
+                if let Some(&b) = w.as_bytes().first()
+                    && let Some(bucket) = buckets.get_mut(usize::from(b.wrapping_sub(b'a')))
+                {
+                    bucket.push((w.as_bytes(), kind));
+                }
+            }
+        }
+        Vocab { buckets }
+    })
+}
+
+/// Longest prefix of a segment that matters (every vocabulary word is shorter).
+const SEGMENT_PREFIX: usize = 24;
+
+/// Marks of one `class` or `id` token.
+#[derive(Debug, Default, Clone, Copy)]
+struct TokenMarks {
+    strong: bool,
+    weak: bool,
+    ok: bool,
+}
+
+fn token_marks(token: &str) -> TokenMarks {
+    let vocab = vocab();
+    let mut m = TokenMarks::default();
+    for seg in token.split(['-', '_', ':', '.']).filter(|s| !s.is_empty()) {
+        let raw = seg.as_bytes();
+        let mut buf = [0u8; SEGMENT_PREFIX];
+        let len = raw.len().min(SEGMENT_PREFIX);
+        for (d, s) in buf.iter_mut().zip(raw) {
+            *d = s.to_ascii_lowercase();
+        }
+        let lower = &buf[..len];
+        let Some(bucket) = vocab.buckets.get(usize::from(lower[0].wrapping_sub(b'a'))) else {
+            continue;
+        };
+        for &(w, kind) in bucket {
+            match kind {
+                Word::Strong if lower.starts_with(w) => m.strong = true,
+                Word::WeakPrefix if lower.starts_with(w) => m.weak = true,
+                Word::WeakExact if raw.len() == w.len() && lower == w => m.weak = true,
+                Word::Ok if raw.len() == w.len() && lower == w => m.ok = true,
+                _ => {}
+            }
+        }
+    }
+    m
 }
 
 /// Whether a `class` or `id` value names a template part.
-pub(crate) fn is_boilerplate_name(value: &str) -> bool {
-    value.split_ascii_whitespace().any(|token| {
-        let mut strong = false;
-        let mut weak = false;
-        let mut ok = false;
-        for seg in token.split(['-', '_', ':', '.']).filter(|s| !s.is_empty()) {
-            if STRONG.iter().any(|p| starts_with_ci(seg, p)) {
-                strong = true;
-            } else if WEAK_PREFIX.iter().any(|p| starts_with_ci(seg, p))
-                || WEAK_EXACT.iter().any(|p| seg.eq_ignore_ascii_case(p))
-            {
-                weak = true;
-            }
-            if OK.iter().any(|p| seg.eq_ignore_ascii_case(p)) {
-                ok = true;
-            }
+#[cfg(test)]
+fn is_boilerplate_name(value: &str) -> bool {
+    is_boilerplate_names(value, "")
+}
+
+/// Whether an element's `class` and `id` together name a template part.
+///
+/// Each token is judged on its own (`comment-list` is template, `comment-content` is
+/// not), then, as in Readability (`okMaybeItsACandidate` is tested on the whole
+/// class and id string), a content word in *another* token clears a mark: themes put
+/// layout classes next to the content ones (`article-body pagination-first`,
+/// `post has-sidebar`), and dropping the article for them loses the whole page. A
+/// token that says both (`sidebar-content`) stays template: that is a sidebar's body.
+pub(crate) fn is_boilerplate_names(class: &str, id: &str) -> bool {
+    let mut marked_alone = false;
+    let mut ok_alone = false;
+    for token in class.split_ascii_whitespace().chain(id.split_ascii_whitespace()) {
+        let m = token_marks(token);
+        if m.strong || (m.weak && !m.ok) {
+            marked_alone = true;
+        } else if m.ok && !m.weak {
+            // (A strong token never gets here: `sidebar-content` clears nothing.)
+            ok_alone = true;
         }
-        strong || (weak && !ok)
+    }
+    marked_alone && !ok_alone
+}
+
+/// Class or id fragments that name an article's body container. Peers rely on the
+/// same vocabulary (trafilatura's `BODY_XPATH`: `post-content`, `entry-content`,
+/// `article-body`, `story-body` ...; WordPress, Drupal and most news CMSs emit them).
+/// Matched as substrings of a token with `-` and `_` removed, case-insensitively.
+const CONTENT_HINTS: &[&str] = &[
+    "articlebody",
+    "articlecontent",
+    "articletext",
+    "articlecopy",
+    "postcontent",
+    "postbody",
+    "posttext",
+    "postentry",
+    "entrycontent",
+    "entrybody",
+    "storybody",
+    "storycontent",
+    "storytext",
+    "bodytext",
+    "textcontent",
+    "contentbody",
+    "newscontent",
+    "newstext",
+    "newsbody",
+    "itembody",
+    "articledetail",
+    "detailcontent",
+];
+
+/// Whether a `class` or `id` value names an article body container (see
+/// [`CONTENT_HINTS`]).
+pub(crate) fn is_content_name(value: &str) -> bool {
+    value
+        .split_ascii_whitespace()
+        .any(|token| token.len() <= 64 && names_body_word(token.as_bytes()) && is_content_token(token))
+}
+
+/// Whether `token` contains `body`, `content`, `text`, `copy`, `entry` or `detail`
+/// (any case): every hint does, and most class tokens (`menu-item`, `col-md-4`) do
+/// not, so one pass dispatching on the first byte rules them out cheaply (this check
+/// runs for every element with a class).
+fn names_body_word(token: &[u8]) -> bool {
+    let at = |i: usize, word: &[u8]| {
+        token
+            .get(i..i + word.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(word))
+    };
+    (0..token.len()).any(|i| match token[i] | 0x20 {
+        b'b' => at(i, b"body"),
+        b'c' => at(i, b"content") || at(i, b"copy"),
+        b't' => at(i, b"text"),
+        b'e' => at(i, b"entry"),
+        b'd' => at(i, b"detail"),
+        _ => false,
     })
+}
+
+/// The full check of one token (at most 64 bytes) against [`CONTENT_HINTS`].
+fn is_content_token(token: &str) -> bool {
+    let mut buf = [0u8; 64];
+    let mut n = 0;
+    for (&b, slot) in token
+        .as_bytes()
+        .iter()
+        .filter(|&&b| b != b'-' && b != b'_')
+        .zip(buf.iter_mut())
+    {
+        *slot = b.to_ascii_lowercase();
+        n += 1;
+    }
+    let squashed = &buf[..n];
+    let has = |word: &[u8]| squashed.windows(word.len()).any(|w| w == word);
+    CONTENT_HINTS.iter().any(|h| has(h.as_bytes()))
+        // "comments-body" or "sidebar-content" are not the article.
+        && !has(b"comment")
+        && !token_marks(token).strong
 }
 
 #[cfg(test)]
@@ -153,6 +334,39 @@ mod tests {
             "",
         ] {
             assert!(!is_boilerplate_name(c), "{c} should not be boilerplate");
+        }
+    }
+
+    #[test]
+    fn content_word_in_another_token_clears_a_mark() {
+        assert!(!is_boilerplate_names("article-body pagination-first", ""));
+        assert!(!is_boilerplate_names("post has-sidebar", ""));
+        assert!(is_boilerplate_names("container", "content-sidebar"));
+        assert!(is_boilerplate_names("penci-sidebar-content", ""));
+        assert!(is_boilerplate_names("sidebar right", "block-1"));
+        assert!(!is_boilerplate_names("widget_text", ""));
+    }
+
+    #[test]
+    fn content_names() {
+        for c in [
+            "entry-content",
+            "article__body x",
+            "post_content",
+            "StoryBody",
+            "c-article-text",
+        ] {
+            assert!(is_content_name(c), "{c} should name content");
+        }
+        for c in [
+            "content",
+            "article",
+            "sidebar-content",
+            "comment-body-text",
+            "share-post-content",
+            "",
+        ] {
+            assert!(!is_content_name(c), "{c} should not name content");
         }
     }
 

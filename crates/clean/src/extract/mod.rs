@@ -82,7 +82,7 @@ pub(crate) struct El {
     pub parent: u32,
     /// Block or cell: can own paragraphs and be a main-content candidate.
     pub block: bool,
-    /// 3 `itemprop=articleBody`, 2 `<article>`, 1 `<main>`/`role=main`, 0 none.
+    /// 3 `itemprop=articleBody` or a content class name (`entry-content` ...), 2 `<article>`, 1 `<main>`/`role=main`, 0 none.
     pub semantic: u8,
     pub tag_boiler: bool,
     pub class_boiler: bool,
@@ -306,7 +306,10 @@ pub(crate) fn extract(html: &Html, url: &Url, opts: &ExtractOptions) -> Extracte
                         let idx = u32::try_from(walk.els.len()).unwrap_or(NONE - 1);
                         let block = matches!(kind, Kind::Block | Kind::Cell);
                         let role = e.attr("role");
-                        let semantic = if e.attr("itemprop").is_some_and(|v| has_token(v, "articleBody")) {
+                        let semantic = if e.attr("itemprop").is_some_and(|v| has_token(v, "articleBody"))
+                            || e.attr("class").is_some_and(boilerplate::is_content_name)
+                            || e.attr("id").is_some_and(boilerplate::is_content_name)
+                        {
                             3
                         } else if name == "article" {
                             2
@@ -317,9 +320,15 @@ pub(crate) fn extract(html: &Html, url: &Url, opts: &ExtractOptions) -> Extracte
                         };
                         let tag_boiler = boilerplate::is_boilerplate_tag(name)
                             || role.is_some_and(boilerplate::is_boilerplate_role);
-                        let class_boiler = !matches!(name, "body" | "html" | "article" | "main")
-                            && (e.attr("class").is_some_and(boilerplate::is_boilerplate_name)
-                                || e.attr("id").is_some_and(boilerplate::is_boilerplate_name));
+                        // Figures are images with captions and credits, which are not the
+                        // article's prose; like a class mark, a figure that holds most of
+                        // the page's text is kept after all.
+                        let class_boiler = matches!(name, "figure" | "figcaption")
+                            || !matches!(name, "body" | "html" | "article" | "main")
+                                && boilerplate::is_boilerplate_names(
+                                    e.attr("class").unwrap_or(""),
+                                    e.attr("id").unwrap_or(""),
+                                );
                         let hidden = parent.is_some_and(|p| p.hidden) || is_hidden(e);
                         let ev_start = u32::try_from(walk.events.len()).unwrap_or(NONE);
                         walk.els.push(El {

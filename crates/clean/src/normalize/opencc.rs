@@ -77,12 +77,19 @@ struct Step {
 
 impl Step {
     fn new(dicts: &[&str]) -> Self {
+        Self::new_filtered(dicts, |_, _| true)
+    }
+
+    /// Like [`Step::new`], with only the entries `keep` accepts.
+    fn new_filtered(dicts: &[&str], keep: fn(&str, &str) -> bool) -> Self {
         // Merge: on the same key, the first dictionary of the group wins (a longer
         // key always wins, whichever dictionary it is in).
         let mut merged: HashMap<&str, &str> = HashMap::new();
         for d in dicts {
             for (k, v) in parse_dict(d) {
-                merged.entry(k).or_insert(v);
+                if keep(k, v) {
+                    merged.entry(k).or_insert(v);
+                }
             }
         }
         let mut step = Step {
@@ -224,6 +231,16 @@ impl FastOpencc {
                 ts(),
             ],
             ChineseVariant::Hk2s => vec![Step::new(&[HK_VARIANTS_REV_PHRASES, HK_VARIANTS_REV]), ts()],
+            // Taiwan vocabulary only. A single char rewritten as a word (埠 -> 端口, a
+            // computer port) is vocabulary on a word boundary a char lookup cannot see:
+            // it would rewrite the mainland city 蚌埠. Single chars mapped to single
+            // chars (矽 -> 硅, element names) are kept.
+            ChineseVariant::T2sTw => vec![
+                Step::new_filtered(&[TW_PHRASES_REV], |k, v| {
+                    k.chars().nth(1).is_some() || v.chars().nth(1).is_none()
+                }),
+                ts(),
+            ],
         };
         Some(Self { steps })
     }

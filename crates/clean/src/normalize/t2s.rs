@@ -183,6 +183,17 @@ mod tests {
     }
 
     #[test]
+    fn t2s_tw_folds_taiwan_vocabulary_and_leaves_mainland_text() {
+        let c = ChineseConvert::new(ChineseVariant::T2sTw).unwrap();
+        assert_eq!(c.normalize(Cow::Borrowed("軟體與網路")), "软件与网络");
+        // tw2sp's Taiwan variant chars rewrite mainland words; t2s_tw does not.
+        let tw2sp = ChineseConvert::new(ChineseVariant::Tw2sp).unwrap();
+        assert_eq!(tw2sp.normalize(Cow::Borrowed("为什么很显著")), "为什幺很显着");
+        assert_eq!(c.normalize(Cow::Borrowed("为什么很显著")), "为什么很显著");
+        assert_eq!(c.normalize(Cow::Borrowed("開放中文轉換")), "开放中文转换");
+    }
+
+    #[test]
     fn tw2sp_converts_taiwan_vocabulary() {
         let c = ChineseConvert::new(ChineseVariant::Tw2sp).unwrap();
         assert_eq!(c.normalize(Cow::Borrowed("軟體")), "软件");

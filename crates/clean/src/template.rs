@@ -1,0 +1,383 @@
+//! Site-level template learning: text blocks that recur on many pages of one host are
+//! that host's template, whatever markup they sit in.
+//!
+//! Main-content extraction works on one page at a time and cannot tell a site's
+//! boilerplate from its content when the markup gives no hint (an unnamed `<div>` with
+//! a disclaimer, a notice box, a "related" list written as plain paragraphs). Across
+//! pages it is easy: a block that appears on most pages of a host is not what any one
+//! of them is about. Left in, such blocks make two distinct pages of the host look
+//! alike to the near-duplicate tier, and two copies of one article under different
+//! hosts look different.
+//!
+//! [`TemplateLearner`] keeps, per host, how many observed pages contained each block
+//! (a line of [`crate::Page::text`]: a paragraph, heading or list item), by a stable
+//! 64-bit digest. Memory is bounded: at most `max_hosts` hosts (the least recently
+//! seen are evicted) and `max_blocks_per_host` digests per host (the rarest are
+//! evicted: template blocks are by definition the frequent ones). The state is
+//! `serde`-serialisable so a crawler can persist it and resume.
+//!
+//! A block is template once its host has at least `min_pages` observed pages and the
+//! block was on at least `min_share` of them. [`TemplateLearner::strip`] removes those
+//! lines from a text, except when that would leave less than `min_kept_chars`
+//! characters: a page made only of template (or nearly) keeps its text, so that two
+//! distinct pages are never both reduced to nothing and then taken for duplicates.
+//!
+//! ```
+//! use clean::{TemplateConfig, TemplateLearner};
+//!
+//! # fn main() -> Result<(), clean::CleanError> {
+//! let mut learner = TemplateLearner::new(TemplateConfig { min_pages: 3, ..TemplateConfig::default() })?;
+//! for i in 0..5 {
+//!     learner.observe("docs.example.org", &format!("this page is incomplete, please help\nfacts about topic {i}, at length"));
+//! }
+//! assert_eq!(
+//!     learner.strip("docs.example.org", "this page is incomplete, please help\nfacts about topic 9, at length"),
+//!     "facts about topic 9, at length"
+//! );
+//! # Ok(())
+//! # }
+//! ```
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::CleanError;
+
+/// Settings of a [`TemplateLearner`].
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TemplateConfig {
+    /// Hosts remembered at once (default 10 000); the least recently observed go first.
+    pub max_hosts: usize,
+    /// Block digests kept per host (default 2048); the rarest go first.
+    pub max_blocks_per_host: usize,
+    /// Pages of a host to observe before any of its blocks counts as template
+    /// (default 5): with fewer, every block of the first page would look like template.
+    pub min_pages: u32,
+    /// Share of the host's observed pages a block must be on to be template
+    /// (default 0.5).
+    pub min_share: f64,
+    /// A stripped text shorter than this (in chars) is not stripped at all
+    /// (default 20).
+    pub min_kept_chars: usize,
+}
+
+impl Default for TemplateConfig {
+    fn default() -> Self {
+        Self {
+            max_hosts: 10_000,
+            max_blocks_per_host: 2048,
+            min_pages: 5,
+            min_share: 0.5,
+            min_kept_chars: 20,
+        }
+    }
+}
+
+impl TemplateConfig {
+    fn validate(&self) -> Result<(), CleanError> {
+        if self.max_hosts == 0 || self.max_blocks_per_host == 0 || self.min_pages == 0 {
+            return Err(CleanError::InvalidConfig(
+                "template max_hosts, max_blocks_per_host and min_pages must be positive".to_owned(),
+            ));
+        }
+        if !(self.min_share > 0.0 && self.min_share <= 1.0) {
+            return Err(CleanError::InvalidConfig(format!(
+                "template min_share must be in (0, 1], not {}",
+                self.min_share
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// What is known of one host.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+struct HostBlocks {
+    /// Pages observed.
+    pages: u32,
+    /// Logical time of the last observation, for host eviction.
+    last_seen: u64,
+    /// Block digest -> pages it was on.
+    blocks: HashMap<u64, u32>,
+}
+
+/// Learns each host's template blocks from the pages it sees; see the module docs.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+pub struct TemplateLearner {
+    config: TemplateConfig,
+    clock: u64,
+    hosts: HashMap<String, HostBlocks>,
+}
+
+/// The digest of one block: FNV-1a 64 over its bytes, then MurmurHash3's finalizer.
+/// Fixed forever, because the state is persisted.
+fn digest(block: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in block.as_bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+/// The blocks of a text: its non-empty lines, trimmed.
+fn blocks(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().map(str::trim).filter(|l| !l.is_empty())
+}
+
+impl TemplateLearner {
+    /// An empty learner, refusing an inconsistent configuration.
+    pub fn new(config: TemplateConfig) -> Result<Self, CleanError> {
+        config.validate()?;
+        Ok(Self {
+            config,
+            clock: 0,
+            hosts: HashMap::new(),
+        })
+    }
+
+    /// The configuration in force.
+    #[must_use]
+    pub fn config(&self) -> &TemplateConfig {
+        &self.config
+    }
+
+    /// Hosts currently remembered.
+    #[must_use]
+    pub fn hosts(&self) -> usize {
+        self.hosts.len()
+    }
+
+    /// Records one page of `host` (its cleaned text, one block per line). A block
+    /// repeated within the page counts once.
+    pub fn observe(&mut self, host: &str, text: &str) {
+        self.clock += 1;
+        if !self.hosts.contains_key(host) && self.hosts.len() >= self.config.max_hosts {
+            self.evict_hosts();
+        }
+        let max_blocks = self.config.max_blocks_per_host;
+        let entry = self.hosts.entry(host.to_owned()).or_default();
+        entry.pages = entry.pages.saturating_add(1);
+        entry.last_seen = self.clock;
+        let mut seen = HashSet::new();
+        for b in blocks(text) {
+            let d = digest(b);
+            if seen.insert(d) {
+                let c = entry.blocks.entry(d).or_insert(0);
+                *c = c.saturating_add(1);
+            }
+        }
+        if entry.blocks.len() > max_blocks {
+            evict_rare(&mut entry.blocks, max_blocks);
+        }
+    }
+
+    /// Whether `block` (one line of a cleaned text) is part of `host`'s template.
+    #[must_use]
+    pub fn is_template(&self, host: &str, block: &str) -> bool {
+        self.hosts
+            .get(host)
+            .is_some_and(|h| self.frequent(h, digest(block.trim())))
+    }
+
+    fn frequent(&self, h: &HostBlocks, d: u64) -> bool {
+        if h.pages < self.config.min_pages {
+            return false;
+        }
+        let need = (f64::from(h.pages) * self.config.min_share).ceil().max(2.0);
+        h.blocks.get(&d).is_some_and(|&c| f64::from(c) >= need)
+    }
+
+    /// `text` without the lines that are `host`'s template; `text` itself when the host
+    /// is not learnt yet or when too little would be left (see the module docs).
+    #[must_use]
+    pub fn strip(&self, host: &str, text: &str) -> String {
+        let Some(h) = self.hosts.get(host) else {
+            return text.to_owned();
+        };
+        let mut out = String::with_capacity(text.len());
+        for b in blocks(text) {
+            if !self.frequent(h, digest(b)) {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(b);
+            }
+        }
+        let kept = out.chars().filter(|c| !c.is_whitespace()).count();
+        if kept < self.config.min_kept_chars {
+            return text.to_owned();
+        }
+        out
+    }
+
+    /// Drops the least recently observed tenth of the hosts (at least one).
+    fn evict_hosts(&mut self) {
+        let mut times: Vec<u64> = self.hosts.values().map(|h| h.last_seen).collect();
+        let k = (times.len() / 10).max(1).min(times.len());
+        if k == 0 {
+            return;
+        }
+        times.select_nth_unstable(k - 1);
+        let cutoff = times[k - 1];
+        let mut left = k;
+        self.hosts.retain(|_, h| {
+            if left > 0 && h.last_seen <= cutoff {
+                left -= 1;
+                false
+            } else {
+                true
+            }
+        });
+    }
+}
+
+/// Keeps the `max / 2` most frequent digests (ties: arbitrary), so that eviction runs
+/// once per `max / 2` new blocks, not on every page.
+fn evict_rare(blocks: &mut HashMap<u64, u32>, max: usize) {
+    let keep = (max / 2).max(1);
+    let mut counts: Vec<u32> = blocks.values().copied().collect();
+    if counts.len() <= keep {
+        return;
+    }
+    // The keep-th largest count: strictly greater ones stay, equal ones fill up.
+    let idx = counts.len() - keep;
+    counts.select_nth_unstable(idx);
+    let threshold = counts[idx];
+    let mut room_at_threshold = keep - blocks.values().filter(|&&c| c > threshold).count();
+    blocks.retain(|_, c| {
+        if *c > threshold {
+            true
+        } else if *c == threshold && room_at_threshold > 0 {
+            room_at_threshold -= 1;
+            true
+        } else {
+            false
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn learner() -> TemplateLearner {
+        TemplateLearner::new(TemplateConfig {
+            min_pages: 3,
+            ..TemplateConfig::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn repeated_blocks_become_template_after_enough_pages() {
+        let mut l = learner();
+        let page = |i: usize| {
+            format!(
+                "本帮助页面尚不完整，请帮助我们完善\n第{i}页的内容，和别的页面都不一样，说明这个功能的用法。\n© example"
+            )
+        };
+        l.observe("h.example", &page(0));
+        l.observe("h.example", &page(1));
+        // Two pages: too early to tell.
+        assert_eq!(l.strip("h.example", &page(2)), page(2));
+        l.observe("h.example", &page(2));
+        assert!(l.is_template("h.example", "© example"));
+        assert!(!l.is_template(
+            "h.example",
+            "第1页的内容，和别的页面都不一样，说明这个功能的用法。"
+        ));
+        assert_eq!(
+            l.strip("h.example", &page(7)),
+            "第7页的内容，和别的页面都不一样，说明这个功能的用法。"
+        );
+        // Other hosts are not affected.
+        assert_eq!(l.strip("other.example", &page(7)), page(7));
+    }
+
+    #[test]
+    fn a_page_of_template_only_keeps_its_text() {
+        let mut l = learner();
+        for i in 0..5 {
+            l.observe(
+                "h.example",
+                &format!("menu home about contact\nfooter text here\npage {i} body text long enough"),
+            );
+        }
+        let only = "menu home about contact\nfooter text here";
+        assert_eq!(l.strip("h.example", only), only);
+    }
+
+    #[test]
+    fn tables_stay_bounded() {
+        let mut l = TemplateLearner::new(TemplateConfig {
+            max_hosts: 10,
+            max_blocks_per_host: 64,
+            min_pages: 3,
+            ..TemplateConfig::default()
+        })
+        .unwrap();
+        for i in 0..1000 {
+            let host = format!("h{}.example", i % 37);
+            l.observe(
+                &host,
+                &format!("shared template line\nunique line {i}\nanother unique {i}"),
+            );
+            assert!(l.hosts() <= 10);
+            assert!(l.hosts.values().all(|h| h.blocks.len() <= 64));
+        }
+        // The frequent block survived eviction of the rare ones.
+        let last = format!("h{}.example", 999 % 37);
+        for i in 0..5 {
+            l.observe(&last, &format!("shared template line\nfresh {i}"));
+        }
+        assert!(l.is_template(&last, "shared template line"));
+    }
+
+    #[test]
+    fn state_round_trips_through_serde() {
+        let mut l = learner();
+        for i in 0..4 {
+            l.observe("h.example", &format!("banner\nbody {i}"));
+        }
+        let json = serde_json::to_string(&l).unwrap();
+        let back: TemplateLearner = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, l);
+        assert!(back.is_template("h.example", "banner"));
+    }
+
+    #[test]
+    fn invalid_config_is_refused() {
+        for c in [
+            TemplateConfig {
+                max_hosts: 0,
+                ..TemplateConfig::default()
+            },
+            TemplateConfig {
+                min_share: 0.0,
+                ..TemplateConfig::default()
+            },
+            TemplateConfig {
+                min_share: f64::NAN,
+                ..TemplateConfig::default()
+            },
+        ] {
+            assert!(TemplateLearner::new(c).is_err());
+        }
+    }
+
+    #[test]
+    fn digest_is_stable() {
+        // Persisted state depends on these values never changing.
+        assert_eq!(digest(""), 0xefd0_1f60_ba99_2926);
+        assert_eq!(digest("template"), 0xfd55_258e_cfa4_a4ec);
+        assert_eq!(digest("本帮助页面"), 0x8d8d_0c2c_4d3d_0dd5);
+    }
+}
