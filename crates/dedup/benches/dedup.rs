@@ -17,6 +17,8 @@
 //!   `sled4` (with `--features sled`) compares the optional sled store.
 //! - `DEDUP_BENCH_REDB_CACHE_MB`: redb's page cache (default 64, the
 //!   library default; an index service would give it more).
+//! - `DEDUP_BENCH_BANDS`: LSH bands over the sketch (default 10, the
+//!   library default; 0 measures verified SimHash candidates only).
 //!
 //! Each store is populated once (directly through `Store::write`, 100k
 //! documents per transaction), shared by its benchmarks and dropped before
@@ -646,7 +648,12 @@ const QUERIES: usize = 10_000;
 const CHECK_BATCH: usize = 1_000;
 
 fn config(m: u32) -> DedupConfig {
+    let bands = std::env::var("DEDUP_BENCH_BANDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DedupConfig::default().bands);
     DedupConfig {
+        bands,
         blocks: m,
         max_distance: 3,
         // Signatures carry no title digest; keep the title tier out anyway.
