@@ -154,6 +154,24 @@ impl TemplateLearner {
         self.hosts.len()
     }
 
+    /// Puts `config` in force, e.g. on a learner restored from a store that was written
+    /// under other settings; the learnt counts are kept, cut down to the new bounds at
+    /// once. An inconsistent configuration is refused and the learner left as it was.
+    pub fn reconfigure(&mut self, config: TemplateConfig) -> Result<(), CleanError> {
+        config.validate()?;
+        self.config = config;
+        while self.hosts.len() > self.config.max_hosts {
+            self.evict_hosts();
+        }
+        let max_blocks = self.config.max_blocks_per_host;
+        for h in self.hosts.values_mut() {
+            if h.blocks.len() > max_blocks {
+                evict_rare(&mut h.blocks, max_blocks);
+            }
+        }
+        Ok(())
+    }
+
     /// Records one page of `host` (its cleaned text, one block per line). A block
     /// repeated within the page counts once.
     pub fn observe(&mut self, host: &str, text: &str) {
@@ -351,6 +369,33 @@ mod tests {
         let back: TemplateLearner = serde_json::from_str(&json).unwrap();
         assert_eq!(back, l);
         assert!(back.is_template("h.example", "banner"));
+    }
+
+    #[test]
+    fn reconfigure_keeps_counts_within_the_new_bounds() {
+        let mut l = learner();
+        for i in 0..20 {
+            l.observe(&format!("h{i}.example"), &format!("banner\nbody {i}"));
+        }
+        for i in 0..4 {
+            l.observe("h.example", &format!("banner\nbody {i}"));
+        }
+        let bad = TemplateConfig {
+            min_pages: 0,
+            ..TemplateConfig::default()
+        };
+        assert!(l.reconfigure(bad).is_err());
+        assert_eq!(l.config().min_pages, 3);
+        l.reconfigure(TemplateConfig {
+            max_hosts: 5,
+            min_pages: 4,
+            ..TemplateConfig::default()
+        })
+        .unwrap();
+        assert!(l.hosts() <= 5);
+        assert_eq!(l.config().max_hosts, 5);
+        // The most recently observed host survived, with its counts.
+        assert!(l.is_template("h.example", "banner"));
     }
 
     #[test]

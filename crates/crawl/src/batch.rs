@@ -15,6 +15,7 @@ use crate::config::Config;
 use crate::progress::Progress;
 use crate::sinks::Sink;
 use crate::state;
+use crate::template::Templates;
 
 /// Lines per transaction and checkpoint.
 const CHUNK: usize = 2048;
@@ -99,6 +100,8 @@ struct Run {
     sinks: [Sink; 3],
     p: BatchProgress,
     cleaner: clean::Cleaner,
+    /// Learns the template of each host of the `html` lines.
+    templates: Templates,
 }
 
 /// Runs `crawl dedup`; returns the summary printed on stderr.
@@ -120,6 +123,13 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
             Backend::Redb(with_clock_offset(Deduper::new(store, cfg.dedup.clone())?)?)
         }
     };
+    let templates = Templates::load(
+        &cfg.template,
+        match &backend {
+            Backend::Redb(d) => Some(d.store().database()),
+            Backend::Memory(_) => None,
+        },
+    )?;
     let input_abs = std::fs::canonicalize(&args.input)
         .with_context(|| format!("cannot read input {}", args.input.display()))?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
@@ -151,7 +161,12 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
         sinks.push(Sink::open(&args.out.join(name), off)?);
     }
     let sinks: [Sink; 3] = sinks.try_into().map_err(|_| anyhow::anyhow!("sink setup"))?;
-    let mut run = Run { sinks, p, cleaner };
+    let mut run = Run {
+        sinks,
+        p,
+        cleaner,
+        templates,
+    };
 
     let file =
         File::open(&args.input).with_context(|| format!("cannot read input {}", args.input.display()))?;
@@ -204,7 +219,7 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
             d.store().write_with(true, |txn, _| {
                 let mut t = state::open(txn).map_err(state::store_err)?;
                 t.remove(PROGRESS_KEY).map_err(state::store_err)?;
-                Ok(())
+                run.templates.save_if_due(&mut t, true)
             })?;
         }
     }
@@ -258,14 +273,30 @@ pub(crate) fn round3(x: f64) -> f64 {
 pub(crate) type Parsed = Result<(String, String, Signature), String>;
 
 pub(crate) fn parse_line(d: &Deduper<impl dedup::Store>, cleaner: &clean::Cleaner, line: &str) -> Parsed {
+    let c = clean_line(cleaner, line)?;
+    let sig = d.sign(&Document::new(&c.url, &c.title, &c.text));
+    Ok((c.url, c.title, sig))
+}
+
+/// A line cleaned, not signed yet.
+struct Cleaned {
+    url: String,
+    title: String,
+    text: String,
+    /// The host of an `html` line (whose host's template is learnt).
+    html_host: Option<String>,
+}
+
+fn clean_line(cleaner: &clean::Cleaner, line: &str) -> Result<Cleaned, String> {
     let doc: InputDoc = serde_json::from_str(line).map_err(|e| format!("invalid JSON: {e}"))?;
     if doc.url.trim().is_empty() {
         return Err("empty \"url\"".into());
     }
-    let (title, text) = match (doc.text, doc.html) {
+    let (title, text, html_host) = match (doc.text, doc.html) {
         (Some(text), _) => (
             cleaner.normalize_title(doc.title.as_deref().unwrap_or("")),
             cleaner.normalize_text(&text),
+            None,
         ),
         (None, Some(html)) => {
             let base =
@@ -277,18 +308,23 @@ pub(crate) fn parse_line(d: &Deduper<impl dedup::Store>, cleaner: &clean::Cleane
                 Some(t) => cleaner.normalize_title(&t),
                 None => page.title,
             };
-            (title, page.text)
+            let host = crate::template::host_of(&base).to_owned();
+            (title, page.text, Some(host))
         }
         (None, None) => return Err("neither \"text\" nor \"html\" is present".into()),
     };
-    let sig = d.sign(&Document::new(&doc.url, &title, &text));
-    Ok((doc.url, title, sig))
+    Ok(Cleaned {
+        url: doc.url,
+        title,
+        text,
+        html_host,
+    })
 }
 
 fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64, input: &str) -> Result<()> {
     match backend {
         Backend::Memory(d) => {
-            let parsed = parse_all(d, &run.cleaner, chunk);
+            let parsed = parse_all(d, &run.cleaner, &run.templates, chunk);
             let sigs: Vec<Signature> = parsed
                 .iter()
                 .filter_map(|p| p.as_ref().ok().map(|x| x.2.clone()))
@@ -299,7 +335,7 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
             run.p.bytes += bytes;
         }
         Backend::Redb(d) => {
-            let parsed = parse_all(d, &run.cleaner, chunk);
+            let parsed = parse_all(d, &run.cleaner, &run.templates, chunk);
             // Checked inside our own transaction: purge expired entries
             // (dedup.window) between chunks.
             d.purge_if_due()?;
@@ -317,6 +353,7 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
                 // A failed commit ends the run; the next one resumes from the
                 // last committed progress, so the counters need no rollback.
                 let mut t = state::open(txn).map_err(state::store_err)?;
+                run.templates.save_if_due(&mut t, false)?;
                 state::put_json(&mut t, PROGRESS_KEY, &run.p)
             })?;
         }
@@ -327,16 +364,38 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
 fn parse_all(
     d: &Deduper<impl dedup::Store>,
     cleaner: &clean::Cleaner,
+    templates: &Templates,
     chunk: &[(u64, String)],
 ) -> Vec<Parsed> {
-    chunk
+    let cleaned: Vec<Result<Cleaned, String>> = chunk
         .par_iter()
         .map(|(_, line)| {
             if line.trim().is_empty() {
                 Err("empty line".into())
             } else {
-                parse_line(d, cleaner, line)
+                clean_line(cleaner, line)
             }
+        })
+        .collect();
+    // `html` lines, in input order: stripped of their host's template as learnt from
+    // the lines before, then observed. Observing does not depend on verdicts, so this
+    // is "strip, judge, observe" line by line, with the signing left parallel.
+    let stripped = crate::template::strip_in_order(
+        templates,
+        cleaned.iter().map(|c| {
+            c.as_ref()
+                .ok()
+                .and_then(|c| Some((c.html_host.as_deref()?, c.text.as_str())))
+        }),
+    );
+    cleaned
+        .into_par_iter()
+        .zip(stripped)
+        .map(|(c, stripped)| {
+            let c = c?;
+            let text = stripped.as_deref().unwrap_or(&c.text);
+            let sig = d.sign(&Document::new(&c.url, &c.title, text));
+            Ok((c.url, c.title, sig))
         })
         .collect()
 }

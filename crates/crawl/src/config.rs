@@ -16,6 +16,8 @@ pub struct Config {
     pub clean: clean::CleanConfig,
     pub fetch: fetch::FetchConfig,
     pub crawl: CrawlConfig,
+    /// Site-level template learning (see `crate::template`).
+    pub template: crate::template::TemplateSettings,
 }
 
 /// Where state lives.

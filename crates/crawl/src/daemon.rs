@@ -30,6 +30,7 @@ use crate::frontier::{self, Candidate, Entry, ScopeRules, Window};
 use crate::progress::Progress;
 use crate::sinks::Sink;
 use crate::state;
+use crate::template::{Templates, host_of};
 
 pub use crate::bench::{BenchArgs, bench};
 
@@ -62,6 +63,9 @@ pub struct Stats {
     /// evicted (`fetch.max_hosts` reached).
     #[serde(default)]
     pub hosts_evicted: u64,
+    /// Pages judged without their host's learnt template blocks (`[template]`).
+    #[serde(default)]
+    pub template_stripped: u64,
     /// Wall-clock seconds spent crawling, over all runs.
     pub seconds: f64,
 }
@@ -135,6 +139,8 @@ struct PageResult {
     fetched_at: u64,
     /// The page asked not to be indexed (and noindex is respected).
     noindex: bool,
+    /// It was signed without its host's template blocks.
+    template_stripped: bool,
 }
 
 #[derive(Serialize)]
@@ -215,6 +221,7 @@ struct Ctx {
     scope: ScopeRules,
     follow_nofollow: bool,
     respect_noindex: bool,
+    templates: Templates,
 }
 
 async fn work(ctx: Arc<Ctx>, entry: Entry) -> Outcome {
@@ -280,9 +287,12 @@ async fn work(ctx: Arc<Ctx>, entry: Entry) -> Outcome {
                 }
             }
         }
+        // Signed without the host's template, once learnt (crate::template).
+        let stripped = ctx.templates.strip(host_of(&fetched.final_url), &page.text);
+        let text = stripped.as_deref().unwrap_or(&page.text);
         let sig = ctx
             .deduper
-            .sign(&Document::new(entry.url.as_str(), &page.title, &page.text));
+            .sign(&Document::new(entry.url.as_str(), &page.title, text));
         Outcome::Page(Box::new(PageResult {
             final_url: fetched.final_url,
             status: fetched.status,
@@ -294,6 +304,7 @@ async fn work(ctx: Arc<Ctx>, entry: Entry) -> Outcome {
             truncated: fetched.truncated,
             fetched_at,
             noindex: ctx.respect_noindex && page.meta_noindex,
+            template_stripped: stripped.is_some(),
             entry,
         }))
     });
@@ -343,6 +354,7 @@ struct Writer {
     /// count of earlier runs.
     fetcher: fetch::Fetcher,
     base_hosts_evicted: u64,
+    templates: Templates,
 }
 
 impl Writer {
@@ -421,6 +433,7 @@ impl Writer {
             self.cp.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
             self.cp.stats.hosts_evicted = self.base_hosts_evicted + self.fetcher.hosts_evicted();
             let mut st = state::open(txn).map_err(state::store_err)?;
+            self.templates.save_if_due(&mut st, false)?;
             state::put_json(&mut st, CHECKPOINT_KEY, &self.cp)
         });
         if let Err(e) = result {
@@ -467,6 +480,9 @@ impl Writer {
                 .map_err(io)?;
             return Ok(0);
         }
+        // Observed once judged: a page never counts towards its own template.
+        self.templates.observe(host_of(&p.final_url), &p.text);
+        self.cp.stats.template_stripped += u64::from(p.template_stripped);
         let verdict = if p.noindex {
             // Not kept, not indexed: a line in errors.jsonl, kind "noindex"
             // (counted in `noindex`, not in `errors`).
@@ -586,7 +602,7 @@ fn writer_loop(
     if std::env::var_os("SIMCRAWL_TEST_WRITER_PANIC").is_some() {
         panic!("injected writer panic (SIMCRAWL_TEST_WRITER_PANIC)");
     }
-    if let Err(e) = w.finish() {
+    if let Err(e) = w.templates.save(w.deduper.store()).and_then(|()| w.finish()) {
         let _ = tx.send(Err(format!("{e:#}")));
     }
 }
@@ -625,6 +641,7 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
     let store = RedbStore::open_with(&db_path, Duration::MAX)
         .with_context(|| format!("cannot open the crawl state in {}", data_dir.display()))?;
     let deduper = Arc::new(Deduper::new(store, cfg.dedup.clone())?);
+    let templates = Templates::load(&cfg.template, Some(deduper.store().database()))?;
     let mut cp: Checkpoint =
         state::read_json(deduper.store().database(), CHECKPOINT_KEY)?.unwrap_or_default();
     if cp.stats.fetched > 0 {
@@ -664,6 +681,7 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
         scope: ScopeRules::new(&cfg.crawl, &seeds)?,
         follow_nofollow: cfg.crawl.follow_nofollow,
         respect_noindex: cfg.crawl.respect_noindex,
+        templates: templates.clone(),
     });
     let shared = Arc::new(Mutex::new(cp.stats.clone()));
     let base_fetched = cp.stats.fetched;
@@ -683,6 +701,7 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
         max_requeues: cfg.crawl.max_requeues,
         requeue_delay_ms: cfg.crawl.requeue_delay_ms,
         fetcher,
+        templates,
     };
     let (out_tx, out_rx) = std_mpsc::channel::<Outcome>();
     let (done_tx, done_rx) = mpsc::unbounded_channel();

@@ -12,6 +12,7 @@ mod metrics;
 mod progress;
 mod sinks;
 mod state;
+mod template;
 mod tools;
 
 use std::path::PathBuf;
