@@ -37,7 +37,7 @@ for r in rows("kept.jsonl"):
     print(f"  {r['simhash']}  {r['url']:<48} {r['title']}")
 print("\n== dropped (duplicates.jsonl)")
 for r in rows("duplicates.jsonl"):
-    print(f"  {r['tier']:<8} d={r.get('distance','-')!s:<3} {r['url']:<48} duplicate of {r['duplicate_of']}")
+    print(f"  {r['tier']:<8} d={r.get('distance','-')!s:<3} s={r.get('similarity','-')!s:<5} {r['url']:<48} duplicate of {r['duplicate_of']}")
 print("\n== errors (errors.jsonl)")
 for r in rows("errors.jsonl"):
     print(f"  {r['kind']:<18} {r['url']}")

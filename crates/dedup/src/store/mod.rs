@@ -67,7 +67,9 @@ pub(crate) fn without_posting(list: &[u8], gone: &[u8; POSTING]) -> Option<Vec<u
 pub const BAND_POSTINGS: usize = 64;
 
 /// Appends `id` to an id list (8 bytes each, little-endian), dropping the
-/// oldest entries beyond [`BAND_POSTINGS`].
+/// oldest entries beyond [`BAND_POSTINGS`]. The sled store keeps its bands
+/// as such lists.
+#[cfg(feature = "sled")]
 pub(crate) fn push_id_capped(list: &mut Vec<u8>, id: DocId) {
     list.extend_from_slice(&id.to_le_bytes());
     let excess = list.len().saturating_sub(BAND_POSTINGS * 8);
@@ -76,6 +78,7 @@ pub(crate) fn push_id_capped(list: &mut Vec<u8>, id: DocId) {
     }
 }
 
+#[cfg(feature = "sled")]
 pub(crate) fn decode_ids(list: &[u8]) -> impl Iterator<Item = DocId> + '_ {
     list.chunks_exact(8).map(|c| {
         let mut b = [0u8; 8];
@@ -85,6 +88,7 @@ pub(crate) fn decode_ids(list: &[u8]) -> impl Iterator<Item = DocId> + '_ {
 }
 
 /// `list` without `id` (`None` when it was not there).
+#[cfg(feature = "sled")]
 pub(crate) fn without_id(list: &[u8], id: DocId) -> Option<Vec<u8>> {
     let gone = id.to_le_bytes();
     let kept: Vec<u8> = list
