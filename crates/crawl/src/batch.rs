@@ -109,10 +109,7 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
     let started = Instant::now();
     let cleaner = clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?;
     let backend = match &args.data_dir {
-        None => Backend::Memory(with_clock_offset(Deduper::new(
-            MemoryStore::new(),
-            cfg.dedup.clone(),
-        )?)?),
+        None => Backend::Memory(with_clock_offset(state::open_deduper(MemoryStore::new(), cfg)?)?),
         Some(dir) => {
             let path = dir.join("index.redb");
             let store = RedbStore::open_with(
@@ -120,7 +117,7 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
                 std::time::Duration::from_millis(cfg.store.sync_interval_ms),
             )
             .with_context(|| format!("cannot open the index in {}", dir.display()))?;
-            Backend::Redb(with_clock_offset(Deduper::new(store, cfg.dedup.clone())?)?)
+            Backend::Redb(with_clock_offset(state::open_deduper(store, cfg)?)?)
         }
     };
     let templates = Templates::load(

@@ -640,7 +640,7 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
     // the store must never upgrade one on its own.
     let store = RedbStore::open_with(&db_path, Duration::MAX)
         .with_context(|| format!("cannot open the crawl state in {}", data_dir.display()))?;
-    let deduper = Arc::new(Deduper::new(store, cfg.dedup.clone())?);
+    let deduper = Arc::new(state::open_deduper(store, &cfg)?);
     let templates = Templates::load(&cfg.template, Some(deduper.store().database()))?;
     let mut cp: Checkpoint =
         state::read_json(deduper.store().database(), CHECKPOINT_KEY)?.unwrap_or_default();

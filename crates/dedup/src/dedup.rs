@@ -303,6 +303,9 @@ pub struct Deduper<S: Store> {
     layout: BlockLayout,
     clock: Clock,
     last_purge: AtomicU64,
+    /// Parameters of the embedding program recorded next to the crate's own
+    /// (see [`Deduper::with_params`]).
+    extra: Vec<(String, String)>,
 }
 
 impl<S: Store> std::fmt::Debug for Deduper<S> {
@@ -326,9 +329,28 @@ fn now_secs() -> u64 {
 
 impl<S: Store> Deduper<S> {
     /// Opens deduplication over `store`. A store that already holds an index
-    /// built with other parameters (blocks, distance, hash, features, format)
-    /// is refused with [`Error::ParamsMismatch`], naming what differs.
+    /// built with other parameters (blocks, distance, hash, features, IDF
+    /// table, segmenter, tracking parameters, format) is refused with
+    /// [`Error::ParamsMismatch`], naming what differs.
     pub fn new(store: S, config: DedupConfig) -> Result<Deduper<S>> {
+        Deduper::with_params(store, config, &[])
+    }
+
+    /// [`Deduper::new`], also recording parameters of the embedding program
+    /// (`name`, `value`) that change what reaches the tiers: a crawler's
+    /// HTML cleaning settings, say. This crate cannot see them, yet
+    /// reusing an index after changing them mixes incompatible
+    /// fingerprints, so the store refuses to open with other values just as
+    /// for its own parameters. Names must be new (not one of
+    /// [`Deduper::params`]'s own), without `=` or line breaks.
+    ///
+    /// ```
+    /// use dedup::{Deduper, DedupConfig, MemoryStore};
+    /// let d = Deduper::with_params(MemoryStore::new(), DedupConfig::default(), &[("clean", "3f2a")])?;
+    /// assert!(d.params().ends_with("clean=3f2a\n"));
+    /// # Ok::<(), dedup::Error>(())
+    /// ```
+    pub fn with_params(store: S, config: DedupConfig, extra: &[(&str, &str)]) -> Result<Deduper<S>> {
         if config.max_distance > 32 {
             return Err(Error::Config(format!(
                 "max_distance {} is above 32",
@@ -358,7 +380,29 @@ impl<S: Store> Deduper<S> {
             layout,
             clock: Arc::new(now_secs),
             last_purge: AtomicU64::new(0),
+            extra: Vec::new(),
         };
+        let own: Vec<String> = deduper
+            .params()
+            .lines()
+            .filter_map(|l| l.split_once('=').map(|(k, _)| k.to_string()))
+            .collect();
+        let mut deduper = deduper;
+        for (name, value) in extra {
+            let bad = |c: char| c == '=' || c == '\n' || c == '\r';
+            if name.is_empty()
+                || name.contains(bad)
+                || value.contains(['\n', '\r'])
+                || own.iter().any(|o| o == name)
+                || deduper.extra.iter().any(|(n, _)| n == name)
+            {
+                return Err(Error::Config(format!(
+                    "recorded parameter {name:?}={value:?}: names must be new, non-empty, without '=' \
+                     or line breaks, and values on one line"
+                )));
+            }
+            deduper.extra.push(((*name).to_string(), (*value).to_string()));
+        }
         deduper.check_params()?;
         deduper
             .store
@@ -373,17 +417,31 @@ impl<S: Store> Deduper<S> {
         self
     }
 
-    /// The parameters a store records, one `name=value` per line.
+    /// The parameters a store records, one `name=value` per line: every
+    /// input that changes a digest, a fingerprint or a sketch, then those
+    /// the embedding program added ([`Deduper::with_params`]).
     pub fn params(&self) -> String {
-        format!(
-            "format={FORMAT_VERSION}\nbits=64\nblocks={}\nmax_distance={}\nhash={TOKEN_HASH_NAME}\nfeatures={}\nsketch={}\nbands={}x{}\n",
+        let (idf, segmenter) = match self.features.config().extractor {
+            crate::Extractor::Words => (crate::features::idf_digest(), crate::features::segmenter_id()),
+            crate::Extractor::Shingles => ("none", "none"),
+        };
+        let mut p = format!(
+            "format={FORMAT_VERSION}\nbits=64\nblocks={}\nmax_distance={}\nhash={TOKEN_HASH_NAME}\nfeatures={}\nidf={idf}\nsegmenter={segmenter}\ntracking={}\nsketch={}\nbands={}x{}\n",
             self.config.blocks,
             self.config.max_distance,
             self.features.describe(),
+            crate::canonical::tracking_params_digest(),
             crate::sketch::SKETCH_NAME,
             self.config.bands,
             self.config.band_rows,
-        )
+        );
+        for (name, value) in &self.extra {
+            p.push_str(name);
+            p.push('=');
+            p.push_str(value);
+            p.push('\n');
+        }
+        p
     }
 
     fn check_params(&self) -> Result<()> {
@@ -435,6 +493,11 @@ impl<S: Store> Deduper<S> {
                 None => diffs.push(format!("{k}: not stored, requested {v}")),
             }
         }
+        for (k, ov) in &old {
+            if !new.iter().any(|(nk, _)| nk == k) {
+                diffs.push(format!("{k}: stored {ov}, not requested"));
+            }
+        }
         Err(Error::ParamsMismatch {
             path: path(),
             differences: diffs.join("; "),
@@ -444,6 +507,12 @@ impl<S: Store> Deduper<S> {
     /// The store underneath.
     pub fn store(&self) -> &S {
         &self.store
+    }
+
+    /// Gives the store back, to reopen it under other settings (tests of
+    /// the recorded parameters, tools that inspect an index).
+    pub fn into_store(self) -> S {
+        self.store
     }
 
     /// The settings in force.
