@@ -24,6 +24,10 @@ pub const TITLE_CANDIDATES: usize = 64;
 /// index; a format-1 store cannot be verified against and is refused.
 pub const FORMAT_VERSION: u32 = 2;
 
+/// Entries a purge removes per transaction: bounds how long a purge holds
+/// the writer (a crawl's commits wait for it).
+pub const PURGE_SLICE: usize = 1024;
+
 /// Candidates from the band index verified per check, newest first: bounds
 /// the work a page sharing many bands with a large site costs.
 pub const BAND_CANDIDATES: usize = 256;
@@ -879,7 +883,7 @@ impl<S: Store> Deduper<S> {
         loop {
             let removed = self.store.write(|t| {
                 let mut oldest = Vec::new();
-                t.oldest_docs(1024, &mut oldest)?;
+                t.oldest_docs(PURGE_SLICE, &mut oldest)?;
                 let mut removed = 0u64;
                 for (id, rec) in oldest {
                     if rec.inserted_at >= cutoff {
@@ -900,11 +904,30 @@ impl<S: Store> Deduper<S> {
                 Ok(removed)
             })?;
             purged.documents += removed;
-            if removed < 1024 {
+            if removed < PURGE_SLICE as u64 {
                 break;
             }
         }
-        purged.urls = self.store.write(|t| t.remove_urls_before(cutoff))?;
+        // URLs in slices, each its own transaction, read from the first-seen
+        // index: a purge touches only expired URLs and never holds the
+        // writer for long, however many URLs are live.
+        loop {
+            let (seen, removed) = self.store.write(|t| {
+                let mut expired = Vec::new();
+                t.urls_seen_before(cutoff, PURGE_SLICE, &mut expired)?;
+                let mut removed = 0u64;
+                for digest in &expired {
+                    if t.remove_url(*digest)? {
+                        removed += 1;
+                    }
+                }
+                Ok((expired.len(), removed))
+            })?;
+            purged.urls += removed;
+            if seen < PURGE_SLICE {
+                break;
+            }
+        }
         Ok(purged)
     }
 
