@@ -13,7 +13,7 @@ use tracing::{info, warn};
 
 use crate::config::Config;
 use crate::progress::Progress;
-use crate::sinks::Sink;
+use crate::sinks::{Offsets, Outputs, VerdictCounts};
 use crate::state;
 use crate::template::Templates;
 
@@ -68,17 +68,12 @@ struct BatchProgress {
     lines: u64,
     /// Input bytes fully processed.
     bytes: u64,
-    kept: u64,
+    /// Bad lines.
     errors: u64,
-    dropped: Counts,
-    offsets: [u64; 3],
-}
-
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
-struct Counts {
-    url: u64,
-    title: u64,
-    content: u64,
+    /// Kept documents and drops per tier (stored flat: `kept`, `dup_url`...).
+    #[serde(flatten)]
+    verdicts: VerdictCounts,
+    offsets: Offsets,
 }
 
 const PROGRESS_KEY: &str = "batch:progress";
@@ -97,7 +92,7 @@ enum Backend {
 }
 
 struct Run {
-    sinks: [Sink; 3],
+    outputs: Outputs,
     p: BatchProgress,
     cleaner: clean::Cleaner,
     /// Learns the template of each host of the `html` lines.
@@ -152,14 +147,9 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
             );
         }
     }
-    let names = ["kept.jsonl", "duplicates.jsonl", "errors.jsonl"];
-    let mut sinks = Vec::with_capacity(3);
-    for (name, off) in names.iter().zip(p.offsets) {
-        sinks.push(Sink::open(&args.out.join(name), off)?);
-    }
-    let sinks: [Sink; 3] = sinks.try_into().map_err(|_| anyhow::anyhow!("sink setup"))?;
+    let outputs = Outputs::open(&args.out, p.offsets)?;
     let mut run = Run {
-        sinks,
+        outputs,
         p,
         cleaner,
         templates,
@@ -205,14 +195,10 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
     // Done: forget the progress record so the next run starts anew.
     match &backend {
         Backend::Memory(_) => {
-            for s in &mut run.sinks {
-                s.flush()?;
-            }
+            run.outputs.flush()?;
         }
         Backend::Redb(d) => {
-            for s in &mut run.sinks {
-                s.sync()?;
-            }
+            run.outputs.sync()?;
             d.store().write_with(true, |txn, _| {
                 let mut t = state::open(txn).map_err(state::store_err)?;
                 t.remove(PROGRESS_KEY).map_err(state::store_err)?;
@@ -227,10 +213,10 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
     Ok(format!(
         "documents: {}  kept: {}  dropped: url {} / title {} / content {}  bad lines: {}  ({:.0} docs/s{})",
         p.lines,
-        p.kept,
-        p.dropped.url,
-        p.dropped.title,
-        p.dropped.content,
+        p.verdicts.kept,
+        p.verdicts.dup_url,
+        p.verdicts.dup_title,
+        p.verdicts.dup_content,
         p.errors,
         docs as f64 / secs,
         if resumed_lines > 0 {
@@ -344,9 +330,10 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
                 emit(run, chunk, &parsed, verdicts, input).map_err(|e| state::store_err(format!("{e:#}")))?;
                 run.p.lines += chunk.len() as u64;
                 run.p.bytes += bytes;
-                for (i, s) in run.sinks.iter_mut().enumerate() {
-                    run.p.offsets[i] = s.sync().map_err(|e| state::store_err(format!("{e:#}")))?;
-                }
+                run.p.offsets = run
+                    .outputs
+                    .sync()
+                    .map_err(|e| state::store_err(format!("{e:#}")))?;
                 // A failed commit ends the run; the next one resumes from the
                 // last committed progress, so the counters need no rollback.
                 let mut t = state::open(txn).map_err(state::store_err)?;
@@ -410,39 +397,39 @@ fn emit(
             Err(e) => {
                 warn!("{input}:{line}: {e}; line skipped");
                 run.p.errors += 1;
-                run.sinks[2].write(&BadLine {
+                run.outputs.errors.write(&BadLine {
                     line: *line,
                     error: e,
                 })?;
             }
             Ok((url, title, _)) => match verdicts.next() {
-                Some(Verdict::Unique { fingerprint, .. }) => {
-                    run.p.kept += 1;
-                    run.sinks[0].write(&Kept {
-                        url,
-                        title,
-                        simhash: fingerprint.map(|f| f.to_string()),
-                        line: *line,
-                    })?;
-                }
-                Some(Verdict::Duplicate(d)) => {
-                    match d.tier {
-                        Tier::Url => run.p.dropped.url += 1,
-                        Tier::Title => run.p.dropped.title += 1,
-                        Tier::Content => run.p.dropped.content += 1,
-                    }
-                    run.sinks[1].write(&Dropped {
-                        url,
-                        tier: d.tier,
-                        duplicate_of: &d.of,
-                        distance: d.distance,
-                        similarity: d.similarity.map(round3),
-                        line: *line,
-                    })?;
+                Some(v) => {
+                    run.p.verdicts.record(&v);
+                    write_verdict(&mut run.outputs, v, url, title, *line)?;
                 }
                 None => bail!("internal error: fewer verdicts than documents"),
             },
         }
     }
     Ok(())
+}
+
+/// The output line of one checked document.
+fn write_verdict(outputs: &mut Outputs, v: Verdict, url: &str, title: &str, line: u64) -> Result<()> {
+    match v {
+        Verdict::Unique { fingerprint, .. } => outputs.kept.write(&Kept {
+            url,
+            title,
+            simhash: fingerprint.map(|f| f.to_string()),
+            line,
+        }),
+        Verdict::Duplicate(d) => outputs.duplicates.write(&Dropped {
+            url,
+            tier: d.tier,
+            duplicate_of: &d.of,
+            distance: d.distance,
+            similarity: d.similarity.map(round3),
+            line,
+        }),
+    }
 }

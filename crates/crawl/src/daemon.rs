@@ -28,7 +28,7 @@ use url::Url;
 use crate::config::Config;
 use crate::frontier::{self, Candidate, Entry, ScopeRules, Window};
 use crate::progress::Progress;
-use crate::sinks::Sink;
+use crate::sinks::{Offsets, Outputs, VerdictCounts};
 use crate::state;
 use crate::template::{Templates, host_of};
 
@@ -40,11 +40,11 @@ pub use crate::bench::{BenchArgs, bench};
 pub struct Stats {
     /// Pages whose fetch finished (success or final failure).
     pub fetched: u64,
-    pub kept: u64,
-    /// URL-tier hits: links and redirect targets already seen.
-    pub dup_url: u64,
-    pub dup_title: u64,
-    pub dup_content: u64,
+    /// Kept pages and drops per tier (stored flat: `kept`, `dup_url`...).
+    /// `dup_url` counts URL-tier hits: links and redirect targets already
+    /// seen.
+    #[serde(flatten)]
+    pub verdicts: VerdictCounts,
     /// Final failures by kind (`timeout`, `status_4xx`, `robots_disallowed`...).
     pub errors: BTreeMap<String, u64>,
     /// Body bytes received.
@@ -76,7 +76,12 @@ impl fmt::Display for Stats {
         write!(
             f,
             "fetched {}  kept {}  dropped: title {} / content {}  url-tier hits {}  errors {}",
-            self.fetched, self.kept, self.dup_title, self.dup_content, self.dup_url, errors
+            self.fetched,
+            self.verdicts.kept,
+            self.verdicts.dup_title,
+            self.verdicts.dup_content,
+            self.verdicts.dup_url,
+            errors
         )?;
         if !self.errors.is_empty() {
             let kinds: Vec<String> = self.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -94,14 +99,13 @@ impl fmt::Display for Stats {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Checkpoint {
     next_seq: u64,
-    offsets: [u64; 3],
+    offsets: Offsets,
     stats: Stats,
 }
 
 const CHECKPOINT_KEY: &str = "crawl:checkpoint";
 /// Times a page waits for a host whose robots.txt is unavailable.
 const ROBOTS_WAITS: u32 = 3;
-const SINKS: [&str; 3] = ["kept.jsonl", "duplicates.jsonl", "errors.jsonl"];
 
 /// What became of one frontier entry.
 #[derive(Debug)]
@@ -330,7 +334,7 @@ struct Committed {
 
 struct Writer {
     deduper: Arc<Deduper<RedbStore>>,
-    sinks: [Sink; 3],
+    outputs: Outputs,
     cp: Checkpoint,
     max_depth: u32,
     write_text: bool,
@@ -361,9 +365,7 @@ impl Writer {
     /// Makes everything committed so far durable: outputs first, then the
     /// store, so a durable checkpoint never points past fsynced output.
     fn finish(&mut self) -> Result<()> {
-        for s in &mut self.sinks {
-            s.sync()?;
-        }
+        self.outputs.sync()?;
         self.deduper.flush().context("cannot flush the crawl state")?;
         self.last_durable = Instant::now();
         self.not_durable = false;
@@ -410,7 +412,8 @@ impl Writer {
                     } => {
                         self.cp.stats.fetched += 1;
                         *self.cp.stats.errors.entry((*kind).to_string()).or_insert(0) += 1;
-                        self.sinks[2]
+                        self.outputs
+                            .errors
                             .write(&ErrorLine {
                                 url: entry.url.as_str(),
                                 kind,
@@ -426,10 +429,12 @@ impl Writer {
                     }
                 }
             }
-            for (i, s) in self.sinks.iter_mut().enumerate() {
-                let offset = if durable { s.sync() } else { s.flush() };
-                self.cp.offsets[i] = offset.map_err(|e| state::store_err(format!("{e:#}")))?;
-            }
+            let offsets = if durable {
+                self.outputs.sync()
+            } else {
+                self.outputs.flush()
+            };
+            self.cp.offsets = offsets.map_err(|e| state::store_err(format!("{e:#}")))?;
             self.cp.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
             self.cp.stats.hosts_evicted = self.base_hosts_evicted + self.fetcher.hosts_evicted();
             let mut st = state::open(txn).map_err(state::store_err)?;
@@ -468,8 +473,9 @@ impl Writer {
             && c != CanonicalUrl::from_url(p.entry.url.clone()).map_err(dedup::Error::Config)?
             && let UrlVerdict::Seen { .. } = deduper.check_url_in(tables, p.final_url.as_str(), c)?
         {
-            self.cp.stats.dup_url += 1;
-            self.sinks[1]
+            self.cp.stats.verdicts.record_duplicate(Tier::Url);
+            self.outputs
+                .duplicates
                 .write(&DupLine {
                     url: p.entry.url.as_str(),
                     tier: Tier::Url,
@@ -487,7 +493,8 @@ impl Writer {
             // Not kept, not indexed: a line in errors.jsonl, kind "noindex"
             // (counted in `noindex`, not in `errors`).
             self.cp.stats.noindex += 1;
-            self.sinks[2]
+            self.outputs
+                .errors
                 .write(&ErrorLine {
                     url: p.entry.url.as_str(),
                     kind: "noindex",
@@ -498,11 +505,14 @@ impl Writer {
         } else {
             Some(deduper.check_in(tables, &p.sig, false)?)
         };
+        if let Some(v) = &verdict {
+            self.cp.stats.verdicts.record(v);
+        }
         match verdict {
             None => {}
             Some(Verdict::Unique { fingerprint, .. }) => {
-                self.cp.stats.kept += 1;
-                self.sinks[0]
+                self.outputs
+                    .kept
                     .write(&KeptLine {
                         url: p.entry.url.as_str(),
                         final_url: p.final_url.as_str(),
@@ -516,12 +526,8 @@ impl Writer {
                     .map_err(io)?;
             }
             Some(Verdict::Duplicate(d)) => {
-                match d.tier {
-                    Tier::Title => self.cp.stats.dup_title += 1,
-                    Tier::Content => self.cp.stats.dup_content += 1,
-                    Tier::Url => self.cp.stats.dup_url += 1,
-                }
-                self.sinks[1]
+                self.outputs
+                    .duplicates
                     .write(&DupLine {
                         url: p.entry.url.as_str(),
                         tier: d.tier,
@@ -545,7 +551,7 @@ impl Writer {
                 )? {
                     added += 1;
                 } else {
-                    self.cp.stats.dup_url += 1;
+                    self.cp.stats.verdicts.record_duplicate(Tier::Url);
                 }
             }
         }
@@ -632,7 +638,7 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
     let db_path = data_dir.join("index.redb");
     if fresh {
         remove_if_exists(&db_path)?;
-        for name in SINKS.iter().chain(["stats.json"].iter()) {
+        for name in Outputs::FILES.iter().chain(["stats.json"].iter()) {
             remove_if_exists(&out_dir.join(name))?;
         }
     }
@@ -647,15 +653,11 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
     if cp.stats.fetched > 0 {
         info!(
             fetched = cp.stats.fetched,
-            kept = cp.stats.kept,
+            kept = cp.stats.verdicts.kept,
             "resuming an interrupted crawl"
         );
     }
-    let mut sinks = Vec::new();
-    for (name, off) in SINKS.iter().zip(cp.offsets) {
-        sinks.push(Sink::open(&out_dir.join(name), off)?);
-    }
-    let sinks: [Sink; 3] = sinks.try_into().map_err(|_| anyhow::anyhow!("sink setup"))?;
+    let outputs = Outputs::open(&out_dir, cp.offsets)?;
 
     // Seeds enter the frontier through the URL tier like any link: on a
     // resume, those already seen are not fetched again.
@@ -687,7 +689,7 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
     let base_fetched = cp.stats.fetched;
     let writer = Writer {
         deduper: deduper.clone(),
-        sinks,
+        outputs,
         base_seconds: cp.stats.seconds,
         base_hosts_evicted: cp.stats.hosts_evicted,
         cp,

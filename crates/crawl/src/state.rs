@@ -16,8 +16,9 @@ pub const FRONTIER_RECORDS: u32 = 2;
 
 /// Version of the JSON checkpoints in [`STATE`] (the crawl's sink offsets
 /// and counters, the batch tool's progress). Bump it when their fields
-/// change meaning.
-pub const CHECKPOINT_RECORDS: u32 = 1;
+/// change meaning. 2: the batch progress counts verdicts as `kept`,
+/// `dup_url`, `dup_title`, `dup_content` (was `kept` and `dropped`).
+pub const CHECKPOINT_RECORDS: u32 = 2;
 
 /// What the crawl binary records in the store next to the dedup crate's own
 /// parameters: a digest of the `[clean]` settings (they change the text
