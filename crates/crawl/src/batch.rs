@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use dedup::{Deduper, Document, MemoryStore, RedbStore, Signature, Tier, Verdict};
+use dedup::{Commit, Deduper, Document, MemoryStore, RedbStore, Signature, Tier, UrlTier, Verdict};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
@@ -199,7 +199,7 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
         }
         Backend::Redb(d) => {
             run.outputs.sync()?;
-            d.store().write_with(true, |txn, _| {
+            d.store().write_with(Commit::Durable, |txn, _| {
                 let mut t = state::open(txn).map_err(state::store_err)?;
                 t.remove(PROGRESS_KEY).map_err(state::store_err)?;
                 run.templates.save_if_due(&mut t, true)
@@ -312,7 +312,7 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
                 .iter()
                 .filter_map(|p| p.as_ref().ok().map(|x| x.2.clone()))
                 .collect();
-            let verdicts = d.check_batch(&sigs, true)?;
+            let verdicts = d.check_batch(&sigs, UrlTier::Check)?;
             emit(run, chunk, &parsed, verdicts, input)?;
             run.p.lines += chunk.len() as u64;
             run.p.bytes += bytes;
@@ -322,10 +322,10 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
             // Checked inside our own transaction: purge expired entries
             // (dedup.window) between chunks.
             d.purge_if_due()?;
-            d.store().write_with(true, |txn, tables| {
+            d.store().write_with(Commit::Durable, |txn, tables| {
                 let mut verdicts = Vec::with_capacity(parsed.len());
                 for (_, _, sig) in parsed.iter().flatten() {
-                    verdicts.push(d.check_in(tables, sig, true)?);
+                    verdicts.push(d.check_in(tables, sig, UrlTier::Check)?);
                 }
                 emit(run, chunk, &parsed, verdicts, input).map_err(|e| state::store_err(format!("{e:#}")))?;
                 run.p.lines += chunk.len() as u64;

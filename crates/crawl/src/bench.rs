@@ -215,7 +215,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             samples
         })
     };
-    let result = crate::daemon::run(cfg, &seeds, true);
+    let result = crate::daemon::run(cfg, &seeds, crate::daemon::Start::Fresh);
     let wall = t0.elapsed().as_secs_f64();
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     let samples = sampler.join().unwrap_or_default();

@@ -17,7 +17,9 @@ use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
-use dedup::{CanonicalUrl, Deduper, Document, RedbStore, Signature, Tier, UrlVerdict, Verdict};
+use dedup::{
+    CanonicalUrl, Commit, Deduper, Document, RedbStore, Signature, Tier, UrlTier, UrlVerdict, Verdict,
+};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
@@ -386,7 +388,12 @@ impl Writer {
         let deduper = self.deduper.clone();
         let before = self.cp.clone();
         let durable = self.last_durable.elapsed() >= self.durable_every;
-        let result = deduper.store().write_with(durable, |txn, tables| {
+        let commit = if durable {
+            Commit::Durable
+        } else {
+            Commit::Periodic
+        };
+        let result = deduper.store().write_with(commit, |txn, tables| {
             let mut fr = frontier::open(txn)?;
             for o in &batch {
                 seqs.push(o.seq());
@@ -503,7 +510,7 @@ impl Writer {
                 .map_err(io)?;
             None
         } else {
-            Some(deduper.check_in(tables, &p.sig, false)?)
+            Some(deduper.check_in(tables, &p.sig, UrlTier::Skip)?)
         };
         if let Some(v) = &verdict {
             self.cp.stats.verdicts.record(v);
@@ -630,13 +637,22 @@ fn join_writer(handle: std::thread::JoinHandle<()>) -> Result<()> {
     })
 }
 
+/// How a crawl treats the state and outputs of an earlier one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// Delete them and start over (`--fresh`).
+    Fresh,
+    /// Resume where the earlier crawl stopped (the default).
+    Resume,
+}
+
 /// Runs a crawl to completion (or until stopped); returns its counters.
-pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
+pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
     let seeds = read_seeds(seeds_path)?;
     let data_dir = cfg.store.data_dir.clone();
     let out_dir = cfg.crawl.out_dir.clone();
     let db_path = data_dir.join("index.redb");
-    if fresh {
+    if start == Start::Fresh {
         remove_if_exists(&db_path)?;
         for name in Outputs::FILES.iter().chain(["stats.json"].iter()) {
             remove_if_exists(&out_dir.join(name))?;
@@ -662,7 +678,7 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
     // Seeds enter the frontier through the URL tier like any link: on a
     // resume, those already seen are not fetched again.
     let mut added = 0;
-    deduper.store().write_with(true, |txn, tables| {
+    deduper.store().write_with(Commit::Durable, |txn, tables| {
         let mut fr = frontier::open(txn)?;
         for c in seeds.iter().filter_map(|s| Candidate::new(s.clone())) {
             if frontier::enqueue(&deduper, tables, &mut fr, &mut cp.next_seq, &c, 0)? {

@@ -32,6 +32,17 @@ pub const PURGE_SLICE: usize = 1024;
 /// the work a page sharing many bands with a large site costs.
 pub const BAND_CANDIDATES: usize = 256;
 
+/// Whether a check applies the URL tier too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UrlTier {
+    /// Look the canonical URL up (and record it): the batch tool, or any
+    /// caller that checks whole documents.
+    Check,
+    /// Title and content tiers only: for crawlers whose frontier already
+    /// applied the URL tier with [`Deduper::check_url`].
+    Skip,
+}
+
 /// What a title match means.
 ///
 /// Many distinct pages share a title ("Index", "Options", "插入"), so a title
@@ -551,19 +562,19 @@ impl<S: Store> Deduper<S> {
     /// the URL tier (the batch tool reports it) but not the others.
     pub fn check(&self, doc: &Document<'_>) -> Result<Verdict> {
         let sig = self.sign(doc);
-        self.write(|t| self.check_in(t, &sig, true))
+        self.write(|t| self.check_in(t, &sig, UrlTier::Check))
     }
 
     /// Title and content tiers only: for crawlers whose frontier already
     /// applied the URL tier with [`Deduper::check_url`].
     pub fn check_content(&self, doc: &Document<'_>) -> Result<Verdict> {
         let sig = self.sign(doc);
-        self.write(|t| self.check_in(t, &sig, false))
+        self.write(|t| self.check_in(t, &sig, UrlTier::Skip))
     }
 
     /// Checks many signed documents in one transaction, in order: a later
     /// document can be a duplicate of an earlier one in the same batch.
-    pub fn check_batch(&self, sigs: &[Signature], url_tier: bool) -> Result<Vec<Verdict>> {
+    pub fn check_batch(&self, sigs: &[Signature], url_tier: UrlTier) -> Result<Vec<Verdict>> {
         self.write(|t| sigs.iter().map(|s| self.check_in(t, s, url_tier)).collect())
     }
 
@@ -638,10 +649,12 @@ impl<S: Store> Deduper<S> {
     /// live kept document of at least the tier's threshold (or its text is
     /// exactly the same). So a page whose content exists nowhere else is
     /// kept, whatever its title and template.
-    pub fn check_in(&self, t: &mut dyn Tables, sig: &Signature, url_tier: bool) -> Result<Verdict> {
+    pub fn check_in(&self, t: &mut dyn Tables, sig: &Signature, url_tier: UrlTier) -> Result<Verdict> {
         let now = (self.clock)();
         let cutoff = self.cutoff();
-        if url_tier && let Some(d) = sig.url_digest {
+        if url_tier == UrlTier::Check
+            && let Some(d) = sig.url_digest
+        {
             match t.url(d)? {
                 Some(rec) if rec.first_seen >= cutoff => {
                     return Ok(Verdict::Duplicate(Duplicate {

@@ -144,7 +144,7 @@ fn batch_sees_its_own_earlier_documents() {
         Document::new("http://a/3", "", ARTICLE_B),
     ];
     let sigs: Vec<_> = docs.iter().map(|x| d.sign(x)).collect();
-    let v = d.check_batch(&sigs, true).unwrap();
+    let v = d.check_batch(&sigs, dedup::UrlTier::Check).unwrap();
     assert!(!v[0].is_duplicate());
     assert_eq!(dup(&v[1]).tier, Tier::Content);
     assert_eq!(dup(&v[2]).tier, Tier::Url);

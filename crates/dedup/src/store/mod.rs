@@ -13,7 +13,7 @@ mod redb;
 mod sled;
 
 #[cfg(feature = "redb")]
-pub use self::redb::{RedbOptions, RedbStore, RedbTables};
+pub use self::redb::{Commit, RedbOptions, RedbStore, RedbTables};
 #[cfg(feature = "sled")]
 pub use self::sled::SledStore;
 pub use memory::MemoryStore;

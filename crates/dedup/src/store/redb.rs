@@ -80,6 +80,16 @@ pub struct RedbStore {
     last_sync: Mutex<Instant>,
 }
 
+/// How a write transaction of [`RedbStore::write_with`] is committed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Commit {
+    /// Durable before `write_with` returns (an fsync).
+    Durable,
+    /// Visible at once; durable when the sync interval has elapsed since
+    /// the last durable commit, else with a later one.
+    Periodic,
+}
+
 /// How a [`RedbStore`] trades durability latency and memory for speed.
 ///
 /// ```
@@ -159,14 +169,14 @@ impl RedbStore {
 
     /// Runs `f` on a write transaction of this store's database, with the
     /// dedup tables opened on it; `f` may open its own tables too. Commits
-    /// durably when `durable` is set (or when the sync interval elapsed).
+    /// durably under [`Commit::Durable`] (or when the sync interval elapsed).
     pub fn write_with<R>(
         &self,
-        durable: bool,
+        commit: Commit,
         f: impl FnOnce(&WriteTransaction, &mut RedbTables<'_>) -> Result<R>,
     ) -> Result<R> {
         let mut txn = self.db.begin_write().map_err(Error::storage)?;
-        let durable = durable || self.last_sync.lock().elapsed() >= self.sync_interval;
+        let durable = commit == Commit::Durable || self.last_sync.lock().elapsed() >= self.sync_interval;
         txn.set_durability(if durable {
             Durability::Immediate
         } else {
@@ -207,7 +217,7 @@ impl RedbStore {
 
 impl Store for RedbStore {
     fn write<R>(&self, f: impl FnOnce(&mut dyn Tables) -> Result<R>) -> Result<R> {
-        self.write_with(false, |_, t| f(t))
+        self.write_with(Commit::Periodic, |_, t| f(t))
     }
 
     fn read<R>(&self, f: impl FnOnce(&dyn ReadTables) -> Result<R>) -> Result<R> {
@@ -225,7 +235,7 @@ impl Store for RedbStore {
     }
 
     fn flush(&self) -> Result<()> {
-        self.write_with(true, |_, _| Ok(()))
+        self.write_with(Commit::Durable, |_, _| Ok(()))
     }
 
     fn location(&self) -> Option<&Path> {
