@@ -200,8 +200,8 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
         Backend::Redb(d) => {
             run.outputs.sync()?;
             d.store().write_with(Commit::Durable, |txn, _| {
-                let mut t = state::open(txn).map_err(state::store_err)?;
-                t.remove(PROGRESS_KEY).map_err(state::store_err)?;
+                let mut t = state::open(txn)?;
+                t.remove(PROGRESS_KEY)?;
                 run.templates.save_if_due(&mut t, true)
             })?;
         }
@@ -327,16 +327,13 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
                 for (_, _, sig) in parsed.iter().flatten() {
                     verdicts.push(d.check_in(tables, sig, UrlTier::Check)?);
                 }
-                emit(run, chunk, &parsed, verdicts, input).map_err(|e| state::store_err(format!("{e:#}")))?;
+                emit(run, chunk, &parsed, verdicts, input).map_err(state::caller_err)?;
                 run.p.lines += chunk.len() as u64;
                 run.p.bytes += bytes;
-                run.p.offsets = run
-                    .outputs
-                    .sync()
-                    .map_err(|e| state::store_err(format!("{e:#}")))?;
+                run.p.offsets = run.outputs.sync().map_err(state::caller_err)?;
                 // A failed commit ends the run; the next one resumes from the
                 // last committed progress, so the counters need no rollback.
-                let mut t = state::open(txn).map_err(state::store_err)?;
+                let mut t = state::open(txn)?;
                 run.templates.save_if_due(&mut t, false)?;
                 state::put_json(&mut t, PROGRESS_KEY, &run.p)
             })?;

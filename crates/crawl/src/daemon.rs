@@ -397,7 +397,7 @@ impl Writer {
             let mut fr = frontier::open(txn)?;
             for o in &batch {
                 seqs.push(o.seq());
-                fr.remove(o.seq()).map_err(state::store_err)?;
+                fr.remove(o.seq())?;
                 match o {
                     Outcome::Failed {
                         entry,
@@ -426,7 +426,7 @@ impl Writer {
                                 kind,
                                 error,
                             })
-                            .map_err(|e| state::store_err(format!("{e:#}")))?;
+                            .map_err(state::caller_err)?;
                     }
                     Outcome::Page(p) => {
                         self.cp.stats.fetched += 1;
@@ -441,10 +441,10 @@ impl Writer {
             } else {
                 self.outputs.flush()
             };
-            self.cp.offsets = offsets.map_err(|e| state::store_err(format!("{e:#}")))?;
+            self.cp.offsets = offsets.map_err(state::caller_err)?;
             self.cp.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
             self.cp.stats.hosts_evicted = self.base_hosts_evicted + self.fetcher.hosts_evicted();
-            let mut st = state::open(txn).map_err(state::store_err)?;
+            let mut st = state::open(txn)?;
             self.templates.save_if_due(&mut st, false)?;
             state::put_json(&mut st, CHECKPOINT_KEY, &self.cp)
         });
@@ -471,7 +471,7 @@ impl Writer {
         fr: &mut redb::Table<'_, u64, &'static [u8]>,
         p: &PageResult,
     ) -> dedup::Result<u64> {
-        let io = |e: anyhow::Error| state::store_err(format!("{e:#}"));
+        let io = state::caller_err;
         // A redirect to a URL the crawl already knows: that URL is (or will
         // be) fetched under its own name. Recorded as a URL-tier duplicate
         // of the target, so every fetched page leaves one line.
@@ -569,7 +569,7 @@ impl Writer {
 fn writer_loop(
     mut w: Writer,
     rx: std_mpsc::Receiver<Outcome>,
-    tx: mpsc::UnboundedSender<Result<Committed, String>>,
+    tx: mpsc::UnboundedSender<Result<Committed, anyhow::Error>>,
 ) {
     loop {
         // Lines already visible become durable within `durable_every`, even
@@ -583,7 +583,7 @@ fn writer_loop(
             Ok(o) => o,
             Err(std_mpsc::RecvTimeoutError::Timeout) => {
                 if let Err(e) = w.finish() {
-                    let _ = tx.send(Err(format!("{e:#}")));
+                    let _ = tx.send(Err(e));
                     return;
                 }
                 continue;
@@ -600,10 +600,10 @@ fn writer_loop(
         // The tiers are checked inside the writer's own transactions, so
         // expired entries (dedup.window) are purged here, between them.
         if let Err(e) = w.deduper.purge_if_due() {
-            let _ = tx.send(Err(format!("cannot purge expired entries: {e:#}")));
+            let _ = tx.send(Err(anyhow::Error::new(e).context("cannot purge expired entries")));
             return;
         }
-        let r = w.commit(batch).map_err(|e| format!("{e:#}"));
+        let r = w.commit(batch);
         let failed = r.is_err();
         if tx.send(r).is_err() || failed {
             return;
@@ -616,7 +616,7 @@ fn writer_loop(
         panic!("injected writer panic (SIMCRAWL_TEST_WRITER_PANIC)");
     }
     if let Err(e) = w.templates.save(w.deduper.store()).and_then(|()| w.finish()) {
-        let _ = tx.send(Err(format!("{e:#}")));
+        let _ = tx.send(Err(e));
     }
 }
 
@@ -685,7 +685,7 @@ pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
                 added += 1;
             }
         }
-        let mut st = state::open(txn).map_err(state::store_err)?;
+        let mut st = state::open(txn)?;
         state::put_json(&mut st, CHECKPOINT_KEY, &cp)
     })?;
     info!(seeds = seeds.len(), new = added, "seeds loaded");
@@ -783,7 +783,7 @@ async fn dispatch(
     deduper: Arc<Deduper<RedbStore>>,
     s: Dispatch,
     out_tx: std_mpsc::Sender<Outcome>,
-    mut done_rx: mpsc::UnboundedReceiver<Result<Committed, String>>,
+    mut done_rx: mpsc::UnboundedReceiver<Result<Committed, anyhow::Error>>,
     shared: Arc<Mutex<Stats>>,
 ) -> Result<()> {
     let mut window = Window::default();
@@ -859,7 +859,7 @@ async fn dispatch(
                     dispatched = dispatched.saturating_sub(c.requeued);
                     if c.added > 0 || c.requeued > 0 { window.poke(); }
                 }
-                Some(Err(e)) => bail!("{e}"),
+                Some(Err(e)) => return Err(e),
                 None => bail!("the writer stopped unexpectedly"),
             },
             Some(sig) = stop_rx.recv() => {
@@ -893,9 +893,7 @@ async fn dispatch(
     drop(out_tx);
     // Drain the writer's last commits.
     while let Some(msg) = done_rx.recv().await {
-        if let Err(e) = msg {
-            bail!("{e}");
-        }
+        msg?;
     }
     Ok(())
 }

@@ -76,17 +76,16 @@ pub fn put_json<T: serde::Serialize>(
     key: &str,
     value: &T,
 ) -> Result<(), dedup::Error> {
-    let bytes = serde_json::to_vec(value).map_err(|e| dedup::Error::Storage(e.into()))?;
-    table
-        .insert(key, bytes.as_slice())
-        .map_err(|e| dedup::Error::Storage(e.into()))?;
+    let bytes = serde_json::to_vec(value).map_err(caller_err)?;
+    table.insert(key, bytes.as_slice())?;
     Ok(())
 }
 
-/// Maps any error into the dedup crate's storage error, for use inside
-/// `RedbStore::write_with` closures.
-pub fn store_err(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> dedup::Error {
-    dedup::Error::Storage(e.into())
+/// Carries one of the crawl's own errors (an output write, a JSON
+/// encoding) out of a `RedbStore::write_with` closure, cause chain intact;
+/// redb's own errors convert with `?`.
+pub fn caller_err(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> dedup::Error {
+    dedup::Error::Caller(e.into())
 }
 
 #[cfg(test)]
@@ -121,6 +120,18 @@ mod tests {
         );
         let e = format!("{:#}", reopen_recording("checkpoint_records", "9"));
         assert!(e.contains("checkpoint_records: stored 9"), "{e}");
+    }
+
+    #[test]
+    fn errors_out_of_a_transaction_keep_their_cause_chain() {
+        let io = std::io::Error::other("disk full");
+        let inner = anyhow::Error::new(io).context("cannot write out/kept.jsonl");
+        let back = anyhow::Error::new(caller_err(inner)).context("cannot commit crawl results");
+        assert_eq!(
+            format!("{back:#}"),
+            "cannot commit crawl results: cannot write out/kept.jsonl: disk full"
+        );
+        assert!(back.chain().any(|e| e.downcast_ref::<std::io::Error>().is_some()));
     }
 
     #[test]
