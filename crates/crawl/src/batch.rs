@@ -6,14 +6,14 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use dedup::{Deduper, Document, MemoryStore, RedbStore, Signature, Tier, Verdict};
+use dedup::{Commit, Deduper, Document, MemoryStore, RedbStore, Signature, Tier, UrlTier, Verdict};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use tracing::{info, warn};
 
 use crate::config::Config;
 use crate::progress::Progress;
-use crate::sinks::Sink;
+use crate::sinks::{Offsets, Outputs, VerdictCounts};
 use crate::state;
 use crate::template::Templates;
 
@@ -68,17 +68,12 @@ struct BatchProgress {
     lines: u64,
     /// Input bytes fully processed.
     bytes: u64,
-    kept: u64,
+    /// Bad lines.
     errors: u64,
-    dropped: Counts,
-    offsets: [u64; 3],
-}
-
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
-struct Counts {
-    url: u64,
-    title: u64,
-    content: u64,
+    /// Kept documents and drops per tier (stored flat: `kept`, `dup_url`...).
+    #[serde(flatten)]
+    verdicts: VerdictCounts,
+    offsets: Offsets,
 }
 
 const PROGRESS_KEY: &str = "batch:progress";
@@ -97,7 +92,7 @@ enum Backend {
 }
 
 struct Run {
-    sinks: [Sink; 3],
+    outputs: Outputs,
     p: BatchProgress,
     cleaner: clean::Cleaner,
     /// Learns the template of each host of the `html` lines.
@@ -109,10 +104,7 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
     let started = Instant::now();
     let cleaner = clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?;
     let backend = match &args.data_dir {
-        None => Backend::Memory(with_clock_offset(Deduper::new(
-            MemoryStore::new(),
-            cfg.dedup.clone(),
-        )?)?),
+        None => Backend::Memory(with_clock_offset(state::open_deduper(MemoryStore::new(), cfg)?)?),
         Some(dir) => {
             let path = dir.join("index.redb");
             let store = RedbStore::open_with(
@@ -120,7 +112,7 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
                 std::time::Duration::from_millis(cfg.store.sync_interval_ms),
             )
             .with_context(|| format!("cannot open the index in {}", dir.display()))?;
-            Backend::Redb(with_clock_offset(Deduper::new(store, cfg.dedup.clone())?)?)
+            Backend::Redb(with_clock_offset(state::open_deduper(store, cfg)?)?)
         }
     };
     let templates = Templates::load(
@@ -155,14 +147,9 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
             );
         }
     }
-    let names = ["kept.jsonl", "duplicates.jsonl", "errors.jsonl"];
-    let mut sinks = Vec::with_capacity(3);
-    for (name, off) in names.iter().zip(p.offsets) {
-        sinks.push(Sink::open(&args.out.join(name), off)?);
-    }
-    let sinks: [Sink; 3] = sinks.try_into().map_err(|_| anyhow::anyhow!("sink setup"))?;
+    let outputs = Outputs::open(&args.out, p.offsets)?;
     let mut run = Run {
-        sinks,
+        outputs,
         p,
         cleaner,
         templates,
@@ -208,17 +195,13 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
     // Done: forget the progress record so the next run starts anew.
     match &backend {
         Backend::Memory(_) => {
-            for s in &mut run.sinks {
-                s.flush()?;
-            }
+            run.outputs.flush()?;
         }
         Backend::Redb(d) => {
-            for s in &mut run.sinks {
-                s.sync()?;
-            }
-            d.store().write_with(true, |txn, _| {
-                let mut t = state::open(txn).map_err(state::store_err)?;
-                t.remove(PROGRESS_KEY).map_err(state::store_err)?;
+            run.outputs.sync()?;
+            d.store().write_with(Commit::Durable, |txn, _| {
+                let mut t = state::open(txn)?;
+                t.remove(PROGRESS_KEY)?;
                 run.templates.save_if_due(&mut t, true)
             })?;
         }
@@ -230,10 +213,10 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
     Ok(format!(
         "documents: {}  kept: {}  dropped: url {} / title {} / content {}  bad lines: {}  ({:.0} docs/s{})",
         p.lines,
-        p.kept,
-        p.dropped.url,
-        p.dropped.title,
-        p.dropped.content,
+        p.verdicts.kept,
+        p.verdicts.dup_url,
+        p.verdicts.dup_title,
+        p.verdicts.dup_content,
         p.errors,
         docs as f64 / secs,
         if resumed_lines > 0 {
@@ -329,7 +312,7 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
                 .iter()
                 .filter_map(|p| p.as_ref().ok().map(|x| x.2.clone()))
                 .collect();
-            let verdicts = d.check_batch(&sigs, true)?;
+            let verdicts = d.check_batch(&sigs, UrlTier::Check)?;
             emit(run, chunk, &parsed, verdicts, input)?;
             run.p.lines += chunk.len() as u64;
             run.p.bytes += bytes;
@@ -339,20 +322,18 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
             // Checked inside our own transaction: purge expired entries
             // (dedup.window) between chunks.
             d.purge_if_due()?;
-            d.store().write_with(true, |txn, tables| {
+            d.store().write_with(Commit::Durable, |txn, tables| {
                 let mut verdicts = Vec::with_capacity(parsed.len());
                 for (_, _, sig) in parsed.iter().flatten() {
-                    verdicts.push(d.check_in(tables, sig, true)?);
+                    verdicts.push(d.check_in(tables, sig, UrlTier::Check)?);
                 }
-                emit(run, chunk, &parsed, verdicts, input).map_err(|e| state::store_err(format!("{e:#}")))?;
+                emit(run, chunk, &parsed, verdicts, input).map_err(state::caller_err)?;
                 run.p.lines += chunk.len() as u64;
                 run.p.bytes += bytes;
-                for (i, s) in run.sinks.iter_mut().enumerate() {
-                    run.p.offsets[i] = s.sync().map_err(|e| state::store_err(format!("{e:#}")))?;
-                }
+                run.p.offsets = run.outputs.sync().map_err(state::caller_err)?;
                 // A failed commit ends the run; the next one resumes from the
                 // last committed progress, so the counters need no rollback.
-                let mut t = state::open(txn).map_err(state::store_err)?;
+                let mut t = state::open(txn)?;
                 run.templates.save_if_due(&mut t, false)?;
                 state::put_json(&mut t, PROGRESS_KEY, &run.p)
             })?;
@@ -413,39 +394,39 @@ fn emit(
             Err(e) => {
                 warn!("{input}:{line}: {e}; line skipped");
                 run.p.errors += 1;
-                run.sinks[2].write(&BadLine {
+                run.outputs.errors.write(&BadLine {
                     line: *line,
                     error: e,
                 })?;
             }
             Ok((url, title, _)) => match verdicts.next() {
-                Some(Verdict::Unique { fingerprint, .. }) => {
-                    run.p.kept += 1;
-                    run.sinks[0].write(&Kept {
-                        url,
-                        title,
-                        simhash: fingerprint.map(|f| f.to_string()),
-                        line: *line,
-                    })?;
-                }
-                Some(Verdict::Duplicate(d)) => {
-                    match d.tier {
-                        Tier::Url => run.p.dropped.url += 1,
-                        Tier::Title => run.p.dropped.title += 1,
-                        Tier::Content => run.p.dropped.content += 1,
-                    }
-                    run.sinks[1].write(&Dropped {
-                        url,
-                        tier: d.tier,
-                        duplicate_of: &d.of,
-                        distance: d.distance,
-                        similarity: d.similarity.map(round3),
-                        line: *line,
-                    })?;
+                Some(v) => {
+                    run.p.verdicts.record(&v);
+                    write_verdict(&mut run.outputs, v, url, title, *line)?;
                 }
                 None => bail!("internal error: fewer verdicts than documents"),
             },
         }
     }
     Ok(())
+}
+
+/// The output line of one checked document.
+fn write_verdict(outputs: &mut Outputs, v: Verdict, url: &str, title: &str, line: u64) -> Result<()> {
+    match v {
+        Verdict::Unique { fingerprint, .. } => outputs.kept.write(&Kept {
+            url,
+            title,
+            simhash: fingerprint.map(|f| f.to_string()),
+            line,
+        }),
+        Verdict::Duplicate(d) => outputs.duplicates.write(&Dropped {
+            url,
+            tier: d.tier,
+            duplicate_of: &d.of,
+            distance: d.distance,
+            similarity: d.similarity.map(round3),
+            line,
+        }),
+    }
 }

@@ -215,7 +215,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             samples
         })
     };
-    let result = crate::daemon::run(cfg, &seeds, true);
+    let result = crate::daemon::run(cfg, &seeds, crate::daemon::Start::Fresh);
     let wall = t0.elapsed().as_secs_f64();
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     let samples = sampler.join().unwrap_or_default();
@@ -227,9 +227,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     println!("fetched           {}", stats.fetched);
     println!(
         "kept / dup title / dup content   {} / {} / {}",
-        stats.kept, stats.dup_title, stats.dup_content
+        stats.verdicts.kept, stats.verdicts.dup_title, stats.verdicts.dup_content
     );
-    println!("url-tier hits     {}", stats.dup_url);
+    println!("url-tier hits     {}", stats.verdicts.dup_url);
     println!("wall              {wall:.2} s");
     println!("pages/s           {:.0}", stats.fetched as f64 / wall.max(1e-9));
     println!(

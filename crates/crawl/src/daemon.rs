@@ -17,7 +17,9 @@ use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
-use dedup::{CanonicalUrl, Deduper, Document, RedbStore, Signature, Tier, UrlVerdict, Verdict};
+use dedup::{
+    CanonicalUrl, Commit, Deduper, Document, RedbStore, Signature, Tier, UrlTier, UrlVerdict, Verdict,
+};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
@@ -28,7 +30,7 @@ use url::Url;
 use crate::config::Config;
 use crate::frontier::{self, Candidate, Entry, ScopeRules, Window};
 use crate::progress::Progress;
-use crate::sinks::Sink;
+use crate::sinks::{Offsets, Outputs, VerdictCounts};
 use crate::state;
 use crate::template::{Templates, host_of};
 
@@ -40,11 +42,11 @@ pub use crate::bench::{BenchArgs, bench};
 pub struct Stats {
     /// Pages whose fetch finished (success or final failure).
     pub fetched: u64,
-    pub kept: u64,
-    /// URL-tier hits: links and redirect targets already seen.
-    pub dup_url: u64,
-    pub dup_title: u64,
-    pub dup_content: u64,
+    /// Kept pages and drops per tier (stored flat: `kept`, `dup_url`...).
+    /// `dup_url` counts URL-tier hits: links and redirect targets already
+    /// seen.
+    #[serde(flatten)]
+    pub verdicts: VerdictCounts,
     /// Final failures by kind (`timeout`, `status_4xx`, `robots_disallowed`...).
     pub errors: BTreeMap<String, u64>,
     /// Body bytes received.
@@ -76,7 +78,12 @@ impl fmt::Display for Stats {
         write!(
             f,
             "fetched {}  kept {}  dropped: title {} / content {}  url-tier hits {}  errors {}",
-            self.fetched, self.kept, self.dup_title, self.dup_content, self.dup_url, errors
+            self.fetched,
+            self.verdicts.kept,
+            self.verdicts.dup_title,
+            self.verdicts.dup_content,
+            self.verdicts.dup_url,
+            errors
         )?;
         if !self.errors.is_empty() {
             let kinds: Vec<String> = self.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -94,14 +101,13 @@ impl fmt::Display for Stats {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Checkpoint {
     next_seq: u64,
-    offsets: [u64; 3],
+    offsets: Offsets,
     stats: Stats,
 }
 
 const CHECKPOINT_KEY: &str = "crawl:checkpoint";
 /// Times a page waits for a host whose robots.txt is unavailable.
 const ROBOTS_WAITS: u32 = 3;
-const SINKS: [&str; 3] = ["kept.jsonl", "duplicates.jsonl", "errors.jsonl"];
 
 /// What became of one frontier entry.
 #[derive(Debug)]
@@ -330,7 +336,7 @@ struct Committed {
 
 struct Writer {
     deduper: Arc<Deduper<RedbStore>>,
-    sinks: [Sink; 3],
+    outputs: Outputs,
     cp: Checkpoint,
     max_depth: u32,
     write_text: bool,
@@ -361,9 +367,7 @@ impl Writer {
     /// Makes everything committed so far durable: outputs first, then the
     /// store, so a durable checkpoint never points past fsynced output.
     fn finish(&mut self) -> Result<()> {
-        for s in &mut self.sinks {
-            s.sync()?;
-        }
+        self.outputs.sync()?;
         self.deduper.flush().context("cannot flush the crawl state")?;
         self.last_durable = Instant::now();
         self.not_durable = false;
@@ -384,11 +388,16 @@ impl Writer {
         let deduper = self.deduper.clone();
         let before = self.cp.clone();
         let durable = self.last_durable.elapsed() >= self.durable_every;
-        let result = deduper.store().write_with(durable, |txn, tables| {
+        let commit = if durable {
+            Commit::Durable
+        } else {
+            Commit::Periodic
+        };
+        let result = deduper.store().write_with(commit, |txn, tables| {
             let mut fr = frontier::open(txn)?;
             for o in &batch {
                 seqs.push(o.seq());
-                fr.remove(o.seq()).map_err(state::store_err)?;
+                fr.remove(o.seq())?;
                 match o {
                     Outcome::Failed {
                         entry,
@@ -410,13 +419,14 @@ impl Writer {
                     } => {
                         self.cp.stats.fetched += 1;
                         *self.cp.stats.errors.entry((*kind).to_string()).or_insert(0) += 1;
-                        self.sinks[2]
+                        self.outputs
+                            .errors
                             .write(&ErrorLine {
                                 url: entry.url.as_str(),
                                 kind,
                                 error,
                             })
-                            .map_err(|e| state::store_err(format!("{e:#}")))?;
+                            .map_err(state::caller_err)?;
                     }
                     Outcome::Page(p) => {
                         self.cp.stats.fetched += 1;
@@ -426,13 +436,15 @@ impl Writer {
                     }
                 }
             }
-            for (i, s) in self.sinks.iter_mut().enumerate() {
-                let offset = if durable { s.sync() } else { s.flush() };
-                self.cp.offsets[i] = offset.map_err(|e| state::store_err(format!("{e:#}")))?;
-            }
+            let offsets = if durable {
+                self.outputs.sync()
+            } else {
+                self.outputs.flush()
+            };
+            self.cp.offsets = offsets.map_err(state::caller_err)?;
             self.cp.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
             self.cp.stats.hosts_evicted = self.base_hosts_evicted + self.fetcher.hosts_evicted();
-            let mut st = state::open(txn).map_err(state::store_err)?;
+            let mut st = state::open(txn)?;
             self.templates.save_if_due(&mut st, false)?;
             state::put_json(&mut st, CHECKPOINT_KEY, &self.cp)
         });
@@ -459,7 +471,7 @@ impl Writer {
         fr: &mut redb::Table<'_, u64, &'static [u8]>,
         p: &PageResult,
     ) -> dedup::Result<u64> {
-        let io = |e: anyhow::Error| state::store_err(format!("{e:#}"));
+        let io = state::caller_err;
         // A redirect to a URL the crawl already knows: that URL is (or will
         // be) fetched under its own name. Recorded as a URL-tier duplicate
         // of the target, so every fetched page leaves one line.
@@ -468,8 +480,9 @@ impl Writer {
             && c != CanonicalUrl::from_url(p.entry.url.clone()).map_err(dedup::Error::Config)?
             && let UrlVerdict::Seen { .. } = deduper.check_url_in(tables, p.final_url.as_str(), c)?
         {
-            self.cp.stats.dup_url += 1;
-            self.sinks[1]
+            self.cp.stats.verdicts.record_duplicate(Tier::Url);
+            self.outputs
+                .duplicates
                 .write(&DupLine {
                     url: p.entry.url.as_str(),
                     tier: Tier::Url,
@@ -487,7 +500,8 @@ impl Writer {
             // Not kept, not indexed: a line in errors.jsonl, kind "noindex"
             // (counted in `noindex`, not in `errors`).
             self.cp.stats.noindex += 1;
-            self.sinks[2]
+            self.outputs
+                .errors
                 .write(&ErrorLine {
                     url: p.entry.url.as_str(),
                     kind: "noindex",
@@ -496,13 +510,16 @@ impl Writer {
                 .map_err(io)?;
             None
         } else {
-            Some(deduper.check_in(tables, &p.sig, false)?)
+            Some(deduper.check_in(tables, &p.sig, UrlTier::Skip)?)
         };
+        if let Some(v) = &verdict {
+            self.cp.stats.verdicts.record(v);
+        }
         match verdict {
             None => {}
             Some(Verdict::Unique { fingerprint, .. }) => {
-                self.cp.stats.kept += 1;
-                self.sinks[0]
+                self.outputs
+                    .kept
                     .write(&KeptLine {
                         url: p.entry.url.as_str(),
                         final_url: p.final_url.as_str(),
@@ -516,12 +533,8 @@ impl Writer {
                     .map_err(io)?;
             }
             Some(Verdict::Duplicate(d)) => {
-                match d.tier {
-                    Tier::Title => self.cp.stats.dup_title += 1,
-                    Tier::Content => self.cp.stats.dup_content += 1,
-                    Tier::Url => self.cp.stats.dup_url += 1,
-                }
-                self.sinks[1]
+                self.outputs
+                    .duplicates
                     .write(&DupLine {
                         url: p.entry.url.as_str(),
                         tier: d.tier,
@@ -545,7 +558,7 @@ impl Writer {
                 )? {
                     added += 1;
                 } else {
-                    self.cp.stats.dup_url += 1;
+                    self.cp.stats.verdicts.record_duplicate(Tier::Url);
                 }
             }
         }
@@ -556,7 +569,7 @@ impl Writer {
 fn writer_loop(
     mut w: Writer,
     rx: std_mpsc::Receiver<Outcome>,
-    tx: mpsc::UnboundedSender<Result<Committed, String>>,
+    tx: mpsc::UnboundedSender<Result<Committed, anyhow::Error>>,
 ) {
     loop {
         // Lines already visible become durable within `durable_every`, even
@@ -570,7 +583,7 @@ fn writer_loop(
             Ok(o) => o,
             Err(std_mpsc::RecvTimeoutError::Timeout) => {
                 if let Err(e) = w.finish() {
-                    let _ = tx.send(Err(format!("{e:#}")));
+                    let _ = tx.send(Err(e));
                     return;
                 }
                 continue;
@@ -587,10 +600,10 @@ fn writer_loop(
         // The tiers are checked inside the writer's own transactions, so
         // expired entries (dedup.window) are purged here, between them.
         if let Err(e) = w.deduper.purge_if_due() {
-            let _ = tx.send(Err(format!("cannot purge expired entries: {e:#}")));
+            let _ = tx.send(Err(anyhow::Error::new(e).context("cannot purge expired entries")));
             return;
         }
-        let r = w.commit(batch).map_err(|e| format!("{e:#}"));
+        let r = w.commit(batch);
         let failed = r.is_err();
         if tx.send(r).is_err() || failed {
             return;
@@ -603,7 +616,7 @@ fn writer_loop(
         panic!("injected writer panic (SIMCRAWL_TEST_WRITER_PANIC)");
     }
     if let Err(e) = w.templates.save(w.deduper.store()).and_then(|()| w.finish()) {
-        let _ = tx.send(Err(format!("{e:#}")));
+        let _ = tx.send(Err(e));
     }
 }
 
@@ -624,15 +637,24 @@ fn join_writer(handle: std::thread::JoinHandle<()>) -> Result<()> {
     })
 }
 
+/// How a crawl treats the state and outputs of an earlier one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// Delete them and start over (`--fresh`).
+    Fresh,
+    /// Resume where the earlier crawl stopped (the default).
+    Resume,
+}
+
 /// Runs a crawl to completion (or until stopped); returns its counters.
-pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
+pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
     let seeds = read_seeds(seeds_path)?;
     let data_dir = cfg.store.data_dir.clone();
     let out_dir = cfg.crawl.out_dir.clone();
     let db_path = data_dir.join("index.redb");
-    if fresh {
+    if start == Start::Fresh {
         remove_if_exists(&db_path)?;
-        for name in SINKS.iter().chain(["stats.json"].iter()) {
+        for name in Outputs::FILES.iter().chain(["stats.json"].iter()) {
             remove_if_exists(&out_dir.join(name))?;
         }
     }
@@ -640,34 +662,30 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
     // the store must never upgrade one on its own.
     let store = RedbStore::open_with(&db_path, Duration::MAX)
         .with_context(|| format!("cannot open the crawl state in {}", data_dir.display()))?;
-    let deduper = Arc::new(Deduper::new(store, cfg.dedup.clone())?);
+    let deduper = Arc::new(state::open_deduper(store, &cfg)?);
     let templates = Templates::load(&cfg.template, Some(deduper.store().database()))?;
     let mut cp: Checkpoint =
         state::read_json(deduper.store().database(), CHECKPOINT_KEY)?.unwrap_or_default();
     if cp.stats.fetched > 0 {
         info!(
             fetched = cp.stats.fetched,
-            kept = cp.stats.kept,
+            kept = cp.stats.verdicts.kept,
             "resuming an interrupted crawl"
         );
     }
-    let mut sinks = Vec::new();
-    for (name, off) in SINKS.iter().zip(cp.offsets) {
-        sinks.push(Sink::open(&out_dir.join(name), off)?);
-    }
-    let sinks: [Sink; 3] = sinks.try_into().map_err(|_| anyhow::anyhow!("sink setup"))?;
+    let outputs = Outputs::open(&out_dir, cp.offsets)?;
 
     // Seeds enter the frontier through the URL tier like any link: on a
     // resume, those already seen are not fetched again.
     let mut added = 0;
-    deduper.store().write_with(true, |txn, tables| {
+    deduper.store().write_with(Commit::Durable, |txn, tables| {
         let mut fr = frontier::open(txn)?;
         for c in seeds.iter().filter_map(|s| Candidate::new(s.clone())) {
             if frontier::enqueue(&deduper, tables, &mut fr, &mut cp.next_seq, &c, 0)? {
                 added += 1;
             }
         }
-        let mut st = state::open(txn).map_err(state::store_err)?;
+        let mut st = state::open(txn)?;
         state::put_json(&mut st, CHECKPOINT_KEY, &cp)
     })?;
     info!(seeds = seeds.len(), new = added, "seeds loaded");
@@ -687,7 +705,7 @@ pub fn run(cfg: Config, seeds_path: &Path, fresh: bool) -> Result<Stats> {
     let base_fetched = cp.stats.fetched;
     let writer = Writer {
         deduper: deduper.clone(),
-        sinks,
+        outputs,
         base_seconds: cp.stats.seconds,
         base_hosts_evicted: cp.stats.hosts_evicted,
         cp,
@@ -765,7 +783,7 @@ async fn dispatch(
     deduper: Arc<Deduper<RedbStore>>,
     s: Dispatch,
     out_tx: std_mpsc::Sender<Outcome>,
-    mut done_rx: mpsc::UnboundedReceiver<Result<Committed, String>>,
+    mut done_rx: mpsc::UnboundedReceiver<Result<Committed, anyhow::Error>>,
     shared: Arc<Mutex<Stats>>,
 ) -> Result<()> {
     let mut window = Window::default();
@@ -841,7 +859,7 @@ async fn dispatch(
                     dispatched = dispatched.saturating_sub(c.requeued);
                     if c.added > 0 || c.requeued > 0 { window.poke(); }
                 }
-                Some(Err(e)) => bail!("{e}"),
+                Some(Err(e)) => return Err(e),
                 None => bail!("the writer stopped unexpectedly"),
             },
             Some(sig) = stop_rx.recv() => {
@@ -875,9 +893,7 @@ async fn dispatch(
     drop(out_tx);
     // Drain the writer's last commits.
     while let Some(msg) = done_rx.recv().await {
-        if let Err(e) = msg {
-            bail!("{e}");
-        }
+        msg?;
     }
     Ok(())
 }

@@ -387,7 +387,7 @@ pub fn run(cfg: &Config, args: &EvalArgs) -> Result<String> {
     let mut details = String::new();
     for (name, dc) in settings {
         let d = Deduper::new(MemoryStore::new(), dc)?;
-        let verdicts = d.check_batch(&sigs, true)?;
+        let verdicts = d.check_batch(&sigs, dedup::UrlTier::Check)?;
         let s = score(&urls, &verdicts, &labels, args.ambiguous, args.near, args.show)?;
         writeln!(
             report,

@@ -16,7 +16,6 @@ use regex::Regex;
 use url::Url;
 
 use crate::config::{CrawlConfig, Scope};
-use crate::state::store_err;
 
 /// seq -> depth (u32 LE) + URL, or, for an entry put back after a
 /// transient failure, depth (u32 LE) + [`RETRY_MARK`] + attempts (u32 LE) +
@@ -175,9 +174,7 @@ pub fn enqueue(
     match d.check_url_in(tables, link.url.as_str(), link.canonical.clone())? {
         UrlVerdict::Seen { .. } => Ok(false),
         UrlVerdict::New(_) => {
-            frontier
-                .insert(*next_seq, encode(depth, &link.url).as_slice())
-                .map_err(store_err)?;
+            frontier.insert(*next_seq, encode(depth, &link.url).as_slice())?;
             *next_seq += 1;
             Ok(true)
         }
@@ -199,16 +196,14 @@ pub fn requeue(
         not_before_ms,
         ..entry.clone()
     };
-    frontier
-        .insert(*next_seq, encode_retry(&again).as_slice())
-        .map_err(store_err)?;
+    frontier.insert(*next_seq, encode_retry(&again).as_slice())?;
     *next_seq += 1;
     Ok(())
 }
 
 /// Opens the frontier table on a write transaction.
 pub fn open(txn: &WriteTransaction) -> dedup::Result<Table<'_, u64, &'static [u8]>> {
-    txn.open_table(FRONTIER).map_err(store_err)
+    Ok(txn.open_table(FRONTIER)?)
 }
 
 /// The in-memory window over the stored frontier: entries loaded in order,

@@ -218,7 +218,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Command::Fingerprint { files, html, common }) => {
             let cfg = Config::load(common.config.as_deref())?;
-            let empty = tools::fingerprint(&cfg, &files, html)?;
+            let empty = tools::fingerprint(&cfg, &files, tools::Input::from_html_flag(html))?;
             Ok(if empty > 0 {
                 ExitCode::from(1)
             } else {
@@ -233,7 +233,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             common,
         }) => {
             let cfg = Config::load(common.config.as_deref())?;
-            tools::distance(&cfg, &a, &b, html, top)?;
+            tools::distance(&cfg, &a, &b, tools::Input::from_html_flag(html), top)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::ServeSite { pages }) => {
@@ -268,7 +268,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if let Some(v) = a.metrics {
                 cfg.crawl.metrics = v;
             }
-            let stats = daemon::run(cfg, &seeds, a.fresh)?;
+            let stats = daemon::run(
+                cfg,
+                &seeds,
+                if a.fresh {
+                    daemon::Start::Fresh
+                } else {
+                    daemon::Start::Resume
+                },
+            )?;
             eprintln!("{stats}");
             Ok(ExitCode::SUCCESS)
         }

@@ -26,7 +26,7 @@ pub fn render(s: &Stats) -> String {
         "Pages whose fetch finished.",
         s.fetched,
     );
-    counter("simcrawl_pages_kept_total", "Pages kept.", s.kept);
+    counter("simcrawl_pages_kept_total", "Pages kept.", s.verdicts.kept);
     counter("simcrawl_bytes_total", "Body bytes received.", s.bytes);
     counter(
         "simcrawl_truncated_total",
@@ -47,9 +47,9 @@ pub fn render(s: &Stats) -> String {
         "# HELP simcrawl_duplicates_total Duplicates by tier.\n# TYPE simcrawl_duplicates_total counter\n",
     );
     for (tier, v) in [
-        ("url", s.dup_url),
-        ("title", s.dup_title),
-        ("content", s.dup_content),
+        ("url", s.verdicts.dup_url),
+        ("title", s.verdicts.dup_title),
+        ("content", s.verdicts.dup_content),
     ] {
         out.push_str(&format!("simcrawl_duplicates_total{{tier=\"{tier}\"}} {v}\n"));
     }
@@ -185,7 +185,10 @@ mod tests {
     fn renders_counters_with_labels() {
         let mut s = Stats {
             fetched: 7,
-            dup_content: 2,
+            verdicts: crate::sinks::VerdictCounts {
+                dup_content: 2,
+                ..Default::default()
+            },
             hosts_evicted: 5,
             ..Default::default()
         };

@@ -12,7 +12,8 @@ use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use serde::Serialize;
+use dedup::{Tier, Verdict};
+use serde::{Deserialize, Serialize};
 
 /// One JSON-lines output file.
 #[derive(Debug)]
@@ -91,10 +92,121 @@ impl Sink {
     }
 }
 
+/// Byte offsets of the three outputs at a checkpoint. Stored as a JSON
+/// array `[kept, duplicates, errors]`, the checkpoints' existing form.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "[u64; 3]", into = "[u64; 3]")]
+pub struct Offsets {
+    pub kept: u64,
+    pub duplicates: u64,
+    pub errors: u64,
+}
+
+impl From<[u64; 3]> for Offsets {
+    fn from([kept, duplicates, errors]: [u64; 3]) -> Self {
+        Offsets {
+            kept,
+            duplicates,
+            errors,
+        }
+    }
+}
+
+impl From<Offsets> for [u64; 3] {
+    fn from(o: Offsets) -> Self {
+        [o.kept, o.duplicates, o.errors]
+    }
+}
+
+/// The outputs of the daemon and the batch tool, by name rather than by
+/// index: kept pages, dropped copies, and failures or bad lines.
+#[derive(Debug)]
+pub struct Outputs {
+    pub kept: Sink,
+    pub duplicates: Sink,
+    pub errors: Sink,
+}
+
+impl Outputs {
+    /// The file names, in [`Offsets`] order.
+    pub const FILES: [&'static str; 3] = ["kept.jsonl", "duplicates.jsonl", "errors.jsonl"];
+
+    /// Opens the three files in `dir`, each cut back to its checkpoint.
+    pub fn open(dir: &Path, at: Offsets) -> Result<Outputs> {
+        let [kept, duplicates, errors] = Self::FILES;
+        Ok(Outputs {
+            kept: Sink::open(&dir.join(kept), at.kept)?,
+            duplicates: Sink::open(&dir.join(duplicates), at.duplicates)?,
+            errors: Sink::open(&dir.join(errors), at.errors)?,
+        })
+    }
+
+    /// Fsyncs all three; returns the offsets now safe to record.
+    pub fn sync(&mut self) -> Result<Offsets> {
+        Ok(Offsets {
+            kept: self.kept.sync()?,
+            duplicates: self.duplicates.sync()?,
+            errors: self.errors.sync()?,
+        })
+    }
+
+    /// Flushes all three to the OS; returns the offsets written so far.
+    pub fn flush(&mut self) -> Result<Offsets> {
+        Ok(Offsets {
+            kept: self.kept.flush()?,
+            duplicates: self.duplicates.flush()?,
+            errors: self.errors.flush()?,
+        })
+    }
+}
+
+/// Verdict counters shared by the daemon's stats and the batch tool's
+/// progress: one place decides which counter a verdict adds to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct VerdictCounts {
+    pub kept: u64,
+    /// URL-tier hits: links and redirect targets already seen, or (batch)
+    /// documents whose URL was seen.
+    pub dup_url: u64,
+    pub dup_title: u64,
+    pub dup_content: u64,
+}
+
+impl VerdictCounts {
+    /// Counts one verdict.
+    pub fn record(&mut self, v: &Verdict) {
+        match v {
+            Verdict::Unique { .. } => self.kept += 1,
+            Verdict::Duplicate(d) => self.record_duplicate(d.tier),
+        }
+    }
+
+    /// Counts one duplicate found by `tier`.
+    pub fn record_duplicate(&mut self, tier: Tier) {
+        match tier {
+            Tier::Url => self.dup_url += 1,
+            Tier::Title => self.dup_title += 1,
+            Tier::Content => self.dup_content += 1,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn offsets_keep_the_checkpoint_form() {
+        let o = Offsets {
+            kept: 1,
+            duplicates: 2,
+            errors: 3,
+        };
+        assert_eq!(serde_json::to_string(&o).unwrap(), "[1,2,3]");
+        assert_eq!(serde_json::from_str::<Offsets>("[1,2,3]").unwrap(), o);
+    }
 
     #[test]
     fn resume_cuts_uncommitted_lines() {

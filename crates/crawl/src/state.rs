@@ -1,8 +1,47 @@
 //! The crawl binary's own records, kept in the dedup store's redb file so
 //! they commit in the same transaction as the dedup tiers.
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use dedup::{Deduper, Store};
+use md5::{Digest, Md5};
 use redb::{ReadableDatabase, Table, TableDefinition, WriteTransaction};
+
+use crate::config::Config;
+
+/// Version of the frontier entries ([`crate::frontier::FRONTIER`]): 2 is
+/// depth + URL, or depth + retry mark + attempts + not-before + URL. Bump it
+/// when their encoding changes, so an older or newer crawl state is refused
+/// instead of misread.
+pub const FRONTIER_RECORDS: u32 = 2;
+
+/// Version of the JSON checkpoints in [`STATE`] (the crawl's sink offsets
+/// and counters, the batch tool's progress). Bump it when their fields
+/// change meaning. 2: the batch progress counts verdicts as `kept`,
+/// `dup_url`, `dup_title`, `dup_content` (was `kept` and `dropped`).
+pub const CHECKPOINT_RECORDS: u32 = 2;
+
+/// What the crawl binary records in the store next to the dedup crate's own
+/// parameters: a digest of the `[clean]` settings (they change the text
+/// every fingerprint is computed from) and the versions of its own records.
+pub fn recorded_params(cfg: &Config) -> Result<Vec<(&'static str, String)>> {
+    let clean = serde_json::to_string(&cfg.clean).context("cannot serialize the [clean] settings")?;
+    let digest: [u8; 16] = Md5::digest(clean.as_bytes()).into();
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(vec![
+        ("clean", hex),
+        ("frontier_records", FRONTIER_RECORDS.to_string()),
+        ("checkpoint_records", CHECKPOINT_RECORDS.to_string()),
+    ])
+}
+
+/// Opens the dedup tiers over `store` with the crawl's recorded parameters:
+/// a data directory built under other `[clean]` settings or by a crawl with
+/// other record versions is refused, naming each difference.
+pub fn open_deduper<S: Store>(store: S, cfg: &Config) -> Result<Deduper<S>> {
+    let params = recorded_params(cfg)?;
+    let extra: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    Ok(Deduper::with_params(store, cfg.dedup.clone(), &extra)?)
+}
 
 /// Checkpoints: sink offsets, batch progress, counters.
 pub const STATE: TableDefinition<&str, &[u8]> = TableDefinition::new("crawl_state");
@@ -37,15 +76,71 @@ pub fn put_json<T: serde::Serialize>(
     key: &str,
     value: &T,
 ) -> Result<(), dedup::Error> {
-    let bytes = serde_json::to_vec(value).map_err(|e| dedup::Error::Storage(e.into()))?;
-    table
-        .insert(key, bytes.as_slice())
-        .map_err(|e| dedup::Error::Storage(e.into()))?;
+    let bytes = serde_json::to_vec(value).map_err(caller_err)?;
+    table.insert(key, bytes.as_slice())?;
     Ok(())
 }
 
-/// Maps any error into the dedup crate's storage error, for use inside
-/// `RedbStore::write_with` closures.
-pub fn store_err(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> dedup::Error {
-    dedup::Error::Storage(e.into())
+/// Carries one of the crawl's own errors (an output write, a JSON
+/// encoding) out of a `RedbStore::write_with` closure, cause chain intact;
+/// redb's own errors convert with `?`.
+pub fn caller_err(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> dedup::Error {
+    dedup::Error::Caller(e.into())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn reopen_recording(name: &str, value: &str) -> anyhow::Error {
+        let cfg = Config::default();
+        let params = recorded_params(&cfg).unwrap();
+        let extra: Vec<(&str, &str)> = params
+            .iter()
+            .map(|(k, v)| (*k, if *k == name { value } else { v.as_str() }))
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.redb");
+        let d =
+            Deduper::with_params(dedup::RedbStore::open(&path).unwrap(), cfg.dedup.clone(), &extra).unwrap();
+        d.flush().unwrap();
+        drop(d);
+        open_deduper(dedup::RedbStore::open(&path).unwrap(), &cfg).unwrap_err()
+    }
+
+    #[test]
+    fn a_store_with_other_frontier_records_is_refused() {
+        let e = format!("{:#}", reopen_recording("frontier_records", "1"));
+        assert!(
+            e.contains(&format!(
+                "frontier_records: stored 1, requested {FRONTIER_RECORDS}"
+            )),
+            "{e}"
+        );
+        let e = format!("{:#}", reopen_recording("checkpoint_records", "9"));
+        assert!(e.contains("checkpoint_records: stored 9"), "{e}");
+    }
+
+    #[test]
+    fn errors_out_of_a_transaction_keep_their_cause_chain() {
+        let io = std::io::Error::other("disk full");
+        let inner = anyhow::Error::new(io).context("cannot write out/kept.jsonl");
+        let back = anyhow::Error::new(caller_err(inner)).context("cannot commit crawl results");
+        assert_eq!(
+            format!("{back:#}"),
+            "cannot commit crawl results: cannot write out/kept.jsonl: disk full"
+        );
+        assert!(back.chain().any(|e| e.downcast_ref::<std::io::Error>().is_some()));
+    }
+
+    #[test]
+    fn the_clean_digest_follows_the_settings() {
+        let a = Config::default();
+        let mut b = Config::default();
+        b.clean.lowercase = !b.clean.lowercase;
+        let digest = |c: &Config| recorded_params(c).unwrap()[0].clone();
+        assert_eq!(digest(&a), digest(&Config::default()));
+        assert_ne!(digest(&a), digest(&b));
+    }
 }

@@ -192,8 +192,8 @@ impl Templates {
             return Ok(());
         }
         store
-            .write_with(false, |txn, _| {
-                let mut t = state::open(txn).map_err(state::store_err)?;
+            .write_with(dedup::Commit::Periodic, |txn, _| {
+                let mut t = state::open(txn)?;
                 self.save_if_due(&mut t, true)
             })
             .context("cannot save the site templates")
@@ -287,8 +287,8 @@ mod tests {
             }
             // Not due yet (the interval is an hour): nothing written.
             store
-                .write_with(true, |txn, _| {
-                    let mut st = state::open(txn).map_err(state::store_err)?;
+                .write_with(dedup::Commit::Durable, |txn, _| {
+                    let mut st = state::open(txn)?;
                     t.save_if_due(&mut st, false)
                 })
                 .unwrap();
@@ -318,10 +318,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = open(dir.path());
         store
-            .write_with(true, |txn, _| {
-                let mut st = state::open(txn).map_err(state::store_err)?;
-                st.insert(STATE_KEY, b"not json".as_slice())
-                    .map_err(state::store_err)?;
+            .write_with(dedup::Commit::Durable, |txn, _| {
+                let mut st = state::open(txn)?;
+                st.insert(STATE_KEY, b"not json".as_slice())?;
                 Ok(())
             })
             .unwrap();

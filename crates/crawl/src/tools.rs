@@ -8,19 +8,35 @@ use dedup::Features;
 
 use crate::config::Config;
 
+/// What the files given to `crawl fingerprint` and `crawl distance` hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Input {
+    /// Plain text, normalized as the cleaner normalizes page text.
+    Text,
+    /// HTML pages, cleaned as the crawler cleans them (`--html`).
+    Html,
+}
+
+impl Input {
+    /// From the `--html` flag.
+    pub fn from_html_flag(html: bool) -> Input {
+        if html { Input::Html } else { Input::Text }
+    }
+}
+
 /// The text the content tier would fingerprint for a file's bytes.
-fn text_of(cleaner: &clean::Cleaner, bytes: &[u8], html: bool, name: &str) -> Result<String> {
-    Ok(title_and_text(cleaner, bytes, html, name)?.1)
+fn text_of(cleaner: &clean::Cleaner, bytes: &[u8], input: Input, name: &str) -> Result<String> {
+    Ok(title_and_text(cleaner, bytes, input, name)?.1)
 }
 
 /// The title (HTML only) and text the tiers would see for a file's bytes.
 fn title_and_text(
     cleaner: &clean::Cleaner,
     bytes: &[u8],
-    html: bool,
+    input: Input,
     name: &str,
 ) -> Result<(String, String)> {
-    if html {
+    if input == Input::Html {
         let base = url::Url::parse("http://localhost/").context("base URL")?;
         let page = cleaner
             .parse(bytes, None, &base)
@@ -51,19 +67,19 @@ fn read_input(path: Option<&Path>) -> Result<(String, Vec<u8>)> {
 }
 
 /// Prints `<16 hex>  <name>` per file; returns how many had no features.
-pub fn fingerprint(cfg: &Config, files: &[PathBuf], html: bool) -> Result<usize> {
+pub fn fingerprint(cfg: &Config, files: &[PathBuf], input: Input) -> Result<usize> {
     let cleaner = clean::Cleaner::new(cfg.clean.clone())?;
     let features = Features::new(cfg.dedup.features.clone())?;
-    let inputs: Vec<Option<&Path>> = if files.is_empty() {
+    let sources: Vec<Option<&Path>> = if files.is_empty() {
         vec![None]
     } else {
         files.iter().map(|p| Some(p.as_path())).collect()
     };
     let mut empty = 0;
     let mut out = std::io::stdout().lock();
-    for input in inputs {
-        let (name, bytes) = read_input(input)?;
-        let text = text_of(&cleaner, &bytes, html, &name)?;
+    for source in sources {
+        let (name, bytes) = read_input(source)?;
+        let text = text_of(&cleaner, &bytes, input, &name)?;
         match features.fingerprint(&text) {
             Some(fp) => writeln!(out, "{fp}  {name}")?,
             None => {
@@ -79,7 +95,7 @@ pub fn fingerprint(cfg: &Config, files: &[PathBuf], html: bool) -> Result<usize>
 /// Prints the distance of two files, their resemblance (estimated and
 /// exact), the verdict each tier would give B after A was kept, and the
 /// features that weigh most in each.
-pub fn distance(cfg: &Config, a: &Path, b: &Path, html: bool, top: usize) -> Result<u32> {
+pub fn distance(cfg: &Config, a: &Path, b: &Path, input: Input, top: usize) -> Result<u32> {
     let cleaner = clean::Cleaner::new(cfg.clean.clone())?;
     let features = Features::new(cfg.dedup.features.clone())?;
     let deduper = dedup::Deduper::new(dedup::MemoryStore::new(), cfg.dedup.clone())?;
@@ -87,7 +103,7 @@ pub fn distance(cfg: &Config, a: &Path, b: &Path, html: bool, top: usize) -> Res
     let mut docs = Vec::new();
     for p in [a, b] {
         let (name, bytes) = read_input(Some(p))?;
-        let (title, text) = title_and_text(&cleaner, &bytes, html, &name)?;
+        let (title, text) = title_and_text(&cleaner, &bytes, input, &name)?;
         let fp = features
             .fingerprint(&text)
             .with_context(|| format!("{name}: no features (empty text, or only stop words and numbers)"))?;

@@ -170,6 +170,29 @@ fn dedup_with_a_data_dir_remembers_earlier_runs_and_refuses_other_parameters() {
     assert!(stderr.contains("blocks: stored 4, requested 6"), "{stderr}");
 }
 
+#[test]
+fn dedup_with_a_data_dir_refuses_other_clean_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let input = root.join("docs.jsonl");
+    write_docs(
+        &input,
+        &[serde_json::json!({"url": "http://a.example/1", "text": A})],
+    );
+    let (o, _) = dedup_with_data(root, &input, "o1", &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // The same settings again: accepted.
+    let (o, _) = dedup_with_data(root, &input, "o2", &[]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Other cleaning makes other text, so other fingerprints: refused.
+    let cfg = root.join("clean.toml");
+    std::fs::write(&cfg, "[clean]\nchinese_variant = \"off\"\n").unwrap();
+    let (o, _) = dedup_with_data(root, &input, "o3", &["--config", cfg.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{stderr}");
+    assert!(stderr.contains("clean: stored "), "{stderr}");
+}
+
 fn corpus(path: &Path, n: usize) {
     let mut s = String::new();
     let words: Vec<&str> = dedup::features::jieba_idf()

@@ -137,6 +137,17 @@ impl fmt::Debug for CanonicalUrl {
     }
 }
 
+/// A digest of [`TRACKING_PARAMS`], recorded by stores: the URL tier's keys
+/// depend on which parameters are removed, so an index built with another
+/// list would treat spellings of one URL as different (or the reverse).
+///
+/// ```
+/// assert_eq!(dedup::canonical::tracking_params_digest().len(), 32);
+/// ```
+pub fn tracking_params_digest() -> String {
+    crate::features::hex(&md5_of(&TRACKING_PARAMS.join("\n")))
+}
+
 pub(crate) fn md5_of(text: &str) -> [u8; 16] {
     let mut h = Md5::new();
     h.update(text.as_bytes());

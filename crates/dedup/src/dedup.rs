@@ -24,9 +24,24 @@ pub const TITLE_CANDIDATES: usize = 64;
 /// index; a format-1 store cannot be verified against and is refused.
 pub const FORMAT_VERSION: u32 = 2;
 
+/// Entries a purge removes per transaction: bounds how long a purge holds
+/// the writer (a crawl's commits wait for it).
+pub const PURGE_SLICE: usize = 1024;
+
 /// Candidates from the band index verified per check, newest first: bounds
 /// the work a page sharing many bands with a large site costs.
 pub const BAND_CANDIDATES: usize = 256;
+
+/// Whether a check applies the URL tier too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UrlTier {
+    /// Look the canonical URL up (and record it): the batch tool, or any
+    /// caller that checks whole documents.
+    Check,
+    /// Title and content tiers only: for crawlers whose frontier already
+    /// applied the URL tier with [`Deduper::check_url`].
+    Skip,
+}
 
 /// What a title match means.
 ///
@@ -303,6 +318,9 @@ pub struct Deduper<S: Store> {
     layout: BlockLayout,
     clock: Clock,
     last_purge: AtomicU64,
+    /// Parameters of the embedding program recorded next to the crate's own
+    /// (see [`Deduper::with_params`]).
+    extra: Vec<(String, String)>,
 }
 
 impl<S: Store> std::fmt::Debug for Deduper<S> {
@@ -326,9 +344,28 @@ fn now_secs() -> u64 {
 
 impl<S: Store> Deduper<S> {
     /// Opens deduplication over `store`. A store that already holds an index
-    /// built with other parameters (blocks, distance, hash, features, format)
-    /// is refused with [`Error::ParamsMismatch`], naming what differs.
+    /// built with other parameters (blocks, distance, hash, features, IDF
+    /// table, segmenter, tracking parameters, format) is refused with
+    /// [`Error::ParamsMismatch`], naming what differs.
     pub fn new(store: S, config: DedupConfig) -> Result<Deduper<S>> {
+        Deduper::with_params(store, config, &[])
+    }
+
+    /// [`Deduper::new`], also recording parameters of the embedding program
+    /// (`name`, `value`) that change what reaches the tiers: a crawler's
+    /// HTML cleaning settings, say. This crate cannot see them, yet
+    /// reusing an index after changing them mixes incompatible
+    /// fingerprints, so the store refuses to open with other values just as
+    /// for its own parameters. Names must be new (not one of
+    /// [`Deduper::params`]'s own), without `=` or line breaks.
+    ///
+    /// ```
+    /// use dedup::{Deduper, DedupConfig, MemoryStore};
+    /// let d = Deduper::with_params(MemoryStore::new(), DedupConfig::default(), &[("clean", "3f2a")])?;
+    /// assert!(d.params().ends_with("clean=3f2a\n"));
+    /// # Ok::<(), dedup::Error>(())
+    /// ```
+    pub fn with_params(store: S, config: DedupConfig, extra: &[(&str, &str)]) -> Result<Deduper<S>> {
         if config.max_distance > 32 {
             return Err(Error::Config(format!(
                 "max_distance {} is above 32",
@@ -358,7 +395,29 @@ impl<S: Store> Deduper<S> {
             layout,
             clock: Arc::new(now_secs),
             last_purge: AtomicU64::new(0),
+            extra: Vec::new(),
         };
+        let own: Vec<String> = deduper
+            .params()
+            .lines()
+            .filter_map(|l| l.split_once('=').map(|(k, _)| k.to_string()))
+            .collect();
+        let mut deduper = deduper;
+        for (name, value) in extra {
+            let bad = |c: char| c == '=' || c == '\n' || c == '\r';
+            if name.is_empty()
+                || name.contains(bad)
+                || value.contains(['\n', '\r'])
+                || own.iter().any(|o| o == name)
+                || deduper.extra.iter().any(|(n, _)| n == name)
+            {
+                return Err(Error::Config(format!(
+                    "recorded parameter {name:?}={value:?}: names must be new, non-empty, without '=' \
+                     or line breaks, and values on one line"
+                )));
+            }
+            deduper.extra.push(((*name).to_string(), (*value).to_string()));
+        }
         deduper.check_params()?;
         deduper
             .store
@@ -373,17 +432,31 @@ impl<S: Store> Deduper<S> {
         self
     }
 
-    /// The parameters a store records, one `name=value` per line.
+    /// The parameters a store records, one `name=value` per line: every
+    /// input that changes a digest, a fingerprint or a sketch, then those
+    /// the embedding program added ([`Deduper::with_params`]).
     pub fn params(&self) -> String {
-        format!(
-            "format={FORMAT_VERSION}\nbits=64\nblocks={}\nmax_distance={}\nhash={TOKEN_HASH_NAME}\nfeatures={}\nsketch={}\nbands={}x{}\n",
+        let (idf, segmenter) = match self.features.config().extractor {
+            crate::Extractor::Words => (crate::features::idf_digest(), crate::features::segmenter_id()),
+            crate::Extractor::Shingles => ("none", "none"),
+        };
+        let mut p = format!(
+            "format={FORMAT_VERSION}\nbits=64\nblocks={}\nmax_distance={}\nhash={TOKEN_HASH_NAME}\nfeatures={}\nidf={idf}\nsegmenter={segmenter}\ntracking={}\nsketch={}\nbands={}x{}\n",
             self.config.blocks,
             self.config.max_distance,
             self.features.describe(),
+            crate::canonical::tracking_params_digest(),
             crate::sketch::SKETCH_NAME,
             self.config.bands,
             self.config.band_rows,
-        )
+        );
+        for (name, value) in &self.extra {
+            p.push_str(name);
+            p.push('=');
+            p.push_str(value);
+            p.push('\n');
+        }
+        p
     }
 
     fn check_params(&self) -> Result<()> {
@@ -435,6 +508,11 @@ impl<S: Store> Deduper<S> {
                 None => diffs.push(format!("{k}: not stored, requested {v}")),
             }
         }
+        for (k, ov) in &old {
+            if !new.iter().any(|(nk, _)| nk == k) {
+                diffs.push(format!("{k}: stored {ov}, not requested"));
+            }
+        }
         Err(Error::ParamsMismatch {
             path: path(),
             differences: diffs.join("; "),
@@ -444,6 +522,12 @@ impl<S: Store> Deduper<S> {
     /// The store underneath.
     pub fn store(&self) -> &S {
         &self.store
+    }
+
+    /// Gives the store back, to reopen it under other settings (tests of
+    /// the recorded parameters, tools that inspect an index).
+    pub fn into_store(self) -> S {
+        self.store
     }
 
     /// The settings in force.
@@ -478,19 +562,19 @@ impl<S: Store> Deduper<S> {
     /// the URL tier (the batch tool reports it) but not the others.
     pub fn check(&self, doc: &Document<'_>) -> Result<Verdict> {
         let sig = self.sign(doc);
-        self.write(|t| self.check_in(t, &sig, true))
+        self.write(|t| self.check_in(t, &sig, UrlTier::Check))
     }
 
     /// Title and content tiers only: for crawlers whose frontier already
     /// applied the URL tier with [`Deduper::check_url`].
     pub fn check_content(&self, doc: &Document<'_>) -> Result<Verdict> {
         let sig = self.sign(doc);
-        self.write(|t| self.check_in(t, &sig, false))
+        self.write(|t| self.check_in(t, &sig, UrlTier::Skip))
     }
 
     /// Checks many signed documents in one transaction, in order: a later
     /// document can be a duplicate of an earlier one in the same batch.
-    pub fn check_batch(&self, sigs: &[Signature], url_tier: bool) -> Result<Vec<Verdict>> {
+    pub fn check_batch(&self, sigs: &[Signature], url_tier: UrlTier) -> Result<Vec<Verdict>> {
         self.write(|t| sigs.iter().map(|s| self.check_in(t, s, url_tier)).collect())
     }
 
@@ -565,10 +649,12 @@ impl<S: Store> Deduper<S> {
     /// live kept document of at least the tier's threshold (or its text is
     /// exactly the same). So a page whose content exists nowhere else is
     /// kept, whatever its title and template.
-    pub fn check_in(&self, t: &mut dyn Tables, sig: &Signature, url_tier: bool) -> Result<Verdict> {
+    pub fn check_in(&self, t: &mut dyn Tables, sig: &Signature, url_tier: UrlTier) -> Result<Verdict> {
         let now = (self.clock)();
         let cutoff = self.cutoff();
-        if url_tier && let Some(d) = sig.url_digest {
+        if url_tier == UrlTier::Check
+            && let Some(d) = sig.url_digest
+        {
             match t.url(d)? {
                 Some(rec) if rec.first_seen >= cutoff => {
                     return Ok(Verdict::Duplicate(Duplicate {
@@ -810,7 +896,7 @@ impl<S: Store> Deduper<S> {
         loop {
             let removed = self.store.write(|t| {
                 let mut oldest = Vec::new();
-                t.oldest_docs(1024, &mut oldest)?;
+                t.oldest_docs(PURGE_SLICE, &mut oldest)?;
                 let mut removed = 0u64;
                 for (id, rec) in oldest {
                     if rec.inserted_at >= cutoff {
@@ -831,11 +917,30 @@ impl<S: Store> Deduper<S> {
                 Ok(removed)
             })?;
             purged.documents += removed;
-            if removed < 1024 {
+            if removed < PURGE_SLICE as u64 {
                 break;
             }
         }
-        purged.urls = self.store.write(|t| t.remove_urls_before(cutoff))?;
+        // URLs in slices, each its own transaction, read from the first-seen
+        // index: a purge touches only expired URLs and never holds the
+        // writer for long, however many URLs are live.
+        loop {
+            let (seen, removed) = self.store.write(|t| {
+                let mut expired = Vec::new();
+                t.urls_seen_before(cutoff, PURGE_SLICE, &mut expired)?;
+                let mut removed = 0u64;
+                for digest in &expired {
+                    if t.remove_url(*digest)? {
+                        removed += 1;
+                    }
+                }
+                Ok((expired.len(), removed))
+            })?;
+            purged.urls += removed;
+            if seen < PURGE_SLICE {
+                break;
+            }
+        }
         Ok(purged)
     }
 

@@ -54,7 +54,33 @@ pub enum Error {
     /// Invalid configuration value.
     #[error("invalid setting: {0}")]
     Config(String),
+    /// A failure of the embedding program inside one of this crate's
+    /// transactions (its own tables, its output files): aborts the
+    /// transaction, and keeps the cause chain intact for the caller.
+    #[error(transparent)]
+    Caller(Box<dyn std::error::Error + Send + Sync>),
 }
+
+/// redb's errors are store errors: `?` converts them, for embedders that
+/// keep their own tables in a [`crate::RedbStore`]'s transactions.
+#[cfg(feature = "redb")]
+macro_rules! from_redb {
+    ($($t:ty),*) => {$(
+        impl From<$t> for Error {
+            fn from(e: $t) -> Error {
+                Error::Storage(Box::new(e))
+            }
+        }
+    )*};
+}
+
+#[cfg(feature = "redb")]
+from_redb!(
+    redb::StorageError,
+    redb::TableError,
+    redb::TransactionError,
+    redb::CommitError
+);
 
 impl Error {
     pub(crate) fn storage(e: impl std::error::Error + Send + Sync + 'static) -> Error {

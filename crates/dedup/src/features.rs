@@ -27,6 +27,48 @@ pub const BUNDLED_STOP_WORDS: &str = include_str!("../data/stopwords.txt");
 
 static IDF_GZ: &[u8] = include_bytes!("../data/jieba_idf.txt.gz");
 
+/// The segmenter and the release whose built-in dictionary it uses. Stores
+/// record it: another dictionary cuts words differently, so fingerprints
+/// would not be comparable. A test checks it against `Cargo.lock`.
+pub const SEGMENTER_VERSION: &str = "jieba-rs 0.11";
+
+/// Sentences whose segmentation is recorded (as a digest) next to
+/// [`SEGMENTER_VERSION`]: a dictionary or HMM change within one release
+/// line shows up as another digest, not only a version bump.
+const SEGMENTER_PROBE: &str = "南京市长江大桥于今日正式通车，小明硕士毕业于中国科学院计算所，\
+    后在日本京都大学深造。他来到了网易杭研大厦，我们中出了一个叛徒。\
+    结婚的和尚未结婚的都去了。工信处女干事每月经过下属科室都要亲口交代24口交换机等技术性器件的安装工作。\
+    Mixed 中英文 text with iPhone15 和 COVID-19 疫情。";
+
+/// A digest of the bundled IDF table, recorded by stores: TF x IDF weights
+/// decide which words steer a fingerprint.
+pub fn idf_digest() -> &'static str {
+    static DIGEST: OnceLock<String> = OnceLock::new();
+    DIGEST.get_or_init(|| {
+        use md5::{Digest, Md5};
+        let d: [u8; 16] = Md5::digest(IDF_GZ).into();
+        hex(&d)
+    })
+}
+
+/// [`SEGMENTER_VERSION`] and a digest of how it cuts a fixed probe text
+/// (with and without HMM), recorded by stores.
+pub fn segmenter_id() -> &'static str {
+    static ID: OnceLock<String> = OnceLock::new();
+    ID.get_or_init(|| {
+        let j = jieba();
+        let mut cut = String::new();
+        for hmm in [false, true] {
+            for token in j.cut(SEGMENTER_PROBE, hmm) {
+                cut.push_str(token.word);
+                cut.push('/');
+            }
+            cut.push('|');
+        }
+        format!("{SEGMENTER_VERSION}/{}", hex(&md5_of(&cut)))
+    })
+}
+
 /// Which features a document is reduced to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -454,6 +496,28 @@ mod tests {
         let idf = jieba_idf().idf("中国");
         let zg = feats.iter().find(|x| x.token == "中国").unwrap();
         assert!((zg.weight - 3.0 * idf).abs() < 1e-9);
+    }
+
+    #[test]
+    fn segmenter_version_matches_the_locked_jieba() {
+        // Outside the workspace (a published crate) there is no lock file.
+        let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.lock");
+        let Ok(lock) = std::fs::read_to_string(lock) else {
+            return;
+        };
+        let locked = lock
+            .split("[[package]]")
+            .find(|p| p.contains("name = \"jieba-rs\""))
+            .and_then(|p| p.lines().find_map(|l| l.strip_prefix("version = \"")))
+            .map(|v| v.trim_end_matches('"').to_string())
+            .unwrap();
+        let recorded = SEGMENTER_VERSION.strip_prefix("jieba-rs ").unwrap();
+        assert!(
+            locked == recorded || locked.starts_with(&format!("{recorded}.")),
+            "jieba-rs {locked} is locked but SEGMENTER_VERSION says {recorded}: update it"
+        );
+        assert!(segmenter_id().starts_with(SEGMENTER_VERSION));
+        assert_eq!(idf_digest().len(), 32);
     }
 
     #[test]

@@ -30,8 +30,8 @@ pub mod store;
 pub use canonical::{CanonicalUrl, UrlError};
 pub use dedup::{
     BAND_CANDIDATES, Comparison, DEFAULT_MIN_SIMILARITY, DEFAULT_TITLE_MIN_SIMILARITY, DedupConfig, Deduper,
-    Document, Duplicate, FORMAT_VERSION, Purged, Signature, StoreStats, TITLE_CANDIDATES, Tier, TitlePolicy,
-    UrlVerdict, Verdict, normalize_title, title_digest,
+    Document, Duplicate, FORMAT_VERSION, PURGE_SLICE, Purged, Signature, StoreStats, TITLE_CANDIDATES, Tier,
+    TitlePolicy, UrlTier, UrlVerdict, Verdict, normalize_title, title_digest,
 };
 pub use error::{Error, Result};
 pub use features::{Extractor, Feature, FeatureConfig, Features};
@@ -42,4 +42,4 @@ pub use sketch::Sketch;
 pub use store::SledStore;
 pub use store::{BAND_POSTINGS, DocId, MemoryStore, ReadTables, Store, Tables};
 #[cfg(feature = "redb")]
-pub use store::{RedbOptions, RedbStore, RedbTables};
+pub use store::{Commit, RedbOptions, RedbStore, RedbTables};

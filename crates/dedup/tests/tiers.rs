@@ -144,7 +144,7 @@ fn batch_sees_its_own_earlier_documents() {
         Document::new("http://a/3", "", ARTICLE_B),
     ];
     let sigs: Vec<_> = docs.iter().map(|x| d.sign(x)).collect();
-    let v = d.check_batch(&sigs, true).unwrap();
+    let v = d.check_batch(&sigs, dedup::UrlTier::Check).unwrap();
     assert!(!v[0].is_duplicate());
     assert_eq!(dup(&v[1]).tier, Tier::Content);
     assert_eq!(dup(&v[2]).tier, Tier::Url);
@@ -282,6 +282,59 @@ fn redb_persists_and_refuses_other_parameters() {
     assert_eq!(d.stats().unwrap().documents, 1);
     let v = d.check(&Document::new("http://a/1", "", ARTICLE_B)).unwrap();
     assert_eq!(dup(&v).tier, Tier::Url);
+}
+
+/// A store whose recorded value of `name` is replaced by `value`, as if it
+/// had been built with another IDF table, segmenter or tracking list.
+fn store_recording(name: &str, value: &str) -> MemoryStore {
+    let d = Deduper::new(MemoryStore::new(), DedupConfig::default()).unwrap();
+    let params = d.params();
+    let store = d.into_store();
+    assert!(
+        params.lines().any(|l| l.starts_with(&format!("{name}="))),
+        "{params}"
+    );
+    let changed: String = params
+        .lines()
+        .map(|l| match l.split_once('=') {
+            Some((k, _)) if k == name => format!("{k}={value}\n"),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    store.write(|t| t.set_meta("params", changed.as_bytes())).unwrap();
+    store
+}
+
+#[test]
+fn stores_refuse_another_idf_table_segmenter_or_tracking_list() {
+    for name in ["idf", "segmenter", "tracking"] {
+        let e = Deduper::new(store_recording(name, "other"), DedupConfig::default()).unwrap_err();
+        assert!(matches!(e, Error::ParamsMismatch { .. }), "{e}");
+        assert!(
+            e.to_string()
+                .contains(&format!("{name}: stored other, requested ")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn embedders_record_their_own_parameters() {
+    let open = |store, value| Deduper::with_params(store, DedupConfig::default(), &[("clean", value)]);
+    let store = open(MemoryStore::new(), "aaaa").unwrap().into_store();
+    let store = open(store, "aaaa").unwrap().into_store();
+    let e = open(store, "bbbb").unwrap_err();
+    assert!(
+        e.to_string().contains("clean: stored aaaa, requested bbbb"),
+        "{e}"
+    );
+    // Opening without it is a difference too: the embedder's inputs are unknown.
+    let store = open(MemoryStore::new(), "aaaa").unwrap().into_store();
+    let e = Deduper::new(store, DedupConfig::default()).unwrap_err();
+    assert!(e.to_string().contains("clean: stored aaaa, not requested"), "{e}");
+    // An extra parameter cannot shadow one of the crate's own.
+    let e = Deduper::with_params(MemoryStore::new(), DedupConfig::default(), &[("blocks", "9")]).unwrap_err();
+    assert!(matches!(e, Error::Config(_)), "{e}");
 }
 
 fn race<S: Store + 'static>(d: Arc<Deduper<S>>) {

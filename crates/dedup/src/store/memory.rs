@@ -45,6 +45,8 @@ enum Entries {
 struct MemState {
     meta: HashMap<String, Vec<u8>>,
     urls: FxHashMap<u128, UrlRecord>,
+    /// (first seen, digest) of every URL: purges read only expired ones.
+    url_times: BTreeSet<(u64, u128)>,
     titles: FxHashMap<u128, Vec<DocId>>,
     blocks: Vec<FxHashMap<u64, Entries>>,
     bands: BandIndex,
@@ -109,6 +111,16 @@ impl ReadTables for MemState {
         Ok(self.docs.get(&id).cloned())
     }
 
+    fn urls_seen_before(&self, cutoff: u64, limit: usize, out: &mut Vec<u128>) -> Result<()> {
+        out.extend(
+            self.url_times
+                .range(..(cutoff, 0))
+                .take(limit)
+                .map(|&(_, digest)| digest),
+        );
+        Ok(())
+    }
+
     fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()> {
         out.extend(
             self.order
@@ -131,14 +143,21 @@ impl Tables for MemState {
     }
 
     fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()> {
-        self.urls.insert(digest, rec.clone());
+        if let Some(old) = self.urls.insert(digest, rec.clone()) {
+            self.url_times.remove(&(old.first_seen, digest));
+        }
+        self.url_times.insert((rec.first_seen, digest));
         Ok(())
     }
 
-    fn remove_urls_before(&mut self, cutoff: u64) -> Result<u64> {
-        let before = self.urls.len();
-        self.urls.retain(|_, r| r.first_seen >= cutoff);
-        Ok((before - self.urls.len()) as u64)
+    fn remove_url(&mut self, digest: u128) -> Result<bool> {
+        match self.urls.remove(&digest) {
+            Some(old) => {
+                self.url_times.remove(&(old.first_seen, digest));
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
     fn add_title(&mut self, digest: u128, id: DocId) -> Result<()> {

@@ -13,7 +13,7 @@ mod redb;
 mod sled;
 
 #[cfg(feature = "redb")]
-pub use self::redb::{RedbOptions, RedbStore, RedbTables};
+pub use self::redb::{Commit, RedbOptions, RedbStore, RedbTables};
 #[cfg(feature = "sled")]
 pub use self::sled::SledStore;
 pub use memory::MemoryStore;
@@ -270,6 +270,11 @@ pub trait ReadTables {
     fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()>;
     /// A stored document.
     fn doc(&self, id: DocId) -> Result<Option<DocRecord>>;
+    /// Appends the digests of at most `limit` URLs first seen before
+    /// `cutoff`, oldest first. Stores answer from an index by first-seen
+    /// time, so a purge reads only the expired entries, however many URLs
+    /// are live.
+    fn urls_seen_before(&self, cutoff: u64, limit: usize, out: &mut Vec<u128>) -> Result<()>;
     /// Appends up to `limit` documents in insertion order (oldest first).
     fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()>;
     /// Number of stored documents.
@@ -281,10 +286,12 @@ pub trait ReadTables {
 pub trait Tables: ReadTables {
     /// Sets a metadata value.
     fn set_meta(&mut self, key: &str, value: &[u8]) -> Result<()>;
-    /// Records a URL digest.
+    /// Records a URL digest (replacing any earlier record of it), and
+    /// indexes it by first-seen time.
     fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()>;
-    /// Forgets URLs first seen before `cutoff`; returns how many.
-    fn remove_urls_before(&mut self, cutoff: u64) -> Result<u64>;
+    /// Forgets a URL and its first-seen index entry; returns whether it was
+    /// recorded.
+    fn remove_url(&mut self, digest: u128) -> Result<bool>;
     /// Indexes a document under a title digest.
     fn add_title(&mut self, digest: u128, id: DocId) -> Result<()>;
     /// Removes a document from a title digest.

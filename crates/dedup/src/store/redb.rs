@@ -33,6 +33,9 @@ use crate::fingerprint::Fingerprint;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("dedup_meta");
 const URLS: TableDefinition<u128, &[u8]> = TableDefinition::new("dedup_urls");
+/// First-seen index of the URL tier: (first seen, digest), so a purge
+/// reads only the expired URLs instead of every one.
+const URL_TIMES: TableDefinition<(u64, u128), ()> = TableDefinition::new("dedup_url_times");
 const TITLES: MultimapTableDefinition<u128, u64> = MultimapTableDefinition::new("dedup_titles");
 /// Block index: (table, block key) -> posting list of 16-byte entries
 /// (fingerprint, document id), little-endian. One point lookup and a tight
@@ -75,6 +78,16 @@ pub struct RedbStore {
     path: PathBuf,
     sync_interval: Duration,
     last_sync: Mutex<Instant>,
+}
+
+/// How a write transaction of [`RedbStore::write_with`] is committed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Commit {
+    /// Durable before `write_with` returns (an fsync).
+    Durable,
+    /// Visible at once; durable when the sync interval has elapsed since
+    /// the last durable commit, else with a later one.
+    Periodic,
 }
 
 /// How a [`RedbStore`] trades durability latency and memory for speed.
@@ -156,14 +169,14 @@ impl RedbStore {
 
     /// Runs `f` on a write transaction of this store's database, with the
     /// dedup tables opened on it; `f` may open its own tables too. Commits
-    /// durably when `durable` is set (or when the sync interval elapsed).
+    /// durably under [`Commit::Durable`] (or when the sync interval elapsed).
     pub fn write_with<R>(
         &self,
-        durable: bool,
+        commit: Commit,
         f: impl FnOnce(&WriteTransaction, &mut RedbTables<'_>) -> Result<R>,
     ) -> Result<R> {
         let mut txn = self.db.begin_write().map_err(Error::storage)?;
-        let durable = durable || self.last_sync.lock().elapsed() >= self.sync_interval;
+        let durable = commit == Commit::Durable || self.last_sync.lock().elapsed() >= self.sync_interval;
         txn.set_durability(if durable {
             Durability::Immediate
         } else {
@@ -204,7 +217,7 @@ impl RedbStore {
 
 impl Store for RedbStore {
     fn write<R>(&self, f: impl FnOnce(&mut dyn Tables) -> Result<R>) -> Result<R> {
-        self.write_with(false, |_, t| f(t))
+        self.write_with(Commit::Periodic, |_, t| f(t))
     }
 
     fn read<R>(&self, f: impl FnOnce(&dyn ReadTables) -> Result<R>) -> Result<R> {
@@ -213,6 +226,7 @@ impl Store for RedbStore {
             txn: self.db.begin_read().map_err(Error::storage)?,
             meta: OnceCell::new(),
             urls: OnceCell::new(),
+            url_times: OnceCell::new(),
             titles: OnceCell::new(),
             blocks: OnceCell::new(),
             docs: OnceCell::new(),
@@ -221,7 +235,7 @@ impl Store for RedbStore {
     }
 
     fn flush(&self) -> Result<()> {
-        self.write_with(true, |_, _| Ok(()))
+        self.write_with(Commit::Durable, |_, _| Ok(()))
     }
 
     fn location(&self) -> Option<&Path> {
@@ -260,6 +274,7 @@ pub struct RedbTables<'t> {
     pending: FxHashMap<u64, Vec<BandOp>>,
     meta: Table<'t, &'static str, &'static [u8]>,
     urls: Table<'t, u128, &'static [u8]>,
+    url_times: Table<'t, (u64, u128), ()>,
     titles: MultimapTable<'t, u128, u64>,
     blocks: Table<'t, u128, &'static [u8]>,
     docs: Table<'t, u64, &'static [u8]>,
@@ -273,6 +288,7 @@ struct RedbReadTables<'s> {
     txn: ReadTransaction,
     meta: OnceCell<ReadOnlyTable<&'static str, &'static [u8]>>,
     urls: OnceCell<ReadOnlyTable<u128, &'static [u8]>>,
+    url_times: OnceCell<ReadOnlyTable<(u64, u128), ()>>,
     titles: OnceCell<ReadOnlyMultimapTable<u128, u64>>,
     blocks: OnceCell<ReadOnlyTable<u128, &'static [u8]>>,
     docs: OnceCell<ReadOnlyTable<u64, &'static [u8]>>,
@@ -294,6 +310,9 @@ impl RedbReadTables<'_> {
     fn urls(&self) -> Result<&ReadOnlyTable<u128, &'static [u8]>> {
         lazy(&self.urls, || self.txn.open_table(URLS))
     }
+    fn url_times(&self) -> Result<&ReadOnlyTable<(u64, u128), ()>> {
+        lazy(&self.url_times, || self.txn.open_table(URL_TIMES))
+    }
     fn titles(&self) -> Result<&ReadOnlyMultimapTable<u128, u64>> {
         lazy(&self.titles, || self.txn.open_multimap_table(TITLES))
     }
@@ -314,6 +333,9 @@ impl RedbTables<'_> {
     }
     fn urls(&self) -> Result<&Table<'_, u128, &'static [u8]>> {
         Ok(&self.urls)
+    }
+    fn url_times(&self) -> Result<&Table<'_, (u64, u128), ()>> {
+        Ok(&self.url_times)
     }
     fn titles(&self) -> Result<&MultimapTable<'_, u128, u64>> {
         Ok(&self.titles)
@@ -354,6 +376,7 @@ impl<'t> RedbTables<'t> {
             pending: FxHashMap::default(),
             meta: txn.open_table(META).map_err(Error::storage)?,
             urls: txn.open_table(URLS).map_err(Error::storage)?,
+            url_times: txn.open_table(URL_TIMES).map_err(Error::storage)?,
             titles: txn.open_multimap_table(TITLES).map_err(Error::storage)?,
             blocks: txn.open_table(BLOCKS).map_err(Error::storage)?,
             docs: txn.open_table(DOCS).map_err(Error::storage)?,
@@ -417,6 +440,18 @@ macro_rules! impl_read_tables {
                 }
             }
 
+            fn urls_seen_before(&self, cutoff: u64, limit: usize, out: &mut Vec<u128>) -> Result<()> {
+                for entry in self
+                    .url_times()?
+                    .range(..(cutoff, 0u128))
+                    .map_err(Error::storage)?
+                    .take(limit)
+                {
+                    out.push(entry.map_err(Error::storage)?.0.value().1);
+                }
+                Ok(())
+            }
+
             fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()> {
                 for entry in self.docs()?.iter().map_err(Error::storage)?.take(limit) {
                     let (k, v) = entry.map_err(Error::storage)?;
@@ -442,28 +477,35 @@ impl Tables for RedbTables<'_> {
     }
 
     fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()> {
-        self.urls
+        let old = self
+            .urls
             .insert(digest, rec.encode().as_slice())
+            .map_err(Error::storage)?
+            .map(|v| UrlRecord::decode(v.value()))
+            .transpose()?;
+        if let Some(old) = old
+            && old.first_seen != rec.first_seen
+        {
+            self.url_times
+                .remove((old.first_seen, digest))
+                .map_err(Error::storage)?;
+        }
+        self.url_times
+            .insert((rec.first_seen, digest), ())
             .map_err(Error::storage)?;
         Ok(())
     }
 
-    fn remove_urls_before(&mut self, cutoff: u64) -> Result<u64> {
-        let mut removed = 0u64;
-        self.urls
-            .retain(|_, v| {
-                let seen = v
-                    .get(0..8)
-                    .and_then(|b| b.try_into().ok())
-                    .map(u64::from_le_bytes);
-                let keep = seen.unwrap_or(0) >= cutoff;
-                if !keep {
-                    removed += 1;
-                }
-                keep
-            })
+    fn remove_url(&mut self, digest: u128) -> Result<bool> {
+        let Some(old) = self.urls.remove(digest).map_err(Error::storage)? else {
+            return Ok(false);
+        };
+        let first_seen = UrlRecord::decode(old.value())?.first_seen;
+        drop(old);
+        self.url_times
+            .remove((first_seen, digest))
             .map_err(Error::storage)?;
-        Ok(removed)
+        Ok(true)
     }
 
     fn add_title(&mut self, digest: u128, id: DocId) -> Result<()> {

@@ -26,6 +26,16 @@ const TITLE: u8 = b't';
 const BLOCK: u8 = b'b';
 const DOC: u8 = b'd';
 const BAND: u8 = b'l';
+/// First-seen index of the URL tier: first seen (u64 BE) + digest (u128
+/// BE) -> nothing, so a purge reads only expired URLs.
+const URL_TIME: u8 = b'w';
+
+fn url_time_key(first_seen: u64, digest: u128) -> Vec<u8> {
+    let mut rest = [0u8; 24];
+    rest[..8].copy_from_slice(&first_seen.to_be_bytes());
+    rest[8..].copy_from_slice(&digest.to_be_bytes());
+    key(URL_TIME, &rest)
+}
 
 fn key(prefix: u8, rest: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(1 + rest.len());
@@ -197,6 +207,20 @@ impl ReadTables for SledTables<'_> {
             .transpose()
     }
 
+    fn urls_seen_before(&self, cutoff: u64, limit: usize, out: &mut Vec<u128>) -> Result<()> {
+        for k in self.scan(URL_TIME, limit)?.into_keys() {
+            let bad = || Error::Corrupt(format!("URL time key of {} bytes", k.len()));
+            let seen = u64::from_be_bytes(k.get(1..9).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
+            if seen >= cutoff {
+                break;
+            }
+            out.push(u128::from_be_bytes(
+                k.get(9..25).ok_or_else(bad)?.try_into().map_err(|_| bad())?,
+            ));
+        }
+        Ok(())
+    }
+
     fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()> {
         for (k, v) in self.scan(DOC, limit)? {
             let mut b = [0u8; 8];
@@ -220,19 +244,21 @@ impl Tables for SledTables<'_> {
     }
 
     fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()> {
+        if let Some(old) = self.url(digest)? {
+            self.set(url_time_key(old.first_seen, digest), None);
+        }
         self.set(key(URL, &digest.to_be_bytes()), Some(rec.encode()));
+        self.set(url_time_key(rec.first_seen, digest), Some(Vec::new()));
         Ok(())
     }
 
-    fn remove_urls_before(&mut self, cutoff: u64) -> Result<u64> {
-        let mut removed = 0;
-        for (k, v) in self.scan(URL, usize::MAX)? {
-            if UrlRecord::decode(&v)?.first_seen < cutoff {
-                self.set(k, None);
-                removed += 1;
-            }
-        }
-        Ok(removed)
+    fn remove_url(&mut self, digest: u128) -> Result<bool> {
+        let Some(old) = self.url(digest)? else {
+            return Ok(false);
+        };
+        self.set(url_time_key(old.first_seen, digest), None);
+        self.set(key(URL, &digest.to_be_bytes()), None);
+        Ok(true)
     }
 
     fn add_title(&mut self, digest: u128, id: DocId) -> Result<()> {
