@@ -117,6 +117,11 @@ impl TextDigest {
 #[inline]
 fn normalized(text: &str) -> impl Iterator<Item = char> + '_ {
     text.chars().flat_map(|c| {
+        // CJK ideographs are most of a Chinese page: letters, never upper
+        // case, so they skip both Unicode table look-ups.
+        if ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c) {
+            return Some(c);
+        }
         let keep = if c.is_ascii() {
             c.is_ascii_alphanumeric()
         } else {
