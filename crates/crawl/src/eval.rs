@@ -72,6 +72,10 @@ struct Labels {
     pairs: HashMap<(usize, usize), f64>,
     /// Near pairs, by index.
     near: Vec<(usize, usize)>,
+    /// Each document's near-duplicate component (a representative index).
+    component: Vec<usize>,
+    /// Components of two or more documents.
+    components: usize,
 }
 
 fn load_labels(path: &Path, index: &HashMap<&str, usize>, near: f64) -> Result<Labels> {
@@ -117,9 +121,20 @@ fn load_labels(path: &Path, index: &HashMap<&str, usize>, near: f64) -> Result<L
     }
     near_pairs.sort_unstable();
     near_pairs.dedup();
+    let mut uf = UnionFind::new(index.len());
+    for &(a, b) in &near_pairs {
+        uf.union(a, b);
+    }
+    let component: Vec<usize> = (0..index.len()).map(|i| uf.find(i)).collect();
+    let mut sizes: HashMap<usize, usize> = HashMap::new();
+    for &c in &component {
+        *sizes.entry(c).or_default() += 1;
+    }
     Ok(Labels {
         pairs,
         near: near_pairs,
+        components: sizes.values().filter(|&&n| n >= 2).count(),
+        component,
     })
 }
 
@@ -144,9 +159,11 @@ impl UnionFind {
     }
 }
 
-/// Scores the verdicts of one setting. `urls[i]` is document i's URL.
+/// Scores the verdicts of one setting. `urls[i]` is document i's URL;
+/// `index` maps it back.
 fn score(
     urls: &[String],
+    index: &HashMap<&str, usize>,
     verdicts: &[Verdict],
     labels: &Labels,
     ambiguous: f64,
@@ -154,7 +171,6 @@ fn score(
     show: usize,
 ) -> Result<Scores> {
     let n = urls.len();
-    let index: HashMap<&str, usize> = urls.iter().enumerate().map(|(i, u)| (u.as_str(), i)).collect();
     let j = |a: usize, b: usize| labels.pairs.get(&(a, b)).copied().unwrap_or(0.0);
     let mut kept = vec![false; n];
     let mut of: Vec<Option<usize>> = vec![None; n];
@@ -185,22 +201,17 @@ fn score(
     }
     let lost: Vec<usize> = (0..n).filter(|&i| !kept[i] && !resembling_kept[i]).collect();
     // Components of near pairs.
-    let mut uf = UnionFind::new(n);
-    for &(a, b) in &labels.near {
-        uf.union(a, b);
-    }
     let mut comp: HashMap<usize, (usize, usize)> = HashMap::new(); // root -> (size, dropped)
     for (i, &k) in kept.iter().enumerate() {
-        let e = comp.entry(uf.find(i)).or_default();
+        let e = comp.entry(labels.component[i]).or_default();
         e.0 += 1;
         if !k {
             e.1 += 1;
         }
     }
-    let (mut should, mut did, mut components) = (0usize, 0usize, 0usize);
+    let (mut should, mut did) = (0usize, 0usize);
     for &(size, dropped) in comp.values() {
         if size >= 2 {
-            components += 1;
             should += size - 1;
             did += dropped.min(size - 1);
         }
@@ -247,7 +258,7 @@ fn score(
         pair_precision_lenient: ratio(lenient, reported.len()),
         pair_recall: ratio(found, labels.near.len()),
         near_pairs: labels.near.len(),
-        components,
+        components: labels.components,
         lost: lost_lines,
     })
 }
@@ -359,23 +370,7 @@ pub fn run(cfg: &Config, args: &EvalArgs) -> Result<String> {
         urls.len(),
         labels.near.len(),
         args.near,
-        {
-            let s = score(
-                &urls,
-                &vec![
-                    Verdict::Unique {
-                        id: None,
-                        fingerprint: None
-                    };
-                    urls.len()
-                ],
-                &labels,
-                args.ambiguous,
-                args.near,
-                0,
-            )?;
-            s.components
-        },
+        labels.components,
         signed.as_secs_f64()
     )?;
     writeln!(
@@ -388,7 +383,15 @@ pub fn run(cfg: &Config, args: &EvalArgs) -> Result<String> {
     for (name, dc) in settings {
         let d = Deduper::new(MemoryStore::new(), dc)?;
         let verdicts = d.check_batch(&sigs, dedup::UrlTier::Check)?;
-        let s = score(&urls, &verdicts, &labels, args.ambiguous, args.near, args.show)?;
+        let s = score(
+            &urls,
+            &index,
+            &verdicts,
+            &labels,
+            args.ambiguous,
+            args.near,
+            args.show,
+        )?;
         writeln!(
             report,
             "| {name} | {} | {:.3} | {:.3} | {:.3} | {:.3} | {} | {} |",
@@ -453,7 +456,7 @@ mod tests {
         // copy of d (ambiguous: not lost); d dropped as a copy of a (lost:
         // nothing kept resembles d).
         let verdicts = vec![keep(), dup("a"), keep(), dup("a"), dup("d")];
-        let s = score(&urls, &verdicts, &labels, 0.5, 0.8, 10).unwrap();
+        let s = score(&urls, &index, &verdicts, &labels, 0.5, 0.8, 10).unwrap();
         assert_eq!(
             s.unique_lost, 2,
             "d lost; e resembles only d, which was dropped: {:?}",
