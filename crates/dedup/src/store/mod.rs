@@ -108,6 +108,15 @@ enum BandIds {
     Many(Vec<DocId>),
 }
 
+/// Appends `id` to a band's ids, dropping the oldest beyond
+/// [`BAND_POSTINGS`].
+pub(crate) fn push_capped(ids: &mut Vec<DocId>, id: DocId) {
+    ids.push(id);
+    if ids.len() > BAND_POSTINGS {
+        ids.remove(0);
+    }
+}
+
 /// The LSH band index in memory: band key -> documents, oldest first,
 /// capped at [`BAND_POSTINGS`]. The memory store keeps its bands here; the
 /// redb store keeps them here too, derived from its documents (see
@@ -135,10 +144,7 @@ impl BandIndex {
                 let grown = match e {
                     BandIds::One(first) => BandIds::Many(vec![*first, id]),
                     BandIds::Many(v) => {
-                        v.push(id);
-                        if v.len() > BAND_POSTINGS {
-                            v.remove(0);
-                        }
+                        push_capped(v, id);
                         return;
                     }
                 };

@@ -25,8 +25,8 @@ use redb::{
 use rustc_hash::FxHashMap;
 
 use super::{
-    BAND_POSTINGS, BandIndex, DocId, DocRecord, POSTING, ReadTables, Store, Tables, UrlRecord, block_key,
-    decode_postings, posting, without_posting,
+    BandIndex, DocId, DocRecord, POSTING, ReadTables, Store, Tables, UrlRecord, block_key, decode_postings,
+    posting, push_capped, without_posting,
 };
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -354,12 +354,7 @@ impl RedbTables<'_> {
             let mut ids = out.split_off(start);
             for op in ops {
                 match *op {
-                    BandOp::Add(id) => {
-                        ids.push(id);
-                        if ids.len() > BAND_POSTINGS {
-                            ids.remove(0);
-                        }
-                    }
+                    BandOp::Add(id) => push_capped(&mut ids, id),
                     BandOp::Remove(id) => ids.retain(|&x| x != id),
                 }
             }
