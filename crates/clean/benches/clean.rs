@@ -4,8 +4,8 @@
 
 use std::hint::black_box;
 
-use clean::{CleanConfig, Cleaner};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use simcrawl_clean::{CleanConfig, Cleaner};
 use url::Url;
 
 const SIMP_A: &str = include_str!("../tests/fixtures/template_a_article1.html");

@@ -19,9 +19,9 @@
 use std::collections::HashSet;
 use std::io::Read;
 
-use clean::{ChineseVariant, CleanConfig, Cleaner};
 use ferrous_opencc::OpenCC;
 use ferrous_opencc::config::BuiltinConfig;
+use simcrawl_clean::{ChineseVariant, CleanConfig, Cleaner};
 
 fn bigrams(s: &str) -> HashSet<(char, char)> {
     let c: Vec<char> = s.chars().filter(|c| !c.is_whitespace()).collect();

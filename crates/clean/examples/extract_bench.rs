@@ -12,7 +12,7 @@ mod aeb;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use clean::Cleaner;
+use simcrawl_clean::Cleaner;
 use url::Url;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

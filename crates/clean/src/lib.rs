@@ -11,7 +11,7 @@
 //! let html = "<html><head><title>開放　ＡＰＩ</title></head>\
 //!             <body><nav><a href='/'>首頁</a></nav>\
 //!             <article><p>這是一篇關於開放資料的新聞報導，內容很長很長。</p></article></body></html>";
-//! let page = clean::Page::parse(html.as_bytes(), Some("text/html; charset=utf-8"), &url)?;
+//! let page = simcrawl_clean::Page::parse(html.as_bytes(), Some("text/html; charset=utf-8"), &url)?;
 //! assert_eq!(page.title, "开放 api");
 //! assert_eq!(page.text, "这是一篇关于开放资料的新闻报导,内容很长很长。");
 //! assert_eq!(page.links[0].url.as_str(), "https://news.example.com/");
@@ -21,6 +21,11 @@
 //!
 //! Build one [`Cleaner`] and share it (it is `Send + Sync`): building the OpenCC
 //! converter is the expensive part. [`Page::parse`] uses a lazily built default one.
+
+// The README's example is compiled and run with the doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
 
 use std::sync::{Arc, OnceLock};
 

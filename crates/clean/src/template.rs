@@ -23,9 +23,9 @@
 //! distinct pages are never both reduced to nothing and then taken for duplicates.
 //!
 //! ```
-//! use clean::{TemplateConfig, TemplateLearner};
+//! use simcrawl_clean::{TemplateConfig, TemplateLearner};
 //!
-//! # fn main() -> Result<(), clean::CleanError> {
+//! # fn main() -> Result<(), simcrawl_clean::CleanError> {
 //! let mut learner = TemplateLearner::new(TemplateConfig { min_pages: 3, ..TemplateConfig::default() })?;
 //! for i in 0..5 {
 //!     learner.observe("docs.example.org", &format!("this page is incomplete, please help\nfacts about topic {i}, at length"));

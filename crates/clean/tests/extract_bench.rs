@@ -14,7 +14,7 @@ mod support {
 
 use std::path::PathBuf;
 
-use clean::Cleaner;
+use simcrawl_clean::Cleaner;
 use support::aeb;
 use url::Url;
 

@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use clean::Page;
+use simcrawl_clean::Page;
 use url::Url;
 
 const NOTICE: &str = "此帮助页面尚不完整，请帮助我们完善它。如果您熟悉这一功能，请编辑本页，\

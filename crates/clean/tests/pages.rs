@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use clean::{ChineseVariant, CleanConfig, CleanError, Cleaner, Page, Step};
+use simcrawl_clean::{ChineseVariant, CleanConfig, CleanError, Cleaner, Page, Step};
 use url::Url;
 
 fn fixture(name: &str) -> Vec<u8> {

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use dedup::{Commit, Deduper, Document, MemoryStore, RedbStore, Signature, Tier, UrlTier, Verdict};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use simcrawl_dedup::{Commit, Deduper, Document, MemoryStore, RedbStore, Signature, Tier, UrlTier, Verdict};
 use tracing::{info, warn};
 
 use crate::config::Config;
@@ -94,7 +94,7 @@ enum Backend {
 struct Run {
     outputs: Outputs,
     p: BatchProgress,
-    cleaner: clean::Cleaner,
+    cleaner: simcrawl_clean::Cleaner,
     /// Learns the template of each host of the `html` lines.
     templates: Templates,
 }
@@ -102,7 +102,7 @@ struct Run {
 /// Runs `crawl dedup`; returns the summary printed on stderr.
 pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
     let started = Instant::now();
-    let cleaner = clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?;
+    let cleaner = simcrawl_clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?;
     let backend = match &args.data_dir {
         None => Backend::Memory(with_clock_offset(state::open_deduper(MemoryStore::new(), cfg)?)?),
         Some(dir) => {
@@ -230,7 +230,7 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
 /// `CRAWL_CLOCK_OFFSET_SECS`: seconds added to the clock the tiers stamp
 /// and expire entries with (`dedup.window`). For replaying a corpus as of a
 /// later time, and for testing windows without waiting for them.
-fn with_clock_offset<S: dedup::Store>(d: Deduper<S>) -> Result<Deduper<S>> {
+fn with_clock_offset<S: simcrawl_dedup::Store>(d: Deduper<S>) -> Result<Deduper<S>> {
     let Ok(v) = std::env::var("CRAWL_CLOCK_OFFSET_SECS") else {
         return Ok(d);
     };
@@ -255,7 +255,11 @@ pub(crate) fn round3(x: f64) -> f64 {
 /// A parsed line, ready for the tiers, or why it was skipped.
 pub(crate) type Parsed = Result<(String, String, Signature), String>;
 
-pub(crate) fn parse_line(d: &Deduper<impl dedup::Store>, cleaner: &clean::Cleaner, line: &str) -> Parsed {
+pub(crate) fn parse_line(
+    d: &Deduper<impl simcrawl_dedup::Store>,
+    cleaner: &simcrawl_clean::Cleaner,
+    line: &str,
+) -> Parsed {
     let c = clean_line(cleaner, line)?;
     let sig = d.sign(&Document::new(&c.url, &c.title, &c.text));
     Ok((c.url, c.title, sig))
@@ -270,7 +274,7 @@ struct Cleaned {
     html_host: Option<String>,
 }
 
-fn clean_line(cleaner: &clean::Cleaner, line: &str) -> Result<Cleaned, String> {
+fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, String> {
     let doc: InputDoc = serde_json::from_str(line).map_err(|e| format!("invalid JSON: {e}"))?;
     if doc.url.trim().is_empty() {
         return Err("empty \"url\"".into());
@@ -343,8 +347,8 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
 }
 
 fn parse_all(
-    d: &Deduper<impl dedup::Store>,
-    cleaner: &clean::Cleaner,
+    d: &Deduper<impl simcrawl_dedup::Store>,
+    cleaner: &simcrawl_clean::Cleaner,
     templates: &Templates,
     chunk: &[(u64, String)],
 ) -> Vec<Parsed> {

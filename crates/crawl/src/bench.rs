@@ -33,7 +33,7 @@ pub struct BenchArgs {
 fn vocabulary() -> &'static [&'static str] {
     static VOCAB: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
     VOCAB.get_or_init(|| {
-        let mut v: Vec<&'static str> = dedup::features::jieba_idf()
+        let mut v: Vec<&'static str> = simcrawl_dedup::features::jieba_idf()
             .words()
             .filter(|w| w.chars().count() >= 2)
             .collect();

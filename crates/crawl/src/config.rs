@@ -12,9 +12,9 @@ use serde::Deserialize;
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub store: StoreConfig,
-    pub dedup: dedup::DedupConfig,
-    pub clean: clean::CleanConfig,
-    pub fetch: fetch::FetchConfig,
+    pub dedup: simcrawl_dedup::DedupConfig,
+    pub clean: simcrawl_clean::CleanConfig,
+    pub fetch: simcrawl_fetch::FetchConfig,
     pub crawl: CrawlConfig,
     /// Site-level template learning (see `crate::template`).
     pub template: crate::template::TemplateSettings,
@@ -141,7 +141,7 @@ mod tests {
         let cfg = Config::load(Some(&path)).unwrap();
         assert_eq!(cfg.dedup.blocks, 4);
         assert_eq!(cfg.dedup.max_distance, 3);
-        assert_eq!(cfg.dedup.title_policy, dedup::TitlePolicy::Confirm);
+        assert_eq!(cfg.dedup.title_policy, simcrawl_dedup::TitlePolicy::Confirm);
         assert_eq!(cfg.crawl.scope, Scope::Host);
         assert_eq!(cfg.crawl.max_requeues, CrawlConfig::default().max_requeues);
         assert_eq!(

@@ -17,11 +17,11 @@ use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
-use dedup::{
-    CanonicalUrl, Commit, Deduper, Document, RedbStore, Signature, Tier, UrlTier, UrlVerdict, Verdict,
-};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
+use simcrawl_dedup::{
+    CanonicalUrl, Commit, Deduper, Document, RedbStore, Signature, Tier, UrlTier, UrlVerdict, Verdict,
+};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tracing::{info, warn};
@@ -221,8 +221,8 @@ fn now_secs() -> u64 {
 
 /// Shared by fetch tasks.
 struct Ctx {
-    fetcher: fetch::Fetcher,
-    cleaner: clean::Cleaner,
+    fetcher: simcrawl_fetch::Fetcher,
+    cleaner: simcrawl_clean::Cleaner,
     deduper: Arc<Deduper<RedbStore>>,
     scope: ScopeRules,
     follow_nofollow: bool,
@@ -241,7 +241,7 @@ async fn work(ctx: Arc<Ctx>, entry: Entry) -> Outcome {
     let fetched = loop {
         match ctx.fetcher.fetch(&entry.url, &allow).await {
             Ok(f) => break f,
-            Err(fetch::FetchError::RobotsUnavailable { retry_in, .. }) if waits < ROBOTS_WAITS => {
+            Err(simcrawl_fetch::FetchError::RobotsUnavailable { retry_in, .. }) if waits < ROBOTS_WAITS => {
                 waits += 1;
                 tokio::time::sleep(retry_in).await;
             }
@@ -358,7 +358,7 @@ struct Writer {
     requeue_delay_ms: u64,
     /// For `hosts_evicted`: the fetcher's count this run, added to the
     /// count of earlier runs.
-    fetcher: fetch::Fetcher,
+    fetcher: simcrawl_fetch::Fetcher,
     base_hosts_evicted: u64,
     templates: Templates,
 }
@@ -467,17 +467,17 @@ impl Writer {
     fn page(
         &mut self,
         deduper: &Deduper<RedbStore>,
-        tables: &mut dyn dedup::Tables,
+        tables: &mut dyn simcrawl_dedup::Tables,
         fr: &mut redb::Table<'_, u64, &'static [u8]>,
         p: &PageResult,
-    ) -> dedup::Result<u64> {
+    ) -> simcrawl_dedup::Result<u64> {
         let io = state::caller_err;
         // A redirect to a URL the crawl already knows: that URL is (or will
         // be) fetched under its own name. Recorded as a URL-tier duplicate
         // of the target, so every fetched page leaves one line.
         if p.final_url != p.entry.url
             && let Ok(c) = CanonicalUrl::from_url(p.final_url.clone())
-            && c != CanonicalUrl::from_url(p.entry.url.clone()).map_err(dedup::Error::Config)?
+            && c != CanonicalUrl::from_url(p.entry.url.clone()).map_err(simcrawl_dedup::Error::Config)?
             && let UrlVerdict::Seen { .. } = deduper.check_url_in(tables, p.final_url.as_str(), c)?
         {
             self.cp.stats.verdicts.record_duplicate(Tier::Url);
@@ -690,11 +690,11 @@ pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
     })?;
     info!(seeds = seeds.len(), new = added, "seeds loaded");
 
-    let fetcher = fetch::Fetcher::new(cfg.fetch.clone()).context("invalid [fetch] settings")?;
+    let fetcher = simcrawl_fetch::Fetcher::new(cfg.fetch.clone()).context("invalid [fetch] settings")?;
     let per_host = cfg.fetch.per_host_concurrency.max(1) * 2;
     let ctx = Arc::new(Ctx {
         fetcher: fetcher.clone(),
-        cleaner: clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?,
+        cleaner: simcrawl_clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?,
         deduper: deduper.clone(),
         scope: ScopeRules::new(&cfg.crawl, &seeds)?,
         follow_nofollow: cfg.crawl.follow_nofollow,

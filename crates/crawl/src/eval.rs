@@ -23,9 +23,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use dedup::{DedupConfig, Deduper, MemoryStore, Signature, Tier, TitlePolicy, Verdict};
 use rayon::prelude::*;
 use serde::Deserialize;
+use simcrawl_dedup::{DedupConfig, Deduper, MemoryStore, Signature, Tier, TitlePolicy, Verdict};
 
 use crate::config::Config;
 
@@ -328,7 +328,7 @@ pub fn run(cfg: &Config, args: &EvalArgs) -> Result<String> {
         );
     }
     let started = Instant::now();
-    let cleaner = clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?;
+    let cleaner = simcrawl_clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?;
     let signer = Deduper::new(MemoryStore::new(), cfg.dedup.clone())?;
     let file = std::fs::File::open(&args.input)
         .with_context(|| format!("cannot read input {}", args.input.display()))?;
@@ -382,7 +382,7 @@ pub fn run(cfg: &Config, args: &EvalArgs) -> Result<String> {
     let mut details = String::new();
     for (name, dc) in settings {
         let d = Deduper::new(MemoryStore::new(), dc)?;
-        let verdicts = d.check_batch(&sigs, dedup::UrlTier::Check)?;
+        let verdicts = d.check_batch(&sigs, simcrawl_dedup::UrlTier::Check)?;
         let s = score(
             &urls,
             &index,
@@ -418,7 +418,7 @@ pub fn run(cfg: &Config, args: &EvalArgs) -> Result<String> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use dedup::Duplicate;
+    use simcrawl_dedup::Duplicate;
 
     fn dup(of: &str) -> Verdict {
         Verdict::Duplicate(Duplicate {

@@ -10,9 +10,9 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use anyhow::{Context, Result};
-use dedup::{CanonicalUrl, Deduper, RedbStore, Tables, UrlVerdict};
 use redb::{ReadableDatabase, Table, TableDefinition, WriteTransaction};
 use regex::Regex;
+use simcrawl_dedup::{CanonicalUrl, Deduper, RedbStore, Tables, UrlVerdict};
 use url::Url;
 
 use crate::config::{CrawlConfig, Scope};
@@ -170,7 +170,7 @@ pub fn enqueue(
     next_seq: &mut u64,
     link: &Candidate,
     depth: u32,
-) -> dedup::Result<bool> {
+) -> simcrawl_dedup::Result<bool> {
     match d.check_url_in(tables, link.url.as_str(), link.canonical.clone())? {
         UrlVerdict::Seen { .. } => Ok(false),
         UrlVerdict::New(_) => {
@@ -189,7 +189,7 @@ pub fn requeue(
     next_seq: &mut u64,
     entry: &Entry,
     not_before_ms: u64,
-) -> dedup::Result<()> {
+) -> simcrawl_dedup::Result<()> {
     let again = Entry {
         seq: *next_seq,
         attempts: entry.attempts + 1,
@@ -202,7 +202,7 @@ pub fn requeue(
 }
 
 /// Opens the frontier table on a write transaction.
-pub fn open(txn: &WriteTransaction) -> dedup::Result<Table<'_, u64, &'static [u8]>> {
+pub fn open(txn: &WriteTransaction) -> simcrawl_dedup::Result<Table<'_, u64, &'static [u8]>> {
     Ok(txn.open_table(FRONTIER)?)
 }
 

@@ -12,8 +12,8 @@ use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use dedup::{Tier, Verdict};
 use serde::{Deserialize, Serialize};
+use simcrawl_dedup::{Tier, Verdict};
 
 /// One JSON-lines output file.
 #[derive(Debug)]

@@ -2,9 +2,9 @@
 //! they commit in the same transaction as the dedup tiers.
 
 use anyhow::{Context, Result};
-use dedup::{Deduper, Store};
 use md5::{Digest, Md5};
 use redb::{ReadableDatabase, Table, TableDefinition, WriteTransaction};
+use simcrawl_dedup::{Deduper, Store};
 
 use crate::config::Config;
 
@@ -75,7 +75,7 @@ pub fn put_json<T: serde::Serialize>(
     table: &mut Table<'_, &'static str, &'static [u8]>,
     key: &str,
     value: &T,
-) -> Result<(), dedup::Error> {
+) -> Result<(), simcrawl_dedup::Error> {
     let bytes = serde_json::to_vec(value).map_err(caller_err)?;
     table.insert(key, bytes.as_slice())?;
     Ok(())
@@ -84,8 +84,8 @@ pub fn put_json<T: serde::Serialize>(
 /// Carries one of the crawl's own errors (an output write, a JSON
 /// encoding) out of a `RedbStore::write_with` closure, cause chain intact;
 /// redb's own errors convert with `?`.
-pub fn caller_err(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> dedup::Error {
-    dedup::Error::Caller(e.into())
+pub fn caller_err(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> simcrawl_dedup::Error {
+    simcrawl_dedup::Error::Caller(e.into())
 }
 
 #[cfg(test)]
@@ -102,11 +102,15 @@ mod tests {
             .collect();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.redb");
-        let d =
-            Deduper::with_params(dedup::RedbStore::open(&path).unwrap(), cfg.dedup.clone(), &extra).unwrap();
+        let d = Deduper::with_params(
+            simcrawl_dedup::RedbStore::open(&path).unwrap(),
+            cfg.dedup.clone(),
+            &extra,
+        )
+        .unwrap();
         d.flush().unwrap();
         drop(d);
-        open_deduper(dedup::RedbStore::open(&path).unwrap(), &cfg).unwrap_err()
+        open_deduper(simcrawl_dedup::RedbStore::open(&path).unwrap(), &cfg).unwrap_err()
     }
 
     #[test]

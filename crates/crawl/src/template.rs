@@ -3,7 +3,7 @@
 //!
 //! A block (a line of the cleaned text: paragraph, list item, notice, menu) that is on
 //! many pages of one host is that host's template, whatever its text density. The
-//! learner ([`clean::TemplateLearner`]) counts, per host, on how many observed pages
+//! learner ([`simcrawl_clean::TemplateLearner`]) counts, per host, on how many observed pages
 //! each block was. The text a page is signed with (its resemblance sketch, SimHash and
 //! exact digest) is its cleaned text without its host's template blocks; the page is
 //! observed after its verdict, so the first pages of a host are judged without it.
@@ -20,9 +20,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use clean::{TemplateConfig, TemplateLearner};
 use parking_lot::{Mutex, RwLock};
 use serde::Deserialize;
+use simcrawl_clean::{TemplateConfig, TemplateLearner};
 use tracing::{info, warn};
 
 use crate::state;
@@ -172,7 +172,7 @@ impl Templates {
         &self,
         table: &mut redb::Table<'_, &'static str, &'static [u8]>,
         force: bool,
-    ) -> Result<(), dedup::Error> {
+    ) -> Result<(), simcrawl_dedup::Error> {
         let Some(inner) = &self.inner else {
             return Ok(());
         };
@@ -187,12 +187,12 @@ impl Templates {
 
     /// Saves the state in a transaction of its own if it changed since the last save
     /// (at the end of a run; made durable by the store's next flush).
-    pub fn save(&self, store: &dedup::RedbStore) -> Result<()> {
+    pub fn save(&self, store: &simcrawl_dedup::RedbStore) -> Result<()> {
         if !self.inner.as_ref().is_some_and(|i| i.saved.lock().1) {
             return Ok(());
         }
         store
-            .write_with(dedup::Commit::Periodic, |txn, _| {
+            .write_with(simcrawl_dedup::Commit::Periodic, |txn, _| {
                 let mut t = state::open(txn)?;
                 self.save_if_due(&mut t, true)
             })
@@ -238,8 +238,8 @@ mod tests {
         )
     }
 
-    fn open(dir: &std::path::Path) -> dedup::RedbStore {
-        dedup::RedbStore::open(dir.join("index.redb")).unwrap()
+    fn open(dir: &std::path::Path) -> simcrawl_dedup::RedbStore {
+        simcrawl_dedup::RedbStore::open(dir.join("index.redb")).unwrap()
     }
 
     #[test]
@@ -287,14 +287,14 @@ mod tests {
             }
             // Not due yet (the interval is an hour): nothing written.
             store
-                .write_with(dedup::Commit::Durable, |txn, _| {
+                .write_with(simcrawl_dedup::Commit::Durable, |txn, _| {
                     let mut st = state::open(txn)?;
                     t.save_if_due(&mut st, false)
                 })
                 .unwrap();
             assert!(state::read(store.database(), STATE_KEY).unwrap().is_none());
             t.save(&store).unwrap();
-            dedup::Store::flush(&store).unwrap();
+            simcrawl_dedup::Store::flush(&store).unwrap();
         }
         let store = open(dir.path());
         let t = Templates::load(&settings(), Some(store.database())).unwrap();
@@ -318,7 +318,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = open(dir.path());
         store
-            .write_with(dedup::Commit::Durable, |txn, _| {
+            .write_with(simcrawl_dedup::Commit::Durable, |txn, _| {
                 let mut st = state::open(txn)?;
                 st.insert(STATE_KEY, b"not json".as_slice())?;
                 Ok(())

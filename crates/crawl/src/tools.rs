@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use dedup::Features;
+use simcrawl_dedup::Features;
 
 use crate::config::Config;
 
@@ -25,13 +25,13 @@ impl Input {
 }
 
 /// The text the content tier would fingerprint for a file's bytes.
-fn text_of(cleaner: &clean::Cleaner, bytes: &[u8], input: Input, name: &str) -> Result<String> {
+fn text_of(cleaner: &simcrawl_clean::Cleaner, bytes: &[u8], input: Input, name: &str) -> Result<String> {
     Ok(title_and_text(cleaner, bytes, input, name)?.1)
 }
 
 /// The title (HTML only) and text the tiers would see for a file's bytes.
 fn title_and_text(
-    cleaner: &clean::Cleaner,
+    cleaner: &simcrawl_clean::Cleaner,
     bytes: &[u8],
     input: Input,
     name: &str,
@@ -68,7 +68,7 @@ fn read_input(path: Option<&Path>) -> Result<(String, Vec<u8>)> {
 
 /// Prints `<16 hex>  <name>` per file; returns how many had no features.
 pub fn fingerprint(cfg: &Config, files: &[PathBuf], input: Input) -> Result<usize> {
-    let cleaner = clean::Cleaner::new(cfg.clean.clone())?;
+    let cleaner = simcrawl_clean::Cleaner::new(cfg.clean.clone())?;
     let features = Features::new(cfg.dedup.features.clone())?;
     let sources: Vec<Option<&Path>> = if files.is_empty() {
         vec![None]
@@ -96,9 +96,9 @@ pub fn fingerprint(cfg: &Config, files: &[PathBuf], input: Input) -> Result<usiz
 /// exact), the verdict each tier would give B after A was kept, and the
 /// features that weigh most in each.
 pub fn distance(cfg: &Config, a: &Path, b: &Path, input: Input, top: usize) -> Result<u32> {
-    let cleaner = clean::Cleaner::new(cfg.clean.clone())?;
+    let cleaner = simcrawl_clean::Cleaner::new(cfg.clean.clone())?;
     let features = Features::new(cfg.dedup.features.clone())?;
-    let deduper = dedup::Deduper::new(dedup::MemoryStore::new(), cfg.dedup.clone())?;
+    let deduper = simcrawl_dedup::Deduper::new(simcrawl_dedup::MemoryStore::new(), cfg.dedup.clone())?;
     let mut fps = Vec::new();
     let mut docs = Vec::new();
     for p in [a, b] {
@@ -113,8 +113,8 @@ pub fn distance(cfg: &Config, a: &Path, b: &Path, input: Input, top: usize) -> R
     let d = fps[0].1.distance(fps[1].1);
     let k = cfg.dedup.max_distance;
     let c = deduper.compare(
-        &dedup::Document::new(&docs[0].0, &docs[0].1, &docs[0].2),
-        &dedup::Document::new(&docs[1].0, &docs[1].1, &docs[1].2),
+        &simcrawl_dedup::Document::new(&docs[0].0, &docs[0].1, &docs[0].2),
+        &simcrawl_dedup::Document::new(&docs[1].0, &docs[1].1, &docs[1].2),
     );
     let mut out = std::io::stdout().lock();
     writeln!(

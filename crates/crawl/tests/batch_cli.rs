@@ -195,7 +195,7 @@ fn dedup_with_a_data_dir_refuses_other_clean_settings() {
 
 fn corpus(path: &Path, n: usize) {
     let mut s = String::new();
-    let words: Vec<&str> = dedup::features::jieba_idf()
+    let words: Vec<&str> = simcrawl_dedup::features::jieba_idf()
         .words()
         .filter(|w| w.chars().count() >= 2)
         .take(50_000)

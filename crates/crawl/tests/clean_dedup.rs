@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use dedup::{FeatureConfig, Features, Fingerprint};
+use simcrawl_dedup::{FeatureConfig, Features, Fingerprint};
 use url::Url;
 
 fn fingerprint(name: &str) -> Fingerprint {
@@ -12,7 +12,8 @@ fn fingerprint(name: &str) -> Fingerprint {
         .join("../clean/tests/fixtures")
         .join(name);
     let bytes = std::fs::read(&path).unwrap();
-    let page = clean::Page::parse(&bytes, None, &Url::parse("http://fixture.example/a").unwrap()).unwrap();
+    let page =
+        simcrawl_clean::Page::parse(&bytes, None, &Url::parse("http://fixture.example/a").unwrap()).unwrap();
     assert!(
         page.text.chars().count() > 300,
         "{name}: too little text extracted: {:?}",

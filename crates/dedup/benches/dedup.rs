@@ -30,14 +30,14 @@ use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, Throughput, criterion_group, criterion_main};
-use dedup::store::DocRecord;
-use dedup::{
-    BlockLayout, DedupConfig, Deduper, FeatureConfig, Features, Fingerprint, MemoryStore, RedbOptions,
-    RedbStore, Signature, Sketch, Store, TitlePolicy, Verdict,
-};
 use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
+use simcrawl_dedup::store::DocRecord;
+use simcrawl_dedup::{
+    BlockLayout, DedupConfig, Deduper, FeatureConfig, Features, Fingerprint, MemoryStore, RedbOptions,
+    RedbStore, Signature, Sketch, Store, TitlePolicy, Verdict,
+};
 
 // ---------------------------------------------------------------------------
 // Chinese text
@@ -549,7 +549,7 @@ fn fingerprint_benches(c: &mut Criterion) {
         (
             "shingles3",
             FeatureConfig {
-                extractor: dedup::Extractor::Shingles,
+                extractor: simcrawl_dedup::Extractor::Shingles,
                 ..FeatureConfig::default()
             },
         ),
@@ -747,7 +747,7 @@ fn new_signature(rng: &mut StdRng, serial: &mut u64) -> Signature {
 
 /// A sketch of no real text: random bins, as unrelated documents have.
 fn random_sketch(rng: &mut StdRng) -> Sketch {
-    let mut bins = [0u16; dedup::sketch::SKETCH_BINS];
+    let mut bins = [0u16; simcrawl_dedup::sketch::SKETCH_BINS];
     for b in &mut bins {
         *b = rng.random();
     }
@@ -778,7 +778,10 @@ fn timed_checks<S: Store>(
         let (bands, rows) = (d.config().bands, d.config().band_rows);
         let start = Instant::now();
         for sigs in &batches {
-            verdicts.push(d.check_batch(black_box(sigs), dedup::UrlTier::Skip).unwrap());
+            verdicts.push(
+                d.check_batch(black_box(sigs), simcrawl_dedup::UrlTier::Skip)
+                    .unwrap(),
+            );
         }
         total += start.elapsed();
         d.store()
@@ -916,7 +919,7 @@ fn sled_bench(c: &mut Criterion, name: &str, dir_base: &std::path::Path, m: u32,
         .tempdir_in(dir_base)
         .unwrap();
     let d = Deduper::new(
-        dedup::SledStore::open(dir.path().join("index.sled")).unwrap(),
+        simcrawl_dedup::SledStore::open(dir.path().join("index.sled")).unwrap(),
         config(m),
     )
     .unwrap();

@@ -67,7 +67,7 @@ pub enum UrlError {
 /// sorted.
 ///
 /// ```
-/// use dedup::CanonicalUrl;
+/// use simcrawl_dedup::CanonicalUrl;
 /// let a = CanonicalUrl::parse("HTTP://Example.COM:80/a/./b/../c?z=1&utm_source=x&a=2#top").unwrap();
 /// assert_eq!(a.as_str(), "http://example.com/a/c?a=2&z=1");
 /// let b = CanonicalUrl::parse("http://example.com/a/c?a=2&z=1").unwrap();
@@ -142,7 +142,7 @@ impl fmt::Debug for CanonicalUrl {
 /// list would treat spellings of one URL as different (or the reverse).
 ///
 /// ```
-/// assert_eq!(dedup::canonical::tracking_params_digest().len(), 32);
+/// assert_eq!(simcrawl_dedup::canonical::tracking_params_digest().len(), 32);
 /// ```
 pub fn tracking_params_digest() -> String {
     crate::features::hex(&md5_of(&TRACKING_PARAMS.join("\n")))

@@ -90,9 +90,9 @@ impl Tier {
 /// Settings of a [`Deduper`].
 ///
 /// ```
-/// let c: dedup::DedupConfig = Default::default();
+/// let c: simcrawl_dedup::DedupConfig = Default::default();
 /// assert_eq!((c.blocks, c.max_distance), (4, 3));
-/// assert_eq!(c.title_policy, dedup::TitlePolicy::Confirm);
+/// assert_eq!(c.title_policy, simcrawl_dedup::TitlePolicy::Confirm);
 /// assert_eq!((c.bands, c.band_rows), (10, 4));
 /// assert!(c.min_similarity > 0.5 && c.title_min_similarity > 0.5);
 /// ```
@@ -287,7 +287,7 @@ type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 /// fetched page before keeping it.
 ///
 /// ```
-/// use dedup::{Deduper, DedupConfig, Document, MemoryStore, Tier, UrlVerdict, Verdict};
+/// use simcrawl_dedup::{Deduper, DedupConfig, Document, MemoryStore, Tier, UrlVerdict, Verdict};
 ///
 /// let dedup = Deduper::new(MemoryStore::new(), DedupConfig::default())?;
 ///
@@ -309,7 +309,7 @@ type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 ///     }
 ///     other => panic!("expected a duplicate, got {other:?}"),
 /// }
-/// # Ok::<(), dedup::Error>(())
+/// # Ok::<(), simcrawl_dedup::Error>(())
 /// ```
 pub struct Deduper<S: Store> {
     store: S,
@@ -360,10 +360,10 @@ impl<S: Store> Deduper<S> {
     /// [`Deduper::params`]'s own), without `=` or line breaks.
     ///
     /// ```
-    /// use dedup::{Deduper, DedupConfig, MemoryStore};
+    /// use simcrawl_dedup::{Deduper, DedupConfig, MemoryStore};
     /// let d = Deduper::with_params(MemoryStore::new(), DedupConfig::default(), &[("clean", "3f2a")])?;
     /// assert!(d.params().ends_with("clean=3f2a\n"));
-    /// # Ok::<(), dedup::Error>(())
+    /// # Ok::<(), simcrawl_dedup::Error>(())
     /// ```
     pub fn with_params(store: S, config: DedupConfig, extra: &[(&str, &str)]) -> Result<Deduper<S>> {
         if config.max_distance > 32 {
@@ -583,14 +583,14 @@ impl<S: Store> Deduper<S> {
     /// for writers on redb). `None`: it would be kept.
     ///
     /// ```
-    /// use dedup::{Deduper, DedupConfig, Document, MemoryStore};
+    /// use simcrawl_dedup::{Deduper, DedupConfig, Document, MemoryStore};
     /// let d = Deduper::new(MemoryStore::new(), DedupConfig::default())?;
     /// let text = "气象台发布寒潮蓝色预警，北方大部地区气温将下降八到十度，局地降温超过十二度并伴有大风。";
     /// d.check_content(&Document::new("http://a.example/1", "寒潮", text))?;
     /// let copy = d.sign(&Document::new("http://b.example/9", "", text));
     /// let found = d.lookup(&copy)?.expect("an exact copy");
     /// assert_eq!((found.of.as_str(), found.similarity), ("http://a.example/1", Some(1.0)));
-    /// # Ok::<(), dedup::Error>(())
+    /// # Ok::<(), simcrawl_dedup::Error>(())
     /// ```
     pub fn lookup(&self, sig: &Signature) -> Result<Option<Duplicate>> {
         let cutoff = self.cutoff();
@@ -986,13 +986,13 @@ impl<S: Store> Deduper<S> {
     /// store.
     ///
     /// ```
-    /// use dedup::{Deduper, DedupConfig, Document, MemoryStore};
+    /// use simcrawl_dedup::{Deduper, DedupConfig, Document, MemoryStore};
     /// let d = Deduper::new(MemoryStore::new(), DedupConfig::default())?;
     /// let a = Document::new("http://a/1", "Index", "插入一行：在当前行的上方插入一个空行，并把光标移到新行。");
     /// let b = Document::new("http://a/2", "Index", "删除一行：删除光标所在的整行，下面的行依次上移。");
     /// let c = d.compare(&a, &b);
     /// assert!(c.same_title && !c.title_duplicate && !c.content_duplicate);
-    /// # Ok::<(), dedup::Error>(())
+    /// # Ok::<(), simcrawl_dedup::Error>(())
     /// ```
     pub fn compare(&self, a: &Document<'_>, b: &Document<'_>) -> Comparison {
         let (sa, sb) = (self.sign(a), self.sign(b));
@@ -1088,7 +1088,7 @@ const TITLE_SEPARATORS: &[&str] = &[" - ", " | ", " _ ", "_", " – ", " — ", 
 /// content must agree too, so the shorter key never drops a different page.
 ///
 /// ```
-/// use dedup::normalize_title;
+/// use simcrawl_dedup::normalize_title;
 /// assert_eq!(normalize_title("  Hello \n  World "), "hello world");
 /// assert_eq!(normalize_title("长江流域遭遇罕见高温干旱 - 财经门户网"), "长江流域遭遇罕见高温干旱");
 /// assert_eq!(normalize_title("国产客机完成验证飞行_新浪新闻"), "国产客机完成验证飞行");

@@ -84,8 +84,8 @@ pub enum Extractor {
 /// and refuses to open with others.
 ///
 /// ```
-/// let cfg: dedup::FeatureConfig = Default::default();
-/// assert_eq!(cfg.extractor, dedup::Extractor::Words);
+/// let cfg: simcrawl_dedup::FeatureConfig = Default::default();
+/// assert_eq!(cfg.extractor, simcrawl_dedup::Extractor::Words);
 /// assert_eq!(cfg.top_n, 0);
 /// ```
 #[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize)]
@@ -172,7 +172,7 @@ impl IdfTable {
 /// The bundled jieba IDF table (decompressed on first use).
 ///
 /// ```
-/// let t = dedup::features::jieba_idf();
+/// let t = simcrawl_dedup::features::jieba_idf();
 /// assert!(t.idf("光化学") > t.idf("中国"));
 /// ```
 pub fn jieba_idf() -> &'static IdfTable {
@@ -216,7 +216,7 @@ pub fn jieba() -> &'static Jieba {
 /// safe to share between threads.
 ///
 /// ```
-/// use dedup::{FeatureConfig, Features};
+/// use simcrawl_dedup::{FeatureConfig, Features};
 /// let f = Features::new(FeatureConfig::default()).unwrap();
 /// let words: Vec<String> = f.features("今天北京的天气非常好，适合户外运动。").into_iter().map(|x| x.token).collect();
 /// assert!(words.contains(&"北京".to_string()));
@@ -300,7 +300,7 @@ impl Features {
     /// (empty, only stop words or numbers): such a text cannot be compared.
     ///
     /// ```
-    /// use dedup::{FeatureConfig, Features};
+    /// use simcrawl_dedup::{FeatureConfig, Features};
     /// let f = Features::new(FeatureConfig::default()).unwrap();
     /// let a = f.fingerprint("国务院总理李强主持召开国务院常务会议，研究部署进一步优化营商环境的政策措施").unwrap();
     /// let b = f.fingerprint("国务院总理李强主持召开国务院常务会议，研究部署进一步优化营商环境的相关政策措施").unwrap();

@@ -13,7 +13,7 @@ use crate::hash::token_hash;
 /// every output file.
 ///
 /// ```
-/// use dedup::Fingerprint;
+/// use simcrawl_dedup::Fingerprint;
 /// let a: Fingerprint = "00000000000000ff".parse().unwrap();
 /// let b = Fingerprint(0x0f);
 /// assert_eq!(a.distance(b), 4);
@@ -26,7 +26,7 @@ impl Fingerprint {
     /// Hamming distance: the number of bits in which the two differ.
     ///
     /// ```
-    /// use dedup::Fingerprint;
+    /// use simcrawl_dedup::Fingerprint;
     /// assert_eq!(Fingerprint(0).distance(Fingerprint(u64::MAX)), 64);
     /// ```
     pub fn distance(self, other: Fingerprint) -> u32 {
@@ -38,9 +38,9 @@ impl Fingerprint {
     /// where the vote is positive.
     ///
     /// ```
-    /// use dedup::Fingerprint;
+    /// use simcrawl_dedup::Fingerprint;
     /// let one = Fingerprint::from_weighted([("新闻", 1.0)]);
-    /// assert_eq!(one.0, dedup::hash::token_hash("新闻"));
+    /// assert_eq!(one.0, simcrawl_dedup::hash::token_hash("新闻"));
     /// ```
     pub fn from_weighted<'a, I>(features: I) -> Fingerprint
     where
@@ -52,7 +52,7 @@ impl Fingerprint {
     /// SimHash of features that are already hashed (see [`crate::hash::token_hash`]).
     ///
     /// ```
-    /// use dedup::Fingerprint;
+    /// use simcrawl_dedup::Fingerprint;
     /// // bit 1: +2 +1; bit 2: -2 +1; bit 3: +2 -1; every other bit: -3
     /// assert_eq!(Fingerprint::from_hashed([(0b1010u64, 2.0), (0b0110, 1.0)]).0, 0b1010);
     /// ```

@@ -18,8 +18,8 @@ pub const TOKEN_HASH_NAME: &str = "fnv1a64+fmix64";
 /// Plain FNV-1a 64 over `bytes`.
 ///
 /// ```
-/// assert_eq!(dedup::hash::fnv1a64(b""), 0xcbf29ce484222325);
-/// assert_eq!(dedup::hash::fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
+/// assert_eq!(simcrawl_dedup::hash::fnv1a64(b""), 0xcbf29ce484222325);
+/// assert_eq!(simcrawl_dedup::hash::fnv1a64(b"a"), 0xaf63dc4c8601ec8c);
 /// ```
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
     let mut h = FNV_OFFSET;
@@ -34,8 +34,8 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 /// depend on every input bit.
 ///
 /// ```
-/// assert_eq!(dedup::hash::fmix64(0), 0);
-/// assert_ne!(dedup::hash::fmix64(1), 1);
+/// assert_eq!(simcrawl_dedup::hash::fmix64(0), 0);
+/// assert_ne!(simcrawl_dedup::hash::fmix64(1), 1);
 /// ```
 pub fn fmix64(mut k: u64) -> u64 {
     k ^= k >> 33;
@@ -49,7 +49,7 @@ pub fn fmix64(mut k: u64) -> u64 {
 /// The hash of one feature (a word or a shingle): FNV-1a 64, then `fmix64`.
 ///
 /// ```
-/// use dedup::hash::token_hash;
+/// use simcrawl_dedup::hash::token_hash;
 /// // Stable: this value is part of the on-disk format.
 /// assert_eq!(token_hash("中国"), token_hash("中国"));
 /// assert_ne!(token_hash("中国"), token_hash("中文"));

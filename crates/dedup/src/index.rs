@@ -35,7 +35,7 @@ pub enum LayoutError {
 /// A block layout: which bits each of the C(m, k) tables is keyed by.
 ///
 /// ```
-/// use dedup::BlockLayout;
+/// use simcrawl_dedup::BlockLayout;
 /// let seeds = BlockLayout::new(4, 3).unwrap();
 /// assert_eq!(seeds.tables(), 4);
 /// let manku = BlockLayout::new(6, 3).unwrap();

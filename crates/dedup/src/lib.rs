@@ -4,18 +4,30 @@
 //! - **URL tier**: MD5 of the [`CanonicalUrl`], so `HTTP://Host:80/a#x` and
 //!   `http://host/a?utm_source=y` are one URL.
 //! - **Title tier**: MD5 of the normalized title, under a [`TitlePolicy`]
-//!   that by default asks the content to agree too, because distinct pages
+//!   that by default only nominates candidates, because distinct pages
 //!   often share a title.
-//! - **Content tier**: a 64-bit SimHash [`Fingerprint`] of TF-IDF weighted
-//!   jieba words (or character shingles), looked up in a block index
-//!   ([`BlockLayout`], Manku et al. 2007) that finds every stored
-//!   fingerprint within Hamming distance k with exact-match lookups.
+//! - **Content tier**: an exact text digest; a 64-bit SimHash
+//!   [`Fingerprint`] of TF-IDF weighted jieba words (or character shingles),
+//!   looked up in a block index ([`BlockLayout`], Manku et al. 2007) that
+//!   finds every stored fingerprint within Hamming distance k; and an LSH
+//!   band index over a [`Sketch`] for the copies SimHash scatters (other
+//!   template, traditional script).
+//!
+//! A candidate from any tier is only a candidate: a page is a duplicate when
+//! the [`Sketch`] estimates its resemblance to a kept page at
+//! [`DedupConfig::min_similarity`] or more, so pages sharing a title and a
+//! template but not their content are all kept.
 //!
 //! State lives in a [`Store`]: [`RedbStore`] on disk (the default) or
 //! [`MemoryStore`]. The crate has no async runtime and no network code, so
 //! any crawler can embed it; see [`Deduper`] for an example.
 
 #![warn(missing_docs)]
+
+// The README's example is compiled and run with the doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeExample;
 
 pub mod canonical;
 mod dedup;

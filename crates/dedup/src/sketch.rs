@@ -53,7 +53,7 @@ const VALUE_MASK: u64 = (1 << 57) - 1;
 /// A document's resemblance sketch and exact-text digest.
 ///
 /// ```
-/// use dedup::Sketch;
+/// use simcrawl_dedup::Sketch;
 /// let a = Sketch::of("长江流域今年夏季降雨偏多，防汛形势严峻，各地加强了巡查。").unwrap();
 /// let same = Sketch::of("长江流域今年夏季降雨偏多 防汛形势严峻 各地加强了巡查").unwrap();
 /// assert_eq!(a.resemblance(&same), 1.0);
@@ -182,7 +182,7 @@ impl Sketch {
     /// many distinct sketches without texts behind them.
     ///
     /// ```
-    /// use dedup::Sketch;
+    /// use simcrawl_dedup::Sketch;
     /// let a = Sketch::from_bins([1; 128], 1);
     /// let b = Sketch::from_bins([1; 128], 2);
     /// assert_eq!(a.resemblance(&b), 1.0);
@@ -261,7 +261,7 @@ impl Sketch {
 /// evaluating, not for the index.
 ///
 /// ```
-/// let j = dedup::sketch::exact_resemblance("abcdefg", "abcdefh");
+/// let j = simcrawl_dedup::sketch::exact_resemblance("abcdefg", "abcdefh");
 /// assert!((j - 2.0 / 4.0).abs() < 1e-9); // {abcde, bcdef} shared of 4
 /// ```
 pub fn exact_resemblance(a: &str, b: &str) -> f64 {

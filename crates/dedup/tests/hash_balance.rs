@@ -2,10 +2,10 @@
 //! vocabulary, or SimHash bits would be biased and distances meaningless.
 #![allow(clippy::unwrap_used)]
 
-use dedup::hash::{fnv1a64, token_hash};
+use simcrawl_dedup::hash::{fnv1a64, token_hash};
 
 fn vocabulary() -> Vec<&'static str> {
-    let mut words: Vec<&str> = dedup::features::jieba_idf().words().collect();
+    let mut words: Vec<&str> = simcrawl_dedup::features::jieba_idf().words().collect();
     words.sort_unstable();
     // Every 2nd word of the sorted dictionary: 100k+ real words spread over
     // all of it (sorted neighbours share prefixes: the hard case for FNV).

@@ -2,9 +2,9 @@
 //! including at distance exactly k and k + 1.
 #![allow(clippy::unwrap_used)]
 
-use dedup::store::DocRecord;
-use dedup::{BlockLayout, DedupConfig, Deduper, Fingerprint, MemoryStore, RedbStore, Sketch, Store};
 use proptest::prelude::*;
+use simcrawl_dedup::store::DocRecord;
+use simcrawl_dedup::{BlockLayout, DedupConfig, Deduper, Fingerprint, MemoryStore, RedbStore, Sketch, Store};
 
 fn flip(fp: u64, bits: &[u32]) -> u64 {
     bits.iter().fold(fp, |acc, b| acc ^ (1u64 << b))
@@ -153,7 +153,7 @@ fn redb_index_matches_brute_force_at_k_and_k_plus_one() {
 #[test]
 fn sled_index_matches_brute_force_at_k_and_k_plus_one() {
     disk_store_matches_brute_force(
-        |dir| dedup::SledStore::open(dir.join("i.sled")).unwrap(),
+        |dir| simcrawl_dedup::SledStore::open(dir.join("i.sled")).unwrap(),
         0x2545_f491_4f6c_dd1d,
         200,
         (5, 11),

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use dedup::store::{DocRecord, UrlRecord};
-use dedup::{
+use parking_lot::Mutex;
+use simcrawl_dedup::store::{DocRecord, UrlRecord};
+use simcrawl_dedup::{
     CanonicalUrl, DedupConfig, Deduper, DocId, Fingerprint, MemoryStore, PURGE_SLICE, ReadTables, RedbStore,
     Result, Store, Tables, UrlVerdict,
 };
-use parking_lot::Mutex;
 
 /// A store that logs how many URL entries each purge read returned and how
 /// many URLs were removed: everything the purge touches goes through the
@@ -231,5 +231,5 @@ fn a_url_recorded_again_is_purged_by_its_new_time() {
 #[test]
 fn sled_purge_reads_only_expired_urls() {
     let dir = tempfile::tempdir().unwrap();
-    purge_reads_only_expired_urls(dedup::SledStore::open(dir.path().join("index.sled")).unwrap());
+    purge_reads_only_expired_urls(simcrawl_dedup::SledStore::open(dir.path().join("index.sled")).unwrap());
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use dedup::{
+use simcrawl_dedup::{
     DedupConfig, Deduper, Document, Error, Extractor, FeatureConfig, MemoryStore, RedbStore, Store, Tier,
     TitlePolicy, UrlVerdict, Verdict,
 };
@@ -21,7 +21,7 @@ fn mem(cfg: DedupConfig) -> Deduper<MemoryStore> {
     Deduper::new(MemoryStore::new(), cfg).unwrap()
 }
 
-fn dup(v: &Verdict) -> &dedup::Duplicate {
+fn dup(v: &Verdict) -> &simcrawl_dedup::Duplicate {
     match v {
         Verdict::Duplicate(d) => d,
         other => panic!("expected a duplicate, got {other:?}"),
@@ -144,7 +144,7 @@ fn batch_sees_its_own_earlier_documents() {
         Document::new("http://a/3", "", ARTICLE_B),
     ];
     let sigs: Vec<_> = docs.iter().map(|x| d.sign(x)).collect();
-    let v = d.check_batch(&sigs, dedup::UrlTier::Check).unwrap();
+    let v = d.check_batch(&sigs, simcrawl_dedup::UrlTier::Check).unwrap();
     assert!(!v[0].is_duplicate());
     assert_eq!(dup(&v[1]).tier, Tier::Content);
     assert_eq!(dup(&v[2]).tier, Tier::Url);
@@ -404,12 +404,12 @@ fn many_same_titles<S: Store>(store: S) {
     // More same-title pages than the title tier compares with: the newest
     // copy is still caught, and a page with different content still kept.
     let d = Deduper::new(store, DedupConfig::default()).unwrap();
-    let mut words: Vec<&str> = dedup::features::jieba_idf()
+    let mut words: Vec<&str> = simcrawl_dedup::features::jieba_idf()
         .words()
         .filter(|w| w.chars().count() >= 2)
         .collect();
     words.sort_unstable();
-    for i in 0..(dedup::TITLE_CANDIDATES + 10) {
+    for i in 0..(simcrawl_dedup::TITLE_CANDIDATES + 10) {
         // Distinct articles: 40 dictionary words each, from disjoint slices.
         let text = words[i * 40..(i + 1) * 40].join("，");
         let v = d
@@ -443,7 +443,7 @@ fn title_tier_compares_with_the_newest_same_title_pages() {
 #[cfg(feature = "sled")]
 mod sled_store {
     use super::*;
-    use dedup::SledStore;
+    use simcrawl_dedup::SledStore;
 
     #[test]
     fn sled_runs_the_same_tiers() {
@@ -487,7 +487,7 @@ mod sled_store {
     fn a_failed_write_leaves_no_trace() {
         let dir = tempfile::tempdir().unwrap();
         let store = SledStore::open(dir.path().join("f.sled")).unwrap();
-        let r: dedup::Result<()> = store.write(|t| {
+        let r: simcrawl_dedup::Result<()> = store.write(|t| {
             t.set_meta("x", b"1")?;
             Err(Error::Config("boom".into()))
         });

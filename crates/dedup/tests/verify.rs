@@ -3,13 +3,13 @@
 //! brute-force comparison with every stored document finds, on every store.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use dedup::sketch::SKETCH_BINS;
-use dedup::store::DocRecord;
-use dedup::{
+use proptest::prelude::*;
+use simcrawl_dedup::sketch::SKETCH_BINS;
+use simcrawl_dedup::store::DocRecord;
+use simcrawl_dedup::{
     BlockLayout, DedupConfig, Deduper, Document, Error, Fingerprint, MemoryStore, RedbStore, Signature,
     Sketch, Store, Tier, TitlePolicy, Verdict,
 };
-use proptest::prelude::*;
 
 /// A stored document of the brute-force tests: far-apart random
 /// fingerprints unless a query is built near one.
@@ -219,7 +219,7 @@ fn redb_verified_lookup_matches_brute_force() {
 #[cfg(feature = "sled")]
 #[test]
 fn sled_verified_lookup_matches_brute_force() {
-    disk_case(|dir| dedup::SledStore::open(dir.join("i.sled")).unwrap());
+    disk_case(|dir| simcrawl_dedup::SledStore::open(dir.join("i.sled")).unwrap());
 }
 
 /// A help site: every page carries the same navigation and notice, many

@@ -69,7 +69,7 @@ impl Default for FetchConfig {
             user_agent: concat!(
                 "simcrawl/",
                 env!("CARGO_PKG_VERSION"),
-                " (+https://example.invalid/simcrawl)"
+                " (+https://crates.io/crates/simcrawl)"
             )
             .to_string(),
             connect_timeout_ms: 10_000,

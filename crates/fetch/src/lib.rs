@@ -17,11 +17,11 @@
 //! robots.txt is fetched again.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), fetch::FetchError> {
-//! use fetch::{FetchConfig, Fetcher, Url};
+//! # async fn demo() -> Result<(), simcrawl_fetch::FetchError> {
+//! use simcrawl_fetch::{FetchConfig, Fetcher, Url};
 //!
 //! let fetcher = Fetcher::new(FetchConfig::default())?;
-//! let url = Url::parse("https://example.com/").map_err(|e| fetch::FetchError::InvalidUrl {
+//! let url = Url::parse("https://example.com/").map_err(|e| simcrawl_fetch::FetchError::InvalidUrl {
 //!     url: "https://example.com/".into(),
 //!     reason: e.to_string(),
 //! })?;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Reply, Server};
-use fetch::{FetchConfig, FetchError, Fetcher, Url};
 use parking_lot::Mutex;
+use simcrawl_fetch::{FetchConfig, FetchError, Fetcher, Url};
 use tokio::time::Instant;
 
 /// Short timeouts and no waiting, so tests stay fast; robots off unless a
@@ -38,7 +38,7 @@ fn gzip(data: &[u8]) -> Vec<u8> {
     enc.finish().unwrap()
 }
 
-fn err_kind(r: Result<fetch::Fetched, FetchError>) -> &'static str {
+fn err_kind(r: Result<simcrawl_fetch::Fetched, FetchError>) -> &'static str {
     match r {
         Ok(f) => panic!("expected an error, got a page from {}", f.final_url),
         Err(e) => e.kind(),

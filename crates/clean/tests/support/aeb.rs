@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use clean::{ChineseVariant, CleanConfig};
+use simcrawl_clean::{ChineseVariant, CleanConfig};
 
 /// One benchmark page.
 pub struct BenchPage {

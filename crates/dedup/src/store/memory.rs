@@ -17,7 +17,7 @@ use crate::fingerprint::Fingerprint;
 /// writes in place (there is nothing on disk to protect).
 ///
 /// ```
-/// use dedup::{Deduper, DedupConfig, MemoryStore};
+/// use simcrawl_dedup::{Deduper, DedupConfig, MemoryStore};
 /// let d = Deduper::new(MemoryStore::new(), DedupConfig::default()).unwrap();
 /// assert_eq!(d.stats().unwrap().documents, 0);
 /// ```

@@ -49,7 +49,7 @@ const DOCS: TableDefinition<u64, &[u8]> = TableDefinition::new("dedup_docs");
 /// The default persistent store: one redb file.
 ///
 /// ```
-/// use dedup::{Deduper, DedupConfig, Document, RedbStore, Verdict};
+/// use simcrawl_dedup::{Deduper, DedupConfig, Document, RedbStore, Verdict};
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("index.redb");
 /// {
@@ -93,7 +93,7 @@ pub enum Commit {
 /// How a [`RedbStore`] trades durability latency and memory for speed.
 ///
 /// ```
-/// let o = dedup::RedbOptions::default();
+/// let o = simcrawl_dedup::RedbOptions::default();
 /// assert_eq!(o.cache_bytes, 64 << 20);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -47,7 +47,7 @@ fn key(prefix: u8, rest: &[u8]) -> Vec<u8> {
 /// The sled store.
 ///
 /// ```
-/// use dedup::{Deduper, DedupConfig, Document, SledStore};
+/// use simcrawl_dedup::{Deduper, DedupConfig, Document, SledStore};
 /// let dir = tempfile::tempdir().unwrap();
 /// let d = Deduper::new(SledStore::open(dir.path().join("index.sled")).unwrap(), DedupConfig::default()).unwrap();
 /// let text = "长江流域今年夏季降雨偏多，防汛形势严峻，水利部门启动应急响应";
