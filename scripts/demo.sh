@@ -49,3 +49,7 @@ echo "== batch: crawl dedup --input demo/docs.jsonl"
 echo "kept:";       cat "$OUT/batch/kept.jsonl"
 echo "duplicates:"; cat "$OUT/batch/duplicates.jsonl"
 echo "bad lines:";  cat "$OUT/batch/errors.jsonl"
+
+echo
+echo "== report of the crawl (duplicate clusters, hosts, URL patterns, errors)"
+"$CRAWL" report "$OUT"

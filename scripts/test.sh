@@ -4,6 +4,9 @@
 # start the real `crawl` binary against HTTP servers on 127.0.0.1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+# The report's browser test must run, not skip, where chromium is installed.
+if command -v chromium >/dev/null; then export SIMCRAWL_REQUIRE_BROWSER=1; fi
 cargo fmt --all -- --check
 # The labelled set of real pages behind the verdict-quality gate
 # (crates/crawl/tests/eval_set.rs, docs/EVAL.md); built once per version of

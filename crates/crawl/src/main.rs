@@ -10,6 +10,7 @@ mod eval;
 mod frontier;
 mod metrics;
 mod progress;
+mod report;
 mod sinks;
 mod state;
 mod template;
@@ -137,6 +138,20 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Write OUT_DIR/report.html: totals, similarity of the dropped pages,
+    /// duplicate clusters, hosts, the URL patterns behind the duplicates,
+    /// errors (from the outputs of a crawl or of `crawl dedup`).
+    Report {
+        /// The output directory of a crawl (`--out`) or of `crawl dedup`.
+        #[arg(value_name = "OUT_DIR")]
+        dir: PathBuf,
+        /// Open the report in the default browser.
+        #[arg(long)]
+        open: bool,
+        /// Duplicate clusters listed (all are counted).
+        #[arg(long, default_value_t = 500)]
+        clusters: usize,
+    },
     /// Crawl a generated local site and report pages/s, peak RSS and CPU per page.
     Bench(daemon::BenchArgs),
     /// Serve the generated bench site (used by `crawl bench`).
@@ -234,6 +249,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }) => {
             let cfg = Config::load(common.config.as_deref())?;
             tools::distance(&cfg, &a, &b, tools::Input::from_html_flag(html), top)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Report { dir, open, clusters }) => {
+            let limits = report::Limits {
+                clusters,
+                ..report::Limits::default()
+            };
+            let (r, path) = report::write(&dir, limits)?;
+            eprintln!(
+                "report of {} kept, {} dropped, {} errors written to {}",
+                r.kept,
+                r.dropped.total(),
+                r.errors,
+                path.display()
+            );
+            println!("{}", path.display());
+            if open {
+                opener::open(&path)
+                    .with_context(|| format!("cannot open {} in a browser", path.display()))?;
+            }
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::ServeSite { pages }) => {

@@ -1,0 +1,693 @@
+//! `crawl report OUT_DIR`: one self-contained HTML page that shows what a
+//! crawl (or a `crawl dedup` run) kept, dropped and why, built from its
+//! output files alone.
+//!
+//! The report aggregates while it streams the JSONL files (each read once),
+//! so a run of millions of lines costs one pass and memory proportional to
+//! the kept pages that have copies, not to the lines: clusters, hosts and
+//! URL patterns are counted in full and only their largest entries are
+//! listed.
+
+mod html;
+mod patterns;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+
+pub use patterns::rewrite;
+
+/// How much of each aggregate the page lists (everything is counted).
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Largest duplicate clusters listed.
+    pub clusters: usize,
+    /// Dropped copies listed per cluster.
+    pub members: usize,
+    /// Hosts listed, most fetched first.
+    pub hosts: usize,
+    /// URL patterns listed, most duplicates first.
+    pub patterns: usize,
+    /// Example lines per error kind.
+    pub error_examples: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            clusters: 500,
+            members: 20,
+            hosts: 200,
+            patterns: 50,
+            error_examples: 5,
+        }
+    }
+}
+
+/// The dedup tiers as they appear in `duplicates.jsonl`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Tier {
+    /// Same canonical URL (a redirect target or a URL variant).
+    Url,
+    /// Same normalized title, verified by resemblance.
+    Title,
+    /// Near-duplicate content, verified by resemblance.
+    Content,
+    /// A tier this version does not know (a newer writer).
+    Other,
+}
+
+impl Tier {
+    fn parse(s: &str) -> Tier {
+        match s {
+            "url" => Tier::Url,
+            "title" => Tier::Title,
+            "content" => Tier::Content,
+            _ => Tier::Other,
+        }
+    }
+
+    /// The name used in the outputs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Url => "url",
+            Tier::Title => "title",
+            Tier::Content => "content",
+            Tier::Other => "other",
+        }
+    }
+}
+
+/// Dropped pages per tier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TierCounts {
+    /// URL tier.
+    pub url: u64,
+    /// Title tier.
+    pub title: u64,
+    /// Content tier.
+    pub content: u64,
+    /// Unknown tiers.
+    pub other: u64,
+}
+
+impl TierCounts {
+    fn add(&mut self, tier: Tier) {
+        match tier {
+            Tier::Url => self.url += 1,
+            Tier::Title => self.title += 1,
+            Tier::Content => self.content += 1,
+            Tier::Other => self.other += 1,
+        }
+    }
+
+    /// All dropped pages.
+    pub fn total(&self) -> u64 {
+        self.url + self.title + self.content + self.other
+    }
+}
+
+/// One dropped copy, as listed under its cluster.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Member {
+    /// The dropped page.
+    pub url: String,
+    /// The tier that dropped it.
+    pub tier: Tier,
+    /// Estimated resemblance to the kept page, when the tier measured one.
+    pub similarity: Option<f64>,
+    /// SimHash distance to the kept page, when known.
+    pub distance: Option<u32>,
+    /// Its 1-based line in `duplicates.jsonl`.
+    pub line: u64,
+}
+
+/// A kept page and the pages dropped as its copies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cluster {
+    /// The kept page every member was judged a copy of.
+    pub kept: String,
+    /// Its title, when `kept.jsonl` has it.
+    pub title: Option<String>,
+    /// Dropped copies in all (listed or not).
+    pub size: u64,
+    /// The first [`Limits::members`] copies, in output order.
+    pub members: Vec<Member>,
+}
+
+/// Counts for one host (of the page's URL).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostRow {
+    /// Host name (or `(none)` for lines without a parsable URL).
+    pub host: String,
+    /// Kept pages.
+    pub kept: u64,
+    /// Dropped pages per tier.
+    pub dropped: TierCounts,
+    /// Lines in `errors.jsonl`.
+    pub errors: u64,
+}
+
+impl HostRow {
+    /// Every output line of this host: what it cost to fetch or read.
+    pub fn fetched(&self) -> u64 {
+        self.kept + self.dropped.total() + self.errors
+    }
+}
+
+/// A URL rewrite that produced duplicates on one host (see [`rewrite`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PatternRow {
+    /// Host of the dropped pages.
+    pub host: String,
+    /// What distinguishes the dropped URL from the kept one.
+    pub rewrite: String,
+    /// Dropped pages that differ from their kept page this way.
+    pub count: u64,
+    /// One (dropped, kept) pair.
+    pub example: (String, String),
+}
+
+/// Lines of one error kind.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ErrorKind {
+    /// Lines of this kind.
+    pub count: u64,
+    /// The first few: (URL or `line N` of the input, message).
+    pub examples: Vec<(String, String)>,
+}
+
+/// Everything the page shows.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// The directory the outputs were read from.
+    pub dir: PathBuf,
+    /// Lines of `kept.jsonl`.
+    pub kept: u64,
+    /// Lines of `duplicates.jsonl`, per tier.
+    pub dropped: TierCounts,
+    /// Lines of `errors.jsonl`.
+    pub errors: u64,
+    /// Lines no output type could read (a torn last line, another format).
+    pub unreadable: u64,
+    /// Dropped pages per 0.05-wide bin of similarity, `[0, 0.05)` first,
+    /// the last bin closed (`[0.95, 1.0]`).
+    pub similarity: [u64; 20],
+    /// Dropped pages per SimHash distance (0..=64).
+    pub distance: Vec<u64>,
+    /// Kept pages with at least one dropped copy.
+    pub cluster_count: u64,
+    /// The largest clusters, largest first.
+    pub clusters: Vec<Cluster>,
+    /// Hosts seen.
+    pub host_count: u64,
+    /// The most fetched hosts, most first.
+    pub hosts: Vec<HostRow>,
+    /// The rewrites that produced the most duplicates, most first.
+    pub patterns: Vec<PatternRow>,
+    /// Errors by kind (`malformed line` for the batch tool's bad input lines).
+    pub error_kinds: BTreeMap<String, ErrorKind>,
+    /// Kept pages per time bucket: (bucket start, unix seconds; count), when
+    /// `kept.jsonl` carries `fetched_at` (the daemon's output).
+    pub timeline: Vec<(u64, u64)>,
+    /// Seconds per timeline bucket.
+    pub bucket_secs: u64,
+    /// `stats.json` as written by the daemon, when present.
+    pub stats: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+// The fields the report reads; the rest of each line (a kept page's text)
+// is skipped by the parser without being stored.
+#[derive(Deserialize)]
+struct KeptLine {
+    url: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    fetched_at: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct DupLine {
+    url: String,
+    tier: String,
+    duplicate_of: String,
+    #[serde(default)]
+    distance: Option<u32>,
+    #[serde(default)]
+    similarity: Option<f64>,
+}
+
+#[derive(Deserialize)]
+struct ErrorLine {
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    line: Option<u64>,
+}
+
+/// A kept page's copies while reading: the count and the first members.
+#[derive(Default)]
+struct ClusterAcc {
+    size: u64,
+    members: Vec<Member>,
+}
+
+#[derive(Default)]
+struct PatternAcc {
+    count: u64,
+    example: (String, String),
+}
+
+fn host_of(url: &str) -> &str {
+    // Faster than a full parse, and only used to group: scheme://host[:port]/...
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if host.is_empty() { "(none)" } else { host }
+}
+
+/// Lines parsed at once: enough to keep both cores busy, small enough
+/// that a block of long kept lines stays a few tens of MB.
+const BLOCK_LINES: usize = 8192;
+
+/// Parses each non-empty line of `path` with `parse` (in parallel, a block
+/// of lines at a time) and hands the results to `consume` in file order,
+/// with 1-based line numbers (`None`: the line did not parse). A missing
+/// file is no lines (a run may not have written every output); returns
+/// whether the file exists.
+fn each_line<T: Send>(
+    path: &Path,
+    parse: impl Fn(&[u8]) -> Option<T> + Sync,
+    mut consume: impl FnMut(u64, Option<T>),
+) -> Result<bool> {
+    use rayon::prelude::*;
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e).with_context(|| format!("cannot open {}", path.display())),
+    };
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut spans: Vec<(u64, usize, usize)> = Vec::with_capacity(BLOCK_LINES);
+    let mut n = 0u64;
+    loop {
+        buf.clear();
+        spans.clear();
+        while spans.len() < BLOCK_LINES {
+            let start = buf.len();
+            let read = reader
+                .read_until(b'\n', &mut buf)
+                .with_context(|| format!("cannot read {} after line {n}", path.display()))?;
+            if read == 0 {
+                break;
+            }
+            n += 1;
+            let line = buf[start..].trim_ascii();
+            if !line.is_empty() {
+                spans.push((n, start, buf.len()));
+            }
+        }
+        if spans.is_empty() {
+            return Ok(true);
+        }
+        let parsed: Vec<Option<T>> = spans
+            .par_iter()
+            .map(|&(_, a, b)| parse(buf[a..b].trim_ascii()))
+            .collect();
+        for (&(line, _, _), item) in spans.iter().zip(parsed) {
+            consume(line, item);
+        }
+    }
+}
+
+/// Reads the outputs in `dir` and aggregates them.
+pub fn build(dir: &Path, limits: Limits) -> Result<Report> {
+    let mut r = Report {
+        dir: dir.to_path_buf(),
+        distance: vec![0; 65],
+        ..Report::default()
+    };
+    let mut hosts: HashMap<String, HostRow> = HashMap::new();
+    let mut clusters: HashMap<String, ClusterAcc> = HashMap::new();
+    let mut patterns: HashMap<(String, String), PatternAcc> = HashMap::new();
+
+    let found_dups = each_line(
+        &dir.join("duplicates.jsonl"),
+        |line| {
+            let d = serde_json::from_slice::<DupLine>(line).ok()?;
+            let rewrite = rewrite(&d.url, &d.duplicate_of);
+            Some((d, rewrite))
+        },
+        |n, parsed| {
+            let Some((d, rewrite)) = parsed else {
+                r.unreadable += 1;
+                return;
+            };
+            let tier = Tier::parse(&d.tier);
+            r.dropped.add(tier);
+            if let Some(s) = d.similarity.filter(|s| s.is_finite()) {
+                let bin = ((s.clamp(0.0, 1.0) * 20.0) as usize).min(19);
+                r.similarity[bin] += 1;
+            }
+            if let Some(dist) = d.distance {
+                r.distance[(dist as usize).min(64)] += 1;
+            }
+            let host = host_of(&d.url);
+            host_row(&mut hosts, host).dropped.add(tier);
+            let acc = match clusters.get_mut(d.duplicate_of.as_str()) {
+                Some(acc) => acc,
+                None => clusters.entry(d.duplicate_of.clone()).or_default(),
+            };
+            acc.size += 1;
+            if acc.members.len() < limits.members {
+                acc.members.push(Member {
+                    url: d.url.clone(),
+                    tier,
+                    similarity: d.similarity,
+                    distance: d.distance,
+                    line: n,
+                });
+            }
+            let p = patterns.entry((host.to_string(), rewrite)).or_default();
+            if p.count == 0 {
+                p.example = (d.url.clone(), d.duplicate_of.clone());
+            }
+            p.count += 1;
+        },
+    )?;
+
+    r.cluster_count = clusters.len() as u64;
+    let mut top: Vec<(String, ClusterAcc)> = clusters.into_iter().collect();
+    top.sort_by(|a, b| b.1.size.cmp(&a.1.size).then_with(|| a.0.cmp(&b.0)));
+    top.truncate(limits.clusters);
+    let listed: HashSet<&str> = top.iter().map(|(k, _)| k.as_str()).collect();
+    let mut titles: HashMap<String, String> = HashMap::new();
+    let mut times: Vec<u64> = Vec::new();
+
+    let found_kept = each_line(
+        &dir.join("kept.jsonl"),
+        |line| {
+            let k = serde_json::from_slice::<KeptLine>(line).ok()?;
+            // Titles are kept only for the listed clusters' pages.
+            let title = k.title.filter(|_| listed.contains(k.url.as_str()));
+            Some((k.url, title, k.fetched_at))
+        },
+        |_, parsed| {
+            let Some((url, title, fetched_at)) = parsed else {
+                r.unreadable += 1;
+                return;
+            };
+            r.kept += 1;
+            host_row(&mut hosts, host_of(&url)).kept += 1;
+            if let Some(t) = fetched_at {
+                times.push(t);
+            }
+            if let Some(title) = title {
+                titles.insert(url, title);
+            }
+        },
+    )?;
+
+    let found_errors = each_line(
+        &dir.join("errors.jsonl"),
+        |line| serde_json::from_slice::<ErrorLine>(line).ok(),
+        |_, parsed| {
+            let Some(e) = parsed else {
+                r.unreadable += 1;
+                return;
+            };
+            r.errors += 1;
+            if let Some(url) = e.url.as_deref() {
+                host_row(&mut hosts, host_of(url)).errors += 1;
+            }
+            let kind = e.kind.unwrap_or_else(|| "malformed line".to_string());
+            let k = r.error_kinds.entry(kind).or_default();
+            k.count += 1;
+            if k.examples.len() < limits.error_examples {
+                let at = match (e.url, e.line) {
+                    (Some(u), _) => u,
+                    (None, Some(l)) => format!("input line {l}"),
+                    (None, None) => String::new(),
+                };
+                k.examples.push((at, e.error.unwrap_or_default()));
+            }
+        },
+    )?;
+
+    if !(found_dups || found_kept || found_errors) {
+        anyhow::bail!(
+            "{} holds no kept.jsonl, duplicates.jsonl or errors.jsonl: give the --out directory of a crawl or of `crawl dedup`",
+            dir.display()
+        );
+    }
+
+    let stats_path = dir.join("stats.json");
+    if stats_path.exists() {
+        let text = std::fs::read_to_string(&stats_path)
+            .with_context(|| format!("cannot read {}", stats_path.display()))?;
+        r.stats = Some(
+            serde_json::from_str(&text)
+                .with_context(|| format!("{} is not a JSON object", stats_path.display()))?,
+        );
+    }
+
+    r.clusters = top
+        .into_iter()
+        .map(|(kept, acc)| Cluster {
+            title: titles.remove(&kept),
+            kept,
+            size: acc.size,
+            members: acc.members,
+        })
+        .collect();
+
+    r.host_count = hosts.len() as u64;
+    let mut host_rows: Vec<HostRow> = hosts.into_values().collect();
+    host_rows.sort_by(|a, b| b.fetched().cmp(&a.fetched()).then_with(|| a.host.cmp(&b.host)));
+    host_rows.truncate(limits.hosts);
+    r.hosts = host_rows;
+
+    let mut pattern_rows: Vec<PatternRow> = patterns
+        .into_iter()
+        .map(|((host, rewrite), acc)| PatternRow {
+            host,
+            rewrite,
+            count: acc.count,
+            example: acc.example,
+        })
+        .collect();
+    pattern_rows.sort_by(|a, b| {
+        b.count
+            .cmp(&a.count)
+            .then_with(|| a.host.cmp(&b.host))
+            .then_with(|| a.rewrite.cmp(&b.rewrite))
+    });
+    pattern_rows.truncate(limits.patterns);
+    r.patterns = pattern_rows;
+
+    (r.timeline, r.bucket_secs) = timeline(&times);
+    let last = r.distance.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
+    r.distance.truncate(last);
+    Ok(r)
+}
+
+fn host_row<'m>(hosts: &'m mut HashMap<String, HostRow>, host: &str) -> &'m mut HostRow {
+    hosts.entry(host.to_string()).or_insert_with(|| HostRow {
+        host: host.to_string(),
+        ..HostRow::default()
+    })
+}
+
+/// Buckets kept pages by time: at most [`MAX_BUCKETS`] bars, each a round
+/// number of minutes (or seconds, for a short run).
+fn timeline(times: &[u64]) -> (Vec<(u64, u64)>, u64) {
+    const MAX_BUCKETS: u64 = 120;
+    let (Some(&first), Some(&last)) = (times.iter().min(), times.iter().max()) else {
+        return (Vec::new(), 0);
+    };
+    let span = last - first + 1;
+    let steps = [1, 5, 10, 30, 60, 300, 600, 1800, 3600, 21600, 86400];
+    let bucket = steps
+        .iter()
+        .copied()
+        .find(|s| span.div_ceil(*s) <= MAX_BUCKETS)
+        .unwrap_or_else(|| span.div_ceil(MAX_BUCKETS));
+    let start = first - first % bucket;
+    let n = (last - start) / bucket + 1;
+    let mut counts = vec![0u64; n as usize];
+    for t in times {
+        counts[((t - start) / bucket) as usize] += 1;
+    }
+    let rows = counts
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| (start + i as u64 * bucket, c))
+        .collect();
+    (rows, bucket)
+}
+
+/// Builds the report of `dir` and writes it to `dir/report.html`; returns
+/// the report and the file's path.
+pub fn write(dir: &Path, limits: Limits) -> Result<(Report, PathBuf)> {
+    let report = build(dir, limits)?;
+    let page = html::render(&report);
+    let path = dir.join("report.html");
+    let tmp = dir.join(".report.html.tmp");
+    std::fs::write(&tmp, page).with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok((report, path))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn write_outputs(dir: &Path, kept: &[&str], dups: &[&str], errors: &[&str]) {
+        for (name, lines) in [
+            ("kept.jsonl", kept),
+            ("duplicates.jsonl", dups),
+            ("errors.jsonl", errors),
+        ] {
+            let mut s = lines.join("\n");
+            s.push('\n');
+            std::fs::write(dir.join(name), s).unwrap();
+        }
+    }
+
+    #[test]
+    fn counts_tiers_clusters_hosts_and_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        write_outputs(
+            dir.path(),
+            &[
+                r#"{"url":"http://a.test/x","title":"X","fetched_at":100}"#,
+                r#"{"url":"http://a.test/y","title":"Y","fetched_at":160}"#,
+                r#"{"url":"http://b.test/z","title":"Z","fetched_at":170}"#,
+            ],
+            &[
+                r#"{"url":"http://a.test//x","tier":"title","duplicate_of":"http://a.test/x","distance":0,"similarity":1.0}"#,
+                r#"{"url":"http://m.test/x","tier":"content","duplicate_of":"http://a.test/x","distance":5,"similarity":0.82}"#,
+                r#"{"url":"http://a.test/y?sid=1","tier":"url","duplicate_of":"http://a.test/y"}"#,
+                r#"{"url":"http://a.test//y","tier":"content","duplicate_of":"http://a.test/y","distance":2,"similarity":0.97}"#,
+                r#"{"url":"http://a.test//x/","tier":"content","duplicate_of":"http://a.test/x","distance":1,"similarity":0.75}"#,
+            ],
+            &[
+                r#"{"url":"http://a.test/p","kind":"robots_disallowed","error":"disallowed"}"#,
+                r#"{"line":7,"error":"invalid JSON"}"#,
+                r#"{"url":"http://c.test/q","kind":"timeout","error":"timed out"}"#,
+                r#"{"url":"http://c.test/r","kind":"timeout","error":"timed out"}"#,
+            ],
+        );
+        let r = build(dir.path(), Limits::default()).unwrap();
+        assert_eq!(r.kept, 3);
+        assert_eq!(
+            r.dropped,
+            TierCounts {
+                url: 1,
+                title: 1,
+                content: 3,
+                other: 0
+            }
+        );
+        assert_eq!(r.errors, 4);
+        assert_eq!(r.unreadable, 0);
+        // Largest cluster first, with its title from kept.jsonl.
+        assert_eq!(r.cluster_count, 2);
+        assert_eq!(r.clusters[0].kept, "http://a.test/x");
+        assert_eq!(r.clusters[0].title.as_deref(), Some("X"));
+        assert_eq!(r.clusters[0].size, 3);
+        assert_eq!(r.clusters[0].members[1].url, "http://m.test/x");
+        assert_eq!(r.clusters[0].members[1].line, 2);
+        assert_eq!(r.clusters[1].size, 2);
+        // Similarity bins: 1.0 and 0.97 in the last bin, 0.82 in [0.80, 0.85), 0.75 in [0.75, 0.80).
+        assert_eq!(r.similarity[19], 2);
+        assert_eq!(r.similarity[16], 1);
+        assert_eq!(r.similarity[15], 1);
+        assert_eq!(r.distance, vec![1, 1, 1, 0, 0, 1]);
+        // Hosts: a.test has 2 kept, 4 dropped (1 url, 1 title, 2 content) and 1 error.
+        let a = r.hosts.iter().find(|h| h.host == "a.test").unwrap();
+        assert_eq!((a.kept, a.dropped.total(), a.errors, a.fetched()), (2, 4, 1, 7));
+        assert_eq!(r.hosts[0].host, "a.test");
+        assert_eq!(r.host_count, 4);
+        // `//` produced three of the drops on a.test.
+        assert_eq!(r.patterns[0].host, "a.test");
+        assert_eq!(r.patterns[0].rewrite, "`//` in the path");
+        assert_eq!(r.patterns[0].count, 2);
+        assert_eq!(r.error_kinds["timeout"].count, 2);
+        assert_eq!(r.error_kinds["malformed line"].examples[0].0, "input line 7");
+        // 100..=170 s: 71 one-second buckets (at most 120 bars).
+        assert_eq!(r.bucket_secs, 1);
+        assert_eq!(r.timeline.len(), 71);
+        assert_eq!(r.timeline.iter().map(|t| t.1).sum::<u64>(), 3);
+    }
+
+    #[test]
+    fn limits_cap_lists_but_not_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let dups: Vec<String> = (0..30)
+            .map(|i| {
+                format!(
+                    r#"{{"url":"http://a.test/k{}/{i}","tier":"content","duplicate_of":"http://a.test/k{}","similarity":0.9}}"#,
+                    i % 3,
+                    i % 3
+                )
+            })
+            .collect();
+        let dups: Vec<&str> = dups.iter().map(String::as_str).collect();
+        write_outputs(dir.path(), &[], &dups, &[]);
+        let limits = Limits {
+            clusters: 2,
+            members: 4,
+            ..Limits::default()
+        };
+        let r = build(dir.path(), limits).unwrap();
+        assert_eq!(r.cluster_count, 3);
+        assert_eq!(r.clusters.len(), 2);
+        assert!(r.clusters.iter().all(|c| c.size == 10 && c.members.len() == 4));
+        assert_eq!(r.dropped.content, 30);
+    }
+
+    #[test]
+    fn torn_lines_are_counted_not_fatal_and_empty_dirs_are_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        write_outputs(
+            dir.path(),
+            &[r#"{"url":"http://a.test/x"}"#, r#"{"url":"http://a.te"#],
+            &[],
+            &[],
+        );
+        let r = build(dir.path(), Limits::default()).unwrap();
+        assert_eq!((r.kept, r.unreadable), (1, 1));
+        let empty = tempfile::tempdir().unwrap();
+        let err = build(empty.path(), Limits::default()).unwrap_err().to_string();
+        assert!(err.contains("holds no kept.jsonl"), "{err}");
+    }
+
+    #[test]
+    fn host_of_groups_by_authority() {
+        assert_eq!(host_of("http://user@Example.test:8080/a?b"), "Example.test:8080");
+        assert_eq!(host_of("https://a.test"), "a.test");
+        assert_eq!(host_of("not a url"), "not a url");
+        assert_eq!(host_of(""), "(none)");
+    }
+
+    #[test]
+    fn timeline_buckets_stay_few() {
+        let times: Vec<u64> = (0..100_000).map(|i| 1_000_000 + i).collect();
+        let (rows, bucket) = timeline(&times);
+        assert!(rows.len() <= 120, "{}", rows.len());
+        assert_eq!(bucket, 1800);
+        assert_eq!(rows.iter().map(|r| r.1).sum::<u64>(), 100_000);
+    }
+}

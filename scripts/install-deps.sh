@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian machine of this project's kind lacks for the
+# demo and the tests: a C compiler and make (C parts of aws-lc-sys and
+# zstd), python3 (demo site server, labelled-set builder), chromium and a CJK
+# font (the report's browser test and screenshots). Without root or apt-get
+# it only says what is missing; the tests that need a missing tool then say
+# they skip.
+set -euo pipefail
+
+need=()
+command -v python3 >/dev/null || need+=(python3)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+command -v cc >/dev/null || need+=(gcc)
+command -v make >/dev/null || need+=(make)
+command -v chromium >/dev/null || need+=(chromium)
+fc-list 2>/dev/null | grep -qi 'wqy\|noto.*cjk' || need+=(fonts-wqy-zenhei)
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
+  echo "install-deps: missing ${need[*]} (run as root on Debian to install them)" >&2
+  exit 0
+fi
+export DEBIAN_FRONTEND=noninteractive
+echo "install-deps: installing ${need[*]}" >&2
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
