@@ -2,13 +2,14 @@
 //! it wires. Unknown keys are errors, so a typo never silently falls back to
 //! a default.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The whole configuration file.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub store: StoreConfig,
@@ -21,7 +22,7 @@ pub struct Config {
 }
 
 /// Where state lives.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
     /// Directory of the embedded store (`index.redb`): dedup tiers, frontier
@@ -41,7 +42,7 @@ impl Default for StoreConfig {
 }
 
 /// Which links the crawler follows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scope {
     /// Only the hosts of the seeds.
@@ -54,7 +55,7 @@ pub enum Scope {
 }
 
 /// Crawler daemon settings.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CrawlConfig {
     pub out_dir: PathBuf,
@@ -107,26 +108,317 @@ impl Default for CrawlConfig {
     }
 }
 
+/// The commented default settings file (`config/crawl.toml`), printed by
+/// `crawl config --default`.
+pub const DEFAULT_FILE: &str = include_str!("../default-config.toml");
+
+/// Where an effective setting came from; later ones win.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Source {
+    /// The built-in default.
+    Default,
+    /// The `--config` file.
+    File,
+    /// A `--set KEY=VALUE`.
+    Set,
+    /// A dedicated flag (`--out`, `--max-pages`, ...).
+    Flag,
+}
+
+impl Source {
+    /// How `crawl config` names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Default => "default",
+            Source::File => "file",
+            Source::Set => "--set",
+            Source::Flag => "flag",
+        }
+    }
+}
+
+/// One `--set KEY=VALUE`: a dotted key of the settings file and its value,
+/// typed when it is resolved against the key (see [`Config::load_with`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Setting {
+    /// `table.key`, as in the file (`fetch.per_host_delay_ms`).
+    pub key: String,
+    /// The text after `=`.
+    pub value: String,
+}
+
+impl std::str::FromStr for Setting {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Setting, String> {
+        let (key, value) = s
+            .split_once('=')
+            .ok_or_else(|| format!("expected KEY=VALUE (e.g. fetch.per_host_delay_ms=0), got `{s}`"))?;
+        let key = key.trim();
+        if key.is_empty() || key.split('.').any(|part| part.trim().is_empty()) {
+            return Err(format!(
+                "`{key}` is not a dotted key: expected TABLE.KEY (e.g. crawl.scope=domain)"
+            ));
+        }
+        Ok(Setting {
+            key: key.to_string(),
+            value: value.trim().to_string(),
+        })
+    }
+}
+
+impl Setting {
+    /// The value as TOML: an integer, float, boolean or array when it reads
+    /// as one, otherwise a string; always a string where the setting is a
+    /// string (`--set crawl.metrics=9898` is not a number).
+    fn typed(&self, default: Option<&toml::Value>) -> toml::Value {
+        if matches!(default, Some(toml::Value::String(_))) {
+            return toml::Value::String(self.value.clone());
+        }
+        toml::from_str::<toml::Table>(&format!("v = {}", self.value))
+            .ok()
+            .filter(|t| t.len() == 1)
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(self.value.clone()))
+    }
+}
+
+/// The settings in force and, per dotted key, where each value came from.
+#[derive(Debug, Clone)]
+pub struct Effective {
+    /// The settings.
+    pub config: Config,
+    sources: BTreeMap<String, Source>,
+}
+
+fn lookup<'t>(table: &'t toml::Table, key: &str) -> Option<&'t toml::Value> {
+    let mut parts = key.split('.');
+    let mut v = table.get(parts.next()?)?;
+    for p in parts {
+        v = v.as_table()?.get(p)?;
+    }
+    Some(v)
+}
+
+/// Sets `key` in `table`, creating the tables on its path.
+fn insert(table: &mut toml::Table, key: &str, value: toml::Value) -> Result<()> {
+    let parts: Vec<&str> = key.split('.').collect();
+    let (last, path) = parts.split_last().context("empty key")?;
+    let mut t = table;
+    for (i, p) in path.iter().enumerate() {
+        let entry = t
+            .entry((*p).to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        t = entry.as_table_mut().with_context(|| {
+            format!(
+                "`{}` is a setting, not a table: `{key}` cannot be set",
+                parts[..=i].join(".")
+            )
+        })?;
+    }
+    t.insert((*last).to_string(), value);
+    Ok(())
+}
+
+fn type_name(v: &toml::Value) -> &'static str {
+    match v {
+        toml::Value::String(_) => "a string",
+        toml::Value::Integer(_) => "an integer",
+        toml::Value::Float(_) => "a number",
+        toml::Value::Boolean(_) => "true or false",
+        toml::Value::Datetime(_) => "a date",
+        toml::Value::Array(_) => "an array (e.g. [\"a\", \"b\"])",
+        toml::Value::Table(_) => "a table",
+    }
+}
+
+fn defaults_table() -> Result<toml::Table> {
+    match toml::Value::try_from(Config::default()).context("cannot serialize the default settings")? {
+        toml::Value::Table(t) => Ok(t),
+        _ => anyhow::bail!("the default settings are not a table"),
+    }
+}
+
 impl Config {
     /// Reads `path`, or the defaults when no file is given. A missing file
     /// that was asked for is an error.
+    #[cfg(test)]
     pub fn load(path: Option<&Path>) -> Result<Config> {
-        let Some(path) = path else {
-            return Ok(Config::default());
-        };
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read config file {}", path.display()))?;
-        let mut cfg: Config =
-            toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))?;
-        // Relative paths inside the file are relative to the file.
-        let base = path.parent().unwrap_or(Path::new("."));
-        if let Some(sw) = &cfg.dedup.features.stop_words
-            && sw.is_relative()
-            && !sw.exists()
-        {
-            cfg.dedup.features.stop_words = Some(base.join(sw));
+        Ok(Config::load_with(path, &[])?.config)
+    }
+
+    /// Defaults, then the file at `path`, then each `--set` in order: the
+    /// precedence `crawl` documents (flags come last, through
+    /// [`Effective::flag`]). Each setting is checked on its own first, so a
+    /// wrong key or value is reported with the key, the expected type and
+    /// the default, not as an error of the merged whole.
+    pub fn load_with(path: Option<&Path>, sets: &[Setting]) -> Result<Effective> {
+        let mut merged = toml::Table::new();
+        if let Some(path) = path {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read config file {}", path.display()))?;
+            // Parsed as settings first: toml's errors point at the line.
+            let _: Config =
+                toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))?;
+            merged =
+                toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))?;
         }
-        Ok(cfg)
+        let file = merged.clone();
+        let defaults = defaults_table()?;
+        for s in sets {
+            let parts: Vec<&str> = s.key.split('.').collect();
+            for i in 1..parts.len() {
+                let prefix = parts[..i].join(".");
+                if lookup(&defaults, &prefix).is_some_and(|v| !v.is_table()) {
+                    anyhow::bail!(
+                        "--set {}={}: `{prefix}` is a setting, not a table (try --set {prefix}=VALUE)",
+                        s.key,
+                        s.value
+                    );
+                }
+            }
+            let default = lookup(&defaults, &s.key);
+            let value = s.typed(default);
+            let mut alone = toml::Table::new();
+            insert(&mut alone, &s.key, value.clone())
+                .with_context(|| format!("--set {}={}", s.key, s.value))?;
+            if let Err(e) = toml::Value::Table(alone).try_into::<Config>() {
+                // toml appends "in `key`" on a line of its own; the key is named here.
+                let e = e.to_string();
+                let e = e.lines().next().unwrap_or_default();
+                let expected = match default {
+                    Some(d) => format!(" (`{}` takes {}; default: {d})", s.key, type_name(d)),
+                    None => String::new(),
+                };
+                anyhow::bail!("--set {}={}: {e}{expected}", s.key, s.value);
+            }
+            insert(&mut merged, &s.key, value).with_context(|| format!("--set {}={}", s.key, s.value))?;
+        }
+        let mut config: Config = toml::Value::Table(merged)
+            .try_into()
+            .context("invalid settings (config file and --set together)")?;
+        if let Some(path) = path {
+            // Relative paths inside the file are relative to the file.
+            let base = path.parent().unwrap_or(Path::new("."));
+            if let Some(sw) = &config.dedup.features.stop_words
+                && sw.is_relative()
+                && !sw.exists()
+                && lookup(&file, "dedup.features.stop_words").is_some()
+            {
+                config.dedup.features.stop_words = Some(base.join(sw));
+            }
+        }
+        let mut sources = BTreeMap::new();
+        let set_keys: BTreeSet<&str> = sets.iter().map(|s| s.key.as_str()).collect();
+        let effective = match toml::Value::try_from(&config).context("cannot serialize the settings")? {
+            toml::Value::Table(t) => t,
+            _ => toml::Table::new(),
+        };
+        let mut leaves = Vec::new();
+        leaf_keys(&effective, "", &mut leaves);
+        for key in leaves {
+            let source = if set_keys.contains(key.as_str()) {
+                Source::Set
+            } else if lookup(&file, &key).is_some() {
+                Source::File
+            } else {
+                Source::Default
+            };
+            sources.insert(key, source);
+        }
+        Ok(Effective { config, sources })
+    }
+}
+
+/// The politeness in force, for the log at start.
+pub fn politeness(cfg: &Config) -> String {
+    let f = &cfg.fetch;
+    format!(
+        "politeness: a request starts at most every {} ms per host (fetch.per_host_delay_ms; robots.txt Crawl-delay can raise it), {} at once per host (fetch.per_host_concurrency), {} at once in all (fetch.concurrency); {} pages in flight (crawl.concurrency)",
+        f.per_host_delay_ms, f.per_host_concurrency, f.concurrency, cfg.crawl.concurrency
+    )
+}
+
+/// A hint when every seed is on one host: the per-host delay then bounds
+/// the whole crawl, which surprises users crawling their own site.
+pub fn one_host_hint(cfg: &Config, seeds: &[url::Url]) -> Option<String> {
+    let hosts: BTreeSet<(Option<&str>, Option<u16>)> = seeds
+        .iter()
+        .map(|u| (u.host_str(), u.port_or_known_default()))
+        .collect();
+    if hosts.len() != 1 || cfg.crawl.scope == Scope::Any {
+        return None;
+    }
+    let delay = cfg.fetch.per_host_delay_ms;
+    if delay == 0 {
+        return None;
+    }
+    let rate = 1000.0 / delay as f64;
+    Some(format!(
+        "1 host: at most {rate:.0} pages/s with fetch.per_host_delay_ms={delay}; for a site of your own, e.g. --set fetch.per_host_delay_ms=0 --set fetch.per_host_concurrency=16"
+    ))
+}
+
+fn leaf_keys(table: &toml::Table, prefix: &str, out: &mut Vec<String>) {
+    for (k, v) in table {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            toml::Value::Table(t) => leaf_keys(t, &key, out),
+            _ => out.push(key),
+        }
+    }
+}
+
+impl Effective {
+    /// Records that a flag set `key` (the caller has set the value).
+    pub fn flag(&mut self, key: &str) {
+        self.sources.insert(key.to_string(), Source::Flag);
+    }
+
+    /// Where the value of `key` came from.
+    pub fn source(&self, key: &str) -> Source {
+        self.sources.get(key).copied().unwrap_or(Source::Default)
+    }
+
+    /// The settings as a TOML file, each value followed by where it came
+    /// from. It reads back as the same settings (`--config` of its output).
+    pub fn to_toml(&self) -> Result<String> {
+        let table = match toml::Value::try_from(&self.config).context("cannot serialize the settings")? {
+            toml::Value::Table(t) => t,
+            _ => toml::Table::new(),
+        };
+        let mut out = String::from(
+            "# Effective simcrawl settings: each value with where it came from\n# (default < file < --set < flag).\n",
+        );
+        self.render(&table, "", &mut out);
+        Ok(out)
+    }
+
+    fn render(&self, table: &toml::Table, prefix: &str, out: &mut String) {
+        use std::fmt::Write as _;
+        for (k, v) in table.iter().filter(|(_, v)| !v.is_table()) {
+            let key = if prefix.is_empty() {
+                k.clone()
+            } else {
+                format!("{prefix}.{k}")
+            };
+            let _ = writeln!(out, "{k} = {v}  # {}", self.source(&key).name());
+        }
+        for (k, v) in table.iter() {
+            if let toml::Value::Table(t) = v {
+                let key = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                let _ = writeln!(out, "\n[{key}]");
+                self.render(t, &key, out);
+            }
+        }
     }
 }
 
@@ -148,7 +440,182 @@ mod tests {
             cfg.crawl.requeue_delay_ms,
             CrawlConfig::default().requeue_delay_ms
         );
-        assert!(cfg.dedup.features.stop_words.unwrap().exists());
+        assert_eq!(cfg.dedup.features.stop_words, None);
+    }
+
+    fn sets(list: &[&str]) -> Vec<Setting> {
+        list.iter().map(|s| s.parse().unwrap()).collect()
+    }
+
+    fn serialized(c: &Config) -> toml::Value {
+        toml::Value::try_from(c).unwrap()
+    }
+
+    #[test]
+    fn the_default_file_says_what_the_defaults_are() {
+        let from_file: Config = toml::from_str(DEFAULT_FILE).unwrap();
+        assert_eq!(serialized(&from_file), serialized(&Config::default()));
+    }
+
+    #[test]
+    fn precedence_is_default_file_set_flag() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.toml");
+        std::fs::write(
+            &p,
+            "[crawl]\nmax_depth = 3\nmax_pages = 10\nconcurrency = 8\n[fetch]\nper_host_delay_ms = 100\n",
+        )
+        .unwrap();
+        let mut e = Config::load_with(
+            Some(&p),
+            &sets(&[
+                "crawl.max_pages=20",
+                "crawl.concurrency=4",
+                "crawl.scope=domain",
+                "crawl.concurrency=5",
+            ]),
+        )
+        .unwrap();
+        // A flag comes last.
+        e.config.crawl.concurrency = 2;
+        e.flag("crawl.concurrency");
+        let c = &e.config;
+        assert_eq!(c.crawl.max_depth, 3);
+        assert_eq!(e.source("crawl.max_depth"), Source::File);
+        assert_eq!(c.crawl.max_pages, 20);
+        assert_eq!(e.source("crawl.max_pages"), Source::Set);
+        assert_eq!(c.crawl.scope, Scope::Domain);
+        assert_eq!(e.source("crawl.scope"), Source::Set);
+        assert_eq!(c.crawl.concurrency, 2);
+        assert_eq!(e.source("crawl.concurrency"), Source::Flag);
+        assert_eq!(c.fetch.per_host_delay_ms, 100);
+        assert_eq!(e.source("fetch.per_host_delay_ms"), Source::File);
+        assert_eq!(c.fetch.per_host_concurrency, 2);
+        assert_eq!(e.source("fetch.per_host_concurrency"), Source::Default);
+        // The last of two --set of one key wins.
+        let e = Config::load_with(None, &sets(&["crawl.concurrency=4", "crawl.concurrency=5"])).unwrap();
+        assert_eq!(e.config.crawl.concurrency, 5);
+    }
+
+    #[test]
+    fn set_values_are_typed_by_their_setting() {
+        let e = Config::load_with(
+            None,
+            &sets(&[
+                "crawl.metrics=9898",
+                "crawl.include=[\"^https?://a\\\\.test/\", \"b\"]",
+                "dedup.min_similarity=0.8",
+                "crawl.follow_nofollow=true",
+                "dedup.window=7d",
+                "fetch.user_agent=my bot/1.0 (+https://a.test/bot)",
+                "dedup.features.stop_words=/tmp/words.txt",
+            ]),
+        )
+        .unwrap();
+        let c = &e.config;
+        assert_eq!(c.crawl.metrics, "9898");
+        assert_eq!(
+            c.crawl.include,
+            vec!["^https?://a\\.test/".to_string(), "b".to_string()]
+        );
+        assert!((c.dedup.min_similarity - 0.8).abs() < 1e-9);
+        assert!(c.crawl.follow_nofollow);
+        assert_eq!(c.fetch.user_agent, "my bot/1.0 (+https://a.test/bot)");
+        assert_eq!(
+            c.dedup.features.stop_words.as_deref(),
+            Some(Path::new("/tmp/words.txt"))
+        );
+        assert_eq!(e.source("dedup.window"), Source::Set);
+    }
+
+    #[test]
+    fn every_set_error_names_the_key_and_what_it_takes() {
+        let cases: [(&str, &[&str]); 8] = [
+            ("crawl.scop=x", &["crawl.scop", "unknown field `scop`", "`scope`"]),
+            (
+                "crawll.scope=x",
+                &["crawll.scope", "unknown field `crawll`", "`crawl`"],
+            ),
+            (
+                "crawl.scope=doman",
+                &["crawl.scope", "`host`, `domain`, `any`", "default: \"host\""],
+            ),
+            (
+                "fetch.per_host_delay_ms=abc",
+                &["fetch.per_host_delay_ms", "an integer", "default: 250"],
+            ),
+            (
+                "fetch.per_host_delay_ms=-5",
+                &["fetch.per_host_delay_ms", "an integer"],
+            ),
+            (
+                "crawl.follow_nofollow=yes",
+                &["crawl.follow_nofollow", "true or false", "default: false"],
+            ),
+            ("crawl.scope.x=1", &["`crawl.scope` is a setting, not a table"]),
+            ("crawl=1", &["--set crawl=1", "CrawlConfig"]),
+        ];
+        for (set, wants) in cases {
+            let e = format!("{:#}", Config::load_with(None, &sets(&[set])).unwrap_err());
+            for w in wants {
+                assert!(e.contains(w), "--set {set}: `{e}` lacks `{w}`");
+            }
+        }
+        for bad in ["fetch.per_host_delay_ms", "=1", "crawl..scope=host", ".x=1"] {
+            let e = bad.parse::<Setting>().unwrap_err();
+            assert!(e.contains("KEY=VALUE") || e.contains("dotted key"), "{bad}: {e}");
+        }
+        // A bad file is still reported as the file's error, with its name.
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.toml");
+        std::fs::write(&p, "[crawl]\nscope = \"doman\"\n").unwrap();
+        let e = format!(
+            "{:#}",
+            Config::load_with(Some(&p), &sets(&["crawl.scope=host"])).unwrap_err()
+        );
+        assert!(e.contains("c.toml") && e.contains("doman"), "{e}");
+    }
+
+    #[test]
+    fn effective_settings_read_back_as_the_same_settings() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("c.toml");
+        std::fs::write(&p, "[dedup]\nblocks = 6\nwindow = \"12h\"\n").unwrap();
+        let e = Config::load_with(
+            Some(&p),
+            &sets(&["crawl.scope=any", "crawl.include=[\"a\"]", "clean.max_links=7"]),
+        )
+        .unwrap();
+        let text = e.to_toml().unwrap();
+        assert!(text.contains("blocks = 6  # file"), "{text}");
+        assert!(text.contains("scope = \"any\"  # --set"), "{text}");
+        assert!(text.contains("max_distance = 3  # default"), "{text}");
+        let out = dir.path().join("effective.toml");
+        std::fs::write(&out, &text).unwrap();
+        let back = Config::load_with(Some(&out), &[]).unwrap();
+        assert_eq!(serialized(&back.config), serialized(&e.config));
+    }
+
+    #[test]
+    fn one_host_seeds_get_a_rate_hint() {
+        let one: Vec<url::Url> = ["http://a.test/", "http://a.test/x"]
+            .iter()
+            .map(|u| u.parse().unwrap())
+            .collect();
+        let two: Vec<url::Url> = ["http://a.test/", "http://b.test/"]
+            .iter()
+            .map(|u| u.parse().unwrap())
+            .collect();
+        let cfg = Config::default();
+        let hint = one_host_hint(&cfg, &one).unwrap();
+        assert!(
+            hint.contains("at most 4 pages/s") && hint.contains("per_host_delay_ms=250"),
+            "{hint}"
+        );
+        assert_eq!(one_host_hint(&cfg, &two), None);
+        let mut fast = Config::default();
+        fast.fetch.per_host_delay_ms = 0;
+        assert_eq!(one_host_hint(&fast, &one), None);
     }
 
     #[test]

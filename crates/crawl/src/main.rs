@@ -37,9 +37,79 @@ struct Cli {
 /// Flags shared by every command.
 #[derive(Debug, Args, Clone)]
 struct Common {
-    /// Settings file (default: built-in defaults; see config/crawl.toml).
+    /// Settings file (default: built-in defaults; `crawl config --default`
+    /// prints the commented file).
     #[arg(long, global = true)]
     config: Option<PathBuf>,
+    /// Override one setting of the file, in dotted form (repeatable):
+    /// `--set fetch.per_host_delay_ms=0 --set crawl.scope=domain`.
+    /// Precedence: defaults < file < --set < flags.
+    #[arg(long = "set", value_name = "KEY=VALUE", global = true)]
+    set: Vec<config::Setting>,
+}
+
+impl Common {
+    fn load(&self) -> Result<config::Effective> {
+        Config::load_with(self.config.as_deref(), &self.set)
+    }
+}
+
+/// Flags of the crawler that override settings (the last word in
+/// precedence).
+#[derive(Debug, Args, Clone, Default)]
+struct Overrides {
+    /// Output directory (kept.jsonl, duplicates.jsonl, errors.jsonl, stats.json) [crawl.out_dir].
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// State directory (index.redb: frontier and dedup tiers) [store.data_dir].
+    #[arg(long)]
+    data_dir: Option<PathBuf>,
+    /// Stop after fetching this many pages, counted across resumes [crawl.max_pages].
+    #[arg(long)]
+    max_pages: Option<u64>,
+    /// Follow links at most this deep; seeds are depth 0 [crawl.max_depth].
+    #[arg(long)]
+    max_depth: Option<u32>,
+    /// Pages fetched at once [crawl.concurrency].
+    #[arg(long)]
+    concurrency: Option<usize>,
+    /// Serve Prometheus-format counters at http://ADDR/metrics (e.g. 127.0.0.1:9898) [crawl.metrics].
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
+}
+
+impl Overrides {
+    fn apply(self, e: &mut config::Effective) {
+        let c = &mut e.config;
+        let mut set = Vec::new();
+        if let Some(v) = self.out {
+            c.crawl.out_dir = v;
+            set.push("crawl.out_dir");
+        }
+        if let Some(v) = self.data_dir {
+            c.store.data_dir = v;
+            set.push("store.data_dir");
+        }
+        if let Some(v) = self.max_pages {
+            c.crawl.max_pages = v;
+            set.push("crawl.max_pages");
+        }
+        if let Some(v) = self.max_depth {
+            c.crawl.max_depth = v;
+            set.push("crawl.max_depth");
+        }
+        if let Some(v) = self.concurrency {
+            c.crawl.concurrency = v;
+            set.push("crawl.concurrency");
+        }
+        if let Some(v) = self.metrics {
+            c.crawl.metrics = v;
+            set.push("crawl.metrics");
+        }
+        for key in set {
+            e.flag(key);
+        }
+    }
 }
 
 #[derive(Debug, Args)]
@@ -49,27 +119,11 @@ struct CrawlArgs {
     seeds: Option<PathBuf>,
     #[command(flatten)]
     common: Common,
-    /// Output directory (kept.jsonl, duplicates.jsonl, errors.jsonl, stats.json).
-    #[arg(long)]
-    out: Option<PathBuf>,
-    /// State directory (index.redb: frontier and dedup tiers).
-    #[arg(long)]
-    data_dir: Option<PathBuf>,
-    /// Stop after fetching this many pages (counted across resumes).
-    #[arg(long)]
-    max_pages: Option<u64>,
-    /// Follow links at most this deep (seeds are depth 0).
-    #[arg(long)]
-    max_depth: Option<u32>,
-    /// Pages fetched at once.
-    #[arg(long)]
-    concurrency: Option<usize>,
+    #[command(flatten)]
+    overrides: Overrides,
     /// Forget earlier state and outputs and start over.
     #[arg(long)]
     fresh: bool,
-    /// Serve Prometheus-format counters at http://ADDR/metrics (e.g. 127.0.0.1:9898).
-    #[arg(long, value_name = "ADDR")]
-    metrics: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -152,6 +206,23 @@ enum Command {
         #[arg(long, default_value_t = 500)]
         clusters: usize,
     },
+    /// Print the effective settings as TOML, each value with where it came
+    /// from (default, file, --set, flag); the output reads back as a
+    /// settings file.
+    Config {
+        /// Print the commented default settings file instead.
+        #[arg(long, conflicts_with_all = ["config", "set"])]
+        default: bool,
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        overrides: Overrides,
+    },
+    /// Print a shell completion script: `crawl completions bash > /etc/bash_completion.d/crawl`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
     /// Crawl a generated local site and report pages/s, peak RSS and CPU per page.
     Bench(daemon::BenchArgs),
     /// Serve the generated bench site (used by `crawl bench`).
@@ -173,9 +244,31 @@ fn init_logging() {
         .init();
 }
 
+/// `--version` also names the store format, since an index written by
+/// another format is refused.
+fn cli_command() -> clap::Command {
+    use clap::CommandFactory;
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let version = VERSION.get_or_init(|| {
+        format!(
+            "{} (store format {})",
+            env!("CARGO_PKG_VERSION"),
+            simcrawl_dedup::FORMAT_VERSION
+        )
+    });
+    Cli::command().version(version.as_str())
+}
+
 fn main() -> ExitCode {
     init_logging();
-    let cli = Cli::parse();
+    let cli = {
+        use clap::FromArgMatches;
+        let matches = cli_command().get_matches();
+        match Cli::from_arg_matches(&matches) {
+            Ok(cli) => cli,
+            Err(e) => e.exit(),
+        }
+    };
     match run(cli) {
         Ok(code) => code,
         // A closed pipe (`crawl fingerprint | head`) is not an error.
@@ -202,7 +295,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             data_dir,
             common,
         }) => {
-            let cfg = Config::load(common.config.as_deref())?;
+            let cfg = common.load()?.config;
             let summary = batch::run(&cfg, &batch::BatchArgs { input, out, data_dir })?;
             eprintln!("{summary}");
             Ok(ExitCode::SUCCESS)
@@ -216,7 +309,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             show,
             common,
         }) => {
-            let cfg = Config::load(common.config.as_deref())?;
+            let cfg = common.load()?.config;
             let report = eval::run(
                 &cfg,
                 &eval::EvalArgs {
@@ -232,7 +325,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Fingerprint { files, html, common }) => {
-            let cfg = Config::load(common.config.as_deref())?;
+            let cfg = common.load()?.config;
             let empty = tools::fingerprint(&cfg, &files, tools::Input::from_html_flag(html))?;
             Ok(if empty > 0 {
                 ExitCode::from(1)
@@ -247,7 +340,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             top,
             common,
         }) => {
-            let cfg = Config::load(common.config.as_deref())?;
+            let cfg = common.load()?.config;
             tools::distance(&cfg, &a, &b, tools::Input::from_html_flag(html), top)?;
             Ok(ExitCode::SUCCESS)
         }
@@ -279,29 +372,41 @@ fn run(cli: Cli) -> Result<ExitCode> {
             daemon::bench(args)?;
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Config {
+            default,
+            common,
+            overrides,
+        }) => {
+            let text = if default {
+                config::DEFAULT_FILE.to_string()
+            } else {
+                let mut effective = common.load()?;
+                overrides.apply(&mut effective);
+                effective.to_toml()?
+            };
+            std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Completions { shell }) => {
+            let mut cmd = cli_command();
+            // Into a buffer first: clap_complete panics on a closed pipe.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "crawl", &mut script);
+            std::io::Write::write_all(&mut std::io::stdout(), &script)?;
+            Ok(ExitCode::SUCCESS)
+        }
         None => {
             let a = cli.crawl;
             let seeds = a
                 .seeds
                 .context("nothing to do: give --seeds FILE to crawl, or a subcommand (see --help)")?;
-            let mut cfg = Config::load(a.common.config.as_deref())?;
-            if let Some(v) = a.out {
-                cfg.crawl.out_dir = v;
-            }
-            if let Some(v) = a.data_dir {
-                cfg.store.data_dir = v;
-            }
-            if let Some(v) = a.max_pages {
-                cfg.crawl.max_pages = v;
-            }
-            if let Some(v) = a.max_depth {
-                cfg.crawl.max_depth = v;
-            }
-            if let Some(v) = a.concurrency {
-                cfg.crawl.concurrency = v;
-            }
-            if let Some(v) = a.metrics {
-                cfg.crawl.metrics = v;
+            let mut effective = a.common.load()?;
+            a.overrides.apply(&mut effective);
+            let cfg = effective.config;
+            let seed_urls = daemon::read_seeds(&seeds)?;
+            tracing::info!("{}", config::politeness(&cfg));
+            if let Some(hint) = config::one_host_hint(&cfg, &seed_urls) {
+                tracing::warn!("{hint}");
             }
             let stats = daemon::run(
                 cfg,

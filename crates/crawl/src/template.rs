@@ -31,7 +31,7 @@ use crate::state;
 pub const STATE_KEY: &str = "template:learner";
 
 /// The `[template]` table of `config/crawl.toml`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TemplateSettings {
     /// Learn each host's template and leave it out of the text used for dedup
