@@ -359,6 +359,34 @@ pub fn one_host_hint(cfg: &Config, seeds: &[url::Url]) -> Option<String> {
     ))
 }
 
+/// The seeds' hosts that are, or resolve to, private addresses: a crawl
+/// seeded inside a private network may fetch its own hosts, while links
+/// from them to other private hosts stay refused
+/// (`fetch.private_addresses`).
+pub fn private_seed_hosts(cfg: &Config, seeds: &[url::Url]) -> Vec<String> {
+    use simcrawl_fetch::address::is_private;
+    use std::net::ToSocketAddrs;
+    let mut out = BTreeSet::new();
+    for seed in seeds {
+        let Some(host) = seed.host_str() else { continue };
+        let private = match seed.host() {
+            Some(url::Host::Ipv4(ip)) => is_private(ip.into()),
+            Some(url::Host::Ipv6(ip)) => is_private(ip.into()),
+            _ => match cfg.fetch.resolve.get(&host.to_ascii_lowercase()) {
+                Some(ips) => ips.iter().any(|ip| is_private(*ip)),
+                None => (host, 0)
+                    .to_socket_addrs()
+                    .map(|mut addrs| addrs.any(|a| is_private(a.ip())))
+                    .unwrap_or(false),
+            },
+        };
+        if private {
+            out.insert(host.to_string());
+        }
+    }
+    out.into_iter().collect()
+}
+
 fn leaf_keys(table: &toml::Table, prefix: &str, out: &mut Vec<String>) {
     for (k, v) in table {
         let key = if prefix.is_empty() {
@@ -594,6 +622,32 @@ mod tests {
         std::fs::write(&out, &text).unwrap();
         let back = Config::load_with(Some(&out), &[]).unwrap();
         assert_eq!(serialized(&back.config), serialized(&e.config));
+    }
+
+    #[test]
+    fn private_seeds_allow_their_own_hosts_only() {
+        let seeds: Vec<url::Url> = [
+            "http://127.0.0.1:8080/",
+            "http://[::1]/",
+            "http://localhost/",
+            "http://intranet.test/",
+            "http://8.8.8.8/",
+            "http://public.test/",
+        ]
+        .iter()
+        .map(|u| u.parse().unwrap())
+        .collect();
+        let mut cfg = Config::default();
+        cfg.fetch
+            .resolve
+            .insert("intranet.test".into(), vec!["10.1.2.3".parse().unwrap()]);
+        cfg.fetch
+            .resolve
+            .insert("public.test".into(), vec!["8.8.4.4".parse().unwrap()]);
+        assert_eq!(
+            private_seed_hosts(&cfg, &seeds),
+            vec!["127.0.0.1", "[::1]", "intranet.test", "localhost"]
+        );
     }
 
     #[test]

@@ -690,7 +690,13 @@ pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
     })?;
     info!(seeds = seeds.len(), new = added, "seeds loaded");
 
-    let fetcher = simcrawl_fetch::Fetcher::new(cfg.fetch.clone()).context("invalid [fetch] settings")?;
+    let mut fetch_cfg = cfg.fetch.clone();
+    let private = crate::config::private_seed_hosts(&cfg, &seeds);
+    if !private.is_empty() {
+        info!(hosts = ?private, "seeds on private addresses: their hosts may be fetched");
+    }
+    fetch_cfg.allow_private_hosts.extend(private);
+    let fetcher = simcrawl_fetch::Fetcher::new(fetch_cfg).context("invalid [fetch] settings")?;
     let per_host = cfg.fetch.per_host_concurrency.max(1) * 2;
     let ctx = Arc::new(Ctx {
         fetcher: fetcher.clone(),

@@ -61,6 +61,18 @@ pub struct FetchConfig {
     /// most; beyond it the least recently used host not in use is evicted
     /// (its robots.txt is fetched again if it comes back).
     pub max_hosts: usize,
+    /// Hosts that are, or resolve to, private addresses (loopback, RFC 1918,
+    /// link-local such as 169.254.169.254, unique-local): `refuse` (default:
+    /// a link from the web never probes the operator's network; checked on
+    /// the address actually connected to, so DNS rebinding is refused too)
+    /// or `allow`. The crawler allows its seeds' own hosts when they are
+    /// private.
+    pub private_addresses: crate::address::PrivateAddresses,
+    /// Hosts allowed whatever they resolve to (names or IP literals).
+    pub allow_private_hosts: Vec<String>,
+    /// Fixed DNS answers, like curl's `--resolve`: `{ "intranet.test" =
+    /// ["10.0.0.7"] }`. Still subject to `private_addresses`.
+    pub resolve: std::collections::BTreeMap<String, Vec<std::net::IpAddr>>,
 }
 
 impl Default for FetchConfig {
@@ -89,6 +101,9 @@ impl Default for FetchConfig {
             robots_ttl_ms: 24 * 60 * 60 * 1000,
             robots_unavailable_retry_ms: 60_000,
             max_hosts: 10_000,
+            private_addresses: crate::address::PrivateAddresses::Refuse,
+            allow_private_hosts: Vec::new(),
+            resolve: std::collections::BTreeMap::new(),
         }
     }
 }

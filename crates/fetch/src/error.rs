@@ -28,6 +28,17 @@ pub enum FetchError {
         /// Where it stalled, e.g. "waiting for response" or "reading body".
         phase: &'static str,
     },
+    /// The host is (or resolves only to) a private address and is not
+    /// allowed: loopback, RFC 1918, link-local, unique-local... (see
+    /// `FetchConfig::private_addresses`). Never retried.
+    #[error("{url}: {reason}")]
+    PrivateAddress {
+        /// The URL whose host was refused.
+        url: Url,
+        /// The host and the addresses refused.
+        #[source]
+        reason: Box<crate::address::PrivateAddressRefused>,
+    },
     /// The connection could not be established (after retries).
     #[error("{url}: connection failed: {source}")]
     Connect {
@@ -120,6 +131,7 @@ impl FetchError {
             FetchError::InvalidUrl { .. } => "invalid_url",
             FetchError::Timeout { .. } => "timeout",
             FetchError::Connect { .. } => "connect",
+            FetchError::PrivateAddress { .. } => "private_address",
             FetchError::Request { .. } => "request",
             FetchError::Status { status, .. } => match status {
                 400..=499 => "status_4xx",
@@ -166,6 +178,12 @@ impl FetchError {
     /// Classifies a transport error from reqwest for `url`.
     pub(crate) fn from_reqwest(url: &Url, e: reqwest::Error, phase: &'static str) -> Self {
         let url = url.clone();
+        if let Some(reason) = crate::address::refused_in(&e) {
+            return FetchError::PrivateAddress {
+                url,
+                reason: Box::new(reason),
+            };
+        }
         if e.is_timeout() {
             FetchError::Timeout { url, phase }
         } else if e.is_connect() {

@@ -35,6 +35,7 @@
 //! # }
 //! ```
 
+pub mod address;
 mod config;
 mod error;
 mod host;
@@ -52,6 +53,7 @@ use tokio::time::Instant;
 use tracing::{debug, info, warn};
 pub use url::Url;
 
+pub use crate::address::PrivateAddresses;
 pub use crate::config::FetchConfig;
 pub use crate::error::FetchError;
 use crate::host::{Host, RobotsEntry, Rules, host_key};
@@ -112,6 +114,8 @@ enum Verdict {
 struct Inner {
     cfg: FetchConfig,
     client: reqwest::Client,
+    /// Which addresses may be connected to (also inside `client`'s resolver).
+    policy: Arc<address::Policy>,
     global: Semaphore,
     hosts: Mutex<HostMap>,
 }
@@ -183,7 +187,15 @@ impl Fetcher {
             ACCEPT,
             HeaderValue::from_static("text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"),
         );
+        let policy = Arc::new(address::Policy::new(
+            cfg.private_addresses,
+            cfg.allow_private_hosts.iter().cloned(),
+            cfg.resolve.clone(),
+        ));
         let client = reqwest::Client::builder()
+            .dns_resolver(address::GuardedResolver {
+                policy: Arc::clone(&policy),
+            })
             .user_agent(cfg.user_agent.clone())
             .default_headers(headers)
             .redirect(reqwest::redirect::Policy::none())
@@ -201,6 +213,7 @@ impl Fetcher {
             inner: Arc::new(Inner {
                 cfg,
                 client,
+                policy,
                 global,
                 hosts: Mutex::new(HostMap {
                     map: HashMap::new(),
@@ -235,6 +248,12 @@ impl Fetcher {
         let mut redirects = Vec::new();
         let mut attempts = 0u32;
         loop {
+            if let Err(reason) = self.inner.policy.check(&current) {
+                return Err(FetchError::PrivateAddress {
+                    url: current,
+                    reason: Box::new(reason),
+                });
+            }
             let host = self.host(&current)?;
             match self.robots_verdict(&host, &current, allow_hop).await {
                 Verdict::Allowed => {}
@@ -423,6 +442,12 @@ impl Fetcher {
                     if status != 429 && !(500..=599).contains(&status) =>
                 {
                     info!(url = %robots_url, status, "no robots.txt, allowing all");
+                    return allow_all();
+                }
+                Err((e @ FetchError::PrivateAddress { .. }, _)) => {
+                    // The pages of this host fail the same way at connect
+                    // time, each with its own private_address error.
+                    info!(url = %robots_url, error = %e, "robots.txt host refused");
                     return allow_all();
                 }
                 Err((e, _)) => {

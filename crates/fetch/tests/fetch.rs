@@ -24,6 +24,8 @@ fn fast() -> FetchConfig {
         backoff_max_ms: 200,
         per_host_delay_ms: 0,
         respect_robots: false,
+        // The test servers listen on loopback.
+        allow_private_hosts: vec!["127.0.0.1".into()],
         ..FetchConfig::default()
     }
 }
@@ -783,4 +785,116 @@ async fn robots_redirect_out_of_scope_is_not_followed() {
     );
     assert!(f.robots_allowed(&server.url("/x"), &same_host).await);
     assert_eq!(other.count("/robots.txt"), 0);
+}
+
+// Private addresses: refused by default, checked on the address connected to.
+
+/// The server's URL under another host name, resolved by `resolve`.
+fn named(server: &Server, host: &str, path: &str) -> Url {
+    Url::parse(&format!("http://{host}:{}{path}", server.addr.port())).unwrap()
+}
+
+fn resolving(pairs: &[(&str, &[&str])]) -> std::collections::BTreeMap<String, Vec<std::net::IpAddr>> {
+    pairs
+        .iter()
+        .map(|(h, ips)| (h.to_string(), ips.iter().map(|ip| ip.parse().unwrap()).collect()))
+        .collect()
+}
+
+#[tokio::test]
+async fn private_literal_hosts_are_refused_without_a_request() {
+    let server = Server::start(|_, _| Reply::html("<p>inside</p>")).await;
+    let f = Fetcher::new(FetchConfig {
+        allow_private_hosts: vec![],
+        respect_robots: true,
+        ..fast()
+    })
+    .unwrap();
+    let e = f.fetch(&server.url("/"), &any).await.unwrap_err();
+    assert_eq!(e.kind(), "private_address");
+    assert!(!e.is_transient(), "a refusal is final");
+    assert!(e.to_string().contains("127.0.0.1"), "{e}");
+    assert!(
+        server.requests().is_empty(),
+        "nothing reached the server, robots.txt included"
+    );
+    // The cloud metadata address, whatever the port.
+    let meta = Url::parse("http://169.254.169.254/latest/meta-data/").unwrap();
+    assert_eq!(err_kind(f.fetch(&meta, &any).await), "private_address");
+}
+
+#[tokio::test]
+async fn names_resolving_to_private_addresses_are_refused_at_connect() {
+    let server = Server::start(|_, _| Reply::html("<p>inside</p>")).await;
+    let f = Fetcher::new(FetchConfig {
+        allow_private_hosts: vec![],
+        respect_robots: true,
+        resolve: resolving(&[("rebind.test", &["127.0.0.1"])]),
+        ..fast()
+    })
+    .unwrap();
+    let e = f
+        .fetch(&named(&server, "rebind.test", "/"), &any)
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), "private_address", "{e}");
+    assert!(e.to_string().contains("rebind.test"), "{e}");
+    assert!(server.requests().is_empty());
+}
+
+#[tokio::test]
+async fn a_mixed_answer_never_connects_to_its_private_address() {
+    let server = Server::start(|_, _| Reply::html("<p>inside</p>")).await;
+    let f = Fetcher::new(FetchConfig {
+        allow_private_hosts: vec![],
+        connect_timeout_ms: 300,
+        total_timeout_ms: 600,
+        retries: 0,
+        // 192.0.2.1 is a public (documentation) address nothing answers on.
+        resolve: resolving(&[("mixed.test", &["192.0.2.1", "127.0.0.1"])]),
+        ..fast()
+    })
+    .unwrap();
+    let e = f
+        .fetch(&named(&server, "mixed.test", "/"), &any)
+        .await
+        .unwrap_err();
+    assert!(matches!(e.kind(), "timeout" | "connect"), "{e}");
+    assert!(server.requests().is_empty(), "the loopback address was not tried");
+}
+
+#[tokio::test]
+async fn allowed_hosts_and_allow_mode_reach_private_addresses() {
+    let server = Server::start(|_, _| Reply::html("<p>inside</p>")).await;
+    let f = Fetcher::new(FetchConfig {
+        allow_private_hosts: vec!["Intranet.test".into()],
+        resolve: resolving(&[("intranet.test", &["127.0.0.1"])]),
+        ..fast()
+    })
+    .unwrap();
+    let page = f
+        .fetch(&named(&server, "intranet.test", "/"), &any)
+        .await
+        .unwrap();
+    assert_eq!(page.status, 200);
+    let open = Fetcher::new(FetchConfig {
+        allow_private_hosts: vec![],
+        private_addresses: simcrawl_fetch::PrivateAddresses::Allow,
+        ..fast()
+    })
+    .unwrap();
+    assert_eq!(open.fetch(&server.url("/"), &any).await.unwrap().status, 200);
+}
+
+#[tokio::test]
+async fn a_redirect_into_a_private_address_is_refused() {
+    let server = Server::start(|path, _| match path {
+        "/" => Reply::redirect(302, "http://10.255.255.1/admin"),
+        _ => Reply::html("<p>x</p>"),
+    })
+    .await;
+    let f = Fetcher::new(fast()).unwrap();
+    let e = f.fetch(&server.url("/"), &any).await.unwrap_err();
+    assert_eq!(e.kind(), "private_address", "{e}");
+    assert!(e.to_string().contains("10.255.255.1"), "{e}");
 }
