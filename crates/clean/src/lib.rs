@@ -36,6 +36,7 @@ pub mod config;
 pub mod decode;
 pub mod error;
 mod extract;
+mod nesting;
 pub mod normalize;
 pub mod template;
 
@@ -168,6 +169,13 @@ impl Cleaner {
         encoding: &'static encoding_rs::Encoding,
         url: &Url,
     ) -> Result<Page, CleanError> {
+        let html = match nesting::cut_at(html, nesting::MAX_DEPTH) {
+            Some(cut) => {
+                tracing::debug!(%url, cut, "elements nested deeper than {}: the rest is not parsed", nesting::MAX_DEPTH);
+                &html[..cut]
+            }
+            None => html,
+        };
         let doc = Html::parse_document(html);
         let ex = extract::extract(
             &doc,
