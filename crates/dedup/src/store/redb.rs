@@ -79,6 +79,12 @@ pub struct RedbStore {
     path: PathBuf,
     sync_interval: Duration,
     last_sync: Mutex<Instant>,
+    /// Held by a write transaction from its start until its band changes
+    /// are applied to `bands`. redb lets the next writer begin as soon as
+    /// a commit returns; without this it could check a document against
+    /// the band index before the previous transaction's entries are in it,
+    /// and keep a copy of a document committed a moment before.
+    writer: Mutex<()>,
 }
 
 /// How a write transaction of [`RedbStore::write_with`] is committed.
@@ -154,6 +160,7 @@ impl RedbStore {
             path,
             sync_interval: options.sync_interval,
             last_sync: Mutex::new(Instant::now()),
+            writer: Mutex::new(()),
         };
         // Create the tables up front so read paths never meet a missing table.
         store.write(|_| Ok(()))?;
@@ -176,6 +183,7 @@ impl RedbStore {
         commit: Commit,
         f: impl FnOnce(&WriteTransaction, &mut RedbTables<'_>) -> Result<R>,
     ) -> Result<R> {
+        let _writer = self.writer.lock();
         let mut txn = self.db.begin_write().map_err(Error::storage)?;
         let durable = commit == Commit::Durable || self.last_sync.lock().elapsed() >= self.sync_interval;
         txn.set_durability(if durable {
