@@ -791,10 +791,15 @@ impl<S: Store> Deduper<S> {
         if best.is_some() || self.config.bands == 0 {
             return Ok(best);
         }
-        ids.clear();
-        for key in sketch.band_keys(self.config.bands, self.config.band_rows) {
-            t.band_docs(key, &mut ids)?;
+        // All keys looked up in one call: the store can overlap their
+        // cache misses. At most SKETCH_BINS bands (checked in `new`).
+        let mut keys = [0u64; SKETCH_BINS];
+        let mut n = 0;
+        for (slot, key) in keys.iter_mut().zip(self.band_keys(sketch)) {
+            *slot = key;
+            n += 1;
         }
+        t.band_docs_all(&keys[..n], &mut ids)?;
         // Newest first: a copy is most often of a recent page.
         ids.sort_unstable_by(|a, b| b.cmp(a));
         ids.dedup();

@@ -107,6 +107,11 @@ impl ReadTables for MemState {
         Ok(())
     }
 
+    fn band_docs_all(&self, keys: &[u64], out: &mut Vec<DocId>) -> Result<()> {
+        self.bands.each_of(keys, |_, ids| out.extend_from_slice(ids));
+        Ok(())
+    }
+
     fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
         Ok(self.docs.get(&id).cloned())
     }

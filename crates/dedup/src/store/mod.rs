@@ -6,6 +6,7 @@
 //! from many threads. [`MemoryStore`] is for tests and one-shot batch runs;
 //! [`RedbStore`] persists to one file and is the default.
 
+mod bands;
 mod memory;
 #[cfg(feature = "redb")]
 mod redb;
@@ -17,6 +18,8 @@ pub use self::redb::{Commit, RedbOptions, RedbStore, RedbTables};
 #[cfg(feature = "sled")]
 pub use self::sled::SledStore;
 pub use memory::MemoryStore;
+
+pub(crate) use bands::BandIndex;
 
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -100,71 +103,12 @@ pub(crate) fn without_id(list: &[u8], id: DocId) -> Option<Vec<u8>> {
     (kept.len() != list.len()).then_some(kept)
 }
 
-/// Documents under one band key: almost always one, so the common case
-/// needs no allocation.
-#[derive(Debug)]
-enum BandIds {
-    One(DocId),
-    Many(Vec<DocId>),
-}
-
 /// Appends `id` to a band's ids, dropping the oldest beyond
 /// [`BAND_POSTINGS`].
 pub(crate) fn push_capped(ids: &mut Vec<DocId>, id: DocId) {
     ids.push(id);
     if ids.len() > BAND_POSTINGS {
         ids.remove(0);
-    }
-}
-
-/// The LSH band index in memory: band key -> documents, oldest first,
-/// capped at [`BAND_POSTINGS`]. The memory store keeps its bands here; the
-/// redb store keeps them here too, derived from its documents (see
-/// [`Store::rebuild_bands`]), so a check adds no B-tree writes for them.
-#[derive(Debug, Default)]
-pub(crate) struct BandIndex {
-    map: rustc_hash::FxHashMap<u64, BandIds>,
-}
-
-impl BandIndex {
-    pub(crate) fn get(&self, key: u64, out: &mut Vec<DocId>) {
-        match self.map.get(&key) {
-            Some(BandIds::One(id)) => out.push(*id),
-            Some(BandIds::Many(v)) => out.extend_from_slice(v),
-            None => {}
-        }
-    }
-
-    pub(crate) fn add(&mut self, key: u64, id: DocId) {
-        match self.map.get_mut(&key) {
-            None => {
-                self.map.insert(key, BandIds::One(id));
-            }
-            Some(e) => {
-                let grown = match e {
-                    BandIds::One(first) => BandIds::Many(vec![*first, id]),
-                    BandIds::Many(v) => {
-                        push_capped(v, id);
-                        return;
-                    }
-                };
-                *e = grown;
-            }
-        }
-    }
-
-    pub(crate) fn remove(&mut self, key: u64, id: DocId) {
-        let now_empty = match self.map.get_mut(&key) {
-            Some(BandIds::One(x)) => *x == id,
-            Some(BandIds::Many(v)) => {
-                v.retain(|&x| x != id);
-                v.is_empty()
-            }
-            None => false,
-        };
-        if now_empty {
-            self.map.remove(&key);
-        }
     }
 }
 
@@ -274,6 +218,16 @@ pub trait ReadTables {
     /// Appends the documents (at most [`BAND_POSTINGS`], oldest first)
     /// indexed under an LSH band key.
     fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()>;
+    /// [`ReadTables::band_docs`] of each of `keys` in turn: all of a
+    /// document's band keys, which a check looks up together. Stores that
+    /// keep the band index in memory issue the lookups together, so their
+    /// cache misses overlap.
+    fn band_docs_all(&self, keys: &[u64], out: &mut Vec<DocId>) -> Result<()> {
+        for &key in keys {
+            self.band_docs(key, out)?;
+        }
+        Ok(())
+    }
     /// A stored document.
     fn doc(&self, id: DocId) -> Result<Option<DocRecord>>;
     /// Appends the digests of at most `limit` URLs first seen before

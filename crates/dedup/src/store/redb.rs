@@ -69,8 +69,9 @@ const DOCS: TableDefinition<u64, &[u8]> = TableDefinition::new("dedup_docs");
 /// [`crate::Deduper`] opens the store, and updated only when a transaction
 /// commits. A check then costs no B-tree writes for its bands: measured,
 /// ten band entries per document on disk made redb checks 3-4x slower.
-/// The price is memory: about 40 bytes per band entry (10 per document,
-/// ~400 MB per million documents with the default 10 bands).
+/// The price is memory: 20-40 bytes per band entry (16-byte slots, a
+/// power of two of them, at most 80% full), 256 MB per million documents
+/// with the default 10 bands.
 #[derive(Debug)]
 pub struct RedbStore {
     bands: RwLock<BandIndex>,
@@ -78,6 +79,12 @@ pub struct RedbStore {
     path: PathBuf,
     sync_interval: Duration,
     last_sync: Mutex<Instant>,
+    /// Held by a write transaction from its start until its band changes
+    /// are applied to `bands`. redb lets the next writer begin as soon as
+    /// a commit returns; without this it could check a document against
+    /// the band index before the previous transaction's entries are in it,
+    /// and keep a copy of a document committed a moment before.
+    writer: Mutex<()>,
 }
 
 /// How a write transaction of [`RedbStore::write_with`] is committed.
@@ -153,6 +160,7 @@ impl RedbStore {
             path,
             sync_interval: options.sync_interval,
             last_sync: Mutex::new(Instant::now()),
+            writer: Mutex::new(()),
         };
         // Create the tables up front so read paths never meet a missing table.
         store.write(|_| Ok(()))?;
@@ -175,6 +183,7 @@ impl RedbStore {
         commit: Commit,
         f: impl FnOnce(&WriteTransaction, &mut RedbTables<'_>) -> Result<R>,
     ) -> Result<R> {
+        let _writer = self.writer.lock();
         let mut txn = self.db.begin_write().map_err(Error::storage)?;
         let durable = commit == Commit::Durable || self.last_sync.lock().elapsed() >= self.sync_interval;
         txn.set_durability(if durable {
@@ -243,17 +252,23 @@ impl Store for RedbStore {
     }
 
     fn rebuild_bands(&self, keys: &dyn Fn(&DocRecord) -> Vec<u64>) -> Result<()> {
-        let mut fresh = BandIndex::default();
         let txn = self.db.begin_read().map_err(Error::storage)?;
         let docs = txn.open_table(DOCS).map_err(Error::storage)?;
+        let count = usize::try_from(docs.len().map_err(Error::storage)?).unwrap_or(usize::MAX);
+        // Sized once from the first document's key count: no regrowth
+        // while millions of keys go in.
+        let mut fresh: Option<BandIndex> = None;
         for entry in docs.iter().map_err(Error::storage)? {
             let (id, v) = entry.map_err(Error::storage)?;
             let rec = DocRecord::decode(v.value())?;
-            for key in keys(&rec) {
-                fresh.add(key, id.value());
+            let keys = keys(&rec);
+            let index =
+                fresh.get_or_insert_with(|| BandIndex::with_capacity(count.saturating_mul(keys.len())));
+            for key in keys {
+                index.add(key, id.value());
             }
         }
-        *self.bands.write() = fresh;
+        *self.bands.write() = fresh.unwrap_or_default();
         Ok(())
     }
 }
@@ -322,8 +337,10 @@ impl RedbReadTables<'_> {
     fn docs(&self) -> Result<&ReadOnlyTable<u64, &'static [u8]>> {
         lazy(&self.docs, || self.txn.open_table(DOCS))
     }
-    fn band_ids(&self, key: u64, out: &mut Vec<DocId>) {
-        self.bands.read().get(key, out);
+    fn band_ids(&self, keys: &[u64], out: &mut Vec<DocId>) {
+        self.bands
+            .read()
+            .each_of(keys, |_, ids| out.extend_from_slice(ids));
     }
 }
 
@@ -346,12 +363,15 @@ impl RedbTables<'_> {
     fn docs(&self) -> Result<&Table<'_, u64, &'static [u8]>> {
         Ok(&self.docs)
     }
-    /// The committed ids under `key`, then this transaction's changes.
-    fn band_ids(&self, key: u64, out: &mut Vec<DocId>) {
-        let start = out.len();
-        self.shared_bands.read().get(key, out);
-        if let Some(ops) = self.pending.get(&key) {
-            let mut ids = out.split_off(start);
+    /// For each of `keys`, the committed ids, then this transaction's
+    /// changes.
+    fn band_ids(&self, keys: &[u64], out: &mut Vec<DocId>) {
+        self.shared_bands.read().each_of(keys, |key, committed| {
+            let Some(ops) = self.pending.get(&key) else {
+                out.extend_from_slice(committed);
+                return;
+            };
+            let mut ids = committed.to_vec();
             for op in ops {
                 match *op {
                     BandOp::Add(id) => push_capped(&mut ids, id),
@@ -359,7 +379,7 @@ impl RedbTables<'_> {
                 }
             }
             out.extend(ids);
-        }
+        });
     }
 }
 
@@ -424,7 +444,12 @@ macro_rules! impl_read_tables {
             }
 
             fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()> {
-                self.band_ids(key, out);
+                self.band_ids(&[key], out);
+                Ok(())
+            }
+
+            fn band_docs_all(&self, keys: &[u64], out: &mut Vec<DocId>) -> Result<()> {
+                self.band_ids(keys, out);
                 Ok(())
             }
 
