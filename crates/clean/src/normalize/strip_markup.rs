@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use html5ever::data::{C1_REPLACEMENTS, NAMED_ENTITIES};
 
 use super::Normalizer;
+use crate::config::Step;
 
 /// Decodes `&name;`, `&#NN;`, `&#xHH;`, then removes `<tag ...>`, `</tag>`, `<!-- ... -->`.
 ///
@@ -61,7 +62,7 @@ const BLOCK_TAGS: &[&str] = &[
 
 impl Normalizer for StripMarkup {
     fn name(&self) -> &'static str {
-        "strip_markup"
+        Step::StripMarkup.name()
     }
 
     fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {
