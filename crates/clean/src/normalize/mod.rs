@@ -251,6 +251,9 @@ pub(crate) fn map_chars_by_lead<'a>(
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 pub(crate) mod test_support {
     use std::sync::OnceLock;
 
