@@ -2,7 +2,8 @@
 //!
 //! Text that went through a CMS, a feed or a scraper twice often carries escaped
 //! markup (`&lt;p&gt;`, `&amp;nbsp;`) or raw tags; a clean copy of the same article
-//! does not. This step removes tags and decodes entities once.
+//! does not. This step decodes entities and removes tags, again while a pass leaves
+//! new markup behind (up to a cap).
 
 use std::borrow::Cow;
 
