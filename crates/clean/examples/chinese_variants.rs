@@ -99,7 +99,7 @@ fn main() {
         ChineseVariant::Off,
     ] {
         let cleaner = Cleaner::new(CleanConfig {
-            chinese_variant: variant,
+            convert_chinese: variant,
             ..CleanConfig::default()
         })
         .unwrap();
@@ -129,7 +129,7 @@ fn main() {
         let (mut tw_eq, mut hk_eq, mut jac, mut dmg_docs) = (0usize, 0usize, 0.0, 0usize);
         let mut st_eq = 0usize;
         let off = Cleaner::new(CleanConfig {
-            chinese_variant: ChineseVariant::Off,
+            convert_chinese: ChineseVariant::Off,
             ..CleanConfig::default()
         })
         .unwrap();

@@ -46,6 +46,18 @@ impl ChineseVariant {
 }
 
 /// One normalization step; `order` in [`CleanConfig`] lists them in the order they run.
+///
+/// The one place a step's name comes from: [`Step::name`] is the name of its
+/// `order` entry, of its switch in [`CleanConfig`] (`fold_width = false`), of its
+/// normalizer (`Normalizer::name`, used in logs) and of its source file
+/// (`normalize/fold_width.rs`, type `FoldWidth`); a test checks that the
+/// configuration parses each name back to its step.
+///
+/// Three steps had other `order` names before (`width`, `chinese`, `whitespace`):
+/// they are still accepted, and still what a `Step` serializes to, because the crawl
+/// binary stores a digest of the serialized `[clean]` settings in its data directory
+/// and refuses to resume when it changes; new names there would make every existing
+/// data directory refuse the same settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Step {
@@ -54,11 +66,13 @@ pub enum Step {
     /// Control, zero-width and bidi characters, invisible but different bytes.
     StripControl,
     /// Full-width ASCII and the ideographic space to their half-width forms.
-    Width,
+    #[serde(alias = "width", rename(serialize = "width"))]
+    FoldWidth,
     /// Unicode NFKC compatibility folding.
     Nfkc,
-    /// Traditional to simplified Chinese (see `chinese_variant`).
-    Chinese,
+    /// Traditional to simplified Chinese (the profile is `convert_chinese`).
+    #[serde(alias = "chinese", rename(serialize = "chinese"))]
+    ConvertChinese,
     /// Emoji and decorative symbols.
     StripSymbols,
     /// Lower-casing.
@@ -66,7 +80,8 @@ pub enum Step {
     /// Dropping digits (off by default).
     DropDigits,
     /// Whitespace folding; always best last.
-    Whitespace,
+    #[serde(alias = "whitespace", rename(serialize = "whitespace"))]
+    FoldWhitespace,
 }
 
 impl Step {
@@ -76,20 +91,50 @@ impl Step {
     pub const DEFAULT_ORDER: [Step; 9] = [
         Step::StripMarkup,
         Step::StripControl,
-        Step::Width,
+        Step::FoldWidth,
         Step::Nfkc,
-        Step::Chinese,
+        Step::ConvertChinese,
         Step::StripSymbols,
         Step::Lowercase,
         Step::DropDigits,
-        Step::Whitespace,
+        Step::FoldWhitespace,
     ];
+
+    /// Every step (the default order lists each once).
+    pub const ALL: [Step; 9] = Self::DEFAULT_ORDER;
+
+    /// The step's name in configuration, logs and error messages (see [`Step`]).
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::StripMarkup => "strip_markup",
+            Self::StripControl => "strip_control",
+            Self::FoldWidth => "fold_width",
+            Self::Nfkc => "nfkc",
+            Self::ConvertChinese => "convert_chinese",
+            Self::StripSymbols => "strip_symbols",
+            Self::Lowercase => "lowercase",
+            Self::DropDigits => "drop_digits",
+            Self::FoldWhitespace => "fold_whitespace",
+        }
+    }
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Settings of a [`crate::Cleaner`].
 ///
 /// Every field has a default, and unknown keys are rejected, so that a typo in
-/// `crawl.toml` is an error instead of a silently ignored setting.
+/// `crawl.toml` is an error instead of a silently ignored setting. Each step's switch
+/// is named after the step ([`Step::name`]).
+///
+/// Serialized, the settings keep the names of the first release (`chinese_variant`
+/// for `convert_chinese`, see [`Step`] for the steps in `order`): the crawl binary
+/// stores a digest of this form, which must not change for the same settings.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CleanConfig {
@@ -101,9 +146,11 @@ pub struct CleanConfig {
     /// template and menus is used instead, so distinct pages never reduce to the same
     /// small box.
     pub main_content: bool,
-    /// Traditional to simplified conversion profile; default `t2s` (see
-    /// [`ChineseVariant`] for the measurements behind it).
-    pub chinese_variant: ChineseVariant,
+    /// Traditional to simplified conversion profile, `off` to skip the step; default
+    /// `t2s` (see [`ChineseVariant`] for the measurements behind it). Formerly
+    /// `chinese_variant`, still accepted.
+    #[serde(alias = "chinese_variant", rename(serialize = "chinese_variant"))]
+    pub convert_chinese: ChineseVariant,
     /// Full-width to half-width folding; default on.
     pub fold_width: bool,
     /// Unicode NFKC; default on.
@@ -137,7 +184,7 @@ impl Default for CleanConfig {
     fn default() -> Self {
         Self {
             main_content: true,
-            chinese_variant: ChineseVariant::T2s,
+            convert_chinese: ChineseVariant::T2s,
             fold_width: true,
             nfkc: true,
             strip_markup: true,
@@ -161,13 +208,82 @@ impl CleanConfig {
         match step {
             Step::StripMarkup => self.strip_markup,
             Step::StripControl => self.strip_control,
-            Step::Width => self.fold_width,
+            Step::FoldWidth => self.fold_width,
             Step::Nfkc => self.nfkc,
-            Step::Chinese => self.chinese_variant != ChineseVariant::Off,
+            Step::ConvertChinese => self.convert_chinese != ChineseVariant::Off,
             Step::StripSymbols => self.strip_symbols,
             Step::Lowercase => self.lowercase,
             Step::DropDigits => self.drop_digits,
-            Step::Whitespace => self.fold_whitespace,
+            Step::FoldWhitespace => self.fold_whitespace,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    /// The settings as `crawl.toml` would hold them, parsed.
+    fn parse(toml_text: &str) -> Result<CleanConfig, toml::de::Error> {
+        toml::from_str(toml_text)
+    }
+
+    #[test]
+    fn every_name_parses_back_to_its_step_in_order_and_as_its_switch() {
+        for step in Step::ALL {
+            let name = step.name();
+            let c = parse(&format!("order = [\"{name}\"]")).unwrap();
+            assert_eq!(c.order, vec![step], "{name}");
+            // The switch of a step is the key of the same name.
+            let off = if step == Step::ConvertChinese {
+                "\"off\""
+            } else {
+                "false"
+            };
+            let c = parse(&format!("{name} = {off}")).unwrap();
+            assert!(!c.enabled(step), "{name}");
+            assert!(
+                Step::ALL
+                    .iter()
+                    .filter(|&&s| s != step)
+                    .all(|&s| c.enabled(s) == CleanConfig::default().enabled(s))
+            );
+            assert_eq!(step.to_string(), name);
+        }
+    }
+
+    #[test]
+    fn former_names_are_still_accepted() {
+        let c =
+            parse("chinese_variant = \"tw2sp\"\norder = [\"width\", \"chinese\", \"whitespace\"]").unwrap();
+        assert_eq!(c.convert_chinese, ChineseVariant::Tw2sp);
+        assert_eq!(
+            c.order,
+            vec![Step::FoldWidth, Step::ConvertChinese, Step::FoldWhitespace]
+        );
+        // Both names of one setting at once are an error, not a silent choice.
+        assert!(parse("chinese_variant = \"off\"\nconvert_chinese = \"t2s\"").is_err());
+    }
+
+    /// The crawl binary stores the MD5 of exactly this text for the default settings
+    /// (`crates/crawl/src/state.rs`): renaming a step or a key must not change it, or
+    /// every existing data directory would refuse to resume.
+    #[test]
+    fn the_serialized_form_is_the_stored_one() {
+        let json = serde_json::to_string(&CleanConfig::default()).unwrap();
+        assert_eq!(
+            json,
+            "{\"main_content\":true,\"chinese_variant\":\"t2s\",\"fold_width\":true,\"nfkc\":true,\
+             \"strip_markup\":true,\"strip_control\":true,\"strip_symbols\":true,\"lowercase\":true,\
+             \"drop_digits\":false,\"fold_whitespace\":true,\"order\":[\"strip_markup\",\"strip_control\",\
+             \"width\",\"nfkc\",\"chinese\",\"strip_symbols\",\"lowercase\",\"drop_digits\",\"whitespace\"],\
+             \"max_html_bytes\":8388608,\"max_text_bytes\":1048576,\"max_links\":10000}"
+        );
+        // And it reads back to the same settings.
+        assert_eq!(
+            serde_json::from_str::<CleanConfig>(&json).unwrap(),
+            CleanConfig::default()
+        );
     }
 }

@@ -112,8 +112,9 @@ impl Cleaner {
                 "max_text_bytes and max_html_bytes must be positive".to_owned(),
             ));
         }
-        let chinese = if config.enabled(Step::Chinese) && config.order.contains(&Step::Chinese) {
-            Some(Arc::new(normalize::ChineseConvert::new(config.chinese_variant)?))
+        let chinese = if config.enabled(Step::ConvertChinese) && config.order.contains(&Step::ConvertChinese)
+        {
+            Some(Arc::new(normalize::ConvertChinese::new(config.convert_chinese)?))
         } else {
             None
         };

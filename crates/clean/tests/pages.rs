@@ -465,17 +465,41 @@ fn drop_digits_and_custom_order() {
     .unwrap();
     assert_eq!(c.normalize_title("Page 1"), c.normalize_title("Page 2"));
     let none = Cleaner::new(CleanConfig {
-        order: vec![Step::Whitespace],
+        order: vec![Step::FoldWhitespace],
         ..CleanConfig::default()
     })
     .unwrap();
     assert_eq!(none.normalize_text(" ＡＢ  臺灣 "), "ＡＢ 臺灣");
     let off = Cleaner::new(CleanConfig {
-        chinese_variant: ChineseVariant::Off,
+        convert_chinese: ChineseVariant::Off,
         ..CleanConfig::default()
     })
     .unwrap();
     assert_eq!(off.normalize_text("臺灣"), "臺灣");
+}
+
+/// The same settings as `config_from_toml`, with the steps' own names (that test
+/// keeps the former ones, which existing configuration files use).
+#[test]
+fn config_from_toml_with_step_names() {
+    #[derive(serde::Deserialize)]
+    struct File {
+        clean: CleanConfig,
+    }
+    let f: File = toml::from_str(
+        r#"
+        [clean]
+        main_content = false
+        convert_chinese = "tw2sp"
+        drop_digits = true
+        max_text_bytes = 4096
+        order = ["fold_width", "convert_chinese", "lowercase", "drop_digits", "fold_whitespace"]
+        "#,
+    )
+    .unwrap();
+    assert_eq!(f.clean.convert_chinese, ChineseVariant::Tw2sp);
+    let c = Cleaner::new(f.clean).unwrap();
+    assert_eq!(c.normalize_title("軟體 Ｖ２"), "软件 v");
 }
 
 #[test]
@@ -496,7 +520,7 @@ fn config_from_toml() {
     )
     .unwrap();
     assert!(!f.clean.main_content);
-    assert_eq!(f.clean.chinese_variant, ChineseVariant::Tw2sp);
+    assert_eq!(f.clean.convert_chinese, ChineseVariant::Tw2sp);
     assert!(f.clean.fold_width && f.clean.nfkc);
     let c = Cleaner::new(f.clean).unwrap();
     assert_eq!(c.normalize_title("軟體 Ｖ２"), "软件 v");

@@ -138,6 +138,16 @@ mod tests {
         assert!(back.chain().any(|e| e.downcast_ref::<std::io::Error>().is_some()));
     }
 
+    /// The digest of the default `[clean]` settings as data directories store it
+    /// (since before the normalizer steps got one name each, issue 13): renaming a
+    /// step or a key must not change it, or existing data directories would refuse
+    /// to resume with the same settings.
+    #[test]
+    fn the_clean_digest_of_the_defaults_is_the_stored_one() {
+        let digest = recorded_params(&Config::default()).unwrap()[0].clone();
+        assert_eq!(digest, ("clean", "4c5784360f16e323f59a2f24aacccc01".to_owned()));
+    }
+
     #[test]
     fn the_clean_digest_follows_the_settings() {
         let a = Config::default();

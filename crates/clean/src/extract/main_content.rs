@@ -30,7 +30,7 @@
 //!
 //! Template parts are skipped inside the chosen content too.
 
-use super::{El, NONE, Renderer, Walk};
+use super::{El, NONE, Renderer, Semantic, Walk};
 
 /// A block is a paragraph when it has at least this many non-link chars.
 const MIN_PARAGRAPH_CHARS: u32 = 20;
@@ -129,7 +129,7 @@ pub(crate) fn select_text(walk: &Walk<'_>, main_content: bool, cap: usize) -> St
         if e.block && e.para_chars >= MIN_PARAGRAPH_CHARS {
             para[i] += u64::from(e.para_chars);
         }
-        if e.semantic >= 2 {
+        if e.semantic >= Semantic::Article {
             sem_para[i] = sem_para[i].max(para[i]);
         }
         if let Some(p) = parent_of(els, i) {
@@ -221,14 +221,14 @@ pub(crate) fn select_text(walk: &Walk<'_>, main_content: bool, cap: usize) -> St
         }
     }
     let best_body = (0..n)
-        .filter(|&i| els[i].semantic == 3 && !boiler[i])
+        .filter(|&i| els[i].semantic == Semantic::Body && !boiler[i])
         .map(nonlink)
         .max()
         .unwrap_or(0);
     let mut covered_until = 0usize;
     let mut body_sum = 0u64;
     for i in 0..n {
-        if i < covered_until || els[i].semantic != 3 || boiler[i] {
+        if i < covered_until || els[i].semantic != Semantic::Body || boiler[i] {
             continue;
         }
         let v = nonlink(i);
@@ -242,7 +242,7 @@ pub(crate) fn select_text(walk: &Walk<'_>, main_content: bool, cap: usize) -> St
         roots.clear();
     }
 
-    for level in [2u8, 1] {
+    for level in [Semantic::Article, Semantic::Main] {
         if !roots.is_empty() {
             break;
         }
@@ -264,7 +264,7 @@ pub(crate) fn select_text(walk: &Walk<'_>, main_content: bool, cap: usize) -> St
         if let Some(b) = best {
             let v = nonlink(b);
             // Several <article>s of similar size are a listing, not one article.
-            let dominant = level != 2 || v >= second * 2;
+            let dominant = level != Semantic::Article || v >= second * 2;
             if dominant && v >= 50 && v * 2 >= top_nonlink {
                 roots.push(b);
                 break;

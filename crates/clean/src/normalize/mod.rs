@@ -47,26 +47,29 @@ macro_rules! normalizer_tests {
     };
 }
 
-pub mod case;
-pub mod control;
-pub mod digits;
+// One module per step, named after it ([`Step::name`]), holding the type of the
+// same name: `fold_width.rs` is `FoldWidth`, `order = ["fold_width"]`,
+// `fold_width = true`.
+pub mod convert_chinese;
+pub mod drop_digits;
+pub mod fold_whitespace;
+pub mod fold_width;
+pub mod lowercase;
 pub mod nfkc;
 mod opencc;
-pub mod strip;
-pub mod symbols;
-pub mod t2s;
-pub mod whitespace;
-pub mod width;
+pub mod strip_control;
+pub mod strip_markup;
+pub mod strip_symbols;
 
-pub use case::Lowercase;
-pub use control::StripControl;
-pub use digits::DropDigits;
+pub use convert_chinese::ConvertChinese;
+pub use drop_digits::DropDigits;
+pub use fold_whitespace::FoldWhitespace;
+pub use fold_width::FoldWidth;
+pub use lowercase::Lowercase;
 pub use nfkc::Nfkc;
-pub use strip::StripMarkup;
-pub use symbols::StripSymbols;
-pub use t2s::ChineseConvert;
-pub use whitespace::FoldWhitespace;
-pub use width::FoldWidth;
+pub use strip_control::StripControl;
+pub use strip_markup::StripMarkup;
+pub use strip_symbols::StripSymbols;
 
 /// One normalization step.
 ///
@@ -74,7 +77,7 @@ pub use width::FoldWidth;
 /// entities, tags) look at several chars at once. `Send + Sync` so that one
 /// pipeline, with its expensive OpenCC dictionaries, serves every crawler thread.
 pub trait Normalizer: Send + Sync + fmt::Debug {
-    /// A short name for logs and errors.
+    /// A short name for logs and errors: for the built-in steps, [`Step::name`].
     fn name(&self) -> &'static str;
 
     /// Normalizes `text`, borrowing it back unchanged when there is nothing to do.
@@ -101,14 +104,14 @@ impl Pipeline {
     pub(crate) fn from_config(
         config: &CleanConfig,
         single_line: bool,
-        chinese: Option<&Arc<ChineseConvert>>,
+        chinese: Option<&Arc<ConvertChinese>>,
     ) -> Result<Self, CleanError> {
         let mut seen = Vec::with_capacity(config.order.len());
         let mut steps: Vec<Arc<dyn Normalizer>> = Vec::new();
         for &step in &config.order {
             if seen.contains(&step) {
                 return Err(CleanError::InvalidConfig(format!(
-                    "step {step:?} is listed twice in `order`"
+                    "step `{step}` is listed twice in `order`"
                 )));
             }
             seen.push(step);
@@ -118,16 +121,16 @@ impl Pipeline {
             let n: Arc<dyn Normalizer> = match step {
                 Step::StripMarkup => Arc::new(StripMarkup),
                 Step::StripControl => Arc::new(StripControl),
-                Step::Width => Arc::new(FoldWidth),
+                Step::FoldWidth => Arc::new(FoldWidth),
                 Step::Nfkc => Arc::new(Nfkc),
-                Step::Chinese => match chinese {
+                Step::ConvertChinese => match chinese {
                     Some(c) => c.clone(),
-                    None => Arc::new(ChineseConvert::new(config.chinese_variant)?),
+                    None => Arc::new(ConvertChinese::new(config.convert_chinese)?),
                 },
                 Step::StripSymbols => Arc::new(StripSymbols),
                 Step::Lowercase => Arc::new(Lowercase),
                 Step::DropDigits => Arc::new(DropDigits),
-                Step::Whitespace => Arc::new(FoldWhitespace { single_line }),
+                Step::FoldWhitespace => Arc::new(FoldWhitespace { single_line }),
             };
             steps.push(n);
         }
@@ -248,6 +251,9 @@ pub(crate) fn map_chars_by_lead<'a>(
 }
 
 #[cfg(test)]
+mod proptests;
+
+#[cfg(test)]
 pub(crate) mod test_support {
     use std::sync::OnceLock;
 
@@ -278,12 +284,12 @@ mod tests {
             vec![
                 "strip_markup",
                 "strip_control",
-                "width",
+                "fold_width",
                 "nfkc",
-                "chinese",
+                "convert_chinese",
                 "strip_symbols",
                 "lowercase",
-                "whitespace"
+                "fold_whitespace"
             ]
         );
     }
@@ -291,7 +297,7 @@ mod tests {
     #[test]
     fn duplicate_step_is_rejected() {
         let config = CleanConfig {
-            order: vec![Step::Width, Step::Width],
+            order: vec![Step::FoldWidth, Step::FoldWidth],
             ..CleanConfig::default()
         };
         assert!(matches!(

@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 
 use super::Normalizer;
+use crate::config::Step;
 
 /// Chars that NFKC never changes and that never combine with a neighbour: a cheap
 /// test that covers nearly all of a Chinese or English text.
@@ -44,7 +45,7 @@ pub struct Nfkc;
 
 impl Normalizer for Nfkc {
     fn name(&self) -> &'static str {
-        "nfkc"
+        Step::Nfkc.name()
     }
 
     fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {

@@ -56,7 +56,7 @@ fn parse_dict(text: &str) -> HashMap<&str, &str> {
 }
 
 /// One step of the chain: a group of dictionaries merged into one lookup structure.
-struct Step {
+struct ChainStep {
     /// BMP code point -> index in `values`, or [`NONE`].
     bmp: Vec<u16>,
     /// Single-char keys outside the BMP.
@@ -75,12 +75,12 @@ struct Step {
     ascii_keys: bool,
 }
 
-impl Step {
+impl ChainStep {
     fn new(dicts: &[&str]) -> Self {
         Self::new_filtered(dicts, |_, _| true)
     }
 
-    /// Like [`Step::new`], with only the entries `keep` accepts.
+    /// Like [`ChainStep::new`], with only the entries `keep` accepts.
     fn new_filtered(dicts: &[&str], keep: fn(&str, &str) -> bool) -> Self {
         // Merge: on the same key, the first dictionary of the group wins (a longer
         // key always wins, whichever dictionary it is in).
@@ -92,7 +92,7 @@ impl Step {
                 }
             }
         }
-        let mut step = Step {
+        let mut step = ChainStep {
             bmp: vec![NONE; 0x1_0000],
             astral: HashMap::new(),
             values: Vec::new(),
@@ -216,27 +216,27 @@ impl Step {
 
 /// A chain of steps equivalent to one `ferrous-opencc` built-in profile.
 pub(crate) struct FastOpencc {
-    steps: Vec<Step>,
+    steps: Vec<ChainStep>,
 }
 
 impl FastOpencc {
     /// The chain for `variant`; `None` for [`ChineseVariant::Off`].
     pub(crate) fn new(variant: ChineseVariant) -> Option<Self> {
-        let ts = || Step::new(&[TS_PHRASES, TS_CHARACTERS]);
+        let ts = || ChainStep::new(&[TS_PHRASES, TS_CHARACTERS]);
         let steps = match variant {
             ChineseVariant::Off => return None,
             ChineseVariant::T2s => vec![ts()],
             ChineseVariant::Tw2sp => vec![
-                Step::new(&[TW_PHRASES_REV, TW_VARIANTS_REV_PHRASES, TW_VARIANTS_REV]),
+                ChainStep::new(&[TW_PHRASES_REV, TW_VARIANTS_REV_PHRASES, TW_VARIANTS_REV]),
                 ts(),
             ],
-            ChineseVariant::Hk2s => vec![Step::new(&[HK_VARIANTS_REV_PHRASES, HK_VARIANTS_REV]), ts()],
+            ChineseVariant::Hk2s => vec![ChainStep::new(&[HK_VARIANTS_REV_PHRASES, HK_VARIANTS_REV]), ts()],
             // Taiwan vocabulary only. A single char rewritten as a word (埠 -> 端口, a
             // computer port) is vocabulary on a word boundary a char lookup cannot see:
             // it would rewrite the mainland city 蚌埠. Single chars mapped to single
             // chars (矽 -> 硅, element names) are kept.
             ChineseVariant::T2sTw => vec![
-                Step::new_filtered(&[TW_PHRASES_REV], |k, v| {
+                ChainStep::new_filtered(&[TW_PHRASES_REV], |k, v| {
                     k.chars().nth(1).is_some() || v.chars().nth(1).is_none()
                 }),
                 ts(),

@@ -25,7 +25,7 @@ pub struct BenchPage {
 /// tokens case-sensitively with the original text: extraction is what is measured.
 pub fn bench_config() -> CleanConfig {
     CleanConfig {
-        chinese_variant: ChineseVariant::Off,
+        convert_chinese: ChineseVariant::Off,
         lowercase: false,
         strip_symbols: false,
         nfkc: false,

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 
 use super::{CharAction, LeadSet, Normalizer, map_chars_by_lead};
+use crate::config::Step;
 
 /// Folds U+FF01..U+FF5E to ASCII, the ideographic space U+3000 to a space, and the
 /// full-width currency and sign forms U+FFE0..U+FFE6 to their usual characters.
@@ -37,7 +38,7 @@ fn fold(c: char) -> CharAction {
 
 impl Normalizer for FoldWidth {
     fn name(&self) -> &'static str {
-        "width"
+        Step::FoldWidth.name()
     }
 
     fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {

@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 
 use super::{LeadSet, Normalizer};
+use crate::config::Step;
 
 /// Removes emoji, pictographs, dingbats, arrows, box drawing, geometric shapes,
 /// variation selectors, private-use glyphs (icon fonts) and bullets.
@@ -60,7 +61,7 @@ fn first_decorative(text: &str) -> Option<usize> {
 
 impl Normalizer for StripSymbols {
     fn name(&self) -> &'static str {
-        "strip_symbols"
+        Step::StripSymbols.name()
     }
 
     fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {

@@ -2,15 +2,18 @@
 //!
 //! Text that went through a CMS, a feed or a scraper twice often carries escaped
 //! markup (`&lt;p&gt;`, `&amp;nbsp;`) or raw tags; a clean copy of the same article
-//! does not. This step removes tags and decodes entities once.
+//! does not. This step decodes entities and removes tags, again while a pass leaves
+//! new markup behind (up to a cap).
 
 use std::borrow::Cow;
 
 use html5ever::data::{C1_REPLACEMENTS, NAMED_ENTITIES};
 
 use super::Normalizer;
+use crate::config::Step;
 
-/// Decodes `&name;`, `&#NN;`, `&#xHH;`, then removes `<tag ...>`, `</tag>`, `<!-- ... -->`.
+/// Decodes `&name;`, `&#NN;`, `&#xHH;`, then removes `<tag ...>`, `</tag>`, `<!-- ... -->`,
+/// until no markup is left (twice-escaped text is decoded twice).
 ///
 /// Block-level tags become a space so that words on either side stay apart; inline
 /// tags vanish so that `foo<b>bar</b>` stays one word. A `<` not followed by a tag
@@ -61,28 +64,45 @@ const BLOCK_TAGS: &[&str] = &[
 
 impl Normalizer for StripMarkup {
     fn name(&self) -> &'static str {
-        "strip_markup"
+        Step::StripMarkup.name()
     }
 
-    fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {
-        // Entities first: escaped markup (`&lt;p&gt;`) is leftover markup too.
-        let text = if text.contains('&') {
-            match decode_entities(&text) {
-                Some(s) => Cow::Owned(s),
-                None => text,
+    fn normalize<'a>(&self, mut text: Cow<'a, str>) -> Cow<'a, str> {
+        // A pass can leave new markup behind: a twice-escaped entity (`&amp;lt;`)
+        // decodes to an entity, a removed tag joins the halves of another (`<<b>b>`,
+        // `&am<i></i>p;`). Passes repeat until nothing changes, so that the step is
+        // idempotent (a text cleaned twice equals the text cleaned once); every pass
+        // that changes something shortens the text, and the cap bounds the work on a
+        // pathological page (a megabyte of `&amp;amp;amp;...`) to a few linear passes.
+        for _ in 0..MAX_PASSES {
+            match strip_once(&text) {
+                Some(s) => text = Cow::Owned(s),
+                None => break,
             }
-        } else {
-            text
-        };
-        if text.contains('<') {
-            match strip_tags(&text) {
-                Some(s) => Cow::Owned(s),
-                None => text,
-            }
-        } else {
-            text
         }
+        text
     }
+}
+
+/// At most this many passes of [`strip_once`]: text escaped more often than this is
+/// not leftover markup but a page built to be slow, and is left partly escaped.
+const MAX_PASSES: usize = 16;
+
+/// One pass: entities decoded, then tags removed; `None` when nothing changed.
+fn strip_once(text: &str) -> Option<String> {
+    // Entities first: escaped markup (`&lt;p&gt;`) is leftover markup too.
+    let decoded = if text.contains('&') {
+        decode_entities(text)
+    } else {
+        None
+    };
+    let current = decoded.as_deref().unwrap_or(text);
+    let stripped = if current.contains('<') {
+        strip_tags(current)
+    } else {
+        None
+    };
+    stripped.or(decoded)
 }
 
 /// Returns the length in bytes of a tag starting at `s` (which begins with `<`), and
@@ -254,6 +274,20 @@ mod tests {
             ("&copy; 2024 新闻", "© 2024 新闻", "© 2024 新闻"),
         ]
     );
+
+    /// Markup that one pass leaves behind is removed too: the step is idempotent.
+    #[test]
+    fn markup_left_by_a_pass_is_removed() {
+        for (input, expected) in [
+            ("&amp;lt;p&amp;gt;x", " x"),
+            ("&amp;amp;amp;", "&"),
+            ("<<b>b>x", "x"),
+            ("&am<i></i>p;", "&"),
+            ("&#x26;lt;", "<"),
+        ] {
+            assert_eq!(StripMarkup.normalize(Cow::Borrowed(input)), expected, "{input:?}");
+        }
+    }
 
     #[test]
     fn unterminated_tag_is_text() {

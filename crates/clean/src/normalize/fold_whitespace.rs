@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 
 use super::Normalizer;
+use crate::config::Step;
 
 /// Folds every run of whitespace (any Unicode white space) into one space, trims
 /// lines and drops empty ones; with `single_line`, newlines fold to spaces too.
@@ -61,7 +62,7 @@ fn is_folded(text: &str, single_line: bool) -> bool {
 
 impl Normalizer for FoldWhitespace {
     fn name(&self) -> &'static str {
-        "whitespace"
+        Step::FoldWhitespace.name()
     }
 
     fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 
 use super::{CharAction, LeadSet, Normalizer, map_chars_by_lead};
+use crate::config::Step;
 
 /// Drops control chars (keeping `\n` and `\t`), zero-width and bidi format chars and
 /// soft hyphens; turns `\r`, NEL and the Unicode line/paragraph separators into `\n`.
@@ -45,7 +46,7 @@ fn classify(c: char) -> CharAction {
 
 impl Normalizer for StripControl {
     fn name(&self) -> &'static str {
-        "strip_control"
+        Step::StripControl.name()
     }
 
     fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {

@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 
 use super::{CharAction, LeadSet, Normalizer, map_chars_by_lead};
+use crate::config::Step;
 
 /// Lower-cases the text when it has any upper-case letter.
 #[derive(Debug, Clone, Copy, Default)]
@@ -13,7 +14,7 @@ pub struct Lowercase;
 
 impl Normalizer for Lowercase {
     fn name(&self) -> &'static str {
-        "lowercase"
+        Step::Lowercase.name()
     }
 
     fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {

@@ -10,7 +10,7 @@ use std::fmt;
 
 use super::Normalizer;
 use super::opencc::FastOpencc;
-use crate::config::ChineseVariant;
+use crate::config::{ChineseVariant, Step};
 use crate::error::CleanError;
 
 /// Converts Chinese text to simplified script with the chosen OpenCC profile.
@@ -21,22 +21,22 @@ use crate::error::CleanError;
 /// do not span punctuation, so t2s and hk2s give the same result as converting the
 /// whole text. With tw2sp, a Taiwan term written entirely in chars shared by both
 /// scripts (`程式`) is left as is when its clause has no traditional char.
-pub struct ChineseConvert {
+pub struct ConvertChinese {
     variant: ChineseVariant,
     opencc: Option<FastOpencc>,
     /// Bit per BMP char: OpenCC changes it when it stands alone.
     changes: Vec<u64>,
 }
 
-impl fmt::Debug for ChineseConvert {
+impl fmt::Debug for ConvertChinese {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ChineseConvert")
+        f.debug_struct("ConvertChinese")
             .field("variant", &self.variant)
             .finish_non_exhaustive()
     }
 }
 
-impl ChineseConvert {
+impl ConvertChinese {
     /// Builds the converter (a few milliseconds: do it once).
     ///
     /// Never fails today (the dictionaries are embedded); the `Result` is kept so a
@@ -103,9 +103,9 @@ fn is_boundary(c: char) -> bool {
     )
 }
 
-impl Normalizer for ChineseConvert {
+impl Normalizer for ConvertChinese {
     fn name(&self) -> &'static str {
-        "chinese"
+        Step::ConvertChinese.name()
     }
 
     fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {
@@ -150,9 +150,9 @@ mod tests {
 
     use super::*;
 
-    fn t2s() -> &'static ChineseConvert {
-        static C: OnceLock<ChineseConvert> = OnceLock::new();
-        C.get_or_init(|| ChineseConvert::new(ChineseVariant::T2s).unwrap())
+    fn t2s() -> &'static ConvertChinese {
+        static C: OnceLock<ConvertChinese> = OnceLock::new();
+        C.get_or_init(|| ConvertChinese::new(ChineseVariant::T2s).unwrap())
     }
 
     normalizer_tests!(
@@ -174,20 +174,20 @@ mod tests {
     #[test]
     fn variants_build_and_convert() {
         for v in [ChineseVariant::Tw2sp, ChineseVariant::Hk2s] {
-            let c = ChineseConvert::new(v).unwrap();
+            let c = ConvertChinese::new(v).unwrap();
             assert_eq!(c.normalize(Cow::Borrowed("軟體與網絡")).chars().count(), 5);
             assert_ne!(c.normalize(Cow::Borrowed("國際")), "國際");
         }
-        let off = ChineseConvert::new(ChineseVariant::Off).unwrap();
+        let off = ConvertChinese::new(ChineseVariant::Off).unwrap();
         assert_eq!(off.normalize(Cow::Borrowed("國際")), "國際");
     }
 
     #[test]
     fn t2s_tw_folds_taiwan_vocabulary_and_leaves_mainland_text() {
-        let c = ChineseConvert::new(ChineseVariant::T2sTw).unwrap();
+        let c = ConvertChinese::new(ChineseVariant::T2sTw).unwrap();
         assert_eq!(c.normalize(Cow::Borrowed("軟體與網路")), "软件与网络");
         // tw2sp's Taiwan variant chars rewrite mainland words; t2s_tw does not.
-        let tw2sp = ChineseConvert::new(ChineseVariant::Tw2sp).unwrap();
+        let tw2sp = ConvertChinese::new(ChineseVariant::Tw2sp).unwrap();
         assert_eq!(tw2sp.normalize(Cow::Borrowed("为什么很显著")), "为什幺很显着");
         assert_eq!(c.normalize(Cow::Borrowed("为什么很显著")), "为什么很显著");
         assert_eq!(c.normalize(Cow::Borrowed("開放中文轉換")), "开放中文转换");
@@ -195,7 +195,7 @@ mod tests {
 
     #[test]
     fn tw2sp_converts_taiwan_vocabulary() {
-        let c = ChineseConvert::new(ChineseVariant::Tw2sp).unwrap();
+        let c = ConvertChinese::new(ChineseVariant::Tw2sp).unwrap();
         assert_eq!(c.normalize(Cow::Borrowed("軟體")), "软件");
     }
 }

@@ -7,6 +7,7 @@
 use std::borrow::Cow;
 
 use super::{CharAction, Normalizer, map_chars};
+use crate::config::Step;
 
 /// Removes every numeric char (ASCII and other decimal digits, numeric letters such
 /// as `Ⅻ` and `〇`); CJK numerals such as `一二三` are words and stay.
@@ -15,7 +16,7 @@ pub struct DropDigits;
 
 impl Normalizer for DropDigits {
     fn name(&self) -> &'static str {
-        "drop_digits"
+        Step::DropDigits.name()
     }
 
     fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {

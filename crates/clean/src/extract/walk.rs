@@ -1,0 +1,358 @@
+//! The text walk: per element, how much text and link text it holds and where its
+//! text lies in a flat list of events, for main-content selection and rendering.
+//!
+//! [`Walker`] holds what the walk accumulates and has one handler per traversal
+//! event (element opened, text, element closed); [`super::extract`] drives it.
+
+use ego_tree::{NodeId, NodeRef};
+use scraper::Node;
+use scraper::node::Element;
+
+use super::{MAX_LINK_TEXT_BYTES, NONE, boilerplate, has_token, push_collapsed};
+
+/// What an element does to the flow of text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Not rendered at all (script, style, svg ...): the subtree is skipped.
+    Skip,
+    /// Starts and ends a line.
+    Block,
+    /// A table cell: separated by a space, but a paragraph owner like a block.
+    Cell,
+    /// A line break.
+    Br,
+    /// Flows with the text around it.
+    Inline,
+}
+
+fn kind_of(name: &str) -> Kind {
+    match name {
+        "script" | "style" | "noscript" | "template" | "svg" | "math" | "iframe" | "object" | "embed"
+        | "canvas" | "select" | "datalist" | "button" | "textarea" | "input" | "audio" | "video"
+        | "title" => Kind::Skip,
+        "address" | "article" | "aside" | "blockquote" | "body" | "center" | "dd" | "details" | "dialog"
+        | "dir" | "div" | "dl" | "dt" | "fieldset" | "figcaption" | "figure" | "footer" | "form" | "h1"
+        | "h2" | "h3" | "h4" | "h5" | "h6" | "header" | "hgroup" | "hr" | "html" | "legend" | "li"
+        | "main" | "menu" | "nav" | "ol" | "p" | "pre" | "section" | "summary" | "table" | "tbody"
+        | "thead" | "tfoot" | "tr" | "ul" | "caption" | "frameset" | "noframes" | "output" => Kind::Block,
+        "td" | "th" => Kind::Cell,
+        "br" => Kind::Br,
+        _ => Kind::Inline,
+    }
+}
+
+/// How explicitly the markup says an element is the page's content, weakest first
+/// (the order is used: main-content selection trusts the strongest marker present).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Semantic {
+    /// No marker.
+    None,
+    /// `<main>` or `role=main`: the page's main part, which may still hold
+    /// related links, comments and the like.
+    Main,
+    /// `<article>`: an article, possibly one of several (a listing).
+    Article,
+    /// `itemprop=articleBody` or a content class or id name (`entry-content` ...):
+    /// the body of the article itself.
+    Body,
+}
+
+impl Semantic {
+    /// The marker on element `e` named `name`, with role attribute `role`.
+    fn of(name: &str, e: &Element, role: Option<&str>) -> Self {
+        if e.attr("itemprop").is_some_and(|v| has_token(v, "articleBody"))
+            || e.attr("class").is_some_and(boilerplate::is_content_name)
+            || e.attr("id").is_some_and(boilerplate::is_content_name)
+        {
+            Self::Body
+        } else if name == "article" {
+            Self::Article
+        } else if name == "main" || role.is_some_and(|r| has_token(r, "main")) {
+            Self::Main
+        } else {
+            Self::None
+        }
+    }
+}
+
+/// Per-element facts gathered during the walk.
+#[derive(Debug, Clone)]
+pub(crate) struct El {
+    pub parent: u32,
+    /// Block or cell: can own paragraphs and be a main-content candidate.
+    pub block: bool,
+    pub semantic: Semantic,
+    pub tag_boiler: bool,
+    pub class_boiler: bool,
+    /// Text chars (non-whitespace) of text nodes directly inside.
+    pub own_chars: u32,
+    /// The part of `own_chars` inside links.
+    pub own_link_chars: u32,
+    /// Non-link text chars of the paragraph this block owns (its text and that of its
+    /// inline descendants).
+    pub para_chars: u32,
+    pub para_commas: u32,
+    pub ev_start: u32,
+    pub ev_end: u32,
+}
+
+/// The flat text stream: each event names the element that emitted it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Ev<'a> {
+    Text { owner: u32, text: &'a str, pre: bool },
+    Line { owner: u32 },
+    Space { owner: u32 },
+}
+
+impl Ev<'_> {
+    pub(crate) fn owner(&self) -> u32 {
+        match *self {
+            Ev::Text { owner, .. } | Ev::Line { owner } | Ev::Space { owner } => owner,
+        }
+    }
+}
+
+/// An open element on the walk's stack: what its descendants inherit.
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    el: u32,
+    kind: Kind,
+    /// Nearest block or cell, self included.
+    owner: u32,
+    hidden: bool,
+    pre: bool,
+    /// The enclosing link, an index in [`Walker::links`].
+    anchor: Option<usize>,
+}
+
+/// A link as written in the page, before resolution.
+#[derive(Debug)]
+pub(super) struct RawLink<'a> {
+    pub(super) href: &'a str,
+    pub(super) nofollow: bool,
+    /// Its text, whitespace collapsed, capped at [`MAX_LINK_TEXT_BYTES`].
+    pub(super) text: String,
+}
+
+/// The walk's output.
+#[derive(Debug, Default)]
+pub(crate) struct Walk<'a> {
+    pub els: Vec<El>,
+    pub events: Vec<Ev<'a>>,
+}
+
+/// The walk in progress: its output so far, the open elements and the links.
+#[derive(Debug, Default)]
+pub(super) struct Walker<'a> {
+    walk: Walk<'a>,
+    stack: Vec<Frame>,
+    /// The skipped element (script, style ...) whose subtree the walk is in.
+    skipping: Option<NodeId>,
+    links: Vec<RawLink<'a>>,
+}
+
+impl<'a> Walker<'a> {
+    /// Whether the walk is inside a skipped subtree, whose nodes it ignores.
+    pub(super) fn is_skipping(&self) -> bool {
+        self.skipping.is_some()
+    }
+
+    /// An element opens: records it, its link, and the line or space it starts.
+    pub(super) fn open_element(&mut self, node: NodeRef<'a, Node>, e: &'a Element) {
+        let name = e.name();
+        let kind = kind_of(name);
+        if kind == Kind::Skip {
+            self.skipping = Some(node.id());
+            return;
+        }
+        let parent = self.stack.last().copied();
+        let idx = u32::try_from(self.walk.els.len()).unwrap_or(NONE - 1);
+        let block = matches!(kind, Kind::Block | Kind::Cell);
+        let role = e.attr("role");
+        let semantic = Semantic::of(name, e, role);
+        let tag_boiler =
+            boilerplate::is_boilerplate_tag(name) || role.is_some_and(boilerplate::is_boilerplate_role);
+        // Figures are images with captions and credits, which are not the
+        // article's prose; like a class mark, a figure that holds most of
+        // the page's text is kept after all.
+        let class_boiler = matches!(name, "figure" | "figcaption")
+            || !matches!(name, "body" | "html" | "article" | "main")
+                && boilerplate::is_boilerplate_names(
+                    e.attr("class").unwrap_or(""),
+                    e.attr("id").unwrap_or(""),
+                );
+        let hidden = parent.is_some_and(|p| p.hidden) || is_hidden(e);
+        let ev_start = u32::try_from(self.walk.events.len()).unwrap_or(NONE);
+        self.walk.els.push(El {
+            parent: parent.map_or(NONE, |p| p.el),
+            block,
+            semantic,
+            tag_boiler,
+            class_boiler,
+            own_chars: 0,
+            own_link_chars: 0,
+            para_chars: 0,
+            para_commas: 0,
+            ev_start,
+            ev_end: ev_start,
+        });
+        let mut anchor = parent.and_then(|p| p.anchor);
+        if matches!(name, "a" | "area")
+            && let Some(href) = e.attr("href")
+        {
+            self.links.push(RawLink {
+                href,
+                nofollow: e.attr("rel").is_some_and(|r| has_token(r, "nofollow")),
+                text: String::new(),
+            });
+            anchor = Some(self.links.len() - 1);
+        }
+        let frame = Frame {
+            el: idx,
+            kind,
+            owner: if block {
+                idx
+            } else {
+                parent.map_or(idx, |p| p.owner)
+            },
+            hidden,
+            pre: parent.is_some_and(|p| p.pre) || name == "pre",
+            anchor,
+        };
+        if !hidden {
+            match kind {
+                Kind::Block | Kind::Br => self.walk.events.push(Ev::Line { owner: idx }),
+                Kind::Cell => self.walk.events.push(Ev::Space { owner: idx }),
+                Kind::Inline | Kind::Skip => {}
+            }
+        }
+        self.stack.push(frame);
+    }
+
+    /// A text node: counted for its element, its paragraph and its link.
+    pub(super) fn text(&mut self, text: &'a str) {
+        let Some(frame) = self.stack.last().copied() else {
+            return;
+        };
+        if let Some(a) = frame.anchor
+            && let Some(link) = self.links.get_mut(a)
+        {
+            push_collapsed(&mut link.text, text, MAX_LINK_TEXT_BYTES);
+        }
+        if frame.hidden {
+            return;
+        }
+        let (chars, commas) = count_text(text);
+        if let Some(el) = self.walk.els.get_mut(frame.el as usize) {
+            el.own_chars = el.own_chars.saturating_add(chars);
+            if frame.anchor.is_some() {
+                el.own_link_chars = el.own_link_chars.saturating_add(chars);
+            }
+        }
+        if frame.anchor.is_none()
+            && let Some(owner) = self.walk.els.get_mut(frame.owner as usize)
+        {
+            owner.para_chars = owner.para_chars.saturating_add(chars);
+            owner.para_commas = owner.para_commas.saturating_add(commas);
+        }
+        self.walk.events.push(Ev::Text {
+            owner: frame.el,
+            text,
+            pre: frame.pre,
+        });
+    }
+
+    /// A node closes: ends a skipped subtree, or an element's line and event range.
+    pub(super) fn close(&mut self, node: NodeRef<'a, Node>) {
+        if let Some(id) = self.skipping {
+            if id == node.id() {
+                self.skipping = None;
+            }
+            return;
+        }
+        if !node.value().is_element() {
+            return;
+        }
+        let Some(frame) = self.stack.pop() else {
+            return;
+        };
+        if !frame.hidden && frame.kind == Kind::Block {
+            self.walk.events.push(Ev::Line { owner: frame.el });
+        }
+        let end = u32::try_from(self.walk.events.len()).unwrap_or(NONE);
+        if let Some(el) = self.walk.els.get_mut(frame.el as usize) {
+            el.ev_end = end;
+        }
+    }
+
+    /// The walk and the page's links, in page order.
+    pub(super) fn finish(self) -> (Walk<'a>, Vec<RawLink<'a>>) {
+        (self.walk, self.links)
+    }
+}
+
+/// Whether an element's text is hidden from readers.
+fn is_hidden(e: &Element) -> bool {
+    if e.attr("hidden").is_some() {
+        return true;
+    }
+    if e.attr("aria-hidden")
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+    {
+        return true;
+    }
+    if let Some(style) = e.attr("style") {
+        let squashed: String = style
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .map(|c| c.to_ascii_lowercase())
+            .collect();
+        return squashed.contains("display:none") || squashed.contains("visibility:hidden");
+    }
+    false
+}
+
+/// Counts non-whitespace chars and clause punctuation (readability's "commas", with
+/// the Chinese ones) in one pass over the bytes.
+fn count_text(s: &str) -> (u32, u32) {
+    let b = s.as_bytes();
+    let mut chars = 0u32;
+    let mut commas = 0u32;
+    for (i, &c) in b.iter().enumerate() {
+        if c & 0xC0 != 0x80 && !c.is_ascii_whitespace() {
+            chars = chars.saturating_add(1);
+        }
+        if c == b',' {
+            commas = commas.saturating_add(1);
+        } else if c == 0xEF {
+            // ， U+FF0C
+            if b.get(i + 1) == Some(&0xBC) && b.get(i + 2) == Some(&0x8C) {
+                commas = commas.saturating_add(1);
+            }
+        } else if c == 0xE3 {
+            // 、 U+3001, 。 U+3002
+            if b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(&0x81 | &0x82)) {
+                commas = commas.saturating_add(1);
+            }
+        }
+    }
+    (chars, commas)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts() {
+        assert_eq!(count_text("  ab c "), (3, 0));
+        assert_eq!(count_text("中文，句子。列表、x,y"), (12, 4));
+    }
+
+    #[test]
+    fn semantic_levels_are_ordered_weakest_first() {
+        assert!(Semantic::None < Semantic::Main);
+        assert!(Semantic::Main < Semantic::Article);
+        assert!(Semantic::Article < Semantic::Body);
+    }
+}
