@@ -106,6 +106,7 @@ pub fn cut_at(html: &str, max_depth: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
