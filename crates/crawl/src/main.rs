@@ -12,6 +12,7 @@ mod metrics;
 mod progress;
 mod sinks;
 mod state;
+mod stats;
 mod template;
 mod tools;
 
@@ -138,7 +139,7 @@ enum Command {
         common: Common,
     },
     /// Crawl a generated local site and report pages/s, peak RSS and CPU per page.
-    Bench(daemon::BenchArgs),
+    Bench(bench::BenchArgs),
     /// Serve the generated bench site (used by `crawl bench`).
     #[command(name = "__serve-site", hide = true)]
     ServeSite {
@@ -241,7 +242,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(args)) => {
-            daemon::bench(args)?;
+            bench::bench(args)?;
             Ok(ExitCode::SUCCESS)
         }
         None => {

@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 
-use crate::daemon::Stats;
+use crate::stats::Stats;
 
 /// Connections served at once; more wait in the listen backlog.
 pub const MAX_CONNECTIONS: usize = 16;
