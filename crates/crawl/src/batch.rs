@@ -8,10 +8,11 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use simcrawl_dedup::{Commit, Deduper, Document, MemoryStore, RedbStore, Signature, Tier, UrlTier, Verdict};
+use simcrawl_dedup::{Commit, Deduper, Document, MemoryStore, RedbStore, Signature, UrlTier, Verdict};
 use tracing::{info, warn};
 
 use crate::config::Config;
+use crate::lines::{DuplicateLine, ErrorLine, KeptLine};
 use crate::progress::Progress;
 use crate::sinks::{Offsets, Outputs, VerdictCounts};
 use crate::state;
@@ -30,33 +31,6 @@ struct InputDoc {
     text: Option<String>,
     #[serde(default)]
     html: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct Kept<'a> {
-    url: &'a str,
-    title: &'a str,
-    simhash: Option<String>,
-    line: u64,
-}
-
-#[derive(Debug, Serialize)]
-struct Dropped<'a> {
-    url: &'a str,
-    tier: Tier,
-    duplicate_of: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    distance: Option<u32>,
-    /// The estimated resemblance that decided (title and content tiers).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    similarity: Option<f64>,
-    line: u64,
-}
-
-#[derive(Debug, Serialize)]
-struct BadLine<'a> {
-    line: u64,
-    error: &'a str,
 }
 
 /// Progress of an interrupted run, committed with the dedup state.
@@ -246,12 +220,6 @@ fn with_clock_offset<S: simcrawl_dedup::Store>(d: Deduper<S>) -> Result<Deduper<
     }))
 }
 
-/// A resemblance as written in outputs: three decimals are what the
-/// estimate is worth (its standard deviation is about 0.03).
-pub(crate) fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
-}
-
 /// A parsed line, ready for the tiers, or why it was skipped.
 pub(crate) type Parsed = Result<(String, String, Signature), String>;
 
@@ -398,10 +366,7 @@ fn emit(
             Err(e) => {
                 warn!("{input}:{line}: {e}; line skipped");
                 run.p.errors += 1;
-                run.outputs.errors.write(&BadLine {
-                    line: *line,
-                    error: e,
-                })?;
+                run.outputs.errors.write(&ErrorLine::input_line(*line, e))?;
             }
             Ok((url, title, _)) => match verdicts.next() {
                 Some(v) => {
@@ -418,19 +383,13 @@ fn emit(
 /// The output line of one checked document.
 fn write_verdict(outputs: &mut Outputs, v: Verdict, url: &str, title: &str, line: u64) -> Result<()> {
     match v {
-        Verdict::Unique { fingerprint, .. } => outputs.kept.write(&Kept {
-            url,
-            title,
-            simhash: fingerprint.map(|f| f.to_string()),
-            line,
+        Verdict::Unique { fingerprint, .. } => outputs.kept.write(&KeptLine {
+            line: Some(line),
+            ..KeptLine::new(url, title, fingerprint)
         }),
-        Verdict::Duplicate(d) => outputs.duplicates.write(&Dropped {
-            url,
-            tier: d.tier,
-            duplicate_of: &d.of,
-            distance: d.distance,
-            similarity: d.similarity.map(round3),
-            line,
+        Verdict::Duplicate(d) => outputs.duplicates.write(&DuplicateLine {
+            line: Some(line),
+            ..DuplicateLine::new(url, &d)
         }),
     }
 }

@@ -8,6 +8,7 @@ mod config;
 mod daemon;
 mod eval;
 mod frontier;
+mod lines;
 mod metrics;
 mod progress;
 mod sinks;

@@ -18,6 +18,7 @@ use super::Tiers;
 use super::worker::{Outcome, PageResult};
 use crate::config::CrawlConfig;
 use crate::frontier;
+use crate::lines::{DuplicateLine, ErrorLine, KeptLine};
 use crate::sinks::{Offsets, Outputs};
 use crate::state;
 use crate::stats::Stats;
@@ -65,37 +66,6 @@ impl Checkpoint {
     ) -> Result<(), simcrawl_dedup::Error> {
         state::put_json(table, CHECKPOINT_KEY, self)
     }
-}
-
-#[derive(Serialize)]
-struct KeptLine<'a> {
-    url: &'a str,
-    final_url: &'a str,
-    status: u16,
-    title: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    text: Option<&'a str>,
-    simhash: Option<String>,
-    depth: u32,
-    fetched_at: u64,
-}
-
-#[derive(Serialize)]
-struct DupLine<'a> {
-    url: &'a str,
-    tier: Tier,
-    duplicate_of: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    distance: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    similarity: Option<f64>,
-}
-
-#[derive(Serialize)]
-struct ErrorLine<'a> {
-    url: &'a str,
-    kind: &'a str,
-    error: &'a str,
 }
 
 /// Messages from the writer to the dispatcher.
@@ -226,11 +196,7 @@ impl Writer {
                         *self.cp.stats.errors.entry((*kind).to_string()).or_insert(0) += 1;
                         self.outputs
                             .errors
-                            .write(&ErrorLine {
-                                url: entry.url.as_str(),
-                                kind,
-                                error,
-                            })
+                            .write(&ErrorLine::page(entry.url.as_str(), kind, error))
                             .map_err(state::caller_err)?;
                     }
                     Outcome::Page(p) => {
@@ -290,13 +256,7 @@ impl Writer {
             self.cp.stats.verdicts.record_duplicate(Tier::Url);
             self.outputs
                 .duplicates
-                .write(&DupLine {
-                    url: p.entry.url.as_str(),
-                    tier: Tier::Url,
-                    duplicate_of: p.final_url.as_str(),
-                    distance: None,
-                    similarity: None,
-                })
+                .write(&DuplicateLine::url_tier(p.entry.url.as_str(), p.final_url.as_str()))
                 .map_err(io)?;
             return Ok(0);
         }
@@ -309,11 +269,11 @@ impl Writer {
             self.cp.stats.noindex += 1;
             self.outputs
                 .errors
-                .write(&ErrorLine {
-                    url: p.entry.url.as_str(),
-                    kind: "noindex",
-                    error: "meta robots noindex: not kept",
-                })
+                .write(&ErrorLine::page(
+                    p.entry.url.as_str(),
+                    "noindex",
+                    "meta robots noindex: not kept",
+                ))
                 .map_err(io)?;
             None
         } else {
@@ -328,27 +288,19 @@ impl Writer {
                 self.outputs
                     .kept
                     .write(&KeptLine {
-                        url: p.entry.url.as_str(),
-                        final_url: p.final_url.as_str(),
-                        status: p.status,
-                        title: &p.title,
+                        final_url: Some(p.final_url.as_str()),
+                        status: Some(p.status),
                         text: self.write_text.then_some(p.text.as_str()),
-                        simhash: fingerprint.map(|f| f.to_string()),
-                        depth: p.entry.depth,
-                        fetched_at: p.fetched_at,
+                        depth: Some(p.entry.depth),
+                        fetched_at: Some(p.fetched_at),
+                        ..KeptLine::new(p.entry.url.as_str(), &p.title, fingerprint)
                     })
                     .map_err(io)?;
             }
             Some(Verdict::Duplicate(d)) => {
                 self.outputs
                     .duplicates
-                    .write(&DupLine {
-                        url: p.entry.url.as_str(),
-                        tier: d.tier,
-                        duplicate_of: &d.of,
-                        distance: d.distance,
-                        similarity: d.similarity.map(crate::batch::round3),
-                    })
+                    .write(&DuplicateLine::new(p.entry.url.as_str(), &d))
                     .map_err(io)?;
             }
         }
