@@ -16,7 +16,7 @@ use crate::lines::{DuplicateLine, ErrorLine, KeptLine};
 use crate::progress::Progress;
 use crate::sinks::{Offsets, Outputs, VerdictCounts};
 use crate::state;
-use crate::template::Templates;
+use crate::template::{Save, Templates};
 
 /// Lines per transaction and checkpoint.
 const CHUNK: usize = 2048;
@@ -176,7 +176,7 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
             d.store().write_with(Commit::Durable, |txn, _| {
                 let mut t = state::open(txn)?;
                 t.remove(PROGRESS_KEY)?;
-                run.templates.save_if_due(&mut t, true)
+                run.templates.save_if_due(&mut t, Save::Now)
             })?;
         }
     }
@@ -306,7 +306,7 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
                 // A failed commit ends the run; the next one resumes from the
                 // last committed progress, so the counters need no rollback.
                 let mut t = state::open(txn)?;
-                run.templates.save_if_due(&mut t, false)?;
+                run.templates.save_if_due(&mut t, Save::IfDue)?;
                 state::put_json(&mut t, PROGRESS_KEY, &run.p)
             })?;
         }

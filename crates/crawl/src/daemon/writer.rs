@@ -22,7 +22,7 @@ use crate::lines::{DuplicateLine, ErrorLine, KeptLine};
 use crate::sinks::{Offsets, Outputs};
 use crate::state;
 use crate::stats::Stats;
-use crate::template::{Templates, host_of};
+use crate::template::{Save, Templates, host_of};
 
 /// Commits are made durable at most this often (and at the latest this long
 /// after the last one when no further result comes). Each durable commit
@@ -216,7 +216,7 @@ impl Writer {
             self.cp.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
             self.cp.stats.hosts_evicted = self.base_hosts_evicted + self.fetcher.hosts_evicted();
             let mut st = state::open(txn)?;
-            self.templates.save_if_due(&mut st, false)?;
+            self.templates.save_if_due(&mut st, Save::IfDue)?;
             self.cp.put(&mut st)
         });
         if let Err(e) = result {
