@@ -21,6 +21,10 @@ use crate::template::{Save, Templates};
 /// Lines per transaction and checkpoint.
 const CHUNK: usize = 2048;
 
+/// Read buffer over the input: lines are read one by one, and a large
+/// buffer turns them into few read calls on corpora of hundreds of MB.
+const READ_BUFFER: usize = 1 << 20;
+
 /// One input line.
 #[derive(Debug, Deserialize)]
 struct InputDoc {
@@ -132,7 +136,7 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
     let file =
         File::open(&args.input).with_context(|| format!("cannot read input {}", args.input.display()))?;
     let total = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut reader = BufReader::with_capacity(READ_BUFFER, file);
     std::io::Seek::seek(&mut reader, std::io::SeekFrom::Start(run.p.bytes))
         .with_context(|| format!("cannot seek in {}", args.input.display()))?;
     let progress = Progress::bytes(total, "dedup");
