@@ -66,7 +66,9 @@ fn help_site() -> Server {
 /// into `[template]`.
 fn dirs(root: &Path, server: &Server, crawl: &str, template: &str) -> Dirs {
     let dirs = support::site_crawl(root, &format!("{}/", server.base()), 2, crawl);
-    dirs.append_config(&format!("\n[template]\n{template}\n"));
+    let mut text = std::fs::read_to_string(&dirs.config).unwrap();
+    text.push_str(&format!("\n[template]\n{template}\n"));
+    std::fs::write(&dirs.config, text).unwrap();
     dirs
 }
 

@@ -87,14 +87,13 @@ pub struct Writer {
     shared: Arc<Mutex<Stats>>,
     run_started: Instant,
     base_seconds: f64,
-    /// Commits are made durable (outputs fsynced, then the store) at most
-    /// this often; commits in between are visible at once but a crash rolls
+    /// When the last commit was made durable (outputs fsynced, then the
+    /// store): commits in between are visible at once, but a crash rolls
     /// the store back to the last durable one, and the outputs are cut back
     /// to the offsets it recorded, so both always agree.
-    durable_every: Duration,
     last_durable: Instant,
     /// A commit is visible (its lines are in the outputs) but not durable
-    /// yet: the writer makes it durable within `durable_every` even if no
+    /// yet: the writer makes it durable within [`DURABLE_EVERY`] even if no
     /// new result arrives.
     not_durable: bool,
     /// `crawl.max_requeues` and `crawl.requeue_delay_ms`.
@@ -129,7 +128,6 @@ impl Writer {
             write_text: cfg.write_text,
             shared,
             run_started: Instant::now(),
-            durable_every: DURABLE_EVERY,
             last_durable: Instant::now(),
             not_durable: false,
             max_requeues: cfg.max_requeues,
@@ -153,7 +151,7 @@ impl Writer {
     /// last commit durable; `None` when everything is durable.
     fn durable_due_in(&self) -> Option<Duration> {
         self.not_durable
-            .then(|| self.durable_every.saturating_sub(self.last_durable.elapsed()))
+            .then(|| DURABLE_EVERY.saturating_sub(self.last_durable.elapsed()))
     }
 
     fn commit(&mut self, batch: Vec<Outcome>) -> Result<Committed> {
@@ -162,7 +160,7 @@ impl Writer {
         let mut requeued = 0u64;
         let deduper = self.deduper.clone();
         let before = self.cp.clone();
-        let durable = self.last_durable.elapsed() >= self.durable_every;
+        let durable = self.last_durable.elapsed() >= DURABLE_EVERY;
         let commit = if durable {
             Commit::Durable
         } else {
@@ -333,7 +331,7 @@ pub fn writer_loop(
     tx: mpsc::UnboundedSender<Result<Committed, anyhow::Error>>,
 ) {
     loop {
-        // Lines already visible become durable within `durable_every`, even
+        // Lines already visible become durable within `DURABLE_EVERY`, even
         // when no further result comes (a kill -9 must not cut lines that
         // consumers may have read).
         let next = match w.durable_due_in() {

@@ -163,13 +163,6 @@ impl Dirs {
         std::fs::write(&self.config, text.replace(from, to)).unwrap();
     }
 
-    /// Appends `text` to the config file (a table of its own).
-    pub fn append_config(&self, text: &str) {
-        let mut config = std::fs::read_to_string(&self.config).unwrap();
-        config.push_str(text);
-        std::fs::write(&self.config, config).unwrap();
-    }
-
     /// Starts [`Dirs::command`]; stderr is appended to `self.stderr` (a
     /// file, so a child never blocks on a full pipe).
     pub fn spawn(&self) -> Child {
