@@ -737,7 +737,12 @@ fn a_page_failing_longer_than_the_fetch_retries_is_requeued_and_kept() {
         _ => Reply::status(404),
     });
     let dir = tempdir();
-    let dirs = support::site_crawl(dir.path(), &format!("{}/", server.base()), 2, "requeue_delay_ms = 200");
+    let dirs = support::site_crawl(
+        dir.path(),
+        &format!("{}/", server.base()),
+        2,
+        "requeue_delay_ms = 200",
+    );
     dirs.run_ok(Duration::from_secs(60));
     let kept: BTreeSet<String> = dirs.kept().iter().map(|v| route(field(v, "url"))).collect();
     assert_eq!(kept, BTreeSet::from(["/".to_string(), "/down".to_string()]));
@@ -756,7 +761,12 @@ fn a_page_failing_past_the_requeue_limit_is_a_final_error() {
         _ => Reply::status(404),
     });
     let dir = tempdir();
-    let dirs = support::site_crawl(dir.path(), &format!("{}/", server.base()), 2, "requeue_delay_ms = 100\nmax_requeues = 2");
+    let dirs = support::site_crawl(
+        dir.path(),
+        &format!("{}/", server.base()),
+        2,
+        "requeue_delay_ms = 100\nmax_requeues = 2",
+    );
     dirs.run_ok(Duration::from_secs(60));
     let errors = dirs.errors();
     assert_eq!(errors.len(), 1, "{errors:?}");

@@ -111,9 +111,8 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
     let job_entry = entry.clone();
     // Parsing, conversion, segmentation and hashing are CPU work: off the
     // reactor threads, so fetching continues meanwhile.
-    let job = tokio::task::spawn_blocking(move || {
-        clean_and_sign(&job_stages, job_entry, fetched, fetched_at)
-    });
+    let job =
+        tokio::task::spawn_blocking(move || clean_and_sign(&job_stages, job_entry, fetched, fetched_at));
     match job.await {
         Ok(o) => o,
         Err(e) => Outcome::Failed {

@@ -254,7 +254,10 @@ impl Writer {
             self.cp.stats.verdicts.record_duplicate(Tier::Url);
             self.outputs
                 .duplicates
-                .write(&DuplicateLine::url_tier(p.entry.url.as_str(), p.final_url.as_str()))
+                .write(&DuplicateLine::url_tier(
+                    p.entry.url.as_str(),
+                    p.final_url.as_str(),
+                ))
                 .map_err(io)?;
             return Ok(0);
         }
@@ -374,7 +377,11 @@ pub fn writer_loop(
     if std::env::var_os("SIMCRAWL_TEST_WRITER_PANIC").is_some() {
         panic!("injected writer panic (SIMCRAWL_TEST_WRITER_PANIC)");
     }
-    if let Err(e) = w.templates.save(w.deduper.store()).and_then(|()| w.make_durable()) {
+    if let Err(e) = w
+        .templates
+        .save(w.deduper.store())
+        .and_then(|()| w.make_durable())
+    {
         let _ = tx.send(Err(e));
     }
 }
