@@ -8,17 +8,22 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use simcrawl_dedup::{Commit, Deduper, Document, MemoryStore, RedbStore, Signature, Tier, UrlTier, Verdict};
+use simcrawl_dedup::{Commit, Deduper, Document, MemoryStore, RedbStore, Signature, UrlTier, Verdict};
 use tracing::{info, warn};
 
 use crate::config::Config;
+use crate::lines::{DuplicateLine, ErrorLine, KeptLine};
 use crate::progress::Progress;
 use crate::sinks::{Offsets, Outputs, VerdictCounts};
 use crate::state;
-use crate::template::Templates;
+use crate::template::{Save, Templates};
 
 /// Lines per transaction and checkpoint.
 const CHUNK: usize = 2048;
+
+/// Read buffer over the input: lines are read one by one, and a large
+/// buffer turns them into few read calls on corpora of hundreds of MB.
+const READ_BUFFER: usize = 1 << 20;
 
 /// One input line.
 #[derive(Debug, Deserialize)]
@@ -30,33 +35,6 @@ struct InputDoc {
     text: Option<String>,
     #[serde(default)]
     html: Option<String>,
-}
-
-#[derive(Debug, Serialize)]
-struct Kept<'a> {
-    url: &'a str,
-    title: &'a str,
-    simhash: Option<String>,
-    line: u64,
-}
-
-#[derive(Debug, Serialize)]
-struct Dropped<'a> {
-    url: &'a str,
-    tier: Tier,
-    duplicate_of: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    distance: Option<u32>,
-    /// The estimated resemblance that decided (title and content tiers).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    similarity: Option<f64>,
-    line: u64,
-}
-
-#[derive(Debug, Serialize)]
-struct BadLine<'a> {
-    line: u64,
-    error: &'a str,
 }
 
 /// Progress of an interrupted run, committed with the dedup state.
@@ -158,7 +136,7 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
     let file =
         File::open(&args.input).with_context(|| format!("cannot read input {}", args.input.display()))?;
     let total = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut reader = BufReader::with_capacity(READ_BUFFER, file);
     std::io::Seek::seek(&mut reader, std::io::SeekFrom::Start(run.p.bytes))
         .with_context(|| format!("cannot seek in {}", args.input.display()))?;
     let progress = Progress::bytes(total, "dedup");
@@ -202,7 +180,7 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
             d.store().write_with(Commit::Durable, |txn, _| {
                 let mut t = state::open(txn)?;
                 t.remove(PROGRESS_KEY)?;
-                run.templates.save_if_due(&mut t, true)
+                run.templates.save_if_due(&mut t, Save::Now)
             })?;
         }
     }
@@ -244,12 +222,6 @@ fn with_clock_offset<S: simcrawl_dedup::Store>(d: Deduper<S>) -> Result<Deduper<
             .map_or(0, |d| d.as_secs());
         now.saturating_add_signed(offset)
     }))
-}
-
-/// A resemblance as written in outputs: three decimals are what the
-/// estimate is worth (its standard deviation is about 0.03).
-pub(crate) fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }
 
 /// A parsed line, ready for the tiers, or why it was skipped.
@@ -338,7 +310,7 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
                 // A failed commit ends the run; the next one resumes from the
                 // last committed progress, so the counters need no rollback.
                 let mut t = state::open(txn)?;
-                run.templates.save_if_due(&mut t, false)?;
+                run.templates.save_if_due(&mut t, Save::IfDue)?;
                 state::put_json(&mut t, PROGRESS_KEY, &run.p)
             })?;
         }
@@ -398,10 +370,7 @@ fn emit(
             Err(e) => {
                 warn!("{input}:{line}: {e}; line skipped");
                 run.p.errors += 1;
-                run.outputs.errors.write(&BadLine {
-                    line: *line,
-                    error: e,
-                })?;
+                run.outputs.errors.write(&ErrorLine::input_line(*line, e))?;
             }
             Ok((url, title, _)) => match verdicts.next() {
                 Some(v) => {
@@ -418,19 +387,13 @@ fn emit(
 /// The output line of one checked document.
 fn write_verdict(outputs: &mut Outputs, v: Verdict, url: &str, title: &str, line: u64) -> Result<()> {
     match v {
-        Verdict::Unique { fingerprint, .. } => outputs.kept.write(&Kept {
-            url,
-            title,
-            simhash: fingerprint.map(|f| f.to_string()),
-            line,
+        Verdict::Unique { fingerprint, .. } => outputs.kept.write(&KeptLine {
+            line: Some(line),
+            ..KeptLine::new(url, title, fingerprint)
         }),
-        Verdict::Duplicate(d) => outputs.duplicates.write(&Dropped {
-            url,
-            tier: d.tier,
-            duplicate_of: &d.of,
-            distance: d.distance,
-            similarity: d.similarity.map(round3),
-            line,
+        Verdict::Duplicate(d) => outputs.duplicates.write(&DuplicateLine {
+            line: Some(line),
+            ..DuplicateLine::new(url, &d)
         }),
     }
 }

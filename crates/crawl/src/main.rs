@@ -8,11 +8,13 @@ mod config;
 mod daemon;
 mod eval;
 mod frontier;
+mod lines;
 mod metrics;
 mod progress;
 mod report;
 mod sinks;
 mod state;
+mod stats;
 mod template;
 mod tools;
 
@@ -224,7 +226,7 @@ enum Command {
         shell: clap_complete::Shell,
     },
     /// Crawl a generated local site and report pages/s, peak RSS and CPU per page.
-    Bench(daemon::BenchArgs),
+    Bench(bench::BenchArgs),
     /// Serve the generated bench site (used by `crawl bench`).
     #[command(name = "__serve-site", hide = true)]
     ServeSite {
@@ -369,7 +371,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(args)) => {
-            daemon::bench(args)?;
+            bench::bench(args)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Config {

@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 
-use crate::daemon::Stats;
+use crate::stats::Stats;
 
 /// Connections served at once; more wait in the listen backlog.
 pub const MAX_CONNECTIONS: usize = 16;
@@ -62,6 +62,14 @@ pub fn render(s: &Stats) -> String {
     out
 }
 
+/// Longest request head read: a Prometheus scrape's is a few hundred
+/// bytes; a client sending more is answered as if it had ended there.
+pub const MAX_REQUEST_HEAD: usize = 2048;
+
+/// Pause after a failed accept (e.g. out of file descriptors): the error
+/// usually lasts a moment, and retrying at once would spin a core.
+pub const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+
 /// How long a client may take to send its request, and then to read the
 /// answer; a silent client is hung up on after this.
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -88,7 +96,7 @@ pub async fn serve(addr: &str, stats: Arc<Mutex<Stats>>) -> Result<()> {
                 Ok((sock, _)) => sock,
                 Err(e) => {
                     tracing::warn!("metrics endpoint: cannot accept a connection: {e}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    tokio::time::sleep(ACCEPT_RETRY).await;
                     continue;
                 }
             };
@@ -104,7 +112,7 @@ pub async fn serve(addr: &str, stats: Arc<Mutex<Stats>>) -> Result<()> {
 
 /// Reads one request head (within [`CLIENT_TIMEOUT`]) and writes the counters.
 async fn answer(mut sock: tokio::net::TcpStream, stats: &Mutex<Stats>) {
-    let mut buf = [0u8; 2048];
+    let mut buf = [0u8; MAX_REQUEST_HEAD];
     let mut len = 0;
     let read = tokio::time::timeout(CLIENT_TIMEOUT, async {
         while len < buf.len() {

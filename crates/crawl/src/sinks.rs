@@ -15,6 +15,10 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use simcrawl_dedup::{Tier, Verdict};
 
+/// Write buffer per output file: a group commit writes many lines at once,
+/// and 256 KiB turns them into few write calls before each flush.
+const WRITE_BUFFER: usize = 256 << 10;
+
 /// One JSON-lines output file.
 #[derive(Debug)]
 pub struct Sink {
@@ -50,7 +54,7 @@ impl Sink {
         file.seek(SeekFrom::Start(resume_at))?;
         Ok(Sink {
             path: path.to_path_buf(),
-            out: BufWriter::with_capacity(256 << 10, file),
+            out: BufWriter::with_capacity(WRITE_BUFFER, file),
             offset: resume_at,
             synced: resume_at,
         })

@@ -87,6 +87,17 @@ pub fn host_of(url: &url::Url) -> &str {
     url.host_str().unwrap_or("")
 }
 
+/// When [`Templates::save_if_due`] writes a changed state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Save {
+    /// Only when `save_interval_ms` has passed since the last save: the
+    /// checkpoints of a running crawl or batch, where saving the whole state
+    /// every time would cost more than the observations it protects.
+    IfDue,
+    /// Now: the end of a run, so nothing learnt is lost.
+    Now,
+}
+
 struct Inner {
     learner: RwLock<TemplateLearner>,
     save_every: Duration,
@@ -166,18 +177,22 @@ impl Templates {
     }
 
     /// Writes the state into `table` (the `crawl_state` table of a write transaction)
-    /// when it changed and `force` is set or `save_interval_ms` has passed since the
-    /// last save.
+    /// when it changed, and `when` is [`Save::Now`] or `save_interval_ms` has passed
+    /// since the last save.
     pub fn save_if_due(
         &self,
         table: &mut redb::Table<'_, &'static str, &'static [u8]>,
-        force: bool,
+        when: Save,
     ) -> Result<(), simcrawl_dedup::Error> {
         let Some(inner) = &self.inner else {
             return Ok(());
         };
         let mut saved = inner.saved.lock();
-        if !saved.1 || !(force || saved.0.elapsed() >= inner.save_every) {
+        let due = match when {
+            Save::Now => true,
+            Save::IfDue => saved.0.elapsed() >= inner.save_every,
+        };
+        if !saved.1 || !due {
             return Ok(());
         }
         state::put_json(table, STATE_KEY, &*inner.learner.read())?;
@@ -194,7 +209,7 @@ impl Templates {
         store
             .write_with(simcrawl_dedup::Commit::Periodic, |txn, _| {
                 let mut t = state::open(txn)?;
-                self.save_if_due(&mut t, true)
+                self.save_if_due(&mut t, Save::Now)
             })
             .context("cannot save the site templates")
     }
@@ -221,6 +236,7 @@ pub fn strip_in_order<'a>(
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    use crate::tools::Input;
 
     fn settings() -> TemplateSettings {
         TemplateSettings {
@@ -289,7 +305,7 @@ mod tests {
             store
                 .write_with(simcrawl_dedup::Commit::Durable, |txn, _| {
                     let mut st = state::open(txn)?;
-                    t.save_if_due(&mut st, false)
+                    t.save_if_due(&mut st, Save::IfDue)
                 })
                 .unwrap();
             assert!(state::read(store.database(), STATE_KEY).unwrap().is_none());
@@ -350,8 +366,9 @@ mod tests {
     }
 
     /// `crawl dedup` input: `n` help pages of one host from `first`, sharing a large
-    /// template around short distinct bodies, as `html` (or, cleaned, `text`) lines.
-    fn corpus(path: &std::path::Path, first: usize, n: usize, html: bool) {
+    /// template around short distinct bodies, as `html` lines ([`Input::Html`]) or,
+    /// cleaned, `text` lines.
+    fn corpus(path: &std::path::Path, first: usize, n: usize, input: Input) {
         let mut out = String::new();
         for i in first..first + n {
             let (head, notice, foot, body) = (
@@ -361,7 +378,7 @@ mod tests {
                 words(1000 + i as u64, 12),
             );
             let url = format!("http://help.example/topic/{i}");
-            let line = if html {
+            let line = if input == Input::Html {
                 let html = format!(
                     "<html><head><title>Topic {i}</title></head><body><div><p>{head}</p><p>{notice}</p>\
                      <p>{body}</p><p>{foot}</p></div></body></html>"
@@ -408,8 +425,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let mut cfg = bundled();
-        corpus(&d.join("html.jsonl"), 0, 30, true);
-        corpus(&d.join("text.jsonl"), 0, 30, false);
+        corpus(&d.join("html.jsonl"), 0, 30, Input::Html);
+        corpus(&d.join("text.jsonl"), 0, 30, Input::Text);
         // Learning on: the first five lines are judged on their full text (0 to 4
         // pages observed), every later one without the template: none dropped.
         let dropped = dedup(&cfg, &d.join("html.jsonl"), &d.join("on"), None);
@@ -432,8 +449,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let cfg = bundled();
-        corpus(&d.join("a.jsonl"), 0, 5, true);
-        corpus(&d.join("b.jsonl"), 5, 20, true);
+        corpus(&d.join("a.jsonl"), 0, 5, Input::Html);
+        corpus(&d.join("b.jsonl"), 5, 20, Input::Html);
         let data = d.join("data");
         dedup(&cfg, &d.join("a.jsonl"), &d.join("a"), Some(&data));
         // A later run over the same data directory starts with the five pages

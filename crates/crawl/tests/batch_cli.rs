@@ -11,6 +11,16 @@ fn crawl(args: &[&str]) -> Output {
     Command::new(CRAWL).args(args).output().unwrap()
 }
 
+/// `crawl dedup --input INPUT --out OUT`, with `--data-dir DATA` when given.
+fn dedup_command(input: &Path, out: &Path, data: Option<&Path>) -> Command {
+    let mut c = Command::new(CRAWL);
+    c.arg("dedup").arg("--input").arg(input).arg("--out").arg(out);
+    if let Some(data) = data {
+        c.arg("--data-dir").arg(data);
+    }
+    c
+}
+
 /// Runs `crawl dedup` over `input` into `root/out` with the index in
 /// `root/data`, plus `extra` arguments; returns the output and the out dir.
 fn dedup_with_data(root: &Path, input: &Path, out: &str, extra: &[&str]) -> (Output, std::path::PathBuf) {
@@ -26,19 +36,8 @@ fn dedup_with_env(
     env: &[(&str, &str)],
 ) -> (Output, std::path::PathBuf) {
     let out = root.join(out);
-    let data = root.join("data");
-    let mut args = vec![
-        "dedup",
-        "--input",
-        input.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-        "--data-dir",
-        data.to_str().unwrap(),
-    ];
-    args.extend(extra);
-    let o = Command::new(CRAWL)
-        .args(&args)
+    let o = dedup_command(input, &out, Some(&root.join("data")))
+        .args(extra)
         .envs(env.iter().copied())
         .output()
         .unwrap();
@@ -84,13 +83,7 @@ fn dedup_writes_verdicts_in_input_order_and_skips_bad_lines() {
     ];
     std::fs::write(&input, docs.join("\n") + "\n").unwrap();
     let out = dir.path().join("out");
-    let o = crawl(&[
-        "dedup",
-        "--input",
-        input.to_str().unwrap(),
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = dedup_command(&input, &out, None).output().unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     assert!(stderr.contains("docs.jsonl:2: invalid JSON"), "{stderr}");
@@ -224,22 +217,14 @@ fn dedup_killed_midway_resumes_to_the_same_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("corpus.jsonl");
     corpus(&input, 12_000);
-    let args = |name: &str| {
-        vec![
-            "dedup".to_string(),
-            "--input".into(),
-            input.to_str().unwrap().into(),
-            "--out".into(),
-            dir.path().join(name).join("out").to_str().unwrap().into(),
-            "--data-dir".into(),
-            dir.path().join(name).join("data").to_str().unwrap().into(),
-        ]
+    let dedup = |name: &str| {
+        let root = dir.path().join(name);
+        dedup_command(&input, &root.join("out"), Some(&root.join("data")))
     };
-    let o = Command::new(CRAWL).args(args("whole")).output().unwrap();
+    let o = dedup("whole").output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 
-    let mut child = Command::new(CRAWL)
-        .args(args("killed"))
+    let mut child = dedup("killed")
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -262,7 +247,7 @@ fn dedup_killed_midway_resumes_to_the_same_outputs() {
         killed,
         "the run ended before it could be killed; make the corpus larger"
     );
-    let o = Command::new(CRAWL).args(args("killed")).output().unwrap();
+    let o = dedup("killed").output().unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     for name in ["kept.jsonl", "duplicates.jsonl", "errors.jsonl"] {

@@ -29,10 +29,7 @@ fn route(url: &str) -> String {
 }
 
 fn tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("e2e-crawl-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap()
+    support::tempdir("e2e-crawl-")
 }
 
 // ---------------------------------------------------------------------------
@@ -502,10 +499,7 @@ fn big_site() -> Server {
 }
 
 fn big_dirs(root: &Path, server: &Server) -> Dirs {
-    let config = support::write_config(root, 8, "");
-    let seeds = root.join("seeds.txt");
-    std::fs::write(&seeds, format!("{}/p/0\n", server.base())).unwrap();
-    Dirs::new(root, &config, &seeds)
+    support::site_crawl(root, &format!("{}/p/0", server.base()), 8, "")
 }
 
 fn all_big_routes() -> BTreeSet<String> {
@@ -583,8 +577,7 @@ fn big_site_kill9_twice_then_restart_matches_an_uninterrupted_crawl() {
         eprintln!("killed with {at_kill} lines in kept.jsonl");
     }
 
-    let (st, _) = dirs.run(Duration::from_secs(120));
-    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    dirs.run_ok(Duration::from_secs(120));
     assert!(dirs.log().contains("resuming"), "{}", dirs.log());
     assert_eq!(check_outputs(&dirs), reference_kept);
 }
@@ -608,8 +601,7 @@ fn big_site_sigterm_exits_zero_and_restart_completes() {
     assert!(stopped.len() < BIG, "SIGTERM did not stop the crawl early");
     eprintln!("stopped by SIGTERM with {} pages kept", stopped.len());
 
-    let (st, _) = dirs.run(Duration::from_secs(120));
-    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    dirs.run_ok(Duration::from_secs(120));
     let kept = check_outputs(&dirs);
     assert!(stopped.is_subset(&kept));
     assert_eq!(kept, all_big_routes());
@@ -620,29 +612,21 @@ fn big_site_page_budget_counts_across_resumes_and_depth_limit_holds() {
     let server = big_site();
     let dir = tempdir();
     let root = dir.path();
-    let seeds = root.join("seeds.txt");
-    std::fs::write(&seeds, format!("{}/p/0\n", server.base())).unwrap();
+    let seed = format!("{}/p/0", server.base());
 
     // --max-pages 100: exactly 100 pages, then a rerun with 250 adds 150.
-    let config = support::write_config(root, 8, "max_pages = 100");
-    let dirs = Dirs::new(root, &config, &seeds);
-    let (st, _) = dirs.run(Duration::from_secs(60));
-    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    let dirs = support::site_crawl(root, &seed, 8, "max_pages = 100");
+    dirs.run_ok(Duration::from_secs(60));
     assert_eq!(check_outputs(&dirs).len(), 100);
-    let config = support::write_config(root, 8, "max_pages = 250");
-    let dirs = Dirs::new(root, &config, &seeds);
-    let (st, _) = dirs.run(Duration::from_secs(60));
-    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    let dirs = support::site_crawl(root, &seed, 8, "max_pages = 250");
+    dirs.run_ok(Duration::from_secs(60));
     assert_eq!(check_outputs(&dirs).len(), 250);
 
     // max_depth = 2 from /p/0: only pages within two links of the seed.
     let depth_dir = tempdir();
-    let config = support::write_config(depth_dir.path(), 8, "");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(&config, text.replace("max_depth = 100", "max_depth = 2")).unwrap();
-    let dirs = Dirs::new(depth_dir.path(), &config, &seeds);
-    let (st, _) = dirs.run(Duration::from_secs(60));
-    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    let dirs = support::site_crawl(depth_dir.path(), &seed, 8, "");
+    dirs.edit_config("max_depth = 100", "max_depth = 2");
+    dirs.run_ok(Duration::from_secs(60));
     let kept = dirs.kept();
     assert!(kept.iter().all(|k| k["depth"].as_u64().unwrap() <= 2));
     let depth2 = kept.iter().filter(|k| k["depth"].as_u64() == Some(2)).count();
@@ -667,21 +651,12 @@ fn robots_txt_unavailable_then_back_the_pages_wait_and_are_kept() {
         _ => Reply::status(404),
     });
     let dir = tempdir();
-    let config = support::write_config(dir.path(), 2, "");
-    let text = std::fs::read_to_string(&config).unwrap();
-    std::fs::write(
-        &config,
-        text.replace(
-            "robots_unavailable_retry_ms = 60000",
-            "robots_unavailable_retry_ms = 300",
-        ),
-    )
-    .unwrap();
-    let seeds = dir.path().join("seeds.txt");
-    std::fs::write(&seeds, format!("{}/\n", server.base())).unwrap();
-    let dirs = Dirs::new(dir.path(), &config, &seeds);
-    let (st, _) = dirs.run(Duration::from_secs(60));
-    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    let dirs = support::site_crawl(dir.path(), &format!("{}/", server.base()), 2, "");
+    dirs.edit_config(
+        "robots_unavailable_retry_ms = 60000",
+        "robots_unavailable_retry_ms = 300",
+    );
+    dirs.run_ok(Duration::from_secs(60));
     let kept: BTreeSet<String> = dirs.kept().iter().map(|v| route(field(v, "url"))).collect();
     assert_eq!(kept, BTreeSet::from(["/".to_string(), "/a".to_string()]));
     assert!(dirs.errors().is_empty(), "{:?}", dirs.errors());
@@ -699,12 +674,8 @@ fn noindex_pages_are_followed_but_not_kept() {
         _ => Reply::status(404),
     });
     let dir = tempdir();
-    let config = support::write_config(dir.path(), 2, "");
-    let seeds = dir.path().join("seeds.txt");
-    std::fs::write(&seeds, format!("{}/\n", server.base())).unwrap();
-    let dirs = Dirs::new(dir.path(), &config, &seeds);
-    let (st, _) = dirs.run(Duration::from_secs(60));
-    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    let dirs = support::site_crawl(dir.path(), &format!("{}/", server.base()), 2, "");
+    dirs.run_ok(Duration::from_secs(60));
     let kept: Vec<String> = dirs.kept().iter().map(|v| route(field(v, "url"))).collect();
     assert_eq!(kept, ["/a"]);
     assert!(dirs.duplicates().is_empty());
@@ -735,22 +706,11 @@ fn three_page_site() -> Server {
 fn writer_panic_fails_the_crawl_and_leaves_it_resumable() {
     let server = three_page_site();
     let dir = tempdir();
-    let config = support::write_config(dir.path(), 2, "");
-    let seeds = dir.path().join("seeds.txt");
-    std::fs::write(&seeds, format!("{}/\n", server.base())).unwrap();
-    let dirs = Dirs::new(dir.path(), &config, &seeds);
+    let dirs = support::site_crawl(dir.path(), &format!("{}/", server.base()), 2, "");
     // Debug builds only: the writer panics when it makes its final commit durable.
-    let status = Command::new(support::CRAWL)
-        .arg("--config")
-        .arg(&dirs.config)
-        .arg("--seeds")
-        .arg(&dirs.seeds)
-        .arg("--out")
-        .arg(&dirs.out)
-        .arg("--data-dir")
-        .arg(&dirs.data)
+    let status = dirs
+        .command()
         .env("SIMCRAWL_TEST_WRITER_PANIC", "1")
-        .env("NO_COLOR", "1")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&status.stderr);
@@ -760,8 +720,7 @@ fn writer_panic_fails_the_crawl_and_leaves_it_resumable() {
     );
     assert!(stderr.contains("writer thread panicked"), "{stderr}");
     // The same command again finishes the crawl: every page kept once.
-    let (st, _) = dirs.run(Duration::from_secs(60));
-    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    dirs.run_ok(Duration::from_secs(60));
     let kept = multiset(dirs.kept().iter().map(|v| route(field(v, "url"))));
     let want: std::collections::BTreeMap<String, usize> =
         ["/", "/a", "/b"].iter().map(|p| (p.to_string(), 1)).collect();
@@ -778,12 +737,13 @@ fn a_page_failing_longer_than_the_fetch_retries_is_requeued_and_kept() {
         _ => Reply::status(404),
     });
     let dir = tempdir();
-    let config = support::write_config(dir.path(), 2, "requeue_delay_ms = 200");
-    let seeds = dir.path().join("seeds.txt");
-    std::fs::write(&seeds, format!("{}/\n", server.base())).unwrap();
-    let dirs = Dirs::new(dir.path(), &config, &seeds);
-    let (st, _) = dirs.run(Duration::from_secs(60));
-    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    let dirs = support::site_crawl(
+        dir.path(),
+        &format!("{}/", server.base()),
+        2,
+        "requeue_delay_ms = 200",
+    );
+    dirs.run_ok(Duration::from_secs(60));
     let kept: BTreeSet<String> = dirs.kept().iter().map(|v| route(field(v, "url"))).collect();
     assert_eq!(kept, BTreeSet::from(["/".to_string(), "/down".to_string()]));
     assert!(dirs.errors().is_empty(), "{:?}", dirs.errors());
@@ -801,12 +761,13 @@ fn a_page_failing_past_the_requeue_limit_is_a_final_error() {
         _ => Reply::status(404),
     });
     let dir = tempdir();
-    let config = support::write_config(dir.path(), 2, "requeue_delay_ms = 100\nmax_requeues = 2");
-    let seeds = dir.path().join("seeds.txt");
-    std::fs::write(&seeds, format!("{}/\n", server.base())).unwrap();
-    let dirs = Dirs::new(dir.path(), &config, &seeds);
-    let (st, _) = dirs.run(Duration::from_secs(60));
-    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    let dirs = support::site_crawl(
+        dir.path(),
+        &format!("{}/", server.base()),
+        2,
+        "requeue_delay_ms = 100\nmax_requeues = 2",
+    );
+    dirs.run_ok(Duration::from_secs(60));
     let errors = dirs.errors();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(field(&errors[0], "kind"), "status_5xx");
@@ -832,10 +793,7 @@ fn visible_lines_become_durable_without_further_results() {
         _ => Reply::status(404),
     });
     let dir = tempdir();
-    let config = support::write_config(dir.path(), 2, "max_requeues = 0");
-    let seeds = dir.path().join("seeds.txt");
-    std::fs::write(&seeds, format!("{}/\n", server.base())).unwrap();
-    let dirs = Dirs::new(dir.path(), &config, &seeds);
+    let dirs = support::site_crawl(dir.path(), &format!("{}/", server.base()), 2, "max_requeues = 0");
     let mut child = dirs.spawn();
     let t0 = Instant::now();
     while dirs.kept_lines_now() < 2 {
@@ -861,8 +819,7 @@ fn visible_lines_become_durable_without_further_results() {
     );
     child.kill().unwrap();
     child.wait().unwrap();
-    let (st, _) = dirs.run(Duration::from_secs(60));
-    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    dirs.run_ok(Duration::from_secs(60));
     let after = std::fs::read_to_string(dirs.out.join("kept.jsonl")).unwrap();
     assert!(after.starts_with(&seen), "lines read before the kill were cut");
     let counts = server.counts();
@@ -893,12 +850,8 @@ fn every_fetched_page_leaves_one_output_line() {
         _ => Reply::status(404),
     });
     let dir = tempdir();
-    let config = support::write_config(dir.path(), 1, "");
-    let seeds = dir.path().join("seeds.txt");
-    std::fs::write(&seeds, format!("{}/\n", server.base())).unwrap();
-    let dirs = Dirs::new(dir.path(), &config, &seeds);
-    let (st, _) = dirs.run(Duration::from_secs(60));
-    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    let dirs = support::site_crawl(dir.path(), &format!("{}/", server.base()), 1, "");
+    dirs.run_ok(Duration::from_secs(60));
     let (kept, dups, errors) = (dirs.kept(), dirs.duplicates(), dirs.errors());
     let stats = dirs.stats();
     assert_eq!(stats["fetched"].as_u64(), Some(5), "{stats}");

@@ -20,10 +20,7 @@ use support::{Dirs, field, gibberish};
 const HELP: usize = 40;
 
 fn tempdir() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("e2e-template-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap()
+    support::tempdir("e2e-template-")
 }
 
 /// A page of the help site: the shared template (plain paragraphs, no header or
@@ -68,18 +65,15 @@ fn help_site() -> Server {
 /// A crawl of `server` from `/`, in `root`; `crawl` goes into `[crawl]`, `template`
 /// into `[template]`.
 fn dirs(root: &Path, server: &Server, crawl: &str, template: &str) -> Dirs {
-    let config = support::write_config(root, 2, crawl);
-    let mut text = std::fs::read_to_string(&config).unwrap();
+    let dirs = support::site_crawl(root, &format!("{}/", server.base()), 2, crawl);
+    let mut text = std::fs::read_to_string(&dirs.config).unwrap();
     text.push_str(&format!("\n[template]\n{template}\n"));
-    std::fs::write(&config, text).unwrap();
-    let seeds = root.join("seeds.txt");
-    std::fs::write(&seeds, format!("{}/\n", server.base())).unwrap();
-    Dirs::new(root, &config, &seeds)
+    std::fs::write(&dirs.config, text).unwrap();
+    dirs
 }
 
 fn run(dirs: &Dirs) {
-    let (st, _) = dirs.run(Duration::from_secs(60));
-    assert!(st.success(), "{st}; stderr:\n{}", dirs.log());
+    dirs.run_ok(Duration::from_secs(60));
 }
 
 fn stat(dirs: &Dirs, key: &str) -> u64 {

@@ -98,6 +98,25 @@ concurrency = 32
     path
 }
 
+/// A temporary directory for one test, under cargo's directory for test
+/// files; `prefix` names the test file, so what a failed test left is found.
+pub fn tempdir(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap()
+}
+
+/// The files of a crawl in `root` from the one URL `seed`: the config of
+/// [`write_config`] (`per_host_concurrency`, `extra_crawl` in `[crawl]`)
+/// and a seeds file.
+pub fn site_crawl(root: &Path, seed: &str, per_host_concurrency: usize, extra_crawl: &str) -> Dirs {
+    let config = write_config(root, per_host_concurrency, extra_crawl);
+    let seeds = root.join("seeds.txt");
+    std::fs::write(&seeds, format!("{seed}\n")).unwrap();
+    Dirs::new(root, &config, &seeds)
+}
+
 /// One crawl's files.
 #[derive(Debug, Clone)]
 pub struct Dirs {
@@ -119,16 +138,11 @@ impl Dirs {
         }
     }
 
-    /// Starts `crawl --config --seeds --out --data-dir`; stderr is appended
-    /// to `self.stderr` (a file, so a child never blocks on a full pipe).
-    pub fn spawn(&self) -> Child {
-        let err = File::options()
-            .create(true)
-            .append(true)
-            .open(&self.stderr)
-            .unwrap();
-        Command::new(CRAWL)
-            .arg("--config")
+    /// `crawl --config --seeds --out --data-dir`, logging at `info` without
+    /// colours.
+    pub fn command(&self) -> Command {
+        let mut c = Command::new(CRAWL);
+        c.arg("--config")
             .arg(&self.config)
             .arg("--seeds")
             .arg(&self.seeds)
@@ -137,7 +151,27 @@ impl Dirs {
             .arg("--data-dir")
             .arg(&self.data)
             .env("CRAWL_LOG", "info")
-            .env("NO_COLOR", "1")
+            .env("NO_COLOR", "1");
+        c
+    }
+
+    /// Replaces `from` by `to` in the config file (a setting that
+    /// [`write_config`] writes itself).
+    pub fn edit_config(&self, from: &str, to: &str) {
+        let text = std::fs::read_to_string(&self.config).unwrap();
+        assert!(text.contains(from), "{from:?} not in the config:\n{text}");
+        std::fs::write(&self.config, text.replace(from, to)).unwrap();
+    }
+
+    /// Starts [`Dirs::command`]; stderr is appended to `self.stderr` (a
+    /// file, so a child never blocks on a full pipe).
+    pub fn spawn(&self) -> Child {
+        let err = File::options()
+            .create(true)
+            .append(true)
+            .open(&self.stderr)
+            .unwrap();
+        self.command()
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(err))
@@ -153,6 +187,12 @@ impl Dirs {
         let status = wait_for(&mut child, limit)
             .unwrap_or_else(|| panic!("crawl still running after {limit:?}; stderr:\n{}", self.log()));
         (status, t0.elapsed())
+    }
+
+    /// [`Dirs::run`], and the crawl must succeed (its stderr is shown if not).
+    pub fn run_ok(&self, limit: Duration) {
+        let (st, _) = self.run(limit);
+        assert!(st.success(), "{st}; stderr:\n{}", self.log());
     }
 
     pub fn log(&self) -> String {

@@ -1,0 +1,186 @@
+//! The dispatcher: an async loop that takes due entries from the frontier
+//! window, runs a page task for each within the concurrency limits, tells
+//! the window what the writer committed, and stops on the page budget or a
+//! signal (finishing the pages in flight).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::mpsc as std_mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tracing::{info, warn};
+
+use super::Tiers;
+use super::signals::spawn_signal_handlers;
+use super::worker::{Outcome, PageStages, process_entry};
+use super::writer::Committed;
+use crate::frontier::Window;
+use crate::progress::Progress;
+use crate::stats::Stats;
+
+/// Page tasks of one host at once, per connection the fetcher allows it
+/// (`fetch.per_host_concurrency`): while some of a host's tasks clean and
+/// sign their page on the blocking pool, as many wait for its connections,
+/// so they stay busy; more would only queue inside the fetcher.
+pub const TASKS_PER_HOST_CONNECTION: usize = 2;
+
+/// Entries in flight (fetching, or fetched and waiting for the writer) per
+/// page task slot. Backpressure: a writer slower than the network bounds
+/// memory at this many results per slot instead of queueing without limit,
+/// while leaving it enough ready results to commit in large groups.
+pub const IN_FLIGHT_PER_TASK: usize = 8;
+
+/// How often the dispatcher refreshes the progress line and checks the
+/// stop deadline: often enough for a live display, rare enough to cost
+/// nothing.
+pub const TICK: Duration = Duration::from_millis(500);
+
+/// How long a stopped crawl (first SIGINT/SIGTERM) waits for its pages in
+/// flight: longer than a fetch with its retries under the default
+/// timeouts, short enough for a service manager's stop timeout.
+pub const STOP_GRACE: Duration = Duration::from_secs(30);
+
+/// How often the progress line is logged when stderr is not a terminal
+/// (logs are kept; a line every tick would flood them).
+pub const LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// The dispatcher's limits, from the settings.
+pub struct Dispatch {
+    /// `crawl.metrics`: where to serve the counters (empty: nowhere).
+    pub metrics: String,
+    /// Page tasks at once (`crawl.concurrency`).
+    pub concurrency: usize,
+    /// Page tasks of one host at once (see [`TASKS_PER_HOST_CONNECTION`]).
+    pub per_host: usize,
+    /// `crawl.max_pages` (0: no budget), counted across resumes...
+    pub max_pages: u64,
+    /// ... from the pages fetched by earlier runs.
+    pub base_fetched: u64,
+}
+
+/// Runs page tasks from the frontier window until the frontier is done, the
+/// page budget is spent, or a signal stops the crawl; then waits for the
+/// writer's last commits.
+pub async fn dispatch(
+    stages: Arc<PageStages>,
+    deduper: Arc<Tiers>,
+    s: Dispatch,
+    out_tx: std_mpsc::Sender<Outcome>,
+    mut done_rx: mpsc::UnboundedReceiver<Result<Committed, anyhow::Error>>,
+    shared: Arc<Mutex<Stats>>,
+) -> Result<()> {
+    let mut window = Window::default();
+    let mut tasks: JoinSet<()> = JoinSet::new();
+    let mut task_seq: HashMap<tokio::task::Id, u64> = HashMap::new();
+    let mut dispatched = 0u64;
+    let mut stopping = false;
+    let progress = Progress::spinner("crawl");
+    let mut last_log = Instant::now();
+    let started = Instant::now();
+    let (stop_tx, mut stop_rx) = mpsc::unbounded_channel::<&'static str>();
+    spawn_signal_handlers(stop_tx, shared.clone());
+    if !s.metrics.is_empty() {
+        crate::metrics::serve(&s.metrics, shared.clone()).await?;
+    }
+    let mut tick = tokio::time::interval(TICK);
+    let mut stop_deadline: Option<tokio::time::Instant> = None;
+    loop {
+        if !stopping {
+            if window.wants_refill() {
+                let db = deduper.clone();
+                window = tokio::task::spawn_blocking(move || {
+                    let mut w = window;
+                    w.refill(db.store().database()).map(|()| w)
+                })
+                .await
+                .context("frontier reader failed")??;
+            }
+            // Backpressure: results waiting for the writer count too, so a
+            // writer slower than the network bounds memory instead of
+            // queueing without limit.
+            while tasks.len() < s.concurrency
+                && window.in_flight() < s.concurrency * IN_FLIGHT_PER_TASK
+                && (s.max_pages == 0 || s.base_fetched + dispatched < s.max_pages)
+                && let Some(entry) = window.next(s.per_host)
+            {
+                dispatched += 1;
+                let (stages, tx) = (stages.clone(), out_tx.clone());
+                let seq = entry.seq;
+                let handle = tasks.spawn(async move {
+                    let o = process_entry(stages, entry).await;
+                    let _ = tx.send(o);
+                });
+                task_seq.insert(handle.id(), seq);
+            }
+        }
+        let budget_spent = s.max_pages > 0 && s.base_fetched + dispatched >= s.max_pages;
+        if window.in_flight() == 0 && (stopping || budget_spent || window.is_finished()) {
+            break;
+        }
+        tokio::select! {
+            Some(joined) = tasks.join_next_with_id(), if !tasks.is_empty() => {
+                let (id, failed) = match joined {
+                    Ok((id, ())) => (id, None),
+                    Err(e) => (e.id(), Some(e)),
+                };
+                if let Some(seq) = task_seq.remove(&id) {
+                    window.released(seq);
+                    if let Some(e) = failed {
+                        // No outcome will reach the writer: let the page go
+                        // for this run (it stays in the stored frontier and
+                        // is fetched again by the next one).
+                        warn!(seq, "page task failed: {e}");
+                        window.done(seq);
+                    }
+                }
+            }
+            msg = done_rx.recv() => match msg {
+                Some(Ok(c)) => {
+                    for seq in c.seqs { window.done(seq); }
+                    // A requeued page comes back under a new seq; its first
+                    // attempt does not count against the page budget.
+                    dispatched = dispatched.saturating_sub(c.requeued);
+                    if c.added > 0 || c.requeued > 0 { window.poke(); }
+                }
+                Some(Err(e)) => return Err(e),
+                None => bail!("the writer stopped unexpectedly"),
+            },
+            Some(sig) = stop_rx.recv() => {
+                if stopping {
+                    warn!("second {sig}: stopping now; unfinished pages stay in the frontier");
+                    break;
+                }
+                info!("{sig}: finishing {} pages in flight, then stopping (the rest stays in the frontier)", window.in_flight());
+                stopping = true;
+                stop_deadline = Some(tokio::time::Instant::now() + STOP_GRACE);
+            }
+            _ = tick.tick() => {
+                if stop_deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+                    warn!("in-flight pages did not finish in time; they stay in the frontier");
+                    break;
+                }
+                let st = shared.lock().clone();
+                let rate = (st.fetched - s.base_fetched) as f64 / started.elapsed().as_secs_f64().max(1e-9);
+                let line = format!("{}  ({rate:.0} pages/s this run, {} queued in memory, {} in flight)", st, window.pending(), window.in_flight());
+                if progress.is_bar() {
+                    progress.message(line);
+                } else if last_log.elapsed() >= LOG_EVERY {
+                    info!("{line}");
+                    last_log = Instant::now();
+                }
+            }
+        }
+    }
+    progress.finish();
+    tasks.abort_all();
+    drop(out_tx);
+    // Drain the writer's last commits.
+    while let Some(msg) = done_rx.recv().await {
+        msg?;
+    }
+    Ok(())
+}

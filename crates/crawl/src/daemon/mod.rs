@@ -1,0 +1,226 @@
+//! `crawl --seeds FILE`: the crawler.
+//!
+//! Sources -> transforms -> sinks, one module per stage:
+//!
+//! - [`dispatch`]: the frontier feeds page tasks (async, polite), within the
+//!   concurrency limits, until the frontier is done, the budget spent or a
+//!   signal ([`signals`]) stops the crawl;
+//! - [`worker`]: each task fetches its page, then cleans and signs it on the
+//!   blocking pool (CPU work off the reactor);
+//! - [`writer`]: one thread applies the dedup tiers, writes the outputs, and
+//!   commits frontier, tiers and output offsets in one transaction per group
+//!   of pages (group commit: it takes whatever results are ready, so groups
+//!   grow with load and no result waits for a timer). Commits are visible at
+//!   once and made durable at most every [`writer::DURABLE_EVERY`], and at
+//!   the latest that long after the last one when no further result comes.
+//!
+//! The stored state is reached through two seams: the frontier
+//! ([`crate::frontier`]: enqueue, requeue, the in-memory window) and the
+//! verdict store ([`Tiers`]: the dedup tiers over redb). Today both commit in
+//! the writer's single redb transaction ([`writer::Writer`]); another
+//! backend replaces them there, in the window's refill, and in [`run`]'s
+//! opening of the store.
+
+mod dispatch;
+mod signals;
+mod worker;
+mod writer;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::mpsc as std_mpsc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use parking_lot::Mutex;
+use simcrawl_dedup::{Commit, Deduper, RedbStore};
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+use url::Url;
+
+use self::dispatch::{Dispatch, TASKS_PER_HOST_CONNECTION, dispatch};
+use self::worker::{Outcome, PageStages};
+use self::writer::{Checkpoint, Writer, join_writer, writer_loop};
+use crate::config::Config;
+use crate::frontier::{self, Candidate, ScopeRules};
+use crate::sinks::Outputs;
+use crate::state;
+use crate::stats::Stats;
+use crate::template::Templates;
+
+/// The verdict store of a crawl: the dedup tiers over the redb file that
+/// also holds the frontier and the checkpoints (one transaction commits
+/// all of them).
+pub type Tiers = Deduper<RedbStore>;
+
+/// How long the async runtime may take to wind down its remaining tasks
+/// (hung fetches, the metrics server) once the crawl is over: they hold
+/// nothing that needs saving.
+const RUNTIME_SHUTDOWN: Duration = Duration::from_secs(1);
+
+/// Reads a seeds file: one URL per line, `#` comments, blank lines. Invalid
+/// lines are reported with their line number and skipped.
+pub fn read_seeds(path: &Path) -> Result<Vec<Url>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read seeds file {}", path.display()))?;
+    let mut seeds = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        match Url::parse(line) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => seeds.push(u),
+            Ok(u) => warn!(
+                "{}:{}: {line:?} is not an http(s) URL (scheme {}); skipped",
+                path.display(),
+                i + 1,
+                u.scheme()
+            ),
+            Err(e) => warn!(
+                "{}:{}: invalid seed URL {line:?}: {e}; skipped",
+                path.display(),
+                i + 1
+            ),
+        }
+    }
+    if seeds.is_empty() {
+        bail!("no valid seed URL in {}", path.display());
+    }
+    Ok(seeds)
+}
+
+/// How a crawl treats the state and outputs of an earlier one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// Delete them and start over (`--fresh`).
+    Fresh,
+    /// Resume where the earlier crawl stopped (the default).
+    Resume,
+}
+
+/// Runs a crawl to completion (or until stopped); returns its counters.
+pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
+    let seeds = read_seeds(seeds_path)?;
+    let data_dir = cfg.store.data_dir.clone();
+    let out_dir = cfg.crawl.out_dir.clone();
+    let db_path = data_dir.join("index.redb");
+    if start == Start::Fresh {
+        remove_if_exists(&db_path)?;
+        for name in Outputs::FILES.iter().chain(["stats.json"].iter()) {
+            remove_if_exists(&out_dir.join(name))?;
+        }
+    }
+    // The writer decides when commits become durable (see `Writer::make_durable`);
+    // the store must never upgrade one on its own.
+    let store = RedbStore::open_with(&db_path, Duration::MAX)
+        .with_context(|| format!("cannot open the crawl state in {}", data_dir.display()))?;
+    let deduper = Arc::new(state::open_deduper(store, &cfg)?);
+    let templates = Templates::load(&cfg.template, Some(deduper.store().database()))?;
+    let mut cp = Checkpoint::load(deduper.store().database())?;
+    if cp.stats.fetched > 0 {
+        info!(
+            fetched = cp.stats.fetched,
+            kept = cp.stats.verdicts.kept,
+            "resuming an interrupted crawl"
+        );
+    }
+    let outputs = Outputs::open(&out_dir, cp.offsets)?;
+
+    let added = enqueue_seeds(&deduper, &seeds, &mut cp)?;
+    info!(seeds = seeds.len(), new = added, "seeds loaded");
+
+    let mut fetch_cfg = cfg.fetch.clone();
+    let private = crate::config::private_seed_hosts(&cfg, &seeds);
+    if !private.is_empty() {
+        info!(hosts = ?private, "seeds on private addresses: their hosts may be fetched");
+    }
+    fetch_cfg.allow_private_hosts.extend(private);
+    let fetcher = simcrawl_fetch::Fetcher::new(fetch_cfg).context("invalid [fetch] settings")?;
+    let per_host = cfg.fetch.per_host_concurrency.max(1) * TASKS_PER_HOST_CONNECTION;
+    let stages = Arc::new(PageStages {
+        fetcher: fetcher.clone(),
+        cleaner: simcrawl_clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?,
+        deduper: deduper.clone(),
+        scope: ScopeRules::new(&cfg.crawl, &seeds)?,
+        follow_nofollow: cfg.crawl.follow_nofollow,
+        respect_noindex: cfg.crawl.respect_noindex,
+        templates: templates.clone(),
+    });
+    let shared = Arc::new(Mutex::new(cp.stats.clone()));
+    let base_fetched = cp.stats.fetched;
+    let writer = Writer::new(
+        deduper.clone(),
+        outputs,
+        cp,
+        &cfg.crawl,
+        shared.clone(),
+        fetcher,
+        templates,
+    );
+    let (out_tx, out_rx) = std_mpsc::channel::<Outcome>();
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let writer_thread = std::thread::Builder::new()
+        .name("crawl-writer".into())
+        .spawn(move || writer_loop(writer, out_rx, done_tx))
+        .context("cannot start the writer thread")?;
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let settings = Dispatch {
+        metrics: cfg.crawl.metrics.clone(),
+        concurrency: cfg.crawl.concurrency.max(1),
+        per_host,
+        max_pages: cfg.crawl.max_pages,
+        base_fetched,
+    };
+    let dispatched = runtime.block_on(dispatch(
+        stages,
+        deduper.clone(),
+        settings,
+        out_tx,
+        done_rx,
+        shared.clone(),
+    ));
+    // The writer ends when every sender is gone (the dispatcher dropped its own).
+    let joined = join_writer(writer_thread);
+    runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
+    // A writer panic first: it explains whatever the dispatcher saw. Nothing
+    // is flushed after it (outputs were not synced).
+    joined?;
+    dispatched?;
+    deduper.flush()?;
+    let stats = shared.lock().clone();
+    let json = serde_json::to_string_pretty(&stats)?;
+    std::fs::write(out_dir.join("stats.json"), json)
+        .with_context(|| format!("cannot write {}", out_dir.display()))?;
+    Ok(stats)
+}
+
+/// Puts the seeds in the frontier and commits `cp` with them (durably);
+/// returns how many were new. Seeds enter through the URL tier like any
+/// link: on a resume, those already seen are not fetched again.
+fn enqueue_seeds(deduper: &Tiers, seeds: &[Url], cp: &mut Checkpoint) -> Result<u64> {
+    let mut added = 0;
+    deduper.store().write_with(Commit::Durable, |txn, tables| {
+        let mut fr = frontier::open(txn)?;
+        for c in seeds.iter().filter_map(|s| Candidate::new(s.clone())) {
+            if frontier::enqueue(deduper, tables, &mut fr, &mut cp.next_seq, &c, 0)? {
+                added += 1;
+            }
+        }
+        let mut st = state::open(txn)?;
+        cp.put(&mut st)
+    })?;
+    Ok(added)
+}
+
+fn remove_if_exists(p: &Path) -> Result<()> {
+    match std::fs::remove_file(p) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot remove {}", p.display())),
+    }
+}

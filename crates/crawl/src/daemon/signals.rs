@@ -1,0 +1,39 @@
+//! Signals: SIGINT and SIGTERM stop the crawl (the dispatcher finishes the
+//! pages in flight; a second one stops at once), SIGUSR1 logs the counters.
+
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+use tracing::info;
+
+use crate::stats::Stats;
+
+/// Forwards stop signals to `stop` (by name) and answers SIGUSR1 with the
+/// counters in `shared`. A signal that cannot be registered is left at its
+/// default action.
+pub fn spawn_signal_handlers(stop: mpsc::UnboundedSender<&'static str>, shared: Arc<Mutex<Stats>>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    for (kind, name) in [
+        (SignalKind::interrupt(), "SIGINT"),
+        (SignalKind::terminate(), "SIGTERM"),
+    ] {
+        let stop = stop.clone();
+        if let Ok(mut s) = signal(kind) {
+            tokio::spawn(async move {
+                while s.recv().await.is_some() {
+                    if stop.send(name).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    }
+    if let Ok(mut s) = signal(SignalKind::user_defined1()) {
+        tokio::spawn(async move {
+            while s.recv().await.is_some() {
+                info!("stats: {}", shared.lock());
+            }
+        });
+    }
+}

@@ -1,0 +1,185 @@
+//! One frontier entry through the page stages: fetch (async, polite), then
+//! clean, extract links and sign (CPU work, on the blocking pool). The
+//! result goes to the writer, which alone judges it against the tiers.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use simcrawl_dedup::{Document, Signature};
+use url::Url;
+
+use super::Tiers;
+use crate::frontier::{Candidate, Entry, ScopeRules};
+use crate::template::{Templates, host_of};
+
+/// Times a page waits for a host whose robots.txt is unavailable before it
+/// counts as failed: with the fetcher's `robots_unavailable_retry_ms`
+/// between waits, this rides out a short outage of robots.txt (a restart, a
+/// 503 for a minute) without holding a fetch slot for long.
+pub const ROBOTS_WAITS: u32 = 3;
+
+/// What became of one frontier entry.
+#[derive(Debug)]
+pub enum Outcome {
+    Page(Box<PageResult>),
+    Failed {
+        entry: Entry,
+        kind: &'static str,
+        error: String,
+        /// The failure may pass: worth another attempt later.
+        transient: bool,
+    },
+}
+
+impl Outcome {
+    /// The frontier sequence number of the entry it is the outcome of.
+    pub fn seq(&self) -> u64 {
+        match self {
+            Outcome::Page(p) => p.entry.seq,
+            Outcome::Failed { entry, .. } => entry.seq,
+        }
+    }
+}
+
+/// A fetched page, cleaned and signed, waiting for its verdict.
+#[derive(Debug)]
+pub struct PageResult {
+    pub entry: Entry,
+    pub final_url: Url,
+    pub status: u16,
+    pub title: String,
+    pub text: String,
+    pub links: Vec<Candidate>,
+    pub sig: Signature,
+    pub bytes: usize,
+    pub truncated: bool,
+    pub fetched_at: u64,
+    /// The page asked not to be indexed (and noindex is respected).
+    pub noindex: bool,
+    /// It was signed without its host's template blocks.
+    pub template_stripped: bool,
+}
+
+/// What every page task shares: the fetcher, the cleaner, the tiers (for
+/// signing only: verdicts are the writer's) and the crawl's link rules.
+pub struct PageStages {
+    pub fetcher: simcrawl_fetch::Fetcher,
+    pub cleaner: simcrawl_clean::Cleaner,
+    pub deduper: Arc<Tiers>,
+    pub scope: ScopeRules,
+    pub follow_nofollow: bool,
+    pub respect_noindex: bool,
+    pub templates: Templates,
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Fetches, cleans and signs the page of one frontier entry.
+pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
+    let scope_stages = stages.clone();
+    let allow = move |u: &Url| scope_stages.scope.allows(u);
+    // A host whose robots.txt answered 5xx or could not be reached is
+    // unavailable for a while (the fetcher says how long); the page waits
+    // for it a few times before it counts as failed. The per-host limit of
+    // the frontier window bounds how many tasks can wait on one host.
+    let mut waits = 0;
+    let fetched = loop {
+        match stages.fetcher.fetch(&entry.url, &allow).await {
+            Ok(f) => break f,
+            Err(simcrawl_fetch::FetchError::RobotsUnavailable { retry_in, .. }) if waits < ROBOTS_WAITS => {
+                waits += 1;
+                tokio::time::sleep(retry_in).await;
+            }
+            Err(e) => {
+                return Outcome::Failed {
+                    entry,
+                    kind: e.kind(),
+                    error: e.to_string(),
+                    transient: e.is_transient(),
+                };
+            }
+        }
+    };
+    let fetched_at = now_secs();
+    let job_stages = stages.clone();
+    let job_entry = entry.clone();
+    // Parsing, conversion, segmentation and hashing are CPU work: off the
+    // reactor threads, so fetching continues meanwhile.
+    let job =
+        tokio::task::spawn_blocking(move || clean_and_sign(&job_stages, job_entry, fetched, fetched_at));
+    match job.await {
+        Ok(o) => o,
+        Err(e) => Outcome::Failed {
+            entry,
+            kind: "internal",
+            error: format!("page processing failed: {e}"),
+            transient: false,
+        },
+    }
+}
+
+/// The CPU stages of a fetched page: clean, extract the links to follow,
+/// strip the host's template and sign.
+fn clean_and_sign(
+    stages: &PageStages,
+    entry: Entry,
+    fetched: simcrawl_fetch::Fetched,
+    fetched_at: u64,
+) -> Outcome {
+    let page = match stages
+        .cleaner
+        .parse(&fetched.body, fetched.content_type.as_deref(), &fetched.final_url)
+    {
+        Ok(p) => p,
+        Err(e) => {
+            return Outcome::Failed {
+                entry,
+                kind: "clean",
+                error: format!("cannot clean {}: {e}", fetched.final_url),
+                transient: false,
+            };
+        }
+    };
+    let follow = stages.follow_nofollow || !page.meta_nofollow;
+    // Canonical forms are computed here, on the worker pool, so the
+    // single writer only does store lookups.
+    let mut links: Vec<Candidate> = Vec::new();
+    if follow {
+        let mut seen = HashSet::new();
+        for l in &page.links {
+            if (stages.follow_nofollow || !l.nofollow)
+                && stages.scope.allows(&l.url)
+                && let Some(c) = Candidate::new(l.url.clone())
+                && seen.insert(c.canonical().digest())
+            {
+                links.push(c);
+            }
+        }
+    }
+    // Signed without the host's template, once learnt (crate::template).
+    let stripped = stages.templates.strip(host_of(&fetched.final_url), &page.text);
+    let text = stripped.as_deref().unwrap_or(&page.text);
+    let sig = stages
+        .deduper
+        .sign(&Document::new(entry.url.as_str(), &page.title, text));
+    Outcome::Page(Box::new(PageResult {
+        final_url: fetched.final_url,
+        status: fetched.status,
+        title: page.title,
+        text: page.text,
+        links,
+        sig,
+        bytes: fetched.body.len(),
+        truncated: fetched.truncated,
+        fetched_at,
+        noindex: stages.respect_noindex && page.meta_noindex,
+        template_stripped: stripped.is_some(),
+        entry,
+    }))
+}

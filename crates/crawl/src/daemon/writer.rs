@@ -1,0 +1,422 @@
+//! The writer: one thread that judges page results against the dedup tiers,
+//! writes the outputs, and commits the frontier, the tiers, the outputs'
+//! offsets and the counters in one store transaction per group of results
+//! (group commit: it takes whatever results are ready, so groups grow with
+//! load and no result waits for a timer).
+
+use std::sync::Arc;
+use std::sync::mpsc as std_mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use simcrawl_dedup::{CanonicalUrl, Commit, Tier, UrlTier, UrlVerdict, Verdict};
+use tokio::sync::mpsc;
+
+use super::Tiers;
+use super::worker::{Outcome, PageResult};
+use crate::config::CrawlConfig;
+use crate::frontier;
+use crate::lines::{DuplicateLine, ErrorLine, KeptLine};
+use crate::sinks::{Offsets, Outputs};
+use crate::state;
+use crate::stats::Stats;
+use crate::template::{Save, Templates, host_of};
+
+/// Commits are made durable at most this often (and at the latest this long
+/// after the last one when no further result comes). Each durable commit
+/// costs an fsync of the outputs and of the store; a quarter second spreads
+/// that over hundreds of pages at full speed, while a crash still loses
+/// (and fetches again) at most a quarter second of results.
+pub const DURABLE_EVERY: Duration = Duration::from_millis(250);
+
+/// Results committed in one transaction at most: a group is whatever is
+/// ready, capped so that one commit (and the time its results wait for the
+/// dispatcher to learn they are done) stays short under a burst.
+pub const MAX_GROUP: usize = 4096;
+
+/// The requeue delay doubles with each attempt up to this many times (the
+/// shift stays far from overflowing; `crawl.max_requeues` is smaller in
+/// practice).
+pub const MAX_DELAY_DOUBLINGS: u32 = 20;
+
+/// Where the crawl stands, stored with every commit: the next frontier
+/// sequence number, the outputs' committed offsets and the counters.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Checkpoint {
+    pub next_seq: u64,
+    pub offsets: Offsets,
+    pub stats: Stats,
+}
+
+/// Key of the [`Checkpoint`] in the `crawl_state` table.
+const CHECKPOINT_KEY: &str = "crawl:checkpoint";
+
+impl Checkpoint {
+    /// The checkpoint of an earlier crawl in `db`, or a fresh one.
+    pub fn load(db: &redb::Database) -> Result<Checkpoint> {
+        Ok(state::read_json(db, CHECKPOINT_KEY)?.unwrap_or_default())
+    }
+
+    /// Writes it into `table` (the `crawl_state` table of a write transaction).
+    pub fn put(
+        &self,
+        table: &mut redb::Table<'_, &'static str, &'static [u8]>,
+    ) -> Result<(), simcrawl_dedup::Error> {
+        state::put_json(table, CHECKPOINT_KEY, self)
+    }
+}
+
+/// Messages from the writer to the dispatcher.
+#[derive(Debug)]
+pub struct Committed {
+    pub seqs: Vec<u64>,
+    pub added: u64,
+    /// Entries put back in the frontier for another attempt.
+    pub requeued: u64,
+}
+
+/// The writer thread's state (see the module documentation).
+pub struct Writer {
+    deduper: Arc<Tiers>,
+    outputs: Outputs,
+    cp: Checkpoint,
+    max_depth: u32,
+    write_text: bool,
+    shared: Arc<Mutex<Stats>>,
+    run_started: Instant,
+    base_seconds: f64,
+    /// When the last commit was made durable (outputs fsynced, then the
+    /// store): commits in between are visible at once, but a crash rolls
+    /// the store back to the last durable one, and the outputs are cut back
+    /// to the offsets it recorded, so both always agree.
+    last_durable: Instant,
+    /// A commit is visible (its lines are in the outputs) but not durable
+    /// yet: the writer makes it durable within [`DURABLE_EVERY`] even if no
+    /// new result arrives.
+    not_durable: bool,
+    /// `crawl.max_requeues` and `crawl.requeue_delay_ms`.
+    max_requeues: u32,
+    requeue_delay_ms: u64,
+    /// For `hosts_evicted`: the fetcher's count this run, added to the
+    /// count of earlier runs.
+    fetcher: simcrawl_fetch::Fetcher,
+    base_hosts_evicted: u64,
+    templates: Templates,
+}
+
+impl Writer {
+    /// The writer of a crawl that starts from checkpoint `cp`; `shared` is
+    /// where it publishes the counters after each commit.
+    pub fn new(
+        deduper: Arc<Tiers>,
+        outputs: Outputs,
+        cp: Checkpoint,
+        cfg: &CrawlConfig,
+        shared: Arc<Mutex<Stats>>,
+        fetcher: simcrawl_fetch::Fetcher,
+        templates: Templates,
+    ) -> Writer {
+        Writer {
+            deduper,
+            outputs,
+            base_seconds: cp.stats.seconds,
+            base_hosts_evicted: cp.stats.hosts_evicted,
+            cp,
+            max_depth: cfg.max_depth,
+            write_text: cfg.write_text,
+            shared,
+            run_started: Instant::now(),
+            last_durable: Instant::now(),
+            not_durable: false,
+            max_requeues: cfg.max_requeues,
+            requeue_delay_ms: cfg.requeue_delay_ms,
+            fetcher,
+            templates,
+        }
+    }
+
+    /// Makes everything committed so far durable: outputs first, then the
+    /// store, so a durable checkpoint never points past fsynced output.
+    fn make_durable(&mut self) -> Result<()> {
+        self.outputs.sync()?;
+        self.deduper.flush().context("cannot flush the crawl state")?;
+        self.last_durable = Instant::now();
+        self.not_durable = false;
+        Ok(())
+    }
+
+    /// How long the writer may wait for results before it must make the
+    /// last commit durable; `None` when everything is durable.
+    fn durable_due_in(&self) -> Option<Duration> {
+        self.not_durable
+            .then(|| DURABLE_EVERY.saturating_sub(self.last_durable.elapsed()))
+    }
+
+    fn commit(&mut self, batch: Vec<Outcome>) -> Result<Committed> {
+        let mut seqs = Vec::with_capacity(batch.len());
+        let mut added = 0u64;
+        let mut requeued = 0u64;
+        let deduper = self.deduper.clone();
+        let before = self.cp.clone();
+        let durable = self.last_durable.elapsed() >= DURABLE_EVERY;
+        let commit = if durable {
+            Commit::Durable
+        } else {
+            Commit::Periodic
+        };
+        let result = deduper.store().write_with(commit, |txn, tables| {
+            let mut fr = frontier::open(txn)?;
+            for o in &batch {
+                seqs.push(o.seq());
+                fr.remove(o.seq())?;
+                match o {
+                    Outcome::Failed {
+                        entry,
+                        transient: true,
+                        ..
+                    } if entry.attempts < self.max_requeues => {
+                        // Back to the end of the frontier, after a delay
+                        // that doubles with each attempt.
+                        let delay = self
+                            .requeue_delay_ms
+                            .saturating_mul(1u64 << entry.attempts.min(MAX_DELAY_DOUBLINGS));
+                        let due = frontier::now_ms().saturating_add(delay);
+                        frontier::requeue(&mut fr, &mut self.cp.next_seq, entry, due)?;
+                        self.cp.stats.requeued += 1;
+                        requeued += 1;
+                    }
+                    Outcome::Failed {
+                        entry, kind, error, ..
+                    } => {
+                        self.cp.stats.fetched += 1;
+                        *self.cp.stats.errors.entry((*kind).to_string()).or_insert(0) += 1;
+                        self.outputs
+                            .errors
+                            .write(&ErrorLine::page(entry.url.as_str(), kind, error))
+                            .map_err(state::caller_err)?;
+                    }
+                    Outcome::Page(p) => {
+                        self.cp.stats.fetched += 1;
+                        self.cp.stats.bytes += p.bytes as u64;
+                        self.cp.stats.truncated += u64::from(p.truncated);
+                        added += self.judge_page(&deduper, tables, &mut fr, p)?;
+                    }
+                }
+            }
+            let offsets = if durable {
+                self.outputs.sync()
+            } else {
+                self.outputs.flush()
+            };
+            self.cp.offsets = offsets.map_err(state::caller_err)?;
+            self.cp.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
+            self.cp.stats.hosts_evicted = self.base_hosts_evicted + self.fetcher.hosts_evicted();
+            let mut st = state::open(txn)?;
+            self.templates.save_if_due(&mut st, Save::IfDue)?;
+            self.cp.put(&mut st)
+        });
+        if let Err(e) = result {
+            self.cp = before;
+            return Err(e).context("cannot commit crawl results");
+        }
+        if durable {
+            self.last_durable = Instant::now();
+        }
+        self.not_durable = !durable;
+        *self.shared.lock() = self.cp.stats.clone();
+        Ok(Committed {
+            seqs,
+            added,
+            requeued,
+        })
+    }
+
+    /// Judges one fetched page: its output line, its counters, its links
+    /// into the frontier; returns how many links were added.
+    fn judge_page(
+        &mut self,
+        deduper: &Tiers,
+        tables: &mut dyn simcrawl_dedup::Tables,
+        fr: &mut redb::Table<'_, u64, &'static [u8]>,
+        p: &PageResult,
+    ) -> simcrawl_dedup::Result<u64> {
+        let io = state::caller_err;
+        // A redirect to a URL the crawl already knows: that URL is (or will
+        // be) fetched under its own name. Recorded as a URL-tier duplicate
+        // of the target, so every fetched page leaves one line.
+        if p.final_url != p.entry.url
+            && let Ok(c) = CanonicalUrl::from_url(p.final_url.clone())
+            && c != CanonicalUrl::from_url(p.entry.url.clone()).map_err(simcrawl_dedup::Error::Config)?
+            && let UrlVerdict::Seen { .. } = deduper.check_url_in(tables, p.final_url.as_str(), c)?
+        {
+            self.cp.stats.verdicts.record_duplicate(Tier::Url);
+            self.outputs
+                .duplicates
+                .write(&DuplicateLine::url_tier(
+                    p.entry.url.as_str(),
+                    p.final_url.as_str(),
+                ))
+                .map_err(io)?;
+            return Ok(0);
+        }
+        // Observed once judged: a page never counts towards its own template.
+        self.templates.observe(host_of(&p.final_url), &p.text);
+        self.cp.stats.template_stripped += u64::from(p.template_stripped);
+        let verdict = if p.noindex {
+            // Not kept, not indexed: a line in errors.jsonl, kind "noindex"
+            // (counted in `noindex`, not in `errors`).
+            self.cp.stats.noindex += 1;
+            self.outputs
+                .errors
+                .write(&ErrorLine::page(
+                    p.entry.url.as_str(),
+                    "noindex",
+                    "meta robots noindex: not kept",
+                ))
+                .map_err(io)?;
+            None
+        } else {
+            Some(deduper.check_in(tables, &p.sig, UrlTier::Skip)?)
+        };
+        if let Some(v) = &verdict {
+            self.cp.stats.verdicts.record(v);
+        }
+        match verdict {
+            None => {}
+            Some(Verdict::Unique { fingerprint, .. }) => {
+                self.outputs
+                    .kept
+                    .write(&KeptLine {
+                        final_url: Some(p.final_url.as_str()),
+                        status: Some(p.status),
+                        text: self.write_text.then_some(p.text.as_str()),
+                        depth: Some(p.entry.depth),
+                        fetched_at: Some(p.fetched_at),
+                        ..KeptLine::new(p.entry.url.as_str(), &p.title, fingerprint)
+                    })
+                    .map_err(io)?;
+            }
+            Some(Verdict::Duplicate(d)) => {
+                self.outputs
+                    .duplicates
+                    .write(&DuplicateLine::new(p.entry.url.as_str(), &d))
+                    .map_err(io)?;
+            }
+        }
+        let mut added = 0;
+        if p.entry.depth < self.max_depth {
+            for link in &p.links {
+                if frontier::enqueue(
+                    deduper,
+                    tables,
+                    fr,
+                    &mut self.cp.next_seq,
+                    link,
+                    p.entry.depth + 1,
+                )? {
+                    added += 1;
+                } else {
+                    self.cp.stats.verdicts.record_duplicate(Tier::Url);
+                }
+            }
+        }
+        Ok(added)
+    }
+}
+
+/// The writer thread: group commits until every sender is gone, then the
+/// last learnt templates and a final durable commit.
+pub fn writer_loop(
+    mut w: Writer,
+    rx: std_mpsc::Receiver<Outcome>,
+    tx: mpsc::UnboundedSender<Result<Committed, anyhow::Error>>,
+) {
+    loop {
+        // Lines already visible become durable within `DURABLE_EVERY`, even
+        // when no further result comes (a kill -9 must not cut lines that
+        // consumers may have read).
+        let next = match w.durable_due_in() {
+            None => rx.recv().map_err(|_| std_mpsc::RecvTimeoutError::Disconnected),
+            Some(wait) => rx.recv_timeout(wait),
+        };
+        let first = match next {
+            Ok(o) => o,
+            Err(std_mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = w.make_durable() {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+                continue;
+            }
+            Err(std_mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        let mut batch = vec![first];
+        while batch.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(o) => batch.push(o),
+                Err(_) => break,
+            }
+        }
+        // The tiers are checked inside the writer's own transactions, so
+        // expired entries (dedup.window) are purged here, between them.
+        if let Err(e) = w.deduper.purge_if_due() {
+            let _ = tx.send(Err(anyhow::Error::new(e).context("cannot purge expired entries")));
+            return;
+        }
+        let r = w.commit(batch);
+        let failed = r.is_err();
+        if tx.send(r).is_err() || failed {
+            return;
+        }
+    }
+    // Debug builds only, for the end-to-end tests: a panic while the last
+    // commits are made durable, when nothing else would notice it.
+    #[cfg(debug_assertions)]
+    if std::env::var_os("SIMCRAWL_TEST_WRITER_PANIC").is_some() {
+        panic!("injected writer panic (SIMCRAWL_TEST_WRITER_PANIC)");
+    }
+    if let Err(e) = w
+        .templates
+        .save(w.deduper.store())
+        .and_then(|()| w.make_durable())
+    {
+        let _ = tx.send(Err(e));
+    }
+}
+
+/// Waits for the writer thread. A panic there is a failure of the crawl
+/// (exit non-zero), never a silent success: the store is left as of its
+/// last durable commit, so running the same command again resumes.
+pub fn join_writer(handle: std::thread::JoinHandle<()>) -> Result<()> {
+    handle.join().map_err(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_string());
+        anyhow::anyhow!(
+            "the writer thread panicked ({msg}); outputs and state are kept as of the last \
+             durable commit: run the same command again to resume"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_writer_panic_is_an_error_naming_it() {
+        let h = std::thread::spawn(|| panic!("disk on fire"));
+        let e = format!(
+            "{:#}",
+            join_writer(h)
+                .err()
+                .unwrap_or_else(|| anyhow::anyhow!("no error"))
+        );
+        assert!(e.contains("writer thread panicked (disk on fire)"), "{e}");
+        assert!(join_writer(std::thread::spawn(|| ())).is_ok());
+    }
+}

@@ -1,0 +1,246 @@
+//! The lines of the three outputs, one type per output, shared by the
+//! crawler and `crawl dedup`.
+//!
+//! The two modes name a page differently: the crawler by its URL (with what
+//! the fetch found: final URL, status, depth, time), `crawl dedup` by its
+//! URL and its input line number. A field one mode does not have is left
+//! out of its lines (not written as `null`), so each mode writes exactly
+//! the fields the README documents for it, in the same order as before the
+//! two shared these types.
+
+use serde::Serialize;
+use simcrawl_dedup::{Duplicate, Fingerprint, Tier};
+
+/// A line of `kept.jsonl`.
+///
+/// Crawler: `url, final_url, status, title, [text,] simhash, depth,
+/// fetched_at`; `crawl dedup`: `url, title, simhash, line`.
+#[derive(Debug, Serialize)]
+pub struct KeptLine<'a> {
+    pub url: &'a str,
+    /// Crawler: the URL after redirects.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_url: Option<&'a str>,
+    /// Crawler: the HTTP status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    pub title: &'a str,
+    /// Crawler, with `crawl.write_text`: the cleaned text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<&'a str>,
+    /// 16 hex digits, or `null` when the text had no features (written in
+    /// both modes, as it always was).
+    pub simhash: Option<String>,
+    /// Crawler: links followed from a seed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// Crawler: Unix time of the fetch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetched_at: Option<u64>,
+    /// `crawl dedup`: the input line number (1-based).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+}
+
+impl<'a> KeptLine<'a> {
+    /// The fields both modes write; a mode adds its own with struct update
+    /// syntax (`KeptLine { line: Some(n), ..KeptLine::new(..) }`).
+    #[must_use]
+    pub fn new(url: &'a str, title: &'a str, fingerprint: Option<Fingerprint>) -> Self {
+        KeptLine {
+            url,
+            final_url: None,
+            status: None,
+            title,
+            text: None,
+            simhash: fingerprint.map(|f| f.to_string()),
+            depth: None,
+            fetched_at: None,
+            line: None,
+        }
+    }
+}
+
+/// A line of `duplicates.jsonl`: `url, tier, duplicate_of, [distance,]
+/// [similarity,]` and, for `crawl dedup`, `line`.
+#[derive(Debug, Serialize)]
+pub struct DuplicateLine<'a> {
+    pub url: &'a str,
+    pub tier: Tier,
+    pub duplicate_of: &'a str,
+    /// Hamming distance of the SimHashes (title and content tiers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distance: Option<u32>,
+    /// The estimated resemblance that decided (title and content tiers),
+    /// rounded by [`round3`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f64>,
+    /// `crawl dedup`: the input line number (1-based).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+}
+
+impl<'a> DuplicateLine<'a> {
+    /// The line of `url`, found a copy by the tiers.
+    #[must_use]
+    pub fn new(url: &'a str, d: &'a Duplicate) -> Self {
+        DuplicateLine {
+            url,
+            tier: d.tier,
+            duplicate_of: &d.of,
+            distance: d.distance,
+            similarity: d.similarity.map(round3),
+            line: None,
+        }
+    }
+
+    /// The line of `url`, a URL-tier copy of `of` (e.g. a redirect to a URL
+    /// already seen): no content compared.
+    #[must_use]
+    pub fn url_tier(url: &'a str, of: &'a str) -> Self {
+        DuplicateLine {
+            url,
+            tier: Tier::Url,
+            duplicate_of: of,
+            distance: None,
+            similarity: None,
+            line: None,
+        }
+    }
+}
+
+/// A line of `errors.jsonl`.
+///
+/// Crawler: `url, kind, error` (a final failure, or a page not kept such as
+/// `noindex`); `crawl dedup`: `line, error` (a line that is not a document).
+#[derive(Debug, Serialize)]
+pub struct ErrorLine<'a> {
+    /// Crawler: the page's URL.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<&'a str>,
+    /// Crawler: the failure's kind (`timeout`, `status_4xx`, `noindex`...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'a str>,
+    /// `crawl dedup`: the input line number (1-based).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    pub error: &'a str,
+}
+
+impl<'a> ErrorLine<'a> {
+    /// The crawler's line for a page that failed (or was not kept).
+    #[must_use]
+    pub fn page(url: &'a str, kind: &'a str, error: &'a str) -> Self {
+        ErrorLine {
+            url: Some(url),
+            kind: Some(kind),
+            line: None,
+            error,
+        }
+    }
+
+    /// `crawl dedup`'s line for an input line that is not a document.
+    #[must_use]
+    pub fn input_line(line: u64, error: &'a str) -> Self {
+        ErrorLine {
+            url: None,
+            kind: None,
+            line: Some(line),
+            error,
+        }
+    }
+}
+
+/// A resemblance as written in outputs: three decimals are what the
+/// estimate is worth (its standard deviation is about 0.03).
+#[must_use]
+pub fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn json(v: &impl Serialize) -> String {
+        serde_json::to_string(v).unwrap()
+    }
+
+    fn dup() -> Duplicate {
+        Duplicate {
+            tier: Tier::Content,
+            of: "http://a/1".into(),
+            distance: Some(3),
+            similarity: Some(0.876_54),
+            fingerprint: None,
+        }
+    }
+
+    /// The crawler's lines, byte for byte as before the types were shared.
+    #[test]
+    fn crawler_lines_keep_their_fields_and_order() {
+        let kept = KeptLine {
+            final_url: Some("http://a/2"),
+            status: Some(200),
+            text: Some("t"),
+            depth: Some(1),
+            fetched_at: Some(9),
+            ..KeptLine::new("http://a/1", "T", Some(Fingerprint(0xab)))
+        };
+        assert_eq!(
+            json(&kept),
+            r#"{"url":"http://a/1","final_url":"http://a/2","status":200,"title":"T","text":"t","simhash":"00000000000000ab","depth":1,"fetched_at":9}"#
+        );
+        let no_text = KeptLine {
+            final_url: Some("http://a/1"),
+            status: Some(200),
+            depth: Some(0),
+            fetched_at: Some(9),
+            ..KeptLine::new("http://a/1", "T", None)
+        };
+        assert_eq!(
+            json(&no_text),
+            r#"{"url":"http://a/1","final_url":"http://a/1","status":200,"title":"T","simhash":null,"depth":0,"fetched_at":9}"#
+        );
+        let d = dup();
+        assert_eq!(
+            json(&DuplicateLine::new("http://a/3", &d)),
+            r#"{"url":"http://a/3","tier":"content","duplicate_of":"http://a/1","distance":3,"similarity":0.877}"#
+        );
+        assert_eq!(
+            json(&DuplicateLine::url_tier("http://a/r", "http://a/1")),
+            r#"{"url":"http://a/r","tier":"url","duplicate_of":"http://a/1"}"#
+        );
+        assert_eq!(
+            json(&ErrorLine::page("http://a/4", "timeout", "timed out")),
+            r#"{"url":"http://a/4","kind":"timeout","error":"timed out"}"#
+        );
+    }
+
+    /// `crawl dedup`'s lines, byte for byte as before the types were shared.
+    #[test]
+    fn batch_lines_keep_their_fields_and_order() {
+        let kept = KeptLine {
+            line: Some(4),
+            ..KeptLine::new("http://a/1", "T", Some(Fingerprint(0xab)))
+        };
+        assert_eq!(
+            json(&kept),
+            r#"{"url":"http://a/1","title":"T","simhash":"00000000000000ab","line":4}"#
+        );
+        let d = dup();
+        let line = DuplicateLine {
+            line: Some(5),
+            ..DuplicateLine::new("http://a/3", &d)
+        };
+        assert_eq!(
+            json(&line),
+            r#"{"url":"http://a/3","tier":"content","duplicate_of":"http://a/1","distance":3,"similarity":0.877,"line":5}"#
+        );
+        assert_eq!(
+            json(&ErrorLine::input_line(2, "invalid JSON")),
+            r#"{"line":2,"error":"invalid JSON"}"#
+        );
+    }
+}
