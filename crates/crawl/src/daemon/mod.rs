@@ -146,6 +146,7 @@ pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
         follow_nofollow: cfg.crawl.follow_nofollow,
         respect_noindex: cfg.crawl.respect_noindex,
         templates: templates.clone(),
+        parsing: tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
     });
     let shared = Arc::new(Mutex::new(cp.stats.clone()));
     let base_fetched = cp.stats.fetched;

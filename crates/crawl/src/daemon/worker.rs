@@ -71,6 +71,10 @@ pub struct PageStages {
     pub follow_nofollow: bool,
     pub respect_noindex: bool,
     pub templates: Templates,
+    /// Pages parsed at once: one per core. More would not go faster (the
+    /// work is CPU-bound) but would hold more parsed documents in memory at
+    /// once, each several times its page's size.
+    pub parsing: tokio::sync::Semaphore,
 }
 
 fn now_secs() -> u64 {
@@ -111,6 +115,9 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
     let job_entry = entry.clone();
     // Parsing, conversion, segmentation and hashing are CPU work: off the
     // reactor threads, so fetching continues meanwhile.
+    // The semaphore is never closed; without a permit the page is parsed
+    // anyway rather than lost.
+    let _parsing = stages.parsing.acquire().await.ok();
     let job =
         tokio::task::spawn_blocking(move || clean_and_sign(&job_stages, job_entry, fetched, fetched_at));
     match job.await {
