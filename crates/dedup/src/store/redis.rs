@@ -6,15 +6,16 @@
 //! Every key starts with `{NS}:`, `NS` being [`RedisOptions::namespace`]
 //! (default `simcrawl`). The braces make `NS` the key's *hash tag*: under
 //! Redis Cluster every key of a namespace lives in one slot, hence on one
-//! master, so one check's keys can be watched and written in one
-//! transaction (see *Atomicity*). Binary parts are raw bytes, big-endian;
-//! `ID` is a document id in decimal, `id` the same id as its shortest
-//! big-endian bytes.
+//! master, so one check's keys can be read and committed atomically (see
+//! *Atomicity*). Binary parts are raw bytes, big-endian; `ID` is a
+//! document id in decimal, `id` the same id as its shortest big-endian
+//! bytes.
 //!
 //! | key | type | content |
 //! | --- | --- | --- |
-//! | `{NS}:m:NAME` | string | metadata (`params`, ...) |
-//! | `{NS}:n` | string | next document id (`INCR`) |
+//! | `{NS}:m:NAME` | string | metadata (`params`) |
+//! | `{NS}:n` | string | the next document id (`INCRBY`) |
+//! | `{NS}:v` | hash | version stripe (0 to 65535) -> counter, see *Atomicity* |
 //! | `{NS}:u:DIGEST16` | string | URL tier: first seen (u64 LE) + URL as first given |
 //! | `{NS}:ut` | sorted set | member DIGEST16, score first seen: the URL purge's index |
 //! | `{NS}:t:DIGEST16` | sorted set | title tier: member `ID`, score id |
@@ -25,8 +26,9 @@
 //!
 //! This is the seeds' layout (a sorted set per table and block key),
 //! scored by document id instead of insert time: ids are handed out in
-//! insertion order by `INCR`, so a time cut is an id cut, and the id is
-//! what the title and band lists are ordered by. The window is applied by
+//! insertion order, so a time cut is an id cut (`ZREMRANGEBYSCORE` by id
+//! works on any of them), and the id is what the title and band lists are
+//! ordered by. The window itself is applied by
 //! [`crate::Deduper::purge_expired`], which removes each expired document's
 //! exact entries (`ZREM`), as on every store.
 //!
@@ -34,62 +36,83 @@
 //! cost a Redis key (~70 bytes) per band per document. They are bucketed
 //! into 2^18 sorted sets instead, small enough to stay in Redis' compact
 //! listpack encoding up to ~3M documents at 10 bands (at the default
-//! `zset-max-listpack-entries 128`).
+//! `zset-max-listpack-entries 128`; raise it for more).
 //!
-//! # Atomicity: optimistic transactions
+//! # Atomicity: optimistic transactions, validated by a script
 //!
 //! [`Store::write`] runs the check's closure against a connection of its
-//! own: every key the closure reads is first `WATCH`ed (in the same
-//! pipeline as the read, so a batch's keys cost one round trip, see
-//! [`ReadTables::prefetch`]), and its writes are queued and sent at the end
-//! as one `MULTI`/`EXEC`. `EXEC` applies all of them, or none when any
-//! watched key changed since it was read; then the closure runs again on
-//! fresh data (up to [`RedisOptions::max_attempts`] times, with jittered
-//! backoff). Each committed transaction therefore read exactly the state it
-//! committed on: transactions are serializable, in the order of their
-//! `EXEC`s.
+//! own. The closure's reads are pipelined (a whole batch's index keys in
+//! one round trip, see [`ReadTables::prefetch`]); each key maps to one of
+//! 65536 *version stripes* (FNV-1a of its name), and the stripes' counters
+//! in `{NS}:v` are read first in the same pipeline. The closure's writes
+//! are queued; at the end one `EVALSHA` of a commit script checks that
+//! every stripe it read still has the version it read, and only then bumps
+//! the stripes of the keys it writes and applies its writes. The script
+//! runs atomically; when a version changed it writes nothing and the
+//! closure runs again on fresh data (up to [`RedisOptions::max_attempts`]
+//! times, with jittered backoff). Every committed transaction therefore
+//! read exactly the state it committed on: transactions are serializable,
+//! in the order of their commits.
 //!
 //! Why this gives one kept copy: a kept document writes its URL key, its
-//! title key, its `m` block keys and the buckets of its band keys. Another
-//! check that would find it (same URL or title, a block key in common, or a
-//! band in common) has read, so watched, that same key: if the first commits
-//! in between, the second's `EXEC` aborts and its rerun finds the first as
-//! a candidate. Document ids come from `INCR {NS}:n` outside the
-//! transaction, so inserts do not all conflict on one counter (an aborted
-//! attempt leaves a gap in the ids, which is harmless).
+//! title key, its `m` block keys and the buckets of its band keys, so bumps
+//! their stripes. Another check that would find it (same URL or title, a
+//! block key in common, or a band in common) has read that same key, so
+//! that stripe: if the first commits in between, the second's commit is
+//! refused and its rerun finds the first as a candidate. Document records
+//! are not versioned: a record never changes once written, and a check
+//! learns of a document only through an index key, which is.
 //!
-//! Why not a server-side Lua script: the check verifies candidates by
-//! sketch resemblance, which would have to be written a second time in
-//! Lua, and a script blocks the whole server while it runs (a page with
-//! hundreds of band candidates would stall every other crawler).
-//! Conflicts are rare, since keys are fine-grained: the cost of optimism is
-//! a retry now and then, mostly for large batches from several processes at
-//! once (a batch watches all its documents' keys).
+//! Why not `WATCH`/`MULTI`/`EXEC`, the textbook route (and this store's
+//! first version): Redis 7.0 checks each newly watched key against all
+//! the keys the connection already watches, so watching the ~15 keys of
+//! each of 1000 documents in a batch is quadratic (measured: 1000 keys
+//! 0.05 s, 4000 keys 0.36 s, 16000 keys 6.3 s), and batching is what makes
+//! a networked store fast. Stripes also bound the versions kept (a fixed
+//! 65536 counters) however many keys there are.
+//!
+//! Why not the whole check as a server-side script: the check verifies
+//! candidates by sketch resemblance, which would have to be written a
+//! second time in Lua, and a script blocks the whole server while it runs
+//! (a page with hundreds of band candidates would stall every other
+//! crawler). Here the script only compares counters and applies writes.
+//!
+//! Document ids come from `INCRBY {NS}:n` outside the transaction, reserved
+//! for a batch in its read round trip, so inserts do not all conflict on
+//! one counter; ids left unused (duplicates, aborted attempts) are gaps,
+//! which are harmless.
+//!
+//! Conflicts: two checks conflict when they share a stripe one of them
+//! writes; false conflicts (different keys, same stripe) only cost a
+//! retry. Small batches from many processes rarely conflict; two batches
+//! of 1000 documents committing at the same moment almost always do (the
+//! later one is retried), so workers sharing a server should batch tens,
+//! not thousands.
 //!
 //! Under Redis Cluster the store asks `CLUSTER SLOTS` which master holds
-//! the namespace's slot and talks to it directly: `WATCH`/`MULTI`/`EXEC`
-//! over keys of one slot are valid there, so the guarantee is the same. A
-//! namespace is not spread over masters; run one namespace per crawl (or
-//! per group of sites) to spread load. After a failover, writes the old
-//! master acknowledged but had not replicated are lost, as with any Redis
-//! data.
+//! the namespace's slot and talks to it directly: a script whose keys all
+//! share the namespace's hash tag runs on that one master, so the guarantee
+//! is the same as on one server. A namespace is not spread over masters;
+//! run one namespace per crawl (or per group of sites) to spread load.
+//! After a failover, writes the old master acknowledged but had not yet
+//! replicated are lost, as with any Redis data.
 //!
 //! # Failures
 //!
 //! A server that cannot be reached at [`RedisStore::open`] is
 //! [`Error::Unreachable`], naming the URL (without its password). A
-//! connection lost or timed out during a transaction is
-//! [`Error::Disconnected`]: before `EXEC` was sent nothing was applied (the
-//! server discards a transaction whose client went away); after it,
-//! `maybe_applied` is set, since the reply was lost, not the decision. The
-//! caller retries; a check that was in fact applied then finds its own
-//! document, and reports it as a duplicate of its own URL.
+//! connection lost, refused or timed out during a transaction is
+//! [`Error::Disconnected`]: before the commit was sent nothing was
+//! applied; if the commit was sent and its reply lost, `maybe_applied` is
+//! set (the script either ran whole or not at all). The caller retries; a
+//! check that was in fact applied then finds its own document, and reports
+//! it as a duplicate of its own URL.
 //!
 //! # Memory
 //!
-//! See the README and docs/BENCHMARKS.md: the document record alone (its
-//! 272-byte sketch, needed to verify candidates) takes more than 200
-//! bytes of Redis memory.
+//! Measured in docs/BENCHMARKS.md ("Redis store"): the document record
+//! alone, with the 272-byte sketch every candidate is verified against,
+//! takes more than 200 bytes of Redis memory.
 
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
@@ -116,7 +139,8 @@ const BAND_BUCKET_BITS: u32 = 18;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedisOptions {
     /// Prefix and hash tag of every key: stores with different namespaces
-    /// share a server without seeing each other. No `{`, `}` or `:`.
+    /// share a server without seeing each other. No `{`, `}`, `:` or
+    /// spaces. Connections are named `simcrawl:NAMESPACE` (`CLIENT LIST`).
     pub namespace: String,
     /// Longest wait for a TCP connection.
     pub connect_timeout: Duration,
@@ -188,9 +212,9 @@ impl RedisStore {
     pub fn open_with(url: &str, options: RedisOptions) -> Result<RedisStore> {
         let shown = redact(url);
         let ns = &options.namespace;
-        if ns.is_empty() || ns.contains(['{', '}', ':']) {
+        if ns.is_empty() || ns.contains(['{', '}', ':']) || ns.contains(char::is_whitespace) {
             return Err(Error::Config(format!(
-                "Redis namespace {ns:?} must be non-empty, without '{{', '}}' or ':'"
+                "Redis namespace {ns:?} must be non-empty, without '{{', '}}', ':' or spaces"
             )));
         }
         let client = redis::Client::open(url).map_err(|e| Error::Unreachable {
@@ -237,6 +261,23 @@ impl RedisStore {
     /// commits), for benchmarks and tests of the batching.
     pub fn round_trips(&self) -> u64 {
         self.round_trips.load(Ordering::Relaxed)
+    }
+
+    /// The server's `used_memory` (`INFO memory`), in bytes: for sizing
+    /// (see the README's "Many machines" section) and benchmarks.
+    pub fn used_memory(&self) -> Result<u64> {
+        let mut conn = self.conn()?;
+        let info: String = redis::cmd("INFO")
+            .arg("memory")
+            .query(&mut conn)
+            .map_err(|e| self.fail(e, false))?;
+        self.pool.lock().push(conn);
+        info.lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| {
+                Error::Storage(format!("Redis at {}: no used_memory in INFO memory", self.url).into())
+            })
     }
 
     /// Deletes every key of this store's namespace (tests, benchmarks,
@@ -302,8 +343,15 @@ impl RedisStore {
         let conn = client
             .get_connection_with_timeout(self.options.connect_timeout)
             .map_err(|e| self.fail(e, false))?;
+        let mut conn = conn;
         conn.set_read_timeout(Some(self.options.io_timeout))
             .and_then(|_| conn.set_write_timeout(Some(self.options.io_timeout)))
+            .map_err(|e| self.fail(e, false))?;
+        // Named, so `CLIENT LIST` shows which namespace a connection serves.
+        redis::cmd("CLIENT")
+            .arg("SETNAME")
+            .arg(format!("simcrawl:{}", self.options.namespace))
+            .query::<Value>(&mut conn)
             .map_err(|e| self.fail(e, false))?;
         Ok(conn)
     }
@@ -662,33 +710,124 @@ impl Val {
 
 /// The commit: checks that every version the transaction read is
 /// unchanged (else returns 0, having written nothing), bumps the versions of
-/// what it writes, and runs its writes. Atomic, as every Redis script.
+/// the stripes it writes, and runs its writes. Atomic, as every Redis
+/// script. Versions are read and written with one `HMGET`/`HSET` per
+/// 4000 stripes: a script's cost is mostly per `redis.call`.
 ///
 /// KEYS[1]: the version hash. ARGV: n, then n (stripe, version) pairs, then
 /// m, then m stripes to bump, then the writes, each as its argument count
-/// followed by its arguments.
+/// followed by its arguments (merged by [`merge_writes`]).
 const COMMIT: &str = r#"
 local v = KEYS[1]
+local CH = 4000
 local n = tonumber(ARGV[1])
 local i = 2
-for _ = 1, n do
-  local got = redis.call('HGET', v, ARGV[i])
-  if (got or '0') ~= ARGV[i + 1] then return 0 end
-  i = i + 2
+while n > 0 do
+  local c = math.min(n, CH)
+  local fields = {}
+  for j = 1, c do fields[j] = ARGV[i + 2 * (j - 1)] end
+  local got = redis.call('HMGET', v, unpack(fields))
+  for j = 1, c do
+    if (got[j] or '0') ~= ARGV[i + 2 * (j - 1) + 1] then return 0 end
+  end
+  i = i + 2 * c
+  n = n - c
 end
 local m = tonumber(ARGV[i])
 i = i + 1
-for _ = 1, m do
-  redis.call('HINCRBY', v, ARGV[i], 1)
-  i = i + 1
+while m > 0 do
+  local c = math.min(m, CH)
+  local fields = {}
+  for j = 1, c do fields[j] = ARGV[i + j - 1] end
+  local got = redis.call('HMGET', v, unpack(fields))
+  local kv = {}
+  for j = 1, c do
+    kv[2 * j - 1] = fields[j]
+    kv[2 * j] = string.format('%d', (tonumber(got[j]) or 0) + 1)
+  end
+  redis.call('HSET', v, unpack(kv))
+  i = i + c
+  m = m - c
 end
-while i <= #ARGV do
+local nargs = #ARGV
+while i <= nargs do
   local argc = tonumber(ARGV[i])
   redis.call(unpack(ARGV, i + 1, i + argc))
   i = i + 1 + argc
 end
 return 1
 "#;
+
+/// Most items (members, keys, pairs) one merged command carries: the
+/// commit script passes a command's arguments through Lua's stack, which
+/// holds 8000.
+const MERGE_ITEMS: usize = 2000;
+
+/// Fewer, larger commands with the same effect: every write command names
+/// one key (its second argument); per key, consecutive `ZADD`s (or
+/// `ZREM`s) become one, in order; keys written by exactly one `SET` are
+/// set together by `MSET`, keys only deleted by one `DEL`. Commands on
+/// different keys are independent, so only each key's own order is kept.
+/// A batch of 1000 documents then costs ~14 commands per document (its
+/// block and band entries) instead of ~16 plus its shared index entries.
+fn merge_writes(writes: &[Vec<Vec<u8>>]) -> Vec<Vec<Vec<u8>>> {
+    let mut order: Vec<&[u8]> = Vec::new();
+    let mut per_key: FxHashMap<&[u8], Vec<&Vec<Vec<u8>>>> = FxHashMap::default();
+    for w in writes {
+        let Some(key) = w.get(1) else { continue };
+        per_key
+            .entry(key.as_slice())
+            .or_insert_with(|| {
+                order.push(key.as_slice());
+                Vec::new()
+            })
+            .push(w);
+    }
+    let mut out: Vec<Vec<Vec<u8>>> = Vec::new();
+    let mut mset: Vec<Vec<u8>> = Vec::new();
+    let mut del: Vec<Vec<u8>> = Vec::new();
+    for key in order {
+        let cmds = &per_key[key];
+        match cmds.as_slice() {
+            [one] if one[0] == b"SET" && one.len() == 3 => {
+                mset.push(one[1].clone());
+                mset.push(one[2].clone());
+                continue;
+            }
+            [one] if one[0] == b"DEL" && one.len() == 2 => {
+                del.push(one[1].clone());
+                continue;
+            }
+            _ => {}
+        }
+        let mut i = 0;
+        while i < cmds.len() {
+            let verb = &cmds[i][0];
+            let mut merged = cmds[i].clone();
+            let mut j = i + 1;
+            if verb == b"ZADD" || verb == b"ZREM" {
+                let arity = if verb == b"ZADD" { 2 } else { 1 };
+                while j < cmds.len() && cmds[j][0] == *verb && (merged.len() - 2) / arity < MERGE_ITEMS {
+                    merged.extend_from_slice(&cmds[j][2..]);
+                    j += 1;
+                }
+            }
+            out.push(merged);
+            i = j;
+        }
+    }
+    for pairs in mset.chunks(2 * MERGE_ITEMS) {
+        let mut c = vec![b"MSET".to_vec()];
+        c.extend_from_slice(pairs);
+        out.push(c);
+    }
+    for keys in del.chunks(MERGE_ITEMS) {
+        let mut c = vec![b"DEL".to_vec()];
+        c.extend_from_slice(keys);
+        out.push(c);
+    }
+    out
+}
 
 /// Version stripes: every versioned key maps to one of these counters in
 /// `{NS}:v`. More stripes, fewer false conflicts; 2^16 cost ~4 MB.
@@ -779,9 +918,9 @@ impl<'a> Tx<'a> {
         for s in &self.written {
             inv.arg(*s);
         }
-        for w in writes.iter() {
+        for w in merge_writes(&writes) {
             inv.arg(w.len());
-            for a in w {
+            for a in &w {
                 inv.arg(a.as_slice());
             }
         }
@@ -988,10 +1127,24 @@ impl<'a> Tx<'a> {
         }
         self.writes.get_mut().push(cmd);
         let cache = self.cache.get_mut();
-        if let Some(v) = cache.get_mut(&key)
-            && !v.apply(&op)
-        {
-            cache.remove(&key);
+        match cache.get_mut(&key) {
+            Some(v) => {
+                if !v.apply(&op) {
+                    cache.remove(&key);
+                }
+            }
+            // A whole new value needs no read to be known (a batch then
+            // reads its own new documents without a round trip).
+            None => {
+                let whole = match &op {
+                    Op::PutDoc(r) => Some(Val::Doc(Some(r.clone()))),
+                    Op::DelDoc => Some(Val::Doc(None)),
+                    _ => None,
+                };
+                if let Some(v) = whole {
+                    cache.insert(key.clone(), v);
+                }
+            }
         }
         self.ops.entry(key).or_default().push(op);
     }
@@ -1300,6 +1453,35 @@ mod tests {
         // and `CLUSTER KEYSLOT`.
         assert_eq!(slot(b"123456789"), 0x31c3 % 16384);
         assert_eq!(slot(b"simcrawl"), slot(b"simcrawl"));
+    }
+
+    #[test]
+    fn merged_writes_keep_each_keys_order() {
+        let c = |parts: &[&str]| parts.iter().map(|p| p.as_bytes().to_vec()).collect::<Vec<_>>();
+        let writes = vec![
+            c(&["ZADD", "a", "1", "x"]),
+            c(&["SET", "d1", "r1"]),
+            c(&["ZADD", "b", "1", "y"]),
+            c(&["ZADD", "a", "2", "z"]),
+            c(&["ZREM", "a", "x"]),
+            c(&["ZADD", "a", "3", "x"]),
+            c(&["SET", "d2", "r2"]),
+            c(&["DEL", "d3"]),
+            c(&["SET", "d1", "r1b"]),
+        ];
+        assert_eq!(
+            merge_writes(&writes),
+            vec![
+                c(&["ZADD", "a", "1", "x", "2", "z"]),
+                c(&["ZREM", "a", "x"]),
+                c(&["ZADD", "a", "3", "x"]),
+                c(&["SET", "d1", "r1"]),
+                c(&["SET", "d1", "r1b"]),
+                c(&["ZADD", "b", "1", "y"]),
+                c(&["MSET", "d2", "r2"]),
+                c(&["DEL", "d3"]),
+            ]
+        );
     }
 
     #[test]
