@@ -982,6 +982,7 @@ fn redis_bench(c: &mut Criterion, name: &str, m: u32, n: u64) {
         (after - middle) as f64 / (n - half) as f64,
         d.config().bands
     );
+    redis_throughput(name, &d, m);
     let trips = d.store().round_trips();
     index_benches(c, name, &d, &sample);
     eprintln!(
@@ -990,6 +991,54 @@ fn redis_bench(c: &mut Criterion, name: &str, m: u32, n: u64) {
         d.store().conflicts()
     );
     d.store().clear().unwrap();
+}
+
+/// checks/s of `check_batch` at several batch sizes (new random
+/// documents, all inserted, then removed again untimed), with the CPU the
+/// Redis server and this process spent per check: on a shared machine the
+/// CPU figures say what a dedicated core would do.
+#[cfg(feature = "redis")]
+fn redis_throughput(name: &str, d: &Deduper<simcrawl_dedup::RedisStore>, m: u32) {
+    let layout = BlockLayout::new(m, 3).unwrap();
+    let mut rng = StdRng::seed_from_u64(99);
+    let mut serial = 1u64 << 40;
+    let server_cpu = || {
+        d.store().info_number("cpu", "used_cpu_user").unwrap()
+            + d.store().info_number("cpu", "used_cpu_sys").unwrap()
+    };
+    let own_cpu = || {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let f: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        (ticks(11) + ticks(12)) / 100.0
+    };
+    for per_call in [1usize, 10, 100, 1000] {
+        let docs = if per_call == 1 { 2_000 } else { 20_000 };
+        let mut walls = Vec::new();
+        let (s0, c0) = (server_cpu(), own_cpu());
+        for _ in 0..3 {
+            walls.push(
+                timed_checks(
+                    d,
+                    &layout,
+                    &mut rng,
+                    &mut serial,
+                    (docs / per_call) as u64,
+                    per_call,
+                )
+                .as_secs_f64(),
+            );
+        }
+        let (s1, c1) = (server_cpu(), own_cpu());
+        walls.sort_by(f64::total_cmp);
+        let n = 3.0 * docs as f64;
+        eprintln!(
+            "{name}: check_batch of {per_call}: {:.0} checks/s (median of 3 x {docs}); server CPU {:.1} us/check, client CPU {:.1} us/check (incl. the untimed removals)",
+            docs as f64 / walls[1],
+            (s1 - s0) * 1e6 / n,
+            (c1 - c0) * 1e6 / n,
+        );
+    }
 }
 
 #[cfg(not(feature = "redis"))]

@@ -316,10 +316,15 @@ struct Server {
     dir: tempfile::TempDir,
     port: u16,
     child: Option<Child>,
+    extra: Vec<String>,
 }
 
 impl Server {
     fn start() -> Option<Server> {
+        Self::start_with(&[])
+    }
+
+    fn start_with(extra: &[&str]) -> Option<Server> {
         let bin = std::env::var("SIMCRAWL_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
         if Command::new(&bin).arg("--version").output().is_err() {
             eprintln!("SKIPPED: no redis-server (SIMCRAWL_REDIS_SERVER or PATH)");
@@ -335,6 +340,7 @@ impl Server {
             dir: tempfile::tempdir().unwrap(),
             port,
             child: None,
+            extra: extra.iter().map(|a| a.to_string()).collect(),
         };
         s.restart();
         Some(s)
@@ -355,6 +361,7 @@ impl Server {
                 "",
             ])
             .args(["--appendonly", "yes", "--appendfsync", "always"])
+            .args(&self.extra)
             .arg("--dir")
             .arg(self.dir.path())
             .stdout(Stdio::null())
@@ -482,4 +489,104 @@ fn batches_reserve_unique_ids_and_see_their_own_documents() {
         .unwrap();
     assert!(more.windows(2).all(|w| w[0] < w[1]) && more[0] > *unique.last().unwrap());
     d.store().clear().unwrap();
+}
+
+/// A 3-master Redis Cluster: namespaces whose slots live on each master
+/// all work through a store opened on the first node (it finds the owner
+/// of its slot), and threads racing on one namespace keep one copy.
+#[test]
+fn a_cluster_serves_each_namespace_from_the_master_of_its_slot() {
+    if common::redis_url("a_cluster_serves_each_namespace_from_the_master_of_its_slot").is_none() {
+        return;
+    }
+    let flags = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"];
+    let (Some(a), Some(b), Some(c)) = (
+        Server::start_with(&flags),
+        Server::start_with(&flags),
+        Server::start_with(&flags),
+    ) else {
+        return;
+    };
+    let nodes: Vec<String> = [&a, &b, &c]
+        .iter()
+        .map(|s| format!("127.0.0.1:{}", s.port))
+        .collect();
+    let out = Command::new("redis-cli")
+        .args(["--cluster", "create"])
+        .args(&nodes)
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .output()
+        .expect("redis-cli");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    // Wait until every node agrees the cluster is up.
+    let start = Instant::now();
+    for s in [&a, &b, &c] {
+        loop {
+            let info = Command::new("redis-cli")
+                .args(["-p", &s.port.to_string(), "CLUSTER", "INFO"])
+                .output()
+                .unwrap();
+            if String::from_utf8_lossy(&info.stdout).contains("cluster_state:ok") {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "cluster did not come up"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let [x, y] = &texts()[..2] else { unreachable!() };
+    let mut owners = std::collections::BTreeSet::new();
+    for ns in ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"] {
+        let slot = Command::new("redis-cli")
+            .args(["-p", &a.port.to_string(), "CLUSTER", "KEYSLOT", ns])
+            .output()
+            .unwrap();
+        let store = RedisStore::open_with(&a.url(), common::redis_options(ns)).unwrap();
+        let d = Arc::new(Deduper::new(store, DedupConfig::default()).unwrap());
+        assert!(
+            !d.check(&Document::new("http://a/1", "", &x[0]))
+                .unwrap()
+                .is_duplicate()
+        );
+        assert!(
+            d.check(&Document::new("http://a/2", "", &x[1]))
+                .unwrap()
+                .is_duplicate()
+        );
+        // Threads racing on the same document: one copy.
+        let kept: usize = (0..4)
+            .map(|t| {
+                let (d, text) = (d.clone(), y[t % 2].clone());
+                std::thread::spawn(move || {
+                    let url = format!("http://t{t}/");
+                    usize::from(!d.check(&Document::new(&url, "", &text)).unwrap().is_duplicate())
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .sum();
+        assert_eq!(kept, 1, "namespace {ns}");
+        assert_eq!(d.stats().unwrap().documents, 2);
+        // Which master holds it: the key lives where its slot is served.
+        for s in [&a, &b, &c] {
+            let n = Command::new("redis-cli")
+                .args(["-p", &s.port.to_string(), "EXISTS", &format!("{{{ns}}}:m:params")])
+                .output()
+                .unwrap();
+            if String::from_utf8_lossy(&n.stdout).trim() == "1" {
+                owners.insert(s.port);
+            }
+        }
+        eprintln!(
+            "namespace {ns}: slot {}",
+            String::from_utf8_lossy(&slot.stdout).trim()
+        );
+    }
+    assert!(
+        owners.len() >= 2,
+        "the namespaces all landed on one master: {owners:?}"
+    );
 }

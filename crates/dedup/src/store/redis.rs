@@ -264,19 +264,26 @@ impl RedisStore {
     }
 
     /// The server's `used_memory` (`INFO memory`), in bytes: for sizing
-    /// (see the README's "Many machines" section) and benchmarks.
+    /// and benchmarks.
     pub fn used_memory(&self) -> Result<u64> {
+        Ok(self.info_number("memory", "used_memory")? as u64)
+    }
+
+    /// A numeric field of the server's `INFO section` (`used_cpu_user` of
+    /// `cpu`, `connected_clients` of `clients`, ...), for monitoring and
+    /// benchmarks.
+    pub fn info_number(&self, section: &str, field: &str) -> Result<f64> {
         let mut conn = self.conn()?;
         let info: String = redis::cmd("INFO")
-            .arg("memory")
+            .arg(section)
             .query(&mut conn)
             .map_err(|e| self.fail(e, false))?;
         self.pool.lock().push(conn);
         info.lines()
-            .find_map(|l| l.strip_prefix("used_memory:"))
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
             .and_then(|v| v.trim().parse().ok())
             .ok_or_else(|| {
-                Error::Storage(format!("Redis at {}: no used_memory in INFO memory", self.url).into())
+                Error::Storage(format!("Redis at {}: no {field} in INFO {section}", self.url).into())
             })
     }
 
@@ -712,14 +719,15 @@ impl Val {
 /// unchanged (else returns 0, having written nothing), bumps the versions of
 /// the stripes it writes, and runs its writes. Atomic, as every Redis
 /// script. Versions are read and written with one `HMGET`/`HSET` per
-/// 4000 stripes: a script's cost is mostly per `redis.call`.
+/// 2000 stripes (Lua passes at most 8000 values to a call): a script's
+/// cost is mostly per `redis.call`.
 ///
 /// KEYS[1]: the version hash. ARGV: n, then n (stripe, version) pairs, then
 /// m, then m stripes to bump, then the writes, each as its argument count
 /// followed by its arguments (merged by [`merge_writes`]).
 const COMMIT: &str = r#"
 local v = KEYS[1]
-local CH = 4000
+local CH = 2000
 local n = tonumber(ARGV[1])
 local i = 2
 while n > 0 do
