@@ -30,7 +30,10 @@
 //! works on any of them), and the id is what the title and band lists are
 //! ordered by. The window itself is applied by
 //! [`crate::Deduper::purge_expired`], which removes each expired document's
-//! exact entries (`ZREM`), as on every store.
+//! exact entries (`ZREM`), as on every store. Keys are given no expiry
+//! (`EXPIRE`): one key holds entries of many documents of different ages,
+//! and a key expiring by itself would leave the other structures (the
+//! order index, the URL times) pointing at what it held.
 //!
 //! Band keys are 64-bit hashes, nearly all distinct: a key per band would
 //! cost a Redis key (~70 bytes) per band per document. They are bucketed
@@ -106,7 +109,10 @@
 //! applied; if the commit was sent and its reply lost, `maybe_applied` is
 //! set (the script either ran whole or not at all). The caller retries; a
 //! check that was in fact applied then finds its own document, and reports
-//! it as a duplicate of its own URL.
+//! it as a duplicate of its own URL. A command the server refuses inside
+//! the commit script would leave the writes before it applied (Redis does
+//! not roll scripts back); only a foreign key of another type under the
+//! namespace can cause that, so keep the namespace to this store.
 //!
 //! # Memory
 //!
