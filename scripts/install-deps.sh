@@ -2,7 +2,8 @@
 # Installs what a fresh Debian machine of this project's kind lacks for the
 # demo and the tests: a C compiler and make (C parts of aws-lc-sys and
 # zstd), python3 (demo site server, labelled-set builder), chromium and a CJK
-# font (the report's browser test and screenshots). Without root or apt-get
+# font (the report's browser test and screenshots), redis-server (the Redis
+# store's tests). Without root or apt-get
 # it only says what is missing; the tests that need a missing tool then say
 # they skip.
 set -euo pipefail
@@ -13,6 +14,7 @@ python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
 command -v cc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
 command -v chromium >/dev/null || need+=(chromium)
+command -v redis-server >/dev/null || need+=(redis-server)   # the Redis store's tests
 fc-list 2>/dev/null | grep -qi 'wqy\|noto.*cjk' || need+=(fonts-wqy-zenhei)
 
 if [ ${#need[@]} -eq 0 ]; then

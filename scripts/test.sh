@@ -19,7 +19,15 @@ if [ "$(cat "$EVAL_DIR/.stamp" 2>/dev/null)" != "$stamp" ]; then
 fi
 SIMCRAWL_EVAL_SET=$(cd "$EVAL_DIR" && pwd)
 export SIMCRAWL_EVAL_SET
+# A throwaway Redis server (installed with apt-get when missing) for the
+# dedup crate's Redis store tests, stopped when this script exits; the
+# tests read SIMCRAWL_REDIS_URL (without it they print SKIPPED and pass).
+eval "$(bash scripts/redis-test-server.sh start)"
+trap 'bash scripts/redis-test-server.sh stop "$SIMCRAWL_REDIS_DIR"' EXIT
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 cargo test --workspace --locked
 # The optional sled store of the dedup crate, against the same tests.
 cargo test -p simcrawl-dedup --features sled --locked
+# The optional Redis store (many processes sharing one server), against
+# the same tests plus its own (tests/redis.rs: processes, failures).
+cargo test -p simcrawl-dedup --features redis --locked

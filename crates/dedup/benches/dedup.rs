@@ -12,7 +12,9 @@
 //! - `DEDUP_BENCH_SIZES`: stored fingerprints, comma separated
 //!   (default `1000000`), e.g. `1000000,10000000`.
 //! - `DEDUP_BENCH_CONFIGS`: which stores/layouts, comma separated, from
-//!   `mem4,mem6,redb4,redb6` (default all).
+//!   `mem4,mem6,redb4,redb6` (default all), and `redis4`, `redis6` (with
+//!   `--features redis` and `SIMCRAWL_REDIS_URL`: the Redis store, namespace
+//!   `bench`, whose Redis memory per document is printed too).
 //! - `DEDUP_BENCH_DIR`: where the redb files go (default the system temp dir).
 //!   `sled4` (with `--features sled`) compares the optional sled store.
 //! - `DEDUP_BENCH_REDB_CACHE_MB`: redb's page cache (default 64, the
@@ -667,16 +669,28 @@ fn config(m: u32) -> DedupConfig {
 /// transaction, block entries sorted by (table, key) within a transaction.
 /// Returns a sample of the stored fingerprints.
 fn populate<S: Store>(d: &Deduper<S>, m: u32, n: u64, seed: u64) -> Vec<Fingerprint> {
+    populate_in(d, m, 0..n, seed, POPULATE_BATCH)
+}
+
+/// [`populate`] of the documents `ids`, `batch` per transaction.
+fn populate_in<S: Store>(
+    d: &Deduper<S>,
+    m: u32,
+    ids: std::ops::Range<u64>,
+    seed: u64,
+    batch: u64,
+) -> Vec<Fingerprint> {
+    let n = ids.end;
     let layout = BlockLayout::new(m, 3).unwrap();
     let (bands, rows) = (d.config().bands, d.config().band_rows);
     let mut rng = StdRng::seed_from_u64(seed);
     let mut sample = Vec::with_capacity(SAMPLE);
-    let every = (n / SAMPLE as u64).max(1);
+    let every = ((n - ids.start) / SAMPLE as u64).max(1);
     let mut blocks: Vec<(usize, u64, u64, u64)> = Vec::new();
     let start = Instant::now();
-    let mut id = 0u64;
+    let mut id = ids.start;
     while id < n {
-        let end = (id + POPULATE_BATCH).min(n);
+        let end = (id + batch).min(n);
         d.store()
             .write(|t| {
                 blocks.clear();
@@ -715,6 +729,7 @@ fn populate<S: Store>(d: &Deduper<S>, m: u32, n: u64, seed: u64) -> Vec<Fingerpr
         id = end;
     }
     let secs = start.elapsed().as_secs_f64();
+    let n = n - ids.start;
     eprintln!(
         "populate m={m} n={n}: {secs:.1} s, {:.0} docs/s, {:.0} block entries/s, RSS {:.0} MB",
         n as f64 / secs,
@@ -868,6 +883,8 @@ fn index(c: &mut Criterion) {
     for &n in &sizes {
         for cfg in &configs {
             let (kind, m) = match cfg.as_str() {
+                "redis4" => ("redis", 4),
+                "redis6" => ("redis", 6),
                 "mem4" => ("mem", 4),
                 "mem6" => ("mem", 6),
                 "redb4" => ("redb", 4),
@@ -883,6 +900,8 @@ fn index(c: &mut Criterion) {
                 index_benches(c, &name, &d, &sample);
             } else if kind == "sled" {
                 sled_bench(c, &name, &dir_base, m, n);
+            } else if kind == "redis" {
+                redis_bench(c, &name, m, n);
             } else {
                 let dir = tempfile::Builder::new()
                     .prefix("dedup-bench-")
@@ -930,4 +949,99 @@ fn sled_bench(c: &mut Criterion, name: &str, dir_base: &std::path::Path, m: u32,
 #[cfg(not(feature = "sled"))]
 fn sled_bench(_: &mut Criterion, name: &str, _: &std::path::Path, _: u32, _: u64) {
     eprintln!("{name}: skipped, build the bench with --features sled");
+}
+
+/// The Redis store on `SIMCRAWL_REDIS_URL` (namespace `bench`, emptied
+/// first and after): populated 10k documents per transaction, Redis
+/// memory per document printed (`INFO memory` used_memory delta).
+#[cfg(feature = "redis")]
+fn redis_bench(c: &mut Criterion, name: &str, m: u32, n: u64) {
+    let Ok(url) = std::env::var("SIMCRAWL_REDIS_URL") else {
+        eprintln!("{name}: skipped, set SIMCRAWL_REDIS_URL (scripts/redis-test-server.sh start)");
+        return;
+    };
+    let options = simcrawl_dedup::RedisOptions {
+        namespace: "bench".into(),
+        ..Default::default()
+    };
+    let store = simcrawl_dedup::RedisStore::open_with(&url, options).unwrap();
+    store.clear().unwrap();
+    let before = store.used_memory().unwrap();
+    let d = Deduper::new(store, config(m)).unwrap();
+    // In two halves: the second half's growth is the marginal cost of a
+    // document, without the keys every namespace has from the start.
+    let half = n / 2;
+    let mut sample = populate_in(&d, m, 0..half, n ^ u64::from(m), 10_000);
+    let middle = d.store().used_memory().unwrap();
+    sample.extend(populate_in(&d, m, half..n, n ^ u64::from(m) ^ 1, 10_000));
+    let after = d.store().used_memory().unwrap();
+    eprintln!(
+        "{name}: Redis used_memory +{:.1} MB, {:.0} bytes per document; second half {:.0} bytes per document (bands {})",
+        (after - before) as f64 / 1e6,
+        (after - before) as f64 / n as f64,
+        (after - middle) as f64 / (n - half) as f64,
+        d.config().bands
+    );
+    redis_throughput(name, &d, m);
+    let trips = d.store().round_trips();
+    index_benches(c, name, &d, &sample);
+    eprintln!(
+        "{name}: {} round trips, {} conflicts during the benches",
+        d.store().round_trips() - trips,
+        d.store().conflicts()
+    );
+    d.store().clear().unwrap();
+}
+
+/// checks/s of `check_batch` at several batch sizes (new random
+/// documents, all inserted, then removed again untimed), with the CPU the
+/// Redis server and this process spent per check: on a shared machine the
+/// CPU figures say what a dedicated core would do.
+#[cfg(feature = "redis")]
+fn redis_throughput(name: &str, d: &Deduper<simcrawl_dedup::RedisStore>, m: u32) {
+    let layout = BlockLayout::new(m, 3).unwrap();
+    let mut rng = StdRng::seed_from_u64(99);
+    let mut serial = 1u64 << 40;
+    let server_cpu = || {
+        d.store().info_number("cpu", "used_cpu_user").unwrap()
+            + d.store().info_number("cpu", "used_cpu_sys").unwrap()
+    };
+    let own_cpu = || {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+        let f: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+        let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+        (ticks(11) + ticks(12)) / 100.0
+    };
+    for per_call in [1usize, 10, 100, 1000] {
+        let docs = if per_call == 1 { 2_000 } else { 20_000 };
+        let mut walls = Vec::new();
+        let (s0, c0) = (server_cpu(), own_cpu());
+        for _ in 0..3 {
+            walls.push(
+                timed_checks(
+                    d,
+                    &layout,
+                    &mut rng,
+                    &mut serial,
+                    (docs / per_call) as u64,
+                    per_call,
+                )
+                .as_secs_f64(),
+            );
+        }
+        let (s1, c1) = (server_cpu(), own_cpu());
+        walls.sort_by(f64::total_cmp);
+        let n = 3.0 * docs as f64;
+        eprintln!(
+            "{name}: check_batch of {per_call}: {:.0} checks/s (median of 3 x {docs}); server CPU {:.1} us/check, client CPU {:.1} us/check (incl. the untimed removals)",
+            docs as f64 / walls[1],
+            (s1 - s0) * 1e6 / n,
+            (c1 - c0) * 1e6 / n,
+        );
+    }
+}
+
+#[cfg(not(feature = "redis"))]
+fn redis_bench(_: &mut Criterion, name: &str, _: u32, _: u64) {
+    eprintln!("{name}: skipped, build the bench with --features redis");
 }

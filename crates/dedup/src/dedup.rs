@@ -11,7 +11,7 @@ use crate::fingerprint::Fingerprint;
 use crate::hash::TOKEN_HASH_NAME;
 use crate::index::BlockLayout;
 use crate::sketch::{SKETCH_BINS, Sketch};
-use crate::store::{DocId, DocRecord, ReadTables, Store, Tables, UrlRecord};
+use crate::store::{DocId, DocRecord, Prefetch, ReadTables, Store, Tables, UrlRecord};
 
 /// Same-title documents the title tier compares with, newest first. Sites
 /// have thousands of pages titled "Index" or "插入": comparing with all of
@@ -333,7 +333,6 @@ impl<S: Store> std::fmt::Debug for Deduper<S> {
 }
 
 const META_PARAMS: &str = "params";
-const META_NEXT_ID: &str = "next_id";
 
 fn now_secs() -> u64 {
     SystemTime::now()
@@ -575,7 +574,34 @@ impl<S: Store> Deduper<S> {
     /// Checks many signed documents in one transaction, in order: a later
     /// document can be a duplicate of an earlier one in the same batch.
     pub fn check_batch(&self, sigs: &[Signature], url_tier: UrlTier) -> Result<Vec<Verdict>> {
-        self.write(|t| sigs.iter().map(|s| self.check_in(t, s, url_tier)).collect())
+        self.write(|t| {
+            t.prefetch(&self.prefetch_keys(sigs, url_tier))?;
+            sigs.iter().map(|s| self.check_in(t, s, url_tier)).collect()
+        })
+    }
+
+    /// Every index key checking `sigs` reads (except the documents its
+    /// candidates name), for [`ReadTables::prefetch`].
+    fn prefetch_keys(&self, sigs: &[Signature], url_tier: UrlTier) -> Prefetch {
+        let mut p = Prefetch::default();
+        for sig in sigs {
+            if url_tier == UrlTier::Check
+                && let Some(d) = sig.url_digest
+            {
+                p.urls.push(d);
+            }
+            if self.config.title_policy != TitlePolicy::Off
+                && let Some(td) = sig.title_digest
+            {
+                p.titles.push(td);
+            }
+            if let (Some(fp), Some(sketch)) = (sig.fingerprint, sig.sketch.as_ref()) {
+                p.blocks.extend(self.layout.keys(fp.0));
+                p.bands.extend(self.band_keys(sketch));
+                p.documents += 1;
+            }
+        }
+        p
     }
 
     /// What the title and content tiers would say about a signed document,
@@ -594,7 +620,9 @@ impl<S: Store> Deduper<S> {
     /// ```
     pub fn lookup(&self, sig: &Signature) -> Result<Option<Duplicate>> {
         let cutoff = self.cutoff();
+        let keys = self.prefetch_keys(std::slice::from_ref(sig), UrlTier::Skip);
         self.store.read(|t| {
+            t.prefetch(&keys)?;
             if let Some(dup) = self.title_match(t, sig, cutoff)? {
                 return Ok(Some(dup));
             }
@@ -614,7 +642,7 @@ impl<S: Store> Deduper<S> {
     /// The URL tier: records the canonical URL and says whether it was seen.
     pub fn check_url(&self, url: &str) -> Result<UrlVerdict> {
         let canonical = CanonicalUrl::parse(url)?;
-        self.write(|t| self.check_url_in(t, url, canonical))
+        self.write(|t| self.check_url_in(t, url, canonical.clone()))
     }
 
     /// [`Deduper::check_url`] inside a caller's transaction (see
@@ -652,6 +680,9 @@ impl<S: Store> Deduper<S> {
     pub fn check_in(&self, t: &mut dyn Tables, sig: &Signature, url_tier: UrlTier) -> Result<Verdict> {
         let now = (self.clock)();
         let cutoff = self.cutoff();
+        // One round trip for a networked store; keys a batch already
+        // fetched are not fetched again.
+        t.prefetch(&self.prefetch_keys(std::slice::from_ref(sig), url_tier))?;
         if url_tier == UrlTier::Check
             && let Some(d) = sig.url_digest
         {
@@ -692,7 +723,7 @@ impl<S: Store> Deduper<S> {
                 fingerprint: Some(fp),
             }));
         }
-        let id = next_id(t)?;
+        let id = t.next_doc_id()?;
         let rec = DocRecord {
             fingerprint: fp,
             inserted_at: now,
@@ -823,7 +854,12 @@ impl<S: Store> Deduper<S> {
     /// writers on redb.
     pub fn near(&self, fp: Fingerprint) -> Result<Vec<(u32, String)>> {
         let cutoff = self.cutoff();
+        let keys = Prefetch {
+            blocks: self.layout.keys(fp.0).collect(),
+            ..Prefetch::default()
+        };
         self.store.read(|t| {
+            t.prefetch(&keys)?;
             let mut out = Vec::new();
             for (d, id) in self.hits(t, fp)? {
                 if let Some(rec) = t.doc(id)?
@@ -862,8 +898,9 @@ impl<S: Store> Deduper<S> {
     }
 
     /// Runs `f` in a store transaction, purging expired entries first when
-    /// due (see [`Deduper::purge_if_due`]).
-    fn write<R>(&self, f: impl FnOnce(&mut dyn Tables) -> Result<R>) -> Result<R> {
+    /// due (see [`Deduper::purge_if_due`]). `f` may run more than once (see
+    /// [`Store::write`]).
+    fn write<R>(&self, f: impl FnMut(&mut dyn Tables) -> Result<R>) -> Result<R> {
         self.purge_if_due()?;
         self.store.write(f)
     }
@@ -1067,19 +1104,6 @@ impl Match {
         (self.similarity, std::cmp::Reverse(self.distance))
             > (other.similarity, std::cmp::Reverse(other.distance))
     }
-}
-
-fn next_id(t: &mut dyn Tables) -> Result<DocId> {
-    let id = match t.meta(META_NEXT_ID)? {
-        Some(b) => u64::from_le_bytes(
-            b.as_slice()
-                .try_into()
-                .map_err(|_| Error::Corrupt(format!("next_id of {} bytes", b.len())))?,
-        ),
-        None => 0,
-    };
-    t.set_meta(META_NEXT_ID, &(id + 1).to_le_bytes())?;
-    Ok(id)
 }
 
 /// Separators between a page title and the site name that sites append.

@@ -39,6 +39,46 @@ pub enum Error {
         /// Where the store lives.
         path: PathBuf,
     },
+    /// The store's server could not be reached when opening it (wrong
+    /// address, server down, refused). Nothing was read or written.
+    #[error("cannot reach the store at {url}: {source}")]
+    Unreachable {
+        /// The server's URL, without password.
+        url: String,
+        /// What the connection attempt said.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The connection to the store's server was lost, refused or timed
+    /// out during a transaction. Retry the operation (with a pause): when
+    /// `maybe_applied` is false nothing of it was applied; when true the
+    /// commit was sent and its reply lost, so it may have been applied (a
+    /// repeated check then finds the document it recorded itself).
+    #[error(
+        "lost the connection to the store at {url} ({source}); {}",
+        if *maybe_applied { "the last commit may or may not have been applied" } else { "nothing was written" }
+    )]
+    Disconnected {
+        /// The server's URL, without password.
+        url: String,
+        /// Whether the commit had been sent.
+        maybe_applied: bool,
+        /// What the connection said.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// An optimistic transaction found what it read changed by other
+    /// writers at every one of its attempts; nothing was written. Retry
+    /// later, or use smaller batches.
+    #[error(
+        "a transaction on the store at {url} was aborted by concurrent writers {attempts} times in a row"
+    )]
+    Contention {
+        /// The server's URL, without password.
+        url: String,
+        /// Attempts made.
+        attempts: u32,
+    },
     /// A stored record could not be decoded.
     #[error("corrupt record in the index: {0}")]
     Corrupt(String),
@@ -83,6 +123,22 @@ from_redb!(
 );
 
 impl Error {
+    /// Whether retrying the same operation later may succeed: the store's
+    /// server was unreachable, the connection dropped, or concurrent
+    /// writers kept conflicting. Crawlers pause and retry on these.
+    ///
+    /// ```
+    /// use simcrawl_dedup::Error;
+    /// assert!(Error::Contention { url: "redis://h:1/".into(), attempts: 3 }.is_transient());
+    /// assert!(!Error::Corrupt("x".into()).is_transient());
+    /// ```
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            Error::Unreachable { .. } | Error::Disconnected { .. } | Error::Contention { .. }
+        )
+    }
+
     pub(crate) fn storage(e: impl std::error::Error + Send + Sync + 'static) -> Error {
         Error::Storage(Box::new(e))
     }

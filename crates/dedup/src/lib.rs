@@ -18,8 +18,9 @@
 //! [`DedupConfig::min_similarity`] or more, so pages sharing a title and a
 //! template but not their content are all kept.
 //!
-//! State lives in a [`Store`]: [`RedbStore`] on disk (the default) or
-//! [`MemoryStore`]. The crate has no async runtime and no network code, so
+//! State lives in a [`Store`]: [`RedbStore`] on disk (the default),
+//! [`MemoryStore`], or `RedisStore` (feature `redis`), which many crawler
+//! processes on many machines share. The crate has no async runtime and no network code, so
 //! any crawler can embed it; see [`Deduper`] for an example.
 
 #![warn(missing_docs)]
@@ -52,6 +53,8 @@ pub use index::BlockLayout;
 pub use sketch::Sketch;
 #[cfg(feature = "sled")]
 pub use store::SledStore;
-pub use store::{BAND_POSTINGS, DocId, MemoryStore, ReadTables, Store, Tables};
+pub use store::{BAND_POSTINGS, DocId, MemoryStore, Prefetch, ReadTables, Store, Tables};
 #[cfg(feature = "redb")]
 pub use store::{Commit, RedbOptions, RedbStore, RedbTables};
+#[cfg(feature = "redis")]
+pub use store::{RedisOptions, RedisStore};

@@ -2,6 +2,8 @@
 //! including at distance exactly k and k + 1.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use proptest::prelude::*;
 use simcrawl_dedup::store::DocRecord;
 use simcrawl_dedup::{BlockLayout, DedupConfig, Deduper, Fingerprint, MemoryStore, RedbStore, Sketch, Store};
@@ -146,6 +148,20 @@ fn redb_index_matches_brute_force_at_k_and_k_plus_one() {
         0x9e37_79b9_7f4a_7c15,
         300,
         (7, 13),
+    );
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn redis_index_matches_brute_force_at_k_and_k_plus_one() {
+    if common::redis_url("redis_index_matches_brute_force_at_k_and_k_plus_one").is_none() {
+        return;
+    }
+    disk_store_matches_brute_force(
+        |_| common::redis_store("bruteforce").unwrap(),
+        0x1234_5678_9abc_def1,
+        200,
+        (3, 17),
     );
 }
 

@@ -2,6 +2,8 @@
 //! every store.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -102,7 +104,7 @@ impl Tables for Tap<'_> {
 }
 
 impl<S: Store> Store for Counting<S> {
-    fn write<R>(&self, f: impl FnOnce(&mut dyn Tables) -> Result<R>) -> Result<R> {
+    fn write<R>(&self, mut f: impl FnMut(&mut dyn Tables) -> Result<R>) -> Result<R> {
         self.inner.write(|t| {
             f(&mut Tap {
                 t,
@@ -111,7 +113,7 @@ impl<S: Store> Store for Counting<S> {
             })
         })
     }
-    fn read<R>(&self, f: impl FnOnce(&dyn ReadTables) -> Result<R>) -> Result<R> {
+    fn read<R>(&self, f: impl FnMut(&dyn ReadTables) -> Result<R>) -> Result<R> {
         self.inner.read(f)
     }
     fn flush(&self) -> Result<()> {
@@ -225,6 +227,14 @@ fn a_url_recorded_again_is_purged_by_its_new_time() {
         d.check_url("http://a.example/1").unwrap(),
         UrlVerdict::Seen { .. }
     ));
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn redis_purge_reads_only_expired_urls() {
+    if let Some(store) = common::redis_store("redis_purge_reads_only_expired_urls") {
+        purge_reads_only_expired_urls(store);
+    }
 }
 
 #[cfg(feature = "sled")]

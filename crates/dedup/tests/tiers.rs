@@ -1,6 +1,8 @@
 //! The three tiers through the public API, on both stores.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -438,6 +440,159 @@ fn title_tier_compares_with_the_newest_same_title_pages() {
     many_same_titles(MemoryStore::new());
     let dir = tempfile::tempdir().unwrap();
     many_same_titles(RedbStore::open(dir.path().join("t.redb")).unwrap());
+}
+
+#[cfg(feature = "redis")]
+mod redis_store {
+    use super::*;
+    use simcrawl_dedup::RedisStore;
+
+    fn store(test: &str) -> Option<RedisStore> {
+        common::redis_store(test)
+    }
+
+    #[test]
+    fn redis_runs_the_same_tiers() {
+        let Some(w) = store("redis_runs_the_same_tiers") else {
+            return;
+        };
+        window_case(w);
+        many_same_titles(store("titles").unwrap());
+        race(Arc::new(
+            Deduper::new(store("race").unwrap(), DedupConfig::default()).unwrap(),
+        ));
+    }
+
+    /// Batches from many threads at once: they conflict more (each watches
+    /// all its documents' keys) and must still keep one copy of each.
+    #[test]
+    fn redis_concurrent_batches_keep_exactly_one_copy() {
+        let Some(s) = store("redis_concurrent_batches_keep_exactly_one_copy") else {
+            return;
+        };
+        let d = Arc::new(Deduper::new(s, DedupConfig::default()).unwrap());
+        let texts: Vec<String> = (0..24)
+            .map(|i| {
+                format!(
+                    "{ARTICLE_A} 第{i}号：{}",
+                    ARTICLE_B.chars().skip(i * 3).take(50).collect::<String>()
+                )
+            })
+            .collect();
+        let sigs: Arc<Vec<_>> = Arc::new(
+            texts
+                .iter()
+                .enumerate()
+                .map(|(i, t)| d.sign(&Document::new(&format!("http://x/{i}"), "", t)))
+                .collect(),
+        );
+        // Which of these near-duplicates survive depends on the order they
+        // are seen in (A ~ B and B ~ C while A !~ C), so the check is on the
+        // invariants, not on one serial order's count: no kept document is
+        // a copy of another kept one, every dropped one is a copy of a kept
+        // one, and the store holds exactly the kept ones.
+        let kept: Arc<parking_lot::Mutex<Vec<simcrawl_dedup::Signature>>> = Arc::default();
+        let threads: Vec<_> = (0..6)
+            .map(|t| {
+                let (d, sigs, kept) = (d.clone(), sigs.clone(), kept.clone());
+                std::thread::spawn(move || {
+                    // Each thread in its own order, in batches of 5.
+                    let mut order: Vec<_> = sigs.iter().cloned().collect();
+                    order.rotate_left(t * 4);
+                    for chunk in order.chunks(5) {
+                        let v = d.check_batch(chunk, simcrawl_dedup::UrlTier::Skip).unwrap();
+                        for (sig, verdict) in chunk.iter().zip(&v) {
+                            if !verdict.is_duplicate() {
+                                kept.lock().push(sig.clone());
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let kept = kept.lock().clone();
+        let kept_urls: std::collections::BTreeSet<&str> = kept.iter().map(|s| s.url.as_str()).collect();
+        assert_eq!(kept_urls.len(), kept.len(), "a document was kept twice");
+        assert_eq!(d.stats().unwrap().documents, kept.len() as u64);
+        let serial = mem(DedupConfig::default());
+        for v in serial.check_batch(&kept, simcrawl_dedup::UrlTier::Skip).unwrap() {
+            assert!(!v.is_duplicate(), "two kept documents are copies: {v:?}");
+        }
+        for sig in sigs.iter().filter(|s| !kept_urls.contains(s.url.as_str())) {
+            assert!(
+                serial.lookup(sig).unwrap().is_some(),
+                "{} dropped but no kept copy",
+                sig.url
+            );
+        }
+    }
+
+    #[test]
+    fn redis_persists_and_refuses_other_parameters() {
+        let Some(url) = common::redis_url("redis_persists_and_refuses_other_parameters") else {
+            return;
+        };
+        let ns = common::unique_namespace("reopen");
+        let open = || RedisStore::open_with(&url, common::redis_options(&ns)).unwrap();
+        open().clear().unwrap();
+        {
+            let d = Deduper::new(open(), DedupConfig::default()).unwrap();
+            d.check(&Document::new("http://a/1", "t", ARTICLE_A)).unwrap();
+        }
+        let e = Deduper::new(
+            open(),
+            DedupConfig {
+                blocks: 6,
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("blocks: stored 4, requested 6"), "{e}");
+        assert!(e.to_string().contains(&ns), "{e}");
+        // Another "process" (a new store on the same namespace) sees it all.
+        let d = Deduper::new(open(), DedupConfig::default()).unwrap();
+        assert_eq!(d.stats().unwrap().documents, 1);
+        let v = d.check(&Document::new("http://b/1", "", ARTICLE_A)).unwrap();
+        assert_eq!(dup(&v).tier, Tier::Content);
+        assert!(matches!(
+            d.check_url("http://a/1").unwrap(),
+            UrlVerdict::Seen { .. }
+        ));
+        // Another namespace on the same server sees nothing.
+        let other = Deduper::new(common::redis_store("other").unwrap(), DedupConfig::default()).unwrap();
+        assert_eq!(other.stats().unwrap().documents, 0);
+        open().clear().unwrap();
+    }
+
+    #[test]
+    fn redis_failed_write_leaves_no_trace() {
+        let Some(store) = store("redis_failed_write_leaves_no_trace") else {
+            return;
+        };
+        let r: simcrawl_dedup::Result<()> = store.write(|t| {
+            t.set_meta("x", b"1")?;
+            t.add_band(42, 7)?;
+            Err(Error::Config("boom".into()))
+        });
+        assert!(r.is_err());
+        store
+            .read(|t| {
+                assert_eq!(t.meta("x")?, None);
+                let mut ids = Vec::new();
+                t.band_docs(42, &mut ids)?;
+                assert!(ids.is_empty());
+                Ok(())
+            })
+            .unwrap();
+        // The connection went back to the pool without its watches: a
+        // write on it commits.
+        store.write(|t| t.set_meta("x", b"2")).unwrap();
+        assert_eq!(store.read(|t| t.meta("x")).unwrap(), Some(b"2".to_vec()));
+        store.clear().unwrap();
+    }
 }
 
 #[cfg(feature = "sled")]

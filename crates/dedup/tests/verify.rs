@@ -3,6 +3,8 @@
 //! brute-force comparison with every stored document finds, on every store.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod common;
+
 use proptest::prelude::*;
 use simcrawl_dedup::sketch::SKETCH_BINS;
 use simcrawl_dedup::store::DocRecord;
@@ -214,6 +216,15 @@ fn disk_case<S: Store>(open: impl Fn(&std::path::Path) -> S) {
 #[test]
 fn redb_verified_lookup_matches_brute_force() {
     disk_case(|dir| RedbStore::open(dir.join("i.redb")).unwrap());
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn redis_verified_lookup_matches_brute_force() {
+    if common::redis_url("redis_verified_lookup_matches_brute_force").is_none() {
+        return;
+    }
+    disk_case(|_| common::redis_store("verify").unwrap());
 }
 
 #[cfg(feature = "sled")]

@@ -58,12 +58,12 @@ struct MemState {
 }
 
 impl Store for MemoryStore {
-    fn write<R>(&self, f: impl FnOnce(&mut dyn Tables) -> Result<R>) -> Result<R> {
+    fn write<R>(&self, mut f: impl FnMut(&mut dyn Tables) -> Result<R>) -> Result<R> {
         let mut state = self.state.lock();
         f(&mut *state)
     }
 
-    fn read<R>(&self, f: impl FnOnce(&dyn ReadTables) -> Result<R>) -> Result<R> {
+    fn read<R>(&self, mut f: impl FnMut(&dyn ReadTables) -> Result<R>) -> Result<R> {
         let state = self.state.lock();
         f(&*state)
     }

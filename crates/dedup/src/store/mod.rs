@@ -4,17 +4,27 @@
 //! [`Tables`]: everything the closure reads and writes is one atomic step, so
 //! check-and-insert never lets two identical documents both through, even
 //! from many threads. [`MemoryStore`] is for tests and one-shot batch runs;
-//! [`RedbStore`] persists to one file and is the default.
+//! [`RedbStore`] persists to one file and is the default; `RedisStore`
+//! (feature `redis`) shares the state between processes and machines.
+//!
+//! A store may run a write closure more than once: the Redis store is
+//! optimistic (it watches what the closure read and retries the closure
+//! when another process changed any of it before the commit), so closures
+//! passed to [`Store::write`] must only act through the tables.
 
 mod bands;
 mod memory;
 #[cfg(feature = "redb")]
 mod redb;
+#[cfg(feature = "redis")]
+mod redis;
 #[cfg(feature = "sled")]
 mod sled;
 
 #[cfg(feature = "redb")]
 pub use self::redb::{Commit, RedbOptions, RedbStore, RedbTables};
+#[cfg(feature = "redis")]
+pub use self::redis::{RedisOptions, RedisStore};
 #[cfg(feature = "sled")]
 pub use self::sled::SledStore;
 pub use memory::MemoryStore;
@@ -204,8 +214,45 @@ impl UrlRecord {
     }
 }
 
+/// Name of the metadata value holding the next document id (a u64,
+/// little-endian), read and advanced by [`Tables::next_doc_id`]'s default.
+pub const NEXT_ID_META: &str = "next_id";
+
+/// The keys a check is about to read, announced up front with
+/// [`ReadTables::prefetch`] so that a networked store fetches them in one
+/// round trip instead of one per key (local stores ignore it).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Prefetch {
+    /// URL digests ([`ReadTables::url`]).
+    pub urls: Vec<u128>,
+    /// Title digests ([`ReadTables::title_docs`]).
+    pub titles: Vec<u128>,
+    /// (table, block key) pairs ([`ReadTables::candidates`]).
+    pub blocks: Vec<(usize, u64)>,
+    /// LSH band keys ([`ReadTables::band_docs`]).
+    pub bands: Vec<u64>,
+    /// Documents the transaction may insert: a store that hands out ids
+    /// from a shared counter reserves that many in the same round trip.
+    pub documents: usize,
+}
+
+impl Prefetch {
+    /// Whether nothing is announced.
+    pub fn is_empty(&self) -> bool {
+        self.urls.is_empty() && self.titles.is_empty() && self.blocks.is_empty() && self.bands.is_empty()
+    }
+}
+
 /// Read access to the tiers' tables, in one consistent snapshot.
 pub trait ReadTables {
+    /// Announces keys about to be read, so a store that pays a network
+    /// round trip per read can fetch them all at once. A hint: reads of
+    /// keys not announced still work, and local stores do nothing.
+    fn prefetch(&self, keys: &Prefetch) -> Result<()> {
+        let _ = keys;
+        Ok(())
+    }
+
     /// A metadata value (parameters, counters).
     fn meta(&self, key: &str) -> Result<Option<Vec<u8>>>;
     /// The URL tier's record for an MD5 digest.
@@ -269,17 +316,39 @@ pub trait Tables: ReadTables {
     fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()>;
     /// Removes a document record.
     fn remove_doc(&mut self, id: DocId) -> Result<()>;
+    /// Assigns the next document id. The default reads and advances the
+    /// metadata value [`NEXT_ID_META`] in this transaction. A store shared
+    /// by processes may hand out ids from a counter outside the
+    /// transaction instead (ids must be unique and ascending in time; gaps
+    /// are harmless), so that concurrent inserts do not all conflict on one
+    /// counter.
+    fn next_doc_id(&mut self) -> Result<DocId> {
+        let id = match self.meta(NEXT_ID_META)? {
+            Some(b) => u64::from_le_bytes(
+                b.as_slice()
+                    .try_into()
+                    .map_err(|_| Error::Corrupt(format!("next_id of {} bytes", b.len())))?,
+            ),
+            None => 0,
+        };
+        self.set_meta(NEXT_ID_META, &(id + 1).to_le_bytes())?;
+        Ok(id)
+    }
 }
 
 /// A place the tiers' state lives.
 pub trait Store: Send + Sync + std::fmt::Debug {
-    /// Runs `f` in one write transaction: all or nothing, and serialized with
-    /// every other `write` on this store.
-    fn write<R>(&self, f: impl FnOnce(&mut dyn Tables) -> Result<R>) -> Result<R>;
+    /// Runs `f` in one write transaction: all or nothing, and serializable
+    /// with every other `write` on this store (and, for a shared store,
+    /// every other process's). `f` may be run again when an optimistic
+    /// store's commit finds that another writer changed what `f` read; so
+    /// `f` must have no effect outside the tables it is given.
+    fn write<R>(&self, f: impl FnMut(&mut dyn Tables) -> Result<R>) -> Result<R>;
 
     /// Runs `f` on a consistent read-only snapshot. Readers never wait for
-    /// each other, nor (on redb) for the writer.
-    fn read<R>(&self, f: impl FnOnce(&dyn ReadTables) -> Result<R>) -> Result<R>;
+    /// each other, nor (on redb) for the writer. Like `write`, `f` may be
+    /// run again when the snapshot could not be validated.
+    fn read<R>(&self, f: impl FnMut(&dyn ReadTables) -> Result<R>) -> Result<R>;
 
     /// Makes everything written so far durable. Stores group writes and
     /// sync them periodically; what was written before `flush` returns

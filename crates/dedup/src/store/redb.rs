@@ -225,11 +225,11 @@ impl RedbStore {
 }
 
 impl Store for RedbStore {
-    fn write<R>(&self, f: impl FnOnce(&mut dyn Tables) -> Result<R>) -> Result<R> {
+    fn write<R>(&self, mut f: impl FnMut(&mut dyn Tables) -> Result<R>) -> Result<R> {
         self.write_with(Commit::Periodic, |_, t| f(t))
     }
 
-    fn read<R>(&self, f: impl FnOnce(&dyn ReadTables) -> Result<R>) -> Result<R> {
+    fn read<R>(&self, mut f: impl FnMut(&dyn ReadTables) -> Result<R>) -> Result<R> {
         let tables = RedbReadTables {
             bands: &self.bands,
             txn: self.db.begin_read().map_err(Error::storage)?,

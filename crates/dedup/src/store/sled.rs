@@ -81,7 +81,7 @@ impl SledStore {
 }
 
 impl Store for SledStore {
-    fn write<R>(&self, f: impl FnOnce(&mut dyn Tables) -> Result<R>) -> Result<R> {
+    fn write<R>(&self, mut f: impl FnMut(&mut dyn Tables) -> Result<R>) -> Result<R> {
         let mut last_sync = self.writer.lock();
         let mut tables = SledTables {
             tree: &self.tree,
@@ -103,7 +103,7 @@ impl Store for SledStore {
         Ok(value)
     }
 
-    fn read<R>(&self, f: impl FnOnce(&dyn ReadTables) -> Result<R>) -> Result<R> {
+    fn read<R>(&self, mut f: impl FnMut(&dyn ReadTables) -> Result<R>) -> Result<R> {
         f(&SledTables {
             tree: &self.tree,
             overlay: BTreeMap::new(),

@@ -1,0 +1,1511 @@
+//! A store in [Redis](https://redis.io), behind the `redis` feature: many
+//! crawler processes on many machines share one set of tiers.
+//!
+//! # Key layout
+//!
+//! Every key starts with `{NS}:`, `NS` being [`RedisOptions::namespace`]
+//! (default `simcrawl`). The braces make `NS` the key's *hash tag*: under
+//! Redis Cluster every key of a namespace lives in one slot, hence on one
+//! master, so one check's keys can be read and committed atomically (see
+//! *Atomicity*). Binary parts are raw bytes, big-endian; `ID` is a
+//! document id in decimal, `id` the same id as its shortest big-endian
+//! bytes.
+//!
+//! | key | type | content |
+//! | --- | --- | --- |
+//! | `{NS}:m:NAME` | string | metadata (`params`) |
+//! | `{NS}:n` | string | the next document id (`INCRBY`) |
+//! | `{NS}:v` | hash | version stripe (0 to 65535) -> counter, see *Atomicity* |
+//! | `{NS}:u:DIGEST16` | string | URL tier: first seen (u64 LE) + URL as first given |
+//! | `{NS}:ut` | sorted set | member DIGEST16, score first seen: the URL purge's index |
+//! | `{NS}:t:DIGEST16` | sorted set | title tier: member `ID`, score id |
+//! | `{NS}:b:T KEY8` | sorted set | block table `T` (one byte), block key: member FP8 + `id`, score id |
+//! | `{NS}:l:BUCKET3` | sorted set | LSH bands whose key starts with these 18 bits: member BAND8 + `id`, score 0 (read by lex range) |
+//! | `{NS}:d:ID` | string | document record ([`DocRecord::encode`]: fingerprint, time, title, sketch, URL) |
+//! | `{NS}:o` | sorted set | member `ID`, score id: insertion order, for purging the oldest and counting |
+//!
+//! This is the seeds' layout (a sorted set per table and block key),
+//! scored by document id instead of insert time: ids are handed out in
+//! insertion order, so a time cut is an id cut (`ZREMRANGEBYSCORE` by id
+//! works on any of them), and the id is what the title and band lists are
+//! ordered by. The window itself is applied by
+//! [`crate::Deduper::purge_expired`], which removes each expired document's
+//! exact entries (`ZREM`), as on every store. Keys are given no expiry
+//! (`EXPIRE`): one key holds entries of many documents of different ages,
+//! and a key expiring by itself would leave the other structures (the
+//! order index, the URL times) pointing at what it held.
+//!
+//! Band keys are 64-bit hashes, nearly all distinct: a key per band would
+//! cost a Redis key (~70 bytes) per band per document. They are bucketed
+//! into 2^18 sorted sets instead, small enough to stay in Redis' compact
+//! listpack encoding up to ~3M documents at 10 bands (at the default
+//! `zset-max-listpack-entries 128`; raise it for more).
+//!
+//! # Atomicity: optimistic transactions, validated by a script
+//!
+//! [`Store::write`] runs the check's closure against a connection of its
+//! own. The closure's reads are pipelined (a whole batch's index keys in
+//! one round trip, see [`ReadTables::prefetch`]); each key maps to one of
+//! 65536 *version stripes* (FNV-1a of its name), and the stripes' counters
+//! in `{NS}:v` are read first in the same pipeline. The closure's writes
+//! are queued; at the end one `EVALSHA` of a commit script checks that
+//! every stripe it read still has the version it read, and only then bumps
+//! the stripes of the keys it writes and applies its writes. The script
+//! runs atomically; when a version changed it writes nothing and the
+//! closure runs again on fresh data (up to [`RedisOptions::max_attempts`]
+//! times, with jittered backoff). Every committed transaction therefore
+//! read exactly the state it committed on: transactions are serializable,
+//! in the order of their commits.
+//!
+//! Why this gives one kept copy: a kept document writes its URL key, its
+//! title key, its `m` block keys and the buckets of its band keys, so bumps
+//! their stripes. Another check that would find it (same URL or title, a
+//! block key in common, or a band in common) has read that same key, so
+//! that stripe: if the first commits in between, the second's commit is
+//! refused and its rerun finds the first as a candidate. Document records
+//! are not versioned: a record never changes once written, and a check
+//! learns of a document only through an index key, which is.
+//!
+//! Why not `WATCH`/`MULTI`/`EXEC`, the textbook route (and this store's
+//! first version): Redis 7.0 checks each newly watched key against all
+//! the keys the connection already watches, so watching the ~15 keys of
+//! each of 1000 documents in a batch is quadratic (measured: 1000 keys
+//! 0.05 s, 4000 keys 0.36 s, 16000 keys 6.3 s), and batching is what makes
+//! a networked store fast. Stripes also bound the versions kept (a fixed
+//! 65536 counters) however many keys there are.
+//!
+//! Why not the whole check as a server-side script: the check verifies
+//! candidates by sketch resemblance, which would have to be written a
+//! second time in Lua, and a script blocks the whole server while it runs
+//! (a page with hundreds of band candidates would stall every other
+//! crawler). Here the script only compares counters and applies writes.
+//!
+//! Document ids come from `INCRBY {NS}:n` outside the transaction, reserved
+//! for a batch in its read round trip, so inserts do not all conflict on
+//! one counter; ids left unused (duplicates, aborted attempts) are gaps,
+//! which are harmless.
+//!
+//! Conflicts: two checks conflict when they share a stripe one of them
+//! writes; false conflicts (different keys, same stripe) only cost a
+//! retry. Small batches from many processes rarely conflict; two batches
+//! of 1000 documents committing at the same moment almost always do (the
+//! later one is retried), so workers sharing a server should batch tens,
+//! not thousands.
+//!
+//! Under Redis Cluster the store asks `CLUSTER SLOTS` which master holds
+//! the namespace's slot and talks to it directly: a script whose keys all
+//! share the namespace's hash tag runs on that one master, so the guarantee
+//! is the same as on one server. A namespace is not spread over masters;
+//! run one namespace per crawl (or per group of sites) to spread load.
+//! After a failover, writes the old master acknowledged but had not yet
+//! replicated are lost, as with any Redis data.
+//!
+//! # Failures
+//!
+//! A server that cannot be reached at [`RedisStore::open`] is
+//! [`Error::Unreachable`], naming the URL (without its password). A
+//! connection lost, refused or timed out during a transaction is
+//! [`Error::Disconnected`]: before the commit was sent nothing was
+//! applied; if the commit was sent and its reply lost, `maybe_applied` is
+//! set (the script either ran whole or not at all). The caller retries; a
+//! check that was in fact applied then finds its own document, and reports
+//! it as a duplicate of its own URL. A command the server refuses inside
+//! the commit script would leave the writes before it applied (Redis does
+//! not roll scripts back); only a foreign key of another type under the
+//! namespace can cause that, so keep the namespace to this store.
+//!
+//! # Memory
+//!
+//! Measured in docs/BENCHMARKS.md ("Redis store"): the document record
+//! alone, with the 272-byte sketch every candidate is verified against,
+//! takes more than 200 bytes of Redis memory.
+
+use std::cell::{Cell, RefCell};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use redis::{Connection, Pipeline, RedisError, Value};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::{BAND_POSTINGS, DocId, DocRecord, NEXT_ID_META, Prefetch, ReadTables, Store, Tables, UrlRecord};
+use crate::error::{Error, Result};
+use crate::fingerprint::Fingerprint;
+
+/// Bits of a band key that pick its bucket (`{NS}:l:BUCKET3`).
+const BAND_BUCKET_BITS: u32 = 18;
+
+/// How a [`RedisStore`] connects and retries.
+///
+/// ```
+/// let o = simcrawl_dedup::RedisOptions::default();
+/// assert_eq!(o.namespace, "simcrawl");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RedisOptions {
+    /// Prefix and hash tag of every key: stores with different namespaces
+    /// share a server without seeing each other. No `{`, `}`, `:` or
+    /// spaces. Connections are named `simcrawl:NAMESPACE` (`CLIENT LIST`).
+    pub namespace: String,
+    /// Longest wait for a TCP connection.
+    pub connect_timeout: Duration,
+    /// Longest wait for a reply: a server that stops answering becomes
+    /// [`Error::Disconnected`] after this long instead of a hang.
+    pub io_timeout: Duration,
+    /// Attempts of one transaction whose watched keys other writers keep
+    /// changing, before [`Error::Contention`].
+    pub max_attempts: u32,
+}
+
+impl Default for RedisOptions {
+    fn default() -> Self {
+        RedisOptions {
+            namespace: "simcrawl".to_string(),
+            connect_timeout: Duration::from_secs(5),
+            io_timeout: Duration::from_secs(30),
+            max_attempts: 64,
+        }
+    }
+}
+
+/// The tiers in a Redis server (or the master of a cluster that holds the
+/// namespace's slot), shared by every process that opens the same URL and
+/// namespace. See the module documentation for the key layout and the
+/// transaction protocol.
+///
+/// ```no_run
+/// use simcrawl_dedup::{Deduper, DedupConfig, Document, RedisStore};
+/// let store = RedisStore::open("redis://127.0.0.1:6379/0")?;
+/// let d = Deduper::new(store, DedupConfig::default())?;
+/// let text = "长江流域今年夏季降雨偏多，防汛形势严峻，水利部门启动应急响应";
+/// // Any process on any machine checking the same text against the same
+/// // Redis now gets a duplicate.
+/// let first = d.check(&Document::new("http://a.example/1", "", text))?;
+/// # Ok::<(), simcrawl_dedup::Error>(())
+/// ```
+pub struct RedisStore {
+    client: redis::Client,
+    /// The URL without password, for messages.
+    url: String,
+    location: PathBuf,
+    keys: Keys,
+    options: RedisOptions,
+    pool: Mutex<Vec<Connection>>,
+    conflicts: AtomicU64,
+    round_trips: AtomicU64,
+    commit: redis::Script,
+}
+
+impl std::fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("url", &self.url)
+            .field("options", &self.options)
+            .field("pooled", &self.pool.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisStore {
+    /// Connects to `url` (`redis://[user:password@]host:port/db`) with the
+    /// default options. An unreachable server is [`Error::Unreachable`].
+    pub fn open(url: &str) -> Result<RedisStore> {
+        Self::open_with(url, RedisOptions::default())
+    }
+
+    /// Connects to `url` with explicit options.
+    pub fn open_with(url: &str, options: RedisOptions) -> Result<RedisStore> {
+        let shown = redact(url);
+        let ns = &options.namespace;
+        if ns.is_empty() || ns.contains(['{', '}', ':']) || ns.contains(char::is_whitespace) {
+            return Err(Error::Config(format!(
+                "Redis namespace {ns:?} must be non-empty, without '{{', '}}', ':' or spaces"
+            )));
+        }
+        let client = redis::Client::open(url).map_err(|e| Error::Unreachable {
+            url: shown.clone(),
+            source: Box::new(e),
+        })?;
+        let store = RedisStore {
+            client,
+            location: PathBuf::from(format!("{shown} (namespace {ns})")),
+            url: shown,
+            keys: Keys::new(ns),
+            options,
+            pool: Mutex::new(Vec::new()),
+            conflicts: AtomicU64::new(0),
+            round_trips: AtomicU64::new(0),
+            commit: redis::Script::new(COMMIT),
+        };
+        let mut conn = store.connect().map_err(|e| match e {
+            Error::Disconnected { url, source, .. } => Error::Unreachable { url, source },
+            other => other,
+        })?;
+        redis::cmd("PING")
+            .query::<Value>(&mut conn)
+            .map_err(|e| Error::Unreachable {
+                url: store.url.clone(),
+                source: Box::new(e),
+            })?;
+        store.pool.lock().push(conn);
+        Ok(store)
+    }
+
+    /// The server's URL, without password.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Transactions rerun because another writer changed what they read,
+    /// since the store was opened.
+    pub fn conflicts(&self) -> u64 {
+        self.conflicts.load(Ordering::Relaxed)
+    }
+
+    /// Round trips to the server since the store was opened (reads,
+    /// commits), for benchmarks and tests of the batching.
+    pub fn round_trips(&self) -> u64 {
+        self.round_trips.load(Ordering::Relaxed)
+    }
+
+    /// The server's `used_memory` (`INFO memory`), in bytes: for sizing
+    /// and benchmarks.
+    pub fn used_memory(&self) -> Result<u64> {
+        Ok(self.info_number("memory", "used_memory")? as u64)
+    }
+
+    /// A numeric field of the server's `INFO section` (`used_cpu_user` of
+    /// `cpu`, `connected_clients` of `clients`, ...), for monitoring and
+    /// benchmarks.
+    pub fn info_number(&self, section: &str, field: &str) -> Result<f64> {
+        let mut conn = self.conn()?;
+        let info: String = redis::cmd("INFO")
+            .arg(section)
+            .query(&mut conn)
+            .map_err(|e| self.fail(e, false))?;
+        self.pool.lock().push(conn);
+        info.lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| {
+                Error::Storage(format!("Redis at {}: no {field} in INFO {section}", self.url).into())
+            })
+    }
+
+    /// Deletes every key of this store's namespace (tests, benchmarks,
+    /// starting over). Not atomic with respect to concurrent writers.
+    pub fn clear(&self) -> Result<()> {
+        let mut conn = self.conn()?;
+        let pattern = [self.keys.prefix.as_slice(), b"*"].concat();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query(&mut conn)
+                .map_err(|e| self.fail(e, false))?;
+            if !keys.is_empty() {
+                redis::cmd("UNLINK")
+                    .arg(&keys)
+                    .query::<Value>(&mut conn)
+                    .map_err(|e| self.fail(e, false))?;
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        self.pool.lock().push(conn);
+        Ok(())
+    }
+
+    /// A pooled connection, or a new one.
+    fn conn(&self) -> Result<Connection> {
+        if let Some(c) = self.pool.lock().pop() {
+            return Ok(c);
+        }
+        self.connect()
+    }
+
+    /// A new connection, to the master holding the namespace's slot when
+    /// the server is a cluster node.
+    fn connect(&self) -> Result<Connection> {
+        let mut conn = self.connect_to(&self.client)?;
+        let slots = redis::cmd("CLUSTER").arg("SLOTS").query::<Value>(&mut conn);
+        if let Ok(slots) = slots
+            && let Some((host, port)) = slot_owner(&slots, slot(self.options.namespace.as_bytes()))
+        {
+            let info = self.client.get_connection_info();
+            let here = info.addr().to_string();
+            if here != format!("{host}:{port}") {
+                let mut target = info.clone();
+                let addr = redis::ConnectionAddr::Tcp(host, port);
+                target = target.set_addr(addr);
+                let client = redis::Client::open(target).map_err(|e| self.fail(e, false))?;
+                conn = self.connect_to(&client)?;
+            }
+        }
+        Ok(conn)
+    }
+
+    fn connect_to(&self, client: &redis::Client) -> Result<Connection> {
+        let conn = client
+            .get_connection_with_timeout(self.options.connect_timeout)
+            .map_err(|e| self.fail(e, false))?;
+        let mut conn = conn;
+        conn.set_read_timeout(Some(self.options.io_timeout))
+            .and_then(|_| conn.set_write_timeout(Some(self.options.io_timeout)))
+            .map_err(|e| self.fail(e, false))?;
+        // Named, so `CLIENT LIST` shows which namespace a connection serves.
+        redis::cmd("CLIENT")
+            .arg("SETNAME")
+            .arg(format!("simcrawl:{}", self.options.namespace))
+            .query::<Value>(&mut conn)
+            .map_err(|e| self.fail(e, false))?;
+        Ok(conn)
+    }
+
+    /// A Redis error as this crate's: connection trouble is
+    /// [`Error::Disconnected`] (retry), anything else a store error naming
+    /// the server.
+    fn fail(&self, e: RedisError, maybe_applied: bool) -> Error {
+        fail(&self.url, e, maybe_applied)
+    }
+
+    /// Runs `f` in optimistic transactions until one commits (see the
+    /// module docs): `f` reads, recording the versions of what it read,
+    /// and queues its writes; the commit script applies them only if
+    /// those versions are unchanged, else `f` runs again.
+    fn run<R>(&self, mut f: impl FnMut(&mut Tx<'_>) -> Result<R>) -> Result<R> {
+        let attempts = self.options.max_attempts.max(1);
+        for attempt in 0..attempts {
+            let mut tx = Tx::new(self.conn()?, self);
+            let outcome = f(&mut tx);
+            let value = match outcome {
+                Ok(v) => v,
+                Err(e) => {
+                    self.round_trips
+                        .fetch_add(tx.round_trips.get(), Ordering::Relaxed);
+                    // A connection that failed is dropped, not pooled.
+                    if !matches!(e, Error::Disconnected { .. }) {
+                        self.pool.lock().push(tx.into_conn());
+                    }
+                    return Err(e);
+                }
+            };
+            let committed = tx.commit();
+            self.round_trips
+                .fetch_add(tx.round_trips.get(), Ordering::Relaxed);
+            match committed {
+                Ok(true) => {
+                    self.pool.lock().push(tx.into_conn());
+                    return Ok(value);
+                }
+                Ok(false) => {
+                    self.conflicts.fetch_add(1, Ordering::Relaxed);
+                    self.pool.lock().push(tx.into_conn());
+                    backoff(attempt);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::Contention {
+            url: self.url.clone(),
+            attempts,
+        })
+    }
+}
+
+fn fail(url: &str, e: RedisError, maybe_applied: bool) -> Error {
+    if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() || e.is_connection_refusal() {
+        Error::Disconnected {
+            url: url.to_string(),
+            maybe_applied,
+            source: Box::new(e),
+        }
+    } else {
+        Error::Storage(format!("Redis at {url}: {e}").into())
+    }
+}
+
+/// Sleeps a little before attempt `attempt + 1`: 0.1 ms doubling up to
+/// ~25 ms, jittered so that colliding writers do not collide again.
+fn backoff(attempt: u32) {
+    let cap = 100u64 << attempt.min(8);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let mut x = u64::from(nanos) ^ (std::process::id() as u64).rotate_left(32);
+    x ^= x >> 33;
+    x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    x ^= x >> 33;
+    std::thread::sleep(Duration::from_micros(x % cap + 1));
+}
+
+/// `url` without its password, for messages.
+fn redact(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) => {
+            if u.password().is_some() {
+                let _ = u.set_password(Some("***"));
+            }
+            u.to_string()
+        }
+        Err(_) => url.to_string(),
+    }
+}
+
+/// Redis Cluster's hash slot of a hash tag.
+fn slot(tag: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in tag {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
+        }
+    }
+    crc % 16384
+}
+
+/// The master serving `slot`, from a `CLUSTER SLOTS` reply.
+fn slot_owner(slots: &Value, slot: u16) -> Option<(String, u16)> {
+    let Value::Array(ranges) = slots else {
+        return None;
+    };
+    for range in ranges {
+        let Value::Array(parts) = range else { continue };
+        let (Some(Value::Int(start)), Some(Value::Int(end)), Some(Value::Array(master))) =
+            (parts.first(), parts.get(1), parts.get(2))
+        else {
+            continue;
+        };
+        if (*start..=*end).contains(&i64::from(slot)) {
+            let host = match master.first()? {
+                Value::BulkString(b) => String::from_utf8(b.clone()).ok()?,
+                Value::SimpleString(s) => s.clone(),
+                _ => return None,
+            };
+            let Value::Int(port) = master.get(1)? else {
+                return None;
+            };
+            return Some((host, u16::try_from(*port).ok()?));
+        }
+    }
+    None
+}
+
+impl Store for RedisStore {
+    fn write<R>(&self, mut f: impl FnMut(&mut dyn Tables) -> Result<R>) -> Result<R> {
+        self.run(|tx| f(tx))
+    }
+
+    fn read<R>(&self, mut f: impl FnMut(&dyn ReadTables) -> Result<R>) -> Result<R> {
+        self.run(|tx| f(&*tx))
+    }
+
+    /// Nothing to do: Redis' own persistence settings (RDB, AOF) decide
+    /// durability.
+    fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn location(&self) -> Option<&Path> {
+        Some(&self.location)
+    }
+}
+
+/// Key names of one namespace.
+#[derive(Debug)]
+struct Keys {
+    /// `{NS}:`
+    prefix: Vec<u8>,
+}
+
+impl Keys {
+    fn new(ns: &str) -> Keys {
+        Keys {
+            prefix: format!("{{{ns}}}:").into_bytes(),
+        }
+    }
+
+    fn key(&self, kind: &[u8], rest: &[u8]) -> Vec<u8> {
+        let mut k = Vec::with_capacity(self.prefix.len() + kind.len() + rest.len());
+        k.extend_from_slice(&self.prefix);
+        k.extend_from_slice(kind);
+        k.extend_from_slice(rest);
+        k
+    }
+
+    fn meta(&self, name: &str) -> Vec<u8> {
+        self.key(b"m:", name.as_bytes())
+    }
+    fn counter(&self) -> Vec<u8> {
+        self.key(b"n", b"")
+    }
+    fn url(&self, digest: u128) -> Vec<u8> {
+        self.key(b"u:", &digest.to_be_bytes())
+    }
+    fn url_times(&self) -> Vec<u8> {
+        self.key(b"ut", b"")
+    }
+    fn title(&self, digest: u128) -> Vec<u8> {
+        self.key(b"t:", &digest.to_be_bytes())
+    }
+    fn block(&self, table: usize, key: u64) -> Vec<u8> {
+        let mut rest = [0u8; 9];
+        rest[0] = table as u8;
+        rest[1..].copy_from_slice(&key.to_be_bytes());
+        self.key(b"b:", &rest)
+    }
+    fn band_bucket(&self, key: u64) -> Vec<u8> {
+        let b = (key >> (64 - BAND_BUCKET_BITS)) as u32;
+        self.key(b"l:", &b.to_be_bytes()[1..])
+    }
+    fn doc(&self, id: DocId) -> Vec<u8> {
+        self.key(b"d:", id.to_string().as_bytes())
+    }
+    fn order(&self) -> Vec<u8> {
+        self.key(b"o", b"")
+    }
+    fn versions(&self) -> Vec<u8> {
+        self.key(b"v", b"")
+    }
+}
+
+/// A document id as its shortest big-endian bytes (at least one).
+fn id_bytes(id: DocId) -> Vec<u8> {
+    let b = id.to_be_bytes();
+    let skip = (id.leading_zeros() / 8).min(7) as usize;
+    b[skip..].to_vec()
+}
+
+fn id_from(bytes: &[u8]) -> Result<DocId> {
+    if bytes.is_empty() || bytes.len() > 8 {
+        return Err(Error::Corrupt(format!("document id of {} bytes", bytes.len())));
+    }
+    let mut b = [0u8; 8];
+    b[8 - bytes.len()..].copy_from_slice(bytes);
+    Ok(u64::from_be_bytes(b))
+}
+
+fn decimal_id(bytes: &[u8]) -> Result<DocId> {
+    std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| Error::Corrupt(format!("document id {:?}", String::from_utf8_lossy(bytes))))
+}
+
+/// fingerprint + id: a block member.
+fn posting_member(fp: u64, id: DocId) -> Vec<u8> {
+    let mut m = fp.to_be_bytes().to_vec();
+    m.extend_from_slice(&id_bytes(id));
+    m
+}
+
+/// band key + id: a band bucket member.
+fn band_member(key: u64, id: DocId) -> Vec<u8> {
+    let mut m = key.to_be_bytes().to_vec();
+    m.extend_from_slice(&id_bytes(id));
+    m
+}
+
+/// Splits an 8-byte prefix + id member.
+fn split_member(m: &[u8]) -> Result<(u64, DocId)> {
+    if m.len() < 9 {
+        return Err(Error::Corrupt(format!("index member of {} bytes", m.len())));
+    }
+    let mut head = [0u8; 8];
+    head.copy_from_slice(&m[..8]);
+    Ok((u64::from_be_bytes(head), id_from(&m[8..])?))
+}
+
+fn bulk(v: Value) -> Result<Option<Vec<u8>>> {
+    match v {
+        Value::Nil => Ok(None),
+        Value::BulkString(b) => Ok(Some(b)),
+        Value::SimpleString(s) => Ok(Some(s.into_bytes())),
+        Value::Int(i) => Ok(Some(i.to_string().into_bytes())),
+        other => Err(Error::Corrupt(format!("unexpected Redis reply {other:?}"))),
+    }
+}
+
+fn members(v: Value) -> Result<Vec<Vec<u8>>> {
+    match v {
+        Value::Nil => Ok(Vec::new()),
+        Value::Array(items) | Value::Set(items) => items
+            .into_iter()
+            .map(|i| bulk(i)?.ok_or_else(|| Error::Corrupt("nil sorted set member".into())))
+            .collect(),
+        other => Err(Error::Corrupt(format!("unexpected Redis reply {other:?}"))),
+    }
+}
+
+/// What a transaction reads, by table.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    Url(u128),
+    Title(u128),
+    Block(usize, u64),
+    Band(u64),
+    Doc(DocId),
+    Meta(String),
+}
+
+/// A key's value as this transaction sees it: as read, with its own
+/// writes applied.
+#[derive(Debug)]
+enum Val {
+    Url(Option<UrlRecord>),
+    /// The newest `limit` ids, newest first; `more`: older ones exist.
+    Title {
+        newest: Vec<DocId>,
+        limit: usize,
+        more: bool,
+    },
+    Block(Vec<(u64, DocId)>),
+    /// Oldest first, at most [`BAND_POSTINGS`].
+    Band(Vec<DocId>),
+    Doc(Option<Box<DocRecord>>),
+    Meta(Option<Vec<u8>>),
+}
+
+/// A write of this transaction, replayed on a key read after it.
+#[derive(Clone, Debug)]
+enum Op {
+    PutUrl(UrlRecord),
+    DelUrl,
+    AddId(DocId),
+    RemoveId(DocId),
+    AddPosting(u64, DocId),
+    RemovePosting(u64, DocId),
+    PutDoc(Box<DocRecord>),
+    DelDoc,
+    SetMeta(Vec<u8>),
+}
+
+impl Val {
+    /// Applies a write; false when the value can no longer be trusted
+    /// (a title list that lost an entry from its window) and must be read
+    /// again.
+    fn apply(&mut self, op: &Op) -> bool {
+        match (self, op) {
+            (Val::Url(v), Op::PutUrl(r)) => *v = Some(r.clone()),
+            (Val::Url(v), Op::DelUrl) => *v = None,
+            (Val::Title { newest, .. }, Op::AddId(id)) => newest.insert(0, *id),
+            (Val::Title { newest, more, .. }, Op::RemoveId(id)) => {
+                let before = newest.len();
+                newest.retain(|x| x != id);
+                if newest.len() != before && *more {
+                    return false;
+                }
+            }
+            (Val::Block(v), Op::AddPosting(fp, id)) => v.push((*fp, *id)),
+            (Val::Block(v), Op::RemovePosting(fp, id)) => v.retain(|e| *e != (*fp, *id)),
+            (Val::Band(v), Op::AddId(id)) => super::push_capped(v, *id),
+            (Val::Band(v), Op::RemoveId(id)) => v.retain(|x| x != id),
+            (Val::Doc(v), Op::PutDoc(r)) => *v = Some(r.clone()),
+            (Val::Doc(v), Op::DelDoc) => *v = None,
+            (Val::Meta(v), Op::SetMeta(b)) => *v = Some(b.clone()),
+            _ => {}
+        }
+        true
+    }
+}
+
+/// The commit: checks that every version the transaction read is
+/// unchanged (else returns 0, having written nothing), bumps the versions of
+/// the stripes it writes, and runs its writes. Atomic, as every Redis
+/// script. Versions are read and written with one `HMGET`/`HSET` per
+/// 2000 stripes (Lua passes at most 8000 values to a call): a script's
+/// cost is mostly per `redis.call`.
+///
+/// KEYS[1]: the version hash. ARGV: n, then n (stripe, version) pairs, then
+/// m, then m stripes to bump, then the writes, each as its argument count
+/// followed by its arguments (merged by [`merge_writes`]).
+const COMMIT: &str = r#"
+local v = KEYS[1]
+local CH = 2000
+local n = tonumber(ARGV[1])
+local i = 2
+while n > 0 do
+  local c = math.min(n, CH)
+  local fields = {}
+  for j = 1, c do fields[j] = ARGV[i + 2 * (j - 1)] end
+  local got = redis.call('HMGET', v, unpack(fields))
+  for j = 1, c do
+    if (got[j] or '0') ~= ARGV[i + 2 * (j - 1) + 1] then return 0 end
+  end
+  i = i + 2 * c
+  n = n - c
+end
+local m = tonumber(ARGV[i])
+i = i + 1
+while m > 0 do
+  local c = math.min(m, CH)
+  local fields = {}
+  for j = 1, c do fields[j] = ARGV[i + j - 1] end
+  local got = redis.call('HMGET', v, unpack(fields))
+  local kv = {}
+  for j = 1, c do
+    kv[2 * j - 1] = fields[j]
+    kv[2 * j] = string.format('%d', (tonumber(got[j]) or 0) + 1)
+  end
+  redis.call('HSET', v, unpack(kv))
+  i = i + c
+  m = m - c
+end
+local nargs = #ARGV
+while i <= nargs do
+  local argc = tonumber(ARGV[i])
+  redis.call(unpack(ARGV, i + 1, i + argc))
+  i = i + 1 + argc
+end
+return 1
+"#;
+
+/// Most items (members, keys, pairs) one merged command carries: the
+/// commit script passes a command's arguments through Lua's stack, which
+/// holds 8000.
+const MERGE_ITEMS: usize = 2000;
+
+/// Fewer, larger commands with the same effect: every write command names
+/// one key (its second argument); per key, consecutive `ZADD`s (or
+/// `ZREM`s) become one, in order; keys written by exactly one `SET` are
+/// set together by `MSET`, keys only deleted by one `DEL`. Commands on
+/// different keys are independent, so only each key's own order is kept.
+/// A batch of 1000 documents then costs ~14 commands per document (its
+/// block and band entries) instead of ~16 plus its shared index entries.
+fn merge_writes(writes: &[Vec<Vec<u8>>]) -> Vec<Vec<Vec<u8>>> {
+    let mut order: Vec<&[u8]> = Vec::new();
+    let mut per_key: FxHashMap<&[u8], Vec<&Vec<Vec<u8>>>> = FxHashMap::default();
+    for w in writes {
+        let Some(key) = w.get(1) else { continue };
+        per_key
+            .entry(key.as_slice())
+            .or_insert_with(|| {
+                order.push(key.as_slice());
+                Vec::new()
+            })
+            .push(w);
+    }
+    let mut out: Vec<Vec<Vec<u8>>> = Vec::new();
+    let mut mset: Vec<Vec<u8>> = Vec::new();
+    let mut del: Vec<Vec<u8>> = Vec::new();
+    for key in order {
+        let cmds = &per_key[key];
+        match cmds.as_slice() {
+            [one] if one[0] == b"SET" && one.len() == 3 => {
+                mset.push(one[1].clone());
+                mset.push(one[2].clone());
+                continue;
+            }
+            [one] if one[0] == b"DEL" && one.len() == 2 => {
+                del.push(one[1].clone());
+                continue;
+            }
+            _ => {}
+        }
+        let mut i = 0;
+        while i < cmds.len() {
+            let verb = &cmds[i][0];
+            let mut merged = cmds[i].clone();
+            let mut j = i + 1;
+            if verb == b"ZADD" || verb == b"ZREM" {
+                let arity = if verb == b"ZADD" { 2 } else { 1 };
+                while j < cmds.len() && cmds[j][0] == *verb && (merged.len() - 2) / arity < MERGE_ITEMS {
+                    merged.extend_from_slice(&cmds[j][2..]);
+                    j += 1;
+                }
+            }
+            out.push(merged);
+            i = j;
+        }
+    }
+    for pairs in mset.chunks(2 * MERGE_ITEMS) {
+        let mut c = vec![b"MSET".to_vec()];
+        c.extend_from_slice(pairs);
+        out.push(c);
+    }
+    for keys in del.chunks(MERGE_ITEMS) {
+        let mut c = vec![b"DEL".to_vec()];
+        c.extend_from_slice(keys);
+        out.push(c);
+    }
+    out
+}
+
+/// Version stripes: every versioned key maps to one of these counters in
+/// `{NS}:v`. More stripes, fewer false conflicts; 2^16 cost ~4 MB.
+const STRIPES: u64 = 1 << 16;
+
+/// A key's version stripe: FNV-1a of its name (the same in every process).
+fn stripe(key: &[u8]) -> u32 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in key {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    (h % STRIPES) as u32
+}
+
+fn num(n: impl std::fmt::Display) -> Vec<u8> {
+    n.to_string().into_bytes()
+}
+
+/// One attempt of a transaction on one connection.
+struct Tx<'a> {
+    conn: RefCell<Connection>,
+    store: &'a RedisStore,
+    cache: RefCell<FxHashMap<Key, Val>>,
+    /// Every write so far, per key, to replay on a later read of the key.
+    ops: FxHashMap<Key, Vec<Op>>,
+    /// Version of each stripe as first read (`0` when never bumped).
+    versions: RefCell<FxHashMap<u32, Vec<u8>>>,
+    /// Stripes this transaction writes.
+    written: FxHashSet<u32>,
+    /// Queued write commands, run by the commit script.
+    writes: RefCell<Vec<Vec<Vec<u8>>>>,
+    /// Document ids reserved and not yet handed out: [next, end).
+    ids: Cell<(DocId, DocId)>,
+    /// Ids the next reservation takes (doubling, for transactions that
+    /// did not announce how many documents they may insert).
+    chunk: Cell<u64>,
+    round_trips: Cell<u64>,
+}
+
+impl<'a> Tx<'a> {
+    fn new(conn: Connection, store: &'a RedisStore) -> Tx<'a> {
+        Tx {
+            conn: RefCell::new(conn),
+            store,
+            cache: RefCell::new(FxHashMap::default()),
+            ops: FxHashMap::default(),
+            versions: RefCell::new(FxHashMap::default()),
+            written: FxHashSet::default(),
+            writes: RefCell::new(Vec::new()),
+            ids: Cell::new((0, 0)),
+            chunk: Cell::new(1),
+            round_trips: Cell::new(0),
+        }
+    }
+
+    fn into_conn(self) -> Connection {
+        self.conn.into_inner()
+    }
+
+    fn keys(&self) -> &Keys {
+        &self.store.keys
+    }
+
+    fn query(&self, pipe: &Pipeline) -> Result<Vec<Value>> {
+        self.round_trips.set(self.round_trips.get() + 1);
+        let mut conn = self.conn.borrow_mut();
+        pipe.query::<Vec<Value>>(&mut *conn)
+            .map_err(|e| self.store.fail(e, false))
+    }
+
+    /// Runs the commit script; false when a version changed (nothing was
+    /// written). A transaction that read no versioned key and wrote nothing
+    /// has nothing to check.
+    fn commit(&self) -> Result<bool> {
+        let versions = self.versions.borrow();
+        let writes = self.writes.borrow();
+        if writes.is_empty() && versions.is_empty() {
+            return Ok(true);
+        }
+        let script = &self.store.commit;
+        let mut inv = script.key(self.keys().versions());
+        inv.arg(versions.len());
+        for (s, v) in versions.iter() {
+            inv.arg(*s).arg(v.as_slice());
+        }
+        inv.arg(self.written.len());
+        for s in &self.written {
+            inv.arg(*s);
+        }
+        for w in merge_writes(&writes) {
+            inv.arg(w.len());
+            for a in &w {
+                inv.arg(a.as_slice());
+            }
+        }
+        self.round_trips.set(self.round_trips.get() + 1);
+        let mut conn = self.conn.borrow_mut();
+        match inv.invoke::<i64>(&mut *conn) {
+            Ok(r) => Ok(r == 1),
+            Err(e) => {
+                let sent = !e.is_connection_refusal();
+                Err(self.store.fail(e, sent && !writes.is_empty()))
+            }
+        }
+    }
+
+    /// The Redis key behind a logical key.
+    fn redis_key(&self, key: &Key) -> Vec<u8> {
+        let k = self.keys();
+        match key {
+            Key::Url(d) => k.url(*d),
+            Key::Title(d) => k.title(*d),
+            Key::Block(t, b) => k.block(*t, *b),
+            Key::Band(b) => k.band_bucket(*b),
+            Key::Doc(id) => k.doc(*id),
+            Key::Meta(name) if name == NEXT_ID_META => k.counter(),
+            Key::Meta(name) => k.meta(name),
+        }
+    }
+
+    /// Reads every key of `wanted` not yet known, and the versions of
+    /// their stripes not yet known (first, in the same pipeline, so any
+    /// write after the version was read shows at the commit), in one round
+    /// trip; applies this transaction's own writes to what was read.
+    /// Documents are not versioned: a record never changes once written,
+    /// and a check learns of a document only from an index key, which is.
+    /// `reserve`: document ids to reserve in the same round trip.
+    fn fetch(&self, wanted: &[Key], title_limit: usize, reserve: u64) -> Result<()> {
+        let mut todo: Vec<&Key> = Vec::new();
+        {
+            let cache = self.cache.borrow();
+            let mut seen = FxHashSet::default();
+            for k in wanted {
+                if !cache.contains_key(k) && seen.insert(k) {
+                    todo.push(k);
+                }
+            }
+        }
+        if todo.is_empty() && reserve == 0 {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        let mut stripes: Vec<u32> = Vec::new();
+        {
+            let versions = self.versions.borrow();
+            let mut seen = FxHashSet::default();
+            for k in &todo {
+                if !matches!(k, Key::Doc(_)) {
+                    let s = stripe(&self.redis_key(k));
+                    if !versions.contains_key(&s) && seen.insert(s) {
+                        stripes.push(s);
+                    }
+                }
+            }
+        }
+        if !stripes.is_empty() {
+            pipe.cmd("HMGET").arg(self.keys().versions()).arg(&stripes);
+        }
+        for k in &todo {
+            let rk = self.redis_key(k);
+            match k {
+                Key::Url(_) | Key::Doc(_) | Key::Meta(_) => {
+                    pipe.cmd("GET").arg(rk);
+                }
+                Key::Title(_) => {
+                    // One more than wanted (and than this transaction
+                    // removes), to learn whether older ids exist.
+                    pipe.cmd("ZRANGE")
+                        .arg(rk)
+                        .arg(0)
+                        .arg(title_limit + self.removes(k))
+                        .arg("REV");
+                }
+                Key::Block(..) => {
+                    pipe.cmd("ZRANGE").arg(rk).arg(0).arg(-1);
+                }
+                Key::Band(b) => {
+                    let from = [b"[".as_slice(), &b.to_be_bytes()].concat();
+                    let to = [b"[".as_slice(), &b.to_be_bytes(), &[0xff; 9]].concat();
+                    pipe.cmd("ZRANGE").arg(rk).arg(from).arg(to).arg("BYLEX");
+                }
+            }
+        }
+        if reserve > 0 {
+            pipe.cmd("INCRBY").arg(self.keys().counter()).arg(reserve);
+        }
+        let mut replies = self.query(&pipe)?.into_iter();
+        let mut next = || {
+            replies
+                .next()
+                .ok_or_else(|| Error::Corrupt("missing Redis reply".into()))
+        };
+        if !stripes.is_empty() {
+            let got = match next()? {
+                Value::Array(items) => items,
+                other => return Err(Error::Corrupt(format!("HMGET replied {other:?}"))),
+            };
+            if got.len() != stripes.len() {
+                return Err(Error::Corrupt("HMGET reply of another length".into()));
+            }
+            let mut versions = self.versions.borrow_mut();
+            for (s, v) in stripes.iter().zip(got) {
+                versions.insert(*s, bulk(v)?.unwrap_or_else(|| b"0".to_vec()));
+            }
+        }
+        let mut fetched = Vec::with_capacity(todo.len());
+        for k in &todo {
+            let mut val = self.decode(k, next()?, title_limit)?;
+            for op in self.ops.get(*k).into_iter().flatten() {
+                val.apply(op);
+            }
+            if let Val::Title { newest, .. } = &mut val {
+                newest.truncate(title_limit);
+            }
+            fetched.push(((*k).clone(), val));
+        }
+        if reserve > 0 {
+            let end = match next()? {
+                Value::Int(n) if n >= 0 => n as u64,
+                other => return Err(Error::Corrupt(format!("INCRBY replied {other:?}"))),
+            };
+            self.ids.set((end.saturating_sub(reserve), end));
+        }
+        self.cache.borrow_mut().extend(fetched);
+        Ok(())
+    }
+
+    /// Removals this transaction made from `key` (a title list fetches that
+    /// many more ids, to still fill its window).
+    fn removes(&self, key: &Key) -> usize {
+        self.ops
+            .get(key)
+            .map_or(0, |o| o.iter().filter(|op| matches!(op, Op::RemoveId(_))).count())
+    }
+
+    fn decode(&self, key: &Key, reply: Value, title_limit: usize) -> Result<Val> {
+        Ok(match key {
+            Key::Url(_) => Val::Url(bulk(reply)?.map(|b| UrlRecord::decode(&b)).transpose()?),
+            Key::Doc(_) => Val::Doc(
+                bulk(reply)?
+                    .map(|b| DocRecord::decode(&b).map(Box::new))
+                    .transpose()?,
+            ),
+            Key::Meta(name) if name == NEXT_ID_META => Val::Meta(
+                bulk(reply)?
+                    .map(|b| decimal_id(&b).map(|id| id.to_le_bytes().to_vec()))
+                    .transpose()?,
+            ),
+            Key::Meta(_) => Val::Meta(bulk(reply)?),
+            Key::Title(_) => {
+                let ids = members(reply)?
+                    .iter()
+                    .map(|m| decimal_id(m))
+                    .collect::<Result<Vec<_>>>()?;
+                Val::Title {
+                    more: ids.len() > title_limit + self.removes(key),
+                    newest: ids,
+                    limit: title_limit,
+                }
+            }
+            Key::Block(..) => Val::Block(
+                members(reply)?
+                    .iter()
+                    .map(|m| split_member(m))
+                    .collect::<Result<_>>()?,
+            ),
+            Key::Band(_) => {
+                let mut ids = members(reply)?
+                    .iter()
+                    .map(|m| split_member(m).map(|(_, id)| id))
+                    .collect::<Result<Vec<_>>>()?;
+                // Lex order is not numeric order for ids of different
+                // lengths; oldest first, newest BAND_POSTINGS kept.
+                ids.sort_unstable();
+                let excess = ids.len().saturating_sub(BAND_POSTINGS);
+                ids.drain(..excess);
+                Val::Band(ids)
+            }
+        })
+    }
+
+    /// Runs `read` on the value of `key`, fetching it first if needed.
+    fn with<T>(&self, key: Key, read: impl FnOnce(&Val) -> T) -> Result<T> {
+        if !self.cache.borrow().contains_key(&key) {
+            self.fetch(std::slice::from_ref(&key), crate::TITLE_CANDIDATES, 0)?;
+        }
+        let cache = self.cache.borrow();
+        let val = cache
+            .get(&key)
+            .ok_or_else(|| Error::Corrupt("a fetched key is missing".into()))?;
+        Ok(read(val))
+    }
+
+    /// Records a write of `key`: replayed on later reads, applied to the
+    /// cached value if any, its stripe bumped at commit (documents are not
+    /// versioned), and `cmd` queued.
+    fn record(&mut self, key: Key, op: Op, cmd: Vec<Vec<u8>>) {
+        if !matches!(key, Key::Doc(_)) {
+            self.written.insert(stripe(&self.redis_key(&key)));
+        }
+        self.writes.get_mut().push(cmd);
+        let cache = self.cache.get_mut();
+        match cache.get_mut(&key) {
+            Some(v) => {
+                if !v.apply(&op) {
+                    cache.remove(&key);
+                }
+            }
+            // A whole new value needs no read to be known (a batch then
+            // reads its own new documents without a round trip).
+            None => {
+                let whole = match &op {
+                    Op::PutDoc(r) => Some(Val::Doc(Some(r.clone()))),
+                    Op::DelDoc => Some(Val::Doc(None)),
+                    _ => None,
+                };
+                if let Some(v) = whole {
+                    cache.insert(key.clone(), v);
+                }
+            }
+        }
+        self.ops.entry(key).or_default().push(op);
+    }
+
+    /// Queues a command that goes with a recorded write (index entries
+    /// beside the main key).
+    fn also(&mut self, cmd: Vec<Vec<u8>>) {
+        self.writes.get_mut().push(cmd);
+    }
+}
+
+impl ReadTables for Tx<'_> {
+    fn prefetch(&self, keys: &Prefetch) -> Result<()> {
+        let mut wanted =
+            Vec::with_capacity(keys.urls.len() + keys.titles.len() + keys.blocks.len() + keys.bands.len());
+        wanted.extend(keys.urls.iter().map(|&d| Key::Url(d)));
+        wanted.extend(keys.titles.iter().map(|&d| Key::Title(d)));
+        wanted.extend(keys.blocks.iter().map(|&(t, k)| Key::Block(t, k)));
+        wanted.extend(keys.bands.iter().map(|&b| Key::Band(b)));
+        let (next, end) = self.ids.get();
+        let reserve = (keys.documents as u64).saturating_sub(end - next);
+        self.fetch(&wanted, crate::TITLE_CANDIDATES, reserve)
+    }
+
+    fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.with(Key::Meta(key.to_string()), |v| match v {
+            Val::Meta(m) => m.clone(),
+            _ => None,
+        })
+    }
+
+    fn url(&self, digest: u128) -> Result<Option<UrlRecord>> {
+        self.with(Key::Url(digest), |v| match v {
+            Val::Url(u) => u.clone(),
+            _ => None,
+        })
+    }
+
+    fn title_docs(&self, digest: u128, limit: usize, out: &mut Vec<DocId>) -> Result<()> {
+        let key = Key::Title(digest);
+        let enough = match self.cache.borrow().get(&key) {
+            Some(Val::Title { limit: l, more, .. }) => *l >= limit || !*more,
+            _ => false,
+        };
+        if !enough {
+            self.cache.borrow_mut().remove(&key);
+            self.fetch(std::slice::from_ref(&key), limit, 0)?;
+        }
+        self.with(key, |v| {
+            if let Val::Title { newest, .. } = v {
+                out.extend(newest.iter().take(limit));
+            }
+        })
+    }
+
+    fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()> {
+        self.with(Key::Block(table, key), |v| {
+            if let Val::Block(list) = v {
+                out.extend(list.iter().map(|&(fp, id)| (Fingerprint(fp), id)));
+            }
+        })
+    }
+
+    fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()> {
+        self.with(Key::Band(key), |v| {
+            if let Val::Band(ids) = v {
+                out.extend_from_slice(ids);
+            }
+        })
+    }
+
+    fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
+        self.with(Key::Doc(id), |v| match v {
+            Val::Doc(d) => d.as_deref().cloned(),
+            _ => None,
+        })
+    }
+
+    /// The expired digests from `{NS}:ut` (not versioned: they only
+    /// nominate; each URL key is then read with its version, so a URL
+    /// recorded again meanwhile aborts the purge's transaction).
+    fn urls_seen_before(&self, cutoff: u64, limit: usize, out: &mut Vec<u128>) -> Result<()> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZRANGE")
+            .arg(self.keys().url_times())
+            .arg("-inf")
+            .arg(format!("({cutoff}"))
+            .arg("BYSCORE")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(limit);
+        let reply = self.query(&pipe)?.pop().unwrap_or(Value::Nil);
+        let mut keys = Vec::new();
+        for m in members(reply)? {
+            let d: [u8; 16] = m
+                .as_slice()
+                .try_into()
+                .map_err(|_| Error::Corrupt(format!("URL digest of {} bytes", m.len())))?;
+            let d = u128::from_be_bytes(d);
+            out.push(d);
+            keys.push(Key::Url(d));
+        }
+        self.fetch(&keys, crate::TITLE_CANDIDATES, 0)
+    }
+
+    /// The oldest ids from `{NS}:o`, then their records. Two processes
+    /// purging the same documents at once both remove them (harmlessly)
+    /// and both count them.
+    fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()> {
+        if limit == 0 {
+            return Ok(());
+        }
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZRANGE").arg(self.keys().order()).arg(0).arg(limit - 1);
+        let reply = self.query(&pipe)?.pop().unwrap_or(Value::Nil);
+        let ids = members(reply)?
+            .iter()
+            .map(|m| decimal_id(m))
+            .collect::<Result<Vec<_>>>()?;
+        let keys: Vec<Key> = ids.iter().map(|&id| Key::Doc(id)).collect();
+        self.fetch(&keys, crate::TITLE_CANDIDATES, 0)?;
+        for id in ids {
+            if let Some(rec) = self.doc(id)? {
+                out.push((id, rec));
+            }
+        }
+        Ok(())
+    }
+
+    fn doc_count(&self) -> Result<u64> {
+        let mut pipe = redis::pipe();
+        pipe.cmd("ZCARD").arg(self.keys().order());
+        match self.query(&pipe)?.pop() {
+            Some(Value::Int(n)) => Ok(n.max(0) as u64),
+            other => Err(Error::Corrupt(format!("ZCARD replied {other:?}"))),
+        }
+    }
+}
+
+impl Tables for Tx<'_> {
+    fn set_meta(&mut self, key: &str, value: &[u8]) -> Result<()> {
+        let cmd = if key == NEXT_ID_META {
+            let next = u64::from_le_bytes(
+                value
+                    .try_into()
+                    .map_err(|_| Error::Corrupt(format!("next_id of {} bytes", value.len())))?,
+            );
+            vec![b"SET".to_vec(), self.keys().counter(), num(next)]
+        } else {
+            vec![b"SET".to_vec(), self.keys().meta(key), value.to_vec()]
+        };
+        self.record(Key::Meta(key.to_string()), Op::SetMeta(value.to_vec()), cmd);
+        Ok(())
+    }
+
+    fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()> {
+        let cmd = vec![b"SET".to_vec(), self.keys().url(digest), rec.encode()];
+        self.record(Key::Url(digest), Op::PutUrl(rec.clone()), cmd);
+        let times = vec![
+            b"ZADD".to_vec(),
+            self.keys().url_times(),
+            num(rec.first_seen),
+            digest.to_be_bytes().to_vec(),
+        ];
+        self.also(times);
+        Ok(())
+    }
+
+    fn remove_url(&mut self, digest: u128) -> Result<bool> {
+        if self.url(digest)?.is_none() {
+            return Ok(false);
+        }
+        let cmd = vec![b"DEL".to_vec(), self.keys().url(digest)];
+        self.record(Key::Url(digest), Op::DelUrl, cmd);
+        let times = vec![
+            b"ZREM".to_vec(),
+            self.keys().url_times(),
+            digest.to_be_bytes().to_vec(),
+        ];
+        self.also(times);
+        Ok(true)
+    }
+
+    fn add_title(&mut self, digest: u128, id: DocId) -> Result<()> {
+        let cmd = vec![b"ZADD".to_vec(), self.keys().title(digest), num(id), num(id)];
+        self.record(Key::Title(digest), Op::AddId(id), cmd);
+        Ok(())
+    }
+
+    fn remove_title(&mut self, digest: u128, id: DocId) -> Result<()> {
+        let cmd = vec![b"ZREM".to_vec(), self.keys().title(digest), num(id)];
+        self.record(Key::Title(digest), Op::RemoveId(id), cmd);
+        Ok(())
+    }
+
+    fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
+        let cmd = vec![
+            b"ZADD".to_vec(),
+            self.keys().block(table, key),
+            num(id),
+            posting_member(fp.0, id),
+        ];
+        self.record(Key::Block(table, key), Op::AddPosting(fp.0, id), cmd);
+        Ok(())
+    }
+
+    fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
+        let cmd = vec![
+            b"ZREM".to_vec(),
+            self.keys().block(table, key),
+            posting_member(fp.0, id),
+        ];
+        self.record(Key::Block(table, key), Op::RemovePosting(fp.0, id), cmd);
+        Ok(())
+    }
+
+    /// Adds the entry; when the band's list was read in this transaction
+    /// and is full, also removes its oldest entry. Lists written blind (a
+    /// bulk load) may exceed the cap until their next check; reads return
+    /// the newest [`BAND_POSTINGS`] only.
+    fn add_band(&mut self, key: u64, id: DocId) -> Result<()> {
+        let bucket = self.keys().band_bucket(key);
+        let dropped = match self.cache.get_mut().get(&Key::Band(key)) {
+            Some(Val::Band(ids)) if ids.len() >= BAND_POSTINGS => ids.first().copied(),
+            _ => None,
+        };
+        let cmd = vec![
+            b"ZADD".to_vec(),
+            bucket.clone(),
+            b"0".to_vec(),
+            band_member(key, id),
+        ];
+        self.record(Key::Band(key), Op::AddId(id), cmd);
+        if let Some(old) = dropped {
+            self.also(vec![b"ZREM".to_vec(), bucket, band_member(key, old)]);
+        }
+        Ok(())
+    }
+
+    fn remove_band(&mut self, key: u64, id: DocId) -> Result<()> {
+        let cmd = vec![
+            b"ZREM".to_vec(),
+            self.keys().band_bucket(key),
+            band_member(key, id),
+        ];
+        self.record(Key::Band(key), Op::RemoveId(id), cmd);
+        Ok(())
+    }
+
+    fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
+        let cmd = vec![b"SET".to_vec(), self.keys().doc(id), rec.encode()];
+        self.record(Key::Doc(id), Op::PutDoc(Box::new(rec.clone())), cmd);
+        let order = vec![b"ZADD".to_vec(), self.keys().order(), num(id), num(id)];
+        self.also(order);
+        Ok(())
+    }
+
+    fn remove_doc(&mut self, id: DocId) -> Result<()> {
+        let cmd = vec![b"DEL".to_vec(), self.keys().doc(id)];
+        self.record(Key::Doc(id), Op::DelDoc, cmd);
+        let order = vec![b"ZREM".to_vec(), self.keys().order(), num(id)];
+        self.also(order);
+        Ok(())
+    }
+
+    /// Hands out an id reserved with `INCRBY {NS}:n` outside the
+    /// transaction (by [`ReadTables::prefetch`] in the same round trip as
+    /// the reads, or here, doubling the reservation each time): concurrent
+    /// inserts do not conflict on the counter, and ids an aborted attempt
+    /// or a duplicate leaves unused are only gaps.
+    fn next_doc_id(&mut self) -> Result<DocId> {
+        let (next, end) = self.ids.get();
+        if next < end {
+            self.ids.set((next + 1, end));
+            return Ok(next);
+        }
+        let chunk = self.chunk.get();
+        self.chunk.set((chunk * 2).min(1024));
+        self.fetch(&[], crate::TITLE_CANDIDATES, chunk)?;
+        let (next, end) = self.ids.get();
+        if next >= end {
+            return Err(Error::Corrupt("empty document id reservation".into()));
+        }
+        self.ids.set((next + 1, end));
+        Ok(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_through_their_shortest_bytes() {
+        for id in [0u64, 1, 255, 256, 65_535, 1 << 40, u64::MAX] {
+            assert_eq!(id_from(&id_bytes(id)).ok(), Some(id));
+        }
+        assert_eq!(id_bytes(0), vec![0]);
+        assert_eq!(id_bytes(256), vec![1, 0]);
+        assert!(id_from(&[]).is_err());
+    }
+
+    #[test]
+    fn cluster_slots_match_redis() {
+        // The specification's CRC16 check value, and `CLUSTER KEYSLOT` of
+        // a Redis 7.0 server.
+        assert_eq!(slot(b"123456789"), 0x31c3);
+        assert_eq!(slot(b"alpha"), 865);
+        assert_eq!(slot(b"beta"), 15419);
+    }
+
+    #[test]
+    fn merged_writes_keep_each_keys_order() {
+        let c = |parts: &[&str]| parts.iter().map(|p| p.as_bytes().to_vec()).collect::<Vec<_>>();
+        let writes = vec![
+            c(&["ZADD", "a", "1", "x"]),
+            c(&["SET", "d1", "r1"]),
+            c(&["ZADD", "b", "1", "y"]),
+            c(&["ZADD", "a", "2", "z"]),
+            c(&["ZREM", "a", "x"]),
+            c(&["ZADD", "a", "3", "x"]),
+            c(&["SET", "d2", "r2"]),
+            c(&["DEL", "d3"]),
+            c(&["SET", "d1", "r1b"]),
+        ];
+        assert_eq!(
+            merge_writes(&writes),
+            vec![
+                c(&["ZADD", "a", "1", "x", "2", "z"]),
+                c(&["ZREM", "a", "x"]),
+                c(&["ZADD", "a", "3", "x"]),
+                c(&["SET", "d1", "r1"]),
+                c(&["SET", "d1", "r1b"]),
+                c(&["ZADD", "b", "1", "y"]),
+                c(&["MSET", "d2", "r2"]),
+                c(&["DEL", "d3"]),
+            ]
+        );
+    }
+
+    #[test]
+    fn passwords_are_not_shown() {
+        assert_eq!(redact("redis://u:secret@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(redact("redis://h:1/0"), "redis://h:1/0");
+    }
+}

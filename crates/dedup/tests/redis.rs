@@ -1,0 +1,592 @@
+//! The Redis store across processes and through failures, against real
+//! servers: the one `SIMCRAWL_REDIS_URL` names (`scripts/test.sh` starts
+//! it), and private ones this file starts with `SIMCRAWL_REDIS_SERVER` (or
+//! `redis-server` on the PATH) when a test must stop its server.
+#![cfg(feature = "redis")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use simcrawl_dedup::{
+    DedupConfig, Deduper, Document, Error, MemoryStore, RedisOptions, RedisStore, Store, UrlTier, Verdict,
+};
+
+const PROCESSES: usize = 3;
+const THREADS: usize = 4;
+const GROUPS: usize = 12;
+const VARIANTS: usize = 4;
+
+/// Group `g`'s base text: 40 dictionary words of its own, so groups are
+/// far apart; variants differ by a short tail, so each is a near-duplicate
+/// of every other of its group.
+fn texts() -> Vec<Vec<String>> {
+    let mut words: Vec<&str> = simcrawl_dedup::features::jieba_idf()
+        .words()
+        .filter(|w| w.chars().count() >= 2)
+        .collect();
+    words.sort_unstable();
+    (0..GROUPS)
+        .map(|g| {
+            let base = words[g * 40..(g + 1) * 40].join("，");
+            (0..VARIANTS).map(|v| format!("{base}（第{v}稿）")).collect()
+        })
+        .collect()
+}
+
+/// The child side of [`processes_and_threads_keep_exactly_one_per_group`]:
+/// does nothing unless started by it (`SIMCRAWL_REDIS_CHILD` set). Checks
+/// every variant from `THREADS` threads, each in its own order, half one at
+/// a time and half in batches, and prints `KEPT g v` for each kept one.
+#[test]
+fn child_worker() {
+    let (Ok(ns), Ok(me), Some(url)) = (
+        std::env::var("SIMCRAWL_REDIS_CHILD"),
+        std::env::var("SIMCRAWL_REDIS_CHILD_INDEX"),
+        common::redis_url("child_worker"),
+    ) else {
+        return;
+    };
+    let me: usize = me.parse().unwrap();
+    let store = RedisStore::open_with(&url, common::redis_options(&ns)).unwrap();
+    let d = Arc::new(Deduper::new(store, DedupConfig::default()).unwrap());
+    let texts = Arc::new(texts());
+    let threads: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (d, texts) = (d.clone(), texts.clone());
+            std::thread::spawn(move || {
+                let mut order: Vec<(usize, usize)> = (0..GROUPS)
+                    .flat_map(|g| (0..VARIANTS).map(move |v| (g, v)))
+                    .collect();
+                // A different order per process and thread.
+                let mut x = (me * 31 + t * 7 + 1) as u64;
+                for i in (1..order.len()).rev() {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    order.swap(i, (x % (i as u64 + 1)) as usize);
+                }
+                let mut kept = Vec::new();
+                let mut dups = Vec::new();
+                let doc =
+                    |&(g, v): &(usize, usize)| (format!("http://g{g}.example/{v}"), texts[g][v].clone());
+                if t % 2 == 0 {
+                    for gv in &order {
+                        let (url, text) = doc(gv);
+                        match d.check(&Document::new(&url, "", &text)).unwrap() {
+                            Verdict::Duplicate(dup) => {
+                                dups.push(format!("{gv:?} {url} of {} {:?}", dup.of, dup.tier))
+                            }
+                            Verdict::Unique { .. } => kept.push(*gv),
+                        }
+                    }
+                } else {
+                    for chunk in order.chunks(4) {
+                        let sigs: Vec<_> = chunk
+                            .iter()
+                            .map(|gv| {
+                                let (url, text) = doc(gv);
+                                d.sign(&Document::new(&url, "", &text))
+                            })
+                            .collect();
+                        let verdicts = d.check_batch(&sigs, UrlTier::Check).unwrap();
+                        for (gv, v) in chunk.iter().zip(&verdicts) {
+                            match v {
+                                Verdict::Duplicate(dup) => {
+                                    dups.push(format!("{gv:?} of {} {:?}", dup.of, dup.tier))
+                                }
+                                Verdict::Unique { .. } => kept.push(*gv),
+                            }
+                        }
+                    }
+                }
+                (kept, dups)
+            })
+        })
+        .collect();
+    for t in threads {
+        let (kept, dups) = t.join().unwrap();
+        for (g, v) in kept {
+            println!("KEPT {g} {v}");
+        }
+        for line in dups {
+            println!("DUP {line}");
+        }
+    }
+    eprintln!("child {me}: {} conflicts retried", d.store().conflicts());
+}
+
+/// M processes x N threads check the same near-duplicate groups at the same
+/// moment against one Redis: exactly one document per group is kept, as in
+/// a sequential run.
+#[test]
+fn processes_and_threads_keep_exactly_one_per_group() {
+    let Some(url) = common::redis_url("processes_and_threads_keep_exactly_one_per_group") else {
+        return;
+    };
+    // The sequential model: one document per group.
+    let model = Deduper::new(MemoryStore::new(), DedupConfig::default()).unwrap();
+    let mut model_kept = 0;
+    for (g, variants) in texts().iter().enumerate() {
+        for (v, text) in variants.iter().enumerate() {
+            let url = format!("http://g{g}.example/{v}");
+            if !model
+                .check(&Document::new(&url, "", text))
+                .unwrap()
+                .is_duplicate()
+            {
+                model_kept += 1;
+            }
+        }
+    }
+    assert_eq!(model_kept, GROUPS, "the groups are not what the test assumes");
+
+    let ns = common::unique_namespace("procs");
+    let store = RedisStore::open_with(&url, common::redis_options(&ns)).unwrap();
+    store.clear().unwrap();
+    // The parameters recorded before the children race for them.
+    let d = Deduper::new(store, DedupConfig::default()).unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<Child> = (0..PROCESSES)
+        .map(|i| {
+            Command::new(&exe)
+                .args(["--exact", "child_worker", "--nocapture", "--test-threads=1"])
+                .env("SIMCRAWL_REDIS_CHILD", &ns)
+                .env("SIMCRAWL_REDIS_CHILD_INDEX", i.to_string())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut kept: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for (i, child) in children.into_iter().enumerate() {
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "child {i} failed: {stderr}");
+        eprintln!(
+            "{}",
+            stderr
+                .lines()
+                .filter(|l| l.starts_with("child"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            // libtest prints `test child_worker ... ` before the first line.
+            if let Some(at) = line.find("KEPT ") {
+                let rest = &line[at + 5..];
+                let (g, v) = rest.split_once(' ').unwrap();
+                kept.entry(g.parse().unwrap())
+                    .or_default()
+                    .push(format!("process {i} variant {v}"));
+            }
+        }
+    }
+    for g in 0..GROUPS {
+        assert_eq!(
+            kept.get(&g).map_or(0, Vec::len),
+            1,
+            "group {g}: kept {:?}",
+            kept.get(&g)
+        );
+    }
+    assert_eq!(d.stats().unwrap().documents, GROUPS as u64);
+    d.store().clear().unwrap();
+}
+
+#[test]
+fn an_unreachable_server_is_a_typed_error_naming_the_url() {
+    // Port 1 on the loopback: nothing listens there.
+    let e = RedisStore::open("redis://crawler:secret@127.0.0.1:1/0").unwrap_err();
+    match &e {
+        Error::Unreachable { url, .. } => assert!(url.contains("127.0.0.1:1"), "{url}"),
+        other => panic!("expected Unreachable, got {other:?}"),
+    }
+    assert!(e.is_transient());
+    let msg = e.to_string();
+    assert!(msg.contains("127.0.0.1:1") && !msg.contains("secret"), "{msg}");
+    let e = RedisStore::open_with(
+        "redis://127.0.0.1:1/0",
+        RedisOptions {
+            namespace: "a:b".into(),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::Config(_)), "{e}");
+}
+
+/// `CLIENT KILL`s every connection of namespace `ns` (named
+/// `simcrawl:NS`), through redis-cli.
+fn kill_connections(url: &str, ns: &str) -> usize {
+    let list = Command::new("redis-cli")
+        .args(["-u", url, "CLIENT", "LIST"])
+        .output()
+        .expect("redis-cli (installed with redis-server)");
+    let name = format!("name=simcrawl:{ns} ");
+    let mut killed = 0;
+    for line in String::from_utf8_lossy(&list.stdout).lines() {
+        if line.contains(&name)
+            && let Some(id) = line.split(' ').find_map(|f| f.strip_prefix("id="))
+        {
+            let out = Command::new("redis-cli")
+                .args(["-u", url, "CLIENT", "KILL", "ID", id])
+                .output()
+                .unwrap();
+            assert!(out.status.success());
+            killed += 1;
+        }
+    }
+    killed
+}
+
+#[test]
+fn a_killed_connection_is_a_typed_error_and_leaves_nothing_half_written() {
+    let Some(url) = common::redis_url("a_killed_connection_is_a_typed_error_and_leaves_nothing_half_written")
+    else {
+        return;
+    };
+    let ns = common::unique_namespace("killed");
+    let store = RedisStore::open_with(&url, common::redis_options(&ns)).unwrap();
+    store.clear().unwrap();
+    let d = Deduper::new(store, DedupConfig::default()).unwrap();
+    let [a, b, c] = &texts()[..3] else { unreachable!() };
+    assert!(
+        !d.check(&Document::new("http://a/1", "", &a[0]))
+            .unwrap()
+            .is_duplicate()
+    );
+
+    // Between transactions: the next one fails on the dead connection,
+    // typed and transient; its retry works on a new connection.
+    assert!(kill_connections(&url, &ns) >= 1);
+    let e = d.check(&Document::new("http://b/1", "", &b[0])).unwrap_err();
+    assert!(
+        matches!(e, Error::Disconnected { .. }) && e.is_transient(),
+        "{e:?}"
+    );
+    assert!(
+        !d.check(&Document::new("http://b/1", "", &b[0]))
+            .unwrap()
+            .is_duplicate()
+    );
+
+    // Inside a transaction, after its reads and writes, before its commit:
+    // nothing of it is applied.
+    let mut first = true;
+    let sig = d.sign(&Document::new("http://c/1", "", &c[0]));
+    let r = d.store().write(|t| {
+        let v = d.check_in(t, &sig, UrlTier::Check)?;
+        t.set_meta("half", b"written")?;
+        if std::mem::take(&mut first) {
+            kill_connections(&url, &ns);
+        }
+        Ok(v)
+    });
+    let e = r.unwrap_err();
+    assert!(matches!(e, Error::Disconnected { .. }), "{e:?}");
+    let left = d
+        .store()
+        .read(|t| Ok((t.meta("half")?, t.url(sig.url_digest.unwrap())?, t.doc_count()?)))
+        .unwrap();
+    assert_eq!(left, (None, None, 2), "a killed transaction left writes behind");
+    // The caller's retry keeps the document.
+    assert!(
+        !d.check(&Document::new("http://c/1", "", &c[0]))
+            .unwrap()
+            .is_duplicate()
+    );
+    assert!(
+        d.check(&Document::new("http://c/2", "", &c[1]))
+            .unwrap()
+            .is_duplicate()
+    );
+    d.store().clear().unwrap();
+}
+
+/// A redis-server of this test's own, on a free port, with an append-only
+/// file synced at every write, so a restart finds what was acknowledged.
+struct Server {
+    bin: String,
+    dir: tempfile::TempDir,
+    port: u16,
+    child: Option<Child>,
+    extra: Vec<String>,
+}
+
+impl Server {
+    fn start() -> Option<Server> {
+        Self::start_with(&[])
+    }
+
+    fn start_with(extra: &[&str]) -> Option<Server> {
+        let bin = std::env::var("SIMCRAWL_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        if Command::new(&bin).arg("--version").output().is_err() {
+            eprintln!("SKIPPED: no redis-server (SIMCRAWL_REDIS_SERVER or PATH)");
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut s = Server {
+            bin,
+            dir: tempfile::tempdir().unwrap(),
+            port,
+            child: None,
+            extra: extra.iter().map(|a| a.to_string()).collect(),
+        };
+        s.restart();
+        Some(s)
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    fn restart(&mut self) {
+        let child = Command::new(&self.bin)
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args(["--appendonly", "yes", "--appendfsync", "always"])
+            .args(&self.extra)
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "redis-server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Kills the server at once (SIGKILL), as a crash.
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[test]
+fn a_server_lost_and_restarted_mid_run_loses_nothing_acknowledged() {
+    if common::redis_url("a_server_lost_and_restarted_mid_run_loses_nothing_acknowledged").is_none() {
+        return;
+    }
+    let Some(mut server) = Server::start() else {
+        return;
+    };
+    let options = RedisOptions {
+        io_timeout: Duration::from_secs(2),
+        connect_timeout: Duration::from_secs(1),
+        ..common::redis_options("restart")
+    };
+    let d = Deduper::new(
+        RedisStore::open_with(&server.url(), options.clone()).unwrap(),
+        DedupConfig::default(),
+    )
+    .unwrap();
+    let [a, b] = &texts()[..2] else { unreachable!() };
+    assert!(
+        !d.check(&Document::new("http://a/1", "", &a[0]))
+            .unwrap()
+            .is_duplicate()
+    );
+
+    server.kill();
+    // Mid-run: each attempt fails, typed and transient (the crawler pauses
+    // and retries); opening a store now says the server is unreachable.
+    for _ in 0..2 {
+        let e = d.check(&Document::new("http://b/1", "", &b[0])).unwrap_err();
+        assert!(
+            e.is_transient() && matches!(e, Error::Disconnected { .. }),
+            "{e:?}"
+        );
+    }
+    let e = RedisStore::open_with(&server.url(), options).unwrap_err();
+    assert!(matches!(e, Error::Unreachable { .. }), "{e:?}");
+
+    server.restart();
+    // What was acknowledged is there; what failed was not half-applied.
+    let v = d.check(&Document::new("http://a/2", "", &a[1])).unwrap();
+    match v {
+        Verdict::Duplicate(dup) => assert_eq!(dup.of, "http://a/1"),
+        other => panic!("acknowledged document lost: {other:?}"),
+    }
+    assert_eq!(d.stats().unwrap().documents, 1);
+    assert!(
+        !d.check(&Document::new("http://b/1", "", &b[0]))
+            .unwrap()
+            .is_duplicate()
+    );
+    assert_eq!(d.stats().unwrap().documents, 2);
+}
+
+/// Many batches from one store, then the ids and counts add up: reserved
+/// ids are unique, and a batch can see its own earlier documents.
+#[test]
+fn batches_reserve_unique_ids_and_see_their_own_documents() {
+    let Some(store) = common::redis_store("batches_reserve_unique_ids_and_see_their_own_documents") else {
+        return;
+    };
+    let d = Deduper::new(store, DedupConfig::default()).unwrap();
+    let texts = texts();
+    let sigs: Vec<_> = texts
+        .iter()
+        .enumerate()
+        .flat_map(|(g, vs)| {
+            vs.iter()
+                .enumerate()
+                .map(move |(v, t)| (format!("http://g{g}/{v}"), t.clone()))
+        })
+        .map(|(u, t)| d.sign(&Document::new(&u, "", &t)))
+        .collect();
+    let trips = d.store().round_trips();
+    let verdicts = d.check_batch(&sigs, UrlTier::Check).unwrap();
+    // One round trip for the reads and id reservation, one for the commit.
+    assert_eq!(d.store().round_trips() - trips, 2);
+    let ids: Vec<u64> = verdicts
+        .iter()
+        .filter_map(|v| match v {
+            Verdict::Unique { id, .. } => *id,
+            Verdict::Duplicate(_) => None,
+        })
+        .collect();
+    assert_eq!(ids.len(), GROUPS);
+    let mut unique = ids.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len());
+    // Ids handed out by a transaction that did not announce its inserts.
+    let more: Vec<u64> = d
+        .store()
+        .write(|t| (0..5).map(|_| t.next_doc_id()).collect())
+        .unwrap();
+    assert!(more.windows(2).all(|w| w[0] < w[1]) && more[0] > *unique.last().unwrap());
+    d.store().clear().unwrap();
+}
+
+/// A 3-master Redis Cluster: namespaces whose slots live on each master
+/// all work through a store opened on the first node (it finds the owner
+/// of its slot), and threads racing on one namespace keep one copy.
+#[test]
+fn a_cluster_serves_each_namespace_from_the_master_of_its_slot() {
+    if common::redis_url("a_cluster_serves_each_namespace_from_the_master_of_its_slot").is_none() {
+        return;
+    }
+    let flags = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf"];
+    let (Some(a), Some(b), Some(c)) = (
+        Server::start_with(&flags),
+        Server::start_with(&flags),
+        Server::start_with(&flags),
+    ) else {
+        return;
+    };
+    let nodes: Vec<String> = [&a, &b, &c]
+        .iter()
+        .map(|s| format!("127.0.0.1:{}", s.port))
+        .collect();
+    let out = Command::new("redis-cli")
+        .args(["--cluster", "create"])
+        .args(&nodes)
+        .args(["--cluster-replicas", "0", "--cluster-yes"])
+        .output()
+        .expect("redis-cli");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    // Wait until every node agrees the cluster is up.
+    let start = Instant::now();
+    for s in [&a, &b, &c] {
+        loop {
+            let info = Command::new("redis-cli")
+                .args(["-p", &s.port.to_string(), "CLUSTER", "INFO"])
+                .output()
+                .unwrap();
+            if String::from_utf8_lossy(&info.stdout).contains("cluster_state:ok") {
+                break;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "cluster did not come up"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let [x, y] = &texts()[..2] else { unreachable!() };
+    let mut owners = std::collections::BTreeSet::new();
+    for ns in ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"] {
+        let slot = Command::new("redis-cli")
+            .args(["-p", &a.port.to_string(), "CLUSTER", "KEYSLOT", ns])
+            .output()
+            .unwrap();
+        let store = RedisStore::open_with(&a.url(), common::redis_options(ns)).unwrap();
+        let d = Arc::new(Deduper::new(store, DedupConfig::default()).unwrap());
+        assert!(
+            !d.check(&Document::new("http://a/1", "", &x[0]))
+                .unwrap()
+                .is_duplicate()
+        );
+        assert!(
+            d.check(&Document::new("http://a/2", "", &x[1]))
+                .unwrap()
+                .is_duplicate()
+        );
+        // Threads racing on the same document: one copy.
+        let kept: usize = (0..4)
+            .map(|t| {
+                let (d, text) = (d.clone(), y[t % 2].clone());
+                std::thread::spawn(move || {
+                    let url = format!("http://t{t}/");
+                    usize::from(!d.check(&Document::new(&url, "", &text)).unwrap().is_duplicate())
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .sum();
+        assert_eq!(kept, 1, "namespace {ns}");
+        assert_eq!(d.stats().unwrap().documents, 2);
+        // Which master holds it: the key lives where its slot is served.
+        for s in [&a, &b, &c] {
+            let n = Command::new("redis-cli")
+                .args(["-p", &s.port.to_string(), "EXISTS", &format!("{{{ns}}}:m:params")])
+                .output()
+                .unwrap();
+            if String::from_utf8_lossy(&n.stdout).trim() == "1" {
+                owners.insert(s.port);
+            }
+        }
+        eprintln!(
+            "namespace {ns}: slot {}",
+            String::from_utf8_lossy(&slot.stdout).trim()
+        );
+    }
+    assert!(
+        owners.len() >= 2,
+        "the namespaces all landed on one master: {owners:?}"
+    );
+}
