@@ -170,13 +170,11 @@ impl Cleaner {
         encoding: &'static encoding_rs::Encoding,
         url: &Url,
     ) -> Result<Page, CleanError> {
-        let html = match nesting::cut_at(html, nesting::MAX_DEPTH) {
-            Some(cut) => {
-                tracing::debug!(%url, cut, "elements nested deeper than {}: the rest is not parsed", nesting::MAX_DEPTH);
-                &html[..cut]
-            }
-            None => html,
-        };
+        let flattened = nesting::flatten(html, nesting::MAX_DEPTH);
+        if flattened.is_some() {
+            tracing::debug!(%url, "elements nested deeper than {} flattened", nesting::MAX_DEPTH);
+        }
+        let html = flattened.as_deref().unwrap_or(html);
         let doc = Html::parse_document(html);
         let ex = extract::extract(
             &doc,

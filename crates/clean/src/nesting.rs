@@ -4,9 +4,9 @@
 //! block start tag by walking the stack of open elements, so its cost grows
 //! with the square of the nesting depth: 60,000 nested `<div>`s (a 300 KB
 //! page) took 26 s of CPU in a release build. Browsers cap the depth too
-//! (Blink at 512). Here the document is cut where the number of open
-//! elements would pass [`MAX_DEPTH`]: the text up to that point is kept, the
-//! pathological rest is not parsed.
+//! (Blink at 512). Here start tags that would open more than [`MAX_DEPTH`]
+//! elements are removed before parsing, with their end tags, so the
+//! elements beyond the cap become siblings and their text is kept.
 //!
 //! The count is an estimate made in one linear scan, erring on the side of
 //! fewer open elements: void elements (`<br>`), elements whose end tag is
@@ -50,12 +50,16 @@ fn find(hay: &[u8], from: usize, needle: &[u8]) -> Option<usize> {
         .map(|p| p + from)
 }
 
-/// The byte offset at which `html` should be cut so that no more than
-/// `max_depth` elements are open, or `None` when it stays within the cap.
-/// The offset is always at a `<`, so a char boundary.
-pub fn cut_at(html: &str, max_depth: usize) -> Option<usize> {
+/// `html` with the start tags that would open more than `max_depth`
+/// elements removed, and as many end tags of the same names; `None` when it
+/// stays within the cap (the common case: nothing is copied).
+pub fn flatten(html: &str, max_depth: usize) -> Option<String> {
     let b = html.as_bytes();
     let mut depth = 0usize;
+    // Start tags removed and not yet matched by a removed end tag, by name.
+    let mut excess: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    // Byte ranges to leave out, in order.
+    let mut removed: Vec<(usize, usize)> = Vec::new();
     let mut i = 0usize;
     while let Some(off) = b.get(i..).and_then(|rest| rest.iter().position(|&c| c == b'<')) {
         let lt = i + off;
@@ -81,11 +85,18 @@ pub fn cut_at(html: &str, max_depth: usize) -> Option<usize> {
         let name = html[name_start..name_start + name_len].to_ascii_lowercase();
         let gt = find(b, name_start + name_len, b">").unwrap_or(b.len());
         let self_closed = gt > 0 && b.get(gt - 1) == Some(&b'/');
-        i = (gt + 1).min(b.len());
+        let tag_end = (gt + 1).min(b.len());
+        i = tag_end;
         let counted = !VOID.contains(&name.as_str()) && !OPTIONAL_END.contains(&name.as_str());
         if closing {
             if counted {
-                depth = depth.saturating_sub(1);
+                match excess.get_mut(&name) {
+                    Some(n) if *n > 0 => {
+                        *n -= 1;
+                        removed.push((lt, tag_end));
+                    }
+                    _ => depth = depth.saturating_sub(1),
+                }
             }
             continue;
         }
@@ -95,13 +106,25 @@ pub fn cut_at(html: &str, max_depth: usize) -> Option<usize> {
             continue;
         }
         if counted && !self_closed {
-            depth += 1;
-            if depth > max_depth {
-                return Some(lt);
+            if depth >= max_depth {
+                *excess.entry(name).or_insert(0) += 1;
+                removed.push((lt, tag_end));
+            } else {
+                depth += 1;
             }
         }
     }
-    None
+    if removed.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(html.len());
+    let mut at = 0;
+    for (a, z) in removed {
+        out.push_str(&html[at..a]);
+        at = z;
+    }
+    out.push_str(&html[at.min(html.len())..]);
+    Some(out)
 }
 
 #[cfg(test)]
@@ -110,37 +133,48 @@ mod tests {
     use super::*;
 
     #[test]
-    fn deep_nesting_is_cut_at_the_cap() {
-        let html = format!("<html><body>{}deep", "<div>".repeat(1000));
-        let cut = cut_at(&html, 512).unwrap();
-        assert_eq!(cut, "<html><body>".len() + 512 * "<div>".len());
-        assert_eq!(cut_at(&"<div>".repeat(512), 512), None);
+    fn deep_nesting_is_flattened_at_the_cap_and_keeps_its_text() {
+        let html = format!(
+            "<html><body>{}deep{}",
+            "<div>".repeat(1000),
+            "</div>".repeat(1000)
+        );
+        let flat = flatten(&html, 512).unwrap();
+        assert_eq!(
+            flat,
+            format!("<html><body>{}deep{}", "<div>".repeat(512), "</div>".repeat(512))
+        );
+        assert_eq!(flatten(&flat, 512), None, "flattened markup stays within the cap");
+        assert_eq!(flatten(&"<div>".repeat(512), 512), None);
+        // Unclosed: the extra start tags go, the text stays.
+        let open = format!("{}x", "<span>".repeat(600));
+        assert_eq!(flatten(&open, 512).unwrap(), format!("{}x", "<span>".repeat(512)));
     }
 
     #[test]
     fn closed_void_optional_and_raw_elements_do_not_count() {
         let flat = "<div><span>x</span></div>".repeat(5000);
-        assert_eq!(cut_at(&flat, 8), None);
+        assert_eq!(flatten(&flat, 8), None);
         let unclosed = "<p>para<li>item<br><img src=x><td>cell<hr/><x-a/>".repeat(5000);
-        assert_eq!(cut_at(&unclosed, 8), None);
+        assert_eq!(flatten(&unclosed, 8), None);
         let raw = format!(
             "<script>{}</script><style>{}</style><!-- {} -->",
             "<div>".repeat(100),
             "<b>".repeat(100),
             "<i>".repeat(100)
         );
-        assert_eq!(cut_at(&raw, 8), None);
-        assert_eq!(cut_at("a < b and <3 <<>>", 0), None);
+        assert_eq!(flatten(&raw, 8), None);
+        assert_eq!(flatten("a < b and <3 <<>>", 0), None);
     }
 
     #[test]
     fn unterminated_markup_ends_the_scan() {
-        assert_eq!(cut_at("<div", 0), Some(0));
-        assert_eq!(cut_at("<!-- never closed <div><div>", 0), None);
-        assert_eq!(cut_at("<script><div><div>", 0), None);
+        assert_eq!(flatten("<div", 0).unwrap(), "");
+        assert_eq!(flatten("<!-- never closed <div><div>", 0), None);
+        assert_eq!(flatten("<script><div><div>", 0), None);
         assert_eq!(
-            cut_at("<div class='a>b'><div>", 1),
-            Some("<div class='a>".len() + "b'>".len())
+            flatten("<div class='a>b'><div>t", 1).unwrap(),
+            "<div class='a>b'>t"
         );
     }
 }
