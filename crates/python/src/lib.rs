@@ -378,8 +378,8 @@ impl PyDeduper {
 
     /// The store directory, or None for an in-memory Deduper.
     #[getter]
-    fn path(&self) -> Option<PathBuf> {
-        self.path.clone()
+    fn path(&self) -> Option<String> {
+        self.path.as_ref().map(|p| p.to_string_lossy().into_owned())
     }
 
     /// Whether close() was called.
