@@ -359,7 +359,9 @@ impl PyDeduper {
                 // both take a while, and neither needs the GIL.
                 let cleaner = Cleaner::new(clean).map_err(|e| e.to_string())?;
                 let store = match &path {
-                    None => Store::Memory(Deduper::new(MemoryStore::new(), dedup).map_err(|e| e.to_string())?),
+                    None => {
+                        Store::Memory(Deduper::new(MemoryStore::new(), dedup).map_err(|e| e.to_string())?)
+                    }
                     Some(dir) => {
                         let db = RedbStore::open(dir.join(STORE_FILE)).map_err(|e| e.to_string())?;
                         Store::Redb(Deduper::new(db, dedup).map_err(|e| e.to_string())?)
@@ -410,7 +412,14 @@ impl PyDeduper {
     /// content. A kept page is indexed, so later copies match it. The title
     /// and text are taken as given (see check_html to clean HTML first).
     #[pyo3(signature = (url, title, text, *, url_tier=true))]
-    fn check(&self, py: Python<'_>, url: String, title: String, text: String, url_tier: bool) -> PyResult<PyVerdict> {
+    fn check(
+        &self,
+        py: Python<'_>,
+        url: String,
+        title: String,
+        text: String,
+        url_tier: bool,
+    ) -> PyResult<PyVerdict> {
         let v = self.run(py, |s| {
             let v = Self::check_doc(s, &Document::new(&url, &title, &text), url_tier)?;
             Ok(PyVerdict::from_verdict(&url, v))
@@ -447,7 +456,13 @@ impl PyDeduper {
     /// Cleans an HTML page without checking it: the title and text the
     /// tiers would see.
     #[pyo3(signature = (url, html, content_type=None))]
-    fn clean(&self, py: Python<'_>, url: String, html: &[u8], content_type: Option<String>) -> PyResult<PyPage> {
+    fn clean(
+        &self,
+        py: Python<'_>,
+        url: String,
+        html: &[u8],
+        content_type: Option<String>,
+    ) -> PyResult<PyPage> {
         let parsed = parse_url(&url)?;
         let cleaner = &self.cleaner;
         let page = py
@@ -468,7 +483,9 @@ impl PyDeduper {
     /// The 64-bit SimHash of a text under this Deduper's feature settings,
     /// as 16 hex digits; None when the text has no features (no words).
     fn fingerprint(&self, py: Python<'_>, text: String) -> PyResult<Option<String>> {
-        self.run(py, |s| Ok(on_store!(s, d => d.fingerprint(&text)).map(|f| f.to_string())))
+        self.run(py, |s| {
+            Ok(on_store!(s, d => d.fingerprint(&text)).map(|f| f.to_string()))
+        })
     }
 
     /// Hamming distance between two fingerprints (hex strings or ints).
@@ -614,7 +631,8 @@ mod tests {
         assert!(e.to_string().contains("dedupe"), "{e}");
         let e = serde_json::from_str::<Settings>(r#"{"dedup": {"blokcs": 6}}"#).unwrap_err();
         assert!(e.to_string().contains("blokcs"), "{e}");
-        let s: Settings = serde_json::from_str(r#"{"dedup": {"title_policy": "strict"}, "fetch": {"x": 1}}"#).unwrap();
+        let s: Settings =
+            serde_json::from_str(r#"{"dedup": {"title_policy": "strict"}, "fetch": {"x": 1}}"#).unwrap();
         assert_eq!(s.dedup.title_policy, simcrawl_dedup::TitlePolicy::Strict);
     }
 

@@ -1,0 +1,78 @@
+"""Deduper.check (and check_html) calls per second from Python, on the
+benchmark site's articles (about 2 KB of Chinese text each, every tenth a
+copy), in memory and on disk, with 1 and 2 threads sharing one Deduper.
+
+    python bench_check.py [--docs 5000] [--runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import threading
+import time
+from typing import Callable, List, Optional, Tuple
+
+from bench_site import page, vocabulary
+
+import simcrawl
+
+
+def docs(n: int) -> List[Tuple[str, str, bytes]]:
+    words = vocabulary()
+    out = []
+    d = simcrawl.Deduper()
+    for i in range(n):
+        html = page(i, n, words).encode("utf-8")
+        url = f"http://bench.example/p/{i}"
+        p = d.clean(url, html)
+        out.append((url, p.title, p.text, html))  # type: ignore[arg-type]
+    return out  # type: ignore[return-value]
+
+
+def timed(n_calls: int, threads: int, call: Callable[[int], object]) -> float:
+    def work(start: int) -> None:
+        for i in range(start, n_calls, threads):
+            call(i)
+
+    ts = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+    t0 = time.perf_counter()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    return n_calls / (time.perf_counter() - t0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--docs", type=int, default=5000)
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+    corpus = docs(args.docs)
+    mb = sum(len(t.encode()) for _, _, t, _ in corpus) / len(corpus) / 1024  # type: ignore[misc]
+    print(f"{len(corpus)} documents, {mb:.1f} KiB of text each on average")
+    for store in ["memory", "redb"]:
+        for method in ["check", "check_html"]:
+            for threads in [1, 2]:
+                rates = []
+                for _ in range(args.runs):
+                    with tempfile.TemporaryDirectory() as tmp:
+                        path: Optional[str] = tmp if store == "redb" else None
+                        d = simcrawl.Deduper(path)
+                        if method == "check":
+                            rate = timed(len(corpus), threads, lambda i: d.check(*corpus[i][:3]))
+                        else:
+                            rate = timed(len(corpus), threads, lambda i: d.check_html(corpus[i][0], corpus[i][3]))
+                        d.close()
+                        rates.append(rate)
+                print(
+                    f"{store:<7} {method:<11} {threads} thread(s): median {statistics.median(rates):8.0f} calls/s"
+                    f"  (runs: {', '.join(f'{r:.0f}' for r in rates)})",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
