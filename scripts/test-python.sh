@@ -24,7 +24,18 @@ if ! "$VENV/bin/python" -c 'import sys; assert sys.version_info >= (3, 9)' 2>/de
   rm -rf "$VENV"
   "$PY" -m venv "$VENV"
 fi
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.9,<2" "scrapy>=2.11" "pytest>=7"
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+  "maturin>=1.9,<2" "scrapy>=2.11" "pytest>=7" "mypy>=1.10" "ruff>=0.6"
+
+# The Python sources: lint, format and strict typing (settings in
+# crates/python/pyproject.toml; the extension's types are its .pyi stub).
+(
+  cd crates/python
+  "$VENV/bin/ruff" check python tests bench
+  "$VENV/bin/ruff" format --check python tests bench
+  "$VENV/bin/python" -m mypy python/simcrawl
+  "$VENV/bin/python" -m mypy --ignore-missing-imports tests bench
+)
 
 rm -rf "$WHEELS"
 "$VENV/bin/maturin" build --locked --profile "$PROFILE" -m crates/python/Cargo.toml \

@@ -12,14 +12,16 @@ import statistics
 import tempfile
 import threading
 import time
-from typing import Callable, List, Optional, Tuple
-
-from bench_site import page, vocabulary
+from typing import Callable
 
 import simcrawl
+from bench_site import page, vocabulary
+
+Doc = tuple[str, str, str, bytes]
+"""url, cleaned title, cleaned text, html"""
 
 
-def docs(n: int) -> List[Tuple[str, str, bytes]]:
+def docs(n: int) -> list[Doc]:
     words = vocabulary()
     out = []
     d = simcrawl.Deduper()
@@ -27,8 +29,8 @@ def docs(n: int) -> List[Tuple[str, str, bytes]]:
         html = page(i, n, words).encode("utf-8")
         url = f"http://bench.example/p/{i}"
         p = d.clean(url, html)
-        out.append((url, p.title, p.text, html))  # type: ignore[arg-type]
-    return out  # type: ignore[return-value]
+        out.append((url, p.title, p.text, html))
+    return out
 
 
 def timed(n_calls: int, threads: int, call: Callable[[int], object]) -> float:
@@ -51,7 +53,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     corpus = docs(args.docs)
-    mb = sum(len(t.encode()) for _, _, t, _ in corpus) / len(corpus) / 1024  # type: ignore[misc]
+    mb = sum(len(t.encode()) for _, _, t, _ in corpus) / len(corpus) / 1024
     print(f"{len(corpus)} documents, {mb:.1f} KiB of text each on average")
     for store in ["memory", "redb"]:
         for method in ["check", "check_html"]:
@@ -59,12 +61,19 @@ def main() -> None:
                 rates = []
                 for _ in range(args.runs):
                     with tempfile.TemporaryDirectory() as tmp:
-                        path: Optional[str] = tmp if store == "redb" else None
+                        path: str | None = tmp if store == "redb" else None
                         d = simcrawl.Deduper(path)
                         if method == "check":
-                            rate = timed(len(corpus), threads, lambda i: d.check(*corpus[i][:3]))
+
+                            def call(i: int, d: simcrawl.Deduper = d) -> object:
+                                url, title, text, _ = corpus[i]
+                                return d.check(url, title, text)
                         else:
-                            rate = timed(len(corpus), threads, lambda i: d.check_html(corpus[i][0], corpus[i][3]))
+
+                            def call(i: int, d: simcrawl.Deduper = d) -> object:
+                                return d.check_html(corpus[i][0], corpus[i][3])
+
+                        rate = timed(len(corpus), threads, call)
                         d.close()
                         rates.append(rate)
                 print(

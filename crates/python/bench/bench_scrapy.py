@@ -18,12 +18,12 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 RUN_SPIDER = HERE.parent / "tests" / "run_spider.py"
 
-VARIANTS: Dict[str, Dict[str, Any]] = {
+VARIANTS: dict[str, dict[str, Any]] = {
     "plain": {},
     "simcrawl": {
         "DUPEFILTER_CLASS": "simcrawl.scrapy.SimcrawlDupeFilter",
@@ -37,7 +37,7 @@ VARIANTS: Dict[str, Dict[str, Any]] = {
 }
 
 
-def crawl(url: str, settings: Dict[str, Any]) -> Dict[str, Any]:
+def crawl(url: str, settings: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "r.json"
         subprocess.run(
@@ -45,7 +45,7 @@ def crawl(url: str, settings: Dict[str, Any]) -> Dict[str, Any]:
             check=True,
             timeout=1800,
         )
-        result: Dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+        result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     stats = result["stats"]
     fetched = stats.get("downloader/response_count", 0)
     elapsed = stats.get("elapsed_time_seconds") or result["seconds"]
@@ -77,7 +77,7 @@ def main() -> None:
             "CONCURRENT_REQUESTS": args.concurrency,
             "CONCURRENT_REQUESTS_PER_DOMAIN": args.concurrency,
         }
-        rates: Dict[str, List[float]] = {n: [] for n in names}
+        rates: dict[str, list[float]] = {n: [] for n in names}
         for run in range(args.runs):
             # Alternate which goes first, so drift in the machine's load
             # falls on both.

@@ -15,13 +15,13 @@ import gzip
 import http.server
 import sys
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable
 
 IDF = Path(__file__).resolve().parents[2] / "dedup" / "data" / "jieba_idf.txt.gz"
 MASK = (1 << 64) - 1
 
 
-def vocabulary() -> List[str]:
+def vocabulary() -> list[str]:
     """jieba's dictionary words of two characters or more, sorted."""
     words = set()
     with gzip.open(IDF, "rt", encoding="utf-8") as f:
@@ -46,7 +46,7 @@ def rng(seed: int) -> Callable[[], int]:
     return next_
 
 
-def page(i: int, n: int, words: List[str]) -> str:
+def page(i: int, n: int, words: list[str]) -> str:
     article = i - 1 if i % 10 == 9 else i
     nxt = rng(article + 1)
     text = []
@@ -68,7 +68,7 @@ def page(i: int, n: int, words: List[str]) -> str:
 
 def serve(pages: int) -> None:
     words = vocabulary()
-    site: Dict[str, bytes] = {f"/p/{i}": page(i, pages, words).encode("utf-8") for i in range(pages)}
+    site: dict[str, bytes] = {f"/p/{i}": page(i, pages, words).encode("utf-8") for i in range(pages)}
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"

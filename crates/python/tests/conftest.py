@@ -8,9 +8,9 @@ import http.server
 import shutil
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, List
 
 import pytest
 
@@ -24,7 +24,7 @@ class Site:
 
     url: str
     root: Path
-    requests: List[str] = field(default_factory=list)
+    requests: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def mark(self) -> int:
@@ -86,9 +86,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     build_site(root)
     site = Site(url="", root=root)
     handler = type("Handler", (_Handler,), {"site": site})
-    server = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", 0), functools.partial(handler, directory=str(root))
-    )
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(root)))
     site.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

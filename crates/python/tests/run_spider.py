@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import sys
 import time
-from typing import Any, Dict, Iterator, List
+from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlsplit
 
 import scrapy
@@ -26,7 +27,7 @@ from twisted.python.failure import Failure
 class SiteSpider(scrapy.Spider):
     name = "site"
 
-    def __init__(self, start_url: str, items: List[Dict[str, Any]], dropped: List[Dict[str, str]], **kw: Any):
+    def __init__(self, start_url: str, items: list[dict[str, Any]], dropped: list[dict[str, str]], **kw: Any):
         super().__init__(**kw)
         self.start_urls = [start_url]
         self.host = urlsplit(start_url).netloc
@@ -44,14 +45,12 @@ class SiteSpider(scrapy.Spider):
 
     def failed(self, failure: Failure) -> None:
         request = getattr(failure, "request", None)
-        self.dropped.append(
-            {"url": request.url if request is not None else "", "reason": str(failure.value)}
-        )
+        self.dropped.append({"url": request.url if request is not None else "", "reason": str(failure.value)})
 
 
 def main() -> None:
     start_url, out, settings_json = sys.argv[1], sys.argv[2], sys.argv[3]
-    settings: Dict[str, Any] = {
+    settings: dict[str, Any] = {
         "LOG_LEVEL": "WARNING",
         "ROBOTSTXT_OBEY": False,
         "TELNETCONSOLE_ENABLED": False,
@@ -62,8 +61,8 @@ def main() -> None:
         "COOKIES_ENABLED": False,
     }
     settings.update(json.loads(settings_json))
-    items: List[Dict[str, Any]] = []
-    dropped: List[Dict[str, str]] = []
+    items: list[dict[str, Any]] = []
+    dropped: list[dict[str, str]] = []
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(SiteSpider)
     process.crawl(crawler, start_url=start_url, items=items, dropped=dropped)

@@ -6,14 +6,11 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import List
 
 import pytest
-
 import simcrawl
-from simcrawl import Deduper, SimcrawlError, Verdict
-
 from conftest import DEMO_SITE, REPO
+from simcrawl import Deduper, SimcrawlError, Verdict
 
 ARTICLE = (
     "长江流域今年夏季遭遇罕见持续高温干旱，多地河道水位创下有记录以来同期最低。"
@@ -249,9 +246,9 @@ def test_store_is_flushed_when_dropped_without_close(tmp_path: Path) -> None:
 def test_threads_share_one_deduper_and_keep_each_text_once(tmp_path: Path) -> None:
     d = Deduper(tmp_path)
     texts = [ARTICLE, OTHER, THIRD, ARTICLE + THIRD, OTHER + ARTICLE]
-    verdicts: List[Verdict] = []
+    verdicts: list[Verdict] = []
     lock = threading.Lock()
-    errors: List[BaseException] = []
+    errors: list[BaseException] = []
 
     def work(worker: int) -> None:
         try:

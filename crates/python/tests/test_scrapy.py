@@ -8,10 +8,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 import pytest
-
 from conftest import Site
 
 RUN_SPIDER = Path(__file__).with_name("run_spider.py")
@@ -31,7 +30,7 @@ ORDERED = {
 }
 
 
-def crawl(site: Site, tmp_path: Path, settings: Dict[str, Any]) -> Dict[str, Any]:
+def crawl(site: Site, tmp_path: Path, settings: dict[str, Any]) -> dict[str, Any]:
     out = tmp_path / f"result-{len(list(tmp_path.glob('result-*')))}.json"
     mark = site.mark()
     proc = subprocess.run(
@@ -42,12 +41,12 @@ def crawl(site: Site, tmp_path: Path, settings: Dict[str, Any]) -> Dict[str, Any
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
-    result: Dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     result["fetched"] = site.fetch_counts(since=mark)
     return result
 
 
-def paths(urls: List[str], site: Site) -> List[str]:
+def paths(urls: list[str], site: Site) -> list[str]:
     return sorted(u[len(site.url) :] for u in urls)
 
 
@@ -55,9 +54,9 @@ def test_simcrawl_drops_copies_and_url_variants_and_keeps_same_title_pages(site:
     r = crawl(site, tmp_path, {**ORDERED, **SIMCRAWL, "SIMCRAWL_PATH": str(tmp_path / "store")})
     base = site.url
     kept = paths([i["url"] for i in r["items"]], site)
-    assert kept == sorted(
-        ["/", "/article.html", "/other.html", "/library.html", "/bus.html", "/clinic.html"]
-    ), r["items"]
+    assert kept == sorted(["/", "/article.html", "/other.html", "/library.html", "/bus.html", "/clinic.html"]), r[
+        "items"
+    ]
     # The three different pages titled "Index" (one template) are all kept.
     assert sorted(i["title"] for i in r["items"]).count("Index") == 3
 

@@ -1,12 +1,13 @@
 """Type stubs of the Rust extension module (see simcrawl/__init__.py)."""
 
 import os
+from collections.abc import Mapping
 from types import TracebackType
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, Union
+from typing import Any
 
 __version__: str
 
-Fingerprint = Union[str, int]
+Fingerprint = str | int
 """A 64-bit SimHash: 16 hex digits (as returned) or an int."""
 
 class SimcrawlError(Exception):
@@ -27,22 +28,22 @@ class Verdict:
     def duplicate(self) -> bool:
         """Not kept: a copy of an earlier page (or a URL seen before)."""
     @property
-    def tier(self) -> Optional[str]:
-        """"url", "title" or "content" for a duplicate; None when kept."""
+    def tier(self) -> str | None:
+        """ "url", "title" or "content" for a duplicate; None when kept."""
     @property
-    def duplicate_of(self) -> Optional[str]:
+    def duplicate_of(self) -> str | None:
         """URL of the kept page (or first URL) this one duplicates."""
     @property
-    def distance(self) -> Optional[int]:
+    def distance(self) -> int | None:
         """SimHash distance to the kept page (title and content tiers)."""
     @property
-    def similarity(self) -> Optional[float]:
+    def similarity(self) -> float | None:
         """Estimated resemblance to the kept page, 0 to 1 (1.0: same text)."""
     @property
-    def fingerprint(self) -> Optional[str]:
+    def fingerprint(self) -> str | None:
         """The page's own SimHash, 16 hex digits (None: no text features)."""
     @property
-    def canonical(self) -> Optional[str]:
+    def canonical(self) -> str | None:
         """The canonical URL (check_url verdicts only)."""
 
 class Page:
@@ -58,10 +59,10 @@ class Page:
     def text(self) -> str:
         """Normalized main text, one block per line."""
     @property
-    def canonical(self) -> Optional[str]:
+    def canonical(self) -> str | None:
         """<link rel=canonical>, resolved."""
     @property
-    def links(self) -> List[str]:
+    def links(self) -> list[str]:
         """Every http(s) link of the page, resolved."""
     @property
     def encoding(self) -> str:
@@ -86,11 +87,11 @@ class Deduper:
 
     def __init__(
         self,
-        path: Union[str, "os.PathLike[str]", None] = None,
-        config: Union[Mapping[str, Any], str, "os.PathLike[str]", None] = None,
+        path: str | os.PathLike[str] | None = None,
+        config: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     ) -> None: ...
     @property
-    def path(self) -> Optional[str]:
+    def path(self) -> str | None:
         """The store directory, None in memory."""
     @property
     def closed(self) -> bool:
@@ -105,24 +106,24 @@ class Deduper:
         self,
         url: str,
         html: bytes,
-        content_type: Optional[str] = None,
+        content_type: str | None = None,
         *,
         url_tier: bool = True,
     ) -> Verdict:
         """Clean an HTML page (decode, main content, normalize) and check it
         as check() does. ``content_type``: the Content-Type header, for the
         charset."""
-    def clean(self, url: str, html: bytes, content_type: Optional[str] = None) -> Page:
+    def clean(self, url: str, html: bytes, content_type: str | None = None) -> Page:
         """Clean an HTML page without checking it."""
-    def fingerprint(self, text: str) -> Optional[str]:
+    def fingerprint(self, text: str) -> str | None:
         """SimHash of a text under this Deduper's settings (16 hex digits),
         None when the text has no features."""
     @staticmethod
     def distance(a: Fingerprint, b: Fingerprint) -> int:
         """Hamming distance between two fingerprints."""
-    def near(self, fingerprint: Fingerprint) -> List[Tuple[int, str]]:
+    def near(self, fingerprint: Fingerprint) -> list[tuple[int, str]]:
         """Stored pages within max_distance, nearest first: (distance, url)."""
-    def stats(self) -> Dict[str, int]:
+    def stats(self) -> dict[str, int]:
         """documents (in the store) and this object's verdict counts:
         checked, kept, duplicate_url, duplicate_title, duplicate_content,
         urls_new."""
@@ -130,12 +131,12 @@ class Deduper:
         """Make every verdict so far durable."""
     def close(self) -> None:
         """Flush and release the store file; later calls raise."""
-    def __enter__(self) -> "Deduper": ...
+    def __enter__(self) -> Deduper: ...
     def __exit__(
         self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> bool: ...
 
 def distance(a: Fingerprint, b: Fingerprint) -> int:

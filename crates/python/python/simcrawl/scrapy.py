@@ -55,7 +55,7 @@ import logging
 import os
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any, List, Optional, Set
+from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.dupefilters import BaseDupeFilter
@@ -81,15 +81,15 @@ logger = logging.getLogger(__name__)
 DEFAULT_CONTENT_TYPES = ["text/html", "application/xhtml+xml"]
 
 
-def store_path(settings: BaseSettings) -> Optional[str]:
+def store_path(settings: BaseSettings) -> str | None:
     """Where the crawler's store lives: ``SIMCRAWL_PATH``, else
     ``<JOBDIR>/simcrawl``, else None (in memory)."""
-    path = settings.get("SIMCRAWL_PATH")
+    path: Any = settings.get("SIMCRAWL_PATH")
     if path:
-        return os.fspath(path)
-    jobdir = settings.get("JOBDIR")
+        return str(os.fspath(path))
+    jobdir: Any = settings.get("JOBDIR")
     if jobdir:
-        return os.path.join(os.fspath(jobdir), "simcrawl")
+        return os.path.join(str(os.fspath(jobdir)), "simcrawl")
     return None
 
 
@@ -143,7 +143,7 @@ class SimcrawlDupeFilter(BaseDupeFilter):
     def __init__(
         self,
         deduper: Deduper,
-        stats: Optional[StatsCollector] = None,
+        stats: StatsCollector | None = None,
         debug: bool = False,
         fingerprinter: Any = None,
     ) -> None:
@@ -153,10 +153,10 @@ class SimcrawlDupeFilter(BaseDupeFilter):
         self.fingerprinter = fingerprinter
         # Requests outside the URL tier (POST, bodies), by Scrapy's
         # fingerprint, for this run only.
-        self._other: Set[bytes] = set()
+        self._other: set[bytes] = set()
         # The verdict behind the last True of request_seen, for log(),
         # which the scheduler calls right after it.
-        self._last: Optional[Verdict] = None
+        self._last: Verdict | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimcrawlDupeFilter:
@@ -215,7 +215,7 @@ def _reason(verdict: Verdict) -> str:
     return f"simcrawl: {verdict.tier} duplicate of {verdict.duplicate_of}{detail}"
 
 
-def _same_url(a: str, b: Optional[str]) -> bool:
+def _same_url(a: str, b: str | None) -> bool:
     if b is None:
         return False
     if a == b:
@@ -241,11 +241,11 @@ class SimcrawlMiddleware:
     def __init__(
         self,
         deduper: Deduper,
-        stats: Optional[StatsCollector] = None,
+        stats: StatsCollector | None = None,
         *,
         drop: bool = True,
         debug: bool = False,
-        content_types: Optional[List[str]] = None,
+        content_types: list[str] | None = None,
         threads: bool = True,
     ) -> None:
         self.deduper = deduper
@@ -297,13 +297,10 @@ class SimcrawlMiddleware:
         content_type = header.decode("latin-1") if header is not None else None
         if not self.threads:
             return self.deduper.check_html(response.url, response.body, content_type, url_tier=False)
+        from scrapy.utils.defer import maybe_deferred_to_future
         from twisted.internet.threads import deferToThread
 
-        from scrapy.utils.defer import maybe_deferred_to_future
-
-        deferred = deferToThread(
-            self.deduper.check_html, response.url, response.body, content_type, url_tier=False
-        )
+        deferred = deferToThread(self.deduper.check_html, response.url, response.body, content_type, url_tier=False)
         verdict: Verdict = await maybe_deferred_to_future(deferred)
         return verdict
 
@@ -328,4 +325,3 @@ class SimcrawlMiddleware:
         if not self.drop:
             return response
         raise IgnoreRequest(reason)
-
