@@ -4,8 +4,10 @@ the medians.
 
     python bench_scrapy.py [--pages 2000] [--runs 5] [--concurrency 16]
 
-pages/s = responses downloaded / Scrapy's elapsed_time_seconds, so the
-two are compared per page fetched (simcrawl fetches no URL twice and does
+pages/s = responses downloaded / Scrapy's elapsed_time_seconds, and CPU
+ms/page = the crawler process's CPU time / responses downloaded (less
+sensitive to other load on the machine), so the two are compared per page
+fetched (simcrawl fetches no URL twice and does
 not follow the links of dropped copies, so it may fetch fewer pages).
 """
 
@@ -55,6 +57,7 @@ def crawl(url: str, settings: dict[str, Any]) -> dict[str, Any]:
         "dropped": {k.rsplit("/", 1)[1]: v for k, v in stats.items() if k.startswith("simcrawl/dropped/")},
         "seconds": elapsed,
         "pages_per_s": fetched / elapsed,
+        "cpu_ms_per_page": 1000 * result["cpu_seconds"] / max(fetched, 1),
     }
 
 
@@ -78,6 +81,7 @@ def main() -> None:
             "CONCURRENT_REQUESTS_PER_DOMAIN": args.concurrency,
         }
         rates: dict[str, list[float]] = {n: [] for n in names}
+        cpu: dict[str, list[float]] = {n: [] for n in names}
         for run in range(args.runs):
             # Alternate which goes first, so drift in the machine's load
             # falls on both.
@@ -85,16 +89,23 @@ def main() -> None:
             for name in order:
                 r = crawl(url, {**base, **VARIANTS[name]})
                 rates[name].append(r["pages_per_s"])
+                cpu[name].append(r["cpu_ms_per_page"])
                 print(
                     f"run {run + 1} {name:<20} fetched {r['fetched']:>6} parsed {r['parsed']:>6} "
-                    f"dropped {r['dropped']} {r['seconds']:7.2f} s {r['pages_per_s']:8.1f} pages/s",
+                    f"dropped {r['dropped']} {r['seconds']:7.2f} s {r['pages_per_s']:8.1f} pages/s "
+                    f"{r['cpu_ms_per_page']:6.2f} CPU ms/page",
                     flush=True,
                 )
         print()
         plain = statistics.median(rates[names[0]])
+        plain_cpu = statistics.median(cpu[names[0]])
         for name in names:
             med = statistics.median(rates[name])
-            print(f"median {name:<20} {med:8.1f} pages/s  ({med / plain - 1:+.1%} vs {names[0]})")
+            med_cpu = statistics.median(cpu[name])
+            print(
+                f"median {name:<20} {med:8.1f} pages/s ({med / plain - 1:+.1%} vs {names[0]}), "
+                f"{med_cpu:.2f} CPU ms/page ({med_cpu / plain_cpu - 1:+.1%})"
+            )
     finally:
         server.terminate()
         server.wait()

@@ -6,12 +6,14 @@ Run in its own process (a Twisted reactor starts once per process). The
 spider follows every link on the start URL's host and yields one item per
 parsed page; the errback records why a request was dropped. OUT.json holds
 ``items`` (url, title), ``dropped`` (url, reason), ``stats`` (Scrapy's
-stats) and ``seconds`` (the crawl's wall time).
+stats), ``seconds`` (the crawl's wall time) and ``cpu_seconds`` (the
+process's CPU time, start-up included).
 """
 
 from __future__ import annotations
 
 import json
+import resource
 import sys
 import time
 from collections.abc import Iterator
@@ -69,9 +71,20 @@ def main() -> None:
     started = time.perf_counter()
     process.start()
     seconds = time.perf_counter() - started
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     stats = {k: v for k, v in crawler.stats.get_stats().items() if isinstance(v, (int, float, str))}
     with open(out, "w", encoding="utf-8") as f:
-        json.dump({"items": items, "dropped": dropped, "stats": stats, "seconds": seconds}, f, ensure_ascii=False)
+        json.dump(
+            {
+                "items": items,
+                "dropped": dropped,
+                "stats": stats,
+                "seconds": seconds,
+                "cpu_seconds": usage.ru_utime + usage.ru_stime,
+            },
+            f,
+            ensure_ascii=False,
+        )
 
 
 if __name__ == "__main__":
