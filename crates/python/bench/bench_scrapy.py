@@ -31,6 +31,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "DUPEFILTER_CLASS": "simcrawl.scrapy.SimcrawlDupeFilter",
         "DOWNLOADER_MIDDLEWARES": {"simcrawl.scrapy.SimcrawlMiddleware": 540},
     },
+    # Every page checked, none dropped: the spider parses as many pages as
+    # plain Scrapy does, so this is the cost of the checks alone.
+    "simcrawl-nodrop": {
+        "DUPEFILTER_CLASS": "simcrawl.scrapy.SimcrawlDupeFilter",
+        "DOWNLOADER_MIDDLEWARES": {"simcrawl.scrapy.SimcrawlMiddleware": 540},
+        "SIMCRAWL_DROP": False,
+    },
     "simcrawl-nothreads": {
         "DUPEFILTER_CLASS": "simcrawl.scrapy.SimcrawlDupeFilter",
         "DOWNLOADER_MIDDLEWARES": {"simcrawl.scrapy.SimcrawlMiddleware": 540},
