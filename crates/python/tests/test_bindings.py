@@ -289,18 +289,28 @@ def test_calls_release_the_gil() -> None:
     one_call = time.perf_counter() - started
     assert one_call > 0.1, one_call
 
-    t = threading.Thread(target=d.fingerprint, args=(text,))
-    t.start()
-    last = time.perf_counter()
-    longest_gap = 0.0
-    while t.is_alive():
-        now = time.perf_counter()
-        longest_gap = max(longest_gap, now - last)
-        last = now
-    t.join()
-    # Holding the GIL, the call would stop this thread for its whole
-    # length; released, this loop only pauses for switch intervals.
-    assert longest_gap < one_call / 2, (longest_gap, one_call)
+    def longest_pause_during_call() -> float:
+        t = threading.Thread(target=d.fingerprint, args=(text,))
+        t.start()
+        last = time.perf_counter()
+        longest = 0.0
+        while t.is_alive():
+            now = time.perf_counter()
+            longest = max(longest, now - last)
+            last = now
+        t.join()
+        return longest
+
+    # Holding the GIL, the call would stop this thread for its whole length,
+    # every time; released, this loop only pauses for switch intervals (and
+    # the OS scheduler: on a loaded machine one try may be unlucky, hence
+    # up to three).
+    gaps = []
+    for _ in range(3):
+        gaps.append(longest_pause_during_call())
+        if gaps[-1] < one_call / 2:
+            break
+    assert min(gaps) < one_call / 2, (gaps, one_call)
 
 
 def test_module_metadata() -> None:
