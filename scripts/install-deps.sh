@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine of this project's kind lacks for the
 # demo and the tests: a C compiler and make (C parts of aws-lc-sys and
-# zstd), python3 (demo site server, labelled-set builder), chromium and a CJK
+# zstd), python3 with venv, pip and libpython (demo site server,
+# labelled-set builder, the Python package's tests), chromium and a CJK
 # font (the report's browser test and screenshots), redis-server (the Redis
 # store's tests). Without root or apt-get
 # it only says what is missing; the tests that need a missing tool then say
@@ -11,6 +12,13 @@ set -euo pipefail
 need=()
 command -v python3 >/dev/null || need+=(python3)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+# crates/python (scripts/test-python.sh): pip for the venv's maturin, Scrapy
+# and pytest; libpython for `cargo test --workspace`, which links the
+# bindings' unit tests against it. The machine's own CPython has both;
+# Debian's python3 splits them into python3-pip and python3-dev.
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+python3 -c 'import os, sysconfig as s; v = s.get_config_var; assert os.path.exists(os.path.join(v("LIBDIR") or "", v("LDLIBRARY") or ""))' \
+  2>/dev/null || need+=(python3-dev)
 command -v cc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
 command -v chromium >/dev/null || need+=(chromium)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs every check and test of the workspace: formatting, clippy (warnings
 # are errors), unit, integration, doc and end-to-end tests (the e2e tests
-# start the real `crawl` binary against HTTP servers on 127.0.0.1).
+# start the real `crawl` binary against HTTP servers on 127.0.0.1), then the
+# Python package's tests (scripts/test-python.sh: its wheel built and
+# installed into a venv, pytest, real Scrapy crawls of a local site).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -31,3 +33,5 @@ cargo test -p simcrawl-dedup --features sled --locked
 # The optional Redis store (many processes sharing one server), against
 # the same tests plus its own (tests/redis.rs: processes, failures).
 cargo test -p simcrawl-dedup --features redis --locked
+# The `simcrawl` Python wheel (crates/python) and its Scrapy integration.
+bash scripts/test-python.sh

@@ -1,0 +1,146 @@
+"""Type stubs of the Rust extension module (see simcrawl/__init__.py)."""
+
+import os
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any
+
+__version__: str
+
+Fingerprint = str | int
+"""A 64-bit SimHash: 16 hex digits (as returned) or an int."""
+
+class SimcrawlError(Exception):
+    """An error of the Rust core: invalid settings or URL, a store that is
+    locked by another process, built with other settings, or corrupt. The
+    message is the Rust error's."""
+
+class Verdict:
+    """The decision about a page or a URL."""
+
+    @property
+    def url(self) -> str:
+        """The URL that was checked."""
+    @property
+    def kept(self) -> bool:
+        """Kept (new): indexed, so later copies match it."""
+    @property
+    def duplicate(self) -> bool:
+        """Not kept: a copy of an earlier page (or a URL seen before)."""
+    @property
+    def tier(self) -> str | None:
+        """ "url", "title" or "content" for a duplicate; None when kept."""
+    @property
+    def duplicate_of(self) -> str | None:
+        """URL of the kept page (or first URL) this one duplicates."""
+    @property
+    def distance(self) -> int | None:
+        """SimHash distance to the kept page (title and content tiers)."""
+    @property
+    def similarity(self) -> float | None:
+        """Estimated resemblance to the kept page, 0 to 1 (1.0: same text)."""
+    @property
+    def fingerprint(self) -> str | None:
+        """The page's own SimHash, 16 hex digits (None: no text features)."""
+    @property
+    def canonical(self) -> str | None:
+        """The canonical URL (check_url verdicts only)."""
+
+class Page:
+    """A page as the cleaner sees it: what the tiers are computed from."""
+
+    @property
+    def title(self) -> str:
+        """Normalized title (width, case, traditional to simplified)."""
+    @property
+    def raw_title(self) -> str:
+        """The title as the page shows it."""
+    @property
+    def text(self) -> str:
+        """Normalized main text, one block per line."""
+    @property
+    def canonical(self) -> str | None:
+        """<link rel=canonical>, resolved."""
+    @property
+    def links(self) -> list[str]:
+        """Every http(s) link of the page, resolved."""
+    @property
+    def encoding(self) -> str:
+        """The encoding the bytes were decoded with, e.g. "UTF-8", "GBK"."""
+    @property
+    def noindex(self) -> bool:
+        """<meta name=robots> says noindex."""
+    @property
+    def nofollow(self) -> bool:
+        """<meta name=robots> says nofollow."""
+
+class Deduper:
+    """Three-tier deduplication: URL, title and near-duplicate content.
+
+    ``path``: a directory for the persistent store (``index.redb``, created
+    if missing; the crawl binary's name), or None to keep everything in
+    memory. ``config``: None (defaults), a dict shaped like crawl.toml
+    (``{"dedup": {...}, "clean": {...}}``) or the path of such a TOML file;
+    unknown keys are errors. A store records the settings it was built with
+    and refuses to open with others. Safe to share between threads.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        config: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    ) -> None: ...
+    @property
+    def path(self) -> str | None:
+        """The store directory, None in memory."""
+    @property
+    def closed(self) -> bool:
+        """Whether close() was called."""
+    def check_url(self, url: str) -> Verdict:
+        """URL tier: record the canonical URL, say whether it was seen.
+        Raises SimcrawlError unless the URL is absolute http(s)."""
+    def check(self, url: str, title: str, text: str, *, url_tier: bool = True) -> Verdict:
+        """Check a page from its parts (URL unless url_tier=False, then
+        title, then content); a kept page is indexed."""
+    def check_html(
+        self,
+        url: str,
+        html: bytes,
+        content_type: str | None = None,
+        *,
+        url_tier: bool = True,
+    ) -> Verdict:
+        """Clean an HTML page (decode, main content, normalize) and check it
+        as check() does. ``content_type``: the Content-Type header, for the
+        charset."""
+    def clean(self, url: str, html: bytes, content_type: str | None = None) -> Page:
+        """Clean an HTML page without checking it."""
+    def fingerprint(self, text: str) -> str | None:
+        """SimHash of a text under this Deduper's settings (16 hex digits),
+        None when the text has no features."""
+    @staticmethod
+    def distance(a: Fingerprint, b: Fingerprint) -> int:
+        """Hamming distance between two fingerprints."""
+    def near(self, fingerprint: Fingerprint) -> list[tuple[int, str]]:
+        """Stored pages within max_distance, nearest first: (distance, url)."""
+    def stats(self) -> dict[str, int]:
+        """documents (in the store) and this object's verdict counts:
+        checked, kept, duplicate_url, duplicate_title, duplicate_content,
+        urls_new."""
+    def flush(self) -> None:
+        """Make every verdict so far durable."""
+    def close(self) -> None:
+        """Flush and release the store file; later calls raise."""
+    def __enter__(self) -> Deduper: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool: ...
+
+def distance(a: Fingerprint, b: Fingerprint) -> int:
+    """Hamming distance between two fingerprints."""
+
+def canonical_url(url: str) -> str:
+    """The canonical form of a URL, as the URL tier keys it."""

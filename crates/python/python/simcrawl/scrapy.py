@@ -1,0 +1,327 @@
+"""Scrapy integration: simcrawl's three tiers inside a Scrapy project.
+
+Scrapy dedups requests by their fingerprint only: it fetches
+``/a?utm_source=x`` after ``/a``, and keeps every copy, mirror and
+re-templated page. Two components fix that; they share one
+:class:`simcrawl.Deduper` per crawler:
+
+``SimcrawlDupeFilter`` (``DUPEFILTER_CLASS``)
+    The URL tier: a GET request whose canonical URL was seen is never
+    scheduled (tracking parameters, fragment, scheme and host case, default
+    port, query order, percent-escapes). Other methods fall back to Scrapy's
+    request fingerprint. Persistent with ``JOBDIR`` or ``SIMCRAWL_PATH``.
+
+``SimcrawlMiddleware`` (``DOWNLOADER_MIDDLEWARES``, order 540)
+    The title and content tiers: a downloaded HTML page whose title or text
+    copies a kept page is dropped with ``IgnoreRequest`` before the spider
+    parses it; the reason names the tier and the kept URL, and Scrapy's
+    stats count ``simcrawl/dropped/title`` and ``simcrawl/dropped/content``.
+
+Settings (all optional):
+
+``SIMCRAWL_PATH``
+    Directory of the persistent store. Default: ``<JOBDIR>/simcrawl`` when
+    ``JOBDIR`` is set (a paused crawl resumes with its verdicts), else the
+    store lives in memory for one run.
+``SIMCRAWL_CONFIG``
+    A dict shaped like crawl.toml (``{"dedup": {...}, "clean": {...}}``) or
+    the path of such a TOML file. Default: simcrawl's defaults.
+``SIMCRAWL_ENABLED``
+    ``False`` turns the middleware off (``NotConfigured``). Default ``True``.
+``SIMCRAWL_DROP``
+    ``False`` keeps duplicates and only annotates them (``response.meta
+    ["simcrawl"]`` holds the :class:`simcrawl.Verdict`), for measuring
+    before dropping. Default ``True``.
+``SIMCRAWL_CONTENT_TYPES``
+    Media types the middleware checks; other responses pass untouched.
+    Default ``["text/html", "application/xhtml+xml"]``.
+``SIMCRAWL_THREADS``
+    Run the checks in Twisted's thread pool (``True``, the default) or on
+    the reactor thread (``False``). The Rust code releases the GIL, so in
+    threads the cleaning and hashing of one page overlaps Scrapy's own work
+    on others.
+``SIMCRAWL_DEBUG``
+    Log every dropped request and page at INFO instead of DEBUG.
+
+A page whose verdict is "duplicate of itself" (the same canonical URL
+fetched again, e.g. a start URL of a resumed crawl) is kept. Start requests
+and retries bypass the dupefilter (``dont_filter``); the middleware still
+records their URLs, so a later link to a start URL is not fetched again.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.dupefilters import BaseDupeFilter
+from scrapy.exceptions import IgnoreRequest, NotConfigured
+from scrapy.http import HtmlResponse, Request, Response
+
+from simcrawl import Deduper, SimcrawlError, Verdict, canonical_url
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+    from scrapy.statscollectors import StatsCollector
+
+__all__ = [
+    "SimcrawlDupeFilter",
+    "SimcrawlMiddleware",
+    "deduper_for",
+    "store_path",
+]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_CONTENT_TYPES = ["text/html", "application/xhtml+xml"]
+
+
+def store_path(settings: BaseSettings) -> str | None:
+    """Where the crawler's store lives: ``SIMCRAWL_PATH``, else
+    ``<JOBDIR>/simcrawl``, else None (in memory)."""
+    path: Any = settings.get("SIMCRAWL_PATH")
+    if path:
+        return str(os.fspath(path))
+    jobdir: Any = settings.get("JOBDIR")
+    if jobdir:
+        return os.path.join(str(os.fspath(jobdir)), "simcrawl")
+    return None
+
+
+class _Shared:
+    """The Deduper of one crawler, closed (flushed, file released) when its
+    spider closes. A signal receiver must be kept alive by someone (Scrapy's
+    signals hold weak references): the registry below keeps this object as
+    long as its crawler lives."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        settings = crawler.settings
+        self.path = store_path(settings)
+        self.deduper = Deduper(self.path, settings.get("SIMCRAWL_CONFIG"))
+        self.stats = crawler.stats
+        crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
+
+    def spider_closed(self, spider: Any = None, reason: str = "") -> None:
+        if self.deduper.closed:
+            return
+        if self.stats is not None:
+            self.stats.set_value("simcrawl/documents", self.deduper.stats()["documents"])
+        self.deduper.close()
+
+
+_REGISTRY: weakref.WeakKeyDictionary[Crawler, _Shared] = weakref.WeakKeyDictionary()
+_REGISTRY_LOCK = threading.Lock()
+
+
+def deduper_for(crawler: Crawler) -> Deduper:
+    """The :class:`simcrawl.Deduper` of a crawler, opened on first use from
+    its settings and shared by the dupefilter and the middleware (a store
+    directory can be open only once at a time)."""
+    with _REGISTRY_LOCK:
+        shared = _REGISTRY.get(crawler)
+        if shared is None:
+            shared = _Shared(crawler)
+            _REGISTRY[crawler] = shared
+        return shared.deduper
+
+
+def _is_url_tier_request(request: Request) -> bool:
+    """The URL tier keys pages by URL alone: only bodiless GETs qualify."""
+    return request.method == "GET" and not request.body
+
+
+class SimcrawlDupeFilter(BaseDupeFilter):
+    """``DUPEFILTER_CLASS = "simcrawl.scrapy.SimcrawlDupeFilter"``: the URL
+    tier with simcrawl's canonical URLs, persistent with ``JOBDIR`` or
+    ``SIMCRAWL_PATH``."""
+
+    def __init__(
+        self,
+        deduper: Deduper,
+        stats: StatsCollector | None = None,
+        debug: bool = False,
+        fingerprinter: Any = None,
+    ) -> None:
+        self.deduper = deduper
+        self.stats = stats
+        self.debug = debug
+        self.fingerprinter = fingerprinter
+        # Requests outside the URL tier (POST, bodies), by Scrapy's
+        # fingerprint, for this run only.
+        self._other: set[bytes] = set()
+        # The verdict behind the last True of request_seen, for log(),
+        # which the scheduler calls right after it.
+        self._last: Verdict | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SimcrawlDupeFilter:
+        settings = crawler.settings
+        return cls(
+            deduper_for(crawler),
+            stats=crawler.stats,
+            debug=settings.getbool("SIMCRAWL_DEBUG") or settings.getbool("DUPEFILTER_DEBUG"),
+            fingerprinter=getattr(crawler, "request_fingerprinter", None),
+        )
+
+    def request_seen(self, request: Request) -> bool:
+        if not _is_url_tier_request(request):
+            if self.fingerprinter is None:
+                return False
+            fp = self.fingerprinter.fingerprint(request)
+            if fp in self._other:
+                self._last = None
+                return True
+            self._other.add(fp)
+            return False
+        try:
+            verdict = self.deduper.check_url(request.url)
+        except SimcrawlError:
+            # Not http(s) (data:, ftp:, file:): not ours to judge; Scrapy's
+            # downloader handles or refuses it.
+            return False
+        if verdict.kept:
+            return False
+        self._last = verdict
+        return True
+
+    def log(self, request: Request, spider: Any = None) -> None:
+        verdict, self._last = self._last, None
+        if self.stats is not None:
+            self.stats.inc_value("dupefilter/filtered")
+            if verdict is not None:
+                self.stats.inc_value("simcrawl/dropped/url")
+        first = verdict.duplicate_of if verdict is not None else "an earlier request"
+        logger.log(
+            logging.INFO if self.debug else logging.DEBUG,
+            "simcrawl: filtered %s: url duplicate of %s",
+            request,
+            first,
+        )
+
+
+def _reason(verdict: Verdict) -> str:
+    """The IgnoreRequest message: tier, kept URL and the evidence."""
+    parts = []
+    if verdict.similarity is not None:
+        parts.append(f"similarity {verdict.similarity:.2f}")
+    if verdict.distance is not None:
+        parts.append(f"distance {verdict.distance}")
+    detail = f" ({', '.join(parts)})" if parts else ""
+    return f"simcrawl: {verdict.tier} duplicate of {verdict.duplicate_of}{detail}"
+
+
+def _same_url(a: str, b: str | None) -> bool:
+    if b is None:
+        return False
+    if a == b:
+        return True
+    try:
+        return canonical_url(a) == canonical_url(b)
+    except SimcrawlError:
+        return False
+
+
+class SimcrawlMiddleware:
+    """Downloader middleware: drops HTML pages whose title or content
+    duplicates a kept page (``IgnoreRequest`` naming the tier and the kept
+    URL), counting ``simcrawl/kept`` and ``simcrawl/dropped/<tier>`` in
+    Scrapy's stats; the verdict is in ``response.meta["simcrawl"]``.
+
+    Order 540: below HttpCompressionMiddleware (590) and RedirectMiddleware
+    (600), so it sees decompressed final pages, and below RetryMiddleware
+    (550), so a 5xx being retried is not checked. A request with
+    ``meta["simcrawl_skip"] = True`` is not checked.
+    """
+
+    def __init__(
+        self,
+        deduper: Deduper,
+        stats: StatsCollector | None = None,
+        *,
+        drop: bool = True,
+        debug: bool = False,
+        content_types: list[str] | None = None,
+        threads: bool = True,
+    ) -> None:
+        self.deduper = deduper
+        self.stats = stats
+        self.drop = drop
+        self.debug = debug
+        self.content_types = [t.lower() for t in (content_types or DEFAULT_CONTENT_TYPES)]
+        self.threads = threads
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SimcrawlMiddleware:
+        settings = crawler.settings
+        if not settings.getbool("SIMCRAWL_ENABLED", True):
+            raise NotConfigured("SIMCRAWL_ENABLED is off")
+        return cls(
+            deduper_for(crawler),
+            stats=crawler.stats,
+            drop=settings.getbool("SIMCRAWL_DROP", True),
+            debug=settings.getbool("SIMCRAWL_DEBUG"),
+            content_types=settings.getlist("SIMCRAWL_CONTENT_TYPES") or None,
+            threads=settings.getbool("SIMCRAWL_THREADS", True),
+        )
+
+    def _inc(self, key: str) -> None:
+        if self.stats is not None:
+            self.stats.inc_value(key)
+
+    def process_request(self, request: Request, spider: Any = None) -> None:
+        # Start requests and retries bypass the dupefilter (dont_filter):
+        # record their URLs, so that a later link to them is filtered.
+        if request.dont_filter and _is_url_tier_request(request):
+            try:
+                self.deduper.check_url(request.url)
+            except SimcrawlError:
+                pass
+        return None
+
+    def _wanted(self, request: Request, response: Response) -> bool:
+        if request.meta.get("simcrawl_skip") or not 200 <= response.status < 300:
+            return False
+        header = response.headers.get(b"Content-Type")
+        if header is None:
+            return isinstance(response, HtmlResponse)
+        media = header.decode("latin-1").split(";", 1)[0].strip().lower()
+        return media in self.content_types
+
+    async def _check(self, response: Response) -> Verdict:
+        header = response.headers.get(b"Content-Type")
+        content_type = header.decode("latin-1") if header is not None else None
+        if not self.threads:
+            return self.deduper.check_html(response.url, response.body, content_type, url_tier=False)
+        from scrapy.utils.defer import maybe_deferred_to_future
+        from twisted.internet.threads import deferToThread
+
+        deferred = deferToThread(self.deduper.check_html, response.url, response.body, content_type, url_tier=False)
+        verdict: Verdict = await maybe_deferred_to_future(deferred)
+        return verdict
+
+    async def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
+        if not self._wanted(request, response):
+            return response
+        try:
+            verdict = await self._check(response)
+        except SimcrawlError as e:
+            # A store failure must not silently keep or drop pages: the
+            # request fails with the Rust message.
+            self._inc("simcrawl/errors")
+            raise IgnoreRequest(f"simcrawl: {e}") from e
+        request.meta["simcrawl"] = verdict
+        self._inc("simcrawl/checked")
+        if verdict.kept or _same_url(response.url, verdict.duplicate_of):
+            self._inc("simcrawl/kept")
+            return response
+        self._inc(f"simcrawl/dropped/{verdict.tier}")
+        reason = _reason(verdict)
+        logger.log(logging.INFO if self.debug else logging.DEBUG, "%s: %s", response, reason)
+        if not self.drop:
+            return response
+        raise IgnoreRequest(reason)

@@ -1,0 +1,642 @@
+//! Python bindings of simcrawl: the `simcrawl._simcrawl` extension module
+//! behind the `simcrawl` wheel (`python/simcrawl/__init__.py` re-exports it,
+//! `python/simcrawl/scrapy.py` builds the Scrapy integration on it).
+//!
+//! Every method that does real work (cleaning HTML, segmenting and hashing
+//! text, a store transaction) releases the GIL, so Python threads sharing
+//! one [`PyDeduper`] run their checks in parallel; check-and-insert stays
+//! atomic because each check is one store transaction.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::RwLock;
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+use serde::Deserialize;
+use simcrawl_clean::{CleanConfig, Cleaner};
+use simcrawl_dedup::{
+    DedupConfig, Deduper, Document, Fingerprint, MemoryStore, RedbStore, Tier, UrlVerdict, Verdict,
+};
+
+create_exception!(
+    simcrawl,
+    SimcrawlError,
+    PyException,
+    "An error of simcrawl's Rust core (invalid settings or URL, a store that is locked, \
+     built with other settings or corrupt); the message is the Rust error's."
+);
+
+/// The store file inside a `path` directory: the same name the `crawl`
+/// binary uses, so a Python process can open an index it built (with the
+/// same settings) and the other way round.
+const STORE_FILE: &str = "index.redb";
+
+/// A Rust error as a Python `SimcrawlError`, with the full message.
+fn py_err(e: impl std::fmt::Display) -> PyErr {
+    SimcrawlError::new_err(e.to_string())
+}
+
+/// The settings a `Deduper` takes: the `[dedup]` and `[clean]` tables of
+/// `config/crawl.toml`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct Settings {
+    dedup: DedupConfig,
+    clean: CleanConfig,
+    // The crawl binary's own tables: accepted (and ignored) so that one
+    // crawl.toml configures both, while a misspelt table is still an error.
+    store: Option<serde::de::IgnoredAny>,
+    fetch: Option<serde::de::IgnoredAny>,
+    crawl: Option<serde::de::IgnoredAny>,
+    template: Option<serde::de::IgnoredAny>,
+}
+
+impl Settings {
+    /// Reads a TOML file; relative paths in it (stop words) are resolved
+    /// from the file's directory when they do not exist from the current
+    /// one, as the crawl binary does.
+    fn from_file(path: &Path) -> Result<Settings, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
+        let mut settings: Settings =
+            toml::from_str(&text).map_err(|e| format!("invalid config file {}: {e}", path.display()))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        if let Some(sw) = &settings.dedup.features.stop_words
+            && sw.is_relative()
+            && !sw.exists()
+        {
+            settings.dedup.features.stop_words = Some(base.join(sw));
+        }
+        Ok(settings)
+    }
+
+    /// Reads the `config` argument: `None`, a path to a TOML file, or a
+    /// dict shaped like the file (`{"dedup": {...}, "clean": {...}}`).
+    fn from_py(config: Option<&Bound<'_, PyAny>>) -> PyResult<Settings> {
+        let Some(config) = config.filter(|c| !c.is_none()) else {
+            return Ok(Settings::default());
+        };
+        if config.is_instance_of::<PyDict>() {
+            // A dict goes through JSON: one serde path for both forms, and
+            // the same unknown-key and type errors as the file gives.
+            let json: String = config
+                .py()
+                .import("json")?
+                .call_method1("dumps", (config,))?
+                .extract()?;
+            return serde_json::from_str(&json).map_err(|e| py_err(format!("invalid config: {e}")));
+        }
+        let path: PathBuf = config.extract().map_err(|_| {
+            pyo3::exceptions::PyTypeError::new_err(
+                "config must be None, a dict or the path of a TOML file (str or os.PathLike)",
+            )
+        })?;
+        Settings::from_file(&path).map_err(py_err)
+    }
+}
+
+/// The deduper over either store; the methods are generic over the store,
+/// so each call dispatches once here.
+enum Store {
+    Memory(Deduper<MemoryStore>),
+    Redb(Deduper<RedbStore>),
+}
+
+macro_rules! on_store {
+    ($store:expr, $d:ident => $body:expr) => {
+        match $store {
+            Store::Memory($d) => $body,
+            Store::Redb($d) => $body,
+        }
+    };
+}
+
+/// Counts of this object's verdicts since it was opened (the store's own
+/// counts survive reopening; these are per process).
+#[derive(Default)]
+struct Counters {
+    checked: AtomicU64,
+    kept: AtomicU64,
+    duplicate_url: AtomicU64,
+    duplicate_title: AtomicU64,
+    duplicate_content: AtomicU64,
+    urls_new: AtomicU64,
+}
+
+impl Counters {
+    fn duplicate(&self, tier: Tier) {
+        let c = match tier {
+            Tier::Url => &self.duplicate_url,
+            Tier::Title => &self.duplicate_title,
+            Tier::Content => &self.duplicate_content,
+        };
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A fingerprint given from Python: the 16-hex-digit form of the output
+/// files and `Deduper.fingerprint`, or an int.
+#[derive(FromPyObject)]
+enum FingerprintArg {
+    Int(u64),
+    Hex(String),
+}
+
+impl FingerprintArg {
+    fn get(&self) -> PyResult<Fingerprint> {
+        match self {
+            FingerprintArg::Int(v) => Ok(Fingerprint(*v)),
+            FingerprintArg::Hex(s) => s
+                .parse()
+                .map_err(|e| py_err(format!("invalid fingerprint {s:?}: {e}"))),
+        }
+    }
+}
+
+/// The decision about a page or a URL.
+#[pyclass(frozen, get_all, name = "Verdict", module = "simcrawl")]
+#[derive(Clone, Debug)]
+struct PyVerdict {
+    /// The URL that was checked.
+    url: String,
+    /// Kept (new): indexed, so later copies match it.
+    kept: bool,
+    /// The tier that found the duplicate: "url", "title" or "content"
+    /// (None when kept).
+    tier: Option<String>,
+    /// The URL of the kept page (or first URL) it duplicates.
+    duplicate_of: Option<String>,
+    /// SimHash distance to the kept page (title and content tiers).
+    distance: Option<u32>,
+    /// Estimated resemblance to the kept page, 0 to 1 (title and content
+    /// tiers; 1.0 for an exact copy of the text).
+    similarity: Option<f64>,
+    /// The page's own SimHash as 16 hex digits (None: no text features).
+    fingerprint: Option<String>,
+    /// The canonical form of the URL (check_url only).
+    canonical: Option<String>,
+}
+
+#[pymethods]
+impl PyVerdict {
+    /// Whether the page or URL should be dropped (not kept).
+    #[getter]
+    fn duplicate(&self) -> bool {
+        !self.kept
+    }
+
+    fn __repr__(&self) -> String {
+        if self.kept {
+            return format!("Verdict(kept, url={:?})", self.url);
+        }
+        let mut s = format!(
+            "Verdict(duplicate, tier={}, url={:?}, duplicate_of={:?}",
+            self.tier.as_deref().unwrap_or("?"),
+            self.url,
+            self.duplicate_of.as_deref().unwrap_or("")
+        );
+        if let Some(sim) = self.similarity {
+            s.push_str(&format!(", similarity={sim:.3}"));
+        }
+        if let Some(d) = self.distance {
+            s.push_str(&format!(", distance={d}"));
+        }
+        s.push(')');
+        s
+    }
+}
+
+impl PyVerdict {
+    fn from_verdict(url: &str, v: Verdict) -> PyVerdict {
+        match v {
+            Verdict::Unique { fingerprint, .. } => PyVerdict {
+                url: url.to_string(),
+                kept: true,
+                tier: None,
+                duplicate_of: None,
+                distance: None,
+                similarity: None,
+                fingerprint: fingerprint.map(|f| f.to_string()),
+                canonical: None,
+            },
+            Verdict::Duplicate(d) => PyVerdict {
+                url: url.to_string(),
+                kept: false,
+                tier: Some(d.tier.as_str().to_string()),
+                duplicate_of: Some(d.of),
+                distance: d.distance,
+                similarity: d.similarity,
+                fingerprint: d.fingerprint.map(|f| f.to_string()),
+                canonical: None,
+            },
+        }
+    }
+
+    fn from_url_verdict(url: &str, v: UrlVerdict) -> PyVerdict {
+        let (canonical, first) = match v {
+            UrlVerdict::New(c) => (c, None),
+            UrlVerdict::Seen { canonical, first } => (canonical, Some(first)),
+        };
+        PyVerdict {
+            url: url.to_string(),
+            kept: first.is_none(),
+            tier: first.as_ref().map(|_| "url".to_string()),
+            duplicate_of: first,
+            distance: None,
+            similarity: None,
+            fingerprint: None,
+            canonical: Some(canonical.as_str().to_string()),
+        }
+    }
+}
+
+/// A page as the clean crate sees it: what the title and content tiers are
+/// computed from.
+#[pyclass(frozen, get_all, name = "Page", module = "simcrawl")]
+#[derive(Clone, Debug)]
+struct PyPage {
+    /// Normalized title (width, case, traditional to simplified Chinese).
+    title: String,
+    /// The title as the page shows it.
+    raw_title: String,
+    /// Normalized main text (site template left out), one block per line.
+    text: String,
+    /// `<link rel=canonical>`, resolved, if any.
+    canonical: Option<String>,
+    /// Every http(s) link of the page, resolved.
+    links: Vec<String>,
+    /// The encoding the bytes were decoded with (e.g. "UTF-8", "GBK").
+    encoding: String,
+    /// `<meta name=robots>` says noindex.
+    noindex: bool,
+    /// `<meta name=robots>` says nofollow.
+    nofollow: bool,
+}
+
+#[pymethods]
+impl PyPage {
+    fn __repr__(&self) -> String {
+        format!(
+            "Page(title={:?}, text={} chars, links={}, encoding={})",
+            self.title,
+            self.text.chars().count(),
+            self.links.len(),
+            self.encoding
+        )
+    }
+}
+
+/// Three-tier deduplication: URL (canonical URL), title, and near-duplicate
+/// content (SimHash and MinHash candidates verified by resemblance).
+///
+/// `Deduper(path=None, config=None)`: `path` is a directory holding the
+/// persistent store (`index.redb`; created if missing), or None to keep
+/// everything in memory. `config` is None (defaults), a dict shaped like
+/// crawl.toml (`{"dedup": {...}, "clean": {...}}`) or the path of such a TOML
+/// file. One Deduper can be shared by threads: checks release the GIL and
+/// each is one atomic store transaction.
+#[pyclass(frozen, name = "Deduper", module = "simcrawl")]
+struct PyDeduper {
+    /// `None` once closed. Checks hold the read lock (they run
+    /// concurrently; the store serializes its own writes); `close` takes
+    /// the write lock, so it waits for checks in flight.
+    inner: RwLock<Option<Store>>,
+    cleaner: Cleaner,
+    path: Option<PathBuf>,
+    counters: Counters,
+}
+
+impl PyDeduper {
+    /// Runs `f` on the open store without the GIL.
+    fn run<R: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&Store) -> Result<R, String> + Send,
+    ) -> PyResult<R> {
+        py.detach(|| {
+            let guard = self.inner.read();
+            match guard.as_ref() {
+                Some(store) => f(store),
+                None => Err("this Deduper is closed".to_string()),
+            }
+        })
+        .map_err(SimcrawlError::new_err)
+    }
+
+    fn count(&self, v: &PyVerdict) {
+        self.counters.checked.fetch_add(1, Ordering::Relaxed);
+        match v.tier.as_deref() {
+            None => self.counters.kept.fetch_add(1, Ordering::Relaxed),
+            Some("url") => self.counters.duplicate_url.fetch_add(1, Ordering::Relaxed),
+            Some("title") => self.counters.duplicate_title.fetch_add(1, Ordering::Relaxed),
+            Some(_) => self.counters.duplicate_content.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    fn check_doc(store: &Store, doc: &Document<'_>, url_tier: bool) -> Result<Verdict, String> {
+        let r = on_store!(store, d => if url_tier { d.check(doc) } else { d.check_content(doc) });
+        r.map_err(|e| e.to_string())
+    }
+}
+
+fn parse_url(url: &str) -> PyResult<url::Url> {
+    url::Url::parse(url).map_err(|e| py_err(format!("invalid URL {url:?}: {e}")))
+}
+
+#[pymethods]
+impl PyDeduper {
+    #[new]
+    #[pyo3(signature = (path=None, config=None))]
+    fn new(py: Python<'_>, path: Option<PathBuf>, config: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let settings = Settings::from_py(config)?;
+        let Settings { dedup, clean, .. } = settings;
+        let (store, cleaner) = py
+            .detach(|| -> Result<_, String> {
+                // Building the cleaner loads OpenCC, the deduper jieba:
+                // both take a while, and neither needs the GIL.
+                let cleaner = Cleaner::new(clean).map_err(|e| e.to_string())?;
+                let store = match &path {
+                    None => {
+                        Store::Memory(Deduper::new(MemoryStore::new(), dedup).map_err(|e| e.to_string())?)
+                    }
+                    Some(dir) => {
+                        let db = RedbStore::open(dir.join(STORE_FILE)).map_err(|e| e.to_string())?;
+                        Store::Redb(Deduper::new(db, dedup).map_err(|e| e.to_string())?)
+                    }
+                };
+                Ok((store, cleaner))
+            })
+            .map_err(SimcrawlError::new_err)?;
+        Ok(PyDeduper {
+            inner: RwLock::new(Some(store)),
+            cleaner,
+            path,
+            counters: Counters::default(),
+        })
+    }
+
+    /// The store directory, or None for an in-memory Deduper.
+    #[getter]
+    fn path(&self) -> Option<String> {
+        self.path.as_ref().map(|p| p.to_string_lossy().into_owned())
+    }
+
+    /// Whether close() was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.read().is_none()
+    }
+
+    /// The URL tier: records the canonical URL (lower-case scheme and host,
+    /// no default port, no fragment, tracking parameters such as utm_* and
+    /// spm removed, query sorted) and says whether it was seen before.
+    /// Raises SimcrawlError for a URL that is not absolute http(s).
+    fn check_url(&self, py: Python<'_>, url: String) -> PyResult<PyVerdict> {
+        let v = self.run(py, |s| {
+            let v = on_store!(s, d => d.check_url(&url)).map_err(|e| e.to_string())?;
+            Ok(PyVerdict::from_url_verdict(&url, v))
+        })?;
+        if v.kept {
+            self.counters.urls_new.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.counters.duplicate(Tier::Url);
+        }
+        Ok(v)
+    }
+
+    /// Checks a page from its parts: URL tier (unless url_tier=False: for
+    /// crawlers whose frontier already applied check_url), then title, then
+    /// content. A kept page is indexed, so later copies match it. The title
+    /// and text are taken as given (see check_html to clean HTML first).
+    #[pyo3(signature = (url, title, text, *, url_tier=true))]
+    fn check(
+        &self,
+        py: Python<'_>,
+        url: String,
+        title: String,
+        text: String,
+        url_tier: bool,
+    ) -> PyResult<PyVerdict> {
+        let v = self.run(py, |s| {
+            let v = Self::check_doc(s, &Document::new(&url, &title, &text), url_tier)?;
+            Ok(PyVerdict::from_verdict(&url, v))
+        })?;
+        self.count(&v);
+        Ok(v)
+    }
+
+    /// Cleans an HTML page (decodes it by its content type, meta tags or
+    /// content; keeps the main content; folds width, case and traditional
+    /// to simplified Chinese) and checks its title and text as check() does.
+    #[pyo3(signature = (url, html, content_type=None, *, url_tier=true))]
+    fn check_html(
+        &self,
+        py: Python<'_>,
+        url: String,
+        html: &[u8],
+        content_type: Option<String>,
+        url_tier: bool,
+    ) -> PyResult<PyVerdict> {
+        let parsed = parse_url(&url)?;
+        let cleaner = &self.cleaner;
+        let v = self.run(py, |s| {
+            let page = cleaner
+                .parse(html, content_type.as_deref(), &parsed)
+                .map_err(|e| e.to_string())?;
+            let v = Self::check_doc(s, &Document::new(&url, &page.title, &page.text), url_tier)?;
+            Ok(PyVerdict::from_verdict(&url, v))
+        })?;
+        self.count(&v);
+        Ok(v)
+    }
+
+    /// Cleans an HTML page without checking it: the title and text the
+    /// tiers would see.
+    #[pyo3(signature = (url, html, content_type=None))]
+    fn clean(
+        &self,
+        py: Python<'_>,
+        url: String,
+        html: &[u8],
+        content_type: Option<String>,
+    ) -> PyResult<PyPage> {
+        let parsed = parse_url(&url)?;
+        let cleaner = &self.cleaner;
+        let page = py
+            .detach(|| cleaner.parse(html, content_type.as_deref(), &parsed))
+            .map_err(py_err)?;
+        Ok(PyPage {
+            title: page.title,
+            raw_title: page.raw_title,
+            text: page.text,
+            canonical: page.canonical.map(String::from),
+            links: page.links.into_iter().map(|l| String::from(l.url)).collect(),
+            encoding: page.encoding.to_string(),
+            noindex: page.meta_noindex,
+            nofollow: page.meta_nofollow,
+        })
+    }
+
+    /// The 64-bit SimHash of a text under this Deduper's feature settings,
+    /// as 16 hex digits; None when the text has no features (no words).
+    fn fingerprint(&self, py: Python<'_>, text: String) -> PyResult<Option<String>> {
+        self.run(py, |s| {
+            Ok(on_store!(s, d => d.fingerprint(&text)).map(|f| f.to_string()))
+        })
+    }
+
+    /// Hamming distance between two fingerprints (hex strings or ints).
+    #[staticmethod]
+    fn distance(a: FingerprintArg, b: FingerprintArg) -> PyResult<u32> {
+        Ok(a.get()?.distance(b.get()?))
+    }
+
+    /// Every stored page whose fingerprint is within max_distance of this
+    /// one, nearest first, as (distance, url) pairs. Read-only.
+    fn near(&self, py: Python<'_>, fingerprint: FingerprintArg) -> PyResult<Vec<(u32, String)>> {
+        let fp = fingerprint.get()?;
+        self.run(py, |s| on_store!(s, d => d.near(fp)).map_err(|e| e.to_string()))
+    }
+
+    /// Counts: `documents` in the store (all runs), and this object's
+    /// verdicts since it was opened: `checked`, `kept`, `duplicate_title`,
+    /// `duplicate_content`, `duplicate_url` (check and check_url) and
+    /// `urls_new` (check_url).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let documents = self.run(py, |s| {
+            on_store!(s, d => d.stats())
+                .map(|st| st.documents)
+                .map_err(|e| e.to_string())
+        })?;
+        let c = &self.counters;
+        let out = PyDict::new(py);
+        out.set_item("documents", documents)?;
+        for (name, v) in [
+            ("checked", &c.checked),
+            ("kept", &c.kept),
+            ("duplicate_url", &c.duplicate_url),
+            ("duplicate_title", &c.duplicate_title),
+            ("duplicate_content", &c.duplicate_content),
+            ("urls_new", &c.urls_new),
+        ] {
+            out.set_item(name, v.load(Ordering::Relaxed))?;
+        }
+        Ok(out)
+    }
+
+    /// Makes every verdict so far durable (a persistent store also syncs by
+    /// itself about once a second, and on close).
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        self.run(py, |s| on_store!(s, d => d.flush()).map_err(|e| e.to_string()))
+    }
+
+    /// Flushes and releases the store (its file can then be opened again,
+    /// by this process or another). Later calls raise SimcrawlError;
+    /// closing twice is allowed.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| {
+            // Waits for checks in flight (they hold the read lock).
+            let store = self.inner.write().take();
+            match store {
+                Some(s) => on_store!(&s, d => d.flush()).map_err(|e| e.to_string()),
+                None => Ok(()),
+            }
+        })
+        .map_err(SimcrawlError::new_err)
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, pyo3::types::PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
+        Ok(false)
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.closed() { ", closed" } else { "" };
+        match &self.path {
+            Some(p) => format!("Deduper(path={:?}{state})", p.display().to_string()),
+            None => format!("Deduper(in memory{state})"),
+        }
+    }
+}
+
+impl Drop for PyDeduper {
+    /// A Deduper dropped without close() still makes its verdicts durable:
+    /// the store commits most transactions without an fsync.
+    fn drop(&mut self) {
+        if let Some(s) = self.inner.get_mut().take()
+            && let Err(e) = on_store!(&s, d => d.flush())
+        {
+            eprintln!("simcrawl: cannot flush the store on drop: {e}");
+        }
+    }
+}
+
+/// Hamming distance between two fingerprints (hex strings or ints).
+#[pyfunction]
+fn distance(a: FingerprintArg, b: FingerprintArg) -> PyResult<u32> {
+    Ok(a.get()?.distance(b.get()?))
+}
+
+/// The canonical form of a URL, as the URL tier keys it. Raises
+/// SimcrawlError for a URL that is not absolute http(s).
+#[pyfunction]
+fn canonical_url(url: &Bound<'_, PyString>) -> PyResult<String> {
+    let url = url.to_cow()?;
+    simcrawl_dedup::CanonicalUrl::parse(&url)
+        .map(|c| c.as_str().to_string())
+        .map_err(py_err)
+}
+
+/// The module: `simcrawl/__init__.py` re-exports its names.
+#[pymodule]
+fn _simcrawl(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyDeduper>()?;
+    m.add_class::<PyVerdict>()?;
+    m.add_class::<PyPage>()?;
+    m.add_function(wrap_pyfunction!(distance, m)?)?;
+    m.add_function(wrap_pyfunction!(canonical_url, m)?)?;
+    m.add("SimcrawlError", m.py().get_type::<SimcrawlError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn settings_read_the_bundled_crawl_toml() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/crawl.toml");
+        let s = Settings::from_file(&path).unwrap();
+        // The file documents the defaults (the stop words are the bundled
+        // list unless a file is named).
+        assert_eq!(s.dedup, DedupConfig::default());
+        assert_eq!(s.clean, CleanConfig::default());
+    }
+
+    #[test]
+    fn settings_reject_unknown_tables_and_keys() {
+        let e = serde_json::from_str::<Settings>(r#"{"dedupe": {}}"#).unwrap_err();
+        assert!(e.to_string().contains("dedupe"), "{e}");
+        let e = serde_json::from_str::<Settings>(r#"{"dedup": {"blokcs": 6}}"#).unwrap_err();
+        assert!(e.to_string().contains("blokcs"), "{e}");
+        let s: Settings =
+            serde_json::from_str(r#"{"dedup": {"title_policy": "strict"}, "fetch": {"x": 1}}"#).unwrap();
+        assert_eq!(s.dedup.title_policy, simcrawl_dedup::TitlePolicy::Strict);
+    }
+
+    #[test]
+    fn deduper_is_shareable() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<PyDeduper>();
+    }
+}

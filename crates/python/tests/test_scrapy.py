@@ -1,0 +1,127 @@
+"""End to end: a real Scrapy spider (in a subprocess, as `scrapy crawl`
+would run it) crawls the local site with simcrawl's dupefilter and
+middleware, and once without them as the control."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Site
+
+RUN_SPIDER = Path(__file__).with_name("run_spider.py")
+
+SIMCRAWL = {
+    "DUPEFILTER_CLASS": "simcrawl.scrapy.SimcrawlDupeFilter",
+    "DOWNLOADER_MIDDLEWARES": {"simcrawl.scrapy.SimcrawlMiddleware": 540},
+}
+# One request at a time, breadth first in link order: which copy of a page
+# is met first (and kept) is then fixed, so the test can name it.
+ORDERED = {
+    "CONCURRENT_REQUESTS": 1,
+    "DEPTH_PRIORITY": 1,
+    "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
+    "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+    "ROBOTSTXT_OBEY": True,
+}
+
+
+def crawl(site: Site, tmp_path: Path, settings: dict[str, Any]) -> dict[str, Any]:
+    out = tmp_path / f"result-{len(list(tmp_path.glob('result-*')))}.json"
+    mark = site.mark()
+    proc = subprocess.run(
+        [sys.executable, str(RUN_SPIDER), site.url + "/", str(out), json.dumps(settings)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
+    result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    result["fetched"] = site.fetch_counts(since=mark)
+    return result
+
+
+def paths(urls: list[str], site: Site) -> list[str]:
+    return sorted(u[len(site.url) :] for u in urls)
+
+
+def test_simcrawl_drops_copies_and_url_variants_and_keeps_same_title_pages(site: Site, tmp_path: Path) -> None:
+    r = crawl(site, tmp_path, {**ORDERED, **SIMCRAWL, "SIMCRAWL_PATH": str(tmp_path / "store")})
+    base = site.url
+    kept = paths([i["url"] for i in r["items"]], site)
+    assert kept == sorted(["/", "/article.html", "/other.html", "/library.html", "/bus.html", "/clinic.html"]), r[
+        "items"
+    ]
+    # The three different pages titled "Index" (one template) are all kept.
+    assert sorted(i["title"] for i in r["items"]).count("Index") == 3
+
+    reasons = {d["url"][len(base) :]: d["reason"] for d in r["dropped"]}
+    # Scrapy's own robots.txt middleware drops through the same errback.
+    assert reasons.pop("/private/draft.html") == "Forbidden by robots.txt"
+    assert reasons == {
+        "/article-trad.html": f"simcrawl: title duplicate of {base}/article.html (similarity 1.00, distance 0)",
+        "/mirror/drought.html": reasons.get("/mirror/drought.html"),
+        "/copy/article.html": f"simcrawl: title duplicate of {base}/article.html (similarity 1.00, distance 0)",
+        "/repost.html": f"simcrawl: content duplicate of {base}/article.html (similarity 1.00, distance 0)",
+    }, r["dropped"]
+    assert reasons["/mirror/drought.html"].startswith(f"simcrawl: title duplicate of {base}/article.html")
+
+    # Every page was fetched once: the tracking, fragment and
+    # percent-escape variants never reached the server.
+    fetched = r["fetched"]
+    assert all(n == 1 for n in fetched.values()), fetched
+    assert not [p for p in fetched if "utm_" in p or "spm=" in p or "%6F" in p], fetched
+    assert fetched["/other.html"] == 1 and fetched["/article.html"] == 1
+
+    stats = r["stats"]
+    assert stats["simcrawl/dropped/title"] == 3
+    assert stats["simcrawl/dropped/content"] == 1
+    assert stats["simcrawl/dropped/url"] >= 4
+    assert stats["simcrawl/kept"] == len(r["items"])
+    assert stats["simcrawl/documents"] == len(r["items"])
+    assert stats["simcrawl/checked"] == len(r["items"]) + len(reasons)
+
+
+def test_plain_scrapy_refetches_variants_and_keeps_copies(site: Site, tmp_path: Path) -> None:
+    """The control: what the site does to Scrapy without simcrawl (so the
+    test above can only pass because of simcrawl)."""
+    r = crawl(site, tmp_path, ORDERED)
+    fetched = r["fetched"]
+    assert fetched["/other.html?spm=a2c4g.11186623&utm_campaign=x"] == 1
+    assert fetched["/library.html?utm_source=feed"] == 1
+    kept = paths([i["url"] for i in r["items"]], site)
+    assert {"/copy/article.html", "/repost.html", "/article-trad.html", "/mirror/drought.html"} <= set(kept)
+    assert [d["url"] for d in r["dropped"]] == [site.url + "/private/draft.html"]
+    assert not any(k.startswith("simcrawl/") for k in r["stats"])
+
+
+def test_store_persists_between_crawls(site: Site, tmp_path: Path) -> None:
+    settings = {**ORDERED, **SIMCRAWL, "JOBDIR": str(tmp_path / "job")}
+    first = crawl(site, tmp_path, settings)
+    assert (tmp_path / "job" / "simcrawl" / "index.redb").is_file()
+    assert len(first["items"]) == 6
+    # The same crawl again on the same JOBDIR: the start page is fetched
+    # (start requests are never filtered) and kept as itself, and every URL
+    # it links to is known already.
+    second = crawl(site, tmp_path, settings)
+    assert paths([i["url"] for i in second["items"]], site) == ["/"]
+    assert set(second["fetched"]) <= {"/", "/robots.txt"}, second["fetched"]
+    assert second["stats"]["simcrawl/dropped/url"] >= 10
+
+
+@pytest.mark.parametrize("threads", [True, False])
+def test_drop_off_annotates_without_dropping(site: Site, tmp_path: Path, threads: bool) -> None:
+    r = crawl(
+        site,
+        tmp_path,
+        {**ORDERED, **SIMCRAWL, "SIMCRAWL_DROP": False, "SIMCRAWL_THREADS": threads},
+    )
+    assert [d["url"] for d in r["dropped"]] == [site.url + "/private/draft.html"]
+    kept = paths([i["url"] for i in r["items"]], site)
+    assert {"/copy/article.html", "/repost.html", "/article-trad.html"} <= set(kept)
+    assert r["stats"]["simcrawl/dropped/title"] == 3 and r["stats"]["simcrawl/dropped/content"] == 1
