@@ -23,7 +23,7 @@ command -v cc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
 command -v chromium >/dev/null || need+=(chromium)
 command -v redis-server >/dev/null || need+=(redis-server)   # the Redis store's tests
-fc-list 2>/dev/null | grep -qi 'wqy\|noto.*cjk' || need+=(fonts-wqy-zenhei)
+fc-list 2>/dev/null | grep -i 'wqy\|noto.*cjk' >/dev/null || need+=(fonts-wqy-zenhei)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
