@@ -15,6 +15,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TARGET=${CARGO_TARGET_DIR:-target}
+# Absolute: the lint step runs from crates/python.
+mkdir -p "$TARGET"
+TARGET=$(cd "$TARGET" && pwd)
 VENV=${SIMCRAWL_PY_VENV:-$TARGET/py-venv}
 PROFILE=${SIMCRAWL_PY_PROFILE:-dev}
 WHEELS=$TARGET/py-wheels-$PROFILE
@@ -34,7 +37,6 @@ fi
   "$VENV/bin/ruff" check python tests bench
   "$VENV/bin/ruff" format --check python tests bench
   "$VENV/bin/python" -m mypy python/simcrawl
-  "$VENV/bin/python" -m mypy --ignore-missing-imports tests bench
 )
 
 rm -rf "$WHEELS"
@@ -42,6 +44,10 @@ rm -rf "$WHEELS"
   -i "$VENV/bin/python" -o "$WHEELS"
 # --force-reinstall: a rebuilt wheel keeps its version number.
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps "$WHEELS"/simcrawl-*.whl
+
+# The tests and benches are typed against the installed package (its stub),
+# so they are checked once it is installed.
+(cd crates/python && "$VENV/bin/python" -m mypy --ignore-missing-imports tests bench)
 
 # From the tests' directory, so `import simcrawl` finds the installed wheel,
 # not the sources in crates/python/python.
