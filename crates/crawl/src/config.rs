@@ -387,13 +387,18 @@ pub fn private_seed_hosts(cfg: &Config, seeds: &[url::Url]) -> Vec<String> {
     out.into_iter().collect()
 }
 
+/// `table.key`, or `key` at the top level.
+fn dotted(prefix: &str, key: &str) -> String {
+    if prefix.is_empty() {
+        key.to_string()
+    } else {
+        format!("{prefix}.{key}")
+    }
+}
+
 fn leaf_keys(table: &toml::Table, prefix: &str, out: &mut Vec<String>) {
     for (k, v) in table {
-        let key = if prefix.is_empty() {
-            k.clone()
-        } else {
-            format!("{prefix}.{k}")
-        };
+        let key = dotted(prefix, k);
         match v {
             toml::Value::Table(t) => leaf_keys(t, &key, out),
             _ => out.push(key),
@@ -429,20 +434,12 @@ impl Effective {
     fn render(&self, table: &toml::Table, prefix: &str, out: &mut String) {
         use std::fmt::Write as _;
         for (k, v) in table.iter().filter(|(_, v)| !v.is_table()) {
-            let key = if prefix.is_empty() {
-                k.clone()
-            } else {
-                format!("{prefix}.{k}")
-            };
+            let key = dotted(prefix, k);
             let _ = writeln!(out, "{k} = {v}  # {}", self.source(&key).name());
         }
         for (k, v) in table.iter() {
             if let toml::Value::Table(t) = v {
-                let key = if prefix.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{prefix}.{k}")
-                };
+                let key = dotted(prefix, k);
                 let _ = writeln!(out, "\n[{key}]");
                 self.render(t, &key, out);
             }

@@ -405,11 +405,6 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let mut effective = a.common.load()?;
             a.overrides.apply(&mut effective);
             let cfg = effective.config;
-            let seed_urls = daemon::read_seeds(&seeds)?;
-            tracing::info!("{}", config::politeness(&cfg));
-            if let Some(hint) = config::one_host_hint(&cfg, &seed_urls) {
-                tracing::warn!("{hint}");
-            }
             let stats = daemon::run(
                 cfg,
                 &seeds,

@@ -102,6 +102,10 @@ pub enum Start {
 /// Runs a crawl to completion (or until stopped); returns its counters.
 pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
     let seeds = read_seeds(seeds_path)?;
+    info!("{}", crate::config::politeness(&cfg));
+    if let Some(hint) = crate::config::one_host_hint(&cfg, &seeds) {
+        warn!("{hint}");
+    }
     let data_dir = cfg.store.data_dir.clone();
     let out_dir = cfg.crawl.out_dir.clone();
     let db_path = data_dir.join("index.redb");
