@@ -26,6 +26,11 @@ export SIMCRAWL_EVAL_SET
 # tests read SIMCRAWL_REDIS_URL (without it they print SKIPPED and pass).
 eval "$(bash scripts/redis-test-server.sh start)"
 trap 'bash scripts/redis-test-server.sh stop "$SIMCRAWL_REDIS_DIR"' EXIT
+# And a 3-master Redis Cluster (SIMCRAWL_REDIS_CLUSTER_URLS) for the
+# store's cluster tests, stopped on exit too.
+cluster_env=$(bash scripts/redis-test-server.sh start-cluster)
+eval "$cluster_env"
+trap 'bash scripts/redis-test-server.sh stop "$SIMCRAWL_REDIS_DIR"; bash scripts/redis-test-server.sh stop "$SIMCRAWL_REDIS_CLUSTER_DIR"' EXIT
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 cargo test --workspace --locked
 # The optional sled store of the dedup crate, against the same tests.

@@ -982,6 +982,8 @@ fn redis_bench(c: &mut Criterion, name: &str, m: u32, n: u64) {
         (after - middle) as f64 / (n - half) as f64,
         d.config().bands
     );
+    print_parts(name, d.store(), n);
+    redis_tier_memory(name, &url, n.min(100_000));
     redis_throughput(name, &d, m);
     let trips = d.store().round_trips();
     index_benches(c, name, &d, &sample);
@@ -991,6 +993,71 @@ fn redis_bench(c: &mut Criterion, name: &str, m: u32, n: u64) {
         d.store().conflicts()
     );
     d.store().clear().unwrap();
+}
+
+/// `RedisStore::memory_by_part` of `store`, per document of `n`.
+#[cfg(feature = "redis")]
+fn print_parts(name: &str, store: &simcrawl_dedup::RedisStore, n: u64) {
+    let parts = store.memory_by_part().unwrap();
+    let total: u64 = parts.iter().map(|p| p.bytes).sum();
+    for p in &parts {
+        eprintln!(
+            "{name}: part {:<12} {:>9} keys {:>8.1} MB {:>7.1} bytes per document",
+            p.part,
+            p.keys,
+            p.bytes as f64 / 1e6,
+            p.bytes as f64 / n as f64
+        );
+    }
+    eprintln!(
+        "{name}: parts total {:.1} MB, {:.1} bytes per document (MEMORY USAGE)",
+        total as f64 / 1e6,
+        total as f64 / n as f64
+    );
+}
+
+/// Redis memory of the URL and title tiers, which the index bench leaves
+/// out: `n` URL records (URLs of 60-70 bytes) and `n` distinct titles,
+/// written directly through `Store::write` in namespace `bench-tiers`.
+#[cfg(feature = "redis")]
+fn redis_tier_memory(name: &str, url: &str, n: u64) {
+    let options = simcrawl_dedup::RedisOptions {
+        namespace: "bench-tiers".into(),
+        ..Default::default()
+    };
+    let store = simcrawl_dedup::RedisStore::open_with(url, options).unwrap();
+    store.clear().unwrap();
+    let before = store.used_memory().unwrap();
+    let mut rng = StdRng::seed_from_u64(5);
+    let mut i = 0u64;
+    while i < n {
+        let end = (i + 10_000).min(n);
+        store
+            .write(|t| {
+                for id in i..end {
+                    let u = format!("https://news.example-site.com/2024/05/{:02}/article-{id:08}.html", id % 28);
+                    t.put_url(
+                        rng.random(),
+                        &simcrawl_dedup::store::UrlRecord {
+                            first_seen: 1_700_000_000 + id,
+                            url: u,
+                        },
+                    )?;
+                    t.add_title(rng.random(), id)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        i = end;
+    }
+    let after = store.used_memory().unwrap();
+    eprintln!(
+        "{name}: URL + title tiers of {n} documents: used_memory +{:.1} MB, {:.0} bytes per document",
+        (after - before) as f64 / 1e6,
+        (after - before) as f64 / n as f64
+    );
+    print_parts(&format!("{name} tiers"), &store, n);
+    store.clear().unwrap();
 }
 
 /// checks/s of `check_batch` at several batch sizes (new random

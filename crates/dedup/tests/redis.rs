@@ -44,10 +44,10 @@ fn texts() -> Vec<Vec<String>> {
 /// a time and half in batches, and prints `KEPT g v` for each kept one.
 #[test]
 fn child_worker() {
-    let (Ok(ns), Ok(me), Some(url)) = (
+    let (Ok(ns), Ok(me), Ok(url)) = (
         std::env::var("SIMCRAWL_REDIS_CHILD"),
         std::env::var("SIMCRAWL_REDIS_CHILD_INDEX"),
-        common::redis_url("child_worker"),
+        std::env::var("SIMCRAWL_REDIS_CHILD_URL"),
     ) else {
         return;
     };
@@ -128,6 +128,70 @@ fn processes_and_threads_keep_exactly_one_per_group() {
     let Some(url) = common::redis_url("processes_and_threads_keep_exactly_one_per_group") else {
         return;
     };
+    race_processes(&url, &common::unique_namespace("procs"));
+}
+
+/// The same race against the 3-master cluster of
+/// `scripts/redis-test-server.sh start-cluster` (`SIMCRAWL_REDIS_CLUSTER_URLS`),
+/// in namespaces whose slots are served by different masters, each opened
+/// through a different node: exactly one kept per group in each.
+#[test]
+fn processes_racing_on_a_cluster_keep_exactly_one_per_group() {
+    let Ok(urls) = std::env::var("SIMCRAWL_REDIS_CLUSTER_URLS") else {
+        eprintln!(
+            "SKIPPED processes_racing_on_a_cluster_keep_exactly_one_per_group: set SIMCRAWL_REDIS_CLUSTER_URLS \
+             (`eval \"$(bash scripts/redis-test-server.sh start-cluster)\"`; scripts/test.sh does)"
+        );
+        return;
+    };
+    let urls: Vec<&str> = urls.split(',').collect();
+    let base = common::unique_namespace("cluster");
+    let mut served_by = std::collections::BTreeSet::new();
+    // `redis-cli --cluster create` gives each of 3 masters a third of the
+    // 16384 slots: one namespace in each third.
+    for third in 0..3u16 {
+        let ns = (0..)
+            .map(|j| format!("{base}-{j}"))
+            .find(|ns| crc16(ns.as_bytes()) % 16384 / 5462 == third)
+            .unwrap();
+        let url = urls[usize::from(third) % urls.len()];
+        // Opening records the layout marker, on the master of the slot.
+        let store = RedisStore::open_cluster(&[url], common::redis_options(&ns)).unwrap();
+        let owners: Vec<&str> = urls
+            .iter()
+            .copied()
+            .filter(|u| {
+                let out = Command::new("redis-cli")
+                    .args(["-u", u, "EXISTS", &format!("{{{ns}}}:m:layout")])
+                    .output()
+                    .expect("redis-cli");
+                String::from_utf8_lossy(&out.stdout).trim() == "1"
+            })
+            .collect();
+        assert_eq!(owners.len(), 1, "namespace {ns} on {owners:?}");
+        served_by.insert(owners[0].to_string());
+        drop(store);
+        race_processes(url, &ns);
+    }
+    assert_eq!(served_by.len(), 3, "namespaces served by {served_by:?}");
+}
+
+/// Redis Cluster's key hash (CRC16-CCITT/XMODEM), as `CLUSTER KEYSLOT`.
+fn crc16(bytes: &[u8]) -> u16 {
+    let mut crc: u16 = 0;
+    for &b in bytes {
+        crc ^= u16::from(b) << 8;
+        for _ in 0..8 {
+            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+        }
+    }
+    crc
+}
+
+/// `PROCESSES` child processes x `THREADS` threads check every variant of
+/// every group in namespace `ns` of the server at `url`; the test fails
+/// unless exactly one per group is kept, as in a sequential run.
+fn race_processes(url: &str, ns: &str) {
     // The sequential model: one document per group.
     let model = Deduper::new(MemoryStore::new(), DedupConfig::default()).unwrap();
     let mut model_kept = 0;
@@ -145,8 +209,7 @@ fn processes_and_threads_keep_exactly_one_per_group() {
     }
     assert_eq!(model_kept, GROUPS, "the groups are not what the test assumes");
 
-    let ns = common::unique_namespace("procs");
-    let store = RedisStore::open_with(&url, common::redis_options(&ns)).unwrap();
+    let store = RedisStore::open_with(url, common::redis_options(ns)).unwrap();
     store.clear().unwrap();
     // The parameters recorded before the children race for them.
     let d = Deduper::new(store, DedupConfig::default()).unwrap();
@@ -155,7 +218,8 @@ fn processes_and_threads_keep_exactly_one_per_group() {
         .map(|i| {
             Command::new(&exe)
                 .args(["--exact", "child_worker", "--nocapture", "--test-threads=1"])
-                .env("SIMCRAWL_REDIS_CHILD", &ns)
+                .env("SIMCRAWL_REDIS_CHILD", ns)
+                .env("SIMCRAWL_REDIS_CHILD_URL", url)
                 .env("SIMCRAWL_REDIS_CHILD_INDEX", i.to_string())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())

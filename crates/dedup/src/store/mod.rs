@@ -24,7 +24,7 @@ mod sled;
 #[cfg(feature = "redb")]
 pub use self::redb::{Commit, RedbOptions, RedbStore, RedbTables};
 #[cfg(feature = "redis")]
-pub use self::redis::{RedisOptions, RedisStore};
+pub use self::redis::{MemoryPart, RedisOptions, RedisStore};
 #[cfg(feature = "sled")]
 pub use self::sled::SledStore;
 pub use memory::MemoryStore;

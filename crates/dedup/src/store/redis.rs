@@ -7,39 +7,50 @@
 //! (default `simcrawl`). The braces make `NS` the key's *hash tag*: under
 //! Redis Cluster every key of a namespace lives in one slot, hence on one
 //! master, so one check's keys can be read and committed atomically (see
-//! *Atomicity*). Binary parts are raw bytes, big-endian; `ID` is a
-//! document id in decimal, `id` the same id as its shortest big-endian
-//! bytes.
+//! *Atomicity* and *Redis Cluster*). Binary parts are raw bytes,
+//! big-endian; `ID5` is a document id in 5 bytes (ids below 2^40).
 //!
 //! | key | type | content |
 //! | --- | --- | --- |
-//! | `{NS}:m:NAME` | string | metadata (`params`) |
+//! | `{NS}:m:NAME` | string | metadata (`params`; `layout`, this layout's number: 2) |
 //! | `{NS}:n` | string | the next document id (`INCRBY`) |
 //! | `{NS}:v` | hash | version stripe (0 to 65535) -> counter, see *Atomicity* |
 //! | `{NS}:u:DIGEST16` | string | URL tier: first seen (u64 LE) + URL as first given |
 //! | `{NS}:ut` | sorted set | member DIGEST16, score first seen: the URL purge's index |
-//! | `{NS}:t:DIGEST16` | sorted set | title tier: member `ID`, score id |
-//! | `{NS}:b:T KEY8` | sorted set | block table `T` (one byte), block key: member FP8 + `id`, score id |
-//! | `{NS}:l:BUCKET3` | sorted set | LSH bands whose key starts with these 18 bits: member BAND8 + `id`, score 0 (read by lex range) |
-//! | `{NS}:d:ID` | string | document record ([`DocRecord::encode`]: fingerprint, time, title, sketch, URL) |
-//! | `{NS}:o` | sorted set | member `ID`, score id: insertion order, for purging the oldest and counting |
+//! | `{NS}:t:DIGEST16` | sorted set | title tier: member `ID` (decimal), score id |
+//! | `{NS}:b:T KEY8` | string | block table `T` (one byte), block key: packed entries FP8 + ID5 |
+//! | `{NS}:l:BUCKET3` | string | LSH bands whose key starts with these 18 bits: packed entries TAG4 (key bits 16-47) + ID5 |
+//! | `{NS}:d:BUCKET` | hash | records of documents `64 x BUCKET` to `64 x BUCKET + 63`: field id mod 64 (decimal), value [`DocRecord::encode`] |
+//! | `{NS}:o` | sorted set | member and score `BUCKET`: the record buckets in insertion order, for purging the oldest |
+//! | `{NS}:c` | string | the number of stored documents |
 //!
-//! This is the seeds' layout (a sorted set per table and block key),
-//! scored by document id instead of insert time: ids are handed out in
-//! insertion order, so a time cut is an id cut (`ZREMRANGEBYSCORE` by id
-//! works on any of them), and the id is what the title and band lists are
-//! ordered by. The window itself is applied by
-//! [`crate::Deduper::purge_expired`], which removes each expired document's
-//! exact entries (`ZREM`), as on every store. Keys are given no expiry
-//! (`EXPIRE`): one key holds entries of many documents of different ages,
-//! and a key expiring by itself would leave the other structures (the
-//! order index, the URL times) pointing at what it held.
+//! Why this layout (layout 2; layout 1 kept a sorted set per block key
+//! and band bucket, a string per record and a sorted set of every id, at
+//! 807 bytes per document; see docs/BENCHMARKS.md, "Redis store"):
 //!
-//! Band keys are 64-bit hashes, nearly all distinct: a key per band would
-//! cost a Redis key (~70 bytes) per band per document. They are bucketed
-//! into 2^18 sorted sets instead, small enough to stay in Redis' compact
-//! listpack encoding up to ~3M documents at 10 bands (at the default
-//! `zset-max-listpack-entries 128`; raise it for more).
+//! - Block lists and band buckets are *packed strings*, 13 and 9 bytes an
+//!   entry, read for a whole batch with one `MGET` and written whole with
+//!   `MSET` at the commit. Redis' cost is mostly per command: a sorted
+//!   set entry cost a command to read and one to write (~14 of each per
+//!   document); one `MGET` of 14,000 keys costs about what 14,000 hash
+//!   lookups cost. A packed entry also takes less memory than a listpack
+//!   entry with its score. Reading a whole list is what a check does
+//!   anyway (every candidate of a block key is compared), and a band
+//!   bucket holds ~40 entries at 1M documents (2^18 buckets; 360 bytes).
+//! - Records are 64 to a hash: one key (~70 bytes of Redis overhead) per
+//!   64 documents instead of one each, and since ids are handed out in
+//!   insertion order the buckets in `{NS}:o` are the insertion order
+//!   (one entry per 64 documents instead of a sorted-set entry, ~100
+//!   bytes, per document). With `hash-max-listpack-value` raised above
+//!   the record size (about 300 + URL bytes; the default is 64) the hashes
+//!   stay listpacks and save ~50 more bytes per document.
+//! - Band keys are 64-bit hashes, nearly all distinct: a key per band would
+//!   cost a Redis key per band per document, hence the 2^18 buckets.
+//!
+//! The window is applied by [`crate::Deduper::purge_expired`], which
+//! removes each expired document's exact entries, as on every store. Keys
+//! are given no expiry (`EXPIRE`): one key holds entries of many documents
+//! of different ages.
 //!
 //! # Atomicity: optimistic transactions, validated by a script
 //!
@@ -56,6 +67,12 @@
 //! times, with jittered backoff). Every committed transaction therefore
 //! read exactly the state it committed on: transactions are serializable,
 //! in the order of their commits.
+//!
+//! A packed key is written whole, as the value the transaction read plus
+//! its own changes. That is safe for the same reason: the commit only
+//! applies if the key's stripe is unchanged, so the value replaced is the
+//! value read. A packed key written without being read first (a purge, a
+//! bulk load) is read, with its stripe, just before the commit.
 //!
 //! Why this gives one kept copy: a kept document writes its URL key, its
 //! title key, its `m` block keys and the buckets of its band keys, so bumps
@@ -92,13 +109,25 @@
 //! later one is retried), so workers sharing a server should batch tens,
 //! not thousands.
 //!
-//! Under Redis Cluster the store asks `CLUSTER SLOTS` which master holds
-//! the namespace's slot and talks to it directly: a script whose keys all
-//! share the namespace's hash tag runs on that one master, so the guarantee
-//! is the same as on one server. A namespace is not spread over masters;
-//! run one namespace per crawl (or per group of sites) to spread load.
+//! # Redis Cluster
+//!
+//! Open the store on any node ([`RedisStore::open`]) or on a list of them
+//! ([`RedisStore::open_cluster`], which tries each until one answers). It
+//! asks `CLUSTER SLOTS` which master serves the namespace's slot and
+//! talks to that master directly. Every key of a namespace carries the
+//! `{NS}` hash tag, so all of them are in that one slot: each read
+//! pipeline, each `MGET` and each commit script touches one master only,
+//! and the script runs there atomically, as on a single server. The
+//! guarantee is therefore the same as on one server, and so is the limit:
+//! one namespace is one shard, served by one master's single thread.
+//! Several namespaces (one per crawl, or per group of sites) spread over
+//! the masters by their slots. When a slot moves (resharding, failover)
+//! the master answers `MOVED` (or `CLUSTERDOWN` during a failover): the
+//! command was refused, nothing was applied, the error is
+//! [`Error::Disconnected`] (transient, `maybe_applied` false), and the
+//! store's next connection asks the cluster again where the slot is.
 //! After a failover, writes the old master acknowledged but had not yet
-//! replicated are lost, as with any Redis data.
+//! replicated to its replica are lost, as with any Redis data.
 //!
 //! # Failures
 //!
@@ -112,13 +141,18 @@
 //! it as a duplicate of its own URL. A command the server refuses inside
 //! the commit script would leave the writes before it applied (Redis does
 //! not roll scripts back); only a foreign key of another type under the
-//! namespace can cause that, so keep the namespace to this store.
+//! namespace can cause that, so keep the namespace to this store. A
+//! namespace written by another layout of this store is refused at
+//! [`RedisStore::open`] ([`Error::Config`]).
 //!
 //! # Memory
 //!
-//! Measured in docs/BENCHMARKS.md ("Redis store"): the document record
-//! alone, with the 272-byte sketch every candidate is verified against,
-//! takes more than 200 bytes of Redis memory.
+//! [`RedisStore::memory_by_part`] measures each part of a namespace.
+//! Measured in docs/BENCHMARKS.md ("Redis store", m = 4, 10 bands): see
+//! there for the per-part table. The record, with the 272-byte sketch every
+//! candidate is verified against, is most of it by itself, so the 200
+//! bytes per document of issue 9 are out of reach while the sketch is
+//! kept in Redis.
 
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
@@ -135,6 +169,53 @@ use crate::fingerprint::Fingerprint;
 
 /// Bits of a band key that pick its bucket (`{NS}:l:BUCKET3`).
 const BAND_BUCKET_BITS: u32 = 18;
+
+/// Document records are kept 2^6 = 64 to a hash (`{NS}:d:BUCKET`), by id:
+/// one key per 64 documents instead of one each, and the buckets in id
+/// order are the insertion order (purges read the oldest bucket first).
+const DOC_BUCKET_BITS: u32 = 6;
+const DOC_BUCKET_MASK: u64 = (1 << DOC_BUCKET_BITS) - 1;
+
+/// The key layout this version writes, recorded in `{NS}:m:layout`.
+/// Layout 1 (before it was recorded) kept a string per document record,
+/// a sorted set of every id, 8-byte band keys in band members and ids as
+/// block scores.
+const LAYOUT: &str = "2";
+
+/// The Redis memory one part of a namespace's key layout takes, from
+/// [`RedisStore::memory_by_part`].
+///
+/// ```
+/// let p = simcrawl_dedup::store::MemoryPart { part: "bands", keys: 2, bytes: 300 };
+/// assert_eq!(p.bytes / p.keys, 150);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryPart {
+    /// The part: `doc records`, `doc order`, `blocks`, `bands`, `titles`,
+    /// `url records`, `url times`, `versions`, or `other` (metadata,
+    /// counters).
+    pub part: &'static str,
+    /// Its keys.
+    pub keys: u64,
+    /// Their `MEMORY USAGE` (value, key name and the key's entry in the
+    /// keyspace), in bytes.
+    pub bytes: u64,
+}
+
+/// Which part of the layout a key is, from its name after `{NS}:`.
+fn part_of(rest: &[u8]) -> &'static str {
+    match rest {
+        [b'd', b':', ..] => "doc records",
+        [b'o'] => "doc order",
+        [b'b', b':', ..] => "blocks",
+        [b'l', b':', ..] => "bands",
+        [b't', b':', ..] => "titles",
+        [b'u', b':', ..] => "url records",
+        [b'u', b't'] => "url times",
+        [b'v'] => "versions",
+        _ => "other",
+    }
+}
 
 /// How a [`RedisStore`] connects and retries.
 ///
@@ -248,8 +329,71 @@ impl RedisStore {
                 url: store.url.clone(),
                 source: Box::new(e),
             })?;
+        store.check_layout(&mut conn)?;
         store.pool.lock().push(conn);
         Ok(store)
+    }
+
+    /// Refuses a namespace written in another key layout (see [`LAYOUT`]),
+    /// and records this one in a namespace that has none yet. Layout 1
+    /// recorded nothing: it shows as an order index without a count.
+    fn check_layout(&self, conn: &mut Connection) -> Result<()> {
+        let k = &self.keys;
+        let layout_key = k.meta("layout");
+        let (stored, order, count): (Option<Vec<u8>>, bool, bool) = redis::pipe()
+            .cmd("GET")
+            .arg(&layout_key)
+            .cmd("EXISTS")
+            .arg(k.order())
+            .cmd("EXISTS")
+            .arg(k.count())
+            .query(conn)
+            .map_err(|e| self.fail(e, false))?;
+        let stored = match stored {
+            Some(s) => String::from_utf8_lossy(&s).into_owned(),
+            None if order && !count => "1".to_string(),
+            None => {
+                redis::cmd("SET")
+                    .arg(&layout_key)
+                    .arg(LAYOUT)
+                    .arg("NX")
+                    .query::<Value>(conn)
+                    .map_err(|e| self.fail(e, false))?;
+                return Ok(());
+            }
+        };
+        if stored == LAYOUT {
+            return Ok(());
+        }
+        Err(Error::Config(format!(
+            "Redis namespace {:?} at {} holds keys of store layout {stored}, this simcrawl reads layout {LAYOUT}: \
+             use another namespace, or empty this one (RedisStore::clear) to rebuild it",
+            self.options.namespace, self.url
+        )))
+    }
+
+    /// Connects to a Redis Cluster through the first of `urls` (any of
+    /// its nodes, `redis://host:port/0`) that answers: the store then talks
+    /// to the master serving its namespace's slot, found with `CLUSTER
+    /// SLOTS` (see *Redis Cluster* in the module docs). When none answers,
+    /// the error of the last is returned ([`Error::Unreachable`]).
+    ///
+    /// ```no_run
+    /// use simcrawl_dedup::{RedisOptions, RedisStore};
+    /// let nodes = ["redis://10.0.0.1:7000/0", "redis://10.0.0.2:7000/0"];
+    /// let store = RedisStore::open_cluster(&nodes, RedisOptions::default())?;
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    pub fn open_cluster(urls: &[&str], options: RedisOptions) -> Result<RedisStore> {
+        let mut last = Error::Config("no Redis Cluster node given".into());
+        for url in urls {
+            match Self::open_with(url, options.clone()) {
+                Ok(store) => return Ok(store),
+                Err(e @ Error::Unreachable { .. }) => last = e,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
     }
 
     /// The server's URL, without password.
@@ -291,6 +435,63 @@ impl RedisStore {
             .ok_or_else(|| {
                 Error::Storage(format!("Redis at {}: no {field} in INFO {section}", self.url).into())
             })
+    }
+
+    /// Redis memory of this namespace by part of the key layout (`MEMORY
+    /// USAGE` of every key, exact: `SAMPLES 0`), biggest first: what each
+    /// tier and index costs, for sizing a server. Reads every key, so it
+    /// takes a while on a big namespace (about a second per 500k keys).
+    ///
+    /// ```no_run
+    /// let store = simcrawl_dedup::RedisStore::open("redis://127.0.0.1:6379/0")?;
+    /// for p in store.memory_by_part()? {
+    ///     println!("{}: {} keys, {} bytes", p.part, p.keys, p.bytes);
+    /// }
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    pub fn memory_by_part(&self) -> Result<Vec<MemoryPart>> {
+        let mut conn = self.conn()?;
+        let pattern = [self.keys.prefix.as_slice(), b"*"].concat();
+        let mut parts: Vec<MemoryPart> = Vec::new();
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query(&mut conn)
+                .map_err(|e| self.fail(e, false))?;
+            if !keys.is_empty() {
+                let mut pipe = redis::pipe();
+                for k in &keys {
+                    pipe.cmd("MEMORY").arg("USAGE").arg(k).arg("SAMPLES").arg(0);
+                }
+                let sizes: Vec<Option<u64>> = pipe.query(&mut conn).map_err(|e| self.fail(e, false))?;
+                for (k, size) in keys.iter().zip(sizes) {
+                    let part = part_of(k.get(self.keys.prefix.len()..).unwrap_or_default());
+                    match parts.iter_mut().find(|p| p.part == part) {
+                        Some(p) => {
+                            p.keys += 1;
+                            p.bytes += size.unwrap_or(0);
+                        }
+                        None => parts.push(MemoryPart {
+                            part,
+                            keys: 1,
+                            bytes: size.unwrap_or(0),
+                        }),
+                    }
+                }
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        self.pool.lock().push(conn);
+        parts.sort_by(|a, b| b.bytes.cmp(&a.bytes));
+        Ok(parts)
     }
 
     /// Deletes every key of this store's namespace (tests, benchmarks,
@@ -373,6 +574,18 @@ impl RedisStore {
     /// [`Error::Disconnected`] (retry), anything else a store error naming
     /// the server.
     fn fail(&self, e: RedisError, maybe_applied: bool) -> Error {
+        if e.is_cluster_error() {
+            // The slot moved (resharding, failover) or the cluster is
+            // down: the command was refused, so nothing was applied.
+            // Pooled connections point at the old owner; new ones ask the
+            // cluster again.
+            self.pool.lock().clear();
+            return Error::Disconnected {
+                url: self.url.clone(),
+                maybe_applied: false,
+                source: Box::new(e),
+            };
+        }
         fail(&self.url, e, maybe_applied)
     }
 
@@ -566,35 +779,25 @@ impl Keys {
         rest[1..].copy_from_slice(&key.to_be_bytes());
         self.key(b"b:", &rest)
     }
-    fn band_bucket(&self, key: u64) -> Vec<u8> {
-        let b = (key >> (64 - BAND_BUCKET_BITS)) as u32;
-        self.key(b"l:", &b.to_be_bytes()[1..])
+    fn band_bucket(&self, bucket: u32) -> Vec<u8> {
+        self.key(b"l:", &bucket.to_be_bytes()[1..])
     }
-    fn doc(&self, id: DocId) -> Vec<u8> {
-        self.key(b"d:", id.to_string().as_bytes())
+    /// The hash holding document `id`'s record, and its field there.
+    fn doc(&self, id: DocId) -> (Vec<u8>, Vec<u8>) {
+        (
+            self.key(b"d:", (id >> DOC_BUCKET_BITS).to_string().as_bytes()),
+            num(id & DOC_BUCKET_MASK),
+        )
     }
     fn order(&self) -> Vec<u8> {
         self.key(b"o", b"")
     }
+    fn count(&self) -> Vec<u8> {
+        self.key(b"c", b"")
+    }
     fn versions(&self) -> Vec<u8> {
         self.key(b"v", b"")
     }
-}
-
-/// A document id as its shortest big-endian bytes (at least one).
-fn id_bytes(id: DocId) -> Vec<u8> {
-    let b = id.to_be_bytes();
-    let skip = (id.leading_zeros() / 8).min(7) as usize;
-    b[skip..].to_vec()
-}
-
-fn id_from(bytes: &[u8]) -> Result<DocId> {
-    if bytes.is_empty() || bytes.len() > 8 {
-        return Err(Error::Corrupt(format!("document id of {} bytes", bytes.len())));
-    }
-    let mut b = [0u8; 8];
-    b[8 - bytes.len()..].copy_from_slice(bytes);
-    Ok(u64::from_be_bytes(b))
 }
 
 fn decimal_id(bytes: &[u8]) -> Result<DocId> {
@@ -604,28 +807,74 @@ fn decimal_id(bytes: &[u8]) -> Result<DocId> {
         .ok_or_else(|| Error::Corrupt(format!("document id {:?}", String::from_utf8_lossy(bytes))))
 }
 
-/// fingerprint + id: a block member.
-fn posting_member(fp: u64, id: DocId) -> Vec<u8> {
-    let mut m = fp.to_be_bytes().to_vec();
-    m.extend_from_slice(&id_bytes(id));
-    m
+/// The part of a band key its bucket entry keeps: bits 16 to 47 (the top
+/// 18 already chose the bucket). The 48 bits together tell bands apart but
+/// for a chance of ~2^-48 per pair; a band that matches by chance only
+/// adds a candidate, which the sketch then rejects.
+fn band_tag(key: u64) -> [u8; BAND_TAG] {
+    let b = key.to_be_bytes();
+    [b[2], b[3], b[4], b[5]]
 }
 
-/// band key + id: a band bucket member.
-fn band_member(key: u64, id: DocId) -> Vec<u8> {
-    let mut m = key.to_be_bytes().to_vec();
-    m.extend_from_slice(&id_bytes(id));
-    m
-}
+/// Bytes of [`band_tag`].
+const BAND_TAG: usize = 4;
 
-/// Splits an 8-byte prefix + id member.
-fn split_member(m: &[u8]) -> Result<(u64, DocId)> {
-    if m.len() < 9 {
-        return Err(Error::Corrupt(format!("index member of {} bytes", m.len())));
+/// Bytes of a document id in a packed entry: ids up to 2^40 (a trillion
+/// documents, gaps included).
+const ID_BYTES: usize = 5;
+
+/// Ids a packed entry holds.
+fn check_id(id: DocId) -> Result<()> {
+    if id >> (8 * ID_BYTES) != 0 {
+        return Err(Error::Storage(
+            format!("document id {id} does not fit the Redis store's 40-bit ids").into(),
+        ));
     }
-    let mut head = [0u8; 8];
-    head.copy_from_slice(&m[..8]);
-    Ok((u64::from_be_bytes(head), id_from(&m[8..])?))
+    Ok(())
+}
+
+/// The band bucket of a band key: its top [`BAND_BUCKET_BITS`] bits.
+fn bucket_of(key: u64) -> u32 {
+    (key >> (64 - BAND_BUCKET_BITS)) as u32
+}
+
+/// A packed value: entries of a `head`-byte big-endian number (fingerprint,
+/// band tag) and an [`ID_BYTES`]-byte big-endian id.
+fn unpack(bytes: &[u8], head: usize, what: &str) -> Result<Vec<(u64, DocId)>> {
+    let size = head + ID_BYTES;
+    if !bytes.len().is_multiple_of(size) {
+        return Err(Error::Corrupt(format!("{what} of {} bytes", bytes.len())));
+    }
+    let be = |b: &[u8]| b.iter().fold(0u64, |n, &x| (n << 8) | u64::from(x));
+    Ok(bytes
+        .chunks_exact(size)
+        .map(|e| (be(&e[..head]), be(&e[head..])))
+        .collect())
+}
+
+/// The packed bytes of a block list or band bucket (empty: delete the key).
+fn encode_packed(val: &Val) -> Result<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut push = |head: &[u8], id: DocId| -> Result<()> {
+        check_id(id)?;
+        out.extend_from_slice(head);
+        out.extend_from_slice(&id.to_be_bytes()[8 - ID_BYTES..]);
+        Ok(())
+    };
+    match val {
+        Val::Block(entries) => {
+            for &(fp, id) in entries {
+                push(&fp.to_be_bytes(), id)?;
+            }
+        }
+        Val::Bucket(entries) => {
+            for &(tag, id) in entries {
+                push(&tag.to_be_bytes(), id)?;
+            }
+        }
+        _ => return Err(Error::Corrupt("not a packed value".into())),
+    }
+    Ok(out)
 }
 
 fn bulk(v: Value) -> Result<Option<Vec<u8>>> {
@@ -655,9 +904,18 @@ enum Key {
     Url(u128),
     Title(u128),
     Block(usize, u64),
-    Band(u64),
+    /// A band bucket (`{NS}:l:BUCKET3`), by number.
+    Bucket(u32),
     Doc(DocId),
     Meta(String),
+}
+
+impl Key {
+    /// Whether the key is a packed string (block list, band bucket),
+    /// read with `MGET` and written whole with `MSET` at the commit.
+    fn packed(&self) -> bool {
+        matches!(self, Key::Block(..) | Key::Bucket(_))
+    }
 }
 
 /// A key's value as this transaction sees it: as read, with its own
@@ -671,9 +929,10 @@ enum Val {
         limit: usize,
         more: bool,
     },
+    /// (fingerprint, id), in stored order.
     Block(Vec<(u64, DocId)>),
-    /// Oldest first, at most [`BAND_POSTINGS`].
-    Band(Vec<DocId>),
+    /// (band tag, id), in stored order; at most [`BAND_POSTINGS`] per tag.
+    Bucket(Vec<(u32, DocId)>),
     Doc(Option<Box<DocRecord>>),
     Meta(Option<Vec<u8>>),
 }
@@ -687,6 +946,8 @@ enum Op {
     RemoveId(DocId),
     AddPosting(u64, DocId),
     RemovePosting(u64, DocId),
+    AddTagged(u32, DocId),
+    RemoveTagged(u32, DocId),
     PutDoc(Box<DocRecord>),
     DelDoc,
     SetMeta(Vec<u8>),
@@ -710,8 +971,17 @@ impl Val {
             }
             (Val::Block(v), Op::AddPosting(fp, id)) => v.push((*fp, *id)),
             (Val::Block(v), Op::RemovePosting(fp, id)) => v.retain(|e| *e != (*fp, *id)),
-            (Val::Band(v), Op::AddId(id)) => super::push_capped(v, *id),
-            (Val::Band(v), Op::RemoveId(id)) => v.retain(|x| x != id),
+            (Val::Bucket(v), Op::AddTagged(tag, id)) => {
+                v.push((*tag, *id));
+                // The band's oldest entries beyond its cap go.
+                let mut same: Vec<DocId> = v.iter().filter(|e| e.0 == *tag).map(|e| e.1).collect();
+                if same.len() > BAND_POSTINGS {
+                    same.sort_unstable();
+                    let gone = &same[..same.len() - BAND_POSTINGS];
+                    v.retain(|e| e.0 != *tag || !gone.contains(&e.1));
+                }
+            }
+            (Val::Bucket(v), Op::RemoveTagged(tag, id)) => v.retain(|e| *e != (*tag, *id)),
             (Val::Doc(v), Op::PutDoc(r)) => *v = Some(r.clone()),
             (Val::Doc(v), Op::DelDoc) => *v = None,
             (Val::Meta(v), Op::SetMeta(b)) => *v = Some(b.clone()),
@@ -730,7 +1000,12 @@ impl Val {
 ///
 /// KEYS[1]: the version hash. ARGV: n, then n (stripe, version) pairs, then
 /// m, then m stripes to bump, then the writes, each as its argument count
-/// followed by its arguments (merged by [`merge_writes`]).
+/// followed by its arguments (merged by [`merge_writes`]). Two writes are
+/// this script's own: `HSETC hash order count bucket field value...`
+/// stores records in a bucket hash, adds to the count what `HSET` says it
+/// added and lists the bucket in the order index; `HDELC hash order count
+/// bucket field...` removes them, subtracts what `HDEL` removed and
+/// unlists the bucket once empty.
 const COMMIT: &str = r#"
 local v = KEYS[1]
 local CH = 2000
@@ -766,7 +1041,20 @@ end
 local nargs = #ARGV
 while i <= nargs do
   local argc = tonumber(ARGV[i])
-  redis.call(unpack(ARGV, i + 1, i + argc))
+  local verb = ARGV[i + 1]
+  if verb == 'HSETC' then
+    local h, o, c, b = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
+    local added = redis.call('HSET', h, unpack(ARGV, i + 6, i + argc))
+    if added > 0 then redis.call('INCRBY', c, added) end
+    redis.call('ZADD', o, b, b)
+  elseif verb == 'HDELC' then
+    local h, o, c, b = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
+    local gone = redis.call('HDEL', h, unpack(ARGV, i + 6, i + argc))
+    if gone > 0 then redis.call('DECRBY', c, gone) end
+    if redis.call('EXISTS', h) == 0 then redis.call('ZREM', o, b) end
+  else
+    redis.call(unpack(ARGV, i + 1, i + argc))
+  end
   i = i + 1 + argc
 end
 return 1
@@ -780,11 +1068,13 @@ const MERGE_ITEMS: usize = 2000;
 /// Fewer, larger commands with the same effect: every write command names
 /// one key (its second argument); per key, consecutive `ZADD`s (or
 /// `ZREM`s) become one, in order; keys written by exactly one `SET` are
-/// set together by `MSET`, keys only deleted by one `DEL`. Commands on
+/// set together by `MSET`, keys only deleted by one `DEL`; consecutive
+/// `HSETC`s (`HDELC`s) of one bucket hash become one. Commands on
 /// different keys are independent, so only each key's own order is kept.
-/// A batch of 1000 documents then costs ~14 commands per document (its
-/// block and band entries) instead of ~16 plus its shared index entries.
-fn merge_writes(writes: &[Vec<Vec<u8>>]) -> Vec<Vec<Vec<u8>>> {
+/// A batch of 1000 new documents then costs a few `MSET`s for its ~14,000
+/// block lists and band buckets, ~16 `HSETC`s for its records, and one
+/// command per title, instead of ~15 commands per document.
+fn merge_writes<'w>(writes: impl IntoIterator<Item = &'w Vec<Vec<u8>>>) -> Vec<Vec<Vec<u8>>> {
     let mut order: Vec<&[u8]> = Vec::new();
     let mut per_key: FxHashMap<&[u8], Vec<&Vec<Vec<u8>>>> = FxHashMap::default();
     for w in writes {
@@ -819,10 +1109,21 @@ fn merge_writes(writes: &[Vec<Vec<u8>>]) -> Vec<Vec<Vec<u8>>> {
             let verb = &cmds[i][0];
             let mut merged = cmds[i].clone();
             let mut j = i + 1;
-            if verb == b"ZADD" || verb == b"ZREM" {
-                let arity = if verb == b"ZADD" { 2 } else { 1 };
-                while j < cmds.len() && cmds[j][0] == *verb && (merged.len() - 2) / arity < MERGE_ITEMS {
-                    merged.extend_from_slice(&cmds[j][2..]);
+            // Arguments before the items, and arguments per item.
+            let shape = match verb.as_slice() {
+                b"ZADD" => Some((2, 2)),
+                b"ZREM" => Some((2, 1)),
+                b"HSETC" => Some((5, 2)),
+                b"HDELC" => Some((5, 1)),
+                _ => None,
+            };
+            if let Some((prefix, arity)) = shape {
+                while j < cmds.len()
+                    && cmds[j][0] == *verb
+                    && cmds[j].len() > prefix
+                    && (merged.len() - prefix) / arity < MERGE_ITEMS
+                {
+                    merged.extend_from_slice(&cmds[j][prefix..]);
                     j += 1;
                 }
             }
@@ -874,6 +1175,8 @@ struct Tx<'a> {
     written: FxHashSet<u32>,
     /// Queued write commands, run by the commit script.
     writes: RefCell<Vec<Vec<Vec<u8>>>>,
+    /// Packed keys written: set whole at the commit.
+    dirty: FxHashSet<Key>,
     /// Document ids reserved and not yet handed out: [next, end).
     ids: Cell<(DocId, DocId)>,
     /// Ids the next reservation takes (doubling, for transactions that
@@ -892,6 +1195,7 @@ impl<'a> Tx<'a> {
             versions: RefCell::new(FxHashMap::default()),
             written: FxHashSet::default(),
             writes: RefCell::new(Vec::new()),
+            dirty: FxHashSet::default(),
             ids: Cell::new((0, 0)),
             chunk: Cell::new(1),
             round_trips: Cell::new(0),
@@ -917,9 +1221,38 @@ impl<'a> Tx<'a> {
     /// written). A transaction that read no versioned key and wrote nothing
     /// has nothing to check.
     fn commit(&self) -> Result<bool> {
+        // Packed keys written without being read (purges, bulk loads) are
+        // read now, with their versions, so that their new values are
+        // built on what the script validates.
+        let missing: Vec<Key> = {
+            let cache = self.cache.borrow();
+            self.dirty
+                .iter()
+                .filter(|k| !cache.contains_key(*k))
+                .cloned()
+                .collect()
+        };
+        self.fetch(&missing, crate::TITLE_CANDIDATES, 0)?;
+        let mut packed = Vec::with_capacity(self.dirty.len());
+        {
+            let cache = self.cache.borrow();
+            for k in &self.dirty {
+                let val = cache
+                    .get(k)
+                    .ok_or_else(|| Error::Corrupt("a written key is missing".into()))?;
+                let bytes = encode_packed(val)?;
+                let rk = self.redis_key(k);
+                packed.push(if bytes.is_empty() {
+                    vec![b"DEL".to_vec(), rk]
+                } else {
+                    vec![b"SET".to_vec(), rk, bytes]
+                });
+            }
+        }
         let versions = self.versions.borrow();
         let writes = self.writes.borrow();
-        if writes.is_empty() && versions.is_empty() {
+        let nothing_written = writes.is_empty() && packed.is_empty();
+        if nothing_written && versions.is_empty() {
             return Ok(true);
         }
         let script = &self.store.commit;
@@ -932,7 +1265,7 @@ impl<'a> Tx<'a> {
         for s in &self.written {
             inv.arg(*s);
         }
-        for w in merge_writes(&writes) {
+        for w in merge_writes(writes.iter().chain(&packed)) {
             inv.arg(w.len());
             for a in &w {
                 inv.arg(a.as_slice());
@@ -944,7 +1277,7 @@ impl<'a> Tx<'a> {
             Ok(r) => Ok(r == 1),
             Err(e) => {
                 let sent = !e.is_connection_refusal();
-                Err(self.store.fail(e, sent && !writes.is_empty()))
+                Err(self.store.fail(e, sent && !nothing_written))
             }
         }
     }
@@ -956,8 +1289,8 @@ impl<'a> Tx<'a> {
             Key::Url(d) => k.url(*d),
             Key::Title(d) => k.title(*d),
             Key::Block(t, b) => k.block(*t, *b),
-            Key::Band(b) => k.band_bucket(*b),
-            Key::Doc(id) => k.doc(*id),
+            Key::Bucket(b) => k.band_bucket(*b),
+            Key::Doc(id) => k.doc(*id).0,
             Key::Meta(name) if name == NEXT_ID_META => k.counter(),
             Key::Meta(name) => k.meta(name),
         }
@@ -1001,11 +1334,24 @@ impl<'a> Tx<'a> {
         if !stripes.is_empty() {
             pipe.cmd("HMGET").arg(self.keys().versions()).arg(&stripes);
         }
+        // Packed keys: all in one `MGET` (one command, however many keys).
+        let (packed, todo): (Vec<&Key>, Vec<&Key>) = todo.into_iter().partition(|k| k.packed());
+        if !packed.is_empty() {
+            let mut mget = redis::cmd("MGET");
+            for k in &packed {
+                mget.arg(self.redis_key(k));
+            }
+            pipe.add_command(mget);
+        }
         for k in &todo {
             let rk = self.redis_key(k);
             match k {
-                Key::Url(_) | Key::Doc(_) | Key::Meta(_) => {
+                Key::Block(..) | Key::Bucket(_) => {}
+                Key::Url(_) | Key::Meta(_) => {
                     pipe.cmd("GET").arg(rk);
+                }
+                Key::Doc(id) => {
+                    pipe.cmd("HGET").arg(rk).arg(self.keys().doc(*id).1);
                 }
                 Key::Title(_) => {
                     // One more than wanted (and than this transaction
@@ -1015,14 +1361,6 @@ impl<'a> Tx<'a> {
                         .arg(0)
                         .arg(title_limit + self.removes(k))
                         .arg("REV");
-                }
-                Key::Block(..) => {
-                    pipe.cmd("ZRANGE").arg(rk).arg(0).arg(-1);
-                }
-                Key::Band(b) => {
-                    let from = [b"[".as_slice(), &b.to_be_bytes()].concat();
-                    let to = [b"[".as_slice(), &b.to_be_bytes(), &[0xff; 9]].concat();
-                    pipe.cmd("ZRANGE").arg(rk).arg(from).arg(to).arg("BYLEX");
                 }
             }
         }
@@ -1048,16 +1386,27 @@ impl<'a> Tx<'a> {
                 versions.insert(*s, bulk(v)?.unwrap_or_else(|| b"0".to_vec()));
             }
         }
-        let mut fetched = Vec::with_capacity(todo.len());
+        let mut fetched = Vec::with_capacity(todo.len() + packed.len());
+        let mut values = Vec::new();
+        if !packed.is_empty() {
+            values = match next()? {
+                Value::Array(items) if items.len() == packed.len() => items,
+                other => return Err(Error::Corrupt(format!("MGET replied {other:?}"))),
+            };
+        }
+        let mut pairs: Vec<(&Key, Value)> = packed.iter().copied().zip(values).collect();
         for k in &todo {
-            let mut val = self.decode(k, next()?, title_limit)?;
-            for op in self.ops.get(*k).into_iter().flatten() {
+            pairs.push((*k, next()?));
+        }
+        for (k, reply) in pairs {
+            let mut val = self.decode(k, reply, title_limit)?;
+            for op in self.ops.get(k).into_iter().flatten() {
                 val.apply(op);
             }
             if let Val::Title { newest, .. } = &mut val {
                 newest.truncate(title_limit);
             }
-            fetched.push(((*k).clone(), val));
+            fetched.push((k.clone(), val));
         }
         if reserve > 0 {
             let end = match next()? {
@@ -1103,23 +1452,14 @@ impl<'a> Tx<'a> {
                     limit: title_limit,
                 }
             }
-            Key::Block(..) => Val::Block(
-                members(reply)?
-                    .iter()
-                    .map(|m| split_member(m))
-                    .collect::<Result<_>>()?,
-            ),
-            Key::Band(_) => {
-                let mut ids = members(reply)?
-                    .iter()
-                    .map(|m| split_member(m).map(|(_, id)| id))
-                    .collect::<Result<Vec<_>>>()?;
-                // Lex order is not numeric order for ids of different
-                // lengths; oldest first, newest BAND_POSTINGS kept.
-                ids.sort_unstable();
-                let excess = ids.len().saturating_sub(BAND_POSTINGS);
-                ids.drain(..excess);
-                Val::Band(ids)
+            Key::Block(..) => {
+                let bytes = bulk(reply)?.unwrap_or_default();
+                Val::Block(unpack(&bytes, 8, "block list")?)
+            }
+            Key::Bucket(_) => {
+                let bytes = bulk(reply)?.unwrap_or_default();
+                let entries = unpack(&bytes, BAND_TAG, "band bucket")?;
+                Val::Bucket(entries.into_iter().map(|(tag, id)| (tag as u32, id)).collect())
             }
         })
     }
@@ -1167,6 +1507,18 @@ impl<'a> Tx<'a> {
         self.ops.entry(key).or_default().push(op);
     }
 
+    /// Records a write of a packed key: replayed on later reads, applied to
+    /// the cached value if any, its stripe bumped and its whole new value
+    /// set at the commit.
+    fn record_packed(&mut self, key: Key, op: Op) {
+        self.written.insert(stripe(&self.redis_key(&key)));
+        if let Some(v) = self.cache.get_mut().get_mut(&key) {
+            v.apply(&op);
+        }
+        self.ops.entry(key.clone()).or_default().push(op);
+        self.dirty.insert(key);
+    }
+
     /// Queues a command that goes with a recorded write (index entries
     /// beside the main key).
     fn also(&mut self, cmd: Vec<Vec<u8>>) {
@@ -1181,7 +1533,7 @@ impl ReadTables for Tx<'_> {
         wanted.extend(keys.urls.iter().map(|&d| Key::Url(d)));
         wanted.extend(keys.titles.iter().map(|&d| Key::Title(d)));
         wanted.extend(keys.blocks.iter().map(|&(t, k)| Key::Block(t, k)));
-        wanted.extend(keys.bands.iter().map(|&b| Key::Band(b)));
+        wanted.extend(keys.bands.iter().map(|&b| Key::Bucket(bucket_of(b))));
         let (next, end) = self.ids.get();
         let reserve = (keys.documents as u64).saturating_sub(end - next);
         self.fetch(&wanted, crate::TITLE_CANDIDATES, reserve)
@@ -1226,10 +1578,17 @@ impl ReadTables for Tx<'_> {
         })
     }
 
+    /// The bucket's entries of this band, oldest first, the newest
+    /// [`BAND_POSTINGS`] (a bucket written blind by a bulk load may hold
+    /// more until its next write).
     fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()> {
-        self.with(Key::Band(key), |v| {
-            if let Val::Band(ids) = v {
-                out.extend_from_slice(ids);
+        let tag = u32::from_be_bytes(band_tag(key));
+        self.with(Key::Bucket(bucket_of(key)), |v| {
+            if let Val::Bucket(entries) = v {
+                let mut ids: Vec<DocId> = entries.iter().filter(|e| e.0 == tag).map(|e| e.1).collect();
+                ids.sort_unstable();
+                let excess = ids.len().saturating_sub(BAND_POSTINGS);
+                out.extend_from_slice(&ids[excess..]);
             }
         })
     }
@@ -1268,22 +1627,60 @@ impl ReadTables for Tx<'_> {
         self.fetch(&keys, crate::TITLE_CANDIDATES, 0)
     }
 
-    /// The oldest ids from `{NS}:o`, then their records. Two processes
-    /// purging the same documents at once both remove them (harmlessly)
-    /// and both count them.
+    /// The oldest buckets from `{NS}:o`, then every record of each
+    /// (`HGETALL`), until `limit` documents are found. Records this
+    /// transaction wrote or removed are seen as it left them. Two
+    /// processes purging the same documents at once both remove them
+    /// (harmlessly); the document count is kept by `HDEL`'s own count, so
+    /// it stays exact.
     fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()> {
-        if limit == 0 {
-            return Ok(());
+        let per_bucket = DOC_BUCKET_MASK as usize + 1;
+        let mut from = 0usize;
+        let mut ids: Vec<DocId> = Vec::new();
+        while ids.len() < limit {
+            let want = (limit - ids.len()).div_ceil(per_bucket) + 1;
+            let mut pipe = redis::pipe();
+            pipe.cmd("ZRANGE")
+                .arg(self.keys().order())
+                .arg(from)
+                .arg(from + want - 1);
+            let reply = self.query(&pipe)?.pop().unwrap_or(Value::Nil);
+            let buckets = members(reply)?
+                .iter()
+                .map(|m| decimal_id(m))
+                .collect::<Result<Vec<_>>>()?;
+            if buckets.is_empty() {
+                break;
+            }
+            from += buckets.len();
+            let mut pipe = redis::pipe();
+            for &b in &buckets {
+                pipe.cmd("HGETALL")
+                    .arg(self.keys().doc(b << DOC_BUCKET_BITS).0);
+            }
+            let replies = self.query(&pipe)?;
+            let mut cache = self.cache.borrow_mut();
+            for (&b, reply) in buckets.iter().zip(replies) {
+                let mut fields = members(reply)?.into_iter();
+                while let (Some(f), Some(v)) = (fields.next(), fields.next()) {
+                    let low = decimal_id(&f)?;
+                    if low > DOC_BUCKET_MASK {
+                        return Err(Error::Corrupt(format!("document field {low} in bucket {b}")));
+                    }
+                    let id = (b << DOC_BUCKET_BITS) | low;
+                    ids.push(id);
+                    // This transaction's own view of a record wins.
+                    if let std::collections::hash_map::Entry::Vacant(e) = cache.entry(Key::Doc(id)) {
+                        e.insert(Val::Doc(Some(Box::new(DocRecord::decode(&v)?))));
+                    }
+                }
+            }
+            if buckets.len() < want {
+                break;
+            }
         }
-        let mut pipe = redis::pipe();
-        pipe.cmd("ZRANGE").arg(self.keys().order()).arg(0).arg(limit - 1);
-        let reply = self.query(&pipe)?.pop().unwrap_or(Value::Nil);
-        let ids = members(reply)?
-            .iter()
-            .map(|m| decimal_id(m))
-            .collect::<Result<Vec<_>>>()?;
-        let keys: Vec<Key> = ids.iter().map(|&id| Key::Doc(id)).collect();
-        self.fetch(&keys, crate::TITLE_CANDIDATES, 0)?;
+        ids.sort_unstable();
+        ids.truncate(limit);
         for id in ids {
             if let Some(rec) = self.doc(id)? {
                 out.push((id, rec));
@@ -1294,10 +1691,13 @@ impl ReadTables for Tx<'_> {
 
     fn doc_count(&self) -> Result<u64> {
         let mut pipe = redis::pipe();
-        pipe.cmd("ZCARD").arg(self.keys().order());
+        pipe.cmd("GET").arg(self.keys().count());
         match self.query(&pipe)?.pop() {
-            Some(Value::Int(n)) => Ok(n.max(0) as u64),
-            other => Err(Error::Corrupt(format!("ZCARD replied {other:?}"))),
+            None | Some(Value::Nil) => Ok(0),
+            Some(v) => match bulk(v)? {
+                Some(b) => Ok(decimal_id(&b).unwrap_or(0)),
+                None => Ok(0),
+            },
         }
     }
 }
@@ -1359,72 +1759,58 @@ impl Tables for Tx<'_> {
     }
 
     fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
-        let cmd = vec![
-            b"ZADD".to_vec(),
-            self.keys().block(table, key),
-            num(id),
-            posting_member(fp.0, id),
-        ];
-        self.record(Key::Block(table, key), Op::AddPosting(fp.0, id), cmd);
+        check_id(id)?;
+        self.record_packed(Key::Block(table, key), Op::AddPosting(fp.0, id));
         Ok(())
     }
 
     fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
-        let cmd = vec![
-            b"ZREM".to_vec(),
-            self.keys().block(table, key),
-            posting_member(fp.0, id),
-        ];
-        self.record(Key::Block(table, key), Op::RemovePosting(fp.0, id), cmd);
+        self.record_packed(Key::Block(table, key), Op::RemovePosting(fp.0, id));
         Ok(())
     }
 
-    /// Adds the entry; when the band's list was read in this transaction
-    /// and is full, also removes its oldest entry. Lists written blind (a
-    /// bulk load) may exceed the cap until their next check; reads return
-    /// the newest [`BAND_POSTINGS`] only.
+    /// Adds the entry to the band's bucket, dropping the band's oldest
+    /// entries beyond [`BAND_POSTINGS`] (the commit rewrites the bucket
+    /// from its validated value, so the cap holds however it was written).
     fn add_band(&mut self, key: u64, id: DocId) -> Result<()> {
-        let bucket = self.keys().band_bucket(key);
-        let dropped = match self.cache.get_mut().get(&Key::Band(key)) {
-            Some(Val::Band(ids)) if ids.len() >= BAND_POSTINGS => ids.first().copied(),
-            _ => None,
-        };
-        let cmd = vec![
-            b"ZADD".to_vec(),
-            bucket.clone(),
-            b"0".to_vec(),
-            band_member(key, id),
-        ];
-        self.record(Key::Band(key), Op::AddId(id), cmd);
-        if let Some(old) = dropped {
-            self.also(vec![b"ZREM".to_vec(), bucket, band_member(key, old)]);
-        }
+        check_id(id)?;
+        let tag = u32::from_be_bytes(band_tag(key));
+        self.record_packed(Key::Bucket(bucket_of(key)), Op::AddTagged(tag, id));
         Ok(())
     }
 
     fn remove_band(&mut self, key: u64, id: DocId) -> Result<()> {
-        let cmd = vec![
-            b"ZREM".to_vec(),
-            self.keys().band_bucket(key),
-            band_member(key, id),
-        ];
-        self.record(Key::Band(key), Op::RemoveId(id), cmd);
+        let tag = u32::from_be_bytes(band_tag(key));
+        self.record_packed(Key::Bucket(bucket_of(key)), Op::RemoveTagged(tag, id));
         Ok(())
     }
 
     fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
-        let cmd = vec![b"SET".to_vec(), self.keys().doc(id), rec.encode()];
+        let (hash, field) = self.keys().doc(id);
+        let cmd = vec![
+            b"HSETC".to_vec(),
+            hash,
+            self.keys().order(),
+            self.keys().count(),
+            num(id >> DOC_BUCKET_BITS),
+            field,
+            rec.encode(),
+        ];
         self.record(Key::Doc(id), Op::PutDoc(Box::new(rec.clone())), cmd);
-        let order = vec![b"ZADD".to_vec(), self.keys().order(), num(id), num(id)];
-        self.also(order);
         Ok(())
     }
 
     fn remove_doc(&mut self, id: DocId) -> Result<()> {
-        let cmd = vec![b"DEL".to_vec(), self.keys().doc(id)];
+        let (hash, field) = self.keys().doc(id);
+        let cmd = vec![
+            b"HDELC".to_vec(),
+            hash,
+            self.keys().order(),
+            self.keys().count(),
+            num(id >> DOC_BUCKET_BITS),
+            field,
+        ];
         self.record(Key::Doc(id), Op::DelDoc, cmd);
-        let order = vec![b"ZREM".to_vec(), self.keys().order(), num(id)];
-        self.also(order);
         Ok(())
     }
 
@@ -1456,13 +1842,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_round_trip_through_their_shortest_bytes() {
-        for id in [0u64, 1, 255, 256, 65_535, 1 << 40, u64::MAX] {
-            assert_eq!(id_from(&id_bytes(id)).ok(), Some(id));
+    fn packed_values_round_trip_and_refuse_what_does_not_fit() {
+        let block = Val::Block(vec![(u64::MAX, 0), (1, (1 << 40) - 1), (0x0102_0304_0506_0708, 300)]);
+        let bytes = encode_packed(&block).unwrap();
+        assert_eq!(bytes.len(), 3 * (8 + ID_BYTES));
+        let Val::Block(want) = &block else { unreachable!() };
+        assert_eq!(&unpack(&bytes, 8, "block").unwrap(), want);
+        let bucket = Val::Bucket(vec![(u32::MAX, 7), (0, 1 << 20)]);
+        let bytes = encode_packed(&bucket).unwrap();
+        assert_eq!(bytes.len(), 2 * (BAND_TAG + ID_BYTES));
+        assert_eq!(unpack(&bytes, BAND_TAG, "bucket").unwrap(), vec![(u64::from(u32::MAX), 7), (0, 1 << 20)]);
+        assert!(unpack(&bytes[1..], BAND_TAG, "bucket").is_err());
+        assert!(encode_packed(&Val::Block(vec![(1, 1 << 40)])).is_err());
+        assert!(check_id(1 << 40).is_err() && check_id((1 << 40) - 1).is_ok());
+    }
+
+    #[test]
+    fn a_bucket_keeps_the_newest_entries_of_each_band() {
+        let mut v = Val::Bucket(Vec::new());
+        for id in 0..(BAND_POSTINGS as u64 + 3) {
+            v.apply(&Op::AddTagged(1, id));
+            v.apply(&Op::AddTagged(2, 1000 + id));
         }
-        assert_eq!(id_bytes(0), vec![0]);
-        assert_eq!(id_bytes(256), vec![1, 0]);
-        assert!(id_from(&[]).is_err());
+        v.apply(&Op::RemoveTagged(2, 1000 + BAND_POSTINGS as u64 + 2));
+        let Val::Bucket(entries) = v else { unreachable!() };
+        let of = |tag: u32| entries.iter().filter(|e| e.0 == tag).map(|e| e.1).collect::<Vec<_>>();
+        assert_eq!(of(1), (3..BAND_POSTINGS as u64 + 3).collect::<Vec<_>>());
+        assert_eq!(of(2), (1003..1000 + BAND_POSTINGS as u64 + 2).collect::<Vec<_>>());
     }
 
     #[test]
