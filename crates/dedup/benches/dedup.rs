@@ -1035,7 +1035,10 @@ fn redis_tier_memory(name: &str, url: &str, n: u64) {
         store
             .write(|t| {
                 for id in i..end {
-                    let u = format!("https://news.example-site.com/2024/05/{:02}/article-{id:08}.html", id % 28);
+                    let u = format!(
+                        "https://news.example-site.com/2024/05/{:02}/article-{id:08}.html",
+                        id % 28
+                    );
                     t.put_url(
                         rng.random(),
                         &simcrawl_dedup::store::UrlRecord {

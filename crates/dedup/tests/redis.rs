@@ -182,7 +182,11 @@ fn crc16(bytes: &[u8]) -> u16 {
     for &b in bytes {
         crc ^= u16::from(b) << 8;
         for _ in 0..8 {
-            crc = if crc & 0x8000 != 0 { (crc << 1) ^ 0x1021 } else { crc << 1 };
+            crc = if crc & 0x8000 != 0 {
+                (crc << 1) ^ 0x1021
+            } else {
+                crc << 1
+            };
         }
     }
     crc
@@ -653,4 +657,75 @@ fn a_cluster_serves_each_namespace_from_the_master_of_its_slot() {
         owners.len() >= 2,
         "the namespaces all landed on one master: {owners:?}"
     );
+}
+
+/// `n` texts of 30 dictionary words each, no word shared: far apart.
+fn distinct_texts(n: usize) -> Vec<String> {
+    let mut words: Vec<&str> = simcrawl_dedup::features::jieba_idf()
+        .words()
+        .filter(|w| w.chars().count() >= 2)
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    (0..n).map(|i| words[i * 30..(i + 1) * 30].join("，")).collect()
+}
+
+/// Records are kept 64 to a hash; a purge of documents spread over several
+/// of those buckets removes exactly the expired ones, their index entries
+/// and their buckets, and the document count follows.
+#[test]
+fn a_purge_across_record_buckets_removes_exactly_the_expired() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let Some(store) = common::redis_store("a_purge_across_record_buckets_removes_exactly_the_expired") else {
+        return;
+    };
+    let now = Arc::new(AtomicU64::new(1_000_000));
+    let clock = now.clone();
+    let config = DedupConfig {
+        window: Some(Duration::from_secs(3600)),
+        ..DedupConfig::default()
+    };
+    let d = Deduper::new(store, config)
+        .unwrap()
+        .with_clock(move || clock.load(Ordering::Relaxed));
+    let texts = distinct_texts(210);
+    let sign = |i: usize, host: &str| d.sign(&Document::new(&format!("http://{host}/{i}"), "", &texts[i]));
+    let old: Vec<_> = (0..200).map(|i| sign(i, "old")).collect();
+    for chunk in old.chunks(50) {
+        let verdicts = d.check_batch(chunk, UrlTier::Check).unwrap();
+        assert!(verdicts.iter().all(|v| !v.is_duplicate()));
+    }
+    let records = |d: &Deduper<RedisStore>| {
+        d.store()
+            .memory_by_part()
+            .unwrap()
+            .into_iter()
+            .find(|p| p.part == "doc records")
+            .map_or(0, |p| p.keys)
+    };
+    assert!(records(&d) >= 4, "200 documents in fewer than 4 buckets");
+    now.fetch_add(7200, Ordering::Relaxed);
+    let new: Vec<_> = (200..210).map(|i| sign(i, "new")).collect();
+    let verdicts = d.check_batch(&new, UrlTier::Check).unwrap();
+    assert!(verdicts.iter().all(|v| !v.is_duplicate()));
+    d.purge_expired().unwrap();
+    assert_eq!(d.stats().unwrap().documents, 10);
+    assert!(records(&d) <= 2, "{} record buckets left", records(&d));
+    // Expired documents are gone from every index: their copies are new.
+    for i in [0, 63, 64, 130, 199] {
+        let v = d
+            .check(&Document::new(&format!("http://again/{i}"), "", &texts[i]))
+            .unwrap();
+        assert!(
+            !v.is_duplicate(),
+            "document {i} still found after its purge: {v:?}"
+        );
+    }
+    // Live ones are still found.
+    let v = d
+        .check(&Document::new("http://again/205", "", &texts[205]))
+        .unwrap();
+    assert!(v.is_duplicate(), "{v:?}");
+    assert_eq!(d.stats().unwrap().documents, 15);
+    d.store().clear().unwrap();
 }

@@ -1655,8 +1655,7 @@ impl ReadTables for Tx<'_> {
             from += buckets.len();
             let mut pipe = redis::pipe();
             for &b in &buckets {
-                pipe.cmd("HGETALL")
-                    .arg(self.keys().doc(b << DOC_BUCKET_BITS).0);
+                pipe.cmd("HGETALL").arg(self.keys().doc(b << DOC_BUCKET_BITS).0);
             }
             let replies = self.query(&pipe)?;
             let mut cache = self.cache.borrow_mut();
@@ -1843,7 +1842,11 @@ mod tests {
 
     #[test]
     fn packed_values_round_trip_and_refuse_what_does_not_fit() {
-        let block = Val::Block(vec![(u64::MAX, 0), (1, (1 << 40) - 1), (0x0102_0304_0506_0708, 300)]);
+        let block = Val::Block(vec![
+            (u64::MAX, 0),
+            (1, (1 << 40) - 1),
+            (0x0102_0304_0506_0708, 300),
+        ]);
         let bytes = encode_packed(&block).unwrap();
         assert_eq!(bytes.len(), 3 * (8 + ID_BYTES));
         let Val::Block(want) = &block else { unreachable!() };
@@ -1851,7 +1854,10 @@ mod tests {
         let bucket = Val::Bucket(vec![(u32::MAX, 7), (0, 1 << 20)]);
         let bytes = encode_packed(&bucket).unwrap();
         assert_eq!(bytes.len(), 2 * (BAND_TAG + ID_BYTES));
-        assert_eq!(unpack(&bytes, BAND_TAG, "bucket").unwrap(), vec![(u64::from(u32::MAX), 7), (0, 1 << 20)]);
+        assert_eq!(
+            unpack(&bytes, BAND_TAG, "bucket").unwrap(),
+            vec![(u64::from(u32::MAX), 7), (0, 1 << 20)]
+        );
         assert!(unpack(&bytes[1..], BAND_TAG, "bucket").is_err());
         assert!(encode_packed(&Val::Block(vec![(1, 1 << 40)])).is_err());
         assert!(check_id(1 << 40).is_err() && check_id((1 << 40) - 1).is_ok());
@@ -1866,7 +1872,13 @@ mod tests {
         }
         v.apply(&Op::RemoveTagged(2, 1000 + BAND_POSTINGS as u64 + 2));
         let Val::Bucket(entries) = v else { unreachable!() };
-        let of = |tag: u32| entries.iter().filter(|e| e.0 == tag).map(|e| e.1).collect::<Vec<_>>();
+        let of = |tag: u32| {
+            entries
+                .iter()
+                .filter(|e| e.0 == tag)
+                .map(|e| e.1)
+                .collect::<Vec<_>>()
+        };
         assert_eq!(of(1), (3..BAND_POSTINGS as u64 + 3).collect::<Vec<_>>());
         assert_eq!(of(2), (1003..1000 + BAND_POSTINGS as u64 + 2).collect::<Vec<_>>());
     }
