@@ -14,7 +14,8 @@
 //! | --- | --- | --- |
 //! | `{NS}:m:NAME` | string | metadata (`params`; `layout`, this layout's number: 2) |
 //! | `{NS}:n` | string | the next document id (`INCRBY`) |
-//! | `{NS}:v` | hash | version stripe (0 to 65535) -> counter, see *Atomicity* |
+//! | `{NS}:v` | hash | version stripe (0 to 65535) -> number of the commit that last wrote it, see *Atomicity* |
+//! | `{NS}:vc` | string | commits so far (`INCR`), the source of those numbers |
 //! | `{NS}:u:DIGEST16` | string | URL tier: first seen (u64 LE) + URL as first given |
 //! | `{NS}:ut` | sorted set | member DIGEST16, score first seen: the URL purge's index |
 //! | `{NS}:t:DIGEST16` | sorted set | title tier: member `ID` (decimal), score id |
@@ -490,7 +491,7 @@ impl RedisStore {
             cursor = next;
         }
         self.pool.lock().push(conn);
-        parts.sort_by(|a, b| b.bytes.cmp(&a.bytes));
+        parts.sort_by_key(|p| std::cmp::Reverse(p.bytes));
         Ok(parts)
     }
 
@@ -798,6 +799,9 @@ impl Keys {
     fn versions(&self) -> Vec<u8> {
         self.key(b"v", b"")
     }
+    fn commits(&self) -> Vec<u8> {
+        self.key(b"vc", b"")
+    }
 }
 
 fn decimal_id(bytes: &[u8]) -> Result<DocId> {
@@ -992,13 +996,15 @@ impl Val {
 }
 
 /// The commit: checks that every version the transaction read is
-/// unchanged (else returns 0, having written nothing), bumps the versions of
-/// the stripes it writes, and runs its writes. Atomic, as every Redis
+/// unchanged (else returns 0, having written nothing), sets the versions of
+/// the stripes it writes to a new commit number (`INCR` of `{NS}:vc`,
+/// unique, so every write changes its stripes' values), and runs its
+/// writes. Atomic, as every Redis
 /// script. Versions are read and written with one `HMGET`/`HSET` per
 /// 2000 stripes (Lua passes at most 8000 values to a call): a script's
 /// cost is mostly per `redis.call`.
 ///
-/// KEYS[1]: the version hash. ARGV: n, then n (stripe, version) pairs, then
+/// KEYS[1]: the version hash, KEYS[2]: the commit counter. ARGV: n, then n (stripe, version) pairs, then
 /// m, then m stripes to bump, then the writes, each as its argument count
 /// followed by its arguments (merged by [`merge_writes`]). Two writes are
 /// this script's own: `HSETC hash order count bucket field value...`
@@ -1024,15 +1030,14 @@ while n > 0 do
 end
 local m = tonumber(ARGV[i])
 i = i + 1
+local token = 0
+if m > 0 then token = redis.call('INCR', KEYS[2]) end
 while m > 0 do
   local c = math.min(m, CH)
-  local fields = {}
-  for j = 1, c do fields[j] = ARGV[i + j - 1] end
-  local got = redis.call('HMGET', v, unpack(fields))
   local kv = {}
   for j = 1, c do
-    kv[2 * j - 1] = fields[j]
-    kv[2 * j] = string.format('%d', (tonumber(got[j]) or 0) + 1)
+    kv[2 * j - 1] = ARGV[i + j - 1]
+    kv[2 * j] = token
   end
   redis.call('HSET', v, unpack(kv))
   i = i + c
@@ -1257,6 +1262,7 @@ impl<'a> Tx<'a> {
         }
         let script = &self.store.commit;
         let mut inv = script.key(self.keys().versions());
+        inv.key(self.keys().commits());
         inv.arg(versions.len());
         for (s, v) in versions.iter() {
             inv.arg(*s).arg(v.as_slice());
@@ -1841,26 +1847,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn packed_values_round_trip_and_refuse_what_does_not_fit() {
+    fn packed_values_round_trip_and_refuse_what_does_not_fit() -> Result<()> {
         let block = Val::Block(vec![
             (u64::MAX, 0),
             (1, (1 << 40) - 1),
             (0x0102_0304_0506_0708, 300),
         ]);
-        let bytes = encode_packed(&block).unwrap();
+        let bytes = encode_packed(&block)?;
         assert_eq!(bytes.len(), 3 * (8 + ID_BYTES));
         let Val::Block(want) = &block else { unreachable!() };
-        assert_eq!(&unpack(&bytes, 8, "block").unwrap(), want);
+        assert_eq!(&unpack(&bytes, 8, "block")?, want);
         let bucket = Val::Bucket(vec![(u32::MAX, 7), (0, 1 << 20)]);
-        let bytes = encode_packed(&bucket).unwrap();
+        let bytes = encode_packed(&bucket)?;
         assert_eq!(bytes.len(), 2 * (BAND_TAG + ID_BYTES));
         assert_eq!(
-            unpack(&bytes, BAND_TAG, "bucket").unwrap(),
+            unpack(&bytes, BAND_TAG, "bucket")?,
             vec![(u64::from(u32::MAX), 7), (0, 1 << 20)]
         );
         assert!(unpack(&bytes[1..], BAND_TAG, "bucket").is_err());
         assert!(encode_packed(&Val::Block(vec![(1, 1 << 40)])).is_err());
         assert!(check_id(1 << 40).is_err() && check_id((1 << 40) - 1).is_ok());
+        Ok(())
     }
 
     #[test]
