@@ -437,7 +437,15 @@ impl Server {
             .unwrap();
         self.child = Some(child);
         let start = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+        // Up, and done loading its append-only file (PING answers LOADING
+        // until then).
+        let ping = || {
+            Command::new("redis-cli")
+                .args(["-p", &self.port.to_string(), "PING"])
+                .output()
+                .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "PONG")
+        };
+        while !ping() {
             assert!(
                 start.elapsed() < Duration::from_secs(10),
                 "redis-server did not start"
