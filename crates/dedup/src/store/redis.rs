@@ -138,8 +138,8 @@
 //! [`Error::Disconnected`]: before the commit was sent nothing was
 //! applied; if the commit was sent and its reply lost, `maybe_applied` is
 //! set (the script either ran whole or not at all). A restarted server
-//! still loading its data (`LOADING`) is [`Error::Disconnected`] too,
-//! with nothing applied. The caller retries; a
+//! still loading its data (`LOADING`, `MASTERDOWN`) is
+//! [`Error::Disconnected`] too, with nothing applied. The caller retries; a
 //! check that was in fact applied then finds its own document, and reports
 //! it as a duplicate of its own URL. A command the server refuses inside
 //! the commit script would leave the writes before it applied (Redis does
@@ -590,12 +590,18 @@ impl RedisStore {
     /// [`Error::Disconnected`] (retry), anything else a store error naming
     /// the server.
     fn fail(&self, e: RedisError, maybe_applied: bool) -> Error {
-        let loading = e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::BusyLoading);
-        if e.is_cluster_error() || loading {
+        let not_ready = matches!(
+            e.kind(),
+            redis::ErrorKind::Server(
+                redis::ServerErrorKind::BusyLoading | redis::ServerErrorKind::MasterDown
+            )
+        );
+        if e.is_cluster_error() || not_ready {
             // The slot moved (resharding, failover), the cluster is down,
-            // or a restarted server is still loading its data: the command
-            // was refused, so nothing was applied. Pooled connections may
-            // point at the old owner; new ones ask the cluster again.
+            // a restarted server is still loading its data, or a replica
+            // lost its master: the command was refused, so nothing was
+            // applied. Pooled connections may point at the old owner; new
+            // ones ask the cluster again.
             self.pool.lock().clear();
             return Error::Disconnected {
                 url: self.url.clone(),
