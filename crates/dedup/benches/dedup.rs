@@ -14,7 +14,9 @@
 //! - `DEDUP_BENCH_CONFIGS`: which stores/layouts, comma separated, from
 //!   `mem4,mem6,redb4,redb6` (default all), and `redis4`, `redis6` (with
 //!   `--features redis` and `SIMCRAWL_REDIS_URL`: the Redis store, namespace
-//!   `bench`, whose Redis memory per document is printed too).
+//!   `bench`, whose Redis memory per document is printed too, by part
+//!   (`RedisStore::memory_by_part`), with that of 100k URL records and
+//!   titles in namespace `bench-tiers`).
 //! - `DEDUP_BENCH_DIR`: where the redb files go (default the system temp dir).
 //!   `sled4` (with `--features sled`) compares the optional sled store.
 //! - `DEDUP_BENCH_REDB_CACHE_MB`: redb's page cache (default 64, the
