@@ -51,10 +51,7 @@ struct MemState {
     blocks: Vec<FxHashMap<u64, Entries>>,
     bands: BandIndex,
     /// Looked up on every verified candidate: a hash map, not a tree.
-    /// Boxed, so an insert writes one 16-byte bucket at a random place in
-    /// the table (one cache miss) and the ~300-byte record where the
-    /// allocator puts it, instead of six cache lines of a random bucket.
-    docs: FxHashMap<DocId, Box<DocRecord>>,
+    docs: FxHashMap<DocId, DocRecord>,
     /// Insertion order, for purging the oldest; touched only on insert and
     /// removal.
     order: BTreeSet<DocId>,
@@ -120,7 +117,7 @@ impl ReadTables for MemState {
     }
 
     fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
-        Ok(self.docs.get(&id).map(|d| DocRecord::clone(d)))
+        Ok(self.docs.get(&id).cloned())
     }
 
     fn urls_seen_before(&self, cutoff: u64, limit: usize, out: &mut Vec<u128>) -> Result<()> {
@@ -138,7 +135,7 @@ impl ReadTables for MemState {
             self.order
                 .iter()
                 .take(limit)
-                .filter_map(|id| self.docs.get(id).map(|d| (*id, DocRecord::clone(d)))),
+                .filter_map(|id| self.docs.get(id).map(|d| (*id, d.clone()))),
         );
         Ok(())
     }
@@ -257,7 +254,7 @@ impl Tables for MemState {
     }
 
     fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
-        self.docs.insert(id, Box::new(rec.clone()));
+        self.docs.insert(id, rec.clone());
         self.order.insert(id);
         Ok(())
     }
