@@ -355,14 +355,21 @@ fn bench_shared(args: &BenchArgs, url: &str, dir: &std::path::Path, seeds: &std:
     let wall = t0.elapsed().as_secs_f64();
     let cpu = children_cpu_seconds() - cpu0;
     if !failed.is_empty() {
-        bail!("bench workers {failed:?} failed; their logs are w*.log in {}", dir.display());
+        bail!(
+            "bench workers {failed:?} failed; their logs are w*.log in {}",
+            dir.display()
+        );
     }
     let f = crate::shared::RedisFrontier::open(url, NAMESPACE)?;
     let counters = f.counters()?;
     let get = |k: &str| counters.get(k).copied().unwrap_or(0);
     let fetched = get("fetched");
     println!("site pages        {}", args.pages);
-    println!("workers           {} (redis {})", args.workers, crate::shared::redact(url));
+    println!(
+        "workers           {} (redis {})",
+        args.workers,
+        crate::shared::redact(url)
+    );
     println!("fetched           {fetched}");
     println!(
         "kept / dup title / dup content   {} / {} / {}",
@@ -377,7 +384,10 @@ fn bench_shared(args: &BenchArgs, url: &str, dir: &std::path::Path, seeds: &std:
         "cpu per page      {:.3} ms (all workers)",
         cpu * 1000.0 / (fetched.max(1) as f64)
     );
-    let peaks: Vec<String> = peak_kb.iter().map(|k| format!("{:.1}", *k as f64 / 1024.0)).collect();
+    let peaks: Vec<String> = peak_kb
+        .iter()
+        .map(|k| format!("{:.1}", *k as f64 / 1024.0))
+        .collect();
     println!("peak RSS          {} MB (per worker)", peaks.join(" / "));
     if let Ok(m) = store.used_memory() {
         println!("redis memory      {:.1} MB", m as f64 / 1e6);

@@ -253,7 +253,11 @@ pub fn host_key(url: &Url) -> String {
 /// A queue entry as stored: `FLAG ATTEMPTS DEPTH URL` (a serialized URL
 /// has no spaces).
 pub fn encode_entry(claimed: bool, attempts: u32, depth: u32, url: &Url) -> String {
-    format!("{} {attempts} {depth} {}", if claimed { 'c' } else { 'n' }, url.as_str())
+    format!(
+        "{} {attempts} {depth} {}",
+        if claimed { 'c' } else { 'n' },
+        url.as_str()
+    )
 }
 
 /// A leased entry: whether its URL is already claimed, and the entry (its
@@ -622,7 +626,10 @@ mod tests {
         assert!(decode_entry(1, "n zero 0 http://a/").is_none());
         assert!(decode_entry(1, "n 0 0 not a url").is_none());
         assert_eq!(host_key(&url), "http://example.com:8080");
-        assert_eq!(host_key(&Url::parse("https://Example.com/x").unwrap()), "https://example.com:443");
+        assert_eq!(
+            host_key(&Url::parse("https://Example.com/x").unwrap()),
+            "https://example.com:443"
+        );
     }
 
     #[test]

@@ -32,7 +32,11 @@ fn group_of(i: usize) -> Option<usize> {
 
 fn site_page(i: usize) -> String {
     let text = match group_of(i) {
-        Some(g) => format!("{} {}", gibberish(10_000 + g as u64, 160), gibberish(20_000 + i as u64, 4)),
+        Some(g) => format!(
+            "{} {}",
+            gibberish(10_000 + g as u64, 160),
+            gibberish(20_000 + i as u64, 4)
+        ),
         None => gibberish(i as u64, 160),
     };
     let links: Vec<String> = [2 * i + 1, 2 * i + 2, (i + 7) % PAGES, 0]
@@ -128,7 +132,12 @@ impl Shared {
     fn logs(&self, workers: &[&str]) -> String {
         workers
             .iter()
-            .map(|w| format!("--- {w}\n{}", std::fs::read_to_string(self.log(w)).unwrap_or_default()))
+            .map(|w| {
+                format!(
+                    "--- {w}\n{}",
+                    std::fs::read_to_string(self.log(w)).unwrap_or_default()
+                )
+            })
             .collect()
     }
 
@@ -245,7 +254,11 @@ fn three_workers_keep_what_one_process_keeps_and_fetch_each_url_once() {
     }
     // The work was shared.
     let busy: BTreeSet<&str> = lines.iter().map(|(w, _, _)| w.as_str()).collect();
-    assert!(busy.len() >= 2, "only {busy:?} wrote lines:\n{}", s.logs(&workers));
+    assert!(
+        busy.len() >= 2,
+        "only {busy:?} wrote lines:\n{}",
+        s.logs(&workers)
+    );
     // Merged counters add up to the lines.
     let st = s.merged_stats(&ns);
     assert_eq!(st["fetched"], PAGES as u64, "{st}");
@@ -308,7 +321,11 @@ fn a_killed_worker_loses_nothing_the_others_finish_the_site() {
     let (kept, per_page) = tally(&lines);
     // Nothing lost: every page has a line in some worker's outputs.
     let missing: Vec<usize> = (0..PAGES).filter(|i| !per_page.contains_key(i)).collect();
-    assert!(missing.is_empty(), "pages lost: {missing:?}\n{}", s.logs(&workers));
+    assert!(
+        missing.is_empty(),
+        "pages lost: {missing:?}\n{}",
+        s.logs(&workers)
+    );
     let kept_set: BTreeSet<usize> = kept.iter().copied().collect();
     for i in 0..PAGES {
         if group_of(i).is_none() {
@@ -407,7 +424,14 @@ impl OwnRedis {
 
     fn restart(&mut self) {
         let child = Command::new(&self.bin)
-            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
             .args(["--appendonly", "yes", "--appendfsync", "always"])
             .arg("--dir")
             .arg(self.dir.path())
@@ -417,7 +441,10 @@ impl OwnRedis {
         self.child = Some(child);
         let t0 = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(t0.elapsed() < Duration::from_secs(10), "redis-server did not start");
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "redis-server did not start"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -469,9 +496,15 @@ fn workers_pause_while_redis_is_down_and_finish_when_it_is_back() {
     std::thread::sleep(Duration::from_millis(1500));
     // Paused: at most the results already on their way were written.
     let paused = s.lines(&workers).len();
-    assert!(paused < PAGES, "the crawl went on without Redis ({during} -> {paused})");
+    assert!(
+        paused < PAGES,
+        "the crawl went on without Redis ({during} -> {paused})"
+    );
     for c in &mut children {
-        assert!(c.try_wait().unwrap().is_none(), "a worker exited while Redis was down");
+        assert!(
+            c.try_wait().unwrap().is_none(),
+            "a worker exited while Redis was down"
+        );
     }
     redis.restart();
     for c in &mut children {
@@ -481,7 +514,11 @@ fn workers_pause_while_redis_is_down_and_finish_when_it_is_back() {
     }
     let (_, per_page) = tally(&s.lines(&workers));
     let missing: Vec<usize> = (0..PAGES).filter(|i| !per_page.contains_key(i)).collect();
-    assert!(missing.is_empty(), "pages lost: {missing:?}\n{}", s.logs(&workers));
+    assert!(
+        missing.is_empty(),
+        "pages lost: {missing:?}\n{}",
+        s.logs(&workers)
+    );
     let logs = s.logs(&workers);
     assert!(logs.contains("unavailable"), "the pause is logged:\n{logs}");
     assert!(logs.contains("is back"), "the recovery is logged:\n{logs}");

@@ -147,7 +147,11 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
     );
     let cap = cfg.fetch.per_host_concurrency.max(1);
     let added = enqueue_seeds(&deduper, &frontier, seeds, &worker, cap)?;
-    info!(seeds = seeds.len(), new = added, "seeds offered to the shared frontier");
+    info!(
+        seeds = seeds.len(),
+        new = added,
+        "seeds offered to the shared frontier"
+    );
 
     // Each worker learns its hosts' templates by itself (not persisted in
     // the shared mode).
@@ -341,7 +345,9 @@ impl RedisSource {
                         // Not canonicalizable: the URL tier cannot hold it; fetch it.
                         None => true,
                         Some(c) if !here.insert(c.digest()) => false,
-                        Some(c) => matches!(d.check_url_in(t, e.url.as_str(), c.clone())?, UrlVerdict::New(_)),
+                        Some(c) => {
+                            matches!(d.check_url_in(t, e.url.as_str(), c.clone())?, UrlVerdict::New(_))
+                        }
                     });
                 }
                 Ok(out)
@@ -504,7 +510,10 @@ fn counter_delta(a: &Stats, b: &Stats) -> Vec<(String, i64)> {
     let mut out = Vec::new();
     let mut push = |k: String, x: u64, y: u64| {
         if x != y {
-            out.push((k, i64::try_from(y).unwrap_or(i64::MAX) - i64::try_from(x).unwrap_or(i64::MAX)));
+            out.push((
+                k,
+                i64::try_from(y).unwrap_or(i64::MAX) - i64::try_from(x).unwrap_or(i64::MAX),
+            ));
         }
     };
     for (k, x, y) in [
@@ -600,7 +609,10 @@ impl RedisWriter {
                     .iter()
                     .map(|tg| match tg {
                         None => Ok(false),
-                        Some((u, c)) => Ok(matches!(d.check_url_in(t, u, c.clone())?, UrlVerdict::Seen { .. })),
+                        Some((u, c)) => Ok(matches!(
+                            d.check_url_in(t, u, c.clone())?,
+                            UrlVerdict::Seen { .. }
+                        )),
                     })
                     .collect()
             })?)
@@ -732,10 +744,7 @@ impl Commits for RedisWriter {
                 // lost): the page is the kept copy.
                 Some(Verdict::Duplicate(dup)) if dup.of == p.entry.url.as_str() => {
                     st.verdicts.kept += 1;
-                    self.outputs
-                        .kept
-                        .write(&kept_line(dup.fingerprint))
-                        .map_err(io)?;
+                    self.outputs.kept.write(&kept_line(dup.fingerprint)).map_err(io)?;
                 }
                 Some(Verdict::Duplicate(dup)) => {
                     st.verdicts.record_duplicate(dup.tier);
