@@ -523,3 +523,70 @@ fn workers_pause_while_redis_is_down_and_finish_when_it_is_back() {
     assert!(logs.contains("unavailable"), "the pause is logged:\n{logs}");
     assert!(logs.contains("is back"), "the recovery is logged:\n{logs}");
 }
+
+#[test]
+fn politeness_and_the_page_budget_hold_across_workers_together() {
+    use std::sync::{Arc, Mutex};
+    let Some(url) = redis_url("politeness_and_the_page_budget_hold_across_workers") else {
+        return;
+    };
+    // robots.txt asks for 1 s between requests; one page at a time
+    // (fetch.per_host_concurrency = 1). Each worker alone would obey both;
+    // three uncoordinated workers would not.
+    let starts: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let open = Arc::new(Mutex::new((0usize, 0usize)));
+    let (st, op) = (starts.clone(), open.clone());
+    let server = Server::start(move |req: &Request| {
+        if req.path == "/robots.txt" {
+            return Reply::text("User-agent: *\nCrawl-delay: 1\n");
+        }
+        st.lock().unwrap().push(Instant::now());
+        {
+            let mut o = op.lock().unwrap();
+            o.0 += 1;
+            o.1 = o.1.max(o.0);
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        op.lock().unwrap().0 -= 1;
+        match req
+            .path
+            .strip_prefix("/p/")
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&n| n < PAGES)
+        {
+            Some(n) => Reply::html(site_page(n)),
+            None => Reply::status(404),
+        }
+    });
+    let dir = support::tempdir("e2e-redis-polite-");
+    let ns = namespace("polite");
+    let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 10_000);
+    let text = std::fs::read_to_string(&s.config).unwrap();
+    let text = text
+        .replace("per_host_concurrency = 2", "per_host_concurrency = 1")
+        .replace("[crawl]\n", "[crawl]\nmax_pages = 6\n");
+    std::fs::write(&s.config, text).unwrap();
+    let workers = ["p1", "p2", "p3"];
+    let mut children: Vec<Child> = workers.iter().map(|w| s.spawn(w)).collect();
+    for c in &mut children {
+        let st = wait_for(c, Duration::from_secs(40))
+            .unwrap_or_else(|| panic!("a worker did not finish:\n{}", s.logs(&workers)));
+        assert!(st.success(), "{st}:\n{}", s.logs(&workers));
+    }
+    // One budget for all: 6 pages fetched, whoever fetched them.
+    let starts = starts.lock().unwrap().clone();
+    assert_eq!(starts.len(), 6, "pages requested");
+    let st = s.merged_stats(&ns);
+    assert_eq!(st["fetched"], 6, "{st}");
+    // One request at a time at the server, all workers together.
+    assert_eq!(open.lock().unwrap().1, 1, "requests in flight at once");
+    // Spaced by the Crawl-delay, all workers together: the seed is leased
+    // before any worker read robots.txt, the four gaps after the next one
+    // are 1 s each (less the jitter between a lease and its request).
+    // Three uncoordinated workers would fetch the 6 pages in about 2 s.
+    let span = starts[5].duration_since(starts[1]);
+    assert!(
+        span >= Duration::from_millis(4 * 900),
+        "requests 1..5 over {span:?}: not spaced by the Crawl-delay"
+    );
+}
