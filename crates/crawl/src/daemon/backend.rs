@@ -44,6 +44,11 @@ pub trait Source: Send + 'static {
     fn is_finished(&self) -> bool;
     /// New entries were committed: look again.
     fn poke(&mut self);
+    /// The crawl stops (done, budget, signal) and the writer has committed
+    /// everything: give back what was taken and not fetched. May block.
+    fn close(&mut self) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The writer's side of a backend; the writer thread's loop

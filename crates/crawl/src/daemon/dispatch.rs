@@ -183,5 +183,10 @@ pub async fn dispatch<S: Source>(
     while let Some(msg) = done_rx.recv().await {
         msg?;
     }
-    Ok(())
+    tokio::task::spawn_blocking(move || {
+        let mut w = window;
+        w.close()
+    })
+    .await
+    .context("frontier closer failed")?
 }

@@ -481,6 +481,32 @@ impl Source for RedisSource {
     fn poke(&mut self) {
         self.poked = true;
     }
+
+    /// Entries leased and not started go back to the shared frontier at
+    /// once (still claimed), rather than after their leases expire.
+    fn close(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let releases: Vec<Release> = self
+            .pending
+            .drain(..)
+            .map(|e| Release {
+                lease: e.seq,
+                again: Some((encode_entry(true, e.attempts, e.depth, &e.url), 0)),
+                uncount: true,
+            })
+            .collect();
+        info!(entries = releases.len(), "giving back leased entries not started");
+        let ack = Ack {
+            releases,
+            ..Ack::default()
+        };
+        retry("give back leases", self.frontier.url(), || {
+            self.frontier.ack(&self.worker, self.cap, &ack)
+        })?;
+        Ok(())
+    }
 }
 
 /// The writer side of the shared backend (see the module documentation for
