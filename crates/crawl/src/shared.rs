@@ -632,6 +632,108 @@ mod tests {
         );
     }
 
+    /// The scripts against the server of `SIMCRAWL_REDIS_URL` (skipped
+    /// without it): host cap, delay, reclaim of expired leases, idempotent
+    /// acks, requeues, the budget.
+    #[test]
+    fn lease_protocol_against_a_real_server() {
+        let Ok(url) = std::env::var("SIMCRAWL_REDIS_URL") else {
+            eprintln!("SKIPPED lease_protocol_against_a_real_server: SIMCRAWL_REDIS_URL is not set");
+            return;
+        };
+        let ns = format!("unit-lease-{}", std::process::id());
+        let f = RedisFrontier::open(&url, &ns).unwrap();
+        let u = |i: u32| Url::parse(&format!("http://a.example/{i}")).unwrap();
+        let host = host_key(&u(0));
+        let push = |f: &RedisFrontier, n: u32| {
+            let links = (0..n)
+                .map(|i| (host.clone(), encode_entry(false, 0, 1, &u(i))))
+                .collect();
+            f.ack(
+                "w",
+                2,
+                &Ack {
+                    links,
+                    ..Ack::default()
+                },
+            )
+            .unwrap();
+        };
+        push(&f, 3);
+        // Cap 2 per host: two leases, then none until one is released.
+        let a = f.lease(10, 2, 60_000, 0, 0).unwrap();
+        assert_eq!(a.entries.len(), 2, "{a:?}");
+        assert_eq!((a.leases, a.ready), (2, 0));
+        assert!(!a.crawl_done());
+        assert!(f.lease(10, 2, 60_000, 0, 0).unwrap().entries.is_empty());
+        let (id0, e0) = a.entries[0].clone();
+        assert_eq!(decode_entry(id0, &e0).unwrap().1.url, u(0));
+        let ack = Ack {
+            batch: 1,
+            releases: vec![Release {
+                lease: id0,
+                again: None,
+                uncount: false,
+            }],
+            counters: vec![("fetched".into(), 1)],
+            state: "{}".into(),
+            ..Ack::default()
+        };
+        assert_eq!(f.ack("w", 2, &ack).unwrap(), Some(0));
+        // The same batch again (a retry after a lost reply) is not applied twice.
+        assert_eq!(f.ack("w", 2, &ack).unwrap(), None);
+        assert_eq!(f.counters().unwrap().get("fetched"), Some(&1));
+        assert_eq!(f.worker_state("w").unwrap(), (1, "{}".to_string()));
+        // A host delay: one lease per call, the next not before it passed.
+        let b = f.lease(10, 2, 1, 300, 0).unwrap();
+        assert_eq!(b.entries.len(), 1);
+        assert!(
+            f.lease(10, 3, 60_000, 300, 0).unwrap().entries.is_empty(),
+            "delay not honoured"
+        );
+        // Leases of 1 ms expire: taken back, flagged claimed, leased again.
+        std::thread::sleep(Duration::from_millis(350));
+        let c = f.lease(10, 3, 60_000, 0, 0).unwrap();
+        assert_eq!(c.reclaimed, 1, "{c:?}");
+        let again: Vec<(bool, Entry)> = c
+            .entries
+            .iter()
+            .map(|(i, e)| decode_entry(*i, e).unwrap())
+            .collect();
+        assert_eq!(again.len(), 1);
+        assert!(again[0].0, "a taken-back entry keeps its claim");
+        assert_eq!(again[0].1.url, u(2));
+        // A requeue waits in `later`, then comes back.
+        let (id, _) = c.entries[0].clone();
+        let requeue = Ack {
+            releases: vec![Release {
+                lease: id,
+                again: Some((encode_entry(true, 1, 1, &u(2)), 0)),
+                uncount: true,
+            }],
+            ..Ack::default()
+        };
+        f.ack("w", 3, &requeue).unwrap();
+        let d = f.lease(10, 3, 60_000, 0, 0).unwrap();
+        assert_eq!(d.entries.len(), 1);
+        assert_eq!(decode_entry(0, &d.entries[0].1).unwrap().1.attempts, 1);
+        // The budget counts leases not given back: 5 leases, 1 taken back,
+        // 1 requeued, so 3 count; a budget of 2 is spent.
+        push(&f, 1);
+        let e = f.lease(10, 9, 60_000, 0, 2).unwrap();
+        assert!(e.entries.is_empty() && e.budget_spent, "{e:?}");
+        // Clean up the namespace.
+        let store = simcrawl_dedup::RedisStore::open_with(
+            &url,
+            simcrawl_dedup::RedisOptions {
+                namespace: ns,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        store.clear().unwrap();
+    }
+
     #[test]
     fn passwords_are_not_shown() {
         assert_eq!(redact("redis://:hunter2@h:6379/0"), "redis://:***@h:6379/0");
