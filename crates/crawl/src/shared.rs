@@ -550,13 +550,21 @@ fn is_connection_error(e: &redis::RedisError) -> bool {
     e.is_io_error() || e.is_connection_dropped() || e.is_timeout() || e.is_connection_refusal()
 }
 
+/// Replies of a server that is up but not serving yet: still loading its
+/// data after a restart, or a replica or cluster in the middle of a
+/// failover.
+const NOT_READY: [&str; 4] = ["LOADING", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN"];
+
 /// Whether `e` may pass once Redis is reachable again: a connection error
-/// of the frontier's or of the store's, or a store transaction that kept
-/// conflicting.
+/// of the frontier's or of the store's, a server still loading its data
+/// after a restart, or a store transaction that kept conflicting.
 pub fn is_transient(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<redis::RedisError>()
-            .is_some_and(is_connection_error)
+            .is_some_and(|r| is_connection_error(r) || r.code().is_some_and(|code| NOT_READY.contains(&code)))
+            || (c.downcast_ref::<simcrawl_dedup::Error>().is_some()
+                && (NOT_READY.iter().any(|n| c.to_string().contains(n))
+                    || c.to_string().contains("busy loading")))
             || c.downcast_ref::<simcrawl_dedup::Error>()
                 .is_some_and(simcrawl_dedup::Error::is_transient)
             || c.downcast_ref::<std::io::Error>().is_some_and(|io| {
@@ -732,6 +740,21 @@ mod tests {
         )
         .unwrap();
         store.clear().unwrap();
+    }
+
+    #[test]
+    fn a_server_loading_its_data_is_waited_for_other_errors_are_not() {
+        let loading = simcrawl_dedup::Error::Storage(
+            "Redis at redis://h/0: LOADING: Redis is loading the dataset in memory".into(),
+        );
+        assert!(is_transient(&anyhow::Error::new(loading).context("check pages")));
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert!(is_transient(&anyhow::Error::new(refused)));
+        let config = simcrawl_dedup::Error::Config("bands 0".into());
+        assert!(!is_transient(&anyhow::Error::new(config)));
+        assert!(!is_transient(&anyhow::anyhow!(
+            "unexpected reply from the lease script"
+        )));
     }
 
     #[test]
