@@ -300,7 +300,7 @@ fn a_killed_worker_loses_nothing_the_others_finish_the_site() {
     let server = site(Duration::from_millis(40));
     let dir = support::tempdir("e2e-redis-kill-");
     let ns = namespace("kill");
-    let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 1_500);
+    let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 3_000);
     let workers = ["k1", "k2", "k3"];
     let mut children: Vec<Child> = workers.iter().map(|w| s.spawn(w)).collect();
     // Midway: the first worker that has written lines is killed.
