@@ -528,6 +528,22 @@ impl RedisFrontier {
         Ok(pairs.into_iter().collect())
     }
 
+    /// The frontier's state: leases out, hosts ready to lease from,
+    /// entries waiting to be retried.
+    pub fn sizes(&self) -> Result<(u64, u64, u64)> {
+        let p = &self.prefix;
+        self.with_conn(|c| {
+            redis::pipe()
+                .cmd("ZCARD")
+                .arg(format!("{p}leases"))
+                .cmd("ZCARD")
+                .arg(format!("{p}ready"))
+                .cmd("ZCARD")
+                .arg(format!("{p}later"))
+                .query(c)
+        })
+    }
+
     /// Workers and the time (unix ms, server clock) of their last batch.
     pub fn workers(&self) -> Result<BTreeMap<String, u64>> {
         let key = format!("{}workers", self.prefix);

@@ -281,6 +281,9 @@ fn three_workers_keep_what_one_process_keeps_and_fetch_each_url_once() {
         "{st}"
     );
     assert_eq!(st["workers"].as_object().unwrap().len(), 3, "{st}");
+    // Nothing left behind in the frontier.
+    assert_eq!(st["frontier"]["leases_out"], 0, "{st}");
+    assert_eq!(st["frontier"]["ready_hosts"], 0, "{st}");
     // Each worker's own stats.json counts its own lines.
     let mut sum = 0;
     for w in workers {

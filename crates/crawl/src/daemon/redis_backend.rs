@@ -590,8 +590,9 @@ fn stats_from_counters(c: &BTreeMap<String, i64>) -> Stats {
 
 /// `crawl stats --redis URL`: prints the merged counters of every worker of
 /// the crawl in `namespace` as JSON on stdout (the fields of `stats.json`,
-/// plus the shared frontier's `leased`, `reclaimed` and `stale_acks`, and
-/// each worker's last batch time), and a summary line on stderr.
+/// plus the shared frontier's `leased`, `reclaimed` and `stale_acks`, each
+/// worker's last batch time, and `frontier`: leases out, ready hosts,
+/// entries waiting for a retry), and a summary line on stderr.
 pub fn print_stats(url: &str, namespace: &str) -> Result<()> {
     let f = RedisFrontier::open(url, namespace)?;
     let counters = f.counters()?;
@@ -603,6 +604,11 @@ pub fn print_stats(url: &str, namespace: &str) -> Result<()> {
             obj.insert(k.to_string(), counters.get(k).copied().unwrap_or(0).into());
         }
         obj.insert("workers".to_string(), serde_json::to_value(&workers)?);
+        let (leases, ready, later) = f.sizes()?;
+        obj.insert(
+            "frontier".to_string(),
+            serde_json::json!({"leases_out": leases, "ready_hosts": ready, "waiting_retries": later}),
+        );
     }
     println!("{}", serde_json::to_string_pretty(&v)?);
     eprintln!("{stats}  ({} workers)", workers.len());
