@@ -22,8 +22,10 @@ fi
 SIMCRAWL_EVAL_SET=$(cd "$EVAL_DIR" && pwd)
 export SIMCRAWL_EVAL_SET
 # A throwaway Redis server (installed with apt-get when missing) for the
-# dedup crate's Redis store tests, stopped when this script exits; the
-# tests read SIMCRAWL_REDIS_URL (without it they print SKIPPED and pass).
+# dedup crate's Redis store tests and the crawler's shared mode
+# (crates/crawl/tests/e2e_redis.rs: several `crawl --redis` workers),
+# stopped when this script exits; the tests read SIMCRAWL_REDIS_URL (without
+# it they print SKIPPED and pass) and SIMCRAWL_REDIS_SERVER.
 eval "$(bash scripts/redis-test-server.sh start)"
 trap 'bash scripts/redis-test-server.sh stop "$SIMCRAWL_REDIS_DIR"' EXIT
 # And a 3-master Redis Cluster (SIMCRAWL_REDIS_CLUSTER_URLS) for the

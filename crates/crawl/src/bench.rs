@@ -25,6 +25,16 @@ pub struct BenchArgs {
     /// Directory for the crawl's state and outputs (default: a temporary one).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Crawl in the shared mode instead: `--workers` processes sharing one
+    /// crawl through this Redis server (its `bench` namespace is cleared
+    /// first).
+    #[arg(long, value_name = "URL")]
+    redis: Option<String>,
+    /// Worker processes with `--redis`; each has `--concurrency` page tasks,
+    /// and the site's per-host limit is `concurrency x workers`, so the
+    /// shared frontier, not politeness, is what is measured.
+    #[arg(long, default_value_t = 1, requires = "redis")]
+    workers: usize,
 }
 
 /// The words of generated pages: jieba's dictionary, so pages differ the
@@ -192,6 +202,12 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     let seeds = dir.join("seeds.txt");
     std::fs::create_dir_all(&dir)?;
     std::fs::write(&seeds, format!("http://127.0.0.1:{port}/p/0\n"))?;
+    if let Some(url) = &args.redis {
+        let result = bench_shared(&args, url, &dir, &seeds);
+        let _ = server.kill();
+        let _ = server.wait();
+        return result;
+    }
     let mut cfg = Config::default();
     cfg.store.data_dir = dir.join("data");
     cfg.crawl.out_dir = dir.join("out");
@@ -247,6 +263,134 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             at(3),
             at(4)
         );
+    }
+    Ok(())
+}
+
+/// CPU seconds of this process's children that were waited for.
+fn children_cpu_seconds() -> f64 {
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            let rest = s.rsplit_once(')')?.1;
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            let cutime: f64 = f.get(13)?.parse().ok()?;
+            let cstime: f64 = f.get(14)?.parse().ok()?;
+            Some((cutime + cstime) / 100.0)
+        })
+        .unwrap_or(0.0)
+}
+
+/// The peak RSS (kB) of process `pid` so far, 0 once it is gone.
+fn peak_kb_of(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// `crawl bench --redis URL --workers N`: N `crawl --redis` processes
+/// share the crawl of the generated site; reports the merged counters.
+fn bench_shared(args: &BenchArgs, url: &str, dir: &std::path::Path, seeds: &std::path::Path) -> Result<()> {
+    const NAMESPACE: &str = "bench";
+    let store = simcrawl_dedup::RedisStore::open_with(
+        url,
+        simcrawl_dedup::RedisOptions {
+            namespace: NAMESPACE.to_string(),
+            ..Default::default()
+        },
+    )
+    .with_context(|| format!("Redis at {} is unreachable", crate::shared::redact(url)))?;
+    store.clear().context("cannot clear the bench namespace")?;
+    let exe = std::env::current_exe().context("cannot find the crawl binary")?;
+    let c = args.concurrency.to_string();
+    let cap = (args.concurrency * args.workers.max(1)).to_string();
+    let cpu0 = children_cpu_seconds();
+    let t0 = Instant::now();
+    let mut children = Vec::new();
+    for w in 0..args.workers.max(1) {
+        let log = std::fs::File::create(dir.join(format!("w{w}.log")))?;
+        let child = Command::new(&exe)
+            .arg("--seeds")
+            .arg(seeds)
+            .arg("--out")
+            .arg(dir.join("out"))
+            .args(["--redis", url, "--worker-id", &format!("w{w}")])
+            .args(["--set", &format!("redis.namespace={NAMESPACE}")])
+            .args(["--set", "fetch.per_host_delay_ms=0"])
+            .args(["--set", &format!("fetch.per_host_concurrency={cap}")])
+            .args(["--set", &format!("fetch.concurrency={c}")])
+            .args(["--set", &format!("crawl.concurrency={c}")])
+            .args(["--set", "crawl.max_depth=1000"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .context("cannot start a bench worker")?;
+        children.push(child);
+    }
+    let mut peak_kb = vec![0u64; children.len()];
+    let mut failed = Vec::new();
+    loop {
+        let mut running = 0;
+        for (i, ch) in children.iter_mut().enumerate() {
+            match ch.try_wait()? {
+                None => {
+                    running += 1;
+                    peak_kb[i] = peak_kb[i].max(peak_kb_of(ch.id()));
+                }
+                Some(st) if !st.success() && !failed.contains(&i) => failed.push(i),
+                Some(_) => {}
+            }
+        }
+        if running == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = children_cpu_seconds() - cpu0;
+    if !failed.is_empty() {
+        bail!(
+            "bench workers {failed:?} failed; their logs are w*.log in {}",
+            dir.display()
+        );
+    }
+    let f = crate::shared::RedisFrontier::open(url, NAMESPACE)?;
+    let counters = f.counters()?;
+    let get = |k: &str| counters.get(k).copied().unwrap_or(0);
+    let fetched = get("fetched");
+    println!("site pages        {}", args.pages);
+    println!(
+        "workers           {} (redis {})",
+        args.workers,
+        crate::shared::redact(url)
+    );
+    println!("fetched           {fetched}");
+    println!(
+        "kept / dup title / dup content   {} / {} / {}",
+        get("kept"),
+        get("dup_title"),
+        get("dup_content")
+    );
+    println!("url-tier hits     {}", get("dup_url"));
+    println!("wall              {wall:.2} s");
+    println!("pages/s           {:.0}", fetched as f64 / wall.max(1e-9));
+    println!(
+        "cpu per page      {:.3} ms (all workers)",
+        cpu * 1000.0 / (fetched.max(1) as f64)
+    );
+    let peaks: Vec<String> = peak_kb
+        .iter()
+        .map(|k| format!("{:.1}", *k as f64 / 1024.0))
+        .collect();
+    println!("peak RSS          {} MB (per worker)", peaks.join(" / "));
+    if let Ok(m) = store.used_memory() {
+        println!("redis memory      {:.1} MB", m as f64 / 1e6);
     }
     Ok(())
 }

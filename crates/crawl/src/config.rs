@@ -19,6 +19,42 @@ pub struct Config {
     pub crawl: CrawlConfig,
     /// Site-level template learning (see `crate::template`).
     pub template: crate::template::TemplateSettings,
+    /// Many workers sharing one crawl through a Redis server (`--redis`).
+    pub redis: RedisSettings,
+}
+
+/// `[redis]`: the shared mode, where many `crawl` processes (on one machine
+/// or many) share one frontier and one set of dedup tiers in Redis instead
+/// of the local redb file (see `crate::shared`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisSettings {
+    /// `redis://[user:password@]HOST:PORT/DB`; empty: the single-machine
+    /// redb mode. `--redis` overrides it.
+    pub url: String,
+    /// Key prefix and Redis Cluster hash tag of the crawl's keys: crawls
+    /// with different namespaces share a server without seeing each other.
+    pub namespace: String,
+    /// This process's name among the workers: its outputs go to
+    /// `OUT_DIR/<worker_id>/`. Empty: `HOSTNAME-PID`. `--worker-id`
+    /// overrides it. A worker restarted under the same id resumes its
+    /// outputs where its last acknowledged batch ended.
+    pub worker_id: String,
+    /// How long a leased URL stays a worker's before another may take it
+    /// back (a live worker renews its leases every third of this): the
+    /// longest a dead worker's URLs wait.
+    pub lease_ms: u64,
+}
+
+impl Default for RedisSettings {
+    fn default() -> Self {
+        RedisSettings {
+            url: String::new(),
+            namespace: "simcrawl".to_string(),
+            worker_id: String::new(),
+            lease_ms: 60_000,
+        }
+    }
 }
 
 /// Where state lives.

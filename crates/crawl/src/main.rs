@@ -12,6 +12,7 @@ mod lines;
 mod metrics;
 mod progress;
 mod report;
+mod shared;
 mod sinks;
 mod state;
 mod stats;
@@ -78,6 +79,14 @@ struct Overrides {
     /// Serve Prometheus-format counters at http://ADDR/metrics (e.g. 127.0.0.1:9898) [crawl.metrics].
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// Share the crawl with other workers through this Redis server
+    /// (redis://HOST:PORT/DB): frontier and dedup tiers in Redis, outputs in
+    /// OUT/<worker id>/ [redis.url].
+    #[arg(long, value_name = "URL")]
+    redis: Option<String>,
+    /// This worker's name among those sharing a crawl (default HOSTNAME-PID) [redis.worker_id].
+    #[arg(long, value_name = "ID")]
+    worker_id: Option<String>,
 }
 
 impl Overrides {
@@ -107,6 +116,14 @@ impl Overrides {
         if let Some(v) = self.metrics {
             c.crawl.metrics = v;
             set.push("crawl.metrics");
+        }
+        if let Some(v) = self.redis {
+            c.redis.url = v;
+            set.push("redis.url");
+        }
+        if let Some(v) = self.worker_id {
+            c.redis.worker_id = v;
+            set.push("redis.worker_id");
         }
         for key in set {
             e.flag(key);
@@ -224,6 +241,18 @@ enum Command {
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
+    },
+    /// Print the merged counters of a crawl shared through Redis (JSON on
+    /// stdout, a summary on stderr).
+    Stats {
+        /// The Redis server of the crawl (redis://HOST:PORT/DB) [redis.url].
+        #[arg(long, value_name = "URL")]
+        redis: Option<String>,
+        /// The crawl's namespace [redis.namespace].
+        #[arg(long)]
+        namespace: Option<String>,
+        #[command(flatten)]
+        common: Common,
     },
     /// Crawl a generated local site and report pages/s, peak RSS and CPU per page.
     Bench(bench::BenchArgs),
@@ -368,6 +397,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Command::ServeSite { pages }) => {
             bench::serve_site(pages)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Stats {
+            redis,
+            namespace,
+            common,
+        }) => {
+            let cfg = common.load()?.config;
+            let url = redis.unwrap_or(cfg.redis.url);
+            if url.is_empty() {
+                anyhow::bail!("crawl stats: give --redis URL (or redis.url in the settings)");
+            }
+            daemon::print_stats(&url, &namespace.unwrap_or(cfg.redis.namespace))?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(args)) => {

@@ -575,9 +575,17 @@ impl<S: Store> Deduper<S> {
     /// document can be a duplicate of an earlier one in the same batch.
     pub fn check_batch(&self, sigs: &[Signature], url_tier: UrlTier) -> Result<Vec<Verdict>> {
         self.write(|t| {
-            t.prefetch(&self.prefetch_keys(sigs, url_tier))?;
+            self.prefetch(t, sigs, url_tier)?;
             sigs.iter().map(|s| self.check_in(t, s, url_tier)).collect()
         })
+    }
+
+    /// Announces to a networked store what checking `sigs` will read.
+    fn prefetch(&self, t: &dyn ReadTables, sigs: &[Signature], url_tier: UrlTier) -> Result<()> {
+        if t.wants_prefetch() {
+            t.prefetch(&self.prefetch_keys(sigs, url_tier))?;
+        }
+        Ok(())
     }
 
     /// Every index key checking `sigs` reads (except the documents its
@@ -682,7 +690,7 @@ impl<S: Store> Deduper<S> {
         let cutoff = self.cutoff();
         // One round trip for a networked store; keys a batch already
         // fetched are not fetched again.
-        t.prefetch(&self.prefetch_keys(std::slice::from_ref(sig), url_tier))?;
+        self.prefetch(t, std::slice::from_ref(sig), url_tier)?;
         if url_tier == UrlTier::Check
             && let Some(d) = sig.url_digest
         {

@@ -98,6 +98,11 @@ impl Host {
     pub(crate) fn set_crawl_delay(&self, delay: Option<Duration>) {
         self.gate.lock().crawl_delay = delay;
     }
+
+    /// The robots.txt Crawl-delay in force (capped), if any.
+    pub(crate) fn crawl_delay(&self) -> Option<Duration> {
+        self.gate.lock().crawl_delay
+    }
 }
 
 #[cfg(test)]

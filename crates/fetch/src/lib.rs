@@ -324,6 +324,17 @@ impl Fetcher {
         matches!(self.robots_verdict(&host, url, allow_hop).await, Verdict::Allowed)
     }
 
+    /// The Crawl-delay that `url`'s host's robots.txt asks for (capped at
+    /// `max_crawl_delay_ms`), once that robots.txt was fetched; `None`
+    /// when it asks for none or was not fetched yet. Crawlers that share
+    /// one host schedule among several processes publish it, so every
+    /// process spaces its requests by it.
+    pub fn crawl_delay(&self, url: &Url) -> Option<Duration> {
+        let key = host_key(url)?;
+        let host = self.inner.hosts.lock().get(&key)?;
+        host.crawl_delay()
+    }
+
     /// Hosts whose state was evicted because `max_hosts` was reached.
     pub fn hosts_evicted(&self) -> u64 {
         self.inner.hosts.lock().evicted

@@ -14,11 +14,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tracing::{info, warn};
 
-use super::Tiers;
+use super::backend::Source;
 use super::signals::spawn_signal_handlers;
 use super::worker::{Outcome, PageStages, process_entry};
 use super::writer::Committed;
-use crate::frontier::Window;
 use crate::progress::Progress;
 use crate::stats::Stats;
 
@@ -60,20 +59,23 @@ pub struct Dispatch {
     pub max_pages: u64,
     /// ... from the pages fetched by earlier runs.
     pub base_fetched: u64,
+    /// How often the loop wakes without an event: [`TICK`] for the local
+    /// frontier; shorter for a shared one, which other workers fill.
+    pub tick: Duration,
 }
 
 /// Runs page tasks from the frontier window until the frontier is done, the
 /// page budget is spent, or a signal stops the crawl; then waits for the
 /// writer's last commits.
-pub async fn dispatch(
+pub async fn dispatch<S: Source>(
     stages: Arc<PageStages>,
-    deduper: Arc<Tiers>,
+    window: S,
     s: Dispatch,
     out_tx: std_mpsc::Sender<Outcome>,
     mut done_rx: mpsc::UnboundedReceiver<Result<Committed, anyhow::Error>>,
     shared: Arc<Mutex<Stats>>,
 ) -> Result<()> {
-    let mut window = Window::default();
+    let mut window = window;
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut task_seq: HashMap<tokio::task::Id, u64> = HashMap::new();
     let mut dispatched = 0u64;
@@ -86,15 +88,14 @@ pub async fn dispatch(
     if !s.metrics.is_empty() {
         crate::metrics::serve(&s.metrics, shared.clone()).await?;
     }
-    let mut tick = tokio::time::interval(TICK);
+    let mut tick = tokio::time::interval(s.tick);
     let mut stop_deadline: Option<tokio::time::Instant> = None;
     loop {
         if !stopping {
             if window.wants_refill() {
-                let db = deduper.clone();
                 window = tokio::task::spawn_blocking(move || {
                     let mut w = window;
-                    w.refill(db.store().database()).map(|()| w)
+                    w.refill().map(|()| w)
                 })
                 .await
                 .context("frontier reader failed")??;
@@ -182,5 +183,10 @@ pub async fn dispatch(
     while let Some(msg) = done_rx.recv().await {
         msg?;
     }
-    Ok(())
+    tokio::task::spawn_blocking(move || {
+        let mut w = window;
+        w.close()
+    })
+    .await
+    .context("frontier closer failed")?
 }

@@ -14,14 +14,16 @@
 //!   once and made durable at most every [`writer::DURABLE_EVERY`], and at
 //!   the latest that long after the last one when no further result comes.
 //!
-//! The stored state is reached through two seams: the frontier
-//! ([`crate::frontier`]: enqueue, requeue, the in-memory window) and the
-//! verdict store ([`Tiers`]: the dedup tiers over redb). Today both commit in
-//! the writer's single redb transaction ([`writer::Writer`]); another
-//! backend replaces them there, in the window's refill, and in [`run`]'s
-//! opening of the store.
+//! The stored state is reached through one contract with two backends
+//! ([`backend`]: a [`backend::Source`] for the dispatcher, a
+//! [`backend::Commits`] for the writer): the redb file of one machine
+//! (frontier, tiers and checkpoints committed in one transaction by
+//! [`writer::Writer`]), or a Redis server shared by many workers
+//! ([`redis_backend`], `--redis`). Everything else is the same code for both.
 
+mod backend;
 mod dispatch;
+mod redis_backend;
 mod signals;
 mod worker;
 mod writer;
@@ -38,11 +40,14 @@ use tokio::sync::mpsc;
 use tracing::{info, warn};
 use url::Url;
 
-use self::dispatch::{Dispatch, TASKS_PER_HOST_CONNECTION, dispatch};
-use self::worker::{Outcome, PageStages};
+pub use self::redis_backend::print_stats;
+
+use self::backend::{Commits, LocalSource, Source};
+use self::dispatch::{Dispatch, TASKS_PER_HOST_CONNECTION, TICK, dispatch};
+use self::worker::{Outcome, PageStages, Signer};
 use self::writer::{Checkpoint, Writer, join_writer, writer_loop};
 use crate::config::Config;
-use crate::frontier::{self, Candidate, ScopeRules};
+use crate::frontier::{self, Candidate, ScopeRules, Window};
 use crate::sinks::Outputs;
 use crate::state;
 use crate::stats::Stats;
@@ -99,13 +104,23 @@ pub enum Start {
     Resume,
 }
 
-/// Runs a crawl to completion (or until stopped); returns its counters.
+/// Runs a crawl to completion (or until stopped); returns its counters
+/// (this worker's, in the shared mode).
 pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
     let seeds = read_seeds(seeds_path)?;
     info!("{}", crate::config::politeness(&cfg));
     if let Some(hint) = crate::config::one_host_hint(&cfg, &seeds) {
         warn!("{hint}");
     }
+    if cfg.redis.url.is_empty() {
+        run_local(cfg, &seeds, start)
+    } else {
+        redis_backend::run(cfg, &seeds, start)
+    }
+}
+
+/// The single-machine crawl: frontier, tiers and checkpoints in one redb file.
+fn run_local(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
     let data_dir = cfg.store.data_dir.clone();
     let out_dir = cfg.crawl.out_dir.clone();
     let db_path = data_dir.join("index.redb");
@@ -131,27 +146,14 @@ pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
     }
     let outputs = Outputs::open(&out_dir, cp.offsets)?;
 
-    let added = enqueue_seeds(&deduper, &seeds, &mut cp)?;
+    let added = enqueue_seeds(&deduper, seeds, &mut cp)?;
     info!(seeds = seeds.len(), new = added, "seeds loaded");
 
-    let mut fetch_cfg = cfg.fetch.clone();
-    let private = crate::config::private_seed_hosts(&cfg, &seeds);
-    if !private.is_empty() {
-        info!(hosts = ?private, "seeds on private addresses: their hosts may be fetched");
-    }
-    fetch_cfg.allow_private_hosts.extend(private);
-    let fetcher = simcrawl_fetch::Fetcher::new(fetch_cfg).context("invalid [fetch] settings")?;
-    let per_host = cfg.fetch.per_host_concurrency.max(1) * TASKS_PER_HOST_CONNECTION;
-    let stages = Arc::new(PageStages {
-        fetcher: fetcher.clone(),
-        cleaner: simcrawl_clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?,
-        deduper: deduper.clone(),
-        scope: ScopeRules::new(&cfg.crawl, &seeds)?,
-        follow_nofollow: cfg.crawl.follow_nofollow,
-        respect_noindex: cfg.crawl.respect_noindex,
-        templates: templates.clone(),
-        parsing: tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
-    });
+    let signer: Signer = {
+        let d = deduper.clone();
+        Arc::new(move |doc| d.sign(doc))
+    };
+    let stages = page_stages(&cfg, seeds, signer, templates.clone())?;
     let shared = Arc::new(Mutex::new(cp.stats.clone()));
     let base_fetched = cp.stats.fetched;
     let writer = Writer::new(
@@ -160,9 +162,60 @@ pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
         cp,
         &cfg.crawl,
         shared.clone(),
-        fetcher,
+        stages.fetcher.clone(),
         templates,
     );
+    let source = LocalSource {
+        window: Window::default(),
+        deduper: deduper.clone(),
+    };
+    let settings = Dispatch {
+        metrics: cfg.crawl.metrics.clone(),
+        concurrency: cfg.crawl.concurrency.max(1),
+        per_host: cfg.fetch.per_host_concurrency.max(1) * TASKS_PER_HOST_CONNECTION,
+        max_pages: cfg.crawl.max_pages,
+        base_fetched,
+        tick: TICK,
+    };
+    drive(stages, source, writer, settings, shared.clone())?;
+    deduper.flush()?;
+    let stats = shared.lock().clone();
+    write_stats(&out_dir, &stats)?;
+    Ok(stats)
+}
+
+/// The page stages of a crawl from `seeds`: the fetcher (seeds on private
+/// addresses open their own hosts), the cleaner, `sign`, the scope.
+fn page_stages(cfg: &Config, seeds: &[Url], sign: Signer, templates: Templates) -> Result<Arc<PageStages>> {
+    let mut fetch_cfg = cfg.fetch.clone();
+    let private = crate::config::private_seed_hosts(cfg, seeds);
+    if !private.is_empty() {
+        info!(hosts = ?private, "seeds on private addresses: their hosts may be fetched");
+    }
+    fetch_cfg.allow_private_hosts.extend(private);
+    let fetcher = simcrawl_fetch::Fetcher::new(fetch_cfg).context("invalid [fetch] settings")?;
+    Ok(Arc::new(PageStages {
+        fetcher,
+        cleaner: simcrawl_clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?,
+        sign,
+        scope: ScopeRules::new(&cfg.crawl, seeds)?,
+        follow_nofollow: cfg.crawl.follow_nofollow,
+        respect_noindex: cfg.crawl.respect_noindex,
+        templates,
+        parsing: tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
+    }))
+}
+
+/// Runs the pipeline over one backend: the writer thread on `writer`, the
+/// dispatcher (and its page tasks) on `source`, until the crawl is over or
+/// stopped and the writer has committed everything.
+fn drive<S: Source, W: Commits>(
+    stages: Arc<PageStages>,
+    source: S,
+    writer: W,
+    settings: Dispatch,
+    shared: Arc<Mutex<Stats>>,
+) -> Result<()> {
     let (out_tx, out_rx) = std_mpsc::channel::<Outcome>();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     let writer_thread = std::thread::Builder::new()
@@ -174,34 +227,21 @@ pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let settings = Dispatch {
-        metrics: cfg.crawl.metrics.clone(),
-        concurrency: cfg.crawl.concurrency.max(1),
-        per_host,
-        max_pages: cfg.crawl.max_pages,
-        base_fetched,
-    };
-    let dispatched = runtime.block_on(dispatch(
-        stages,
-        deduper.clone(),
-        settings,
-        out_tx,
-        done_rx,
-        shared.clone(),
-    ));
+    let dispatched = runtime.block_on(dispatch(stages, source, settings, out_tx, done_rx, shared));
     // The writer ends when every sender is gone (the dispatcher dropped its own).
     let joined = join_writer(writer_thread);
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
     // A writer panic first: it explains whatever the dispatcher saw. Nothing
     // is flushed after it (outputs were not synced).
     joined?;
-    dispatched?;
-    deduper.flush()?;
-    let stats = shared.lock().clone();
-    let json = serde_json::to_string_pretty(&stats)?;
+    dispatched
+}
+
+/// `stats.json` in `out_dir`.
+fn write_stats(out_dir: &Path, stats: &Stats) -> Result<()> {
+    let json = serde_json::to_string_pretty(stats)?;
     std::fs::write(out_dir.join("stats.json"), json)
-        .with_context(|| format!("cannot write {}", out_dir.display()))?;
-    Ok(stats)
+        .with_context(|| format!("cannot write {}", out_dir.display()))
 }
 
 /// Puts the seeds in the frontier and commits `cp` with them (durably);

@@ -9,7 +9,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use simcrawl_dedup::{Document, Signature};
 use url::Url;
 
-use super::Tiers;
 use crate::frontier::{Candidate, Entry, ScopeRules};
 use crate::template::{Templates, host_of};
 
@@ -61,12 +60,16 @@ pub struct PageResult {
     pub template_stripped: bool,
 }
 
-/// What every page task shares: the fetcher, the cleaner, the tiers (for
-/// signing only: verdicts are the writer's) and the crawl's link rules.
+/// Signs a document with the tiers' settings (`Deduper::sign`), whatever
+/// store the tiers live in: page tasks only sign, verdicts are the writer's.
+pub type Signer = Arc<dyn Fn(&Document<'_>) -> Signature + Send + Sync>;
+
+/// What every page task shares: the fetcher, the cleaner, the signer and
+/// the crawl's link rules.
 pub struct PageStages {
     pub fetcher: simcrawl_fetch::Fetcher,
     pub cleaner: simcrawl_clean::Cleaner,
-    pub deduper: Arc<Tiers>,
+    pub sign: Signer,
     pub scope: ScopeRules,
     pub follow_nofollow: bool,
     pub respect_noindex: bool,
@@ -172,9 +175,7 @@ fn clean_and_sign(
     // Signed without the host's template, once learnt (crate::template).
     let stripped = stages.templates.strip(host_of(&fetched.final_url), &page.text);
     let text = stripped.as_deref().unwrap_or(&page.text);
-    let sig = stages
-        .deduper
-        .sign(&Document::new(entry.url.as_str(), &page.title, text));
+    let sig = (stages.sign)(&Document::new(entry.url.as_str(), &page.title, text));
     Outcome::Page(Box::new(PageResult {
         final_url: fetched.final_url,
         status: fetched.status,

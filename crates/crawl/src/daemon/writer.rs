@@ -15,6 +15,7 @@ use simcrawl_dedup::{CanonicalUrl, Commit, Tier, UrlTier, UrlVerdict, Verdict};
 use tokio::sync::mpsc;
 
 use super::Tiers;
+use super::backend::Commits;
 use super::worker::{Outcome, PageResult};
 use crate::config::CrawlConfig;
 use crate::frontier;
@@ -328,8 +329,8 @@ impl Writer {
 
 /// The writer thread: group commits until every sender is gone, then the
 /// last learnt templates and a final durable commit.
-pub fn writer_loop(
-    mut w: Writer,
+pub fn writer_loop<W: Commits>(
+    mut w: W,
     rx: std_mpsc::Receiver<Outcome>,
     tx: mpsc::UnboundedSender<Result<Committed, anyhow::Error>>,
 ) {
@@ -359,10 +360,8 @@ pub fn writer_loop(
                 Err(_) => break,
             }
         }
-        // The tiers are checked inside the writer's own transactions, so
-        // expired entries (dedup.window) are purged here, between them.
-        if let Err(e) = w.deduper.purge_if_due() {
-            let _ = tx.send(Err(anyhow::Error::new(e).context("cannot purge expired entries")));
+        if let Err(e) = w.between_commits() {
+            let _ = tx.send(Err(e));
             return;
         }
         let r = w.commit(batch);
@@ -377,12 +376,32 @@ pub fn writer_loop(
     if std::env::var_os("SIMCRAWL_TEST_WRITER_PANIC").is_some() {
         panic!("injected writer panic (SIMCRAWL_TEST_WRITER_PANIC)");
     }
-    if let Err(e) = w
-        .templates
-        .save(w.deduper.store())
-        .and_then(|()| w.make_durable())
-    {
+    if let Err(e) = w.finish() {
         let _ = tx.send(Err(e));
+    }
+}
+
+impl Commits for Writer {
+    fn commit(&mut self, batch: Vec<Outcome>) -> Result<Committed> {
+        Writer::commit(self, batch)
+    }
+    fn durable_due_in(&self) -> Option<Duration> {
+        Writer::durable_due_in(self)
+    }
+    fn make_durable(&mut self) -> Result<()> {
+        Writer::make_durable(self)
+    }
+    fn between_commits(&mut self) -> Result<()> {
+        // The tiers are checked inside the writer's own transactions, so
+        // expired entries (dedup.window) are purged here, between them.
+        self.deduper
+            .purge_if_due()
+            .map(drop)
+            .context("cannot purge expired entries")
+    }
+    fn finish(&mut self) -> Result<()> {
+        self.templates.save(self.deduper.store())?;
+        self.make_durable()
     }
 }
 

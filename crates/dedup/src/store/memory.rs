@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 
-use super::{BandIndex, DocId, DocRecord, ReadTables, Store, Tables, UrlRecord};
+use super::{BandIndex, DocId, DocRecord, NEXT_ID_META, ReadTables, Store, Tables, UrlRecord};
 use crate::error::Result;
 use crate::fingerprint::Fingerprint;
 
@@ -78,6 +78,10 @@ impl Store for MemoryStore {
 }
 
 impl ReadTables for MemState {
+    fn wants_prefetch(&self) -> bool {
+        false
+    }
+
     fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
         Ok(self.meta.get(key).cloned())
     }
@@ -145,6 +149,24 @@ impl Tables for MemState {
     fn set_meta(&mut self, key: &str, value: &[u8]) -> Result<()> {
         self.meta.insert(key.to_string(), value.to_vec());
         Ok(())
+    }
+
+    /// The counter in [`NEXT_ID_META`] like every store, updated in place:
+    /// the default reads and writes it through owned copies, two
+    /// allocations per new document.
+    fn next_doc_id(&mut self) -> Result<DocId> {
+        let Some(b) = self.meta.get_mut(NEXT_ID_META) else {
+            self.meta
+                .insert(NEXT_ID_META.to_string(), 1u64.to_le_bytes().to_vec());
+            return Ok(0);
+        };
+        let bytes: [u8; 8] = b
+            .as_slice()
+            .try_into()
+            .map_err(|_| crate::error::Error::Corrupt(format!("next_id of {} bytes", b.len())))?;
+        let id = u64::from_le_bytes(bytes);
+        b.copy_from_slice(&(id + 1).to_le_bytes());
+        Ok(id)
     }
 
     fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()> {

@@ -253,6 +253,13 @@ pub trait ReadTables {
         Ok(())
     }
 
+    /// Whether [`ReadTables::prefetch`] does anything here. Local stores
+    /// say no, so a check does not compute and collect its keys for
+    /// nothing (two allocations and the band keys once more per document).
+    fn wants_prefetch(&self) -> bool {
+        true
+    }
+
     /// A metadata value (parameters, counters).
     fn meta(&self, key: &str) -> Result<Option<Vec<u8>>>;
     /// The URL tier's record for an MD5 digest.

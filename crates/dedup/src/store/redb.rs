@@ -404,6 +404,10 @@ impl<'t> RedbTables<'t> {
 macro_rules! impl_read_tables {
     ($ty:ty) => {
         impl ReadTables for $ty {
+            fn wants_prefetch(&self) -> bool {
+                false
+            }
+
             fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
                 Ok(self
                     .meta()?

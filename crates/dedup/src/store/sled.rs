@@ -166,6 +166,10 @@ impl SledTables<'_> {
 }
 
 impl ReadTables for SledTables<'_> {
+    fn wants_prefetch(&self) -> bool {
+        false
+    }
+
     fn meta(&self, k: &str) -> Result<Option<Vec<u8>>> {
         self.get(&key(META, k.as_bytes()))
     }

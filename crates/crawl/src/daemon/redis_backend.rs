@@ -1,0 +1,905 @@
+//! The shared backend (`crawl --redis URL`): many workers, one crawl. The
+//! frontier is [`crate::shared::RedisFrontier`] (per-host queues, leases,
+//! politeness across workers), the tiers a [`Deduper`] over a
+//! [`RedisStore`] under the same namespace, and each worker writes its own
+//! outputs in `OUT_DIR/<worker id>/`.
+//!
+//! Order of a group commit ([`RedisWriter::commit`]), chosen so that a
+//! worker killed at any point loses nothing acknowledged:
+//!
+//! 1. the title and content tiers judge the group's pages (one store
+//!    transaction; a page found to copy *itself*, because an earlier
+//!    attempt of this page was recorded before a crash or a lost reply, is
+//!    kept);
+//! 2. links not yet in the URL tier become new entries (a read);
+//! 3. output lines are written and fsynced;
+//! 4. one `ack` releases the leases, queues the links and requeues, adds
+//!    the counters and records the outputs' offsets.
+//!
+//! A worker killed before 4 holds leases that expire: its pages are
+//! fetched again by another worker (and re-discover their links), and its
+//! lines past the recorded offsets are cut if it restarts under the same id.
+//! Redis unreachable at any step: the worker pauses and retries with
+//! backoff ([`shared::retry`]), and goes on when Redis is back.
+
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use simcrawl_dedup::{
+    CanonicalUrl, Deduper, Prefetch, RedisOptions, RedisStore, Signature, Store, Tier, UrlTier, UrlVerdict,
+    Verdict,
+};
+use tracing::{info, warn};
+use url::Url;
+
+use super::backend::{Commits, Source};
+use super::dispatch::Dispatch;
+use super::worker::{Outcome, PageResult, Signer};
+use super::writer::{Committed, MAX_DELAY_DOUBLINGS};
+use super::{Start, drive, page_stages, remove_if_exists, write_stats};
+use crate::config::Config;
+use crate::frontier::{Candidate, Entry};
+use crate::lines::{DuplicateLine, ErrorLine, KeptLine};
+use crate::shared::{self, Ack, Leased, RedisFrontier, Release, encode_entry, host_key, retry};
+use crate::sinks::{Offsets, Outputs};
+use crate::state;
+use crate::stats::Stats;
+use crate::template::{Templates, host_of};
+
+/// The tiers in Redis.
+pub type SharedTiers = Deduper<RedisStore>;
+
+/// How often a worker with nothing to fetch asks the shared frontier
+/// again (others may be adding links, or holding leases that may expire).
+const POLL: Duration = Duration::from_millis(100);
+
+/// What a worker records with each acknowledged batch, so that a restart
+/// under the same id resumes its outputs and counters.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct WorkerState {
+    offsets: Offsets,
+    stats: Stats,
+}
+
+/// `HOSTNAME-PID` when no id is given; an id is kept to the characters
+/// that are safe in a directory name and a Redis key.
+pub fn worker_id(configured: &str) -> Result<String> {
+    if !configured.is_empty() {
+        if configured
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && !configured.starts_with('.')
+        {
+            return Ok(configured.to_string());
+        }
+        bail!("worker id {configured:?}: use letters, digits, '-', '_' and '.' (not first)");
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_default();
+    let host: String = host
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let host = if host.is_empty() || host.starts_with('.') {
+        "worker".to_string()
+    } else {
+        host
+    };
+    Ok(format!("{host}-{}", std::process::id()))
+}
+
+/// Runs this process as one worker of the crawl shared through Redis.
+pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
+    let r = &cfg.redis;
+    let worker = worker_id(&r.worker_id)?;
+    let shown = shared::redact(&r.url);
+    let options = RedisOptions {
+        namespace: r.namespace.clone(),
+        ..RedisOptions::default()
+    };
+    let store = RedisStore::open_with(&r.url, options)
+        .with_context(|| format!("Redis at {shown} is unreachable: cannot open the shared crawl state"))?;
+    let frontier = Arc::new(
+        RedisFrontier::open(&r.url, &r.namespace)
+            .with_context(|| format!("Redis at {shown} is unreachable: cannot open the shared frontier"))?,
+    );
+    if start == Start::Fresh {
+        warn!(
+            "--fresh: deleting every key of namespace {} in Redis at {shown} (the whole shared crawl)",
+            r.namespace
+        );
+        store.clear().context("cannot clear the shared crawl state")?;
+    }
+    let deduper = Arc::new(state::open_deduper(store, &cfg)?);
+    let out_dir = cfg.crawl.out_dir.join(&worker);
+    if start == Start::Fresh {
+        for name in Outputs::FILES.iter().chain(["stats.json"].iter()) {
+            remove_if_exists(&out_dir.join(name))?;
+        }
+    }
+    let (batch_no, state_json) = retry("read this worker's state", frontier.url(), || {
+        frontier.worker_state(&worker)
+    })?;
+    let ws: WorkerState = if state_json.is_empty() {
+        WorkerState::default()
+    } else {
+        serde_json::from_str(&state_json).context("unreadable worker state in Redis")?
+    };
+    let outputs = Outputs::open(&out_dir, ws.offsets)?;
+    info!(
+        worker = %worker,
+        out = %out_dir.display(),
+        namespace = %r.namespace,
+        "worker of the crawl shared in Redis at {shown}"
+    );
+    let cap = cfg.fetch.per_host_concurrency.max(1);
+    let added = enqueue_seeds(&deduper, &frontier, seeds, &worker, cap)?;
+    info!(
+        seeds = seeds.len(),
+        new = added,
+        "seeds offered to the shared frontier"
+    );
+
+    // Each worker learns its hosts' templates by itself (not persisted in
+    // the shared mode).
+    let templates = Templates::load(&cfg.template, None)?;
+    let signer: Signer = {
+        let d = deduper.clone();
+        Arc::new(move |doc| d.sign(doc))
+    };
+    let stages = page_stages(&cfg, seeds, signer, templates.clone())?;
+    let shared_stats = Arc::new(Mutex::new(ws.stats.clone()));
+    let concurrency = cfg.crawl.concurrency.max(1);
+    let writer = RedisWriter {
+        deduper: deduper.clone(),
+        frontier: frontier.clone(),
+        worker: worker.clone(),
+        outputs,
+        base_seconds: ws.stats.seconds,
+        state: ws,
+        batch_no,
+        max_depth: cfg.crawl.max_depth,
+        write_text: cfg.crawl.write_text,
+        max_requeues: cfg.crawl.max_requeues,
+        requeue_delay_ms: cfg.crawl.requeue_delay_ms,
+        cap,
+        shared: shared_stats.clone(),
+        fetcher: stages.fetcher.clone(),
+        templates,
+        run_started: Instant::now(),
+    };
+    let source = RedisSource {
+        frontier,
+        deduper,
+        worker,
+        pending: VecDeque::new(),
+        in_flight: HashSet::new(),
+        last: None,
+        poked: true,
+        last_lease: Instant::now(),
+        last_renew: Instant::now(),
+        batch: concurrency,
+        cap,
+        lease_ms: r.lease_ms.max(1),
+        delay_ms: cfg.fetch.per_host_delay_ms,
+        budget: cfg.crawl.max_pages,
+    };
+    let settings = Dispatch {
+        metrics: cfg.crawl.metrics.clone(),
+        concurrency,
+        // Host limits and the page budget are the shared frontier's, for
+        // all workers together.
+        per_host: usize::MAX,
+        max_pages: 0,
+        base_fetched: 0,
+        tick: POLL,
+    };
+    drive(stages, source, writer, settings, shared_stats.clone())?;
+    let stats = shared_stats.lock().clone();
+    write_stats(&out_dir, &stats)?;
+    Ok(stats)
+}
+
+/// Offers the seeds to the shared frontier: each one the URL tier has not
+/// seen is queued (every worker offers them; the claim at lease time keeps
+/// one copy). Returns how many were queued.
+fn enqueue_seeds(d: &SharedTiers, f: &RedisFrontier, seeds: &[Url], worker: &str, cap: usize) -> Result<u64> {
+    let candidates: Vec<Candidate> = seeds.iter().filter_map(|s| Candidate::new(s.clone())).collect();
+    let fresh = retry("check the seeds", f.url(), || unseen(d, &candidates))?;
+    let links: Vec<(String, String)> = candidates
+        .iter()
+        .zip(fresh)
+        .filter(|(_, new)| *new)
+        .map(|(c, _)| (host_key(c.url()), encode_entry(false, 0, 0, c.url())))
+        .collect();
+    let n = links.len() as u64;
+    let ack = Ack {
+        links,
+        ..Ack::default()
+    };
+    retry("queue the seeds", f.url(), || f.ack(worker, cap, &ack))?;
+    Ok(n)
+}
+
+/// Seconds since the epoch before which the URL tier forgets (the dedup
+/// window), 0 without one.
+fn url_cutoff(d: &SharedTiers) -> u64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |t| t.as_secs());
+    d.config().window.map_or(0, |w| now.saturating_sub(w.as_secs()))
+}
+
+/// Which of `links` the URL tier has not seen (a read, one round trip).
+fn unseen(d: &SharedTiers, links: &[Candidate]) -> Result<Vec<bool>> {
+    if links.is_empty() {
+        return Ok(Vec::new());
+    }
+    let digests: Vec<u128> = links
+        .iter()
+        .map(|c| u128::from_be_bytes(c.canonical().digest()))
+        .collect();
+    let cutoff = url_cutoff(d);
+    Ok(d.store().read(|t| {
+        t.prefetch(&Prefetch {
+            urls: digests.clone(),
+            ..Prefetch::default()
+        })?;
+        digests
+            .iter()
+            .map(|&dg| Ok(t.url(dg)?.is_none_or(|r| r.first_seen < cutoff)))
+            .collect()
+    })?)
+}
+
+/// The frontier side of the shared backend: entries leased from Redis,
+/// claimed in the URL tier, handed to the dispatcher; leases renewed while
+/// held.
+struct RedisSource {
+    frontier: Arc<RedisFrontier>,
+    deduper: Arc<SharedTiers>,
+    worker: String,
+    pending: VecDeque<Entry>,
+    in_flight: HashSet<u64>,
+    /// What the last lease call found.
+    last: Option<Leased>,
+    /// Something changed (links committed, a full batch leased): lease
+    /// again without waiting for [`POLL`].
+    poked: bool,
+    last_lease: Instant,
+    last_renew: Instant,
+    /// Entries leased per call.
+    batch: usize,
+    cap: usize,
+    lease_ms: u64,
+    delay_ms: u64,
+    budget: u64,
+}
+
+impl RedisSource {
+    fn renew_due(&self) -> bool {
+        self.last_renew.elapsed() >= Duration::from_millis(self.lease_ms / 3)
+            && !(self.pending.is_empty() && self.in_flight.is_empty())
+    }
+
+    fn renew(&mut self) -> Result<()> {
+        let held: Vec<u64> = self
+            .pending
+            .iter()
+            .map(|e| e.seq)
+            .chain(self.in_flight.iter().copied())
+            .collect();
+        let lost = retry("renew leases", self.frontier.url(), || {
+            self.frontier.renew(&held, self.lease_ms)
+        })?;
+        if lost > 0 {
+            warn!(
+                lost,
+                "leases expired before they were renewed (another worker may fetch their pages too)"
+            );
+        }
+        self.last_renew = Instant::now();
+        Ok(())
+    }
+
+    /// Claims the URLs of newly leased entries in the URL tier, in one
+    /// transaction: `true` for each entry this worker may fetch. An entry
+    /// whose URL another copy claimed first is not fetched. After a commit
+    /// whose reply was lost, the entries are fetched whatever the tier
+    /// says (they may have been claimed by that very commit).
+    fn claim(&self, entries: &[Entry]) -> Result<Vec<bool>> {
+        let canon: Vec<Option<CanonicalUrl>> = entries
+            .iter()
+            .map(|e| CanonicalUrl::from_url(e.url.clone()).ok())
+            .collect();
+        let digests: Vec<u128> = canon
+            .iter()
+            .flatten()
+            .map(|c| u128::from_be_bytes(c.digest()))
+            .collect();
+        let d = &self.deduper;
+        let mut uncertain = false;
+        let claimed = retry("claim leased URLs", self.frontier.url(), || {
+            let r = d.store().write(|t| {
+                t.prefetch(&Prefetch {
+                    urls: digests.clone(),
+                    ..Prefetch::default()
+                })?;
+                let mut here = HashSet::new();
+                let mut out = Vec::with_capacity(entries.len());
+                for (e, c) in entries.iter().zip(&canon) {
+                    out.push(match c {
+                        // Not canonicalizable: the URL tier cannot hold it; fetch it.
+                        None => true,
+                        Some(c) if !here.insert(c.digest()) => false,
+                        Some(c) => {
+                            matches!(d.check_url_in(t, e.url.as_str(), c.clone())?, UrlVerdict::New(_))
+                        }
+                    });
+                }
+                Ok(out)
+            });
+            if let Err(simcrawl_dedup::Error::Disconnected {
+                maybe_applied: true, ..
+            }) = &r
+            {
+                uncertain = true;
+            }
+            Ok(r?)
+        })?;
+        Ok(if uncertain {
+            vec![true; entries.len()]
+        } else {
+            claimed
+        })
+    }
+
+    fn lease(&mut self) -> Result<()> {
+        let f = self.frontier.clone();
+        let leased = retry("lease URLs", f.url(), || {
+            f.lease(self.batch, self.cap, self.lease_ms, self.delay_ms, self.budget)
+        })?;
+        self.last_lease = Instant::now();
+        self.poked = leased.entries.len() >= self.batch;
+        if leased.reclaimed > 0 {
+            info!(
+                reclaimed = leased.reclaimed,
+                "took back expired leases of a worker that stopped renewing them"
+            );
+        }
+        let mut releases = Vec::new();
+        let mut to_claim = Vec::new();
+        for (id, text) in &leased.entries {
+            match shared::decode_entry(*id, text) {
+                Some((true, e)) => self.pending.push_back(e),
+                Some((false, e)) => to_claim.push(e),
+                None => {
+                    warn!(entry = %text, "unreadable shared frontier entry dropped");
+                    releases.push(Release {
+                        lease: *id,
+                        again: None,
+                        uncount: true,
+                    });
+                }
+            }
+        }
+        let claimed = self.claim(&to_claim)?;
+        let mut seen = 0i64;
+        for (e, ok) in to_claim.into_iter().zip(claimed) {
+            if ok {
+                self.pending.push_back(e);
+            } else {
+                seen += 1;
+                releases.push(Release {
+                    lease: e.seq,
+                    again: None,
+                    uncount: true,
+                });
+            }
+        }
+        if !releases.is_empty() {
+            let ack = Ack {
+                releases,
+                counters: if seen > 0 {
+                    vec![("dup_url".to_string(), seen)]
+                } else {
+                    Vec::new()
+                },
+                ..Ack::default()
+            };
+            retry("release URLs already claimed", f.url(), || {
+                f.ack(&self.worker, self.cap, &ack)
+            })?;
+            self.poked = true;
+        }
+        self.last = Some(leased);
+        Ok(())
+    }
+}
+
+impl Source for RedisSource {
+    fn wants_refill(&self) -> bool {
+        self.renew_due()
+            || (self.pending.len() <= self.batch / 2 && (self.poked || self.last_lease.elapsed() >= POLL))
+    }
+
+    fn refill(&mut self) -> Result<()> {
+        if self.renew_due() {
+            self.renew()?;
+        }
+        if self.pending.len() <= self.batch / 2 && (self.poked || self.last_lease.elapsed() >= POLL) {
+            self.lease()?;
+        }
+        Ok(())
+    }
+
+    fn next(&mut self, _per_host_limit: usize) -> Option<Entry> {
+        let e = self.pending.pop_front()?;
+        self.in_flight.insert(e.seq);
+        Some(e)
+    }
+
+    fn released(&mut self, _seq: u64) {}
+
+    /// Its lease was released (acknowledged), so its host has a free slot:
+    /// lease again without waiting for [`POLL`].
+    fn done(&mut self, seq: u64) {
+        self.in_flight.remove(&seq);
+        self.poked = true;
+    }
+
+    fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn is_finished(&self) -> bool {
+        self.pending.is_empty()
+            && self.in_flight.is_empty()
+            && self
+                .last
+                .as_ref()
+                .is_some_and(|l| l.budget_spent || l.crawl_done())
+    }
+
+    fn poke(&mut self) {
+        self.poked = true;
+    }
+
+    /// Entries leased and not started go back to the shared frontier at
+    /// once (still claimed), rather than after their leases expire.
+    fn close(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let releases: Vec<Release> = self
+            .pending
+            .drain(..)
+            .map(|e| Release {
+                lease: e.seq,
+                again: Some((encode_entry(true, e.attempts, e.depth, &e.url), 0)),
+                uncount: true,
+            })
+            .collect();
+        info!(entries = releases.len(), "giving back leased entries not started");
+        let ack = Ack {
+            releases,
+            ..Ack::default()
+        };
+        retry("give back leases", self.frontier.url(), || {
+            self.frontier.ack(&self.worker, self.cap, &ack)
+        })?;
+        Ok(())
+    }
+}
+
+/// The writer side of the shared backend (see the module documentation for
+/// the order of a commit).
+struct RedisWriter {
+    deduper: Arc<SharedTiers>,
+    frontier: Arc<RedisFrontier>,
+    worker: String,
+    outputs: Outputs,
+    state: WorkerState,
+    /// The last batch number acknowledged.
+    batch_no: u64,
+    max_depth: u32,
+    write_text: bool,
+    max_requeues: u32,
+    requeue_delay_ms: u64,
+    cap: usize,
+    shared: Arc<Mutex<Stats>>,
+    fetcher: simcrawl_fetch::Fetcher,
+    templates: Templates,
+    run_started: Instant,
+    base_seconds: f64,
+}
+
+/// Increments that take the merged counters from `a` to `b`.
+fn counter_delta(a: &Stats, b: &Stats) -> Vec<(String, i64)> {
+    let mut out = Vec::new();
+    let mut push = |k: String, x: u64, y: u64| {
+        if x != y {
+            out.push((
+                k,
+                i64::try_from(y).unwrap_or(i64::MAX) - i64::try_from(x).unwrap_or(i64::MAX),
+            ));
+        }
+    };
+    for (k, x, y) in [
+        ("fetched", a.fetched, b.fetched),
+        ("kept", a.verdicts.kept, b.verdicts.kept),
+        ("dup_url", a.verdicts.dup_url, b.verdicts.dup_url),
+        ("dup_title", a.verdicts.dup_title, b.verdicts.dup_title),
+        ("dup_content", a.verdicts.dup_content, b.verdicts.dup_content),
+        ("bytes", a.bytes, b.bytes),
+        ("truncated", a.truncated, b.truncated),
+        ("noindex", a.noindex, b.noindex),
+        ("requeued", a.requeued, b.requeued),
+        ("template_stripped", a.template_stripped, b.template_stripped),
+    ] {
+        push(k.to_string(), x, y);
+    }
+    for (k, &y) in &b.errors {
+        push(format!("error:{k}"), a.errors.get(k).copied().unwrap_or(0), y);
+    }
+    out
+}
+
+/// The merged [`Stats`] of all workers, from the shared counters.
+fn stats_from_counters(c: &BTreeMap<String, i64>) -> Stats {
+    let get = |k: &str| u64::try_from(c.get(k).copied().unwrap_or(0)).unwrap_or(0);
+    let mut s = Stats {
+        fetched: get("fetched"),
+        bytes: get("bytes"),
+        truncated: get("truncated"),
+        noindex: get("noindex"),
+        requeued: get("requeued"),
+        template_stripped: get("template_stripped"),
+        ..Stats::default()
+    };
+    s.verdicts.kept = get("kept");
+    s.verdicts.dup_url = get("dup_url");
+    s.verdicts.dup_title = get("dup_title");
+    s.verdicts.dup_content = get("dup_content");
+    for (k, v) in c {
+        if let Some(kind) = k.strip_prefix("error:") {
+            s.errors.insert(kind.to_string(), u64::try_from(*v).unwrap_or(0));
+        }
+    }
+    let (first, last) = (get("started_ms"), get("last_ms"));
+    s.seconds = last.saturating_sub(first) as f64 / 1000.0;
+    s
+}
+
+/// `crawl stats --redis URL`: prints the merged counters of every worker of
+/// the crawl in `namespace` as JSON on stdout (the fields of `stats.json`,
+/// plus the shared frontier's `leased`, `reclaimed` and `stale_acks`, each
+/// worker's last batch time, and `frontier`: leases out, ready hosts,
+/// entries waiting for a retry), and a summary line on stderr.
+pub fn print_stats(url: &str, namespace: &str) -> Result<()> {
+    let f = RedisFrontier::open(url, namespace)?;
+    let counters = f.counters()?;
+    let workers = f.workers()?;
+    let stats = stats_from_counters(&counters);
+    let mut v = serde_json::to_value(&stats)?;
+    if let Some(obj) = v.as_object_mut() {
+        for k in ["leased", "reclaimed", "stale_acks"] {
+            obj.insert(k.to_string(), counters.get(k).copied().unwrap_or(0).into());
+        }
+        obj.insert("workers".to_string(), serde_json::to_value(&workers)?);
+        let (leases, ready, later) = f.sizes()?;
+        obj.insert(
+            "frontier".to_string(),
+            serde_json::json!({"leases_out": leases, "ready_hosts": ready, "waiting_retries": later}),
+        );
+    }
+    println!("{}", serde_json::to_string_pretty(&v)?);
+    eprintln!("{stats}  ({} workers)", workers.len());
+    Ok(())
+}
+
+impl RedisWriter {
+    /// Redirect checks of the pages whose final URL differs from their own:
+    /// `true` where that URL was already known (the page is then a URL-tier
+    /// duplicate of it), in one transaction.
+    fn redirects_seen(&self, pages: &[&PageResult]) -> Result<Vec<bool>> {
+        let targets: Vec<Option<(String, CanonicalUrl)>> = pages
+            .iter()
+            .map(|p| {
+                if p.final_url == p.entry.url {
+                    return None;
+                }
+                let c = CanonicalUrl::from_url(p.final_url.clone()).ok()?;
+                let own = CanonicalUrl::from_url(p.entry.url.clone()).ok()?;
+                (c != own).then(|| (p.final_url.to_string(), c))
+            })
+            .collect();
+        if targets.iter().all(Option::is_none) {
+            return Ok(vec![false; pages.len()]);
+        }
+        let d = &self.deduper;
+        retry("check redirect targets", self.frontier.url(), || {
+            Ok(d.store().write(|t| {
+                targets
+                    .iter()
+                    .map(|tg| match tg {
+                        None => Ok(false),
+                        Some((u, c)) => Ok(matches!(
+                            d.check_url_in(t, u, c.clone())?,
+                            UrlVerdict::Seen { .. }
+                        )),
+                    })
+                    .collect()
+            })?)
+        })
+    }
+}
+
+impl Commits for RedisWriter {
+    fn commit(&mut self, batch: Vec<Outcome>) -> Result<Committed> {
+        let before = self.state.stats.clone();
+        let io = |e: anyhow::Error| e.context("cannot write the outputs");
+        let mut seqs = Vec::with_capacity(batch.len());
+        let mut releases = Vec::with_capacity(batch.len());
+        let mut requeued = 0u64;
+        let mut pages: Vec<&PageResult> = Vec::new();
+        for o in &batch {
+            seqs.push(o.seq());
+            match o {
+                Outcome::Failed {
+                    entry,
+                    transient: true,
+                    ..
+                } if entry.attempts < self.max_requeues => {
+                    let delay = self
+                        .requeue_delay_ms
+                        .saturating_mul(1u64 << entry.attempts.min(MAX_DELAY_DOUBLINGS));
+                    let again = encode_entry(true, entry.attempts + 1, entry.depth, &entry.url);
+                    releases.push(Release {
+                        lease: entry.seq,
+                        again: Some((again, delay)),
+                        uncount: true,
+                    });
+                    self.state.stats.requeued += 1;
+                    requeued += 1;
+                }
+                Outcome::Failed {
+                    entry, kind, error, ..
+                } => {
+                    self.state.stats.fetched += 1;
+                    *self.state.stats.errors.entry((*kind).to_string()).or_insert(0) += 1;
+                    self.outputs
+                        .errors
+                        .write(&ErrorLine::page(entry.url.as_str(), kind, error))
+                        .map_err(io)?;
+                    releases.push(Release {
+                        lease: entry.seq,
+                        again: None,
+                        uncount: false,
+                    });
+                }
+                Outcome::Page(p) => {
+                    pages.push(p);
+                    releases.push(Release {
+                        lease: p.entry.seq,
+                        again: None,
+                        uncount: false,
+                    });
+                }
+            }
+        }
+        // 1. Verdicts: redirect targets, then the title and content tiers of
+        // every page that is judged, in one transaction.
+        let redirected = self.redirects_seen(&pages)?;
+        let judged: Vec<usize> = (0..pages.len())
+            .filter(|&i| !redirected[i] && !pages[i].noindex)
+            .collect();
+        let sigs: Vec<Signature> = judged.iter().map(|&i| pages[i].sig.clone()).collect();
+        let d = self.deduper.clone();
+        let verdicts = retry("check pages against the tiers", self.frontier.url(), || {
+            Ok(d.check_batch(&sigs, UrlTier::Skip)?)
+        })?;
+        let mut verdict_of: Vec<Option<Verdict>> = vec![None; pages.len()];
+        for (i, v) in judged.into_iter().zip(verdicts) {
+            verdict_of[i] = Some(v);
+        }
+        // 3 (lines, in result order) and the links of step 2.
+        let mut links: Vec<(Candidate, u32)> = Vec::new();
+        let mut delays: BTreeMap<String, u64> = BTreeMap::new();
+        for (i, p) in pages.iter().enumerate() {
+            let st = &mut self.state.stats;
+            st.fetched += 1;
+            st.bytes += p.bytes as u64;
+            st.truncated += u64::from(p.truncated);
+            if let Some(cd) = self.fetcher.crawl_delay(&p.entry.url) {
+                delays.insert(
+                    host_key(&p.entry.url),
+                    u64::try_from(cd.as_millis()).unwrap_or(u64::MAX),
+                );
+            }
+            if redirected[i] {
+                st.verdicts.record_duplicate(Tier::Url);
+                self.outputs
+                    .duplicates
+                    .write(&DuplicateLine::url_tier(
+                        p.entry.url.as_str(),
+                        p.final_url.as_str(),
+                    ))
+                    .map_err(io)?;
+                continue;
+            }
+            self.templates.observe(host_of(&p.final_url), &p.text);
+            st.template_stripped += u64::from(p.template_stripped);
+            let kept_line = |fingerprint| KeptLine {
+                final_url: Some(p.final_url.as_str()),
+                status: Some(p.status),
+                text: self.write_text.then_some(p.text.as_str()),
+                depth: Some(p.entry.depth),
+                fetched_at: Some(p.fetched_at),
+                ..KeptLine::new(p.entry.url.as_str(), &p.title, fingerprint)
+            };
+            match verdict_of[i].take() {
+                None => {
+                    st.noindex += 1;
+                    self.outputs
+                        .errors
+                        .write(&ErrorLine::page(
+                            p.entry.url.as_str(),
+                            "noindex",
+                            "meta robots noindex: not kept",
+                        ))
+                        .map_err(io)?;
+                }
+                Some(Verdict::Unique { fingerprint, .. }) => {
+                    st.verdicts.kept += 1;
+                    self.outputs.kept.write(&kept_line(fingerprint)).map_err(io)?;
+                }
+                // An earlier attempt of this very page was recorded (its
+                // worker died before acknowledging it, or a reply was
+                // lost): the page is the kept copy.
+                Some(Verdict::Duplicate(dup)) if dup.of == p.entry.url.as_str() => {
+                    st.verdicts.kept += 1;
+                    self.outputs.kept.write(&kept_line(dup.fingerprint)).map_err(io)?;
+                }
+                Some(Verdict::Duplicate(dup)) => {
+                    st.verdicts.record_duplicate(dup.tier);
+                    self.outputs
+                        .duplicates
+                        .write(&DuplicateLine::new(p.entry.url.as_str(), &dup))
+                        .map_err(io)?;
+                }
+            }
+            if p.entry.depth < self.max_depth {
+                links.extend(p.links.iter().map(|l| (l.clone(), p.entry.depth + 1)));
+            }
+        }
+        // 2. Links the URL tier has not seen become entries.
+        let mut here = HashSet::new();
+        let mut fresh_links = Vec::new();
+        for (c, depth) in links {
+            if here.insert(c.canonical().digest()) {
+                fresh_links.push((c, depth));
+            } else {
+                self.state.stats.verdicts.dup_url += 1;
+            }
+        }
+        let candidates: Vec<Candidate> = fresh_links.iter().map(|(c, _)| c.clone()).collect();
+        let d = self.deduper.clone();
+        let new = retry("check links against the URL tier", self.frontier.url(), || {
+            unseen(&d, &candidates)
+        })?;
+        let mut queued = Vec::new();
+        for ((c, depth), is_new) in fresh_links.into_iter().zip(new) {
+            if is_new {
+                queued.push((host_key(c.url()), encode_entry(false, 0, depth, c.url())));
+            } else {
+                self.state.stats.verdicts.dup_url += 1;
+            }
+        }
+        // 3. The lines are on disk before the leases are released.
+        self.state.offsets = self.outputs.sync().map_err(io)?;
+        self.state.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
+        self.state.stats.hosts_evicted = self.fetcher.hosts_evicted();
+        // 4. One acknowledgement, applied at most once.
+        self.batch_no += 1;
+        let added = queued.len() as u64;
+        let ack = Ack {
+            batch: self.batch_no,
+            releases,
+            links: queued,
+            counters: counter_delta(&before, &self.state.stats),
+            delays: delays.into_iter().collect(),
+            state: serde_json::to_string(&self.state)?,
+        };
+        let stale = retry("acknowledge results", self.frontier.url(), || {
+            self.frontier.ack(&self.worker, self.cap, &ack)
+        })?;
+        if let Some(n) = stale.filter(|&n| n > 0) {
+            warn!(
+                leases = n,
+                "results of leases that had expired (their pages may be fetched twice)"
+            );
+        }
+        *self.shared.lock() = self.state.stats.clone();
+        Ok(Committed {
+            seqs,
+            added,
+            requeued,
+        })
+    }
+
+    /// Every commit is durable when it returns (outputs fsynced, then acknowledged).
+    fn durable_due_in(&self) -> Option<Duration> {
+        None
+    }
+
+    fn make_durable(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn between_commits(&mut self) -> Result<()> {
+        let d = self.deduper.clone();
+        retry("purge expired entries", self.frontier.url(), || {
+            Ok(d.purge_if_due().map(drop)?)
+        })
+    }
+
+    fn finish(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn counters_round_trip_through_their_increments() {
+        let a = Stats::default();
+        let mut b = Stats {
+            fetched: 5,
+            bytes: 1000,
+            requeued: 1,
+            ..Stats::default()
+        };
+        b.verdicts.kept = 3;
+        b.verdicts.dup_content = 1;
+        b.errors.insert("timeout".into(), 1);
+        let delta = counter_delta(&a, &b);
+        let merged: BTreeMap<String, i64> = delta.into_iter().collect();
+        let back = stats_from_counters(&merged);
+        assert_eq!((back.fetched, back.bytes, back.requeued), (5, 1000, 1));
+        assert_eq!((back.verdicts.kept, back.verdicts.dup_content), (3, 1));
+        assert_eq!(back.errors.get("timeout"), Some(&1));
+        // Unchanged counters send nothing.
+        assert!(counter_delta(&b, &b).is_empty());
+    }
+
+    #[test]
+    fn worker_ids_are_safe_names() {
+        assert_eq!(worker_id("w-1.a_b").unwrap(), "w-1.a_b");
+        assert!(worker_id("../x").is_err());
+        assert!(worker_id("a b").is_err());
+        let auto = worker_id("").unwrap();
+        assert!(auto.ends_with(&format!("-{}", std::process::id())), "{auto}");
+        assert!(!auto.contains('/'));
+    }
+}

@@ -1,0 +1,781 @@
+//! The shared frontier of `crawl --redis`: many worker processes, on one
+//! machine or many, take URLs from one frontier in Redis, next to the dedup
+//! tiers of a [`simcrawl_dedup::RedisStore`] under the same namespace.
+//!
+//! # Key layout
+//!
+//! Every key starts with `{NS}:f:` (`NS` is `redis.namespace`; the braces
+//! make it the Redis Cluster hash tag, the store's keys use the same one,
+//! so all of a crawl's keys live in one slot). `HOST` is
+//! `scheme://host:port`.
+//!
+//! | key | type | content |
+//! | --- | --- | --- |
+//! | `{NS}:f:q:HOST` | list | the host's queue: entries `FLAG ATTEMPTS DEPTH URL` |
+//! | `{NS}:f:ready` | sorted set | hosts with queued entries and a free slot, score = next allowed start (ms) |
+//! | `{NS}:f:next` | hash | host -> earliest start of its next fetch (ms, server clock) |
+//! | `{NS}:f:busy` | hash | host -> leases in flight (its concurrency across all workers) |
+//! | `{NS}:f:delay` | hash | host -> robots.txt Crawl-delay (ms) a worker learnt |
+//! | `{NS}:f:seq` | string | the last lease id (`INCR`) |
+//! | `{NS}:f:lease` | hash | lease id -> `HOST \t ENTRY` |
+//! | `{NS}:f:leases` | sorted set | lease id, score = expiry (ms, server clock) |
+//! | `{NS}:f:later` | sorted set | `HOST \t ENTRY` put back after a transient failure, score = due time |
+//! | `{NS}:f:stats` | hash | merged counters (`fetched`, `kept`, `dup_title`, `error:KIND`, ... `leased`, `reclaimed`, `started_ms`, `last_ms`) |
+//! | `{NS}:f:w:WORKER` | hash | a worker's last applied batch number (`ack`) and its outputs' offsets and counters (`state`) |
+//! | `{NS}:f:workers` | hash | worker -> time of its last batch (ms) |
+//!
+//! `FLAG` is `n` for a URL that still has to be claimed in the URL tier and
+//! `c` for one already claimed (a requeued or reclaimed entry).
+//!
+//! # Leases
+//!
+//! Three Lua scripts, each atomic on the server, all times from the
+//! server's clock (`TIME`), so the workers' clocks do not matter:
+//!
+//! - `lease`: first takes back expired leases (their entries go back to
+//!   the front of their host's queue, flagged claimed) and moves due
+//!   requeues to their queues; then, for each ready host whose next start
+//!   has come, pops entries while the host has fewer than
+//!   `fetch.per_host_concurrency` leases in flight (one entry per host and
+//!   call when the host has a delay), records each lease with its expiry,
+//!   and sets the host's next start to now + its delay (`max(per_host_delay,
+//!   Crawl-delay)`). So politeness holds across all workers together.
+//! - `renew`: a live worker pushes the expiry of the leases it holds.
+//! - `ack`: after the worker's output lines for a group of pages are
+//!   written and fsynced, releases their leases, queues the new links and
+//!   the requeues, adds the counters and records the outputs' offsets, in
+//!   one step. An ack carries the worker's batch number and is applied at
+//!   most once, so it can be retried after a lost reply.
+//!
+//! A URL is fetched once: the URL tier is claimed (`check_url_in`, in one
+//! store transaction per leased group) when an entry is leased, and an
+//! entry whose URL is already claimed is dropped. A link is queued only if
+//! the URL tier has not seen it yet (a read): two workers may queue the
+//! same link, and the claim keeps one. An entry taken back from a dead
+//! worker keeps its claim, so it is fetched again (the one case of a second
+//! fetch) and never lost.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow};
+use parking_lot::Mutex;
+use redis::Value;
+use tracing::{info, warn};
+use url::Url;
+
+use crate::frontier::Entry;
+
+/// Lua shared by the scripts: the server's time, record splitting, and
+/// `schedule`, which puts a host in `ready` exactly when it has queued
+/// entries and a free slot (the invariant every script keeps).
+const HELPERS: &str = r"
+local p = ARGV[1]
+local cap = tonumber(ARGV[2])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function split(rec)
+  local i = string.find(rec, '\t', 1, true)
+  return string.sub(rec, 1, i - 1), string.sub(rec, i + 1)
+end
+local function release(host)
+  if redis.call('HINCRBY', p .. 'busy', host, -1) <= 0 then
+    redis.call('HDEL', p .. 'busy', host)
+  end
+end
+local function schedule(host)
+  if redis.call('LLEN', p .. 'q:' .. host) == 0 then
+    redis.call('ZREM', p .. 'ready', host)
+    return
+  end
+  local busy = tonumber(redis.call('HGET', p .. 'busy', host) or '0')
+  if busy >= cap then
+    redis.call('ZREM', p .. 'ready', host)
+    return
+  end
+  local nxt = tonumber(redis.call('HGET', p .. 'next', host) or '0')
+  redis.call('ZADD', p .. 'ready', nxt, host)
+end
+";
+
+/// ARGV: prefix, cap, n, lease ms, delay ms, budget. Returns leases in
+/// flight, ready hosts, waiting requeues, budget spent (0/1), leases taken
+/// back, then lease id and entry for each new lease.
+const LEASE: &str = r"
+local n = tonumber(ARGV[3])
+local lease_ms = tonumber(ARGV[4])
+local delay = tonumber(ARGV[5])
+local budget = tonumber(ARGV[6])
+local reclaimed = 0
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', p .. 'leases', '-inf', now, 'LIMIT', 0, 1000)) do
+  redis.call('ZREM', p .. 'leases', id)
+  local rec = redis.call('HGET', p .. 'lease', id)
+  if rec then
+    redis.call('HDEL', p .. 'lease', id)
+    local host, entry = split(rec)
+    redis.call('LPUSH', p .. 'q:' .. host, 'c' .. string.sub(entry, 2))
+    release(host)
+    redis.call('HINCRBY', p .. 'stats', 'reclaimed', 1)
+    redis.call('HINCRBY', p .. 'stats', 'leased', -1)
+    schedule(host)
+    reclaimed = reclaimed + 1
+  end
+end
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', p .. 'later', '-inf', now, 'LIMIT', 0, 1000)) do
+  redis.call('ZREM', p .. 'later', m)
+  local host, entry = split(m)
+  redis.call('RPUSH', p .. 'q:' .. host, entry)
+  schedule(host)
+end
+local leased = tonumber(redis.call('HGET', p .. 'stats', 'leased') or '0')
+local out = {}
+local got = 0
+if n > 0 and (budget == 0 or leased < budget) then
+  for _, host in ipairs(redis.call('ZRANGEBYSCORE', p .. 'ready', '-inf', now, 'LIMIT', 0, n)) do
+    local hdelay = tonumber(redis.call('HGET', p .. 'delay', host) or '0')
+    if hdelay < delay then hdelay = delay end
+    while got < n and (budget == 0 or leased < budget) do
+      local busy = tonumber(redis.call('HGET', p .. 'busy', host) or '0')
+      if busy >= cap then break end
+      local entry = redis.call('LPOP', p .. 'q:' .. host)
+      if not entry then break end
+      local id = redis.call('INCR', p .. 'seq')
+      redis.call('HSET', p .. 'lease', id, host .. '\t' .. entry)
+      redis.call('ZADD', p .. 'leases', now + lease_ms, id)
+      redis.call('HINCRBY', p .. 'busy', host, 1)
+      redis.call('HSET', p .. 'next', host, now + hdelay)
+      leased = leased + 1
+      got = got + 1
+      out[#out + 1] = id
+      out[#out + 1] = entry
+      if hdelay > 0 then break end
+    end
+    schedule(host)
+    if got >= n then break end
+  end
+  if got > 0 then
+    redis.call('HINCRBY', p .. 'stats', 'leased', got)
+    redis.call('HSETNX', p .. 'stats', 'started_ms', now)
+  end
+end
+local spent = 0
+if budget > 0 and leased >= budget then spent = 1 end
+local head = {redis.call('ZCARD', p .. 'leases'), redis.call('ZCARD', p .. 'ready'),
+  redis.call('ZCARD', p .. 'later'), spent, reclaimed}
+for _, v in ipairs(out) do head[#head + 1] = v end
+return head
+";
+
+/// ARGV: prefix, cap, lease ms, ids. Returns how many were no longer held.
+const RENEW: &str = r"
+local lease_ms = tonumber(ARGV[3])
+local lost = 0
+for i = 4, #ARGV do
+  if redis.call('ZSCORE', p .. 'leases', ARGV[i]) then
+    redis.call('ZADD', p .. 'leases', now + lease_ms, ARGV[i])
+  else
+    lost = lost + 1
+  end
+end
+return lost
+";
+
+/// ARGV: prefix, cap, worker, batch number (0: not numbered), worker
+/// state, then counted lists: acks (id, requeued entry or '', requeue delay
+/// ms, uncount 0/1), links (host, entry), counters (field, increment),
+/// Crawl-delays (host, ms). Returns -1 when the batch was already applied,
+/// else how many acks named leases no longer held (taken back meanwhile).
+const ACK: &str = r"
+local worker = ARGV[3]
+local batch = tonumber(ARGV[4])
+local wkey = p .. 'w:' .. worker
+if batch > 0 and tonumber(redis.call('HGET', wkey, 'ack') or '0') >= batch then
+  return -1
+end
+local i = 6
+local stale = 0
+local nacks = tonumber(ARGV[i]); i = i + 1
+for _ = 1, nacks do
+  local id, again, wait, uncount = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
+  i = i + 4
+  local rec = redis.call('HGET', p .. 'lease', id)
+  if rec then
+    redis.call('HDEL', p .. 'lease', id)
+    redis.call('ZREM', p .. 'leases', id)
+    local host = split(rec)
+    release(host)
+    if again ~= '' then
+      redis.call('ZADD', p .. 'later', now + wait, host .. '\t' .. again)
+    end
+    if uncount == '1' then redis.call('HINCRBY', p .. 'stats', 'leased', -1) end
+    schedule(host)
+  else
+    stale = stale + 1
+  end
+end
+local nlinks = tonumber(ARGV[i]); i = i + 1
+for _ = 1, nlinks do
+  local host = ARGV[i]
+  redis.call('RPUSH', p .. 'q:' .. host, ARGV[i + 1])
+  schedule(host)
+  i = i + 2
+end
+local nstats = tonumber(ARGV[i]); i = i + 1
+for _ = 1, nstats do
+  redis.call('HINCRBY', p .. 'stats', ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+if nstats > 0 then redis.call('HSET', p .. 'stats', 'last_ms', now) end
+local ndelays = tonumber(ARGV[i]); i = i + 1
+for _ = 1, ndelays do
+  redis.call('HSET', p .. 'delay', ARGV[i], ARGV[i + 1])
+  i = i + 2
+end
+if stale > 0 then redis.call('HINCRBY', p .. 'stats', 'stale_acks', stale) end
+if batch > 0 then
+  redis.call('HSET', wkey, 'ack', batch, 'state', ARGV[5])
+end
+redis.call('HSET', p .. 'workers', worker, now)
+return stale
+";
+
+/// The host part of a queue key: scheme, host and port, so that politeness
+/// applies to what one server sees.
+pub fn host_key(url: &Url) -> String {
+    format!(
+        "{}://{}:{}",
+        url.scheme(),
+        url.host_str().unwrap_or(""),
+        url.port_or_known_default().unwrap_or(0)
+    )
+}
+
+/// A queue entry as stored: `FLAG ATTEMPTS DEPTH URL` (a serialized URL
+/// has no spaces).
+pub fn encode_entry(claimed: bool, attempts: u32, depth: u32, url: &Url) -> String {
+    format!(
+        "{} {attempts} {depth} {}",
+        if claimed { 'c' } else { 'n' },
+        url.as_str()
+    )
+}
+
+/// A leased entry: whether its URL is already claimed, and the entry (its
+/// `seq` is the lease id).
+pub fn decode_entry(id: u64, s: &str) -> Option<(bool, Entry)> {
+    let mut parts = s.splitn(4, ' ');
+    let claimed = match parts.next()? {
+        "c" => true,
+        "n" => false,
+        _ => return None,
+    };
+    let attempts = parts.next()?.parse().ok()?;
+    let depth = parts.next()?.parse().ok()?;
+    let url = Url::parse(parts.next()?).ok()?;
+    Some((
+        claimed,
+        Entry {
+            seq: id,
+            url,
+            depth,
+            attempts,
+            not_before_ms: 0,
+        },
+    ))
+}
+
+/// What one `lease` call found.
+#[derive(Debug, Default, Clone)]
+pub struct Leased {
+    /// Lease id and entry text of each new lease.
+    pub entries: Vec<(u64, String)>,
+    /// Leases in flight, all workers together (these included).
+    pub leases: u64,
+    /// Hosts with queued entries and a free slot.
+    pub ready: u64,
+    /// Entries waiting to be retried later.
+    pub later: u64,
+    /// `crawl.max_pages` leases were handed out.
+    pub budget_spent: bool,
+    /// Expired leases taken back by this call.
+    pub reclaimed: u64,
+}
+
+impl Leased {
+    /// Nothing queued, leased or waiting anywhere: the crawl is over (for
+    /// a worker that holds nothing itself).
+    pub fn crawl_done(&self) -> bool {
+        self.leases == 0 && self.ready == 0 && self.later == 0
+    }
+}
+
+/// One release in an [`Ack`].
+#[derive(Debug, Clone)]
+pub struct Release {
+    pub lease: u64,
+    /// Put back for another attempt: the entry and its delay (ms).
+    pub again: Option<(String, u64)>,
+    /// The lease does not count against `crawl.max_pages` (the page was
+    /// not fetched, or will be fetched again).
+    pub uncount: bool,
+}
+
+/// One batch of results acknowledged at once (see the `ack` script).
+#[derive(Debug, Clone, Default)]
+pub struct Ack {
+    /// The worker's batch number (0: not numbered, not retried).
+    pub batch: u64,
+    pub releases: Vec<Release>,
+    /// New entries: host and entry text.
+    pub links: Vec<(String, String)>,
+    /// Counter increments.
+    pub counters: Vec<(String, i64)>,
+    /// Crawl-delays learnt: host and milliseconds.
+    pub delays: Vec<(String, u64)>,
+    /// The worker's state after this batch (offsets and counters, JSON).
+    pub state: String,
+}
+
+/// A connection to the shared frontier (see the module documentation).
+pub struct RedisFrontier {
+    client: redis::Client,
+    /// The URL without password, for messages.
+    url: String,
+    /// `{NS}:f:`
+    prefix: String,
+    conn: Mutex<Option<redis::Connection>>,
+    lease: redis::Script,
+    renew: redis::Script,
+    ack: redis::Script,
+}
+
+impl std::fmt::Debug for RedisFrontier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisFrontier")
+            .field("url", &self.url)
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Longest wait for a connection or a reply: a server that stops
+/// answering is an error to retry, not a hang.
+const IO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `url` without its password, for messages.
+pub fn redact(url: &str) -> String {
+    match Url::parse(url) {
+        Ok(mut u) => {
+            if u.password().is_some() {
+                let _ = u.set_password(Some("***"));
+            }
+            u.to_string()
+        }
+        Err(_) => url.to_string(),
+    }
+}
+
+impl RedisFrontier {
+    /// Connects to the server at `url`; an unreachable server is an error
+    /// naming it.
+    pub fn open(url: &str, namespace: &str) -> Result<RedisFrontier> {
+        let shown = redact(url);
+        let client = redis::Client::open(url).with_context(|| format!("invalid Redis URL {shown}"))?;
+        let f = RedisFrontier {
+            client,
+            prefix: format!("{{{namespace}}}:f:"),
+            url: shown,
+            conn: Mutex::new(None),
+            lease: redis::Script::new(&format!("{HELPERS}{LEASE}")),
+            renew: redis::Script::new(&format!("{HELPERS}{RENEW}")),
+            ack: redis::Script::new(&format!("{HELPERS}{ACK}")),
+        };
+        f.with_conn(|c| redis::cmd("PING").query::<Value>(c).map(drop))
+            .with_context(|| format!("Redis at {} is unreachable", f.url))?;
+        Ok(f)
+    }
+
+    /// The server's URL, without password.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Runs `f` on the connection (opened if needed); a connection that
+    /// failed is dropped, so the next call opens a new one.
+    fn with_conn<T>(&self, f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>) -> Result<T> {
+        let mut guard = self.conn.lock();
+        if guard.is_none() {
+            let c = self.client.get_connection_with_timeout(IO_TIMEOUT)?;
+            c.set_read_timeout(Some(IO_TIMEOUT))?;
+            c.set_write_timeout(Some(IO_TIMEOUT))?;
+            *guard = Some(c);
+        }
+        let Some(conn) = guard.as_mut() else {
+            return Err(anyhow!("no connection to Redis at {}", self.url));
+        };
+        match f(conn) {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                if is_connection_error(&e) {
+                    *guard = None;
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Leases up to `n` entries (see the `lease` script): `cap` leases per
+    /// host at once, `delay_ms` between a host's lease starts (or its
+    /// Crawl-delay, if longer), leases expiring after `lease_ms`, at most
+    /// `budget` leases in all (0: no limit).
+    pub fn lease(&self, n: usize, cap: usize, lease_ms: u64, delay_ms: u64, budget: u64) -> Result<Leased> {
+        let reply: Vec<Value> = self.with_conn(|c| {
+            self.lease
+                .key(format!("{}seq", self.prefix))
+                .arg(&self.prefix)
+                .arg(cap.max(1))
+                .arg(n)
+                .arg(lease_ms)
+                .arg(delay_ms)
+                .arg(budget)
+                .invoke(c)
+        })?;
+        let int = |i: usize| -> Result<u64> {
+            match reply.get(i) {
+                Some(Value::Int(v)) => Ok(u64::try_from(*v).unwrap_or(0)),
+                other => Err(anyhow!("unexpected reply from the lease script: {other:?}")),
+            }
+        };
+        let mut out = Leased {
+            leases: int(0)?,
+            ready: int(1)?,
+            later: int(2)?,
+            budget_spent: int(3)? == 1,
+            reclaimed: int(4)?,
+            entries: Vec::new(),
+        };
+        for pair in reply.get(5..).unwrap_or(&[]).chunks(2) {
+            match pair {
+                [Value::Int(id), Value::BulkString(entry)] => {
+                    out.entries.push((
+                        u64::try_from(*id).unwrap_or(0),
+                        String::from_utf8_lossy(entry).into_owned(),
+                    ));
+                }
+                other => return Err(anyhow!("unexpected lease in the lease script's reply: {other:?}")),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Pushes back the expiry of leases this worker holds; returns how many
+    /// were not held any more (taken back after expiring).
+    pub fn renew(&self, ids: &[u64], lease_ms: u64) -> Result<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        self.with_conn(|c| {
+            let mut inv = self.renew.key(format!("{}seq", self.prefix));
+            inv.arg(&self.prefix).arg(0).arg(lease_ms);
+            for id in ids {
+                inv.arg(*id);
+            }
+            inv.invoke(c)
+        })
+    }
+
+    /// Applies one batch of results (see the `ack` script); `cap` as for
+    /// [`RedisFrontier::lease`]. Returns `None` when the batch had already
+    /// been applied (a retry after a lost reply), else the number of
+    /// releases of leases no longer held.
+    pub fn ack(&self, worker: &str, cap: usize, a: &Ack) -> Result<Option<u64>> {
+        let r: i64 = self.with_conn(|c| {
+            let mut inv = self.ack.key(format!("{}seq", self.prefix));
+            inv.arg(&self.prefix)
+                .arg(cap.max(1))
+                .arg(worker)
+                .arg(a.batch)
+                .arg(&a.state)
+                .arg(a.releases.len());
+            for r in &a.releases {
+                let (again, wait) = match &r.again {
+                    Some((e, ms)) => (e.as_str(), *ms),
+                    None => ("", 0),
+                };
+                inv.arg(r.lease).arg(again).arg(wait).arg(u32::from(r.uncount));
+            }
+            inv.arg(a.links.len());
+            for (h, e) in &a.links {
+                inv.arg(h).arg(e);
+            }
+            inv.arg(a.counters.len());
+            for (k, v) in &a.counters {
+                inv.arg(k).arg(*v);
+            }
+            inv.arg(a.delays.len());
+            for (h, ms) in &a.delays {
+                inv.arg(h).arg(*ms);
+            }
+            inv.invoke(c)
+        })?;
+        Ok((r >= 0).then_some(u64::try_from(r).unwrap_or(0)))
+    }
+
+    /// The merged counters of all workers.
+    pub fn counters(&self) -> Result<BTreeMap<String, i64>> {
+        let key = format!("{}stats", self.prefix);
+        let pairs: Vec<(String, i64)> = self.with_conn(|c| redis::cmd("HGETALL").arg(&key).query(c))?;
+        Ok(pairs.into_iter().collect())
+    }
+
+    /// The frontier's state: leases out, hosts ready to lease from,
+    /// entries waiting to be retried.
+    pub fn sizes(&self) -> Result<(u64, u64, u64)> {
+        let p = &self.prefix;
+        self.with_conn(|c| {
+            redis::pipe()
+                .cmd("ZCARD")
+                .arg(format!("{p}leases"))
+                .cmd("ZCARD")
+                .arg(format!("{p}ready"))
+                .cmd("ZCARD")
+                .arg(format!("{p}later"))
+                .query(c)
+        })
+    }
+
+    /// Workers and the time (unix ms, server clock) of their last batch.
+    pub fn workers(&self) -> Result<BTreeMap<String, u64>> {
+        let key = format!("{}workers", self.prefix);
+        let pairs: Vec<(String, u64)> = self.with_conn(|c| redis::cmd("HGETALL").arg(&key).query(c))?;
+        Ok(pairs.into_iter().collect())
+    }
+
+    /// A worker's last applied batch number and state (empty when none).
+    pub fn worker_state(&self, worker: &str) -> Result<(u64, String)> {
+        let key = format!("{}w:{worker}", self.prefix);
+        let (batch, state): (Option<u64>, Option<String>) =
+            self.with_conn(|c| redis::cmd("HMGET").arg(&key).arg("ack").arg("state").query(c))?;
+        Ok((batch.unwrap_or(0), state.unwrap_or_default()))
+    }
+}
+
+/// Whether a Redis error means the connection is gone (so the operation
+/// may succeed on a new one once the server is back).
+fn is_connection_error(e: &redis::RedisError) -> bool {
+    e.is_io_error() || e.is_connection_dropped() || e.is_timeout() || e.is_connection_refusal()
+}
+
+/// Replies of a server that is up but not serving yet: still loading its
+/// data after a restart, or a replica or cluster in the middle of a
+/// failover.
+const NOT_READY: [&str; 4] = ["LOADING", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN"];
+
+/// Whether `e` may pass once Redis is reachable again: a connection error
+/// of the frontier's or of the store's, a server still loading its data
+/// after a restart, or a store transaction that kept conflicting.
+pub fn is_transient(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<redis::RedisError>()
+            .is_some_and(|r| is_connection_error(r) || r.code().is_some_and(|code| NOT_READY.contains(&code)))
+            || (c.downcast_ref::<simcrawl_dedup::Error>().is_some()
+                && (NOT_READY.iter().any(|n| c.to_string().contains(n))
+                    || c.to_string().contains("busy loading")))
+            || c.downcast_ref::<simcrawl_dedup::Error>()
+                .is_some_and(simcrawl_dedup::Error::is_transient)
+            || c.downcast_ref::<std::io::Error>().is_some_and(|io| {
+                matches!(
+                    io.kind(),
+                    std::io::ErrorKind::ConnectionRefused
+                        | std::io::ErrorKind::ConnectionReset
+                        | std::io::ErrorKind::ConnectionAborted
+                        | std::io::ErrorKind::BrokenPipe
+                        | std::io::ErrorKind::TimedOut
+                )
+            })
+    })
+}
+
+/// First and longest wait between two attempts while Redis is away.
+const RETRY_FIRST: Duration = Duration::from_millis(100);
+const RETRY_MAX: Duration = Duration::from_secs(2);
+
+/// Runs `op` until it succeeds or fails for a reason that will not pass:
+/// while Redis is unreachable the caller pauses here (logged once when it
+/// starts and once when it ends), retrying with exponential backoff.
+pub fn retry<T>(what: &str, url: &str, mut op: impl FnMut() -> Result<T>) -> Result<T> {
+    let mut wait = RETRY_FIRST;
+    let mut since: Option<Instant> = None;
+    loop {
+        match op() {
+            Ok(v) => {
+                if let Some(t) = since {
+                    info!(
+                        "Redis at {url} is back after {:.1} s: {what} done, crawl continues",
+                        t.elapsed().as_secs_f64()
+                    );
+                }
+                return Ok(v);
+            }
+            Err(e) if is_transient(&e) => {
+                if since.is_none() {
+                    warn!("Redis at {url} unavailable ({what}: {e:#}); pausing, retrying with backoff");
+                    since = Some(Instant::now());
+                }
+                std::thread::sleep(wait);
+                wait = (wait * 2).min(RETRY_MAX);
+            }
+            Err(e) => return Err(e.context(format!("{what} (Redis at {url})"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn entries_read_back_and_bad_ones_are_refused() {
+        let url = Url::parse("http://example.com:8080/a?b=1%20c").unwrap();
+        let s = encode_entry(false, 2, 7, &url);
+        assert_eq!(s, "n 2 7 http://example.com:8080/a?b=1%20c");
+        let (claimed, e) = decode_entry(42, &s).unwrap();
+        assert!(!claimed);
+        assert_eq!((e.seq, e.attempts, e.depth, e.url), (42, 2, 7, url.clone()));
+        // The lease script marks a taken-back entry claimed by its first byte.
+        let (claimed, _) = decode_entry(1, &format!("c{}", &s[1..])).unwrap();
+        assert!(claimed);
+        assert!(decode_entry(1, "x 0 0 http://a/").is_none());
+        assert!(decode_entry(1, "n zero 0 http://a/").is_none());
+        assert!(decode_entry(1, "n 0 0 not a url").is_none());
+        assert_eq!(host_key(&url), "http://example.com:8080");
+        assert_eq!(
+            host_key(&Url::parse("https://Example.com/x").unwrap()),
+            "https://example.com:443"
+        );
+    }
+
+    /// The scripts against the server of `SIMCRAWL_REDIS_URL` (skipped
+    /// without it): host cap, delay, reclaim of expired leases, idempotent
+    /// acks, requeues, the budget.
+    #[test]
+    fn lease_protocol_against_a_real_server() {
+        let Ok(url) = std::env::var("SIMCRAWL_REDIS_URL") else {
+            eprintln!("SKIPPED lease_protocol_against_a_real_server: SIMCRAWL_REDIS_URL is not set");
+            return;
+        };
+        let ns = format!("unit-lease-{}", std::process::id());
+        let f = RedisFrontier::open(&url, &ns).unwrap();
+        let u = |i: u32| Url::parse(&format!("http://a.example/{i}")).unwrap();
+        let host = host_key(&u(0));
+        let push = |f: &RedisFrontier, n: u32| {
+            let links = (0..n)
+                .map(|i| (host.clone(), encode_entry(false, 0, 1, &u(i))))
+                .collect();
+            f.ack(
+                "w",
+                2,
+                &Ack {
+                    links,
+                    ..Ack::default()
+                },
+            )
+            .unwrap();
+        };
+        push(&f, 3);
+        // Cap 2 per host: two leases, then none until one is released.
+        let a = f.lease(10, 2, 60_000, 0, 0).unwrap();
+        assert_eq!(a.entries.len(), 2, "{a:?}");
+        assert_eq!((a.leases, a.ready), (2, 0));
+        assert!(!a.crawl_done());
+        assert!(f.lease(10, 2, 60_000, 0, 0).unwrap().entries.is_empty());
+        let (id0, e0) = a.entries[0].clone();
+        assert_eq!(decode_entry(id0, &e0).unwrap().1.url, u(0));
+        let ack = Ack {
+            batch: 1,
+            releases: vec![Release {
+                lease: id0,
+                again: None,
+                uncount: false,
+            }],
+            counters: vec![("fetched".into(), 1)],
+            state: "{}".into(),
+            ..Ack::default()
+        };
+        assert_eq!(f.ack("w", 2, &ack).unwrap(), Some(0));
+        // The same batch again (a retry after a lost reply) is not applied twice.
+        assert_eq!(f.ack("w", 2, &ack).unwrap(), None);
+        assert_eq!(f.counters().unwrap().get("fetched"), Some(&1));
+        assert_eq!(f.worker_state("w").unwrap(), (1, "{}".to_string()));
+        // A host delay: one lease per call, the next not before it passed.
+        let b = f.lease(10, 2, 1, 300, 0).unwrap();
+        assert_eq!(b.entries.len(), 1);
+        assert!(
+            f.lease(10, 3, 60_000, 300, 0).unwrap().entries.is_empty(),
+            "delay not honoured"
+        );
+        // Leases of 1 ms expire: taken back, flagged claimed, leased again.
+        std::thread::sleep(Duration::from_millis(350));
+        let c = f.lease(10, 3, 60_000, 0, 0).unwrap();
+        assert_eq!(c.reclaimed, 1, "{c:?}");
+        let again: Vec<(bool, Entry)> = c
+            .entries
+            .iter()
+            .map(|(i, e)| decode_entry(*i, e).unwrap())
+            .collect();
+        assert_eq!(again.len(), 1);
+        assert!(again[0].0, "a taken-back entry keeps its claim");
+        assert_eq!(again[0].1.url, u(2));
+        // A requeue waits in `later`, then comes back.
+        let (id, _) = c.entries[0].clone();
+        let requeue = Ack {
+            releases: vec![Release {
+                lease: id,
+                again: Some((encode_entry(true, 1, 1, &u(2)), 0)),
+                uncount: true,
+            }],
+            ..Ack::default()
+        };
+        f.ack("w", 3, &requeue).unwrap();
+        let d = f.lease(10, 3, 60_000, 0, 0).unwrap();
+        assert_eq!(d.entries.len(), 1);
+        assert_eq!(decode_entry(0, &d.entries[0].1).unwrap().1.attempts, 1);
+        // The budget counts leases not given back: 5 leases, 1 taken back,
+        // 1 requeued, so 3 count; a budget of 2 is spent.
+        push(&f, 1);
+        let e = f.lease(10, 9, 60_000, 0, 2).unwrap();
+        assert!(e.entries.is_empty() && e.budget_spent, "{e:?}");
+        // Clean up the namespace.
+        let store = simcrawl_dedup::RedisStore::open_with(
+            &url,
+            simcrawl_dedup::RedisOptions {
+                namespace: ns,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        store.clear().unwrap();
+    }
+
+    #[test]
+    fn a_server_loading_its_data_is_waited_for_other_errors_are_not() {
+        let loading = simcrawl_dedup::Error::Storage(
+            "Redis at redis://h/0: LOADING: Redis is loading the dataset in memory".into(),
+        );
+        assert!(is_transient(&anyhow::Error::new(loading).context("check pages")));
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert!(is_transient(&anyhow::Error::new(refused)));
+        let config = simcrawl_dedup::Error::Config("bands 0".into());
+        assert!(!is_transient(&anyhow::Error::new(config)));
+        assert!(!is_transient(&anyhow::anyhow!(
+            "unexpected reply from the lease script"
+        )));
+    }
+
+    #[test]
+    fn passwords_are_not_shown() {
+        assert_eq!(redact("redis://:hunter2@h:6379/0"), "redis://:***@h:6379/0");
+        assert_eq!(redact("redis://h:6379/0"), "redis://h:6379/0");
+    }
+}

@@ -1,0 +1,618 @@
+//! End-to-end tests of the shared mode (`crawl --redis`): several real
+//! `crawl` processes crawl one local site (with groups of near-duplicate
+//! pages) against one real Redis server.
+//!
+//! They read `SIMCRAWL_REDIS_URL` (`scripts/test.sh` starts a throwaway
+//! server and exports it) and print SKIPPED and pass without it; the
+//! restart test starts a server of its own with `SIMCRAWL_REDIS_SERVER`.
+//! Each test uses a namespace of its own, so they share the server.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[allow(dead_code)]
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::server::{Reply, Request, Server};
+use support::{field, gibberish, page, path_of, read_jsonl, wait_for};
+
+/// Pages of the site: `/p/0` .. `/p/{PAGES-1}`.
+const PAGES: usize = 48;
+
+/// Each group of six pages ends with three near-duplicates of one article
+/// (`6k+3`, `6k+4`, `6k+5`: the same text, each with a short tail of its
+/// own, under its own title); the other pages are unique.
+fn group_of(i: usize) -> Option<usize> {
+    (i % 6 >= 3).then_some(i / 6)
+}
+
+fn site_page(i: usize) -> String {
+    let text = match group_of(i) {
+        Some(g) => format!(
+            "{} {}",
+            gibberish(10_000 + g as u64, 160),
+            gibberish(20_000 + i as u64, 4)
+        ),
+        None => gibberish(i as u64, 160),
+    };
+    let links: Vec<String> = [2 * i + 1, 2 * i + 2, (i + 7) % PAGES, 0]
+        .into_iter()
+        .filter(|&t| t < PAGES)
+        .map(|t| format!("/p/{t}"))
+        .collect();
+    page(&format!("Page number {i}"), &text, &links)
+}
+
+/// The fixture site; every answer takes `delay`, so a crawl lasts long
+/// enough for several workers to share it.
+fn site(delay: Duration) -> Server {
+    Server::start(move |req: &Request| {
+        std::thread::sleep(delay);
+        match req
+            .path
+            .strip_prefix("/p/")
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&n| n < PAGES)
+        {
+            Some(n) => Reply::html(site_page(n)),
+            None => Reply::status(404),
+        }
+    })
+}
+
+fn redis_url(test: &str) -> Option<String> {
+    match std::env::var("SIMCRAWL_REDIS_URL") {
+        Ok(u) if !u.is_empty() => Some(u),
+        _ => {
+            eprintln!("SKIPPED {test}: SIMCRAWL_REDIS_URL is not set (scripts/test.sh sets it)");
+            None
+        }
+    }
+}
+
+/// A namespace of this test's own on the shared server.
+fn namespace(test: &str) -> String {
+    format!("e2e-{test}-{}", std::process::id())
+}
+
+/// The files of one shared crawl: config (with `[redis]`), seeds, the
+/// outputs' root and a log per worker.
+struct Shared {
+    root: PathBuf,
+    config: PathBuf,
+    seeds: PathBuf,
+    url: String,
+}
+
+impl Shared {
+    fn new(root: &Path, seed: &str, url: &str, ns: &str, lease_ms: u64) -> Shared {
+        let extra = format!("\n[redis]\nnamespace = \"{ns}\"\nlease_ms = {lease_ms}\n");
+        let config = support::write_config(root, 2, &extra);
+        let seeds = root.join("seeds.txt");
+        std::fs::write(&seeds, format!("{seed}\n")).unwrap();
+        Shared {
+            root: root.to_path_buf(),
+            config,
+            seeds,
+            url: url.to_string(),
+        }
+    }
+
+    fn out(&self) -> PathBuf {
+        self.root.join("out")
+    }
+
+    fn log(&self, worker: &str) -> PathBuf {
+        self.root.join(format!("{worker}.log"))
+    }
+
+    fn spawn(&self, worker: &str) -> Child {
+        let err = std::fs::File::create(self.log(worker)).unwrap();
+        Command::new(support::CRAWL)
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--seeds")
+            .arg(&self.seeds)
+            .arg("--out")
+            .arg(self.out())
+            .args(["--redis", &self.url, "--worker-id", worker])
+            .env("CRAWL_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(err))
+            .spawn()
+            .unwrap()
+    }
+
+    fn logs(&self, workers: &[&str]) -> String {
+        workers
+            .iter()
+            .map(|w| {
+                format!(
+                    "--- {w}\n{}",
+                    std::fs::read_to_string(self.log(w)).unwrap_or_default()
+                )
+            })
+            .collect()
+    }
+
+    /// Every output line of every worker: (worker, file, line).
+    fn lines(&self, workers: &[&str]) -> Vec<(String, &'static str, Value)> {
+        let mut out = Vec::new();
+        for w in workers {
+            for file in ["kept", "duplicates", "errors"] {
+                for v in read_jsonl(&self.out().join(w).join(format!("{file}.jsonl"))) {
+                    out.push((w.to_string(), file, v));
+                }
+            }
+        }
+        out
+    }
+
+    /// Complete lines in a running worker's three outputs.
+    fn lines_now(&self, worker: &str) -> usize {
+        ["kept", "duplicates", "errors"]
+            .iter()
+            .map(|f| {
+                std::fs::read(self.out().join(worker).join(format!("{f}.jsonl")))
+                    .map(|b| b.iter().filter(|&&c| c == b'\n').count())
+                    .unwrap_or(0)
+            })
+            .sum()
+    }
+
+    /// `crawl stats --redis URL --namespace NS`, parsed.
+    fn merged_stats(&self, ns: &str) -> Value {
+        let out = Command::new(support::CRAWL)
+            .args(["stats", "--redis", &self.url, "--namespace", ns])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "crawl stats failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+/// The page number of a fixture URL.
+fn page_no(url: &str) -> usize {
+    path_of(url)
+        .strip_prefix("/p/")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not a page URL: {url}"))
+}
+
+/// Kept page numbers and per-page line counts of a crawl's lines.
+fn tally(lines: &[(String, &'static str, Value)]) -> (Vec<usize>, BTreeMap<usize, usize>) {
+    let mut kept = Vec::new();
+    let mut per_page = BTreeMap::new();
+    for (_, file, v) in lines {
+        let n = page_no(field(v, "url"));
+        *per_page.entry(n).or_insert(0) += 1;
+        if *file == "kept" {
+            kept.push(n);
+        }
+    }
+    kept.sort_unstable();
+    (kept, per_page)
+}
+
+/// What any correct crawl of the site keeps: every unique page, and one
+/// page (any) of each near-duplicate group.
+fn assert_kept_like_one_process(kept: &BTreeSet<usize>, what: &str) {
+    for i in 0..PAGES {
+        if group_of(i).is_none() {
+            assert!(kept.contains(&i), "{what}: unique page {i} not kept: {kept:?}");
+        }
+    }
+    for g in 0..PAGES / 6 {
+        let members: Vec<usize> = kept.iter().copied().filter(|&i| group_of(i) == Some(g)).collect();
+        assert_eq!(
+            members.len(),
+            1,
+            "{what}: group {g} must have exactly one kept page: {members:?}"
+        );
+    }
+}
+
+#[test]
+fn three_workers_keep_what_one_process_keeps_and_fetch_each_url_once() {
+    let Some(url) = redis_url("three_workers_keep_what_one_process_keeps") else {
+        return;
+    };
+    let t0 = Instant::now();
+    // One process, the single-machine mode: the reference.
+    let server = site(Duration::from_millis(20));
+    let dir = support::tempdir("e2e-redis-");
+    std::fs::create_dir_all(dir.path().join("one")).unwrap();
+    let one = support::site_crawl(&dir.path().join("one"), &format!("{}/p/0", server.base()), 2, "");
+    one.run_ok(Duration::from_secs(40));
+    let one_kept: BTreeSet<usize> = one.kept().iter().map(|v| page_no(field(v, "url"))).collect();
+    assert_kept_like_one_process(&one_kept, "one process");
+
+    // Three workers against one Redis, on a fresh server of the site.
+    let server = site(Duration::from_millis(20));
+    let ns = namespace("three");
+    let root = dir.path().join("three");
+    std::fs::create_dir_all(&root).unwrap();
+    let s = Shared::new(&root, &format!("{}/p/0", server.base()), &url, &ns, 10_000);
+    let workers = ["w1", "w2", "w3"];
+    let mut children: Vec<Child> = workers.iter().map(|w| s.spawn(w)).collect();
+    for c in &mut children {
+        let st = wait_for(c, Duration::from_secs(40))
+            .unwrap_or_else(|| panic!("a worker did not finish:\n{}", s.logs(&workers)));
+        assert!(st.success(), "{st}:\n{}", s.logs(&workers));
+    }
+    let lines = s.lines(&workers);
+    let (kept, per_page) = tally(&lines);
+    // Every page exactly once in exactly one worker's outputs, nothing else.
+    assert_eq!(per_page.len(), PAGES, "pages with a line: {per_page:?}");
+    assert!(per_page.values().all(|&n| n == 1), "{per_page:?}");
+    let kept_set: BTreeSet<usize> = kept.iter().copied().collect();
+    assert_eq!(kept.len(), kept_set.len(), "a page kept twice: {kept:?}");
+    assert_kept_like_one_process(&kept_set, "three workers");
+    assert_eq!(kept_set.len(), one_kept.len());
+    // No URL fetched twice, across all workers.
+    let counts = server.counts();
+    for i in 0..PAGES {
+        assert_eq!(counts.get(&format!("/p/{i}")), Some(&1), "/p/{i}: {counts:?}");
+    }
+    // The work was shared.
+    let busy: BTreeSet<&str> = lines.iter().map(|(w, _, _)| w.as_str()).collect();
+    assert!(
+        busy.len() >= 2,
+        "only {busy:?} wrote lines:\n{}",
+        s.logs(&workers)
+    );
+    // Merged counters add up to the lines.
+    let st = s.merged_stats(&ns);
+    assert_eq!(st["fetched"], PAGES as u64, "{st}");
+    assert_eq!(st["kept"], kept.len() as u64, "{st}");
+    assert_eq!(
+        st["dup_content"].as_u64().unwrap() + st["dup_title"].as_u64().unwrap(),
+        (PAGES - kept.len()) as u64,
+        "{st}"
+    );
+    assert_eq!(st["workers"].as_object().unwrap().len(), 3, "{st}");
+    // Nothing left behind in the frontier.
+    assert_eq!(st["frontier"]["leases_out"], 0, "{st}");
+    assert_eq!(st["frontier"]["ready_hosts"], 0, "{st}");
+    // Each worker's own stats.json counts its own lines.
+    let mut sum = 0;
+    for w in workers {
+        let text = std::fs::read_to_string(s.out().join(w).join("stats.json")).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        sum += v["fetched"].as_u64().unwrap();
+    }
+    assert_eq!(sum, PAGES as u64);
+    eprintln!("three workers: {:.1} s", t0.elapsed().as_secs_f64());
+}
+
+#[test]
+fn a_killed_worker_loses_nothing_the_others_finish_the_site() {
+    let Some(url) = redis_url("a_killed_worker_loses_nothing") else {
+        return;
+    };
+    let server = site(Duration::from_millis(40));
+    let dir = support::tempdir("e2e-redis-kill-");
+    let ns = namespace("kill");
+    let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 3_000);
+    let workers = ["k1", "k2", "k3"];
+    let mut children: Vec<Child> = workers.iter().map(|w| s.spawn(w)).collect();
+    // Midway: the first worker that has written lines is killed.
+    let t0 = Instant::now();
+    let victim = loop {
+        let lines: Vec<usize> = workers.iter().map(|w| s.lines_now(w)).collect();
+        if lines.iter().sum::<usize>() >= PAGES / 4
+            && let Some(i) = lines.iter().position(|&n| n > 0)
+        {
+            break i;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "no progress:\n{}",
+            s.logs(&workers)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    children[victim].kill().unwrap();
+    children[victim].wait().unwrap();
+    for (i, c) in children.iter_mut().enumerate() {
+        if i == victim {
+            continue;
+        }
+        let st = wait_for(c, Duration::from_secs(40))
+            .unwrap_or_else(|| panic!("a worker did not finish:\n{}", s.logs(&workers)));
+        assert!(st.success(), "{st}:\n{}", s.logs(&workers));
+    }
+    // The dead worker, restarted under its id, cuts its outputs back to
+    // its last acknowledged batch (the pages after it were taken back and
+    // done by the others; a line torn by the kill goes with them), finds
+    // the crawl over and exits.
+    let mut again = s.spawn(workers[victim]);
+    let st = wait_for(&mut again, Duration::from_secs(40))
+        .unwrap_or_else(|| panic!("the restarted worker did not finish:\n{}", s.logs(&workers)));
+    assert!(st.success(), "{st}:\n{}", s.logs(&workers));
+    let lines = s.lines(&workers);
+    let (kept, per_page) = tally(&lines);
+    // Nothing lost, nothing twice: every page has exactly one line in one
+    // worker's outputs.
+    let missing: Vec<usize> = (0..PAGES).filter(|i| !per_page.contains_key(i)).collect();
+    assert!(
+        missing.is_empty(),
+        "pages lost: {missing:?}\n{}",
+        s.logs(&workers)
+    );
+    assert!(per_page.values().all(|&n| n == 1), "{per_page:?}");
+    let kept_set: BTreeSet<usize> = kept.iter().copied().collect();
+    for i in 0..PAGES {
+        if group_of(i).is_none() {
+            assert!(kept_set.contains(&i), "unique page {i} not kept: {kept_set:?}");
+        }
+    }
+    for g in 0..PAGES / 6 {
+        assert!(
+            kept_set.iter().any(|&i| group_of(i) == Some(g)),
+            "group {g} has no kept page"
+        );
+    }
+    // A second fetch only for what the dead worker held (at most its
+    // host's concurrency, 2, plus what it had leased and not started).
+    // (Each worker reads robots.txt once for itself.)
+    let mut counts = server.counts();
+    assert!(counts.remove("/robots.txt").unwrap_or(0) <= 3, "{counts:?}");
+    let twice: Vec<(&String, &u32)> = counts.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(counts.values().all(|&n| n <= 2), "{counts:?}");
+    assert!(twice.len() <= 2, "fetched twice: {twice:?}");
+    // Every page acknowledged once: the dead worker's unacknowledged
+    // pages by the worker that took them back.
+    let st = s.merged_stats(&ns);
+    assert_eq!(st["fetched"], PAGES as u64, "{st}");
+    assert_eq!(st["leased"], PAGES as u64, "{st}");
+    // The survivors' logs say they took leases back when there were any.
+    if !twice.is_empty() {
+        assert!(st["reclaimed"].as_u64().unwrap() >= 1, "{st}");
+    }
+}
+
+#[test]
+fn unreachable_redis_at_start_is_a_clear_error() {
+    let dir = support::tempdir("e2e-redis-down-");
+    let seeds = dir.path().join("seeds.txt");
+    std::fs::write(&seeds, "http://127.0.0.1:9/\n").unwrap();
+    // A port nothing listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("redis://127.0.0.1:{port}/0");
+    let out = Command::new(support::CRAWL)
+        .arg("--seeds")
+        .arg(&seeds)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .args(["--redis", &url])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.contains(&url), "the error must name the server: {err}");
+    assert!(err.to_lowercase().contains("unreachable"), "{err}");
+    assert!(
+        !dir.path().join("out").exists(),
+        "nothing is written before the server answers"
+    );
+}
+
+/// A redis-server of the test's own, persisting every write, so that a
+/// restart finds what was acknowledged.
+struct OwnRedis {
+    bin: String,
+    dir: tempfile::TempDir,
+    port: u16,
+    child: Option<Child>,
+}
+
+impl OwnRedis {
+    fn start() -> Option<OwnRedis> {
+        let bin = std::env::var("SIMCRAWL_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        if Command::new(&bin).arg("--version").output().is_err() {
+            eprintln!("SKIPPED: no redis-server (SIMCRAWL_REDIS_SERVER or PATH)");
+            return None;
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut s = OwnRedis {
+            bin,
+            dir: support::tempdir("e2e-redis-server-"),
+            port,
+            child: None,
+        };
+        s.restart();
+        Some(s)
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    fn restart(&mut self) {
+        let child = Command::new(&self.bin)
+            .args([
+                "--port",
+                &self.port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+            ])
+            .args(["--appendonly", "yes", "--appendfsync", "always"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let t0 = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "redis-server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for OwnRedis {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[test]
+fn workers_pause_while_redis_is_down_and_finish_when_it_is_back() {
+    if redis_url("workers_pause_while_redis_is_down").is_none() {
+        return;
+    }
+    let Some(mut redis) = OwnRedis::start() else {
+        return;
+    };
+    let server = site(Duration::from_millis(40));
+    let dir = support::tempdir("e2e-redis-restart-");
+    let s = Shared::new(
+        dir.path(),
+        &format!("{}/p/0", server.base()),
+        &redis.url(),
+        "restart",
+        30_000,
+    );
+    let workers = ["r1", "r2"];
+    let mut children: Vec<Child> = workers.iter().map(|w| s.spawn(w)).collect();
+    let t0 = Instant::now();
+    let now = |s: &Shared| workers.iter().map(|w| s.lines_now(w)).sum::<usize>();
+    while now(&s) < PAGES / 4 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "no progress:\n{}",
+            s.logs(&workers)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    redis.kill();
+    let during = now(&s);
+    std::thread::sleep(Duration::from_millis(1500));
+    // Paused: at most the results already on their way were written.
+    let paused = now(&s);
+    assert!(
+        paused < PAGES,
+        "the crawl went on without Redis ({during} -> {paused})"
+    );
+    for c in &mut children {
+        assert!(
+            c.try_wait().unwrap().is_none(),
+            "a worker exited while Redis was down"
+        );
+    }
+    redis.restart();
+    for c in &mut children {
+        let st = wait_for(c, Duration::from_secs(40))
+            .unwrap_or_else(|| panic!("a worker did not finish:\n{}", s.logs(&workers)));
+        assert!(st.success(), "{st}:\n{}", s.logs(&workers));
+    }
+    let (_, per_page) = tally(&s.lines(&workers));
+    let missing: Vec<usize> = (0..PAGES).filter(|i| !per_page.contains_key(i)).collect();
+    assert!(
+        missing.is_empty(),
+        "pages lost: {missing:?}\n{}",
+        s.logs(&workers)
+    );
+    let logs = s.logs(&workers);
+    assert!(logs.contains("unavailable"), "the pause is logged:\n{logs}");
+    assert!(logs.contains("is back"), "the recovery is logged:\n{logs}");
+}
+
+#[test]
+fn politeness_and_the_page_budget_hold_across_workers_together() {
+    use std::sync::{Arc, Mutex};
+    let Some(url) = redis_url("politeness_and_the_page_budget_hold_across_workers") else {
+        return;
+    };
+    // robots.txt asks for 1 s between requests; one page at a time
+    // (fetch.per_host_concurrency = 1). Each worker alone would obey both;
+    // three uncoordinated workers would not.
+    let starts: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let open = Arc::new(Mutex::new((0usize, 0usize)));
+    let (st, op) = (starts.clone(), open.clone());
+    let server = Server::start(move |req: &Request| {
+        if req.path == "/robots.txt" {
+            return Reply::text("User-agent: *\nCrawl-delay: 1\n");
+        }
+        st.lock().unwrap().push(Instant::now());
+        {
+            let mut o = op.lock().unwrap();
+            o.0 += 1;
+            o.1 = o.1.max(o.0);
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        op.lock().unwrap().0 -= 1;
+        match req
+            .path
+            .strip_prefix("/p/")
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|&n| n < PAGES)
+        {
+            Some(n) => Reply::html(site_page(n)),
+            None => Reply::status(404),
+        }
+    });
+    let dir = support::tempdir("e2e-redis-polite-");
+    let ns = namespace("polite");
+    let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 10_000);
+    let text = std::fs::read_to_string(&s.config).unwrap();
+    let text = text
+        .replace("per_host_concurrency = 2", "per_host_concurrency = 1")
+        .replace("[crawl]\n", "[crawl]\nmax_pages = 6\n");
+    std::fs::write(&s.config, text).unwrap();
+    let workers = ["p1", "p2", "p3"];
+    let mut children: Vec<Child> = workers.iter().map(|w| s.spawn(w)).collect();
+    for c in &mut children {
+        let st = wait_for(c, Duration::from_secs(40))
+            .unwrap_or_else(|| panic!("a worker did not finish:\n{}", s.logs(&workers)));
+        assert!(st.success(), "{st}:\n{}", s.logs(&workers));
+    }
+    // One budget for all: 6 pages fetched, whoever fetched them.
+    let starts = starts.lock().unwrap().clone();
+    assert_eq!(starts.len(), 6, "pages requested");
+    let st = s.merged_stats(&ns);
+    assert_eq!(st["fetched"], 6, "{st}");
+    // One request at a time at the server, all workers together.
+    assert_eq!(open.lock().unwrap().1, 1, "requests in flight at once");
+    // Spaced by the Crawl-delay, all workers together: the seed is leased
+    // before any worker read robots.txt, the four gaps after the next one
+    // are 1 s each (less the jitter between a lease and its request).
+    // Three uncoordinated workers would fetch the 6 pages in about 2 s.
+    let span = starts[5].duration_since(starts[1]);
+    assert!(
+        span >= Duration::from_millis(4 * 900),
+        "requests 1..5 over {span:?}: not spaced by the Crawl-delay"
+    );
+}
