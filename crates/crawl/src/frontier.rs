@@ -159,6 +159,11 @@ impl Candidate {
     pub fn canonical(&self) -> &CanonicalUrl {
         &self.canonical
     }
+
+    /// The link as found (fragment removed).
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
 }
 
 /// Adds a link at `depth` unless the URL tier has seen it; returns whether

@@ -6,12 +6,14 @@ mod batch;
 mod bench;
 mod config;
 mod daemon;
+mod dust;
 mod eval;
 mod frontier;
 mod lines;
 mod metrics;
 mod progress;
 mod report;
+mod rewrite;
 mod sinks;
 mod state;
 mod stats;
@@ -415,6 +417,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 },
             )?;
             eprintln!("{stats}");
+            if let Some(rules) = dust::summary(&stats.dust_rules) {
+                eprintln!("{rules}");
+            }
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -42,6 +42,7 @@ use self::dispatch::{Dispatch, TASKS_PER_HOST_CONNECTION, dispatch};
 use self::worker::{Outcome, PageStages};
 use self::writer::{Checkpoint, Writer, join_writer, writer_loop};
 use crate::config::Config;
+use crate::dust::Dust;
 use crate::frontier::{self, Candidate, ScopeRules};
 use crate::sinks::Outputs;
 use crate::state;
@@ -121,6 +122,10 @@ pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
         .with_context(|| format!("cannot open the crawl state in {}", data_dir.display()))?;
     let deduper = Arc::new(state::open_deduper(store, &cfg)?);
     let templates = Templates::load(&cfg.template, Some(deduper.store().database()))?;
+    let dust = Arc::new(Mutex::new(
+        Dust::load(&cfg.crawl.dust, Some(deduper.store().database()))
+            .context("invalid [crawl.dust] settings")?,
+    ));
     let mut cp = Checkpoint::load(deduper.store().database())?;
     if cp.stats.fetched > 0 {
         info!(
@@ -151,6 +156,7 @@ pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
         respect_noindex: cfg.crawl.respect_noindex,
         templates: templates.clone(),
         parsing: tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
+        dust: dust.clone(),
     });
     let shared = Arc::new(Mutex::new(cp.stats.clone()));
     let base_fetched = cp.stats.fetched;
@@ -162,6 +168,7 @@ pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
         shared.clone(),
         fetcher,
         templates,
+        dust,
     );
     let (out_tx, out_rx) = std_mpsc::channel::<Outcome>();
     let (done_tx, done_rx) = mpsc::unbounded_channel();

@@ -6,10 +6,12 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use parking_lot::Mutex;
 use simcrawl_dedup::{Document, Signature};
 use url::Url;
 
 use super::Tiers;
+use crate::dust::Dust;
 use crate::frontier::{Candidate, Entry, ScopeRules};
 use crate::template::{Templates, host_of};
 
@@ -30,6 +32,12 @@ pub enum Outcome {
         /// The failure may pass: worth another attempt later.
         transient: bool,
     },
+    /// Not fetched: a URL rewrite rule learnt after the entry was queued
+    /// maps it to `to` (`crate::dust`), which goes to the frontier instead.
+    Rewritten {
+        entry: Entry,
+        to: Url,
+    },
 }
 
 impl Outcome {
@@ -37,7 +45,7 @@ impl Outcome {
     pub fn seq(&self) -> u64 {
         match self {
             Outcome::Page(p) => p.entry.seq,
-            Outcome::Failed { entry, .. } => entry.seq,
+            Outcome::Failed { entry, .. } | Outcome::Rewritten { entry, .. } => entry.seq,
         }
     }
 }
@@ -75,6 +83,9 @@ pub struct PageStages {
     /// work is CPU-bound) but would hold more parsed documents in memory at
     /// once, each several times its page's size.
     pub parsing: tokio::sync::Semaphore,
+    /// URL rewrite rules (learnt by the writer): an entry queued before its
+    /// host learnt a rule that maps it elsewhere is not fetched.
+    pub dust: Arc<Mutex<Dust>>,
 }
 
 fn now_secs() -> u64 {
@@ -86,6 +97,10 @@ fn now_secs() -> u64 {
 
 /// Fetches, cleans and signs the page of one frontier entry.
 pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
+    let rewritten = stages.dust.lock().rewrite(&entry.url);
+    if let Some(to) = rewritten {
+        return Outcome::Rewritten { entry, to };
+    }
     let scope_stages = stages.clone();
     let allow = move |u: &Url| scope_stages.scope.allows(u);
     // A host whose robots.txt answered 5xx or could not be reached is

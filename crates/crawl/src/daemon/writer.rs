@@ -17,7 +17,8 @@ use tokio::sync::mpsc;
 use super::Tiers;
 use super::worker::{Outcome, PageResult};
 use crate::config::CrawlConfig;
-use crate::frontier;
+use crate::dust::Dust;
+use crate::frontier::{self, Candidate};
 use crate::lines::{DuplicateLine, ErrorLine, KeptLine};
 use crate::sinks::{Offsets, Outputs};
 use crate::state;
@@ -73,7 +74,9 @@ impl Checkpoint {
 pub struct Committed {
     pub seqs: Vec<u64>,
     pub added: u64,
-    /// Entries put back in the frontier for another attempt.
+    /// Entries that left without a fetch and were put back in the frontier:
+    /// for another attempt, or under a URL rewritten by a rule
+    /// (`crate::dust`). Not counted against the page budget.
     pub requeued: u64,
 }
 
@@ -104,6 +107,8 @@ pub struct Writer {
     fetcher: simcrawl_fetch::Fetcher,
     base_hosts_evicted: u64,
     templates: Templates,
+    /// URL rewrite rules: learnt from the verdicts, applied to the links.
+    dust: Arc<Mutex<Dust>>,
 }
 
 impl Writer {
@@ -117,6 +122,7 @@ impl Writer {
         shared: Arc<Mutex<Stats>>,
         fetcher: simcrawl_fetch::Fetcher,
         templates: Templates,
+        dust: Arc<Mutex<Dust>>,
     ) -> Writer {
         Writer {
             deduper,
@@ -134,6 +140,7 @@ impl Writer {
             requeue_delay_ms: cfg.requeue_delay_ms,
             fetcher,
             templates,
+            dust,
         }
     }
 
@@ -197,6 +204,24 @@ impl Writer {
                             .write(&ErrorLine::page(entry.url.as_str(), kind, error))
                             .map_err(state::caller_err)?;
                     }
+                    Outcome::Rewritten { entry, to } => {
+                        // Under the rewritten URL, at the same depth (the URL
+                        // tier drops it if that page is known already).
+                        self.cp.stats.dust_rewritten += 1;
+                        requeued += 1;
+                        if let Some(c) = Candidate::new(to.clone())
+                            && frontier::enqueue(
+                                &deduper,
+                                tables,
+                                &mut fr,
+                                &mut self.cp.next_seq,
+                                &c,
+                                entry.depth,
+                            )?
+                        {
+                            added += 1;
+                        }
+                    }
                     Outcome::Page(p) => {
                         self.cp.stats.fetched += 1;
                         self.cp.stats.bytes += p.bytes as u64;
@@ -215,6 +240,12 @@ impl Writer {
             self.cp.stats.hosts_evicted = self.base_hosts_evicted + self.fetcher.hosts_evicted();
             let mut st = state::open(txn)?;
             self.templates.save_if_due(&mut st, Save::IfDue)?;
+            let mut dust = self.dust.lock();
+            if dust.changed() {
+                self.cp.stats.dust_rules = dust.learnt().iter().map(ToString::to_string).collect();
+            }
+            dust.save_if_changed(&mut st)?;
+            drop(dust);
             self.cp.put(&mut st)
         });
         if let Err(e) = result {
@@ -282,6 +313,13 @@ impl Writer {
         };
         if let Some(v) = &verdict {
             self.cp.stats.verdicts.record(v);
+            // DUST: a copy is evidence for the rewrite between its URL and
+            // its kept page's; a kept page may be a counter-example.
+            let mut dust = self.dust.lock();
+            match v {
+                Verdict::Unique { .. } => dust.observe_kept(&p.entry.url),
+                Verdict::Duplicate(d) => dust.observe_duplicate(&p.entry.url, &d.of),
+            }
         }
         match verdict {
             None => {}
@@ -307,7 +345,14 @@ impl Writer {
         }
         let mut added = 0;
         if p.entry.depth < self.max_depth {
+            let dust = self.dust.clone();
+            let dust = dust.lock();
             for link in &p.links {
+                // Links into a duplicate URL space are rewritten first: the
+                // URL tier then knows them.
+                let rewritten = dust.rewrite(link.url()).and_then(Candidate::new);
+                self.cp.stats.dust_links_rewritten += u64::from(rewritten.is_some());
+                let link = rewritten.as_ref().unwrap_or(link);
                 if frontier::enqueue(
                     deduper,
                     tables,
