@@ -203,17 +203,13 @@ impl Rule {
     }
 }
 
-/// The rules that map one URL of a copy and its kept page onto the other:
-/// those that turn `dup` into `kept`, or else those that turn `kept` into
-/// `dup` (the copy in the rewritten form was met first and kept: the rules
-/// still fold both spaces into one). `None` unless the classification of
-/// the pair is made only of rewrites a crawler can apply and applying them
-/// really gives the other URL (canonical forms compared).
+/// The rules that fold the URL of a copy and the URL of its kept page onto
+/// one URL, whichever of the two carries the rewrite (the copy met first
+/// may be the one kept: `//a` kept, `/a` its copy; or each carries one:
+/// `/a?ref=x` the copy of `//a`). `None` unless the classification of the
+/// pair is made only of rewrites a crawler can apply and applying them to
+/// both really gives one URL (canonical forms compared).
 pub fn rules_for_pair(dup: &Url, kept: &Url) -> Option<BTreeSet<Rule>> {
-    rules_one_way(dup, kept).or_else(|| rules_one_way(kept, dup))
-}
-
-fn rules_one_way(dup: &Url, kept: &Url) -> Option<BTreeSet<Rule>> {
     let Rewrite::Steps(steps) = rewrite::classify(dup.as_str(), kept.as_str()) else {
         return None;
     };
@@ -223,23 +219,26 @@ fn rules_one_way(dup: &Url, kept: &Url) -> Option<BTreeSet<Rule>> {
             Step::DoubleSlash => rules.insert(Rule::CollapseSlashes),
             Step::PathParams => rules.insert(Rule::StripPathParams),
             Step::IndexFile => rules.insert(Rule::StripIndexFile),
-            Step::TrailingSlash { dropped_has: true } => rules.insert(Rule::StripTrailingSlash),
+            Step::TrailingSlash { .. } => rules.insert(Rule::StripTrailingSlash),
             Step::PathCase => rules.insert(Rule::LowercasePath),
-            Step::Www { dropped_has: true } => rules.insert(Rule::StripWww),
-            Step::ParamsAdded(names) => {
+            Step::Www { .. } => rules.insert(Rule::StripWww),
+            Step::ParamsAdded(names) | Step::ParamsRemoved(names) => {
                 rules.extend(names.into_iter().map(Rule::DropParam));
                 true
             }
             _ => return None,
         };
     }
-    let mut u = dup.clone();
-    for r in &rules {
-        if let Some(v) = r.apply(&u) {
-            u = v;
+    let fold = |url: &Url| {
+        let mut u = url.clone();
+        for r in &rules {
+            if let Some(v) = r.apply(&u) {
+                u = v;
+            }
         }
-    }
-    (canonical(&u)? == canonical(kept)?).then_some(rules)
+        canonical(&u)
+    };
+    (fold(dup)? == fold(kept)?).then_some(rules)
 }
 
 /// The host a rule belongs to: host and explicit port, as in the URL.
@@ -263,6 +262,15 @@ fn digest(url: &Url) -> Option<u64> {
     let mut b = [0u8; 8];
     b.copy_from_slice(&d[..8]);
     Some(u64::from_le_bytes(b))
+}
+
+/// What the rules say of a URL ([`Dust::fold`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fold {
+    /// Fetch it under this URL instead.
+    Rewritten(Url),
+    /// Its page is known: kept under a URL a rule maps onto this one.
+    Known,
 }
 
 /// A rule learnt for a host, as stored and as printed in the summary.
@@ -299,6 +307,25 @@ struct HostTrack {
     images: HashMap<u64, Vec<(Rule, u64)>>,
 }
 
+/// Fetches in flight (started, not judged yet) whose URL a candidate rule
+/// of a host would change, and how many such pages were kept: the probes of
+/// [`Dust::admit_fetch`].
+#[derive(Debug, Default)]
+struct Probe {
+    /// Fetches the rule would rewrite.
+    in_flight: usize,
+    /// Of those, pages kept.
+    kept: usize,
+    /// Fetches of URLs the rule maps a kept page's URL onto.
+    reverse_in_flight: usize,
+}
+
+/// A candidate rule stops holding pages back after this many kept pages
+/// per `min_examples` among its probes (with no example): on many sites a
+/// parameter changes content without a counter-example being seen, and
+/// its pages must not be fetched a few at a time for the whole crawl.
+const KEPT_PROBES_PER_EXAMPLE: usize = 4;
+
 /// The learner and rewriter of one crawl (see the module documentation).
 #[derive(Debug, Default)]
 pub struct Dust {
@@ -315,6 +342,10 @@ pub struct Dust {
     evidence: HashMap<(String, Rule), HashSet<u64>>,
     tracks: HashMap<String, HostTrack>,
     tracked: usize,
+    probes: HashMap<(String, Rule), Probe>,
+    /// Fetches admitted as probes (URL digest): their host and the rules
+    /// they test, forward and reverse, until their verdict.
+    admitted: HashMap<u64, (String, Vec<Rule>, Vec<Rule>)>,
     /// Learnt or blocked rules changed since the last save.
     dirty: bool,
 }
@@ -392,6 +423,135 @@ impl Dust {
             }
         }
         changed.then_some(u)
+    }
+
+    /// What the rules say of a link or frontier entry: fetch it under
+    /// another URL, or not at all because a rule maps the URL of a kept page
+    /// onto it (the copy met first was kept under the rewritten form, e.g.
+    /// `//a` kept, then `/a` found); `None`: as it is.
+    pub fn fold(&self, url: &Url) -> Option<Fold> {
+        let rewritten = self.rewrite(url);
+        if self.is_image_of_kept(rewritten.as_ref().unwrap_or(url)) {
+            return Some(Fold::Known);
+        }
+        rewritten.map(Fold::Rewritten)
+    }
+
+    /// Whether a rule in force for `url`'s host maps a remembered kept URL
+    /// (not `url` itself) onto `url`.
+    fn is_image_of_kept(&self, url: &Url) -> bool {
+        if !self.enabled {
+            return false;
+        }
+        let Some(host) = host_key(url) else {
+            return false;
+        };
+        let own = self.rules.get(&host);
+        if self.everywhere.is_empty() && own.is_none() {
+            return false;
+        }
+        let Some(me) = digest(url) else {
+            return false;
+        };
+        self.tracks
+            .get(&host)
+            .and_then(|t| t.images.get(&me))
+            .is_some_and(|from| {
+                from.iter().any(|(r, origin)| {
+                    *origin != me && (self.everywhere.contains(r) || own.is_some_and(|s| s.contains(r)))
+                })
+            })
+    }
+
+    /// Whether the page at `url` may be fetched now; if so (or when
+    /// `force`), its fetch is counted as a probe of the candidate rules that
+    /// would change its URL, until [`Dust::probe_done`].
+    ///
+    /// Why: pages are fetched well ahead of their verdicts (they wait to be
+    /// parsed and judged), so a burst of links into one duplicate space
+    /// would all be fetched before the first verdicts teach the rule. A URL
+    /// a candidate rule would change waits while `min_examples` probes of
+    /// that rule are in flight or already explained: their verdicts learn
+    /// the rule (and the URL is then rewritten instead of fetched) or show
+    /// that the rewrite changes content (`min_examples` such pages kept: no
+    /// more waiting for it).
+    pub fn admit_fetch(&mut self, url: &Url, force: bool) -> bool {
+        if !self.enabled {
+            return true;
+        }
+        let (Some(host), Some(me)) = (host_key(url), digest(url)) else {
+            return true;
+        };
+        let open = |r: &Rule| {
+            !self.everywhere.contains(r)
+                && !self.rules.get(&host).is_some_and(|s| s.contains(r))
+                && !self.blocked.contains(&(host.clone(), r.clone()))
+        };
+        let forward: Vec<Rule> = Rule::candidates(url).into_iter().filter(open).collect();
+        let mut reverse: Vec<Rule> = Vec::new();
+        if let Some(from) = self.tracks.get(&host).and_then(|t| t.images.get(&me)) {
+            for (r, origin) in from {
+                if *origin != me && open(r) && !forward.contains(r) && !reverse.contains(r) {
+                    reverse.push(r.clone());
+                }
+            }
+        }
+        if !force {
+            let busy = |r: &Rule, reverse: bool| {
+                let key = (host.clone(), r.clone());
+                let p = self.probes.get(&key);
+                let explained = self.evidence.get(&key).map_or(0, HashSet::len);
+                if reverse {
+                    // Its verdict teaches either way: a copy is an example,
+                    // a kept page a counter-example.
+                    p.map_or(0, |p| p.reverse_in_flight) + explained >= self.min_examples
+                } else {
+                    // A kept page is no counter-example (its image may not
+                    // be known yet), so after enough of them stop waiting.
+                    p.map_or(0, |p| p.kept) < self.min_examples * KEPT_PROBES_PER_EXAMPLE
+                        && p.map_or(0, |p| p.in_flight) + explained >= self.min_examples
+                }
+            };
+            if forward.iter().any(|r| busy(r, false)) || reverse.iter().any(|r| busy(r, true)) {
+                return false;
+            }
+        }
+        for r in &forward {
+            self.probes
+                .entry((host.clone(), r.clone()))
+                .or_default()
+                .in_flight += 1;
+        }
+        for r in &reverse {
+            self.probes
+                .entry((host.clone(), r.clone()))
+                .or_default()
+                .reverse_in_flight += 1;
+        }
+        if !forward.is_empty() || !reverse.is_empty() {
+            self.admitted.insert(me, (host, forward, reverse));
+        }
+        true
+    }
+
+    /// The fetch of `url` (admitted by [`Dust::admit_fetch`]) is over and
+    /// judged: `kept` when its page was kept.
+    pub fn probe_done(&mut self, url: &Url, kept: bool) {
+        let Some(me) = digest(url) else { return };
+        let Some((host, forward, reverse)) = self.admitted.remove(&me) else {
+            return;
+        };
+        for r in forward {
+            if let Some(p) = self.probes.get_mut(&(host.clone(), r)) {
+                p.in_flight = p.in_flight.saturating_sub(1);
+                p.kept += usize::from(kept);
+            }
+        }
+        for r in reverse {
+            if let Some(p) = self.probes.get_mut(&(host.clone(), r)) {
+                p.reverse_in_flight = p.reverse_in_flight.saturating_sub(1);
+            }
+        }
     }
 
     /// A page at `url` was kept: remembered, and checked as a
@@ -629,6 +789,11 @@ mod tests {
             r("http://a.test/x", "http://a.test/x/"),
             Some(vec![Rule::StripTrailingSlash])
         );
+        // Each URL carries one rewrite.
+        assert_eq!(
+            r("http://a.test/s/p?ref=x", "http://a.test//s/p"),
+            Some(vec![Rule::CollapseSlashes, Rule::DropParam("ref".into())])
+        );
         // Not rewrites a crawler can apply: no rule.
         assert_eq!(r("http://a.test/p?page=2", "http://a.test/p?page=1"), None);
         assert_eq!(r("http://a.test/q", "http://a.test/p"), None);
@@ -653,6 +818,61 @@ mod tests {
         assert_eq!(d.rewrite(&u("http://b.test//s/9")), None);
         assert_eq!(d.learnt().len(), 1);
         assert!(d.changed());
+    }
+
+    #[test]
+    fn probes_of_a_candidate_rule_are_limited_until_their_verdicts() {
+        let mut d = dust(2);
+        let a = |i: u32| u(&format!("http://a.test//s/{i}"));
+        assert!(d.admit_fetch(&a(0), false));
+        assert!(d.admit_fetch(&a(1), false));
+        assert!(!d.admit_fetch(&a(2), false), "two probes in flight");
+        assert!(
+            d.admit_fetch(&u("http://a.test/plain"), false),
+            "no candidate rule"
+        );
+        assert!(d.admit_fetch(&u("http://b.test//s/2"), false), "another host");
+        // Many probes kept, no example: no more waiting.
+        for i in 0..(2 * KEPT_PROBES_PER_EXAMPLE as u32) {
+            let x = a(10 + i);
+            assert!(d.admit_fetch(&x, true));
+            d.observe_kept(&x);
+            d.probe_done(&x, true);
+            if i + 1 < 2 * KEPT_PROBES_PER_EXAMPLE as u32 {
+                assert!(!d.admit_fetch(&a(2), false), "{i}");
+            }
+        }
+        assert!(d.admit_fetch(&a(2), false));
+        // The other direction: a URL a candidate maps a kept page onto.
+        let mut d = dust(1);
+        d.observe_kept(&u("http://a.test//t/0"));
+        d.observe_kept(&u("http://a.test//t/1"));
+        assert!(d.admit_fetch(&u("http://a.test/t/0"), false));
+        assert!(!d.admit_fetch(&u("http://a.test/t/1"), false));
+        assert!(
+            d.admit_fetch(&u("http://a.test/t/1"), true),
+            "forced after the wait"
+        );
+    }
+
+    #[test]
+    fn a_url_a_rule_maps_a_kept_page_onto_is_known() {
+        let mut d = dust(2);
+        // The `//` forms were met first and kept.
+        for i in 0..3 {
+            d.observe_kept(&u(&format!("http://a.test//s/{i}")));
+        }
+        assert_eq!(d.fold(&u("http://a.test/s/2")), None);
+        d.observe_duplicate(&u("http://a.test/s/0"), "http://a.test//s/0");
+        d.observe_duplicate(&u("http://a.test/s/1"), "http://a.test//s/1");
+        assert_eq!(d.learnt().len(), 1);
+        assert_eq!(d.fold(&u("http://a.test/s/2")), Some(Fold::Known));
+        assert_eq!(d.fold(&u("http://a.test//s/2")), Some(Fold::Known));
+        assert_eq!(
+            d.fold(&u("http://a.test//s/7")),
+            Some(Fold::Rewritten(u("http://a.test/s/7")))
+        );
+        assert_eq!(d.fold(&u("http://a.test/s/7")), None);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use simcrawl_dedup::{Document, Signature};
 use url::Url;
 
 use super::Tiers;
-use crate::dust::Dust;
+use crate::dust::{Dust, Fold};
 use crate::frontier::{Candidate, Entry, ScopeRules};
 use crate::template::{Templates, host_of};
 
@@ -20,6 +20,15 @@ use crate::template::{Templates, host_of};
 /// between waits, this rides out a short outage of robots.txt (a restart, a
 /// 503 for a minute) without holding a fetch slot for long.
 pub const ROBOTS_WAITS: u32 = 3;
+
+/// Longest wait of a page for the verdicts of the probes of a URL rewrite
+/// rule (`crate::dust::Dust::admit_fetch`): about what a page takes to be
+/// parsed and judged under load; a probe stuck in a slow fetch holds the
+/// others no longer than this.
+pub const PROBE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How often a waiting page looks again.
+const PROBE_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// What became of one frontier entry.
 #[derive(Debug)]
@@ -33,10 +42,11 @@ pub enum Outcome {
         transient: bool,
     },
     /// Not fetched: a URL rewrite rule learnt after the entry was queued
-    /// maps it to `to` (`crate::dust`), which goes to the frontier instead.
+    /// maps it to `to` (`crate::dust`), which goes to the frontier instead;
+    /// `None`: the rule maps a kept page's URL onto it, its page is known.
     Rewritten {
         entry: Entry,
-        to: Url,
+        to: Option<Url>,
     },
 }
 
@@ -97,9 +107,23 @@ fn now_secs() -> u64 {
 
 /// Fetches, cleans and signs the page of one frontier entry.
 pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
-    let rewritten = stages.dust.lock().rewrite(&entry.url);
-    if let Some(to) = rewritten {
-        return Outcome::Rewritten { entry, to };
+    // DUST: a URL a learnt rule rewrites is not fetched; one a candidate
+    // rule would rewrite waits (briefly) for the verdicts of its probes.
+    let waiting = std::time::Instant::now();
+    loop {
+        let force = waiting.elapsed() >= PROBE_WAIT;
+        let admitted = {
+            let mut dust = stages.dust.lock();
+            match dust.fold(&entry.url) {
+                Some(Fold::Rewritten(to)) => return Outcome::Rewritten { entry, to: Some(to) },
+                Some(Fold::Known) => return Outcome::Rewritten { entry, to: None },
+                None => dust.admit_fetch(&entry.url, force),
+            }
+        };
+        if admitted {
+            break;
+        }
+        tokio::time::sleep(PROBE_POLL).await;
     }
     let scope_stages = stages.clone();
     let allow = move |u: &Url| scope_stages.scope.allows(u);

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use super::Tiers;
 use super::worker::{Outcome, PageResult};
 use crate::config::CrawlConfig;
-use crate::dust::Dust;
+use crate::dust::{Dust, Fold};
 use crate::frontier::{self, Candidate};
 use crate::lines::{DuplicateLine, ErrorLine, KeptLine};
 use crate::sinks::{Offsets, Outputs};
@@ -178,6 +178,9 @@ impl Writer {
             for o in &batch {
                 seqs.push(o.seq());
                 fr.remove(o.seq())?;
+                if let Outcome::Failed { entry, .. } = o {
+                    self.dust.lock().probe_done(&entry.url, false);
+                }
                 match o {
                     Outcome::Failed {
                         entry,
@@ -209,7 +212,7 @@ impl Writer {
                         // tier drops it if that page is known already).
                         self.cp.stats.dust_rewritten += 1;
                         requeued += 1;
-                        if let Some(c) = Candidate::new(to.clone())
+                        if let Some(c) = to.clone().and_then(Candidate::new)
                             && frontier::enqueue(
                                 &deduper,
                                 tables,
@@ -290,6 +293,7 @@ impl Writer {
                     p.final_url.as_str(),
                 ))
                 .map_err(io)?;
+            self.dust.lock().probe_done(&p.entry.url, false);
             return Ok(0);
         }
         // Observed once judged: a page never counts towards its own template.
@@ -321,6 +325,9 @@ impl Writer {
                 Verdict::Duplicate(d) => dust.observe_duplicate(&p.entry.url, &d.of),
             }
         }
+        self.dust
+            .lock()
+            .probe_done(&p.entry.url, matches!(verdict, Some(Verdict::Unique { .. })));
         match verdict {
             None => {}
             Some(Verdict::Unique { fingerprint, .. }) => {
@@ -350,8 +357,16 @@ impl Writer {
             for link in &p.links {
                 // Links into a duplicate URL space are rewritten first: the
                 // URL tier then knows them.
-                let rewritten = dust.rewrite(link.url()).and_then(Candidate::new);
-                self.cp.stats.dust_links_rewritten += u64::from(rewritten.is_some());
+                let fold = dust.fold(link.url());
+                self.cp.stats.dust_links_rewritten += u64::from(fold.is_some());
+                let rewritten = match fold {
+                    Some(Fold::Known) => {
+                        self.cp.stats.verdicts.record_duplicate(Tier::Url);
+                        continue;
+                    }
+                    Some(Fold::Rewritten(u)) => Candidate::new(u),
+                    None => None,
+                };
                 let link = rewritten.as_ref().unwrap_or(link);
                 if frontier::enqueue(
                     deduper,
