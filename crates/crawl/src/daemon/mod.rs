@@ -168,8 +168,8 @@ pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
         shared.clone(),
         fetcher,
         templates,
-        dust,
-    );
+    )
+    .with_dust(dust);
     let (out_tx, out_rx) = std_mpsc::channel::<Outcome>();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     let writer_thread = std::thread::Builder::new()

@@ -122,7 +122,6 @@ impl Writer {
         shared: Arc<Mutex<Stats>>,
         fetcher: simcrawl_fetch::Fetcher,
         templates: Templates,
-        dust: Arc<Mutex<Dust>>,
     ) -> Writer {
         Writer {
             deduper,
@@ -140,8 +139,15 @@ impl Writer {
             requeue_delay_ms: cfg.requeue_delay_ms,
             fetcher,
             templates,
-            dust,
+            dust: Arc::default(),
         }
+    }
+
+    /// The writer learns URL rewrite rules into `dust` (shared with the page
+    /// tasks, which apply them before fetching) and applies them to links.
+    pub fn with_dust(mut self, dust: Arc<Mutex<Dust>>) -> Writer {
+        self.dust = dust;
+        self
     }
 
     /// Makes everything committed so far durable: outputs first, then the
