@@ -34,7 +34,10 @@ pub struct FetchConfig {
     /// other share meanwhile, so bodies never wait for each other in a
     /// cycle. Bodies in memory are then bounded by
     /// `concurrency` x 256 KiB + this, whatever the pages; a single body is
-    /// cut at 256 KiB + this. Waiting counts against `total_timeout_ms`.
+    /// cut at 256 KiB + this. The time waited extends that attempt's
+    /// `total_timeout_ms`. A body whose Content-Length is over 256 KiB
+    /// waits before its first byte is read; one without waits mid-body,
+    /// where a wait longer than `idle_body_timeout_ms` can time it out.
     pub max_bytes_in_flight: usize,
     /// Redirect hops followed before giving up with `too_many_redirects`.
     pub max_redirects: usize,
@@ -98,7 +101,7 @@ impl Default for FetchConfig {
             total_timeout_ms: 30_000,
             idle_body_timeout_ms: 10_000,
             max_body_bytes: 10 * 1024 * 1024,
-            max_bytes_in_flight: 48 * 1024 * 1024,
+            max_bytes_in_flight: 32 * 1024 * 1024,
             max_redirects: 5,
             allowed_content_types: vec!["text/html".into(), "application/xhtml+xml".into()],
             retries: 3,

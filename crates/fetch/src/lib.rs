@@ -49,6 +49,7 @@ mod host;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use parking_lot::Mutex;
@@ -86,6 +87,10 @@ impl BodyBudget {
         self.0.as_ref().map_or(0, |p| p.num_permits() * BUDGET_UNIT)
     }
 }
+
+/// How often an attempt whose body waits for the memory budget looks again
+/// at its deadline (which does not run while it waits).
+const BUDGET_WAIT_POLL: Duration = Duration::from_millis(250);
 
 /// robots.txt bytes read at most (Google's documented limit); the rest is ignored.
 const ROBOTS_MAX_BYTES: usize = 500 * 1024;
@@ -670,6 +675,8 @@ impl Fetcher {
         let _host_permit = host.wait_turn(base_delay).await;
         let _global_permit = self.inner.global.acquire().await.ok();
         debug!(url = %url, "GET");
+        let budget_wait_ms = AtomicU64::new(0);
+        let budget_waiting = AtomicBool::new(false);
         let exchange = async {
             let mut resp = self
                 .inner
@@ -717,6 +724,8 @@ impl Fetcher {
                 idle: cfg.idle_body_timeout(),
                 budget: &self.inner.budget,
                 budget_units: self.inner.budget_units,
+                waited_ms: &budget_wait_ms,
+                waiting: &budget_waiting,
             };
             let (body, truncated, budget) =
                 read_body(&mut resp, url, &limits).await.map_err(|e| (e, None))?;
@@ -728,15 +737,32 @@ impl Fetcher {
                 budget,
             })
         };
-        match tokio::time::timeout(cfg.total_timeout(), exchange).await {
-            Ok(r) => r,
-            Err(_) => Err((
-                FetchError::Timeout {
-                    url: url.clone(),
-                    phase: "(total deadline)",
-                },
-                None,
-            )),
+        // The deadline moves by the time the body waited for its share of
+        // the memory budget: a wait on this crawl's own memory is not the
+        // server's slowness.
+        tokio::pin!(exchange);
+        let mut deadline = Instant::now() + cfg.total_timeout();
+        loop {
+            tokio::select! {
+                r = &mut exchange => return r,
+                () = tokio::time::sleep_until(deadline) => {
+                    if budget_waiting.load(Ordering::Relaxed) {
+                        deadline += BUDGET_WAIT_POLL;
+                        continue;
+                    }
+                    let extra = budget_wait_ms.swap(0, Ordering::Relaxed);
+                    if extra == 0 {
+                        return Err((
+                            FetchError::Timeout {
+                                url: url.clone(),
+                                phase: "(total deadline)",
+                            },
+                            None,
+                        ));
+                    }
+                    deadline += Duration::from_millis(extra);
+                }
+            }
         }
     }
 }
@@ -748,6 +774,10 @@ struct BodyLimits<'a> {
     idle: Duration,
     budget: &'a Arc<Semaphore>,
     budget_units: usize,
+    /// Time spent waiting for the budget, added to the attempt's deadline.
+    waited_ms: &'a AtomicU64,
+    /// Set while the body waits for the budget.
+    waiting: &'a AtomicBool,
 }
 
 /// Reads the decoded body chunk by chunk, stopping at `limits.max` bytes.
@@ -782,6 +812,39 @@ async fn read_body(
         (body, truncated, BodyBudget(share))
     };
     loop {
+        // Before the first chunk when the Content-Length announces a large
+        // body (reqwest's read timeout does not run before the body is
+        // polled, so the wait cannot time the body out), else once the free
+        // part is read.
+        if share.is_none()
+            && limit > BODY_FREE_BYTES
+            && (hint > BODY_FREE_BYTES || body.len() >= BODY_FREE_BYTES)
+        {
+            let expected = if hint > body.len() { hint } else { limit };
+            let units = expected
+                .min(limit)
+                .saturating_sub(BODY_FREE_BYTES)
+                .div_ceil(BUDGET_UNIT)
+                .clamp(1, limits.budget_units);
+            let Ok(n) = u32::try_from(units) else {
+                return Ok(finish(body, true, share));
+            };
+            debug!(url = %url, bytes = units * BUDGET_UNIT, "large body: waiting for a share of max_bytes_in_flight");
+            // The semaphore is never closed; without a share the body is cut
+            // at its free part rather than read past the budget.
+            let waiting = Instant::now();
+            limits.waiting.store(true, Ordering::Relaxed);
+            let acquired = Arc::clone(limits.budget).acquire_many_owned(n).await;
+            limits.waiting.store(false, Ordering::Relaxed);
+            let waited = u64::try_from(waiting.elapsed().as_millis()).unwrap_or(u64::MAX);
+            limits.waited_ms.fetch_add(waited, Ordering::Relaxed);
+            let Ok(p) = acquired else {
+                return Ok(finish(body, true, share));
+            };
+            limit = limit.min(BODY_FREE_BYTES + units * BUDGET_UNIT);
+            body.reserve(expected.min(limit).saturating_sub(body.len()));
+            share = Some(p);
+        }
         let chunk = match tokio::time::timeout(limits.idle, resp.chunk()).await {
             Err(_) => {
                 return Err(FetchError::Timeout {
@@ -804,26 +867,6 @@ async fn read_body(
             Ok(Ok(None)) => return Ok(finish(body, false, share)),
             Ok(Ok(Some(c))) => c,
         };
-        if share.is_none() && body.len() + chunk.len() > BODY_FREE_BYTES && limit > BODY_FREE_BYTES {
-            let expected = if hint > body.len() { hint } else { limit };
-            let units = expected
-                .min(limit)
-                .saturating_sub(BODY_FREE_BYTES)
-                .div_ceil(BUDGET_UNIT)
-                .clamp(1, limits.budget_units);
-            let Ok(n) = u32::try_from(units) else {
-                return Ok(finish(body, true, share));
-            };
-            debug!(url = %url, bytes = units * BUDGET_UNIT, "large body: waiting for a share of max_bytes_in_flight");
-            // The semaphore is never closed; without a share the body is cut
-            // at its free part rather than read past the budget.
-            let Ok(p) = Arc::clone(limits.budget).acquire_many_owned(n).await else {
-                return Ok(finish(body, true, share));
-            };
-            limit = limit.min(BODY_FREE_BYTES + units * BUDGET_UNIT);
-            body.reserve(expected.min(limit).saturating_sub(body.len()));
-            share = Some(p);
-        }
         let room = limit.saturating_sub(body.len());
         if chunk.len() > room {
             body.extend_from_slice(&chunk[..room]);

@@ -147,6 +147,7 @@ pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
     fetch_cfg.allow_private_hosts.extend(private);
     let fetcher = simcrawl_fetch::Fetcher::new(fetch_cfg).context("invalid [fetch] settings")?;
     let per_host = cfg.fetch.per_host_concurrency.max(1) * TASKS_PER_HOST_CONNECTION;
+    let parse_slots = std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(1));
     let stages = Arc::new(PageStages {
         fetcher: fetcher.clone(),
         cleaner: simcrawl_clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?,
@@ -155,7 +156,8 @@ pub fn run(cfg: Config, seeds_path: &Path, start: Start) -> Result<Stats> {
         follow_nofollow: cfg.crawl.follow_nofollow,
         respect_noindex: cfg.crawl.respect_noindex,
         templates: templates.clone(),
-        parsing: tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
+        parsing: tokio::sync::Semaphore::new(parse_slots as usize),
+        parse_slots,
         dust: dust.clone(),
     });
     let shared = Arc::new(Mutex::new(cp.stats.clone()));

@@ -30,6 +30,9 @@ pub const PROBE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// How often a waiting page looks again.
 const PROBE_POLL: std::time::Duration = std::time::Duration::from_millis(20);
 
+/// Pages larger than this are parsed one at a time (see `PageStages::parsing`).
+pub const LARGE_PARSE_BYTES: usize = 1024 * 1024;
+
 /// What became of one frontier entry.
 #[derive(Debug)]
 pub enum Outcome {
@@ -93,6 +96,9 @@ pub struct PageStages {
     /// work is CPU-bound) but would hold more parsed documents in memory at
     /// once, each several times its page's size.
     pub parsing: tokio::sync::Semaphore,
+    /// The permits of `parsing`: a page over [`LARGE_PARSE_BYTES`] takes
+    /// them all.
+    pub parse_slots: u32,
     /// URL rewrite rules (learnt by the writer): an entry queued before its
     /// host learnt a rule that maps it elsewhere is not fetched.
     pub dust: Arc<Mutex<Dust>>,
@@ -156,7 +162,14 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
     // reactor threads, so fetching continues meanwhile.
     // The semaphore is never closed; without a permit the page is parsed
     // anyway rather than lost.
-    let _parsing = stages.parsing.acquire().await.ok();
+    // A large page is parsed alone: its DOM and the copies of its text are
+    // many times its size, the largest share of a crawl's peak memory.
+    let slots = if fetched.body.len() > LARGE_PARSE_BYTES {
+        stages.parse_slots.max(1)
+    } else {
+        1
+    };
+    let _parsing = stages.parsing.acquire_many(slots).await.ok();
     let job =
         tokio::task::spawn_blocking(move || clean_and_sign(&job_stages, job_entry, fetched, fetched_at));
     match job.await {
