@@ -122,6 +122,9 @@ pub struct CrawlConfig {
     /// Serve Prometheus-format counters on this address (e.g.
     /// "127.0.0.1:9898"); empty: off.
     pub metrics: String,
+    /// Duplicate URL spaces: rewrite rules learnt from the verdicts
+    /// (`[crawl.dust]`, see `crate::dust`). Last: a table after the values.
+    pub dust: crate::dust::DustSettings,
 }
 
 impl Default for CrawlConfig {
@@ -140,6 +143,7 @@ impl Default for CrawlConfig {
             concurrency: 64,
             write_text: true,
             metrics: String::new(),
+            dust: crate::dust::DustSettings::default(),
         }
     }
 }

@@ -6,12 +6,14 @@ mod batch;
 mod bench;
 mod config;
 mod daemon;
+mod dust;
 mod eval;
 mod frontier;
 mod lines;
 mod metrics;
 mod progress;
 mod report;
+mod rewrite;
 mod shared;
 mod sinks;
 mod state;
@@ -457,6 +459,9 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 },
             )?;
             eprintln!("{stats}");
+            if let Some(rules) = dust::summary(&stats.dust_rules) {
+                eprintln!("{rules}");
+            }
             Ok(ExitCode::SUCCESS)
         }
     }

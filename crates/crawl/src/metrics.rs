@@ -8,10 +8,48 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Semaphore;
 
+use simcrawl_fetch::{Fetcher, PauseReason, PausedHost};
+
 use crate::stats::Stats;
 
 /// Connections served at once; more wait in the listen backlog.
 pub const MAX_CONNECTIONS: usize = 16;
+
+/// Paused hosts listed one by one at most (the longest waits first): the
+/// count per reason covers them all, the list bounds the label values.
+pub const PAUSED_LISTED: usize = 20;
+
+/// The paused hosts as gauges: how many per reason, and the seconds left for
+/// the first [`PAUSED_LISTED`].
+pub fn render_paused(paused: &[PausedHost]) -> String {
+    let mut out = String::from(
+        "# HELP simcrawl_hosts_paused Hosts waited for, by reason.\n# TYPE simcrawl_hosts_paused gauge\n",
+    );
+    for r in [
+        PauseReason::RobotsUnavailable,
+        PauseReason::Unreachable,
+        PauseReason::RetryAfter,
+        PauseReason::Backoff,
+    ] {
+        let n = paused.iter().filter(|p| p.reason == r).count();
+        out.push_str(&format!(
+            "simcrawl_hosts_paused{{reason=\"{}\"}} {n}\n",
+            r.as_str()
+        ));
+    }
+    out.push_str(
+        "# HELP simcrawl_host_paused_seconds Seconds before a paused host is tried again.\n# TYPE simcrawl_host_paused_seconds gauge\n",
+    );
+    for p in paused.iter().take(PAUSED_LISTED) {
+        let host = p.host.replace(['\\', '"', '\n'], "_");
+        out.push_str(&format!(
+            "simcrawl_host_paused_seconds{{host=\"{host}\",reason=\"{}\"}} {:.1}\n",
+            p.reason.as_str(),
+            p.left.as_secs_f64()
+        ));
+    }
+    out
+}
 
 /// Renders the counters in the Prometheus exposition format.
 pub fn render(s: &Stats) -> String {
@@ -80,7 +118,8 @@ pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
 /// [`CLIENT_TIMEOUT`] per phase, so clients that connect and send nothing
 /// cannot starve the others; an accept error (e.g. out of file descriptors)
 /// is logged and accepting goes on.
-pub async fn serve(addr: &str, stats: Arc<Mutex<Stats>>) -> Result<()> {
+/// With `fetcher`, the hosts it waits for are served too ([`render_paused`]).
+pub async fn serve(addr: &str, stats: Arc<Mutex<Stats>>, fetcher: Option<Fetcher>) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot serve metrics on {addr}"))?;
@@ -101,8 +140,9 @@ pub async fn serve(addr: &str, stats: Arc<Mutex<Stats>>) -> Result<()> {
                 }
             };
             let stats = stats.clone();
+            let fetcher = fetcher.clone();
             tokio::spawn(async move {
-                answer(sock, &stats).await;
+                answer(sock, &stats, fetcher.as_ref()).await;
                 drop(permit);
             });
         }
@@ -111,7 +151,7 @@ pub async fn serve(addr: &str, stats: Arc<Mutex<Stats>>) -> Result<()> {
 }
 
 /// Reads one request head (within [`CLIENT_TIMEOUT`]) and writes the counters.
-async fn answer(mut sock: tokio::net::TcpStream, stats: &Mutex<Stats>) {
+async fn answer(mut sock: tokio::net::TcpStream, stats: &Mutex<Stats>, fetcher: Option<&Fetcher>) {
     let mut buf = [0u8; MAX_REQUEST_HEAD];
     let mut len = 0;
     let read = tokio::time::timeout(CLIENT_TIMEOUT, async {
@@ -131,7 +171,10 @@ async fn answer(mut sock: tokio::net::TcpStream, stats: &Mutex<Stats>) {
         tracing::debug!("metrics endpoint: no request within {CLIENT_TIMEOUT:?}; hanging up");
         return;
     }
-    let body = render(&stats.lock());
+    let mut body = render(&stats.lock());
+    if let Some(f) = fetcher {
+        body.push_str(&render_paused(&f.paused_hosts()));
+    }
     let resp = format!(
         "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
         body.len()
@@ -170,7 +213,7 @@ mod tests {
             fetched: 42,
             ..Stats::default()
         }));
-        serve(&addr, stats).await.unwrap();
+        serve(&addr, stats, None).await.unwrap();
         let mut silent = Vec::new();
         for _ in 0..(MAX_CONNECTIONS + 8) {
             silent.push(TcpStream::connect(&addr).await.unwrap());
@@ -187,6 +230,44 @@ mod tests {
             .expect("a silent connection was kept open");
         assert!(matches!(n, Ok(0) | Err(_)), "{n:?}");
         assert!(t0.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn renders_paused_hosts() {
+        let paused = vec![
+            PausedHost {
+                host: "http://a.test:80".into(),
+                reason: PauseReason::Unreachable,
+                left: Duration::from_millis(59_500),
+            },
+            PausedHost {
+                host: "http://b.test:80".into(),
+                reason: PauseReason::RetryAfter,
+                left: Duration::from_secs(3),
+            },
+        ];
+        let text = render_paused(&paused);
+        assert!(
+            text.contains("simcrawl_hosts_paused{reason=\"unreachable\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("simcrawl_hosts_paused{reason=\"backoff\"} 0\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "simcrawl_host_paused_seconds{host=\"http://a.test:80\",reason=\"unreachable\"} 59.5\n"
+            ),
+            "{text}"
+        );
+        let line = crate::progress::waiting_for(&paused);
+        assert_eq!(
+            line,
+            "  waiting for 2 hosts: http://a.test:80 (unreachable, its pages fail, 60 s left), \
+             http://b.test:80 (Retry-After, 3 s left)"
+        );
+        assert_eq!(crate::progress::waiting_for(&[]), "");
     }
 
     #[test]

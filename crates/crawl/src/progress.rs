@@ -4,6 +4,32 @@ use std::io::IsTerminal;
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use simcrawl_fetch::PausedHost;
+
+/// Paused hosts named in the progress line and the SIGUSR1 log at most
+/// (the longest waits first); the rest are counted.
+pub const PAUSED_SHOWN: usize = 3;
+
+/// What a crawl waits for, for the progress line and the SIGUSR1 log:
+/// "waiting for 2 hosts: http://a.test:80 (robots.txt unavailable, 52 s
+/// left), ..."; empty when no host is paused.
+pub fn waiting_for(paused: &[PausedHost]) -> String {
+    if paused.is_empty() {
+        return String::new();
+    }
+    let shown: Vec<String> = paused
+        .iter()
+        .take(PAUSED_SHOWN)
+        .map(ToString::to_string)
+        .collect();
+    let more = paused.len().saturating_sub(PAUSED_SHOWN);
+    let hosts = if paused.len() == 1 { "host" } else { "hosts" };
+    let mut s = format!("  waiting for {} {hosts}: {}", paused.len(), shown.join(", "));
+    if more > 0 {
+        s.push_str(&format!(" and {more} more"));
+    }
+    s
+}
 
 /// Progress of a long run.
 #[derive(Debug)]

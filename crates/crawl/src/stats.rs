@@ -42,6 +42,19 @@ pub struct Stats {
     /// Pages judged without their host's learnt template blocks (`[template]`).
     #[serde(default)]
     pub template_stripped: u64,
+    /// Frontier entries rewritten by a URL rewrite rule (`[crawl.dust]`)
+    /// before their fetch: put back under the rewritten URL (or dropped by
+    /// the URL tier), never fetched, not counted as fetched.
+    #[serde(default)]
+    pub dust_rewritten: u64,
+    /// Links rewritten by a URL rewrite rule before they entered the
+    /// frontier.
+    #[serde(default)]
+    pub dust_links_rewritten: u64,
+    /// The URL rewrite rules learnt (`HOST RULE (N examples)`), in the
+    /// order they were learnt.
+    #[serde(default)]
+    pub dust_rules: Vec<String>,
     /// Wall-clock seconds spent crawling, over all runs.
     pub seconds: f64,
 }

@@ -26,6 +26,19 @@ pub struct FetchConfig {
     /// Decoded body bytes kept; the rest is never read and `truncated` is set.
     /// Counting decoded bytes also stops compression bombs.
     pub max_body_bytes: usize,
+    /// Memory budget for bodies: bytes of all bodies together beyond the
+    /// first [`crate::BODY_FREE_BYTES`] of each, from the first byte read
+    /// until the caller drops the page (after parsing it). A body that grows
+    /// past its free share reserves room for the rest at once (its
+    /// Content-Length, else `max_body_bytes`) and waits for it, holding no
+    /// other share meanwhile, so bodies never wait for each other in a
+    /// cycle. Bodies in memory are then bounded by
+    /// `concurrency` x 256 KiB + this, whatever the pages; a single body is
+    /// cut at 256 KiB + this. The time waited extends that attempt's
+    /// `total_timeout_ms`. A body whose Content-Length is over 256 KiB
+    /// waits before its first byte is read; one without waits mid-body,
+    /// where a wait longer than `idle_body_timeout_ms` can time it out.
+    pub max_bytes_in_flight: usize,
     /// Redirect hops followed before giving up with `too_many_redirects`.
     pub max_redirects: usize,
     /// Media types (without parameters, case-insensitive) whose bodies are
@@ -88,6 +101,7 @@ impl Default for FetchConfig {
             total_timeout_ms: 30_000,
             idle_body_timeout_ms: 10_000,
             max_body_bytes: 10 * 1024 * 1024,
+            max_bytes_in_flight: 32 * 1024 * 1024,
             max_redirects: 5,
             allowed_content_types: vec!["text/html".into(), "application/xhtml+xml".into()],
             retries: 3,

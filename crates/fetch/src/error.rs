@@ -97,6 +97,20 @@ pub enum FetchError {
         /// Time until robots.txt will be tried again.
         retry_in: Duration,
     },
+    /// robots.txt could not be connected to (connection refused, no such
+    /// name), still after the fetcher's retries: the host's pages fail at
+    /// once until robots.txt is tried again. Not transient: a refused
+    /// connection is an answer, and waiting for it held every page of the
+    /// host for minutes.
+    #[error(
+        "{url}: host unreachable (robots.txt could not be connected to after retries); tried again in {retry_in:?}"
+    )]
+    HostUnreachable {
+        /// The URL that was not fetched.
+        url: Url,
+        /// Time until robots.txt will be tried again.
+        retry_in: Duration,
+    },
     /// The Content-Type is not in `allowed_content_types`; the body was not
     /// downloaded.
     #[error("{url}: content type {content_type:?} not accepted")]
@@ -125,7 +139,8 @@ impl FetchError {
     /// Stable short label for stats: one of `invalid_url`, `timeout`,
     /// `connect`, `request`, `status_4xx`, `status_5xx`, `status_other`,
     /// `too_many_redirects`, `redirect_refused`, `robots_disallowed`,
-    /// `robots_unavailable`, `content_type`, `body`, `client`.
+    /// `robots_unavailable`, `host_unreachable`, `content_type`, `body`,
+    /// `client`.
     pub fn kind(&self) -> &'static str {
         match self {
             FetchError::InvalidUrl { .. } => "invalid_url",
@@ -142,6 +157,7 @@ impl FetchError {
             FetchError::RedirectRefused { .. } => "redirect_refused",
             FetchError::RobotsDisallowed { .. } => "robots_disallowed",
             FetchError::RobotsUnavailable { .. } => "robots_unavailable",
+            FetchError::HostUnreachable { .. } => "host_unreachable",
             FetchError::ContentType { .. } => "content_type",
             FetchError::Body { .. } => "body",
             FetchError::Client(_) => "client",

@@ -8,6 +8,8 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::Instant;
 use url::Url;
 
+use crate::PauseReason;
+
 /// Identity of a host for politeness: scheme + host + port, because two ports
 /// on one machine are usually two servers with separate capacity, and robots.txt
 /// is defined per origin.
@@ -24,8 +26,12 @@ pub(crate) enum Rules {
     AllowAll,
     /// Parsed rules for our agent.
     Robot(Box<Robot>),
-    /// 5xx or unreachable: the whole host is off limits until the entry expires.
+    /// 5xx or a timeout: the whole host is off limits until the entry expires.
     Unavailable,
+    /// The connection to robots.txt failed (refused, no such name) after
+    /// the fetcher's retries: the host's pages fail at once until the entry
+    /// expires.
+    Unreachable,
 }
 
 #[derive(Debug)]
@@ -40,6 +46,9 @@ struct Gate {
     next_start: Instant,
     /// Crawl-delay from robots.txt, already capped.
     crawl_delay: Option<Duration>,
+    /// Until when the host is waited for, and why (a Retry-After, a retry
+    /// backoff): reported by [`crate::Fetcher::paused_hosts`].
+    pause: Option<(Instant, PauseReason)>,
 }
 
 /// State shared by every request to one host.
@@ -61,6 +70,7 @@ impl Host {
             gate: Mutex::new(Gate {
                 next_start: Instant::now(),
                 crawl_delay: None,
+                pause: None,
             }),
             robots: tokio::sync::Mutex::new(None),
         }
@@ -93,6 +103,45 @@ impl Host {
         if until > g.next_start {
             g.next_start = until;
         }
+        drop(g);
+        self.note_pause(until, PauseReason::RetryAfter);
+    }
+
+    /// Records that requests to this host wait until `until` (for reports
+    /// only: [`Host::hold_until`] is what delays them).
+    pub(crate) fn note_pause(&self, until: Instant, reason: PauseReason) {
+        let mut g = self.gate.lock();
+        if g.pause.is_none_or(|(t, _)| until > t) {
+            g.pause = Some((until, reason));
+        }
+    }
+
+    /// Why and for how long this host is waited for now, if it is: robots.txt
+    /// unavailable or unreachable, a Retry-After, a retry backoff.
+    pub(crate) fn paused(&self, now: Instant) -> Option<(Duration, PauseReason)> {
+        let mut out = self
+            .gate
+            .lock()
+            .pause
+            .filter(|(t, _)| *t > now)
+            .map(|(t, r)| (t - now, r));
+        // A robots.txt being fetched holds the lock: not paused for that.
+        if let Ok(robots) = self.robots.try_lock()
+            && let Some(e) = robots.as_ref()
+            && e.expires > now
+        {
+            let reason = match e.rules {
+                Rules::Unavailable => Some(PauseReason::RobotsUnavailable),
+                Rules::Unreachable => Some(PauseReason::Unreachable),
+                _ => None,
+            };
+            if let Some(r) = reason
+                && out.is_none_or(|(d, _)| e.expires - now > d)
+            {
+                out = Some((e.expires - now, r));
+            }
+        }
+        out
     }
 
     pub(crate) fn set_crawl_delay(&self, delay: Option<Duration>) {

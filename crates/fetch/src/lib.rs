@@ -12,9 +12,16 @@
 //! in-flight requests holds.
 //!
 //! robots.txt follows Google's documented handling: 2xx is parsed, 4xx
-//! (including 401/403) means allow all, 429/5xx or a network error means the
+//! (including 401/403) means allow all, 429/5xx or a timeout means the
 //! whole host is disallowed for `robots_unavailable_retry_ms`, after which
-//! robots.txt is fetched again.
+//! robots.txt is fetched again ([`FetchError::RobotsUnavailable`]: the
+//! caller may wait and try again). A connection that cannot be made at all
+//! (refused, no such name), still after the fetcher's `retries` with
+//! backoff, is an answer rather than a silence: the host is unreachable,
+//! and its pages fail at once with [`FetchError::HostUnreachable`] (not
+//! transient) for the same period, instead of each waiting for it.
+//! [`Fetcher::paused_hosts`] says which hosts are waited for, why and for
+//! how long.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), simcrawl_fetch::FetchError> {
@@ -42,6 +49,7 @@ mod host;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use parking_lot::Mutex;
@@ -57,6 +65,32 @@ pub use crate::address::PrivateAddresses;
 pub use crate::config::FetchConfig;
 pub use crate::error::FetchError;
 use crate::host::{Host, RobotsEntry, Rules, host_key};
+
+/// Bytes of each body read without touching the memory budget
+/// (`max_bytes_in_flight`): nearly every page fits, and needs no
+/// coordination; only bodies beyond it reserve a share.
+pub const BODY_FREE_BYTES: usize = 256 * 1024;
+
+/// Unit of the memory budget's semaphore (its permits count KiB, so a
+/// budget of gigabytes fits in a `u32` request).
+const BUDGET_UNIT: usize = 1024;
+
+/// The share of `fetch.max_bytes_in_flight` a body holds: given back when the
+/// last clone of its [`Fetched`] is dropped. Keep the page (or this) while
+/// its body, or what is derived from it, is in memory.
+#[derive(Debug, Clone, Default)]
+pub struct BodyBudget(Option<Arc<tokio::sync::OwnedSemaphorePermit>>);
+
+impl BodyBudget {
+    /// Bytes of the budget held (0 for a body within [`BODY_FREE_BYTES`]).
+    pub fn bytes(&self) -> usize {
+        self.0.as_ref().map_or(0, |p| p.num_permits() * BUDGET_UNIT)
+    }
+}
+
+/// How often an attempt whose body waits for the memory budget looks again
+/// at its deadline (which does not run while it waits).
+const BUDGET_WAIT_POLL: Duration = Duration::from_millis(250);
 
 /// robots.txt bytes read at most (Google's documented limit); the rest is ignored.
 const ROBOTS_MAX_BYTES: usize = 500 * 1024;
@@ -85,6 +119,8 @@ pub struct Fetched {
     pub redirects: Vec<Url>,
     /// HTTP requests made, counting retries and redirect hops (not robots.txt).
     pub attempts: u32,
+    /// The body's share of the memory budget (`max_bytes_in_flight`).
+    pub budget: BodyBudget,
     /// Wall time of the whole fetch, including politeness waits and backoff.
     pub elapsed: Duration,
 }
@@ -96,6 +132,7 @@ enum Outcome {
         content_type: Option<String>,
         body: Vec<u8>,
         truncated: bool,
+        budget: BodyBudget,
     },
     Redirect {
         location: String,
@@ -109,6 +146,65 @@ enum Verdict {
     Allowed,
     Disallowed,
     Unavailable(Duration),
+    Unreachable(Duration),
+}
+
+/// Why a host is waited for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseReason {
+    /// robots.txt answered 429/5xx or timed out: the host's pages wait.
+    RobotsUnavailable,
+    /// robots.txt could not be connected to: the host's pages fail.
+    Unreachable,
+    /// The server asked for a pause (Retry-After).
+    RetryAfter,
+    /// A request is waiting before its retry.
+    Backoff,
+}
+
+impl PauseReason {
+    /// A stable short label (`robots_unavailable`, `unreachable`,
+    /// `retry_after`, `backoff`), for metrics labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PauseReason::RobotsUnavailable => "robots_unavailable",
+            PauseReason::Unreachable => "unreachable",
+            PauseReason::RetryAfter => "retry_after",
+            PauseReason::Backoff => "backoff",
+        }
+    }
+
+    /// What it means, for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            PauseReason::RobotsUnavailable => "robots.txt unavailable",
+            PauseReason::Unreachable => "unreachable, its pages fail",
+            PauseReason::RetryAfter => "Retry-After",
+            PauseReason::Backoff => "retry backoff",
+        }
+    }
+}
+
+/// A host the fetcher is waiting for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PausedHost {
+    /// `scheme://host:port`.
+    pub host: String,
+    pub reason: PauseReason,
+    /// Time left before the host is tried again.
+    pub left: Duration,
+}
+
+impl std::fmt::Display for PausedHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}, {} s left)",
+            self.host,
+            self.reason.describe(),
+            self.left.as_secs_f64().ceil()
+        )
+    }
 }
 
 struct Inner {
@@ -117,6 +213,9 @@ struct Inner {
     /// Which addresses may be connected to (also inside `client`'s resolver).
     policy: Arc<address::Policy>,
     global: Semaphore,
+    /// `max_bytes_in_flight`, in [`BUDGET_UNIT`]s.
+    budget: Arc<Semaphore>,
+    budget_units: usize,
     hosts: Mutex<HostMap>,
 }
 
@@ -209,12 +308,15 @@ impl Fetcher {
             .build()
             .map_err(FetchError::Client)?;
         let global = Semaphore::new(cfg.concurrency.max(1));
+        let budget_units = (cfg.max_bytes_in_flight / BUDGET_UNIT).clamp(1, Semaphore::MAX_PERMITS);
         Ok(Self {
             inner: Arc::new(Inner {
                 cfg,
                 client,
                 policy,
                 global,
+                budget: Arc::new(Semaphore::new(budget_units)),
+                budget_units,
                 hosts: Mutex::new(HostMap {
                     map: HashMap::new(),
                     order: BTreeMap::new(),
@@ -267,6 +369,12 @@ impl Fetcher {
                         retry_in,
                     });
                 }
+                Verdict::Unreachable(retry_in) => {
+                    return Err(FetchError::HostUnreachable {
+                        url: current,
+                        retry_in,
+                    });
+                }
             }
             match self.request_with_retries(&host, &current, &mut attempts).await? {
                 Outcome::Page {
@@ -274,6 +382,7 @@ impl Fetcher {
                     content_type,
                     body,
                     truncated,
+                    budget,
                 } => {
                     debug!(url = %url, final_url = %current, status, bytes = body.len(), truncated, "fetched");
                     return Ok(Fetched {
@@ -286,6 +395,7 @@ impl Fetcher {
                         redirects,
                         attempts,
                         elapsed: started.elapsed(),
+                        budget,
                     });
                 }
                 Outcome::Redirect { location } => {
@@ -340,6 +450,33 @@ impl Fetcher {
         self.inner.hosts.lock().evicted
     }
 
+    /// The hosts waited for right now (robots.txt unavailable or
+    /// unreachable, a Retry-After, a retry backoff), the longest wait first:
+    /// what a crawl that seems idle is waiting for.
+    pub fn paused_hosts(&self) -> Vec<PausedHost> {
+        let hosts: Vec<Arc<Host>> = self
+            .inner
+            .hosts
+            .lock()
+            .map
+            .values()
+            .map(|(h, _)| Arc::clone(h))
+            .collect();
+        let now = Instant::now();
+        let mut out: Vec<PausedHost> = hosts
+            .iter()
+            .filter_map(|h| {
+                h.paused(now).map(|(left, reason)| PausedHost {
+                    host: h.key.clone(),
+                    reason,
+                    left,
+                })
+            })
+            .collect();
+        out.sort_by(|a, b| b.left.cmp(&a.left).then_with(|| a.host.cmp(&b.host)));
+        out
+    }
+
     /// Finds or creates the politeness state for `url`'s host.
     fn host(&self, url: &Url) -> Result<Arc<Host>, FetchError> {
         check_url(url)?;
@@ -392,6 +529,9 @@ impl Fetcher {
             Rules::Unavailable => {
                 Verdict::Unavailable(entry.expires.saturating_duration_since(Instant::now()))
             }
+            Rules::Unreachable => {
+                Verdict::Unreachable(entry.expires.saturating_duration_since(Instant::now()))
+            }
         };
         *guard = Some(entry);
         verdict
@@ -415,6 +555,10 @@ impl Fetcher {
             rules: Rules::AllowAll,
             expires: Instant::now() + ttl,
         };
+        let unreachable = || RobotsEntry {
+            rules: Rules::Unreachable,
+            expires: Instant::now() + cfg.robots_unavailable_retry(),
+        };
         let Ok(mut robots_url) = Url::parse(&format!("{}/robots.txt", host.key)) else {
             return allow_all();
         };
@@ -423,10 +567,24 @@ impl Fetcher {
                 Ok(h) => h,
                 Err(_) => return allow_all(),
             };
-            match self
-                .attempt(&hop_host, &robots_url, false, ROBOTS_MAX_BYTES)
-                .await
-            {
+            // A connection that cannot be made is retried like a page's
+            // (the server may be restarting); after that the host is
+            // unreachable.
+            let mut retry = 0u32;
+            let answer = loop {
+                let a = self
+                    .attempt(&hop_host, &robots_url, false, ROBOTS_MAX_BYTES)
+                    .await;
+                if !matches!(a, Err((FetchError::Connect { .. }, _))) || retry >= cfg.retries {
+                    break a;
+                }
+                let wait = backoff(cfg.backoff_base(), cfg.backoff_max(), retry);
+                host.note_pause(Instant::now() + wait, PauseReason::Backoff);
+                debug!(url = %robots_url, retry = retry + 1, wait_ms = wait.as_millis() as u64, "robots.txt: connection failed, retrying");
+                tokio::time::sleep(wait).await;
+                retry += 1;
+            };
+            match answer {
                 Ok(Outcome::Page { body, status, .. }) => {
                     let rules = match Robot::new(cfg.robots_agent(), &body) {
                         Ok(r) => Rules::Robot(Box::new(r)),
@@ -460,6 +618,12 @@ impl Fetcher {
                     // time, each with its own private_address error.
                     info!(url = %robots_url, error = %e, "robots.txt host refused");
                     return allow_all();
+                }
+                Err((e @ FetchError::Connect { .. }, _)) => {
+                    warn!(url = %robots_url, error = %e, retries = retry,
+                        wait_s = cfg.robots_unavailable_retry().as_secs(),
+                        "robots.txt cannot be connected to: host unreachable, its pages fail as host_unreachable until robots.txt is tried again");
+                    return unreachable();
                 }
                 Err((e, _)) => {
                     warn!(url = %robots_url, error = %e, "robots.txt unavailable, pausing host");
@@ -495,7 +659,11 @@ impl Fetcher {
                     host.hold_until(Instant::now() + d);
                     d
                 }
-                None => backoff(cfg.backoff_base(), cfg.backoff_max(), retry),
+                None => {
+                    let wait = backoff(cfg.backoff_base(), cfg.backoff_max(), retry);
+                    host.note_pause(Instant::now() + wait, PauseReason::Backoff);
+                    wait
+                }
             };
             warn!(url = %url, error = %err, retry = retry + 1, wait_ms = wait.as_millis() as u64, "retrying");
             tokio::time::sleep(wait).await;
@@ -518,6 +686,8 @@ impl Fetcher {
         let _host_permit = host.wait_turn(base_delay).await;
         let _global_permit = self.inner.global.acquire().await.ok();
         debug!(url = %url, "GET");
+        let budget_wait_ms = AtomicU64::new(0);
+        let budget_waiting = AtomicBool::new(false);
         let exchange = async {
             let mut resp = self
                 .inner
@@ -560,45 +730,133 @@ impl Fetcher {
                     None,
                 ));
             }
-            let (body, truncated) = read_body(&mut resp, url, max_bytes, cfg.idle_body_timeout())
-                .await
-                .map_err(|e| (e, None))?;
+            let limits = BodyLimits {
+                max: max_bytes,
+                idle: cfg.idle_body_timeout(),
+                budget: &self.inner.budget,
+                budget_units: self.inner.budget_units,
+                waited_ms: &budget_wait_ms,
+                waiting: &budget_waiting,
+            };
+            let (body, truncated, budget) =
+                read_body(&mut resp, url, &limits).await.map_err(|e| (e, None))?;
             Ok(Outcome::Page {
                 status,
                 content_type,
                 body,
                 truncated,
+                budget,
             })
         };
-        match tokio::time::timeout(cfg.total_timeout(), exchange).await {
-            Ok(r) => r,
-            Err(_) => Err((
-                FetchError::Timeout {
-                    url: url.clone(),
-                    phase: "(total deadline)",
-                },
-                None,
-            )),
+        // The deadline moves by the time the body waited for its share of
+        // the memory budget: a wait on this crawl's own memory is not the
+        // server's slowness.
+        tokio::pin!(exchange);
+        let mut deadline = Instant::now() + cfg.total_timeout();
+        loop {
+            tokio::select! {
+                r = &mut exchange => return r,
+                () = tokio::time::sleep_until(deadline) => {
+                    if budget_waiting.load(Ordering::Relaxed) {
+                        deadline += BUDGET_WAIT_POLL;
+                        continue;
+                    }
+                    let extra = budget_wait_ms.swap(0, Ordering::Relaxed);
+                    if extra == 0 {
+                        return Err((
+                            FetchError::Timeout {
+                                url: url.clone(),
+                                phase: "(total deadline)",
+                            },
+                            None,
+                        ));
+                    }
+                    deadline += Duration::from_millis(extra);
+                }
+            }
         }
     }
 }
 
-/// Reads the decoded body chunk by chunk, stopping at `limit` bytes. Because
-/// reqwest decompresses before we count, a small compressed body that
+/// What bounds one body: its own size, the silence between chunks, and the
+/// shared memory budget.
+struct BodyLimits<'a> {
+    max: usize,
+    idle: Duration,
+    budget: &'a Arc<Semaphore>,
+    budget_units: usize,
+    /// Time spent waiting for the budget, added to the attempt's deadline.
+    waited_ms: &'a AtomicU64,
+    /// Set while the body waits for the budget.
+    waiting: &'a AtomicBool,
+}
+
+/// Reads the decoded body chunk by chunk, stopping at `limits.max` bytes.
+/// Because reqwest decompresses before we count, a small compressed body that
 /// inflates past the limit is stopped too.
+///
+/// Past [`BODY_FREE_BYTES`] the body reserves its share of the memory budget
+/// for the rest at once (its Content-Length, else the limit; the whole
+/// budget at most, which then cuts it) and waits for it holding no share,
+/// so no two bodies can wait for each other; what it did not use is given
+/// back once it is read.
 async fn read_body(
     resp: &mut reqwest::Response,
     url: &Url,
-    limit: usize,
-    idle: Duration,
-) -> Result<(Vec<u8>, bool), FetchError> {
+    limits: &BodyLimits<'_>,
+) -> Result<(Vec<u8>, bool, BodyBudget), FetchError> {
     let hint = resp
         .content_length()
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(0);
-    let mut body = Vec::with_capacity(hint.min(limit).min(1 << 20));
+    let mut limit = limits.max;
+    let mut share: Option<tokio::sync::OwnedSemaphorePermit> = None;
+    let mut body = Vec::with_capacity(hint.min(limit).min(BODY_FREE_BYTES));
+    let finish = |body: Vec<u8>, truncated: bool, share: Option<tokio::sync::OwnedSemaphorePermit>| {
+        let share = share.map(|mut p| {
+            // Give back what the body did not use.
+            let used = body.len().saturating_sub(BODY_FREE_BYTES).div_ceil(BUDGET_UNIT);
+            let spare = p.num_permits().saturating_sub(used);
+            drop(p.split(spare));
+            Arc::new(p)
+        });
+        (body, truncated, BodyBudget(share))
+    };
     loop {
-        let chunk = match tokio::time::timeout(idle, resp.chunk()).await {
+        // Before the first chunk when the Content-Length announces a large
+        // body (reqwest's read timeout does not run before the body is
+        // polled, so the wait cannot time the body out), else once the free
+        // part is read.
+        if share.is_none()
+            && limit > BODY_FREE_BYTES
+            && (hint > BODY_FREE_BYTES || body.len() >= BODY_FREE_BYTES)
+        {
+            let expected = if hint > body.len() { hint } else { limit };
+            let units = expected
+                .min(limit)
+                .saturating_sub(BODY_FREE_BYTES)
+                .div_ceil(BUDGET_UNIT)
+                .clamp(1, limits.budget_units);
+            let Ok(n) = u32::try_from(units) else {
+                return Ok(finish(body, true, share));
+            };
+            debug!(url = %url, bytes = units * BUDGET_UNIT, "large body: waiting for a share of max_bytes_in_flight");
+            // The semaphore is never closed; without a share the body is cut
+            // at its free part rather than read past the budget.
+            let waiting = Instant::now();
+            limits.waiting.store(true, Ordering::Relaxed);
+            let acquired = Arc::clone(limits.budget).acquire_many_owned(n).await;
+            limits.waiting.store(false, Ordering::Relaxed);
+            let waited = u64::try_from(waiting.elapsed().as_millis()).unwrap_or(u64::MAX);
+            limits.waited_ms.fetch_add(waited, Ordering::Relaxed);
+            let Ok(p) = acquired else {
+                return Ok(finish(body, true, share));
+            };
+            limit = limit.min(BODY_FREE_BYTES + units * BUDGET_UNIT);
+            body.reserve(expected.min(limit).saturating_sub(body.len()));
+            share = Some(p);
+        }
+        let chunk = match tokio::time::timeout(limits.idle, resp.chunk()).await {
             Err(_) => {
                 return Err(FetchError::Timeout {
                     url: url.clone(),
@@ -617,14 +875,14 @@ async fn read_body(
                     source: e,
                 });
             }
-            Ok(Ok(None)) => return Ok((body, false)),
+            Ok(Ok(None)) => return Ok(finish(body, false, share)),
             Ok(Ok(Some(c))) => c,
         };
         let room = limit.saturating_sub(body.len());
         if chunk.len() > room {
             body.extend_from_slice(&chunk[..room]);
             debug!(url = %url, limit, "body truncated at limit");
-            return Ok((body, true));
+            return Ok(finish(body, true, share));
         }
         body.extend_from_slice(&chunk);
     }

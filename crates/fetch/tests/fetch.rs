@@ -898,3 +898,128 @@ async fn a_redirect_into_a_private_address_is_refused() {
     assert_eq!(e.kind(), "private_address", "{e}");
     assert!(e.to_string().contains("10.255.255.1"), "{e}");
 }
+
+// What the fetcher waits for, and failing fast when robots.txt cannot be
+// connected to (issue 10).
+
+#[tokio::test]
+async fn robots_connection_refused_marks_the_host_unreachable_after_retries() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let f = Fetcher::new(FetchConfig {
+        retries: 2,
+        robots_unavailable_retry_ms: 60_000,
+        ..robots_cfg()
+    })
+    .unwrap();
+    let t0 = Instant::now();
+    let err = f
+        .fetch(&Url::parse(&format!("http://{addr}/a")).unwrap(), &any)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "host_unreachable", "{err}");
+    assert!(!err.is_transient());
+    // The host's other pages fail at once, without a new attempt.
+    let t1 = Instant::now();
+    let err = f
+        .fetch(&Url::parse(&format!("http://{addr}/b")).unwrap(), &any)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "host_unreachable");
+    assert!(t1.elapsed() < Duration::from_millis(100), "{:?}", t1.elapsed());
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    let paused = f.paused_hosts();
+    assert_eq!(paused.len(), 1, "{paused:?}");
+    assert_eq!(paused[0].host, format!("http://{addr}"));
+    assert_eq!(paused[0].reason, simcrawl_fetch::PauseReason::Unreachable);
+    assert!(paused[0].left > Duration::from_secs(50) && paused[0].left <= Duration::from_secs(60));
+}
+
+#[tokio::test]
+async fn robots_5xx_and_retry_after_show_as_paused() {
+    let server = Server::start(|path, _| match path {
+        "/robots.txt" => Reply::status(503),
+        _ => Reply::html("page"),
+    })
+    .await;
+    let f = Fetcher::new(FetchConfig {
+        robots_unavailable_retry_ms: 30_000,
+        ..robots_cfg()
+    })
+    .unwrap();
+    assert!(f.paused_hosts().is_empty());
+    let err = f.fetch(&server.url("/x"), &any).await.unwrap_err();
+    assert_eq!(err.kind(), "robots_unavailable");
+    let paused = f.paused_hosts();
+    assert_eq!(paused.len(), 1, "{paused:?}");
+    assert_eq!(paused[0].reason, simcrawl_fetch::PauseReason::RobotsUnavailable);
+    assert!(
+        paused[0].to_string().contains("robots.txt unavailable"),
+        "{}",
+        paused[0]
+    );
+}
+
+#[tokio::test]
+async fn large_bodies_share_the_memory_budget() {
+    // 4 bodies of 1 MiB at once, a budget of 1.5 MiB beyond the free 256 KiB
+    // of each: each gets its share in turn, none is cut, and the shares are
+    // given back when the pages are dropped.
+    let big = vec![b'a'; 1024 * 1024];
+    let server = Server::start(move |_, _| Reply::Full {
+        status: 200,
+        headers: vec![("Content-Type".into(), "text/html".into())],
+        body: big.clone(),
+    })
+    .await;
+    let f = Fetcher::new(FetchConfig {
+        max_bytes_in_flight: 1536 * 1024,
+        per_host_concurrency: 4,
+        ..fast()
+    })
+    .unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..4 {
+        let (f, url) = (f.clone(), server.url(&format!("/p{i}")));
+        tasks.push(tokio::spawn(async move {
+            let page = f.fetch(&url, &any).await.unwrap();
+            let share = page.budget.bytes();
+            // Held while the page is "parsed".
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            (page.body.len(), page.truncated, share)
+        }));
+    }
+    for t in tasks {
+        let (len, truncated, share) = t.await.unwrap();
+        assert_eq!(len, 1024 * 1024);
+        assert!(!truncated);
+        assert_eq!(
+            share,
+            768 * 1024,
+            "the share is what the body uses beyond 256 KiB"
+        );
+    }
+    // All given back: a body as large as the whole budget allows is read.
+    let page = f.fetch(&server.url("/again"), &any).await.unwrap();
+    assert_eq!(page.body.len(), 1024 * 1024);
+}
+
+#[tokio::test]
+async fn a_body_larger_than_the_budget_is_cut_at_it() {
+    let big = vec![b'a'; 2 * 1024 * 1024];
+    let server = Server::start(move |_, _| Reply::Full {
+        status: 200,
+        headers: vec![("Content-Type".into(), "text/html".into())],
+        body: big.clone(),
+    })
+    .await;
+    let f = Fetcher::new(FetchConfig {
+        max_bytes_in_flight: 512 * 1024,
+        ..fast()
+    })
+    .unwrap();
+    let page = f.fetch(&server.url("/x"), &any).await.unwrap();
+    assert!(page.truncated);
+    assert_eq!(page.body.len(), 768 * 1024);
+}

@@ -84,9 +84,9 @@ pub async fn dispatch<S: Source>(
     let mut last_log = Instant::now();
     let started = Instant::now();
     let (stop_tx, mut stop_rx) = mpsc::unbounded_channel::<&'static str>();
-    spawn_signal_handlers(stop_tx, shared.clone());
+    spawn_signal_handlers(stop_tx, shared.clone(), stages.fetcher.clone());
     if !s.metrics.is_empty() {
-        crate::metrics::serve(&s.metrics, shared.clone()).await?;
+        crate::metrics::serve(&s.metrics, shared.clone(), Some(stages.fetcher.clone())).await?;
     }
     let mut tick = tokio::time::interval(s.tick);
     let mut stop_deadline: Option<tokio::time::Instant> = None;
@@ -166,7 +166,8 @@ pub async fn dispatch<S: Source>(
                 }
                 let st = shared.lock().clone();
                 let rate = (st.fetched - s.base_fetched) as f64 / started.elapsed().as_secs_f64().max(1e-9);
-                let line = format!("{}  ({rate:.0} pages/s this run, {} queued in memory, {} in flight)", st, window.pending(), window.in_flight());
+                let waits = crate::progress::waiting_for(&stages.fetcher.paused_hosts());
+                let line = format!("{}  ({rate:.0} pages/s this run, {} queued in memory, {} in flight){waits}", st, window.pending(), window.in_flight());
                 if progress.is_bar() {
                     progress.message(line);
                 } else if last_log.elapsed() >= LOG_EVERY {

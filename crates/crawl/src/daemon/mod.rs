@@ -47,6 +47,7 @@ use self::dispatch::{Dispatch, TASKS_PER_HOST_CONNECTION, TICK, dispatch};
 use self::worker::{Outcome, PageStages, Signer};
 use self::writer::{Checkpoint, Writer, join_writer, writer_loop};
 use crate::config::Config;
+use crate::dust::Dust;
 use crate::frontier::{self, Candidate, ScopeRules, Window};
 use crate::sinks::Outputs;
 use crate::state;
@@ -136,6 +137,10 @@ fn run_local(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         .with_context(|| format!("cannot open the crawl state in {}", data_dir.display()))?;
     let deduper = Arc::new(state::open_deduper(store, &cfg)?);
     let templates = Templates::load(&cfg.template, Some(deduper.store().database()))?;
+    let dust = Arc::new(Mutex::new(
+        Dust::load(&cfg.crawl.dust, Some(deduper.store().database()))
+            .context("invalid [crawl.dust] settings")?,
+    ));
     let mut cp = Checkpoint::load(deduper.store().database())?;
     if cp.stats.fetched > 0 {
         info!(
@@ -153,7 +158,7 @@ fn run_local(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         let d = deduper.clone();
         Arc::new(move |doc| d.sign(doc))
     };
-    let stages = page_stages(&cfg, seeds, signer, templates.clone())?;
+    let stages = page_stages(&cfg, seeds, signer, templates.clone(), dust.clone())?;
     let shared = Arc::new(Mutex::new(cp.stats.clone()));
     let base_fetched = cp.stats.fetched;
     let writer = Writer::new(
@@ -164,7 +169,8 @@ fn run_local(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         shared.clone(),
         stages.fetcher.clone(),
         templates,
-    );
+    )
+    .with_dust(dust);
     let source = LocalSource {
         window: Window::default(),
         deduper: deduper.clone(),
@@ -186,7 +192,13 @@ fn run_local(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
 
 /// The page stages of a crawl from `seeds`: the fetcher (seeds on private
 /// addresses open their own hosts), the cleaner, `sign`, the scope.
-fn page_stages(cfg: &Config, seeds: &[Url], sign: Signer, templates: Templates) -> Result<Arc<PageStages>> {
+fn page_stages(
+    cfg: &Config,
+    seeds: &[Url],
+    sign: Signer,
+    templates: Templates,
+    dust: Arc<Mutex<Dust>>,
+) -> Result<Arc<PageStages>> {
     let mut fetch_cfg = cfg.fetch.clone();
     let private = crate::config::private_seed_hosts(cfg, seeds);
     if !private.is_empty() {
@@ -194,6 +206,7 @@ fn page_stages(cfg: &Config, seeds: &[Url], sign: Signer, templates: Templates) 
     }
     fetch_cfg.allow_private_hosts.extend(private);
     let fetcher = simcrawl_fetch::Fetcher::new(fetch_cfg).context("invalid [fetch] settings")?;
+    let parse_slots = std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(1));
     Ok(Arc::new(PageStages {
         fetcher,
         cleaner: simcrawl_clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?,
@@ -202,7 +215,9 @@ fn page_stages(cfg: &Config, seeds: &[Url], sign: Signer, templates: Templates) 
         follow_nofollow: cfg.crawl.follow_nofollow,
         respect_noindex: cfg.crawl.respect_noindex,
         templates,
-        parsing: tokio::sync::Semaphore::new(std::thread::available_parallelism().map_or(1, |n| n.get())),
+        parsing: tokio::sync::Semaphore::new(parse_slots as usize),
+        parse_slots,
+        dust,
     }))
 }
 

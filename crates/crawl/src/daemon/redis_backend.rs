@@ -160,7 +160,18 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         let d = deduper.clone();
         Arc::new(move |doc| d.sign(doc))
     };
-    let stages = page_stages(&cfg, seeds, signer, templates.clone())?;
+    // DUST rules are learnt from the verdicts of one writer and kept in its
+    // redb state; the shared mode has neither yet, so it admits links as
+    // they are (README, "Many machines", limits).
+    if cfg.crawl.dust.enabled {
+        info!("URL rewrite rules ([crawl.dust]) are not learnt or applied in the shared Redis mode");
+    }
+    let dust_off = crate::dust::DustSettings {
+        enabled: false,
+        ..cfg.crawl.dust.clone()
+    };
+    let dust = Arc::new(Mutex::new(crate::dust::Dust::load(&dust_off, None)?));
+    let stages = page_stages(&cfg, seeds, signer, templates.clone(), dust)?;
     let shared_stats = Arc::new(Mutex::new(ws.stats.clone()));
     let concurrency = cfg.crawl.concurrency.max(1);
     let writer = RedisWriter {
@@ -693,6 +704,16 @@ impl Commits for RedisWriter {
                         lease: entry.seq,
                         again: None,
                         uncount: false,
+                    });
+                }
+                // Not fetched (a URL rewrite rule maps it elsewhere). The
+                // shared mode runs with rules off, so this does not happen;
+                // were it to, the lease ends and its page is not counted.
+                Outcome::Rewritten { entry, .. } => {
+                    releases.push(Release {
+                        lease: entry.seq,
+                        again: None,
+                        uncount: true,
                     });
                 }
                 Outcome::Page(p) => {

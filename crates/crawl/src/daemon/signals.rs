@@ -10,9 +10,13 @@ use tracing::info;
 use crate::stats::Stats;
 
 /// Forwards stop signals to `stop` (by name) and answers SIGUSR1 with the
-/// counters in `shared`. A signal that cannot be registered is left at its
-/// default action.
-pub fn spawn_signal_handlers(stop: mpsc::UnboundedSender<&'static str>, shared: Arc<Mutex<Stats>>) {
+/// counters in `shared` and the hosts `fetcher` waits for. A signal that
+/// cannot be registered is left at its default action.
+pub fn spawn_signal_handlers(
+    stop: mpsc::UnboundedSender<&'static str>,
+    shared: Arc<Mutex<Stats>>,
+    fetcher: simcrawl_fetch::Fetcher,
+) {
     use tokio::signal::unix::{SignalKind, signal};
     for (kind, name) in [
         (SignalKind::interrupt(), "SIGINT"),
@@ -32,7 +36,8 @@ pub fn spawn_signal_handlers(stop: mpsc::UnboundedSender<&'static str>, shared: 
     if let Ok(mut s) = signal(SignalKind::user_defined1()) {
         tokio::spawn(async move {
             while s.recv().await.is_some() {
-                info!("stats: {}", shared.lock());
+                let waits = crate::progress::waiting_for(&fetcher.paused_hosts());
+                info!("stats: {}{waits}", shared.lock());
             }
         });
     }

@@ -6,9 +6,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use parking_lot::Mutex;
 use simcrawl_dedup::{Document, Signature};
 use url::Url;
 
+use crate::dust::{Dust, Fold};
 use crate::frontier::{Candidate, Entry, ScopeRules};
 use crate::template::{Templates, host_of};
 
@@ -17,6 +19,18 @@ use crate::template::{Templates, host_of};
 /// between waits, this rides out a short outage of robots.txt (a restart, a
 /// 503 for a minute) without holding a fetch slot for long.
 pub const ROBOTS_WAITS: u32 = 3;
+
+/// Longest wait of a page for the verdicts of the probes of a URL rewrite
+/// rule (`crate::dust::Dust::admit_fetch`): about what a page takes to be
+/// parsed and judged under load; a probe stuck in a slow fetch holds the
+/// others no longer than this.
+pub const PROBE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How often a waiting page looks again.
+const PROBE_POLL: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Pages larger than this are parsed one at a time (see `PageStages::parsing`).
+pub const LARGE_PARSE_BYTES: usize = 1024 * 1024;
 
 /// What became of one frontier entry.
 #[derive(Debug)]
@@ -29,6 +43,13 @@ pub enum Outcome {
         /// The failure may pass: worth another attempt later.
         transient: bool,
     },
+    /// Not fetched: a URL rewrite rule learnt after the entry was queued
+    /// maps it to `to` (`crate::dust`), which goes to the frontier instead;
+    /// `None`: the rule maps a kept page's URL onto it, its page is known.
+    Rewritten {
+        entry: Entry,
+        to: Option<Url>,
+    },
 }
 
 impl Outcome {
@@ -36,7 +57,7 @@ impl Outcome {
     pub fn seq(&self) -> u64 {
         match self {
             Outcome::Page(p) => p.entry.seq,
-            Outcome::Failed { entry, .. } => entry.seq,
+            Outcome::Failed { entry, .. } | Outcome::Rewritten { entry, .. } => entry.seq,
         }
     }
 }
@@ -78,6 +99,12 @@ pub struct PageStages {
     /// work is CPU-bound) but would hold more parsed documents in memory at
     /// once, each several times its page's size.
     pub parsing: tokio::sync::Semaphore,
+    /// The permits of `parsing`: a page over [`LARGE_PARSE_BYTES`] takes
+    /// them all.
+    pub parse_slots: u32,
+    /// URL rewrite rules (learnt by the writer): an entry queued before its
+    /// host learnt a rule that maps it elsewhere is not fetched.
+    pub dust: Arc<Mutex<Dust>>,
 }
 
 fn now_secs() -> u64 {
@@ -89,6 +116,24 @@ fn now_secs() -> u64 {
 
 /// Fetches, cleans and signs the page of one frontier entry.
 pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
+    // DUST: a URL a learnt rule rewrites is not fetched; one a candidate
+    // rule would rewrite waits (briefly) for the verdicts of its probes.
+    let waiting = std::time::Instant::now();
+    loop {
+        let force = waiting.elapsed() >= PROBE_WAIT;
+        let admitted = {
+            let mut dust = stages.dust.lock();
+            match dust.fold(&entry.url) {
+                Some(Fold::Rewritten(to)) => return Outcome::Rewritten { entry, to: Some(to) },
+                Some(Fold::Known) => return Outcome::Rewritten { entry, to: None },
+                None => dust.admit_fetch(&entry.url, force),
+            }
+        };
+        if admitted {
+            break;
+        }
+        tokio::time::sleep(PROBE_POLL).await;
+    }
     let scope_stages = stages.clone();
     let allow = move |u: &Url| scope_stages.scope.allows(u);
     // A host whose robots.txt answered 5xx or could not be reached is
@@ -120,7 +165,14 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
     // reactor threads, so fetching continues meanwhile.
     // The semaphore is never closed; without a permit the page is parsed
     // anyway rather than lost.
-    let _parsing = stages.parsing.acquire().await.ok();
+    // A large page is parsed alone: its DOM and the copies of its text are
+    // many times its size, the largest share of a crawl's peak memory.
+    let slots = if fetched.body.len() > LARGE_PARSE_BYTES {
+        stages.parse_slots.max(1)
+    } else {
+        1
+    };
+    let _parsing = stages.parsing.acquire_many(slots).await.ok();
     let job =
         tokio::task::spawn_blocking(move || clean_and_sign(&job_stages, job_entry, fetched, fetched_at));
     match job.await {

@@ -18,7 +18,8 @@ use super::Tiers;
 use super::backend::Commits;
 use super::worker::{Outcome, PageResult};
 use crate::config::CrawlConfig;
-use crate::frontier;
+use crate::dust::{Dust, Fold};
+use crate::frontier::{self, Candidate};
 use crate::lines::{DuplicateLine, ErrorLine, KeptLine};
 use crate::sinks::{Offsets, Outputs};
 use crate::state;
@@ -74,7 +75,9 @@ impl Checkpoint {
 pub struct Committed {
     pub seqs: Vec<u64>,
     pub added: u64,
-    /// Entries put back in the frontier for another attempt.
+    /// Entries that left without a fetch and were put back in the frontier:
+    /// for another attempt, or under a URL rewritten by a rule
+    /// (`crate::dust`). Not counted against the page budget.
     pub requeued: u64,
 }
 
@@ -105,6 +108,8 @@ pub struct Writer {
     fetcher: simcrawl_fetch::Fetcher,
     base_hosts_evicted: u64,
     templates: Templates,
+    /// URL rewrite rules: learnt from the verdicts, applied to the links.
+    dust: Arc<Mutex<Dust>>,
 }
 
 impl Writer {
@@ -135,7 +140,15 @@ impl Writer {
             requeue_delay_ms: cfg.requeue_delay_ms,
             fetcher,
             templates,
+            dust: Arc::default(),
         }
+    }
+
+    /// The writer learns URL rewrite rules into `dust` (shared with the page
+    /// tasks, which apply them before fetching) and applies them to links.
+    pub fn with_dust(mut self, dust: Arc<Mutex<Dust>>) -> Writer {
+        self.dust = dust;
+        self
     }
 
     /// Makes everything committed so far durable: outputs first, then the
@@ -172,6 +185,9 @@ impl Writer {
             for o in &batch {
                 seqs.push(o.seq());
                 fr.remove(o.seq())?;
+                if let Outcome::Failed { entry, .. } = o {
+                    self.dust.lock().probe_done(&entry.url, false);
+                }
                 match o {
                     Outcome::Failed {
                         entry,
@@ -198,6 +214,24 @@ impl Writer {
                             .write(&ErrorLine::page(entry.url.as_str(), kind, error))
                             .map_err(state::caller_err)?;
                     }
+                    Outcome::Rewritten { entry, to } => {
+                        // Under the rewritten URL, at the same depth (the URL
+                        // tier drops it if that page is known already).
+                        self.cp.stats.dust_rewritten += 1;
+                        requeued += 1;
+                        if let Some(c) = to.clone().and_then(Candidate::new)
+                            && frontier::enqueue(
+                                &deduper,
+                                tables,
+                                &mut fr,
+                                &mut self.cp.next_seq,
+                                &c,
+                                entry.depth,
+                            )?
+                        {
+                            added += 1;
+                        }
+                    }
                     Outcome::Page(p) => {
                         self.cp.stats.fetched += 1;
                         self.cp.stats.bytes += p.bytes as u64;
@@ -216,6 +250,12 @@ impl Writer {
             self.cp.stats.hosts_evicted = self.base_hosts_evicted + self.fetcher.hosts_evicted();
             let mut st = state::open(txn)?;
             self.templates.save_if_due(&mut st, Save::IfDue)?;
+            let mut dust = self.dust.lock();
+            if dust.changed() {
+                self.cp.stats.dust_rules = dust.learnt().iter().map(ToString::to_string).collect();
+            }
+            dust.save_if_changed(&mut st)?;
+            drop(dust);
             self.cp.put(&mut st)
         });
         if let Err(e) = result {
@@ -260,6 +300,7 @@ impl Writer {
                     p.final_url.as_str(),
                 ))
                 .map_err(io)?;
+            self.dust.lock().probe_done(&p.entry.url, false);
             return Ok(0);
         }
         // Observed once judged: a page never counts towards its own template.
@@ -283,7 +324,17 @@ impl Writer {
         };
         if let Some(v) = &verdict {
             self.cp.stats.verdicts.record(v);
+            // DUST: a copy is evidence for the rewrite between its URL and
+            // its kept page's; a kept page may be a counter-example.
+            let mut dust = self.dust.lock();
+            match v {
+                Verdict::Unique { .. } => dust.observe_kept(&p.entry.url),
+                Verdict::Duplicate(d) => dust.observe_duplicate(&p.entry.url, &d.of),
+            }
         }
+        self.dust
+            .lock()
+            .probe_done(&p.entry.url, matches!(verdict, Some(Verdict::Unique { .. })));
         match verdict {
             None => {}
             Some(Verdict::Unique { fingerprint, .. }) => {
@@ -308,7 +359,22 @@ impl Writer {
         }
         let mut added = 0;
         if p.entry.depth < self.max_depth {
+            let dust = self.dust.clone();
+            let dust = dust.lock();
             for link in &p.links {
+                // Links into a duplicate URL space are rewritten first: the
+                // URL tier then knows them.
+                let fold = dust.fold(link.url());
+                self.cp.stats.dust_links_rewritten += u64::from(fold.is_some());
+                let rewritten = match fold {
+                    Some(Fold::Known) => {
+                        self.cp.stats.verdicts.record_duplicate(Tier::Url);
+                        continue;
+                    }
+                    Some(Fold::Rewritten(u)) => Candidate::new(u),
+                    None => None,
+                };
+                let link = rewritten.as_ref().unwrap_or(link);
                 if frontier::enqueue(
                     deduper,
                     tables,

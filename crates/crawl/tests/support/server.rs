@@ -17,6 +17,9 @@ pub struct Request {
     pub path: String,
     /// How many times this path was requested, this one included (1-based).
     pub nth: u32,
+    /// The request target as sent: path and query (read by some tests only).
+    #[allow(dead_code)]
+    pub target: String,
 }
 
 /// What the server does with a request.
@@ -156,7 +159,11 @@ fn serve(conn: TcpStream, s: &Shared) {
             *n += 1;
             *n
         };
-        let reply = (s.handler)(&Request { path, nth });
+        let reply = (s.handler)(&Request {
+            path,
+            nth,
+            target: target.to_string(),
+        });
         let (status, headers, body) = match reply {
             Reply::Hang => {
                 // Hold the connection open, silent, until the server stops.

@@ -1,0 +1,964 @@
+//! Duplicate URL spaces (DUST, Bar-Yossef, Keidar, Schonfeld, "Do Not Crawl
+//! in the DUST", WWW 2007): URL rewrite rules learnt from the dedup
+//! verdicts, applied to links before they enter the frontier.
+//!
+//! A server that merges `//` in paths, ignores an unknown query parameter or
+//! answers `dir/index.html` for `dir/` opens a whole space of URLs that all
+//! name pages the crawl already has. The content tiers drop those pages,
+//! but only after fetching them. Here every duplicate verdict is compared
+//! with the URL of the kept page it copies ([`crate::rewrite::classify`],
+//! the same classification the report prints); when `min_examples` distinct
+//! duplicates of one host are explained by the same rewrite ([`Rule`]) and
+//! no counter-example was seen, that rule is learnt for the host: its new
+//! links are rewritten before the URL tier sees them, so the copies are
+//! never fetched, and frontier entries queued before the rule are rewritten
+//! when they come up (never fetched either).
+//!
+//! A counter-example is two kept pages (not duplicates of each other) whose
+//! URLs the rule maps to the same URL: e.g. `/list?page=2` kept next to
+//! `/list` blocks "drop `page`" for that host for good. Counter-examples
+//! are checked against the kept URLs remembered in memory (at most
+//! `max_urls` of them; beyond that bound new kept URLs are not remembered,
+//! so late counter-examples may be missed). Learnt and blocked rules are
+//! stored with the crawl state and survive a resume; the evidence for rules
+//! not learnt yet and the remembered kept URLs do not (a resumed crawl
+//! gathers them again).
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fmt;
+use std::str::FromStr;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use simcrawl_dedup::CanonicalUrl;
+use tracing::{info, warn};
+use url::Url;
+
+use crate::rewrite::{self, Rewrite, Step};
+use crate::state;
+
+/// `[crawl.dust]`: learning and applying URL rewrite rules.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DustSettings {
+    /// Learn rules from the verdicts and apply them (learnt and configured
+    /// ones). Off: links are admitted as they are.
+    pub enabled: bool,
+    /// Distinct duplicate pages of one host a rewrite must explain, with no
+    /// counter-example, before it becomes a rule of that host.
+    pub min_examples: usize,
+    /// Rules applied from the start, as "HOST RULE" ("*" for every host),
+    /// e.g. "* collapse_slashes", "shop.example drop_param:sid".
+    pub rules: Vec<String>,
+    /// Kept URLs remembered to find counter-examples (memory bound: about
+    /// 100 bytes each).
+    pub max_urls: usize,
+}
+
+impl Default for DustSettings {
+    fn default() -> Self {
+        DustSettings {
+            enabled: true,
+            min_examples: 3,
+            rules: Vec::new(),
+            max_urls: 200_000,
+        }
+    }
+}
+
+/// One URL rewrite, applied to a link of a host that learnt it. The
+/// variants are in the order rules are applied.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Rule {
+    /// `//` runs in the path become `/`.
+    CollapseSlashes,
+    /// `;` path parameters (session ids) are removed.
+    StripPathParams,
+    /// A trailing index file (`index.html`) is removed.
+    StripIndexFile,
+    /// A trailing `/` is removed (not from the root path).
+    StripTrailingSlash,
+    /// The path is lower-cased.
+    LowercasePath,
+    /// Query parameter of this name removed.
+    DropParam(String),
+    /// A leading `www.` is removed from the host.
+    StripWww,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rule::CollapseSlashes => f.write_str("collapse_slashes"),
+            Rule::StripPathParams => f.write_str("strip_path_params"),
+            Rule::StripIndexFile => f.write_str("strip_index_file"),
+            Rule::StripTrailingSlash => f.write_str("strip_trailing_slash"),
+            Rule::LowercasePath => f.write_str("lowercase_path"),
+            Rule::DropParam(n) => write!(f, "drop_param:{n}"),
+            Rule::StripWww => f.write_str("strip_www"),
+        }
+    }
+}
+
+impl FromStr for Rule {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Rule, String> {
+        Ok(match s.trim() {
+            "collapse_slashes" => Rule::CollapseSlashes,
+            "strip_path_params" => Rule::StripPathParams,
+            "strip_index_file" => Rule::StripIndexFile,
+            "strip_trailing_slash" => Rule::StripTrailingSlash,
+            "lowercase_path" => Rule::LowercasePath,
+            "strip_www" => Rule::StripWww,
+            other => match other.strip_prefix("drop_param:") {
+                Some(n) if !n.is_empty() => Rule::DropParam(n.to_string()),
+                _ => {
+                    return Err(format!(
+                        "unknown rule `{other}` (collapse_slashes, strip_path_params, strip_index_file, \
+                         strip_trailing_slash, lowercase_path, drop_param:NAME, strip_www)"
+                    ));
+                }
+            },
+        })
+    }
+}
+
+impl Serialize for Rule {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Rule {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Rule, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl Rule {
+    /// `url` rewritten, or `None` when the rule does not change it.
+    pub fn apply(&self, url: &Url) -> Option<Url> {
+        let mut out = url.clone();
+        match self {
+            Rule::CollapseSlashes => out.set_path(&rewrite::collapse_slashes(url.path())),
+            Rule::StripPathParams => out.set_path(&rewrite::strip_path_params(url.path())),
+            Rule::StripIndexFile => out.set_path(&rewrite::strip_index_file(url.path())),
+            Rule::StripTrailingSlash => {
+                let p = url.path().trim_end_matches('/');
+                out.set_path(if p.is_empty() { "/" } else { p });
+            }
+            Rule::LowercasePath => out.set_path(&url.path().to_lowercase()),
+            Rule::DropParam(name) => {
+                let q = url.query()?;
+                // On the raw pairs, so the other parameters keep their
+                // bytes (a GBK escape stays as it was).
+                let kept: Vec<&str> = q
+                    .split('&')
+                    .filter(|pair| {
+                        let key = pair.split('=').next().unwrap_or("");
+                        url::form_urlencoded::parse(key.as_bytes())
+                            .next()
+                            .is_none_or(|(k, _)| k != name.as_str())
+                    })
+                    .collect();
+                out.set_query((!kept.is_empty()).then(|| kept.join("&")).as_deref());
+            }
+            Rule::StripWww => {
+                let host = url.host_str()?.strip_prefix("www.")?;
+                if host.is_empty() || out.set_host(Some(host)).is_err() {
+                    return None;
+                }
+            }
+        }
+        (out != *url).then_some(out)
+    }
+
+    /// The rules that would change `url`: the candidates a kept page can be
+    /// a counter-example of.
+    fn candidates(url: &Url) -> Vec<Rule> {
+        let path = url.path();
+        let mut out = Vec::new();
+        if path.contains("//") {
+            out.push(Rule::CollapseSlashes);
+        }
+        if path.contains(';') {
+            out.push(Rule::StripPathParams);
+        }
+        if rewrite::strip_index_file(path) != path {
+            out.push(Rule::StripIndexFile);
+        }
+        if path.len() > 1 && path.ends_with('/') {
+            out.push(Rule::StripTrailingSlash);
+        }
+        if path.chars().any(char::is_uppercase) {
+            out.push(Rule::LowercasePath);
+        }
+        out.extend(rewrite::param_names(url).into_iter().map(Rule::DropParam));
+        if url.host_str().is_some_and(|h| h.starts_with("www.")) {
+            out.push(Rule::StripWww);
+        }
+        out
+    }
+}
+
+/// The rules that fold the URL of a copy and the URL of its kept page onto
+/// one URL, whichever of the two carries the rewrite (the copy met first
+/// may be the one kept: `//a` kept, `/a` its copy; or each carries one:
+/// `/a?ref=x` the copy of `//a`). `None` unless the classification of the
+/// pair is made only of rewrites a crawler can apply and applying them to
+/// both really gives one URL (canonical forms compared).
+pub fn rules_for_pair(dup: &Url, kept: &Url) -> Option<BTreeSet<Rule>> {
+    let Rewrite::Steps(steps) = rewrite::classify(dup.as_str(), kept.as_str()) else {
+        return None;
+    };
+    let mut rules = BTreeSet::new();
+    for s in steps {
+        match s {
+            Step::DoubleSlash => rules.insert(Rule::CollapseSlashes),
+            Step::PathParams => rules.insert(Rule::StripPathParams),
+            Step::IndexFile => rules.insert(Rule::StripIndexFile),
+            Step::TrailingSlash { .. } => rules.insert(Rule::StripTrailingSlash),
+            Step::PathCase => rules.insert(Rule::LowercasePath),
+            Step::Www { .. } => rules.insert(Rule::StripWww),
+            Step::ParamsAdded(names) | Step::ParamsRemoved(names) => {
+                rules.extend(names.into_iter().map(Rule::DropParam));
+                true
+            }
+            _ => return None,
+        };
+    }
+    let fold = |url: &Url| {
+        let mut u = url.clone();
+        for r in &rules {
+            if let Some(v) = r.apply(&u) {
+                u = v;
+            }
+        }
+        canonical(&u)
+    };
+    (fold(dup)? == fold(kept)?).then_some(rules)
+}
+
+/// The host a rule belongs to: host and explicit port, as in the URL.
+fn host_key(url: &Url) -> Option<String> {
+    let host = url.host_str()?;
+    Some(match url.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host.to_string(),
+    })
+}
+
+fn canonical(url: &Url) -> Option<String> {
+    CanonicalUrl::from_url(url.clone())
+        .ok()
+        .map(|c| c.as_str().to_string())
+}
+
+fn digest(url: &Url) -> Option<u64> {
+    let c = CanonicalUrl::from_url(url.clone()).ok()?;
+    let d = c.digest();
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    Some(u64::from_le_bytes(b))
+}
+
+/// What the rules say of a URL ([`Dust::fold`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fold {
+    /// Fetch it under this URL instead.
+    Rewritten(Url),
+    /// Its page is known: kept under a URL a rule maps onto this one.
+    Known,
+}
+
+/// A rule learnt for a host, as stored and as printed in the summary.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Learnt {
+    pub host: String,
+    pub rule: Rule,
+    /// Distinct duplicate pages it explained when it was learnt.
+    pub examples: usize,
+}
+
+impl fmt::Display for Learnt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {} ({} examples)", self.host, self.rule, self.examples)
+    }
+}
+
+/// What is stored with the crawl state.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Stored {
+    learnt: Vec<Learnt>,
+    blocked: Vec<(String, Rule)>,
+}
+
+/// Key of [`Stored`] in the `crawl_state` table.
+const STATE_KEY: &str = "crawl:dust";
+
+/// Kept URLs of one host, for counter-examples: their digests, and per
+/// rule the digest each maps to.
+#[derive(Debug, Default)]
+struct HostTrack {
+    kept: HashSet<u64>,
+    /// Image digest -> (rule, digest of the kept URL it came from).
+    images: HashMap<u64, Vec<(Rule, u64)>>,
+}
+
+/// Fetches in flight (started, not judged yet) whose URL a candidate rule
+/// of a host would change, and how many such pages were kept: the probes of
+/// [`Dust::admit_fetch`].
+#[derive(Debug, Default)]
+struct Probe {
+    /// Fetches the rule would rewrite.
+    in_flight: usize,
+    /// Of those, pages kept.
+    kept: usize,
+    /// Fetches of URLs the rule maps a kept page's URL onto.
+    reverse_in_flight: usize,
+}
+
+/// A candidate rule stops holding pages back after this many kept pages
+/// per `min_examples` among its probes (with no example): on many sites a
+/// parameter changes content without a counter-example being seen, and
+/// its pages must not be fetched a few at a time for the whole crawl.
+const KEPT_PROBES_PER_EXAMPLE: usize = 4;
+
+/// The learner and rewriter of one crawl (see the module documentation).
+#[derive(Debug, Default)]
+pub struct Dust {
+    enabled: bool,
+    min_examples: usize,
+    max_urls: usize,
+    /// Configured rules for every host.
+    everywhere: BTreeSet<Rule>,
+    /// Configured and learnt rules per host.
+    rules: HashMap<String, BTreeSet<Rule>>,
+    learnt: Vec<Learnt>,
+    blocked: HashSet<(String, Rule)>,
+    /// Distinct duplicate URLs (digests) each candidate rule explained.
+    evidence: HashMap<(String, Rule), HashSet<u64>>,
+    tracks: HashMap<String, HostTrack>,
+    tracked: usize,
+    probes: HashMap<(String, Rule), Probe>,
+    /// Fetches admitted as probes (URL digest): their host and the rules
+    /// they test, forward and reverse, until their verdict.
+    admitted: HashMap<u64, (String, Vec<Rule>, Vec<Rule>)>,
+    /// Learnt or blocked rules changed since the last save.
+    dirty: bool,
+}
+
+impl Dust {
+    /// The configured rules and, from `db`, those an earlier run of this
+    /// crawl learnt or blocked. A configured rule that does not parse is an
+    /// error naming it.
+    pub fn load(settings: &DustSettings, db: Option<&redb::Database>) -> Result<Dust> {
+        let mut d = Dust {
+            enabled: settings.enabled,
+            min_examples: settings.min_examples.max(1),
+            max_urls: settings.max_urls,
+            ..Dust::default()
+        };
+        for line in &settings.rules {
+            let (host, rule) = line
+                .trim()
+                .split_once(char::is_whitespace)
+                .with_context(|| format!("crawl.dust.rules: `{line}` is not \"HOST RULE\""))?;
+            let rule: Rule = rule
+                .parse()
+                .map_err(|e: String| anyhow::anyhow!("crawl.dust.rules: `{line}`: {e}"))?;
+            if host.is_empty() {
+                bail!("crawl.dust.rules: `{line}` has no host");
+            }
+            if host == "*" {
+                d.everywhere.insert(rule);
+            } else {
+                d.rules.entry(host.to_ascii_lowercase()).or_default().insert(rule);
+            }
+        }
+        if !d.enabled {
+            return Ok(d);
+        }
+        let stored = match db.map(|db| state::read_json::<Stored>(db, STATE_KEY)) {
+            None | Some(Ok(None)) => Stored::default(),
+            Some(Ok(Some(s))) => s,
+            Some(Err(e)) => {
+                warn!("the saved URL rewrite rules cannot be read ({e:#}); learning starts over");
+                Stored::default()
+            }
+        };
+        for l in stored.learnt {
+            info!(host = %l.host, rule = %l.rule, "URL rewrite rule (DUST) from the earlier run");
+            d.rules.entry(l.host.clone()).or_default().insert(l.rule.clone());
+            d.learnt.push(l);
+        }
+        d.blocked.extend(stored.blocked);
+        Ok(d)
+    }
+
+    /// `url` with the rules of its host applied, or `None` when they leave it
+    /// as it is (or DUST is off).
+    pub fn rewrite(&self, url: &Url) -> Option<Url> {
+        if !self.enabled {
+            return None;
+        }
+        let host = host_key(url)?;
+        let own = self
+            .rules
+            .get(&host)
+            .or_else(|| url.host_str().and_then(|h| self.rules.get(h)));
+        if self.everywhere.is_empty() && own.is_none() {
+            return None;
+        }
+        let mut all: BTreeSet<&Rule> = self.everywhere.iter().collect();
+        all.extend(own.into_iter().flatten());
+        let mut u = url.clone();
+        let mut changed = false;
+        for r in all {
+            if let Some(v) = r.apply(&u) {
+                u = v;
+                changed = true;
+            }
+        }
+        changed.then_some(u)
+    }
+
+    /// What the rules say of a link or frontier entry: fetch it under
+    /// another URL, or not at all because a rule maps the URL of a kept page
+    /// onto it (the copy met first was kept under the rewritten form, e.g.
+    /// `//a` kept, then `/a` found); `None`: as it is.
+    pub fn fold(&self, url: &Url) -> Option<Fold> {
+        let rewritten = self.rewrite(url);
+        if self.is_image_of_kept(rewritten.as_ref().unwrap_or(url)) {
+            return Some(Fold::Known);
+        }
+        rewritten.map(Fold::Rewritten)
+    }
+
+    /// Whether a rule in force for `url`'s host maps a remembered kept URL
+    /// (not `url` itself) onto `url`.
+    fn is_image_of_kept(&self, url: &Url) -> bool {
+        if !self.enabled {
+            return false;
+        }
+        let Some(host) = host_key(url) else {
+            return false;
+        };
+        let own = self.rules.get(&host);
+        if self.everywhere.is_empty() && own.is_none() {
+            return false;
+        }
+        let Some(me) = digest(url) else {
+            return false;
+        };
+        self.tracks
+            .get(&host)
+            .and_then(|t| t.images.get(&me))
+            .is_some_and(|from| {
+                from.iter().any(|(r, origin)| {
+                    *origin != me && (self.everywhere.contains(r) || own.is_some_and(|s| s.contains(r)))
+                })
+            })
+    }
+
+    /// Whether the page at `url` may be fetched now; if so (or when
+    /// `force`), its fetch is counted as a probe of the candidate rules that
+    /// would change its URL, until [`Dust::probe_done`].
+    ///
+    /// Why: pages are fetched well ahead of their verdicts (they wait to be
+    /// parsed and judged), so a burst of links into one duplicate space
+    /// would all be fetched before the first verdicts teach the rule. A URL
+    /// a candidate rule would change waits while `min_examples` probes of
+    /// that rule are in flight or already explained: their verdicts learn
+    /// the rule (and the URL is then rewritten instead of fetched) or show
+    /// that the rewrite changes content (`min_examples` such pages kept: no
+    /// more waiting for it).
+    pub fn admit_fetch(&mut self, url: &Url, force: bool) -> bool {
+        if !self.enabled {
+            return true;
+        }
+        let (Some(host), Some(me)) = (host_key(url), digest(url)) else {
+            return true;
+        };
+        let open = |r: &Rule| {
+            !self.everywhere.contains(r)
+                && !self.rules.get(&host).is_some_and(|s| s.contains(r))
+                && !self.blocked.contains(&(host.clone(), r.clone()))
+        };
+        let forward: Vec<Rule> = Rule::candidates(url).into_iter().filter(open).collect();
+        let mut reverse: Vec<Rule> = Vec::new();
+        if let Some(from) = self.tracks.get(&host).and_then(|t| t.images.get(&me)) {
+            for (r, origin) in from {
+                if *origin != me && open(r) && !forward.contains(r) && !reverse.contains(r) {
+                    reverse.push(r.clone());
+                }
+            }
+        }
+        if !force {
+            let busy = |r: &Rule, reverse: bool| {
+                let key = (host.clone(), r.clone());
+                let p = self.probes.get(&key);
+                let explained = self.evidence.get(&key).map_or(0, HashSet::len);
+                if reverse {
+                    // Its verdict teaches either way: a copy is an example,
+                    // a kept page a counter-example.
+                    p.map_or(0, |p| p.reverse_in_flight) + explained >= self.min_examples
+                } else {
+                    // A kept page is no counter-example (its image may not
+                    // be known yet), so after enough of them stop waiting.
+                    p.map_or(0, |p| p.kept) < self.min_examples * KEPT_PROBES_PER_EXAMPLE
+                        && p.map_or(0, |p| p.in_flight) + explained >= self.min_examples
+                }
+            };
+            if forward.iter().any(|r| busy(r, false)) || reverse.iter().any(|r| busy(r, true)) {
+                return false;
+            }
+        }
+        for r in &forward {
+            self.probes
+                .entry((host.clone(), r.clone()))
+                .or_default()
+                .in_flight += 1;
+        }
+        for r in &reverse {
+            self.probes
+                .entry((host.clone(), r.clone()))
+                .or_default()
+                .reverse_in_flight += 1;
+        }
+        if !forward.is_empty() || !reverse.is_empty() {
+            self.admitted.insert(me, (host, forward, reverse));
+        }
+        true
+    }
+
+    /// The fetch of `url` (admitted by [`Dust::admit_fetch`]) is over and
+    /// judged: `kept` when its page was kept.
+    pub fn probe_done(&mut self, url: &Url, kept: bool) {
+        let Some(me) = digest(url) else { return };
+        let Some((host, forward, reverse)) = self.admitted.remove(&me) else {
+            return;
+        };
+        for r in forward {
+            if let Some(p) = self.probes.get_mut(&(host.clone(), r)) {
+                p.in_flight = p.in_flight.saturating_sub(1);
+                p.kept += usize::from(kept);
+            }
+        }
+        for r in reverse {
+            if let Some(p) = self.probes.get_mut(&(host.clone(), r)) {
+                p.reverse_in_flight = p.reverse_in_flight.saturating_sub(1);
+            }
+        }
+    }
+
+    /// A page at `url` was kept: remembered, and checked as a
+    /// counter-example of every rule that would merge it with another kept
+    /// page.
+    pub fn observe_kept(&mut self, url: &Url) {
+        if !self.enabled {
+            return;
+        }
+        let (Some(host), Some(me)) = (host_key(url), digest(url)) else {
+            return;
+        };
+        let mut countered: Vec<Rule> = Vec::new();
+        let remember = self.tracked < self.max_urls;
+        let track = self.tracks.entry(host.clone()).or_default();
+        if let Some(from) = track.images.get(&me) {
+            countered.extend(from.iter().filter(|(_, o)| *o != me).map(|(r, _)| r.clone()));
+        }
+        for r in Rule::candidates(url) {
+            let Some(image) = r.apply(url).and_then(|u| digest(&u)) else {
+                continue;
+            };
+            let seen = track.kept.contains(&image)
+                || track
+                    .images
+                    .get(&image)
+                    .is_some_and(|v| v.iter().any(|(r2, o)| *r2 == r && *o != me));
+            if seen {
+                countered.push(r.clone());
+            }
+            if remember {
+                track.images.entry(image).or_default().push((r, me));
+            }
+        }
+        if remember && track.kept.insert(me) {
+            self.tracked += 1;
+        }
+        for r in countered {
+            self.counter(&host, r, url);
+        }
+    }
+
+    fn counter(&mut self, host: &str, rule: Rule, url: &Url) {
+        let key = (host.to_string(), rule);
+        if self.blocked.contains(&key) {
+            return;
+        }
+        self.evidence.remove(&key);
+        let (host, rule) = key;
+        if self.learnt.iter().any(|l| l.host == host && l.rule == rule) {
+            warn!(%host, %rule, counter_example = %url, "URL rewrite rule (DUST) withdrawn: it merges two distinct kept pages");
+            self.learnt.retain(|l| !(l.host == host && l.rule == rule));
+            if let Some(set) = self.rules.get_mut(&host) {
+                set.remove(&rule);
+            }
+        } else {
+            info!(%host, %rule, counter_example = %url, "URL rewrite (DUST) not learnt: it would merge two distinct kept pages");
+        }
+        self.blocked.insert((host, rule));
+        self.dirty = true;
+    }
+
+    /// The page at `url` was judged a copy of the kept page at `kept`:
+    /// evidence for the rewrites between them; a rule with enough distinct
+    /// examples and no counter-example is learnt.
+    pub fn observe_duplicate(&mut self, url: &Url, kept: &str) {
+        if !self.enabled {
+            return;
+        }
+        let Ok(kept) = Url::parse(kept) else { return };
+        let (Some(host), Some(me)) = (host_key(url), digest(url)) else {
+            return;
+        };
+        let Some(rules) = rules_for_pair(url, &kept) else {
+            return;
+        };
+        for rule in rules {
+            let key = (host.clone(), rule);
+            if self.blocked.contains(&key)
+                || self.rules.get(&host).is_some_and(|s| s.contains(&key.1))
+                || self.everywhere.contains(&key.1)
+            {
+                continue;
+            }
+            let ex = self.evidence.entry(key.clone()).or_default();
+            ex.insert(me);
+            let examples = ex.len();
+            if examples >= self.min_examples {
+                self.evidence.remove(&key);
+                let (host, rule) = key;
+                info!(%host, %rule, examples, example = %url, of = %kept,
+                    "URL rewrite rule (DUST) learnt: links of this host are rewritten before the frontier");
+                self.rules.entry(host.clone()).or_default().insert(rule.clone());
+                self.learnt.push(Learnt { host, rule, examples });
+                self.dirty = true;
+            }
+        }
+    }
+
+    /// The rules learnt so far, in the order they were learnt.
+    pub fn learnt(&self) -> &[Learnt] {
+        &self.learnt
+    }
+
+    /// Whether learnt or blocked rules changed since the last save.
+    pub fn changed(&self) -> bool {
+        self.dirty
+    }
+
+    /// Stores learnt and blocked rules in `table` (the `crawl_state` table
+    /// of the writer's transaction) if they changed.
+    pub fn save_if_changed(
+        &mut self,
+        table: &mut redb::Table<'_, &'static str, &'static [u8]>,
+    ) -> Result<(), simcrawl_dedup::Error> {
+        if !self.dirty {
+            return Ok(());
+        }
+        let mut blocked: Vec<(String, Rule)> = self.blocked.iter().cloned().collect();
+        blocked.sort();
+        let stored = Stored {
+            learnt: self.learnt.clone(),
+            blocked,
+        };
+        state::put_json(table, STATE_KEY, &stored)?;
+        self.dirty = false;
+        Ok(())
+    }
+}
+
+/// The learnt rules as the end-of-crawl summary prints them.
+pub fn summary(learnt: &[String]) -> Option<String> {
+    if learnt.is_empty() {
+        return None;
+    }
+    let mut s = String::from("URL rewrite rules learnt (DUST, [crawl.dust]):");
+    for l in learnt {
+        s.push_str("\n  ");
+        s.push_str(l);
+    }
+    Some(s)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn u(s: &str) -> Url {
+        Url::parse(s).unwrap()
+    }
+
+    fn dust(min: usize) -> Dust {
+        Dust::load(
+            &DustSettings {
+                min_examples: min,
+                ..DustSettings::default()
+            },
+            None,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn rules_apply_and_parse_back() {
+        let cases = [
+            (
+                Rule::CollapseSlashes,
+                "http://a.test//x//y",
+                Some("http://a.test/x/y"),
+            ),
+            (
+                Rule::StripPathParams,
+                "http://a.test/a;jsessionid=1/b",
+                Some("http://a.test/a/b"),
+            ),
+            (
+                Rule::StripIndexFile,
+                "http://a.test/d/index.html",
+                Some("http://a.test/d/"),
+            ),
+            (
+                Rule::StripTrailingSlash,
+                "http://a.test/d/",
+                Some("http://a.test/d"),
+            ),
+            (Rule::StripTrailingSlash, "http://a.test/", None),
+            (Rule::LowercasePath, "http://a.test/A", Some("http://a.test/a")),
+            (
+                Rule::DropParam("sid".into()),
+                "http://a.test/p?sid=1&id=%B0%A1",
+                Some("http://a.test/p?id=%B0%A1"),
+            ),
+            (
+                Rule::DropParam("sid".into()),
+                "http://a.test/p?sid=1",
+                Some("http://a.test/p"),
+            ),
+            (Rule::DropParam("sid".into()), "http://a.test/p?id=2", None),
+            (Rule::StripWww, "http://www.a.test/p", Some("http://a.test/p")),
+        ];
+        for (rule, from, want) in cases {
+            assert_eq!(
+                rule.apply(&u(from)).map(|x| x.to_string()).as_deref(),
+                want,
+                "{rule} {from}"
+            );
+            assert_eq!(rule.to_string().parse::<Rule>().unwrap(), rule);
+        }
+        assert!("drop_param:".parse::<Rule>().is_err());
+        assert!("nonsense".parse::<Rule>().is_err());
+    }
+
+    #[test]
+    fn pairs_give_rules_only_when_they_explain_the_copy() {
+        let r = |d: &str, k: &str| rules_for_pair(&u(d), &u(k)).map(|s| s.into_iter().collect::<Vec<_>>());
+        assert_eq!(
+            r("http://a.test//s/p", "http://a.test/s/p"),
+            Some(vec![Rule::CollapseSlashes])
+        );
+        assert_eq!(
+            r("http://a.test/p?ref=x&id=1", "http://a.test/p?id=1"),
+            Some(vec![Rule::DropParam("ref".into())])
+        );
+        assert_eq!(
+            r("http://a.test//d/index.html", "http://a.test/d/"),
+            Some(vec![Rule::CollapseSlashes, Rule::StripIndexFile])
+        );
+        // The kept page in the rewritten form: the same rule folds both.
+        assert_eq!(
+            r("http://a.test/s/p", "http://a.test//s/p"),
+            Some(vec![Rule::CollapseSlashes])
+        );
+        assert_eq!(
+            r("http://a.test/x", "http://a.test/x/"),
+            Some(vec![Rule::StripTrailingSlash])
+        );
+        // Each URL carries one rewrite.
+        assert_eq!(
+            r("http://a.test/s/p?ref=x", "http://a.test//s/p"),
+            Some(vec![Rule::CollapseSlashes, Rule::DropParam("ref".into())])
+        );
+        // Not rewrites a crawler can apply: no rule.
+        assert_eq!(r("http://a.test/p?page=2", "http://a.test/p?page=1"), None);
+        assert_eq!(r("http://a.test/q", "http://a.test/p"), None);
+        assert_eq!(r("http://b.test/p", "http://a.test/p"), None);
+    }
+
+    #[test]
+    fn a_rule_is_learnt_after_enough_distinct_examples() {
+        let mut d = dust(3);
+        for i in 0..3 {
+            d.observe_kept(&u(&format!("http://a.test/s/{i}")));
+        }
+        let link = u("http://a.test//s/9");
+        assert_eq!(d.rewrite(&link), None);
+        d.observe_duplicate(&u("http://a.test//s/0"), "http://a.test/s/0");
+        d.observe_duplicate(&u("http://a.test//s/0"), "http://a.test/s/0");
+        d.observe_duplicate(&u("http://a.test//s/1"), "http://a.test/s/1");
+        assert_eq!(d.rewrite(&link), None, "two distinct examples are not enough");
+        d.observe_duplicate(&u("http://a.test//s/2"), "http://a.test/s/2");
+        assert_eq!(d.rewrite(&link), Some(u("http://a.test/s/9")));
+        // Only on that host.
+        assert_eq!(d.rewrite(&u("http://b.test//s/9")), None);
+        assert_eq!(d.learnt().len(), 1);
+        assert!(d.changed());
+    }
+
+    #[test]
+    fn probes_of_a_candidate_rule_are_limited_until_their_verdicts() {
+        let mut d = dust(2);
+        let a = |i: u32| u(&format!("http://a.test//s/{i}"));
+        assert!(d.admit_fetch(&a(0), false));
+        assert!(d.admit_fetch(&a(1), false));
+        assert!(!d.admit_fetch(&a(2), false), "two probes in flight");
+        assert!(
+            d.admit_fetch(&u("http://a.test/plain"), false),
+            "no candidate rule"
+        );
+        assert!(d.admit_fetch(&u("http://b.test//s/2"), false), "another host");
+        // Many probes kept, no example: no more waiting.
+        for i in 0..(2 * KEPT_PROBES_PER_EXAMPLE as u32) {
+            let x = a(10 + i);
+            assert!(d.admit_fetch(&x, true));
+            d.observe_kept(&x);
+            d.probe_done(&x, true);
+            if i + 1 < 2 * KEPT_PROBES_PER_EXAMPLE as u32 {
+                assert!(!d.admit_fetch(&a(2), false), "{i}");
+            }
+        }
+        assert!(d.admit_fetch(&a(2), false));
+        // The other direction: a URL a candidate maps a kept page onto.
+        let mut d = dust(1);
+        d.observe_kept(&u("http://a.test//t/0"));
+        d.observe_kept(&u("http://a.test//t/1"));
+        assert!(d.admit_fetch(&u("http://a.test/t/0"), false));
+        assert!(!d.admit_fetch(&u("http://a.test/t/1"), false));
+        assert!(
+            d.admit_fetch(&u("http://a.test/t/1"), true),
+            "forced after the wait"
+        );
+    }
+
+    #[test]
+    fn a_url_a_rule_maps_a_kept_page_onto_is_known() {
+        let mut d = dust(2);
+        // The `//` forms were met first and kept.
+        for i in 0..3 {
+            d.observe_kept(&u(&format!("http://a.test//s/{i}")));
+        }
+        assert_eq!(d.fold(&u("http://a.test/s/2")), None);
+        d.observe_duplicate(&u("http://a.test/s/0"), "http://a.test//s/0");
+        d.observe_duplicate(&u("http://a.test/s/1"), "http://a.test//s/1");
+        assert_eq!(d.learnt().len(), 1);
+        assert_eq!(d.fold(&u("http://a.test/s/2")), Some(Fold::Known));
+        assert_eq!(d.fold(&u("http://a.test//s/2")), Some(Fold::Known));
+        assert_eq!(
+            d.fold(&u("http://a.test//s/7")),
+            Some(Fold::Rewritten(u("http://a.test/s/7")))
+        );
+        assert_eq!(d.fold(&u("http://a.test/s/7")), None);
+    }
+
+    #[test]
+    fn a_counter_example_blocks_the_rule() {
+        let mut d = dust(3);
+        // `page` changes the content of the list: both kept.
+        d.observe_kept(&u("http://a.test/list"));
+        d.observe_kept(&u("http://a.test/list?page=2"));
+        // ... while articles ignore it.
+        for i in 0..5 {
+            d.observe_kept(&u(&format!("http://a.test/a/{i}")));
+            d.observe_duplicate(
+                &u(&format!("http://a.test/a/{i}?page=1")),
+                &format!("http://a.test/a/{i}"),
+            );
+        }
+        assert_eq!(d.rewrite(&u("http://a.test/list?page=3")), None);
+        assert!(d.learnt().is_empty());
+        // The other order: kept with the parameter first, then without.
+        let mut d = dust(1);
+        d.observe_kept(&u("http://a.test/list?sort=up"));
+        d.observe_kept(&u("http://a.test/list"));
+        d.observe_duplicate(&u("http://a.test/a?sort=up"), "http://a.test/a");
+        assert!(d.learnt().is_empty(), "{:?}", d.learnt());
+    }
+
+    #[test]
+    fn a_counter_example_after_learning_withdraws_the_rule() {
+        let mut d = dust(1);
+        d.observe_kept(&u("http://a.test/a"));
+        d.observe_duplicate(&u("http://a.test/a?v=1"), "http://a.test/a");
+        assert!(d.rewrite(&u("http://a.test/b?v=1")).is_some());
+        d.observe_kept(&u("http://a.test/c"));
+        d.observe_kept(&u("http://a.test/c?v=2"));
+        assert_eq!(d.rewrite(&u("http://a.test/b?v=1")), None);
+        assert!(d.learnt().is_empty());
+    }
+
+    #[test]
+    fn configured_rules_and_the_off_switch() {
+        let s = DustSettings {
+            rules: vec!["* collapse_slashes".into(), "a.test drop_param:sid".into()],
+            ..DustSettings::default()
+        };
+        let d = Dust::load(&s, None).unwrap();
+        assert_eq!(
+            d.rewrite(&u("http://b.test//x?sid=1")),
+            Some(u("http://b.test/x?sid=1"))
+        );
+        assert_eq!(
+            d.rewrite(&u("http://a.test//x?sid=1")),
+            Some(u("http://a.test/x"))
+        );
+        let off = Dust::load(
+            &DustSettings {
+                enabled: false,
+                ..s.clone()
+            },
+            None,
+        )
+        .unwrap();
+        assert_eq!(off.rewrite(&u("http://a.test//x?sid=1")), None);
+        let bad = DustSettings {
+            rules: vec!["a.test drop_everything".into()],
+            ..DustSettings::default()
+        };
+        let e = format!("{:#}", Dust::load(&bad, None).unwrap_err());
+        assert!(e.contains("drop_everything"), "{e}");
+    }
+
+    #[test]
+    fn learnt_rules_survive_a_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("s.redb")).unwrap();
+        let mut d = dust(1);
+        d.observe_kept(&u("http://a.test/x"));
+        d.observe_duplicate(&u("http://a.test//x"), "http://a.test/x");
+        let txn = db.begin_write().unwrap();
+        {
+            let mut t = state::open(&txn).unwrap();
+            d.save_if_changed(&mut t).unwrap();
+        }
+        txn.commit().unwrap();
+        assert!(!d.changed());
+        let again = Dust::load(&DustSettings::default(), Some(&db)).unwrap();
+        assert_eq!(again.rewrite(&u("http://a.test//y")), Some(u("http://a.test/y")));
+        assert_eq!(again.learnt(), d.learnt());
+    }
+}

@@ -1,0 +1,291 @@
+//! End-to-end: duplicate URL spaces (DUST). A local site of a few hundred
+//! distinct pages served by a server that, like nginx and many others,
+//! merges `//` in paths and ignores query parameters it does not know. Its
+//! links open the duplicate spaces the way real sites do: one link to
+//! `//s/0/` (whose relative links all stay under `//`), `?ref=` and
+//! per-visit `?sessionid=` parameters, and `?page=` on articles, which the
+//! list pages really use (the counter-example: that rule must never be
+//! learnt, and every list page must be kept).
+//!
+//! Wasted fetches are counted at the server: a fetch of a page (its
+//! identity: merged path, plus `page` on the list) already served once.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[allow(dead_code)]
+mod support;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use support::server::{Reply, Server};
+use support::{Dirs, field, gibberish, page, site_crawl, tempdir, wait_for};
+
+const SECTIONS: usize = 10;
+const PER_SECTION: usize = 50;
+const LIST_PAGES: usize = 4;
+
+/// The page a request target names, as the server sees it: `//` merged,
+/// every query parameter ignored but `page` on `/list`.
+fn identity(target: &str) -> String {
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let mut merged = String::new();
+    for c in path.chars() {
+        if !(c == '/' && merged.ends_with('/')) {
+            merged.push(c);
+        }
+    }
+    if merged == "/list" {
+        let page = query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("page="))
+            .unwrap_or("1");
+        return format!("/list?page={page}");
+    }
+    merged
+}
+
+/// Every page of the site, by identity.
+fn all_pages() -> BTreeSet<String> {
+    let mut s = BTreeSet::new();
+    s.insert("/".to_string());
+    for k in 0..SECTIONS {
+        s.insert(format!("/s/{k}/"));
+        for i in 0..PER_SECTION {
+            s.insert(format!("/s/{k}/p{i}.html"));
+        }
+    }
+    for n in 1..=LIST_PAGES {
+        s.insert(format!("/list?page={n}"));
+    }
+    s
+}
+
+fn reply(id: &str) -> Reply {
+    if id == "/" {
+        let mut links: Vec<String> = vec![".//s/0/".into()];
+        links.extend((0..SECTIONS).map(|k| format!("/s/{k}/")));
+        links.push("/list".into());
+        links.extend((2..=LIST_PAGES).map(|n| format!("/list?page={n}")));
+        // The one link into the `//` space (as in the nginx case of issue 10;
+        // `.//` keeps it a path, `//s/` alone would name a host).
+        links.push(".//s/0/".into());
+        return Reply::html(page("Home", &gibberish(1, 60), &links));
+    }
+    if let Some(n) = id.strip_prefix("/list?page=") {
+        let n: u64 = n.parse().unwrap_or(1);
+        return Reply::html(page(&format!("List {n}"), &gibberish(500 + n, 80), &[]));
+    }
+    let rest = id.strip_prefix("/s/").unwrap_or("");
+    let (k, file) = rest.split_once('/').unwrap_or(("", ""));
+    let Ok(k) = k.parse::<usize>() else {
+        return Reply::status(404);
+    };
+    if k >= SECTIONS {
+        return Reply::status(404);
+    }
+    if file.is_empty() {
+        // Relative links: under `//s/0/` they stay in the `//` space.
+        let links: Vec<String> = (0..PER_SECTION).map(|i| format!("p{i}.html")).collect();
+        return Reply::html(page(
+            &format!("Section {k}"),
+            &gibberish(1000 + k as u64, 60),
+            &links,
+        ));
+    }
+    let Some(i) = file
+        .strip_prefix('p')
+        .and_then(|f| f.strip_suffix(".html"))
+        .and_then(|i| i.parse::<usize>().ok())
+        .filter(|i| *i < PER_SECTION)
+    else {
+        return Reply::status(404);
+    };
+    let seed = 10_000 + (k * PER_SECTION + i) as u64;
+    let mut links = vec![
+        // Tracking and session parameters the server ignores.
+        format!("p{}.html?ref=next", (i + 1) % PER_SECTION),
+        format!("/s/{}/?sessionid=S{k}x{i}", (k + 1) % SECTIONS),
+    ];
+    if i < 3 && k == 1 {
+        // `page` on an article: ignored there, meaningful on /list.
+        links.push(format!("p{i}.html?page=1"));
+    }
+    Reply::html(page(&format!("Article {k}-{i}"), &gibberish(seed, 80), &links))
+}
+
+struct Site {
+    server: Server,
+    /// Identity -> the targets it was fetched under.
+    fetches: Arc<Mutex<HashMap<String, Vec<String>>>>,
+}
+
+fn site() -> Site {
+    let fetches: Arc<Mutex<HashMap<String, Vec<String>>>> = Arc::default();
+    let f = fetches.clone();
+    let server = Server::start(move |req| {
+        if req.path == "/robots.txt" {
+            return Reply::status(404);
+        }
+        let id = identity(&req.target);
+        f.lock()
+            .unwrap()
+            .entry(id.clone())
+            .or_default()
+            .push(req.target.clone());
+        reply(&id)
+    });
+    Site { server, fetches }
+}
+
+impl Site {
+    /// The pages fetched more than once, with the targets they were
+    /// fetched under (the first ten).
+    fn wasted_pages(&self) -> Vec<Vec<String>> {
+        let f = self.fetches.lock().unwrap();
+        let mut v: Vec<Vec<String>> = f.values().filter(|t| t.len() > 1).cloned().collect();
+        v.sort();
+        v.truncate(10);
+        v
+    }
+
+    /// (page fetches, of which wasted: fetches of a page already served).
+    fn waste(&self) -> (usize, usize) {
+        let f = self.fetches.lock().unwrap();
+        let total: usize = f.values().map(Vec::len).sum();
+        let wasted: usize = f.values().map(|t| t.len() - 1).sum();
+        (total, wasted)
+    }
+}
+
+fn kept_identities(dirs: &Dirs, base: &str) -> BTreeSet<String> {
+    dirs.kept()
+        .iter()
+        .map(|k| identity(field(k, "url").strip_prefix(base).unwrap_or("?")))
+        .collect()
+}
+
+/// A crawl of the site; `extra` ends the settings file (inside `[crawl]`).
+fn crawl(root: &std::path::Path, s: &Site, extra_fetch_delay: u64, extra: &str) -> Dirs {
+    let dirs = site_crawl(root, &format!("{}/", s.server.base()), 2, extra);
+    dirs.edit_config(
+        "per_host_delay_ms = 0",
+        &format!("per_host_delay_ms = {extra_fetch_delay}"),
+    );
+    dirs
+}
+
+#[test]
+fn duplicate_url_spaces_are_learnt_and_not_fetched() {
+    let s = site();
+    let root = tempdir("e2e-dust-");
+    let dirs = crawl(root.path(), &s, 0, "");
+    dirs.run_ok(Duration::from_secs(240));
+    let base = s.server.base();
+    let (total, wasted) = s.waste();
+    let log = dirs.log();
+    eprintln!("dust: {total} page fetches, {wasted} wasted");
+    // Every distinct page kept, the list pages included (`page` is not
+    // dropped from their links).
+    let want = all_pages();
+    let kept = kept_identities(&dirs, &base);
+    let missing: Vec<&String> = want.difference(&kept).collect();
+    assert!(missing.is_empty(), "pages lost: {missing:?}\n{log}");
+    assert_eq!(dirs.kept().len(), want.len(), "a page kept twice:\n{log}");
+    // Under 5% of the fetches were copies.
+    assert!(
+        (wasted as f64) < 0.05 * (total as f64),
+        "{wasted} wasted fetches of {total}: {:?}\n{log}",
+        s.wasted_pages()
+    );
+    // The rules: learnt, logged, in stats.json and the summary; never `page`.
+    let stats = dirs.stats();
+    let rules: Vec<String> = stats["dust_rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect();
+    for want in ["collapse_slashes", "drop_param:ref", "drop_param:sessionid"] {
+        assert!(
+            rules.iter().any(|r| r.contains(want)),
+            "{want} not learnt: {rules:?}"
+        );
+    }
+    assert!(!rules.iter().any(|r| r.contains("drop_param:page")), "{rules:?}");
+    assert!(log.contains("URL rewrite rule (DUST) learnt"), "{log}");
+    assert!(log.contains("URL rewrite rules learnt (DUST"), "{log}");
+    assert!(
+        log.contains("drop_param:page"),
+        "the counter-example is logged:\n{log}"
+    );
+    assert!(stats["dust_rewritten"].as_u64().unwrap() + stats["dust_links_rewritten"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn the_off_switch_fetches_the_copies() {
+    let s = site();
+    let root = tempdir("e2e-dust-off-");
+    let dirs = crawl(root.path(), &s, 0, "[crawl.dust]\nenabled = false");
+    dirs.run_ok(Duration::from_secs(240));
+    let (total, wasted) = s.waste();
+    eprintln!("dust off: {total} page fetches, {wasted} wasted");
+    // Without rules the copies are all fetched (and dropped by the tiers).
+    assert!((wasted as f64) > 0.3 * (total as f64), "{wasted} of {total}");
+    assert!(dirs.stats()["dust_rules"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn learnt_rules_survive_a_kill_and_resume() {
+    let s = site();
+    let root = tempdir("e2e-dust-resume-");
+    // Slow enough to be killed mid-crawl.
+    let dirs = crawl(root.path(), &s, 15, "");
+    let mut child = dirs.spawn();
+    let t0 = Instant::now();
+    while !dirs.log().contains("URL rewrite rule (DUST) learnt") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "no rule learnt:\n{}",
+            dirs.log()
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ended early:\n{}",
+            dirs.log()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The commit that learnt it is durable within a quarter second.
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(child.try_wait().unwrap().is_none(), "ended before the kill");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let first_run = dirs.log();
+    let mut again = dirs.spawn();
+    let status = wait_for(&mut again, Duration::from_secs(240)).expect("resumed crawl hung");
+    let log = dirs.log();
+    assert!(status.success(), "{log}");
+    let second_run = &log[first_run.len()..];
+    assert!(
+        second_run.contains("URL rewrite rule (DUST) from the earlier run"),
+        "rules not reloaded:\n{second_run}"
+    );
+    // Each rule once (a reloaded rule is not learnt again).
+    let rules: Vec<String> = dirs.stats()["dust_rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().split(" (").next().unwrap().to_string())
+        .collect();
+    let distinct: BTreeSet<&String> = rules.iter().collect();
+    assert_eq!(distinct.len(), rules.len(), "a rule learnt twice: {rules:?}");
+    assert!(rules.iter().any(|r| r.contains("collapse_slashes")), "{rules:?}");
+    let want = all_pages();
+    let kept = kept_identities(&dirs, &s.server.base());
+    assert_eq!(kept, want, "{log}");
+    assert!(
+        second_run.contains("URL rewrite rules learnt (DUST"),
+        "{second_run}"
+    );
+}
