@@ -52,6 +52,7 @@ struct Settings {
     fetch: Option<serde::de::IgnoredAny>,
     crawl: Option<serde::de::IgnoredAny>,
     template: Option<serde::de::IgnoredAny>,
+    redis: Option<serde::de::IgnoredAny>,
 }
 
 impl Settings {
