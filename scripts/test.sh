@@ -34,11 +34,11 @@ cluster_env=$(bash scripts/redis-test-server.sh start-cluster)
 eval "$cluster_env"
 trap 'bash scripts/redis-test-server.sh stop "$SIMCRAWL_REDIS_DIR"; bash scripts/redis-test-server.sh stop "$SIMCRAWL_REDIS_CLUSTER_DIR"' EXIT
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+# The crawl crate enables the dedup crate's optional Redis store, so this
+# also runs the store's own tests (tests/redis.rs: processes, failures,
+# the cluster) against the servers started above.
 cargo test --workspace --locked
 # The optional sled store of the dedup crate, against the same tests.
 cargo test -p simcrawl-dedup --features sled --locked
-# The optional Redis store (many processes sharing one server), against
-# the same tests plus its own (tests/redis.rs: processes, failures).
-cargo test -p simcrawl-dedup --features redis --locked
 # The `simcrawl` Python wheel (crates/python) and its Scrapy integration.
 bash scripts/test-python.sh
