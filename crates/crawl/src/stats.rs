@@ -59,6 +59,15 @@ pub struct Stats {
     pub seconds: f64,
 }
 
+impl Stats {
+    /// A page whose fetch failed for good: fetched, and one more error of
+    /// its kind (both backends' writers count failures so).
+    pub fn count_failure(&mut self, kind: &str) {
+        self.fetched += 1;
+        *self.errors.entry(kind.to_string()).or_insert(0) += 1;
+    }
+}
+
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let errors: u64 = self.errors.values().sum();

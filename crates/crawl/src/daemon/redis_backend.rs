@@ -39,7 +39,7 @@ use url::Url;
 use super::backend::{Commits, Source};
 use super::dispatch::Dispatch;
 use super::worker::{Outcome, PageResult, Signer};
-use super::writer::{Committed, MAX_DELAY_DOUBLINGS};
+use super::writer::{Committed, requeue_delay_ms};
 use super::{Start, drive, page_stages, remove_if_exists, write_stats};
 use crate::config::Config;
 use crate::frontier::{Candidate, Entry};
@@ -679,9 +679,7 @@ impl Commits for RedisWriter {
                     transient: true,
                     ..
                 } if entry.attempts < self.max_requeues => {
-                    let delay = self
-                        .requeue_delay_ms
-                        .saturating_mul(1u64 << entry.attempts.min(MAX_DELAY_DOUBLINGS));
+                    let delay = requeue_delay_ms(self.requeue_delay_ms, entry.attempts);
                     let again = encode_entry(true, entry.attempts + 1, entry.depth, &entry.url);
                     releases.push(Release {
                         lease: entry.seq,
@@ -694,8 +692,7 @@ impl Commits for RedisWriter {
                 Outcome::Failed {
                     entry, kind, error, ..
                 } => {
-                    self.state.stats.fetched += 1;
-                    *self.state.stats.errors.entry((*kind).to_string()).or_insert(0) += 1;
+                    self.state.stats.count_failure(kind);
                     self.outputs
                         .errors
                         .write(&ErrorLine::page(entry.url.as_str(), kind, error))

@@ -41,7 +41,13 @@ pub const MAX_GROUP: usize = 4096;
 /// The requeue delay doubles with each attempt up to this many times (the
 /// shift stays far from overflowing; `crawl.max_requeues` is smaller in
 /// practice).
-pub const MAX_DELAY_DOUBLINGS: u32 = 20;
+const MAX_DELAY_DOUBLINGS: u32 = 20;
+
+/// How long an entry put back after its `attempts`-th transient failure
+/// waits: `base_ms` doubled with each attempt. Both backends requeue so.
+pub fn requeue_delay_ms(base_ms: u64, attempts: u32) -> u64 {
+    base_ms.saturating_mul(1u64 << attempts.min(MAX_DELAY_DOUBLINGS))
+}
 
 /// Where the crawl stands, stored with every commit: the next frontier
 /// sequence number, the outputs' committed offsets and the counters.
@@ -196,9 +202,7 @@ impl Writer {
                     } if entry.attempts < self.max_requeues => {
                         // Back to the end of the frontier, after a delay
                         // that doubles with each attempt.
-                        let delay = self
-                            .requeue_delay_ms
-                            .saturating_mul(1u64 << entry.attempts.min(MAX_DELAY_DOUBLINGS));
+                        let delay = requeue_delay_ms(self.requeue_delay_ms, entry.attempts);
                         let due = frontier::now_ms().saturating_add(delay);
                         frontier::requeue(&mut fr, &mut self.cp.next_seq, entry, due)?;
                         self.cp.stats.requeued += 1;
@@ -207,8 +211,7 @@ impl Writer {
                     Outcome::Failed {
                         entry, kind, error, ..
                     } => {
-                        self.cp.stats.fetched += 1;
-                        *self.cp.stats.errors.entry((*kind).to_string()).or_insert(0) += 1;
+                        self.cp.stats.count_failure(kind);
                         self.outputs
                             .errors
                             .write(&ErrorLine::page(entry.url.as_str(), kind, error))
