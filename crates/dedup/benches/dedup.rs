@@ -12,7 +12,7 @@
 //! - `DEDUP_BENCH_SIZES`: stored fingerprints, comma separated
 //!   (default `1000000`), e.g. `1000000,10000000`.
 //! - `DEDUP_BENCH_CONFIGS`: which stores/layouts, comma separated, from
-//!   `mem4,mem6,redb4,redb6` (default all), and `redis4`, `redis6` (with
+//!   `mem4,mem6,redb4,redb6` (default all), and `redis4`, `redis6`, `replica4` (with
 //!   `--features redis` and `SIMCRAWL_REDIS_URL`: the Redis store, namespace
 //!   `bench`, whose Redis memory per document is printed too, by part
 //!   (`RedisStore::memory_by_part`), with that of 100k URL records and
@@ -887,6 +887,7 @@ fn index(c: &mut Criterion) {
             let (kind, m) = match cfg.as_str() {
                 "redis4" => ("redis", 4),
                 "redis6" => ("redis", 6),
+                "replica4" => ("replica", 4),
                 "mem4" => ("mem", 4),
                 "mem6" => ("mem", 6),
                 "redb4" => ("redb", 4),
@@ -904,6 +905,8 @@ fn index(c: &mut Criterion) {
                 sled_bench(c, &name, &dir_base, m, n);
             } else if kind == "redis" {
                 redis_bench(c, &name, m, n);
+            } else if kind == "replica" {
+                replica_bench(&name, m, n);
             } else {
                 let dir = tempfile::Builder::new()
                     .prefix("dedup-bench-")
@@ -986,7 +989,7 @@ fn redis_bench(c: &mut Criterion, name: &str, m: u32, n: u64) {
     );
     print_parts(name, d.store(), n);
     redis_tier_memory(name, &url, n.min(100_000));
-    redis_throughput(name, &d, m);
+    redis_throughput(name, &d, m, d.store());
     let trips = d.store().round_trips();
     index_benches(c, name, &d, &sample);
     eprintln!(
@@ -1070,13 +1073,12 @@ fn redis_tier_memory(name: &str, url: &str, n: u64) {
 /// Redis server and this process spent per check: on a shared machine the
 /// CPU figures say what a dedicated core would do.
 #[cfg(feature = "redis")]
-fn redis_throughput(name: &str, d: &Deduper<simcrawl_dedup::RedisStore>, m: u32) {
+fn redis_throughput<S: Store>(name: &str, d: &Deduper<S>, m: u32, probe: &simcrawl_dedup::RedisStore) {
     let layout = BlockLayout::new(m, 3).unwrap();
     let mut rng = StdRng::seed_from_u64(99);
     let mut serial = 1u64 << 40;
     let server_cpu = || {
-        d.store().info_number("cpu", "used_cpu_user").unwrap()
-            + d.store().info_number("cpu", "used_cpu_sys").unwrap()
+        probe.info_number("cpu", "used_cpu_user").unwrap() + probe.info_number("cpu", "used_cpu_sys").unwrap()
     };
     let own_cpu = || {
         let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
@@ -1115,5 +1117,63 @@ fn redis_throughput(name: &str, d: &Deduper<simcrawl_dedup::RedisStore>, m: u32)
 
 #[cfg(not(feature = "redis"))]
 fn redis_bench(_: &mut Criterion, name: &str, _: u32, _: u64) {
+    eprintln!("{name}: skipped, build the bench with --features redis");
+}
+
+/// The replicated store on `SIMCRAWL_REDIS_URL` (namespace `bench-rep`,
+/// emptied first and after): populated 10k documents per transaction,
+/// Redis memory per document (`INFO memory` delta, and the namespace's
+/// keys after a forced snapshot), the time a second process takes to
+/// load the state, and checks/s as for the Redis store.
+#[cfg(feature = "redis")]
+fn replica_bench(name: &str, m: u32, n: u64) {
+    let Ok(url) = std::env::var("SIMCRAWL_REDIS_URL") else {
+        eprintln!("{name}: skipped, set SIMCRAWL_REDIS_URL (scripts/redis-test-server.sh start)");
+        return;
+    };
+    let options = |ns: &str| simcrawl_dedup::RedisOptions {
+        namespace: ns.into(),
+        ..Default::default()
+    };
+    let probe = simcrawl_dedup::RedisStore::open_with(&url, options("bench-probe")).unwrap();
+    let store = simcrawl_dedup::ReplicatedStore::open_with(&url, options("bench-rep")).unwrap();
+    store.clear().unwrap();
+    let before = store.used_memory().unwrap();
+    let d = Deduper::new(store, config(m)).unwrap();
+    let rss0 = rss_mb();
+    populate_in(&d, m, 0..n, n ^ u64::from(m), 10_000);
+    let after = d.store().used_memory().unwrap();
+    eprintln!(
+        "{name}: Redis used_memory +{:.1} MB, {:.0} bytes per document (log position {}); process RSS +{:.0} MB ({:.0} bytes per document)",
+        (after - before) as f64 / 1e6,
+        (after - before) as f64 / n as f64,
+        d.store().position(),
+        rss_mb() - rss0,
+        (rss_mb() - rss0) * 1e6 / n as f64,
+    );
+    eprintln!(
+        "{name}: namespace keys {:.1} MB, {:.0} bytes per document",
+        d.store().memory().unwrap() as f64 / 1e6,
+        d.store().memory().unwrap() as f64 / n as f64
+    );
+    let start = Instant::now();
+    let other = simcrawl_dedup::ReplicatedStore::open_with(&url, options("bench-rep")).unwrap();
+    eprintln!(
+        "{name}: a second process loads the state in {:.1} s (position {})",
+        start.elapsed().as_secs_f64(),
+        other.position()
+    );
+    drop(other);
+    redis_throughput(name, &d, m, &probe);
+    eprintln!(
+        "{name}: {} round trips, {} conflicts",
+        d.store().round_trips(),
+        d.store().conflicts()
+    );
+    d.store().clear().unwrap();
+}
+
+#[cfg(not(feature = "redis"))]
+fn replica_bench(name: &str, _: u32, _: u64) {
     eprintln!("{name}: skipped, build the bench with --features redis");
 }

@@ -57,4 +57,4 @@ pub use store::{BAND_POSTINGS, DocId, MemoryStore, Prefetch, ReadTables, Store, 
 #[cfg(feature = "redb")]
 pub use store::{Commit, RedbOptions, RedbStore, RedbTables};
 #[cfg(feature = "redis")]
-pub use store::{RedisOptions, RedisStore};
+pub use store::{RedisOptions, RedisStore, ReplicatedStore};

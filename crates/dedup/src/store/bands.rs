@@ -273,6 +273,22 @@ impl BandIndex {
         }
     }
 
+    /// Calls `f(key, documents under it, oldest first)` for every key, in
+    /// no particular order: a snapshot of the index replays these lists.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(u64, &[DocId])) {
+        for at in 0..self.slots.len() {
+            let slot = self.slots.get(at);
+            if slot.is_empty() {
+                continue;
+            }
+            if slot.ids & LIST == 0 {
+                f(slot.key, &[slot.ids]);
+            } else if let Some(list) = self.lists.get(list_index(slot.ids)) {
+                f(slot.key, list);
+            }
+        }
+    }
+
     /// Number of keys indexed.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {

@@ -42,7 +42,7 @@ enum Entries {
 }
 
 #[derive(Debug, Default)]
-struct MemState {
+pub(crate) struct MemState {
     meta: HashMap<String, Vec<u8>>,
     urls: FxHashMap<u128, UrlRecord>,
     /// (first seen, digest) of every URL: purges read only expired ones.
@@ -55,6 +55,71 @@ struct MemState {
     /// Insertion order, for purging the oldest; touched only on insert and
     /// removal.
     order: BTreeSet<DocId>,
+}
+
+impl MemState {
+    /// The whole state as log entries of at most about `chunk` bytes each
+    /// (a snapshot): applying them in order to an empty state rebuilds
+    /// this one, lists in the same order.
+    #[cfg(feature = "redis")]
+    pub(crate) fn dump(&self, chunk: usize, out: &mut dyn FnMut(Vec<u8>) -> Result<()>) -> Result<()> {
+        use super::oplog::LogWriter;
+        let mut w = LogWriter::default();
+        let spill = |w: &mut LogWriter, out: &mut dyn FnMut(Vec<u8>) -> Result<()>| -> Result<()> {
+            if w.len() >= chunk {
+                out(std::mem::take(w).into_bytes())?;
+            }
+            Ok(())
+        };
+        let mut meta: Vec<_> = self.meta.iter().collect();
+        meta.sort();
+        for (k, v) in meta {
+            w.set_meta(k, v);
+        }
+        for (&digest, rec) in &self.urls {
+            w.put_url(digest, rec);
+            spill(&mut w, out)?;
+        }
+        for (&digest, ids) in &self.titles {
+            for &id in ids {
+                w.title(true, digest, id);
+            }
+            spill(&mut w, out)?;
+        }
+        for (table, t) in self.blocks.iter().enumerate() {
+            for (&key, e) in t {
+                match e {
+                    Entries::One(fp, id) => w.block(true, table, key, Fingerprint(*fp), *id),
+                    Entries::Many(v) => {
+                        for &(fp, id) in v {
+                            w.block(true, table, key, Fingerprint(fp), id);
+                        }
+                    }
+                }
+                spill(&mut w, out)?;
+            }
+        }
+        let mut failed = Ok(());
+        self.bands.for_each(|key, ids| {
+            for &id in ids {
+                w.band(true, key, id);
+            }
+            if failed.is_ok() {
+                failed = spill(&mut w, out);
+            }
+        });
+        failed?;
+        for id in &self.order {
+            if let Some(rec) = self.docs.get(id) {
+                w.put_doc(*id, rec);
+                spill(&mut w, out)?;
+            }
+        }
+        if w.ops() > 0 {
+            out(w.into_bytes())?;
+        }
+        Ok(())
+    }
 }
 
 impl Store for MemoryStore {

@@ -17,7 +17,11 @@ mod memory;
 #[cfg(feature = "redb")]
 mod redb;
 #[cfg(feature = "redis")]
+mod oplog;
+#[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "redis")]
+mod replicated;
 #[cfg(feature = "sled")]
 mod sled;
 
@@ -25,6 +29,8 @@ mod sled;
 pub use self::redb::{Commit, RedbOptions, RedbStore, RedbTables};
 #[cfg(feature = "redis")]
 pub use self::redis::{MemoryPart, RedisOptions, RedisStore};
+#[cfg(feature = "redis")]
+pub use self::replicated::ReplicatedStore;
 #[cfg(feature = "sled")]
 pub use self::sled::SledStore;
 pub use memory::MemoryStore;

@@ -555,65 +555,20 @@ impl RedisStore {
     /// A new connection, to the master holding the namespace's slot when
     /// the server is a cluster node.
     fn connect(&self) -> Result<Connection> {
-        let mut conn = self.connect_to(&self.client)?;
-        let slots = redis::cmd("CLUSTER").arg("SLOTS").query::<Value>(&mut conn);
-        if let Ok(slots) = slots
-            && let Some((host, port)) = slot_owner(&slots, slot(self.options.namespace.as_bytes()))
-        {
-            let info = self.client.get_connection_info();
-            let here = info.addr().to_string();
-            if here != format!("{host}:{port}") {
-                let mut target = info.clone();
-                let addr = redis::ConnectionAddr::Tcp(host, port);
-                target = target.set_addr(addr);
-                let client = redis::Client::open(target).map_err(|e| self.fail(e, false))?;
-                conn = self.connect_to(&client)?;
-            }
-        }
-        Ok(conn)
-    }
-
-    fn connect_to(&self, client: &redis::Client) -> Result<Connection> {
-        let conn = client
-            .get_connection_with_timeout(self.options.connect_timeout)
-            .map_err(|e| self.fail(e, false))?;
-        let mut conn = conn;
-        conn.set_read_timeout(Some(self.options.io_timeout))
-            .and_then(|_| conn.set_write_timeout(Some(self.options.io_timeout)))
-            .map_err(|e| self.fail(e, false))?;
-        // Named, so `CLIENT LIST` shows which namespace a connection serves.
-        redis::cmd("CLIENT")
-            .arg("SETNAME")
-            .arg(format!("simcrawl:{}", self.options.namespace))
-            .query::<Value>(&mut conn)
-            .map_err(|e| self.fail(e, false))?;
-        Ok(conn)
+        connect_namespace(&self.client, &self.options, &self.url).map_err(|e| self.fail(e, false))
     }
 
     /// A Redis error as this crate's: connection trouble is
     /// [`Error::Disconnected`] (retry), anything else a store error naming
     /// the server.
     fn fail(&self, e: RedisError, maybe_applied: bool) -> Error {
-        let not_ready = matches!(
-            e.kind(),
-            redis::ErrorKind::Server(
-                redis::ServerErrorKind::BusyLoading | redis::ServerErrorKind::MasterDown
-            )
-        );
-        if e.is_cluster_error() || not_ready {
-            // The slot moved (resharding, failover), the cluster is down,
-            // a restarted server is still loading its data, or a replica
-            // lost its master: the command was refused, so nothing was
-            // applied. Pooled connections may point at the old owner; new
-            // ones ask the cluster again.
+        let (error, reroute) = classify(&self.url, e, maybe_applied);
+        if reroute {
+            // Pooled connections may point at the old owner of the slot;
+            // new ones ask the cluster again.
             self.pool.lock().clear();
-            return Error::Disconnected {
-                url: self.url.clone(),
-                maybe_applied: false,
-                source: Box::new(e),
-            };
         }
-        fail(&self.url, e, maybe_applied)
+        error
     }
 
     /// Runs `f` in optimistic transactions until one commits (see the
@@ -660,6 +615,66 @@ impl RedisStore {
     }
 }
 
+/// A new connection to the server of `client` or, when it is a cluster
+/// node, to the master serving `options.namespace`'s slot: named, with
+/// the options' timeouts.
+pub(super) fn connect_namespace(
+    client: &redis::Client,
+    options: &RedisOptions,
+    url: &str,
+) -> std::result::Result<Connection, RedisError> {
+    let mut conn = connect_to(client, options)?;
+    let slots = redis::cmd("CLUSTER").arg("SLOTS").query::<Value>(&mut conn);
+    if let Ok(slots) = slots
+        && let Some((host, port)) = slot_owner(&slots, slot(options.namespace.as_bytes()))
+    {
+        let info = client.get_connection_info();
+        let here = info.addr().to_string();
+        if here != format!("{host}:{port}") {
+            tracing::debug!(url, "namespace {} served by {host}:{port}", options.namespace);
+            let target = info.clone().set_addr(redis::ConnectionAddr::Tcp(host, port));
+            let client = redis::Client::open(target)?;
+            conn = connect_to(&client, options)?;
+        }
+    }
+    Ok(conn)
+}
+
+fn connect_to(client: &redis::Client, options: &RedisOptions) -> std::result::Result<Connection, RedisError> {
+    let mut conn = client.get_connection_with_timeout(options.connect_timeout)?;
+    conn.set_read_timeout(Some(options.io_timeout))?;
+    conn.set_write_timeout(Some(options.io_timeout))?;
+    // Named, so `CLIENT LIST` shows which namespace a connection serves.
+    redis::cmd("CLIENT")
+        .arg("SETNAME")
+        .arg(format!("simcrawl:{}", options.namespace))
+        .query::<Value>(&mut conn)?;
+    Ok(conn)
+}
+
+/// A Redis error as this crate's, and whether connections must ask the
+/// cluster again where the namespace lives: connection trouble is
+/// [`Error::Disconnected`] (retry), anything else a store error naming
+/// the server.
+pub(super) fn classify(url: &str, e: RedisError, maybe_applied: bool) -> (Error, bool) {
+    let not_ready = matches!(
+        e.kind(),
+        redis::ErrorKind::Server(redis::ServerErrorKind::BusyLoading | redis::ServerErrorKind::MasterDown)
+    );
+    if e.is_cluster_error() || not_ready {
+        // The slot moved (resharding, failover), the cluster is down, a
+        // restarted server is still loading its data, or a replica lost
+        // its master: the command was refused, so nothing was applied.
+        let error = Error::Disconnected {
+            url: url.to_string(),
+            maybe_applied: false,
+            source: Box::new(e),
+        };
+        return (error, true);
+    }
+    (fail(url, e, maybe_applied), false)
+}
+
 fn fail(url: &str, e: RedisError, maybe_applied: bool) -> Error {
     if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() || e.is_connection_refusal() {
         Error::Disconnected {
@@ -674,7 +689,7 @@ fn fail(url: &str, e: RedisError, maybe_applied: bool) -> Error {
 
 /// Sleeps a little before attempt `attempt + 1`: 0.1 ms doubling up to
 /// ~25 ms, jittered so that colliding writers do not collide again.
-fn backoff(attempt: u32) {
+pub(super) fn backoff(attempt: u32) {
     let cap = 100u64 << attempt.min(8);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -688,7 +703,7 @@ fn backoff(attempt: u32) {
 }
 
 /// `url` without its password, for messages.
-fn redact(url: &str) -> String {
+pub(super) fn redact(url: &str) -> String {
     match url::Url::parse(url) {
         Ok(mut u) => {
             if u.password().is_some() {

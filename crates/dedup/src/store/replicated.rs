@@ -1,0 +1,879 @@
+//! Tiers replicated in every process, ordered by one log in Redis: the
+//! fast way to share them (behind the `redis` feature).
+//!
+//! [`super::RedisStore`] keeps the tiers *in* Redis, so every check costs
+//! the server reads and a commit script that moves each new document's
+//! index entries (~15 keys) into the keyspace; one server then checks a
+//! few thousand documents a second. [`ReplicatedStore`] keeps them in each
+//! process instead, as a [`super::MemoryStore`] state (the *replica*), and
+//! uses Redis only to put every process's writes in one order:
+//!
+//! - A transaction runs against the replica, its writes kept aside
+//!   (`oplog::Overlay`), and becomes one log entry: its writes, encoded
+//!   (~700 bytes per new document with its URL and title).
+//! - The commit script appends the entry to the namespace's log only if
+//!   the log ends where the replica is: the transaction then read exactly
+//!   the state that every earlier entry made, so the log is a serial
+//!   order of transactions and check-and-insert keeps one copy however
+//!   many processes race. Otherwise it appends nothing and replies with
+//!   the entries the replica lacks: the process applies them and runs the
+//!   transaction again (the same optimistic protocol as `RedisStore`'s, at
+//!   the granularity of the whole namespace).
+//! - Every process applies the log's entries in log order, its own
+//!   included once accepted, so the replicas are equal at equal positions.
+//!
+//! The server's work per batch is one `RPUSH` of one string; the checks
+//! run at in-memory speed in the processes (docs/BENCHMARKS.md, "Redis
+//! store"). The costs: each process holds the whole state in memory (as a
+//! [`super::MemoryStore`] would), each applies every other process's
+//! writes, and a process that starts (or fell behind a compaction) loads
+//! the snapshot and the log after it.
+//!
+//! # Key layout
+//!
+//! | key | type | content |
+//! | --- | --- | --- |
+//! | `{NS}:m:layout` | string | `replicated-1` (a `RedisStore` namespace says `2` and is refused, and the other way round) |
+//! | `{NS}:log` | list | log entries since the snapshot, oldest first |
+//! | `{NS}:lh` | hash | `base` (absolute position of the list's first entry), `cb` (bytes of all entries ever appended), `gen` (snapshot generations so far), and the snapshot's `snap_gen`, `snap_pos`, `snap_cb`, `snap_n` (chunks), `snap_bytes` |
+//! | `{NS}:s:GEN:I` | string | chunk `I` of snapshot `GEN`: log entries that rebuild the state at `snap_pos` from nothing |
+//! | `{NS}:turn` | string | a process that lost the race repeatedly takes the next turn (expires after 2 s) |
+//! | `{NS}:compacting` | string | the process writing a snapshot (expires after 10 min) |
+//!
+//! # Compaction
+//!
+//! The log grows with every write, removals included. After a commit, a
+//! process that sees the log since the snapshot grow past half the
+//! snapshot's size (and past [`ReplicatedStore::compact_after`]) takes the
+//! `compacting` lease, writes its replica as a new snapshot (chunks of
+//! ~4 MB, expiring until installed), and installs it with a script that
+//! trims the log entries it covers and deletes the old snapshot, unless a
+//! newer snapshot was installed meanwhile. Redis therefore holds between
+//! one and about one and a half times the state, plus one batch. A
+//! process whose position was trimmed away reloads the snapshot.
+//!
+//! # Failures
+//!
+//! As for `RedisStore`: unreachable at open is [`Error::Unreachable`]; a
+//! connection lost during a transaction is [`Error::Disconnected`], with
+//! `maybe_applied` set when the commit was sent (the entry was appended
+//! whole or not at all). Nothing is applied to the replica until the log
+//! accepted it, so a retry starts from the log: a check that was in fact
+//! appended then finds its own document. A server that lost its data
+//! (restarted without persistence) has a log shorter than the replica:
+//! the process drops its replica and loads what the server has, like a
+//! new process, and logs a warning.
+//!
+//! Under Redis Cluster every key of the namespace carries the `{NS}` hash
+//! tag, so the log lives on one master, as with `RedisStore`.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use redis::{Connection, Value};
+
+use super::memory::MemState;
+use super::oplog::{self, Overlay, Pending};
+use super::redis::{backoff, classify, connect_namespace, redact};
+use super::{ReadTables, RedisOptions, Store, Tables};
+use crate::error::{Error, Result};
+
+/// The layout marker of a replicated namespace.
+const LAYOUT: &str = "replicated-1";
+
+/// Most entries one reply carries: a reply holds them all in the server's
+/// memory at once, and a batch of 1000 documents is ~700 KB.
+const MAX_ENTRIES: usize = 64;
+
+/// Snapshot chunk size.
+const CHUNK: usize = 4 << 20;
+
+/// How long a turn taken after repeated conflicts lasts at most.
+const TURN_MS: u64 = 2_000;
+
+/// How long a snapshot may take to write before another process may try.
+const COMPACT_MS: u64 = 600_000;
+
+/// Appends `ARGV[3]` to the log if the log ends at `ARGV[1]` and no other
+/// process (`ARGV[2]` is this one) holds the turn. Replies `{1, new end,
+/// cb, snap_cb, snap_bytes}` when appended; `{0, end, entries}` when the
+/// caller lacks entries (at most `ARGV[4]`, from its position on); `{2,
+/// end}` when another process holds the turn; `{3, base}` when the caller's
+/// position was trimmed (reload the snapshot); `{4, end}` when the log is
+/// shorter than the caller's position (the server lost data).
+const COMMIT: &str = r#"
+local base = tonumber(redis.call('HGET', KEYS[2], 'base') or '0')
+local last = base + redis.call('LLEN', KEYS[1])
+local pos = tonumber(ARGV[1])
+if pos < base then return {3, base} end
+if pos > last then return {4, last} end
+if pos < last then
+  local s = pos - last
+  local n = math.min(last - pos, tonumber(ARGV[4]))
+  return {0, last, redis.call('LRANGE', KEYS[1], s, s + n - 1)}
+end
+local turn = redis.call('GET', KEYS[3])
+if turn and turn ~= ARGV[2] then return {2, last} end
+redis.call('RPUSH', KEYS[1], ARGV[3])
+local cb = redis.call('HINCRBY', KEYS[2], 'cb', string.len(ARGV[3]))
+if turn then redis.call('DEL', KEYS[3]) end
+local snap = redis.call('HMGET', KEYS[2], 'snap_cb', 'snap_bytes')
+return {1, last + 1, cb, tonumber(snap[1] or '0'), tonumber(snap[2] or '0')}
+"#;
+
+/// The entries from `ARGV[1]` on (at most `ARGV[2]`): `{0, end, entries}`,
+/// or `{1, end}` when there are none, `{3, base}` / `{4, end}` as for
+/// [`COMMIT`].
+const SINCE: &str = r#"
+local base = tonumber(redis.call('HGET', KEYS[2], 'base') or '0')
+local last = base + redis.call('LLEN', KEYS[1])
+local pos = tonumber(ARGV[1])
+if pos < base then return {3, base} end
+if pos > last then return {4, last} end
+if pos == last then return {1, last} end
+local s = pos - last
+local n = math.min(last - pos, tonumber(ARGV[2]))
+return {0, last, redis.call('LRANGE', KEYS[1], s, s + n - 1)}
+"#;
+
+/// Installs snapshot `ARGV[1]` (at position `ARGV[2]`, cumulative bytes
+/// `ARGV[3]`, `ARGV[4]` chunks named `ARGV[6]..GEN..':'..I`, `ARGV[5]`
+/// bytes): makes its chunks permanent, trims the log entries it covers,
+/// records it and deletes the previous snapshot. 0 when a snapshot as new
+/// exists or the position is not in the log, -1 when a chunk expired.
+const INSTALL: &str = r#"
+local base = tonumber(redis.call('HGET', KEYS[2], 'base') or '0')
+local last = base + redis.call('LLEN', KEYS[1])
+local pos = tonumber(ARGV[2])
+local cur = tonumber(redis.call('HGET', KEYS[2], 'snap_pos') or '-1')
+if pos <= cur or pos < base or pos > last then return 0 end
+local n = tonumber(ARGV[4])
+for i = 0, n - 1 do
+  local k = ARGV[6] .. ARGV[1] .. ':' .. i
+  if redis.call('PERSIST', k) == 0 and redis.call('EXISTS', k) == 0 then return -1 end
+end
+local old = redis.call('HMGET', KEYS[2], 'snap_gen', 'snap_n')
+if pos > base then redis.call('LTRIM', KEYS[1], pos - base, -1) end
+redis.call('HSET', KEYS[2], 'base', pos, 'snap_gen', ARGV[1], 'snap_pos', pos,
+  'snap_cb', ARGV[3], 'snap_n', n, 'snap_bytes', ARGV[5])
+if old[1] then
+  for i = 0, tonumber(old[2]) - 1 do redis.call('UNLINK', ARGV[6] .. old[1] .. ':' .. i) end
+end
+return 1
+"#;
+
+/// Deletes `KEYS[1]` if it holds `ARGV[1]` (a lease or turn of ours).
+const RELEASE: &str = r#"
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"#;
+
+/// Key names of one namespace.
+#[derive(Debug)]
+struct Keys {
+    layout: String,
+    log: String,
+    head: String,
+    turn: String,
+    compacting: String,
+    /// `{NS}:s:`, followed by `GEN:I`.
+    chunk_prefix: String,
+    prefix: String,
+}
+
+impl Keys {
+    fn new(ns: &str) -> Keys {
+        let p = format!("{{{ns}}}:");
+        Keys {
+            layout: format!("{p}m:layout"),
+            log: format!("{p}log"),
+            head: format!("{p}lh"),
+            turn: format!("{p}turn"),
+            compacting: format!("{p}compacting"),
+            chunk_prefix: format!("{p}s:"),
+            prefix: p,
+        }
+    }
+}
+
+/// This process's copy of the state, and where in the log it is.
+struct Replica {
+    mem: MemState,
+    /// Log entries applied (an absolute position: entries trimmed by
+    /// compactions count).
+    pos: u64,
+    /// Bytes of the log's entries up to `pos`, the measure compaction
+    /// compares with the snapshot's size.
+    cb: u64,
+    /// False until loaded, and after anything left `mem` unlike the log
+    /// at `pos` (an entry that failed to apply, a server that lost data).
+    valid: bool,
+    conn: Option<Connection>,
+    last_compaction: Option<Instant>,
+}
+
+/// The tiers replicated in this process and ordered through a log in
+/// Redis: every process opening the same URL and namespace sees the same
+/// state, and a check runs at in-memory speed. See the module docs for
+/// the protocol, the key layout and the costs (each process holds the
+/// whole state in memory).
+///
+/// ```no_run
+/// use simcrawl_dedup::{Deduper, DedupConfig, Document, RedisOptions, ReplicatedStore};
+/// let store = ReplicatedStore::open_with("redis://127.0.0.1:6379/0", RedisOptions::default())?;
+/// let d = Deduper::new(store, DedupConfig::default())?;
+/// let text = "长江流域今年夏季降雨偏多，防汛形势严峻，水利部门启动应急响应";
+/// // Another process checking the same text against the same Redis and
+/// // namespace gets a duplicate.
+/// let first = d.check(&Document::new("http://a.example/1", "", text))?;
+/// # Ok::<(), simcrawl_dedup::Error>(())
+/// ```
+pub struct ReplicatedStore {
+    client: redis::Client,
+    url: String,
+    location: PathBuf,
+    keys: Keys,
+    options: RedisOptions,
+    /// Identifies this store's turns and leases.
+    token: String,
+    compact_after: u64,
+    replica: Mutex<Replica>,
+    conflicts: AtomicU64,
+    round_trips: AtomicU64,
+    commit: redis::Script,
+    since: redis::Script,
+    install: redis::Script,
+    release: redis::Script,
+}
+
+impl std::fmt::Debug for ReplicatedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplicatedStore")
+            .field("url", &self.url)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A reply of the log scripts.
+enum Reply {
+    Appended { end: u64, cb: u64, snap_cb: u64, snap_bytes: u64 },
+    Entries { entries: Vec<Vec<u8>> },
+    UpToDate,
+    NotYourTurn,
+    Trimmed,
+    Shorter { end: u64 },
+}
+
+fn int(v: &Value) -> Result<u64> {
+    match v {
+        Value::Int(n) if *n >= 0 => Ok(*n as u64),
+        other => Err(Error::Corrupt(format!("log script replied {other:?}"))),
+    }
+}
+
+fn parse(v: Value) -> Result<Reply> {
+    let Value::Array(items) = v else {
+        return Err(Error::Corrupt(format!("log script replied {v:?}")));
+    };
+    let num = |i: usize| items.get(i).map_or(Err(Error::Corrupt("short log script reply".into())), int);
+    Ok(match num(0)? {
+        1 if items.len() == 5 => Reply::Appended {
+            end: num(1)?,
+            cb: num(2)?,
+            snap_cb: num(3)?,
+            snap_bytes: num(4)?,
+        },
+        1 => Reply::UpToDate,
+        0 => {
+            let entries = match items.get(2) {
+                Some(Value::Array(e)) => e
+                    .iter()
+                    .map(|x| match x {
+                        Value::BulkString(b) => Ok(b.clone()),
+                        other => Err(Error::Corrupt(format!("log entry {other:?}"))),
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+                other => return Err(Error::Corrupt(format!("log entries {other:?}"))),
+            };
+            Reply::Entries { entries }
+        }
+        2 => Reply::NotYourTurn,
+        3 => Reply::Trimmed,
+        4 => Reply::Shorter { end: num(1)? },
+        other => return Err(Error::Corrupt(format!("log script code {other}"))),
+    })
+}
+
+impl ReplicatedStore {
+    /// Connects to `url` (`redis://[user:password@]host:port/db`, or any
+    /// node of a cluster), checks the namespace's layout and loads the
+    /// replica: the snapshot and the log after it. An unreachable server
+    /// is [`Error::Unreachable`]; a namespace of a `RedisStore` is
+    /// [`Error::Config`].
+    pub fn open_with(url: &str, options: RedisOptions) -> Result<ReplicatedStore> {
+        let shown = redact(url);
+        let ns = &options.namespace;
+        if ns.is_empty() || ns.contains(['{', '}', ':']) || ns.contains(char::is_whitespace) {
+            return Err(Error::Config(format!(
+                "Redis namespace {ns:?} must be non-empty, without '{{', '}}', ':' or spaces"
+            )));
+        }
+        let client = redis::Client::open(url).map_err(|e| Error::Unreachable {
+            url: shown.clone(),
+            source: Box::new(e),
+        })?;
+        let store = ReplicatedStore {
+            client,
+            location: PathBuf::from(format!("{shown} (namespace {ns}, replicated)")),
+            keys: Keys::new(ns),
+            token: format!("{}:{}:{:x}", hostname(), std::process::id(), random_u64()),
+            compact_after: 64 << 20,
+            options,
+            url: shown,
+            replica: Mutex::new(Replica {
+                mem: MemState::default(),
+                pos: 0,
+                cb: 0,
+                valid: false,
+                conn: None,
+                last_compaction: None,
+            }),
+            conflicts: AtomicU64::new(0),
+            round_trips: AtomicU64::new(0),
+            commit: redis::Script::new(COMMIT),
+            since: redis::Script::new(SINCE),
+            install: redis::Script::new(INSTALL),
+            release: redis::Script::new(RELEASE),
+        };
+        let mut conn = connect_namespace(&store.client, &store.options, &store.url).map_err(|e| {
+            Error::Unreachable {
+                url: store.url.clone(),
+                source: Box::new(e),
+            }
+        })?;
+        store.check_layout(&mut conn)?;
+        {
+            let mut r = store.replica.lock();
+            r.conn = Some(conn);
+            store.load(&mut r)?;
+        }
+        Ok(store)
+    }
+
+    /// Writes a snapshot once the log since the last one exceeds `bytes`
+    /// (and half the snapshot): lower keeps Redis smaller and restarts
+    /// faster, at the cost of more snapshots written. Default 64 MiB.
+    ///
+    /// ```no_run
+    /// # use simcrawl_dedup::{RedisOptions, ReplicatedStore};
+    /// let store = ReplicatedStore::open_with("redis://127.0.0.1:6379/0", RedisOptions::default())?
+    ///     .compact_after(256 << 20);
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    pub fn compact_after(mut self, bytes: u64) -> ReplicatedStore {
+        self.compact_after = bytes;
+        self
+    }
+
+    /// The server's URL, without password.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Transactions run again because another process appended first.
+    pub fn conflicts(&self) -> u64 {
+        self.conflicts.load(Ordering::Relaxed)
+    }
+
+    /// Requests sent to the server so far.
+    pub fn round_trips(&self) -> u64 {
+        self.round_trips.load(Ordering::Relaxed)
+    }
+
+    /// The log position this process's replica is at (entries applied).
+    pub fn position(&self) -> u64 {
+        self.replica.lock().pos
+    }
+
+    /// Brings the replica up to the end of the log now (a write does it
+    /// anyway when it conflicts; a read does it first).
+    pub fn sync(&self) -> Result<()> {
+        let mut r = self.replica.lock();
+        self.catch_up(&mut r)
+    }
+
+    /// The server's `used_memory` (`INFO memory`).
+    pub fn used_memory(&self) -> Result<u64> {
+        let mut r = self.replica.lock();
+        let info: String = self.query(&mut r, redis::cmd("INFO").arg("memory"), false)?;
+        info.lines()
+            .find_map(|l| l.strip_prefix("used_memory:"))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| Error::Corrupt("INFO memory without used_memory".into()))
+    }
+
+    /// Bytes the namespace's keys take in Redis (`MEMORY USAGE` of the
+    /// log, its head and the snapshot chunks).
+    pub fn memory(&self) -> Result<u64> {
+        let mut r = self.replica.lock();
+        let mut total = 0u64;
+        for key in self.scan(&mut r)? {
+            let n: Option<u64> = self.query(
+                &mut r,
+                redis::cmd("MEMORY").arg("USAGE").arg(&key).arg("SAMPLES").arg(0),
+                false,
+            )?;
+            total += n.unwrap_or(0);
+        }
+        Ok(total)
+    }
+
+    /// Deletes every key of the namespace and empties this replica (other
+    /// processes sharing the namespace must be stopped first: they would
+    /// keep their replicas).
+    pub fn clear(&self) -> Result<()> {
+        let mut r = self.replica.lock();
+        let keys = self.scan(&mut r)?;
+        for chunk in keys.chunks(1000) {
+            let _: Value = self.query(&mut r, redis::cmd("UNLINK").arg(chunk), false)?;
+        }
+        r.mem = MemState::default();
+        r.pos = 0;
+        r.cb = 0;
+        r.valid = true;
+        let _: Value = self.query(
+            &mut r,
+            redis::cmd("SET").arg(&self.keys.layout).arg(LAYOUT).arg("NX"),
+            false,
+        )?;
+        Ok(())
+    }
+
+    fn scan(&self, r: &mut Replica) -> Result<Vec<Vec<u8>>> {
+        let pattern = format!("{}*", self.keys.prefix);
+        let mut cursor: u64 = 0;
+        let mut all = Vec::new();
+        loop {
+            let (next, keys): (u64, Vec<Vec<u8>>) = self.query(
+                r,
+                redis::cmd("SCAN")
+                    .arg(cursor)
+                    .arg("MATCH")
+                    .arg(&pattern)
+                    .arg("COUNT")
+                    .arg(1000),
+                false,
+            )?;
+            all.extend(keys);
+            if next == 0 {
+                return Ok(all);
+            }
+            cursor = next;
+        }
+    }
+
+    fn check_layout(&self, conn: &mut Connection) -> Result<()> {
+        let stored: Option<String> = redis::cmd("GET")
+            .arg(&self.keys.layout)
+            .query(conn)
+            .map_err(|e| classify(&self.url, e, false).0)?;
+        match stored {
+            Some(s) if s == LAYOUT => Ok(()),
+            Some(other) => Err(Error::Config(format!(
+                "Redis namespace {:?} at {} holds a store of layout {other}, not a replicated one ({LAYOUT}): \
+                 open it with RedisStore, or use another namespace",
+                self.options.namespace, self.url
+            ))),
+            None => {
+                // A namespace with keys but no marker is someone else's.
+                let used: bool = redis::cmd("EXISTS")
+                    .arg(format!("{}n", self.keys.prefix))
+                    .query(conn)
+                    .map_err(|e| classify(&self.url, e, false).0)?;
+                if used {
+                    return Err(Error::Config(format!(
+                        "Redis namespace {:?} at {} holds a RedisStore of layout 1: use another namespace",
+                        self.options.namespace, self.url
+                    )));
+                }
+                redis::cmd("SET")
+                    .arg(&self.keys.layout)
+                    .arg(LAYOUT)
+                    .arg("NX")
+                    .query::<Value>(conn)
+                    .map_err(|e| classify(&self.url, e, false).0)?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs one command on the replica's connection (connecting first if
+    /// it has none). A failed connection is dropped.
+    fn query<T: redis::FromRedisValue>(
+        &self,
+        r: &mut Replica,
+        cmd: &redis::Cmd,
+        maybe_applied: bool,
+    ) -> Result<T> {
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        let conn = self.conn(r)?;
+        cmd.query(conn).map_err(|e| self.lose(r, e, maybe_applied))
+    }
+
+    fn conn<'r>(&self, r: &'r mut Replica) -> Result<&'r mut Connection> {
+        if r.conn.is_none() {
+            let c = connect_namespace(&self.client, &self.options, &self.url)
+                .map_err(|e| classify(&self.url, e, false).0)?;
+            r.conn = Some(c);
+        }
+        r.conn
+            .as_mut()
+            .ok_or_else(|| Error::Corrupt("no connection".into()))
+    }
+
+    fn lose(&self, r: &mut Replica, e: redis::RedisError, maybe_applied: bool) -> Error {
+        let (error, reroute) = classify(&self.url, e, maybe_applied);
+        if reroute || matches!(error, Error::Disconnected { .. }) {
+            r.conn = None;
+        }
+        error
+    }
+
+    fn script(&self, r: &mut Replica, script: &redis::Script, args: &[&[u8]], maybe_applied: bool) -> Result<Reply> {
+        let mut inv = script.key(&self.keys.log);
+        inv.key(&self.keys.head);
+        inv.key(&self.keys.turn);
+        for a in args {
+            inv.arg(*a);
+        }
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        let conn = self.conn(r)?;
+        let v: Value = match inv.invoke(conn) {
+            Ok(v) => v,
+            Err(e) => {
+                let sent = !e.is_connection_refusal();
+                return Err(self.lose(r, e, maybe_applied && sent));
+            }
+        };
+        parse(v)
+    }
+
+    /// Applies `entries` (the log from `r.pos` on) to the replica.
+    fn apply(&self, r: &mut Replica, entries: Vec<Vec<u8>>) -> Result<()> {
+        for e in entries {
+            if let Err(err) = oplog::apply(&e, &mut r.mem) {
+                r.valid = false;
+                return Err(err);
+            }
+            r.pos += 1;
+            r.cb += e.len() as u64;
+        }
+        Ok(())
+    }
+
+    /// Applies the log's entries after `r.pos` until none is left;
+    /// reloads when the replica is invalid or its position was trimmed.
+    fn catch_up(&self, r: &mut Replica) -> Result<()> {
+        if !r.valid {
+            return self.load(r);
+        }
+        loop {
+            let pos = r.pos.to_string();
+            let max = MAX_ENTRIES.to_string();
+            match self.script(r, &self.since, &[pos.as_bytes(), max.as_bytes()], false)? {
+                Reply::Entries { entries } => self.apply(r, entries)?,
+                Reply::UpToDate | Reply::Appended { .. } | Reply::NotYourTurn => return Ok(()),
+                Reply::Trimmed => return self.load(r),
+                Reply::Shorter { end } => {
+                    tracing::warn!(
+                        url = %self.url,
+                        "the log of namespace {} ends at {end}, before this replica ({}): the server lost data; reloading",
+                        self.options.namespace,
+                        r.pos
+                    );
+                    return self.load(r);
+                }
+            }
+        }
+    }
+
+    /// Rebuilds the replica from the snapshot and the log after it.
+    fn load(&self, r: &mut Replica) -> Result<()> {
+        for attempt in 0..self.options.max_attempts.max(1) {
+            r.valid = false;
+            r.mem = MemState::default();
+            let head: Vec<Option<u64>> = self.query(
+                r,
+                redis::cmd("HMGET")
+                    .arg(&self.keys.head)
+                    .arg("snap_gen")
+                    .arg("snap_pos")
+                    .arg("snap_cb")
+                    .arg("snap_n"),
+                false,
+            )?;
+            let (pos, cb) = match head.as_slice() {
+                [Some(generation), Some(pos), Some(cb), Some(n)] => {
+                    let mut complete = true;
+                    for i in 0..*n {
+                        let key = format!("{}{generation}:{i}", self.keys.chunk_prefix);
+                        let chunk: Option<Vec<u8>> = self.query(r, redis::cmd("GET").arg(&key), false)?;
+                        let Some(chunk) = chunk else {
+                            // Replaced by a newer snapshot while we read.
+                            complete = false;
+                            break;
+                        };
+                        oplog::apply(&chunk, &mut r.mem)?;
+                    }
+                    if !complete {
+                        backoff(attempt);
+                        continue;
+                    }
+                    (*pos, *cb)
+                }
+                _ => (0, 0),
+            };
+            r.pos = pos;
+            r.cb = cb;
+            r.valid = true;
+            match self.catch_up(r) {
+                Ok(()) if r.valid => return Ok(()),
+                Ok(()) => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(Error::Contention {
+            url: self.url.clone(),
+            attempts: self.options.max_attempts,
+        })
+    }
+
+    /// Writes the replica as a new snapshot, if no other process is.
+    fn compact(&self, r: &mut Replica) -> Result<()> {
+        r.last_compaction = Some(Instant::now());
+        let leased: Option<String> = self.query(
+            r,
+            redis::cmd("SET")
+                .arg(&self.keys.compacting)
+                .arg(&self.token)
+                .arg("NX")
+                .arg("PX")
+                .arg(COMPACT_MS),
+            false,
+        )?;
+        if leased.is_none() {
+            return Ok(());
+        }
+        let started = Instant::now();
+        let outcome = self.write_snapshot(r);
+        let released = self.release_lease(r, &self.keys.compacting);
+        let (generation, chunks, bytes) = outcome?;
+        released?;
+        tracing::info!(
+            url = %self.url,
+            "namespace {}: snapshot {generation} at position {} written ({chunks} chunks, {:.1} MB) in {:.1} s",
+            self.options.namespace,
+            r.pos,
+            bytes as f64 / 1e6,
+            started.elapsed().as_secs_f64()
+        );
+        Ok(())
+    }
+
+    fn write_snapshot(&self, r: &mut Replica) -> Result<(u64, u64, u64)> {
+        let generation: u64 = self.query(r, redis::cmd("HINCRBY").arg(&self.keys.head).arg("gen").arg(1), false)?;
+        let mut chunks: Vec<Vec<u8>> = Vec::new();
+        // The state is dumped whole first: the connection is needed to
+        // send, and the dump borrows the replica.
+        r.mem.dump(CHUNK, &mut |c| {
+            chunks.push(c);
+            Ok(())
+        })?;
+        let bytes: u64 = chunks.iter().map(|c| c.len() as u64).sum();
+        for (i, c) in chunks.iter().enumerate() {
+            let key = format!("{}{generation}:{i}", self.keys.chunk_prefix);
+            let _: Value = self.query(r, redis::cmd("SET").arg(&key).arg(c).arg("PX").arg(COMPACT_MS), false)?;
+        }
+        let args: Vec<Vec<u8>> = vec![
+            generation.to_string().into_bytes(),
+            r.pos.to_string().into_bytes(),
+            r.cb.to_string().into_bytes(),
+            chunks.len().to_string().into_bytes(),
+            bytes.to_string().into_bytes(),
+            self.keys.chunk_prefix.clone().into_bytes(),
+        ];
+        let mut inv = self.install.key(&self.keys.log);
+        inv.key(&self.keys.head);
+        for a in &args {
+            inv.arg(a.as_slice());
+        }
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        let conn = self.conn(r)?;
+        let installed: i64 = inv.invoke(conn).map_err(|e| self.lose(r, e, true))?;
+        if installed != 1 {
+            for i in 0..chunks.len() {
+                let key = format!("{}{generation}:{i}", self.keys.chunk_prefix);
+                let _: Value = self.query(r, redis::cmd("UNLINK").arg(&key), false)?;
+            }
+        }
+        Ok((generation, chunks.len() as u64, bytes))
+    }
+
+    fn release_lease(&self, r: &mut Replica, key: &str) -> Result<()> {
+        let mut inv = self.release.key(key);
+        inv.arg(&self.token);
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        let conn = self.conn(r)?;
+        let _: i64 = inv.invoke(conn).map_err(|e| self.lose(r, e, false))?;
+        Ok(())
+    }
+
+    /// One transaction: run `f` on the replica with its writes aside,
+    /// append them to the log, apply them. See the module docs.
+    fn transact<R>(&self, r: &mut Replica, f: &mut impl FnMut(&mut dyn Tables) -> Result<R>) -> Result<R> {
+        if !r.valid {
+            self.load(r)?;
+        }
+        let attempts = self.options.max_attempts.max(1);
+        let mut has_turn = false;
+        let mut lost = 0u32;
+        for attempt in 0..attempts {
+            let mut pending = Pending::default();
+            let value = {
+                let mut view = Overlay {
+                    base: &r.mem,
+                    pending: &mut pending,
+                };
+                f(&mut view)?
+            };
+            if pending.is_empty() {
+                return Ok(value);
+            }
+            let entry = pending.into_entry();
+            let pos = r.pos.to_string();
+            let max = MAX_ENTRIES.to_string();
+            let reply = self.script(
+                r,
+                &self.commit,
+                &[pos.as_bytes(), self.token.as_bytes(), &entry, max.as_bytes()],
+                true,
+            )?;
+            match reply {
+                Reply::Appended {
+                    end,
+                    cb,
+                    snap_cb,
+                    snap_bytes,
+                } => {
+                    if let Err(e) = oplog::apply(&entry, &mut r.mem) {
+                        r.valid = false;
+                        return Err(e);
+                    }
+                    r.pos = end;
+                    r.cb = cb;
+                    let tail = cb.saturating_sub(snap_cb);
+                    let due = tail >= self.compact_after.max(snap_bytes / 2);
+                    let recently = r
+                        .last_compaction
+                        .is_some_and(|t| t.elapsed() < Duration::from_secs(10));
+                    if due && !recently {
+                        // The commit stands whatever happens to the snapshot.
+                        if let Err(e) = self.compact(r) {
+                            tracing::warn!(url = %self.url, "writing a snapshot failed: {e}");
+                        }
+                    }
+                    return Ok(value);
+                }
+                Reply::Entries { entries } => {
+                    self.conflicts.fetch_add(1, Ordering::Relaxed);
+                    let more = entries.len() >= MAX_ENTRIES;
+                    self.apply(r, entries)?;
+                    if more {
+                        self.catch_up(r)?;
+                    }
+                    lost += 1;
+                    if lost >= 2 && !has_turn {
+                        // Losing again and again to faster writers: take
+                        // the next turn, so this transaction gets in.
+                        let taken: Option<String> = self.query(
+                            r,
+                            redis::cmd("SET")
+                                .arg(&self.keys.turn)
+                                .arg(&self.token)
+                                .arg("NX")
+                                .arg("PX")
+                                .arg(TURN_MS),
+                            false,
+                        )?;
+                        has_turn = taken.is_some();
+                    }
+                }
+                Reply::NotYourTurn => backoff(attempt),
+                Reply::Trimmed => self.load(r)?,
+                Reply::Shorter { end } => {
+                    tracing::warn!(
+                        url = %self.url,
+                        "the log of namespace {} ends at {end}, before this replica ({}): the server lost data; reloading",
+                        self.options.namespace,
+                        r.pos
+                    );
+                    self.load(r)?;
+                }
+                Reply::UpToDate => return Err(Error::Corrupt("commit script replied without appending".into())),
+            }
+        }
+        if has_turn {
+            let _ = self.release_lease(r, &self.keys.turn.clone());
+        }
+        Err(Error::Contention {
+            url: self.url.clone(),
+            attempts,
+        })
+    }
+}
+
+impl Store for ReplicatedStore {
+    fn write<R>(&self, mut f: impl FnMut(&mut dyn Tables) -> Result<R>) -> Result<R> {
+        let mut r = self.replica.lock();
+        self.transact(&mut r, &mut f)
+    }
+
+    /// Catches up with the log first, so a read sees every write
+    /// committed before it started.
+    fn read<R>(&self, mut f: impl FnMut(&dyn ReadTables) -> Result<R>) -> Result<R> {
+        let mut r = self.replica.lock();
+        self.catch_up(&mut r)?;
+        f(&r.mem)
+    }
+
+    fn flush(&self) -> Result<()> {
+        Ok(())
+    }
+
+    fn location(&self) -> Option<&Path> {
+        Some(&self.location)
+    }
+}
+
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_else(|_| "host".into())
+}
+
+/// A seed for this process's token: only needs to differ between
+/// processes started in the same microsecond.
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.finish()
+}
