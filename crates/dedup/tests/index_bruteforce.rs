@@ -165,6 +165,20 @@ fn redis_index_matches_brute_force_at_k_and_k_plus_one() {
     );
 }
 
+#[cfg(feature = "redis")]
+#[test]
+fn replicated_index_matches_brute_force_at_k_and_k_plus_one() {
+    if common::redis_url("replicated_index_matches_brute_force_at_k_and_k_plus_one").is_none() {
+        return;
+    }
+    disk_store_matches_brute_force(
+        |_| common::replicated_store("bruteforce-replicated").unwrap(),
+        0x2345_6789_abcd_ef12,
+        200,
+        (3, 17),
+    );
+}
+
 #[cfg(feature = "sled")]
 #[test]
 fn sled_index_matches_brute_force_at_k_and_k_plus_one() {

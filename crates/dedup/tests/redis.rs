@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use simcrawl_dedup::{
-    DedupConfig, Deduper, Document, Error, MemoryStore, RedisOptions, RedisStore, Store, UrlTier, Verdict,
+    DedupConfig, Deduper, Document, Error, MemoryStore, RedisOptions, RedisStore, ReplicatedStore, Store,
+    UrlTier, Verdict,
 };
 
 const PROCESSES: usize = 3;
@@ -52,8 +53,22 @@ fn child_worker() {
         return;
     };
     let me: usize = me.parse().unwrap();
-    let store = RedisStore::open_with(&url, common::redis_options(&ns)).unwrap();
-    let d = Arc::new(Deduper::new(store, DedupConfig::default()).unwrap());
+    let options = common::redis_options(&ns);
+    if std::env::var("SIMCRAWL_REDIS_CHILD_STORE").as_deref() == Ok("replicated") {
+        let store = ReplicatedStore::open_with(&url, options).unwrap();
+        let d = Arc::new(Deduper::new(store, DedupConfig::default()).unwrap());
+        child_checks(me, d.clone());
+        eprintln!("child {me}: {} conflicts retried", d.store().conflicts());
+    } else {
+        let store = RedisStore::open_with(&url, options).unwrap();
+        let d = Arc::new(Deduper::new(store, DedupConfig::default()).unwrap());
+        child_checks(me, d.clone());
+        eprintln!("child {me}: {} conflicts retried", d.store().conflicts());
+    }
+}
+
+/// [`child_worker`]'s checks, on either store.
+fn child_checks<S: Store + 'static>(me: usize, d: Arc<Deduper<S>>) {
     let texts = Arc::new(texts());
     let threads: Vec<_> = (0..THREADS)
         .map(|t| {
@@ -117,7 +132,6 @@ fn child_worker() {
             println!("DUP {line}");
         }
     }
-    eprintln!("child {me}: {} conflicts retried", d.store().conflicts());
 }
 
 /// M processes x N threads check the same near-duplicate groups at the same
@@ -128,7 +142,22 @@ fn processes_and_threads_keep_exactly_one_per_group() {
     let Some(url) = common::redis_url("processes_and_threads_keep_exactly_one_per_group") else {
         return;
     };
-    race_processes(&url, &common::unique_namespace("procs"));
+    race_processes(&url, &common::unique_namespace("procs"), Kind::Index);
+}
+
+/// The same race between processes holding replicas ([`ReplicatedStore`]).
+#[test]
+fn replicas_in_processes_and_threads_keep_exactly_one_per_group() {
+    let Some(url) = common::redis_url("replicas_in_processes_and_threads_keep_exactly_one_per_group") else {
+        return;
+    };
+    race_processes(&url, &common::unique_namespace("replicas"), Kind::Replicated);
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Index,
+    Replicated,
 }
 
 /// The same race against the 3-master cluster of
@@ -171,8 +200,15 @@ fn processes_racing_on_a_cluster_keep_exactly_one_per_group() {
         assert_eq!(owners.len(), 1, "namespace {ns} on {owners:?}");
         served_by.insert(owners[0].to_string());
         drop(store);
-        race_processes(url, &ns);
+        race_processes(url, &ns, Kind::Index);
     }
+    // Replicas too: the log of a namespace on a master that the node
+    // given does not serve.
+    let ns = (0..)
+        .map(|j| format!("{base}-r{j}"))
+        .find(|ns| crc16(ns.as_bytes()) % 16384 / 5462 == 2)
+        .unwrap();
+    race_processes(urls[0], &ns, Kind::Replicated);
     assert_eq!(served_by.len(), 3, "namespaces served by {served_by:?}");
 }
 
@@ -195,7 +231,7 @@ fn crc16(bytes: &[u8]) -> u16 {
 /// `PROCESSES` child processes x `THREADS` threads check every variant of
 /// every group in namespace `ns` of the server at `url`; the test fails
 /// unless exactly one per group is kept, as in a sequential run.
-fn race_processes(url: &str, ns: &str) {
+fn race_processes(url: &str, ns: &str, kind: Kind) {
     // The sequential model: one document per group.
     let model = Deduper::new(MemoryStore::new(), DedupConfig::default()).unwrap();
     let mut model_kept = 0;
@@ -213,10 +249,27 @@ fn race_processes(url: &str, ns: &str) {
     }
     assert_eq!(model_kept, GROUPS, "the groups are not what the test assumes");
 
-    let store = RedisStore::open_with(url, common::redis_options(ns)).unwrap();
-    store.clear().unwrap();
-    // The parameters recorded before the children race for them.
-    let d = Deduper::new(store, DedupConfig::default()).unwrap();
+    if kind == Kind::Replicated {
+        let store = ReplicatedStore::open_with(url, common::redis_options(ns)).unwrap();
+        store.clear().unwrap();
+        // The parameters recorded before the children race for them.
+        let d = Deduper::new(store, DedupConfig::default()).unwrap();
+        run_children(url, ns, "replicated");
+        assert_eq!(d.stats().unwrap().documents, GROUPS as u64);
+        d.store().clear().unwrap();
+    } else {
+        let store = RedisStore::open_with(url, common::redis_options(ns)).unwrap();
+        store.clear().unwrap();
+        let d = Deduper::new(store, DedupConfig::default()).unwrap();
+        run_children(url, ns, "index");
+        assert_eq!(d.stats().unwrap().documents, GROUPS as u64);
+        d.store().clear().unwrap();
+    }
+}
+
+/// Starts the `PROCESSES` children on `ns` with the store `kind` and checks
+/// that exactly one document per group was kept among them.
+fn run_children(url: &str, ns: &str, kind: &str) {
     let exe = std::env::current_exe().unwrap();
     let children: Vec<Child> = (0..PROCESSES)
         .map(|i| {
@@ -225,6 +278,7 @@ fn race_processes(url: &str, ns: &str) {
                 .env("SIMCRAWL_REDIS_CHILD", ns)
                 .env("SIMCRAWL_REDIS_CHILD_URL", url)
                 .env("SIMCRAWL_REDIS_CHILD_INDEX", i.to_string())
+                .env("SIMCRAWL_REDIS_CHILD_STORE", kind)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
@@ -263,8 +317,6 @@ fn race_processes(url: &str, ns: &str) {
             kept.get(&g)
         );
     }
-    assert_eq!(d.stats().unwrap().documents, GROUPS as u64);
-    d.store().clear().unwrap();
 }
 
 #[test]
@@ -736,4 +788,174 @@ fn a_purge_across_record_buckets_removes_exactly_the_expired() {
     assert!(v.is_duplicate(), "{v:?}");
     assert_eq!(d.stats().unwrap().documents, 15);
     d.store().clear().unwrap();
+}
+
+fn replicated(url: &str, ns: &str) -> Deduper<ReplicatedStore> {
+    Deduper::new(
+        ReplicatedStore::open_with(url, common::redis_options(ns)).unwrap(),
+        DedupConfig::default(),
+    )
+    .unwrap()
+}
+
+/// The log length and the snapshot's position, read from Redis directly.
+fn log_state(url: &str, ns: &str) -> (u64, Option<u64>) {
+    let client = redis::Client::open(url).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let len: u64 = redis::cmd("LLEN")
+        .arg(format!("{{{ns}}}:log"))
+        .query(&mut c)
+        .unwrap();
+    let snap: Option<u64> = redis::cmd("HGET")
+        .arg(format!("{{{ns}}}:lh"))
+        .arg("snap_pos")
+        .query(&mut c)
+        .unwrap();
+    (len, snap)
+}
+
+/// A replica that writes snapshots often: the log is trimmed to what came
+/// after the snapshot, a process opened afterwards loads snapshot + log,
+/// and one whose position was trimmed away while it idled reloads.
+#[test]
+fn snapshots_trim_the_log_and_late_replicas_reload_everything() {
+    let Some(url) = common::redis_url("snapshots_trim_the_log_and_late_replicas_reload_everything") else {
+        return;
+    };
+    let ns = common::unique_namespace("snap");
+    let texts = distinct_texts(40);
+    let store = ReplicatedStore::open_with(&url, common::redis_options(&ns))
+        .unwrap()
+        .compact_after(1);
+    store.clear().unwrap();
+    let writer = Deduper::new(store, DedupConfig::default()).unwrap();
+    // Opened before the documents are written, then left idle.
+    let idle = replicated(&url, &ns);
+    let idle_at = idle.store().position();
+    for (i, t) in texts.iter().enumerate().take(20) {
+        assert!(
+            !writer
+                .check(&Document::new(&format!("http://s/{i}"), "", t))
+                .unwrap()
+                .is_duplicate()
+        );
+    }
+    // Snapshots were written as the log outgrew half the last one: the
+    // log holds only what came after the newest.
+    let (len, snap) = log_state(&url, &ns);
+    let snap = snap.expect("no snapshot written");
+    assert!(
+        snap > idle_at,
+        "snapshot at {snap}, the idle replica at {idle_at}"
+    );
+    assert_eq!(snap + len, writer.store().position(), "log length {len}");
+
+    let late = replicated(&url, &ns);
+    assert_eq!(late.store().position(), writer.store().position());
+    assert_eq!(late.stats().unwrap().documents, 20);
+    for (i, t) in texts.iter().enumerate().take(20) {
+        let v = late
+            .check(&Document::new(&format!("http://late/{i}"), "", t))
+            .unwrap();
+        match v {
+            Verdict::Duplicate(d) => assert_eq!(d.of, format!("http://s/{i}")),
+            other => panic!("{i}: {other:?}"),
+        }
+    }
+    // The idle replica's position was trimmed: it reloads.
+    assert_eq!(idle.store().position(), idle_at);
+    let v = idle
+        .check(&Document::new("http://idle/0", "", &texts[0]))
+        .unwrap();
+    assert!(v.is_duplicate(), "{v:?}");
+    assert!(
+        !idle
+            .check(&Document::new("http://idle/new", "", &texts[30]))
+            .unwrap()
+            .is_duplicate()
+    );
+    assert_eq!(writer.stats().unwrap().documents, 21);
+    writer.store().clear().unwrap();
+}
+
+/// The replicated store through a server crash: typed transient errors
+/// while it is down, nothing acknowledged lost after it restarts (from
+/// its append-only file), and when a server comes back empty (no
+/// persistence) every replica drops what the server no longer has.
+#[test]
+fn replicas_survive_a_restarted_server_and_follow_a_server_that_lost_its_data() {
+    if common::redis_url("replicas_survive_a_restarted_server").is_none() {
+        return;
+    }
+    let Some(mut server) = Server::start() else {
+        return;
+    };
+    let options = RedisOptions {
+        io_timeout: Duration::from_secs(2),
+        connect_timeout: Duration::from_secs(1),
+        ..common::redis_options("restart-replicated")
+    };
+    let url = server.url();
+    let open = || {
+        Deduper::new(
+            ReplicatedStore::open_with(&url, options.clone()).unwrap(),
+            DedupConfig::default(),
+        )
+        .unwrap()
+    };
+    let d = open();
+    let [a, b] = &texts()[..2] else { unreachable!() };
+    assert!(
+        !d.check(&Document::new("http://a/1", "", &a[0]))
+            .unwrap()
+            .is_duplicate()
+    );
+    server.kill();
+    for _ in 0..2 {
+        let e = d.check(&Document::new("http://b/1", "", &b[0])).unwrap_err();
+        assert!(
+            e.is_transient() && matches!(e, Error::Disconnected { .. }),
+            "{e:?}"
+        );
+    }
+    let e = ReplicatedStore::open_with(&url, options.clone()).unwrap_err();
+    assert!(matches!(e, Error::Unreachable { .. }), "{e:?}");
+    server.restart();
+    match d.check(&Document::new("http://a/2", "", &a[1])).unwrap() {
+        Verdict::Duplicate(dup) => assert_eq!(dup.of, "http://a/1"),
+        other => panic!("acknowledged document lost: {other:?}"),
+    }
+    assert!(
+        !d.check(&Document::new("http://b/1", "", &b[0]))
+            .unwrap()
+            .is_duplicate()
+    );
+    assert_eq!(d.stats().unwrap().documents, 2);
+    assert_eq!(open().stats().unwrap().documents, 2);
+
+    // Now the server loses everything (its files deleted, as a server
+    // without persistence restarts).
+    server.kill();
+    for f in std::fs::read_dir(server.dir.path()).unwrap() {
+        let p = f.unwrap().path();
+        if p.is_dir() {
+            std::fs::remove_dir_all(p).unwrap();
+        } else {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    server.restart();
+    // The connection from before the crash fails once (transient, as the
+    // crawler retries); then the write finds the log shorter than the
+    // replica, reloads the (empty) state and goes on from it, as every
+    // other process will.
+    let doc = Document::new("http://a/3", "", &a[2]);
+    let v = d.check(&doc).or_else(|e| {
+        assert!(e.is_transient(), "{e:?}");
+        d.check(&doc)
+    });
+    let v = v.unwrap();
+    assert!(!v.is_duplicate(), "{v:?}");
+    assert_eq!(d.stats().unwrap().documents, 1);
+    assert_eq!(open().stats().unwrap().documents, 1);
 }

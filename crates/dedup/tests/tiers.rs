@@ -456,6 +456,71 @@ fn title_tier_compares_with_the_newest_same_title_pages() {
     many_same_titles(RedbStore::open(dir.path().join("t.redb")).unwrap());
 }
 
+/// Batches of near-duplicates from 6 threads at once on one store: no
+/// kept document is a copy of another kept one, every dropped one is a
+/// copy of a kept one, and the store holds exactly the kept ones.
+#[cfg(feature = "redis")]
+fn concurrent_batches<S: Store + 'static>(s: S) {
+    let d = Arc::new(Deduper::new(s, DedupConfig::default()).unwrap());
+    let texts: Vec<String> = (0..24)
+        .map(|i| {
+            format!(
+                "{ARTICLE_A} 第{i}号：{}",
+                ARTICLE_B.chars().skip(i * 3).take(50).collect::<String>()
+            )
+        })
+        .collect();
+    let sigs: Arc<Vec<_>> = Arc::new(
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| d.sign(&Document::new(&format!("http://x/{i}"), "", t)))
+            .collect(),
+    );
+    // Which of these near-duplicates survive depends on the order they
+    // are seen in (A ~ B and B ~ C while A !~ C), so the check is on the
+    // invariants, not on one serial order's count: no kept document is
+    // a copy of another kept one, every dropped one is a copy of a kept
+    // one, and the store holds exactly the kept ones.
+    let kept: Arc<parking_lot::Mutex<Vec<simcrawl_dedup::Signature>>> = Arc::default();
+    let threads: Vec<_> = (0..6)
+        .map(|t| {
+            let (d, sigs, kept) = (d.clone(), sigs.clone(), kept.clone());
+            std::thread::spawn(move || {
+                // Each thread in its own order, in batches of 5.
+                let mut order: Vec<_> = sigs.iter().cloned().collect();
+                order.rotate_left(t * 4);
+                for chunk in order.chunks(5) {
+                    let v = d.check_batch(chunk, simcrawl_dedup::UrlTier::Skip).unwrap();
+                    for (sig, verdict) in chunk.iter().zip(&v) {
+                        if !verdict.is_duplicate() {
+                            kept.lock().push(sig.clone());
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    let kept = kept.lock().clone();
+    let kept_urls: std::collections::BTreeSet<&str> = kept.iter().map(|s| s.url.as_str()).collect();
+    assert_eq!(kept_urls.len(), kept.len(), "a document was kept twice");
+    assert_eq!(d.stats().unwrap().documents, kept.len() as u64);
+    let serial = mem(DedupConfig::default());
+    for v in serial.check_batch(&kept, simcrawl_dedup::UrlTier::Skip).unwrap() {
+        assert!(!v.is_duplicate(), "two kept documents are copies: {v:?}");
+    }
+    for sig in sigs.iter().filter(|s| !kept_urls.contains(s.url.as_str())) {
+        assert!(
+            serial.lookup(sig).unwrap().is_some(),
+            "{} dropped but no kept copy",
+            sig.url
+        );
+    }
+}
+
 #[cfg(feature = "redis")]
 mod redis_store {
     use super::*;
@@ -484,64 +549,7 @@ mod redis_store {
         let Some(s) = store("redis_concurrent_batches_keep_exactly_one_copy") else {
             return;
         };
-        let d = Arc::new(Deduper::new(s, DedupConfig::default()).unwrap());
-        let texts: Vec<String> = (0..24)
-            .map(|i| {
-                format!(
-                    "{ARTICLE_A} 第{i}号：{}",
-                    ARTICLE_B.chars().skip(i * 3).take(50).collect::<String>()
-                )
-            })
-            .collect();
-        let sigs: Arc<Vec<_>> = Arc::new(
-            texts
-                .iter()
-                .enumerate()
-                .map(|(i, t)| d.sign(&Document::new(&format!("http://x/{i}"), "", t)))
-                .collect(),
-        );
-        // Which of these near-duplicates survive depends on the order they
-        // are seen in (A ~ B and B ~ C while A !~ C), so the check is on the
-        // invariants, not on one serial order's count: no kept document is
-        // a copy of another kept one, every dropped one is a copy of a kept
-        // one, and the store holds exactly the kept ones.
-        let kept: Arc<parking_lot::Mutex<Vec<simcrawl_dedup::Signature>>> = Arc::default();
-        let threads: Vec<_> = (0..6)
-            .map(|t| {
-                let (d, sigs, kept) = (d.clone(), sigs.clone(), kept.clone());
-                std::thread::spawn(move || {
-                    // Each thread in its own order, in batches of 5.
-                    let mut order: Vec<_> = sigs.iter().cloned().collect();
-                    order.rotate_left(t * 4);
-                    for chunk in order.chunks(5) {
-                        let v = d.check_batch(chunk, simcrawl_dedup::UrlTier::Skip).unwrap();
-                        for (sig, verdict) in chunk.iter().zip(&v) {
-                            if !verdict.is_duplicate() {
-                                kept.lock().push(sig.clone());
-                            }
-                        }
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
-        let kept = kept.lock().clone();
-        let kept_urls: std::collections::BTreeSet<&str> = kept.iter().map(|s| s.url.as_str()).collect();
-        assert_eq!(kept_urls.len(), kept.len(), "a document was kept twice");
-        assert_eq!(d.stats().unwrap().documents, kept.len() as u64);
-        let serial = mem(DedupConfig::default());
-        for v in serial.check_batch(&kept, simcrawl_dedup::UrlTier::Skip).unwrap() {
-            assert!(!v.is_duplicate(), "two kept documents are copies: {v:?}");
-        }
-        for sig in sigs.iter().filter(|s| !kept_urls.contains(s.url.as_str())) {
-            assert!(
-                serial.lookup(sig).unwrap().is_some(),
-                "{} dropped but no kept copy",
-                sig.url
-            );
-        }
+        concurrent_batches(s);
     }
 
     #[test]
@@ -604,6 +612,119 @@ mod redis_store {
         // The connection went back to the pool without its watches: a
         // write on it commits.
         store.write(|t| t.set_meta("x", b"2")).unwrap();
+        assert_eq!(store.read(|t| t.meta("x")).unwrap(), Some(b"2".to_vec()));
+        store.clear().unwrap();
+    }
+}
+
+#[cfg(feature = "redis")]
+mod replicated_store {
+    use super::*;
+    use simcrawl_dedup::ReplicatedStore;
+
+    fn store(test: &str) -> Option<ReplicatedStore> {
+        common::replicated_store(test)
+    }
+
+    #[test]
+    fn replicated_runs_the_same_tiers() {
+        let Some(w) = store("replicated_runs_the_same_tiers") else {
+            return;
+        };
+        window_case(w);
+        many_same_titles(store("titles").unwrap());
+        race(Arc::new(
+            Deduper::new(store("race").unwrap(), DedupConfig::default()).unwrap(),
+        ));
+        concurrent_batches(store("batches").unwrap());
+    }
+
+    /// Two stores on one namespace are two processes: each sees what the
+    /// other committed, and a third opened later loads it all.
+    #[test]
+    fn replicas_see_each_others_writes_and_refuse_other_parameters() {
+        let Some(url) = common::redis_url("replicas_see_each_others_writes") else {
+            return;
+        };
+        let ns = common::unique_namespace("replicas");
+        let open = || ReplicatedStore::open_with(&url, common::redis_options(&ns)).unwrap();
+        open().clear().unwrap();
+        let a = Deduper::new(open(), DedupConfig::default()).unwrap();
+        let b = Deduper::new(open(), DedupConfig::default()).unwrap();
+        assert!(
+            !a.check(&Document::new("http://a/1", "t", ARTICLE_A))
+                .unwrap()
+                .is_duplicate()
+        );
+        let v = b.check(&Document::new("http://b/1", "", ARTICLE_A)).unwrap();
+        assert_eq!(dup(&v).tier, Tier::Content);
+        assert!(
+            !b.check(&Document::new("http://b/2", "", ARTICLE_B))
+                .unwrap()
+                .is_duplicate()
+        );
+        // `a` learns of b/2 when its own write conflicts, or on a read.
+        assert_eq!(a.stats().unwrap().documents, 2);
+        assert!(
+            a.check(&Document::new("http://a/2", "", ARTICLE_B))
+                .unwrap()
+                .is_duplicate()
+        );
+        let e = Deduper::new(
+            open(),
+            DedupConfig {
+                blocks: 6,
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("blocks: stored 4, requested 6"), "{e}");
+        let c = Deduper::new(open(), DedupConfig::default()).unwrap();
+        assert_eq!(c.stats().unwrap().documents, 2);
+        assert!(matches!(
+            c.check_url("http://a/1").unwrap(),
+            UrlVerdict::Seen { .. }
+        ));
+        // The two layouts refuse each other's namespaces, naming the layout.
+        let e = simcrawl_dedup::RedisStore::open_with(&url, common::redis_options(&ns)).unwrap_err();
+        assert!(e.to_string().contains("replicated-1"), "{e}");
+        let other = common::redis_store("layout2").unwrap();
+        let e = ReplicatedStore::open_with(&url, common::redis_options(&other_ns(&other))).unwrap_err();
+        assert!(e.to_string().contains("layout 2"), "{e}");
+        open().clear().unwrap();
+        other.clear().unwrap();
+    }
+
+    fn other_ns(s: &simcrawl_dedup::RedisStore) -> String {
+        let loc = s.location().unwrap().to_string_lossy().into_owned();
+        let at = loc.find("(namespace ").unwrap() + "(namespace ".len();
+        loc[at..].trim_end_matches(')').to_string()
+    }
+
+    #[test]
+    fn replicated_failed_write_leaves_no_trace() {
+        let Some(store) = store("replicated_failed_write_leaves_no_trace") else {
+            return;
+        };
+        let r: simcrawl_dedup::Result<()> = store.write(|t| {
+            t.set_meta("x", b"1")?;
+            t.add_band(42, 7)?;
+            Err(Error::Config("boom".into()))
+        });
+        assert!(r.is_err());
+        let pos = store.position();
+        store
+            .read(|t| {
+                assert_eq!(t.meta("x")?, None);
+                let mut ids = Vec::new();
+                t.band_docs(42, &mut ids)?;
+                assert!(ids.is_empty());
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(store.position(), pos, "nothing was appended");
+        store.write(|t| t.set_meta("x", b"2")).unwrap();
+        assert_eq!(store.position(), pos + 1);
         assert_eq!(store.read(|t| t.meta("x")).unwrap(), Some(b"2".to_vec()));
         store.clear().unwrap();
     }

@@ -14,10 +14,10 @@
 
 mod bands;
 mod memory;
-#[cfg(feature = "redb")]
-mod redb;
 #[cfg(feature = "redis")]
 mod oplog;
+#[cfg(feature = "redb")]
+mod redb;
 #[cfg(feature = "redis")]
 mod redis;
 #[cfg(feature = "redis")]

@@ -567,3 +567,189 @@ impl Tables for Overlay<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sketch::{SKETCH_BINS, Sketch};
+    use crate::store::memory::MemState;
+    use proptest::prelude::*;
+
+    /// One write, over small domains so that writes collide.
+    #[derive(Clone, Debug)]
+    enum W {
+        PutUrl(u128, u64),
+        RemoveUrl(u128),
+        AddTitle(u128),
+        RemoveTitle(u128, DocId),
+        AddBlock(usize, u64, u64, DocId),
+        RemoveBlock(usize, u64, u64, DocId),
+        AddBand(u64, DocId),
+        RemoveBand(u64, DocId),
+        PutDoc(DocId),
+        RemoveDoc(DocId),
+        NewId,
+        Meta(u8),
+    }
+
+    fn w() -> impl Strategy<Value = W> {
+        let d = 0u128..4;
+        let id = 0u64..8;
+        prop_oneof![
+            (d.clone(), 0u64..5).prop_map(|(d, t)| W::PutUrl(d, t)),
+            d.clone().prop_map(W::RemoveUrl),
+            d.clone().prop_map(W::AddTitle),
+            (d.clone(), 100u64..120).prop_map(|(d, i)| W::RemoveTitle(d, i)),
+            (0usize..2, 0u64..3, 0u64..3, id.clone()).prop_map(|(t, k, f, i)| W::AddBlock(t, k, f, i)),
+            (0usize..2, 0u64..3, 0u64..3, id.clone()).prop_map(|(t, k, f, i)| W::RemoveBlock(t, k, f, i)),
+            (0u64..3, id.clone()).prop_map(|(k, i)| W::AddBand(k, i)),
+            (0u64..3, id.clone()).prop_map(|(k, i)| W::RemoveBand(k, i)),
+            id.clone().prop_map(W::PutDoc),
+            id.prop_map(W::RemoveDoc),
+            Just(W::NewId),
+            (0u8..3).prop_map(W::Meta),
+        ]
+    }
+
+    fn record(id: DocId) -> DocRecord {
+        DocRecord {
+            fingerprint: Fingerprint(id * 3),
+            inserted_at: id,
+            title: None,
+            sketch: Sketch::from_bins([id as u16; SKETCH_BINS], u128::from(id)),
+            url: format!("u{id}"),
+        }
+    }
+
+    /// Applies `ws` to `t`; title ids come from `next_title` (unique, as
+    /// the tiers use them).
+    fn run(ws: &[W], t: &mut dyn Tables, next_title: &mut DocId) -> Result<()> {
+        for w in ws {
+            match w {
+                W::PutUrl(d, at) => t.put_url(
+                    *d,
+                    &UrlRecord {
+                        first_seen: *at,
+                        url: format!("http://{d}/"),
+                    },
+                )?,
+                W::RemoveUrl(d) => {
+                    t.remove_url(*d)?;
+                }
+                W::AddTitle(d) => {
+                    *next_title += 1;
+                    t.add_title(*d, *next_title)?;
+                }
+                W::RemoveTitle(d, id) => t.remove_title(*d, *id)?,
+                W::AddBlock(tb, k, f, i) => t.add_block(*tb, *k, Fingerprint(*f), *i)?,
+                W::RemoveBlock(tb, k, f, i) => t.remove_block(*tb, *k, Fingerprint(*f), *i)?,
+                W::AddBand(k, i) => t.add_band(*k, *i)?,
+                W::RemoveBand(k, i) => t.remove_band(*k, *i)?,
+                W::PutDoc(i) => t.put_doc(*i, &record(*i))?,
+                W::RemoveDoc(i) => t.remove_doc(*i)?,
+                W::NewId => {
+                    t.next_doc_id()?;
+                }
+                W::Meta(v) => t.set_meta("m", &[*v])?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Everything a transaction can read, over the domains of [`w`].
+    fn reads(t: &dyn ReadTables) -> Result<Vec<String>> {
+        let mut out = vec![
+            format!("{:?} {:?}", t.meta("m")?, t.meta(NEXT_ID_META)?),
+            format!("count {}", t.doc_count()?),
+        ];
+        for d in 0..4u128 {
+            let (mut few, mut all) = (Vec::new(), Vec::new());
+            t.title_docs(d, 2, &mut few)?;
+            t.title_docs(d, 100, &mut all)?;
+            out.push(format!("url {d} {:?} titles {few:?} {all:?}", t.url(d)?));
+        }
+        for table in 0..2 {
+            for k in 0..3 {
+                let mut c = Vec::new();
+                t.candidates(table, k, &mut c)?;
+                out.push(format!("block {table} {k} {c:?}"));
+            }
+        }
+        let mut all = Vec::new();
+        t.band_docs_all(&[0, 1, 2], &mut all)?;
+        out.push(format!("bands {all:?}"));
+        for id in 0..8 {
+            out.push(format!("doc {id} {:?}", t.doc(id)?.map(|r| r.url)));
+        }
+        let (mut urls, mut docs) = (Vec::new(), Vec::new());
+        t.urls_seen_before(3, 2, &mut urls)?;
+        t.oldest_docs(3, &mut docs)?;
+        out.push(format!(
+            "old urls {urls:?} docs {:?}",
+            docs.iter().map(|d| d.0).collect::<Vec<_>>()
+        ));
+        Ok(out)
+    }
+
+    proptest! {
+        /// A transaction reads through the overlay what it would read from
+        /// a store it had written to, and its log entry, applied to the
+        /// store, makes exactly that store.
+        #[test]
+        fn overlay_reads_and_entry_match_writing_in_place(
+            before in prop::collection::vec(w(), 0..40),
+            tx in prop::collection::vec(w(), 0..40),
+        ) {
+            let (mut titles_a, mut titles_b) = (0, 0);
+            let mut replica = MemState::default();
+            run(&before, &mut replica, &mut titles_a).unwrap();
+            let mut direct = MemState::default();
+            run(&before, &mut direct, &mut titles_b).unwrap();
+            run(&tx, &mut direct, &mut titles_b).unwrap();
+
+            let mut pending = Pending::default();
+            let mut view = Overlay { base: &replica, pending: &mut pending };
+            run(&tx, &mut view, &mut titles_a).unwrap();
+            prop_assert_eq!(reads(&view).unwrap(), reads(&direct).unwrap());
+
+            let entry = pending.into_entry();
+            apply(&entry, &mut replica).unwrap();
+            prop_assert_eq!(reads(&replica).unwrap(), reads(&direct).unwrap());
+        }
+
+        /// A snapshot (the dump's entries) rebuilds the same state.
+        #[test]
+        fn a_dump_rebuilds_the_state(ws in prop::collection::vec(w(), 0..60), chunk in 1usize..400) {
+            let mut state = MemState::default();
+            run(&ws, &mut state, &mut 0).unwrap();
+            let mut entries = Vec::new();
+            state.dump(chunk, &mut |e| { entries.push(e); Ok(()) }).unwrap();
+            let mut copy = MemState::default();
+            for e in &entries {
+                apply(e, &mut copy).unwrap();
+            }
+            prop_assert_eq!(reads(&copy).unwrap(), reads(&state).unwrap());
+        }
+    }
+
+    #[test]
+    fn bad_entries_are_refused_with_what_was_wrong() {
+        let mut s = MemState::default();
+        let e = apply(&[9], &mut s).unwrap_err().to_string();
+        assert!(e.contains("format 9"), "{e}");
+        let mut w = LogWriter::default();
+        w.put_url(
+            1,
+            &UrlRecord {
+                first_seen: 2,
+                url: "http://x/".into(),
+            },
+        );
+        let mut bytes = w.into_bytes();
+        bytes.truncate(bytes.len() - 3);
+        let e = apply(&bytes, &mut s).unwrap_err().to_string();
+        assert!(e.contains("url"), "{e}");
+        let e = apply(&[FORMAT, 99], &mut s).unwrap_err().to_string();
+        assert!(e.contains("unknown write 99"), "{e}");
+    }
+}

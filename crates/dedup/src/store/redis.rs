@@ -540,6 +540,14 @@ impl RedisStore {
             }
             cursor = next;
         }
+        // Still this store's namespace: a store of another layout must not
+        // take it over while this one is open.
+        redis::cmd("SET")
+            .arg(self.keys.meta("layout"))
+            .arg(LAYOUT)
+            .arg("NX")
+            .query::<Value>(&mut conn)
+            .map_err(|e| self.fail(e, false))?;
         self.pool.lock().push(conn);
         Ok(())
     }

@@ -211,6 +211,8 @@ struct Replica {
     /// at `pos` (an entry that failed to apply, a server that lost data).
     valid: bool,
     conn: Option<Connection>,
+    /// When a snapshot last could not be written (another process was
+    /// writing one, or it failed): not tried again for 10 s.
     last_compaction: Option<Instant>,
 }
 
@@ -259,12 +261,21 @@ impl std::fmt::Debug for ReplicatedStore {
 
 /// A reply of the log scripts.
 enum Reply {
-    Appended { end: u64, cb: u64, snap_cb: u64, snap_bytes: u64 },
-    Entries { entries: Vec<Vec<u8>> },
+    Appended {
+        end: u64,
+        cb: u64,
+        snap_cb: u64,
+        snap_bytes: u64,
+    },
+    Entries {
+        entries: Vec<Vec<u8>>,
+    },
     UpToDate,
     NotYourTurn,
     Trimmed,
-    Shorter { end: u64 },
+    Shorter {
+        end: u64,
+    },
 }
 
 fn int(v: &Value) -> Result<u64> {
@@ -278,7 +289,11 @@ fn parse(v: Value) -> Result<Reply> {
     let Value::Array(items) = v else {
         return Err(Error::Corrupt(format!("log script replied {v:?}")));
     };
-    let num = |i: usize| items.get(i).map_or(Err(Error::Corrupt("short log script reply".into())), int);
+    let num = |i: usize| {
+        items
+            .get(i)
+            .map_or(Err(Error::Corrupt("short log script reply".into())), int)
+    };
     Ok(match num(0)? {
         1 if items.len() == 5 => Reply::Appended {
             end: num(1)?,
@@ -348,12 +363,11 @@ impl ReplicatedStore {
             install: redis::Script::new(INSTALL),
             release: redis::Script::new(RELEASE),
         };
-        let mut conn = connect_namespace(&store.client, &store.options, &store.url).map_err(|e| {
-            Error::Unreachable {
+        let mut conn =
+            connect_namespace(&store.client, &store.options, &store.url).map_err(|e| Error::Unreachable {
                 url: store.url.clone(),
                 source: Box::new(e),
-            }
-        })?;
+            })?;
         store.check_layout(&mut conn)?;
         {
             let mut r = store.replica.lock();
@@ -542,7 +556,13 @@ impl ReplicatedStore {
         error
     }
 
-    fn script(&self, r: &mut Replica, script: &redis::Script, args: &[&[u8]], maybe_applied: bool) -> Result<Reply> {
+    fn script(
+        &self,
+        r: &mut Replica,
+        script: &redis::Script,
+        args: &[&[u8]],
+        maybe_applied: bool,
+    ) -> Result<Reply> {
         let mut inv = script.key(&self.keys.log);
         inv.key(&self.keys.head);
         inv.key(&self.keys.turn);
@@ -602,6 +622,12 @@ impl ReplicatedStore {
 
     /// Rebuilds the replica from the snapshot and the log after it.
     fn load(&self, r: &mut Replica) -> Result<()> {
+        // A server that lost its data lost the marker too.
+        let _: Value = self.query(
+            r,
+            redis::cmd("SET").arg(&self.keys.layout).arg(LAYOUT).arg("NX"),
+            false,
+        )?;
         for attempt in 0..self.options.max_attempts.max(1) {
             r.valid = false;
             r.mem = MemState::default();
@@ -653,7 +679,6 @@ impl ReplicatedStore {
 
     /// Writes the replica as a new snapshot, if no other process is.
     fn compact(&self, r: &mut Replica) -> Result<()> {
-        r.last_compaction = Some(Instant::now());
         let leased: Option<String> = self.query(
             r,
             redis::cmd("SET")
@@ -665,6 +690,8 @@ impl ReplicatedStore {
             false,
         )?;
         if leased.is_none() {
+            // Another process is writing one: ask again in a while.
+            r.last_compaction = Some(Instant::now());
             return Ok(());
         }
         let started = Instant::now();
@@ -684,7 +711,11 @@ impl ReplicatedStore {
     }
 
     fn write_snapshot(&self, r: &mut Replica) -> Result<(u64, u64, u64)> {
-        let generation: u64 = self.query(r, redis::cmd("HINCRBY").arg(&self.keys.head).arg("gen").arg(1), false)?;
+        let generation: u64 = self.query(
+            r,
+            redis::cmd("HINCRBY").arg(&self.keys.head).arg("gen").arg(1),
+            false,
+        )?;
         let mut chunks: Vec<Vec<u8>> = Vec::new();
         // The state is dumped whole first: the connection is needed to
         // send, and the dump borrows the replica.
@@ -695,7 +726,11 @@ impl ReplicatedStore {
         let bytes: u64 = chunks.iter().map(|c| c.len() as u64).sum();
         for (i, c) in chunks.iter().enumerate() {
             let key = format!("{}{generation}:{i}", self.keys.chunk_prefix);
-            let _: Value = self.query(r, redis::cmd("SET").arg(&key).arg(c).arg("PX").arg(COMPACT_MS), false)?;
+            let _: Value = self.query(
+                r,
+                redis::cmd("SET").arg(&key).arg(c).arg("PX").arg(COMPACT_MS),
+                false,
+            )?;
         }
         let args: Vec<Vec<u8>> = vec![
             generation.to_string().into_bytes(),
@@ -782,6 +817,7 @@ impl ReplicatedStore {
                     if due && !recently {
                         // The commit stands whatever happens to the snapshot.
                         if let Err(e) = self.compact(r) {
+                            r.last_compaction = Some(Instant::now());
                             tracing::warn!(url = %self.url, "writing a snapshot failed: {e}");
                         }
                     }
@@ -822,7 +858,9 @@ impl ReplicatedStore {
                     );
                     self.load(r)?;
                 }
-                Reply::UpToDate => return Err(Error::Corrupt("commit script replied without appending".into())),
+                Reply::UpToDate => {
+                    return Err(Error::Corrupt("commit script replied without appending".into()));
+                }
             }
         }
         if has_turn {

@@ -48,3 +48,14 @@ pub fn redis_options(namespace: &str) -> simcrawl_dedup::RedisOptions {
         ..Default::default()
     }
 }
+
+/// A [`simcrawl_dedup::ReplicatedStore`] on the test server, in a namespace
+/// of its own, emptied first; `None` when `SIMCRAWL_REDIS_URL` is not set.
+#[cfg(feature = "redis")]
+pub fn replicated_store(test: &str) -> Option<simcrawl_dedup::ReplicatedStore> {
+    let url = redis_url(test)?;
+    let store = simcrawl_dedup::ReplicatedStore::open_with(&url, redis_options(&unique_namespace(test)))
+        .unwrap_or_else(|e| panic!("SIMCRAWL_REDIS_URL={url}: {e}"));
+    store.clear().unwrap();
+    Some(store)
+}
