@@ -83,9 +83,18 @@ use crate::error::{Error, Result};
 /// The layout marker of a replicated namespace.
 const LAYOUT: &str = "replicated-1";
 
-/// Most entries one reply carries: a reply holds them all in the server's
-/// memory at once, and a batch of 1000 documents is ~700 KB.
+/// Most entries one reply carries, and about the most bytes: a reply
+/// holds them all in the server's memory at once, and a transaction of
+/// 10,000 documents is ~7 MB. The count is set from the log's average
+/// entry size so far.
 const MAX_ENTRIES: usize = 64;
+const MAX_REPLY_BYTES: u64 = 16 << 20;
+
+/// How many entries to ask for, given the replica's average entry so far.
+fn entries_per_reply(r: &Replica) -> usize {
+    let average = r.cb.checked_div(r.pos).unwrap_or(1).max(1);
+    (MAX_REPLY_BYTES / average).clamp(1, MAX_ENTRIES as u64) as usize
+}
 
 /// Snapshot chunk size.
 const CHUNK: usize = 4 << 20;
@@ -602,7 +611,7 @@ impl ReplicatedStore {
         }
         loop {
             let pos = r.pos.to_string();
-            let max = MAX_ENTRIES.to_string();
+            let max = entries_per_reply(r).to_string();
             match self.script(r, &self.since, &[pos.as_bytes(), max.as_bytes()], false)? {
                 Reply::Entries { entries } => self.apply(r, entries)?,
                 Reply::UpToDate | Reply::Appended { .. } | Reply::NotYourTurn => return Ok(()),
@@ -789,7 +798,7 @@ impl ReplicatedStore {
             }
             let entry = pending.into_entry();
             let pos = r.pos.to_string();
-            let max = MAX_ENTRIES.to_string();
+            let max = entries_per_reply(r).to_string();
             let reply = self.script(
                 r,
                 &self.commit,
@@ -825,7 +834,7 @@ impl ReplicatedStore {
                 }
                 Reply::Entries { entries } => {
                     self.conflicts.fetch_add(1, Ordering::Relaxed);
-                    let more = entries.len() >= MAX_ENTRIES;
+                    let more = entries.len() >= entries_per_reply(r);
                     self.apply(r, entries)?;
                     if more {
                         self.catch_up(r)?;
