@@ -35,6 +35,10 @@ pub struct BenchArgs {
     /// shared frontier, not politeness, is what is measured.
     #[arg(long, default_value_t = 1, requires = "redis")]
     workers: usize,
+    /// With `--redis`: where the workers keep the dedup tiers (`[redis]
+    /// tiers`): `redis` or `replicated`.
+    #[arg(long, default_value = "redis", requires = "redis", value_parser = ["redis", "replicated"])]
+    tiers: String,
 }
 
 /// The words of generated pages: jieba's dictionary, so pages differ the
@@ -297,14 +301,16 @@ fn peak_kb_of(pid: u32) -> u64 {
 /// share the crawl of the generated site; reports the merged counters.
 fn bench_shared(args: &BenchArgs, url: &str, dir: &std::path::Path, seeds: &std::path::Path) -> Result<()> {
     const NAMESPACE: &str = "bench";
-    let store = simcrawl_dedup::RedisStore::open_with(
-        url,
-        simcrawl_dedup::RedisOptions {
-            namespace: NAMESPACE.to_string(),
-            ..Default::default()
-        },
-    )
-    .with_context(|| format!("Redis at {} is unreachable", crate::shared::redact(url)))?;
+    let kind = if args.tiers == "replicated" {
+        crate::config::SharedTiersKind::Replicated
+    } else {
+        crate::config::SharedTiersKind::Redis
+    };
+    // Emptied whatever kind of store used it last.
+    crate::shared::clear_namespace(url, NAMESPACE)
+        .with_context(|| format!("Redis at {} is unreachable", crate::shared::redact(url)))?;
+    let store = crate::daemon::redis_backend::SharedStore::open(url, NAMESPACE, kind)
+        .with_context(|| format!("Redis at {} is unreachable", crate::shared::redact(url)))?;
     store.clear().context("cannot clear the bench namespace")?;
     let exe = std::env::current_exe().context("cannot find the crawl binary")?;
     let c = args.concurrency.to_string();
@@ -321,6 +327,7 @@ fn bench_shared(args: &BenchArgs, url: &str, dir: &std::path::Path, seeds: &std:
             .arg(dir.join("out"))
             .args(["--redis", url, "--worker-id", &format!("w{w}")])
             .args(["--set", &format!("redis.namespace={NAMESPACE}")])
+            .args(["--set", &format!("redis.tiers={}", args.tiers)])
             .args(["--set", "fetch.per_host_delay_ms=0"])
             .args(["--set", &format!("fetch.per_host_concurrency={cap}")])
             .args(["--set", &format!("fetch.concurrency={c}")])

@@ -375,6 +375,31 @@ pub fn redact(url: &str) -> String {
     }
 }
 
+/// Deletes every key of `namespace` at `url` (frontier and tiers, of
+/// whichever store kind), for `--fresh` benches.
+pub fn clear_namespace(url: &str, namespace: &str) -> Result<()> {
+    let client = redis::Client::open(url).with_context(|| format!("invalid Redis URL {}", redact(url)))?;
+    let mut conn = client.get_connection_with_timeout(IO_TIMEOUT)?;
+    let pattern = format!("{{{namespace}}}:*");
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(&pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query(&mut conn)?;
+        if !keys.is_empty() {
+            redis::cmd("UNLINK").arg(&keys).query::<Value>(&mut conn)?;
+        }
+        if next == 0 {
+            return Ok(());
+        }
+        cursor = next;
+    }
+}
+
 impl RedisFrontier {
     /// Connects to the server at `url`; an unreachable server is an error
     /// naming it.

@@ -90,7 +90,12 @@ struct Shared {
 
 impl Shared {
     fn new(root: &Path, seed: &str, url: &str, ns: &str, lease_ms: u64) -> Shared {
-        let extra = format!("\n[redis]\nnamespace = \"{ns}\"\nlease_ms = {lease_ms}\n");
+        Self::with_tiers(root, seed, url, ns, lease_ms, "redis")
+    }
+
+    /// With `[redis] tiers = TIERS`.
+    fn with_tiers(root: &Path, seed: &str, url: &str, ns: &str, lease_ms: u64, tiers: &str) -> Shared {
+        let extra = format!("\n[redis]\nnamespace = \"{ns}\"\nlease_ms = {lease_ms}\ntiers = \"{tiers}\"\n");
         let config = support::write_config(root, 2, &extra);
         let seeds = root.join("seeds.txt");
         std::fs::write(&seeds, format!("{seed}\n")).unwrap();
@@ -227,6 +232,20 @@ fn three_workers_keep_what_one_process_keeps_and_fetch_each_url_once() {
     let Some(url) = redis_url("three_workers_keep_what_one_process_keeps") else {
         return;
     };
+    three_workers(&url, "redis");
+}
+
+/// The same with the tiers replicated in each worker (`tiers =
+/// "replicated"`): same pages kept, each fetched once.
+#[test]
+fn three_workers_with_replicated_tiers_keep_what_one_process_keeps() {
+    let Some(url) = redis_url("three_workers_with_replicated_tiers") else {
+        return;
+    };
+    three_workers(&url, "replicated");
+}
+
+fn three_workers(url: &str, tiers: &str) {
     let t0 = Instant::now();
     // One process, the single-machine mode: the reference.
     let server = site(Duration::from_millis(20));
@@ -239,10 +258,10 @@ fn three_workers_keep_what_one_process_keeps_and_fetch_each_url_once() {
 
     // Three workers against one Redis, on a fresh server of the site.
     let server = site(Duration::from_millis(20));
-    let ns = namespace("three");
+    let ns = namespace(&format!("three-{tiers}"));
     let root = dir.path().join("three");
     std::fs::create_dir_all(&root).unwrap();
-    let s = Shared::new(&root, &format!("{}/p/0", server.base()), &url, &ns, 10_000);
+    let s = Shared::with_tiers(&root, &format!("{}/p/0", server.base()), url, &ns, 10_000, tiers);
     let workers = ["w1", "w2", "w3"];
     let mut children: Vec<Child> = workers.iter().map(|w| s.spawn(w)).collect();
     for c in &mut children {
@@ -292,7 +311,10 @@ fn three_workers_keep_what_one_process_keeps_and_fetch_each_url_once() {
         sum += v["fetched"].as_u64().unwrap();
     }
     assert_eq!(sum, PAGES as u64);
-    eprintln!("three workers: {:.1} s", t0.elapsed().as_secs_f64());
+    eprintln!(
+        "three workers, tiers {tiers}: {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
 }
 
 #[test]

@@ -23,7 +23,7 @@
 
 mod backend;
 mod dispatch;
-mod redis_backend;
+pub(crate) mod redis_backend;
 mod signals;
 mod worker;
 mod writer;

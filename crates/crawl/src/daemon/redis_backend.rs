@@ -30,8 +30,8 @@ use anyhow::{Context, Result, bail};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use simcrawl_dedup::{
-    CanonicalUrl, Deduper, Prefetch, RedisOptions, RedisStore, Signature, Store, Tier, UrlTier, UrlVerdict,
-    Verdict,
+    CanonicalUrl, Deduper, Prefetch, ReadTables, RedisOptions, RedisStore, ReplicatedStore, Signature, Store,
+    Tables, Tier, UrlTier, UrlVerdict, Verdict,
 };
 use tracing::{info, warn};
 use url::Url;
@@ -41,7 +41,7 @@ use super::dispatch::Dispatch;
 use super::worker::{Outcome, PageResult, Signer};
 use super::writer::{Committed, requeue_delay_ms};
 use super::{Start, drive, page_stages, remove_if_exists, write_stats};
-use crate::config::Config;
+use crate::config::{Config, SharedTiersKind};
 use crate::frontier::{Candidate, Entry};
 use crate::lines::{DuplicateLine, ErrorLine, KeptLine};
 use crate::shared::{self, Ack, Leased, RedisFrontier, Release, encode_entry, host_key, retry};
@@ -50,8 +50,86 @@ use crate::state;
 use crate::stats::Stats;
 use crate::template::{Templates, host_of};
 
-/// The tiers in Redis.
-pub type SharedTiers = Deduper<RedisStore>;
+/// The tiers of a shared crawl.
+pub type SharedTiers = Deduper<SharedStore>;
+
+/// Where a shared crawl keeps its tiers (`[redis] tiers`): in Redis, or
+/// replicated in each worker with Redis ordering the writes. The pipeline
+/// is the same for both; only the store differs.
+#[derive(Debug)]
+pub enum SharedStore {
+    /// [`RedisStore`]: the tiers in Redis.
+    Redis(RedisStore),
+    /// [`ReplicatedStore`]: a replica in this process, a log in Redis.
+    Replicated(ReplicatedStore),
+}
+
+impl SharedStore {
+    /// Opens namespace `namespace` at `url` as `kind`. A namespace written
+    /// by the other kind is refused, naming both.
+    pub fn open(url: &str, namespace: &str, kind: SharedTiersKind) -> simcrawl_dedup::Result<SharedStore> {
+        let options = RedisOptions {
+            namespace: namespace.to_string(),
+            ..RedisOptions::default()
+        };
+        Ok(match kind {
+            SharedTiersKind::Redis => SharedStore::Redis(RedisStore::open_with(url, options)?),
+            SharedTiersKind::Replicated => SharedStore::Replicated(ReplicatedStore::open_with(url, options)?),
+        })
+    }
+
+    /// The server's `used_memory`.
+    pub fn used_memory(&self) -> simcrawl_dedup::Result<u64> {
+        match self {
+            SharedStore::Redis(s) => s.used_memory(),
+            SharedStore::Replicated(s) => s.used_memory(),
+        }
+    }
+
+    /// Deletes every key of the namespace.
+    pub fn clear(&self) -> simcrawl_dedup::Result<()> {
+        match self {
+            SharedStore::Redis(s) => s.clear(),
+            SharedStore::Replicated(s) => s.clear(),
+        }
+    }
+}
+
+impl Store for SharedStore {
+    fn write<R>(
+        &self,
+        f: impl FnMut(&mut dyn Tables) -> simcrawl_dedup::Result<R>,
+    ) -> simcrawl_dedup::Result<R> {
+        match self {
+            SharedStore::Redis(s) => s.write(f),
+            SharedStore::Replicated(s) => s.write(f),
+        }
+    }
+
+    fn read<R>(
+        &self,
+        f: impl FnMut(&dyn ReadTables) -> simcrawl_dedup::Result<R>,
+    ) -> simcrawl_dedup::Result<R> {
+        match self {
+            SharedStore::Redis(s) => s.read(f),
+            SharedStore::Replicated(s) => s.read(f),
+        }
+    }
+
+    fn flush(&self) -> simcrawl_dedup::Result<()> {
+        match self {
+            SharedStore::Redis(s) => s.flush(),
+            SharedStore::Replicated(s) => s.flush(),
+        }
+    }
+
+    fn location(&self) -> Option<&std::path::Path> {
+        match self {
+            SharedStore::Redis(s) => s.location(),
+            SharedStore::Replicated(s) => s.location(),
+        }
+    }
+}
 
 /// How often a worker with nothing to fetch asks the shared frontier
 /// again (others may be adding links, or holding leases that may expire).
@@ -106,12 +184,14 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
     let r = &cfg.redis;
     let worker = worker_id(&r.worker_id)?;
     let shown = shared::redact(&r.url);
-    let options = RedisOptions {
-        namespace: r.namespace.clone(),
-        ..RedisOptions::default()
-    };
-    let store = RedisStore::open_with(&r.url, options)
-        .with_context(|| format!("Redis at {shown} is unreachable: cannot open the shared crawl state"))?;
+    let store = SharedStore::open(&r.url, &r.namespace, r.tiers).map_err(|e| {
+        let what = if matches!(e, simcrawl_dedup::Error::Unreachable { .. }) {
+            format!("Redis at {shown} is unreachable: cannot open the shared crawl state")
+        } else {
+            format!("cannot open the shared crawl state in Redis at {shown}")
+        };
+        anyhow::Error::new(e).context(what)
+    })?;
     let frontier = Arc::new(
         RedisFrontier::open(&r.url, &r.namespace)
             .with_context(|| format!("Redis at {shown} is unreachable: cannot open the shared frontier"))?,
