@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `crawl bench` in the single-machine redb mode and with 1, 2 and 3 workers
-# sharing one Redis (docs/BENCHMARKS.md, "Many workers"): each setting RUNS
-# times (alternating), then the median pages/s of each.
+# sharing one Redis, with the tiers in Redis (modes 1 2 3) and replicated in
+# the workers (modes r1 r2 r3; docs/BENCHMARKS.md, "Many workers"): each
+# setting RUNS times (alternating), then the median pages/s of each.
 #
 #   bash scripts/redis-bench.sh [PAGES] [RUNS]      # defaults: 5000 pages, 3 runs
 #
@@ -19,9 +20,11 @@ trap 'bash scripts/redis-test-server.sh stop "$SIMCRAWL_REDIS_DIR"' EXIT
 declare -A RATES
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 for run in $(seq "$RUNS"); do
-  for mode in redb 1 2 3; do
+  for mode in redb 1 2 3 r1 r2 r3; do
     if [ "$mode" = redb ]; then
       out=$("$BIN" bench --pages "$PAGES" 2>/dev/null)
+    elif [ "${mode#r}" != "$mode" ]; then
+      out=$("$BIN" bench --pages "$PAGES" --redis "$SIMCRAWL_REDIS_URL" --workers "${mode#r}" --tiers replicated 2>/dev/null)
     else
       out=$("$BIN" bench --pages "$PAGES" --redis "$SIMCRAWL_REDIS_URL" --workers "$mode" 2>/dev/null)
     fi
@@ -35,9 +38,13 @@ echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| mode | pages/s per run | median |"
 echo "|---|---|---|"
-for mode in redb 1 2 3; do
+for mode in redb 1 2 3 r1 r2 r3; do
   median=$(echo "${RATES[$mode]}" | tr ' ' '\n' | grep -v '^$' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
   label=$mode
-  [ "$mode" != redb ] && label="redis, $mode worker(s)"
+  case $mode in
+    redb) ;;
+    r*) label="replicated tiers, ${mode#r} worker(s)" ;;
+    *) label="tiers in Redis, $mode worker(s)" ;;
+  esac
   echo "| $label |${RATES[$mode]} | $median |"
 done

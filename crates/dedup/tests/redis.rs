@@ -840,8 +840,10 @@ fn snapshots_trim_the_log_and_late_replicas_reload_everything() {
                 .is_duplicate()
         );
     }
-    // Snapshots were written as the log outgrew half the last one: the
-    // log holds only what came after the newest.
+    // Snapshots were written as the log outgrew half the last one (each
+    // uploaded by a thread while checks went on): the log holds only what
+    // came after the newest.
+    writer.store().finish_snapshot().unwrap();
     let (len, snap) = log_state(&url, &ns);
     let snap = snap.expect("no snapshot written");
     assert!(

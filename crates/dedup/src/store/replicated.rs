@@ -45,8 +45,9 @@
 //! The log grows with every write, removals included. After a commit, a
 //! process that sees the log since the snapshot grow past half the
 //! snapshot's size (and past [`ReplicatedStore::compact_after`]) takes the
-//! `compacting` lease, writes its replica as a new snapshot (chunks of
-//! ~4 MB, expiring until installed), and installs it with a script that
+//! `compacting` lease, copies its replica into a new snapshot (chunks of
+//! ~4 MB; checks wait meanwhile), uploads it from a thread of its own
+//! (the chunks expire until installed), and installs it with a script that
 //! trims the log entries it covers and deletes the old snapshot, unless a
 //! newer snapshot was installed meanwhile. Redis therefore holds between
 //! one and about one and a half times the state, plus one batch. A
@@ -255,8 +256,9 @@ pub struct ReplicatedStore {
     round_trips: AtomicU64,
     commit: redis::Script,
     since: redis::Script,
-    install: redis::Script,
     release: redis::Script,
+    /// The thread writing this process's snapshot, if one was started.
+    snapshot: Mutex<Option<std::thread::JoinHandle<Result<SnapshotDone>>>>,
 }
 
 impl std::fmt::Debug for ReplicatedStore {
@@ -369,7 +371,7 @@ impl ReplicatedStore {
             round_trips: AtomicU64::new(0),
             commit: redis::Script::new(COMMIT),
             since: redis::Script::new(SINCE),
-            install: redis::Script::new(INSTALL),
+            snapshot: Mutex::new(None),
             release: redis::Script::new(RELEASE),
         };
         let mut conn =
@@ -686,8 +688,19 @@ impl ReplicatedStore {
         })
     }
 
-    /// Writes the replica as a new snapshot, if no other process is.
+    /// Starts writing the replica as a new snapshot, unless another
+    /// process (or this one) is writing one: the state is dumped here,
+    /// under the replica's lock (~1 s at 1M documents); the upload and the
+    /// install run in a thread of their own, on a connection of their own,
+    /// so checks go on meanwhile.
     fn compact(&self, r: &mut Replica) -> Result<()> {
+        let mut running = self.snapshot.lock();
+        if running.as_ref().is_some_and(|h| !h.is_finished()) {
+            return Ok(());
+        }
+        if let Some(done) = running.take() {
+            log_snapshot(&self.url, done);
+        }
         let leased: Option<String> = self.query(
             r,
             redis::cmd("SET")
@@ -703,67 +716,49 @@ impl ReplicatedStore {
             r.last_compaction = Some(Instant::now());
             return Ok(());
         }
-        let started = Instant::now();
-        let outcome = self.write_snapshot(r);
-        let released = self.release_lease(r, &self.keys.compacting);
-        let (generation, chunks, bytes) = outcome?;
-        released?;
-        tracing::info!(
-            url = %self.url,
-            "namespace {}: snapshot {generation} at position {} written ({chunks} chunks, {:.1} MB) in {:.1} s",
-            self.options.namespace,
-            r.pos,
-            bytes as f64 / 1e6,
-            started.elapsed().as_secs_f64()
-        );
-        Ok(())
-    }
-
-    fn write_snapshot(&self, r: &mut Replica) -> Result<(u64, u64, u64)> {
         let generation: u64 = self.query(
             r,
             redis::cmd("HINCRBY").arg(&self.keys.head).arg("gen").arg(1),
             false,
         )?;
+        let started = Instant::now();
         let mut chunks: Vec<Vec<u8>> = Vec::new();
-        // The state is dumped whole first: the connection is needed to
-        // send, and the dump borrows the replica.
         r.mem.dump(CHUNK, &mut |c| {
             chunks.push(c);
             Ok(())
         })?;
-        let bytes: u64 = chunks.iter().map(|c| c.len() as u64).sum();
-        for (i, c) in chunks.iter().enumerate() {
-            let key = format!("{}{generation}:{i}", self.keys.chunk_prefix);
-            let _: Value = self.query(
-                r,
-                redis::cmd("SET").arg(&key).arg(c).arg("PX").arg(COMPACT_MS),
-                false,
-            )?;
+        let job = SnapshotJob {
+            client: self.client.clone(),
+            options: self.options.clone(),
+            url: self.url.clone(),
+            log: self.keys.log.clone(),
+            head: self.keys.head.clone(),
+            chunk_prefix: self.keys.chunk_prefix.clone(),
+            compacting: self.keys.compacting.clone(),
+            token: self.token.clone(),
+            generation,
+            pos: r.pos,
+            cb: r.cb,
+            chunks,
+            started,
+        };
+        let handle = std::thread::Builder::new()
+            .name("simcrawl-snapshot".into())
+            .spawn(move || job.run())
+            .map_err(Error::storage)?;
+        *running = Some(handle);
+        Ok(())
+    }
+
+    /// Waits for the snapshot this process is writing, if any: its error,
+    /// if it failed. (Dropping the store waits too.)
+    pub fn finish_snapshot(&self) -> Result<()> {
+        let handle = self.snapshot.lock().take();
+        match handle.map(std::thread::JoinHandle::join) {
+            None => Ok(()),
+            Some(Ok(outcome)) => outcome.map(drop),
+            Some(Err(_)) => Err(Error::Corrupt("the snapshot thread panicked".into())),
         }
-        let args: Vec<Vec<u8>> = vec![
-            generation.to_string().into_bytes(),
-            r.pos.to_string().into_bytes(),
-            r.cb.to_string().into_bytes(),
-            chunks.len().to_string().into_bytes(),
-            bytes.to_string().into_bytes(),
-            self.keys.chunk_prefix.clone().into_bytes(),
-        ];
-        let mut inv = self.install.key(&self.keys.log);
-        inv.key(&self.keys.head);
-        for a in &args {
-            inv.arg(a.as_slice());
-        }
-        self.round_trips.fetch_add(1, Ordering::Relaxed);
-        let conn = self.conn(r)?;
-        let installed: i64 = inv.invoke(conn).map_err(|e| self.lose(r, e, true))?;
-        if installed != 1 {
-            for i in 0..chunks.len() {
-                let key = format!("{}{generation}:{i}", self.keys.chunk_prefix);
-                let _: Value = self.query(r, redis::cmd("UNLINK").arg(&key), false)?;
-            }
-        }
-        Ok((generation, chunks.len() as u64, bytes))
     }
 
     fn release_lease(&self, r: &mut Replica, key: &str) -> Result<()> {
@@ -879,6 +874,115 @@ impl ReplicatedStore {
             url: self.url.clone(),
             attempts,
         })
+    }
+}
+
+/// A snapshot being written: the dumped state, and what the upload needs.
+struct SnapshotJob {
+    client: redis::Client,
+    options: RedisOptions,
+    url: String,
+    log: String,
+    head: String,
+    chunk_prefix: String,
+    compacting: String,
+    token: String,
+    generation: u64,
+    pos: u64,
+    cb: u64,
+    chunks: Vec<Vec<u8>>,
+    started: Instant,
+}
+
+/// What a finished snapshot thread did: (generation, position, chunks,
+/// bytes, whether it was installed, seconds).
+type SnapshotDone = (u64, u64, usize, u64, bool, f64);
+
+impl SnapshotJob {
+    /// Uploads the chunks (expiring until installed), installs them, and
+    /// releases the lease whatever happened.
+    fn run(self) -> Result<SnapshotDone> {
+        let fail = |e: redis::RedisError| classify(&self.url, e, false).0;
+        let mut conn = connect_namespace(&self.client, &self.options, &self.url).map_err(fail)?;
+        let outcome = self.upload(&mut conn);
+        let released = redis::Script::new(RELEASE)
+            .key(&self.compacting)
+            .arg(&self.token)
+            .invoke::<i64>(&mut conn)
+            .map_err(fail);
+        let done = outcome?;
+        released?;
+        Ok(done)
+    }
+
+    fn upload(&self, conn: &mut Connection) -> Result<SnapshotDone> {
+        let fail = |e: redis::RedisError| classify(&self.url, e, false).0;
+        let key = |i: usize| format!("{}{}:{i}", self.chunk_prefix, self.generation);
+        let bytes: u64 = self.chunks.iter().map(|c| c.len() as u64).sum();
+        for (i, c) in self.chunks.iter().enumerate() {
+            redis::cmd("SET")
+                .arg(key(i))
+                .arg(c)
+                .arg("PX")
+                .arg(COMPACT_MS)
+                .query::<Value>(conn)
+                .map_err(fail)?;
+        }
+        let installed: i64 = redis::Script::new(INSTALL)
+            .key(&self.log)
+            .key(&self.head)
+            .arg(self.generation)
+            .arg(self.pos)
+            .arg(self.cb)
+            .arg(self.chunks.len())
+            .arg(bytes)
+            .arg(&self.chunk_prefix)
+            .invoke(conn)
+            .map_err(fail)?;
+        if installed != 1 {
+            // A newer snapshot got in first: this one is not needed.
+            for i in 0..self.chunks.len() {
+                redis::cmd("UNLINK")
+                    .arg(key(i))
+                    .query::<Value>(conn)
+                    .map_err(fail)?;
+            }
+        }
+        Ok((
+            self.generation,
+            self.pos,
+            self.chunks.len(),
+            bytes,
+            installed == 1,
+            self.started.elapsed().as_secs_f64(),
+        ))
+    }
+}
+
+fn log_snapshot(url: &str, done: std::thread::JoinHandle<Result<SnapshotDone>>) {
+    match done.join() {
+        Ok(Ok((generation, pos, chunks, bytes, installed, secs))) => tracing::info!(
+            url,
+            "snapshot {generation} at log position {pos}: {chunks} chunks, {:.1} MB, {} in {secs:.1} s",
+            bytes as f64 / 1e6,
+            if installed {
+                "installed"
+            } else {
+                "superseded by a newer one"
+            }
+        ),
+        Ok(Err(e)) => tracing::warn!(url, "writing a snapshot failed: {e}"),
+        Err(_) => tracing::warn!(url, "the snapshot thread panicked"),
+    }
+}
+
+impl Drop for ReplicatedStore {
+    /// A snapshot being written is finished, so a clean shutdown leaves
+    /// it installed.
+    fn drop(&mut self) {
+        if let Some(h) = self.snapshot.lock().take() {
+            log_snapshot(&self.url, h);
+        }
     }
 }
 
