@@ -343,6 +343,8 @@ pub struct RedisFrontier {
     url: String,
     /// `{NS}:f:`
     prefix: String,
+    /// `NS`, whose slot's master serves the frontier under Redis Cluster.
+    namespace: String,
     conn: Mutex<Option<redis::Connection>>,
     lease: redis::Script,
     renew: redis::Script,
@@ -409,6 +411,7 @@ impl RedisFrontier {
         let f = RedisFrontier {
             client,
             prefix: format!("{{{namespace}}}:f:"),
+            namespace: namespace.to_string(),
             url: shown,
             conn: Mutex::new(None),
             lease: redis::Script::new(&format!("{HELPERS}{LEASE}")),
@@ -430,10 +433,19 @@ impl RedisFrontier {
     fn with_conn<T>(&self, f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>) -> Result<T> {
         let mut guard = self.conn.lock();
         if guard.is_none() {
-            let c = self.client.get_connection_with_timeout(IO_TIMEOUT)?;
-            c.set_read_timeout(Some(IO_TIMEOUT))?;
-            c.set_write_timeout(Some(IO_TIMEOUT))?;
-            *guard = Some(c);
+            // To the master of the namespace's slot when the server is a
+            // cluster node: the scripts' keys all live there.
+            let options = simcrawl_dedup::RedisOptions {
+                namespace: self.namespace.clone(),
+                connect_timeout: IO_TIMEOUT,
+                io_timeout: IO_TIMEOUT,
+                ..Default::default()
+            };
+            *guard = Some(simcrawl_dedup::store::connect_namespace(
+                &self.client,
+                &options,
+                &self.url,
+            )?);
         }
         let Some(conn) = guard.as_mut() else {
             return Err(anyhow!("no connection to Redis at {}", self.url));
@@ -441,7 +453,9 @@ impl RedisFrontier {
         match f(conn) {
             Ok(v) => Ok(v),
             Err(e) => {
-                if is_connection_error(&e) {
+                // A moved slot (resharding, failover): the next
+                // connection asks the cluster where it is now.
+                if is_connection_error(&e) || e.is_cluster_error() {
                     *guard = None;
                 }
                 Err(e.into())
@@ -679,6 +693,35 @@ mod tests {
             host_key(&Url::parse("https://Example.com/x").unwrap()),
             "https://example.com:443"
         );
+    }
+
+    /// Under Redis Cluster the frontier may be given any node: it talks to
+    /// the master of its namespace's slot (skipped without
+    /// `SIMCRAWL_REDIS_CLUSTER_URLS`, which `scripts/test.sh` sets).
+    #[test]
+    fn the_frontier_finds_its_slot_on_a_cluster_from_any_node() {
+        let Ok(urls) = std::env::var("SIMCRAWL_REDIS_CLUSTER_URLS") else {
+            eprintln!("SKIPPED the_frontier_finds_its_slot_on_a_cluster_from_any_node: no cluster");
+            return;
+        };
+        for (i, node) in urls.split(',').enumerate() {
+            // Three namespaces, so that most are served by another node
+            // than the one given.
+            let ns = format!("unit-cluster-{}-{i}", std::process::id());
+            let f = RedisFrontier::open(node, &ns).unwrap();
+            let url = Url::parse("http://c.example/1").unwrap();
+            let ack = Ack {
+                batch: 1,
+                links: vec![(host_key(&url), encode_entry(false, 0, 1, &url))],
+                counters: vec![("fetched".into(), 1)],
+                state: "{}".into(),
+                ..Ack::default()
+            };
+            f.ack("w", 2, &ack).unwrap();
+            let leased = f.lease(10, 2, 60_000, 0, 0).unwrap();
+            assert_eq!(leased.entries.len(), 1, "{ns} via {node}: {leased:?}");
+            assert_eq!(f.counters().unwrap().get("fetched"), Some(&1));
+        }
     }
 
     /// The scripts against the server of `SIMCRAWL_REDIS_URL` (skipped

@@ -961,3 +961,46 @@ fn replicas_survive_a_restarted_server_and_follow_a_server_that_lost_its_data() 
     assert_eq!(d.stats().unwrap().documents, 1);
     assert_eq!(open().stats().unwrap().documents, 1);
 }
+
+/// A replica far behind (more entries than one reply carries, some of
+/// them large) catches up over several replies, on a read and on a write
+/// that conflicts, and ends equal to the writer.
+#[test]
+fn a_lagging_replica_catches_up_over_many_replies() {
+    let Some(url) = common::redis_url("a_lagging_replica_catches_up_over_many_replies") else {
+        return;
+    };
+    let ns = common::unique_namespace("lag");
+    let writer = ReplicatedStore::open_with(&url, common::redis_options(&ns)).unwrap();
+    writer.clear().unwrap();
+    let reader = ReplicatedStore::open_with(&url, common::redis_options(&ns)).unwrap();
+    let lagging = ReplicatedStore::open_with(&url, common::redis_options(&ns)).unwrap();
+    // 1,200 small entries and 3 of 6 MB (16 MB per reply at most).
+    for i in 0..1200u32 {
+        writer
+            .write(|t| t.set_meta(&format!("k{}", i % 7), &i.to_le_bytes()))
+            .unwrap();
+        if i % 400 == 0 {
+            writer
+                .write(|t| t.set_meta("big", &vec![i as u8; 6 << 20]))
+                .unwrap();
+        }
+    }
+    let end = writer.position();
+    assert_eq!(end, 1203);
+    // A read catches up first.
+    let big = reader.read(|t| t.meta("big")).unwrap().unwrap();
+    assert_eq!((big.len(), big[0]), (6 << 20, (800 % 256) as u8));
+    assert_eq!(reader.position(), end);
+    // A write from far behind: refused, caught up, run again, appended.
+    lagging.write(|t| t.set_meta("last", b"x")).unwrap();
+    assert_eq!(lagging.position(), end + 1);
+    assert_eq!(lagging.conflicts(), 1);
+    for k in 0..7 {
+        let key = format!("k{k}");
+        let want = writer.read(|t| t.meta(&key)).unwrap();
+        assert_eq!(lagging.read(|t| t.meta(&key)).unwrap(), want, "{key}");
+    }
+    assert_eq!(writer.read(|t| t.meta("last")).unwrap(), Some(b"x".to_vec()));
+    writer.clear().unwrap();
+}

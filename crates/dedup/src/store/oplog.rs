@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 
 use rustc_hash::{FxHashMap, FxHashSet};
+use smallvec::SmallVec;
 
 use super::{BAND_POSTINGS, DocId, DocRecord, NEXT_ID_META, ReadTables, Tables, UrlRecord};
 use crate::error::{Error, Result};
@@ -280,12 +281,17 @@ pub(crate) struct Pending {
     /// Metadata is written at the end of the entry, last value only: the
     /// id counter changes once per new document.
     meta: HashMap<String, Vec<u8>>,
+    /// The document id counter ([`NEXT_ID_META`]), kept apart from `meta`:
+    /// a check takes an id per new document.
+    next_id: Option<u64>,
     urls: FxHashMap<u128, Option<UrlRecord>>,
-    titles_added: FxHashMap<u128, Vec<DocId>>,
+    // Lists added to are nearly always new keys with one entry: inline,
+    // not an allocation each (a new document adds ~15).
+    titles_added: FxHashMap<u128, SmallVec<[DocId; 1]>>,
     titles_removed: FxHashSet<(u128, DocId)>,
-    blocks_added: FxHashMap<(usize, u64), Vec<(Fingerprint, DocId)>>,
+    blocks_added: FxHashMap<(usize, u64), SmallVec<[(Fingerprint, DocId); 1]>>,
     blocks_removed: FxHashSet<(usize, u64, u64, DocId)>,
-    bands_added: FxHashMap<u64, Vec<DocId>>,
+    bands_added: FxHashMap<u64, SmallVec<[DocId; 1]>>,
     bands_removed: FxHashSet<(u64, DocId)>,
     docs: FxHashMap<DocId, Option<DocRecord>>,
     doc_delta: i64,
@@ -294,13 +300,17 @@ pub(crate) struct Pending {
 impl Pending {
     /// Nothing was written.
     pub(crate) fn is_empty(&self) -> bool {
-        self.log.ops() == 0 && self.meta.is_empty()
+        self.log.ops() == 0 && self.meta.is_empty() && self.next_id.is_none()
     }
 
     /// The log entry of these writes.
     pub(crate) fn into_entry(self) -> Vec<u8> {
         let mut log = self.log;
         let mut meta: Vec<_> = self.meta.into_iter().collect();
+        if let Some(next) = self.next_id {
+            meta.retain(|(k, _)| k != NEXT_ID_META);
+            meta.push((NEXT_ID_META.to_string(), next.to_le_bytes().to_vec()));
+        }
         meta.sort();
         for (k, v) in &meta {
             log.set_meta(k, v);
@@ -324,6 +334,11 @@ impl ReadTables for Overlay<'_> {
     }
 
     fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        if key == NEXT_ID_META
+            && let Some(next) = self.pending.next_id
+        {
+            return Ok(Some(next.to_le_bytes().to_vec()));
+        }
         match self.pending.meta.get(key) {
             Some(v) => Ok(Some(v.clone())),
             None => self.base.meta(key),
@@ -339,7 +354,7 @@ impl ReadTables for Overlay<'_> {
 
     fn title_docs(&self, digest: u128, limit: usize, out: &mut Vec<DocId>) -> Result<()> {
         let p = &*self.pending;
-        let added = p.titles_added.get(&digest).map_or(&[][..], Vec::as_slice);
+        let added = p.titles_added.get(&digest).map_or(&[][..], |v| v.as_slice());
         if added.is_empty() && p.titles_removed.is_empty() {
             return self.base.title_docs(digest, limit, out);
         }
@@ -392,13 +407,25 @@ impl ReadTables for Overlay<'_> {
         Ok(())
     }
 
+    /// The check's band lookup: the base's batched lookup (its misses
+    /// overlap), then this transaction's own entries. The order of the
+    /// ids is not kept (callers sort them), nor the cap of a list that
+    /// overflows within the transaction: a few more candidates, verified.
     fn band_docs_all(&self, keys: &[u64], out: &mut Vec<DocId>) -> Result<()> {
         let p = &*self.pending;
-        if p.bands_added.is_empty() && p.bands_removed.is_empty() {
-            return self.base.band_docs_all(keys, out);
+        if !p.bands_removed.is_empty() {
+            for &key in keys {
+                self.band_docs(key, out)?;
+            }
+            return Ok(());
         }
-        for &key in keys {
-            self.band_docs(key, out)?;
+        self.base.band_docs_all(keys, out)?;
+        if !p.bands_added.is_empty() {
+            for key in keys {
+                if let Some(added) = p.bands_added.get(key) {
+                    out.extend_from_slice(added);
+                }
+            }
         }
         Ok(())
     }
@@ -465,11 +492,18 @@ impl ReadTables for Overlay<'_> {
 
 impl Tables for Overlay<'_> {
     fn set_meta(&mut self, key: &str, value: &[u8]) -> Result<()> {
+        if key == NEXT_ID_META {
+            self.pending.next_id = None;
+        }
         self.pending.meta.insert(key.to_string(), value.to_vec());
         Ok(())
     }
 
     fn next_doc_id(&mut self) -> Result<DocId> {
+        if let Some(id) = self.pending.next_id {
+            self.pending.next_id = Some(id + 1);
+            return Ok(id);
+        }
         let id = match self.meta(NEXT_ID_META)? {
             Some(b) => u64::from_le_bytes(
                 b.as_slice()
@@ -478,9 +512,7 @@ impl Tables for Overlay<'_> {
             ),
             None => 0,
         };
-        self.pending
-            .meta
-            .insert(NEXT_ID_META.to_string(), (id + 1).to_le_bytes().to_vec());
+        self.pending.next_id = Some(id + 1);
         Ok(id)
     }
 
@@ -505,7 +537,7 @@ impl Tables for Overlay<'_> {
 
     fn remove_title(&mut self, digest: u128, id: DocId) -> Result<()> {
         if let Some(ids) = self.pending.titles_added.get_mut(&digest) {
-            ids.retain(|&x| x != id);
+            ids.retain(|x| *x != id);
         }
         self.pending.titles_removed.insert((digest, id));
         self.pending.log.title(false, digest, id);
@@ -527,7 +559,7 @@ impl Tables for Overlay<'_> {
 
     fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
         if let Some(v) = self.pending.blocks_added.get_mut(&(table, key)) {
-            v.retain(|&(f, i)| !(f == fp && i == id));
+            v.retain(|(f, i)| !(*f == fp && *i == id));
         }
         self.pending.blocks_removed.insert((table, key, fp.0, id));
         self.pending.log.block(false, table, key, fp, id);
@@ -542,7 +574,7 @@ impl Tables for Overlay<'_> {
 
     fn remove_band(&mut self, key: u64, id: DocId) -> Result<()> {
         if let Some(v) = self.pending.bands_added.get_mut(&key) {
-            v.retain(|&x| x != id);
+            v.retain(|x| *x != id);
         }
         self.pending.bands_removed.insert((key, id));
         self.pending.log.band(false, key, id);
@@ -675,8 +707,15 @@ mod tests {
                 out.push(format!("block {table} {k} {c:?}"));
             }
         }
+        for k in 0..3 {
+            let mut ids = Vec::new();
+            t.band_docs(k, &mut ids)?;
+            out.push(format!("band {k} {ids:?}"));
+        }
+        // In any order (the check sorts them).
         let mut all = Vec::new();
         t.band_docs_all(&[0, 1, 2], &mut all)?;
+        all.sort_unstable();
         out.push(format!("bands {all:?}"));
         for id in 0..8 {
             out.push(format!("doc {id} {:?}", t.doc(id)?.map(|r| r.url)));

@@ -1,6 +1,12 @@
 //! A store in [Redis](https://redis.io), behind the `redis` feature: many
 //! crawler processes on many machines share one set of tiers.
 //!
+//! The tiers live in Redis, so processes hold nothing, and every check
+//! costs the server its index reads and writes (a few thousand checks a
+//! second per server). [`super::ReplicatedStore`] is the other way to
+//! share them: a copy in each process, Redis ordering the writes, checks
+//! at in-memory speed.
+//!
 //! # Key layout
 //!
 //! Every key starts with `{NS}:`, `NS` being [`RedisOptions::namespace`]
@@ -624,9 +630,22 @@ impl RedisStore {
 }
 
 /// A new connection to the server of `client` or, when it is a cluster
-/// node, to the master serving `options.namespace`'s slot: named, with
-/// the options' timeouts.
-pub(super) fn connect_namespace(
+/// node, to the master serving `options.namespace`'s slot (every key
+/// under the `{NS}` hash tag lives there): named `simcrawl:NS`, with the
+/// options' timeouts. The stores connect this way; so can anything else
+/// keeping keys under the namespace's tag (the crawler's frontier), so
+/// that it works against a cluster given any node's URL. `url` is only
+/// for messages.
+///
+/// ```no_run
+/// use simcrawl_dedup::{RedisOptions, store::connect_namespace};
+/// let client = redis::Client::open("redis://10.0.0.1:7000/0").unwrap();
+/// let options = RedisOptions { namespace: "news".into(), ..Default::default() };
+/// let mut conn = connect_namespace(&client, &options, "redis://10.0.0.1:7000/0")?;
+/// let _: () = redis::cmd("SET").arg("{news}:f:hello").arg(1).query(&mut conn)?;
+/// # Ok::<(), redis::RedisError>(())
+/// ```
+pub fn connect_namespace(
     client: &redis::Client,
     options: &RedisOptions,
     url: &str,

@@ -84,18 +84,31 @@ use crate::error::{Error, Result};
 /// The layout marker of a replicated namespace.
 const LAYOUT: &str = "replicated-1";
 
-/// Most entries one reply carries, and about the most bytes: a reply
-/// holds them all in the server's memory at once, and a transaction of
-/// 10,000 documents is ~7 MB. The count is set from the log's average
-/// entry size so far.
-const MAX_ENTRIES: usize = 64;
-const MAX_REPLY_BYTES: u64 = 16 << 20;
+/// Most entries one reply carries, and about the most bytes (a reply is
+/// held whole in the server's memory; a transaction of 10,000 documents
+/// is ~7 MB, of one document ~1 KB): the scripts read the log 8 entries
+/// at a time and stop past either bound.
+const MAX_ENTRIES: usize = 512;
+const MAX_REPLY_BYTES: usize = 16 << 20;
 
-/// How many entries to ask for, given the replica's average entry so far.
-fn entries_per_reply(r: &Replica) -> usize {
-    let average = r.cb.checked_div(r.pos).unwrap_or(1).max(1);
-    (MAX_REPLY_BYTES / average).clamp(1, MAX_ENTRIES as u64) as usize
-}
+/// Lua: `since(log, pos, last, max_entries, max_bytes)`, the entries from
+/// absolute position `pos` on (the log ends at `last`), bounded as above;
+/// at least one.
+const SINCE_FN: &str = r#"
+local function since(log, pos, last, maxn, maxb)
+  local out, bytes, s = {}, 0, pos - last
+  while s < 0 and #out < maxn do
+    local e = math.min(s + 7, -1)
+    for _, v in ipairs(redis.call('LRANGE', log, s, e)) do
+      if #out > 0 and (bytes + #v > maxb or #out >= maxn) then return out end
+      out[#out + 1] = v
+      bytes = bytes + #v
+    end
+    s = e + 1
+  end
+  return out
+end
+"#;
 
 /// Snapshot chunk size.
 const CHUNK: usize = 4 << 20;
@@ -107,7 +120,8 @@ const TURN_MS: u64 = 2_000;
 const COMPACT_MS: u64 = 600_000;
 
 /// Appends `ARGV[3]` to the log if the log ends at `ARGV[1]` and no other
-/// process (`ARGV[2]` is this one) holds the turn. Replies `{1, new end,
+/// process (`ARGV[2]` is this one) holds the turn (`ARGV[4]`, `ARGV[5]`:
+/// the bounds of a reply with entries). Replies `{1, new end,
 /// cb, snap_cb, snap_bytes}` when appended; `{0, end, entries}` when the
 /// caller lacks entries (at most `ARGV[4]`, from its position on); `{2,
 /// end}` when another process holds the turn; `{3, base}` when the caller's
@@ -120,9 +134,7 @@ local pos = tonumber(ARGV[1])
 if pos < base then return {3, base} end
 if pos > last then return {4, last} end
 if pos < last then
-  local s = pos - last
-  local n = math.min(last - pos, tonumber(ARGV[4]))
-  return {0, last, redis.call('LRANGE', KEYS[1], s, s + n - 1)}
+  return {0, last, since(KEYS[1], pos, last, tonumber(ARGV[4]), tonumber(ARGV[5]))}
 end
 local turn = redis.call('GET', KEYS[3])
 if turn and turn ~= ARGV[2] then return {2, last} end
@@ -133,7 +145,8 @@ local snap = redis.call('HMGET', KEYS[2], 'snap_cb', 'snap_bytes')
 return {1, last + 1, cb, tonumber(snap[1] or '0'), tonumber(snap[2] or '0')}
 "#;
 
-/// The entries from `ARGV[1]` on (at most `ARGV[2]`): `{0, end, entries}`,
+/// The entries from `ARGV[1]` on (at most `ARGV[2]` entries, about
+/// `ARGV[3]` bytes): `{0, end, entries}`,
 /// or `{1, end}` when there are none, `{3, base}` / `{4, end}` as for
 /// [`COMMIT`].
 const SINCE: &str = r#"
@@ -143,9 +156,7 @@ local pos = tonumber(ARGV[1])
 if pos < base then return {3, base} end
 if pos > last then return {4, last} end
 if pos == last then return {1, last} end
-local s = pos - last
-local n = math.min(last - pos, tonumber(ARGV[2]))
-return {0, last, redis.call('LRANGE', KEYS[1], s, s + n - 1)}
+return {0, last, since(KEYS[1], pos, last, tonumber(ARGV[2]), tonumber(ARGV[3]))}
 "#;
 
 /// Installs snapshot `ARGV[1]` (at position `ARGV[2]`, cumulative bytes
@@ -250,7 +261,7 @@ pub struct ReplicatedStore {
     options: RedisOptions,
     /// Identifies this store's turns and leases.
     token: String,
-    compact_after: u64,
+    compact_after: AtomicU64,
     replica: Mutex<Replica>,
     conflicts: AtomicU64,
     round_trips: AtomicU64,
@@ -356,7 +367,7 @@ impl ReplicatedStore {
             location: PathBuf::from(format!("{shown} (namespace {ns}, replicated)")),
             keys: Keys::new(ns),
             token: format!("{}:{}:{:x}", hostname(), std::process::id(), random_u64()),
-            compact_after: 64 << 20,
+            compact_after: AtomicU64::new(64 << 20),
             options,
             url: shown,
             replica: Mutex::new(Replica {
@@ -369,8 +380,8 @@ impl ReplicatedStore {
             }),
             conflicts: AtomicU64::new(0),
             round_trips: AtomicU64::new(0),
-            commit: redis::Script::new(COMMIT),
-            since: redis::Script::new(SINCE),
+            commit: redis::Script::new(&format!("{SINCE_FN}{COMMIT}")),
+            since: redis::Script::new(&format!("{SINCE_FN}{SINCE}")),
             snapshot: Mutex::new(None),
             release: redis::Script::new(RELEASE),
         };
@@ -398,9 +409,15 @@ impl ReplicatedStore {
     ///     .compact_after(256 << 20);
     /// # Ok::<(), simcrawl_dedup::Error>(())
     /// ```
-    pub fn compact_after(mut self, bytes: u64) -> ReplicatedStore {
-        self.compact_after = bytes;
+    pub fn compact_after(self, bytes: u64) -> ReplicatedStore {
+        self.set_compact_after(bytes);
         self
+    }
+
+    /// [`ReplicatedStore::compact_after`] on a store in use (`u64::MAX`:
+    /// this process writes no snapshots; others still may).
+    pub fn set_compact_after(&self, bytes: u64) {
+        self.compact_after.store(bytes, Ordering::Relaxed);
     }
 
     /// The server's URL, without password.
@@ -613,8 +630,13 @@ impl ReplicatedStore {
         }
         loop {
             let pos = r.pos.to_string();
-            let max = entries_per_reply(r).to_string();
-            match self.script(r, &self.since, &[pos.as_bytes(), max.as_bytes()], false)? {
+            let (max, bytes) = (MAX_ENTRIES.to_string(), MAX_REPLY_BYTES.to_string());
+            match self.script(
+                r,
+                &self.since,
+                &[pos.as_bytes(), max.as_bytes(), bytes.as_bytes()],
+                false,
+            )? {
                 Reply::Entries { entries } => self.apply(r, entries)?,
                 Reply::UpToDate | Reply::Appended { .. } | Reply::NotYourTurn => return Ok(()),
                 Reply::Trimmed => return self.load(r),
@@ -793,11 +815,17 @@ impl ReplicatedStore {
             }
             let entry = pending.into_entry();
             let pos = r.pos.to_string();
-            let max = entries_per_reply(r).to_string();
+            let (max, bytes) = (MAX_ENTRIES.to_string(), MAX_REPLY_BYTES.to_string());
             let reply = self.script(
                 r,
                 &self.commit,
-                &[pos.as_bytes(), self.token.as_bytes(), &entry, max.as_bytes()],
+                &[
+                    pos.as_bytes(),
+                    self.token.as_bytes(),
+                    &entry,
+                    max.as_bytes(),
+                    bytes.as_bytes(),
+                ],
                 true,
             )?;
             match reply {
@@ -814,7 +842,7 @@ impl ReplicatedStore {
                     r.pos = end;
                     r.cb = cb;
                     let tail = cb.saturating_sub(snap_cb);
-                    let due = tail >= self.compact_after.max(snap_bytes / 2);
+                    let due = tail >= self.compact_after.load(Ordering::Relaxed).max(snap_bytes / 2);
                     let recently = r
                         .last_compaction
                         .is_some_and(|t| t.elapsed() < Duration::from_secs(10));
@@ -829,11 +857,9 @@ impl ReplicatedStore {
                 }
                 Reply::Entries { entries } => {
                     self.conflicts.fetch_add(1, Ordering::Relaxed);
-                    let more = entries.len() >= entries_per_reply(r);
                     self.apply(r, entries)?;
-                    if more {
-                        self.catch_up(r)?;
-                    }
+                    // The reply may have stopped at its bounds.
+                    self.catch_up(r)?;
                     lost += 1;
                     if lost >= 2 && !has_turn {
                         // Losing again and again to faster writers: take
