@@ -57,6 +57,9 @@ pub type SharedTiers = Deduper<SharedStore>;
 /// replicated in each worker with Redis ordering the writes. The pipeline
 /// is the same for both; only the store differs.
 #[derive(Debug)]
+// One value per process: the size difference between the variants costs
+// nothing, boxing would cost an indirection per call.
+#[allow(clippy::large_enum_variant)]
 pub enum SharedStore {
     /// [`RedisStore`]: the tiers in Redis.
     Redis(RedisStore),

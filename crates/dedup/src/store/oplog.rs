@@ -273,6 +273,9 @@ pub(crate) fn apply(entry: &[u8], t: &mut dyn Tables) -> Result<()> {
     Ok(())
 }
 
+/// Block entries a transaction added under one block key.
+type Postings = SmallVec<[(Fingerprint, DocId); 1]>;
+
 /// A transaction's writes not yet in the log: the entry being built, and
 /// the same writes indexed so that the transaction reads its own writes.
 #[derive(Debug, Default)]
@@ -289,7 +292,7 @@ pub(crate) struct Pending {
     // not an allocation each (a new document adds ~15).
     titles_added: FxHashMap<u128, SmallVec<[DocId; 1]>>,
     titles_removed: FxHashSet<(u128, DocId)>,
-    blocks_added: FxHashMap<(usize, u64), SmallVec<[(Fingerprint, DocId); 1]>>,
+    blocks_added: FxHashMap<(usize, u64), Postings>,
     blocks_removed: FxHashSet<(usize, u64, u64, DocId)>,
     bands_added: FxHashMap<u64, SmallVec<[DocId; 1]>>,
     bands_removed: FxHashSet<(u64, DocId)>,
@@ -602,6 +605,7 @@ impl Tables for Overlay<'_> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::sketch::{SKETCH_BINS, Sketch};
     use crate::store::memory::MemState;
