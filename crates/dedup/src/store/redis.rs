@@ -323,17 +323,8 @@ impl RedisStore {
 
     /// Connects to `url` with explicit options.
     pub fn open_with(url: &str, options: RedisOptions) -> Result<RedisStore> {
-        let shown = redact(url);
+        let (client, shown) = open_client(url, &options)?;
         let ns = &options.namespace;
-        if ns.is_empty() || ns.contains(['{', '}', ':']) || ns.contains(char::is_whitespace) {
-            return Err(Error::Config(format!(
-                "Redis namespace {ns:?} must be non-empty, without '{{', '}}', ':' or spaces"
-            )));
-        }
-        let client = redis::Client::open(url).map_err(|e| Error::Unreachable {
-            url: shown.clone(),
-            source: Box::new(e),
-        })?;
         let store = RedisStore {
             client,
             location: PathBuf::from(format!("{shown} (namespace {ns})")),
@@ -629,6 +620,23 @@ impl RedisStore {
     }
 }
 
+/// The client for `url` and the URL as shown in messages (no password),
+/// once `options.namespace` is known to be usable as a hash tag.
+pub(super) fn open_client(url: &str, options: &RedisOptions) -> Result<(redis::Client, String)> {
+    let shown = redact(url);
+    let ns = &options.namespace;
+    if ns.is_empty() || ns.contains(['{', '}', ':']) || ns.contains(char::is_whitespace) {
+        return Err(Error::Config(format!(
+            "Redis namespace {ns:?} must be non-empty, without '{{', '}}', ':' or spaces"
+        )));
+    }
+    let client = redis::Client::open(url).map_err(|e| Error::Unreachable {
+        url: shown.clone(),
+        source: Box::new(e),
+    })?;
+    Ok((client, shown))
+}
+
 /// A new connection to the server of `client` or, when it is a cluster
 /// node, to the master serving `options.namespace`'s slot (every key
 /// under the `{NS}` hash tag lives there): named `simcrawl:NS`, with the
@@ -730,7 +738,7 @@ pub(super) fn backoff(attempt: u32) {
 }
 
 /// `url` without its password, for messages.
-pub(super) fn redact(url: &str) -> String {
+fn redact(url: &str) -> String {
     match url::Url::parse(url) {
         Ok(mut u) => {
             if u.password().is_some() {

@@ -77,7 +77,7 @@ use redis::{Connection, Value};
 
 use super::memory::MemState;
 use super::oplog::{self, Overlay, Pending};
-use super::redis::{backoff, classify, connect_namespace, redact};
+use super::redis::{backoff, classify, connect_namespace, open_client};
 use super::{ReadTables, RedisOptions, Store, Tables};
 use crate::error::{Error, Result};
 
@@ -351,17 +351,8 @@ impl ReplicatedStore {
     /// is [`Error::Unreachable`]; a namespace of a `RedisStore` is
     /// [`Error::Config`].
     pub fn open_with(url: &str, options: RedisOptions) -> Result<ReplicatedStore> {
-        let shown = redact(url);
+        let (client, shown) = open_client(url, &options)?;
         let ns = &options.namespace;
-        if ns.is_empty() || ns.contains(['{', '}', ':']) || ns.contains(char::is_whitespace) {
-            return Err(Error::Config(format!(
-                "Redis namespace {ns:?} must be non-empty, without '{{', '}}', ':' or spaces"
-            )));
-        }
-        let client = redis::Client::open(url).map_err(|e| Error::Unreachable {
-            url: shown.clone(),
-            source: Box::new(e),
-        })?;
         let store = ReplicatedStore {
             client,
             location: PathBuf::from(format!("{shown} (namespace {ns}, replicated)")),
@@ -723,17 +714,7 @@ impl ReplicatedStore {
         if let Some(done) = running.take() {
             log_snapshot(&self.url, done);
         }
-        let leased: Option<String> = self.query(
-            r,
-            redis::cmd("SET")
-                .arg(&self.keys.compacting)
-                .arg(&self.token)
-                .arg("NX")
-                .arg("PX")
-                .arg(COMPACT_MS),
-            false,
-        )?;
-        if leased.is_none() {
+        if !self.lease(r, &self.keys.compacting, COMPACT_MS)? {
             // Another process is writing one: ask again in a while.
             r.last_compaction = Some(Instant::now());
             return Ok(());
@@ -781,6 +762,21 @@ impl ReplicatedStore {
             Some(Ok(outcome)) => outcome.map(drop),
             Some(Err(_)) => Err(Error::Corrupt("the snapshot thread panicked".into())),
         }
+    }
+
+    /// Takes `key` for this process for `ms` unless another holds it.
+    fn lease(&self, r: &mut Replica, key: &str, ms: u64) -> Result<bool> {
+        let taken: Option<String> = self.query(
+            r,
+            redis::cmd("SET")
+                .arg(key)
+                .arg(&self.token)
+                .arg("NX")
+                .arg("PX")
+                .arg(ms),
+            false,
+        )?;
+        Ok(taken.is_some())
     }
 
     fn release_lease(&self, r: &mut Replica, key: &str) -> Result<()> {
@@ -864,17 +860,7 @@ impl ReplicatedStore {
                     if lost >= 2 && !has_turn {
                         // Losing again and again to faster writers: take
                         // the next turn, so this transaction gets in.
-                        let taken: Option<String> = self.query(
-                            r,
-                            redis::cmd("SET")
-                                .arg(&self.keys.turn)
-                                .arg(&self.token)
-                                .arg("NX")
-                                .arg("PX")
-                                .arg(TURN_MS),
-                            false,
-                        )?;
-                        has_turn = taken.is_some();
+                        has_turn = self.lease(r, &self.keys.turn, TURN_MS)?;
                     }
                 }
                 Reply::NotYourTurn => backoff(attempt),
