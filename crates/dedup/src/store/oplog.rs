@@ -15,6 +15,7 @@ use std::collections::HashMap;
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
+use super::memory::MemState;
 use super::{BAND_POSTINGS, DocId, DocRecord, NEXT_ID_META, ReadTables, Tables, UrlRecord};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -603,6 +604,216 @@ impl Tables for Overlay<'_> {
     }
 }
 
+/// Raised by [`Direct`] at a transaction's first removal: removals are
+/// not undone in place, so the transaction runs again on an [`Overlay`].
+#[derive(Debug, thiserror::Error)]
+#[error("this transaction removes entries: it runs on an overlay")]
+pub(crate) struct NeedsOverlay;
+
+/// Whether `e` is [`NeedsOverlay`].
+pub(crate) fn needs_overlay(e: &Error) -> bool {
+    matches!(e, Error::Storage(inner) if inner.is::<NeedsOverlay>())
+}
+
+/// How to take one write back.
+#[derive(Debug)]
+pub(crate) enum Undo {
+    Url(u128, Option<UrlRecord>),
+    Title(u128, DocId),
+    Block(usize, u64, Fingerprint, DocId),
+    Band(u64, DocId, Option<DocId>),
+    Doc(DocId, Option<DocRecord>),
+    Meta(String, Option<Vec<u8>>),
+}
+
+/// A transaction's writes made on the replica itself, as a memory store
+/// makes them, each recorded in the log entry and with what undoes it:
+/// the common transaction (a check adding documents) then costs what it
+/// costs in memory plus the encoding, instead of the [`Overlay`]'s maps
+/// and a second application after the commit. When the log refuses the
+/// entry, [`undo`] takes the writes back, newest first. Removals are not
+/// supported ([`NeedsOverlay`]).
+pub(crate) struct Direct<'a> {
+    mem: &'a mut MemState,
+    log: LogWriter,
+    undo: Vec<Undo>,
+    /// Metadata keys written, each with its value before the first write
+    /// in `undo`; their final values end the entry.
+    meta_keys: Vec<String>,
+}
+
+impl<'a> Direct<'a> {
+    pub(crate) fn new(mem: &'a mut MemState) -> Direct<'a> {
+        Direct {
+            mem,
+            log: LogWriter::default(),
+            undo: Vec::new(),
+            meta_keys: Vec::new(),
+        }
+    }
+
+    /// The log entry (empty when nothing was written) and the undo list.
+    pub(crate) fn finish(self) -> Result<(Option<Vec<u8>>, Vec<Undo>)> {
+        let Direct {
+            mem,
+            mut log,
+            undo,
+            mut meta_keys,
+        } = self;
+        if log.ops() == 0 && meta_keys.is_empty() {
+            return Ok((None, undo));
+        }
+        meta_keys.sort();
+        for k in &meta_keys {
+            if let Some(v) = mem.meta(k)? {
+                log.set_meta(k, &v);
+            }
+        }
+        Ok((Some(log.into_bytes()), undo))
+    }
+
+    fn touch_meta(&mut self, key: &str) -> Result<()> {
+        if !self.meta_keys.iter().any(|k| k == key) {
+            let old = self.mem.meta(key)?;
+            self.undo.push(Undo::Meta(key.to_string(), old));
+            self.meta_keys.push(key.to_string());
+        }
+        Ok(())
+    }
+}
+
+/// Takes back the writes of a [`Direct`] transaction, newest first.
+pub(crate) fn undo(mem: &mut MemState, undo: Vec<Undo>) -> Result<()> {
+    for u in undo.into_iter().rev() {
+        match u {
+            Undo::Url(d, Some(old)) => mem.put_url(d, &old)?,
+            Undo::Url(d, None) => {
+                mem.remove_url(d)?;
+            }
+            Undo::Title(d, id) => mem.undo_title(d, id),
+            Undo::Block(t, k, fp, id) => mem.undo_block(t, k, fp, id),
+            Undo::Band(k, id, evicted) => mem.undo_band(k, id, evicted),
+            Undo::Doc(id, Some(old)) => mem.put_doc(id, &old)?,
+            Undo::Doc(id, None) => mem.remove_doc(id)?,
+            Undo::Meta(k, Some(v)) => mem.set_meta(&k, &v)?,
+            Undo::Meta(k, None) => mem.unset_meta(&k),
+        }
+    }
+    Ok(())
+}
+
+impl ReadTables for Direct<'_> {
+    fn wants_prefetch(&self) -> bool {
+        false
+    }
+    fn meta(&self, key: &str) -> Result<Option<Vec<u8>>> {
+        self.mem.meta(key)
+    }
+    fn url(&self, digest: u128) -> Result<Option<UrlRecord>> {
+        self.mem.url(digest)
+    }
+    fn title_docs(&self, digest: u128, limit: usize, out: &mut Vec<DocId>) -> Result<()> {
+        self.mem.title_docs(digest, limit, out)
+    }
+    fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()> {
+        self.mem.candidates(table, key, out)
+    }
+    fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()> {
+        self.mem.band_docs(key, out)
+    }
+    fn band_docs_all(&self, keys: &[u64], out: &mut Vec<DocId>) -> Result<()> {
+        self.mem.band_docs_all(keys, out)
+    }
+    fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
+        self.mem.doc(id)
+    }
+    fn urls_seen_before(&self, cutoff: u64, limit: usize, out: &mut Vec<u128>) -> Result<()> {
+        self.mem.urls_seen_before(cutoff, limit, out)
+    }
+    fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()> {
+        self.mem.oldest_docs(limit, out)
+    }
+    fn doc_count(&self) -> Result<u64> {
+        self.mem.doc_count()
+    }
+}
+
+fn removal() -> Error {
+    Error::storage(NeedsOverlay)
+}
+
+impl Tables for Direct<'_> {
+    fn set_meta(&mut self, key: &str, value: &[u8]) -> Result<()> {
+        self.touch_meta(key)?;
+        self.mem.set_meta(key, value)
+    }
+
+    fn next_doc_id(&mut self) -> Result<DocId> {
+        self.touch_meta(NEXT_ID_META)?;
+        self.mem.next_doc_id()
+    }
+
+    fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()> {
+        let old = self.mem.url(digest)?;
+        self.mem.put_url(digest, rec)?;
+        self.undo.push(Undo::Url(digest, old));
+        self.log.put_url(digest, rec);
+        Ok(())
+    }
+
+    fn remove_url(&mut self, _: u128) -> Result<bool> {
+        Err(removal())
+    }
+
+    fn add_title(&mut self, digest: u128, id: DocId) -> Result<()> {
+        self.mem.add_title(digest, id)?;
+        self.undo.push(Undo::Title(digest, id));
+        self.log.title(true, digest, id);
+        Ok(())
+    }
+
+    fn remove_title(&mut self, _: u128, _: DocId) -> Result<()> {
+        Err(removal())
+    }
+
+    fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
+        if table > usize::from(u8::MAX) {
+            return Err(Error::Config(format!("block table {table} (at most 255 tables)")));
+        }
+        self.mem.add_block(table, key, fp, id)?;
+        self.undo.push(Undo::Block(table, key, fp, id));
+        self.log.block(true, table, key, fp, id);
+        Ok(())
+    }
+
+    fn remove_block(&mut self, _: usize, _: u64, _: Fingerprint, _: DocId) -> Result<()> {
+        Err(removal())
+    }
+
+    fn add_band(&mut self, key: u64, id: DocId) -> Result<()> {
+        let evicted = self.mem.add_band_evicting(key, id);
+        self.undo.push(Undo::Band(key, id, evicted));
+        self.log.band(true, key, id);
+        Ok(())
+    }
+
+    fn remove_band(&mut self, _: u64, _: DocId) -> Result<()> {
+        Err(removal())
+    }
+
+    fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
+        let old = self.mem.doc(id)?;
+        self.mem.put_doc(id, rec)?;
+        self.undo.push(Undo::Doc(id, old));
+        self.log.put_doc(id, rec);
+        Ok(())
+    }
+
+    fn remove_doc(&mut self, _: DocId) -> Result<()> {
+        Err(removal())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -760,6 +971,42 @@ mod tests {
             prop_assert_eq!(reads(&replica).unwrap(), reads(&direct).unwrap());
         }
 
+        /// Writing in place on the replica: it reads as writing in place
+        /// does, its entry rebuilds the same state elsewhere, and undone it
+        /// leaves the replica as before; a removal stops it, undone.
+        #[test]
+        fn direct_writes_match_and_undo_exactly(
+            before in prop::collection::vec(w(), 0..40),
+            tx in prop::collection::vec(w(), 0..40),
+        ) {
+            let fresh = |ws: &[W], titles: &mut DocId| {
+                let mut m = MemState::default();
+                run(ws, &mut m, titles).unwrap();
+                m
+            };
+            let (mut ta, mut tb, mut tc) = (0, 0, 0);
+            let mut replica = fresh(&before, &mut ta);
+            let original = reads(&fresh(&before, &mut tb)).unwrap();
+            let mut direct = Direct::new(&mut replica);
+            let outcome = run(&tx, &mut direct, &mut ta);
+            let (entry, undo_list) = direct.finish().unwrap();
+            match outcome {
+                Ok(()) => {
+                    let mut reference = fresh(&before, &mut tc);
+                    run(&tx, &mut reference, &mut tc).unwrap();
+                    prop_assert_eq!(reads(&replica).unwrap(), reads(&reference).unwrap());
+                    let mut elsewhere = fresh(&before, &mut 0);
+                    if let Some(e) = &entry {
+                        apply(e, &mut elsewhere).unwrap();
+                    }
+                    prop_assert_eq!(reads(&elsewhere).unwrap(), reads(&reference).unwrap());
+                }
+                Err(e) => prop_assert!(needs_overlay(&e), "{e}"),
+            }
+            undo(&mut replica, undo_list).unwrap();
+            prop_assert_eq!(reads(&replica).unwrap(), original);
+        }
+
         /// A snapshot (the dump's entries) rebuilds the same state.
         #[test]
         fn a_dump_rebuilds_the_state(ws in prop::collection::vec(w(), 0..60), chunk in 1usize..400) {
@@ -773,6 +1020,32 @@ mod tests {
             }
             prop_assert_eq!(reads(&copy).unwrap(), reads(&state).unwrap());
         }
+    }
+
+    /// An add to a full band list drops its oldest entry; undone, the
+    /// list is as it was, the oldest back in front.
+    #[test]
+    fn undoing_an_add_to_a_full_band_list_restores_its_oldest() {
+        let mut mem = MemState::default();
+        for id in 0..BAND_POSTINGS as u64 {
+            mem.add_band(9, id).unwrap();
+        }
+        let before = {
+            let mut ids = Vec::new();
+            mem.band_docs(9, &mut ids).unwrap();
+            ids
+        };
+        let mut d = Direct::new(&mut mem);
+        d.add_band(9, 1000).unwrap();
+        let (_, undo_list) = d.finish().unwrap();
+        let mut after = Vec::new();
+        mem.band_docs(9, &mut after).unwrap();
+        assert_eq!(after.first(), Some(&1), "the oldest was dropped");
+        assert_eq!(after.last(), Some(&1000));
+        undo(&mut mem, undo_list).unwrap();
+        let mut again = Vec::new();
+        mem.band_docs(9, &mut again).unwrap();
+        assert_eq!(again, before);
     }
 
     #[test]
