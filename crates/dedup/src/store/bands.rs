@@ -244,50 +244,6 @@ impl BandIndex {
         self.len += 1;
     }
 
-    /// The document [`BandIndex::add`] of another id to `key` would drop
-    /// (the list is full): undoing that add must put it back.
-    #[cfg(feature = "redis")]
-    pub(crate) fn oldest_if_full(&self, key: u64) -> Option<DocId> {
-        let at = self.find(key)?;
-        let ids = self.slots.get(at).ids;
-        if ids & LIST == 0 {
-            return None;
-        }
-        let list = self.lists.get(list_index(ids))?;
-        (list.len() >= super::BAND_POSTINGS).then(|| list[0])
-    }
-
-    /// Undoes `add(key, id)`, which dropped `evicted` (see
-    /// [`BandIndex::oldest_if_full`]): the lists read as before it.
-    #[cfg(feature = "redis")]
-    pub(crate) fn undo_add(&mut self, key: u64, id: DocId, evicted: Option<DocId>) {
-        let Some(at) = self.find(key) else { return };
-        let ids = self.slots.get(at).ids;
-        if ids & LIST == 0 {
-            // The add made the key: it goes again.
-            if ids == id && evicted.is_none() {
-                self.delete(at);
-            }
-            return;
-        }
-        let index = list_index(ids);
-        let Some(list) = self.lists.get_mut(index) else {
-            return;
-        };
-        // Only the entry the add appended: the same id may be listed
-        // before it.
-        if list.last() == Some(&id) {
-            list.pop();
-        }
-        if let Some(e) = evicted {
-            list.insert(0, e);
-        }
-        if list.is_empty() {
-            self.free_list(index);
-            self.delete(at);
-        }
-    }
-
     /// Removes `id` from `key` (nothing if it is not there).
     pub(crate) fn remove(&mut self, key: u64, id: DocId) {
         let Some(at) = self.find(key) else { return };

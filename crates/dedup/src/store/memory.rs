@@ -58,62 +58,6 @@ pub(crate) struct MemState {
 }
 
 impl MemState {
-    /// [`Tables::add_band`], returning the document the capped list
-    /// dropped for it, for [`MemState::undo_band`].
-    #[cfg(feature = "redis")]
-    pub(crate) fn add_band_evicting(&mut self, key: u64, id: DocId) -> Option<DocId> {
-        let evicted = self.bands.oldest_if_full(key);
-        self.bands.add(key, id);
-        evicted
-    }
-
-    /// Undoes [`MemState::add_band_evicting`].
-    #[cfg(feature = "redis")]
-    pub(crate) fn undo_band(&mut self, key: u64, id: DocId, evicted: Option<DocId>) {
-        self.bands.undo_add(key, id, evicted);
-    }
-
-    /// Undoes [`Tables::add_block`]: removes the last entry `(fp, id)` of
-    /// the key (an equal one may be listed before it).
-    #[cfg(feature = "redis")]
-    pub(crate) fn undo_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) {
-        let Some(t) = self.blocks.get_mut(table) else {
-            return;
-        };
-        let remove_key = match t.get_mut(&key) {
-            Some(Entries::One(f0, i0)) => *f0 == fp.0 && *i0 == id,
-            Some(Entries::Many(v)) => {
-                if let Some(at) = v.iter().rposition(|&(f, i)| f == fp.0 && i == id) {
-                    v.remove(at);
-                }
-                v.is_empty()
-            }
-            None => false,
-        };
-        if remove_key {
-            t.remove(&key);
-        }
-    }
-
-    /// Undoes [`Tables::add_title`]: removes the last `id` of the title.
-    #[cfg(feature = "redis")]
-    pub(crate) fn undo_title(&mut self, digest: u128, id: DocId) {
-        if let Some(ids) = self.titles.get_mut(&digest) {
-            if let Some(at) = ids.iter().rposition(|&x| x == id) {
-                ids.remove(at);
-            }
-            if ids.is_empty() {
-                self.titles.remove(&digest);
-            }
-        }
-    }
-
-    /// Removes a metadata entry (undoing its first write).
-    #[cfg(feature = "redis")]
-    pub(crate) fn unset_meta(&mut self, key: &str) {
-        self.meta.remove(key);
-    }
-
     /// The whole state as log entries of at most about `chunk` bytes each
     /// (a snapshot): applying them in order to an empty state rebuilds
     /// this one, lists in the same order.

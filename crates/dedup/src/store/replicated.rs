@@ -8,18 +8,16 @@
 //! process instead, as a [`super::MemoryStore`] state (the *replica*), and
 //! uses Redis only to put every process's writes in one order:
 //!
-//! - A transaction writes on the replica itself, each write recorded in
-//!   one log entry (~700 bytes per new document with its URL and title)
-//!   and with what undoes it (`oplog::Direct`); a transaction that removes
-//!   entries (a purge) runs on an overlay instead, its writes kept aside
-//!   (`oplog::Overlay`) and applied once accepted.
+//! - A transaction runs against the replica, its writes kept aside
+//!   (`oplog::Overlay`), and becomes one log entry: its writes, encoded
+//!   (~700 bytes per new document with its URL and title).
 //! - The commit script appends the entry to the namespace's log only if
 //!   the log ends where the replica is: the transaction then read exactly
 //!   the state that every earlier entry made, so the log is a serial
 //!   order of transactions and check-and-insert keeps one copy however
 //!   many processes race. Otherwise it appends nothing and replies with
-//!   the entries the replica lacks: the process undoes its writes,
-//!   applies those entries and runs the transaction again (the same optimistic protocol as `RedisStore`'s, at
+//!   the entries the replica lacks: the process applies them and runs the
+//!   transaction again (the same optimistic protocol as `RedisStore`'s, at
 //!   the granularity of the whole namespace).
 //! - Every process applies the log's entries in log order, its own
 //!   included once accepted, so the replicas are equal at equal positions.
@@ -60,8 +58,8 @@
 //! As for `RedisStore`: unreachable at open is [`Error::Unreachable`]; a
 //! connection lost during a transaction is [`Error::Disconnected`], with
 //! `maybe_applied` set when the commit was sent (the entry was appended
-//! whole or not at all). A transaction the log did not (knowingly)
-//! accept is undone on the replica, so a retry starts from the log: a check that was in fact
+//! whole or not at all). Nothing is applied to the replica until the log
+//! accepted it, so a retry starts from the log: a check that was in fact
 //! appended then finds its own document. A server that lost its data
 //! (restarted without persistence) has a log shorter than the replica:
 //! the process drops its replica and loads what the server has, like a
@@ -78,7 +76,7 @@ use parking_lot::Mutex;
 use redis::{Connection, Value};
 
 use super::memory::MemState;
-use super::oplog::{self, Direct, Overlay, Pending};
+use super::oplog::{self, Overlay, Pending};
 use super::redis::{backoff, classify, connect_namespace, open_client};
 use super::{ReadTables, RedisOptions, Store, Tables};
 use crate::error::{Error, Result};
@@ -766,12 +764,6 @@ impl ReplicatedStore {
         }
     }
 
-    /// Undoes a transaction written in place; a replica that cannot be
-    /// put back is reloaded at its next use.
-    fn take_back(&self, r: &mut Replica, undo_list: Vec<oplog::Undo>) -> Result<()> {
-        oplog::undo(&mut r.mem, undo_list).inspect_err(|_| r.valid = false)
-    }
-
     /// Takes `key` for this process for `ms` unless another holds it.
     fn lease(&self, r: &mut Replica, key: &str, ms: u64) -> Result<bool> {
         let taken: Option<String> = self.query(
@@ -805,48 +797,19 @@ impl ReplicatedStore {
         let attempts = self.options.max_attempts.max(1);
         let mut has_turn = false;
         let mut lost = 0u32;
-        // Transactions write on the replica itself, undone if the log
-        // refuses them; one that removes entries (a purge) runs on an
-        // overlay instead (see `oplog`).
-        let mut on_overlay = false;
         for attempt in 0..attempts {
-            let (value, entry, undo_list) = if on_overlay {
-                let mut pending = Pending::default();
-                let value = {
-                    let mut view = Overlay {
-                        base: &r.mem,
-                        pending: &mut pending,
-                    };
-                    f(&mut view)?
+            let mut pending = Pending::default();
+            let value = {
+                let mut view = Overlay {
+                    base: &r.mem,
+                    pending: &mut pending,
                 };
-                let entry = (!pending.is_empty()).then(|| pending.into_entry());
-                (value, entry, None)
-            } else {
-                let mut direct = Direct::new(&mut r.mem);
-                let outcome = f(&mut direct);
-                let finished = direct.finish();
-                let (entry, undo_list) = match finished {
-                    Ok(done) => done,
-                    Err(e) => {
-                        r.valid = false;
-                        return Err(e);
-                    }
-                };
-                match outcome {
-                    Ok(value) => (value, entry, Some(undo_list)),
-                    Err(e) => {
-                        self.take_back(r, undo_list)?;
-                        if oplog::needs_overlay(&e) {
-                            on_overlay = true;
-                            continue;
-                        }
-                        return Err(e);
-                    }
-                }
+                f(&mut view)?
             };
-            let Some(entry) = entry else {
+            if pending.is_empty() {
                 return Ok(value);
-            };
+            }
+            let entry = pending.into_entry();
             let pos = r.pos.to_string();
             let (max, bytes) = (MAX_ENTRIES.to_string(), MAX_REPLY_BYTES.to_string());
             let reply = self.script(
@@ -860,26 +823,7 @@ impl ReplicatedStore {
                     bytes.as_bytes(),
                 ],
                 true,
-            );
-            let reply = match (reply, undo_list) {
-                (Ok(reply @ Reply::Appended { .. }), undo_list) => {
-                    // Written in place already, or to apply now.
-                    if undo_list.is_none()
-                        && let Err(e) = oplog::apply(&entry, &mut r.mem)
-                    {
-                        r.valid = false;
-                        return Err(e);
-                    }
-                    reply
-                }
-                (reply, Some(undo_list)) => {
-                    // Not in the log (or not known to be: a retry finds it
-                    // there): the replica must not hold it.
-                    self.take_back(r, undo_list)?;
-                    reply?
-                }
-                (reply, None) => reply?,
-            };
+            )?;
             match reply {
                 Reply::Appended {
                     end,
@@ -887,6 +831,10 @@ impl ReplicatedStore {
                     snap_cb,
                     snap_bytes,
                 } => {
+                    if let Err(e) = oplog::apply(&entry, &mut r.mem) {
+                        r.valid = false;
+                        return Err(e);
+                    }
                     r.pos = end;
                     r.cb = cb;
                     let tail = cb.saturating_sub(snap_cb);
