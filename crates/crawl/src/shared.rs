@@ -377,29 +377,23 @@ pub fn redact(url: &str) -> String {
     }
 }
 
+/// How the frontier connects for `namespace`: the frontier's timeouts.
+fn connection_options(namespace: &str) -> simcrawl_dedup::RedisOptions {
+    simcrawl_dedup::RedisOptions {
+        namespace: namespace.to_string(),
+        connect_timeout: IO_TIMEOUT,
+        io_timeout: IO_TIMEOUT,
+        ..Default::default()
+    }
+}
+
 /// Deletes every key of `namespace` at `url` (frontier and tiers, of
 /// whichever store kind), for `--fresh` benches.
 pub fn clear_namespace(url: &str, namespace: &str) -> Result<()> {
     let client = redis::Client::open(url).with_context(|| format!("invalid Redis URL {}", redact(url)))?;
-    let mut conn = client.get_connection_with_timeout(IO_TIMEOUT)?;
-    let pattern = format!("{{{namespace}}}:*");
-    let mut cursor: u64 = 0;
-    loop {
-        let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(&pattern)
-            .arg("COUNT")
-            .arg(1000)
-            .query(&mut conn)?;
-        if !keys.is_empty() {
-            redis::cmd("UNLINK").arg(&keys).query::<Value>(&mut conn)?;
-        }
-        if next == 0 {
-            return Ok(());
-        }
-        cursor = next;
-    }
+    let mut conn = simcrawl_dedup::store::connect_namespace(&client, &connection_options(namespace), url)?;
+    simcrawl_dedup::store::clear_namespace(&mut conn, namespace)?;
+    Ok(())
 }
 
 impl RedisFrontier {
@@ -435,15 +429,9 @@ impl RedisFrontier {
         if guard.is_none() {
             // To the master of the namespace's slot when the server is a
             // cluster node: the scripts' keys all live there.
-            let options = simcrawl_dedup::RedisOptions {
-                namespace: self.namespace.clone(),
-                connect_timeout: IO_TIMEOUT,
-                io_timeout: IO_TIMEOUT,
-                ..Default::default()
-            };
             *guard = Some(simcrawl_dedup::store::connect_namespace(
                 &self.client,
-                &options,
+                &connection_options(&self.namespace),
                 &self.url,
             )?);
         }

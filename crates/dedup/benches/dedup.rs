@@ -1151,10 +1151,11 @@ fn replica_bench(name: &str, m: u32, n: u64) {
         rss_mb() - rss0,
         (rss_mb() - rss0) * 1e6 / n as f64,
     );
+    let keys = d.store().memory().unwrap();
     eprintln!(
         "{name}: namespace keys {:.1} MB, {:.0} bytes per document",
-        d.store().memory().unwrap() as f64 / 1e6,
-        d.store().memory().unwrap() as f64 / n as f64
+        keys as f64 / 1e6,
+        keys as f64 / n as f64
     );
     d.store().finish_snapshot().unwrap();
     let start = Instant::now();

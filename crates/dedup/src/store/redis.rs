@@ -468,44 +468,30 @@ impl RedisStore {
     /// ```
     pub fn memory_by_part(&self) -> Result<Vec<MemoryPart>> {
         let mut conn = self.conn()?;
-        let pattern = [self.keys.prefix.as_slice(), b"*"].concat();
         let mut parts: Vec<MemoryPart> = Vec::new();
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(&pattern)
-                .arg("COUNT")
-                .arg(1000)
-                .query(&mut conn)
-                .map_err(|e| self.fail(e, false))?;
-            if !keys.is_empty() {
-                let mut pipe = redis::pipe();
-                for k in &keys {
-                    pipe.cmd("MEMORY").arg("USAGE").arg(k).arg("SAMPLES").arg(0);
-                }
-                let sizes: Vec<Option<u64>> = pipe.query(&mut conn).map_err(|e| self.fail(e, false))?;
-                for (k, size) in keys.iter().zip(sizes) {
-                    let part = part_of(k.get(self.keys.prefix.len()..).unwrap_or_default());
-                    match parts.iter_mut().find(|p| p.part == part) {
-                        Some(p) => {
-                            p.keys += 1;
-                            p.bytes += size.unwrap_or(0);
-                        }
-                        None => parts.push(MemoryPart {
-                            part,
-                            keys: 1,
-                            bytes: size.unwrap_or(0),
-                        }),
+        for_each_key(&mut conn, &self.options.namespace, |conn, keys| {
+            let mut pipe = redis::pipe();
+            for k in &keys {
+                pipe.cmd("MEMORY").arg("USAGE").arg(k).arg("SAMPLES").arg(0);
+            }
+            let sizes: Vec<Option<u64>> = pipe.query(conn)?;
+            for (k, size) in keys.iter().zip(sizes) {
+                let part = part_of(k.get(self.keys.prefix.len()..).unwrap_or_default());
+                match parts.iter_mut().find(|p| p.part == part) {
+                    Some(p) => {
+                        p.keys += 1;
+                        p.bytes += size.unwrap_or(0);
                     }
+                    None => parts.push(MemoryPart {
+                        part,
+                        keys: 1,
+                        bytes: size.unwrap_or(0),
+                    }),
                 }
             }
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
+            Ok(())
+        })
+        .map_err(|e| self.fail(e, false))?;
         self.pool.lock().push(conn);
         parts.sort_by_key(|p| std::cmp::Reverse(p.bytes));
         Ok(parts)
@@ -515,28 +501,7 @@ impl RedisStore {
     /// starting over). Not atomic with respect to concurrent writers.
     pub fn clear(&self) -> Result<()> {
         let mut conn = self.conn()?;
-        let pattern = [self.keys.prefix.as_slice(), b"*"].concat();
-        let mut cursor: u64 = 0;
-        loop {
-            let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(&pattern)
-                .arg("COUNT")
-                .arg(1000)
-                .query(&mut conn)
-                .map_err(|e| self.fail(e, false))?;
-            if !keys.is_empty() {
-                redis::cmd("UNLINK")
-                    .arg(&keys)
-                    .query::<Value>(&mut conn)
-                    .map_err(|e| self.fail(e, false))?;
-            }
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
+        clear_namespace(&mut conn, &self.options.namespace).map_err(|e| self.fail(e, false))?;
         // Still this store's namespace: a store of another layout must not
         // take it over while this one is open.
         redis::cmd("SET")
@@ -618,6 +583,53 @@ impl RedisStore {
             attempts,
         })
     }
+}
+
+/// Calls `each` with the keys of `namespace` (every key under its `{NS}`
+/// hash tag) on the server of `conn`, a `SCAN` page (up to ~1000 keys) at
+/// a time.
+pub(super) fn for_each_key(
+    conn: &mut Connection,
+    namespace: &str,
+    mut each: impl FnMut(&mut Connection, Vec<Vec<u8>>) -> redis::RedisResult<()>,
+) -> redis::RedisResult<()> {
+    let pattern = format!("{{{namespace}}}:*");
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(&pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query(conn)?;
+        if !keys.is_empty() {
+            each(conn, keys)?;
+        }
+        if next == 0 {
+            return Ok(());
+        }
+        cursor = next;
+    }
+}
+
+/// Deletes every key of `namespace` on the server of `conn` (a connection
+/// from [`connect_namespace`], so under Redis Cluster the master holding
+/// the namespace), whichever store or frontier wrote them. Not atomic with
+/// respect to concurrent writers.
+///
+/// ```no_run
+/// use simcrawl_dedup::{RedisOptions, store::{clear_namespace, connect_namespace}};
+/// let client = redis::Client::open("redis://127.0.0.1:6379/0").unwrap();
+/// let options = RedisOptions { namespace: "news".into(), ..Default::default() };
+/// let mut conn = connect_namespace(&client, &options, "redis://127.0.0.1:6379/0")?;
+/// clear_namespace(&mut conn, "news")?;
+/// # Ok::<(), redis::RedisError>(())
+/// ```
+pub fn clear_namespace(conn: &mut Connection, namespace: &str) -> redis::RedisResult<()> {
+    for_each_key(conn, namespace, |conn, keys| {
+        redis::cmd("UNLINK").arg(&keys).query::<Value>(conn).map(drop)
+    })
 }
 
 /// The client for `url` and the URL as shown in messages (no password),

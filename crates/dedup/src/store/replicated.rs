@@ -77,7 +77,7 @@ use redis::{Connection, Value};
 
 use super::memory::MemState;
 use super::oplog::{self, Overlay, Pending};
-use super::redis::{backoff, classify, connect_namespace, open_client};
+use super::redis::{backoff, classify, clear_namespace, connect_namespace, for_each_key, open_client};
 use super::{ReadTables, RedisOptions, Store, Tables};
 use crate::error::{Error, Result};
 
@@ -91,10 +91,15 @@ const LAYOUT: &str = "replicated-1";
 const MAX_ENTRIES: usize = 512;
 const MAX_REPLY_BYTES: usize = 16 << 20;
 
-/// Lua: `since(log, pos, last, max_entries, max_bytes)`, the entries from
-/// absolute position `pos` on (the log ends at `last`), bounded as above;
-/// at least one.
-const SINCE_FN: &str = r#"
+/// Lua helpers of the log scripts: `bounds(log, head)`, the absolute
+/// positions of the log's first entry and of its end; `since(log, pos,
+/// last, max_entries, max_bytes)`, the entries from absolute position
+/// `pos` on (the log ends at `last`), bounded as above, at least one.
+const LOG_FNS: &str = r#"
+local function bounds(log, head)
+  local base = tonumber(redis.call('HGET', head, 'base') or '0')
+  return base, base + redis.call('LLEN', log)
+end
 local function since(log, pos, last, maxn, maxb)
   local out, bytes, s = {}, 0, pos - last
   while s < 0 and #out < maxn do
@@ -128,8 +133,7 @@ const COMPACT_MS: u64 = 600_000;
 /// position was trimmed (reload the snapshot); `{4, end}` when the log is
 /// shorter than the caller's position (the server lost data).
 const COMMIT: &str = r#"
-local base = tonumber(redis.call('HGET', KEYS[2], 'base') or '0')
-local last = base + redis.call('LLEN', KEYS[1])
+local base, last = bounds(KEYS[1], KEYS[2])
 local pos = tonumber(ARGV[1])
 if pos < base then return {3, base} end
 if pos > last then return {4, last} end
@@ -150,8 +154,7 @@ return {1, last + 1, cb, tonumber(snap[1] or '0'), tonumber(snap[2] or '0')}
 /// or `{1, end}` when there are none, `{3, base}` / `{4, end}` as for
 /// [`COMMIT`].
 const SINCE: &str = r#"
-local base = tonumber(redis.call('HGET', KEYS[2], 'base') or '0')
-local last = base + redis.call('LLEN', KEYS[1])
+local base, last = bounds(KEYS[1], KEYS[2])
 local pos = tonumber(ARGV[1])
 if pos < base then return {3, base} end
 if pos > last then return {4, last} end
@@ -165,8 +168,7 @@ return {0, last, since(KEYS[1], pos, last, tonumber(ARGV[2]), tonumber(ARGV[3]))
 /// records it and deletes the previous snapshot. 0 when a snapshot as new
 /// exists or the position is not in the log, -1 when a chunk expired.
 const INSTALL: &str = r#"
-local base = tonumber(redis.call('HGET', KEYS[2], 'base') or '0')
-local last = base + redis.call('LLEN', KEYS[1])
+local base, last = bounds(KEYS[1], KEYS[2])
 local pos = tonumber(ARGV[2])
 local cur = tonumber(redis.call('HGET', KEYS[2], 'snap_pos') or '-1')
 if pos <= cur or pos < base or pos > last then return 0 end
@@ -371,8 +373,8 @@ impl ReplicatedStore {
             }),
             conflicts: AtomicU64::new(0),
             round_trips: AtomicU64::new(0),
-            commit: redis::Script::new(&format!("{SINCE_FN}{COMMIT}")),
-            since: redis::Script::new(&format!("{SINCE_FN}{SINCE}")),
+            commit: redis::Script::new(&format!("{LOG_FNS}{COMMIT}")),
+            since: redis::Script::new(&format!("{LOG_FNS}{SINCE}")),
             snapshot: Mutex::new(None),
             release: redis::Script::new(RELEASE),
         };
@@ -453,14 +455,16 @@ impl ReplicatedStore {
     pub fn memory(&self) -> Result<u64> {
         let mut r = self.replica.lock();
         let mut total = 0u64;
-        for key in self.scan(&mut r)? {
-            let n: Option<u64> = self.query(
-                &mut r,
-                redis::cmd("MEMORY").arg("USAGE").arg(&key).arg("SAMPLES").arg(0),
-                false,
-            )?;
-            total += n.unwrap_or(0);
-        }
+        let scanned = for_each_key(self.conn(&mut r)?, &self.options.namespace, |conn, keys| {
+            let mut pipe = redis::pipe();
+            for k in &keys {
+                pipe.cmd("MEMORY").arg("USAGE").arg(k).arg("SAMPLES").arg(0);
+            }
+            let sizes: Vec<Option<u64>> = pipe.query(conn)?;
+            total += sizes.into_iter().flatten().sum::<u64>();
+            Ok(())
+        });
+        scanned.map_err(|e| self.lose(&mut r, e, false))?;
         Ok(total)
     }
 
@@ -469,10 +473,8 @@ impl ReplicatedStore {
     /// keep their replicas).
     pub fn clear(&self) -> Result<()> {
         let mut r = self.replica.lock();
-        let keys = self.scan(&mut r)?;
-        for chunk in keys.chunks(1000) {
-            let _: Value = self.query(&mut r, redis::cmd("UNLINK").arg(chunk), false)?;
-        }
+        let cleared = clear_namespace(self.conn(&mut r)?, &self.options.namespace);
+        cleared.map_err(|e| self.lose(&mut r, e, false))?;
         r.mem = MemState::default();
         r.pos = 0;
         r.cb = 0;
@@ -483,29 +485,6 @@ impl ReplicatedStore {
             false,
         )?;
         Ok(())
-    }
-
-    fn scan(&self, r: &mut Replica) -> Result<Vec<Vec<u8>>> {
-        let pattern = format!("{}*", self.keys.prefix);
-        let mut cursor: u64 = 0;
-        let mut all = Vec::new();
-        loop {
-            let (next, keys): (u64, Vec<Vec<u8>>) = self.query(
-                r,
-                redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(&pattern)
-                    .arg("COUNT")
-                    .arg(1000),
-                false,
-            )?;
-            all.extend(keys);
-            if next == 0 {
-                return Ok(all);
-            }
-            cursor = next;
-        }
     }
 
     fn check_layout(&self, conn: &mut Connection) -> Result<()> {
@@ -631,17 +610,22 @@ impl ReplicatedStore {
                 Reply::Entries { entries } => self.apply(r, entries)?,
                 Reply::UpToDate | Reply::Appended { .. } | Reply::NotYourTurn => return Ok(()),
                 Reply::Trimmed => return self.load(r),
-                Reply::Shorter { end } => {
-                    tracing::warn!(
-                        url = %self.url,
-                        "the log of namespace {} ends at {end}, before this replica ({}): the server lost data; reloading",
-                        self.options.namespace,
-                        r.pos
-                    );
-                    return self.load(r);
-                }
+                Reply::Shorter { end } => return self.follow_lost_data(r, end),
             }
         }
+    }
+
+    /// The log ends at `end`, before this replica: the server lost data
+    /// (restarted without persistence). Every replica drops what the
+    /// server no longer has.
+    fn follow_lost_data(&self, r: &mut Replica, end: u64) -> Result<()> {
+        tracing::warn!(
+            url = %self.url,
+            "the log of namespace {} ends at {end}, before this replica ({}): the server lost data; reloading",
+            self.options.namespace,
+            r.pos
+        );
+        self.load(r)
     }
 
     /// Rebuilds the replica from the snapshot and the log after it.
@@ -865,15 +849,7 @@ impl ReplicatedStore {
                 }
                 Reply::NotYourTurn => backoff(attempt),
                 Reply::Trimmed => self.load(r)?,
-                Reply::Shorter { end } => {
-                    tracing::warn!(
-                        url = %self.url,
-                        "the log of namespace {} ends at {end}, before this replica ({}): the server lost data; reloading",
-                        self.options.namespace,
-                        r.pos
-                    );
-                    self.load(r)?;
-                }
+                Reply::Shorter { end } => self.follow_lost_data(r, end)?,
                 Reply::UpToDate => {
                     return Err(Error::Corrupt("commit script replied without appending".into()));
                 }
@@ -940,7 +916,7 @@ impl SnapshotJob {
                 .query::<Value>(conn)
                 .map_err(fail)?;
         }
-        let installed: i64 = redis::Script::new(INSTALL)
+        let installed: i64 = redis::Script::new(&format!("{LOG_FNS}{INSTALL}"))
             .key(&self.log)
             .key(&self.head)
             .arg(self.generation)
