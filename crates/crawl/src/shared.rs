@@ -23,6 +23,7 @@
 //! | `{NS}:f:stats` | hash | merged counters (`fetched`, `kept`, `dup_title`, `error:KIND`, ... `leased`, `reclaimed`, `started_ms`, `last_ms`) |
 //! | `{NS}:f:w:WORKER` | hash | a worker's last applied batch number (`ack`) and its outputs' offsets and counters (`state`) |
 //! | `{NS}:f:workers` | hash | worker -> time of its last batch (ms) |
+//! | `{NS}:f:asking` | hash | worker -> time of its last lease call (ms); those of the last second share each host's slots |
 //!
 //! `FLAG` is `n` for a URL that still has to be claimed in the URL tier and
 //! `c` for one already claimed (a requeued or reclaimed entry).
@@ -39,13 +40,22 @@
 //!   `fetch.per_host_concurrency` leases in flight (one entry per host and
 //!   call when the host has a delay), records each lease with its expiry,
 //!   and sets the host's next start to now + its delay (`max(per_host_delay,
-//!   Crawl-delay)`). So politeness holds across all workers together.
+//!   Crawl-delay)`). So politeness holds across all workers together. The
+//!   workers that asked within the last second share a host's slots: one
+//!   takes at most `ceil(cap / workers asking)` leases of a host, so a
+//!   worker that acknowledges and asks again at once cannot keep all of
+//!   them.
 //! - `renew`: a live worker pushes the expiry of the leases it holds.
 //! - `ack`: after the worker's output lines for a group of pages are
 //!   written and fsynced, releases their leases, queues the new links and
 //!   the requeues, adds the counters and records the outputs' offsets, in
 //!   one step. An ack carries the worker's batch number and is applied at
-//!   most once, so it can be retried after a lost reply.
+//!   most once, so it can be retried after a lost reply. An ack naming a
+//!   lease that expired and was taken back (its worker starved past
+//!   `lease_ms`) is refused whole: the worker cuts its outputs back to the
+//!   last acknowledged offsets, writes the batch again without those pages
+//!   (the worker that took them back writes them) and acks again, so no
+//!   page has a line in two workers' outputs.
 //!
 //! A URL is fetched once: the URL tier is claimed (`check_url_in`, in one
 //! store transaction per leased group) when an entry is leased, and an
@@ -98,7 +108,12 @@ local function schedule(host)
 end
 ";
 
-/// ARGV: prefix, cap, n, lease ms, delay ms, budget. Returns leases in
+/// How recently a worker must have asked for work to count as one of
+/// those sharing a host's slots (workers that want work ask every 100 ms).
+const ASKING_MS: u64 = 1_000;
+
+/// ARGV: prefix, cap, n, lease ms, delay ms, budget, worker, then a
+/// counted list of (host, leases the worker holds there). Returns leases in
 /// flight, ready hosts, waiting requeues, budget spent (0/1), leases taken
 /// back, then lease id and entry for each new lease.
 const LEASE: &str = r"
@@ -106,6 +121,28 @@ local n = tonumber(ARGV[3])
 local lease_ms = tonumber(ARGV[4])
 local delay = tonumber(ARGV[5])
 local budget = tonumber(ARGV[6])
+local worker = ARGV[7]
+local mine = {}
+local j = 9
+for _ = 1, tonumber(ARGV[8]) do
+  mine[ARGV[j]] = tonumber(ARGV[j + 1])
+  j = j + 2
+end
+-- The workers that asked for work within ASKING_MS share each host's
+-- slots: a worker takes at most ceil(cap / asking) leases of one host, so
+-- one that acknowledges and asks again at once does not keep every slot
+-- from the others.
+redis.call('HSET', p .. 'asking', worker, now)
+local asking = 0
+local seen = redis.call('HGETALL', p .. 'asking')
+for k = 1, #seen, 2 do
+  if now - tonumber(seen[k + 1]) <= ASKING_MS then
+    asking = asking + 1
+  else
+    redis.call('HDEL', p .. 'asking', seen[k])
+  end
+end
+local share = math.max(1, math.ceil(cap / asking))
 local reclaimed = 0
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', p .. 'leases', '-inf', now, 'LIMIT', 0, 1000)) do
   redis.call('ZREM', p .. 'leases', id)
@@ -136,7 +173,7 @@ if n > 0 and (budget == 0 or leased < budget) then
     if hdelay < delay then hdelay = delay end
     while got < n and (budget == 0 or leased < budget) do
       local busy = tonumber(redis.call('HGET', p .. 'busy', host) or '0')
-      if busy >= cap then break end
+      if busy >= cap or (mine[host] or 0) >= share then break end
       local entry = redis.call('LPOP', p .. 'q:' .. host)
       if not entry then break end
       local id = redis.call('INCR', p .. 'seq')
@@ -144,6 +181,7 @@ if n > 0 and (budget == 0 or leased < budget) then
       redis.call('ZADD', p .. 'leases', now + lease_ms, id)
       redis.call('HINCRBY', p .. 'busy', host, 1)
       redis.call('HSET', p .. 'next', host, now + hdelay)
+      mine[host] = (mine[host] or 0) + 1
       leased = leased + 1
       got = got + 1
       out[#out + 1] = id
@@ -166,15 +204,15 @@ for _, v in ipairs(out) do head[#head + 1] = v end
 return head
 ";
 
-/// ARGV: prefix, cap, lease ms, ids. Returns how many were no longer held.
+/// ARGV: prefix, cap, lease ms, ids. Returns the ids no longer held.
 const RENEW: &str = r"
 local lease_ms = tonumber(ARGV[3])
-local lost = 0
+local lost = {}
 for i = 4, #ARGV do
   if redis.call('ZSCORE', p .. 'leases', ARGV[i]) then
     redis.call('ZADD', p .. 'leases', now + lease_ms, ARGV[i])
   else
-    lost = lost + 1
+    lost[#lost + 1] = tonumber(ARGV[i])
   end
 end
 return lost
@@ -184,7 +222,8 @@ return lost
 /// state, then counted lists: acks (id, requeued entry or '', requeue delay
 /// ms, uncount 0/1), links (host, entry), counters (field, increment),
 /// Crawl-delays (host, ms). Returns -1 when the batch was already applied,
-/// else how many acks named leases no longer held (taken back meanwhile).
+/// 0 when it is applied now, and the ids of the leases no longer held
+/// (taken back meanwhile) when it names any: then nothing is applied.
 const ACK: &str = r"
 local worker = ARGV[3]
 local batch = tonumber(ARGV[4])
@@ -193,8 +232,17 @@ if batch > 0 and tonumber(redis.call('HGET', wkey, 'ack') or '0') >= batch then
   return -1
 end
 local i = 6
-local stale = 0
 local nacks = tonumber(ARGV[i]); i = i + 1
+local lost = {}
+for k = 0, nacks - 1 do
+  if redis.call('HEXISTS', p .. 'lease', ARGV[i + 4 * k]) == 0 then
+    lost[#lost + 1] = tonumber(ARGV[i + 4 * k])
+  end
+end
+if #lost > 0 then
+  redis.call('HINCRBY', p .. 'stats', 'stale_acks', #lost)
+  return lost
+end
 for _ = 1, nacks do
   local id, again, wait, uncount = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
   i = i + 4
@@ -209,8 +257,6 @@ for _ = 1, nacks do
     end
     if uncount == '1' then redis.call('HINCRBY', p .. 'stats', 'leased', -1) end
     schedule(host)
-  else
-    stale = stale + 1
   end
 end
 local nlinks = tonumber(ARGV[i]); i = i + 1
@@ -231,12 +277,11 @@ for _ = 1, ndelays do
   redis.call('HSET', p .. 'delay', ARGV[i], ARGV[i + 1])
   i = i + 2
 end
-if stale > 0 then redis.call('HINCRBY', p .. 'stats', 'stale_acks', stale) end
 if batch > 0 then
   redis.call('HSET', wkey, 'ack', batch, 'state', ARGV[5])
 end
 redis.call('HSET', p .. 'workers', worker, now)
-return stale
+return 0
 ";
 
 /// The host part of a queue key: scheme, host and port, so that politeness
@@ -307,6 +352,40 @@ impl Leased {
     pub fn crawl_done(&self) -> bool {
         self.leases == 0 && self.ready == 0 && self.later == 0
     }
+}
+
+/// What one `lease` call asks for.
+#[derive(Debug, Clone, Default)]
+pub struct LeaseRequest<'a> {
+    /// The asking worker: workers that asked within the last second share
+    /// each host's slots (`cap`) evenly.
+    pub worker: &'a str,
+    /// Entries wanted.
+    pub n: usize,
+    /// Leases per host at once, all workers together.
+    pub cap: usize,
+    /// Leases expire after this long unless renewed.
+    pub lease_ms: u64,
+    /// Between two lease starts of one host (or its Crawl-delay, if longer).
+    pub delay_ms: u64,
+    /// At most this many leases in all (0: no limit).
+    pub budget: u64,
+    /// Leases the worker holds now, per host (`host_key`).
+    pub held: BTreeMap<String, usize>,
+}
+
+/// The server's answer to an [`Ack`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AckReply {
+    /// Applied now.
+    Applied,
+    /// Applied before (a retry after a lost reply): nothing done.
+    AlreadyApplied,
+    /// Some of its releases name leases no longer held: they expired and
+    /// were taken back, so another worker does their pages. Nothing was
+    /// applied; the caller drops what it did for those leases and acks
+    /// again without them.
+    Refused(Vec<u64>),
 }
 
 /// One release in an [`Ack`].
@@ -408,7 +487,10 @@ impl RedisFrontier {
             namespace: namespace.to_string(),
             url: shown,
             conn: Mutex::new(None),
-            lease: redis::Script::new(&format!("{HELPERS}{LEASE}")),
+            lease: redis::Script::new(&format!(
+                "{HELPERS}{}",
+                LEASE.replace("ASKING_MS", &ASKING_MS.to_string())
+            )),
             renew: redis::Script::new(&format!("{HELPERS}{RENEW}")),
             ack: redis::Script::new(&format!("{HELPERS}{ACK}")),
         };
@@ -451,21 +533,23 @@ impl RedisFrontier {
         }
     }
 
-    /// Leases up to `n` entries (see the `lease` script): `cap` leases per
-    /// host at once, `delay_ms` between a host's lease starts (or its
-    /// Crawl-delay, if longer), leases expiring after `lease_ms`, at most
-    /// `budget` leases in all (0: no limit).
-    pub fn lease(&self, n: usize, cap: usize, lease_ms: u64, delay_ms: u64, budget: u64) -> Result<Leased> {
+    /// Leases up to `r.n` entries (see the `lease` script and
+    /// [`LeaseRequest`]).
+    pub fn lease(&self, r: &LeaseRequest) -> Result<Leased> {
         let reply: Vec<Value> = self.with_conn(|c| {
-            self.lease
-                .key(format!("{}seq", self.prefix))
-                .arg(&self.prefix)
-                .arg(cap.max(1))
-                .arg(n)
-                .arg(lease_ms)
-                .arg(delay_ms)
-                .arg(budget)
-                .invoke(c)
+            let mut inv = self.lease.key(format!("{}seq", self.prefix));
+            inv.arg(&self.prefix)
+                .arg(r.cap.max(1))
+                .arg(r.n)
+                .arg(r.lease_ms)
+                .arg(r.delay_ms)
+                .arg(r.budget)
+                .arg(r.worker)
+                .arg(r.held.len());
+            for (host, n) in &r.held {
+                inv.arg(host).arg(*n);
+            }
+            inv.invoke(c)
         })?;
         let int = |i: usize| -> Result<u64> {
             match reply.get(i) {
@@ -495,11 +579,11 @@ impl RedisFrontier {
         Ok(out)
     }
 
-    /// Pushes back the expiry of leases this worker holds; returns how many
-    /// were not held any more (taken back after expiring).
-    pub fn renew(&self, ids: &[u64], lease_ms: u64) -> Result<u64> {
+    /// Pushes back the expiry of leases this worker holds; returns those
+    /// not held any more (taken back after expiring).
+    pub fn renew(&self, ids: &[u64], lease_ms: u64) -> Result<Vec<u64>> {
         if ids.is_empty() {
-            return Ok(0);
+            return Ok(Vec::new());
         }
         self.with_conn(|c| {
             let mut inv = self.renew.key(format!("{}seq", self.prefix));
@@ -511,12 +595,10 @@ impl RedisFrontier {
         })
     }
 
-    /// Applies one batch of results (see the `ack` script); `cap` as for
-    /// [`RedisFrontier::lease`]. Returns `None` when the batch had already
-    /// been applied (a retry after a lost reply), else the number of
-    /// releases of leases no longer held.
-    pub fn ack(&self, worker: &str, cap: usize, a: &Ack) -> Result<Option<u64>> {
-        let r: i64 = self.with_conn(|c| {
+    /// Applies one batch of results (see the `ack` script and
+    /// [`AckReply`]); `cap` as in [`LeaseRequest`].
+    pub fn ack(&self, worker: &str, cap: usize, a: &Ack) -> Result<AckReply> {
+        let r: Value = self.with_conn(|c| {
             let mut inv = self.ack.key(format!("{}seq", self.prefix));
             inv.arg(&self.prefix)
                 .arg(cap.max(1))
@@ -545,7 +627,42 @@ impl RedisFrontier {
             }
             inv.invoke(c)
         })?;
-        Ok((r >= 0).then_some(u64::try_from(r).unwrap_or(0)))
+        match r {
+            Value::Int(0) => Ok(AckReply::Applied),
+            Value::Int(-1) => Ok(AckReply::AlreadyApplied),
+            Value::Array(ids) => ids
+                .iter()
+                .map(|v| match v {
+                    Value::Int(id) => u64::try_from(*id).map_err(|_| anyhow!("negative lease id {id}")),
+                    other => Err(anyhow!(
+                        "unexpected lease id in the ack script's reply: {other:?}"
+                    )),
+                })
+                .collect::<Result<Vec<u64>>>()
+                .map(AckReply::Refused),
+            other => Err(anyhow!("unexpected reply from the ack script: {other:?}")),
+        }
+    }
+
+    /// An ack that carries no output lines (leases given back, URLs already
+    /// claimed): releases of leases taken back meanwhile are left out and
+    /// the rest applied.
+    pub fn ack_held(&self, worker: &str, cap: usize, a: &Ack) -> Result<()> {
+        let mut a = a.clone();
+        loop {
+            match self.ack(worker, cap, &a)? {
+                AckReply::Applied | AckReply::AlreadyApplied => return Ok(()),
+                AckReply::Refused(lost) => {
+                    let before = a.releases.len();
+                    a.releases.retain(|r| !lost.contains(&r.lease));
+                    if a.releases.len() == before {
+                        return Err(anyhow!(
+                            "the ack script refused leases this ack does not name: {lost:?}"
+                        ));
+                    }
+                }
+            }
+        }
     }
 
     /// The merged counters of all workers.
@@ -683,6 +800,19 @@ mod tests {
         );
     }
 
+    /// A lease request of worker `w` holding nothing.
+    fn ask(w: &str, n: usize, cap: usize, lease_ms: u64, delay_ms: u64, budget: u64) -> LeaseRequest<'_> {
+        LeaseRequest {
+            worker: w,
+            n,
+            cap,
+            lease_ms,
+            delay_ms,
+            budget,
+            held: BTreeMap::new(),
+        }
+    }
+
     /// Under Redis Cluster the frontier may be given any node: it talks to
     /// the master of its namespace's slot (skipped without
     /// `SIMCRAWL_REDIS_CLUSTER_URLS`, which `scripts/test.sh` sets).
@@ -706,7 +836,7 @@ mod tests {
                 ..Ack::default()
             };
             f.ack("w", 2, &ack).unwrap();
-            let leased = f.lease(10, 2, 60_000, 0, 0).unwrap();
+            let leased = f.lease(&ask("w", 10, 2, 60_000, 0, 0)).unwrap();
             assert_eq!(leased.entries.len(), 1, "{ns} via {node}: {leased:?}");
             assert_eq!(f.counters().unwrap().get("fetched"), Some(&1));
         }
@@ -741,11 +871,16 @@ mod tests {
         };
         push(&f, 3);
         // Cap 2 per host: two leases, then none until one is released.
-        let a = f.lease(10, 2, 60_000, 0, 0).unwrap();
+        let a = f.lease(&ask("w", 10, 2, 60_000, 0, 0)).unwrap();
         assert_eq!(a.entries.len(), 2, "{a:?}");
         assert_eq!((a.leases, a.ready), (2, 0));
         assert!(!a.crawl_done());
-        assert!(f.lease(10, 2, 60_000, 0, 0).unwrap().entries.is_empty());
+        assert!(
+            f.lease(&ask("w", 10, 2, 60_000, 0, 0))
+                .unwrap()
+                .entries
+                .is_empty()
+        );
         let (id0, e0) = a.entries[0].clone();
         assert_eq!(decode_entry(id0, &e0).unwrap().1.url, u(0));
         let ack = Ack {
@@ -759,21 +894,21 @@ mod tests {
             state: "{}".into(),
             ..Ack::default()
         };
-        assert_eq!(f.ack("w", 2, &ack).unwrap(), Some(0));
+        assert_eq!(f.ack("w", 2, &ack).unwrap(), AckReply::Applied);
         // The same batch again (a retry after a lost reply) is not applied twice.
-        assert_eq!(f.ack("w", 2, &ack).unwrap(), None);
+        assert_eq!(f.ack("w", 2, &ack).unwrap(), AckReply::AlreadyApplied);
         assert_eq!(f.counters().unwrap().get("fetched"), Some(&1));
         assert_eq!(f.worker_state("w").unwrap(), (1, "{}".to_string()));
         // A host delay: one lease per call, the next not before it passed.
-        let b = f.lease(10, 2, 1, 300, 0).unwrap();
+        let b = f.lease(&ask("w", 10, 2, 1, 300, 0)).unwrap();
         assert_eq!(b.entries.len(), 1);
-        let early = f.lease(10, 3, 60_000, 300, 0).unwrap();
+        let early = f.lease(&ask("w", 10, 3, 60_000, 300, 0)).unwrap();
         assert!(early.entries.is_empty(), "delay not honoured");
         // Leases of 1 ms expire: taken back (by this call, or already by the
         // one above when the server's clock moved on 1 ms in between),
         // exactly once, flagged claimed, leased again.
         std::thread::sleep(Duration::from_millis(350));
-        let c = f.lease(10, 3, 60_000, 0, 0).unwrap();
+        let c = f.lease(&ask("w", 10, 3, 60_000, 0, 0)).unwrap();
         assert_eq!(early.reclaimed + c.reclaimed, 1, "{early:?} {c:?}");
         let again: Vec<(bool, Entry)> = c
             .entries
@@ -794,13 +929,13 @@ mod tests {
             ..Ack::default()
         };
         f.ack("w", 3, &requeue).unwrap();
-        let d = f.lease(10, 3, 60_000, 0, 0).unwrap();
+        let d = f.lease(&ask("w", 10, 3, 60_000, 0, 0)).unwrap();
         assert_eq!(d.entries.len(), 1);
         assert_eq!(decode_entry(0, &d.entries[0].1).unwrap().1.attempts, 1);
         // The budget counts leases not given back: 5 leases, 1 taken back,
         // 1 requeued, so 3 count; a budget of 2 is spent.
         push(&f, 1);
-        let e = f.lease(10, 9, 60_000, 0, 2).unwrap();
+        let e = f.lease(&ask("w", 10, 9, 60_000, 0, 2)).unwrap();
         assert!(e.entries.is_empty() && e.budget_spent, "{e:?}");
         // Clean up the namespace.
         let store = simcrawl_dedup::RedisStore::open_with(
@@ -812,6 +947,97 @@ mod tests {
         )
         .unwrap();
         store.clear().unwrap();
+    }
+
+    /// Workers asking together share a host's slots, and an ack naming a
+    /// lease that was taken back is refused whole (skipped without
+    /// `SIMCRAWL_REDIS_URL`).
+    #[test]
+    fn workers_share_a_host_and_acks_of_lost_leases_are_refused() {
+        let Ok(url) = std::env::var("SIMCRAWL_REDIS_URL") else {
+            eprintln!(
+                "SKIPPED workers_share_a_host_and_acks_of_lost_leases_are_refused: no SIMCRAWL_REDIS_URL"
+            );
+            return;
+        };
+        let ns = format!("unit-share-{}", std::process::id());
+        clear_namespace(&url, &ns).unwrap();
+        let f = RedisFrontier::open(&url, &ns).unwrap();
+        let u = |i: u32| Url::parse(&format!("http://s.example/{i}")).unwrap();
+        let host = host_key(&u(0));
+        let links = (0..8)
+            .map(|i| (host.clone(), encode_entry(false, 0, 1, &u(i))))
+            .collect();
+        f.ack_held(
+            "seed",
+            4,
+            &Ack {
+                links,
+                ..Ack::default()
+            },
+        )
+        .unwrap();
+        // Alone, a worker may take all four slots of the host; with a second
+        // worker asking, two each.
+        let solo = f.lease(&ask("a", 0, 4, 60_000, 0, 0)).unwrap();
+        assert!(solo.entries.is_empty());
+        let b1 = f.lease(&ask("b", 10, 4, 60_000, 0, 0)).unwrap();
+        assert_eq!(b1.entries.len(), 2, "{b1:?}");
+        let mut held = ask("b", 10, 4, 60_000, 0, 0);
+        held.held.insert(host.clone(), 2);
+        let b2 = f.lease(&held).unwrap();
+        assert!(b2.entries.is_empty(), "b took more than its share: {b2:?}");
+        let a1 = f.lease(&ask("a", 10, 4, 60_000, 0, 0)).unwrap();
+        assert_eq!(a1.entries.len(), 2, "{a1:?}");
+        assert_eq!(a1.leases, 4);
+        // One of b's leases expires (renewed to 1 ms) and a takes it back;
+        // b's ack naming it is refused, nothing of it applied.
+        let (lost, kept) = (b1.entries[0].0, b1.entries[1].0);
+        assert!(f.renew(&[lost], 1).unwrap().is_empty());
+        std::thread::sleep(Duration::from_millis(20));
+        let again = f.lease(&ask("a", 10, 4, 60_000, 0, 0)).unwrap();
+        assert_eq!(again.reclaimed, 1, "{again:?}");
+        let release = |lease| Release {
+            lease,
+            again: None,
+            uncount: false,
+        };
+        let mut ack = Ack {
+            batch: 1,
+            releases: vec![release(lost), release(kept)],
+            counters: vec![("fetched".into(), 2)],
+            state: "{\"b\":1}".into(),
+            ..Ack::default()
+        };
+        assert_eq!(f.ack("b", 4, &ack).unwrap(), AckReply::Refused(vec![lost]));
+        assert_eq!(f.counters().unwrap().get("fetched"), None);
+        assert_eq!(
+            f.worker_state("b").unwrap().0,
+            0,
+            "a refused batch is not recorded"
+        );
+        // Without the lost lease it is applied, once.
+        ack.releases.retain(|r| r.lease != lost);
+        ack.counters = vec![("fetched".into(), 1)];
+        assert_eq!(f.ack("b", 4, &ack).unwrap(), AckReply::Applied);
+        assert_eq!(f.ack("b", 4, &ack).unwrap(), AckReply::AlreadyApplied);
+        assert_eq!(f.counters().unwrap().get("fetched"), Some(&1));
+        assert_eq!(f.counters().unwrap().get("stale_acks"), Some(&1));
+        // `ack_held` leaves the lost lease out by itself.
+        let mine = again.entries[0].0;
+        f.renew(&[mine], 1).unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let c = f.lease(&ask("c", 10, 4, 60_000, 0, 0)).unwrap();
+        assert_eq!(c.reclaimed, 1, "{c:?}");
+        let give_back = Ack {
+            releases: vec![release(mine), release(a1.entries[0].0)],
+            ..Ack::default()
+        };
+        f.ack_held("a", 4, &give_back).unwrap();
+        let (leases, _, _) = f.sizes().unwrap();
+        // Out: a's second lease from `a1` and c's new ones.
+        assert_eq!(leases, 1 + c.entries.len() as u64, "{c:?}");
+        clear_namespace(&url, &ns).unwrap();
     }
 
     #[test]

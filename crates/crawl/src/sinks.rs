@@ -87,6 +87,27 @@ impl Sink {
         Ok(self.offset)
     }
 
+    /// Drops everything after `offset` (a checkpoint at or before the
+    /// last sync): the lines written since are taken back.
+    pub fn cut_to(&mut self, offset: u64) -> Result<()> {
+        if offset > self.synced {
+            anyhow::bail!(
+                "cannot cut {} to {offset} bytes: only {} are synced",
+                self.path.display(),
+                self.synced
+            );
+        }
+        let cut = |e| anyhow::Error::new(e).context(format!("cannot truncate {}", self.path.display()));
+        self.out.flush().map_err(cut)?;
+        let file = self.out.get_mut();
+        file.set_len(offset).map_err(cut)?;
+        file.seek(SeekFrom::Start(offset)).map_err(cut)?;
+        file.sync_data().map_err(cut)?;
+        self.offset = offset;
+        self.synced = offset;
+        Ok(())
+    }
+
     /// Flushes to the OS without fsync; returns the offset written so far.
     pub fn flush(&mut self) -> Result<u64> {
         self.out
@@ -154,6 +175,13 @@ impl Outputs {
         })
     }
 
+    /// Cuts all three back to a checkpoint (see [`Sink::cut_to`]).
+    pub fn cut_to(&mut self, at: Offsets) -> Result<()> {
+        self.kept.cut_to(at.kept)?;
+        self.duplicates.cut_to(at.duplicates)?;
+        self.errors.cut_to(at.errors)
+    }
+
     /// Flushes all three to the OS; returns the offsets written so far.
     pub fn flush(&mut self) -> Result<Offsets> {
         Ok(Offsets {
@@ -210,6 +238,27 @@ mod tests {
         };
         assert_eq!(serde_json::to_string(&o).unwrap(), "[1,2,3]");
         assert_eq!(serde_json::from_str::<Offsets>("[1,2,3]").unwrap(), o);
+    }
+
+    #[test]
+    fn cut_to_takes_back_synced_lines_after_a_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("kept.jsonl");
+        let mut s = Sink::open(&p, 0).unwrap();
+        s.write(&serde_json::json!({"a": 1})).unwrap();
+        let checkpoint = s.sync().unwrap();
+        s.write(&serde_json::json!({"a": 2})).unwrap();
+        s.write(&serde_json::json!({"a": 3})).unwrap();
+        let later = s.sync().unwrap();
+        assert!(later > checkpoint);
+        s.cut_to(checkpoint).unwrap();
+        s.write(&serde_json::json!({"a": 4})).unwrap();
+        assert_eq!(s.sync().unwrap(), checkpoint * 2);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "{\"a\":1}\n{\"a\":4}\n");
+        // Past what is synced is refused, and names the file.
+        s.write(&serde_json::json!({"a": 5})).unwrap();
+        let err = s.cut_to(checkpoint * 3).unwrap_err().to_string();
+        assert!(err.contains("kept.jsonl") && err.contains("synced"), "{err}");
     }
 
     #[test]

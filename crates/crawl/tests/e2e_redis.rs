@@ -74,16 +74,6 @@ fn redis_url(test: &str) -> Option<String> {
     }
 }
 
-/// Held by the two variants of the three-worker test (tiers in Redis,
-/// replicated), so that they do not run at the same time: with both at
-/// once beside the kill test, workers on the 2 cores starved for seconds,
-/// past the kill test's 3-second leases, and a starved (live) worker's
-/// page was then done twice (see the note on issue 9).
-fn one_three_worker_test_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// A namespace of this test's own on the shared server.
 fn namespace(test: &str) -> String {
     format!("e2e-{test}-{}", std::process::id())
@@ -256,7 +246,6 @@ fn three_workers_with_replicated_tiers_keep_what_one_process_keeps() {
 }
 
 fn three_workers(url: &str, tiers: &str) {
-    let _one = one_three_worker_test_at_a_time();
     let t0 = Instant::now();
     // One process, the single-machine mode: the reference.
     let server = site(Duration::from_millis(20));
@@ -413,6 +402,86 @@ fn a_killed_worker_loses_nothing_the_others_finish_the_site() {
     if !twice.is_empty() {
         assert!(st["reclaimed"].as_u64().unwrap() >= 1, "{st}");
     }
+}
+
+/// Sends `signal` (`STOP`, `CONT`) to a worker.
+fn signal(child: &Child, signal: &str) {
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg(format!("kill -{signal} {}", child.id()))
+        .status()
+        .unwrap();
+    assert!(st.success(), "kill -{signal} failed");
+}
+
+/// A worker frozen past its leases (a VM pause, swap, a stalled disk) comes
+/// back with results of pages another worker took back and did: its ack is
+/// refused, it writes its batch again without them, and no page has lines
+/// in two workers' outputs.
+#[test]
+fn a_worker_paused_past_its_leases_writes_no_page_twice() {
+    let Some(url) = redis_url("a_worker_paused_past_its_leases") else {
+        return;
+    };
+    let server = site(Duration::from_millis(100));
+    let dir = support::tempdir("e2e-redis-pause-");
+    let ns = namespace("pause");
+    let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 1_500);
+    let workers = ["z1", "z2"];
+    // The first worker crawls alone for a while, then is paused at a
+    // moment it holds leases (while it is paused, every lease out is its).
+    let mut first = s.spawn(workers[0]);
+    let t0 = Instant::now();
+    loop {
+        if s.lines_now(workers[0]) >= PAGES / 4 {
+            signal(&first, "STOP");
+            if s.merged_stats(&ns)["frontier"]["leases_out"].as_u64().unwrap() > 0 {
+                break;
+            }
+            signal(&first, "CONT");
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "no pause with leases held:\n{}",
+            s.logs(&workers)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The second takes them back once they expire, and goes on.
+    let second = s.spawn(workers[1]);
+    std::thread::sleep(Duration::from_millis(4_000));
+    signal(&first, "CONT");
+    let mut children = [first, second];
+    for c in &mut children {
+        let st = wait_for(c, Duration::from_secs(40))
+            .unwrap_or_else(|| panic!("a worker did not finish:\n{}", s.logs(&workers)));
+        assert!(st.success(), "{st}:\n{}", s.logs(&workers));
+    }
+    let lines = s.lines(&workers);
+    let (kept, per_page) = tally(&lines);
+    let missing: Vec<usize> = (0..PAGES).filter(|i| !per_page.contains_key(i)).collect();
+    assert!(
+        missing.is_empty(),
+        "pages lost: {missing:?}\n{}",
+        s.logs(&workers)
+    );
+    assert!(
+        per_page.values().all(|&n| n == 1),
+        "a page with lines in two outputs: {per_page:?}\n{}",
+        s.logs(&workers)
+    );
+    let kept_set: BTreeSet<usize> = kept.iter().copied().collect();
+    assert_eq!(kept.len(), kept_set.len(), "a page kept twice: {kept:?}");
+    assert_kept_like_one_process(&kept_set, "a paused worker and another");
+    // The pause did take leases away, and every page counts once.
+    let st = s.merged_stats(&ns);
+    eprintln!(
+        "paused worker: {} leases taken back, {} results refused",
+        st["reclaimed"], st["stale_acks"]
+    );
+    assert!(st["reclaimed"].as_u64().unwrap() >= 1, "{st}");
+    assert_eq!(st["fetched"], PAGES as u64, "{st}");
+    assert_eq!(st["kept"], kept.len() as u64, "{st}");
 }
 
 #[test]

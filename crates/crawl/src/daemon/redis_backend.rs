@@ -22,7 +22,7 @@
 //! Redis unreachable at any step: the worker pauses and retries with
 //! backoff ([`shared::retry`]), and goes on when Redis is back.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -44,7 +44,7 @@ use super::{Start, drive, page_stages, remove_if_exists, write_stats};
 use crate::config::{Config, SharedTiersKind};
 use crate::frontier::{Candidate, Entry};
 use crate::lines::{DuplicateLine, ErrorLine, KeptLine};
-use crate::shared::{self, Ack, Leased, RedisFrontier, Release, encode_entry, host_key, retry};
+use crate::shared::{self, Ack, AckReply, Leased, RedisFrontier, Release, encode_entry, host_key, retry};
 use crate::sinks::{Offsets, Outputs};
 use crate::state;
 use crate::stats::Stats;
@@ -280,7 +280,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         deduper,
         worker,
         pending: VecDeque::new(),
-        in_flight: HashSet::new(),
+        in_flight: HashMap::new(),
         last: None,
         poked: true,
         last_lease: Instant::now(),
@@ -324,7 +324,7 @@ fn enqueue_seeds(d: &SharedTiers, f: &RedisFrontier, seeds: &[Url], worker: &str
         links,
         ..Ack::default()
     };
-    retry("queue the seeds", f.url(), || f.ack(worker, cap, &ack))?;
+    retry("queue the seeds", f.url(), || f.ack_held(worker, cap, &ack))?;
     Ok(n)
 }
 
@@ -367,7 +367,8 @@ struct RedisSource {
     deduper: Arc<SharedTiers>,
     worker: String,
     pending: VecDeque<Entry>,
-    in_flight: HashSet<u64>,
+    /// Lease id -> host (`host_key`) of the entries being fetched.
+    in_flight: HashMap<u64, String>,
     /// What the last lease call found.
     last: Option<Leased>,
     /// Something changed (links committed, a full batch leased): lease
@@ -394,16 +395,19 @@ impl RedisSource {
             .pending
             .iter()
             .map(|e| e.seq)
-            .chain(self.in_flight.iter().copied())
+            .chain(self.in_flight.keys().copied())
             .collect();
         let lost = retry("renew leases", self.frontier.url(), || {
             self.frontier.renew(&held, self.lease_ms)
         })?;
-        if lost > 0 {
+        if !lost.is_empty() {
             warn!(
-                lost,
-                "leases expired before they were renewed (another worker may fetch their pages too)"
+                lost = lost.len(),
+                "leases expired before they were renewed: another worker does their pages"
             );
+            // Not started: dropped. Being fetched: their results are
+            // refused at the ack (see `RedisWriter::commit`).
+            self.pending.retain(|e| !lost.contains(&e.seq));
         }
         self.last_renew = Instant::now();
         Ok(())
@@ -463,9 +467,25 @@ impl RedisSource {
 
     fn lease(&mut self) -> Result<()> {
         let f = self.frontier.clone();
-        let leased = retry("lease URLs", f.url(), || {
-            f.lease(self.batch, self.cap, self.lease_ms, self.delay_ms, self.budget)
-        })?;
+        let mut held: BTreeMap<String, usize> = BTreeMap::new();
+        for host in self
+            .pending
+            .iter()
+            .map(|e| host_key(&e.url))
+            .chain(self.in_flight.values().cloned())
+        {
+            *held.entry(host).or_default() += 1;
+        }
+        let request = shared::LeaseRequest {
+            worker: &self.worker,
+            n: self.batch,
+            cap: self.cap,
+            lease_ms: self.lease_ms,
+            delay_ms: self.delay_ms,
+            budget: self.budget,
+            held,
+        };
+        let leased = retry("lease URLs", f.url(), || f.lease(&request))?;
         self.last_lease = Instant::now();
         self.poked = leased.entries.len() >= self.batch;
         if leased.reclaimed > 0 {
@@ -515,7 +535,7 @@ impl RedisSource {
                 ..Ack::default()
             };
             retry("release URLs already claimed", f.url(), || {
-                f.ack(&self.worker, self.cap, &ack)
+                f.ack_held(&self.worker, self.cap, &ack)
             })?;
             self.poked = true;
         }
@@ -542,7 +562,7 @@ impl Source for RedisSource {
 
     fn next(&mut self, _per_host_limit: usize) -> Option<Entry> {
         let e = self.pending.pop_front()?;
-        self.in_flight.insert(e.seq);
+        self.in_flight.insert(e.seq, host_key(&e.url));
         Some(e)
     }
 
@@ -597,7 +617,7 @@ impl Source for RedisSource {
             ..Ack::default()
         };
         retry("give back leases", self.frontier.url(), || {
-            self.frontier.ack(&self.worker, self.cap, &ack)
+            self.frontier.ack_held(&self.worker, self.cap, &ack)
         })?;
         Ok(())
     }
@@ -746,16 +766,44 @@ impl RedisWriter {
     }
 }
 
-impl Commits for RedisWriter {
-    fn commit(&mut self, batch: Vec<Outcome>) -> Result<Committed> {
-        let before = self.state.stats.clone();
-        let io = |e: anyhow::Error| e.context("cannot write the outputs");
-        let mut seqs = Vec::with_capacity(batch.len());
+/// A batch's pages and what the tiers said of them, decided once per
+/// commit (a commit may write its lines twice, see [`RedisWriter::write_batch`]).
+struct Judged<'a> {
+    /// The page's final URL was already known (a URL-tier duplicate).
+    redirected: &'a [bool],
+    /// `None`: not judged (redirected, or noindex).
+    verdicts: &'a [Option<Verdict>],
+}
+
+/// What [`RedisWriter::write_batch`] hands to the ack.
+struct Written {
+    releases: Vec<Release>,
+    links: Vec<(String, String)>,
+    delays: Vec<(String, u64)>,
+    requeued: u64,
+}
+
+fn io(e: anyhow::Error) -> anyhow::Error {
+    e.context("cannot write the outputs")
+}
+
+impl RedisWriter {
+    /// Steps 2 and 3 of a commit for every outcome whose lease is not in
+    /// `lost`: output lines (not yet synced), counters in `self.state`,
+    /// releases, requeues and new links.
+    fn write_batch(&mut self, batch: &[Outcome], judged: &Judged, lost: &HashSet<u64>) -> Result<Written> {
         let mut releases = Vec::with_capacity(batch.len());
         let mut requeued = 0u64;
-        let mut pages: Vec<&PageResult> = Vec::new();
-        for o in &batch {
-            seqs.push(o.seq());
+        let mut links: Vec<(Candidate, u32)> = Vec::new();
+        let mut delays: BTreeMap<String, u64> = BTreeMap::new();
+        let mut page_no = 0;
+        for o in batch {
+            if let Outcome::Page(_) = o {
+                page_no += 1;
+            }
+            if lost.contains(&o.seq()) {
+                continue;
+            }
             match o {
                 Outcome::Failed {
                     entry,
@@ -797,98 +845,23 @@ impl Commits for RedisWriter {
                     });
                 }
                 Outcome::Page(p) => {
-                    pages.push(p);
+                    let i = page_no - 1;
                     releases.push(Release {
                         lease: p.entry.seq,
                         again: None,
                         uncount: false,
                     });
+                    if let Some(cd) = self.fetcher.crawl_delay(&p.entry.url) {
+                        delays.insert(
+                            host_key(&p.entry.url),
+                            u64::try_from(cd.as_millis()).unwrap_or(u64::MAX),
+                        );
+                    }
+                    self.write_page(p, judged.redirected[i], judged.verdicts[i].as_ref())?;
+                    if !judged.redirected[i] && p.entry.depth < self.max_depth {
+                        links.extend(p.links.iter().map(|l| (l.clone(), p.entry.depth + 1)));
+                    }
                 }
-            }
-        }
-        // 1. Verdicts: redirect targets, then the title and content tiers of
-        // every page that is judged, in one transaction.
-        let redirected = self.redirects_seen(&pages)?;
-        let judged: Vec<usize> = (0..pages.len())
-            .filter(|&i| !redirected[i] && !pages[i].noindex)
-            .collect();
-        let sigs: Vec<Signature> = judged.iter().map(|&i| pages[i].sig.clone()).collect();
-        let d = self.deduper.clone();
-        let verdicts = retry("check pages against the tiers", self.frontier.url(), || {
-            Ok(d.check_batch(&sigs, UrlTier::Skip)?)
-        })?;
-        let mut verdict_of: Vec<Option<Verdict>> = vec![None; pages.len()];
-        for (i, v) in judged.into_iter().zip(verdicts) {
-            verdict_of[i] = Some(v);
-        }
-        // 3 (lines, in result order) and the links of step 2.
-        let mut links: Vec<(Candidate, u32)> = Vec::new();
-        let mut delays: BTreeMap<String, u64> = BTreeMap::new();
-        for (i, p) in pages.iter().enumerate() {
-            let st = &mut self.state.stats;
-            st.fetched += 1;
-            st.bytes += p.bytes as u64;
-            st.truncated += u64::from(p.truncated);
-            if let Some(cd) = self.fetcher.crawl_delay(&p.entry.url) {
-                delays.insert(
-                    host_key(&p.entry.url),
-                    u64::try_from(cd.as_millis()).unwrap_or(u64::MAX),
-                );
-            }
-            if redirected[i] {
-                st.verdicts.record_duplicate(Tier::Url);
-                self.outputs
-                    .duplicates
-                    .write(&DuplicateLine::url_tier(
-                        p.entry.url.as_str(),
-                        p.final_url.as_str(),
-                    ))
-                    .map_err(io)?;
-                continue;
-            }
-            self.templates.observe(host_of(&p.final_url), &p.text);
-            st.template_stripped += u64::from(p.template_stripped);
-            let kept_line = |fingerprint| KeptLine {
-                final_url: Some(p.final_url.as_str()),
-                status: Some(p.status),
-                text: self.write_text.then_some(p.text.as_str()),
-                depth: Some(p.entry.depth),
-                fetched_at: Some(p.fetched_at),
-                ..KeptLine::new(p.entry.url.as_str(), &p.title, fingerprint)
-            };
-            match verdict_of[i].take() {
-                None => {
-                    st.noindex += 1;
-                    self.outputs
-                        .errors
-                        .write(&ErrorLine::page(
-                            p.entry.url.as_str(),
-                            "noindex",
-                            "meta robots noindex: not kept",
-                        ))
-                        .map_err(io)?;
-                }
-                Some(Verdict::Unique { fingerprint, .. }) => {
-                    st.verdicts.kept += 1;
-                    self.outputs.kept.write(&kept_line(fingerprint)).map_err(io)?;
-                }
-                // An earlier attempt of this very page was recorded (its
-                // worker died before acknowledging it, or a reply was
-                // lost): the page is the kept copy.
-                Some(Verdict::Duplicate(dup)) if dup.of == p.entry.url.as_str() => {
-                    st.verdicts.kept += 1;
-                    self.outputs.kept.write(&kept_line(dup.fingerprint)).map_err(io)?;
-                }
-                Some(Verdict::Duplicate(dup)) => {
-                    st.verdicts.record_duplicate(dup.tier);
-                    self.outputs
-                        .duplicates
-                        .write(&DuplicateLine::new(p.entry.url.as_str(), &dup))
-                        .map_err(io)?;
-                }
-            }
-            if p.entry.depth < self.max_depth {
-                links.extend(p.links.iter().map(|l| (l.clone(), p.entry.depth + 1)));
             }
         }
         // 2. Links the URL tier has not seen become entries.
@@ -914,36 +887,147 @@ impl Commits for RedisWriter {
                 self.state.stats.verdicts.dup_url += 1;
             }
         }
-        // 3. The lines are on disk before the leases are released.
-        self.state.offsets = self.outputs.sync().map_err(io)?;
-        self.state.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
-        self.state.stats.hosts_evicted = self.fetcher.hosts_evicted();
-        // 4. One acknowledgement, applied at most once.
-        self.batch_no += 1;
-        let added = queued.len() as u64;
-        let ack = Ack {
-            batch: self.batch_no,
+        Ok(Written {
             releases,
             links: queued,
-            counters: counter_delta(&before, &self.state.stats),
             delays: delays.into_iter().collect(),
-            state: serde_json::to_string(&self.state)?,
-        };
-        let stale = retry("acknowledge results", self.frontier.url(), || {
-            self.frontier.ack(&self.worker, self.cap, &ack)
-        })?;
-        if let Some(n) = stale.filter(|&n| n > 0) {
-            warn!(
-                leases = n,
-                "results of leases that had expired (their pages may be fetched twice)"
-            );
-        }
-        *self.shared.lock() = self.state.stats.clone();
-        Ok(Committed {
-            seqs,
-            added,
             requeued,
         })
+    }
+
+    /// One fetched page's line and counters.
+    fn write_page(&mut self, p: &PageResult, redirected: bool, verdict: Option<&Verdict>) -> Result<()> {
+        let st = &mut self.state.stats;
+        st.fetched += 1;
+        st.bytes += p.bytes as u64;
+        st.truncated += u64::from(p.truncated);
+        if redirected {
+            st.verdicts.record_duplicate(Tier::Url);
+            return self
+                .outputs
+                .duplicates
+                .write(&DuplicateLine::url_tier(
+                    p.entry.url.as_str(),
+                    p.final_url.as_str(),
+                ))
+                .map_err(io);
+        }
+        st.template_stripped += u64::from(p.template_stripped);
+        let kept_line = |fingerprint| KeptLine {
+            final_url: Some(p.final_url.as_str()),
+            status: Some(p.status),
+            text: self.write_text.then_some(p.text.as_str()),
+            depth: Some(p.entry.depth),
+            fetched_at: Some(p.fetched_at),
+            ..KeptLine::new(p.entry.url.as_str(), &p.title, fingerprint)
+        };
+        match verdict {
+            None => {
+                st.noindex += 1;
+                self.outputs
+                    .errors
+                    .write(&ErrorLine::page(
+                        p.entry.url.as_str(),
+                        "noindex",
+                        "meta robots noindex: not kept",
+                    ))
+                    .map_err(io)
+            }
+            Some(Verdict::Unique { fingerprint, .. }) => {
+                st.verdicts.kept += 1;
+                self.outputs.kept.write(&kept_line(*fingerprint)).map_err(io)
+            }
+            // An earlier attempt of this very page was recorded (its
+            // worker died or starved past its lease before acknowledging
+            // it, or a reply was lost): the page is the kept copy.
+            Some(Verdict::Duplicate(dup)) if dup.of == p.entry.url.as_str() => {
+                st.verdicts.kept += 1;
+                self.outputs.kept.write(&kept_line(dup.fingerprint)).map_err(io)
+            }
+            Some(Verdict::Duplicate(dup)) => {
+                st.verdicts.record_duplicate(dup.tier);
+                self.outputs
+                    .duplicates
+                    .write(&DuplicateLine::new(p.entry.url.as_str(), dup))
+                    .map_err(io)
+            }
+        }
+    }
+}
+
+impl Commits for RedisWriter {
+    fn commit(&mut self, batch: Vec<Outcome>) -> Result<Committed> {
+        let seqs: Vec<u64> = batch.iter().map(Outcome::seq).collect();
+        let pages: Vec<&PageResult> = batch
+            .iter()
+            .filter_map(|o| match o {
+                Outcome::Page(p) => Some(&**p),
+                _ => None,
+            })
+            .collect();
+        // 1. Verdicts: redirect targets, then the title and content tiers of
+        // every page that is judged, in one transaction.
+        let redirected = self.redirects_seen(&pages)?;
+        let judged: Vec<usize> = (0..pages.len())
+            .filter(|&i| !redirected[i] && !pages[i].noindex)
+            .collect();
+        let sigs: Vec<Signature> = judged.iter().map(|&i| pages[i].sig.clone()).collect();
+        let d = self.deduper.clone();
+        let verdicts = retry("check pages against the tiers", self.frontier.url(), || {
+            Ok(d.check_batch(&sigs, UrlTier::Skip)?)
+        })?;
+        let mut verdict_of: Vec<Option<Verdict>> = vec![None; pages.len()];
+        for (i, v) in judged.into_iter().zip(verdicts) {
+            verdict_of[i] = Some(v);
+        }
+        for (p, _) in pages.iter().zip(&redirected).filter(|(_, r)| !**r) {
+            self.templates.observe(host_of(&p.final_url), &p.text);
+        }
+        let judged = Judged {
+            redirected: &redirected,
+            verdicts: &verdict_of,
+        };
+        // 2-4, again without the pages of leases found taken back.
+        let before = self.state.stats.clone();
+        let at = self.state.offsets;
+        self.batch_no += 1;
+        let mut lost: HashSet<u64> = HashSet::new();
+        loop {
+            self.state.stats = before.clone();
+            let written = self.write_batch(&batch, &judged, &lost)?;
+            // 3. The lines are on disk before the leases are released.
+            self.state.offsets = self.outputs.sync().map_err(io)?;
+            self.state.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
+            self.state.stats.hosts_evicted = self.fetcher.hosts_evicted();
+            // 4. One acknowledgement, applied at most once.
+            let ack = Ack {
+                batch: self.batch_no,
+                releases: written.releases,
+                links: written.links,
+                counters: counter_delta(&before, &self.state.stats),
+                delays: written.delays,
+                state: serde_json::to_string(&self.state)?,
+            };
+            let reply = retry("acknowledge results", self.frontier.url(), || {
+                self.frontier.ack(&self.worker, self.cap, &ack)
+            })?;
+            if let AckReply::Refused(ids) = reply {
+                warn!(
+                    leases = ids.len(),
+                    "leases expired before their results were acknowledged: another worker took \
+                     their pages back; writing the batch again without them"
+                );
+                lost.extend(ids);
+                self.outputs.cut_to(at).map_err(io)?;
+                continue;
+            }
+            *self.shared.lock() = self.state.stats.clone();
+            return Ok(Committed {
+                seqs,
+                added: ack.links.len() as u64,
+                requeued: written.requeued,
+            });
+        }
     }
 
     /// Every commit is durable when it returns (outputs fsynced, then acknowledged).
