@@ -25,8 +25,10 @@
 //! | `{NS}:f:workers` | hash | worker -> time of its last batch (ms) |
 //! | `{NS}:f:asking` | hash | worker -> time of its last lease call (ms); those of the last second share each host's slots |
 //!
-//! `FLAG` is `n` for a URL that still has to be claimed in the URL tier and
-//! `c` for one already claimed (a requeued or reclaimed entry).
+//! An entry is `n ATTEMPTS DEPTH URL TOKEN` for a URL that still has to be
+//! claimed in the URL tier, or `c ATTEMPTS DEPTH URL` for one already
+//! claimed (requeued after a transient failure, or given back); see
+//! [`Claim`].
 //!
 //! # Leases
 //!
@@ -34,7 +36,7 @@
 //! server's clock (`TIME`), so the workers' clocks do not matter:
 //!
 //! - `lease`: first takes back expired leases (their entries go back to
-//!   the front of their host's queue, flagged claimed) and moves due
+//!   the front of their host's queue, as they were) and moves due
 //!   requeues to their queues; then, for each ready host whose next start
 //!   has come, pops entries while the host has fewer than
 //!   `fetch.per_host_concurrency` leases in flight (one entry per host and
@@ -58,12 +60,15 @@
 //!   page has a line in two workers' outputs.
 //!
 //! A URL is fetched once: the URL tier is claimed (`check_url_in`, in one
-//! store transaction per leased group) when an entry is leased, and an
-//! entry whose URL is already claimed is dropped. A link is queued only if
-//! the URL tier has not seen it yet (a read): two workers may queue the
-//! same link, and the claim keeps one. An entry taken back from a dead
-//! worker keeps its claim, so it is fetched again (the one case of a second
-//! fetch) and never lost.
+//! store transaction per leased group) when an entry is leased, recording
+//! the entry's token with the URL, and an entry whose URL another entry
+//! claimed is dropped. A link is queued only if the URL tier has not seen
+//! it yet (a read): two workers may queue the same link, and the claim
+//! keeps one. An entry taken back from a dead or stalled worker goes back
+//! as it was: if that worker had claimed it, the token says the claim is
+//! the entry's own and it is fetched again (the one case of a second
+//! fetch), never lost; if not, its next worker claims it, so a copy of the
+//! link queued meanwhile cannot be fetched as well.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -150,7 +155,11 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', p .. 'leases', '-inf', now, 'LIM
   if rec then
     redis.call('HDEL', p .. 'lease', id)
     local host, entry = split(rec)
-    redis.call('LPUSH', p .. 'q:' .. host, 'c' .. string.sub(entry, 2))
+    -- An entry with a claim token keeps it (its next worker tells its own
+    -- earlier claim from another's); an older one counts as claimed.
+    local _, spaces = string.gsub(entry, ' ', ' ')
+    if spaces < 4 then entry = 'c' .. string.sub(entry, 2) end
+    redis.call('LPUSH', p .. 'q:' .. host, entry)
     release(host)
     redis.call('HINCRBY', p .. 'stats', 'reclaimed', 1)
     redis.call('HINCRBY', p .. 'stats', 'leased', -1)
@@ -295,30 +304,45 @@ pub fn host_key(url: &Url) -> String {
     )
 }
 
-/// A queue entry as stored: `FLAG ATTEMPTS DEPTH URL` (a serialized URL
-/// has no spaces).
-pub fn encode_entry(claimed: bool, attempts: u32, depth: u32, url: &Url) -> String {
-    format!(
-        "{} {attempts} {depth} {}",
-        if claimed { 'c' } else { 'n' },
-        url.as_str()
-    )
+/// Where a queued entry's URL stands in the URL tier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// Claimed already (an entry requeued or given back by the worker that
+    /// claimed it): fetched without a claim.
+    Held,
+    /// To be claimed by the worker that leases it. The token is the entry's
+    /// own and is recorded with the claim, so that a claim this entry made
+    /// before (by a worker whose lease then expired, or in a commit whose
+    /// reply was lost) is told from another entry's: the first is fetched,
+    /// the second dropped. Entries of older crawls have an empty token.
+    Pending(String),
 }
 
-/// A leased entry: whether its URL is already claimed, and the entry (its
-/// `seq` is the lease id).
-pub fn decode_entry(id: u64, s: &str) -> Option<(bool, Entry)> {
-    let mut parts = s.splitn(4, ' ');
-    let claimed = match parts.next()? {
-        "c" => true,
-        "n" => false,
-        _ => return None,
-    };
+/// A queue entry as stored: `c ATTEMPTS DEPTH URL` ([`Claim::Held`]) or
+/// `n ATTEMPTS DEPTH URL TOKEN` ([`Claim::Pending`]); a serialized URL has
+/// no spaces.
+pub fn encode_entry(claim: &Claim, attempts: u32, depth: u32, url: &Url) -> String {
+    match claim {
+        Claim::Held => format!("c {attempts} {depth} {}", url.as_str()),
+        Claim::Pending(token) => format!("n {attempts} {depth} {} {token}", url.as_str()),
+    }
+}
+
+/// A leased entry: its claim, and the entry (its `seq` is the lease id).
+pub fn decode_entry(id: u64, s: &str) -> Option<(Claim, Entry)> {
+    let mut parts = s.splitn(5, ' ');
+    let flag = parts.next()?;
     let attempts = parts.next()?.parse().ok()?;
     let depth = parts.next()?.parse().ok()?;
     let url = Url::parse(parts.next()?).ok()?;
+    let token = parts.next().unwrap_or("");
+    let claim = match flag {
+        "c" => Claim::Held,
+        "n" => Claim::Pending(token.to_string()),
+        _ => return None,
+    };
     Some((
-        claimed,
+        claim,
         Entry {
             seq: id,
             url,
@@ -327,6 +351,48 @@ pub fn decode_entry(id: u64, s: &str) -> Option<(bool, Entry)> {
             not_before_ms: 0,
         },
     ))
+}
+
+/// The URL as recorded by the claim of an entry with `token`.
+pub fn claimed_as(url: &Url, token: &str) -> String {
+    if token.is_empty() {
+        url.to_string()
+    } else {
+        format!("{} {token}", url.as_str())
+    }
+}
+
+/// Whether a URL recorded as `first` was claimed by the entry with
+/// `token` (see [`Claim::Pending`]).
+pub fn claimed_by(first: &str, token: &str) -> bool {
+    !token.is_empty() && first.rsplit_once(' ').is_some_and(|(_, t)| t == token)
+}
+
+/// Tokens for new entries ([`Claim::Pending`]): a random prefix per
+/// process and a counter, unique across workers and restarts.
+#[derive(Debug)]
+pub struct Tokens {
+    prefix: u64,
+    next: u64,
+}
+
+impl Tokens {
+    pub fn new() -> Tokens {
+        use std::hash::BuildHasher;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        Tokens {
+            prefix: std::hash::RandomState::new().hash_one((std::process::id(), nanos)),
+            next: 0,
+        }
+    }
+
+    /// A token never handed out before.
+    pub fn next(&mut self) -> String {
+        self.next += 1;
+        format!("{:x}.{:x}", self.prefix, self.next)
+    }
 }
 
 /// What one `lease` call found.
@@ -782,14 +848,27 @@ mod tests {
     #[test]
     fn entries_read_back_and_bad_ones_are_refused() {
         let url = Url::parse("http://example.com:8080/a?b=1%20c").unwrap();
-        let s = encode_entry(false, 2, 7, &url);
-        assert_eq!(s, "n 2 7 http://example.com:8080/a?b=1%20c");
-        let (claimed, e) = decode_entry(42, &s).unwrap();
-        assert!(!claimed);
+        let s = encode_entry(&Claim::Pending("ab.1".into()), 2, 7, &url);
+        assert_eq!(s, "n 2 7 http://example.com:8080/a?b=1%20c ab.1");
+        let (claim, e) = decode_entry(42, &s).unwrap();
+        assert_eq!(claim, Claim::Pending("ab.1".into()));
         assert_eq!((e.seq, e.attempts, e.depth, e.url), (42, 2, 7, url.clone()));
-        // The lease script marks a taken-back entry claimed by its first byte.
-        let (claimed, _) = decode_entry(1, &format!("c{}", &s[1..])).unwrap();
-        assert!(claimed);
+        let held = encode_entry(&Claim::Held, 0, 1, &url);
+        assert_eq!(decode_entry(1, &held).unwrap().0, Claim::Held);
+        // An entry of an older crawl, without a token.
+        let (claim, _) = decode_entry(1, "n 0 0 http://a/").unwrap();
+        assert_eq!(claim, Claim::Pending(String::new()));
+        // A claim is the entry's own only when it recorded the entry's token.
+        let first = claimed_as(&url, "ab.1");
+        assert!(claimed_by(&first, "ab.1"));
+        assert!(!claimed_by(&first, "ab.2"));
+        assert!(!claimed_by(url.as_str(), ""));
+        assert!(!claimed_by(&claimed_as(&url, ""), ""));
+        let mut tokens = Tokens::new();
+        let (t1, t2) = (tokens.next(), tokens.next());
+        assert_ne!(t1, t2);
+        assert_ne!(Tokens::new().next(), t1, "another process's tokens differ");
+        assert!(!t1.contains(' '));
         assert!(decode_entry(1, "x 0 0 http://a/").is_none());
         assert!(decode_entry(1, "n zero 0 http://a/").is_none());
         assert!(decode_entry(1, "n 0 0 not a url").is_none());
@@ -830,7 +909,10 @@ mod tests {
             let url = Url::parse("http://c.example/1").unwrap();
             let ack = Ack {
                 batch: 1,
-                links: vec![(host_key(&url), encode_entry(false, 0, 1, &url))],
+                links: vec![(
+                    host_key(&url),
+                    encode_entry(&Claim::Pending("t".into()), 0, 1, &url),
+                )],
                 counters: vec![("fetched".into(), 1)],
                 state: "{}".into(),
                 ..Ack::default()
@@ -857,7 +939,12 @@ mod tests {
         let host = host_key(&u(0));
         let push = |f: &RedisFrontier, n: u32| {
             let links = (0..n)
-                .map(|i| (host.clone(), encode_entry(false, 0, 1, &u(i))))
+                .map(|i| {
+                    (
+                        host.clone(),
+                        encode_entry(&Claim::Pending(format!("t{i}")), 0, 1, &u(i)),
+                    )
+                })
                 .collect();
             f.ack(
                 "w",
@@ -906,24 +993,28 @@ mod tests {
         assert!(early.entries.is_empty(), "delay not honoured");
         // Leases of 1 ms expire: taken back (by this call, or already by the
         // one above when the server's clock moved on 1 ms in between),
-        // exactly once, flagged claimed, leased again.
+        // exactly once, as they were (with their claim token), leased again.
         std::thread::sleep(Duration::from_millis(350));
         let c = f.lease(&ask("w", 10, 3, 60_000, 0, 0)).unwrap();
         assert_eq!(early.reclaimed + c.reclaimed, 1, "{early:?} {c:?}");
-        let again: Vec<(bool, Entry)> = c
+        let again: Vec<(Claim, Entry)> = c
             .entries
             .iter()
             .map(|(i, e)| decode_entry(*i, e).unwrap())
             .collect();
         assert_eq!(again.len(), 1);
-        assert!(again[0].0, "a taken-back entry keeps its claim");
+        assert_eq!(
+            again[0].0,
+            Claim::Pending("t2".into()),
+            "a taken-back entry keeps its token"
+        );
         assert_eq!(again[0].1.url, u(2));
         // A requeue waits in `later`, then comes back.
         let (id, _) = c.entries[0].clone();
         let requeue = Ack {
             releases: vec![Release {
                 lease: id,
-                again: Some((encode_entry(true, 1, 1, &u(2)), 0)),
+                again: Some((encode_entry(&Claim::Held, 1, 1, &u(2)), 0)),
                 uncount: true,
             }],
             ..Ack::default()
@@ -966,7 +1057,12 @@ mod tests {
         let u = |i: u32| Url::parse(&format!("http://s.example/{i}")).unwrap();
         let host = host_key(&u(0));
         let links = (0..8)
-            .map(|i| (host.clone(), encode_entry(false, 0, 1, &u(i))))
+            .map(|i| {
+                (
+                    host.clone(),
+                    encode_entry(&Claim::Pending(format!("t{i}")), 0, 1, &u(i)),
+                )
+            })
             .collect();
         f.ack_held(
             "seed",

@@ -430,7 +430,7 @@ fn a_worker_paused_past_its_leases_writes_no_page_twice() {
     let workers = ["z1", "z2"];
     // The first worker crawls alone for a while, then is paused at a
     // moment it holds leases (while it is paused, every lease out is its).
-    let mut first = s.spawn(workers[0]);
+    let first = s.spawn(workers[0]);
     let t0 = Instant::now();
     loop {
         if s.lines_now(workers[0]) >= PAGES / 4 {

@@ -44,7 +44,9 @@ use super::{Start, drive, page_stages, remove_if_exists, write_stats};
 use crate::config::{Config, SharedTiersKind};
 use crate::frontier::{Candidate, Entry};
 use crate::lines::{DuplicateLine, ErrorLine, KeptLine};
-use crate::shared::{self, Ack, AckReply, Leased, RedisFrontier, Release, encode_entry, host_key, retry};
+use crate::shared::{
+    self, Ack, AckReply, Claim, Leased, RedisFrontier, Release, encode_entry, host_key, retry,
+};
 use crate::sinks::{Offsets, Outputs};
 use crate::state;
 use crate::stats::Stats;
@@ -273,6 +275,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         shared: shared_stats.clone(),
         fetcher: stages.fetcher.clone(),
         templates,
+        tokens: shared::Tokens::new(),
         run_started: Instant::now(),
     };
     let source = RedisSource {
@@ -312,12 +315,18 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
 /// one copy). Returns how many were queued.
 fn enqueue_seeds(d: &SharedTiers, f: &RedisFrontier, seeds: &[Url], worker: &str, cap: usize) -> Result<u64> {
     let candidates: Vec<Candidate> = seeds.iter().filter_map(|s| Candidate::new(s.clone())).collect();
+    let mut tokens = shared::Tokens::new();
     let fresh = retry("check the seeds", f.url(), || unseen(d, &candidates))?;
     let links: Vec<(String, String)> = candidates
         .iter()
         .zip(fresh)
         .filter(|(_, new)| *new)
-        .map(|(c, _)| (host_key(c.url()), encode_entry(false, 0, 0, c.url())))
+        .map(|(c, _)| {
+            (
+                host_key(c.url()),
+                encode_entry(&Claim::Pending(tokens.next()), 0, 0, c.url()),
+            )
+        })
         .collect();
     let n = links.len() as u64;
     let ack = Ack {
@@ -415,13 +424,13 @@ impl RedisSource {
 
     /// Claims the URLs of newly leased entries in the URL tier, in one
     /// transaction: `true` for each entry this worker may fetch. An entry
-    /// whose URL another copy claimed first is not fetched. After a commit
-    /// whose reply was lost, the entries are fetched whatever the tier
-    /// says (they may have been claimed by that very commit).
-    fn claim(&self, entries: &[Entry]) -> Result<Vec<bool>> {
+    /// whose URL another entry claimed first is not fetched; one whose own
+    /// claim is found (its token: made by a worker whose lease expired, or
+    /// by this call's first attempt when a reply was lost) is.
+    fn claim(&self, entries: &[(Entry, String)]) -> Result<Vec<bool>> {
         let canon: Vec<Option<CanonicalUrl>> = entries
             .iter()
-            .map(|e| CanonicalUrl::from_url(e.url.clone()).ok())
+            .map(|(e, _)| CanonicalUrl::from_url(e.url.clone()).ok())
             .collect();
         let digests: Vec<u128> = canon
             .iter()
@@ -429,39 +438,27 @@ impl RedisSource {
             .map(|c| u128::from_be_bytes(c.digest()))
             .collect();
         let d = &self.deduper;
-        let mut uncertain = false;
-        let claimed = retry("claim leased URLs", self.frontier.url(), || {
-            let r = d.store().write(|t| {
+        retry("claim leased URLs", self.frontier.url(), || {
+            Ok(d.store().write(|t| {
                 t.prefetch(&Prefetch {
                     urls: digests.clone(),
                     ..Prefetch::default()
                 })?;
                 let mut here = HashSet::new();
                 let mut out = Vec::with_capacity(entries.len());
-                for (e, c) in entries.iter().zip(&canon) {
+                for ((e, token), c) in entries.iter().zip(&canon) {
                     out.push(match c {
                         // Not canonicalizable: the URL tier cannot hold it; fetch it.
                         None => true,
                         Some(c) if !here.insert(c.digest()) => false,
-                        Some(c) => {
-                            matches!(d.check_url_in(t, e.url.as_str(), c.clone())?, UrlVerdict::New(_))
-                        }
+                        Some(c) => match d.check_url_in(t, &shared::claimed_as(&e.url, token), c.clone())? {
+                            UrlVerdict::New(_) => true,
+                            UrlVerdict::Seen { first, .. } => shared::claimed_by(&first, token),
+                        },
                     });
                 }
                 Ok(out)
-            });
-            if let Err(simcrawl_dedup::Error::Disconnected {
-                maybe_applied: true, ..
-            }) = &r
-            {
-                uncertain = true;
-            }
-            Ok(r?)
-        })?;
-        Ok(if uncertain {
-            vec![true; entries.len()]
-        } else {
-            claimed
+            })?)
         })
     }
 
@@ -498,8 +495,8 @@ impl RedisSource {
         let mut to_claim = Vec::new();
         for (id, text) in &leased.entries {
             match shared::decode_entry(*id, text) {
-                Some((true, e)) => self.pending.push_back(e),
-                Some((false, e)) => to_claim.push(e),
+                Some((Claim::Held, e)) => self.pending.push_back(e),
+                Some((Claim::Pending(token), e)) => to_claim.push((e, token)),
                 None => {
                     warn!(entry = %text, "unreadable shared frontier entry dropped");
                     releases.push(Release {
@@ -512,7 +509,7 @@ impl RedisSource {
         }
         let claimed = self.claim(&to_claim)?;
         let mut seen = 0i64;
-        for (e, ok) in to_claim.into_iter().zip(claimed) {
+        for ((e, _), ok) in to_claim.into_iter().zip(claimed) {
             if ok {
                 self.pending.push_back(e);
             } else {
@@ -607,7 +604,7 @@ impl Source for RedisSource {
             .drain(..)
             .map(|e| Release {
                 lease: e.seq,
-                again: Some((encode_entry(true, e.attempts, e.depth, &e.url), 0)),
+                again: Some((encode_entry(&Claim::Held, e.attempts, e.depth, &e.url), 0)),
                 uncount: true,
             })
             .collect();
@@ -641,6 +638,8 @@ struct RedisWriter {
     shared: Arc<Mutex<Stats>>,
     fetcher: simcrawl_fetch::Fetcher,
     templates: Templates,
+    /// Claim tokens of the links this worker queues.
+    tokens: shared::Tokens,
     run_started: Instant,
     base_seconds: f64,
 }
@@ -811,7 +810,7 @@ impl RedisWriter {
                     ..
                 } if entry.attempts < self.max_requeues => {
                     let delay = requeue_delay_ms(self.requeue_delay_ms, entry.attempts);
-                    let again = encode_entry(true, entry.attempts + 1, entry.depth, &entry.url);
+                    let again = encode_entry(&Claim::Held, entry.attempts + 1, entry.depth, &entry.url);
                     releases.push(Release {
                         lease: entry.seq,
                         again: Some((again, delay)),
@@ -882,7 +881,10 @@ impl RedisWriter {
         let mut queued = Vec::new();
         for ((c, depth), is_new) in fresh_links.into_iter().zip(new) {
             if is_new {
-                queued.push((host_key(c.url()), encode_entry(false, 0, depth, c.url())));
+                queued.push((
+                    host_key(c.url()),
+                    encode_entry(&Claim::Pending(self.tokens.next()), 0, depth, c.url()),
+                ));
             } else {
                 self.state.stats.verdicts.dup_url += 1;
             }
