@@ -171,6 +171,33 @@ impl Shared {
             .sum()
     }
 
+    /// Waits for each of `children` to exit successfully (40 s each).
+    fn wait_ok(&self, children: &mut [Child], workers: &[&str]) {
+        for c in children {
+            let st = wait_for(c, Duration::from_secs(40))
+                .unwrap_or_else(|| panic!("a worker did not finish:\n{}", self.logs(workers)));
+            assert!(st.success(), "{st}:\n{}", self.logs(workers));
+        }
+    }
+
+    /// The kept pages, after checking that every page of the site has
+    /// exactly one line in exactly one worker's outputs.
+    fn every_page_once(&self, workers: &[&str]) -> Vec<usize> {
+        let (kept, per_page) = tally(&self.lines(workers));
+        let missing: Vec<usize> = (0..PAGES).filter(|i| !per_page.contains_key(i)).collect();
+        assert!(
+            missing.is_empty(),
+            "pages lost: {missing:?}\n{}",
+            self.logs(workers)
+        );
+        assert!(
+            per_page.values().all(|&n| n == 1),
+            "a page with more than one line: {per_page:?}\n{}",
+            self.logs(workers)
+        );
+        kept
+    }
+
     /// `crawl stats --redis URL --namespace NS`, parsed.
     fn merged_stats(&self, ns: &str) -> Value {
         let out = Command::new(support::CRAWL)
@@ -264,16 +291,11 @@ fn three_workers(url: &str, tiers: &str) {
     let s = Shared::with_tiers(&root, &format!("{}/p/0", server.base()), url, &ns, 10_000, tiers);
     let workers = ["w1", "w2", "w3"];
     let mut children: Vec<Child> = workers.iter().map(|w| s.spawn(w)).collect();
-    for c in &mut children {
-        let st = wait_for(c, Duration::from_secs(40))
-            .unwrap_or_else(|| panic!("a worker did not finish:\n{}", s.logs(&workers)));
-        assert!(st.success(), "{st}:\n{}", s.logs(&workers));
-    }
-    let lines = s.lines(&workers);
-    let (kept, per_page) = tally(&lines);
+    s.wait_ok(&mut children, &workers);
     // Every page exactly once in exactly one worker's outputs, nothing else.
-    assert_eq!(per_page.len(), PAGES, "pages with a line: {per_page:?}");
-    assert!(per_page.values().all(|&n| n == 1), "{per_page:?}");
+    let kept = s.every_page_once(&workers);
+    let lines = s.lines(&workers);
+    assert_eq!(lines.len(), PAGES);
     let kept_set: BTreeSet<usize> = kept.iter().copied().collect();
     assert_eq!(kept.len(), kept_set.len(), "a page kept twice: {kept:?}");
     assert_kept_like_one_process(&kept_set, "three workers");
@@ -362,17 +384,8 @@ fn a_killed_worker_loses_nothing_the_others_finish_the_site() {
     let st = wait_for(&mut again, Duration::from_secs(40))
         .unwrap_or_else(|| panic!("the restarted worker did not finish:\n{}", s.logs(&workers)));
     assert!(st.success(), "{st}:\n{}", s.logs(&workers));
-    let lines = s.lines(&workers);
-    let (kept, per_page) = tally(&lines);
-    // Nothing lost, nothing twice: every page has exactly one line in one
-    // worker's outputs.
-    let missing: Vec<usize> = (0..PAGES).filter(|i| !per_page.contains_key(i)).collect();
-    assert!(
-        missing.is_empty(),
-        "pages lost: {missing:?}\n{}",
-        s.logs(&workers)
-    );
-    assert!(per_page.values().all(|&n| n == 1), "{per_page:?}");
+    // Nothing lost, nothing twice.
+    let kept = s.every_page_once(&workers);
     let kept_set: BTreeSet<usize> = kept.iter().copied().collect();
     for i in 0..PAGES {
         if group_of(i).is_none() {
@@ -452,24 +465,8 @@ fn a_worker_paused_past_its_leases_writes_no_page_twice() {
     std::thread::sleep(Duration::from_millis(4_000));
     signal(&first, "CONT");
     let mut children = [first, second];
-    for c in &mut children {
-        let st = wait_for(c, Duration::from_secs(40))
-            .unwrap_or_else(|| panic!("a worker did not finish:\n{}", s.logs(&workers)));
-        assert!(st.success(), "{st}:\n{}", s.logs(&workers));
-    }
-    let lines = s.lines(&workers);
-    let (kept, per_page) = tally(&lines);
-    let missing: Vec<usize> = (0..PAGES).filter(|i| !per_page.contains_key(i)).collect();
-    assert!(
-        missing.is_empty(),
-        "pages lost: {missing:?}\n{}",
-        s.logs(&workers)
-    );
-    assert!(
-        per_page.values().all(|&n| n == 1),
-        "a page with lines in two outputs: {per_page:?}\n{}",
-        s.logs(&workers)
-    );
+    s.wait_ok(&mut children, &workers);
+    let kept = s.every_page_once(&workers);
     let kept_set: BTreeSet<usize> = kept.iter().copied().collect();
     assert_eq!(kept.len(), kept_set.len(), "a page kept twice: {kept:?}");
     assert_kept_like_one_process(&kept_set, "a paused worker and another");
@@ -635,11 +632,7 @@ fn workers_pause_while_redis_is_down_and_finish_when_it_is_back() {
         );
     }
     redis.restart();
-    for c in &mut children {
-        let st = wait_for(c, Duration::from_secs(40))
-            .unwrap_or_else(|| panic!("a worker did not finish:\n{}", s.logs(&workers)));
-        assert!(st.success(), "{st}:\n{}", s.logs(&workers));
-    }
+    s.wait_ok(&mut children, &workers);
     let (_, per_page) = tally(&s.lines(&workers));
     let missing: Vec<usize> = (0..PAGES).filter(|i| !per_page.contains_key(i)).collect();
     assert!(
@@ -696,11 +689,7 @@ fn politeness_and_the_page_budget_hold_across_workers_together() {
     std::fs::write(&s.config, text).unwrap();
     let workers = ["p1", "p2", "p3"];
     let mut children: Vec<Child> = workers.iter().map(|w| s.spawn(w)).collect();
-    for c in &mut children {
-        let st = wait_for(c, Duration::from_secs(40))
-            .unwrap_or_else(|| panic!("a worker did not finish:\n{}", s.logs(&workers)));
-        assert!(st.success(), "{st}:\n{}", s.logs(&workers));
-    }
+    s.wait_ok(&mut children, &workers);
     // One budget for all: 6 pages fetched, whoever fetched them.
     let starts = starts.lock().unwrap().clone();
     assert_eq!(starts.len(), 6, "pages requested");

@@ -43,7 +43,7 @@ use super::writer::{Committed, requeue_delay_ms};
 use super::{Start, drive, page_stages, remove_if_exists, write_stats};
 use crate::config::{Config, SharedTiersKind};
 use crate::frontier::{Candidate, Entry};
-use crate::lines::{DuplicateLine, ErrorLine, KeptLine};
+use crate::lines::{DuplicateLine, ErrorLine};
 use crate::shared::{
     self, Ack, AckReply, Claim, Leased, RedisFrontier, Release, encode_entry, host_key, retry,
 };
@@ -915,14 +915,7 @@ impl RedisWriter {
                 .map_err(io);
         }
         st.template_stripped += u64::from(p.template_stripped);
-        let kept_line = |fingerprint| KeptLine {
-            final_url: Some(p.final_url.as_str()),
-            status: Some(p.status),
-            text: self.write_text.then_some(p.text.as_str()),
-            depth: Some(p.entry.depth),
-            fetched_at: Some(p.fetched_at),
-            ..KeptLine::new(p.entry.url.as_str(), &p.title, fingerprint)
-        };
+        let kept_line = |fingerprint| p.kept_line(fingerprint, self.write_text);
         match verdict {
             None => {
                 st.noindex += 1;

@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
-use simcrawl_dedup::{Document, Signature};
+use simcrawl_dedup::{Document, Fingerprint, Signature};
 use url::Url;
 
 use crate::dust::{Dust, Fold};
 use crate::frontier::{Candidate, Entry, ScopeRules};
+use crate::lines::KeptLine;
 use crate::template::{Templates, host_of};
 
 /// Times a page waits for a host whose robots.txt is unavailable before it
@@ -79,6 +80,21 @@ pub struct PageResult {
     pub noindex: bool,
     /// It was signed without its host's template blocks.
     pub template_stripped: bool,
+}
+
+impl PageResult {
+    /// The page's line in `kept.jsonl` (its text only with
+    /// `crawl.write_text`).
+    pub fn kept_line(&self, fingerprint: Option<Fingerprint>, write_text: bool) -> KeptLine<'_> {
+        KeptLine {
+            final_url: Some(self.final_url.as_str()),
+            status: Some(self.status),
+            text: write_text.then_some(self.text.as_str()),
+            depth: Some(self.entry.depth),
+            fetched_at: Some(self.fetched_at),
+            ..KeptLine::new(self.entry.url.as_str(), &self.title, fingerprint)
+        }
+    }
 }
 
 /// Signs a document with the tiers' settings (`Deduper::sign`), whatever

@@ -20,7 +20,7 @@ use super::worker::{Outcome, PageResult};
 use crate::config::CrawlConfig;
 use crate::dust::{Dust, Fold};
 use crate::frontier::{self, Candidate};
-use crate::lines::{DuplicateLine, ErrorLine, KeptLine};
+use crate::lines::{DuplicateLine, ErrorLine};
 use crate::sinks::{Offsets, Outputs};
 use crate::state;
 use crate::stats::Stats;
@@ -343,14 +343,7 @@ impl Writer {
             Some(Verdict::Unique { fingerprint, .. }) => {
                 self.outputs
                     .kept
-                    .write(&KeptLine {
-                        final_url: Some(p.final_url.as_str()),
-                        status: Some(p.status),
-                        text: self.write_text.then_some(p.text.as_str()),
-                        depth: Some(p.entry.depth),
-                        fetched_at: Some(p.fetched_at),
-                        ..KeptLine::new(p.entry.url.as_str(), &p.title, fingerprint)
-                    })
+                    .write(&p.kept_line(fingerprint, self.write_text))
                     .map_err(io)?;
             }
             Some(Verdict::Duplicate(d)) => {
