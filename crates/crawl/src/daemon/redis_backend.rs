@@ -368,6 +368,39 @@ fn unseen(d: &SharedTiers, links: &[Candidate]) -> Result<Vec<bool>> {
     })?)
 }
 
+/// The claims of [`RedisSource::claim`] in transaction `t`: `true` for each
+/// entry to fetch (`canon`: the entries' canonical URLs).
+fn claim_in<S: Store>(
+    d: &Deduper<S>,
+    t: &mut dyn Tables,
+    entries: &[(Entry, String)],
+    canon: &[Option<CanonicalUrl>],
+) -> simcrawl_dedup::Result<Vec<bool>> {
+    // URLs this call decided to fetch: a second entry of one is dropped
+    // (whichever of them comes first: the entry whose own claim is found
+    // may come after another one's).
+    let mut fetching = HashSet::new();
+    let mut out = Vec::with_capacity(entries.len());
+    for ((e, token), c) in entries.iter().zip(canon) {
+        out.push(match c {
+            // Not canonicalizable: the URL tier cannot hold it; fetch it.
+            None => true,
+            Some(c) if fetching.contains(&c.digest()) => false,
+            Some(c) => {
+                let fetch = match d.check_url_in(t, &shared::claimed_as(&e.url, token), c.clone())? {
+                    UrlVerdict::New(_) => true,
+                    UrlVerdict::Seen { first, .. } => shared::claimed_by(&first, token),
+                };
+                if fetch {
+                    fetching.insert(c.digest());
+                }
+                fetch
+            }
+        });
+    }
+    Ok(out)
+}
+
 /// The frontier side of the shared backend: entries leased from Redis,
 /// claimed in the URL tier, handed to the dispatcher; leases renewed while
 /// held.
@@ -444,20 +477,7 @@ impl RedisSource {
                     urls: digests.clone(),
                     ..Prefetch::default()
                 })?;
-                let mut here = HashSet::new();
-                let mut out = Vec::with_capacity(entries.len());
-                for ((e, token), c) in entries.iter().zip(&canon) {
-                    out.push(match c {
-                        // Not canonicalizable: the URL tier cannot hold it; fetch it.
-                        None => true,
-                        Some(c) if !here.insert(c.digest()) => false,
-                        Some(c) => match d.check_url_in(t, &shared::claimed_as(&e.url, token), c.clone())? {
-                            UrlVerdict::New(_) => true,
-                            UrlVerdict::Seen { first, .. } => shared::claimed_by(&first, token),
-                        },
-                    });
-                }
-                Ok(out)
+                claim_in(d, t, entries, &canon)
             })?)
         })
     }
@@ -1071,6 +1091,57 @@ mod tests {
         assert_eq!(back.errors.get("timeout"), Some(&1));
         // Unchanged counters send nothing.
         assert!(counter_delta(&b, &b).is_empty());
+    }
+
+    /// A claim is fetched when it is new or the entry's own (its token),
+    /// dropped when another entry made it, and one URL is fetched once per
+    /// call whichever of its entries comes first.
+    #[test]
+    fn claims_tell_an_entry_s_own_claim_from_another_s() {
+        let d = Deduper::new(
+            simcrawl_dedup::MemoryStore::new(),
+            simcrawl_dedup::DedupConfig::default(),
+        )
+        .unwrap();
+        let entry = |u: &str, token: &str| {
+            let url = Url::parse(u).unwrap();
+            let e = Entry {
+                seq: 0,
+                url,
+                depth: 0,
+                attempts: 0,
+                not_before_ms: 0,
+            };
+            (e, token.to_string())
+        };
+        let claim = |entries: &[(Entry, String)]| {
+            let canon: Vec<Option<CanonicalUrl>> = entries
+                .iter()
+                .map(|(e, _)| CanonicalUrl::from_url(e.url.clone()).ok())
+                .collect();
+            d.store().write(|t| claim_in(&d, t, entries, &canon)).unwrap()
+        };
+        // First claims: new; a second entry of /a in the same call is dropped.
+        assert_eq!(
+            claim(&[
+                entry("http://h/a", "t1"),
+                entry("http://h/a", "t2"),
+                entry("http://h/b", "t3")
+            ]),
+            [true, false, true]
+        );
+        // /a again: its own entry (t1, taken back from a stalled worker) is
+        // fetched, even after another entry of it in the same call; t2 is not.
+        assert_eq!(
+            claim(&[entry("http://h/a", "t2"), entry("http://h/a", "t1")]),
+            [false, true]
+        );
+        // An entry of an older crawl (no token) never counts as its own.
+        assert_eq!(claim(&[entry("http://h/b", "")]), [false]);
+        assert_eq!(
+            claim(&[entry("http://h/c", ""), entry("http://h/c", "")]),
+            [true, false]
+        );
     }
 
     #[test]
