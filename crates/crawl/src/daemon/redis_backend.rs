@@ -14,7 +14,11 @@
 //! 2. links not yet in the URL tier become new entries (a read);
 //! 3. output lines are written and fsynced;
 //! 4. one `ack` releases the leases, queues the links and requeues, adds
-//!    the counters and records the outputs' offsets.
+//!    the counters and records the outputs' offsets. If it names a lease
+//!    that expired and was taken back (this worker stalled past
+//!    `lease_ms`), it is refused whole: the outputs are cut back to the
+//!    last acknowledged offsets and steps 2-4 run again without those
+//!    pages, which the worker that took them back writes.
 //!
 //! A worker killed before 4 holds leases that expire: its pages are
 //! fetched again by another worker (and re-discover their links), and its
