@@ -1031,6 +1031,11 @@ impl Commits for RedisWriter {
                 self.frontier.ack(&self.worker, self.cap, &ack)
             })?;
             if let AckReply::Refused(ids) = reply {
+                if ids.iter().all(|id| lost.contains(id)) {
+                    bail!(
+                        "the shared frontier refused an acknowledgement again for leases it left out: {ids:?}"
+                    );
+                }
                 warn!(
                     leases = ids.len(),
                     "leases expired before their results were acknowledged: another worker took \
