@@ -139,6 +139,13 @@ impl<'a> ErrorLine<'a> {
         }
     }
 
+    /// The crawler's line for a page that asked not to be indexed (kind
+    /// `noindex`, counted in `noindex`, not in `errors`).
+    #[must_use]
+    pub fn noindex(url: &'a str) -> Self {
+        Self::page(url, "noindex", "meta robots noindex: not kept")
+    }
+
     /// `crawl dedup`'s line for an input line that is not a document.
     #[must_use]
     pub fn input_line(line: u64, error: &'a str) -> Self {

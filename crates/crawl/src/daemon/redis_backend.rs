@@ -945,11 +945,7 @@ impl RedisWriter {
                 st.noindex += 1;
                 self.outputs
                     .errors
-                    .write(&ErrorLine::page(
-                        p.entry.url.as_str(),
-                        "noindex",
-                        "meta robots noindex: not kept",
-                    ))
+                    .write(&ErrorLine::noindex(p.entry.url.as_str()))
                     .map_err(io)
             }
             Some(Verdict::Unique { fingerprint, .. }) => {

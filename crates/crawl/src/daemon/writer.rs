@@ -315,11 +315,7 @@ impl Writer {
             self.cp.stats.noindex += 1;
             self.outputs
                 .errors
-                .write(&ErrorLine::page(
-                    p.entry.url.as_str(),
-                    "noindex",
-                    "meta robots noindex: not kept",
-                ))
+                .write(&ErrorLine::noindex(p.entry.url.as_str()))
                 .map_err(io)?;
             None
         } else {
