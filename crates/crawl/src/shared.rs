@@ -1029,15 +1029,7 @@ mod tests {
         let e = f.lease(&ask("w", 10, 9, 60_000, 0, 2)).unwrap();
         assert!(e.entries.is_empty() && e.budget_spent, "{e:?}");
         // Clean up the namespace.
-        let store = simcrawl_dedup::RedisStore::open_with(
-            &url,
-            simcrawl_dedup::RedisOptions {
-                namespace: ns,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        store.clear().unwrap();
+        clear_namespace(&url, &ns).unwrap();
     }
 
     /// Workers asking together share a host's slots, and an ack naming a
