@@ -637,13 +637,16 @@ impl<S: Store> Deduper<S> {
             let (Some(fp), Some(sketch)) = (sig.fingerprint, sig.sketch.as_ref()) else {
                 return Ok(None);
             };
-            Ok(self.content_match(t, fp, sketch, cutoff)?.map(|m| Duplicate {
-                tier: Tier::Content,
-                of: m.rec.url,
-                distance: Some(m.distance),
-                similarity: Some(m.similarity),
-                fingerprint: Some(fp),
-            }))
+            let (band_keys, bands) = self.band_key_array(sketch);
+            Ok(self
+                .content_match(t, fp, sketch, &band_keys[..bands], cutoff)?
+                .map(|m| Duplicate {
+                    tier: Tier::Content,
+                    of: m.rec.url,
+                    distance: Some(m.distance),
+                    similarity: Some(m.similarity),
+                    fingerprint: Some(fp),
+                }))
         })
     }
 
@@ -722,7 +725,10 @@ impl<S: Store> Deduper<S> {
                 fingerprint: sig.fingerprint,
             });
         };
-        if let Some(m) = self.content_match(&*t, fp, sketch, cutoff)? {
+        // Computed once: looked up now, indexed under if the page is kept.
+        let (band_keys, bands) = self.band_key_array(sketch);
+        let band_keys = &band_keys[..bands];
+        if let Some(m) = self.content_match(&*t, fp, sketch, band_keys, cutoff)? {
             return Ok(Verdict::Duplicate(Duplicate {
                 tier: Tier::Content,
                 of: m.rec.url,
@@ -743,7 +749,7 @@ impl<S: Store> Deduper<S> {
         for (table, key) in self.layout.keys(fp.0) {
             t.add_block(table, key, fp, id)?;
         }
-        for key in self.band_keys(&rec.sketch) {
+        for &key in band_keys {
             t.add_band(key, id)?;
         }
         if let Some(td) = sig.title_digest {
@@ -760,6 +766,18 @@ impl<S: Store> Deduper<S> {
     /// SimHash is at distance 0): it needs no index of its own.
     fn band_keys<'s>(&self, sketch: &'s Sketch) -> impl Iterator<Item = u64> + 's {
         sketch.band_keys(self.config.bands, self.config.band_rows)
+    }
+
+    /// [`Deduper::band_keys`] in an array, and how many there are (at
+    /// most [`SKETCH_BINS`] bands, checked in `new`): no allocation.
+    fn band_key_array(&self, sketch: &Sketch) -> ([u64; SKETCH_BINS], usize) {
+        let mut keys = [0u64; SKETCH_BINS];
+        let mut n = 0;
+        for (slot, key) in keys.iter_mut().zip(self.band_keys(sketch)) {
+            *slot = key;
+            n += 1;
+        }
+        (keys, n)
     }
 
     fn title_match(&self, t: &dyn ReadTables, sig: &Signature, cutoff: u64) -> Result<Option<Duplicate>> {
@@ -809,6 +827,7 @@ impl<S: Store> Deduper<S> {
         t: &dyn ReadTables,
         fp: Fingerprint,
         sketch: &Sketch,
+        band_keys: &[u64],
         cutoff: u64,
     ) -> Result<Option<Match>> {
         let live = |id: DocId| -> Result<Option<DocRecord>> {
@@ -831,14 +850,8 @@ impl<S: Store> Deduper<S> {
             return Ok(best);
         }
         // All keys looked up in one call: the store can overlap their
-        // cache misses. At most SKETCH_BINS bands (checked in `new`).
-        let mut keys = [0u64; SKETCH_BINS];
-        let mut n = 0;
-        for (slot, key) in keys.iter_mut().zip(self.band_keys(sketch)) {
-            *slot = key;
-            n += 1;
-        }
-        t.band_docs_all(&keys[..n], &mut ids)?;
+        // cache misses.
+        t.band_docs_all(band_keys, &mut ids)?;
         // Newest first: a copy is most often of a recent page.
         ids.sort_unstable_by(|a, b| b.cmp(a));
         ids.dedup();
@@ -883,16 +896,9 @@ impl<S: Store> Deduper<S> {
     /// (distance, id) of every stored fingerprint within the maximum
     /// distance, nearest first, verified by exact distance.
     fn hits(&self, t: &dyn ReadTables, fp: Fingerprint) -> Result<Vec<(u32, DocId)>> {
-        let mut cands = Vec::new();
-        for (table, key) in self.layout.keys(fp.0) {
-            t.candidates(table, key, &mut cands)?;
-        }
-        let k = self.layout.max_distance();
-        let mut hits: Vec<(u32, DocId)> = cands
-            .into_iter()
-            .map(|(f, id)| (f.distance(fp), id))
-            .filter(|(d, _)| *d <= k)
-            .collect();
+        let keys: Vec<(usize, u64)> = self.layout.keys(fp.0).collect();
+        let mut hits = Vec::new();
+        t.near_all(&keys, fp, self.layout.max_distance(), &mut hits)?;
         hits.sort_unstable();
         hits.dedup();
         Ok(hits)

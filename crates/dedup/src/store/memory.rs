@@ -33,12 +33,167 @@ impl MemoryStore {
     }
 }
 
-/// Block entries under one key: almost always one document, so the common
-/// case needs no allocation.
+/// Block entries under one key: almost always one document with
+/// `m = 6` (32-bit keys), so that case needs no allocation; a list
+/// otherwise, fingerprints apart from ids so that the distance check reads
+/// only them (an id is read only for a fingerprint within the distance,
+/// about never for a new document).
 #[derive(Debug)]
-enum Entries {
+enum Postings {
     One(u64, DocId),
-    Many(Vec<(u64, DocId)>),
+    Many { fps: Vec<u64>, ids: Vec<DocId> },
+}
+
+impl Default for Postings {
+    fn default() -> Self {
+        Postings::Many {
+            fps: Vec::new(),
+            ids: Vec::new(),
+        }
+    }
+}
+
+impl Postings {
+    fn is_empty(&self) -> bool {
+        matches!(self, Postings::Many { fps, .. } if fps.is_empty())
+    }
+
+    fn push(&mut self, fp: u64, id: DocId) {
+        match self {
+            Postings::One(f0, i0) => {
+                *self = Postings::Many {
+                    fps: vec![*f0, fp],
+                    ids: vec![*i0, id],
+                }
+            }
+            Postings::Many { fps, .. } if fps.is_empty() => *self = Postings::One(fp, id),
+            Postings::Many { fps, ids } => {
+                fps.push(fp);
+                ids.push(id);
+            }
+        }
+    }
+
+    fn remove(&mut self, fp: u64, id: DocId) {
+        match self {
+            Postings::One(f0, i0) => {
+                if *f0 == fp && *i0 == id {
+                    *self = Postings::default();
+                }
+            }
+            Postings::Many { fps, ids } => {
+                if let Some(at) = fps.iter().zip(ids.iter()).position(|(&f, &i)| f == fp && i == id) {
+                    fps.remove(at);
+                    ids.remove(at);
+                }
+            }
+        }
+    }
+
+    fn each(&self, mut f: impl FnMut(u64, DocId)) {
+        match self {
+            Postings::One(fp, id) => f(*fp, *id),
+            Postings::Many { fps, ids } => {
+                for (&fp, &id) in fps.iter().zip(ids) {
+                    f(fp, id);
+                }
+            }
+        }
+    }
+
+    /// Fingerprints and ids, side by side.
+    fn as_slices(&self) -> (&[u64], &[DocId]) {
+        match self {
+            Postings::One(fp, id) => (std::slice::from_ref(fp), std::slice::from_ref(id)),
+            Postings::Many { fps, ids } => (fps, ids),
+        }
+    }
+}
+
+/// Keys below this are kept in an array indexed by the key once a table
+/// holds [`DENSE_AFTER`] keys all below it: `m = 4` keys each table by one
+/// 16-bit block, so at a million documents every key is there with ~15
+/// entries, and a lookup reads the key's slot and its fingerprints
+/// instead of a hash map's control bytes, then its bucket, then the list.
+const DENSE_KEYS: u64 = 1 << 16;
+
+/// Keys a table holds (all below [`DENSE_KEYS`]) before it switches to
+/// the array: 3 MB of slots pay off only when most are used.
+const DENSE_AFTER: usize = 1 << 12;
+
+/// One block table: postings by block key.
+#[derive(Debug, Default)]
+struct BlockTable {
+    /// Postings of keys below [`DENSE_KEYS`], by key, once the table is
+    /// dense (else empty).
+    dense: Vec<Postings>,
+    /// Every other key's postings.
+    sparse: FxHashMap<u64, Postings>,
+    /// Whether every key ever added was below [`DENSE_KEYS`].
+    small_keys: bool,
+}
+
+impl BlockTable {
+    fn new() -> BlockTable {
+        BlockTable {
+            small_keys: true,
+            ..BlockTable::default()
+        }
+    }
+
+    fn get(&self, key: u64) -> Option<&Postings> {
+        if !self.dense.is_empty()
+            && let Some(p) = usize::try_from(key).ok().and_then(|k| self.dense.get(k))
+        {
+            return Some(p);
+        }
+        self.sparse.get(&key)
+    }
+
+    fn add(&mut self, key: u64, fp: u64, id: DocId) {
+        self.small_keys &= key < DENSE_KEYS;
+        if !self.dense.is_empty()
+            && let Some(p) = usize::try_from(key).ok().and_then(|k| self.dense.get_mut(k))
+        {
+            p.push(fp, id);
+            return;
+        }
+        self.sparse.entry(key).or_default().push(fp, id);
+        if self.small_keys && self.dense.is_empty() && self.sparse.len() >= DENSE_AFTER {
+            self.dense.resize_with(DENSE_KEYS as usize, Postings::default);
+            for (k, p) in self.sparse.drain() {
+                // Every key is below DENSE_KEYS (`small_keys`).
+                if let Some(slot) = usize::try_from(k).ok().and_then(|k| self.dense.get_mut(k)) {
+                    *slot = p;
+                }
+            }
+            self.sparse = FxHashMap::default();
+        }
+    }
+
+    fn remove(&mut self, key: u64, fp: u64, id: DocId) {
+        if !self.dense.is_empty()
+            && let Some(p) = usize::try_from(key).ok().and_then(|k| self.dense.get_mut(k))
+        {
+            p.remove(fp, id);
+            return;
+        }
+        if let Some(p) = self.sparse.get_mut(&key) {
+            p.remove(fp, id);
+            if p.is_empty() {
+                self.sparse.remove(&key);
+            }
+        }
+    }
+
+    /// Every (key, postings), in no particular order.
+    #[cfg(feature = "redis")]
+    fn iter(&self) -> impl Iterator<Item = (u64, &Postings)> {
+        let dense = self.dense.iter().enumerate().map(|(k, p)| (k as u64, p));
+        dense
+            .chain(self.sparse.iter().map(|(&k, p)| (k, p)))
+            .filter(|(_, p)| !p.is_empty())
+    }
 }
 
 #[derive(Debug, Default)]
@@ -48,10 +203,13 @@ pub(crate) struct MemState {
     /// (first seen, digest) of every URL: purges read only expired ones.
     url_times: BTreeSet<(u64, u128)>,
     titles: FxHashMap<u128, Vec<DocId>>,
-    blocks: Vec<FxHashMap<u64, Entries>>,
+    blocks: Vec<BlockTable>,
     bands: BandIndex,
     /// Looked up on every verified candidate: a hash map, not a tree.
-    docs: FxHashMap<DocId, DocRecord>,
+    /// Boxed: a record is ~330 bytes (its sketch), and inserting it inline
+    /// wrote six cache lines at a random place in a table of hundreds of
+    /// megabytes; the boxes are allocated one after the other.
+    docs: FxHashMap<DocId, Box<DocRecord>>,
     /// Insertion order, for purging the oldest; touched only on insert and
     /// removal.
     order: BTreeSet<DocId>,
@@ -87,15 +245,8 @@ impl MemState {
             spill(&mut w, out)?;
         }
         for (table, t) in self.blocks.iter().enumerate() {
-            for (&key, e) in t {
-                match e {
-                    Entries::One(fp, id) => w.block(true, table, key, Fingerprint(*fp), *id),
-                    Entries::Many(v) => {
-                        for &(fp, id) in v {
-                            w.block(true, table, key, Fingerprint(fp), id);
-                        }
-                    }
-                }
+            for (key, p) in t.iter() {
+                p.each(|fp, id| w.block(true, table, key, Fingerprint(fp), id));
                 spill(&mut w, out)?;
             }
         }
@@ -163,10 +314,51 @@ impl ReadTables for MemState {
     }
 
     fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()> {
-        match self.blocks.get(table).and_then(|t| t.get(&key)) {
-            Some(Entries::One(fp, id)) => out.push((Fingerprint(*fp), *id)),
-            Some(Entries::Many(v)) => out.extend(v.iter().map(|&(fp, id)| (Fingerprint(fp), id))),
-            None => {}
+        if let Some(p) = self.blocks.get(table).and_then(|t| t.get(key)) {
+            p.each(|fp, id| out.push((Fingerprint(fp), id)));
+        }
+        Ok(())
+    }
+
+    /// Reads the postings of every key, and the first fingerprint of
+    /// each, before scanning any: the loads of different tables do not
+    /// depend on each other, so their cache misses overlap instead of
+    /// coming one after the other. Only fingerprints are scanned.
+    fn near_all(
+        &self,
+        keys: &[(usize, u64)],
+        fp: Fingerprint,
+        max: u32,
+        out: &mut Vec<(u32, DocId)>,
+    ) -> Result<()> {
+        const CHUNK: usize = 32;
+        // An id is read only for a fingerprint within the distance.
+        let mut push = |f: u64, ids: &[DocId], at: usize| {
+            let d = (f ^ fp.0).count_ones();
+            if d <= max
+                && let Some(&id) = ids.get(at)
+            {
+                out.push((d, id));
+            }
+        };
+        for chunk in keys.chunks(CHUNK) {
+            let mut found: [(&[u64], &[DocId]); CHUNK] = [(&[], &[]); CHUNK];
+            let mut first = [0u64; CHUNK];
+            for ((slot, first), &(table, key)) in found.iter_mut().zip(&mut first).zip(chunk) {
+                if let Some(p) = self.blocks.get(table).and_then(|t| t.get(key)) {
+                    *slot = p.as_slices();
+                    *first = slot.0.first().copied().unwrap_or(0);
+                }
+            }
+            // `first` is each list's first fingerprint, loaded above.
+            for (&(fps, ids), &first) in found.iter().zip(&first).take(chunk.len()) {
+                if !fps.is_empty() {
+                    push(first, ids, 0);
+                }
+                for (at, &f) in fps.iter().enumerate().skip(1) {
+                    push(f, ids, at);
+                }
+            }
         }
         Ok(())
     }
@@ -182,7 +374,7 @@ impl ReadTables for MemState {
     }
 
     fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
-        Ok(self.docs.get(&id).cloned())
+        Ok(self.docs.get(&id).map(|d| DocRecord::clone(d)))
     }
 
     fn urls_seen_before(&self, cutoff: u64, limit: usize, out: &mut Vec<u128>) -> Result<()> {
@@ -200,7 +392,7 @@ impl ReadTables for MemState {
             self.order
                 .iter()
                 .take(limit)
-                .filter_map(|id| self.docs.get(id).map(|d| (*id, d.clone()))),
+                .filter_map(|id| self.docs.get(id).map(|d| (*id, DocRecord::clone(d)))),
         );
         Ok(())
     }
@@ -269,41 +461,15 @@ impl Tables for MemState {
 
     fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
         if self.blocks.len() <= table {
-            self.blocks.resize_with(table + 1, FxHashMap::default);
+            self.blocks.resize_with(table + 1, BlockTable::new);
         }
-        let t = &mut self.blocks[table];
-        match t.get_mut(&key) {
-            None => {
-                t.insert(key, Entries::One(fp.0, id));
-            }
-            Some(e) => {
-                let new = match e {
-                    Entries::One(f0, i0) => Entries::Many(vec![(*f0, *i0), (fp.0, id)]),
-                    Entries::Many(v) => {
-                        v.push((fp.0, id));
-                        return Ok(());
-                    }
-                };
-                *e = new;
-            }
-        }
+        self.blocks[table].add(key, fp.0, id);
         Ok(())
     }
 
     fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
-        let Some(t) = self.blocks.get_mut(table) else {
-            return Ok(());
-        };
-        let remove_key = match t.get_mut(&key) {
-            Some(Entries::One(f0, i0)) => *f0 == fp.0 && *i0 == id,
-            Some(Entries::Many(v)) => {
-                v.retain(|&(f, i)| !(f == fp.0 && i == id));
-                v.is_empty()
-            }
-            None => false,
-        };
-        if remove_key {
-            t.remove(&key);
+        if let Some(t) = self.blocks.get_mut(table) {
+            t.remove(key, fp.0, id);
         }
         Ok(())
     }
@@ -319,7 +485,7 @@ impl Tables for MemState {
     }
 
     fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
-        self.docs.insert(id, rec.clone());
+        self.docs.insert(id, Box::new(rec.clone()));
         self.order.insert(id);
         Ok(())
     }
@@ -328,5 +494,107 @@ impl Tables for MemState {
         self.docs.remove(&id);
         self.order.remove(&id);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The reference: a map of (fingerprint, id) lists in insertion order.
+    #[derive(Default)]
+    struct Model(HashMap<u64, Vec<(u64, DocId)>>);
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Add(u64, u64, DocId),
+        Remove(u64, u64, DocId),
+    }
+
+    /// Keys mostly below `DENSE_KEYS` from a range wide enough that a
+    /// table crosses `DENSE_AFTER` distinct keys (so it turns dense), a few
+    /// above it; fingerprints from a small set so lists repeat entries.
+    fn op() -> impl Strategy<Value = Op> {
+        let key = prop_oneof![20 => 0..DENSE_KEYS, 1 => DENSE_KEYS..DENSE_KEYS + 8];
+        (0..4u8, key, 0..4u64, 0..64u64).prop_map(|(kind, k, f, i)| {
+            if kind > 0 {
+                Op::Add(k, f, i)
+            } else {
+                Op::Remove(k, f, i)
+            }
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        /// Adds and removals across the switch to the array, and keys
+        /// above it after the switch, read back as the model's lists, by
+        /// `candidates` and by `near_all` (only entries within the
+        /// distance, every key's).
+        #[test]
+        fn block_tables_match_a_map_of_lists(
+            ops in prop::collection::vec(op(), 7000..9000),
+            fp in 0..4u64,
+        ) {
+            let mut t = BlockTable::new();
+            let mut model = Model::default();
+            // Adds of small keys first (most ops), so the table turns
+            // dense, then the rest: removals, and adds of keys above the
+            // array.
+            let (adds, mut rest): (Vec<Op>, Vec<Op>) =
+                ops.into_iter().partition(|o| matches!(o, Op::Add(k, ..) if *k < DENSE_KEYS));
+            // Random removals seldom name an entry that is there; these do.
+            rest.extend(adds.iter().step_by(3).filter_map(|o| match *o {
+                Op::Add(k, f, i) => Some(Op::Remove(k, f, i)),
+                Op::Remove(..) => None,
+            }));
+            for op in adds.iter().chain(&rest).chain(adds.iter().take(50)) {
+                match *op {
+                    Op::Add(k, f, i) => {
+                        t.add(k, f, i);
+                        model.0.entry(k).or_default().push((f, i));
+                    }
+                    Op::Remove(k, f, i) => {
+                        t.remove(k, f, i);
+                        if let Some(v) = model.0.get_mut(&k) {
+                            if let Some(at) = v.iter().position(|&e| e == (f, i)) {
+                                v.remove(at);
+                            }
+                            if v.is_empty() {
+                                model.0.remove(&k);
+                            }
+                        }
+                    }
+                }
+            }
+            prop_assert!(!t.dense.is_empty(), "never turned dense");
+            let mut state = MemState::default();
+            state.blocks.push(t);
+            let mut keys: Vec<u64> = model.0.keys().copied().collect();
+            keys.extend([DENSE_KEYS + 100, 7]);
+            for &k in &keys {
+                let mut got = Vec::new();
+                state.candidates(0, k, &mut got).unwrap();
+                let want: Vec<(Fingerprint, DocId)> = model.0.get(&k).into_iter().flatten().map(|&(f, i)| (Fingerprint(f), i)).collect();
+                prop_assert_eq!(got, want, "key {}", k);
+            }
+            let pairs: Vec<(usize, u64)> = keys.iter().map(|&k| (0, k)).collect();
+            let mut got = Vec::new();
+            state.near_all(&pairs, Fingerprint(fp), 1, &mut got).unwrap();
+            let mut want = Vec::new();
+            for k in &keys {
+                for &(f, i) in model.0.get(k).into_iter().flatten() {
+                    let d = (f ^ fp).count_ones();
+                    if d <= 1 {
+                        want.push((d, i));
+                    }
+                }
+            }
+            got.sort_unstable();
+            want.sort_unstable();
+            prop_assert_eq!(got, want);
+        }
     }
 }

@@ -275,6 +275,30 @@ pub trait ReadTables {
     fn title_docs(&self, digest: u128, limit: usize, out: &mut Vec<DocId>) -> Result<()>;
     /// Appends every (fingerprint, document) stored under `key` in table `table`.
     fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()>;
+    /// Appends (distance, document) of every fingerprint within `max` of
+    /// `fp` stored under any of `keys` ((table, block key) pairs), in no
+    /// particular order; a document under several keys is listed under
+    /// each. Stores in memory look up all the keys before scanning any,
+    /// so the tables' cache misses overlap.
+    fn near_all(
+        &self,
+        keys: &[(usize, u64)],
+        fp: Fingerprint,
+        max: u32,
+        out: &mut Vec<(u32, DocId)>,
+    ) -> Result<()> {
+        let mut cands = Vec::new();
+        for &(table, key) in keys {
+            self.candidates(table, key, &mut cands)?;
+        }
+        out.extend(
+            cands
+                .into_iter()
+                .map(|(f, id)| (f.distance(fp), id))
+                .filter(|&(d, _)| d <= max),
+        );
+        Ok(())
+    }
     /// Appends the documents (at most [`BAND_POSTINGS`], oldest first)
     /// indexed under an LSH band key.
     fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()>;
