@@ -618,6 +618,20 @@ mod timing {
             for (i, &q) in queries.iter().enumerate() {
                 index.remove(q, i as u64);
             }
+            let t = std::time::Instant::now();
+            for (doc, ten) in queries.chunks(10).enumerate() {
+                index.each_of(ten, |_, ids| out.extend_from_slice(ids));
+                for &q in ten {
+                    index.add(q, doc as u64);
+                }
+            }
+            let check = t.elapsed().as_nanos() as f64 / queries.len() as f64;
+            for (doc, ten) in queries.chunks(10).enumerate() {
+                for &q in ten {
+                    index.remove(q, doc as u64);
+                }
+            }
+            println!("round {round}: each_of(10) then add {check:.0} ns per key");
             println!(
                 "round {round}: get {one:.0} ns, each_of(10) {together:.0} ns per key, add {add:.0} ns; {}",
                 out.len()

@@ -6,6 +6,7 @@ use std::collections::{BTreeSet, HashMap};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 
+use super::doc_table::DocTable;
 use super::{BandIndex, DocId, DocRecord, NEXT_ID_META, ReadTables, Store, Tables, UrlRecord};
 use crate::error::Result;
 use crate::fingerprint::Fingerprint;
@@ -81,11 +82,18 @@ impl Postings {
                     *self = Postings::default();
                 }
             }
+            // Every copy of the entry, as the other stores do.
             Postings::Many { fps, ids } => {
-                if let Some(at) = fps.iter().zip(ids.iter()).position(|(&f, &i)| f == fp && i == id) {
-                    fps.remove(at);
-                    ids.remove(at);
+                let mut keep = 0;
+                for at in 0..fps.len().min(ids.len()) {
+                    if (fps[at], ids[at]) != (fp, id) {
+                        fps.swap(keep, at);
+                        ids.swap(keep, at);
+                        keep += 1;
+                    }
                 }
+                fps.truncate(keep);
+                ids.truncate(keep);
             }
         }
     }
@@ -205,14 +213,9 @@ pub(crate) struct MemState {
     titles: FxHashMap<u128, Vec<DocId>>,
     blocks: Vec<BlockTable>,
     bands: BandIndex,
-    /// Looked up on every verified candidate: a hash map, not a tree.
-    /// Boxed: a record is ~330 bytes (its sketch), and inserting it inline
-    /// wrote six cache lines at a random place in a table of hundreds of
-    /// megabytes; the boxes are allocated one after the other.
-    docs: FxHashMap<DocId, Box<DocRecord>>,
-    /// Insertion order, for purging the oldest; touched only on insert and
-    /// removal.
-    order: BTreeSet<DocId>,
+    /// Looked up on every verified candidate, and in id order (insertion
+    /// order) by purges and snapshots.
+    docs: DocTable,
 }
 
 impl MemState {
@@ -260,11 +263,9 @@ impl MemState {
             }
         });
         failed?;
-        for id in &self.order {
-            if let Some(rec) = self.docs.get(id) {
-                w.put_doc(*id, rec);
-                spill(&mut w, out)?;
-            }
+        for (id, rec) in self.docs.iter() {
+            w.put_doc(id, rec);
+            spill(&mut w, out)?;
         }
         if w.ops() > 0 {
             out(w.into_bytes())?;
@@ -374,7 +375,7 @@ impl ReadTables for MemState {
     }
 
     fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
-        Ok(self.docs.get(&id).map(|d| DocRecord::clone(d)))
+        Ok(self.docs.get(id).cloned())
     }
 
     fn urls_seen_before(&self, cutoff: u64, limit: usize, out: &mut Vec<u128>) -> Result<()> {
@@ -388,12 +389,7 @@ impl ReadTables for MemState {
     }
 
     fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()> {
-        out.extend(
-            self.order
-                .iter()
-                .take(limit)
-                .filter_map(|id| self.docs.get(id).map(|d| (*id, DocRecord::clone(d)))),
-        );
+        out.extend(self.docs.iter().take(limit).map(|(id, d)| (id, d.clone())));
         Ok(())
     }
 
@@ -485,14 +481,12 @@ impl Tables for MemState {
     }
 
     fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
-        self.docs.insert(id, Box::new(rec.clone()));
-        self.order.insert(id);
+        self.docs.insert(id, rec.clone());
         Ok(())
     }
 
     fn remove_doc(&mut self, id: DocId) -> Result<()> {
-        self.docs.remove(&id);
-        self.order.remove(&id);
+        self.docs.remove(id);
         Ok(())
     }
 }
@@ -559,9 +553,7 @@ mod tests {
                     Op::Remove(k, f, i) => {
                         t.remove(k, f, i);
                         if let Some(v) = model.0.get_mut(&k) {
-                            if let Some(at) = v.iter().position(|&e| e == (f, i)) {
-                                v.remove(at);
-                            }
+                            v.retain(|&e| e != (f, i));
                             if v.is_empty() {
                                 model.0.remove(&k);
                             }

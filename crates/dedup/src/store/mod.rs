@@ -13,6 +13,7 @@
 //! passed to [`Store::write`] must only act through the tables.
 
 mod bands;
+mod doc_table;
 mod memory;
 #[cfg(feature = "redis")]
 mod oplog;
