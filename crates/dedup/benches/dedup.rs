@@ -707,7 +707,7 @@ fn populate_in<S: Store>(
                     }
                     t.put_doc(
                         i,
-                        &DocRecord {
+                        DocRecord {
                             fingerprint: Fingerprint(fp),
                             inserted_at: 1_700_000_000,
                             title: None,

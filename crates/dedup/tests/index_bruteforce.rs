@@ -20,7 +20,7 @@ fn load<S: Store>(d: &Deduper<S>, m: u32, k: u32, stored: &[u64]) {
                 let id = i as u64;
                 t.put_doc(
                     id,
-                    &DocRecord {
+                    DocRecord {
                         fingerprint: Fingerprint(fp),
                         inserted_at: 1,
                         title: None,

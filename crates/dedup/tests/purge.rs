@@ -95,7 +95,7 @@ impl Tables for Tap<'_> {
     fn remove_band(&mut self, key: u64, id: DocId) -> Result<()> {
         self.t.remove_band(key, id)
     }
-    fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
+    fn put_doc(&mut self, id: DocId, rec: DocRecord) -> Result<()> {
         self.t.put_doc(id, rec)
     }
     fn remove_doc(&mut self, id: DocId) -> Result<()> {

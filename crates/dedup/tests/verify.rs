@@ -35,7 +35,7 @@ fn load<S: Store>(d: &Deduper<S>, stored: &[Stored]) {
                 }
                 t.put_doc(
                     id,
-                    &DocRecord {
+                    DocRecord {
                         fingerprint: Fingerprint(s.fp),
                         inserted_at: 1,
                         title: None,

@@ -480,8 +480,8 @@ impl Tables for MemState {
         Ok(())
     }
 
-    fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
-        self.docs.insert(id, rec.clone());
+    fn put_doc(&mut self, id: DocId, rec: DocRecord) -> Result<()> {
+        self.docs.insert(id, rec);
         Ok(())
     }
 

@@ -350,8 +350,9 @@ pub trait Tables: ReadTables {
     fn add_band(&mut self, key: u64, id: DocId) -> Result<()>;
     /// Removes a document from a band key.
     fn remove_band(&mut self, key: u64, id: DocId) -> Result<()>;
-    /// Stores a document.
-    fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()>;
+    /// Stores a document. Takes it whole: the memory stores keep the
+    /// record itself, and a check builds it only to store it.
+    fn put_doc(&mut self, id: DocId, rec: DocRecord) -> Result<()>;
     /// Removes a document record.
     fn remove_doc(&mut self, id: DocId) -> Result<()>;
     /// Assigns the next document id. The default reads and advances the

@@ -257,7 +257,7 @@ pub(crate) fn apply(entry: &[u8], t: &mut dyn Tables) -> Result<()> {
             PUT_DOC => {
                 let id = r.u64("doc id")?;
                 let rec = DocRecord::decode(r.bytes("doc record")?)?;
-                t.put_doc(id, &rec)?;
+                t.put_doc(id, rec)?;
             }
             REMOVE_DOC => {
                 t.remove_doc(r.u64("doc id")?)?;
@@ -584,12 +584,12 @@ impl Tables for Overlay<'_> {
         Ok(())
     }
 
-    fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
+    fn put_doc(&mut self, id: DocId, rec: DocRecord) -> Result<()> {
         if self.doc(id)?.is_none() {
             self.pending.doc_delta += 1;
         }
-        self.pending.docs.insert(id, Some(rec.clone()));
-        self.pending.log.put_doc(id, rec);
+        self.pending.log.put_doc(id, &rec);
+        self.pending.docs.insert(id, Some(rec));
         Ok(())
     }
 
@@ -681,7 +681,7 @@ mod tests {
                 W::RemoveBlock(tb, k, f, i) => t.remove_block(*tb, *k, Fingerprint(*f), *i)?,
                 W::AddBand(k, i) => t.add_band(*k, *i)?,
                 W::RemoveBand(k, i) => t.remove_band(*k, *i)?,
-                W::PutDoc(i) => t.put_doc(*i, &record(*i))?,
+                W::PutDoc(i) => t.put_doc(*i, record(*i))?,
                 W::RemoveDoc(i) => t.remove_doc(*i)?,
                 W::NewId => {
                     t.next_doc_id()?;

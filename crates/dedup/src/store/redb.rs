@@ -585,7 +585,7 @@ impl Tables for RedbTables<'_> {
         Ok(())
     }
 
-    fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
+    fn put_doc(&mut self, id: DocId, rec: DocRecord) -> Result<()> {
         self.docs
             .insert(id, rec.encode().as_slice())
             .map_err(Error::storage)?;

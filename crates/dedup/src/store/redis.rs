@@ -1878,7 +1878,7 @@ impl Tables for Tx<'_> {
         Ok(())
     }
 
-    fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
+    fn put_doc(&mut self, id: DocId, rec: DocRecord) -> Result<()> {
         let (hash, field) = self.keys().doc(id);
         let cmd = vec![
             b"HSETC".to_vec(),

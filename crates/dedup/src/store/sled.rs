@@ -323,7 +323,7 @@ impl Tables for SledTables<'_> {
         Ok(())
     }
 
-    fn put_doc(&mut self, id: DocId, rec: &DocRecord) -> Result<()> {
+    fn put_doc(&mut self, id: DocId, rec: DocRecord) -> Result<()> {
         self.set(key(DOC, &id.to_be_bytes()), Some(rec.encode()));
         Ok(())
     }
