@@ -68,6 +68,18 @@ pub(crate) fn decode_postings(list: &[u8]) -> impl Iterator<Item = (Fingerprint,
     })
 }
 
+/// (distance, document) of the `entries` within `max` of `fp`.
+pub(crate) fn within(
+    fp: Fingerprint,
+    max: u32,
+    entries: impl IntoIterator<Item = (Fingerprint, DocId)>,
+) -> impl Iterator<Item = (u32, DocId)> {
+    entries
+        .into_iter()
+        .map(move |(f, id)| (f.distance(fp), id))
+        .filter(move |&(d, _)| d <= max)
+}
+
 /// `list` without the entry `gone` (`None` when nothing was removed).
 pub(crate) fn without_posting(list: &[u8], gone: &[u8; POSTING]) -> Option<Vec<u8>> {
     let kept: Vec<u8> = list
@@ -292,12 +304,7 @@ pub trait ReadTables {
         for &(table, key) in keys {
             self.candidates(table, key, &mut cands)?;
         }
-        out.extend(
-            cands
-                .into_iter()
-                .map(|(f, id)| (f.distance(fp), id))
-                .filter(|&(d, _)| d <= max),
-        );
+        out.extend(within(fp, max, cands));
         Ok(())
     }
     /// Appends the documents (at most [`BAND_POSTINGS`], oldest first)

@@ -26,7 +26,7 @@ use rustc_hash::FxHashMap;
 
 use super::{
     BandIndex, DocId, DocRecord, POSTING, ReadTables, Store, Tables, UrlRecord, block_key, decode_postings,
-    posting, push_capped, without_posting,
+    posting, push_capped, within, without_posting,
 };
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -460,11 +460,7 @@ macro_rules! impl_read_tables {
                 let blocks = self.blocks()?;
                 for &(table, key) in keys {
                     if let Some(list) = blocks.get(block_key(table, key)).map_err(Error::storage)? {
-                        out.extend(
-                            decode_postings(list.value())
-                                .map(|(f, id)| (f.distance(fp), id))
-                                .filter(|&(d, _)| d <= max),
-                        );
+                        out.extend(within(fp, max, decode_postings(list.value())));
                     }
                 }
                 Ok(())
