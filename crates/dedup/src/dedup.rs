@@ -896,20 +896,9 @@ impl<S: Store> Deduper<S> {
     /// (distance, id) of every stored fingerprint within the maximum
     /// distance, nearest first, verified by exact distance.
     fn hits(&self, t: &dyn ReadTables, fp: Fingerprint) -> Result<Vec<(u32, DocId)>> {
-        // On the stack for the usual layouts (4 or 20 tables).
-        let mut buf = [(0usize, 0u64); 32];
-        let owned: Vec<(usize, u64)>;
-        let keys = if self.layout.tables() <= buf.len() {
-            for (slot, key) in buf.iter_mut().zip(self.layout.keys(fp.0)) {
-                *slot = key;
-            }
-            &buf[..self.layout.tables()]
-        } else {
-            owned = self.layout.keys(fp.0).collect();
-            &owned[..]
-        };
+        let keys: Vec<(usize, u64)> = self.layout.keys(fp.0).collect();
         let mut hits = Vec::new();
-        t.near_all(keys, fp, self.layout.max_distance(), &mut hits)?;
+        t.near_all(&keys, fp, self.layout.max_distance(), &mut hits)?;
         hits.sort_unstable();
         hits.dedup();
         Ok(hits)

@@ -98,23 +98,18 @@ impl Postings {
         }
     }
 
-    fn each(&self, mut f: impl FnMut(u64, DocId)) {
-        match self {
-            Postings::One(fp, id) => f(*fp, *id),
-            Postings::Many { fps, ids } => {
-                for (&fp, &id) in fps.iter().zip(ids) {
-                    f(fp, id);
-                }
-            }
-        }
-    }
-
     /// Fingerprints and ids, side by side.
     fn as_slices(&self) -> (&[u64], &[DocId]) {
         match self {
             Postings::One(fp, id) => (std::slice::from_ref(fp), std::slice::from_ref(id)),
             Postings::Many { fps, ids } => (fps, ids),
         }
+    }
+
+    /// Every (fingerprint, id), in the order added.
+    fn entries(&self) -> impl Iterator<Item = (Fingerprint, DocId)> + '_ {
+        let (fps, ids) = self.as_slices();
+        fps.iter().zip(ids).map(|(&fp, &id)| (Fingerprint(fp), id))
     }
 }
 
@@ -133,56 +128,46 @@ const DENSE_AFTER: usize = 1 << 12;
 #[derive(Debug, Default)]
 struct BlockTable {
     /// Postings of keys below [`DENSE_KEYS`], by key, once the table is
-    /// dense (else empty).
+    /// dense (else empty, so every key is looked up in `sparse`).
     dense: Vec<Postings>,
     /// Every other key's postings.
     sparse: FxHashMap<u64, Postings>,
-    /// Whether every key ever added was below [`DENSE_KEYS`].
-    small_keys: bool,
+    /// Whether a key of [`DENSE_KEYS`] or more was ever added: such a
+    /// table never switches to the array.
+    large_keys: bool,
+}
+
+/// `key`'s index in [`BlockTable::dense`] (out of range there when the
+/// key is too large or the table is not dense).
+fn dense_index(key: u64) -> usize {
+    usize::try_from(key).unwrap_or(usize::MAX)
 }
 
 impl BlockTable {
-    fn new() -> BlockTable {
-        BlockTable {
-            small_keys: true,
-            ..BlockTable::default()
-        }
-    }
-
     fn get(&self, key: u64) -> Option<&Postings> {
-        if !self.dense.is_empty()
-            && let Some(p) = usize::try_from(key).ok().and_then(|k| self.dense.get(k))
-        {
-            return Some(p);
-        }
-        self.sparse.get(&key)
+        self.dense.get(dense_index(key)).or_else(|| self.sparse.get(&key))
     }
 
     fn add(&mut self, key: u64, fp: u64, id: DocId) {
-        self.small_keys &= key < DENSE_KEYS;
-        if !self.dense.is_empty()
-            && let Some(p) = usize::try_from(key).ok().and_then(|k| self.dense.get_mut(k))
-        {
+        self.large_keys |= key >= DENSE_KEYS;
+        if let Some(p) = self.dense.get_mut(dense_index(key)) {
             p.push(fp, id);
             return;
         }
         self.sparse.entry(key).or_default().push(fp, id);
-        if self.small_keys && self.dense.is_empty() && self.sparse.len() >= DENSE_AFTER {
+        if !self.large_keys && self.dense.is_empty() && self.sparse.len() >= DENSE_AFTER {
             self.dense.resize_with(DENSE_KEYS as usize, Postings::default);
-            for (k, p) in self.sparse.drain() {
-                // Every key is below DENSE_KEYS (`small_keys`).
-                if let Some(slot) = usize::try_from(k).ok().and_then(|k| self.dense.get_mut(k)) {
+            for (k, p) in std::mem::take(&mut self.sparse) {
+                // Every key is below DENSE_KEYS (no `large_keys`).
+                if let Some(slot) = self.dense.get_mut(dense_index(k)) {
                     *slot = p;
                 }
             }
-            self.sparse = FxHashMap::default();
         }
     }
 
     fn remove(&mut self, key: u64, fp: u64, id: DocId) {
-        if !self.dense.is_empty()
-            && let Some(p) = usize::try_from(key).ok().and_then(|k| self.dense.get_mut(k))
-        {
+        if let Some(p) = self.dense.get_mut(dense_index(key)) {
             p.remove(fp, id);
             return;
         }
@@ -249,7 +234,9 @@ impl MemState {
         }
         for (table, t) in self.blocks.iter().enumerate() {
             for (key, p) in t.iter() {
-                p.each(|fp, id| w.block(true, table, key, Fingerprint(fp), id));
+                for (fp, id) in p.entries() {
+                    w.block(true, table, key, fp, id);
+                }
                 spill(&mut w, out)?;
             }
         }
@@ -316,7 +303,7 @@ impl ReadTables for MemState {
 
     fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()> {
         if let Some(p) = self.blocks.get(table).and_then(|t| t.get(key)) {
-            p.each(|fp, id| out.push((Fingerprint(fp), id)));
+            out.extend(p.entries());
         }
         Ok(())
     }
@@ -457,7 +444,7 @@ impl Tables for MemState {
 
     fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
         if self.blocks.len() <= table {
-            self.blocks.resize_with(table + 1, BlockTable::new);
+            self.blocks.resize_with(table + 1, BlockTable::default);
         }
         self.blocks[table].add(key, fp.0, id);
         Ok(())
@@ -532,7 +519,7 @@ mod tests {
             ops in prop::collection::vec(op(), 7000..9000),
             fp in 0..4u64,
         ) {
-            let mut t = BlockTable::new();
+            let mut t = BlockTable::default();
             let mut model = Model::default();
             // Adds of small keys first (most ops), so the table turns
             // dense, then the rest: removals, and adds of keys above the
