@@ -49,6 +49,18 @@ rm -rf "$WHEELS"
 # so they are checked once it is installed.
 (cd crates/python && "$VENV/bin/python" -m mypy --ignore-missing-imports tests bench)
 
+# The `crawl` binary, for the test that runs both front ends over one corpus
+# (tests/test_front_ends.py): the same profile as the wheel, so after
+# scripts/test.sh (which builds it for its own tests) this costs nothing.
+if [ -z "${SIMCRAWL_CRAWL_BIN:-}" ]; then
+  cargo build --locked --profile "$PROFILE" --target-dir "$TARGET" -p simcrawl --bin crawl
+  case $PROFILE in
+    dev) PROFILE_DIR=debug ;;
+    *) PROFILE_DIR=$PROFILE ;;
+  esac
+  export SIMCRAWL_CRAWL_BIN=$TARGET/$PROFILE_DIR/crawl
+fi
+
 # From the tests' directory, so `import simcrawl` finds the installed wheel,
 # not the sources in crates/python/python.
 cd crates/python/tests

@@ -410,9 +410,14 @@ impl PyDeduper {
 
     /// Checks a page from its parts: URL tier (unless url_tier=False: for
     /// crawlers whose frontier already applied check_url), then title, then
-    /// content. A kept page is indexed, so later copies match it. The title
-    /// and text are taken as given (see check_html to clean HTML first).
-    #[pyo3(signature = (url, title, text, *, url_tier=true))]
+    /// content. A kept page is indexed, so later copies match it.
+    ///
+    /// The title and text are normalized first (width, case, traditional to
+    /// simplified Chinese, tags and control characters; the text capped at
+    /// `clean.max_text_bytes`), exactly as `crawl dedup` normalizes the
+    /// `title` and `text` of its input lines, so both keep the same pages.
+    /// normalize=False takes them as given (e.g. a Page from clean()).
+    #[pyo3(signature = (url, title, text, *, url_tier=true, normalize=true))]
     fn check(
         &self,
         py: Python<'_>,
@@ -420,9 +425,16 @@ impl PyDeduper {
         title: String,
         text: String,
         url_tier: bool,
+        normalize: bool,
     ) -> PyResult<PyVerdict> {
+        let cleaner = &self.cleaner;
         let v = self.run(py, |s| {
-            let v = Self::check_doc(s, &Document::new(&url, &title, &text), url_tier)?;
+            let v = if normalize {
+                let (title, text) = (cleaner.normalize_title(&title), cleaner.normalize_text(&text));
+                Self::check_doc(s, &Document::new(&url, &title, &text), url_tier)?
+            } else {
+                Self::check_doc(s, &Document::new(&url, &title, &text), url_tier)?
+            };
             Ok(PyVerdict::from_verdict(&url, v))
         })?;
         self.count(&v);

@@ -88,6 +88,24 @@ def test_check_finds_each_tier_and_keeps_distinct_pages() -> None:
     assert d.check("http://a.example/1", "新标题", THIRD, url_tier=False).kept
 
 
+def test_check_normalizes_title_and_text_as_crawl_dedup_does() -> None:
+    """A full-width copy is the same text once normalized, as `crawl dedup`
+    normalizes its input (tests/test_front_ends.py compares the two)."""
+    text = (
+        "The regional water authority opened two reservoirs on Monday after the driest summer on record, "
+        "and farmers across the valley were told to expect limits on irrigation until the autumn rains."
+    )
+    fullwidth = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else "\u3000" if c == " " else c for c in text)
+    d = Deduper()
+    assert d.check("http://a.example/1", "Drought", text).kept
+    v = d.check("http://b.example/1", "Ｒｅｐｏｓｔ", fullwidth)
+    assert (v.tier, v.duplicate_of, v.similarity) == ("content", "http://a.example/1", 1.0)
+    # normalize=False: taken as given, the full-width copy is other text.
+    raw = Deduper()
+    assert raw.check("http://a.example/1", "Drought", text, normalize=False).kept
+    assert raw.check("http://b.example/1", "Ｒｅｐｏｓｔ", fullwidth, normalize=False).kept
+
+
 def test_near_duplicate_text_is_found_and_reported() -> None:
     d = Deduper()
     d.check("http://a.example/1", "", ARTICLE + OTHER)

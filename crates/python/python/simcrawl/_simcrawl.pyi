@@ -99,9 +99,11 @@ class Deduper:
     def check_url(self, url: str) -> Verdict:
         """URL tier: record the canonical URL, say whether it was seen.
         Raises SimcrawlError unless the URL is absolute http(s)."""
-    def check(self, url: str, title: str, text: str, *, url_tier: bool = True) -> Verdict:
+    def check(self, url: str, title: str, text: str, *, url_tier: bool = True, normalize: bool = True) -> Verdict:
         """Check a page from its parts (URL unless url_tier=False, then
-        title, then content); a kept page is indexed."""
+        title, then content); a kept page is indexed. The title and text
+        are normalized as ``crawl dedup`` normalizes its input lines (width,
+        case, traditional to simplified, tags), unless normalize=False."""
     def check_html(
         self,
         url: str,
