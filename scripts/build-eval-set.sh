@@ -26,7 +26,6 @@ OUT=$(cd "$1" && pwd)
 HERE=$(cd "$(dirname "$0")" && pwd)
 CACHE=${EVAL_CACHE:-$HOME/.cache/simcrawl-eval}
 VENV=${EVAL_VENV:-$HOME/.cache/simcrawl-eval-venv}
-PY_REQS="numpy==2.2.6 scipy==1.15.3 opencc==1.3.1"
 DOC_PKGS="debian-handbook manpages-zh debian-reference-en debian-reference-zh-cn debian-reference-zh-tw"
 export LC_ALL=C.UTF-8 PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive
 
@@ -47,59 +46,18 @@ if [ "${EVAL_SKIP_APT:-0}" != 1 ]; then
         groff-base gzip python3 python3-venv >/dev/null
 fi
 
-# ---- Documentation packages, unpacked ----------------------------------------
+# ---- Documentation packages, unpacked; the venv ------------------------------
+# shellcheck source=scripts/lib/debian-docs.sh
+. "$HERE/lib/debian-docs.sh"
 # python3-doc depends on the default Python's docs, e.g. python3.11-doc.
-PYDOC_PKG=$(apt-cache depends python3-doc 2>/dev/null | awk '/Depends: python3\.[0-9]+-doc/ { print $2; exit }')
-if [ -z "$PYDOC_PKG" ]; then
-    echo "cannot tell which python3.X-doc python3-doc depends on (run apt-get update)" >&2
-    exit 1
-fi
-PKGS="$DOC_PKGS $PYDOC_PKG"
-want=""
-for p in $PKGS; do
-    v=$(apt-cache policy "$p" | awk '/Candidate:/ { print $2 }')
-    if [ -z "$v" ] || [ "$v" = "(none)" ]; then
-        echo "package $p is not available from apt (run apt-get update)" >&2
-        exit 1
-    fi
-    want="$want$p=$v "
-done
+PYDOC_PKG=$(pydoc_package)
 ROOT=$CACHE/root
-if [ "$(cat "$ROOT/.packages" 2>/dev/null)" != "$want" ]; then
-    echo "fetching and unpacking: $want" >&2
-    debs=$(mktemp -d)
-    # let apt's sandbox user write there (no warning about unsandboxed downloads)
-    if [ "$(id -u)" = 0 ] && id _apt >/dev/null 2>&1; then
-        chown _apt "$debs"
-    fi
-    # shellcheck disable=SC2086
-    (cd "$debs" && apt-get download -q $PKGS) >/dev/null
-    rm -rf "$ROOT"
-    mkdir -p "$ROOT"
-    for deb in "$debs"/*.deb; do
-        dpkg-deb -x "$deb" "$ROOT"
-    done
-    rm -rf "$debs"
-    echo "$want" >"$ROOT/.packages"
-fi
+# shellcheck disable=SC2086
+unpack_packages "$ROOT" $DOC_PKGS "$PYDOC_PKG"
 PYDOC_DIR=/usr/share/doc/${PYDOC_PKG%-doc}/html   # inside ROOT
-
-versions="{"
-for pv in $want; do
-    versions="$versions\"${pv%%=*}\": \"${pv#*=}\", "
-done
-versions="$versions\"groff-base\": \"$(dpkg-query -W -f='${Version}' groff-base 2>/dev/null || echo '?')\"}"
-
-# ---- Python packages -----------------------------------------------------------
-PY=/usr/bin/python3
-if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$VENV/.simcrawl-reqs" 2>/dev/null)" != "$PY_REQS" ]; then
-    rm -rf "$VENV"
-    mkdir -p "$(dirname "$VENV")"
-    "$PY" -m venv "$VENV"
-    # shellcheck disable=SC2086
-    "$VENV/bin/pip" install -q --disable-pip-version-check $PY_REQS
-    echo "$PY_REQS" >"$VENV/.simcrawl-reqs"
-fi
+versions=$(versions_json)
+versions="${versions%\}}, \"groff-base\": \"$(dpkg-query -W -f='${Version}' groff-base 2>/dev/null || echo '?')\"}"
+python_venv "$VENV"
 t_installed=$(now)
 
 # ---- Build ---------------------------------------------------------------------

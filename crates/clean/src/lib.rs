@@ -68,6 +68,17 @@ pub struct Page {
     pub raw_title: String,
     /// Normalized main text, one block (paragraph, heading, list item) per line.
     pub text: String,
+    /// Normalized visible text outside the parts marked as template (navigation,
+    /// header, footer, sidebars), link text included, one block per line. What
+    /// the page has of its own when its main text is too little of it to say
+    /// what the page is (an index, a table of contents, a landing page made of
+    /// links); a crawler learns a site's unmarked template from it.
+    pub own_text: String,
+    /// The page's whole visible text, template included, one block per line,
+    /// **not normalized** (see [`Cleaner::normalize_text`]): what a reader sees.
+    /// Normalizing it costs as much as the main text; only a page with too
+    /// little text of its own is judged on it.
+    pub full_text: String,
     /// Every http(s) link of the page (template included: the crawler needs them).
     pub links: Vec<Link>,
     /// `<link rel=canonical>`, resolved.
@@ -189,10 +200,18 @@ impl Cleaner {
         drop(doc);
         let title = self.normalize_title(&ex.raw_title);
         let text = self.normalize_text(&ex.text);
+        // Many pages' main text is all their own text: normalized once then.
+        let own_text = if ex.own_text == ex.text {
+            text.clone()
+        } else {
+            self.normalize_text(&ex.own_text)
+        };
         Ok(Page {
             title,
             raw_title: ex.raw_title,
             text,
+            own_text,
+            full_text: ex.full_text,
             links: ex.links,
             canonical: ex.canonical,
             lang_hint: ex.lang_hint,

@@ -235,6 +235,38 @@ impl TemplateLearner {
         out
     }
 
+    /// The lines of `text` that are not `host`'s template, however few are left
+    /// (unlike [`TemplateLearner::strip`], which keeps a text that would be left
+    /// almost empty): for callers that decide themselves what a page made of
+    /// template is judged on. `None` when nothing is template.
+    ///
+    /// ```
+    /// use simcrawl_clean::{TemplateConfig, TemplateLearner};
+    /// let mut l = TemplateLearner::new(TemplateConfig { min_pages: 2, ..TemplateConfig::default() }).unwrap();
+    /// l.observe("h", "copyright the docs team\nabout a");
+    /// l.observe("h", "copyright the docs team\nabout b");
+    /// assert_eq!(l.own_lines("h", "copyright the docs team\nabout c").as_deref(), Some("about c"));
+    /// assert_eq!(l.own_lines("h", "copyright the docs team").as_deref(), Some(""));
+    /// assert_eq!(l.own_lines("h", "about d"), None);
+    /// ```
+    #[must_use]
+    pub fn own_lines(&self, host: &str, text: &str) -> Option<String> {
+        let h = self.hosts.get(host)?;
+        let mut out = String::with_capacity(text.len());
+        let mut removed = false;
+        for b in blocks(text) {
+            if self.frequent(h, digest(b)) {
+                removed = true;
+            } else {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(b);
+            }
+        }
+        removed.then_some(out)
+    }
+
     /// Drops the least recently observed tenth of the hosts (at least one).
     fn evict_hosts(&mut self) {
         let mut times: Vec<u64> = self.hosts.values().map(|h| h.last_seen).collect();

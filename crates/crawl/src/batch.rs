@@ -233,8 +233,19 @@ pub(crate) fn parse_line(
     line: &str,
 ) -> Parsed {
     let c = clean_line(cleaner, line)?;
-    let sig = d.sign(&Document::new(&c.url, &c.title, &c.text));
-    Ok((c.url, c.title, sig))
+    // An `html` line is judged on its identity (no template learnt here).
+    let id = c.html.as_ref().map(|h| {
+        crate::identity::identity(
+            &crate::template::Templates::default(),
+            &h.host,
+            &c.text,
+            &h.own,
+            || cleaner.normalize_text(&h.whole),
+        )
+    });
+    let text = id.as_ref().map_or(c.text.as_str(), |id| &id.text);
+    let sig = d.sign(&Document::new(&c.url, &c.title, text));
+    Ok((c.url.clone(), c.title.clone(), sig))
 }
 
 /// A line cleaned, not signed yet.
@@ -242,8 +253,16 @@ struct Cleaned {
     url: String,
     title: String,
     text: String,
-    /// The host of an `html` line (whose host's template is learnt).
-    html_host: Option<String>,
+    /// An `html` line: its host (whose template is learnt), own and whole
+    /// text (`crate::identity`).
+    html: Option<HtmlTexts>,
+}
+
+#[derive(Debug)]
+struct HtmlTexts {
+    host: String,
+    own: String,
+    whole: String,
 }
 
 fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, String> {
@@ -251,7 +270,7 @@ fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, 
     if doc.url.trim().is_empty() {
         return Err("empty \"url\"".into());
     }
-    let (title, text, html_host) = match (doc.text, doc.html) {
+    let (title, text, html) = match (doc.text, doc.html) {
         (Some(text), _) => (
             cleaner.normalize_title(doc.title.as_deref().unwrap_or("")),
             cleaner.normalize_text(&text),
@@ -268,7 +287,12 @@ fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, 
                 None => page.title,
             };
             let host = crate::template::host_of(&base).to_owned();
-            (title, page.text, Some(host))
+            let texts = HtmlTexts {
+                host,
+                own: page.own_text,
+                whole: page.full_text,
+            };
+            (title, page.text, Some(texts))
         }
         (None, None) => return Err("neither \"text\" nor \"html\" is present".into()),
     };
@@ -276,7 +300,7 @@ fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, 
         url: doc.url,
         title,
         text,
-        html_host,
+        html,
     })
 }
 
@@ -334,23 +358,28 @@ fn parse_all(
             }
         })
         .collect();
-    // `html` lines, in input order: stripped of their host's template as learnt from
-    // the lines before, then observed. Observing does not depend on verdicts, so this
-    // is "strip, judge, observe" line by line, with the signing left parallel.
-    let stripped = crate::template::strip_in_order(
+    // `html` lines, in input order: judged on their identity with their host's
+    // template as learnt from the lines before, then observed (crate::identity).
+    let identities = crate::identity::identities_in_order(
         templates,
+        cleaner,
         cleaned.iter().map(|c| {
-            c.as_ref()
-                .ok()
-                .and_then(|c| Some((c.html_host.as_deref()?, c.text.as_str())))
+            let c = c.as_ref().ok()?;
+            let h = c.html.as_ref()?;
+            Some(crate::identity::InOrder {
+                host: &h.host,
+                main: &c.text,
+                own: &h.own,
+                whole: &h.whole,
+            })
         }),
     );
     cleaned
         .into_par_iter()
-        .zip(stripped)
-        .map(|(c, stripped)| {
+        .zip(identities)
+        .map(|(c, id)| {
             let c = c?;
-            let text = stripped.as_deref().unwrap_or(&c.text);
+            let text = id.as_ref().map_or(c.text.as_str(), |(t, _)| t.as_str());
             let sig = d.sign(&Document::new(&c.url, &c.title, text));
             Ok((c.url, c.title, sig))
         })

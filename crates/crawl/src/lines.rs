@@ -40,6 +40,75 @@ pub struct KeptLine<'a> {
     /// `crawl dedup`: the input line number (1-based).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
+    /// Crawler: what the page was judged on, its size and the beginning of
+    /// its text ([`Judged`]).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub judged: Option<Judged<'a>>,
+}
+
+/// What a crawled page was judged on, written with its verdict so that a
+/// person (and `crawl report`) can tell a drop that rests on little.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Judged<'a> {
+    /// `main`, `page` or `whole` (`crate::identity::Basis`).
+    pub basis: crate::identity::Basis,
+    /// Characters of the page's whole visible text.
+    pub chars: usize,
+    /// Features of the text it was signed with.
+    pub features: usize,
+    /// The beginning of that text.
+    pub excerpt: &'a str,
+}
+
+/// Why a drop deserves a person's look; `crawl report` lists such drops
+/// first and `crawl eval --crawled` counts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Suspect {
+    /// The dropped page shows much more text than the kept page it is said
+    /// to copy: the match is on a part of it.
+    Larger,
+    /// It was judged on everything it shows, template included: it has too
+    /// little text of its own to say what it is.
+    Template,
+    /// The drop rests on fewer than [`FEW_FEATURES`] features.
+    FewFeatures,
+}
+
+/// Below this many features a signature says little (a heading, a notice).
+pub const FEW_FEATURES: usize = 20;
+
+impl Suspect {
+    /// Every reason, in the order reports list them.
+    pub const ALL: [Suspect; 3] = [Suspect::Larger, Suspect::Template, Suspect::FewFeatures];
+
+    /// The name used in the outputs.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Suspect::Larger => "larger",
+            Suspect::Template => "template",
+            Suspect::FewFeatures => "few_features",
+        }
+    }
+
+    /// The reasons to look at a drop: the dropped page's `basis`, `chars`
+    /// and `features`, and the kept partner's `chars` when known. "Much
+    /// larger": three times the text and 2,000 characters more.
+    #[must_use]
+    pub fn of(basis: &str, chars: usize, features: usize, partner_chars: Option<usize>) -> Vec<Suspect> {
+        let mut out = Vec::new();
+        if partner_chars.is_some_and(|p| chars >= p.saturating_mul(3) && chars >= p + 2000) {
+            out.push(Suspect::Larger);
+        }
+        if basis == "whole" {
+            out.push(Suspect::Template);
+        }
+        if features < FEW_FEATURES {
+            out.push(Suspect::FewFeatures);
+        }
+        out
+    }
 }
 
 impl<'a> KeptLine<'a> {
@@ -57,6 +126,7 @@ impl<'a> KeptLine<'a> {
             depth: None,
             fetched_at: None,
             line: None,
+            judged: None,
         }
     }
 }
@@ -78,6 +148,9 @@ pub struct DuplicateLine<'a> {
     /// `crawl dedup`: the input line number (1-based).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
+    /// Crawler, title and content tiers: what the page was judged on.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub judged: Option<Judged<'a>>,
 }
 
 impl<'a> DuplicateLine<'a> {
@@ -91,6 +164,7 @@ impl<'a> DuplicateLine<'a> {
             distance: d.distance,
             similarity: d.similarity.map(round3),
             line: None,
+            judged: None,
         }
     }
 
@@ -105,6 +179,7 @@ impl<'a> DuplicateLine<'a> {
             distance: None,
             similarity: None,
             line: None,
+            judged: None,
         }
     }
 }

@@ -9,6 +9,7 @@ mod daemon;
 mod dust;
 mod eval;
 mod frontier;
+mod identity;
 mod lines;
 mod metrics;
 mod progress;
@@ -167,8 +168,16 @@ enum Command {
     /// recall, pair precision and recall.
     Eval {
         /// The corpus, as for `crawl dedup` (URLs must be unique).
-        #[arg(long)]
-        input: PathBuf,
+        #[arg(long, required_unless_present = "crawled", conflicts_with = "crawled")]
+        input: Option<PathBuf>,
+        /// Score a crawl's own verdicts instead: its output folder
+        /// (kept.jsonl, duplicates.jsonl), with --pages.
+        #[arg(long, requires = "pages")]
+        crawled: Option<PathBuf>,
+        /// With --crawled: the labelled pages, {"url", "source"} per line
+        /// (scripts/build-html-gate.sh writes them); scores are per source.
+        #[arg(long, requires = "crawled")]
+        pages: Option<PathBuf>,
         /// Labelled pairs: {"a": URL, "b": URL, "jaccard": exact resemblance} per
         /// line; pairs not listed are distinct.
         #[arg(long)]
@@ -362,6 +371,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
         }
         Some(Command::Eval {
             input,
+            crawled,
+            pages,
             labels,
             sweep,
             near,
@@ -369,6 +380,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
             show,
             common,
         }) => {
+            if let (Some(out), Some(pages)) = (crawled, pages) {
+                let report = eval::crawled::run(&eval::crawled::CrawledArgs {
+                    out,
+                    pages,
+                    labels,
+                    near,
+                    ambiguous,
+                    show,
+                })?;
+                println!("{report}");
+                return Ok(ExitCode::SUCCESS);
+            }
+            let input = input.context("--input or --crawled is required")?;
             let cfg = common.load()?.config;
             let report = eval::run(
                 &cfg,

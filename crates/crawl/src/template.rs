@@ -105,7 +105,7 @@ struct Inner {
     saved: Mutex<(Instant, bool)>,
 }
 
-/// The learner of a run, shared by the threads that sign pages (read: [`Self::strip`])
+/// The learner of a run, shared by the threads that sign pages (read: [`Self::own_lines`])
 /// and the one that records verdicts (write: [`Self::observe`], saves). Cloning shares
 /// it. Disabled (`[template] enabled = false`): strips and learns nothing.
 #[derive(Clone, Default)]
@@ -155,17 +155,11 @@ impl Templates {
         })
     }
 
-    /// The text of a page of `host` to sign: `Some` of it without the host's template
-    /// blocks when at least one was removed, `None` when the page is to be judged on
-    /// its own text (nothing learnt, nothing removed, or learning off).
+    /// The lines of `text` that are not `host`'s template, however few
+    /// ([`TemplateLearner::own_lines`]); `None` when none is (or learning is off).
     #[must_use]
-    pub fn strip(&self, host: &str, text: &str) -> Option<String> {
-        let inner = self.inner.as_ref()?;
-        let stripped = inner.learner.read().strip(host, text);
-        // `strip` drops blank lines and trims the others: only a smaller count of
-        // blocks means template was removed.
-        let blocks = text.lines().filter(|l| !l.trim().is_empty()).count();
-        (stripped.lines().count() < blocks).then_some(stripped)
+    pub fn own_lines(&self, host: &str, text: &str) -> Option<String> {
+        self.inner.as_ref()?.learner.read().own_lines(host, text)
     }
 
     /// Records a page of `host` (its full cleaned text), once its verdict is known.
@@ -215,23 +209,6 @@ impl Templates {
     }
 }
 
-/// For a sequence of pages (`Some((host, text))`, `None` for a line that is not one),
-/// in order: each page's text to sign ([`Templates::strip`] with what was learnt from
-/// the pages before it), then the page observed.
-pub fn strip_in_order<'a>(
-    templates: &Templates,
-    pages: impl Iterator<Item = Option<(&'a str, &'a str)>>,
-) -> Vec<Option<String>> {
-    pages
-        .map(|p| {
-            let (host, text) = p?;
-            let stripped = templates.strip(host, text);
-            templates.observe(host, text);
-            stripped
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -263,16 +240,16 @@ mod tests {
         let t = Templates::load(&settings(), None).unwrap();
         assert!(t.inner.is_some());
         for i in 0..3 {
-            assert_eq!(t.strip("h.example", &page(i)), None);
+            assert_eq!(t.own_lines("h.example", &page(i)), None);
             t.observe("h.example", &page(i));
         }
         assert_eq!(
-            t.strip("h.example", &page(9)).as_deref(),
+            t.own_lines("h.example", &page(9)).as_deref(),
             Some("facts about topic number 9, at some length")
         );
-        assert_eq!(t.strip("other.example", &page(9)), None);
+        assert_eq!(t.own_lines("other.example", &page(9)), None);
         // A text with nothing to remove is judged as it is, blank lines and all.
-        assert_eq!(t.strip("h.example", "new words\n\nmore new words"), None);
+        assert_eq!(t.own_lines("h.example", "new words\n\nmore new words"), None);
     }
 
     #[test]
@@ -289,7 +266,7 @@ mod tests {
             t.observe("h.example", &page(i));
         }
         assert!(t.inner.is_none());
-        assert_eq!(t.strip("h.example", &page(11)), None);
+        assert_eq!(t.own_lines("h.example", &page(11)), None);
     }
 
     #[test]
@@ -315,7 +292,7 @@ mod tests {
         let store = open(dir.path());
         let t = Templates::load(&settings(), Some(store.database())).unwrap();
         assert_eq!(
-            t.strip("h.example", &page(5)).as_deref(),
+            t.own_lines("h.example", &page(5)).as_deref(),
             Some("facts about topic number 5, at some length")
         );
         // Loaded under other settings: the counts stay, the new settings rule.
@@ -324,9 +301,9 @@ mod tests {
             ..settings()
         };
         let t = Templates::load(&stricter, Some(store.database())).unwrap();
-        assert_eq!(t.strip("h.example", &page(5)), None);
+        assert_eq!(t.own_lines("h.example", &page(5)), None);
         t.observe("h.example", &page(3));
-        assert!(t.strip("h.example", &page(5)).is_some());
+        assert!(t.own_lines("h.example", &page(5)).is_some());
     }
 
     #[test]
@@ -341,7 +318,7 @@ mod tests {
             })
             .unwrap();
         let t = Templates::load(&settings(), Some(store.database())).unwrap();
-        assert_eq!(t.strip("h.example", &page(1)), None);
+        assert_eq!(t.own_lines("h.example", &page(1)), None);
     }
 
     /// `words` pseudo-words from `seed` (distinct seeds share few character 5-grams).

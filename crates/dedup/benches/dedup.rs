@@ -759,6 +759,7 @@ fn new_signature(rng: &mut StdRng, serial: &mut u64) -> Signature {
         title_digest: None,
         fingerprint: Some(Fingerprint(rng.random())),
         sketch: Some(random_sketch(rng)),
+        features: 64,
     }
 }
 

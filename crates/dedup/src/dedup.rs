@@ -208,6 +208,9 @@ pub struct Signature {
     pub fingerprint: Option<Fingerprint>,
     /// Resemblance sketch of the text, if it has letters or digits.
     pub sketch: Option<Sketch>,
+    /// How many features the SimHash was made of (0 without one): a
+    /// verdict on a handful of features deserves a person's look.
+    pub features: usize,
 }
 
 /// The decision about one document.
@@ -546,14 +549,16 @@ impl<S: Store> Deduper<S> {
 
     /// Computes a document's signature; pure CPU work, no store access.
     pub fn sign(&self, doc: &Document<'_>) -> Signature {
+        let (fingerprint, features) = self.features.fingerprint_counted(doc.text);
         Signature {
             url: doc.url.to_string(),
             url_digest: CanonicalUrl::parse(doc.url)
                 .ok()
                 .map(|c| u128::from_be_bytes(c.digest())),
             title_digest: title_digest(doc.title),
-            fingerprint: self.features.fingerprint(doc.text),
+            fingerprint,
             sketch: Sketch::of(doc.text),
+            features,
         }
     }
 

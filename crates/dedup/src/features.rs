@@ -308,12 +308,29 @@ impl Features {
     /// assert_eq!(f.fingerprint("的 了 2024年 3月"), None);
     /// ```
     pub fn fingerprint(&self, text: &str) -> Option<Fingerprint> {
+        self.fingerprint_counted(text).0
+    }
+
+    /// [`Features::fingerprint`] and how many features it was made of: a
+    /// verdict that rests on a handful of features says little about the
+    /// page, and callers that explain verdicts show it.
+    ///
+    /// ```
+    /// use simcrawl_dedup::{FeatureConfig, Features};
+    /// let f = Features::new(FeatureConfig::default()).unwrap();
+    /// let (fp, n) = f.fingerprint_counted("开放数据 政府信息公开 开放数据");
+    /// assert!(fp.is_some());
+    /// assert!((2..=4).contains(&n), "{n}");
+    /// assert_eq!(f.fingerprint_counted("的 了"), (None, 0));
+    /// ```
+    pub fn fingerprint_counted(&self, text: &str) -> (Option<Fingerprint>, usize) {
         let mut hashed: Vec<(u64, f64)> = Vec::new();
         self.for_each_feature(text, |t, w| hashed.push((token_hash(t), w)));
+        let n = hashed.len();
         if hashed.is_empty() {
-            None
+            (None, 0)
         } else {
-            Some(Fingerprint::from_hashed(hashed))
+            (Some(Fingerprint::from_hashed(hashed)), n)
         }
     }
 

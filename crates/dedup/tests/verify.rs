@@ -89,6 +89,7 @@ fn check<S: Store>(d: &Deduper<S>, stored: &[Stored], queries: &[Stored]) {
             title_digest: None,
             fingerprint: Some(Fingerprint(q.fp)),
             sketch: Some(Sketch::from_bins(q.bins, q.digest)),
+            features: 64,
         };
         let got = d
             .lookup(&sig)

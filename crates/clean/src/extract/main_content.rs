@@ -66,7 +66,24 @@ fn is_descendant(els: &[El], mut i: usize, ancestor: usize) -> bool {
     false
 }
 
+/// Whether hidden text is rendered: only in the page's own and whole text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hidden {
+    Skip,
+    Show,
+}
+
 fn render(walk: &Walk<'_>, roots: &[usize], skip: Option<&[bool]>, cap: usize) -> String {
+    render_with(walk, roots, skip, Hidden::Skip, cap)
+}
+
+fn render_with(
+    walk: &Walk<'_>,
+    roots: &[usize],
+    skip: Option<&[bool]>,
+    hidden: Hidden,
+    cap: usize,
+) -> String {
     let mut r = Renderer::new(cap);
     for &root in roots {
         let Some(el) = walk.els.get(root) else {
@@ -74,9 +91,13 @@ fn render(walk: &Walk<'_>, roots: &[usize], skip: Option<&[bool]>, cap: usize) -
         };
         let (s, e) = (el.ev_start as usize, el.ev_end as usize);
         for ev in walk.events.get(s..e).unwrap_or(&[]) {
+            let owner = ev.owner() as usize;
             if let Some(skip) = skip
-                && skip.get(ev.owner() as usize).copied().unwrap_or(false)
+                && skip.get(owner).copied().unwrap_or(false)
             {
+                continue;
+            }
+            if hidden == Hidden::Skip && walk.els.get(owner).is_some_and(|o| o.hidden) {
                 continue;
             }
             r.event(ev);
@@ -89,21 +110,61 @@ fn render(walk: &Walk<'_>, roots: &[usize], skip: Option<&[bool]>, cap: usize) -
 }
 
 fn render_all(walk: &Walk<'_>, skip: Option<&[bool]>, cap: usize) -> String {
+    render_all_with(walk, skip, Hidden::Skip, cap)
+}
+
+fn render_all_with(walk: &Walk<'_>, skip: Option<&[bool]>, hidden: Hidden, cap: usize) -> String {
     let roots: Vec<usize> = (0..walk.els.len())
         .filter(|&i| walk.els[i].parent == NONE)
         .collect();
-    render(walk, &roots, skip, cap)
+    render_with(walk, &roots, skip, hidden, cap)
+}
+
+/// The page's whole visible text: template, menus and link text included.
+pub(crate) fn render_everything(walk: &Walk<'_>, cap: usize) -> String {
+    render_all_with(walk, None, Hidden::Show, cap)
 }
 
 fn nonws_len(s: &str) -> usize {
     s.chars().filter(|c| !c.is_whitespace()).count()
 }
 
-/// Picks the main content (or everything when `main_content` is off) and renders it.
-pub(crate) fn select_text(walk: &Walk<'_>, main_content: bool, cap: usize) -> String {
+/// The texts of a page: its main content, and its own visible text.
+#[derive(Debug)]
+pub(crate) struct Texts {
+    /// The main content (everything when main-content extraction is off).
+    pub main: String,
+    /// The visible text outside the parts marked as template (navigation,
+    /// header, footer, sidebars by tag, role or class name), link text
+    /// included: what the page has of its own when its content is links.
+    pub own: String,
+}
+
+/// Picks the main content (or everything when `main_content` is off) and
+/// renders it, and the page's own visible text.
+pub(crate) fn select_texts(walk: &Walk<'_>, main_content: bool, cap: usize) -> Texts {
     if !main_content {
-        return render_all(walk, None, cap);
+        return Texts {
+            main: render_all(walk, None, cap),
+            own: render_all_with(walk, None, Hidden::Show, cap),
+        };
     }
+    let main = select_text(walk, cap);
+    // Only what the page itself declares template (tags and ARIA roles):
+    // class names are guesses, good enough to choose a main block, not to
+    // say what a page does not own (a section whose id ends in `-tools`
+    // would take a whole table of contents with it).
+    let els = &walk.els;
+    let mut declared = vec![false; els.len()];
+    for i in 0..els.len() {
+        declared[i] = els[i].tag_boiler || parent_of(els, i).is_some_and(|p| declared[p]);
+    }
+    let own = render_all_with(walk, Some(&declared), Hidden::Show, cap);
+    Texts { main, own }
+}
+
+/// The main content.
+fn select_text(walk: &Walk<'_>, cap: usize) -> String {
     let els = &walk.els;
     let n = els.len();
 

@@ -35,6 +35,10 @@ const MAX_TITLE_BYTES: usize = 1024;
 pub(crate) struct Extracted {
     pub raw_title: String,
     pub text: String,
+    /// The visible text outside the marked template, link text included.
+    pub own_text: String,
+    /// Every visible text of the page, template and link text included.
+    pub full_text: String,
     pub links: Vec<Link>,
     pub canonical: Option<Url>,
     pub lang_hint: Option<String>,
@@ -124,9 +128,12 @@ pub(crate) fn extract(html: &Html, url: &Url, opts: &ExtractOptions) -> Extracte
         .and_then(|h| join(h.trim()))
         .filter(|u| matches!(u.scheme(), "http" | "https"));
     let links = resolve_links(raw_links, join, opts.max_links);
+    let texts = main_content::select_texts(&walk, opts.main_content, opts.max_text_bytes);
     Extracted {
         raw_title: head.title(),
-        text: main_content::select_text(&walk, opts.main_content, opts.max_text_bytes),
+        text: texts.main,
+        own_text: texts.own,
+        full_text: main_content::render_everything(&walk, opts.max_text_bytes),
         links,
         canonical,
         lang_hint: head.lang_hint(),

@@ -84,6 +84,11 @@ pub(crate) struct El {
     pub semantic: Semantic,
     pub tag_boiler: bool,
     pub class_boiler: bool,
+    /// Hidden from readers (`hidden`, `aria-hidden`, `display: none`), itself
+    /// or by an ancestor: its text is in the events, for the page's own text
+    /// (a help system un-hides the variant of a paragraph that fits the
+    /// reader's module by script), but counts nowhere and is not main text.
+    pub hidden: bool,
     /// Text chars (non-whitespace) of text nodes directly inside.
     pub own_chars: u32,
     /// The part of `own_chars` inside links.
@@ -189,6 +194,7 @@ impl<'a> Walker<'a> {
             semantic,
             tag_boiler,
             class_boiler,
+            hidden,
             own_chars: 0,
             own_link_chars: 0,
             para_chars: 0,
@@ -219,12 +225,10 @@ impl<'a> Walker<'a> {
             pre: parent.is_some_and(|p| p.pre) || name == "pre",
             anchor,
         };
-        if !hidden {
-            match kind {
-                Kind::Block | Kind::Br => self.walk.events.push(Ev::Line { owner: idx }),
-                Kind::Cell => self.walk.events.push(Ev::Space { owner: idx }),
-                Kind::Inline | Kind::Skip => {}
-            }
+        match kind {
+            Kind::Block | Kind::Br => self.walk.events.push(Ev::Line { owner: idx }),
+            Kind::Cell => self.walk.events.push(Ev::Space { owner: idx }),
+            Kind::Inline | Kind::Skip => {}
         }
         self.stack.push(frame);
     }
@@ -240,6 +244,11 @@ impl<'a> Walker<'a> {
             push_collapsed(&mut link.text, text, MAX_LINK_TEXT_BYTES);
         }
         if frame.hidden {
+            self.walk.events.push(Ev::Text {
+                owner: frame.el,
+                text,
+                pre: frame.pre,
+            });
             return;
         }
         let (chars, commas) = count_text(text);
@@ -276,7 +285,7 @@ impl<'a> Walker<'a> {
         let Some(frame) = self.stack.pop() else {
             return;
         };
-        if !frame.hidden && frame.kind == Kind::Block {
+        if frame.kind == Kind::Block {
             self.walk.events.push(Ev::Line { owner: frame.el });
         }
         let end = u32::try_from(self.walk.events.len()).unwrap_or(NONE);

@@ -961,10 +961,7 @@ impl RedisWriter {
             }
             Some(Verdict::Duplicate(dup)) => {
                 st.verdicts.record_duplicate(dup.tier);
-                self.outputs
-                    .duplicates
-                    .write(&DuplicateLine::new(p.entry.url.as_str(), dup))
-                    .map_err(io)
+                self.outputs.duplicates.write(&p.duplicate_line(dup)).map_err(io)
             }
         }
     }
@@ -996,7 +993,7 @@ impl Commits for RedisWriter {
             verdict_of[i] = Some(v);
         }
         for (p, _) in pages.iter().zip(&redirected).filter(|(_, r)| !**r) {
-            self.templates.observe(host_of(&p.final_url), &p.text);
+            self.templates.observe(host_of(&p.final_url), &p.own_text);
         }
         let judged = Judged {
             redirected: &redirected,

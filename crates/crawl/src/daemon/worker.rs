@@ -7,12 +7,12 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
-use simcrawl_dedup::{Document, Fingerprint, Signature};
+use simcrawl_dedup::{Document, Duplicate, Fingerprint, Signature};
 use url::Url;
 
 use crate::dust::{Dust, Fold};
 use crate::frontier::{Candidate, Entry, ScopeRules};
-use crate::lines::KeptLine;
+use crate::lines::{DuplicateLine, Judged, KeptLine};
 use crate::template::{Templates, host_of};
 
 /// Times a page waits for a host whose robots.txt is unavailable before it
@@ -80,6 +80,39 @@ pub struct PageResult {
     pub noindex: bool,
     /// It was signed without its host's template blocks.
     pub template_stripped: bool,
+    /// The page's own visible text: what its host's template is learnt from.
+    pub own_text: String,
+    /// What the page was judged on (`crate::identity`), and the facts a
+    /// person checking its verdict needs.
+    pub facts: PageFacts,
+}
+
+/// What a page was judged on, written with its verdict: `crawl report`
+/// flags a drop that rests on little (`crate::lines::Suspect`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageFacts {
+    pub basis: crate::identity::Basis,
+    /// Characters of the page's whole visible text.
+    pub chars: usize,
+    /// Features of the text it was signed with.
+    pub features: usize,
+    /// The beginning of the text it was signed with.
+    pub excerpt: String,
+}
+
+/// Characters of a page's text shown in `kept.jsonl` and `duplicates.jsonl`.
+pub const EXCERPT_CHARS: usize = 160;
+
+impl PageFacts {
+    /// The facts of a page judged on `id`, signed as `sig`, showing `full`.
+    pub fn of(id: &crate::identity::Identity<'_>, sig: &Signature, full: &str) -> Self {
+        PageFacts {
+            basis: id.basis,
+            chars: full.chars().count(),
+            features: sig.features,
+            excerpt: crate::identity::excerpt(&id.text, EXCERPT_CHARS),
+        }
+    }
 }
 
 impl PageResult {
@@ -92,7 +125,25 @@ impl PageResult {
             text: write_text.then_some(self.text.as_str()),
             depth: Some(self.entry.depth),
             fetched_at: Some(self.fetched_at),
+            judged: Some(self.judged()),
             ..KeptLine::new(self.entry.url.as_str(), &self.title, fingerprint)
+        }
+    }
+
+    /// The page's line in `duplicates.jsonl`, found a copy by the tiers.
+    pub fn duplicate_line<'a>(&'a self, d: &'a Duplicate) -> DuplicateLine<'a> {
+        DuplicateLine {
+            judged: Some(self.judged()),
+            ..DuplicateLine::new(self.entry.url.as_str(), d)
+        }
+    }
+
+    fn judged(&self) -> Judged<'_> {
+        Judged {
+            basis: self.facts.basis,
+            chars: self.facts.chars,
+            features: self.facts.features,
+            excerpt: &self.facts.excerpt,
         }
     }
 }
@@ -240,10 +291,19 @@ fn clean_and_sign(
             }
         }
     }
-    // Signed without the host's template, once learnt (crate::template).
-    let stripped = stages.templates.strip(host_of(&fetched.final_url), &page.text);
-    let text = stripped.as_deref().unwrap_or(&page.text);
-    let sig = (stages.sign)(&Document::new(entry.url.as_str(), &page.title, text));
+    // Judged on the text that makes the page what it is, without the host's
+    // template once learnt (crate::identity).
+    let id = crate::identity::identity(
+        &stages.templates,
+        host_of(&fetched.final_url),
+        &page.text,
+        &page.own_text,
+        || stages.cleaner.normalize_text(&page.full_text),
+    );
+    let sig = (stages.sign)(&Document::new(entry.url.as_str(), &page.title, &id.text));
+    let facts = PageFacts::of(&id, &sig, &page.full_text);
+    let template_stripped = id.template_stripped;
+    drop(id);
     Outcome::Page(Box::new(PageResult {
         final_url: fetched.final_url,
         status: fetched.status,
@@ -255,7 +315,9 @@ fn clean_and_sign(
         truncated: fetched.truncated,
         fetched_at,
         noindex: stages.respect_noindex && page.meta_noindex,
-        template_stripped: stripped.is_some(),
+        template_stripped,
+        own_text: page.own_text,
+        facts,
         entry,
     }))
 }

@@ -307,7 +307,7 @@ impl Writer {
             return Ok(0);
         }
         // Observed once judged: a page never counts towards its own template.
-        self.templates.observe(host_of(&p.final_url), &p.text);
+        self.templates.observe(host_of(&p.final_url), &p.own_text);
         self.cp.stats.template_stripped += u64::from(p.template_stripped);
         let verdict = if p.noindex {
             // Not kept, not indexed: a line in errors.jsonl, kind "noindex"
@@ -343,10 +343,7 @@ impl Writer {
                     .map_err(io)?;
             }
             Some(Verdict::Duplicate(d)) => {
-                self.outputs
-                    .duplicates
-                    .write(&DuplicateLine::new(p.entry.url.as_str(), &d))
-                    .map_err(io)?;
+                self.outputs.duplicates.write(&p.duplicate_line(&d)).map_err(io)?;
             }
         }
         let mut added = 0;

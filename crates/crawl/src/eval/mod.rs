@@ -29,6 +29,8 @@ use simcrawl_dedup::{DedupConfig, Deduper, MemoryStore, Signature, Tier, TitlePo
 
 use crate::config::Config;
 
+pub mod crawled;
+
 /// Options of `crawl eval`.
 #[derive(Debug)]
 pub struct EvalArgs {
@@ -79,6 +81,24 @@ struct Labels {
 }
 
 fn load_labels(path: &Path, index: &HashMap<&str, usize>, near: f64) -> Result<Labels> {
+    let (labels, unknown) = read_labels(path, index, near)?;
+    if unknown > 0 {
+        tracing::warn!(
+            "{}: {unknown} pairs name URLs that are not in the input; ignored",
+            path.display()
+        );
+    }
+    Ok(labels)
+}
+
+/// [`load_labels`] for a subset of the labelled pages (those a crawl
+/// reached): pairs naming other pages are left out without a warning.
+fn load_labels_filtered(path: &Path, index: &HashMap<&str, usize>, near: f64) -> Result<Labels> {
+    Ok(read_labels(path, index, near)?.0)
+}
+
+/// The labels of the pages in `index`, and how many pairs named others.
+fn read_labels(path: &Path, index: &HashMap<&str, usize>, near: f64) -> Result<(Labels, usize)> {
     let file = std::fs::File::open(path).with_context(|| format!("cannot read labels {}", path.display()))?;
     let mut pairs = HashMap::new();
     let mut near_pairs = Vec::new();
@@ -113,12 +133,6 @@ fn load_labels(path: &Path, index: &HashMap<&str, usize>, near: f64) -> Result<L
             near_pairs.push((a.min(b), a.max(b)));
         }
     }
-    if unknown > 0 {
-        tracing::warn!(
-            "{}: {unknown} pairs name URLs that are not in the input; ignored",
-            path.display()
-        );
-    }
     near_pairs.sort_unstable();
     near_pairs.dedup();
     let mut uf = UnionFind::new(index.len());
@@ -130,12 +144,13 @@ fn load_labels(path: &Path, index: &HashMap<&str, usize>, near: f64) -> Result<L
     for &c in &component {
         *sizes.entry(c).or_default() += 1;
     }
-    Ok(Labels {
+    let labels = Labels {
         pairs,
         near: near_pairs,
         components: sizes.values().filter(|&&n| n >= 2).count(),
         component,
-    })
+    };
+    Ok((labels, unknown))
 }
 
 struct UnionFind(Vec<usize>);

@@ -1,0 +1,467 @@
+//! `crawl eval --crawled OUT`: the verdicts a crawl wrote, scored against
+//! labelled pages, per source.
+//!
+//! The text gate (`crawl eval --input`) signs texts someone else extracted;
+//! this one reads what the crawler itself decided on the HTML it fetched, so
+//! a loss in extraction, template learning or page identity shows up here.
+//! The pages are named by URL in `pages.jsonl` (`{"url", "source"}`); the
+//! crawl's URLs are matched to them without port, query and fragment (the
+//! gate's server answers every host on one loopback port, and a help system
+//! links one page under several queries). A page is reached when one of its
+//! URLs has a line in `kept.jsonl` or `duplicates.jsonl`; it is kept when
+//! any of its URLs was kept. A drop whose partner is the same page (another
+//! query of it) and URL-tier drops (a redirect to a known page) decide
+//! nothing about content and are left out.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+use url::Url;
+
+use super::{Labels, UnionFind, load_labels_filtered};
+use crate::lines::Suspect;
+
+/// Options of `crawl eval --crawled`.
+#[derive(Debug)]
+pub struct CrawledArgs {
+    /// The crawl's output folder (kept.jsonl, duplicates.jsonl).
+    pub out: PathBuf,
+    /// `{"url", "source"}` per labelled page.
+    pub pages: PathBuf,
+    pub labels: PathBuf,
+    pub near: f64,
+    pub ambiguous: f64,
+    pub show: usize,
+}
+
+#[derive(Deserialize)]
+struct PageMeta {
+    url: String,
+    source: String,
+}
+
+#[derive(Deserialize)]
+struct Kept {
+    url: String,
+    #[serde(default)]
+    final_url: Option<String>,
+    #[serde(default)]
+    chars: Option<usize>,
+}
+
+#[derive(Deserialize)]
+struct Dropped {
+    url: String,
+    tier: String,
+    duplicate_of: String,
+    #[serde(default)]
+    similarity: Option<f64>,
+    #[serde(default)]
+    basis: Option<String>,
+    #[serde(default)]
+    chars: Option<usize>,
+    #[serde(default)]
+    features: Option<usize>,
+}
+
+impl Dropped {
+    /// Why a person should look at this drop (`Suspect::of`); nothing for
+    /// lines without the crawler's facts (`crawl dedup`, older crawls).
+    fn suspects(&self, partner_chars: Option<usize>) -> Vec<String> {
+        let (Some(basis), Some(chars), Some(features)) = (&self.basis, self.chars, self.features) else {
+            return Vec::new();
+        };
+        Suspect::of(basis, chars, features, partner_chars)
+            .into_iter()
+            .map(|s| s.as_str().to_string())
+            .collect()
+    }
+}
+
+/// The page a crawled URL is: scheme, host and path (no port, query or
+/// fragment).
+fn page_key(url: &str) -> Option<String> {
+    let u = Url::parse(url).ok()?;
+    Some(format!("{}://{}{}", u.scheme(), u.host_str()?, u.path()))
+}
+
+/// What the crawl decided about one labelled page.
+#[derive(Clone, Debug, PartialEq)]
+enum Decision {
+    Unreached,
+    Kept,
+    Dropped {
+        of: usize,
+        tier: String,
+        similarity: Option<f64>,
+        suspect: Vec<String>,
+    },
+}
+
+/// One source's row of the table.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SourceRow {
+    pub pages: usize,
+    pub reached: usize,
+    pub dropped: usize,
+    pub lost: usize,
+    /// Pages that should go (all but one per near-duplicate component) and
+    /// those that went.
+    pub should: usize,
+    pub did: usize,
+    /// Near pairs and those found in one verdict cluster.
+    pub near_pairs: usize,
+    pub near_found: usize,
+    /// Drops the report flags for a person to check, by reason.
+    pub suspects: BTreeMap<String, usize>,
+}
+
+impl SourceRow {
+    fn add(&mut self, o: &SourceRow) {
+        self.pages += o.pages;
+        self.reached += o.reached;
+        self.dropped += o.dropped;
+        self.lost += o.lost;
+        self.should += o.should;
+        self.did += o.did;
+        self.near_pairs += o.near_pairs;
+        self.near_found += o.near_found;
+        for (k, v) in &o.suspects {
+            *self.suspects.entry(k.clone()).or_default() += v;
+        }
+    }
+
+    /// Component recall: the share of the pages that should go that went.
+    pub fn recall(&self) -> f64 {
+        if self.should == 0 {
+            1.0
+        } else {
+            self.did as f64 / self.should as f64
+        }
+    }
+
+    /// Near pairs whose two pages ended in one verdict cluster.
+    pub fn pair_recall(&self) -> f64 {
+        if self.near_pairs == 0 {
+            1.0
+        } else {
+            self.near_found as f64 / self.near_pairs as f64
+        }
+    }
+}
+
+/// The scores of a crawl: one row per source and the total, and the lost
+/// pages to look at.
+#[derive(Debug)]
+pub struct CrawlScores {
+    pub rows: BTreeMap<String, SourceRow>,
+    pub total: SourceRow,
+    pub lost: Vec<String>,
+    /// Lines whose URL is no labelled page (e.g. a folder URL).
+    pub unlabelled: usize,
+}
+
+fn read_jsonl<T: for<'de> Deserialize<'de>>(path: &Path, what: &str) -> Result<Vec<T>> {
+    let file = std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut out = Vec::new();
+    for (n, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.with_context(|| format!("{}:{}: cannot read", path.display(), n + 1))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        out.push(
+            serde_json::from_str(&line)
+                .with_context(|| format!("{}:{}: not a {what} line", path.display(), n + 1))?,
+        );
+    }
+    Ok(out)
+}
+
+/// Scores the crawl in `args.out` against the labelled pages.
+pub fn score_crawl(args: &CrawledArgs) -> Result<CrawlScores> {
+    let pages: Vec<PageMeta> = read_jsonl(&args.pages, "page ({\"url\", \"source\"})")?;
+    let index: HashMap<&str, usize> = pages
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.url.as_str(), i))
+        .collect();
+    anyhow::ensure!(
+        index.len() == pages.len(),
+        "{}: page URLs must be unique",
+        args.pages.display()
+    );
+    let kept: Vec<Kept> = read_jsonl(&args.out.join("kept.jsonl"), "kept")?;
+    let dropped: Vec<Dropped> = read_jsonl(&args.out.join("duplicates.jsonl"), "duplicates")?;
+    let find = |url: &str| page_key(url).and_then(|k| index.get(k.as_str()).copied());
+    let mut decision = vec![Decision::Unreached; pages.len()];
+    let mut unlabelled = 0;
+    for k in &kept {
+        match find(&k.url).or_else(|| k.final_url.as_deref().and_then(find)) {
+            Some(i) => decision[i] = Decision::Kept,
+            None => unlabelled += 1,
+        }
+    }
+    let kept_chars: HashMap<&str, usize> = kept
+        .iter()
+        .filter_map(|k| Some((k.url.as_str(), k.chars?)))
+        .collect();
+    for d in &dropped {
+        if d.tier == "url" {
+            continue;
+        }
+        let (Some(i), Some(of)) = (find(&d.url), find(&d.duplicate_of)) else {
+            unlabelled += 1;
+            continue;
+        };
+        if i != of && decision[i] == Decision::Unreached {
+            decision[i] = Decision::Dropped {
+                of,
+                tier: d.tier.clone(),
+                similarity: d.similarity,
+                suspect: d.suspects(kept_chars.get(d.duplicate_of.as_str()).copied()),
+            };
+        }
+    }
+    // Scored among the reached pages only: a page the crawl never fetched
+    // was neither kept nor lost by a verdict.
+    let reached: Vec<usize> = (0..pages.len())
+        .filter(|&i| decision[i] != Decision::Unreached)
+        .collect();
+    let reached_index: HashMap<&str, usize> = reached
+        .iter()
+        .enumerate()
+        .map(|(r, &i)| (pages[i].url.as_str(), r))
+        .collect();
+    let labels = load_labels_filtered(&args.labels, &reached_index, args.near)?;
+    Ok(aggregate(&pages, &reached, &decision, &labels, args, unlabelled))
+}
+
+fn aggregate(
+    pages: &[PageMeta],
+    reached: &[usize],
+    decision: &[Decision],
+    labels: &Labels,
+    args: &CrawledArgs,
+    unlabelled: usize,
+) -> CrawlScores {
+    let n = reached.len();
+    let pos: HashMap<usize, usize> = reached.iter().enumerate().map(|(r, &i)| (i, r)).collect();
+    let j = |a: usize, b: usize| labels.pairs.get(&(a, b)).copied().unwrap_or(0.0);
+    let kept: Vec<bool> = reached.iter().map(|&i| decision[i] == Decision::Kept).collect();
+    let mut resembling_kept = vec![false; n];
+    for (&(a, b), &jab) in &labels.pairs {
+        if jab >= args.ambiguous && kept[b] {
+            resembling_kept[a] = true;
+        }
+    }
+    let mut rows: BTreeMap<String, SourceRow> = BTreeMap::new();
+    for p in pages {
+        rows.entry(p.source.clone()).or_default().pages += 1;
+    }
+    let source_of = |r: usize| pages[reached[r]].source.clone();
+    let mut clusters = UnionFind::new(n);
+    let mut lost = Vec::new();
+    for r in 0..n {
+        let row = rows.entry(source_of(r)).or_default();
+        row.reached += 1;
+        if let Decision::Dropped {
+            of,
+            tier,
+            similarity,
+            suspect,
+        } = &decision[reached[r]]
+        {
+            row.dropped += 1;
+            for s in suspect {
+                *row.suspects.entry(s.clone()).or_default() += 1;
+            }
+            let o = pos.get(of).copied().unwrap_or(r);
+            clusters.union(r, o);
+            if !resembling_kept[r] {
+                row.lost += 1;
+                if lost.len() < args.show {
+                    lost.push(format!(
+                        "lost: {} (tier {tier}, estimated {}, exact {:.3} with {})",
+                        pages[reached[r]].url,
+                        similarity.map_or("-".into(), |s| format!("{s:.3}")),
+                        j(r, o),
+                        pages[*of].url
+                    ));
+                }
+            }
+        }
+    }
+    // Components of near pairs, each counted in the source of its first page.
+    let mut comp: HashMap<usize, (usize, usize, usize)> = HashMap::new(); // root -> (first, size, dropped)
+    for r in 0..n {
+        let e = comp.entry(labels.component[r]).or_insert((r, 0, 0));
+        e.1 += 1;
+        if !kept[r] {
+            e.2 += 1;
+        }
+    }
+    for &(first, size, gone) in comp.values() {
+        if size >= 2 {
+            let row = rows.entry(source_of(first)).or_default();
+            row.should += size - 1;
+            row.did += gone.min(size - 1);
+        }
+    }
+    for &(a, b) in &labels.near {
+        let row = rows.entry(source_of(a)).or_default();
+        row.near_pairs += 1;
+        if clusters.find(a) == clusters.find(b) {
+            row.near_found += 1;
+        }
+    }
+    let mut total = SourceRow::default();
+    for row in rows.values() {
+        total.add(row);
+    }
+    CrawlScores {
+        rows,
+        total,
+        lost,
+        unlabelled,
+    }
+}
+
+/// Runs `crawl eval --crawled`; returns the report (a Markdown table).
+pub fn run(args: &CrawledArgs) -> Result<String> {
+    let s = score_crawl(args)?;
+    let mut out = String::new();
+    let reasons: Vec<String> = {
+        let mut all: Vec<String> = s.total.suspects.keys().cloned().collect();
+        for r in crate::lines::Suspect::ALL.iter().map(|s| s.as_str()) {
+            if !all.iter().any(|a| a == r) {
+                all.push(r.to_string());
+            }
+        }
+        all.sort();
+        all
+    };
+    writeln!(
+        out,
+        "{} labelled pages, {} reached by the crawl ({} output lines name no labelled page)\n",
+        s.total.pages, s.total.reached, s.unlabelled
+    )?;
+    let head: String = reasons.iter().map(|r| format!(" suspect: {r} |")).collect();
+    writeln!(
+        out,
+        "| source | pages | reached | dropped | unique lost | component recall | pair recall |{head}"
+    )?;
+    writeln!(
+        out,
+        "|---|---|---|---|---|---|---|{}",
+        "---|".repeat(reasons.len())
+    )?;
+    let line = |name: &str, r: &SourceRow| {
+        let counts: String = reasons
+            .iter()
+            .map(|k| format!(" {} |", r.suspects.get(k).copied().unwrap_or(0)))
+            .collect();
+        format!(
+            "| {name} | {} | {} | {} | {} | {:.3} | {:.3} |{counts}\n",
+            r.pages,
+            r.reached,
+            r.dropped,
+            r.lost,
+            r.recall(),
+            r.pair_recall()
+        )
+    };
+    for (name, r) in &s.rows {
+        out.push_str(&line(name, r));
+    }
+    out.push_str(&line("all", &s.total));
+    for l in &s.lost {
+        writeln!(out, "  {l}")?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn write(dir: &Path, name: &str, lines: &[&str]) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, lines.iter().map(|l| format!("{l}\n")).collect::<String>()).unwrap();
+        p
+    }
+
+    #[test]
+    fn crawl_verdicts_are_matched_to_pages_and_scored_per_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let pages = write(
+            d,
+            "pages.jsonl",
+            &[
+                r#"{"url":"http://a.test/1.html","source":"A"}"#,
+                r#"{"url":"http://a.test/2.html","source":"A"}"#,
+                r#"{"url":"http://b.test/x.html","source":"B"}"#,
+                r#"{"url":"http://b.test/y.html","source":"B"}"#,
+                r#"{"url":"http://b.test/never.html","source":"B"}"#,
+            ],
+        );
+        // 1-2 near; x and y distinct.
+        let labels = write(
+            d,
+            "pairs.jsonl",
+            &[r#"{"a":"http://a.test/1.html","b":"http://a.test/2.html","jaccard":0.9}"#],
+        );
+        let out = d.join("out");
+        std::fs::create_dir(&out).unwrap();
+        write(
+            &out,
+            "kept.jsonl",
+            &[
+                r#"{"url":"http://a.test:8080/1.html?q=1","final_url":"http://a.test:8080/1.html?q=1"}"#,
+                r#"{"url":"http://b.test:8080/x.html","chars":300}"#,
+                r#"{"url":"http://b.test:8080/"}"#,
+            ],
+        );
+        write(
+            &out,
+            "duplicates.jsonl",
+            &[
+                // right: 2 is a near copy of 1
+                r#"{"url":"http://a.test:8080/2.html","tier":"content","duplicate_of":"http://a.test:8080/1.html?q=1","similarity":0.9}"#,
+                // another query of a kept page: decides nothing
+                r#"{"url":"http://a.test:8080/1.html?q=2","tier":"content","duplicate_of":"http://a.test:8080/1.html?q=1","similarity":1.0}"#,
+                // wrong: y lost, flagged
+                r#"{"url":"http://b.test:8080/y.html","tier":"content","duplicate_of":"http://b.test:8080/x.html","similarity":1.0,"basis":"main","chars":9000,"features":5}"#,
+                r#"{"url":"http://b.test:8080/r","tier":"url","duplicate_of":"http://b.test:8080/x.html"}"#,
+            ],
+        );
+        let args = CrawledArgs {
+            out,
+            pages,
+            labels,
+            near: 0.8,
+            ambiguous: 0.5,
+            show: 10,
+        };
+        let s = score_crawl(&args).unwrap();
+        let a = &s.rows["A"];
+        assert_eq!((a.pages, a.reached, a.dropped, a.lost), (2, 2, 1, 0));
+        assert_eq!((a.should, a.did), (1, 1));
+        assert_eq!((a.near_pairs, a.near_found), (1, 1));
+        let b = &s.rows["B"];
+        assert_eq!((b.pages, b.reached, b.dropped, b.lost), (3, 2, 1, 1));
+        assert_eq!(b.suspects.get("few_features"), Some(&1));
+        assert_eq!(b.suspects.get("larger"), Some(&1), "9000 chars against 300");
+        assert_eq!(b.suspects.get("template"), None);
+        assert_eq!(s.total.lost, 1);
+        assert_eq!(s.unlabelled, 1, "the folder URL names no page");
+        assert!(s.lost[0].contains("http://b.test/y.html"), "{:?}", s.lost);
+        let report = run(&args).unwrap();
+        assert!(report.contains("| B | 3 | 2 | 1 | 1 |"), "{report}");
+    }
+}
