@@ -30,18 +30,59 @@ ORDERED = {
 }
 
 
-def crawl(site: Site, tmp_path: Path, settings: dict[str, Any]) -> dict[str, Any]:
+def reactorless_supported() -> bool:
+    """Scrapy >= 2.15 runs without a Twisted reactor."""
+    try:
+        import scrapy.utils.reactorless  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# The Scrapy modes the integration supports: the asyncio reactor (Scrapy's
+# default) and the reactorless mode (TWISTED_REACTOR_ENABLED=False).
+MODES = {
+    "asyncio-reactor": {},
+    "reactorless": {"TWISTED_REACTOR_ENABLED": False},
+}
+
+
+def mode(name: str) -> dict[str, Any]:
+    if name == "reactorless" and not reactorless_supported():
+        pytest.skip("this Scrapy has no reactorless mode (TWISTED_REACTOR_ENABLED=False needs Scrapy >= 2.15)")
+    return MODES[name]
+
+
+def run(
+    site: Site,
+    tmp_path: Path,
+    settings: dict[str, Any],
+    *,
+    start: str = "/",
+    options: dict[str, Any] | None = None,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     out = tmp_path / f"result-{len(list(tmp_path.glob('result-*')))}.json"
+    argv = [sys.executable, str(RUN_SPIDER), site.url + start, str(out), json.dumps(settings)]
+    if options:
+        argv.append(json.dumps(options))
+    return subprocess.run(argv, capture_output=True, text=True, timeout=600), out
+
+
+def crawl(
+    site: Site,
+    tmp_path: Path,
+    settings: dict[str, Any],
+    *,
+    start: str = "/",
+    options: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     mark = site.mark()
-    proc = subprocess.run(
-        [sys.executable, str(RUN_SPIDER), site.url + "/", str(out), json.dumps(settings)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    proc, out = run(site, tmp_path, settings, start=start, options=options)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "Traceback" not in proc.stderr, proc.stderr[-4000:]
     result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    # Every error is a test failure (the default LOG_LEVEL is WARNING).
+    assert "log_count/ERROR" not in result["stats"], proc.stderr[-4000:]
     result["fetched"] = site.fetch_counts(since=mark)
     return result
 
@@ -50,8 +91,11 @@ def paths(urls: list[str], site: Site) -> list[str]:
     return sorted(u[len(site.url) :] for u in urls)
 
 
-def test_simcrawl_drops_copies_and_url_variants_and_keeps_same_title_pages(site: Site, tmp_path: Path) -> None:
-    r = crawl(site, tmp_path, {**ORDERED, **SIMCRAWL, "SIMCRAWL_PATH": str(tmp_path / "store")})
+@pytest.mark.parametrize("mode_name", list(MODES))
+def test_simcrawl_drops_copies_and_url_variants_and_keeps_same_title_pages(
+    site: Site, tmp_path: Path, mode_name: str
+) -> None:
+    r = crawl(site, tmp_path, {**ORDERED, **SIMCRAWL, **mode(mode_name), "SIMCRAWL_PATH": str(tmp_path / "store")})
     base = site.url
     kept = paths([i["url"] for i in r["items"]], site)
     assert kept == sorted(["/", "/article.html", "/other.html", "/library.html", "/bus.html", "/clinic.html"]), r[
@@ -100,8 +144,9 @@ def test_plain_scrapy_refetches_variants_and_keeps_copies(site: Site, tmp_path: 
     assert not any(k.startswith("simcrawl/") for k in r["stats"])
 
 
-def test_store_persists_between_crawls(site: Site, tmp_path: Path) -> None:
-    settings = {**ORDERED, **SIMCRAWL, "JOBDIR": str(tmp_path / "job")}
+@pytest.mark.parametrize("mode_name", list(MODES))
+def test_store_persists_between_crawls(site: Site, tmp_path: Path, mode_name: str) -> None:
+    settings = {**ORDERED, **SIMCRAWL, **mode(mode_name), "JOBDIR": str(tmp_path / "job")}
     first = crawl(site, tmp_path, settings)
     assert (tmp_path / "job" / "simcrawl" / "index.redb").is_file()
     assert len(first["items"]) == 6
@@ -114,14 +159,52 @@ def test_store_persists_between_crawls(site: Site, tmp_path: Path) -> None:
     assert second["stats"]["simcrawl/dropped/url"] >= 10
 
 
+@pytest.mark.parametrize("mode_name", list(MODES))
 @pytest.mark.parametrize("threads", [True, False])
-def test_drop_off_annotates_without_dropping(site: Site, tmp_path: Path, threads: bool) -> None:
+def test_drop_off_annotates_without_dropping(site: Site, tmp_path: Path, threads: bool, mode_name: str) -> None:
     r = crawl(
         site,
         tmp_path,
-        {**ORDERED, **SIMCRAWL, "SIMCRAWL_DROP": False, "SIMCRAWL_THREADS": threads},
+        {**ORDERED, **SIMCRAWL, **mode(mode_name), "SIMCRAWL_DROP": False, "SIMCRAWL_THREADS": threads},
     )
     assert [d["url"] for d in r["dropped"]] == [site.url + "/private/draft.html"]
     kept = paths([i["url"] for i in r["items"]], site)
     assert {"/copy/article.html", "/repost.html", "/article-trad.html"} <= set(kept)
     assert r["stats"]["simcrawl/dropped/title"] == 3 and r["stats"]["simcrawl/dropped/content"] == 1
+
+
+@pytest.mark.parametrize("mode_name", list(MODES))
+def test_paused_crawl_resumes_from_jobdir(site: Site, tmp_path: Path, mode_name: str) -> None:
+    """A crawl stopped early (as by Ctrl-C) resumes from its JOBDIR: the
+    pending requests and simcrawl's verdicts both survive, so the two runs
+    together keep exactly what one uninterrupted crawl keeps."""
+    settings = {**ORDERED, **SIMCRAWL, **mode(mode_name), "JOBDIR": str(tmp_path / "job")}
+    first = crawl(site, tmp_path, {**settings, "CLOSESPIDER_PAGECOUNT": 3})
+    assert first["stats"]["finish_reason"] == "closespider_pagecount"
+    assert 1 <= len(first["items"]) < 6, first["items"]
+    second = crawl(site, tmp_path, settings)
+    assert second["stats"]["finish_reason"] == "finished"
+    parsed = paths([i["url"] for i in first["items"] + second["items"]], site)
+    # The start URL is fetched again on resume (start requests are never
+    # filtered) and kept as itself; every other page is parsed once.
+    assert parsed.count("/") == 2
+    assert sorted(set(parsed)) == sorted(
+        ["/", "/article.html", "/other.html", "/library.html", "/bus.html", "/clinic.html"]
+    )
+    assert len(parsed) == 7, parsed
+    fetched = first["fetched"] + second["fetched"]
+    assert {p: n for p, n in fetched.items() if n > 1 and p not in ("/", "/robots.txt")} == {}, fetched
+    dropped = second["stats"].get("simcrawl/dropped/title", 0) + first["stats"].get("simcrawl/dropped/title", 0)
+    assert dropped == 3
+
+
+@pytest.mark.parametrize("mode_name", list(MODES))
+def test_a_setting_that_cannot_work_fails_at_start_up(site: Site, tmp_path: Path, mode_name: str) -> None:
+    """Loud, before any page is fetched, naming the setting: never a crawl
+    that "finishes" with nothing."""
+    mark = site.mark()
+    proc, out = run(site, tmp_path, {**ORDERED, **SIMCRAWL, **mode(mode_name), "SIMCRAWL_THREADS": "sometimes"})
+    assert proc.returncode == 1, proc.stderr[-4000:]
+    assert "simcrawl: SIMCRAWL_THREADS='sometimes' is not a boolean" in proc.stderr, proc.stderr[-4000:]
+    assert json.loads(out.read_text(encoding="utf-8"))["items"] == []
+    assert not site.fetch_counts(since=mark)

@@ -36,10 +36,12 @@ Settings (all optional):
     Media types the middleware checks; other responses pass untouched.
     Default ``["text/html", "application/xhtml+xml"]``.
 ``SIMCRAWL_THREADS``
-    Run the checks in Twisted's thread pool (``True``, the default) or on
-    the reactor thread (``False``). The Rust code releases the GIL, so in
-    threads the cleaning and hashing of one page overlaps Scrapy's own work
-    on others.
+    Run the checks in a thread pool (``True``, the default) or on the
+    thread of Scrapy's event loop (``False``). The pool is Twisted's with a
+    reactor, asyncio's default executor in Scrapy's reactorless mode
+    (``TWISTED_REACTOR_ENABLED=False``). The Rust code releases the GIL, so
+    in threads the cleaning and hashing of one page overlaps Scrapy's own
+    work on others.
 ``SIMCRAWL_DEBUG``
     Log every dropped request and page at INFO instead of DEBUG.
 
@@ -51,8 +53,11 @@ records their URLs, so a later link to a start URL is not fetched again.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import logging
 import os
+import sys
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any
@@ -128,6 +133,42 @@ def deduper_for(crawler: Crawler) -> Deduper:
             shared = _Shared(crawler)
             _REGISTRY[crawler] = shared
         return shared.deduper
+
+
+def _getbool(settings: BaseSettings, name: str, default: bool) -> bool:
+    """A boolean setting; a value that is not one fails naming the setting
+    (Scrapy's own message does not)."""
+    try:
+        return bool(settings.getbool(name, default))
+    except ValueError as e:
+        raise ValueError(f"simcrawl: {name}={settings.get(name)!r} is not a boolean: {e}") from e
+
+
+# How the middleware runs a check: on the event loop's thread, in Twisted's
+# thread pool, or in asyncio's default executor.
+_INLINE = "inline"
+_TWISTED = "twisted thread pool"
+_ASYNCIO = "asyncio executor"
+
+
+def _check_runner(settings: BaseSettings) -> str:
+    """Where the middleware runs its checks, decided once at start-up from
+    ``SIMCRAWL_THREADS`` and Scrapy's mode; a combination that cannot work
+    fails here, naming the settings, rather than failing every page."""
+    if not _getbool(settings, "SIMCRAWL_THREADS", True):
+        return _INLINE
+    if not _getbool(settings, "TWISTED_REACTOR_ENABLED", True):
+        # Reactorless (Scrapy >= 2.15): importing twisted.internet.reactor
+        # is forbidden there, and deferToThread would import it.
+        return _ASYNCIO
+    if "twisted.internet.reactor" not in sys.modules:
+        raise RuntimeError(
+            "simcrawl: SIMCRAWL_THREADS=True runs checks in the Twisted reactor's thread pool, but "
+            "TWISTED_REACTOR_ENABLED is True and no reactor is installed (this crawler was not started by "
+            "a Scrapy crawler process); start it with one, set TWISTED_REACTOR_ENABLED=False for the "
+            "reactorless mode, or set SIMCRAWL_THREADS=False to check on the event loop's thread"
+        )
+    return _TWISTED
 
 
 def _is_url_tier_request(request: Request) -> bool:
@@ -247,6 +288,7 @@ class SimcrawlMiddleware:
         debug: bool = False,
         content_types: list[str] | None = None,
         threads: bool = True,
+        runner: str | None = None,
     ) -> None:
         self.deduper = deduper
         self.stats = stats
@@ -254,19 +296,24 @@ class SimcrawlMiddleware:
         self.debug = debug
         self.content_types = [t.lower() for t in (content_types or DEFAULT_CONTENT_TYPES)]
         self.threads = threads
+        # from_crawler decides it from the settings; built by hand, the
+        # Twisted pool (the only one before Scrapy's reactorless mode).
+        self.runner = runner if runner is not None else (_TWISTED if threads else _INLINE)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SimcrawlMiddleware:
         settings = crawler.settings
-        if not settings.getbool("SIMCRAWL_ENABLED", True):
+        if not _getbool(settings, "SIMCRAWL_ENABLED", True):
             raise NotConfigured("SIMCRAWL_ENABLED is off")
+        runner = _check_runner(settings)
         return cls(
             deduper_for(crawler),
             stats=crawler.stats,
-            drop=settings.getbool("SIMCRAWL_DROP", True),
-            debug=settings.getbool("SIMCRAWL_DEBUG"),
+            drop=_getbool(settings, "SIMCRAWL_DROP", True),
+            debug=_getbool(settings, "SIMCRAWL_DEBUG", False),
             content_types=settings.getlist("SIMCRAWL_CONTENT_TYPES") or None,
-            threads=settings.getbool("SIMCRAWL_THREADS", True),
+            threads=runner != _INLINE,
+            runner=runner,
         )
 
     def _inc(self, key: str) -> None:
@@ -295,13 +342,15 @@ class SimcrawlMiddleware:
     async def _check(self, response: Response) -> Verdict:
         header = response.headers.get(b"Content-Type")
         content_type = header.decode("latin-1") if header is not None else None
-        if not self.threads:
-            return self.deduper.check_html(response.url, response.body, content_type, url_tier=False)
+        check = functools.partial(self.deduper.check_html, response.url, response.body, content_type, url_tier=False)
+        if self.runner == _INLINE:
+            return check()
+        if self.runner == _ASYNCIO:
+            return await asyncio.get_running_loop().run_in_executor(None, check)
         from scrapy.utils.defer import maybe_deferred_to_future
         from twisted.internet.threads import deferToThread
 
-        deferred = deferToThread(self.deduper.check_html, response.url, response.body, content_type, url_tier=False)
-        verdict: Verdict = await maybe_deferred_to_future(deferred)
+        verdict: Verdict = await maybe_deferred_to_future(deferToThread(check))
         return verdict
 
     async def process_response(self, request: Request, response: Response, spider: Any = None) -> Response:
