@@ -18,7 +18,8 @@ use pyo3::types::{PyDict, PyString};
 use serde::Deserialize;
 use simcrawl_clean::{CleanConfig, Cleaner};
 use simcrawl_dedup::{
-    DedupConfig, Deduper, Document, Fingerprint, MemoryStore, RedbStore, Tier, UrlVerdict, Verdict,
+    CanonicalUrl, DedupConfig, Deduper, Document, Fingerprint, MemoryStore, RedbStore, Store as _, Tier,
+    UrlVerdict, Verdict,
 };
 
 create_exception!(
@@ -343,6 +344,29 @@ impl PyDeduper {
     }
 }
 
+/// Where [`PyDeduper::check_key`] records a key: a URL under `.invalid`
+/// (RFC 2606: never a real host), so the URL tier digests it as it digests
+/// canonical URLs, and no canonical URL shares its digest.
+const KEY_URL_PREFIX: &str = "http://key.simcrawl.invalid/";
+
+/// The longest key `check_key` takes (Scrapy's fingerprints are 20 bytes).
+const MAX_KEY_BYTES: usize = 1024;
+
+fn key_url(key: &[u8]) -> PyResult<CanonicalUrl> {
+    if key.is_empty() || key.len() > MAX_KEY_BYTES {
+        return Err(py_err(format!(
+            "a key must have 1 to {MAX_KEY_BYTES} bytes, not {}",
+            key.len()
+        )));
+    }
+    let mut url = String::with_capacity(KEY_URL_PREFIX.len() + 2 * key.len());
+    url.push_str(KEY_URL_PREFIX);
+    for b in key {
+        url.push_str(&format!("{b:02x}"));
+    }
+    CanonicalUrl::parse(&url).map_err(py_err)
+}
+
 fn parse_url(url: &str) -> PyResult<url::Url> {
     url::Url::parse(url).map_err(|e| py_err(format!("invalid URL {url:?}: {e}")))
 }
@@ -399,6 +423,31 @@ impl PyDeduper {
         let v = self.run(py, |s| {
             let v = on_store!(s, d => d.check_url(&url)).map_err(|e| e.to_string())?;
             Ok(PyVerdict::from_url_verdict(&url, v))
+        })?;
+        if v.kept {
+            self.counters.urls_new.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.counters.duplicate(Tier::Url);
+        }
+        Ok(v)
+    }
+
+    /// The URL tier for requests a URL does not identify (a form post, a
+    /// request with a body, a scheme other than http(s)): records an opaque
+    /// key, such as Scrapy's request fingerprint, with the URL it came from,
+    /// and says whether it was seen (tier "url", duplicate_of that first
+    /// URL). Keys live in the URL tier's table, persistent and windowed as
+    /// URLs are, under digests no URL can have.
+    fn check_key(&self, py: Python<'_>, key: &[u8], url: String) -> PyResult<PyVerdict> {
+        let canonical = key_url(key)?;
+        let v = self.run(py, |s| {
+            let v = on_store!(s, d => d
+                .purge_if_due()
+                .and_then(|_| d.store().write(|t| d.check_url_in(t, &url, canonical.clone()))))
+            .map_err(|e| e.to_string())?;
+            let mut v = PyVerdict::from_url_verdict(&url, v);
+            v.canonical = None;
+            Ok(v)
         })?;
         if v.kept {
             self.counters.urls_new.fetch_add(1, Ordering::Relaxed);
@@ -645,6 +694,16 @@ mod tests {
         let s: Settings =
             serde_json::from_str(r#"{"dedup": {"title_policy": "strict"}, "fetch": {"x": 1}}"#).unwrap();
         assert_eq!(s.dedup.title_policy, simcrawl_dedup::TitlePolicy::Strict);
+    }
+
+    #[test]
+    fn key_urls_are_canonical_and_apart_from_real_urls() {
+        let k = key_url(&[0x00, 0xab, 0xff]).unwrap();
+        assert_eq!(k.as_str(), "http://key.simcrawl.invalid/00abff");
+        assert_ne!(key_url(b"a").unwrap().digest(), key_url(b"b").unwrap().digest());
+        assert!(key_url(b"").is_err());
+        assert!(key_url(&[7; MAX_KEY_BYTES + 1]).is_err());
+        assert!(key_url(&[7; MAX_KEY_BYTES]).is_ok());
     }
 
     #[test]

@@ -64,6 +64,27 @@ def test_check_url_rejects_non_http_urls_with_the_rust_message(url: str, message
     assert issubclass(SimcrawlError, Exception)
 
 
+def test_check_key_records_opaque_keys_in_the_url_tier(tmp_path: Path) -> None:
+    fp = bytes.fromhex("8d" * 20)  # e.g. Scrapy's fingerprint of a POST
+    with Deduper(tmp_path / "store") as d:
+        first = d.check_key(fp, "http://a.example/form")
+        assert first.kept and first.canonical is None
+        again = d.check_key(fp, "http://a.example/form?again")
+        assert (again.tier, again.duplicate_of, again.url) == (
+            "url",
+            "http://a.example/form",
+            "http://a.example/form?again",
+        )
+        # Keys and URLs never meet: the URL itself is still new.
+        assert d.check_url("http://a.example/form").kept
+        assert d.check_key(b"\x00", "data:,x").kept
+        with pytest.raises(SimcrawlError, match="1 to 1024 bytes"):
+            d.check_key(b"", "http://a.example/")
+        assert d.stats()["duplicate_url"] == 1
+    with Deduper(tmp_path / "store") as d:
+        assert d.check_key(fp, "http://b.example/").duplicate_of == "http://a.example/form"
+
+
 # ------------------------------------------------------ title and content
 
 

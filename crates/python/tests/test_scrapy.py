@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from conftest import Site
@@ -84,6 +85,7 @@ def crawl(
     # Every error is a test failure (the default LOG_LEVEL is WARNING).
     assert "log_count/ERROR" not in result["stats"], proc.stderr[-4000:]
     result["fetched"] = site.fetch_counts(since=mark)
+    result["stderr"] = proc.stderr
     return result
 
 
@@ -208,3 +210,75 @@ def test_a_setting_that_cannot_work_fails_at_start_up(site: Site, tmp_path: Path
     assert "simcrawl: SIMCRAWL_THREADS='sometimes' is not a boolean" in proc.stderr, proc.stderr[-4000:]
     assert json.loads(out.read_text(encoding="utf-8"))["items"] == []
     assert not site.fetch_counts(since=mark)
+
+
+def test_redirect_to_the_canonical_url_is_followed(site: Site, tmp_path: Path) -> None:
+    """``/moved.html?utm_source=mail`` redirects to ``/moved.html``: the
+    redirect's target has the canonical URL its source recorded, and is
+    still the one page to download."""
+    r = crawl(site, tmp_path, {**ORDERED, **SIMCRAWL}, start="/extras.html")
+    assert paths([i["url"] for i in r["items"]], site) == ["/extras.html", "/moved.html"], r["dropped"]
+    assert r["fetched"]["/moved.html?utm_source=mail"] == 1
+    assert r["fetched"]["/moved.html"] == 1
+    assert r["stats"].get("dupefilter/filtered", 0) == 0
+
+
+def test_post_requests_are_remembered_across_a_resumed_crawl(site: Site, tmp_path: Path) -> None:
+    """Requests the URL tier cannot judge (here POSTs) are deduplicated by
+    Scrapy's request fingerprint, kept in the same store: a resumed crawl
+    does not post again."""
+    form = site.url + "/form"
+    posts = [
+        {"url": form, "method": "POST", "body": "q=1"},
+        {"url": form, "method": "POST", "body": "q=1"},
+        {"url": form, "method": "POST", "body": "q=2"},
+    ]
+    settings = {**ORDERED, **SIMCRAWL, "JOBDIR": str(tmp_path / "job")}
+    first = crawl(site, tmp_path, settings, start="/extras.html", options={"requests": posts})
+    posted = {k: n for k, n in first["fetched"].items() if k.startswith("POST ")}
+    assert posted == {"POST /form q=1": 1, "POST /form q=2": 1}
+    assert first["stats"]["dupefilter/filtered"] == 1
+    second = crawl(site, tmp_path, settings, start="/extras.html", options={"requests": posts})
+    assert not [k for k in second["fetched"] if k.startswith("POST ")], second["fetched"]
+    assert second["stats"]["dupefilter/filtered"] >= 3
+
+
+def test_other_schemes_are_deduplicated_by_request_fingerprint(site: Site, tmp_path: Path) -> None:
+    """file: and data: URLs are outside the URL tier (not http(s)): the
+    dupefilter falls back to Scrapy's request fingerprint, so each is
+    downloaded once, in this crawl and in a resumed one."""
+    page = tmp_path / "local.html"
+    page.write_text(
+        "<html><head><title>本地文件</title></head><body><p>这是一份保存在本机磁盘上的说明文件，"
+        "记录了测试用的网页如何通过文件协议读取，以及读取之后如何判断是否重复。</p></body></html>",
+        encoding="utf-8",
+    )
+    data = "<html><head><title>Inline</title></head><body><p>A page carried inside its own URL.</p></body></html>"
+    file_url, data_url = page.as_uri(), "data:text/html;charset=utf-8," + quote(data)
+    extra = [{"url": file_url}, {"url": data_url}, {"url": file_url}, {"url": data_url}]
+    settings = {**ORDERED, **SIMCRAWL, "JOBDIR": str(tmp_path / "job")}
+    first = crawl(site, tmp_path, settings, start="/extras.html", options={"requests": extra})
+    parsed = [i["url"] for i in first["items"]]
+    assert (parsed.count(file_url), parsed.count(data_url)) == (1, 1), parsed
+    assert first["stats"]["dupefilter/filtered"] == 2
+    second = crawl(site, tmp_path, settings, start="/extras.html", options={"requests": extra})
+    assert [i["url"] for i in second["items"]] == [site.url + "/extras.html"]
+
+
+@pytest.mark.parametrize("debug", [True, False])
+def test_filtered_requests_are_logged_as_scrapy_logs_them(site: Site, tmp_path: Path, debug: bool) -> None:
+    """As RFPDupeFilter: at DEBUG, with the referer, every request under
+    DUPEFILTER_DEBUG, else the first and "no more duplicates will be shown"."""
+    settings = {**ORDERED, **SIMCRAWL, "LOG_LEVEL": "DEBUG", "DUPEFILTER_DEBUG": debug}
+    r = crawl(site, tmp_path, settings)
+    lines = [line for line in r["stderr"].splitlines() if "Filtered duplicate request" in line]
+    assert all("[simcrawl.scrapy] DEBUG: Filtered duplicate request: <GET " in line for line in lines), lines
+    if debug:
+        assert len(lines) == r["stats"]["dupefilter/filtered"]
+        variant = f"<GET {site.url}/other.html?spm=a2c4g.11186623&utm_campaign=x>"
+        assert [line for line in lines if variant in line and f"(referer: {site.url}/)" in line], lines
+    else:
+        assert len(lines) == 1 and lines[0].endswith(
+            " - no more duplicates will be shown (see DUPEFILTER_DEBUG to show all duplicates)"
+        ), lines
+        assert r["stats"]["dupefilter/filtered"] > 1

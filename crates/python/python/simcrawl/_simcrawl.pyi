@@ -99,6 +99,11 @@ class Deduper:
     def check_url(self, url: str) -> Verdict:
         """URL tier: record the canonical URL, say whether it was seen.
         Raises SimcrawlError unless the URL is absolute http(s)."""
+    def check_key(self, key: bytes, url: str) -> Verdict:
+        """URL tier for what a URL does not identify (a POST, a body, another
+        scheme): record an opaque key, e.g. Scrapy's request fingerprint
+        (1 to 1024 bytes), with the URL it came from; say whether it was seen
+        (tier "url", duplicate_of the first URL). Persistent like URLs."""
     def check(self, url: str, title: str, text: str, *, url_tier: bool = True, normalize: bool = True) -> Verdict:
         """Check a page from its parts (URL unless url_tier=False, then
         title, then content); a kept page is indexed. The title and text

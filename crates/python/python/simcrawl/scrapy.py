@@ -8,8 +8,15 @@ re-templated page. Two components fix that; they share one
 ``SimcrawlDupeFilter`` (``DUPEFILTER_CLASS``)
     The URL tier: a GET request whose canonical URL was seen is never
     scheduled (tracking parameters, fragment, scheme and host case, default
-    port, query order, percent-escapes). Other methods fall back to Scrapy's
-    request fingerprint. Persistent with ``JOBDIR`` or ``SIMCRAWL_PATH``.
+    port, query order, percent-escapes). Requests a URL does not identify
+    (other methods, a body, schemes other than http and https such as ftp,
+    data and file) are deduplicated exactly by Scrapy's request fingerprint
+    (``REQUEST_FINGERPRINTER_CLASS``), kept in the same store. A custom
+    fingerprinter is honoured for GETs too: a GET is filtered when its
+    canonical URL or its fingerprint was seen. Persistent with ``JOBDIR``
+    or ``SIMCRAWL_PATH``; logged as ``RFPDupeFilter`` logs (DEBUG, the
+    referer, ``DUPEFILTER_DEBUG``). A redirect to the URL its request
+    already recorded (``/a?utm_source=x`` to ``/a``) is let through.
 
 ``SimcrawlMiddleware`` (``DOWNLOADER_MIDDLEWARES``, order 540)
     The title and content tiers: a downloaded HTML page whose title or text
@@ -43,7 +50,9 @@ Settings (all optional):
     in threads the cleaning and hashing of one page overlaps Scrapy's own
     work on others.
 ``SIMCRAWL_DEBUG``
-    Log every dropped request and page at INFO instead of DEBUG.
+    Log every page the middleware drops at INFO instead of DEBUG, and
+    every request the dupefilter filters (at DEBUG, as ``DUPEFILTER_DEBUG``
+    does).
 
 A page whose verdict is "duplicate of itself" (the same canonical URL
 fetched again, e.g. a start URL of a resumed crawl) is kept. Start requests
@@ -61,18 +70,22 @@ import sys
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from scrapy import signals
 from scrapy.dupefilters import BaseDupeFilter
 from scrapy.exceptions import IgnoreRequest, NotConfigured
 from scrapy.http import HtmlResponse, Request, Response
+from scrapy.utils.request import RequestFingerprinter, referer_str
 
 from simcrawl import Deduper, SimcrawlError, Verdict, canonical_url
 
 if TYPE_CHECKING:
+    # typing.Self requires Python 3.11
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
+    from typing_extensions import Self
 
 __all__ = [
     "SimcrawlDupeFilter",
@@ -99,40 +112,65 @@ def store_path(settings: BaseSettings) -> str | None:
 
 
 class _Shared:
-    """The Deduper of one crawler, closed (flushed, file released) when its
-    spider closes. A signal receiver must be kept alive by someone (Scrapy's
-    signals hold weak references): the registry below keeps this object as
-    long as its crawler lives."""
+    """The Deduper of one crawler and who uses it. The dupefilter releases
+    it when the scheduler closes it, the middleware when the spider closes;
+    the last one out closes it (flushed, file released, so the next crawler
+    of the process can open the same store), and spider_closed closes it in
+    any case. A signal receiver must be kept alive by someone (Scrapy's
+    signals hold weak references): the registry below keeps this object
+    until it is closed."""
 
     def __init__(self, crawler: Crawler) -> None:
         settings = crawler.settings
         self.path = store_path(settings)
         self.deduper = Deduper(self.path, settings.get("SIMCRAWL_CONFIG"))
         self.stats = crawler.stats
+        self.crawler = weakref.ref(crawler)
+        self.users = 0
         crawler.signals.connect(self.spider_closed, signal=signals.spider_closed)
 
+    def release(self) -> None:
+        with _REGISTRY_LOCK:
+            self.users -= 1
+            last = self.users <= 0
+        if last:
+            self.close()
+
     def spider_closed(self, spider: Any = None, reason: str = "") -> None:
-        if self.deduper.closed:
-            return
-        if self.stats is not None:
-            self.stats.set_value("simcrawl/documents", self.deduper.stats()["documents"])
-        self.deduper.close()
+        self.close()
+
+    def close(self) -> None:
+        with _REGISTRY_LOCK:
+            crawler = self.crawler()
+            if crawler is not None and _REGISTRY.get(crawler) is self:
+                del _REGISTRY[crawler]
+            if self.deduper.closed:
+                return
+            if self.stats is not None:
+                self.stats.set_value("simcrawl/documents", self.deduper.stats()["documents"])
+            self.deduper.close()
 
 
 _REGISTRY: weakref.WeakKeyDictionary[Crawler, _Shared] = weakref.WeakKeyDictionary()
-_REGISTRY_LOCK = threading.Lock()
+_REGISTRY_LOCK = threading.RLock()
 
 
-def deduper_for(crawler: Crawler) -> Deduper:
-    """The :class:`simcrawl.Deduper` of a crawler, opened on first use from
-    its settings and shared by the dupefilter and the middleware (a store
-    directory can be open only once at a time)."""
+def _acquire(crawler: Crawler) -> _Shared:
     with _REGISTRY_LOCK:
         shared = _REGISTRY.get(crawler)
         if shared is None:
             shared = _Shared(crawler)
             _REGISTRY[crawler] = shared
-        return shared.deduper
+        shared.users += 1
+        return shared
+
+
+def deduper_for(crawler: Crawler) -> Deduper:
+    """The :class:`simcrawl.Deduper` of a crawler, opened on first use from
+    its settings and shared by the dupefilter and the middleware (a store
+    directory can be open only once at a time). It is closed when the
+    spider closes."""
+    return _acquire(crawler).deduper
 
 
 def _getbool(settings: BaseSettings, name: str, default: bool) -> bool:
@@ -172,13 +210,15 @@ def _check_runner(settings: BaseSettings) -> str:
 
 
 def _is_url_tier_request(request: Request) -> bool:
-    """The URL tier keys pages by URL alone: only bodiless GETs qualify."""
-    return request.method == "GET" and not request.body
+    """The URL tier keys pages by URL alone: only bodiless http(s) GETs
+    qualify."""
+    return request.method == "GET" and not request.body and urlsplit(request.url).scheme.lower() in ("http", "https")
 
 
 class SimcrawlDupeFilter(BaseDupeFilter):
     """``DUPEFILTER_CLASS = "simcrawl.scrapy.SimcrawlDupeFilter"``: the URL
-    tier with simcrawl's canonical URLs, persistent with ``JOBDIR`` or
+    tier with simcrawl's canonical URLs, and Scrapy's request fingerprint
+    for the requests a URL does not identify, persistent with ``JOBDIR`` or
     ``SIMCRAWL_PATH``."""
 
     def __init__(
@@ -191,58 +231,114 @@ class SimcrawlDupeFilter(BaseDupeFilter):
         self.deduper = deduper
         self.stats = stats
         self.debug = debug
-        self.fingerprinter = fingerprinter
-        # Requests outside the URL tier (POST, bodies), by Scrapy's
-        # fingerprint, for this run only.
-        self._other: set[bytes] = set()
-        # The verdict behind the last True of request_seen, for log(),
-        # which the scheduler calls right after it.
-        self._last: Verdict | None = None
+        self.logdupes = True
+        self.fingerprinter: Any = fingerprinter if fingerprinter is not None else RequestFingerprinter()
+        # A fingerprinter of the user's own merges requests by its own rule:
+        # GETs are checked by it too (Scrapy's default adds nothing to the
+        # canonical URL, so it is only asked for what the URL tier skips).
+        self.custom_fingerprints = type(self.fingerprinter) is not RequestFingerprinter
+        # Set by from_crawler: the crawler's shared Deduper, released by
+        # close() and taken again by open().
+        self._crawler: weakref.ref[Crawler] | None = None
+        self._shared: _Shared | None = None
+        # The request and verdict behind the last True of request_seen, for
+        # log(), which the scheduler calls right after it.
+        self._last: tuple[Request, Verdict] | None = None
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> SimcrawlDupeFilter:
+    def from_crawler(cls, crawler: Crawler) -> Self:
         settings = crawler.settings
-        return cls(
-            deduper_for(crawler),
-            stats=crawler.stats,
-            debug=settings.getbool("SIMCRAWL_DEBUG") or settings.getbool("DUPEFILTER_DEBUG"),
-            fingerprinter=getattr(crawler, "request_fingerprinter", None),
-        )
+        shared = _acquire(crawler)
+        try:
+            df = cls(
+                shared.deduper,
+                stats=crawler.stats,
+                debug=_getbool(settings, "DUPEFILTER_DEBUG", False) or _getbool(settings, "SIMCRAWL_DEBUG", False),
+                fingerprinter=getattr(crawler, "request_fingerprinter", None),
+            )
+        except BaseException:
+            shared.release()
+            raise
+        df._crawler = weakref.ref(crawler)
+        df._shared = shared
+        return df
+
+    def open(self) -> None:
+        # Opened again after close() (a scheduler reopened): the crawler's
+        # store again.
+        if self._shared is None and self._crawler is not None:
+            crawler = self._crawler()
+            if crawler is not None:
+                self._shared = _acquire(crawler)
+                self.deduper = self._shared.deduper
+
+    def close(self, reason: str = "") -> None:
+        """Releases the crawler's store: the last user closes it, so a
+        crawler started next in this process can open the same JOBDIR."""
+        shared, self._shared = self._shared, None
+        if shared is not None:
+            shared.release()
+
+    def _fingerprint(self, request: Request) -> bytes:
+        fp: bytes = self.fingerprinter.fingerprint(request)
+        return fp
+
+    def _verdict(self, request: Request) -> Verdict:
+        if _is_url_tier_request(request):
+            try:
+                by_url = self.deduper.check_url(request.url)
+            except SimcrawlError:
+                if self.deduper.closed:
+                    raise
+                # A URL the tier cannot parse: judged by its fingerprint.
+            else:
+                if not self.custom_fingerprints:
+                    return by_url
+                by_key = self.deduper.check_key(self._fingerprint(request), request.url)
+                return by_url if by_url.duplicate or by_key.kept else by_key
+        return self.deduper.check_key(self._fingerprint(request), request.url)
 
     def request_seen(self, request: Request) -> bool:
-        if not _is_url_tier_request(request):
-            if self.fingerprinter is None:
-                return False
-            fp = self.fingerprinter.fingerprint(request)
-            if fp in self._other:
-                self._last = None
-                return True
-            self._other.add(fp)
-            return False
-        try:
-            verdict = self.deduper.check_url(request.url)
-        except SimcrawlError:
-            # Not http(s) (data:, ftp:, file:): not ours to judge; Scrapy's
-            # downloader handles or refuses it.
-            return False
+        verdict = self._verdict(request)
         if verdict.kept:
             return False
-        self._last = verdict
+        # A redirect whose target has the canonical URL of a URL it came
+        # through (/a?utm_source=x to /a): that request recorded it, and
+        # this is its page, which nothing has downloaded yet.
+        redirected: Any = request.meta.get("redirect_urls") or ()
+        if any(_same_url(request.url, str(u)) for u in redirected):
+            return False
+        self._last = (request, verdict)
         return True
 
     def log(self, request: Request, spider: Any = None) -> None:
-        verdict, self._last = self._last, None
-        if self.stats is not None:
-            self.stats.inc_value("dupefilter/filtered")
+        """As ``RFPDupeFilter.log``: at DEBUG, every filtered request with
+        its referer under ``DUPEFILTER_DEBUG``, else only the first; and the
+        ``dupefilter/filtered`` stat (plus ``simcrawl/dropped/url``)."""
+        last, self._last = self._last, None
+        verdict = last[1] if last is not None and last[0] is request else None
+        if self.debug:
+            msg = "Filtered duplicate request: %(request)s (referer: %(referer)s)"
+            args: dict[str, Any] = {"request": request, "referer": referer_str(request)}
+            if verdict is not None and verdict.duplicate_of not in (None, request.url):
+                msg += " - duplicate of %(first)s"
+                args["first"] = verdict.duplicate_of
+            logger.debug(msg, args, extra={"spider": spider})
+        elif self.logdupes:
+            msg = (
+                "Filtered duplicate request: %(request)s"
+                " - no more duplicates will be shown"
+                " (see DUPEFILTER_DEBUG to show all duplicates)"
+            )
+            logger.debug(msg, {"request": request}, extra={"spider": spider})
+            self.logdupes = False
+        stats = self.stats
+        if stats is None:
+            stats = getattr(getattr(spider, "crawler", None), "stats", None)
+        if stats is not None:
+            stats.inc_value("dupefilter/filtered")
             if verdict is not None:
-                self.stats.inc_value("simcrawl/dropped/url")
-        first = verdict.duplicate_of if verdict is not None else "an earlier request"
-        logger.log(
-            logging.INFO if self.debug else logging.DEBUG,
-            "simcrawl: filtered %s: url duplicate of %s",
-            request,
-            first,
-        )
+                stats.inc_value("simcrawl/dropped/url")
 
 
 def _reason(verdict: Verdict) -> str:
@@ -307,7 +403,7 @@ class SimcrawlMiddleware:
             raise NotConfigured("SIMCRAWL_ENABLED is off")
         runner = _check_runner(settings)
         return cls(
-            deduper_for(crawler),
+            deduper_for(crawler),  # released when the spider closes
             stats=crawler.stats,
             drop=_getbool(settings, "SIMCRAWL_DROP", True),
             debug=_getbool(settings, "SIMCRAWL_DEBUG", False),
