@@ -30,9 +30,11 @@ create_exception!(
      built with other settings or corrupt); the message is the Rust error's."
 );
 
-/// The store file inside a `path` directory: the same name the `crawl`
-/// binary uses, so a Python process can open an index it built (with the
-/// same settings) and the other way round.
+/// The store file inside a `path` directory: the name the `crawl` binary
+/// uses. The two do not share a directory yet: the binary records a digest
+/// of its `[clean]` settings and the versions of its own records, which a
+/// Deduper does not, so each refuses the other's index with a message
+/// naming those parameters (never a silent mix).
 const STORE_FILE: &str = "index.redb";
 
 /// A Rust error as a Python `SimcrawlError`, with the full message.

@@ -6,8 +6,9 @@ Run in its own process (a Twisted reactor or an asyncio loop starts once per
 process), with the crawler process `scrapy crawl` would pick:
 ``AsyncCrawlerProcess`` for the asyncio reactor (Scrapy's default) and for
 the reactorless mode (``TWISTED_REACTOR_ENABLED=False``), ``CrawlerProcess``
-for another reactor or a Scrapy without ``AsyncCrawlerProcess``. As `scrapy
-crawl` does, it exits with 1 when the crawl failed to start.
+for another reactor or a Scrapy without ``AsyncCrawlerProcess``. It exits
+with 1 when the crawl failed to start (the spider never opened), as `scrapy
+crawl` of recent Scrapy does.
 
 The spider follows every link on the start URL's host and yields one item
 per parsed page; the errback records why a request was dropped. Options:
@@ -29,6 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import scrapy
+from scrapy import signals
 from scrapy.crawler import CrawlerProcess
 from scrapy.http import Response
 from scrapy.settings import Settings
@@ -113,6 +115,12 @@ def main() -> None:
     dropped: list[dict[str, str]] = []
     process = crawler_process(settings)
     crawler = process.create_crawler(SiteSpider)
+    opened: list[bool] = []
+
+    def spider_opened(spider: Any) -> None:
+        opened.append(True)
+
+    crawler.signals.connect(spider_opened, signal=signals.spider_opened)
     process.crawl(crawler, start_url=start_url, items=items, dropped=dropped, requests=options.get("requests"))
     started = time.perf_counter()
     process.start()
@@ -123,7 +131,7 @@ def main() -> None:
         for k, v in (crawler.stats.get_stats() if crawler.stats else {}).items()
         if isinstance(v, (int, float, str))
     }
-    failed = bool(process.bootstrap_failed)
+    failed = bool(process.bootstrap_failed) or not opened
     with open(out, "w", encoding="utf-8") as f:
         json.dump(
             {
