@@ -14,13 +14,23 @@ cargo fmt --all -- --check
 # (crates/crawl/tests/eval_set.rs, docs/EVAL.md); built once per version of
 # its builder, into target/eval-set unless SIMCRAWL_EVAL_SET names a folder.
 EVAL_DIR=${SIMCRAWL_EVAL_SET:-target/eval-set}
-stamp=$(cat scripts/build-eval-set.sh scripts/eval_set.py | sha256sum | cut -c1-16)
+stamp=$(cat scripts/build-eval-set.sh scripts/eval_set.py scripts/lib/debian-docs.sh | sha256sum | cut -c1-16)
 if [ "$(cat "$EVAL_DIR/.stamp" 2>/dev/null)" != "$stamp" ]; then
   bash scripts/build-eval-set.sh "$EVAL_DIR"
   echo "$stamp" >"$EVAL_DIR/.stamp"
 fi
 SIMCRAWL_EVAL_SET=$(cd "$EVAL_DIR" && pwd)
 export SIMCRAWL_EVAL_SET
+# The HTML gate's CI subset (crates/crawl/tests/html_gate.rs, docs/EVAL.md):
+# real documentation sites the e2e test serves over loopback and crawls.
+GATE_DIR=${SIMCRAWL_HTML_GATE:-target/html-gate}
+stamp=$(cat scripts/build-html-gate.sh scripts/html_gate.py scripts/eval_set.py scripts/lib/debian-docs.sh | sha256sum | cut -c1-16)
+if [ "$(cat "$GATE_DIR/.stamp" 2>/dev/null)" != "$stamp" ]; then
+  bash scripts/build-html-gate.sh "$GATE_DIR" ci
+  echo "$stamp" >"$GATE_DIR/.stamp"
+fi
+SIMCRAWL_HTML_GATE=$(cd "$GATE_DIR" && pwd)
+export SIMCRAWL_HTML_GATE
 # A throwaway Redis server (installed with apt-get when missing) for the
 # dedup crate's Redis store tests and the crawler's shared mode
 # (crates/crawl/tests/e2e_redis.rs: several `crawl --redis` workers),

@@ -244,7 +244,8 @@ pub(crate) fn parse_line(
         )
     });
     let text = id.as_ref().map_or(c.text.as_str(), |id| &id.text);
-    let sig = d.sign(&Document::new(&c.url, &c.title, text));
+    let mut sig = d.sign(&Document::new(&c.url, &c.title, text));
+    sig.min_similarity = id.as_ref().and_then(|id| id.basis.min_similarity());
     Ok((c.url.clone(), c.title.clone(), sig))
 }
 
@@ -380,7 +381,8 @@ fn parse_all(
         .map(|(c, id)| {
             let c = c?;
             let text = id.as_ref().map_or(c.text.as_str(), |(t, _)| t.as_str());
-            let sig = d.sign(&Document::new(&c.url, &c.title, text));
+            let mut sig = d.sign(&Document::new(&c.url, &c.title, text));
+            sig.min_similarity = id.as_ref().and_then(|(_, b)| b.min_similarity());
             Ok((c.url, c.title, sig))
         })
         .collect()

@@ -760,6 +760,7 @@ fn new_signature(rng: &mut StdRng, serial: &mut u64) -> Signature {
         fingerprint: Some(Fingerprint(rng.random())),
         sketch: Some(random_sketch(rng)),
         features: 64,
+        min_similarity: None,
     }
 }
 

@@ -196,7 +196,7 @@ impl<'a> Document<'a> {
 /// store. Computing it is the CPU-heavy part (segmentation, hashing), so
 /// callers can compute many in parallel and then check them in one
 /// transaction with [`Deduper::check_batch`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Signature {
     /// The URL as given.
     pub url: String,
@@ -211,6 +211,37 @@ pub struct Signature {
     /// How many features the SimHash was made of (0 without one): a
     /// verdict on a handful of features deserves a person's look.
     pub features: usize,
+    /// A stricter resemblance than the tiers' this document must reach to
+    /// be dropped (`None`: the tiers' own), for a document whose text says
+    /// little about it: a crawler sets it for a page with too little text of
+    /// its own, judged on everything it shows, its site's template included.
+    /// `Some(1.0)`: a copy only of a document with exactly the same text
+    /// (letters and digits, case folded). Kept, it is indexed as usual.
+    ///
+    /// ```
+    /// use simcrawl_dedup::{Deduper, DedupConfig, Document, MemoryStore};
+    /// let d = Deduper::new(MemoryStore::new(), DedupConfig::default())?;
+    /// let shared = "欢迎使用帮助系统。本页面介绍软件的各个模块和常见问题，内容由社区维护，欢迎提出修改建议与意见，谢谢支持。";
+    /// d.check_content(&Document::new("http://h.example/a", "", &format!("{shared}第一章")))?;
+    /// let mut sig = d.sign(&Document::new("http://h.example/b", "", &format!("{shared}第二章")));
+    /// assert!(d.lookup(&sig)?.is_some(), "resembles a");
+    /// sig.min_similarity = Some(1.0);
+    /// assert!(d.lookup(&sig)?.is_none(), "not the same text as a");
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    pub min_similarity: Option<f64>,
+}
+
+impl Signature {
+    /// Whether `m` is similar enough to decide for this signature, beyond
+    /// the tier's own threshold (checked by the caller).
+    fn admits(&self, m: &Match) -> bool {
+        match self.min_similarity {
+            None => true,
+            Some(min) if min >= 1.0 => self.sketch.as_ref().is_some_and(|s| s.same_text(&m.rec.sketch)),
+            Some(min) => m.similarity >= min,
+        }
+    }
 }
 
 /// The decision about one document.
@@ -559,6 +590,7 @@ impl<S: Store> Deduper<S> {
             fingerprint,
             sketch: Sketch::of(doc.text),
             features,
+            min_similarity: None,
         }
     }
 
@@ -644,7 +676,7 @@ impl<S: Store> Deduper<S> {
             };
             let (band_keys, bands) = self.band_key_array(sketch);
             Ok(self
-                .content_match(t, fp, sketch, &band_keys[..bands], cutoff)?
+                .content_match(t, fp, sketch, sig, &band_keys[..bands], cutoff)?
                 .map(|m| Duplicate {
                     tier: Tier::Content,
                     of: m.rec.url,
@@ -733,7 +765,7 @@ impl<S: Store> Deduper<S> {
         // Computed once: looked up now, indexed under if the page is kept.
         let (band_keys, bands) = self.band_key_array(sketch);
         let band_keys = &band_keys[..bands];
-        if let Some(m) = self.content_match(&*t, fp, sketch, band_keys, cutoff)? {
+        if let Some(m) = self.content_match(&*t, fp, sketch, sig, band_keys, cutoff)? {
             return Ok(Verdict::Duplicate(Duplicate {
                 tier: Tier::Content,
                 of: m.rec.url,
@@ -801,6 +833,9 @@ impl<S: Store> Deduper<S> {
                 continue;
             }
             let m = Match::new(sig.fingerprint, sig.sketch.as_ref(), rec);
+            if !sig.admits(&m) {
+                continue;
+            }
             if best.as_ref().is_none_or(|b| m.better_than(b)) {
                 best = Some(m);
             }
@@ -832,6 +867,7 @@ impl<S: Store> Deduper<S> {
         t: &dyn ReadTables,
         fp: Fingerprint,
         sketch: &Sketch,
+        sig: &Signature,
         band_keys: &[u64],
         cutoff: u64,
     ) -> Result<Option<Match>> {
@@ -846,12 +882,14 @@ impl<S: Store> Deduper<S> {
             checked.insert(id);
             if let Some(rec) = live(id)? {
                 let m = Match::new(Some(fp), Some(sketch), rec);
-                if m.similarity >= min && best.as_ref().is_none_or(|b| m.better_than(b)) {
+                if m.similarity >= min && sig.admits(&m) && best.as_ref().is_none_or(|b| m.better_than(b)) {
                     best = Some(m);
                 }
             }
         }
-        if best.is_some() || self.config.bands == 0 {
+        // An exact copy is at SimHash distance 0: the bands add nothing.
+        let exact = sig.min_similarity.is_some_and(|m| m >= 1.0);
+        if best.is_some() || self.config.bands == 0 || exact {
             return Ok(best);
         }
         // All keys looked up in one call: the store can overlap their
@@ -867,7 +905,7 @@ impl<S: Store> Deduper<S> {
         {
             if let Some(rec) = live(id)? {
                 let m = Match::new(Some(fp), Some(sketch), rec);
-                if m.similarity >= min && best.as_ref().is_none_or(|b| m.better_than(b)) {
+                if m.similarity >= min && sig.admits(&m) && best.as_ref().is_none_or(|b| m.better_than(b)) {
                     best = Some(m);
                 }
             }

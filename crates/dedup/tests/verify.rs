@@ -90,6 +90,7 @@ fn check<S: Store>(d: &Deduper<S>, stored: &[Stored], queries: &[Stored]) {
             fingerprint: Some(Fingerprint(q.fp)),
             sketch: Some(Sketch::from_bins(q.bins, q.digest)),
             features: 64,
+            min_similarity: None,
         };
         let got = d
             .lookup(&sig)

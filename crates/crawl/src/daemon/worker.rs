@@ -300,7 +300,8 @@ fn clean_and_sign(
         &page.own_text,
         || stages.cleaner.normalize_text(&page.full_text),
     );
-    let sig = (stages.sign)(&Document::new(entry.url.as_str(), &page.title, &id.text));
+    let mut sig = (stages.sign)(&Document::new(entry.url.as_str(), &page.title, &id.text));
+    sig.min_similarity = id.basis.min_similarity();
     let facts = PageFacts::of(&id, &sig, &page.full_text);
     let template_stripped = id.template_stripped;
     drop(id);

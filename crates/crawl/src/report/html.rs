@@ -145,6 +145,9 @@ input[type=search] { width: 360px; max-width: 100%; padding: 5px 8px; border: 1p
 .stats { display: grid; grid-template-columns: repeat(auto-fill, minmax(220px, 1fr)); gap: 2px 18px; font-size: 13px; }
 .stats .k { color: var(--muted); } .stats .v { font-variant-numeric: tabular-nums; }
 .two { display: grid; grid-template-columns: repeat(auto-fit, minmax(360px, 1fr)); gap: 20px; }
+.excerpt { font-size: 12px; color: var(--muted); max-width: 46ch; margin-top: 4px; }
+.reason { font-weight: 600; color: var(--content); }
+tr.suspect td { vertical-align: top; }
 "#;
 
 /// Runs after the page is parsed: the cluster filter, and a status a test
@@ -220,6 +223,52 @@ fn cluster_html(c: &Cluster, open: bool, out: &mut String) {
     out.push_str("</table></details>");
 }
 
+/// The drops a person should check, first on the page: each with both
+/// pages' text side by side.
+fn suspects_html(r: &Report, o: &mut String) {
+    if r.suspect_counts.is_empty() {
+        return;
+    }
+    let total: u64 = r.suspect_counts.values().sum();
+    let why: Vec<String> = r
+        .suspect_counts
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "<span class=\"reason\" data-reason=\"{k}\">{k}</span> {}",
+                num(*v)
+            )
+        })
+        .collect();
+    let _ = write!(
+        o,
+        "<h2 id=\"suspects\">Verdicts to check</h2><p class=\"note\"><span id=\"suspect-count\" data-value=\"{total}\">{}</span> reasons to look at a drop ({}): <b>larger</b>, the dropped page shows three times the text of the kept one (a part of it matched); <b>template</b>, it had too little text of its own and was judged on everything it shows; <b>few_features</b>, the verdict rests on fewer than {} features. The first {} are listed, largest mismatch first.</p><table id=\"suspect-table\"><tr><th>why</th><th>dropped page, and the text it was judged on</th><th>kept page, and its text</th><th class=\"n\">similarity</th></tr>",
+        num(total),
+        why.join(", "),
+        crate::lines::FEW_FEATURES,
+        r.suspects.len()
+    );
+    for s in &r.suspects {
+        let _ = write!(
+            o,
+            "<tr class=\"suspect\"><td>{}</td><td>{} <span class=\"note\">{} chars, {} features, {} line {}</span><div class=\"excerpt\">{}</div></td><td>{} <span class=\"note\">{}</span><div class=\"excerpt\">{}</div></td><td class=\"n\">{}</td></tr>",
+            s.reasons.join(", "),
+            link(&s.url),
+            num(s.chars as u64),
+            s.features,
+            tier_badge(s.tier),
+            s.line,
+            esc(&s.excerpt),
+            link(&s.kept),
+            s.kept_chars
+                .map_or(String::new(), |c| format!("{} chars", num(c as u64))),
+            esc(s.kept_excerpt.as_deref().unwrap_or("(not in kept.jsonl)")),
+            s.similarity.map_or("-".to_string(), |v| format!("{v:.3}")),
+        );
+    }
+    o.push_str("</table>");
+}
+
 /// The whole page.
 pub fn render(r: &Report) -> String {
     let mut o = String::with_capacity(64 * 1024);
@@ -242,11 +291,16 @@ pub fn render(r: &Report) -> String {
             String::new()
         }
     );
-    o.push_str("<nav><a href=\"#summary\">Summary</a><a href=\"#similarity\">Similarity</a><a href=\"#clusters\">Duplicate clusters</a><a href=\"#hosts\">Hosts</a><a href=\"#patterns\">URL patterns</a><a href=\"#errors\">Errors</a>");
+    o.push_str("<nav>");
+    if !r.suspect_counts.is_empty() {
+        o.push_str("<a href=\"#suspects\">To check</a>");
+    }
+    o.push_str("<a href=\"#summary\">Summary</a><a href=\"#similarity\">Similarity</a><a href=\"#clusters\">Duplicate clusters</a><a href=\"#hosts\">Hosts</a><a href=\"#patterns\">URL patterns</a><a href=\"#errors\">Errors</a>");
     if !r.timeline.is_empty() {
         o.push_str("<a href=\"#timeline\">Over time</a>");
     }
     o.push_str("</nav><main>");
+    suspects_html(r, &mut o);
 
     // Summary.
     o.push_str("<h2 id=\"summary\">Summary</h2><div class=\"cards\">");

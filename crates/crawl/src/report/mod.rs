@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
+use crate::lines::Suspect;
+
 pub use patterns::rewrite;
 
 /// How much of each aggregate the page lists (everything is counted).
@@ -34,6 +36,8 @@ pub struct Limits {
     pub patterns: usize,
     /// Example lines per error kind.
     pub error_examples: usize,
+    /// Suspicious drops listed with their text.
+    pub suspects: usize,
 }
 
 impl Default for Limits {
@@ -44,6 +48,7 @@ impl Default for Limits {
             hosts: 200,
             patterns: 50,
             error_examples: 5,
+            suspects: 100,
         }
     }
 }
@@ -181,9 +186,37 @@ pub struct ErrorKind {
     pub examples: Vec<(String, String)>,
 }
 
+/// A drop a person should check (`crate::lines::Suspect`), with both
+/// pages' text side by side.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SuspectRow {
+    /// The dropped page.
+    pub url: String,
+    /// The kept page it was judged a copy of.
+    pub kept: String,
+    pub tier: Tier,
+    pub similarity: Option<f64>,
+    /// Why it is listed: `larger`, `template`, `few_features`.
+    pub reasons: Vec<&'static str>,
+    /// Characters of the dropped page's visible text, and of the kept one's.
+    pub chars: usize,
+    pub kept_chars: Option<usize>,
+    /// Features of the dropped page's signature.
+    pub features: usize,
+    /// The beginning of the text each was judged on.
+    pub excerpt: String,
+    pub kept_excerpt: Option<String>,
+    /// Its 1-based line in `duplicates.jsonl`.
+    pub line: u64,
+}
+
 /// Everything the page shows.
 #[derive(Clone, Debug, Default)]
 pub struct Report {
+    /// Drops to check, per reason (all of them), and the first
+    /// [`Limits::suspects`] listed.
+    pub suspect_counts: BTreeMap<&'static str, u64>,
+    pub suspects: Vec<SuspectRow>,
     /// The directory the outputs were read from.
     pub dir: PathBuf,
     /// Lines of `kept.jsonl`.
@@ -229,6 +262,10 @@ struct KeptLine {
     title: Option<String>,
     #[serde(default)]
     fetched_at: Option<u64>,
+    #[serde(default)]
+    chars: Option<usize>,
+    #[serde(default)]
+    excerpt: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -240,6 +277,24 @@ struct DupLine {
     distance: Option<u32>,
     #[serde(default)]
     similarity: Option<f64>,
+    /// The crawler's facts of what the page was judged on (`lines::Judged`).
+    #[serde(default)]
+    basis: Option<String>,
+    #[serde(default)]
+    chars: Option<usize>,
+    #[serde(default)]
+    features: Option<usize>,
+    #[serde(default)]
+    excerpt: Option<String>,
+}
+
+/// Dropped pages large enough to be much larger than their kept page
+/// (`Suspect::Larger` needs 2,000 characters more): checked once the kept
+/// pages' sizes are read.
+struct LargeDrop {
+    row: SuspectRow,
+    /// Already counted and listed for another reason.
+    listed: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -340,6 +395,7 @@ pub fn build(dir: &Path, limits: Limits) -> Result<Report> {
     let mut hosts: HashMap<String, HostRow> = HashMap::new();
     let mut clusters: HashMap<String, ClusterAcc> = HashMap::new();
     let mut patterns: HashMap<(String, String), PatternAcc> = HashMap::new();
+    let mut large: Vec<LargeDrop> = Vec::new();
 
     let found_dups = each_line(
         &dir.join("duplicates.jsonl"),
@@ -361,6 +417,38 @@ pub fn build(dir: &Path, limits: Limits) -> Result<Report> {
             }
             if let Some(dist) = d.distance {
                 r.distance[(dist as usize).min(64)] += 1;
+            }
+            if let (Some(basis), Some(chars), Some(features)) = (&d.basis, d.chars, d.features) {
+                let reasons: Vec<&'static str> = Suspect::of(basis, chars, features, None)
+                    .into_iter()
+                    .map(Suspect::as_str)
+                    .collect();
+                let row = SuspectRow {
+                    url: d.url.clone(),
+                    kept: d.duplicate_of.clone(),
+                    tier,
+                    similarity: d.similarity,
+                    reasons,
+                    chars,
+                    kept_chars: None,
+                    features,
+                    excerpt: d.excerpt.clone().unwrap_or_default(),
+                    kept_excerpt: None,
+                    line: n,
+                };
+                let mut listed = None;
+                if !row.reasons.is_empty() {
+                    for reason in &row.reasons {
+                        *r.suspect_counts.entry(reason).or_default() += 1;
+                    }
+                    if r.suspects.len() < limits.suspects {
+                        listed = Some(r.suspects.len());
+                        r.suspects.push(row.clone());
+                    }
+                }
+                if chars >= 2000 {
+                    large.push(LargeDrop { row, listed });
+                }
             }
             let host = host_of(&d.url);
             host_row(&mut hosts, host).dropped.add(tier);
@@ -391,6 +479,14 @@ pub fn build(dir: &Path, limits: Limits) -> Result<Report> {
     top.sort_by(|a, b| b.1.size.cmp(&a.1.size).then_with(|| a.0.cmp(&b.0)));
     top.truncate(limits.clusters);
     let listed: HashSet<&str> = top.iter().map(|(k, _)| k.as_str()).collect();
+    // The kept pages whose size or text a suspicious drop needs.
+    let partners: HashSet<String> = r
+        .suspects
+        .iter()
+        .map(|s| s.kept.clone())
+        .chain(large.iter().map(|l| l.row.kept.clone()))
+        .collect();
+    let mut partner_facts: HashMap<String, (Option<usize>, Option<String>)> = HashMap::new();
     let mut titles: HashMap<String, String> = HashMap::new();
     let mut times: Vec<u64> = Vec::new();
 
@@ -400,13 +496,17 @@ pub fn build(dir: &Path, limits: Limits) -> Result<Report> {
             let k = serde_json::from_slice::<KeptLine>(line).ok()?;
             // Titles are kept only for the listed clusters' pages.
             let title = k.title.filter(|_| listed.contains(k.url.as_str()));
-            Some((k.url, title, k.fetched_at))
+            let facts = partners.contains(&k.url).then_some((k.chars, k.excerpt));
+            Some((k.url, title, k.fetched_at, facts))
         },
         |_, parsed| {
-            let Some((url, title, fetched_at)) = parsed else {
+            let Some((url, title, fetched_at, facts)) = parsed else {
                 r.unreadable += 1;
                 return;
             };
+            if let Some(f) = facts {
+                partner_facts.insert(url.clone(), f);
+            }
             r.kept += 1;
             host_row(&mut hosts, host_of(&url)).kept += 1;
             if let Some(t) = fetched_at {
@@ -461,6 +561,8 @@ pub fn build(dir: &Path, limits: Limits) -> Result<Report> {
         );
     }
 
+    resolve_suspects(&mut r, large, &partner_facts, limits);
+
     r.clusters = top
         .into_iter()
         .map(|(kept, acc)| Cluster {
@@ -499,6 +601,46 @@ pub fn build(dir: &Path, limits: Limits) -> Result<Report> {
     let last = r.distance.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
     r.distance.truncate(last);
     Ok(r)
+}
+
+/// Gives the listed suspicious drops their kept page's size and text, and
+/// adds the drops much larger than their kept page.
+fn resolve_suspects(
+    r: &mut Report,
+    large: Vec<LargeDrop>,
+    partner_facts: &HashMap<String, (Option<usize>, Option<String>)>,
+    limits: Limits,
+) {
+    for l in large {
+        let kept_chars = partner_facts.get(&l.row.kept).and_then(|f| f.0);
+        let larger = Suspect::of("", l.row.chars, usize::MAX, kept_chars).contains(&Suspect::Larger);
+        if !larger {
+            continue;
+        }
+        *r.suspect_counts.entry(Suspect::Larger.as_str()).or_default() += 1;
+        match l.listed {
+            Some(i) => {
+                if let Some(row) = r.suspects.get_mut(i) {
+                    row.reasons.insert(0, Suspect::Larger.as_str());
+                }
+            }
+            None if r.suspects.len() < limits.suspects => {
+                let mut row = l.row;
+                row.reasons = vec![Suspect::Larger.as_str()];
+                r.suspects.push(row);
+            }
+            None => {}
+        }
+    }
+    for row in &mut r.suspects {
+        if let Some((chars, excerpt)) = partner_facts.get(&row.kept) {
+            row.kept_chars = *chars;
+            row.kept_excerpt.clone_from(excerpt);
+        }
+    }
+    // Larger first (a part of a page matched), then by line.
+    r.suspects
+        .sort_by_key(|s| (!s.reasons.contains(&Suspect::Larger.as_str()), s.line));
 }
 
 fn host_row<'m>(hosts: &'m mut HashMap<String, HostRow>, host: &str) -> &'m mut HostRow {
