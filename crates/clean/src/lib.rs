@@ -68,16 +68,17 @@ pub struct Page {
     pub raw_title: String,
     /// Normalized main text, one block (paragraph, heading, list item) per line.
     pub text: String,
-    /// Normalized visible text outside the parts marked as template (navigation,
-    /// header, footer, sidebars), link text included, one block per line. What
-    /// the page has of its own when its main text is too little of it to say
-    /// what the page is (an index, a table of contents, a landing page made of
-    /// links); a crawler learns a site's unmarked template from it.
+    /// Normalized visible text outside the parts the page declares template
+    /// (`nav`, `header`, `footer`, `aside`, ARIA landmark roles), link text and
+    /// script-toggled (`hidden`) variants included, one block per line. What the
+    /// page has of its own when its main text is too little of it to say what
+    /// the page is (an index, a table of contents, a landing page made of
+    /// links); a crawler learns a site's undeclared template from it.
     pub own_text: String,
     /// The page's whole visible text, template included, one block per line,
-    /// **not normalized** (see [`Cleaner::normalize_text`]): what a reader sees.
-    /// Normalizing it costs as much as the main text; only a page with too
-    /// little text of its own is judged on it.
+    /// **not normalized** (see [`Cleaner::normalize_text`]): what a reader
+    /// sees. Only a page with too little text of its own is judged on it, so
+    /// normalizing it is left to the callers that need it.
     pub full_text: String,
     /// Every http(s) link of the page (template included: the crawler needs them).
     pub links: Vec<Link>,

@@ -240,7 +240,8 @@ pub(crate) fn parse_line(
             &h.host,
             &c.text,
             &h.own,
-            || cleaner.normalize_text(&h.whole),
+            &h.whole,
+            |t| cleaner.normalize_text(t),
         )
     });
     let text = id.as_ref().map_or(c.text.as_str(), |id| &id.text);

@@ -298,7 +298,8 @@ fn clean_and_sign(
         host_of(&fetched.final_url),
         &page.text,
         &page.own_text,
-        || stages.cleaner.normalize_text(&page.full_text),
+        &page.full_text,
+        |t| stages.cleaner.normalize_text(t),
     );
     let mut sig = (stages.sign)(&Document::new(entry.url.as_str(), &page.title, &id.text));
     sig.min_similarity = id.basis.min_similarity();
