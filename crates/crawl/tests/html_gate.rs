@@ -11,8 +11,7 @@
 //! without the variable the test says so and passes only outside CI.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
-
+use std::path::Path;
 use std::process::Command;
 
 /// The cells of the `| all | ... |` row of `crawl eval --crawled`.
@@ -38,9 +37,13 @@ fn crawl_verdicts_on_real_sites_lose_no_unique_page_and_find_the_copies() {
         eprintln!("SIMCRAWL_HTML_GATE not set: run scripts/build-html-gate.sh DIR and set it to DIR");
         return;
     };
-    let dir = support::tempdir("html_gate");
+    let dir = tempfile::Builder::new()
+        .prefix("html_gate")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/html-gate.sh");
     let out = Command::new("bash")
-        .arg(support::workspace().join("scripts/html-gate.sh"))
+        .arg(script)
         .arg(&gate)
         .arg(dir.path())
         .arg(env!("CARGO_BIN_EXE_crawl"))

@@ -297,10 +297,10 @@ fn aggregate(
     }
     // Components of near pairs, each counted in the source of its first page.
     let mut comp: HashMap<usize, (usize, usize, usize)> = HashMap::new(); // root -> (first, size, dropped)
-    for r in 0..n {
-        let e = comp.entry(labels.component[r]).or_insert((r, 0, 0));
+    for (r, (&root, &k)) in labels.component.iter().zip(&kept).enumerate() {
+        let e = comp.entry(root).or_insert((r, 0, 0));
         e.1 += 1;
-        if !kept[r] {
+        if !k {
             e.2 += 1;
         }
     }
