@@ -75,11 +75,10 @@ pub struct Page {
     /// the page is (an index, a table of contents, a landing page made of
     /// links); a crawler learns a site's undeclared template from it.
     pub own_text: String,
-    /// The page's whole visible text, template included, one block per line,
-    /// **not normalized** (see [`Cleaner::normalize_text`]): what a reader
-    /// sees. Only a page with too little text of its own is judged on it, so
-    /// normalizing it is left to the callers that need it.
-    pub full_text: String,
+    /// Characters (not counting whitespace) of the page's whole visible text,
+    /// template included: its size as a reader sees it, to tell a page from
+    /// a much smaller one it is said to copy.
+    pub visible_chars: usize,
     /// Every http(s) link of the page (template included: the crawler needs them).
     pub links: Vec<Link>,
     /// `<link rel=canonical>`, resolved.
@@ -212,7 +211,7 @@ impl Cleaner {
             raw_title: ex.raw_title,
             text,
             own_text,
-            full_text: ex.full_text,
+            visible_chars: ex.visible_chars,
             links: ex.links,
             canonical: ex.canonical,
             lang_hint: ex.lang_hint,

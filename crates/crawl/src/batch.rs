@@ -234,16 +234,10 @@ pub(crate) fn parse_line(
 ) -> Parsed {
     let c = clean_line(cleaner, line)?;
     // An `html` line is judged on its identity (no template learnt here).
-    let id = c.html.as_ref().map(|h| {
-        crate::identity::identity(
-            &crate::template::Templates::default(),
-            &h.host,
-            &c.text,
-            &h.own,
-            &h.whole,
-            |t| cleaner.normalize_text(t),
-        )
-    });
+    let id = c
+        .html
+        .as_ref()
+        .map(|h| crate::identity::identity(&crate::template::Templates::default(), &h.host, &c.text, &h.own));
     let text = id.as_ref().map_or(c.text.as_str(), |id| &id.text);
     let mut sig = d.sign(&Document::new(&c.url, &c.title, text));
     sig.min_similarity = id.as_ref().and_then(|id| id.basis.min_similarity());
@@ -255,8 +249,8 @@ struct Cleaned {
     url: String,
     title: String,
     text: String,
-    /// An `html` line: its host (whose template is learnt), own and whole
-    /// text (`crate::identity`).
+    /// An `html` line: its host (whose template is learnt) and own text
+    /// (`crate::identity`).
     html: Option<HtmlTexts>,
 }
 
@@ -264,7 +258,6 @@ struct Cleaned {
 struct HtmlTexts {
     host: String,
     own: String,
-    whole: String,
 }
 
 fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, String> {
@@ -292,7 +285,6 @@ fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, 
             let texts = HtmlTexts {
                 host,
                 own: page.own_text,
-                whole: page.full_text,
             };
             (title, page.text, Some(texts))
         }
@@ -364,7 +356,6 @@ fn parse_all(
     // template as learnt from the lines before, then observed (crate::identity).
     let identities = crate::identity::identities_in_order(
         templates,
-        cleaner,
         cleaned.iter().map(|c| {
             let c = c.as_ref().ok()?;
             let h = c.html.as_ref()?;
@@ -372,7 +363,6 @@ fn parse_all(
                 host: &h.host,
                 main: &c.text,
                 own: &h.own,
-                whole: &h.whole,
             })
         }),
     );

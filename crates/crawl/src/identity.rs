@@ -10,31 +10,33 @@
 //! - pages whose content is links (indexes, tables of contents, a help
 //!   system's section pages): extraction leaves the site's footer;
 //! - landing pages whose only paragraph is a notice every such page shares;
-//! - translations that keep an untranslated sentence or two in the block
-//!   extraction picks.
+//! - translations that keep an untranslated paragraph in the block
+//!   extraction picks, while their tables and headings are translated.
 //!
-//! So a page is judged on, in order, the first of these that holds enough
-//! of its own text:
+//! So a page is judged on:
 //!
 //! 1. [`Basis::Main`]: its main text without the host's learnt template,
 //!    when that has at least [`MIN_OWN_CHARS`] letters and digits and is at
 //!    least [`MIN_MAIN_SHARE_PCT`]% of the page's own text;
-//! 2. [`Basis::Page`]: its own text without the host's learnt template,
+//! 2. [`Basis::Page`]: else its own text without the host's learnt template,
 //!    when that has at least [`MIN_OWN_CHARS`]. The own text is the visible
 //!    text outside what the page declares template (`nav`, `header`,
 //!    `footer`, `aside`, ARIA landmark roles), link text and script-toggled
 //!    (`hidden`) variants included ([`simcrawl_clean::Page::own_text`]);
-//! 3. [`Basis::Whole`]: everything it shows, template included, and it is a
-//!    copy only of a page that shows nearly all the same text
-//!    ([`WHOLE_MIN_SIMILARITY`]): a page with too little of its own is never
-//!    dropped for sharing a template and a sentence with another.
+//! 3. [`Basis::Thin`]: else (too little text of its own for the tiers'
+//!    thresholds to say anything) that same short text, and it is a copy
+//!    only of a page with nearly the same text ([`THIN_MIN_SIMILARITY`]): a
+//!    page is never dropped for sharing a template and a sentence with
+//!    another;
+//! 4. [`Basis::Template`]: a page whose own text is all its host's learnt
+//!    template is judged on its own text, template included, and is a copy
+//!    only of a page with exactly that text.
 //!
 //! The host's template is learnt from the own texts (so a footer or notice
 //! the markup does not declare is learnt wherever it sits) and is left out
 //! of the main text as well. Learning it from the main texts only (which
 //! spares normalizing the own text of most pages) lost a table-of-contents
-//! page to the footer its own text is mostly made of. Measured on the HTML gate (docs/EVAL.md): the
-//! first rule alone lost 53 unique pages of 7,686, the three lose none.
+//! page to the footer its own text is mostly made of.
 
 use std::borrow::Cow;
 
@@ -42,17 +44,18 @@ use serde::Serialize;
 
 use crate::template::Templates;
 
-/// Letters and digits a text must have to identify a page: about three
-/// sentences of English, a short paragraph of Chinese. Below it, a text is
-/// a heading, a notice or a footer, shared by too many pages to tell them
-/// apart (60 still lost a help page judged on two short lines).
+/// Letters and digits a text must have to identify a page by resemblance:
+/// about three sentences of English, a short paragraph of Chinese. Below
+/// it, a text is a heading, a notice or a footer, shared by too many pages
+/// to tell them apart by resemblance (60 still lost help pages judged on
+/// two short lines).
 pub const MIN_OWN_CHARS: usize = 200;
 
 /// The main text is the page's identity when it is at least this share (in
-/// percent) of the page's own visible text (letters and digits, learnt
-/// template left out). A smaller share is a notice above a page of links,
-/// or the untranslated paragraph of a partly translated page whose tables
-/// and headings are translated.
+/// percent) of the page's own text (letters and digits, learnt template
+/// left out). A smaller share is a notice above a page of links, or the
+/// untranslated paragraph of a partly translated page whose tables and
+/// headings are translated.
 pub const MIN_MAIN_SHARE_PCT: usize = 80;
 
 /// Which text a page was judged on (see the module docs).
@@ -61,29 +64,37 @@ pub const MIN_MAIN_SHARE_PCT: usize = 80;
 pub enum Basis {
     /// Its main text, without the host's template.
     Main,
-    /// Its whole visible text (link text included), without the host's
-    /// template.
+    /// Its own text (link text included), without the host's template.
     Page,
-    /// Everything it shows, template included.
-    Whole,
+    /// Too little own text: judged on it, a copy only of the same text.
+    Thin,
+    /// Own text that is all template: judged on it, a copy only of the
+    /// same text.
+    Template,
 }
 
-/// The resemblance a page judged on everything it shows must reach to be
-/// a copy (`Signature::min_similarity`): its own text is too little for the
-/// tiers' thresholds to say it is one; nearly all of what it shows must be
-/// the same. On the full HTML gate (docs/EVAL.md) every value from the
-/// tiers' 0.75 to exact copies only loses no page; component recall falls
-/// from 0.982 (0.75) to 0.969 (0.8), 0.959 (0.85), 0.946 (0.9) and 0.938
-/// (exact only). 0.85 keeps recall above 0.95 with a margin, and a page of
-/// 12 words of its own in 150 of template (resemblance 0.86) is kept.
-pub const WHOLE_MIN_SIMILARITY: f64 = 0.85;
+/// The resemblance a page with too little text of its own must reach, on
+/// that text, to be a copy (`Signature::min_similarity`): nearly the same
+/// text. Measured on the full HTML gate (docs/EVAL.md), all losing no page:
+/// exact copies only (1.0) find 0.947 of the near-duplicate components,
+/// 0.9 finds 0.960, 0.85 0.963; judging such pages on everything they show
+/// instead (template included, 0.75 to 0.9) also lost none but dropped
+/// help pages of twelve words of their own in a template of a hundred and
+/// fifty as copies of each other.
+pub const THIN_MIN_SIMILARITY: f64 = 0.9;
 
 impl Basis {
     /// The stricter resemblance a page judged on this basis must reach to
-    /// be dropped, if any.
+    /// be dropped, if any: [`THIN_MIN_SIMILARITY`] for a page with too
+    /// little text of its own, exactly the same text (1.0) for one whose own
+    /// text is all template.
     #[must_use]
     pub fn min_similarity(self) -> Option<f64> {
-        (self == Basis::Whole).then_some(WHOLE_MIN_SIMILARITY)
+        match self {
+            Basis::Main | Basis::Page => None,
+            Basis::Thin => Some(THIN_MIN_SIMILARITY),
+            Basis::Template => Some(1.0),
+        }
     }
 }
 
@@ -100,17 +111,9 @@ fn own_chars(text: &str) -> usize {
     text.chars().filter(|c| c.is_alphanumeric()).count()
 }
 
-/// The identity of a page of `host` with main and own text `main` and
-/// `own` (normalized) and whole visible text `whole` (not normalized:
-/// `normalize` is called on it only when the page is judged on it).
-pub fn identity<'a>(
-    templates: &Templates,
-    host: &str,
-    main: &'a str,
-    own: &'a str,
-    whole: &str,
-    normalize: impl Fn(&str) -> String,
-) -> Identity<'a> {
+/// The identity of a page of `host` with main text `main` and own text
+/// `own` (both normalized, one block per line).
+pub fn identity<'a>(templates: &Templates, host: &str, main: &'a str, own: &'a str) -> Identity<'a> {
     let main_own = templates.own_lines(host, main);
     let page_own = templates.own_lines(host, own);
     let m = own_chars(main_own.as_deref().unwrap_or(main));
@@ -122,28 +125,34 @@ pub fn identity<'a>(
             basis: Basis::Main,
         };
     }
-    if p >= MIN_OWN_CHARS {
-        return Identity {
-            template_stripped: page_own.is_some(),
-            text: page_own.map_or(Cow::Borrowed(own), Cow::Owned),
-            basis: Basis::Page,
-        };
-    }
-    Identity {
-        text: Cow::Owned(normalize(whole)),
-        basis: Basis::Whole,
-        template_stripped: false,
+    let basis = if p >= MIN_OWN_CHARS {
+        Basis::Page
+    } else if p > 0 || page_own.is_none() {
+        Basis::Thin
+    } else {
+        Basis::Template
+    };
+    match page_own {
+        Some(text) if basis != Basis::Template => Identity {
+            text: Cow::Owned(text),
+            basis,
+            template_stripped: true,
+        },
+        _ => Identity {
+            text: Cow::Borrowed(own),
+            basis,
+            template_stripped: false,
+        },
     }
 }
 
 /// One page of a sequence judged in order (`crawl dedup` over `html`
-/// lines): its host, main and own text, and whole text (not normalized).
+/// lines): its host, main and own text.
 #[derive(Debug, Clone, Copy)]
 pub struct InOrder<'a> {
     pub host: &'a str,
     pub main: &'a str,
     pub own: &'a str,
-    pub whole: &'a str,
 }
 
 /// For a sequence of pages (`None` for a line that is not one), in order:
@@ -152,15 +161,12 @@ pub struct InOrder<'a> {
 /// "identify, judge, observe" page by page with the signing left parallel.
 pub fn identities_in_order<'a>(
     templates: &Templates,
-    cleaner: &simcrawl_clean::Cleaner,
     pages: impl Iterator<Item = Option<InOrder<'a>>>,
 ) -> Vec<Option<(String, Basis)>> {
     pages
         .map(|p| {
             let p = p?;
-            let id = identity(templates, p.host, p.main, p.own, p.whole, |t| {
-                cleaner.normalize_text(t)
-            });
+            let id = identity(templates, p.host, p.main, p.own);
             let out = (id.text.into_owned(), id.basis);
             templates.observe(p.host, p.own);
             Some(out)
@@ -224,13 +230,6 @@ mod tests {
         )
     }
 
-    /// The tests' texts are normalized already.
-    fn same(t: &str) -> String {
-        t.to_string()
-    }
-
-    const WHOLE: &str = "help contents index";
-
     #[test]
     fn a_page_of_links_is_judged_on_its_links_not_on_its_footer() {
         let t = learnt(&[
@@ -239,7 +238,7 @@ mod tests {
             &format!("{}\n{FOOTER}", article("files")),
         ]);
         let own = format!("{}{FOOTER}", links(12));
-        let id = identity(&t, "h", FOOTER, &own, WHOLE, same);
+        let id = identity(&t, "h", FOOTER, &own);
         assert_eq!(id.basis, Basis::Page);
         assert_eq!(id.text, links(12).trim_end());
         assert!(id.template_stripped);
@@ -249,7 +248,7 @@ mod tests {
     fn before_the_template_is_learnt_a_footer_is_too_small_a_share_of_the_page() {
         let t = learnt(&[]);
         let own = format!("{}{FOOTER}", links(40));
-        let id = identity(&t, "h", FOOTER, &own, WHOLE, same);
+        let id = identity(&t, "h", FOOTER, &own);
         assert_eq!(
             id.basis,
             Basis::Page,
@@ -270,26 +269,49 @@ mod tests {
         ]);
         let main = format!("{}\n{FOOTER}", article("parks"));
         let own = format!("home news sports\n{main}");
-        let id = identity(&t, "h", &main, &own, WHOLE, same);
+        let id = identity(&t, "h", &main, &own);
         assert_eq!(id.basis, Basis::Main);
         assert_eq!(id.text, article("parks"));
         assert!(id.template_stripped);
     }
 
     #[test]
-    fn a_page_with_nothing_of_its_own_is_judged_on_everything_it_shows() {
+    fn a_page_with_little_of_its_own_is_judged_on_it_at_a_stricter_resemblance() {
         let t = learnt(&[
             &format!("{}\n{FOOTER}", article("x")),
             &format!("{}\n{FOOTER}", article("y")),
             &format!("{}\n{FOOTER}", article("z")),
         ]);
         let own = format!("layout\nopens a submenu\n{FOOTER}");
-        let whole = format!("{WHOLE}\n{own}");
-        let id = identity(&t, "h", FOOTER, &own, &whole, same);
-        assert_eq!(id.basis, Basis::Whole);
-        assert_eq!(id.text, whole);
-        assert_eq!(id.basis.min_similarity(), Some(WHOLE_MIN_SIMILARITY));
-        assert!(!id.template_stripped);
+        let id = identity(&t, "h", FOOTER, &own);
+        assert_eq!(id.basis, Basis::Thin);
+        assert_eq!(id.text, "layout\nopens a submenu");
+        assert_eq!(id.basis.min_similarity(), Some(THIN_MIN_SIMILARITY));
+        // Nothing learnt yet, a long footer cannot be told from content:
+        // it is most of the page.
+        let id = identity(&learnt(&[]), "h", FOOTER, &own);
+        assert_eq!((id.basis, id.text.as_ref()), (Basis::Main, FOOTER));
+        // A short page with nothing learnt is judged on all of its own text.
+        let id = identity(&learnt(&[]), "h", "opens a submenu", "layout\nopens a submenu");
+        assert_eq!(
+            (id.basis, id.text.as_ref()),
+            (Basis::Thin, "layout\nopens a submenu")
+        );
+    }
+
+    #[test]
+    fn a_page_made_of_its_host_s_template_is_judged_on_it() {
+        let t = learnt(&[
+            &format!("{}\n{FOOTER}", article("x")),
+            &format!("{}\n{FOOTER}", article("y")),
+            &format!("{}\n{FOOTER}", article("z")),
+        ]);
+        let id = identity(&t, "h", FOOTER, FOOTER);
+        assert_eq!(id.basis, Basis::Template);
+        assert_eq!(id.text, FOOTER);
+        assert_eq!(id.basis.min_similarity(), Some(1.0));
+        assert_eq!(Basis::Main.min_similarity(), None);
+        assert_eq!(Basis::Page.min_similarity(), None);
     }
 
     #[test]

@@ -50,9 +50,9 @@ pub struct KeptLine<'a> {
 /// person (and `crawl report`) can tell a drop that rests on little.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Judged<'a> {
-    /// `main`, `page` or `whole` (`crate::identity::Basis`).
+    /// `main`, `page`, `thin` or `template` (`crate::identity::Basis`).
     pub basis: crate::identity::Basis,
-    /// Characters of the page's whole visible text.
+    /// Characters (not whitespace) of the page's whole visible text.
     pub chars: usize,
     /// Features of the text it was signed with.
     pub features: usize,
@@ -68,8 +68,8 @@ pub enum Suspect {
     /// The dropped page shows much more text than the kept page it is said
     /// to copy: the match is on a part of it.
     Larger,
-    /// It was judged on everything it shows, template included: it has too
-    /// little text of its own to say what it is.
+    /// Its own text is all its host's learnt template: what it matched is
+    /// template (an exact copy of it).
     Template,
     /// The drop rests on fewer than [`FEW_FEATURES`] features.
     FewFeatures,
@@ -101,7 +101,7 @@ impl Suspect {
         if partner_chars.is_some_and(|p| chars >= p.saturating_mul(3) && chars >= p + 2000) {
             out.push(Suspect::Larger);
         }
-        if basis == "whole" {
+        if basis == "template" {
             out.push(Suspect::Template);
         }
         if features < FEW_FEATURES {

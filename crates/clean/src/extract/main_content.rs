@@ -120,11 +120,6 @@ fn render_all_with(walk: &Walk<'_>, skip: Option<&[bool]>, hidden: Hidden, cap: 
     render_with(walk, &roots, skip, hidden, cap)
 }
 
-/// The page's whole visible text: template, menus and link text included.
-pub(crate) fn render_everything(walk: &Walk<'_>, cap: usize) -> String {
-    render_all_with(walk, None, Hidden::Show, cap)
-}
-
 fn nonws_len(s: &str) -> usize {
     s.chars().filter(|c| !c.is_whitespace()).count()
 }

@@ -37,8 +37,8 @@ pub(crate) struct Extracted {
     pub text: String,
     /// The visible text outside the marked template, link text included.
     pub own_text: String,
-    /// Every visible text of the page, template and link text included.
-    pub full_text: String,
+    /// Non-whitespace characters of the page's visible text.
+    pub visible_chars: usize,
     pub links: Vec<Link>,
     pub canonical: Option<Url>,
     pub lang_hint: Option<String>,
@@ -133,7 +133,7 @@ pub(crate) fn extract(html: &Html, url: &Url, opts: &ExtractOptions) -> Extracte
         raw_title: head.title(),
         text: texts.main,
         own_text: texts.own,
-        full_text: main_content::render_everything(&walk, opts.max_text_bytes),
+        visible_chars: walk.els.iter().map(|e| e.own_chars as usize).sum(),
         links,
         canonical,
         lang_hint: head.lang_hint(),

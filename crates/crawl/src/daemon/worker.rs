@@ -92,7 +92,7 @@ pub struct PageResult {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PageFacts {
     pub basis: crate::identity::Basis,
-    /// Characters of the page's whole visible text.
+    /// Characters (not whitespace) of the page's whole visible text.
     pub chars: usize,
     /// Features of the text it was signed with.
     pub features: usize,
@@ -104,11 +104,12 @@ pub struct PageFacts {
 pub const EXCERPT_CHARS: usize = 160;
 
 impl PageFacts {
-    /// The facts of a page judged on `id`, signed as `sig`, showing `full`.
-    pub fn of(id: &crate::identity::Identity<'_>, sig: &Signature, full: &str) -> Self {
+    /// The facts of a page judged on `id`, signed as `sig`, showing
+    /// `visible_chars` characters.
+    pub fn of(id: &crate::identity::Identity<'_>, sig: &Signature, visible_chars: usize) -> Self {
         PageFacts {
             basis: id.basis,
-            chars: full.chars().count(),
+            chars: visible_chars,
             features: sig.features,
             excerpt: crate::identity::excerpt(&id.text, EXCERPT_CHARS),
         }
@@ -298,12 +299,10 @@ fn clean_and_sign(
         host_of(&fetched.final_url),
         &page.text,
         &page.own_text,
-        &page.full_text,
-        |t| stages.cleaner.normalize_text(t),
     );
     let mut sig = (stages.sign)(&Document::new(entry.url.as_str(), &page.title, &id.text));
     sig.min_similarity = id.basis.min_similarity();
-    let facts = PageFacts::of(&id, &sig, &page.full_text);
+    let facts = PageFacts::of(&id, &sig, page.visible_chars);
     let template_stripped = id.template_stripped;
     drop(id);
     Outcome::Page(Box::new(PageResult {
