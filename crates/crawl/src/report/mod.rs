@@ -708,6 +708,61 @@ mod tests {
     }
 
     #[test]
+    fn suspicious_drops_are_listed_first_with_both_texts() {
+        let dir = tempfile::tempdir().unwrap();
+        write_outputs(
+            dir.path(),
+            &[
+                r#"{"url":"http://a.test/footer","title":"Index","basis":"main","chars":400,"features":30,"excerpt":"copyright the team"}"#,
+                r#"{"url":"http://a.test/ok","title":"Ok","basis":"main","chars":5000,"features":300,"excerpt":"a long article"}"#,
+            ],
+            &[
+                // Much larger than its kept page: listed first.
+                r#"{"url":"http://a.test/contents","tier":"content","duplicate_of":"http://a.test/footer","similarity":1.0,"basis":"main","chars":90000,"features":30,"excerpt":"copyright the team"}"#,
+                r#"{"url":"http://a.test/menu","tier":"title","duplicate_of":"http://a.test/ok","similarity":0.95,"basis":"thin","chars":300,"features":8,"excerpt":"menu opens"}"#,
+                r#"{"url":"http://a.test/tpl","tier":"content","duplicate_of":"http://a.test/ok","similarity":1.0,"basis":"template","chars":300,"features":40,"excerpt":"site footer"}"#,
+                // A fine drop, and a batch line without the crawler's facts.
+                r#"{"url":"http://a.test/ok2","tier":"content","duplicate_of":"http://a.test/ok","similarity":0.9,"basis":"main","chars":5100,"features":290,"excerpt":"a long article"}"#,
+                r#"{"url":"http://a.test/b","tier":"content","duplicate_of":"http://a.test/ok","similarity":0.9}"#,
+            ],
+            &[],
+        );
+        let r = build(dir.path(), Limits::default()).unwrap();
+        let want: BTreeMap<&str, u64> = [("few_features", 1), ("larger", 1), ("template", 1)].into();
+        assert_eq!(r.suspect_counts, want);
+        let urls: Vec<&str> = r.suspects.iter().map(|s| s.url.as_str()).collect();
+        assert_eq!(
+            urls,
+            [
+                "http://a.test/contents",
+                "http://a.test/menu",
+                "http://a.test/tpl"
+            ]
+        );
+        let first = &r.suspects[0];
+        assert_eq!(first.reasons, ["larger"]);
+        assert_eq!(first.kept_chars, Some(400));
+        assert_eq!(first.kept_excerpt.as_deref(), Some("copyright the team"));
+        assert_eq!(r.suspects[1].reasons, ["few_features"]);
+        assert_eq!(r.suspects[2].reasons, ["template"]);
+        let page = html::render(&r);
+        let at = page.find("id=\"suspects\"").unwrap();
+        assert!(at < page.find("id=\"summary\"").unwrap(), "listed first");
+        assert!(page.contains("a long article") && page.contains("menu opens"));
+        // Limited: all are counted, the first listed.
+        let r = build(
+            dir.path(),
+            Limits {
+                suspects: 1,
+                ..Limits::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(r.suspects.len(), 1);
+        assert_eq!(r.suspect_counts.values().sum::<u64>(), 3);
+    }
+
+    #[test]
     fn counts_tiers_clusters_hosts_and_errors() {
         let dir = tempfile::tempdir().unwrap();
         write_outputs(
