@@ -132,6 +132,9 @@ pub struct CrawlConfig {
     pub max_requeues: u32,
     /// Wait before a requeued page is fetched again, doubled at each requeue.
     pub requeue_delay_ms: u64,
+    /// The requeue waits of one URL in all, at most (0: no bound but
+    /// `max_requeues`): what one failing page can add to a finite crawl.
+    pub retry_budget_ms: u64,
     /// Pages fetched at once (the fetcher also limits per host).
     pub concurrency: usize,
     /// Keep the page text in kept.jsonl.
@@ -157,6 +160,7 @@ impl Default for CrawlConfig {
             respect_noindex: true,
             max_requeues: 3,
             requeue_delay_ms: 60_000,
+            retry_budget_ms: 120_000,
             concurrency: 64,
             write_text: true,
             metrics: String::new(),

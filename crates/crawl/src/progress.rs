@@ -1,7 +1,11 @@
 //! A progress bar at a terminal; periodic log lines otherwise.
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use simcrawl_fetch::PausedHost;
@@ -29,6 +33,65 @@ pub fn waiting_for(paused: &[PausedHost]) -> String {
         s.push_str(&format!(" and {more} more"));
     }
     s
+}
+
+/// The URLs a crawl has put back to be retried later, each with when and
+/// why: what a finite crawl that seems idle waits for ("3 URLs wait to
+/// retry until 16:40:05 UTC (slowloris.test: timeout)"). Shared by the
+/// writer, which records them, and the progress line.
+#[derive(Clone, Debug, Default)]
+pub struct RetryWaits(Arc<Mutex<HashMap<String, (u64, &'static str)>>>);
+
+impl RetryWaits {
+    /// `url` is to be retried at `due_ms` (Unix milliseconds) after a
+    /// failure of kind `why`.
+    pub fn waiting(&self, url: &url::Url, due_ms: u64, why: &'static str) {
+        self.0.lock().insert(url.as_str().to_string(), (due_ms, why));
+    }
+
+    /// `url` is back (retried, or its failure is final).
+    pub fn done(&self, url: &url::Url) {
+        let mut m = self.0.lock();
+        if !m.is_empty() {
+            m.remove(url.as_str());
+        }
+    }
+
+    /// The progress line's part: how many wait, until when (the last of
+    /// them), and the hosts and failures of the last few; empty when none.
+    #[must_use]
+    pub fn describe(&self) -> String {
+        let m = self.0.lock();
+        let Some(last) = m.values().map(|v| v.0).max() else {
+            return String::new();
+        };
+        let mut by_due: Vec<(&String, &(u64, &'static str))> = m.iter().collect();
+        by_due.sort_by(|a, b| b.1.0.cmp(&a.1.0).then_with(|| a.0.cmp(b.0)));
+        let mut shown: Vec<String> = Vec::new();
+        for (u, (_, why)) in by_due {
+            let host = url::Url::parse(u)
+                .ok()
+                .and_then(|u| u.host_str().map(str::to_string))
+                .unwrap_or_default();
+            let item = format!("{host}: {why}");
+            if !shown.contains(&item) {
+                shown.push(item);
+            }
+            if shown.len() == PAUSED_SHOWN {
+                break;
+            }
+        }
+        let secs = last / 1000 % 86_400;
+        format!(
+            "  {} {} to retry until {:02}:{:02}:{:02} UTC ({})",
+            m.len(),
+            if m.len() == 1 { "URL waits" } else { "URLs wait" },
+            secs / 3600,
+            secs / 60 % 60,
+            secs % 60,
+            shown.join(", ")
+        )
+    }
 }
 
 /// Progress of a long run.
@@ -92,5 +155,35 @@ impl Progress {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn retry_waits_say_how_many_until_when_and_why() {
+        let w = RetryWaits::default();
+        assert_eq!(w.describe(), "");
+        let a = url::Url::parse("http://slowloris.test/a").unwrap();
+        let b = url::Url::parse("http://slowloris.test/b").unwrap();
+        let c = url::Url::parse("http://flaky.test/c").unwrap();
+        // 16:40:05 UTC on some day.
+        let at = (20_000 * 86_400 + 16 * 3600 + 40 * 60 + 5) * 1000;
+        w.waiting(&a, at - 60_000, "timeout");
+        w.waiting(&b, at, "timeout");
+        w.waiting(&c, at - 1000, "status_5xx");
+        assert_eq!(
+            w.describe(),
+            "  3 URLs wait to retry until 16:40:05 UTC (slowloris.test: timeout, flaky.test: status_5xx)"
+        );
+        w.done(&b);
+        w.done(&c);
+        assert_eq!(
+            w.describe(),
+            "  1 URL waits to retry until 16:39:05 UTC (slowloris.test: timeout)"
+        );
     }
 }

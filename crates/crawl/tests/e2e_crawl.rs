@@ -776,6 +776,34 @@ fn a_page_failing_past_the_requeue_limit_is_a_final_error() {
     assert_eq!(dirs.stats()["requeued"].as_u64(), Some(2));
 }
 
+/// A page that always fails holds a finite crawl open no longer than the
+/// retry budget: requeues stop when their waits would pass it (here 100 ms
+/// then 100 of the 200 left, where `max_requeues = 3` alone would wait
+/// 100 + 200 + 400 ms), and the failure is final.
+#[test]
+fn a_page_failing_past_the_retry_budget_is_a_final_error() {
+    let server = Server::start(|req: &Request| match req.path.as_str() {
+        "/" => Reply::html(page("Home", &gibberish(29, 60), &["/down".to_string()])),
+        "/down" => Reply::status(503),
+        _ => Reply::status(404),
+    });
+    let dir = tempdir();
+    let dirs = support::site_crawl(
+        dir.path(),
+        &format!("{}/", server.base()),
+        2,
+        "requeue_delay_ms = 100\nmax_requeues = 3\nretry_budget_ms = 200",
+    );
+    dirs.run_ok(Duration::from_secs(60));
+    let errors = dirs.errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(field(&errors[0], "kind"), "status_5xx");
+    assert_eq!(dirs.stats()["requeued"].as_u64(), Some(2), "{}", dirs.stats());
+    // 1 + 2 requeues, 3 requests each (2 fetch retries).
+    assert_eq!(server.counts()["/down"], 9);
+    assert_eq!(dirs.kept().len(), 1);
+}
+
 /// Lines a consumer has read stay: the writer makes its last commit durable
 /// shortly after it, even when no further result arrives (here the crawl is
 /// stuck on a page that never answers), so a SIGKILL then cuts nothing and

@@ -166,7 +166,8 @@ pub async fn dispatch<S: Source>(
                 }
                 let st = shared.lock().clone();
                 let rate = (st.fetched - s.base_fetched) as f64 / started.elapsed().as_secs_f64().max(1e-9);
-                let waits = crate::progress::waiting_for(&stages.fetcher.paused_hosts());
+                let mut waits = crate::progress::waiting_for(&stages.fetcher.paused_hosts());
+                waits.push_str(&stages.retry_waits.describe());
                 let line = format!("{}  ({rate:.0} pages/s this run, {} queued in memory, {} in flight){waits}", st, window.pending(), window.in_flight());
                 if progress.is_bar() {
                     progress.message(line);

@@ -170,7 +170,8 @@ fn run_local(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         stages.fetcher.clone(),
         templates,
     )
-    .with_dust(dust);
+    .with_dust(dust)
+    .with_retry_waits(stages.retry_waits.clone());
     let source = LocalSource {
         window: Window::default(),
         deduper: deduper.clone(),
@@ -218,6 +219,7 @@ fn page_stages(
         parsing: tokio::sync::Semaphore::new(parse_slots as usize),
         parse_slots,
         dust,
+        retry_waits: crate::progress::RetryWaits::default(),
     }))
 }
 

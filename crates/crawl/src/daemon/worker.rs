@@ -54,6 +54,14 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The URL of the entry it is the outcome of.
+    pub fn url(&self) -> &Url {
+        match self {
+            Outcome::Page(p) => &p.entry.url,
+            Outcome::Failed { entry, .. } | Outcome::Rewritten { entry, .. } => &entry.url,
+        }
+    }
+
     /// The frontier sequence number of the entry it is the outcome of.
     pub fn seq(&self) -> u64 {
         match self {
@@ -173,6 +181,9 @@ pub struct PageStages {
     /// URL rewrite rules (learnt by the writer): an entry queued before its
     /// host learnt a rule that maps it elsewhere is not fetched.
     pub dust: Arc<Mutex<Dust>>,
+    /// The URLs waiting to be retried (recorded by the writer), for the
+    /// progress line.
+    pub retry_waits: crate::progress::RetryWaits,
 }
 
 fn now_secs() -> u64 {

@@ -21,6 +21,7 @@ use crate::config::CrawlConfig;
 use crate::dust::{Dust, Fold};
 use crate::frontier::{self, Candidate};
 use crate::lines::{DuplicateLine, ErrorLine};
+use crate::progress::RetryWaits;
 use crate::sinks::{Offsets, Outputs};
 use crate::state;
 use crate::stats::Stats;
@@ -47,6 +48,24 @@ const MAX_DELAY_DOUBLINGS: u32 = 20;
 /// waits: `base_ms` doubled with each attempt. Both backends requeue so.
 pub fn requeue_delay_ms(base_ms: u64, attempts: u32) -> u64 {
     base_ms.saturating_mul(1u64 << attempts.min(MAX_DELAY_DOUBLINGS))
+}
+
+/// The wait before the requeue that follows an entry's `attempts`-th
+/// transient failure, within `budget_ms` of requeue waits in all (0: no
+/// budget): [`requeue_delay_ms`], cut to what the budget has left; `None`
+/// once it is spent. Computed from the attempt count alone, so a resumed
+/// crawl keeps to it.
+pub fn requeue_delay_within(base_ms: u64, budget_ms: u64, attempts: u32) -> Option<u64> {
+    let delay = requeue_delay_ms(base_ms, attempts);
+    if budget_ms == 0 {
+        return Some(delay);
+    }
+    let spent: u64 = (0..attempts)
+        .map(|a| requeue_delay_ms(base_ms, a))
+        .fold(0u64, u64::saturating_add)
+        .min(budget_ms);
+    let left = budget_ms - spent;
+    (left > 0).then_some(delay.min(left))
 }
 
 /// Where the crawl stands, stored with every commit: the next frontier
@@ -109,6 +128,9 @@ pub struct Writer {
     /// `crawl.max_requeues` and `crawl.requeue_delay_ms`.
     max_requeues: u32,
     requeue_delay_ms: u64,
+    retry_budget_ms: u64,
+    /// The URLs waiting to be retried, for the progress line.
+    retry_waits: RetryWaits,
     /// For `hosts_evicted`: the fetcher's count this run, added to the
     /// count of earlier runs.
     fetcher: simcrawl_fetch::Fetcher,
@@ -144,10 +166,19 @@ impl Writer {
             not_durable: false,
             max_requeues: cfg.max_requeues,
             requeue_delay_ms: cfg.requeue_delay_ms,
+            retry_budget_ms: cfg.retry_budget_ms,
+            retry_waits: RetryWaits::default(),
             fetcher,
             templates,
             dust: Arc::default(),
         }
+    }
+
+    /// The writer records the URLs it puts back to be retried in `waits`
+    /// (read by the progress line).
+    pub fn with_retry_waits(mut self, waits: RetryWaits) -> Writer {
+        self.retry_waits = waits;
+        self
     }
 
     /// The writer learns URL rewrite rules into `dust` (shared with the page
@@ -191,6 +222,7 @@ impl Writer {
             for o in &batch {
                 seqs.push(o.seq());
                 fr.remove(o.seq())?;
+                self.retry_waits.done(o.url());
                 if let Outcome::Failed { entry, .. } = o {
                     self.dust.lock().probe_done(&entry.url, false);
                 }
@@ -198,13 +230,20 @@ impl Writer {
                     Outcome::Failed {
                         entry,
                         transient: true,
+                        kind,
                         ..
-                    } if entry.attempts < self.max_requeues => {
+                    } if entry.attempts < self.max_requeues
+                        && let Some(delay) = requeue_delay_within(
+                            self.requeue_delay_ms,
+                            self.retry_budget_ms,
+                            entry.attempts,
+                        ) =>
+                    {
                         // Back to the end of the frontier, after a delay
-                        // that doubles with each attempt.
-                        let delay = requeue_delay_ms(self.requeue_delay_ms, entry.attempts);
+                        // that doubles with each attempt, within the budget.
                         let due = frontier::now_ms().saturating_add(delay);
                         frontier::requeue(&mut fr, &mut self.cp.next_seq, entry, due)?;
+                        self.retry_waits.waiting(&entry.url, due, kind);
                         self.cp.stats.requeued += 1;
                         requeued += 1;
                     }
@@ -480,6 +519,26 @@ pub fn join_writer(handle: std::thread::JoinHandle<()>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requeue_waits_stay_within_the_budget() {
+        let within = |budget, attempts| requeue_delay_within(60_000, budget, attempts);
+        // No budget: the doubling schedule.
+        assert_eq!(
+            (0..3).map(|a| within(0, a)).collect::<Vec<_>>(),
+            [Some(60_000), Some(120_000), Some(240_000)]
+        );
+        // Two minutes: 60 s, then the 60 s left, then none.
+        assert_eq!(
+            (0..3).map(|a| within(120_000, a)).collect::<Vec<_>>(),
+            [Some(60_000), Some(60_000), None]
+        );
+        // A budget past three doublings cuts the fourth.
+        assert_eq!(within(1_000_000, 3), Some(480_000));
+        assert_eq!(within(1_000_000, 4), Some(100_000));
+        assert_eq!(within(1_000_000, 5), None);
+        assert_eq!(within(1, 40), None, "no overflow");
+    }
 
     #[test]
     fn a_writer_panic_is_an_error_naming_it() {
