@@ -23,7 +23,7 @@ use serde::Deserialize;
 use url::Url;
 
 use super::{Labels, UnionFind, load_labels_filtered};
-use crate::lines::Suspect;
+use crate::report::DupLine;
 
 /// Options of `crawl eval --crawled`.
 #[derive(Debug)]
@@ -51,35 +51,6 @@ struct Kept {
     final_url: Option<String>,
     #[serde(default)]
     chars: Option<usize>,
-}
-
-#[derive(Deserialize)]
-struct Dropped {
-    url: String,
-    tier: String,
-    duplicate_of: String,
-    #[serde(default)]
-    similarity: Option<f64>,
-    #[serde(default)]
-    basis: Option<String>,
-    #[serde(default)]
-    chars: Option<usize>,
-    #[serde(default)]
-    features: Option<usize>,
-}
-
-impl Dropped {
-    /// Why a person should look at this drop (`Suspect::of`); nothing for
-    /// lines without the crawler's facts (`crawl dedup`, older crawls).
-    fn suspects(&self, partner_chars: Option<usize>) -> Vec<String> {
-        let (Some(basis), Some(chars), Some(features)) = (&self.basis, self.chars, self.features) else {
-            return Vec::new();
-        };
-        Suspect::of(basis, chars, features, partner_chars)
-            .into_iter()
-            .map(|s| s.as_str().to_string())
-            .collect()
-    }
 }
 
 /// The page a crawled URL is: scheme, host and path (no port, query or
@@ -195,7 +166,7 @@ pub fn score_crawl(args: &CrawledArgs) -> Result<CrawlScores> {
         args.pages.display()
     );
     let kept: Vec<Kept> = read_jsonl(&args.out.join("kept.jsonl"), "kept")?;
-    let dropped: Vec<Dropped> = read_jsonl(&args.out.join("duplicates.jsonl"), "duplicates")?;
+    let dropped: Vec<DupLine> = read_jsonl(&args.out.join("duplicates.jsonl"), "duplicates")?;
     let find = |url: &str| page_key(url).and_then(|k| index.get(k.as_str()).copied());
     let mut decision = vec![Decision::Unreached; pages.len()];
     let mut unlabelled = 0;
@@ -222,7 +193,11 @@ pub fn score_crawl(args: &CrawledArgs) -> Result<CrawlScores> {
                 of,
                 tier: d.tier.clone(),
                 similarity: d.similarity,
-                suspect: d.suspects(kept_chars.get(d.duplicate_of.as_str()).copied()),
+                suspect: d
+                    .suspects(kept_chars.get(d.duplicate_of.as_str()).copied())
+                    .into_iter()
+                    .map(|s| s.as_str().to_string())
+                    .collect(),
             };
         }
     }

@@ -268,24 +268,38 @@ struct KeptLine {
     excerpt: Option<String>,
 }
 
+/// A line of `duplicates.jsonl` as its readers (the report, `crawl eval
+/// --crawled`) see it.
 #[derive(Deserialize)]
-struct DupLine {
-    url: String,
-    tier: String,
-    duplicate_of: String,
+pub(crate) struct DupLine {
+    pub url: String,
+    pub tier: String,
+    pub duplicate_of: String,
     #[serde(default)]
-    distance: Option<u32>,
+    pub distance: Option<u32>,
     #[serde(default)]
-    similarity: Option<f64>,
+    pub similarity: Option<f64>,
     /// The crawler's facts of what the page was judged on (`lines::Judged`).
     #[serde(default)]
-    basis: Option<String>,
+    pub basis: Option<String>,
     #[serde(default)]
-    chars: Option<usize>,
+    pub chars: Option<usize>,
     #[serde(default)]
-    features: Option<usize>,
+    pub features: Option<usize>,
     #[serde(default)]
-    excerpt: Option<String>,
+    pub excerpt: Option<String>,
+}
+
+impl DupLine {
+    /// Why a person should look at this drop, given its kept page's size
+    /// when known (`Suspect::of`); nothing for lines without the crawler's
+    /// facts (`crawl dedup`, older crawls).
+    pub fn suspects(&self, partner_chars: Option<usize>) -> Vec<Suspect> {
+        match (&self.basis, self.chars, self.features) {
+            (Some(basis), Some(chars), Some(features)) => Suspect::of(basis, chars, features, partner_chars),
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// Dropped pages large enough to be much larger than their kept page
@@ -418,11 +432,8 @@ pub fn build(dir: &Path, limits: Limits) -> Result<Report> {
             if let Some(dist) = d.distance {
                 r.distance[(dist as usize).min(64)] += 1;
             }
-            if let (Some(basis), Some(chars), Some(features)) = (&d.basis, d.chars, d.features) {
-                let reasons: Vec<&'static str> = Suspect::of(basis, chars, features, None)
-                    .into_iter()
-                    .map(Suspect::as_str)
-                    .collect();
+            if let (Some(chars), Some(features)) = (d.chars, d.features) {
+                let reasons: Vec<&'static str> = d.suspects(None).into_iter().map(Suspect::as_str).collect();
                 let row = SuspectRow {
                     url: d.url.clone(),
                     kept: d.duplicate_of.clone(),
