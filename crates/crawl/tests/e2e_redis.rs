@@ -707,3 +707,41 @@ fn politeness_and_the_page_budget_hold_across_workers_together() {
         "requests 1..5 over {span:?}: not spaced by the Crawl-delay"
     );
 }
+
+/// The retry budget holds in the shared mode too: a page that always fails
+/// is requeued while its waits fit `crawl.retry_budget_ms` (100 ms, then the
+/// 100 of 200 ms left; `max_requeues = 3` alone would requeue it three
+/// times), then its failure is final.
+#[test]
+fn a_page_failing_past_the_retry_budget_is_a_final_error_in_shared_mode() {
+    let Some(url) = redis_url("a_page_failing_past_the_retry_budget") else {
+        return;
+    };
+    let server = Server::start(|req: &Request| match req.path.as_str() {
+        "/" => Reply::html(page("Home", &gibberish(29, 60), &["/down".to_string()])),
+        "/down" => Reply::status(503),
+        _ => Reply::status(404),
+    });
+    let dir = support::tempdir("e2e-redis-budget-");
+    let ns = namespace("budget");
+    let s = Shared::new(dir.path(), &format!("{}/", server.base()), &url, &ns, 10_000);
+    let text = std::fs::read_to_string(&s.config).unwrap();
+    let text = text.replace(
+        "[crawl]\n",
+        "[crawl]\nrequeue_delay_ms = 100\nmax_requeues = 3\nretry_budget_ms = 200\n",
+    );
+    std::fs::write(&s.config, text).unwrap();
+    let mut children = vec![s.spawn("b1")];
+    s.wait_ok(&mut children, &["b1"]);
+    let st = s.merged_stats(&ns);
+    assert_eq!(st["requeued"], 2, "{st}");
+    let errors: Vec<_> = s
+        .lines(&["b1"])
+        .into_iter()
+        .filter(|(_, file, _)| *file == "errors")
+        .collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(support::field(&errors[0].2, "kind"), "status_5xx");
+    // 1 + 2 requeues, 3 requests each (2 fetch retries).
+    assert_eq!(server.counts()["/down"], 9);
+}

@@ -43,7 +43,7 @@ use url::Url;
 use super::backend::{Commits, Source};
 use super::dispatch::Dispatch;
 use super::worker::{Outcome, PageResult, Signer};
-use super::writer::{Committed, requeue_delay_ms};
+use super::writer::{Committed, requeue_delay_within};
 use super::{Start, drive, page_stages, remove_if_exists, write_stats};
 use crate::config::{Config, SharedTiersKind};
 use crate::frontier::{Candidate, Entry};
@@ -275,6 +275,8 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         write_text: cfg.crawl.write_text,
         max_requeues: cfg.crawl.max_requeues,
         requeue_delay_ms: cfg.crawl.requeue_delay_ms,
+        retry_budget_ms: cfg.crawl.retry_budget_ms,
+        retry_waits: stages.retry_waits.clone(),
         cap,
         shared: shared_stats.clone(),
         fetcher: stages.fetcher.clone(),
@@ -658,6 +660,10 @@ struct RedisWriter {
     write_text: bool,
     max_requeues: u32,
     requeue_delay_ms: u64,
+    /// `crawl.retry_budget_ms`: requeue waits of one URL in all.
+    retry_budget_ms: u64,
+    /// The URLs waiting to be retried, for the progress line.
+    retry_waits: crate::progress::RetryWaits,
     cap: usize,
     shared: Arc<Mutex<Stats>>,
     fetcher: simcrawl_fetch::Fetcher,
@@ -827,13 +833,22 @@ impl RedisWriter {
             if lost.contains(&o.seq()) {
                 continue;
             }
+            self.retry_waits.done(o.url());
             match o {
                 Outcome::Failed {
                     entry,
                     transient: true,
+                    kind,
                     ..
-                } if entry.attempts < self.max_requeues => {
-                    let delay = requeue_delay_ms(self.requeue_delay_ms, entry.attempts);
+                } if entry.attempts < self.max_requeues
+                    && let Some(delay) =
+                        requeue_delay_within(self.requeue_delay_ms, self.retry_budget_ms, entry.attempts) =>
+                {
+                    self.retry_waits.waiting(
+                        &entry.url,
+                        crate::frontier::now_ms().saturating_add(delay),
+                        kind,
+                    );
                     let again = encode_entry(&Claim::Held, entry.attempts + 1, entry.depth, &entry.url);
                     releases.push(Release {
                         lease: entry.seq,
