@@ -619,6 +619,48 @@ fn batches_reserve_unique_ids_and_see_their_own_documents() {
     d.store().clear().unwrap();
 }
 
+/// A namespace with glob characters is cleared alone: `SCAN MATCH` takes
+/// it literally, so clearing `…*` leaves `…x`'s keys (it took them before).
+#[test]
+fn clearing_a_namespace_with_glob_characters_clears_only_it() {
+    let Some(url) = common::redis_url("clearing_a_namespace_with_glob_characters_clears_only_it") else {
+        return;
+    };
+    let base = common::unique_namespace("glob");
+    let open = |ns: &str| {
+        let store = RedisStore::open_with(&url, common::redis_options(ns)).unwrap();
+        store.clear().unwrap();
+        Deduper::new(store, DedupConfig::default()).unwrap()
+    };
+    let names = [
+        format!("{base}*"),
+        format!("{base}x"),
+        format!("{base}[x]"),
+        format!("{base}?"),
+    ];
+    let stores: Vec<_> = names.iter().map(|n| open(n)).collect();
+    for (i, d) in stores.iter().enumerate() {
+        let text = distinct_texts(4)[i].clone();
+        d.check(&Document::new(&format!("http://g/{i}"), "", &text))
+            .unwrap();
+        assert_eq!(d.stats().unwrap().documents, 1);
+    }
+    stores[0].store().clear().unwrap();
+    assert_eq!(stores[0].stats().unwrap().documents, 0);
+    for d in &stores[1..] {
+        assert_eq!(
+            d.stats().unwrap().documents,
+            1,
+            "another namespace's keys were cleared"
+        );
+    }
+    stores[2].store().clear().unwrap();
+    assert_eq!(stores[1].stats().unwrap().documents, 1, "`[x]` matched `x`");
+    for d in &stores {
+        d.store().clear().unwrap();
+    }
+}
+
 /// A 3-master Redis Cluster: namespaces whose slots live on each master
 /// all work through a store opened on the first node (it finds the owner
 /// of its slot), and threads racing on one namespace keep one copy.

@@ -585,6 +585,20 @@ impl RedisStore {
     }
 }
 
+/// `text` as a literal in a Redis glob pattern (`SCAN MATCH`, `KEYS`):
+/// `*`, `?`, `[`, `]` and `\` escaped with a backslash. Unescaped, clearing
+/// the namespace `a*` would clear `ab`'s keys too.
+fn glob_literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Calls `each` with the keys of `namespace` (every key under its `{NS}`
 /// hash tag) on the server of `conn`, a `SCAN` page (up to ~1000 keys) at
 /// a time.
@@ -593,7 +607,7 @@ pub(super) fn for_each_key(
     namespace: &str,
     mut each: impl FnMut(&mut Connection, Vec<Vec<u8>>) -> redis::RedisResult<()>,
 ) -> redis::RedisResult<()> {
-    let pattern = format!("{{{namespace}}}:*");
+    let pattern = format!("{{{}}}:*", glob_literal(namespace));
     let mut cursor: u64 = 0;
     loop {
         let (next, keys): (u64, Vec<Vec<u8>>) = redis::cmd("SCAN")
