@@ -22,6 +22,7 @@
 //! | `{NS}:f:later` | sorted set | `HOST \t ENTRY` put back after a transient failure, score = due time |
 //! | `{NS}:f:stats` | hash | merged counters (`fetched`, `kept`, `dup_title`, `error:KIND`, ... `leased`, `reclaimed`, `started_ms`, `last_ms`) |
 //! | `{NS}:f:w:WORKER` | hash | a worker's last applied batch number (`ack`) and its outputs' offsets and counters (`state`) |
+//! | `{NS}:f:once:TOKEN` | string | an unnumbered ack that was applied (kept a day), so that its retry is not applied again |
 //! | `{NS}:f:workers` | hash | worker -> time of its last batch (ms) |
 //! | `{NS}:f:asking` | hash | worker -> time of its last lease call (ms); those of the last second share each host's slots |
 //!
@@ -228,11 +229,12 @@ return lost
 ";
 
 /// ARGV: prefix, cap, worker, batch number (0: not numbered), worker
-/// state, then counted lists: acks (id, requeued entry or '', requeue delay
-/// ms, uncount 0/1), links (host, entry), counters (field, increment),
-/// Crawl-delays (host, ms). Returns -1 when the batch was already applied,
-/// 0 when it is applied now, and the ids of the leases no longer held
-/// (taken back meanwhile) when it names any: then nothing is applied.
+/// state, once token ('' for none), then counted lists: acks (id, requeued
+/// entry or '', requeue delay ms, uncount 0/1), links (host, entry),
+/// counters (field, increment), Crawl-delays (host, ms). Returns -1 when
+/// the batch (or the ack with this once token) was already applied, 0 when
+/// it is applied now, and the ids of the leases no longer held (taken back meanwhile) when it
+/// names any: then nothing is applied.
 const ACK: &str = r"
 local worker = ARGV[3]
 local batch = tonumber(ARGV[4])
@@ -240,7 +242,11 @@ local wkey = p .. 'w:' .. worker
 if batch > 0 and tonumber(redis.call('HGET', wkey, 'ack') or '0') >= batch then
   return -1
 end
-local i = 6
+local once = ARGV[6]
+if once ~= '' and redis.call('EXISTS', p .. 'once:' .. once) == 1 then
+  return -1
+end
+local i = 7
 local nacks = tonumber(ARGV[i]); i = i + 1
 local lost = {}
 for k = 0, nacks - 1 do
@@ -288,6 +294,9 @@ for _ = 1, ndelays do
 end
 if batch > 0 then
   redis.call('HSET', wkey, 'ack', batch, 'state', ARGV[5])
+end
+if once ~= '' then
+  redis.call('SET', p .. 'once:' .. once, 1, 'PX', ONCE_MS)
 end
 redis.call('HSET', p .. 'workers', worker, now)
 return 0
@@ -479,7 +488,39 @@ pub struct Ack {
     pub delays: Vec<(String, u64)>,
     /// The worker's state after this batch (offsets and counters, JSON).
     pub state: String,
+    /// For an unnumbered ack (batch 0): a token unique to it, so that a
+    /// retry after a lost reply is not applied twice ('' for none).
+    pub once: String,
 }
+
+impl Ack {
+    /// An ack that carries no output lines, with a token of its own (see
+    /// [`RedisFrontier::ack_held`]): make it once, outside the retry loop,
+    /// so that every retry carries the same token.
+    pub fn held(releases: Vec<Release>, links: Vec<(String, String)>, counters: Vec<(String, i64)>) -> Ack {
+        Ack {
+            releases,
+            links,
+            counters,
+            once: once_token(),
+            ..Ack::default()
+        }
+    }
+}
+
+/// A token no other ack carries: a random number per process (as
+/// [`Tokens`]) and a counter.
+pub fn once_token() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let prefix = PREFIX.get_or_init(|| Tokens::new().next());
+    format!("{prefix}.{:x}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// How long the server remembers an applied unnumbered ack's token: far
+/// longer than any retry of it (retries give up after minutes).
+const ONCE_MS: u64 = 86_400_000;
 
 /// A connection to the shared frontier (see the module documentation).
 pub struct RedisFrontier {
@@ -558,7 +599,10 @@ impl RedisFrontier {
                 LEASE.replace("ASKING_MS", &ASKING_MS.to_string())
             )),
             renew: redis::Script::new(&format!("{HELPERS}{RENEW}")),
-            ack: redis::Script::new(&format!("{HELPERS}{ACK}")),
+            ack: redis::Script::new(&format!(
+                "{HELPERS}{}",
+                ACK.replace("ONCE_MS", &ONCE_MS.to_string())
+            )),
         };
         f.with_conn(|c| redis::cmd("PING").query::<Value>(c).map(drop))
             .with_context(|| format!("Redis at {} is unreachable", f.url))?;
@@ -671,6 +715,7 @@ impl RedisFrontier {
                 .arg(worker)
                 .arg(a.batch)
                 .arg(&a.state)
+                .arg(&a.once)
                 .arg(a.releases.len());
             for r in &a.releases {
                 let (again, wait) = match &r.again {
@@ -713,6 +758,10 @@ impl RedisFrontier {
     /// An ack that carries no output lines (leases given back, URLs already
     /// claimed): releases of leases taken back meanwhile are left out and
     /// the rest applied.
+    ///
+    /// Made with [`Ack::held`], it is applied at most once however often it
+    /// is retried after a lost reply: its token, which the server remembers
+    /// for a day, says it was.
     pub fn ack_held(&self, worker: &str, cap: usize, a: &Ack) -> Result<()> {
         let mut a = a.clone();
         loop {
@@ -922,6 +971,67 @@ mod tests {
             assert_eq!(leased.entries.len(), 1, "{ns} via {node}: {leased:?}");
             assert_eq!(f.counters().unwrap().get("fetched"), Some(&1));
         }
+    }
+
+    /// An unnumbered ack (seeds, give-backs, releases of URLs already
+    /// claimed) retried after a lost reply is applied once: its links are
+    /// queued once and its counters added once. A refused attempt (a lease
+    /// taken back) does not use its token up.
+    #[test]
+    fn unnumbered_acks_are_applied_once_however_often_retried() {
+        let Ok(url) = std::env::var("SIMCRAWL_REDIS_URL") else {
+            eprintln!("SKIPPED unnumbered_acks_are_applied_once: SIMCRAWL_REDIS_URL is not set");
+            return;
+        };
+        let ns = format!("unit-once-{}", std::process::id());
+        let f = RedisFrontier::open(&url, &ns).unwrap();
+        let u = Url::parse("http://once.example/1").unwrap();
+        let seed = Ack::held(
+            Vec::new(),
+            vec![(host_key(&u), encode_entry(&Claim::Pending("t".into()), 0, 0, &u))],
+            vec![("dup_url".into(), 1)],
+        );
+        // The reply of the first attempt is lost: the caller sends it again.
+        f.ack_held("w", 2, &seed).unwrap();
+        f.ack_held("w", 2, &seed).unwrap();
+        assert_eq!(f.counters().unwrap().get("dup_url"), Some(&1));
+        let leased = f.lease(&ask("w", 10, 2, 60_000, 0, 0)).unwrap();
+        assert_eq!(leased.entries.len(), 1, "the link was queued once: {leased:?}");
+        // Two acks made apart are two acks.
+        f.ack_held(
+            "w",
+            2,
+            &Ack::held(Vec::new(), Vec::new(), vec![("dup_url".into(), 1)]),
+        )
+        .unwrap();
+        assert_eq!(f.counters().unwrap().get("dup_url"), Some(&2));
+        // An ack naming a lease no longer held is refused, then applied
+        // without it, under the same token.
+        let id = leased.entries[0].0;
+        let give_back = Ack::held(
+            vec![
+                Release {
+                    lease: id,
+                    again: None,
+                    uncount: true,
+                },
+                Release {
+                    lease: id + 1000,
+                    again: None,
+                    uncount: true,
+                },
+            ],
+            Vec::new(),
+            vec![("dup_url".into(), 1)],
+        );
+        assert_eq!(
+            f.ack("w", 2, &give_back).unwrap(),
+            AckReply::Refused(vec![id + 1000])
+        );
+        f.ack_held("w", 2, &give_back).unwrap();
+        f.ack_held("w", 2, &give_back).unwrap();
+        assert_eq!(f.counters().unwrap().get("dup_url"), Some(&3));
+        assert_eq!(f.sizes().unwrap().0, 0, "the lease was released");
     }
 
     /// The scripts against the server of `SIMCRAWL_REDIS_URL` (skipped

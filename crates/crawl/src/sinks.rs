@@ -192,6 +192,51 @@ impl Outputs {
     }
 }
 
+/// Cuts the outputs in `dir` of a worker that is gone back to `at`, its
+/// last acknowledged offsets (the lines after them are of pages another
+/// worker took back and wrote); returns the bytes cut. A file shorter than
+/// its offset was changed outside the crawl: left as it is, and named.
+pub fn cut_gone_outputs(dir: &Path, at: Offsets) -> Result<(u64, Vec<PathBuf>)> {
+    let mut cut = 0;
+    let mut short = Vec::new();
+    for (name, offset) in Outputs::FILES.iter().zip([at.kept, at.duplicates, at.errors]) {
+        let path = dir.join(name);
+        let file = match OpenOptions::new().write(true).open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if offset > 0 {
+                    short.push(path);
+                }
+                continue;
+            }
+            Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot open {}", path.display()))),
+        };
+        let len = file
+            .metadata()
+            .with_context(|| format!("cannot read the size of {}", path.display()))?
+            .len();
+        if len < offset {
+            short.push(path);
+        } else if len > offset {
+            file.set_len(offset)
+                .and_then(|()| file.sync_data())
+                .with_context(|| format!("cannot truncate {}", path.display()))?;
+            cut += len - offset;
+        }
+    }
+    Ok((cut, short))
+}
+
+/// Output bytes in `dir` (the three files), for a worker that must not
+/// truncate what it did not write.
+pub fn output_bytes(dir: &Path) -> u64 {
+    Outputs::FILES
+        .iter()
+        .filter_map(|f| std::fs::metadata(dir.join(f)).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
 /// Verdict counters shared by the daemon's stats and the batch tool's
 /// progress: one place decides which counter a verdict adds to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

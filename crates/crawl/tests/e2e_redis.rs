@@ -745,3 +745,247 @@ fn a_page_failing_past_the_retry_budget_is_a_final_error_in_shared_mode() {
     // 1 + 2 requeues, 3 requests each (2 fetch retries).
     assert_eq!(server.counts()["/down"], 9);
 }
+
+/// A site whose page `/a` redirects to `/b`, a page no other page links to:
+/// its content is kept only if `/a`'s fetch keeps it.
+fn redirect_site() -> Server {
+    Server::start(|req: &Request| {
+        std::thread::sleep(Duration::from_millis(30));
+        let links = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        match req.path.as_str() {
+            "/" => Reply::html(page(
+                "Start",
+                &gibberish(500, 120),
+                &links(&["/a", "/p1", "/p2", "/p3"]),
+            )),
+            "/a" => Reply::Redirect {
+                status: 302,
+                location: "/b".to_string(),
+            },
+            "/b" => Reply::html(page("The redirect target", &gibberish(501, 160), &links(&["/"]))),
+            "/p1" | "/p2" | "/p3" => {
+                let seed = 502 + u64::from(req.path.as_bytes()[2] - b'0');
+                Reply::html(page(
+                    &format!("Page {}", req.path),
+                    &gibberish(seed, 140),
+                    &links(&["/"]),
+                ))
+            }
+            _ => Reply::status(404),
+        }
+    })
+}
+
+/// A worker killed after the verdicts of a batch holding a redirected page
+/// and before their acknowledgement (the pages' lines on disk, not
+/// acknowledged) must not leave the redirect target recorded as seen: the
+/// page's next fetch, by another worker, would find it and write the page
+/// off as a URL-tier copy of a target whose content is kept nowhere.
+#[test]
+fn a_redirect_target_counts_as_seen_only_once_its_page_is_committed() {
+    let Some(url) = redis_url("a_redirect_target_counts_as_seen") else {
+        return;
+    };
+    let server = redirect_site();
+    let dir = support::tempdir("e2e-redis-redirect-");
+    let ns = namespace("redirect");
+    let s = Shared::new(dir.path(), &format!("{}/", server.base()), &url, &ns, 1_500);
+    let workers = ["r1", "r2"];
+    // r1 dies (abort, as kill -9) right before acknowledging the batch that
+    // holds /a.
+    let err = std::fs::File::create(s.log("r1")).unwrap();
+    let mut first = Command::new(support::CRAWL)
+        .arg("--config")
+        .arg(&s.config)
+        .arg("--seeds")
+        .arg(&s.seeds)
+        .arg("--out")
+        .arg(s.out())
+        .args(["--redis", &s.url, "--worker-id", "r1"])
+        .env("CRAWL_LOG", "info")
+        .env("NO_COLOR", "1")
+        .env("SIMCRAWL_TEST_ABORT_BEFORE_ACK", "redirect")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(err))
+        .spawn()
+        .unwrap();
+    let st = wait_for(&mut first, Duration::from_secs(40))
+        .unwrap_or_else(|| panic!("r1 did not die at the injected point:\n{}", s.logs(&workers)));
+    assert!(
+        !st.success(),
+        "r1 was to abort before its ack: {st}\n{}",
+        s.logs(&workers)
+    );
+    assert_eq!(server.counts().get("/a"), Some(&1), "{:?}", server.counts());
+    // r2 takes r1's leases back once they expire and finishes the site; r1,
+    // restarted under its id, cuts its unacknowledged lines and finds the
+    // crawl over.
+    let mut children = [s.spawn("r2")];
+    s.wait_ok(&mut children, &workers);
+    let mut again = [s.spawn("r1")];
+    s.wait_ok(&mut again, &workers);
+    let lines = s.lines(&workers);
+    let line_of = |path: &str| -> Vec<(String, &'static str, Value)> {
+        lines
+            .iter()
+            .filter(|(_, _, v)| path_of(field(v, "url")) == path)
+            .cloned()
+            .collect()
+    };
+    // /a was fetched again, and its one line keeps /b's content.
+    assert_eq!(server.counts().get("/a"), Some(&2), "{:?}", server.counts());
+    let a = line_of("/a");
+    assert_eq!(
+        a.len(),
+        1,
+        "/a must have exactly one line: {a:?}\n{}",
+        s.logs(&workers)
+    );
+    let (_, file, v) = &a[0];
+    assert_eq!(
+        *file,
+        "kept",
+        "/a redirects to /b, linked from nowhere else: its fetch must keep /b's content, got {v}\n{}",
+        s.logs(&workers)
+    );
+    assert_eq!(path_of(v["final_url"].as_str().unwrap_or_default()), "/b", "{v}");
+    // Every other page once, kept (all are unique).
+    for p in ["/", "/p1", "/p2", "/p3"] {
+        let l = line_of(p);
+        assert_eq!(l.len(), 1, "{p}: {l:?}");
+        assert_eq!(l[0].1, "kept", "{p}: {l:?}");
+    }
+}
+
+impl Shared {
+    /// The worker directories under the outputs' root (ids given or not).
+    fn worker_dirs(&self) -> Vec<String> {
+        let mut out: Vec<String> = std::fs::read_dir(self.out())
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .collect()
+            })
+            .unwrap_or_default();
+        out.sort();
+        out
+    }
+
+    /// A worker under the default id (`HOSTNAME-PID`), with `env` set.
+    fn spawn_default(&self, log: &str, env: &[(&str, &str)]) -> Child {
+        let err = std::fs::File::create(self.log(log)).unwrap();
+        let mut cmd = Command::new(support::CRAWL);
+        cmd.arg("--config")
+            .arg(&self.config)
+            .arg("--seeds")
+            .arg(&self.seeds)
+            .arg("--out")
+            .arg(self.out())
+            .args(["--redis", &self.url])
+            .env("CRAWL_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(err));
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.spawn().unwrap()
+    }
+}
+
+/// A worker under the default id (`HOSTNAME-PID`) killed with a batch's
+/// lines written and not acknowledged is never restarted under that id:
+/// the workers that finish the crawl cut its outputs back to what it
+/// acknowledged, so the union of all outputs holds every page once.
+#[test]
+fn a_worker_killed_before_its_ack_and_never_restarted_leaves_no_page_twice() {
+    let Some(url) = redis_url("a_worker_killed_before_its_ack_and_never_restarted") else {
+        return;
+    };
+    let server = site(Duration::from_millis(40));
+    let dir = support::tempdir("e2e-redis-gone-");
+    let ns = namespace("gone");
+    let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 1_500);
+    let logs = ["victim", "g1", "g2"];
+    let mut victim = s.spawn_default("victim", &[("SIMCRAWL_TEST_ABORT_BEFORE_ACK", "3")]);
+    let mut others = [s.spawn_default("g1", &[]), s.spawn_default("g2", &[])];
+    let st = wait_for(&mut victim, Duration::from_secs(40))
+        .unwrap_or_else(|| panic!("the victim did not die at its 3rd ack:\n{}", s.logs(&logs)));
+    assert!(!st.success(), "{st}:\n{}", s.logs(&logs));
+    s.wait_ok(&mut others, &logs);
+    let dirs = s.worker_dirs();
+    assert_eq!(dirs.len(), 3, "one directory per worker: {dirs:?}");
+    let names: Vec<&str> = dirs.iter().map(String::as_str).collect();
+    let kept = s.every_page_once(&names);
+    let kept_set: BTreeSet<usize> = kept.iter().copied().collect();
+    assert_kept_like_one_process(&kept_set, "a worker killed before its ack and two others");
+    // The victim did leave lines: its first two batches.
+    let victim_dir = dirs
+        .iter()
+        .find(|d| !s.lines(&[d.as_str()]).is_empty() && s.lines(&[d.as_str()]).len() < PAGES / 2)
+        .cloned();
+    assert!(victim_dir.is_some(), "{dirs:?}\n{}", s.logs(&logs));
+    let log = s.logs(&logs);
+    assert!(
+        log.contains("gone worker's outputs cut"),
+        "the finishing workers say they cut the victim's outputs:\n{log}"
+    );
+}
+
+/// A worker whose output directory holds files the shared crawl has no
+/// record of (another crawl's, or Redis was cleared) refuses to start
+/// rather than truncate them; a second live process under one id refuses
+/// too.
+#[test]
+fn a_worker_never_truncates_outputs_it_did_not_write() {
+    let Some(url) = redis_url("a_worker_never_truncates_outputs") else {
+        return;
+    };
+    let server = site(Duration::from_millis(200));
+    let dir = support::tempdir("e2e-redis-foreign-");
+    let ns = namespace("foreign");
+    let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 3_000);
+    let foreign = s.out().join("w9");
+    std::fs::create_dir_all(&foreign).unwrap();
+    let text = "{\"url\":\"http://elsewhere.example/\",\"title\":\"another crawl's page\"}\n";
+    std::fs::write(foreign.join("kept.jsonl"), text).unwrap();
+    let mut w9 = s.spawn("w9");
+    let st = wait_for(&mut w9, Duration::from_secs(20)).expect("w9 must refuse at once");
+    assert!(!st.success(), "{st}");
+    let log = std::fs::read_to_string(s.log("w9")).unwrap();
+    assert!(
+        log.contains("no record of") && log.contains(&foreign.display().to_string()),
+        "the error names the directory and why: {log}"
+    );
+    assert_eq!(std::fs::read_to_string(foreign.join("kept.jsonl")).unwrap(), text);
+    // One id, two live processes: the second refuses.
+    let mut first = s.spawn("twin");
+    let t0 = Instant::now();
+    while s.lines_now("twin") == 0 {
+        assert!(t0.elapsed() < Duration::from_secs(30), "{}", s.logs(&["twin"]));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let err = std::fs::File::create(dir.path().join("twin2.log")).unwrap();
+    let second = Command::new(support::CRAWL)
+        .arg("--config")
+        .arg(&s.config)
+        .arg("--seeds")
+        .arg(&s.seeds)
+        .arg("--out")
+        .arg(s.out())
+        .args(["--redis", &s.url, "--worker-id", "twin"])
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(err))
+        .status()
+        .unwrap();
+    assert!(!second.success());
+    let log2 = std::fs::read_to_string(dir.path().join("twin2.log")).unwrap();
+    assert!(log2.contains("is in use"), "{log2}");
+    first.kill().unwrap();
+    first.wait().unwrap();
+}

@@ -18,7 +18,11 @@
 //!    that expired and was taken back (this worker stalled past
 //!    `lease_ms`), it is refused whole: the outputs are cut back to the
 //!    last acknowledged offsets and steps 2-4 run again without those
-//!    pages, which the worker that took them back writes.
+//!    pages, which the worker that took them back writes;
+//! 5. the redirect targets of the pages written count as seen in the URL
+//!    tier. Only now: a target recorded before the ack, by a worker killed
+//!    before it, would make the page's next fetch a URL-tier "copy" of a
+//!    target whose content is kept nowhere.
 //!
 //! A worker killed before 4 holds leases that expire: its pages are
 //! fetched again by another worker (and re-discover their links), and its
@@ -214,20 +218,38 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
     }
     let deduper = Arc::new(state::open_deduper(store, &cfg)?);
     let out_dir = cfg.crawl.out_dir.join(&worker);
+    // Before anything in it is touched: one live process per directory.
+    let _lock = DirLock::take(&out_dir, &worker)?;
     if start == Start::Fresh {
         for name in Outputs::FILES.iter().chain(["stats.json"].iter()) {
             remove_if_exists(&out_dir.join(name))?;
         }
     }
+    let lease_ms = r.lease_ms.max(1);
+    let worker_name = worker.clone();
     let (batch_no, state_json) = retry("read this worker's state", frontier.url(), || {
         frontier.worker_state(&worker)
     })?;
     let ws: WorkerState = if state_json.is_empty() {
+        // Nothing of this worker was ever acknowledged: outputs already
+        // there are not its (another crawl's, or its Redis state was
+        // cleared), and are not truncated.
+        let bytes = crate::sinks::output_bytes(&out_dir);
+        if bytes > 0 {
+            bail!(
+                "{} holds {bytes} bytes of outputs that the crawl shared in namespace {:?} has no record of \
+                 (another crawl's, or its Redis state was cleared): move them away, choose another \
+                 --out or --worker-id, or run with --fresh to delete them",
+                out_dir.display(),
+                r.namespace
+            );
+        }
         WorkerState::default()
     } else {
         serde_json::from_str(&state_json).context("unreadable worker state in Redis")?
     };
     let outputs = Outputs::open(&out_dir, ws.offsets)?;
+    cut_gone_workers(&frontier, &cfg.crawl.out_dir, &worker)?;
     info!(
         worker = %worker,
         out = %out_dir.display(),
@@ -283,9 +305,11 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         templates,
         tokens: shared::Tokens::new(),
         run_started: Instant::now(),
+        out_root: cfg.crawl.out_dir.clone(),
+        last_cut: Instant::now(),
     };
     let source = RedisSource {
-        frontier,
+        frontier: frontier.clone(),
         deduper,
         worker,
         pending: VecDeque::new(),
@@ -293,11 +317,11 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         last: None,
         poked: true,
         last_lease: Instant::now(),
-        last_renew: Instant::now(),
         batch: concurrency,
         cap,
-        lease_ms: r.lease_ms.max(1),
+        lease_ms,
         delay_ms: cfg.fetch.per_host_delay_ms,
+        last_renew: Instant::now(),
         budget: cfg.crawl.max_pages,
     };
     let settings = Dispatch {
@@ -313,7 +337,122 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
     drive(stages, source, writer, settings, shared_stats.clone())?;
     let stats = shared_stats.lock().clone();
     write_stats(&out_dir, &stats)?;
+    // The crawl is over: whatever a gone worker wrote past its last
+    // acknowledgement was taken back and written by another.
+    cut_gone_workers(&frontier, &cfg.crawl.out_dir, &worker_name)?;
     Ok(stats)
+}
+
+/// The lock file in a worker's output directory: held (`flock`, exclusive)
+/// by the live process writing there, released by the kernel when it exits
+/// however it exits, so that another worker tells a gone worker's outputs
+/// from a live one's without asking it.
+const LOCK_FILE: &str = ".worker.lock";
+
+/// This process's hold on its output directory ([`LOCK_FILE`]).
+#[derive(Debug)]
+struct DirLock {
+    _file: std::fs::File,
+}
+
+impl DirLock {
+    /// Takes the lock of `dir`, or says which live process holds it.
+    fn take(dir: &std::path::Path, worker: &str) -> Result<DirLock> {
+        use std::io::{Read, Seek, Write};
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let path = dir.join(LOCK_FILE);
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let mut holder = String::new();
+                let _ = file.read_to_string(&mut holder);
+                bail!(
+                    "worker id {worker:?} is in use: process {} writes {} (it holds {}); give each \
+                     worker its own --worker-id",
+                    holder.trim(),
+                    dir.display(),
+                    path.display()
+                );
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(anyhow::Error::new(e).context(format!("cannot lock {}", path.display())));
+            }
+        }
+        let pid = std::process::id().to_string();
+        file.set_len(0)
+            .and_then(|()| file.rewind())
+            .and_then(|()| file.write_all(pid.as_bytes()))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(DirLock { _file: file })
+    }
+}
+
+/// Whether the worker writing `dir` is gone: its lock is free. Returns the
+/// lock, held, so that the worker cannot restart while its outputs are cut.
+fn lock_if_gone(dir: &std::path::Path) -> Option<std::fs::File> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join(LOCK_FILE))
+        .ok()?;
+    file.try_lock().ok()?;
+    Some(file)
+}
+
+/// Cuts the outputs of gone workers under the outputs' root `root` back to
+/// their last acknowledged offsets. A worker killed after writing a batch's
+/// lines and before their acknowledgement leaves them behind, and another
+/// worker takes the pages back and writes them too; with the default id
+/// (`HOSTNAME-PID`) nobody restarts under its id to cut them. A worker is
+/// gone when the lock of its directory is free (see [`LOCK_FILE`]): a dead
+/// process writes and acknowledges nothing more, so its acknowledged
+/// offsets in Redis are final; a paused one still holds its lock and is
+/// left alone.
+fn cut_gone_workers(frontier: &RedisFrontier, root: &std::path::Path, me: &str) -> Result<()> {
+    let Ok(dir) = std::fs::read_dir(root) else {
+        return Ok(());
+    };
+    for e in dir.flatten() {
+        let Ok(name) = e.file_name().into_string() else {
+            continue;
+        };
+        if name == me || !e.file_type().is_ok_and(|t| t.is_dir()) || worker_id(&name).is_err() {
+            continue;
+        }
+        let Some(_held) = lock_if_gone(&e.path()) else {
+            continue;
+        };
+        let (_, state) = retry("read a gone worker's state", frontier.url(), || {
+            frontier.worker_state(&name)
+        })?;
+        if state.is_empty() {
+            continue;
+        }
+        let ws: WorkerState = serde_json::from_str(&state)
+            .with_context(|| format!("unreadable state of worker {name:?} in Redis"))?;
+        let (cut, short) = crate::sinks::cut_gone_outputs(&e.path(), ws.offsets)?;
+        if cut > 0 {
+            warn!(
+                worker = %name,
+                bytes = cut,
+                "a gone worker's outputs cut to its last acknowledged batch (another worker took \
+                 those pages back and wrote them)"
+            );
+        }
+        for p in short {
+            warn!(
+                file = %p.display(),
+                "a gone worker's output is shorter than its last acknowledged offset: changed outside the crawl"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Offers the seeds to the shared frontier: each one the URL tier has not
@@ -335,10 +474,7 @@ fn enqueue_seeds(d: &SharedTiers, f: &RedisFrontier, seeds: &[Url], worker: &str
         })
         .collect();
     let n = links.len() as u64;
-    let ack = Ack {
-        links,
-        ..Ack::default()
-    };
+    let ack = Ack::held(Vec::new(), links, Vec::new());
     retry("queue the seeds", f.url(), || f.ack_held(worker, cap, &ack))?;
     Ok(n)
 }
@@ -354,17 +490,23 @@ fn url_cutoff(d: &SharedTiers) -> u64 {
 
 /// Which of `links` the URL tier has not seen (a read, one round trip).
 fn unseen(d: &SharedTiers, links: &[Candidate]) -> Result<Vec<bool>> {
-    if links.is_empty() {
-        return Ok(Vec::new());
-    }
     let digests: Vec<u128> = links
         .iter()
         .map(|c| u128::from_be_bytes(c.canonical().digest()))
         .collect();
+    unseen_digests(d, &digests)
+}
+
+/// Which of the canonical URL `digests` the URL tier has not seen (a read,
+/// one round trip).
+fn unseen_digests(d: &SharedTiers, digests: &[u128]) -> Result<Vec<bool>> {
+    if digests.is_empty() {
+        return Ok(Vec::new());
+    }
     let cutoff = url_cutoff(d);
     Ok(d.store().read(|t| {
         t.prefetch(&Prefetch {
-            urls: digests.clone(),
+            urls: digests.to_vec(),
             ..Prefetch::default()
         })?;
         digests
@@ -423,13 +565,13 @@ struct RedisSource {
     /// again without waiting for [`POLL`].
     poked: bool,
     last_lease: Instant,
-    last_renew: Instant,
     /// Entries leased per call.
     batch: usize,
     cap: usize,
     lease_ms: u64,
     delay_ms: u64,
     budget: u64,
+    last_renew: Instant,
 }
 
 impl RedisSource {
@@ -548,15 +690,12 @@ impl RedisSource {
             }
         }
         if !releases.is_empty() {
-            let ack = Ack {
-                releases,
-                counters: if seen > 0 {
-                    vec![("dup_url".to_string(), seen)]
-                } else {
-                    Vec::new()
-                },
-                ..Ack::default()
+            let counters = if seen > 0 {
+                vec![("dup_url".to_string(), seen)]
+            } else {
+                Vec::new()
             };
+            let ack = Ack::held(releases, Vec::new(), counters);
             retry("release URLs already claimed", f.url(), || {
                 f.ack_held(&self.worker, self.cap, &ack)
             })?;
@@ -635,10 +774,7 @@ impl Source for RedisSource {
             })
             .collect();
         info!(entries = releases.len(), "giving back leased entries not started");
-        let ack = Ack {
-            releases,
-            ..Ack::default()
-        };
+        let ack = Ack::held(releases, Vec::new(), Vec::new());
         retry("give back leases", self.frontier.url(), || {
             self.frontier.ack_held(&self.worker, self.cap, &ack)
         })?;
@@ -672,7 +808,16 @@ struct RedisWriter {
     tokens: shared::Tokens,
     run_started: Instant,
     base_seconds: f64,
+    /// The outputs' root, where gone workers' outputs are cut
+    /// ([`cut_gone_workers`]) every [`CUT_GONE_EVERY`].
+    out_root: std::path::PathBuf,
+    last_cut: Instant,
 }
+
+/// How often a worker looks for gone workers' outputs to cut during a
+/// crawl (it also does at start and at the end): a long or endless crawl
+/// does not keep their extra lines until it ends.
+const CUT_GONE_EVERY: Duration = Duration::from_secs(60);
 
 /// Increments that take the merged counters from `a` to `b`.
 fn counter_delta(a: &Stats, b: &Stats) -> Vec<(String, i64)> {
@@ -758,38 +903,63 @@ pub fn print_stats(url: &str, namespace: &str) -> Result<()> {
     Ok(())
 }
 
+/// The URL a redirected page ended at, where it canonicalizes apart from
+/// the page's own: `None` for a page that was not redirected (or only to
+/// a variant of its own URL).
+fn redirect_target(p: &PageResult) -> Option<(String, CanonicalUrl)> {
+    if p.final_url == p.entry.url {
+        return None;
+    }
+    let c = CanonicalUrl::from_url(p.final_url.clone()).ok()?;
+    let own = CanonicalUrl::from_url(p.entry.url.clone()).ok()?;
+    (c != own).then(|| (p.final_url.to_string(), c))
+}
+
 impl RedisWriter {
     /// Redirect checks of the pages whose final URL differs from their own:
     /// `true` where that URL was already known (the page is then a URL-tier
-    /// duplicate of it), in one transaction.
-    fn redirects_seen(&self, pages: &[&PageResult]) -> Result<Vec<bool>> {
-        let targets: Vec<Option<(String, CanonicalUrl)>> = pages
+    /// duplicate of it). A read: a target is recorded only once the commit
+    /// that keeps its page is acknowledged ([`RedisWriter::record_targets`]),
+    /// as local mode records it in the transaction that keeps the page. Were
+    /// it recorded here, a worker killed (or refused) before its ack would
+    /// leave the target "seen" with its content kept nowhere: the page's
+    /// next fetch would find it and write the page off as a URL-tier copy.
+    fn redirects_seen(&self, targets: &[Option<(String, CanonicalUrl)>]) -> Result<Vec<bool>> {
+        let digests: Vec<u128> = targets
             .iter()
-            .map(|p| {
-                if p.final_url == p.entry.url {
-                    return None;
-                }
-                let c = CanonicalUrl::from_url(p.final_url.clone()).ok()?;
-                let own = CanonicalUrl::from_url(p.entry.url.clone()).ok()?;
-                (c != own).then(|| (p.final_url.to_string(), c))
-            })
+            .flatten()
+            .map(|(_, c)| u128::from_be_bytes(c.digest()))
             .collect();
-        if targets.iter().all(Option::is_none) {
-            return Ok(vec![false; pages.len()]);
+        if digests.is_empty() {
+            return Ok(vec![false; targets.len()]);
+        }
+        let d = self.deduper.clone();
+        let mut unseen = retry("check redirect targets", self.frontier.url(), || {
+            unseen_digests(&d, &digests)
+        })?
+        .into_iter();
+        Ok(targets
+            .iter()
+            .map(|t| t.is_some() && !unseen.next().unwrap_or(true))
+            .collect())
+    }
+
+    /// Records in the URL tier the redirect targets of the pages an
+    /// acknowledged commit kept or judged, so that links to them are not
+    /// fetched again. Killed before this, the next link to a target fetches
+    /// it once more and the content tier finds it a copy: a second fetch,
+    /// never a loss.
+    fn record_targets(&self, targets: &[(String, CanonicalUrl)]) -> Result<()> {
+        if targets.is_empty() {
+            return Ok(());
         }
         let d = &self.deduper;
-        retry("check redirect targets", self.frontier.url(), || {
+        retry("record redirect targets", self.frontier.url(), || {
             Ok(d.store().write(|t| {
-                targets
-                    .iter()
-                    .map(|tg| match tg {
-                        None => Ok(false),
-                        Some((u, c)) => Ok(matches!(
-                            d.check_url_in(t, u, c.clone())?,
-                            UrlVerdict::Seen { .. }
-                        )),
-                    })
-                    .collect()
+                for (u, c) in targets {
+                    d.check_url_in(t, u, c.clone())?;
+                }
+                Ok(())
             })?)
         })
     }
@@ -994,7 +1164,8 @@ impl Commits for RedisWriter {
             .collect();
         // 1. Verdicts: redirect targets, then the title and content tiers of
         // every page that is judged, in one transaction.
-        let redirected = self.redirects_seen(&pages)?;
+        let targets: Vec<Option<(String, CanonicalUrl)>> = pages.iter().map(|p| redirect_target(p)).collect();
+        let redirected = self.redirects_seen(&targets)?;
         let judged: Vec<usize> = (0..pages.len())
             .filter(|&i| !redirected[i] && !pages[i].noindex)
             .collect();
@@ -1034,7 +1205,20 @@ impl Commits for RedisWriter {
                 counters: counter_delta(&before, &self.state.stats),
                 delays: written.delays,
                 state: serde_json::to_string(&self.state)?,
+                once: String::new(),
             };
+            // Debug builds only, for the end-to-end tests: the worker dies
+            // (as by kill -9) with a batch's lines written and not
+            // acknowledged: `redirect`, the first batch with a redirected
+            // page (its target must not count as seen yet); a number N, the
+            // N-th batch.
+            #[cfg(debug_assertions)]
+            if let Ok(when) = std::env::var("SIMCRAWL_TEST_ABORT_BEFORE_ACK")
+                && ((when == "redirect" && targets.iter().any(Option::is_some))
+                    || when.parse::<u64>().is_ok_and(|n| n == self.batch_no))
+            {
+                std::process::abort();
+            }
             let reply = retry("acknowledge results", self.frontier.url(), || {
                 self.frontier.ack(&self.worker, self.cap, &ack)
             })?;
@@ -1053,6 +1237,16 @@ impl Commits for RedisWriter {
                 self.outputs.cut_to(at).map_err(io)?;
                 continue;
             }
+            // 5. Redirect targets of the pages this commit wrote count as
+            // seen from now on.
+            let kept_targets: Vec<(String, CanonicalUrl)> = pages
+                .iter()
+                .zip(&targets)
+                .zip(&redirected)
+                .filter(|((p, _), r)| !**r && !lost.contains(&p.entry.seq))
+                .filter_map(|((_, t), _)| t.clone())
+                .collect();
+            self.record_targets(&kept_targets)?;
             *self.shared.lock() = self.state.stats.clone();
             return Ok(Committed {
                 seqs,
@@ -1072,6 +1266,10 @@ impl Commits for RedisWriter {
     }
 
     fn between_commits(&mut self) -> Result<()> {
+        if self.last_cut.elapsed() >= CUT_GONE_EVERY {
+            cut_gone_workers(&self.frontier, &self.out_root, &self.worker)?;
+            self.last_cut = Instant::now();
+        }
         let d = self.deduper.clone();
         retry("purge expired entries", self.frontier.url(), || {
             Ok(d.purge_if_due().map(drop)?)
