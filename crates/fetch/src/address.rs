@@ -13,10 +13,18 @@
 //! private one at connect time (DNS rebinding) still never reaches the
 //! private address. IP-literal hosts are not resolved, so [`Policy::check`]
 //! refuses them before a request is made.
+//!
+//! Through a proxy (`fetch.proxy`) the client never resolves the target:
+//! the proxy does. So proxies from the environment (`HTTP_PROXY`...) are
+//! ignored, and with a configured one [`Policy::check_proxied`] resolves
+//! the name here first and refuses it if any answer is private. That cannot
+//! see what the proxy's own DNS answers: a name unknown here, or rebound
+//! between the two lookups, is for the proxy's rules to keep out.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
+use std::time::Duration;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use serde::{Deserialize, Serialize};
@@ -32,40 +40,118 @@ pub enum PrivateAddresses {
     Allow,
 }
 
-/// Loopback, private (RFC 1918), shared (CGNAT), link-local (including
-/// 169.254.169.254), unique-local, unspecified, broadcast, multicast and
-/// documentation-free "this network" addresses: everything that is not a
-/// public unicast address on the internet.
+/// Whether `ip` is anything but a globally reachable unicast address:
+/// every range of the IANA IPv4 and IPv6 special-purpose address registries
+/// marked not globally reachable (loopback, RFC 1918, CGNAT, link-local such
+/// as 169.254.169.254, documentation, benchmarking, unique-local...), plus
+/// multicast, broadcast and reserved space.
+///
+/// An IPv6 address that carries an IPv4 address the network may translate
+/// to or tunnel into (IPv4-mapped `::ffff:0:0/96`, NAT64 `64:ff9b::/96`,
+/// 6to4 `2002::/16`) is judged by that IPv4 address, since
+/// `64:ff9b::a9fe:a9fe` reaches 169.254.169.254 through a NAT64 gateway.
+/// Other IPv6 space is judged by where it lies; see [`is_private_v6`].
 pub fn is_private(ip: IpAddr) -> bool {
     match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            v4.is_private()
-                || v4.is_loopback()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_multicast()
-                || o[0] == 0
-                // 100.64.0.0/10, carrier-grade NAT (shared address space).
-                || (o[0] == 100 && (o[1] & 0xc0) == 64)
-                // 192.0.0.0/24, IETF protocol assignments.
-                || (o[0] == 192 && o[1] == 0 && o[2] == 0)
-                // 198.18.0.0/15, benchmarking.
-                || (o[0] == 198 && (o[1] & 0xfe) == 18)
-                // 240.0.0.0/4, reserved.
-                || o[0] >= 240
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_private(IpAddr::V4(v4));
-            }
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || v6.is_multicast()
-                || v6.is_unique_local()
-                || v6.is_unicast_link_local()
-        }
+        IpAddr::V4(v4) => is_private_v4(v4),
+        IpAddr::V6(v6) => is_private_v6(v6),
+    }
+}
+
+/// The IPv4 rule of [`is_private`]: the special-purpose registry's ranges
+/// that are not globally reachable, multicast and everything above.
+///
+/// 192.0.0.0/24 is refused whole, although its two anycast addresses
+/// 192.0.0.9 and 192.0.0.10 are globally reachable: they serve PCP and
+/// TURN, never a web page.
+pub fn is_private_v4(v4: Ipv4Addr) -> bool {
+    let [a, b, c, _] = v4.octets();
+    v4.is_private() // 10/8, 172.16/12, 192.168/16
+        || v4.is_loopback() // 127/8
+        || v4.is_link_local() // 169.254/16, cloud metadata services
+        || v4.is_documentation() // 192.0.2/24, 198.51.100/24, 203.0.113/24
+        // 0.0.0.0/8, "this network" (0.0.0.0 reaches the local host on Linux).
+        || a == 0
+        // 100.64.0.0/10, shared address space (carrier-grade NAT).
+        || (a == 100 && (b & 0xc0) == 64)
+        // 192.0.0.0/24, IETF protocol assignments (DS-Lite, NAT64 discovery...).
+        || (a == 192 && b == 0 && c == 0)
+        // 198.18.0.0/15, benchmarking.
+        || (a == 198 && (b & 0xfe) == 18)
+        // 224.0.0.0/4 multicast, 240.0.0.0/4 reserved, 255.255.255.255 broadcast.
+        || a >= 224
+}
+
+/// The IPv6 rule of [`is_private`].
+///
+/// Only 2000::/3 is allocated for global unicast (IANA's IPv6 address
+/// space registry), so everything outside it is refused except the two
+/// prefixes that stand for an IPv4 address (IPv4-mapped and NAT64
+/// `64:ff9b::/96`, judged by that address). This covers `::` and `::1`,
+/// IPv4-compatible `::/96` (deprecated; some stacks still tunnel it to the
+/// IPv4 address), the local-use NAT64 prefix `64:ff9b:1::/48` (whole: it
+/// names the operator's own translator, whatever address it embeds),
+/// discard-only `100::/64`, SRv6 `5f00::/16`, unique-local `fc00::/7`,
+/// link-local `fe80::/10`, the deprecated site-local `fec0::/10`,
+/// multicast `ff00::/8` and all reserved space.
+///
+/// Inside 2000::/3: 6to4 `2002::/16` is judged by the IPv4 address in its
+/// second and third groups (a 6to4 relay delivers to it); the
+/// documentation prefixes `2001:db8::/32` and `3fff::/20` are refused; of
+/// `2001::/23` (IETF protocol assignments) only the globally reachable
+/// entries pass: the anycast addresses `2001:1::1`, `::2` and `::3`, AMT
+/// `2001:3::/32`, AS112 `2001:4:112::/48`, ORCHIDv2 `2001:20::/28` and DRIP
+/// `2001:30::/28`.
+///
+/// Teredo (`2001::/32`, part of `2001::/23`) is refused whole. Its
+/// addresses embed a server IPv4 address and the client's IPv4 address
+/// obfuscated (bits inverted), and decoding that client address would
+/// still leave the choice of route to a Teredo relay or a local Teredo
+/// interface; the registry does not call Teredo globally reachable, the
+/// public service is defunct, and no web content is served from it.
+pub fn is_private_v6(v6: Ipv6Addr) -> bool {
+    let s = v6.segments();
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return is_private_v4(v4);
+    }
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return is_private_v4(embedded_v4(s[6], s[7]));
+    }
+    if s[0] & 0xe000 != 0x2000 {
+        return true;
+    }
+    match s[0] {
+        0x2002 => is_private_v4(embedded_v4(s[1], s[2])),
+        // 3fff::/20, documentation.
+        0x3fff => s[1] < 0x1000,
+        // 2001:db8::/32, documentation.
+        0x2001 if s[1] == 0x0db8 => true,
+        // 2001::/23, IETF protocol assignments.
+        0x2001 if s[1] < 0x0200 => !ietf_assignment_is_global(&s),
+        _ => false,
+    }
+}
+
+/// The IPv4 address in two 16-bit groups of an IPv6 address.
+fn embedded_v4(hi: u16, lo: u16) -> Ipv4Addr {
+    let [a, b] = hi.to_be_bytes();
+    let [c, d] = lo.to_be_bytes();
+    Ipv4Addr::new(a, b, c, d)
+}
+
+/// The globally reachable entries of 2001::/23 in the IANA IPv6
+/// special-purpose registry; the rest of it is not.
+fn ietf_assignment_is_global(s: &[u16; 8]) -> bool {
+    match s[1] {
+        // 2001:1::1 PCP, 2001:1::2 TURN, 2001:1::3 DNS-SD SRP anycast.
+        0x0001 => s[2..7] == [0; 5] && (1..=3).contains(&s[7]),
+        // 2001:3::/32, AMT.
+        0x0003 => true,
+        // 2001:4:112::/48, AS112-v6.
+        0x0004 => s[2] == 0x0112,
+        // 2001:20::/28 ORCHIDv2 and 2001:30::/28 DRIP DETs.
+        0x0020..=0x003f => true,
+        _ => false,
     }
 }
 
@@ -77,11 +163,15 @@ pub struct Policy {
     allowed: BTreeSet<String>,
     /// Fixed answers, like curl's `--resolve`: host -> addresses.
     overrides: BTreeMap<String, Vec<IpAddr>>,
+    /// The configured proxy's host: the resolver lets its addresses through
+    /// (a proxy on the operator's network is usual), but it is not an
+    /// allowed crawl target.
+    proxy_host: Option<String>,
 }
 
 /// Why a host may not be connected to.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{host} resolves only to private addresses ({addrs}); refused (fetch.private_addresses)")]
+#[error("{host} is or resolves to a private address ({addrs}); refused (fetch.private_addresses)")]
 pub struct PrivateAddressRefused {
     /// The host name or IP literal.
     pub host: String,
@@ -106,7 +196,20 @@ impl Policy {
             mode,
             allowed: allowed.into_iter().map(|h| host_name(&h)).collect(),
             overrides: overrides.into_iter().map(|(h, a)| (host_name(&h), a)).collect(),
+            proxy_host: None,
         }
+    }
+
+    /// The same policy for a client whose requests all go through the proxy
+    /// on `host`: the resolver then only ever resolves the proxy, whose
+    /// address may be private.
+    pub fn through_proxy(mut self, host: &str) -> Policy {
+        self.proxy_host = Some(host_name(host));
+        self
+    }
+
+    fn is_proxy(&self, host: &str) -> bool {
+        self.proxy_host.as_deref() == Some(host_name(host).as_str())
     }
 
     fn allows_any(&self, host: &str) -> bool {
@@ -129,6 +232,48 @@ impl Policy {
             });
         }
         Ok(())
+    }
+
+    /// [`Policy::check`] for a request through a proxy, which resolves the
+    /// target's name itself and so never shows it to the resolver's check:
+    /// a name is resolved here first (the overrides, else the system
+    /// resolver, waiting `timeout` at most) and refused when any of its
+    /// addresses is private, since the proxy may connect to any of them.
+    ///
+    /// A name that does not resolve here (or not in time) passes: behind a
+    /// proxy the local resolver often knows no public names, and the proxy
+    /// decides where it leads.
+    pub async fn check_proxied(
+        &self,
+        url: &url::Url,
+        timeout: Duration,
+    ) -> Result<(), PrivateAddressRefused> {
+        self.check(url)?;
+        let Some(url::Host::Domain(host)) = url.host() else {
+            return Ok(());
+        };
+        if self.allows_any(host) {
+            return Ok(());
+        }
+        let ips: Vec<IpAddr> = match self.overrides.get(&host_name(host)) {
+            Some(ips) => ips.clone(),
+            None => match tokio::time::timeout(timeout, tokio::net::lookup_host((host, 0))).await {
+                Ok(Ok(addrs)) => addrs.map(|a| a.ip()).collect(),
+                Ok(Err(_)) | Err(_) => return Ok(()),
+            },
+        };
+        let private: Vec<String> = ips
+            .iter()
+            .filter(|ip| is_private(**ip))
+            .map(ToString::to_string)
+            .collect();
+        if private.is_empty() {
+            return Ok(());
+        }
+        Err(PrivateAddressRefused {
+            host: host.to_string(),
+            addrs: private.join(", "),
+        })
     }
 
     /// Keeps the addresses `host` may be connected to; an error when none
@@ -164,7 +309,9 @@ impl Policy {
 }
 
 /// The client's DNS resolver: the system resolver (or the configured
-/// overrides), then [`Policy::filter`], at every connection.
+/// overrides), then [`Policy::filter`], at every connection. The configured
+/// proxy's host is the exception: it is where every request goes, not a
+/// crawl target.
 #[derive(Debug, Clone)]
 pub(crate) struct GuardedResolver {
     pub(crate) policy: Arc<Policy>,
@@ -179,7 +326,11 @@ impl Resolve for GuardedResolver {
                 Some(a) => a,
                 None => tokio::net::lookup_host((host.as_str(), 0)).await?.collect(),
             };
-            let kept = policy.filter(&host, addrs)?;
+            let kept = if policy.is_proxy(&host) {
+                addrs
+            } else {
+                policy.filter(&host, addrs)?
+            };
             let it: Addrs = Box::new(kept.into_iter());
             Ok(it)
         })
@@ -237,6 +388,134 @@ mod tests {
         ] {
             assert!(!is_private(ip.parse().unwrap()), "{ip} should be public");
         }
+    }
+
+    /// Every non-global range of the IANA IPv4 and IPv6 special-purpose
+    /// registries (plus multicast, and the IPv6 space outside 2000::/3),
+    /// with an address at each edge, and the embedded-IPv4 forms.
+    #[test]
+    fn special_purpose_ranges_are_private() {
+        let private = [
+            // IPv4
+            ("0.0.0.0/8 this network", "0.1.2.3"),
+            ("10/8", "10.255.255.255"),
+            ("100.64/10 shared (CGNAT)", "100.64.0.0"),
+            ("100.64/10 shared (CGNAT), top", "100.127.255.255"),
+            ("127/8 loopback", "127.255.0.1"),
+            ("169.254/16 link-local", "169.254.0.1"),
+            ("172.16/12", "172.31.255.255"),
+            ("192.0.0/24 IETF protocol assignments", "192.0.0.8"),
+            ("192.0.0/24 IETF protocol assignments, DS-Lite", "192.0.0.170"),
+            ("192.0.2/24 TEST-NET-1", "192.0.2.1"),
+            ("192.168/16", "192.168.255.1"),
+            ("198.18/15 benchmarking", "198.19.255.255"),
+            ("198.51.100/24 TEST-NET-2", "198.51.100.7"),
+            ("203.0.113/24 TEST-NET-3", "203.0.113.7"),
+            ("224/4 multicast", "239.255.255.250"),
+            ("240/4 reserved", "240.0.0.1"),
+            ("255.255.255.255 broadcast", "255.255.255.255"),
+            // IPv6
+            ("::/128 unspecified", "::"),
+            ("::1/128 loopback", "::1"),
+            ("::ffff:0:0/96 IPv4-mapped, private IPv4", "::ffff:10.0.0.1"),
+            ("::ffff:0:0/96 IPv4-mapped, metadata", "::ffff:169.254.169.254"),
+            ("::/96 IPv4-compatible, private IPv4", "::10.0.0.1"),
+            ("::/96 IPv4-compatible, public IPv4", "::8.8.8.8"),
+            ("::/96 IPv4-compatible, loopback", "::127.0.0.1"),
+            ("64:ff9b::/96 NAT64, 10.0.0.1", "64:ff9b::a00:1"),
+            ("64:ff9b::/96 NAT64, 169.254.169.254", "64:ff9b::a9fe:a9fe"),
+            ("64:ff9b::/96 NAT64, 127.0.0.1", "64:ff9b::7f00:1"),
+            ("64:ff9b:1::/48 local-use NAT64, 10.0.0.1", "64:ff9b:1::a00:1"),
+            (
+                "64:ff9b:1::/48 local-use NAT64, 8.8.8.8",
+                "64:ff9b:1:ffff::808:808",
+            ),
+            ("100::/64 discard-only", "100::1"),
+            ("100::/64 discard-only, top", "100::ffff:ffff:ffff:ffff"),
+            ("2001::/32 Teredo", "2001::1"),
+            (
+                "2001::/32 Teredo, embedding public IPv4s",
+                "2001:0:4136:e378:8000:63bf:f7f7:f7f7",
+            ),
+            ("2001:2::/48 benchmarking", "2001:2::1"),
+            ("2001:10::/28 deprecated ORCHID", "2001:10::1"),
+            ("2001::/23 unassigned rest", "2001:1ff::1"),
+            ("2001:1::/48 besides its anycast addresses", "2001:1::4"),
+            ("2001:db8::/32 documentation", "2001:db8::1"),
+            (
+                "2001:db8::/32 documentation, top",
+                "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff",
+            ),
+            ("3fff::/20 documentation", "3fff:fff::1"),
+            ("2002::/16 6to4, 10.0.0.1", "2002:0a00:0001::"),
+            ("2002::/16 6to4, 192.168.1.1", "2002:c0a8:0101::1"),
+            ("2002::/16 6to4, 169.254.169.254", "2002:a9fe:a9fe::1"),
+            ("2002::/16 6to4, 127.0.0.1", "2002:7f00:1::"),
+            ("5f00::/16 SRv6 SIDs", "5f00::1"),
+            ("fc00::/7 unique-local", "fc00::1"),
+            ("fc00::/7 unique-local, fd", "fdff:ffff::1"),
+            ("fe80::/10 link-local", "fe80::1"),
+            ("fe80::/10 link-local, top", "febf::1"),
+            ("fec0::/10 site-local (deprecated)", "fec0::1"),
+            ("fec0::/10 site-local (deprecated), top", "feff::1"),
+            ("ff00::/8 multicast", "ff02::1"),
+            ("ff00::/8 multicast, global scope", "ff0e::1"),
+            ("::/8 reserved", "::1:0:0:1"),
+            ("outside 2000::/3, reserved", "4000::1"),
+            ("outside 2000::/3, reserved (1000::/4)", "1000::1"),
+        ];
+        let mut wrong: Vec<String> = private
+            .iter()
+            .filter(|(_, ip)| !is_private(ip.parse().unwrap()))
+            .map(|(range, ip)| format!("{ip} ({range}) should be private"))
+            .collect();
+        let public = [
+            ("IPv4 unicast", "8.8.8.8"),
+            ("IPv4 unicast", "93.184.216.34"),
+            ("just above 0/8", "1.0.0.1"),
+            ("just below 10/8", "9.255.255.255"),
+            ("just above 10/8", "11.0.0.1"),
+            ("just below 100.64/10", "100.63.255.255"),
+            ("just above 100.64/10", "100.128.0.1"),
+            ("just above 172.16/12", "172.32.0.1"),
+            ("just below 192.0.0/24", "191.255.255.255"),
+            ("between 192.0.0/24 and 192.0.2/24", "192.0.1.1"),
+            ("just above 192.0.2/24", "192.0.3.1"),
+            ("AS112-v4 (globally reachable)", "192.31.196.1"),
+            ("AMT (globally reachable)", "192.52.193.1"),
+            ("just below 198.18/15", "198.17.255.255"),
+            ("just above 198.18/15", "198.20.0.1"),
+            ("next to TEST-NET-2", "198.51.101.1"),
+            ("next to TEST-NET-3", "203.0.114.1"),
+            ("just below 224/4", "223.255.255.255"),
+            ("::ffff:0:0/96 IPv4-mapped, public IPv4", "::ffff:8.8.8.8"),
+            ("64:ff9b::/96 NAT64, 8.8.8.8", "64:ff9b::808:808"),
+            ("64:ff9b::/96 NAT64, 93.184.216.34", "64:ff9b::5db8:d822"),
+            ("2002::/16 6to4, 8.8.8.8", "2002:0808:0808::"),
+            ("2002::/16 6to4, 8.8.8.8 with a subnet", "2002:808:808:1::1"),
+            ("2001:1::1 PCP anycast (globally reachable)", "2001:1::1"),
+            ("2001:1::2 TURN anycast (globally reachable)", "2001:1::2"),
+            ("2001:1::3 DNS-SD SRP anycast (globally reachable)", "2001:1::3"),
+            ("2001:3::/32 AMT (globally reachable)", "2001:3::1"),
+            ("2001:4:112::/48 AS112-v6 (globally reachable)", "2001:4:112::1"),
+            ("2001:20::/28 ORCHIDv2 (globally reachable)", "2001:20::1"),
+            ("2001:30::/28 DRIP (globally reachable)", "2001:3f::1"),
+            ("just above 2001::/23", "2001:200::1"),
+            ("global unicast", "2606:4700::1111"),
+            ("global unicast", "2a00:1450:4001:80b::200e"),
+            ("just below 2001:db8::/32", "2001:db7::1"),
+            ("just above 2001:db8::/32", "2001:db9::1"),
+            ("AS112 direct delegation (globally reachable)", "2620:4f:8000::1"),
+            ("just below 3fff::/20", "3ffe::1"),
+            ("top of 2000::/3, past 3fff::/20", "3fff:1000::1"),
+        ];
+        wrong.extend(
+            public
+                .iter()
+                .filter(|(_, ip)| is_private(ip.parse().unwrap()))
+                .map(|(range, ip)| format!("{ip} ({range}) should be public")),
+        );
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 
     #[test]

@@ -75,7 +75,8 @@ pub struct FetchConfig {
     /// (its robots.txt is fetched again if it comes back).
     pub max_hosts: usize,
     /// Hosts that are, or resolve to, private addresses (loopback, RFC 1918,
-    /// link-local such as 169.254.169.254, unique-local): `refuse` (default:
+    /// link-local such as 169.254.169.254, unique-local... see
+    /// [`crate::address::is_private`]): `refuse` (default:
     /// a link from the web never probes the operator's network; checked on
     /// the address actually connected to, so DNS rebinding is refused too)
     /// or `allow`. The crawler allows its seeds' own hosts when they are
@@ -86,6 +87,22 @@ pub struct FetchConfig {
     /// Fixed DNS answers, like curl's `--resolve`: `{ "intranet.test" =
     /// ["10.0.0.7"] }`. Still subject to `private_addresses`.
     pub resolve: std::collections::BTreeMap<String, Vec<std::net::IpAddr>>,
+    /// A forward proxy for every request (http and https), as
+    /// `http://[user:password@]host:port`; `None` (default) connects
+    /// directly. Proxies named by the environment (`HTTP_PROXY`,
+    /// `HTTPS_PROXY`, `ALL_PROXY`) are ignored: through a proxy the client
+    /// never resolves the target, so the private-address check on the
+    /// address connected to cannot run.
+    ///
+    /// A proxy resolves target names itself. So with one, private targets
+    /// are refused before the request: IP literals, and names that resolve
+    /// here (or by `resolve`) to any private address. A name that does not
+    /// resolve here is left to the proxy, as is a name whose answer changes
+    /// between this check and the proxy's lookup: the proxy's own rules
+    /// must keep it out of private networks. `resolve` only feeds that
+    /// check; the proxy still connects where its own DNS says. The proxy's
+    /// host may itself be private.
+    pub proxy: Option<String>,
 }
 
 impl Default for FetchConfig {
@@ -118,6 +135,7 @@ impl Default for FetchConfig {
             private_addresses: crate::address::PrivateAddresses::Refuse,
             allow_private_hosts: Vec::new(),
             resolve: std::collections::BTreeMap::new(),
+            proxy: None,
         }
     }
 }

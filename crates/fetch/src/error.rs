@@ -30,7 +30,8 @@ pub enum FetchError {
     },
     /// The host is (or resolves only to) a private address and is not
     /// allowed: loopback, RFC 1918, link-local, unique-local... (see
-    /// `FetchConfig::private_addresses`). Never retried.
+    /// `FetchConfig::private_addresses`). Through a proxy, a name with any
+    /// private address in its local answer. Never retried.
     #[error("{url}: {reason}")]
     PrivateAddress {
         /// The URL whose host was refused.
@@ -133,6 +134,13 @@ pub enum FetchError {
     /// The HTTP client could not be built from the configuration.
     #[error("building HTTP client: {0}")]
     Client(#[source] reqwest::Error),
+    /// `fetch.proxy` is not a usable proxy URL. The value itself is not
+    /// repeated: it may hold a password.
+    #[error("fetch.proxy is not a proxy URL (http://[user:password@]host:port): {reason}")]
+    InvalidProxy {
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl FetchError {
@@ -160,7 +168,7 @@ impl FetchError {
             FetchError::HostUnreachable { .. } => "host_unreachable",
             FetchError::ContentType { .. } => "content_type",
             FetchError::Body { .. } => "body",
-            FetchError::Client(_) => "client",
+            FetchError::Client(_) | FetchError::InvalidProxy { .. } => "client",
         }
     }
 

@@ -286,12 +286,29 @@ impl Fetcher {
             ACCEPT,
             HeaderValue::from_static("text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"),
         );
-        let policy = Arc::new(address::Policy::new(
+        let policy = address::Policy::new(
             cfg.private_addresses,
             cfg.allow_private_hosts.iter().cloned(),
             cfg.resolve.clone(),
-        ));
-        let client = reqwest::Client::builder()
+        );
+        let (policy, builder) = match &cfg.proxy {
+            // Not even the environment's proxy: through a proxy the resolver,
+            // and so the private-address check, never sees the target.
+            None => (policy, reqwest::Client::builder().no_proxy()),
+            Some(p) => {
+                let url = proxy_url(p)?;
+                let host = url.host_str().unwrap_or_default().to_string();
+                let proxy = reqwest::Proxy::all(url).map_err(|e| FetchError::InvalidProxy {
+                    reason: error_chain(&e.without_url()),
+                })?;
+                (
+                    policy.through_proxy(&host),
+                    reqwest::Client::builder().proxy(proxy),
+                )
+            }
+        };
+        let policy = Arc::new(policy);
+        let client = builder
             .dns_resolver(address::GuardedResolver {
                 policy: Arc::clone(&policy),
             })
@@ -671,9 +688,28 @@ impl Fetcher {
         }
     }
 
+    /// Refuses `url` when its host is private and not allowed: IP literals
+    /// always (the resolver never sees them), and through a proxy names too
+    /// (the proxy resolves them, not the resolver).
+    async fn guard(&self, url: &Url) -> Result<(), FetchError> {
+        let policy = &self.inner.policy;
+        let checked = if self.inner.cfg.proxy.is_some() {
+            policy.check_proxied(url, self.inner.cfg.connect_timeout()).await
+        } else {
+            policy.check(url)
+        };
+        checked.map_err(|reason| FetchError::PrivateAddress {
+            url: url.clone(),
+            reason: Box::new(reason),
+        })
+    }
+
     /// One HTTP request, after waiting for the host's turn. The host permit
     /// and the global permit are held until the body is read; the global one
     /// is taken only after the politeness wait.
+    ///
+    /// Every request passes here, robots.txt and its redirect hops included,
+    /// so this is where a private target is refused before anything is sent.
     async fn attempt(
         &self,
         host: &Host,
@@ -681,6 +717,7 @@ impl Fetcher {
         check_type: bool,
         max_bytes: usize,
     ) -> Result<Outcome, AttemptError> {
+        self.guard(url).await.map_err(|e| (e, None))?;
         let cfg = &self.inner.cfg;
         let base_delay = cfg.per_host_delay();
         let _host_permit = host.wait_turn(base_delay).await;
@@ -886,6 +923,40 @@ async fn read_body(
         }
         body.extend_from_slice(&chunk);
     }
+}
+
+/// `fetch.proxy` as a URL; `host:port` alone means an http proxy, as in
+/// reqwest and curl.
+fn proxy_url(proxy: &str) -> Result<Url, FetchError> {
+    let invalid = |reason: String| FetchError::InvalidProxy { reason };
+    let url = match Url::parse(proxy) {
+        Ok(u) if u.has_host() => u,
+        // "proxy.internal:3128" parses as scheme "proxy.internal".
+        Ok(_) | Err(url::ParseError::RelativeUrlWithoutBase) => {
+            Url::parse(&format!("http://{proxy}")).map_err(|e| invalid(e.to_string()))?
+        }
+        Err(e) => return Err(invalid(e.to_string())),
+    };
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid(format!("scheme {:?}, not http or https", url.scheme())));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid("no host".into()));
+    }
+    Ok(url)
+}
+
+/// An error and its sources, for errors (like reqwest's builder errors)
+/// whose own message says little.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(err) = cur {
+        out.push_str(": ");
+        out.push_str(&err.to_string());
+        cur = err.source();
+    }
+    out
 }
 
 fn check_url(url: &Url) -> Result<(), FetchError> {

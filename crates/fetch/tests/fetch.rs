@@ -850,8 +850,9 @@ async fn a_mixed_answer_never_connects_to_its_private_address() {
         connect_timeout_ms: 300,
         total_timeout_ms: 600,
         retries: 0,
-        // 192.0.2.1 is a public (documentation) address nothing answers on.
-        resolve: resolving(&[("mixed.test", &["192.0.2.1", "127.0.0.1"])]),
+        // 192.88.99.1 is public (the deprecated 6to4 relay anycast, RFC
+        // 7526) and nothing answers on it.
+        resolve: resolving(&[("mixed.test", &["192.88.99.1", "127.0.0.1"])]),
         ..fast()
     })
     .unwrap();
@@ -897,6 +898,42 @@ async fn a_redirect_into_a_private_address_is_refused() {
     let e = f.fetch(&server.url("/"), &any).await.unwrap_err();
     assert_eq!(e.kind(), "private_address", "{e}");
     assert!(e.to_string().contains("10.255.255.1"), "{e}");
+}
+
+/// A robots.txt redirect is a request like any other: one into a private
+/// IP literal is refused too (IP literals are never resolved, so the
+/// resolver's check does not see them). 127.0.0.2 is loopback, and only
+/// 127.0.0.1 is allowed here.
+#[tokio::test]
+async fn a_robots_redirect_into_a_private_literal_is_not_requested() {
+    let inside = std::net::TcpListener::bind("127.0.0.2:0").unwrap();
+    let inside_addr = inside.local_addr().unwrap();
+    let hits = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&hits);
+    std::thread::spawn(move || {
+        for conn in inside.incoming() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            drop(conn);
+        }
+    });
+    let target = format!("http://{inside_addr}/robots.txt");
+    let server = Server::start(move |path, _| match path {
+        "/robots.txt" => Reply::redirect(302, &target),
+        _ => Reply::html("page"),
+    })
+    .await;
+    let f = Fetcher::new(FetchConfig {
+        retries: 0,
+        ..robots_cfg()
+    })
+    .unwrap();
+    let got = f.fetch(&server.url("/page"), &any).await;
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the private robots.txt redirect target was connected to"
+    );
+    assert_eq!(got.unwrap().body, b"page", "robots.txt refused counts as none");
 }
 
 // What the fetcher waits for, and failing fast when robots.txt cannot be
