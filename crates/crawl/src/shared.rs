@@ -858,6 +858,8 @@ pub fn is_transient(e: &anyhow::Error) -> bool {
 /// First and longest wait between two attempts while Redis is away.
 const RETRY_FIRST: Duration = Duration::from_millis(100);
 const RETRY_MAX: Duration = Duration::from_secs(2);
+/// How often a retry's wait looks for a stop signal.
+const RETRY_POLL: Duration = Duration::from_millis(50);
 
 /// Runs `op` until it succeeds or fails for a reason that will not pass:
 /// while Redis is unreachable the caller pauses here (logged once when it
@@ -881,7 +883,21 @@ pub fn retry<T>(what: &str, url: &str, mut op: impl FnMut() -> Result<T>) -> Res
                     warn!("Redis at {url} unavailable ({what}: {e:#}); pausing, retrying with backoff");
                     since = Some(Instant::now());
                 }
-                std::thread::sleep(wait);
+                // A stop signal ends the wait: nothing unacknowledged is
+                // lost (its leases expire and another worker, or this one
+                // restarted, does the pages again; lines past the last
+                // acknowledgement are cut).
+                let until = Instant::now() + wait;
+                while Instant::now() < until {
+                    if crate::daemon::signals::stop_requested() {
+                        return Err(e.context(format!(
+                            "{what}: stopped by a signal while Redis at {url} was unavailable \
+                             (what was not acknowledged is done again by another worker, or by \
+                             this one restarted)"
+                        )));
+                    }
+                    std::thread::sleep(RETRY_POLL.min(until.saturating_duration_since(Instant::now())));
+                }
                 wait = (wait * 2).min(RETRY_MAX);
             }
             Err(e) => return Err(e.context(format!("{what} (Redis at {url})"))),

@@ -989,3 +989,61 @@ fn a_worker_never_truncates_outputs_it_did_not_write() {
     first.kill().unwrap();
     first.wait().unwrap();
 }
+
+/// SIGTERM reaches a worker that waits for Redis to come back: it stops
+/// within seconds, with a message that says why, and loses nothing (its
+/// restart, once Redis is back, finishes the site with every page once).
+#[test]
+fn a_stop_signal_ends_a_worker_waiting_for_redis() {
+    if redis_url("a_stop_signal_ends_a_worker_waiting_for_redis").is_none() {
+        return;
+    }
+    let Some(mut redis) = OwnRedis::start() else {
+        return;
+    };
+    let server = site(Duration::from_millis(40));
+    let dir = support::tempdir("e2e-redis-sigterm-");
+    let s = Shared::new(
+        dir.path(),
+        &format!("{}/p/0", server.base()),
+        &redis.url(),
+        "sigterm",
+        2_000,
+    );
+    let workers = ["s1"];
+    let mut child = s.spawn("s1");
+    let t0 = Instant::now();
+    while s.lines_now("s1") < PAGES / 4 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "no progress:\n{}",
+            s.logs(&workers)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    redis.kill();
+    let t0 = Instant::now();
+    while !s.logs(&workers).contains("unavailable") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "the worker never noticed Redis was down:\n{}",
+            s.logs(&workers)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    signal(&child, "TERM");
+    let st = wait_for(&mut child, Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("SIGTERM was ignored while Redis was down:\n{}", s.logs(&workers)));
+    assert!(!st.success(), "stopped short of the crawl: {st}");
+    let log = s.logs(&workers);
+    assert!(log.contains("stopped by a signal while Redis"), "{log}");
+    // Nothing lost: restarted once Redis is back, it finishes the site.
+    redis.restart();
+    let mut again = [s.spawn("s1")];
+    s.wait_ok(&mut again, &workers);
+    let kept = s.every_page_once(&workers);
+    assert_kept_like_one_process(
+        &kept.into_iter().collect(),
+        "a worker stopped while Redis was down",
+    );
+}

@@ -24,7 +24,7 @@
 mod backend;
 mod dispatch;
 pub(crate) mod redis_backend;
-mod signals;
+pub(crate) mod signals;
 mod worker;
 mod writer;
 

@@ -2,12 +2,23 @@
 //! pages in flight; a second one stops at once), SIGUSR1 logs the counters.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 use tracing::info;
 
 use crate::stats::Stats;
+
+/// A stop signal arrived. Read by work that blocks outside the dispatcher's
+/// loop (the shared mode's retries while Redis is down), which would
+/// otherwise hold the process past any number of signals.
+static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether SIGINT or SIGTERM arrived.
+pub fn stop_requested() -> bool {
+    STOP_REQUESTED.load(Ordering::Relaxed)
+}
 
 /// Forwards stop signals to `stop` (by name) and answers SIGUSR1 with the
 /// counters in `shared` and the hosts `fetcher` waits for. A signal that
@@ -26,6 +37,7 @@ pub fn spawn_signal_handlers(
         if let Ok(mut s) = signal(kind) {
             tokio::spawn(async move {
                 while s.recv().await.is_some() {
+                    STOP_REQUESTED.store(true, Ordering::Relaxed);
                     if stop.send(name).is_err() {
                         break;
                     }
