@@ -59,7 +59,73 @@ pub struct Stats {
     pub seconds: f64,
 }
 
+/// Fields of [`Stats`] that are not additive counters: the time (each
+/// backend measures it its own way) and the rules learnt (a list).
+const NOT_COUNTERS: [&str; 2] = ["seconds", "dust_rules"];
+
 impl Stats {
+    /// The additive counters, by their `stats.json` names, errors as
+    /// `error:KIND`. Derived from the serialized form, so a counter added
+    /// to [`Stats`] is carried by every backend that merges counters (the
+    /// shared mode's `HINCRBY`s) without a list to update.
+    pub fn counters(&self) -> BTreeMap<String, i64> {
+        let mut out = BTreeMap::new();
+        let Ok(serde_json::Value::Object(fields)) = serde_json::to_value(self) else {
+            return out;
+        };
+        for (k, v) in fields {
+            if NOT_COUNTERS.contains(&k.as_str()) {
+                continue;
+            }
+            match v {
+                serde_json::Value::Number(n) => {
+                    out.insert(k, n.as_i64().unwrap_or(i64::MAX));
+                }
+                serde_json::Value::Object(kinds) if k == "errors" => {
+                    for (kind, n) in kinds {
+                        out.insert(format!("error:{kind}"), n.as_i64().unwrap_or(i64::MAX));
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The counters that take `self` to `to` (those that changed).
+    pub fn counter_delta(&self, to: &Stats) -> Vec<(String, i64)> {
+        let before = self.counters();
+        to.counters()
+            .into_iter()
+            .filter_map(|(k, y)| {
+                let x = before.get(&k).copied().unwrap_or(0);
+                (x != y).then(|| (k, y.saturating_sub(x)))
+            })
+            .collect()
+    }
+
+    /// The [`Stats`] of merged counters (as [`Stats::counters`] names
+    /// them; other keys are ignored, negative values read as 0).
+    pub fn from_counters(c: &BTreeMap<String, i64>) -> Stats {
+        let mut fields = match serde_json::to_value(Stats::default()) {
+            Ok(serde_json::Value::Object(f)) => f,
+            _ => return Stats::default(),
+        };
+        let mut errors = serde_json::Map::new();
+        for (k, &v) in c {
+            let v = serde_json::Value::from(u64::try_from(v).unwrap_or(0));
+            if let Some(kind) = k.strip_prefix("error:") {
+                errors.insert(kind.to_string(), v);
+            } else if fields.get(k).is_some_and(serde_json::Value::is_u64)
+                && !NOT_COUNTERS.contains(&k.as_str())
+            {
+                fields.insert(k.clone(), v);
+            }
+        }
+        fields.insert("errors".to_string(), serde_json::Value::Object(errors));
+        serde_json::from_value(serde_json::Value::Object(fields)).unwrap_or_default()
+    }
+
     /// A page whose fetch failed for good: fetched, and one more error of
     /// its kind (both backends' writers count failures so).
     pub fn count_failure(&mut self, kind: &str) {
@@ -91,5 +157,55 @@ impl fmt::Display for Stats {
             self.bytes as f64 / 1e6,
             self.fetched as f64 / self.seconds.max(1e-9)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// Every counter of [`Stats`], whatever its name, survives the trip
+    /// through merged counters: set each to a value of its own (found from
+    /// the serialized form, so a field added later is covered too).
+    #[test]
+    fn every_counter_round_trips_through_merged_counters() {
+        let serde_json::Value::Object(mut fields) = serde_json::to_value(Stats::default()).unwrap() else {
+            panic!("Stats serializes to an object");
+        };
+        let mut n = 0u64;
+        for (k, v) in fields.iter_mut() {
+            if v.is_u64() {
+                n += 1;
+                *v = serde_json::Value::from(n * 7);
+            } else if k == "errors" {
+                *v = serde_json::json!({"timeout": 3, "status_5xx": 4});
+            }
+        }
+        assert!(n >= 12, "the counters were found: {n}");
+        let s: Stats = serde_json::from_value(serde_json::Value::Object(fields)).unwrap();
+        let c = s.counters();
+        assert_eq!(c.len() as u64, n + 2, "{c:?}");
+        let back = Stats::from_counters(&c);
+        assert_eq!(
+            back,
+            Stats {
+                seconds: 0.0,
+                dust_rules: Vec::new(),
+                ..s.clone()
+            }
+        );
+        // Increments add up to the same.
+        let delta: BTreeMap<String, i64> = Stats::default().counter_delta(&s).into_iter().collect();
+        assert_eq!(Stats::from_counters(&delta), back);
+        assert!(s.counter_delta(&s).is_empty(), "unchanged counters send nothing");
+        assert_eq!(
+            Stats::from_counters(&BTreeMap::from([
+                ("leased".to_string(), 5),
+                ("fetched".to_string(), -1)
+            ])),
+            Stats::default(),
+            "keys that are not counters are ignored, negatives read as 0"
+        );
     }
 }

@@ -460,9 +460,20 @@ fn a_worker_paused_past_its_leases_writes_no_page_twice() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    // The second takes them back once they expire, and goes on.
+    // The second takes them back once they expire, and goes on; the first
+    // comes back after that (however long the second took to start on a
+    // loaded machine).
     let second = s.spawn(workers[1]);
-    std::thread::sleep(Duration::from_millis(4_000));
+    let t0 = Instant::now();
+    while s.merged_stats(&ns)["reclaimed"].as_u64().unwrap_or(0) == 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the paused worker's leases were never taken back:\n{}",
+            s.logs(&workers)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
     signal(&first, "CONT");
     let mut children = [first, second];
     s.wait_ok(&mut children, &workers);

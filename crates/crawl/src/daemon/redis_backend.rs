@@ -291,6 +291,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         worker: worker.clone(),
         outputs,
         base_seconds: ws.stats.seconds,
+        base_hosts_evicted: ws.stats.hosts_evicted,
         state: ws,
         batch_no,
         max_depth: cfg.crawl.max_depth,
@@ -808,6 +809,9 @@ struct RedisWriter {
     tokens: shared::Tokens,
     run_started: Instant,
     base_seconds: f64,
+    /// This worker's `hosts_evicted` before this run (the fetcher counts
+    /// from 0 in each process).
+    base_hosts_evicted: u64,
     /// The outputs' root, where gone workers' outputs are cut
     /// ([`cut_gone_workers`]) every [`CUT_GONE_EVERY`].
     out_root: std::path::PathBuf,
@@ -819,58 +823,11 @@ struct RedisWriter {
 /// does not keep their extra lines until it ends.
 const CUT_GONE_EVERY: Duration = Duration::from_secs(60);
 
-/// Increments that take the merged counters from `a` to `b`.
-fn counter_delta(a: &Stats, b: &Stats) -> Vec<(String, i64)> {
-    let mut out = Vec::new();
-    let mut push = |k: String, x: u64, y: u64| {
-        if x != y {
-            out.push((
-                k,
-                i64::try_from(y).unwrap_or(i64::MAX) - i64::try_from(x).unwrap_or(i64::MAX),
-            ));
-        }
-    };
-    for (k, x, y) in [
-        ("fetched", a.fetched, b.fetched),
-        ("kept", a.verdicts.kept, b.verdicts.kept),
-        ("dup_url", a.verdicts.dup_url, b.verdicts.dup_url),
-        ("dup_title", a.verdicts.dup_title, b.verdicts.dup_title),
-        ("dup_content", a.verdicts.dup_content, b.verdicts.dup_content),
-        ("bytes", a.bytes, b.bytes),
-        ("truncated", a.truncated, b.truncated),
-        ("noindex", a.noindex, b.noindex),
-        ("requeued", a.requeued, b.requeued),
-        ("template_stripped", a.template_stripped, b.template_stripped),
-    ] {
-        push(k.to_string(), x, y);
-    }
-    for (k, &y) in &b.errors {
-        push(format!("error:{k}"), a.errors.get(k).copied().unwrap_or(0), y);
-    }
-    out
-}
-
-/// The merged [`Stats`] of all workers, from the shared counters.
+/// The merged [`Stats`] of all workers, from the shared counters (and the
+/// crawl's time from its first lease to its last batch).
 fn stats_from_counters(c: &BTreeMap<String, i64>) -> Stats {
+    let mut s = Stats::from_counters(c);
     let get = |k: &str| u64::try_from(c.get(k).copied().unwrap_or(0)).unwrap_or(0);
-    let mut s = Stats {
-        fetched: get("fetched"),
-        bytes: get("bytes"),
-        truncated: get("truncated"),
-        noindex: get("noindex"),
-        requeued: get("requeued"),
-        template_stripped: get("template_stripped"),
-        ..Stats::default()
-    };
-    s.verdicts.kept = get("kept");
-    s.verdicts.dup_url = get("dup_url");
-    s.verdicts.dup_title = get("dup_title");
-    s.verdicts.dup_content = get("dup_content");
-    for (k, v) in c {
-        if let Some(kind) = k.strip_prefix("error:") {
-            s.errors.insert(kind.to_string(), u64::try_from(*v).unwrap_or(0));
-        }
-    }
     let (first, last) = (get("started_ms"), get("last_ms"));
     s.seconds = last.saturating_sub(first) as f64 / 1000.0;
     s
@@ -1196,13 +1153,13 @@ impl Commits for RedisWriter {
             // 3. The lines are on disk before the leases are released.
             self.state.offsets = self.outputs.sync().map_err(io)?;
             self.state.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
-            self.state.stats.hosts_evicted = self.fetcher.hosts_evicted();
+            self.state.stats.hosts_evicted = self.base_hosts_evicted + self.fetcher.hosts_evicted();
             // 4. One acknowledgement, applied at most once.
             let ack = Ack {
                 batch: self.batch_no,
                 releases: written.releases,
                 links: written.links,
-                counters: counter_delta(&before, &self.state.stats),
+                counters: before.counter_delta(&self.state.stats),
                 delays: written.delays,
                 state: serde_json::to_string(&self.state)?,
                 once: String::new(),
@@ -1285,28 +1242,6 @@ impl Commits for RedisWriter {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-
-    #[test]
-    fn counters_round_trip_through_their_increments() {
-        let a = Stats::default();
-        let mut b = Stats {
-            fetched: 5,
-            bytes: 1000,
-            requeued: 1,
-            ..Stats::default()
-        };
-        b.verdicts.kept = 3;
-        b.verdicts.dup_content = 1;
-        b.errors.insert("timeout".into(), 1);
-        let delta = counter_delta(&a, &b);
-        let merged: BTreeMap<String, i64> = delta.into_iter().collect();
-        let back = stats_from_counters(&merged);
-        assert_eq!((back.fetched, back.bytes, back.requeued), (5, 1000, 1));
-        assert_eq!((back.verdicts.kept, back.verdicts.dup_content), (3, 1));
-        assert_eq!(back.errors.get("timeout"), Some(&1));
-        // Unchanged counters send nothing.
-        assert!(counter_delta(&b, &b).is_empty());
-    }
 
     /// A claim is fetched when it is new or the entry's own (its token),
     /// dropped when another entry made it, and one URL is fetched once per
