@@ -115,23 +115,31 @@ impl Shared {
         self.root.join(format!("{worker}.log"))
     }
 
-    fn spawn(&self, worker: &str) -> Child {
-        let err = std::fs::File::create(self.log(worker)).unwrap();
-        Command::new(support::CRAWL)
-            .arg("--config")
+    /// `crawl` as one worker of this crawl, its stderr in the log named
+    /// `log`; `worker_id` `None`: the default id (`HOSTNAME-PID`).
+    fn command(&self, log: &str, worker_id: Option<&str>) -> Command {
+        let err = std::fs::File::create(self.log(log)).unwrap();
+        let mut cmd = Command::new(support::CRAWL);
+        cmd.arg("--config")
             .arg(&self.config)
             .arg("--seeds")
             .arg(&self.seeds)
             .arg("--out")
             .arg(self.out())
-            .args(["--redis", &self.url, "--worker-id", worker])
+            .args(["--redis", &self.url])
             .env("CRAWL_LOG", "info")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::from(err))
-            .spawn()
-            .unwrap()
+            .stderr(Stdio::from(err));
+        if let Some(id) = worker_id {
+            cmd.args(["--worker-id", id]);
+        }
+        cmd
+    }
+
+    fn spawn(&self, worker: &str) -> Child {
+        self.command(worker, Some(worker)).spawn().unwrap()
     }
 
     fn logs(&self, workers: &[&str]) -> String {
@@ -804,21 +812,9 @@ fn a_redirect_target_counts_as_seen_only_once_its_page_is_committed() {
     let workers = ["r1", "r2"];
     // r1 dies (abort, as kill -9) right before acknowledging the batch that
     // holds /a.
-    let err = std::fs::File::create(s.log("r1")).unwrap();
-    let mut first = Command::new(support::CRAWL)
-        .arg("--config")
-        .arg(&s.config)
-        .arg("--seeds")
-        .arg(&s.seeds)
-        .arg("--out")
-        .arg(s.out())
-        .args(["--redis", &s.url, "--worker-id", "r1"])
-        .env("CRAWL_LOG", "info")
-        .env("NO_COLOR", "1")
+    let mut first = s
+        .command("r1", Some("r1"))
         .env("SIMCRAWL_TEST_ABORT_BEFORE_ACK", "redirect")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(err))
         .spawn()
         .unwrap();
     let st = wait_for(&mut first, Duration::from_secs(40))
@@ -883,28 +879,6 @@ impl Shared {
         out.sort();
         out
     }
-
-    /// A worker under the default id (`HOSTNAME-PID`), with `env` set.
-    fn spawn_default(&self, log: &str, env: &[(&str, &str)]) -> Child {
-        let err = std::fs::File::create(self.log(log)).unwrap();
-        let mut cmd = Command::new(support::CRAWL);
-        cmd.arg("--config")
-            .arg(&self.config)
-            .arg("--seeds")
-            .arg(&self.seeds)
-            .arg("--out")
-            .arg(self.out())
-            .args(["--redis", &self.url])
-            .env("CRAWL_LOG", "info")
-            .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(err));
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        cmd.spawn().unwrap()
-    }
 }
 
 /// A worker under the default id (`HOSTNAME-PID`) killed with a batch's
@@ -921,8 +895,15 @@ fn a_worker_killed_before_its_ack_and_never_restarted_leaves_no_page_twice() {
     let ns = namespace("gone");
     let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 1_500);
     let logs = ["victim", "g1", "g2"];
-    let mut victim = s.spawn_default("victim", &[("SIMCRAWL_TEST_ABORT_BEFORE_ACK", "3")]);
-    let mut others = [s.spawn_default("g1", &[]), s.spawn_default("g2", &[])];
+    let mut victim = s
+        .command("victim", None)
+        .env("SIMCRAWL_TEST_ABORT_BEFORE_ACK", "3")
+        .spawn()
+        .unwrap();
+    let mut others = [
+        s.command("g1", None).spawn().unwrap(),
+        s.command("g2", None).spawn().unwrap(),
+    ];
     let st = wait_for(&mut victim, Duration::from_secs(40))
         .unwrap_or_else(|| panic!("the victim did not die at its 3rd ack:\n{}", s.logs(&logs)));
     assert!(!st.success(), "{st}:\n{}", s.logs(&logs));
@@ -979,23 +960,9 @@ fn a_worker_never_truncates_outputs_it_did_not_write() {
         assert!(t0.elapsed() < Duration::from_secs(30), "{}", s.logs(&["twin"]));
         std::thread::sleep(Duration::from_millis(20));
     }
-    let err = std::fs::File::create(dir.path().join("twin2.log")).unwrap();
-    let second = Command::new(support::CRAWL)
-        .arg("--config")
-        .arg(&s.config)
-        .arg("--seeds")
-        .arg(&s.seeds)
-        .arg("--out")
-        .arg(s.out())
-        .args(["--redis", &s.url, "--worker-id", "twin"])
-        .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::from(err))
-        .status()
-        .unwrap();
+    let second = s.command("twin2", Some("twin")).status().unwrap();
     assert!(!second.success());
-    let log2 = std::fs::read_to_string(dir.path().join("twin2.log")).unwrap();
+    let log2 = std::fs::read_to_string(s.log("twin2")).unwrap();
     assert!(log2.contains("is in use"), "{log2}");
     first.kill().unwrap();
     first.wait().unwrap();
