@@ -79,6 +79,19 @@ pub enum Error {
         /// Attempts made.
         attempts: u32,
     },
+    /// A replica of a `ReplicatedStore` found that the shared log no
+    /// longer holds the history it applied: the server lost entries this
+    /// process had applied (a failover to a Redis replica that lagged, a
+    /// restart without persistence or from an older backup), so the log
+    /// ends before its position or holds other entries up to it. Returned
+    /// by a store opened with `resync_diverged(false)`, by that call and
+    /// every later one (the replica answers nothing from a state no other
+    /// process shares); by default the replica loads the log's state
+    /// instead, with a warning. Not transient: open the store again.
+    /// Boxed: the details are five strings, and every `Result` of the
+    /// crate carries this type.
+    #[error(transparent)]
+    Diverged(Box<DivergedReplica>),
     /// A stored record could not be decoded.
     #[error("corrupt record in the index: {0}")]
     Corrupt(String),
@@ -99,6 +112,46 @@ pub enum Error {
     /// transaction, and keeps the cause chain intact for the caller.
     #[error(transparent)]
     Caller(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Which replica diverged from which log, and how: the details of
+/// [`Error::Diverged`].
+///
+/// ```
+/// use simcrawl_dedup::{DivergedReplica, Error};
+/// let e = Error::Diverged(Box::new(DivergedReplica {
+///     url: "redis://10.0.0.5:6379/0".into(),
+///     namespace: "news".into(),
+///     replica: "worker-3:4711:9f2c".into(),
+///     position: 1_204,
+///     expected: "1f0e".repeat(8),
+///     found: "ends at position 1190, before it (the server lost entries)".into(),
+/// }));
+/// assert!(!e.is_transient());
+/// let shown = e.to_string();
+/// assert!(shown.contains("worker-3:4711:9f2c") && shown.contains("position 1204"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "replica {replica} of Redis namespace {namespace:?} at {url} has diverged from the shared log: at \
+     position {position} its history has chain value {expected}, while the log {found}. What the log lost is \
+     lost for every process; this store refuses to go on from a state no other process shares. Open the \
+     store again (it loads the log's state), or let it resync by itself (resync_diverged(true), the default)"
+)]
+pub struct DivergedReplica {
+    /// The server's URL, without password.
+    pub url: String,
+    /// The store's namespace.
+    pub namespace: String,
+    /// Which replica: `HOST:PID:RANDOM`, as in its log lines.
+    pub replica: String,
+    /// The log position the replica was at.
+    pub position: u64,
+    /// The replica's chain value at `position` (32 hex digits).
+    pub expected: String,
+    /// What the log has instead ("ends at position N, ...", "has chain
+    /// value X there ...").
+    pub found: String,
 }
 
 /// redb's errors are store errors: `?` converts them, for embedders that

@@ -46,7 +46,7 @@ pub use dedup::{
     Document, Duplicate, FORMAT_VERSION, PURGE_SLICE, Purged, Signature, StoreStats, TITLE_CANDIDATES, Tier,
     TitlePolicy, UrlTier, UrlVerdict, Verdict, normalize_title, title_digest,
 };
-pub use error::{Error, Result};
+pub use error::{DivergedReplica, Error, Result};
 pub use features::{Extractor, Feature, FeatureConfig, Features};
 pub use fingerprint::Fingerprint;
 pub use index::BlockLayout;

@@ -1046,3 +1046,419 @@ fn a_lagging_replica_catches_up_over_many_replies() {
     assert_eq!(writer.read(|t| t.meta("last")).unwrap(), Some(b"x".to_vec()));
     writer.clear().unwrap();
 }
+
+/// What a replica answers for each of `texts` without writing: the URL of
+/// the copy it holds, if any.
+fn answers(d: &Deduper<ReplicatedStore>, texts: &[String]) -> Vec<Option<String>> {
+    texts
+        .iter()
+        .map(|t| {
+            let sig = d.sign(&Document::new("http://probe/", "", t));
+            d.lookup(&sig).unwrap().map(|dup| dup.of)
+        })
+        .collect()
+}
+
+/// Loses the last `n` entries of the namespace's log, as a failover to a
+/// Redis replica that had not received them yet (replication is
+/// asynchronous) or a restart from an append-only file synced every
+/// second does: the entries, their chain values and their bytes in the
+/// head go together, as each was written by one script.
+fn lose_log_tail(url: &str, ns: &str, n: usize) {
+    let client = redis::Client::open(url).unwrap();
+    let mut c = client.get_connection().unwrap();
+    for _ in 0..n {
+        let e: Vec<u8> = redis::cmd("RPOP")
+            .arg(format!("{{{ns}}}:log"))
+            .query(&mut c)
+            .unwrap();
+        let _: Option<Vec<u8>> = redis::cmd("RPOP")
+            .arg(format!("{{{ns}}}:lc"))
+            .query(&mut c)
+            .unwrap();
+        let _: i64 = redis::cmd("HINCRBY")
+            .arg(format!("{{{ns}}}:lh"))
+            .arg("cb")
+            .arg(-(e.len() as i64))
+            .query(&mut c)
+            .unwrap();
+    }
+}
+
+/// The log loses its last entry after one replica applied it (a failover
+/// to a Redis replica that lagged); another replica, which never saw it,
+/// writes on from the shorter log past the first one's position. The
+/// first must not apply the new entries on top of the lost one (it would
+/// hold a state no log position describes, and answer differently from
+/// every other replica, silently): it finds its history is not the log's
+/// and reloads, and both answer alike.
+#[test]
+fn a_replica_whose_entries_the_log_lost_resyncs_instead_of_diverging() {
+    let Some(url) = common::redis_url("a_replica_whose_entries_the_log_lost_resyncs") else {
+        return;
+    };
+    let ns = common::unique_namespace("tail-lost");
+    let texts = distinct_texts(6);
+    let a = replicated(&url, &ns);
+    a.store().clear().unwrap();
+    let b = replicated(&url, &ns);
+    for (i, t) in texts.iter().enumerate().take(3) {
+        assert!(
+            !a.check(&Document::new(&format!("http://a/{i}"), "", t))
+                .unwrap()
+                .is_duplicate()
+        );
+    }
+    b.store().sync().unwrap();
+    let end = a.store().position();
+    assert_eq!(b.store().position(), end);
+    // a's fourth document is appended and applied by a, then lost.
+    assert!(
+        !a.check(&Document::new("http://a/3", "", &texts[3]))
+            .unwrap()
+            .is_duplicate()
+    );
+    assert_eq!(a.store().position(), end + 1);
+    lose_log_tail(&url, &ns, 1);
+    // b writes two documents from the log's end: the log grows past a.
+    for (i, t) in texts.iter().enumerate().take(6).skip(4) {
+        assert!(
+            !b.check(&Document::new(&format!("http://b/{i}"), "", t))
+                .unwrap()
+                .is_duplicate()
+        );
+    }
+    assert_eq!(b.store().position(), end + 2);
+
+    let want: Vec<Option<String>> = [
+        "http://a/0",
+        "http://a/1",
+        "http://a/2",
+        "",
+        "http://b/4",
+        "http://b/5",
+    ]
+    .iter()
+    .map(|u| (!u.is_empty()).then(|| u.to_string()))
+    .collect();
+    assert_eq!(answers(&b, &texts), want, "b follows the log");
+    assert_eq!(answers(&a, &texts), want, "a diverged from the log");
+    assert_eq!(a.store().position(), b.store().position());
+    assert_eq!(a.store().chain(), b.store().chain());
+    assert_eq!(a.stats().unwrap().documents, b.stats().unwrap().documents);
+    // a found it and reloaded once; b never applied the lost entry.
+    assert_eq!((a.store().resyncs(), b.store().resyncs()), (1, 0));
+    // a goes on from the log's state: the lost document is new again.
+    assert!(
+        !a.check(&Document::new("http://a/3b", "", &texts[3]))
+            .unwrap()
+            .is_duplicate()
+    );
+    assert_eq!(answers(&b, &texts)[3].as_deref(), Some("http://a/3b"));
+    a.store().clear().unwrap();
+}
+
+/// The server loses the namespace whole (restarted without persistence)
+/// and another replica writes past this one's position before it asks
+/// again: the log is as long as its position but another history.
+#[test]
+fn a_replica_finds_a_recreated_log_that_grew_past_it() {
+    let Some(url) = common::redis_url("a_replica_finds_a_recreated_log_that_grew_past_it") else {
+        return;
+    };
+    let ns = common::unique_namespace("recreated");
+    let texts = distinct_texts(7);
+    let a = replicated(&url, &ns);
+    a.store().clear().unwrap();
+    let b = replicated(&url, &ns);
+    for (i, t) in texts.iter().enumerate().take(3) {
+        assert!(
+            !a.check(&Document::new(&format!("http://a/{i}"), "", t))
+                .unwrap()
+                .is_duplicate()
+        );
+    }
+    b.store().sync().unwrap();
+    // Everything of the namespace is lost at once.
+    let client = redis::Client::open(url.as_str()).unwrap();
+    simcrawl_dedup::store::clear_namespace(&mut client.get_connection().unwrap(), &ns).unwrap();
+    // b finds the log shorter than its replica, reloads (empty) and writes
+    // four documents: the new log is longer than a's position.
+    for (i, t) in texts.iter().enumerate().take(7).skip(3) {
+        assert!(
+            !b.check(&Document::new(&format!("http://b/{i}"), "", t))
+                .unwrap()
+                .is_duplicate()
+        );
+    }
+    assert_eq!(b.store().position(), 4);
+    let want: Vec<Option<String>> = (0..7)
+        .map(|i| (i >= 3).then(|| format!("http://b/{i}")))
+        .collect();
+    assert_eq!(answers(&b, &texts), want, "b follows the log");
+    assert_eq!(answers(&a, &texts), want, "a diverged from the log");
+    assert_eq!(a.store().position(), 4);
+    assert_eq!(a.store().chain(), b.store().chain());
+    // b found the log shorter than its position, a found another history
+    // at its position: each reloaded once.
+    assert_eq!((a.store().resyncs(), b.store().resyncs()), (1, 1));
+    a.store().clear().unwrap();
+}
+
+/// A store opened with `resync_diverged(false)` refuses to go on from a
+/// state the log lost, with a typed error naming the replica, the position
+/// and both histories, on that call and every later one; opening it again
+/// loads the log's state.
+#[test]
+fn a_store_told_not_to_resync_refuses_a_diverged_replica() {
+    let Some(url) = common::redis_url("a_store_told_not_to_resync_refuses_a_diverged_replica") else {
+        return;
+    };
+    let ns = common::unique_namespace("refuse");
+    let texts = distinct_texts(4);
+    let open_strict = || {
+        Deduper::new(
+            ReplicatedStore::open_with(&url, common::redis_options(&ns))
+                .unwrap()
+                .resync_diverged(false),
+            DedupConfig::default(),
+        )
+        .unwrap()
+    };
+    let a = open_strict();
+    a.store().clear().unwrap();
+    let b = replicated(&url, &ns);
+    assert!(
+        !a.check(&Document::new("http://a/0", "", &texts[0]))
+            .unwrap()
+            .is_duplicate()
+    );
+    b.store().sync().unwrap();
+    assert!(
+        !a.check(&Document::new("http://a/1", "", &texts[1]))
+            .unwrap()
+            .is_duplicate()
+    );
+    let at = a.store().position();
+    let chain = a.store().chain();
+    lose_log_tail(&url, &ns, 1);
+    for (i, t) in texts.iter().enumerate().take(4).skip(2) {
+        assert!(
+            !b.check(&Document::new(&format!("http://b/{i}"), "", t))
+                .unwrap()
+                .is_duplicate()
+        );
+    }
+    let e = a.store().sync().unwrap_err();
+    match &e {
+        Error::Diverged(d) => {
+            assert_eq!((&d.namespace, d.position, &d.expected), (&ns, at, &chain));
+            assert!(!d.replica.is_empty());
+            assert!(d.found.contains("has chain value"), "{}", d.found);
+            assert!(!d.found.contains(&chain), "{}", d.found);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!e.is_transient());
+    assert!(
+        e.to_string().contains(&ns) && e.to_string().contains("Open the store again"),
+        "{e}"
+    );
+    // Every later call refuses too, reads and writes alike.
+    let e = a.check(&Document::new("http://a/2", "", &texts[2])).unwrap_err();
+    assert!(matches!(e, Error::Diverged(_)), "{e:?}");
+    let e = a
+        .lookup(&a.sign(&Document::new("http://p/", "", &texts[1])))
+        .unwrap_err();
+    assert!(matches!(e, Error::Diverged(_)), "{e:?}");
+    assert_eq!(a.store().resyncs(), 0);
+    // Opened again, it holds the log's state.
+    let again = open_strict();
+    assert_eq!(answers(&again, &texts), answers(&b, &texts));
+    assert_eq!(answers(&b, &texts)[1], None);
+    assert_eq!(again.store().chain(), b.store().chain());
+    b.store().clear().unwrap();
+}
+
+/// Without a loss nothing resyncs: a replica that lagged behind a
+/// snapshot reloads it (behind, not diverged), one that follows catches
+/// up entry by entry, a writer whose snapshots trim the log goes on
+/// writing, and a replica dropped and opened again (a restarted process)
+/// loads the snapshot and the log after it at the same position and chain
+/// value as the others.
+#[test]
+fn without_a_loss_replicas_catch_up_and_restart_without_resyncing() {
+    let Some(url) = common::redis_url("without_a_loss_replicas_catch_up_and_restart_without_resyncing")
+    else {
+        return;
+    };
+    let ns = common::unique_namespace("no-loss");
+    let texts = distinct_texts(30);
+    let store = ReplicatedStore::open_with(&url, common::redis_options(&ns))
+        .unwrap()
+        .compact_after(1);
+    store.clear().unwrap();
+    let writer = Deduper::new(store, DedupConfig::default()).unwrap();
+    let idle = replicated(&url, &ns);
+    let follower = replicated(&url, &ns);
+    for (i, t) in texts.iter().enumerate().take(20) {
+        assert!(
+            !writer
+                .check(&Document::new(&format!("http://w/{i}"), "", t))
+                .unwrap()
+                .is_duplicate()
+        );
+        if i % 3 == 0 {
+            follower.store().sync().unwrap();
+        }
+        if i % 5 == 0 {
+            writer.store().finish_snapshot().unwrap();
+        }
+    }
+    writer.store().finish_snapshot().unwrap();
+    let (_, snap) = log_state(&url, &ns);
+    assert!(snap.is_some_and(|p| p > 0), "no snapshot written");
+    // The follower writes too, from the writer's history.
+    assert!(
+        !follower
+            .check(&Document::new("http://f/20", "", &texts[20]))
+            .unwrap()
+            .is_duplicate()
+    );
+    let restarted = replicated(&url, &ns);
+    let all = [&writer, &idle, &follower, &restarted];
+    let want = answers(&writer, &texts);
+    assert_eq!(want.iter().flatten().count(), 21);
+    for (n, d) in all.iter().enumerate() {
+        assert_eq!(answers(d, &texts), want, "replica {n}");
+    }
+    let (pos, chain) = (writer.store().position(), writer.store().chain());
+    for (n, d) in all.iter().enumerate() {
+        assert_eq!(
+            (d.store().position(), d.store().chain()),
+            (pos, chain.clone()),
+            "replica {n}"
+        );
+        assert_eq!(d.store().resyncs(), 0, "replica {n}");
+    }
+    // The writer restarted: dropped and opened again.
+    drop(writer);
+    let writer = replicated(&url, &ns);
+    assert_eq!((writer.store().position(), writer.store().chain()), (pos, chain));
+    assert_eq!(answers(&writer, &texts), want);
+    assert!(
+        !writer
+            .check(&Document::new("http://w/21", "", &texts[21]))
+            .unwrap()
+            .is_duplicate()
+    );
+    assert_eq!(answers(&idle, &texts)[21].as_deref(), Some("http://w/21"));
+    for d in [&writer, &idle, &follower, &restarted] {
+        assert_eq!(d.store().resyncs(), 0);
+    }
+    writer.store().clear().unwrap();
+}
+
+/// A namespace written before the chain (layout `replicated-1`: no chain
+/// list, no chain values in the head), with a snapshot and without, is
+/// upgraded when opened and read whole; an entry appended afterwards
+/// without a chain value (an older process still running) is refused with
+/// a message saying so, not followed.
+#[test]
+fn a_namespace_of_the_layout_before_the_chain_is_upgraded() {
+    let Some(url) = common::redis_url("a_namespace_of_the_layout_before_the_chain_is_upgraded") else {
+        return;
+    };
+    upgrade_from_the_layout_before_the_chain(&url, true);
+    upgrade_from_the_layout_before_the_chain(&url, false);
+}
+
+fn upgrade_from_the_layout_before_the_chain(url: &str, with_snapshot: bool) {
+    let url = url.to_string();
+    let ns = common::unique_namespace("upgrade");
+    let texts = distinct_texts(12);
+    let store = ReplicatedStore::open_with(&url, common::redis_options(&ns))
+        .unwrap()
+        .compact_after(if with_snapshot { 1 } else { u64::MAX });
+    store.clear().unwrap();
+    let writer = Deduper::new(store, DedupConfig::default()).unwrap();
+    for (i, t) in texts.iter().enumerate().take(9) {
+        assert!(
+            !writer
+                .check(&Document::new(&format!("http://w/{i}"), "", t))
+                .unwrap()
+                .is_duplicate()
+        );
+    }
+    writer.store().finish_snapshot().unwrap();
+    // One entry after the snapshot, so the log has one to upgrade.
+    writer.store().set_compact_after(u64::MAX);
+    assert!(
+        !writer
+            .check(&Document::new("http://w/9", "", &texts[9]))
+            .unwrap()
+            .is_duplicate()
+    );
+    let want = answers(&writer, &texts);
+    let position = writer.store().position();
+    drop(writer);
+    // What the older layout left: its marker, the log, a head without
+    // chain values.
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let key = |k: &str| format!("{{{ns}}}:{k}");
+    let _: () = redis::cmd("SET")
+        .arg(key("m:layout"))
+        .arg("replicated-1")
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("DEL").arg(key("lc")).query(&mut c).unwrap();
+    let _: () = redis::cmd("HDEL")
+        .arg(key("lh"))
+        .arg("bc")
+        .arg("snap_chain")
+        .query(&mut c)
+        .unwrap();
+    let (len, snap) = log_state(&url, &ns);
+    assert!(
+        len > 0 && snap.is_some() == with_snapshot,
+        "log {len}, snapshot {snap:?}"
+    );
+
+    let d = replicated(&url, &ns);
+    let layout: String = redis::cmd("GET").arg(key("m:layout")).query(&mut c).unwrap();
+    assert_eq!(layout, "replicated-2");
+    let chains: u64 = redis::cmd("LLEN").arg(key("lc")).query(&mut c).unwrap();
+    assert_eq!(chains, len);
+    assert_eq!(d.store().position(), position);
+    assert_eq!(answers(&d, &texts), want);
+    // Upgraded once: a second process finds it done, at the same chain.
+    let e = replicated(&url, &ns);
+    assert_eq!(e.store().chain(), d.store().chain());
+    assert!(
+        !d.check(&Document::new("http://d/10", "", &texts[10]))
+            .unwrap()
+            .is_duplicate()
+    );
+    assert_eq!(answers(&e, &texts)[10].as_deref(), Some("http://d/10"));
+
+    // An older process appends an entry without a chain value.
+    let last: Vec<u8> = redis::cmd("LINDEX")
+        .arg(key("log"))
+        .arg(-1)
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("RPUSH")
+        .arg(key("log"))
+        .arg(last)
+        .query(&mut c)
+        .unwrap();
+    let err = e.store().sync().unwrap_err();
+    assert!(matches!(err, Error::Config(_)), "{err:?}");
+    assert!(err.to_string().contains("older simcrawl"), "{err}");
+    let err = d
+        .check(&Document::new("http://d/11", "", &texts[11]))
+        .unwrap_err();
+    assert!(err.to_string().contains("older simcrawl"), "{err}");
+    d.store().clear().unwrap();
+}

@@ -20,7 +20,9 @@
 //!   transaction again (the same optimistic protocol as `RedisStore`'s, at
 //!   the granularity of the whole namespace).
 //! - Every process applies the log's entries in log order, its own
-//!   included once accepted, so the replicas are equal at equal positions.
+//!   included once accepted, so the replicas are equal at equal positions
+//!   of the same history (a hash chain tells histories apart: see
+//!   *Divergence* below).
 //!
 //! The server's work per batch is one `RPUSH` of one string; the checks
 //! run at in-memory speed in the processes (docs/BENCHMARKS.md, "Redis
@@ -33,9 +35,10 @@
 //!
 //! | key | type | content |
 //! | --- | --- | --- |
-//! | `{NS}:m:layout` | string | `replicated-1` (a `RedisStore` namespace says `2` and is refused, and the other way round) |
+//! | `{NS}:m:layout` | string | `replicated-2` (a `RedisStore` namespace says `2` and is refused, and the other way round; `replicated-1`, the layout before the chain, is upgraded when opened) |
 //! | `{NS}:log` | list | log entries since the snapshot, oldest first |
-//! | `{NS}:lh` | hash | `base` (absolute position of the list's first entry), `cb` (bytes of all entries ever appended), `gen` (snapshot generations so far), and the snapshot's `snap_gen`, `snap_pos`, `snap_cb`, `snap_n` (chunks), `snap_bytes` |
+//! | `{NS}:lc` | list | the chain value after each entry of `{NS}:log` (32 hex digits), aligned with it (~35 bytes of Redis memory per entry) |
+//! | `{NS}:lh` | hash | `base` (absolute position of the list's first entry), `bc` (the chain value at `base`; absent: 32 zeros, a log that has had no snapshot), `cb` (bytes of all entries ever appended), `gen` (snapshot generations so far), and the snapshot's `snap_gen`, `snap_pos`, `snap_cb`, `snap_n` (chunks), `snap_bytes`, `snap_chain` |
 //! | `{NS}:s:GEN:I` | string | chunk `I` of snapshot `GEN`: log entries that rebuild the state at `snap_pos` from nothing |
 //! | `{NS}:turn` | string | a process that lost the race repeatedly takes the next turn (expires after 2 s) |
 //! | `{NS}:compacting` | string | the process writing a snapshot (expires after 10 min) |
@@ -63,7 +66,58 @@
 //! appended then finds its own document. A server that lost its data
 //! (restarted without persistence) has a log shorter than the replica:
 //! the process drops its replica and loads what the server has, like a
-//! new process, and logs a warning.
+//! new process, and logs a warning. A server that lost only some entries
+//! is found by the chain, below.
+//!
+//! # Divergence: the hash chain
+//!
+//! A position alone does not name a history. A server that loses the end
+//! of the log (a failover to a Redis replica that had not received it yet,
+//! Redis replicating asynchronously; a restart from an append-only file
+//! synced every second; a restore from an older backup; a restart without
+//! persistence) leaves processes holding entries the log no longer has.
+//! Once others write on from the shorter log past their position, a
+//! replica that compared positions only would apply the new entries on
+//! top of the lost ones, and answer unlike every other process, silently
+//! and for the rest of the crawl. So every entry has a *chain value*:
+//! the MD5 of the chain value before it and the entry's stamp (the
+//! writing store's token and a counter, unique to one commit attempt), so
+//! the chain value at a position names the whole history before it. A
+//! replica keeps the chain value of its position; the commit and
+//! catch-up scripts compare it with the log's at that position before
+//! anything else. A mismatch, like a log shorter than the position, means
+//! the log lost entries this replica applied.
+//!
+//! The replica then *resyncs* by default: it drops its state, loads the
+//! snapshot and the log like a new process, logs a warning naming itself,
+//! the position and both chain values, counts it
+//! ([`ReplicatedStore::resyncs`]), and the transaction in progress runs
+//! again on the log's state. The log is the one state all processes can
+//! agree on; the lost entries are gone for every process (a page recorded
+//! only in them may be kept again). A store opened with
+//! [`ReplicatedStore::resync_diverged`]`(false)` refuses instead: that
+//! call and every later one return [`Error::Diverged`] until the store is
+//! opened again, for deployments that would rather stop and look. A
+//! snapshot is installed only where the log's chain value is the
+//! snapshot's, so a replica that diverged never hands its state to the
+//! others.
+//!
+//! Stamps rather than the entries' bytes: hashing the entries would cost
+//! the writer ~1 us per document (70 KB per batch of 100), and an entry's
+//! bytes never change once appended: what a loss changes is which entry
+//! sits at a position, and the stamps tell that apart. A process that is
+//! restarted (dropped and opened again) loads the snapshot with the chain
+//! value recorded with it and the log after it: that is a load, not a
+//! resync.
+//!
+//! Namespaces of layout `replicated-1` (before the chain) are upgraded by
+//! the first process of this version that opens them, in one script
+//! (chain values derived from the positions of the entries already
+//! there). Stop the processes of the older version first: an entry one of
+//! them appends afterwards has no chain value, and the next process that
+//! meets it refuses to follow the log with [`Error::Config`] saying so;
+//! an older process opening an upgraded namespace is refused by its own
+//! layout check.
 //!
 //! Under Redis Cluster every key of the namespace carries the `{NS}` hash
 //! tag, so the log lives on one master, as with `RedisStore`.
@@ -79,10 +133,18 @@ use super::memory::MemState;
 use super::oplog::{self, Overlay, Pending};
 use super::redis::{backoff, classify, clear_namespace, connect_namespace, for_each_key, open_client};
 use super::{ReadTables, RedisOptions, Store, Tables};
-use crate::error::{Error, Result};
+use crate::error::{DivergedReplica, Error, Result};
 
 /// The layout marker of a replicated namespace.
-const LAYOUT: &str = "replicated-1";
+const LAYOUT: &str = "replicated-2";
+
+/// The layout before the hash chain: upgraded when opened (see the module
+/// docs, *Divergence*).
+const LAYOUT_V1: &str = "replicated-1";
+
+/// The chain value at position 0 of every log: an empty state is the same
+/// whichever log it came from.
+const CHAIN0: &str = "00000000000000000000000000000000";
 
 /// Most entries one reply carries, and about the most bytes (a reply is
 /// held whole in the server's memory; a transaction of 10,000 documents
@@ -91,14 +153,22 @@ const LAYOUT: &str = "replicated-1";
 const MAX_ENTRIES: usize = 512;
 const MAX_REPLY_BYTES: usize = 16 << 20;
 
-/// Lua helpers of the log scripts: `bounds(log, head)`, the absolute
-/// positions of the log's first entry and of its end; `since(log, pos,
-/// last, max_entries, max_bytes)`, the entries from absolute position
-/// `pos` on (the log ends at `last`), bounded as above, at least one.
+/// Lua helpers of the log scripts: `bounds(log, head, lc)`, the absolute
+/// positions of the log's first entry and of its end, and the length of
+/// the chain list (equal to the log's unless a process of the layout
+/// before the chain appended); `chain_at(head, lc, pos, base, last)`, the
+/// chain value at absolute position `pos` (`base <= pos <= last`);
+/// `since(log, pos, last, max_entries, max_bytes)`, the entries from
+/// absolute position `pos` on (the log ends at `last`), bounded as above,
+/// at least one. [`script_source`] puts `CHAIN0` before them.
 const LOG_FNS: &str = r#"
-local function bounds(log, head)
+local function bounds(log, head, lc)
   local base = tonumber(redis.call('HGET', head, 'base') or '0')
-  return base, base + redis.call('LLEN', log)
+  return base, base + redis.call('LLEN', log), redis.call('LLEN', lc)
+end
+local function chain_at(head, lc, pos, base, last)
+  if pos == base then return redis.call('HGET', head, 'bc') or CHAIN0 end
+  return redis.call('LINDEX', lc, pos - last - 1)
 end
 local function since(log, pos, last, maxn, maxb)
   local out, bytes, s = {}, 0, pos - last
@@ -124,25 +194,34 @@ const TURN_MS: u64 = 2_000;
 /// How long a snapshot may take to write before another process may try.
 const COMPACT_MS: u64 = 600_000;
 
-/// Appends `ARGV[3]` to the log if the log ends at `ARGV[1]` and no other
-/// process (`ARGV[2]` is this one) holds the turn (`ARGV[4]`, `ARGV[5]`:
-/// the bounds of a reply with entries). Replies `{1, new end,
-/// cb, snap_cb, snap_bytes}` when appended; `{0, end, entries}` when the
-/// caller lacks entries (at most `ARGV[4]`, from its position on); `{2,
-/// end}` when another process holds the turn; `{3, base}` when the caller's
-/// position was trimmed (reload the snapshot); `{4, end}` when the log is
-/// shorter than the caller's position (the server lost data).
+/// Appends `ARGV[3]` to the log, and its chain value `ARGV[7]` to the
+/// chain list, if the log ends at `ARGV[1]` with the caller's chain value
+/// `ARGV[6]` and no other process (`ARGV[2]` is this one) holds the turn
+/// (`ARGV[4]`, `ARGV[5]`: the bounds of a reply with entries). Replies
+/// `{1, new end, cb, snap_cb, snap_bytes}` when appended; `{0, end,
+/// entries, chain value after them}` when the caller lacks entries (at
+/// most `ARGV[4]`, from its position on); `{2, end}` when another process
+/// holds the turn; `{3, base}` when the caller's position was trimmed
+/// (reload the snapshot); `{4, end}` when the log is shorter than the
+/// caller's position and `{5, end, chain value}` when the log's chain
+/// value there is another (the server lost entries the caller applied);
+/// `{6, log length, chain list length}` when they differ.
 const COMMIT: &str = r#"
-local base, last = bounds(KEYS[1], KEYS[2])
+local base, last, nlc = bounds(KEYS[1], KEYS[2], KEYS[4])
+if last - base ~= nlc then return {6, last - base, nlc} end
 local pos = tonumber(ARGV[1])
 if pos < base then return {3, base} end
 if pos > last then return {4, last} end
+local at = chain_at(KEYS[2], KEYS[4], pos, base, last)
+if at ~= ARGV[6] then return {5, last, at} end
 if pos < last then
-  return {0, last, since(KEYS[1], pos, last, tonumber(ARGV[4]), tonumber(ARGV[5]))}
+  local out = since(KEYS[1], pos, last, tonumber(ARGV[4]), tonumber(ARGV[5]))
+  return {0, last, out, redis.call('LINDEX', KEYS[4], pos + #out - last - 1)}
 end
 local turn = redis.call('GET', KEYS[3])
 if turn and turn ~= ARGV[2] then return {2, last} end
 redis.call('RPUSH', KEYS[1], ARGV[3])
+redis.call('RPUSH', KEYS[4], ARGV[7])
 local cb = redis.call('HINCRBY', KEYS[2], 'cb', string.len(ARGV[3]))
 if turn then redis.call('DEL', KEYS[3]) end
 local snap = redis.call('HMGET', KEYS[2], 'snap_cb', 'snap_bytes')
@@ -150,42 +229,106 @@ return {1, last + 1, cb, tonumber(snap[1] or '0'), tonumber(snap[2] or '0')}
 "#;
 
 /// The entries from `ARGV[1]` on (at most `ARGV[2]` entries, about
-/// `ARGV[3]` bytes): `{0, end, entries}`,
-/// or `{1, end}` when there are none, `{3, base}` / `{4, end}` as for
-/// [`COMMIT`].
+/// `ARGV[3]` bytes) for a caller whose chain value there is `ARGV[4]`:
+/// `{0, end, entries, chain value after them}`, or `{1, end}` when there
+/// are none, `{3, base}`, `{4, end}`, `{5, end, chain value}`, `{6, ..}`
+/// as for [`COMMIT`].
 const SINCE: &str = r#"
-local base, last = bounds(KEYS[1], KEYS[2])
+local base, last, nlc = bounds(KEYS[1], KEYS[2], KEYS[4])
+if last - base ~= nlc then return {6, last - base, nlc} end
 local pos = tonumber(ARGV[1])
 if pos < base then return {3, base} end
 if pos > last then return {4, last} end
+local at = chain_at(KEYS[2], KEYS[4], pos, base, last)
+if at ~= ARGV[4] then return {5, last, at} end
 if pos == last then return {1, last} end
-return {0, last, since(KEYS[1], pos, last, tonumber(ARGV[2]), tonumber(ARGV[3]))}
+local out = since(KEYS[1], pos, last, tonumber(ARGV[2]), tonumber(ARGV[3]))
+return {0, last, out, redis.call('LINDEX', KEYS[4], pos + #out - last - 1)}
 "#;
 
-/// Installs snapshot `ARGV[1]` (at position `ARGV[2]`, cumulative bytes
-/// `ARGV[3]`, `ARGV[4]` chunks named `ARGV[6]..GEN..':'..I`, `ARGV[5]`
-/// bytes): makes its chunks permanent, trims the log entries it covers,
-/// records it and deletes the previous snapshot. 0 when a snapshot as new
-/// exists or the position is not in the log, -1 when a chunk expired.
+/// Installs snapshot `ARGV[1]` (at position `ARGV[2]` with chain value
+/// `ARGV[7]`, cumulative bytes `ARGV[3]`, `ARGV[4]` chunks named
+/// `ARGV[6]..GEN..':'..I`, `ARGV[5]` bytes): makes its chunks permanent,
+/// trims the log entries it covers (and their chain values), records it
+/// and deletes the previous snapshot. 0 when a snapshot as new exists or
+/// the position is not in the log, -1 when a chunk expired, -2 when the
+/// log's chain value at the position is another (the snapshot's state is
+/// not the log's: its writer diverged) or the chain list is out of step.
 const INSTALL: &str = r#"
-local base, last = bounds(KEYS[1], KEYS[2])
+local base, last, nlc = bounds(KEYS[1], KEYS[2], KEYS[3])
+if last - base ~= nlc then return -2 end
 local pos = tonumber(ARGV[2])
 local cur = tonumber(redis.call('HGET', KEYS[2], 'snap_pos') or '-1')
 if pos <= cur or pos < base or pos > last then return 0 end
+if chain_at(KEYS[2], KEYS[3], pos, base, last) ~= ARGV[7] then return -2 end
 local n = tonumber(ARGV[4])
 for i = 0, n - 1 do
   local k = ARGV[6] .. ARGV[1] .. ':' .. i
   if redis.call('PERSIST', k) == 0 and redis.call('EXISTS', k) == 0 then return -1 end
 end
 local old = redis.call('HMGET', KEYS[2], 'snap_gen', 'snap_n')
-if pos > base then redis.call('LTRIM', KEYS[1], pos - base, -1) end
-redis.call('HSET', KEYS[2], 'base', pos, 'snap_gen', ARGV[1], 'snap_pos', pos,
-  'snap_cb', ARGV[3], 'snap_n', n, 'snap_bytes', ARGV[5])
+if pos > base then
+  redis.call('LTRIM', KEYS[1], pos - base, -1)
+  redis.call('LTRIM', KEYS[3], pos - base, -1)
+end
+redis.call('HSET', KEYS[2], 'base', pos, 'bc', ARGV[7], 'snap_gen', ARGV[1], 'snap_pos', pos,
+  'snap_cb', ARGV[3], 'snap_n', n, 'snap_bytes', ARGV[5], 'snap_chain', ARGV[7])
 if old[1] then
   for i = 0, tonumber(old[2]) - 1 do redis.call('UNLINK', ARGV[6] .. old[1] .. ':' .. i) end
 end
 return 1
 "#;
+
+/// Upgrades a namespace of layout `ARGV[1]` (`KEYS[1]`, the marker) to
+/// `ARGV[2]`: gives each entry of the log (`KEYS[2]`) a chain value in
+/// `KEYS[4]`, derived from the chain value at the log's base (itself
+/// derived from the base position) and the entry's position, records the
+/// base's in the head (`KEYS[3]`) and the snapshot's. 1 when upgraded, 0
+/// when the marker says something else by now (another process upgraded
+/// it), -1 when the snapshot is not at the log's base (a namespace the
+/// older layout cannot have written).
+const UPGRADE: &str = r#"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local base = redis.call('HGET', KEYS[3], 'base') or '0'
+local snap = redis.call('HGET', KEYS[3], 'snap_pos')
+if snap and tonumber(snap) ~= tonumber(base) then return -1 end
+local c = string.sub(redis.sha1hex(ARGV[1] .. ':' .. base), 1, 32)
+redis.call('HSET', KEYS[3], 'bc', c)
+if snap then redis.call('HSET', KEYS[3], 'snap_chain', c) end
+redis.call('DEL', KEYS[4])
+local n, batch = redis.call('LLEN', KEYS[2]), {}
+for i = 1, n do
+  c = string.sub(redis.sha1hex(c .. ':' .. (tonumber(base) + i)), 1, 32)
+  batch[#batch + 1] = c
+  if #batch == 1000 or i == n then
+    redis.call('RPUSH', KEYS[4], unpack(batch))
+    batch = {}
+  end
+end
+redis.call('SET', KEYS[1], ARGV[2])
+return 1
+"#;
+
+/// A log script's source: [`LOG_FNS`] (with [`CHAIN0`]) and `body`.
+fn script_source(body: &str) -> String {
+    format!("local CHAIN0 = '{CHAIN0}'\n{LOG_FNS}{body}")
+}
+
+/// The chain value after an entry stamped `token` and `seq`, appended at a
+/// position whose chain value is `prev`: 32 hex digits of
+/// `MD5(prev:token:seq)`. See the module docs (*Divergence*) for why the
+/// stamp and not the entry's bytes.
+fn next_chain(prev: &str, token: &str, seq: u64) -> String {
+    use md5::{Digest, Md5};
+    let mut h = Md5::new();
+    h.update(prev.as_bytes());
+    h.update(b":");
+    h.update(token.as_bytes());
+    h.update(b":");
+    h.update(seq.to_le_bytes());
+    let d: [u8; 16] = h.finalize().into();
+    crate::features::hex(&d)
+}
 
 /// Deletes `KEYS[1]` if it holds `ARGV[1]` (a lease or turn of ours).
 const RELEASE: &str = r#"
@@ -198,6 +341,8 @@ return 0
 struct Keys {
     layout: String,
     log: String,
+    /// The chain list, `{NS}:lc`.
+    chain: String,
     head: String,
     turn: String,
     compacting: String,
@@ -212,6 +357,7 @@ impl Keys {
         Keys {
             layout: format!("{p}m:layout"),
             log: format!("{p}log"),
+            chain: format!("{p}lc"),
             head: format!("{p}lh"),
             turn: format!("{p}turn"),
             compacting: format!("{p}compacting"),
@@ -219,6 +365,26 @@ impl Keys {
             prefix: p,
         }
     }
+}
+
+/// Where a replica and the log part ways: the log ends before its
+/// position or holds another history there.
+#[derive(Clone, Debug)]
+struct Divergence {
+    position: u64,
+    /// The replica's chain value at `position`.
+    expected: String,
+    /// What the log has instead, as a phrase ("has chain value X there").
+    found: String,
+}
+
+/// Why a replica cannot follow the log from its position.
+enum Gap {
+    /// A snapshot trimmed the entries after its position: it is behind,
+    /// not wrong.
+    Trimmed,
+    /// The log lost entries it applied.
+    Lost(Divergence),
 }
 
 /// This process's copy of the state, and where in the log it is.
@@ -230,6 +396,14 @@ struct Replica {
     /// Bytes of the log's entries up to `pos`, the measure compaction
     /// compares with the snapshot's size.
     cb: u64,
+    /// The chain value at `pos`: which history `mem` is the state of.
+    chain: String,
+    /// Commit attempts so far: with the token, the stamp of the next entry.
+    seq: u64,
+    /// Set when this replica found it had diverged and the store refuses
+    /// ([`ReplicatedStore::resync_diverged`]`(false)`): every call fails
+    /// with it until the store is opened again.
+    refused: Option<Divergence>,
     /// False until loaded, and after anything left `mem` unlike the log
     /// at `pos` (an entry that failed to apply, a server that lost data).
     valid: bool,
@@ -264,8 +438,12 @@ pub struct ReplicatedStore {
     /// Identifies this store's turns and leases.
     token: String,
     compact_after: AtomicU64,
+    /// Whether a diverged replica reloads (true, the default) or the store
+    /// refuses with [`Error::Diverged`].
+    resync: bool,
     replica: Mutex<Replica>,
     conflicts: AtomicU64,
+    resyncs: AtomicU64,
     round_trips: AtomicU64,
     commit: redis::Script,
     since: redis::Script,
@@ -293,6 +471,8 @@ enum Reply {
     },
     Entries {
         entries: Vec<Vec<u8>>,
+        /// The chain value after the last of them.
+        chain: String,
     },
     UpToDate,
     NotYourTurn,
@@ -300,6 +480,25 @@ enum Reply {
     Shorter {
         end: u64,
     },
+    /// The log's chain value at the caller's position is `found` (none:
+    /// the chain list has no value there).
+    OtherHistory {
+        found: Option<String>,
+    },
+    /// The log and the chain list differ in length.
+    Unchained {
+        entries: u64,
+        chains: u64,
+    },
+}
+
+fn text(v: &Value) -> Result<String> {
+    match v {
+        Value::BulkString(b) => Ok(String::from_utf8_lossy(b).into_owned()),
+        other => Err(Error::Corrupt(format!(
+            "log script replied {other:?} for a chain value"
+        ))),
+    }
 }
 
 fn int(v: &Value) -> Result<u64> {
@@ -337,11 +536,25 @@ fn parse(v: Value) -> Result<Reply> {
                     .collect::<Result<Vec<_>>>()?,
                 other => return Err(Error::Corrupt(format!("log entries {other:?}"))),
             };
-            Reply::Entries { entries }
+            let chain = items.get(3).map_or(
+                Err(Error::Corrupt("log entries without a chain value".into())),
+                text,
+            )?;
+            Reply::Entries { entries, chain }
         }
         2 => Reply::NotYourTurn,
         3 => Reply::Trimmed,
         4 => Reply::Shorter { end: num(1)? },
+        5 => Reply::OtherHistory {
+            found: match items.get(2) {
+                None | Some(Value::Nil) => None,
+                Some(v) => Some(text(v)?),
+            },
+        },
+        6 => Reply::Unchained {
+            entries: num(1)?,
+            chains: num(2)?,
+        },
         other => return Err(Error::Corrupt(format!("log script code {other}"))),
     })
 }
@@ -361,20 +574,25 @@ impl ReplicatedStore {
             keys: Keys::new(ns),
             token: format!("{}:{}:{:x}", hostname(), std::process::id(), random_u64()),
             compact_after: AtomicU64::new(64 << 20),
+            resync: true,
             options,
             url: shown,
             replica: Mutex::new(Replica {
                 mem: MemState::default(),
                 pos: 0,
                 cb: 0,
+                chain: CHAIN0.to_string(),
+                seq: 0,
+                refused: None,
                 valid: false,
                 conn: None,
                 last_compaction: None,
             }),
             conflicts: AtomicU64::new(0),
+            resyncs: AtomicU64::new(0),
             round_trips: AtomicU64::new(0),
-            commit: redis::Script::new(&format!("{LOG_FNS}{COMMIT}")),
-            since: redis::Script::new(&format!("{LOG_FNS}{SINCE}")),
+            commit: redis::Script::new(&script_source(COMMIT)),
+            since: redis::Script::new(&script_source(SINCE)),
             snapshot: Mutex::new(None),
             release: redis::Script::new(RELEASE),
         };
@@ -413,6 +631,29 @@ impl ReplicatedStore {
         self.compact_after.store(bytes, Ordering::Relaxed);
     }
 
+    /// What this store does when its replica finds that the log lost
+    /// entries it had applied (see *Divergence* in the module docs): with
+    /// `true` (the default) it drops its state and loads the log's, with a
+    /// warning, and goes on; with `false` it refuses: the call that found
+    /// it and every later one fail with [`Error::Diverged`], until the
+    /// store is opened again. Refusing suits deployments that would rather
+    /// stop a worker and look than go on without the lost writes.
+    ///
+    /// ```no_run
+    /// # use simcrawl_dedup::{Error, RedisOptions, ReplicatedStore};
+    /// let store = ReplicatedStore::open_with("redis://127.0.0.1:6379/0", RedisOptions::default())?
+    ///     .resync_diverged(false);
+    /// match store.sync() {
+    ///     Err(Error::Diverged(d)) => eprintln!("stopping at log position {}: {d}", d.position),
+    ///     other => other?,
+    /// }
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    pub fn resync_diverged(mut self, resync: bool) -> ReplicatedStore {
+        self.resync = resync;
+        self
+    }
+
     /// The server's URL, without password.
     pub fn url(&self) -> &str {
         &self.url
@@ -421,6 +662,42 @@ impl ReplicatedStore {
     /// Transactions run again because another process appended first.
     pub fn conflicts(&self) -> u64 {
         self.conflicts.load(Ordering::Relaxed)
+    }
+
+    /// Times this replica found that the log had lost entries it had
+    /// applied, and reloaded the log's state (see *Divergence* in the
+    /// module docs). Not counted: the load at open, and reloads of a
+    /// replica that was only behind a snapshot.
+    ///
+    /// ```no_run
+    /// # use simcrawl_dedup::{RedisOptions, ReplicatedStore};
+    /// let store = ReplicatedStore::open_with("redis://127.0.0.1:6379/0", RedisOptions::default())?;
+    /// store.sync()?;
+    /// if store.resyncs() > 0 {
+    ///     eprintln!("the Redis server lost writes this process had seen");
+    /// }
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    pub fn resyncs(&self) -> u64 {
+        self.resyncs.load(Ordering::Relaxed)
+    }
+
+    /// The chain value at this replica's position (32 hex digits): two
+    /// replicas at the same position with the same chain value hold the
+    /// same state.
+    ///
+    /// ```no_run
+    /// # use simcrawl_dedup::{RedisOptions, ReplicatedStore};
+    /// let a = ReplicatedStore::open_with("redis://127.0.0.1:6379/0", RedisOptions::default())?;
+    /// let b = ReplicatedStore::open_with("redis://127.0.0.1:6379/0", RedisOptions::default())?;
+    /// a.sync()?;
+    /// b.sync()?;
+    /// // No writer in between: the same history.
+    /// assert_eq!((a.position(), a.chain()), (b.position(), b.chain()));
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    pub fn chain(&self) -> String {
+        self.replica.lock().chain.clone()
     }
 
     /// Requests sent to the server so far.
@@ -478,6 +755,8 @@ impl ReplicatedStore {
         r.mem = MemState::default();
         r.pos = 0;
         r.cb = 0;
+        r.chain = CHAIN0.to_string();
+        r.refused = None;
         r.valid = true;
         let _: Value = self.query(
             &mut r,
@@ -494,6 +773,7 @@ impl ReplicatedStore {
             .map_err(|e| classify(&self.url, e, false).0)?;
         match stored {
             Some(s) if s == LAYOUT => Ok(()),
+            Some(s) if s == LAYOUT_V1 => self.upgrade(conn),
             Some(other) => Err(Error::Config(format!(
                 "Redis namespace {:?} at {} holds a store of layout {other}, not a replicated one ({LAYOUT}): \
                  open it with RedisStore, or use another namespace",
@@ -520,6 +800,74 @@ impl ReplicatedStore {
                 Ok(())
             }
         }
+    }
+
+    /// Upgrades a namespace of the layout before the chain (see the module
+    /// docs, *Divergence*).
+    fn upgrade(&self, conn: &mut Connection) -> Result<()> {
+        let k = &self.keys;
+        let upgraded: i64 = redis::Script::new(UPGRADE)
+            .key(&k.layout)
+            .key(&k.log)
+            .key(&k.head)
+            .key(&k.chain)
+            .arg(LAYOUT_V1)
+            .arg(LAYOUT)
+            .invoke(conn)
+            .map_err(|e| classify(&self.url, e, false).0)?;
+        match upgraded {
+            1 => {
+                tracing::info!(
+                    url = %self.url,
+                    "upgraded Redis namespace {} from layout {LAYOUT_V1} to {LAYOUT} (a hash chain over the log)",
+                    self.options.namespace
+                );
+                Ok(())
+            }
+            0 => {
+                // Another process upgraded it meanwhile.
+                let now: Option<String> = redis::cmd("GET")
+                    .arg(&k.layout)
+                    .query(conn)
+                    .map_err(|e| classify(&self.url, e, false).0)?;
+                if now.as_deref() == Some(LAYOUT) {
+                    return Ok(());
+                }
+                Err(Error::Config(format!(
+                    "Redis namespace {:?} at {}: its layout changed from {LAYOUT_V1} to {now:?} while this \
+                     process upgraded it to {LAYOUT}",
+                    self.options.namespace, self.url
+                )))
+            }
+            _ => Err(Error::Config(format!(
+                "Redis namespace {:?} at {} (layout {LAYOUT_V1}) has a snapshot that is not at the start of its log, \
+                 so it cannot be upgraded to layout {LAYOUT}; clear the namespace (crawl --fresh) to start over",
+                self.options.namespace, self.url
+            ))),
+        }
+    }
+
+    /// The error of a replica that diverged (see the module docs).
+    fn diverged(&self, d: &Divergence) -> Error {
+        Error::Diverged(Box::new(DivergedReplica {
+            url: self.url.clone(),
+            namespace: self.options.namespace.clone(),
+            replica: self.token.clone(),
+            position: d.position,
+            expected: d.expected.clone(),
+            found: d.found.clone(),
+        }))
+    }
+
+    /// The refusal of a log whose chain list is out of step with it.
+    fn unchained(&self, entries: u64, chains: u64) -> Error {
+        Error::Config(format!(
+            "the log of Redis namespace {:?} at {} has {entries} entries but {chains} chain values: a process of an \
+             older simcrawl (store layout {LAYOUT_V1}) appends to it, or the server dropped some of its keys \
+             (maxmemory with an eviction policy); stop the older processes and restart this one, set \
+             maxmemory-policy noeviction, or clear the namespace (crawl --fresh) to start over",
+            self.options.namespace, self.url
+        ))
     }
 
     /// Runs one command on the replica's connection (connecting first if
@@ -564,6 +912,7 @@ impl ReplicatedStore {
         let mut inv = script.key(&self.keys.log);
         inv.key(&self.keys.head);
         inv.key(&self.keys.turn);
+        inv.key(&self.keys.chain);
         for a in args {
             inv.arg(*a);
         }
@@ -579,8 +928,9 @@ impl ReplicatedStore {
         parse(v)
     }
 
-    /// Applies `entries` (the log from `r.pos` on) to the replica.
-    fn apply(&self, r: &mut Replica, entries: Vec<Vec<u8>>) -> Result<()> {
+    /// Applies `entries` (the log from `r.pos` on) to the replica; `chain`
+    /// is the log's chain value after the last of them.
+    fn apply(&self, r: &mut Replica, entries: Vec<Vec<u8>>, chain: String) -> Result<()> {
         for e in entries {
             if let Err(err) = oplog::apply(&e, &mut r.mem) {
                 r.valid = false;
@@ -589,43 +939,79 @@ impl ReplicatedStore {
             r.pos += 1;
             r.cb += e.len() as u64;
         }
+        r.chain = chain;
         Ok(())
     }
 
     /// Applies the log's entries after `r.pos` until none is left;
-    /// reloads when the replica is invalid or its position was trimmed.
+    /// reloads when the replica is invalid, its position was trimmed or
+    /// the log lost entries it applied (or refuses, see
+    /// [`ReplicatedStore::resync_diverged`]).
     fn catch_up(&self, r: &mut Replica) -> Result<()> {
+        if let Some(d) = &r.refused {
+            return Err(self.diverged(d));
+        }
         if !r.valid {
             return self.load(r);
         }
+        match self.follow(r)? {
+            None => Ok(()),
+            Some(gap) => self.recover(r, gap),
+        }
+    }
+
+    /// Applies the log's entries after `r.pos` until none is left, or
+    /// says why the replica cannot follow the log from where it is.
+    fn follow(&self, r: &mut Replica) -> Result<Option<Gap>> {
         loop {
             let pos = r.pos.to_string();
             let (max, bytes) = (MAX_ENTRIES.to_string(), MAX_REPLY_BYTES.to_string());
+            let chain = r.chain.clone();
             match self.script(
                 r,
                 &self.since,
-                &[pos.as_bytes(), max.as_bytes(), bytes.as_bytes()],
+                &[pos.as_bytes(), max.as_bytes(), bytes.as_bytes(), chain.as_bytes()],
                 false,
             )? {
-                Reply::Entries { entries } => self.apply(r, entries)?,
-                Reply::UpToDate | Reply::Appended { .. } | Reply::NotYourTurn => return Ok(()),
-                Reply::Trimmed => return self.load(r),
-                Reply::Shorter { end } => return self.follow_lost_data(r, end),
+                Reply::Entries { entries, chain } => self.apply(r, entries, chain)?,
+                Reply::UpToDate | Reply::Appended { .. } | Reply::NotYourTurn => return Ok(None),
+                Reply::Trimmed => return Ok(Some(Gap::Trimmed)),
+                Reply::Shorter { end } => return Ok(Some(Gap::Lost(shorter(r, end)))),
+                Reply::OtherHistory { found } => return Ok(Some(Gap::Lost(other_history(r, found)))),
+                Reply::Unchained { entries, chains } => return Err(self.unchained(entries, chains)),
             }
         }
     }
 
-    /// The log ends at `end`, before this replica: the server lost data
-    /// (restarted without persistence). Every replica drops what the
-    /// server no longer has.
-    fn follow_lost_data(&self, r: &mut Replica, end: u64) -> Result<()> {
-        tracing::warn!(
-            url = %self.url,
-            "the log of namespace {} ends at {end}, before this replica ({}): the server lost data; reloading",
-            self.options.namespace,
-            r.pos
-        );
-        self.load(r)
+    /// Gets past a [`Gap`]: reloads a replica that is behind a snapshot;
+    /// one that diverged is reloaded too (counted and logged) or refused,
+    /// as [`ReplicatedStore::resync_diverged`] says.
+    fn recover(&self, r: &mut Replica, gap: Gap) -> Result<()> {
+        match gap {
+            Gap::Trimmed => self.load(r),
+            Gap::Lost(d) => {
+                if !self.resync {
+                    let e = self.diverged(&d);
+                    tracing::error!(url = %self.url, "{e}");
+                    r.refused = Some(d);
+                    return Err(e);
+                }
+                tracing::warn!(
+                    url = %self.url,
+                    "replica {} of Redis namespace {:?} at {} has diverged from the shared log: at position {} its \
+                     history has chain value {}, while the log {}; resyncing (this replica drops its state and \
+                     loads the log's; what the log lost is lost for every process)",
+                    self.token,
+                    self.options.namespace,
+                    self.url,
+                    d.position,
+                    d.expected,
+                    d.found
+                );
+                self.resyncs.fetch_add(1, Ordering::Relaxed);
+                self.load(r)
+            }
+        }
     }
 
     /// Rebuilds the replica from the snapshot and the log after it.
@@ -636,23 +1022,43 @@ impl ReplicatedStore {
             redis::cmd("SET").arg(&self.keys.layout).arg(LAYOUT).arg("NX"),
             false,
         )?;
+        let mut last_gap = None;
+        let mut lost = 0;
         for attempt in 0..self.options.max_attempts.max(1) {
             r.valid = false;
             r.mem = MemState::default();
-            let head: Vec<Option<u64>> = self.query(
+            type Head = (
+                Option<u64>,
+                Option<u64>,
+                Option<u64>,
+                Option<u64>,
+                Option<String>,
+                Option<String>,
+            );
+            let head: Head = self.query(
                 r,
                 redis::cmd("HMGET")
                     .arg(&self.keys.head)
                     .arg("snap_gen")
                     .arg("snap_pos")
                     .arg("snap_cb")
-                    .arg("snap_n"),
+                    .arg("snap_n")
+                    .arg("snap_chain")
+                    .arg("bc"),
                 false,
             )?;
-            let (pos, cb) = match head.as_slice() {
-                [Some(generation), Some(pos), Some(cb), Some(n)] => {
+            let (pos, cb, chain) = match head {
+                (Some(generation), Some(pos), Some(cb), Some(n), chain, _) => {
+                    let Some(chain) = chain else {
+                        return Err(Error::Config(format!(
+                            "the snapshot of Redis namespace {:?} at {} has no chain value: it was written by an \
+                             older simcrawl (layout {LAYOUT_V1}) after this namespace was upgraded to {LAYOUT}; \
+                             stop the older processes and clear the namespace (crawl --fresh) to start over",
+                            self.options.namespace, self.url
+                        )));
+                    };
                     let mut complete = true;
-                    for i in 0..*n {
+                    for i in 0..n {
                         let key = format!("{}{generation}:{i}", self.keys.chunk_prefix);
                         let chunk: Option<Vec<u8>> = self.query(r, redis::cmd("GET").arg(&key), false)?;
                         let Some(chunk) = chunk else {
@@ -666,23 +1072,48 @@ impl ReplicatedStore {
                         backoff(attempt);
                         continue;
                     }
-                    (*pos, *cb)
+                    (pos, cb, chain)
                 }
-                _ => (0, 0),
+                // No snapshot yet: the log starts at 0, with the chain
+                // value of an empty state (or of a namespace upgraded
+                // from the layout before the chain).
+                (.., base_chain) => (0, 0, base_chain.unwrap_or_else(|| CHAIN0.to_string())),
             };
             r.pos = pos;
             r.cb = cb;
+            r.chain = chain;
+            r.refused = None;
             r.valid = true;
-            match self.catch_up(r) {
-                Ok(()) if r.valid => return Ok(()),
-                Ok(()) => continue,
-                Err(e) => return Err(e),
+            match self.follow(r)? {
+                None => return Ok(()),
+                // A newer snapshot trimmed the log, or the server lost
+                // data, while this one was read: read again.
+                Some(gap) => {
+                    if matches!(gap, Gap::Lost(_)) {
+                        lost += 1;
+                    }
+                    last_gap = Some(gap);
+                    r.valid = false;
+                    if lost >= 3 {
+                        // Not a loss racing the load: the snapshot itself
+                        // is not the log's.
+                        break;
+                    }
+                    backoff(attempt);
+                }
             }
         }
-        Err(Error::Contention {
-            url: self.url.clone(),
-            attempts: self.options.max_attempts,
-        })
+        match last_gap {
+            Some(Gap::Lost(d)) => Err(Error::Corrupt(format!(
+                "the state of Redis namespace {:?} at {} loaded from its snapshot (or from the start of its log) \
+                 does not match its log: at position {} the loaded state has chain value {}, the log {}",
+                self.options.namespace, self.url, d.position, d.expected, d.found
+            ))),
+            _ => Err(Error::Contention {
+                url: self.url.clone(),
+                attempts: self.options.max_attempts,
+            }),
+        }
     }
 
     /// Starts writing the replica as a new snapshot, unless another
@@ -719,6 +1150,7 @@ impl ReplicatedStore {
             options: self.options.clone(),
             url: self.url.clone(),
             log: self.keys.log.clone(),
+            chain_key: self.keys.chain.clone(),
             head: self.keys.head.clone(),
             chunk_prefix: self.keys.chunk_prefix.clone(),
             compacting: self.keys.compacting.clone(),
@@ -726,6 +1158,7 @@ impl ReplicatedStore {
             generation,
             pos: r.pos,
             cb: r.cb,
+            chain: r.chain.clone(),
             chunks,
             started,
         };
@@ -775,6 +1208,9 @@ impl ReplicatedStore {
     /// One transaction: run `f` on the replica with its writes aside,
     /// append them to the log, apply them. See the module docs.
     fn transact<R>(&self, r: &mut Replica, f: &mut impl FnMut(&mut dyn Tables) -> Result<R>) -> Result<R> {
+        if let Some(d) = &r.refused {
+            return Err(self.diverged(d));
+        }
         if !r.valid {
             self.load(r)?;
         }
@@ -796,6 +1232,11 @@ impl ReplicatedStore {
             let entry = pending.into_entry();
             let pos = r.pos.to_string();
             let (max, bytes) = (MAX_ENTRIES.to_string(), MAX_REPLY_BYTES.to_string());
+            // Every attempt is stamped anew: an entry whose reply was lost
+            // and a retry of it are told apart.
+            r.seq += 1;
+            let chain = r.chain.clone();
+            let next = next_chain(&chain, &self.token, r.seq);
             let reply = self.script(
                 r,
                 &self.commit,
@@ -805,6 +1246,8 @@ impl ReplicatedStore {
                     &entry,
                     max.as_bytes(),
                     bytes.as_bytes(),
+                    chain.as_bytes(),
+                    next.as_bytes(),
                 ],
                 true,
             )?;
@@ -821,6 +1264,7 @@ impl ReplicatedStore {
                     }
                     r.pos = end;
                     r.cb = cb;
+                    r.chain = next;
                     let tail = cb.saturating_sub(snap_cb);
                     let due = tail >= self.compact_after.load(Ordering::Relaxed).max(snap_bytes / 2);
                     let recently = r
@@ -835,9 +1279,9 @@ impl ReplicatedStore {
                     }
                     return Ok(value);
                 }
-                Reply::Entries { entries } => {
+                Reply::Entries { entries, chain } => {
                     self.conflicts.fetch_add(1, Ordering::Relaxed);
-                    self.apply(r, entries)?;
+                    self.apply(r, entries, chain)?;
                     // The reply may have stopped at its bounds.
                     self.catch_up(r)?;
                     lost += 1;
@@ -849,7 +1293,15 @@ impl ReplicatedStore {
                 }
                 Reply::NotYourTurn => backoff(attempt),
                 Reply::Trimmed => self.load(r)?,
-                Reply::Shorter { end } => self.follow_lost_data(r, end)?,
+                Reply::Shorter { end } => {
+                    let gap = Gap::Lost(shorter(r, end));
+                    self.recover(r, gap)?;
+                }
+                Reply::OtherHistory { found } => {
+                    let gap = Gap::Lost(other_history(r, found));
+                    self.recover(r, gap)?;
+                }
+                Reply::Unchained { entries, chains } => return Err(self.unchained(entries, chains)),
                 Reply::UpToDate => {
                     return Err(Error::Corrupt("commit script replied without appending".into()));
                 }
@@ -871,6 +1323,7 @@ struct SnapshotJob {
     options: RedisOptions,
     url: String,
     log: String,
+    chain_key: String,
     head: String,
     chunk_prefix: String,
     compacting: String,
@@ -878,13 +1331,15 @@ struct SnapshotJob {
     generation: u64,
     pos: u64,
     cb: u64,
+    /// The chain value at `pos`: the install checks the log has it there.
+    chain: String,
     chunks: Vec<Vec<u8>>,
     started: Instant,
 }
 
 /// What a finished snapshot thread did: (generation, position, chunks,
-/// bytes, whether it was installed, seconds).
-type SnapshotDone = (u64, u64, usize, u64, bool, f64);
+/// bytes, the install script's reply (see [`INSTALL`]), seconds).
+type SnapshotDone = (u64, u64, usize, u64, i64, f64);
 
 impl SnapshotJob {
     /// Uploads the chunks (expiring until installed), installs them, and
@@ -916,15 +1371,17 @@ impl SnapshotJob {
                 .query::<Value>(conn)
                 .map_err(fail)?;
         }
-        let installed: i64 = redis::Script::new(&format!("{LOG_FNS}{INSTALL}"))
+        let installed: i64 = redis::Script::new(&script_source(INSTALL))
             .key(&self.log)
             .key(&self.head)
+            .key(&self.chain_key)
             .arg(self.generation)
             .arg(self.pos)
             .arg(self.cb)
             .arg(self.chunks.len())
             .arg(bytes)
             .arg(&self.chunk_prefix)
+            .arg(&self.chain)
             .invoke(conn)
             .map_err(fail)?;
         if installed != 1 {
@@ -941,7 +1398,7 @@ impl SnapshotJob {
             self.pos,
             self.chunks.len(),
             bytes,
-            installed == 1,
+            installed,
             self.started.elapsed().as_secs_f64(),
         ))
     }
@@ -953,10 +1410,11 @@ fn log_snapshot(url: &str, done: std::thread::JoinHandle<Result<SnapshotDone>>) 
             url,
             "snapshot {generation} at log position {pos}: {chunks} chunks, {:.1} MB, {} in {secs:.1} s",
             bytes as f64 / 1e6,
-            if installed {
-                "installed"
-            } else {
-                "superseded by a newer one"
+            match installed {
+                1 => "installed",
+                -2 => "not installed, the log has another history at its position (this replica diverged)",
+                -1 => "not installed, a chunk expired before the install",
+                _ => "superseded by a newer one",
             }
         ),
         Ok(Err(e)) => tracing::warn!(url, "writing a snapshot failed: {e}"),
@@ -997,6 +1455,27 @@ impl Store for ReplicatedStore {
     }
 }
 
+/// The divergence of a replica whose position is past the log's `end`.
+fn shorter(r: &Replica, end: u64) -> Divergence {
+    Divergence {
+        position: r.pos,
+        expected: r.chain.clone(),
+        found: format!("ends at position {end}, before it (the server lost entries)"),
+    }
+}
+
+/// The divergence of a replica whose chain value is not the log's.
+fn other_history(r: &Replica, found: Option<String>) -> Divergence {
+    Divergence {
+        position: r.pos,
+        expected: r.chain.clone(),
+        found: match found {
+            Some(c) => format!("has chain value {c} there (another history: the server lost entries)"),
+            None => "has no chain value there".into(),
+        },
+    }
+}
+
 fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_string())
@@ -1015,4 +1494,64 @@ fn random_u64() -> u64 {
             .unwrap_or(0),
     );
     h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The chain value is 32 hex digits, and changes with the chain before
+    /// it and with either part of the stamp.
+    #[test]
+    fn chain_values_name_the_history_and_the_stamp() {
+        let c = next_chain(CHAIN0, "host:1:ab", 1);
+        assert_eq!(c.len(), CHAIN0.len());
+        assert!(c.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(c, next_chain(CHAIN0, "host:1:ab", 1));
+        let others = [
+            next_chain(CHAIN0, "host:1:ab", 2),
+            next_chain(CHAIN0, "host:2:ab", 1),
+            next_chain(&c, "host:1:ab", 1),
+        ];
+        for o in &others {
+            assert_ne!(&c, o);
+        }
+    }
+
+    /// The replies that say a replica diverged or the chain list is out
+    /// of step parse into their own variants; entries carry their chain.
+    #[test]
+    fn replies_of_a_lost_history_are_told_apart() {
+        let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        match parse(Value::Array(vec![Value::Int(5), Value::Int(7), bulk("abc")])).unwrap() {
+            Reply::OtherHistory { found } => assert_eq!(found.as_deref(), Some("abc")),
+            _ => panic!("not OtherHistory"),
+        }
+        match parse(Value::Array(vec![Value::Int(5), Value::Int(7), Value::Nil])).unwrap() {
+            Reply::OtherHistory { found } => assert_eq!(found, None),
+            _ => panic!("not OtherHistory"),
+        }
+        match parse(Value::Array(vec![Value::Int(6), Value::Int(9), Value::Int(8)])).unwrap() {
+            Reply::Unchained { entries, chains } => assert_eq!((entries, chains), (9, 8)),
+            _ => panic!("not Unchained"),
+        }
+        let entries = Value::Array(vec![bulk("e1"), bulk("e2")]);
+        match parse(Value::Array(vec![
+            Value::Int(0),
+            Value::Int(9),
+            entries,
+            bulk("c2"),
+        ]))
+        .unwrap()
+        {
+            Reply::Entries { entries, chain } => assert_eq!((entries.len(), chain.as_str()), (2, "c2")),
+            _ => panic!("not Entries"),
+        }
+        // Entries without their chain value are a broken reply, not a
+        // position to go on from.
+        let entries = Value::Array(vec![bulk("e1")]);
+        assert!(parse(Value::Array(vec![Value::Int(0), Value::Int(9), entries])).is_err());
+        assert!(script_source(SINCE).starts_with(&format!("local CHAIN0 = '{CHAIN0}'")));
+    }
 }
