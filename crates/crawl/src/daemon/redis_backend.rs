@@ -259,8 +259,13 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         enabled: false,
         ..cfg.crawl.dust.clone()
     };
-    let dust = Arc::new(Mutex::new(crate::dust::Dust::load(&dust_off, None)?));
-    let stages = page_stages(&cfg, seeds, signer, templates.clone(), dust)?;
+    let dust = Arc::new(Mutex::new(crate::dust::Dust::load(
+        &dust_off,
+        None,
+        deduper.canonicalizer().clone(),
+    )?));
+    let canon = deduper.canonicalizer().clone();
+    let stages = page_stages(&cfg, seeds, signer, canon, templates.clone(), dust)?;
     let shared_stats = Arc::new(Mutex::new(ws.stats.clone()));
     let concurrency = cfg.crawl.concurrency.max(1);
     let writer = RedisWriter {
@@ -320,7 +325,10 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
 /// seen is queued (every worker offers them; the claim at lease time keeps
 /// one copy). Returns how many were queued.
 fn enqueue_seeds(d: &SharedTiers, f: &RedisFrontier, seeds: &[Url], worker: &str, cap: usize) -> Result<u64> {
-    let candidates: Vec<Candidate> = seeds.iter().filter_map(|s| Candidate::new(s.clone())).collect();
+    let candidates: Vec<Candidate> = seeds
+        .iter()
+        .filter_map(|s| Candidate::new(d.canonicalizer(), s.clone()))
+        .collect();
     let mut tokens = shared::Tokens::new();
     let fresh = retry("check the seeds", f.url(), || unseen(d, &candidates))?;
     let links: Vec<(String, String)> = candidates
@@ -467,9 +475,10 @@ impl RedisSource {
     /// claim is found (its token: made by a worker whose lease expired, or
     /// by this call's first attempt when a reply was lost) is.
     fn claim(&self, entries: &[(Entry, String)]) -> Result<Vec<bool>> {
+        let canonicalizer = self.deduper.canonicalizer();
         let canon: Vec<Option<CanonicalUrl>> = entries
             .iter()
-            .map(|(e, _)| CanonicalUrl::from_url(e.url.clone()).ok())
+            .map(|(e, _)| canonicalizer.from_url(e.url.clone()).ok())
             .collect();
         let digests: Vec<u128> = canon
             .iter()
@@ -769,8 +778,9 @@ impl RedisWriter {
                 if p.final_url == p.entry.url {
                     return None;
                 }
-                let c = CanonicalUrl::from_url(p.final_url.clone()).ok()?;
-                let own = CanonicalUrl::from_url(p.entry.url.clone()).ok()?;
+                let canon = self.deduper.canonicalizer();
+                let c = canon.from_url(p.final_url.clone()).ok()?;
+                let own = canon.from_url(p.entry.url.clone()).ok()?;
                 (c != own).then(|| (p.final_url.to_string(), c))
             })
             .collect();
@@ -1134,7 +1144,7 @@ mod tests {
         let claim = |entries: &[(Entry, String)]| {
             let canon: Vec<Option<CanonicalUrl>> = entries
                 .iter()
-                .map(|(e, _)| CanonicalUrl::from_url(e.url.clone()).ok())
+                .map(|(e, _)| d.canonicalizer().from_url(e.url.clone()).ok())
                 .collect();
             d.store().write(|t| claim_in(&d, t, entries, &canon)).unwrap()
         };
