@@ -30,7 +30,7 @@ use std::str::FromStr;
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
-use simcrawl_dedup::CanonicalUrl;
+use simcrawl_dedup::Canonicalizer;
 use tracing::{info, warn};
 use url::Url;
 
@@ -209,7 +209,7 @@ impl Rule {
 /// `/a?ref=x` the copy of `//a`). `None` unless the classification of the
 /// pair is made only of rewrites a crawler can apply and applying them to
 /// both really gives one URL (canonical forms compared).
-pub fn rules_for_pair(dup: &Url, kept: &Url) -> Option<BTreeSet<Rule>> {
+pub fn rules_for_pair(canon: &Canonicalizer, dup: &Url, kept: &Url) -> Option<BTreeSet<Rule>> {
     let Rewrite::Steps(steps) = rewrite::classify(dup.as_str(), kept.as_str()) else {
         return None;
     };
@@ -236,7 +236,7 @@ pub fn rules_for_pair(dup: &Url, kept: &Url) -> Option<BTreeSet<Rule>> {
                 u = v;
             }
         }
-        canonical(&u)
+        canonical(canon, &u)
     };
     (fold(dup)? == fold(kept)?).then_some(rules)
 }
@@ -250,14 +250,14 @@ fn host_key(url: &Url) -> Option<String> {
     })
 }
 
-fn canonical(url: &Url) -> Option<String> {
-    CanonicalUrl::from_url(url.clone())
-        .ok()
-        .map(|c| c.as_str().to_string())
+/// The URL tier's canonical form of `url` (`canon` is the tiers'), so that
+/// DUST calls two URLs one exactly when the URL tier does.
+fn canonical(canon: &Canonicalizer, url: &Url) -> Option<String> {
+    canon.from_url(url.clone()).ok().map(|c| c.as_str().to_string())
 }
 
-fn digest(url: &Url) -> Option<u64> {
-    let c = CanonicalUrl::from_url(url.clone()).ok()?;
+fn digest(canon: &Canonicalizer, url: &Url) -> Option<u64> {
+    let c = canon.from_url(url.clone()).ok()?;
     let d = c.digest();
     let mut b = [0u8; 8];
     b.copy_from_slice(&d[..8]);
@@ -348,17 +348,20 @@ pub struct Dust {
     admitted: HashMap<u64, (String, Vec<Rule>, Vec<Rule>)>,
     /// Learnt or blocked rules changed since the last save.
     dirty: bool,
+    /// The URL tier's canonical forms, which name URLs here.
+    canon: Canonicalizer,
 }
 
 impl Dust {
     /// The configured rules and, from `db`, those an earlier run of this
     /// crawl learnt or blocked. A configured rule that does not parse is an
-    /// error naming it.
-    pub fn load(settings: &DustSettings, db: Option<&redb::Database>) -> Result<Dust> {
+    /// error naming it. `canon` is the URL tier's canonicalizer.
+    pub fn load(settings: &DustSettings, db: Option<&redb::Database>, canon: Canonicalizer) -> Result<Dust> {
         let mut d = Dust {
             enabled: settings.enabled,
             min_examples: settings.min_examples.max(1),
             max_urls: settings.max_urls,
+            canon,
             ..Dust::default()
         };
         for line in &settings.rules {
@@ -450,7 +453,7 @@ impl Dust {
         if self.everywhere.is_empty() && own.is_none() {
             return false;
         }
-        let Some(me) = digest(url) else {
+        let Some(me) = digest(&self.canon, url) else {
             return false;
         };
         self.tracks
@@ -479,7 +482,7 @@ impl Dust {
         if !self.enabled {
             return true;
         }
-        let (Some(host), Some(me)) = (host_key(url), digest(url)) else {
+        let (Some(host), Some(me)) = (host_key(url), digest(&self.canon, url)) else {
             return true;
         };
         let open = |r: &Rule| {
@@ -537,7 +540,9 @@ impl Dust {
     /// The fetch of `url` (admitted by [`Dust::admit_fetch`]) is over and
     /// judged: `kept` when its page was kept.
     pub fn probe_done(&mut self, url: &Url, kept: bool) {
-        let Some(me) = digest(url) else { return };
+        let Some(me) = digest(&self.canon, url) else {
+            return;
+        };
         let Some((host, forward, reverse)) = self.admitted.remove(&me) else {
             return;
         };
@@ -561,7 +566,7 @@ impl Dust {
         if !self.enabled {
             return;
         }
-        let (Some(host), Some(me)) = (host_key(url), digest(url)) else {
+        let (Some(host), Some(me)) = (host_key(url), digest(&self.canon, url)) else {
             return;
         };
         let mut countered: Vec<Rule> = Vec::new();
@@ -571,7 +576,7 @@ impl Dust {
             countered.extend(from.iter().filter(|(_, o)| *o != me).map(|(r, _)| r.clone()));
         }
         for r in Rule::candidates(url) {
-            let Some(image) = r.apply(url).and_then(|u| digest(&u)) else {
+            let Some(image) = r.apply(url).and_then(|u| digest(&self.canon, &u)) else {
                 continue;
             };
             let seen = track.kept.contains(&image)
@@ -622,10 +627,10 @@ impl Dust {
             return;
         }
         let Ok(kept) = Url::parse(kept) else { return };
-        let (Some(host), Some(me)) = (host_key(url), digest(url)) else {
+        let (Some(host), Some(me)) = (host_key(url), digest(&self.canon, url)) else {
             return;
         };
-        let Some(rules) = rules_for_pair(url, &kept) else {
+        let Some(rules) = rules_for_pair(&self.canon, url, &kept) else {
             return;
         };
         for rule in rules {
@@ -711,6 +716,7 @@ mod tests {
                 ..DustSettings::default()
             },
             None,
+            Canonicalizer::default(),
         )
         .unwrap()
     }
@@ -767,7 +773,9 @@ mod tests {
 
     #[test]
     fn pairs_give_rules_only_when_they_explain_the_copy() {
-        let r = |d: &str, k: &str| rules_for_pair(&u(d), &u(k)).map(|s| s.into_iter().collect::<Vec<_>>());
+        let r = |d: &str, k: &str| {
+            rules_for_pair(&Canonicalizer::default(), &u(d), &u(k)).map(|s| s.into_iter().collect::<Vec<_>>())
+        };
         assert_eq!(
             r("http://a.test//s/p", "http://a.test/s/p"),
             Some(vec![Rule::CollapseSlashes])
@@ -917,7 +925,7 @@ mod tests {
             rules: vec!["* collapse_slashes".into(), "a.test drop_param:sid".into()],
             ..DustSettings::default()
         };
-        let d = Dust::load(&s, None).unwrap();
+        let d = Dust::load(&s, None, Canonicalizer::default()).unwrap();
         assert_eq!(
             d.rewrite(&u("http://b.test//x?sid=1")),
             Some(u("http://b.test/x?sid=1"))
@@ -932,6 +940,7 @@ mod tests {
                 ..s.clone()
             },
             None,
+            Canonicalizer::default(),
         )
         .unwrap();
         assert_eq!(off.rewrite(&u("http://a.test//x?sid=1")), None);
@@ -939,7 +948,10 @@ mod tests {
             rules: vec!["a.test drop_everything".into()],
             ..DustSettings::default()
         };
-        let e = format!("{:#}", Dust::load(&bad, None).unwrap_err());
+        let e = format!(
+            "{:#}",
+            Dust::load(&bad, None, Canonicalizer::default()).unwrap_err()
+        );
         assert!(e.contains("drop_everything"), "{e}");
     }
 
@@ -957,7 +969,7 @@ mod tests {
         }
         txn.commit().unwrap();
         assert!(!d.changed());
-        let again = Dust::load(&DustSettings::default(), Some(&db)).unwrap();
+        let again = Dust::load(&DustSettings::default(), Some(&db), Canonicalizer::default()).unwrap();
         assert_eq!(again.rewrite(&u("http://a.test//y")), Some(u("http://a.test/y")));
         assert_eq!(again.learnt(), d.learnt());
     }

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use anyhow::{Context, Result};
 use redb::{ReadableDatabase, Table, TableDefinition, WriteTransaction};
 use regex::Regex;
-use simcrawl_dedup::{CanonicalUrl, Deduper, RedbStore, Tables, UrlVerdict};
+use simcrawl_dedup::{CanonicalUrl, Canonicalizer, Deduper, RedbStore, Tables, UrlVerdict};
 use url::Url;
 
 use crate::config::{CrawlConfig, Scope};
@@ -148,10 +148,11 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    /// `None` for URLs that cannot be crawled (not http(s)).
-    pub fn new(mut url: Url) -> Option<Candidate> {
+    /// `None` for URLs that cannot be crawled (not http(s)). `canon` is the
+    /// URL tier's ([`Deduper::canonicalizer`]): the form is its key.
+    pub fn new(canon: &Canonicalizer, mut url: Url) -> Option<Candidate> {
         url.set_fragment(None);
-        let canonical = CanonicalUrl::from_url(url.clone()).ok()?;
+        let canonical = canon.from_url(url.clone()).ok()?;
         Some(Candidate { url, canonical })
     }
 

@@ -126,6 +126,36 @@ mod tests {
         assert!(e.contains("checkpoint_records: stored 9"), "{e}");
     }
 
+    /// A data directory from before the canonical URL forms had a version
+    /// (its URL keys were computed by version 1) is refused with a message
+    /// that says so, not resumed with keys that no longer match.
+    #[test]
+    fn a_store_keyed_by_older_canonical_urls_is_refused() {
+        let cfg = Config::default();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.redb");
+        let d = open_deduper(simcrawl_dedup::RedbStore::open(&path).unwrap(), &cfg).unwrap();
+        let old: String = d
+            .params()
+            .lines()
+            .filter(|l| !l.starts_with("url_canon="))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        d.store().write(|t| t.set_meta("params", old.as_bytes())).unwrap();
+        d.flush().unwrap();
+        drop(d);
+        let e = open_deduper(simcrawl_dedup::RedbStore::open(&path).unwrap(), &cfg).unwrap_err();
+        let text = format!("{e:#}");
+        assert!(
+            text.contains("keyed by URL canonicalization version 1") && text.contains("new data directory"),
+            "{text}"
+        );
+        assert!(matches!(
+            e.downcast_ref::<simcrawl_dedup::Error>(),
+            Some(simcrawl_dedup::Error::OldUrlKeys { .. })
+        ));
+    }
+
     #[test]
     fn errors_out_of_a_transaction_keep_their_cause_chain() {
         let io = std::io::Error::other("disk full");

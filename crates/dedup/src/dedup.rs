@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::canonical::{CanonicalUrl, md5_of};
+use crate::canonical::{CANONICAL_VERSION, CanonicalUrl, Canonicalizer, UrlConfig, UrlError, md5_of};
 use crate::error::{Error, Result};
 use crate::features::{FeatureConfig, Features};
 use crate::fingerprint::Fingerprint;
@@ -125,6 +125,9 @@ pub struct DedupConfig {
     pub window: Option<Duration>,
     /// How text becomes features.
     pub features: FeatureConfig,
+    /// The URL tier: which query parameters are tracking
+    /// (`[dedup.url]`).
+    pub url: UrlConfig,
 }
 
 impl Default for DedupConfig {
@@ -139,6 +142,7 @@ impl Default for DedupConfig {
             band_rows: 4,
             window: None,
             features: FeatureConfig::default(),
+            url: UrlConfig::default(),
         }
     }
 }
@@ -350,6 +354,8 @@ pub struct Deduper<S: Store> {
     config: DedupConfig,
     features: Features,
     layout: BlockLayout,
+    /// The URL tier's key function, under `config.url`.
+    canon: Canonicalizer,
     clock: Clock,
     last_purge: AtomicU64,
     /// Parameters of the embedding program recorded next to the crate's own
@@ -379,7 +385,11 @@ impl<S: Store> Deduper<S> {
     /// Opens deduplication over `store`. A store that already holds an index
     /// built with other parameters (blocks, distance, hash, features, IDF
     /// table, segmenter, tracking parameters, format) is refused with
-    /// [`Error::ParamsMismatch`], naming what differs.
+    /// [`Error::ParamsMismatch`], naming what differs; one whose URL keys
+    /// were computed by another version of the canonical forms, with
+    /// [`Error::OldUrlKeys`]; one in another store format, with
+    /// [`Error::OldFormat`]. An invalid [`DedupConfig::url`] list is a
+    /// [`UrlError::TrackingParam`].
     pub fn new(store: S, config: DedupConfig) -> Result<Deduper<S>> {
         Deduper::with_params(store, config, &[])
     }
@@ -421,11 +431,13 @@ impl<S: Store> Deduper<S> {
         }
         let layout = BlockLayout::new(config.blocks, config.max_distance)?;
         let features = Features::new(config.features.clone())?;
+        let canon = Canonicalizer::new(&config.url)?;
         let deduper = Deduper {
             store,
             config,
             features,
             layout,
+            canon,
             clock: Arc::new(now_secs),
             last_purge: AtomicU64::new(0),
             extra: Vec::new(),
@@ -474,11 +486,11 @@ impl<S: Store> Deduper<S> {
             crate::Extractor::Shingles => ("none", "none"),
         };
         let mut p = format!(
-            "format={FORMAT_VERSION}\nbits=64\nblocks={}\nmax_distance={}\nhash={TOKEN_HASH_NAME}\nfeatures={}\nidf={idf}\nsegmenter={segmenter}\ntracking={}\nsketch={}\nbands={}x{}\n",
+            "format={FORMAT_VERSION}\nbits=64\nblocks={}\nmax_distance={}\nhash={TOKEN_HASH_NAME}\nfeatures={}\nidf={idf}\nsegmenter={segmenter}\nurl_canon={CANONICAL_VERSION}\ntracking={}\nsketch={}\nbands={}x{}\n",
             self.config.blocks,
             self.config.max_distance,
             self.features.describe(),
-            crate::canonical::tracking_params_digest(),
+            self.canon.tracking_digest(),
             crate::sketch::SKETCH_NAME,
             self.config.bands,
             self.config.band_rows,
@@ -533,6 +545,19 @@ impl<S: Store> Deduper<S> {
                 current: FORMAT_VERSION,
             });
         }
+        // Stores from before the canonical forms had a version record none:
+        // version 1. Their URL keys would not match, whatever else agrees.
+        let stored_canon = old
+            .iter()
+            .find(|(k, _)| k == "url_canon")
+            .map_or_else(|| "1".to_string(), |(_, v)| v.clone());
+        if stored_canon != CANONICAL_VERSION.to_string() {
+            return Err(Error::OldUrlKeys {
+                path: path(),
+                stored: stored_canon,
+                current: CANONICAL_VERSION,
+            });
+        }
         let mut diffs = Vec::new();
         for (k, v) in &new {
             match old.iter().find(|(ok, _)| ok == k) {
@@ -568,6 +593,22 @@ impl<S: Store> Deduper<S> {
         &self.config
     }
 
+    /// The URL tier's key function, under [`DedupConfig::url`]: crawlers
+    /// that canonicalize links off the writer thread (for
+    /// [`Deduper::check_url_in`]) use it, or a clone of it.
+    ///
+    /// ```
+    /// use simcrawl_dedup::{DedupConfig, Deduper, MemoryStore, UrlConfig};
+    /// let config = DedupConfig { url: UrlConfig { tracking_params: vec!["sid".into()] }, ..Default::default() };
+    /// let d = Deduper::new(MemoryStore::new(), config)?;
+    /// let c = d.canonicalizer().parse("http://a.example/p?utm_source=x&sid=1")?;
+    /// assert_eq!(c.as_str(), "http://a.example/p?utm_source=x");
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    pub fn canonicalizer(&self) -> &Canonicalizer {
+        &self.canon
+    }
+
     /// The feature extractor (for showing what weighs most in a text).
     pub fn features(&self) -> &Features {
         &self.features
@@ -583,7 +624,9 @@ impl<S: Store> Deduper<S> {
         let (fingerprint, features) = self.features.fingerprint_counted(doc.text);
         Signature {
             url: doc.url.to_string(),
-            url_digest: CanonicalUrl::parse(doc.url)
+            url_digest: self
+                .canon
+                .parse(doc.url)
                 .ok()
                 .map(|c| u128::from_be_bytes(c.digest())),
             title_digest: title_digest(doc.title),
@@ -689,14 +732,23 @@ impl<S: Store> Deduper<S> {
 
     /// The URL tier: records the canonical URL and says whether it was seen.
     pub fn check_url(&self, url: &str) -> Result<UrlVerdict> {
-        let canonical = CanonicalUrl::parse(url)?;
+        let canonical = self.canon.parse(url)?;
         self.write(|t| self.check_url_in(t, url, canonical.clone()))
     }
 
     /// [`Deduper::check_url`] inside a caller's transaction (see
     /// [`crate::RedbStore::write_with`]), for crawlers that commit their
-    /// frontier together with the URL tier.
+    /// frontier together with the URL tier. `canonical` must come from
+    /// [`Deduper::canonicalizer`] (or an equal one): a form made under
+    /// another tracking list is refused with [`UrlError::OtherSettings`],
+    /// as its key is not the one this store uses for the URL.
     pub fn check_url_in(&self, t: &mut dyn Tables, url: &str, canonical: CanonicalUrl) -> Result<UrlVerdict> {
+        if !canonical.made_by(&self.canon) {
+            return Err(UrlError::OtherSettings {
+                url: canonical.as_str().to_string(),
+            }
+            .into());
+        }
         let digest = u128::from_be_bytes(canonical.digest());
         let cutoff = self.cutoff();
         match t.url(digest)? {

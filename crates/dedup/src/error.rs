@@ -33,6 +33,26 @@ pub enum Error {
         /// The format this version reads.
         current: u32,
     },
+    /// The URL tier of the store at `path` was keyed by another version of
+    /// the canonical forms ([`crate::CANONICAL_VERSION`]; a store that
+    /// records none is version 1): the same URL would get another key, so
+    /// seen URLs would be fetched again. The title and content tiers would
+    /// still match, but mixing keys silently is never right, so the store
+    /// is refused.
+    #[error(
+        "the URL tier of the index at {path} was keyed by URL canonicalization version {stored}, but this \
+         simcrawl computes version {current} (a stray '%' is now '%25', escapes of ^ | {{ }} ` are decoded, a \
+         curated tracking-parameter list): its URL keys would not match new ones; re-run into a new data \
+         directory, or delete {path} to rebuild the index"
+    )]
+    OldUrlKeys {
+        /// Where the store lives.
+        path: PathBuf,
+        /// The version it records.
+        stored: String,
+        /// The version this simcrawl computes.
+        current: u32,
+    },
     /// The store at `path` is already open in another process.
     #[error("the index at {} is in use by another process", path.display())]
     Locked {

@@ -40,7 +40,7 @@ pub mod index;
 pub mod sketch;
 pub mod store;
 
-pub use canonical::{CanonicalUrl, UrlError};
+pub use canonical::{CANONICAL_VERSION, CanonicalUrl, Canonicalizer, UrlConfig, UrlError};
 pub use dedup::{
     BAND_CANDIDATES, Comparison, DEFAULT_MIN_SIMILARITY, DEFAULT_TITLE_MIN_SIMILARITY, DedupConfig, Deduper,
     Document, Duplicate, FORMAT_VERSION, PURGE_SLICE, Purged, Signature, StoreStats, TITLE_CANDIDATES, Tier,

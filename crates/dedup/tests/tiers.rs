@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use simcrawl_dedup::{
-    DedupConfig, Deduper, Document, Error, Extractor, FeatureConfig, MemoryStore, RedbStore, Store, Tier,
-    TitlePolicy, UrlVerdict, Verdict,
+    CANONICAL_VERSION, CanonicalUrl, DedupConfig, Deduper, Document, Error, Extractor, FeatureConfig,
+    MemoryStore, RedbStore, Store, Tier, TitlePolicy, UrlConfig, UrlError, UrlVerdict, Verdict,
 };
 
 const ARTICLE_A: &str = "国家统计局今天发布数据显示，十月份全国规模以上工业增加值同比增长百分之五点三，\
@@ -318,6 +318,126 @@ fn stores_refuse_another_idf_table_segmenter_or_tracking_list() {
             "{e}"
         );
     }
+}
+
+fn tracking(list: &[&str]) -> DedupConfig {
+    DedupConfig {
+        url: UrlConfig {
+            tracking_params: list.iter().map(|s| s.to_string()).collect(),
+        },
+        ..DedupConfig::default()
+    }
+}
+
+/// Issue item 9: the tracking list is configurable, and the URL tier uses
+/// the configured one, not the built-in one.
+#[test]
+fn the_url_tier_removes_the_configured_tracking_parameters() {
+    let d = mem(tracking(&["sid", "ref_*"]));
+    assert!(matches!(
+        d.check_url("http://a.test/p?id=1&sid=7").unwrap(),
+        UrlVerdict::New(_)
+    ));
+    let v = d.check_url("http://a.test/p?sid=8&id=1&REF_from=x").unwrap();
+    assert!(matches!(v, UrlVerdict::Seen { .. }), "{v:?}");
+    // A key of the built-in list is not on this one: another URL.
+    let v = d.check_url("http://a.test/p?id=1&utm_source=x").unwrap();
+    assert!(matches!(v, UrlVerdict::New(_)), "{v:?}");
+    // Signatures (the batch tool's URL tier) use the same list.
+    let sig = d.sign(&Document::new("http://a.test/p?id=1&sid=9", "", ""));
+    let c = d.canonicalizer().parse("http://a.test/p?id=1").unwrap();
+    assert_eq!(sig.url_digest, Some(u128::from_be_bytes(c.digest())));
+    // An empty list removes nothing.
+    let d = mem(tracking(&[]));
+    assert!(matches!(
+        d.check_url("http://a.test/p?utm_source=x").unwrap(),
+        UrlVerdict::New(_)
+    ));
+    assert!(matches!(
+        d.check_url("http://a.test/p").unwrap(),
+        UrlVerdict::New(_)
+    ));
+}
+
+/// The digest a store records covers the configured list (not the
+/// built-in one): reopening with another list is refused, with the same
+/// list in another order or case it is not.
+#[test]
+fn stores_record_the_configured_tracking_list() {
+    let store = Deduper::new(MemoryStore::new(), tracking(&["sid", "utm_*"]))
+        .unwrap()
+        .into_store();
+    let store = Deduper::new(store, tracking(&["UTM_*", "sid", "sid"]))
+        .unwrap()
+        .into_store();
+    let e = Deduper::new(store, tracking(&["sid"])).unwrap_err();
+    assert!(matches!(e, Error::ParamsMismatch { .. }), "{e}");
+    assert!(e.to_string().contains("tracking: stored "), "{e}");
+    let store = Deduper::new(MemoryStore::new(), tracking(&["sid"]))
+        .unwrap()
+        .into_store();
+    let e = Deduper::new(store, DedupConfig::default()).unwrap_err();
+    assert!(e.to_string().contains("tracking: stored "), "{e}");
+}
+
+/// A canonical form made under another list has another key: handing one
+/// to `check_url_in` is an error, not a silent miss.
+#[test]
+fn check_url_in_refuses_canonical_forms_of_other_settings() {
+    let d = mem(tracking(&["sid"]));
+    let other = CanonicalUrl::parse("http://a.test/p?sid=1").unwrap();
+    let e = d
+        .store()
+        .write(|t| d.check_url_in(t, "http://a.test/p?sid=1", other.clone()))
+        .unwrap_err();
+    assert!(matches!(e, Error::Url(UrlError::OtherSettings { .. })), "{e}");
+    let own = d.canonicalizer().parse("http://a.test/p?sid=1").unwrap();
+    let v = d
+        .store()
+        .write(|t| d.check_url_in(t, "http://a.test/p?sid=1", own.clone()))
+        .unwrap();
+    assert!(matches!(v, UrlVerdict::New(_)), "{v:?}");
+}
+
+#[test]
+fn unusable_tracking_entries_are_refused() {
+    for bad in ["", "*", "a b", "中", "utm_*x", "a=b"] {
+        let e = Deduper::new(MemoryStore::new(), tracking(&["gclid", bad])).unwrap_err();
+        assert!(
+            matches!(&e, Error::Url(UrlError::TrackingParam { entry, .. }) if entry == bad),
+            "{bad:?}: {e}"
+        );
+    }
+}
+
+/// Stores whose URL keys came from older canonical forms (version 1 recorded
+/// no version) are refused with an error saying so, not mixed.
+#[test]
+fn stores_keyed_by_older_canonical_forms_are_refused() {
+    let d = Deduper::new(MemoryStore::new(), DedupConfig::default()).unwrap();
+    let params = d.params();
+    assert!(
+        params.contains(&format!("url_canon={CANONICAL_VERSION}\n")),
+        "{params}"
+    );
+    let store = d.into_store();
+    let old: String = params
+        .lines()
+        .filter(|l| !l.starts_with("url_canon="))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    store.write(|t| t.set_meta("params", old.as_bytes())).unwrap();
+    let e = Deduper::new(store, DedupConfig::default()).unwrap_err();
+    assert!(
+        matches!(e, Error::OldUrlKeys { ref stored, .. } if stored == "1"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("new data directory"), "{e}");
+    let e = Deduper::new(store_recording("url_canon", "7"), DedupConfig::default()).unwrap_err();
+    assert!(
+        matches!(e, Error::OldUrlKeys { ref stored, .. } if stored == "7"),
+        "{e}"
+    );
 }
 
 #[test]

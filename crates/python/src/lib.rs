@@ -18,8 +18,8 @@ use pyo3::types::{PyDict, PyString};
 use serde::Deserialize;
 use simcrawl_clean::{CleanConfig, Cleaner};
 use simcrawl_dedup::{
-    CanonicalUrl, DedupConfig, Deduper, Document, Fingerprint, MemoryStore, RedbStore, Store as _, Tier,
-    UrlVerdict, Verdict,
+    CanonicalUrl, Canonicalizer, DedupConfig, Deduper, Document, Fingerprint, MemoryStore, RedbStore,
+    Store as _, Tier, UrlVerdict, Verdict,
 };
 
 create_exception!(
@@ -354,19 +354,20 @@ const KEY_URL_PREFIX: &str = "http://key.simcrawl.invalid/";
 /// The longest key `check_key` takes (Scrapy's fingerprints are 20 bytes).
 const MAX_KEY_BYTES: usize = 1024;
 
-fn key_url(key: &[u8]) -> PyResult<CanonicalUrl> {
+/// `canon` is the deduper's: the form must be made under its settings.
+fn key_url(canon: &Canonicalizer, key: &[u8]) -> Result<CanonicalUrl, String> {
     if key.is_empty() || key.len() > MAX_KEY_BYTES {
-        return Err(py_err(format!(
+        return Err(format!(
             "a key must have 1 to {MAX_KEY_BYTES} bytes, not {}",
             key.len()
-        )));
+        ));
     }
     let mut url = String::with_capacity(KEY_URL_PREFIX.len() + 2 * key.len());
     url.push_str(KEY_URL_PREFIX);
     for b in key {
         url.push_str(&format!("{b:02x}"));
     }
-    CanonicalUrl::parse(&url).map_err(py_err)
+    canon.parse(&url).map_err(|e| e.to_string())
 }
 
 fn parse_url(url: &str) -> PyResult<url::Url> {
@@ -434,6 +435,17 @@ impl PyDeduper {
         Ok(v)
     }
 
+    /// The canonical form of a URL as this Deduper's URL tier keys it (its
+    /// `[dedup.url]` tracking parameters removed). Raises SimcrawlError for
+    /// a URL that is not absolute http(s).
+    fn canonical_url(&self, py: Python<'_>, url: String) -> PyResult<String> {
+        self.run(py, |s| {
+            on_store!(s, d => d.canonicalizer().parse(&url))
+                .map(|c| c.as_str().to_string())
+                .map_err(|e| e.to_string())
+        })
+    }
+
     /// The URL tier for requests a URL does not identify (a form post, a
     /// request with a body, a scheme other than http(s)): records an opaque
     /// key, such as Scrapy's request fingerprint, with the URL it came from,
@@ -441,8 +453,8 @@ impl PyDeduper {
     /// URL). Keys live in the URL tier's table, persistent and windowed as
     /// URLs are, under digests no URL can have.
     fn check_key(&self, py: Python<'_>, key: &[u8], url: String) -> PyResult<PyVerdict> {
-        let canonical = key_url(key)?;
         let v = self.run(py, |s| {
+            let canonical = on_store!(s, d => key_url(d.canonicalizer(), key))?;
             let v = on_store!(s, d => d
                 .purge_if_due()
                 .and_then(|_| d.store().write(|t| d.check_url_in(t, &url, canonical.clone()))))
@@ -649,7 +661,8 @@ fn distance(a: FingerprintArg, b: FingerprintArg) -> PyResult<u32> {
     Ok(a.get()?.distance(b.get()?))
 }
 
-/// The canonical form of a URL, as the URL tier keys it. Raises
+/// The canonical form of a URL, as the URL tier keys it under the default
+/// settings (`Deduper.canonical_url` applies a Deduper's own). Raises
 /// SimcrawlError for a URL that is not absolute http(s).
 #[pyfunction]
 fn canonical_url(url: &Bound<'_, PyString>) -> PyResult<String> {
@@ -700,12 +713,33 @@ mod tests {
 
     #[test]
     fn key_urls_are_canonical_and_apart_from_real_urls() {
-        let k = key_url(&[0x00, 0xab, 0xff]).unwrap();
+        let c = Canonicalizer::default();
+        let k = key_url(&c, &[0x00, 0xab, 0xff]).unwrap();
         assert_eq!(k.as_str(), "http://key.simcrawl.invalid/00abff");
-        assert_ne!(key_url(b"a").unwrap().digest(), key_url(b"b").unwrap().digest());
-        assert!(key_url(b"").is_err());
-        assert!(key_url(&[7; MAX_KEY_BYTES + 1]).is_err());
-        assert!(key_url(&[7; MAX_KEY_BYTES]).is_ok());
+        assert_ne!(
+            key_url(&c, b"a").unwrap().digest(),
+            key_url(&c, b"b").unwrap().digest()
+        );
+        assert!(key_url(&c, b"").is_err());
+        assert!(key_url(&c, &[7; MAX_KEY_BYTES + 1]).is_err());
+        assert!(key_url(&c, &[7; MAX_KEY_BYTES]).is_ok());
+    }
+
+    /// `[dedup.url]` reaches the deduper from a dict or a file, like the
+    /// rest of `[dedup]`.
+    #[test]
+    fn settings_carry_the_tracking_list() {
+        let s: Settings =
+            serde_json::from_str(r#"{"dedup": {"url": {"tracking_params": ["sid"]}}}"#).unwrap();
+        assert_eq!(s.dedup.url.tracking_params, vec!["sid".to_string()]);
+        let d = Deduper::new(MemoryStore::new(), s.dedup).unwrap();
+        let c = d
+            .canonicalizer()
+            .parse("http://a.example/p?sid=1&utm_source=x")
+            .unwrap();
+        assert_eq!(c.as_str(), "http://a.example/p?utm_source=x");
+        let e = serde_json::from_str::<Settings>(r#"{"dedup": {"url": {"tracking": []}}}"#).unwrap_err();
+        assert!(e.to_string().contains("tracking"), "{e}");
     }
 
     #[test]

@@ -51,6 +51,22 @@ def test_check_url_merges_variants_and_names_the_first() -> None:
     assert simcrawl.canonical_url("HTTP://X.example:80/p?b=1&utm_medium=x&a=2#f") == "http://x.example/p?a=2&b=1"
 
 
+def test_the_tracking_list_is_configurable() -> None:
+    d = Deduper(config={"dedup": {"url": {"tracking_params": ["sid"]}}})
+    assert d.canonical_url("http://a.example/p?sid=1&utm_source=x") == "http://a.example/p?utm_source=x"
+    assert d.check_url("http://a.example/p?sid=1").kept
+    assert d.check_url("http://a.example/p?sid=2").duplicate
+    assert d.check_url("http://a.example/p?utm_source=x").kept
+    # Keys are recorded under the Deduper's own settings too.
+    assert d.check_key(b"k", "http://a.example/form").kept
+    # The default list is curated: a redirector's target is the page.
+    url = "http://a.example/go?ref_url=http://b.example/"
+    assert simcrawl.canonical_url(url) == url
+    assert Deduper().canonical_url(url + "&gclid=1") == url
+    with pytest.raises(SimcrawlError, match="tracking_params"):
+        Deduper(config={"dedup": {"url": {"tracking_params": ["*"]}}})
+
+
 @pytest.mark.parametrize(
     "url, message",
     [("not a url", "invalid URL"), ("ftp://example.com/x", "unsupported URL scheme"), ("/relative", "invalid URL")],

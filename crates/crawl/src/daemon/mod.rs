@@ -138,8 +138,12 @@ fn run_local(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
     let deduper = Arc::new(state::open_deduper(store, &cfg)?);
     let templates = Templates::load(&cfg.template, Some(deduper.store().database()))?;
     let dust = Arc::new(Mutex::new(
-        Dust::load(&cfg.crawl.dust, Some(deduper.store().database()))
-            .context("invalid [crawl.dust] settings")?,
+        Dust::load(
+            &cfg.crawl.dust,
+            Some(deduper.store().database()),
+            deduper.canonicalizer().clone(),
+        )
+        .context("invalid [crawl.dust] settings")?,
     ));
     let mut cp = Checkpoint::load(deduper.store().database())?;
     if cp.stats.fetched > 0 {
@@ -158,7 +162,8 @@ fn run_local(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         let d = deduper.clone();
         Arc::new(move |doc| d.sign(doc))
     };
-    let stages = page_stages(&cfg, seeds, signer, templates.clone(), dust.clone())?;
+    let canon = deduper.canonicalizer().clone();
+    let stages = page_stages(&cfg, seeds, signer, canon, templates.clone(), dust.clone())?;
     let shared = Arc::new(Mutex::new(cp.stats.clone()));
     let base_fetched = cp.stats.fetched;
     let writer = Writer::new(
@@ -197,6 +202,7 @@ fn page_stages(
     cfg: &Config,
     seeds: &[Url],
     sign: Signer,
+    canon: simcrawl_dedup::Canonicalizer,
     templates: Templates,
     dust: Arc<Mutex<Dust>>,
 ) -> Result<Arc<PageStages>> {
@@ -212,6 +218,7 @@ fn page_stages(
         fetcher,
         cleaner: simcrawl_clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?,
         sign,
+        canon,
         scope: ScopeRules::new(&cfg.crawl, seeds)?,
         follow_nofollow: cfg.crawl.follow_nofollow,
         respect_noindex: cfg.crawl.respect_noindex,
@@ -268,7 +275,10 @@ fn enqueue_seeds(deduper: &Tiers, seeds: &[Url], cp: &mut Checkpoint) -> Result<
     let mut added = 0;
     deduper.store().write_with(Commit::Durable, |txn, tables| {
         let mut fr = frontier::open(txn)?;
-        for c in seeds.iter().filter_map(|s| Candidate::new(s.clone())) {
+        for c in seeds
+            .iter()
+            .filter_map(|s| Candidate::new(deduper.canonicalizer(), s.clone()))
+        {
             if frontier::enqueue(deduper, tables, &mut fr, &mut cp.next_seq, &c, 0)? {
                 added += 1;
             }

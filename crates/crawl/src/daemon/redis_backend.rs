@@ -38,8 +38,8 @@ use anyhow::{Context, Result, bail};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use simcrawl_dedup::{
-    CanonicalUrl, Deduper, Prefetch, ReadTables, RedisOptions, RedisStore, ReplicatedStore, Signature, Store,
-    Tables, Tier, UrlTier, UrlVerdict, Verdict,
+    CanonicalUrl, Canonicalizer, Deduper, Prefetch, ReadTables, RedisOptions, RedisStore, ReplicatedStore,
+    Signature, Store, Tables, Tier, UrlTier, UrlVerdict, Verdict,
 };
 use tracing::{info, warn};
 use url::Url;
@@ -281,8 +281,13 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         enabled: false,
         ..cfg.crawl.dust.clone()
     };
-    let dust = Arc::new(Mutex::new(crate::dust::Dust::load(&dust_off, None)?));
-    let stages = page_stages(&cfg, seeds, signer, templates.clone(), dust)?;
+    let dust = Arc::new(Mutex::new(crate::dust::Dust::load(
+        &dust_off,
+        None,
+        deduper.canonicalizer().clone(),
+    )?));
+    let canon = deduper.canonicalizer().clone();
+    let stages = page_stages(&cfg, seeds, signer, canon, templates.clone(), dust)?;
     let shared_stats = Arc::new(Mutex::new(ws.stats.clone()));
     let concurrency = cfg.crawl.concurrency.max(1);
     let writer = RedisWriter {
@@ -460,7 +465,10 @@ fn cut_gone_workers(frontier: &RedisFrontier, root: &std::path::Path, me: &str) 
 /// seen is queued (every worker offers them; the claim at lease time keeps
 /// one copy). Returns how many were queued.
 fn enqueue_seeds(d: &SharedTiers, f: &RedisFrontier, seeds: &[Url], worker: &str, cap: usize) -> Result<u64> {
-    let candidates: Vec<Candidate> = seeds.iter().filter_map(|s| Candidate::new(s.clone())).collect();
+    let candidates: Vec<Candidate> = seeds
+        .iter()
+        .filter_map(|s| Candidate::new(d.canonicalizer(), s.clone()))
+        .collect();
     let mut tokens = shared::Tokens::new();
     let fresh = retry("check the seeds", f.url(), || unseen(d, &candidates))?;
     let links: Vec<(String, String)> = candidates
@@ -610,9 +618,10 @@ impl RedisSource {
     /// claim is found (its token: made by a worker whose lease expired, or
     /// by this call's first attempt when a reply was lost) is.
     fn claim(&self, entries: &[(Entry, String)]) -> Result<Vec<bool>> {
+        let canonicalizer = self.deduper.canonicalizer();
         let canon: Vec<Option<CanonicalUrl>> = entries
             .iter()
-            .map(|(e, _)| CanonicalUrl::from_url(e.url.clone()).ok())
+            .map(|(e, _)| canonicalizer.from_url(e.url.clone()).ok())
             .collect();
         let digests: Vec<u128> = canon
             .iter()
@@ -863,12 +872,12 @@ pub fn print_stats(url: &str, namespace: &str) -> Result<()> {
 /// The URL a redirected page ended at, where it canonicalizes apart from
 /// the page's own: `None` for a page that was not redirected (or only to
 /// a variant of its own URL).
-fn redirect_target(p: &PageResult) -> Option<(String, CanonicalUrl)> {
+fn redirect_target(canon: &Canonicalizer, p: &PageResult) -> Option<(String, CanonicalUrl)> {
     if p.final_url == p.entry.url {
         return None;
     }
-    let c = CanonicalUrl::from_url(p.final_url.clone()).ok()?;
-    let own = CanonicalUrl::from_url(p.entry.url.clone()).ok()?;
+    let c = canon.from_url(p.final_url.clone()).ok()?;
+    let own = canon.from_url(p.entry.url.clone()).ok()?;
     (c != own).then(|| (p.final_url.to_string(), c))
 }
 
@@ -1121,7 +1130,10 @@ impl Commits for RedisWriter {
             .collect();
         // 1. Verdicts: redirect targets, then the title and content tiers of
         // every page that is judged, in one transaction.
-        let targets: Vec<Option<(String, CanonicalUrl)>> = pages.iter().map(|p| redirect_target(p)).collect();
+        let targets: Vec<Option<(String, CanonicalUrl)>> = pages
+            .iter()
+            .map(|p| redirect_target(self.deduper.canonicalizer(), p))
+            .collect();
         let redirected = self.redirects_seen(&targets)?;
         let judged: Vec<usize> = (0..pages.len())
             .filter(|&i| !redirected[i] && !pages[i].noindex)
@@ -1267,7 +1279,7 @@ mod tests {
         let claim = |entries: &[(Entry, String)]| {
             let canon: Vec<Option<CanonicalUrl>> = entries
                 .iter()
-                .map(|(e, _)| CanonicalUrl::from_url(e.url.clone()).ok())
+                .map(|(e, _)| d.canonicalizer().from_url(e.url.clone()).ok())
                 .collect();
             d.store().write(|t| claim_in(&d, t, entries, &canon)).unwrap()
         };

@@ -167,6 +167,9 @@ pub struct PageStages {
     pub fetcher: simcrawl_fetch::Fetcher,
     pub cleaner: simcrawl_clean::Cleaner,
     pub sign: Signer,
+    /// The URL tier's key function (the tiers' `Deduper::canonicalizer`),
+    /// so links are canonicalized here, off the writer thread.
+    pub canon: simcrawl_dedup::Canonicalizer,
     pub scope: ScopeRules,
     pub follow_nofollow: bool,
     pub respect_noindex: bool,
@@ -296,7 +299,7 @@ fn clean_and_sign(
         for l in &page.links {
             if (stages.follow_nofollow || !l.nofollow)
                 && stages.scope.allows(&l.url)
-                && let Some(c) = Candidate::new(l.url.clone())
+                && let Some(c) = Candidate::new(&stages.canon, l.url.clone())
                 && seen.insert(c.canonical().digest())
             {
                 links.push(c);

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
-use simcrawl_dedup::{CanonicalUrl, Commit, Tier, UrlTier, UrlVerdict, Verdict};
+use simcrawl_dedup::{Commit, Tier, UrlTier, UrlVerdict, Verdict};
 use tokio::sync::mpsc;
 
 use super::Tiers;
@@ -261,7 +261,9 @@ impl Writer {
                         // tier drops it if that page is known already).
                         self.cp.stats.dust_rewritten += 1;
                         requeued += 1;
-                        if let Some(c) = to.clone().and_then(Candidate::new)
+                        if let Some(c) = to
+                            .clone()
+                            .and_then(|u| Candidate::new(deduper.canonicalizer(), u))
                             && frontier::enqueue(
                                 &deduper,
                                 tables,
@@ -329,9 +331,12 @@ impl Writer {
         // A redirect to a URL the crawl already knows: that URL is (or will
         // be) fetched under its own name. Recorded as a URL-tier duplicate
         // of the target, so every fetched page leaves one line.
+        let canon = deduper.canonicalizer();
         if p.final_url != p.entry.url
-            && let Ok(c) = CanonicalUrl::from_url(p.final_url.clone())
-            && c != CanonicalUrl::from_url(p.entry.url.clone()).map_err(simcrawl_dedup::Error::Config)?
+            && let Ok(c) = canon.from_url(p.final_url.clone())
+            && c != canon
+                .from_url(p.entry.url.clone())
+                .map_err(simcrawl_dedup::Error::Config)?
             && let UrlVerdict::Seen { .. } = deduper.check_url_in(tables, p.final_url.as_str(), c)?
         {
             self.cp.stats.verdicts.record_duplicate(Tier::Url);
@@ -399,7 +404,7 @@ impl Writer {
                         self.cp.stats.verdicts.record_duplicate(Tier::Url);
                         continue;
                     }
-                    Some(Fold::Rewritten(u)) => Candidate::new(u),
+                    Some(Fold::Rewritten(u)) => Candidate::new(deduper.canonicalizer(), u),
                     None => None,
                 };
                 let link = rewritten.as_ref().unwrap_or(link);

@@ -99,6 +99,10 @@ class Deduper:
     def check_url(self, url: str) -> Verdict:
         """URL tier: record the canonical URL, say whether it was seen.
         Raises SimcrawlError unless the URL is absolute http(s)."""
+    def canonical_url(self, url: str) -> str:
+        """The canonical form of a URL as this Deduper's URL tier keys it
+        (its ``[dedup.url] tracking_params`` removed). Raises SimcrawlError
+        unless the URL is absolute http(s)."""
     def check_key(self, key: bytes, url: str) -> Verdict:
         """URL tier for what a URL does not identify (a POST, a body, another
         scheme): record an opaque key, e.g. Scrapy's request fingerprint
@@ -150,4 +154,5 @@ def distance(a: Fingerprint, b: Fingerprint) -> int:
     """Hamming distance between two fingerprints."""
 
 def canonical_url(url: str) -> str:
-    """The canonical form of a URL, as the URL tier keys it."""
+    """The canonical form of a URL, as the URL tier keys it under the
+    default settings (Deduper.canonical_url applies a Deduper's own)."""
