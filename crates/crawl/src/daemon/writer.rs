@@ -310,8 +310,8 @@ impl Writer {
             self.cp.offsets = offsets.map_err(state::caller_err)?;
             self.cp.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
             self.cp.stats.hosts_evicted = self.base_hosts_evicted + self.fetcher.hosts_evicted();
+            self.templates.save_if_due(txn, Save::IfDue)?;
             let mut st = state::open(txn)?;
-            self.templates.save_if_due(&mut st, Save::IfDue)?;
             let mut dust = self.dust.lock();
             if dust.changed() {
                 self.cp.stats.dust_rules = dust.learnt().iter().map(ToString::to_string).collect();
