@@ -44,7 +44,7 @@ pub use config::{ChineseVariant, CleanConfig, Step};
 pub use decode::{Decoded, EncodingSource, decode};
 pub use error::CleanError;
 pub use normalize::{Normalizer, Pipeline};
-pub use template::{TemplateConfig, TemplateLearner};
+pub use template::{HostBlocks, HostChanges, TemplateConfig, TemplateLearner};
 
 /// A link found on a page, resolved to an absolute http(s) URL.
 #[derive(Debug, Clone, PartialEq, Eq)]

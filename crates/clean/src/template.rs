@@ -14,7 +14,11 @@
 //! 64-bit digest. Memory is bounded: at most `max_hosts` hosts (the least recently
 //! seen are evicted) and `max_blocks_per_host` digests per host (the rarest are
 //! evicted: template blocks are by definition the frequent ones). The state is
-//! `serde`-serialisable so a crawler can persist it and resume.
+//! `serde`-serialisable so a crawler can persist it and resume, whole or host by
+//! host: [`TemplateLearner::take_changes`] names the hosts changed or evicted since
+//! its last call, so a caller that stores one entry per host
+//! ([`TemplateLearner::host_state`]) rewrites only those, and
+//! [`TemplateLearner::from_hosts`] puts the entries back together.
 //!
 //! A block is template once its host has at least `min_pages` observed pages and the
 //! block was on at least `min_share` of them. [`TemplateLearner::strip`] removes those
@@ -92,9 +96,11 @@ impl TemplateConfig {
     }
 }
 
-/// What is known of one host.
+/// What is known of one host: the entry a caller stores per host
+/// ([`TemplateLearner::host_state`], [`TemplateLearner::from_hosts`]). Its fields
+/// are private; it is serialised as in the whole learner's state.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
-struct HostBlocks {
+pub struct HostBlocks {
     /// Pages observed.
     pages: u32,
     /// Logical time of the last observation, for host eviction.
@@ -103,12 +109,43 @@ struct HostBlocks {
     blocks: HashMap<u64, u32>,
 }
 
+/// Hosts whose entry changed since the last [`TemplateLearner::take_changes`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostChanges {
+    /// Hosts observed or trimmed: their entry is to be written again.
+    pub changed: Vec<String>,
+    /// Hosts evicted (and not observed again since): their entry is to be removed.
+    pub evicted: Vec<String>,
+}
+
+impl HostChanges {
+    /// Whether nothing changed.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.changed.is_empty() && self.evicted.is_empty()
+    }
+}
+
 /// Learns each host's template blocks from the pages it sees; see the module docs.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 pub struct TemplateLearner {
     config: TemplateConfig,
     clock: u64,
     hosts: HashMap<String, HostBlocks>,
+    /// Hosts changed since the last [`TemplateLearner::take_changes`] (not part of
+    /// the state: a learner read back has none).
+    #[serde(skip)]
+    changed: HashSet<String>,
+    /// Hosts evicted since then.
+    #[serde(skip)]
+    evicted: HashSet<String>,
+}
+
+/// Equal when the learnt state is: the pending changes are not compared.
+impl PartialEq for TemplateLearner {
+    fn eq(&self, other: &Self) -> bool {
+        self.config == other.config && self.clock == other.clock && self.hosts == other.hosts
+    }
 }
 
 /// The digest of one block: FNV-1a 64 over its bytes, then MurmurHash3's finalizer.
@@ -137,9 +174,64 @@ impl TemplateLearner {
         config.validate()?;
         Ok(Self {
             config,
-            clock: 0,
-            hosts: HashMap::new(),
+            ..Self::default()
         })
+    }
+
+    /// A learner made of per-host entries saved earlier ([`Self::host_state`]), under
+    /// `config`: the logical clock resumes from the latest entry, and the entries are
+    /// cut down to `config`'s bounds at once (what that trims is reported by the next
+    /// [`Self::take_changes`]). An inconsistent configuration is refused.
+    pub fn from_hosts(
+        config: TemplateConfig,
+        hosts: impl IntoIterator<Item = (String, HostBlocks)>,
+    ) -> Result<Self, CleanError> {
+        let hosts: HashMap<String, HostBlocks> = hosts.into_iter().collect();
+        let mut learner = Self {
+            clock: hosts.values().map(|h| h.last_seen).max().unwrap_or(0),
+            hosts,
+            ..Self::new(config.clone())?
+        };
+        learner.reconfigure(config)?;
+        Ok(learner)
+    }
+
+    /// The entry of `host`, to be stored on its own; `None` when the host is not
+    /// remembered (never observed, or evicted).
+    #[must_use]
+    pub fn host_state(&self, host: &str) -> Option<&HostBlocks> {
+        self.hosts.get(host)
+    }
+
+    /// The remembered hosts, in no particular order (e.g. to store every entry once,
+    /// when a state saved whole is converted to per-host entries).
+    pub fn host_names(&self) -> impl Iterator<Item = &str> {
+        self.hosts.keys().map(String::as_str)
+    }
+
+    /// Whether any host changed or was evicted since the last [`Self::take_changes`].
+    #[must_use]
+    pub fn has_changes(&self) -> bool {
+        !self.changed.is_empty() || !self.evicted.is_empty()
+    }
+
+    /// The hosts changed and evicted since the last call, and forgets them: a caller
+    /// storing one entry per host writes the changed ones and removes the evicted
+    /// ones, so a save costs what changed, not the whole state.
+    pub fn take_changes(&mut self) -> HostChanges {
+        let mut changed: Vec<String> = self.changed.drain().collect();
+        let mut evicted: Vec<String> = self.evicted.drain().collect();
+        changed.sort_unstable();
+        evicted.sort_unstable();
+        HostChanges { changed, evicted }
+    }
+
+    /// Records that `host`'s entry changed.
+    fn touch(&mut self, host: &str) {
+        if !self.changed.contains(host) {
+            self.changed.insert(host.to_owned());
+        }
+        self.evicted.remove(host);
     }
 
     /// The configuration in force.
@@ -164,9 +256,12 @@ impl TemplateLearner {
             self.evict_hosts();
         }
         let max_blocks = self.config.max_blocks_per_host;
-        for h in self.hosts.values_mut() {
+        for (name, h) in &mut self.hosts {
             if h.blocks.len() > max_blocks {
                 evict_rare(&mut h.blocks, max_blocks);
+                if !self.changed.contains(name) {
+                    self.changed.insert(name.clone());
+                }
             }
         }
         Ok(())
@@ -179,6 +274,7 @@ impl TemplateLearner {
         if !self.hosts.contains_key(host) && self.hosts.len() >= self.config.max_hosts {
             self.evict_hosts();
         }
+        self.touch(host);
         let max_blocks = self.config.max_blocks_per_host;
         let entry = self.hosts.entry(host.to_owned()).or_default();
         entry.pages = entry.pages.saturating_add(1);
@@ -277,14 +373,20 @@ impl TemplateLearner {
         times.select_nth_unstable(k - 1);
         let cutoff = times[k - 1];
         let mut left = k;
-        self.hosts.retain(|_, h| {
+        let mut gone = Vec::with_capacity(k);
+        self.hosts.retain(|name, h| {
             if left > 0 && h.last_seen <= cutoff {
                 left -= 1;
+                gone.push(name.clone());
                 false
             } else {
                 true
             }
         });
+        for name in gone {
+            self.changed.remove(&name);
+            self.evicted.insert(name);
+        }
     }
 }
 
@@ -401,6 +503,72 @@ mod tests {
         let back: TemplateLearner = serde_json::from_str(&json).unwrap();
         assert_eq!(back, l);
         assert!(back.is_template("h.example", "banner"));
+    }
+
+    #[test]
+    fn changes_name_the_hosts_to_write_and_to_remove() {
+        let mut l = TemplateLearner::new(TemplateConfig {
+            max_hosts: 10,
+            min_pages: 2,
+            ..TemplateConfig::default()
+        })
+        .unwrap();
+        for i in 0..10 {
+            l.observe(&format!("h{i}.example"), &format!("banner\nbody {i}"));
+        }
+        assert_eq!(l.take_changes().changed.len(), 10);
+        assert!(!l.has_changes());
+        l.observe("h3.example", "banner\nmore");
+        assert_eq!(
+            l.take_changes(),
+            HostChanges {
+                changed: vec!["h3.example".into()],
+                evicted: Vec::new()
+            }
+        );
+        // An eleventh host evicts the least recently seen one.
+        l.observe("new.example", "banner\nbody");
+        let c = l.take_changes();
+        assert_eq!(c.changed, vec!["new.example".to_owned()]);
+        assert_eq!(c.evicted, vec!["h0.example".to_owned()]);
+        assert!(l.host_state("h0.example").is_none());
+        // Evicted, then observed again before a save: written, not removed.
+        for i in 20..32 {
+            l.observe(&format!("h{i}.example"), "x");
+        }
+        l.observe("h1.example", "banner\nagain");
+        let c = l.take_changes();
+        assert!(c.changed.contains(&"h1.example".to_owned()));
+        assert!(!c.evicted.contains(&"h1.example".to_owned()));
+    }
+
+    #[test]
+    fn per_host_entries_rebuild_the_learner() {
+        let mut l = learner();
+        for i in 0..4 {
+            l.observe("h.example", &format!("banner\nbody {i}"));
+            l.observe("g.example", &format!("footer\ntext {i}"));
+        }
+        let entries: Vec<(String, HostBlocks)> = l
+            .host_names()
+            .map(|h| (h.to_owned(), l.host_state(h).unwrap().clone()))
+            .collect();
+        let back = TemplateLearner::from_hosts(l.config().clone(), entries.clone()).unwrap();
+        assert_eq!(back, l, "the clock resumes from the latest entry");
+        assert!(!back.has_changes());
+        assert!(back.is_template("g.example", "footer"));
+        // Under tighter bounds: trimmed at once, and the trim is a change to save.
+        let mut small = TemplateLearner::from_hosts(
+            TemplateConfig {
+                max_hosts: 1,
+                min_pages: 3,
+                ..TemplateConfig::default()
+            },
+            entries,
+        )
+        .unwrap();
+        assert_eq!(small.hosts(), 1);
+        assert_eq!(small.take_changes().evicted, vec!["h.example".to_owned()]);
     }
 
     #[test]

@@ -178,9 +178,10 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
         Backend::Redb(d) => {
             run.outputs.sync()?;
             d.store().write_with(Commit::Durable, |txn, _| {
+                run.templates.save_if_due(txn, Save::Now)?;
                 let mut t = state::open(txn)?;
                 t.remove(PROGRESS_KEY)?;
-                run.templates.save_if_due(&mut t, Save::Now)
+                Ok(())
             })?;
         }
     }
@@ -327,8 +328,8 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
                 run.p.offsets = run.outputs.sync().map_err(state::caller_err)?;
                 // A failed commit ends the run; the next one resumes from the
                 // last committed progress, so the counters need no rollback.
+                run.templates.save_if_due(txn, Save::IfDue)?;
                 let mut t = state::open(txn)?;
-                run.templates.save_if_due(&mut t, Save::IfDue)?;
                 state::put_json(&mut t, PROGRESS_KEY, &run.p)
             })?;
         }

@@ -23,12 +23,23 @@
 //! stored with the crawl state and survive a resume; the evidence for rules
 //! not learnt yet and the remembered kept URLs do not (a resumed crawl
 //! gathers them again).
+//!
+//! A learnt rule can turn out wrong: a counter-example may come only after
+//! it was learnt (a page in flight meanwhile). It is then withdrawn, and the
+//! URLs it rewrote while it was in force (links mapped to another URL or
+//! dropped, frontier entries never fetched) are given back: every rewrite a
+//! learnt rule makes is recorded with the rule ([`Rewrites`], a table of the
+//! crawl state, at most `max_recorded` URLs per rule), and the writer puts
+//! the recorded URLs back in the frontier, under their own URL, in the
+//! transaction that withdraws the rule. Rewrites past the bound are counted
+//! (`dust_unrecorded` in stats.json), not recorded.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::str::FromStr;
 
 use anyhow::{Context, Result, bail};
+use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
 use serde::{Deserialize, Serialize};
 use simcrawl_dedup::Canonicalizer;
 use tracing::{info, warn};
@@ -53,6 +64,10 @@ pub struct DustSettings {
     /// Kept URLs remembered to find counter-examples (memory bound: about
     /// 100 bytes each).
     pub max_urls: usize,
+    /// URLs recorded per learnt rule among those it rewrote, to be fetched
+    /// under their own URL if the rule is withdrawn (store bound: about 100
+    /// bytes each). Rewrites past it are only counted.
+    pub max_recorded: usize,
 }
 
 impl Default for DustSettings {
@@ -62,6 +77,7 @@ impl Default for DustSettings {
             min_examples: 3,
             rules: Vec::new(),
             max_urls: 200_000,
+            max_recorded: 100_000,
         }
     }
 }
@@ -337,6 +353,13 @@ pub struct Dust {
     /// Configured and learnt rules per host.
     rules: HashMap<String, BTreeSet<Rule>>,
     learnt: Vec<Learnt>,
+    /// The keys of `learnt`: a rewrite is recorded only for learnt rules
+    /// (configured ones are never withdrawn).
+    learnt_keys: HashSet<(String, Rule)>,
+    /// Learnt rules withdrawn since the last [`Dust::take_withdrawn`]: the
+    /// writer gives back what they rewrote.
+    withdrawn: Vec<(String, Rule)>,
+    max_recorded: usize,
     blocked: HashSet<(String, Rule)>,
     /// Distinct duplicate URLs (digests) each candidate rule explained.
     evidence: HashMap<(String, Rule), HashSet<u64>>,
@@ -362,6 +385,7 @@ impl Dust {
             min_examples: settings.min_examples.max(1),
             max_urls: settings.max_urls,
             canon,
+            max_recorded: settings.max_recorded,
             ..Dust::default()
         };
         for line in &settings.rules {
@@ -395,6 +419,7 @@ impl Dust {
         for l in stored.learnt {
             info!(host = %l.host, rule = %l.rule, "URL rewrite rule (DUST) from the earlier run");
             d.rules.entry(l.host.clone()).or_default().insert(l.rule.clone());
+            d.learnt_keys.insert((l.host.clone(), l.rule.clone()));
             d.learnt.push(l);
         }
         d.blocked.extend(stored.blocked);
@@ -402,8 +427,15 @@ impl Dust {
     }
 
     /// `url` with the rules of its host applied, or `None` when they leave it
-    /// as it is (or DUST is off).
+    /// as it is (or DUST is off). The crawl folds ([`Dust::fold_by`]); the
+    /// tests read the rewrite alone.
+    #[cfg(test)]
     pub fn rewrite(&self, url: &Url) -> Option<Url> {
+        self.rewrite_by(url).map(|(u, _)| u)
+    }
+
+    /// [`Dust::rewrite`], and the rules that changed the URL.
+    fn rewrite_by(&self, url: &Url) -> Option<(Url, Vec<Rule>)> {
         if !self.enabled {
             return None;
         }
@@ -418,14 +450,14 @@ impl Dust {
         let mut all: BTreeSet<&Rule> = self.everywhere.iter().collect();
         all.extend(own.into_iter().flatten());
         let mut u = url.clone();
-        let mut changed = false;
+        let mut by = Vec::new();
         for r in all {
             if let Some(v) = r.apply(&u) {
                 u = v;
-                changed = true;
+                by.push(r.clone());
             }
         }
-        changed.then_some(u)
+        (!by.is_empty()).then_some((u, by))
     }
 
     /// What the rules say of a link or frontier entry: fetch it under
@@ -433,37 +465,67 @@ impl Dust {
     /// onto it (the copy met first was kept under the rewritten form, e.g.
     /// `//a` kept, then `/a` found); `None`: as it is.
     pub fn fold(&self, url: &Url) -> Option<Fold> {
-        let rewritten = self.rewrite(url);
-        if self.is_image_of_kept(rewritten.as_ref().unwrap_or(url)) {
-            return Some(Fold::Known);
-        }
-        rewritten.map(Fold::Rewritten)
+        self.fold_by(url).map(|(f, _)| f)
     }
 
-    /// Whether a rule in force for `url`'s host maps a remembered kept URL
-    /// (not `url` itself) onto `url`.
-    fn is_image_of_kept(&self, url: &Url) -> bool {
+    /// [`Dust::fold`], and the learnt rules that made it (host and rule),
+    /// under which the caller records `url` ([`Rewrites::record`]) so that
+    /// it is fetched after all if one of them is withdrawn. Configured rules
+    /// are not named: they are never withdrawn.
+    pub fn fold_by(&self, url: &Url) -> Option<(Fold, Vec<(String, Rule)>)> {
+        let rewritten = self.rewrite_by(url);
+        let target = rewritten.as_ref().map_or(url, |(u, _)| u);
+        let mut by: Vec<Rule> = rewritten.as_ref().map(|(_, by)| by.clone()).unwrap_or_default();
+        let known = self.image_of_kept_by(target);
+        let fold = if known.is_empty() {
+            Fold::Rewritten(rewritten?.0)
+        } else {
+            by.extend(known);
+            Fold::Known
+        };
+        let host = host_key(url).unwrap_or_default();
+        let mut keys: Vec<(String, Rule)> = Vec::new();
+        for r in by {
+            let key = (host.clone(), r);
+            if self.learnt_keys.contains(&key) && !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        Some((fold, keys))
+    }
+
+    /// The rules in force for `url`'s host that map a remembered kept URL
+    /// (not `url` itself) onto `url`; empty when none does.
+    fn image_of_kept_by(&self, url: &Url) -> Vec<Rule> {
         if !self.enabled {
-            return false;
+            return Vec::new();
         }
         let Some(host) = host_key(url) else {
-            return false;
+            return Vec::new();
         };
         let own = self.rules.get(&host);
         if self.everywhere.is_empty() && own.is_none() {
-            return false;
+            return Vec::new();
         }
         let Some(me) = digest(&self.canon, url) else {
-            return false;
+            return Vec::new();
         };
-        self.tracks
+        let mut by: Vec<Rule> = Vec::new();
+        for (r, origin) in self
+            .tracks
             .get(&host)
             .and_then(|t| t.images.get(&me))
-            .is_some_and(|from| {
-                from.iter().any(|(r, origin)| {
-                    *origin != me && (self.everywhere.contains(r) || own.is_some_and(|s| s.contains(r)))
-                })
-            })
+            .into_iter()
+            .flatten()
+        {
+            if *origin != me
+                && (self.everywhere.contains(r) || own.is_some_and(|s| s.contains(r)))
+                && !by.contains(r)
+            {
+                by.push(r.clone());
+            }
+        }
+        by
     }
 
     /// Whether the page at `url` may be fetched now; if so (or when
@@ -612,6 +674,8 @@ impl Dust {
             if let Some(set) = self.rules.get_mut(&host) {
                 set.remove(&rule);
             }
+            self.learnt_keys.remove(&(host.clone(), rule.clone()));
+            self.withdrawn.push((host.clone(), rule.clone()));
         } else {
             info!(%host, %rule, counter_example = %url, "URL rewrite (DUST) not learnt: it would merge two distinct kept pages");
         }
@@ -650,6 +714,7 @@ impl Dust {
                 info!(%host, %rule, examples, example = %url, of = %kept,
                     "URL rewrite rule (DUST) learnt: links of this host are rewritten before the frontier");
                 self.rules.entry(host.clone()).or_default().insert(rule.clone());
+                self.learnt_keys.insert((host.clone(), rule.clone()));
                 self.learnt.push(Learnt { host, rule, examples });
                 self.dirty = true;
             }
@@ -659,6 +724,27 @@ impl Dust {
     /// The rules learnt so far, in the order they were learnt.
     pub fn learnt(&self) -> &[Learnt] {
         &self.learnt
+    }
+
+    /// The learnt rules withdrawn since the last call: the URLs they
+    /// rewrote are to be given back ([`Rewrites::take`]) in the transaction
+    /// that stores their withdrawal.
+    pub fn take_withdrawn(&mut self) -> Vec<(String, Rule)> {
+        std::mem::take(&mut self.withdrawn)
+    }
+
+    /// The learnt rules of `host` in force.
+    pub fn learnt_of(&self, host: &str) -> Vec<Rule> {
+        self.learnt
+            .iter()
+            .filter(|l| l.host == host)
+            .map(|l| l.rule.clone())
+            .collect()
+    }
+
+    /// `crawl.dust.max_recorded`: URLs recorded per learnt rule.
+    pub fn max_recorded(&self) -> usize {
+        self.max_recorded
     }
 
     /// Whether learnt or blocked rules changed since the last save.
@@ -684,6 +770,163 @@ impl Dust {
         state::put_json(table, STATE_KEY, &stored)?;
         self.dirty = false;
         Ok(())
+    }
+}
+
+/// The URLs learnt rules rewrote: ("HOST RULE", URL) -> depth (u32 LE) and
+/// where the URL was (1 byte, [`AS_LINK`] or [`AS_ENTRY`]). Kept in the
+/// store so a rule withdrawn after a resume still gives back what it
+/// rewrote before it.
+pub const REWRITES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("crawl_dust_rewrites");
+
+/// Rows of [`REWRITES`] per "HOST RULE": the bound is checked without
+/// counting rows.
+const REWRITE_COUNTS: TableDefinition<&str, u64> = TableDefinition::new("crawl_dust_rewrite_counts");
+
+/// A link rewritten before the frontier: the URL tier never saw it.
+const AS_LINK: u8 = 0;
+/// A frontier entry rewritten before its fetch: the URL tier knows it (as
+/// queued), but its page was never fetched.
+const AS_ENTRY: u8 = 1;
+
+fn rule_key(host: &str, rule: &Rule) -> String {
+    format!("{host} {rule}")
+}
+
+/// A URL a withdrawn rule had rewritten, to be fetched under its own URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Restored {
+    pub url: Url,
+    pub depth: u32,
+    /// It was a frontier entry: the URL tier knows it already, so it goes
+    /// back in the frontier without asking the URL tier (which would call it
+    /// seen). A link (`false`) goes through the URL tier, which drops it if
+    /// its page was queued or fetched meanwhile.
+    pub was_queued: bool,
+}
+
+/// The record of rewrites, open on the writer's transaction (see the module
+/// documentation): what a rule rewrote is recorded in the commit that
+/// rewrote it, and given back in the commit that withdraws the rule.
+pub struct Rewrites<'t> {
+    rows: Table<'t, (&'static str, &'static str), &'static [u8]>,
+    counts: Table<'t, &'static str, u64>,
+    max_per_rule: u64,
+}
+
+impl std::fmt::Debug for Rewrites<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rewrites")
+            .field("max_per_rule", &self.max_per_rule)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'t> Rewrites<'t> {
+    /// Opens the record on `txn`, with at most `max_per_rule` URLs per rule.
+    pub fn open(txn: &'t WriteTransaction, max_per_rule: usize) -> Result<Self, redb::TableError> {
+        Ok(Rewrites {
+            rows: txn.open_table(REWRITES)?,
+            counts: txn.open_table(REWRITE_COUNTS)?,
+            max_per_rule: u64::try_from(max_per_rule).unwrap_or(u64::MAX),
+        })
+    }
+
+    /// Records `url` (a link when `!was_queued`, a frontier entry
+    /// otherwise, at `depth`) under each rule of `by` ([`Dust::fold_by`]);
+    /// `false` when a rule's bound left it unrecorded under that rule.
+    pub fn record(
+        &mut self,
+        by: &[(String, Rule)],
+        url: &Url,
+        depth: u32,
+        was_queued: bool,
+    ) -> Result<bool, redb::StorageError> {
+        let mut value = depth.to_le_bytes().to_vec();
+        value.push(if was_queued { AS_ENTRY } else { AS_LINK });
+        let mut all = true;
+        for (host, rule) in by {
+            let key = rule_key(host, rule);
+            let n = self.counts.get(key.as_str())?.map_or(0, |v| v.value());
+            let row = (key.as_str(), url.as_str());
+            if self.rows.get(row)?.is_some() {
+                // Recorded already (an entry folded again): the latest
+                // form wins, the count stays.
+                self.rows.insert(row, value.as_slice())?;
+                continue;
+            }
+            if n >= self.max_per_rule {
+                all = false;
+                continue;
+            }
+            self.rows.insert(row, value.as_slice())?;
+            self.counts.insert(key.as_str(), n + 1)?;
+        }
+        Ok(all)
+    }
+
+    /// Removes and returns the URLs recorded under the `withdrawn` rules,
+    /// each once, and forgets them under the other rules of their host
+    /// (`others(host)`, the learnt ones still in force): a URL given back
+    /// is recorded again if a rule still in force rewrites it.
+    pub fn take(
+        &mut self,
+        withdrawn: &[(String, Rule)],
+        others: impl Fn(&str) -> Vec<Rule>,
+    ) -> Result<Vec<Restored>, redb::StorageError> {
+        let mut out: Vec<Restored> = Vec::new();
+        let mut given: HashSet<String> = HashSet::new();
+        for (host, rule) in withdrawn {
+            let key = rule_key(host, rule);
+            let mut rows: Vec<(String, Vec<u8>)> = Vec::new();
+            for row in self.rows.range((key.as_str(), "")..)? {
+                let (k, v) = row?;
+                let (rk, url) = k.value();
+                if rk != key {
+                    break;
+                }
+                rows.push((url.to_string(), v.value().to_vec()));
+            }
+            for (url, _) in &rows {
+                self.rows.remove((key.as_str(), url.as_str()))?;
+            }
+            self.counts.remove(key.as_str())?;
+            let mut other_keys: Vec<String> = others(host).iter().map(|r| rule_key(host, r)).collect();
+            other_keys.extend(
+                withdrawn
+                    .iter()
+                    .filter(|(h, r)| h == host && r != rule)
+                    .map(|(h, r)| rule_key(h, r)),
+            );
+            for (url, value) in rows {
+                if !given.insert(url.clone()) {
+                    continue;
+                }
+                for other in &other_keys {
+                    if self.rows.remove((other.as_str(), url.as_str()))?.is_some() {
+                        let n = self.counts.get(other.as_str())?.map_or(0, |v| v.value());
+                        self.counts.insert(other.as_str(), n.saturating_sub(1))?;
+                    }
+                }
+                // A row that does not decode (never written so) is skipped:
+                // it cannot name a page to give back.
+                let (Some(depth), Ok(url)) = (
+                    value
+                        .get(0..4)
+                        .and_then(|b| b.try_into().ok())
+                        .map(u32::from_le_bytes),
+                    Url::parse(&url),
+                ) else {
+                    continue;
+                };
+                out.push(Restored {
+                    url,
+                    depth,
+                    was_queued: value.get(4) == Some(&AS_ENTRY),
+                });
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -917,6 +1160,106 @@ mod tests {
         d.observe_kept(&u("http://a.test/c?v=2"));
         assert_eq!(d.rewrite(&u("http://a.test/b?v=1")), None);
         assert!(d.learnt().is_empty());
+    }
+
+    #[test]
+    fn a_fold_names_the_learnt_rules_that_made_it() {
+        let s = DustSettings {
+            rules: vec!["* collapse_slashes".into()],
+            min_examples: 1,
+            ..DustSettings::default()
+        };
+        let mut d = Dust::load(&s, None, Canonicalizer::default()).unwrap();
+        d.observe_kept(&u("http://a.test/a"));
+        d.observe_duplicate(&u("http://a.test/a?v=1"), "http://a.test/a");
+        let v = ("a.test".to_string(), Rule::DropParam("v".into()));
+        // Configured rules are not named: they are never withdrawn.
+        assert_eq!(
+            d.fold_by(&u("http://a.test//b?v=2")),
+            Some((Fold::Rewritten(u("http://a.test/b")), vec![v.clone()]))
+        );
+        assert_eq!(
+            d.fold_by(&u("http://a.test//b")),
+            Some((Fold::Rewritten(u("http://a.test/b")), vec![]))
+        );
+        // A URL the rule maps a kept page onto: known, by that rule.
+        d.observe_kept(&u("http://a.test/k?v=3"));
+        assert_eq!(
+            d.fold_by(&u("http://a.test/k")),
+            Some((Fold::Known, vec![v.clone()]))
+        );
+        assert_eq!(d.fold_by(&u("http://a.test/plain")), None);
+        // Withdrawn: reported once, then no longer applied or named.
+        d.observe_kept(&u("http://a.test/c"));
+        d.observe_kept(&u("http://a.test/c?v=2"));
+        assert_eq!(d.take_withdrawn(), vec![v]);
+        assert!(d.take_withdrawn().is_empty());
+        assert_eq!(d.fold_by(&u("http://a.test/b?v=2")), None);
+        assert!(d.learnt_of("a.test").is_empty());
+    }
+
+    #[test]
+    fn rewrites_are_recorded_within_the_bound_and_given_back_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("s.redb")).unwrap();
+        let key = |r: &str| ("a.test".to_string(), r.parse::<Rule>().unwrap());
+        let (v, w) = (key("drop_param:v"), key("drop_param:w"));
+        let txn = db.begin_write().unwrap();
+        {
+            let mut rw = Rewrites::open(&txn, 3).unwrap();
+            for i in 0..3 {
+                let url = u(&format!("http://a.test/p{i}?v=1&w=1"));
+                assert!(rw.record(&[v.clone(), w.clone()], &url, 2, i == 0).unwrap());
+            }
+            // Recording one again does not count twice.
+            assert!(
+                rw.record(std::slice::from_ref(&v), &u("http://a.test/p0?v=1&w=1"), 2, true)
+                    .unwrap()
+            );
+            // The bound: a fourth URL is not recorded under `v`.
+            assert!(
+                !rw.record(std::slice::from_ref(&v), &u("http://a.test/p9?v=1"), 1, false)
+                    .unwrap()
+            );
+            // Another host's rule of the same name is another record.
+            let other = ("b.test".to_string(), v.1.clone());
+            assert!(rw.record(&[other], &u("http://b.test/x?v=1"), 1, false).unwrap());
+        }
+        txn.commit().unwrap();
+        // Withdrawn in another transaction (the record is in the store).
+        let txn = db.begin_write().unwrap();
+        {
+            let mut rw = Rewrites::open(&txn, 3).unwrap();
+            let back = rw.take(std::slice::from_ref(&v), |_| vec![w.1.clone()]).unwrap();
+            let mut urls: Vec<(String, u32, bool)> = back
+                .iter()
+                .map(|r| (r.url.to_string(), r.depth, r.was_queued))
+                .collect();
+            urls.sort();
+            assert_eq!(
+                urls,
+                [
+                    ("http://a.test/p0?v=1&w=1".to_string(), 2, true),
+                    ("http://a.test/p1?v=1&w=1".to_string(), 2, false),
+                    ("http://a.test/p2?v=1&w=1".to_string(), 2, false),
+                ]
+            );
+            // Given back once: forgotten under `w` too, and under `v`.
+            assert!(
+                rw.take(&[v.clone(), w.clone()], |_| Vec::new())
+                    .unwrap()
+                    .is_empty()
+            );
+            // Room again under `w` (its count followed).
+            for i in 0..3 {
+                let url = u(&format!("http://a.test/q{i}?w=1"));
+                assert!(rw.record(std::slice::from_ref(&w), &url, 1, false).unwrap());
+            }
+            // The other host's record is untouched.
+            let other = ("b.test".to_string(), v.1.clone());
+            assert_eq!(rw.take(&[other], |_| Vec::new()).unwrap().len(), 1);
+        }
+        txn.commit().unwrap();
     }
 
     #[test]

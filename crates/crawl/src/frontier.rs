@@ -187,6 +187,21 @@ pub fn enqueue(
     }
 }
 
+/// Puts `url` back at the end of the frontier at `depth`, without asking
+/// the URL tier: for a URL it knows whose page was never fetched (an entry
+/// a URL rewrite rule folded before its fetch, given back when the rule is
+/// withdrawn, `crate::dust`). The caller makes sure it is not queued twice.
+pub fn reinsert(
+    frontier: &mut Table<'_, u64, &'static [u8]>,
+    next_seq: &mut u64,
+    url: &Url,
+    depth: u32,
+) -> simcrawl_dedup::Result<()> {
+    frontier.insert(*next_seq, encode(depth, url).as_slice())?;
+    *next_seq += 1;
+    Ok(())
+}
+
 /// Puts `entry` back at the end of the frontier after a transient failure:
 /// one more attempt, not fetched before `not_before_ms`. The caller removes
 /// the old entry in the same transaction.

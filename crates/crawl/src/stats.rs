@@ -51,6 +51,15 @@ pub struct Stats {
     /// frontier.
     #[serde(default)]
     pub dust_links_rewritten: u64,
+    /// URLs a withdrawn rule had rewritten, put back in the frontier under
+    /// their own URL (`crate::dust`): their pages are fetched after all.
+    #[serde(default)]
+    pub dust_restored: u64,
+    /// Rewrites not recorded because their rule's record was full
+    /// (`crawl.dust.max_recorded`): their URLs are not given back if the
+    /// rule is withdrawn.
+    #[serde(default)]
+    pub dust_unrecorded: u64,
     /// The URL rewrite rules learnt (`HOST RULE (N examples)`), in the
     /// order they were learnt.
     #[serde(default)]

@@ -9,26 +9,40 @@
 //! observed after its verdict, so the first pages of a host are judged without it.
 //! The text written to `kept.jsonl` stays the page's full text.
 //!
-//! The learner's state lives in the store (`crawl_state` table, key
-//! [`STATE_KEY`]) and is loaded at start, so a resumed crawl (or a later `crawl dedup
-//! --data-dir` run) judges its first pages with what earlier runs learnt. Saving the
-//! whole state is not free, so it is written in a checkpoint transaction at most every
-//! `save_interval_ms`, and once more when the run ends; a crash forgets at most the
-//! observations of that interval (the tiers and outputs are not affected).
+//! The learner's state lives in the store, one entry per host (table
+//! [`HOSTS`]), and is loaded at start, so a resumed crawl (or a later `crawl dedup
+//! --data-dir` run) judges its first pages with what earlier runs learnt. A save
+//! writes only the hosts observed since the previous one and removes the evicted
+//! ones ([`simcrawl_clean::TemplateLearner::take_changes`]): its cost follows what
+//! changed, not how many hosts are known. It is made in a checkpoint transaction at
+//! most every `save_interval_ms` (a host observed many times in that interval is
+//! written once), and once more when the run ends; a crash forgets at most the
+//! observations of that interval (the tiers and outputs are not affected), and what
+//! a restart resumes from is always one save's state, every host as of that save.
+//!
+//! A store written before per-host entries holds the whole learner as one JSON
+//! value ([`LEGACY_KEY`] in the `crawl_state` table): it is read and converted to
+//! per-host entries when the store is opened, in one transaction.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use parking_lot::{Mutex, RwLock};
+use redb::{ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
 use serde::Deserialize;
-use simcrawl_clean::{TemplateConfig, TemplateLearner};
+use simcrawl_clean::{HostBlocks, TemplateConfig, TemplateLearner};
 use tracing::{info, warn};
 
 use crate::state;
 
-/// Key of the learner's state in the `crawl_state` table.
-pub const STATE_KEY: &str = "template:learner";
+/// The learner's state: host -> that host's entry (JSON of
+/// [`simcrawl_clean::HostBlocks`]).
+pub const HOSTS: TableDefinition<&str, &[u8]> = TableDefinition::new("template_hosts");
+
+/// Key of the whole learner's state in the `crawl_state` table, as stores
+/// written before [`HOSTS`] hold it; converted when the store is opened.
+pub const LEGACY_KEY: &str = "template:learner";
 
 /// The `[template]` table of `config/crawl.toml`.
 #[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
@@ -91,18 +105,30 @@ pub fn host_of(url: &url::Url) -> &str {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Save {
     /// Only when `save_interval_ms` has passed since the last save: the
-    /// checkpoints of a running crawl or batch, where saving the whole state
-    /// every time would cost more than the observations it protects.
+    /// checkpoints of a running crawl or batch. A host observed on many pages
+    /// in between is written once, not once per checkpoint.
     IfDue,
     /// Now: the end of a run, so nothing learnt is lost.
     Now,
 }
 
+/// What one save wrote: deterministic measures of its cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Saved {
+    /// Host entries written.
+    pub hosts: usize,
+    /// Host entries removed (evicted hosts).
+    pub removed: usize,
+    /// Bytes of the entries written.
+    pub bytes: usize,
+}
+
 struct Inner {
     learner: RwLock<TemplateLearner>,
     save_every: Duration,
-    /// When the state was last saved, and whether it changed since.
-    saved: Mutex<(Instant, bool)>,
+    /// When the state was last saved (what changed since, the learner
+    /// knows).
+    saved: Mutex<Instant>,
 }
 
 /// The learner of a run, shared by the threads that sign pages (read: [`Self::own_lines`])
@@ -123,34 +149,33 @@ impl std::fmt::Debug for Templates {
 
 impl Templates {
     /// The learner of a run: the state saved in `db` when there is one (a resume),
-    /// put under the current settings, or an empty one. A saved state that cannot be
-    /// read is reported and replaced by an empty one (learning starts over; nothing
-    /// else depends on it).
+    /// put under the current settings, or an empty one. A state saved whole by an
+    /// earlier version is converted to per-host entries first ([`migrate`]). A saved
+    /// entry that cannot be read is reported and left out (learning starts over for
+    /// its host; nothing else depends on it).
     pub fn load(settings: &TemplateSettings, db: Option<&redb::Database>) -> Result<Self> {
         if !settings.enabled {
             return Ok(Templates::default());
         }
         let config = settings.learner_config();
-        let empty = TemplateLearner::new(config.clone()).context("invalid [template] settings")?;
-        let learner = match db.map(|db| state::read_json::<TemplateLearner>(db, STATE_KEY)) {
-            None | Some(Ok(None)) => empty,
-            Some(Ok(Some(mut saved))) => {
-                if saved.config() != &config {
-                    saved.reconfigure(config).context("invalid [template] settings")?;
+        let learner = match db {
+            None => TemplateLearner::new(config).context("invalid [template] settings")?,
+            Some(db) => {
+                migrate(db)?;
+                let entries = read_hosts(db).context("cannot read the saved site templates")?;
+                let learner =
+                    TemplateLearner::from_hosts(config, entries).context("invalid [template] settings")?;
+                if learner.hosts() > 0 {
+                    info!(hosts = learner.hosts(), "site templates loaded");
                 }
-                info!(hosts = saved.hosts(), "site templates loaded");
-                saved
-            }
-            Some(Err(e)) => {
-                warn!("the saved site templates cannot be read ({e:#}); learning starts over");
-                empty
+                learner
             }
         };
         Ok(Templates {
             inner: Some(Arc::new(Inner {
                 learner: RwLock::new(learner),
                 save_every: Duration::from_millis(settings.save_interval_ms),
-                saved: Mutex::new((Instant::now(), false)),
+                saved: Mutex::new(Instant::now()),
             })),
         })
     }
@@ -166,47 +191,126 @@ impl Templates {
     pub fn observe(&self, host: &str, text: &str) {
         if let Some(inner) = &self.inner {
             inner.learner.write().observe(host, text);
-            inner.saved.lock().1 = true;
         }
     }
 
-    /// Writes the state into `table` (the `crawl_state` table of a write transaction)
-    /// when it changed, and `when` is [`Save::Now`] or `save_interval_ms` has passed
-    /// since the last save.
-    pub fn save_if_due(
-        &self,
-        table: &mut redb::Table<'_, &'static str, &'static [u8]>,
-        when: Save,
-    ) -> Result<(), simcrawl_dedup::Error> {
+    /// Writes the hosts changed since the last save into the [`HOSTS`] table of
+    /// `txn` (a checkpoint's write transaction) and removes the evicted ones, when
+    /// `when` is [`Save::Now`] or `save_interval_ms` has passed since the last save.
+    /// Returns what it wrote: the cost of a save follows the hosts observed since the
+    /// previous one, not the hosts known.
+    pub fn save_if_due(&self, txn: &WriteTransaction, when: Save) -> Result<Saved, simcrawl_dedup::Error> {
         let Some(inner) = &self.inner else {
-            return Ok(());
+            return Ok(Saved::default());
         };
         let mut saved = inner.saved.lock();
         let due = match when {
             Save::Now => true,
-            Save::IfDue => saved.0.elapsed() >= inner.save_every,
+            Save::IfDue => saved.elapsed() >= inner.save_every,
         };
-        if !saved.1 || !due {
-            return Ok(());
+        if !due || !inner.learner.read().has_changes() {
+            return Ok(Saved::default());
         }
-        state::put_json(table, STATE_KEY, &*inner.learner.read())?;
-        *saved = (Instant::now(), false);
-        Ok(())
+        let mut learner = inner.learner.write();
+        let changes = learner.take_changes();
+        let mut out = Saved::default();
+        let mut table = txn.open_table(HOSTS)?;
+        for host in &changes.changed {
+            let Some(entry) = learner.host_state(host) else {
+                continue;
+            };
+            let bytes = serde_json::to_vec(entry).map_err(state::caller_err)?;
+            table.insert(host.as_str(), bytes.as_slice())?;
+            out.hosts += 1;
+            out.bytes += bytes.len();
+        }
+        for host in &changes.evicted {
+            if table.remove(host.as_str())?.is_some() {
+                out.removed += 1;
+            }
+        }
+        *saved = Instant::now();
+        Ok(out)
     }
 
-    /// Saves the state in a transaction of its own if it changed since the last save
-    /// (at the end of a run; made durable by the store's next flush).
+    /// Saves the hosts changed since the last save in a transaction of its own (at
+    /// the end of a run; made durable by the store's next flush).
     pub fn save(&self, store: &simcrawl_dedup::RedbStore) -> Result<()> {
-        if !self.inner.as_ref().is_some_and(|i| i.saved.lock().1) {
+        if !self
+            .inner
+            .as_ref()
+            .is_some_and(|i| i.learner.read().has_changes())
+        {
             return Ok(());
         }
         store
             .write_with(simcrawl_dedup::Commit::Periodic, |txn, _| {
-                let mut t = state::open(txn)?;
-                self.save_if_due(&mut t, Save::Now)
+                self.save_if_due(txn, Save::Now).map(drop)
             })
             .context("cannot save the site templates")
     }
+}
+
+/// The saved host entries of `db`; one that cannot be read is reported and left out.
+fn read_hosts(db: &redb::Database) -> Result<Vec<(String, HostBlocks)>> {
+    let txn = db.begin_read()?;
+    let table = match txn.open_table(HOSTS) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut out = Vec::new();
+    for row in table.iter()? {
+        let (host, bytes) = row?;
+        match serde_json::from_slice::<HostBlocks>(bytes.value()) {
+            Ok(entry) => out.push((host.value().to_owned(), entry)),
+            Err(e) => warn!(
+                host = host.value(),
+                "the saved site template of this host cannot be read ({e}); learning starts over for it"
+            ),
+        }
+    }
+    Ok(out)
+}
+
+/// Converts a learner saved whole ([`LEGACY_KEY`], written before per-host
+/// entries) into [`HOSTS`] entries and removes it, in one transaction: a crash
+/// leaves either form, never a mix. The whole value wins over entries already in
+/// [`HOSTS`]: only an earlier version writes it, so it is the newer state. One that
+/// cannot be read is reported and removed (learning starts over). Nothing to do
+/// (the usual case) costs one read.
+fn migrate(db: &redb::Database) -> Result<()> {
+    let Some(bytes) = state::read(db, LEGACY_KEY)? else {
+        return Ok(());
+    };
+    let learner = match serde_json::from_slice::<TemplateLearner>(&bytes) {
+        Ok(l) => Some(l),
+        Err(e) => {
+            warn!("the saved site templates cannot be read ({e}); learning starts over");
+            None
+        }
+    };
+    let txn = db.begin_write()?;
+    {
+        let mut table = txn.open_table(HOSTS)?;
+        table.retain(|_, _| false)?;
+        if let Some(learner) = &learner {
+            for host in learner.host_names() {
+                if let Some(entry) = learner.host_state(host) {
+                    let bytes = serde_json::to_vec(entry).context("cannot encode a site template")?;
+                    table.insert(host, bytes.as_slice())?;
+                }
+            }
+        }
+        let mut st = state::open(&txn)?;
+        st.remove(LEGACY_KEY)?;
+    }
+    txn.commit()?;
+    info!(
+        hosts = learner.as_ref().map_or(0, TemplateLearner::hosts),
+        "site templates saved whole by an earlier version converted to per-host entries"
+    );
+    Ok(())
 }
 
 #[cfg(test)]
@@ -279,13 +383,13 @@ mod tests {
                 t.observe("h.example", &page(i));
             }
             // Not due yet (the interval is an hour): nothing written.
-            store
+            let saved = store
                 .write_with(simcrawl_dedup::Commit::Durable, |txn, _| {
-                    let mut st = state::open(txn)?;
-                    t.save_if_due(&mut st, Save::IfDue)
+                    t.save_if_due(txn, Save::IfDue)
                 })
                 .unwrap();
-            assert!(state::read(store.database(), STATE_KEY).unwrap().is_none());
+            assert_eq!(saved, Saved::default());
+            assert!(stored_hosts(&store).is_empty());
             t.save(&store).unwrap();
             simcrawl_dedup::Store::flush(&store).unwrap();
         }
@@ -313,12 +417,175 @@ mod tests {
         store
             .write_with(simcrawl_dedup::Commit::Durable, |txn, _| {
                 let mut st = state::open(txn)?;
-                st.insert(STATE_KEY, b"not json".as_slice())?;
+                st.insert(LEGACY_KEY, b"not json".as_slice())?;
+                let mut hosts = txn.open_table(HOSTS)?;
+                hosts.insert("g.example", b"not json either".as_slice())?;
                 Ok(())
             })
             .unwrap();
         let t = Templates::load(&settings(), Some(store.database())).unwrap();
         assert_eq!(t.own_lines("h.example", &page(1)), None);
+        assert!(state::read(store.database(), LEGACY_KEY).unwrap().is_none());
+        // An unreadable host entry is left out, the others load.
+        let t = learnt(&store, &["h.example"]);
+        t.save(&store).unwrap();
+        store
+            .write_with(simcrawl_dedup::Commit::Durable, |txn, _| {
+                txn.open_table(HOSTS)?.insert("g.example", b"{".as_slice())?;
+                Ok(())
+            })
+            .unwrap();
+        let t = Templates::load(&settings(), Some(store.database())).unwrap();
+        assert!(t.own_lines("h.example", &page(7)).is_some());
+        assert_eq!(t.own_lines("g.example", &page(7)), None);
+    }
+
+    /// The host entries in the store.
+    fn stored_hosts(store: &simcrawl_dedup::RedbStore) -> Vec<String> {
+        use redb::ReadableDatabase;
+        let txn = store.database().begin_read().unwrap();
+        let Ok(t) = txn.open_table(HOSTS) else {
+            return Vec::new();
+        };
+        t.iter()
+            .unwrap()
+            .map(|r| r.unwrap().0.value().to_owned())
+            .collect()
+    }
+
+    /// A learner over `store` that observed three pages of each of `hosts`.
+    fn learnt(store: &simcrawl_dedup::RedbStore, hosts: &[&str]) -> Templates {
+        let t = Templates::load(&settings(), Some(store.database())).unwrap();
+        for h in hosts {
+            for i in 0..3 {
+                t.observe(h, &page(i));
+            }
+        }
+        t
+    }
+
+    fn save_now(store: &simcrawl_dedup::RedbStore, t: &Templates) -> Saved {
+        store
+            .write_with(simcrawl_dedup::Commit::Periodic, |txn, _| {
+                t.save_if_due(txn, Save::Now)
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn a_state_saved_whole_by_an_earlier_version_is_converted_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        // The whole learner as one JSON value, as earlier versions saved it.
+        let mut old = TemplateLearner::new(settings().learner_config()).unwrap();
+        for i in 0..3 {
+            old.observe("h.example", &page(i));
+            old.observe("g.example", &format!("shared banner line\ntopic {i}"));
+        }
+        store
+            .write_with(simcrawl_dedup::Commit::Durable, |txn, _| {
+                let mut st = state::open(txn)?;
+                state::put_json(&mut st, LEGACY_KEY, &old)
+            })
+            .unwrap();
+        let t = Templates::load(&settings(), Some(store.database())).unwrap();
+        assert_eq!(
+            t.own_lines("h.example", &page(5)).as_deref(),
+            Some("facts about topic number 5, at some length")
+        );
+        // Converted: per-host entries, the whole value gone, nothing left to save.
+        assert_eq!(stored_hosts(&store), ["g.example", "h.example"]);
+        assert!(state::read(store.database(), LEGACY_KEY).unwrap().is_none());
+        assert_eq!(save_now(&store, &t), Saved::default());
+        // And a later run loads the converted state as it was.
+        let again = Templates::load(&settings(), Some(store.database())).unwrap();
+        assert_eq!(*again.inner.as_ref().unwrap().learner.read(), old);
+    }
+
+    #[test]
+    fn a_save_writes_only_the_hosts_observed_since_the_last_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        let hosts: Vec<String> = (0..1000).map(|i| format!("h{i}.example")).collect();
+        let names: Vec<&str> = hosts.iter().map(String::as_str).collect();
+        let t = learnt(&store, &names);
+        let first = save_now(&store, &t);
+        assert_eq!(first.hosts, 1000);
+        // A page of one host out of 1000: one entry written, not the whole state.
+        t.observe("h7.example", &page(9));
+        let one = save_now(&store, &t);
+        assert_eq!(one.hosts, 1, "{one:?}");
+        assert!(one.bytes * 500 < first.bytes, "{one:?} vs {first:?}");
+        // Nothing observed since: nothing written.
+        assert_eq!(save_now(&store, &t), Saved::default());
+        // Evicted hosts leave the store with the next save.
+        let small = TemplateSettings {
+            max_hosts: 100,
+            ..settings()
+        };
+        let t = Templates::load(&small, Some(store.database())).unwrap();
+        let kept = t.inner.as_ref().unwrap().learner.read().hosts();
+        assert!(kept <= 100, "{kept}");
+        let trimmed = save_now(&store, &t);
+        assert_eq!((trimmed.hosts, trimmed.removed), (0, 1000 - kept), "{trimmed:?}");
+        assert_eq!(stored_hosts(&store).len(), kept);
+        // The most recently observed host is among those kept.
+        assert!(t.own_lines("h7.example", &page(5)).is_some());
+    }
+
+    /// Cost of one checkpoint's save with `n` hosts known and one of them
+    /// observed since the last save: the whole state (as saved before
+    /// per-host entries) against the changed hosts' entries. Run with
+    /// `cargo test -p simcrawl --release template_save_cost -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a timing comparison, printed; run on demand"]
+    fn template_save_cost() {
+        let dir = tempfile::tempdir().unwrap();
+        println!("hosts | whole state: bytes, ms | changed hosts only: bytes, ms");
+        for n in [100usize, 1_000, 10_000] {
+            let store = simcrawl_dedup::RedbStore::open(dir.path().join(format!("{n}.redb"))).unwrap();
+            let set = TemplateSettings {
+                max_hosts: n,
+                ..settings()
+            };
+            let t = Templates::load(&set, Some(store.database())).unwrap();
+            for h in 0..n {
+                for i in 0..5 {
+                    t.observe(
+                        &format!("h{h}.example"),
+                        &format!("{}\n{}", page(i), words(h as u64, 40)),
+                    );
+                }
+            }
+            save_now(&store, &t);
+            let runs = 20;
+            let (mut whole_bytes, mut whole) = (0, Duration::ZERO);
+            let (mut inc_bytes, mut inc) = (0, Duration::ZERO);
+            for r in 0..runs {
+                t.observe(&format!("h{}.example", r % n), &page(r));
+                let t0 = Instant::now();
+                store
+                    .write_with(simcrawl_dedup::Commit::Periodic, |txn, _| {
+                        let mut st = state::open(txn)?;
+                        let l = t.inner.as_ref().unwrap().learner.read();
+                        let bytes = serde_json::to_vec(&*l).map_err(state::caller_err)?;
+                        whole_bytes = bytes.len();
+                        st.insert(LEGACY_KEY, bytes.as_slice())?;
+                        Ok(())
+                    })
+                    .unwrap();
+                whole += t0.elapsed();
+                let t0 = Instant::now();
+                inc_bytes = save_now(&store, &t).bytes;
+                inc += t0.elapsed();
+            }
+            let ms = |d: Duration| d.as_secs_f64() * 1e3 / runs as f64;
+            println!(
+                "{n} | {whole_bytes}, {:.3} | {inc_bytes}, {:.3}",
+                ms(whole),
+                ms(inc)
+            );
+        }
     }
 
     /// `words` pseudo-words from `seed` (distinct seeds share few character 5-grams).

@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use simcrawl_dedup::{Document, Duplicate, Fingerprint, Signature};
 use url::Url;
 
-use crate::dust::{Dust, Fold};
+use crate::dust::Dust;
 use crate::frontier::{Candidate, Entry, ScopeRules};
 use crate::lines::{DuplicateLine, Judged, KeptLine};
 use crate::template::{Templates, host_of};
@@ -45,11 +45,12 @@ pub enum Outcome {
         transient: bool,
     },
     /// Not fetched: a URL rewrite rule learnt after the entry was queued
-    /// maps it to `to` (`crate::dust`), which goes to the frontier instead;
-    /// `None`: the rule maps a kept page's URL onto it, its page is known.
+    /// maps it to another URL, or maps a kept page's URL onto it
+    /// (`crate::dust`). The writer folds it again when it commits (a rule
+    /// may be withdrawn meanwhile) and records it with the rules that made
+    /// the rewrite.
     Rewritten {
         entry: Entry,
-        to: Option<Url>,
     },
 }
 
@@ -205,11 +206,10 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
         let force = waiting.elapsed() >= PROBE_WAIT;
         let admitted = {
             let mut dust = stages.dust.lock();
-            match dust.fold(&entry.url) {
-                Some(Fold::Rewritten(to)) => return Outcome::Rewritten { entry, to: Some(to) },
-                Some(Fold::Known) => return Outcome::Rewritten { entry, to: None },
-                None => dust.admit_fetch(&entry.url, force),
+            if dust.fold(&entry.url).is_some() {
+                return Outcome::Rewritten { entry };
             }
+            dust.admit_fetch(&entry.url, force)
         };
         if admitted {
             break;

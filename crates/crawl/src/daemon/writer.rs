@@ -18,7 +18,7 @@ use super::Tiers;
 use super::backend::Commits;
 use super::worker::{Outcome, PageResult};
 use crate::config::CrawlConfig;
-use crate::dust::{Dust, Fold};
+use crate::dust::{Dust, Fold, Rewrites};
 use crate::frontier::{self, Candidate};
 use crate::lines::{DuplicateLine, ErrorLine};
 use crate::progress::RetryWaits;
@@ -217,8 +217,10 @@ impl Writer {
         } else {
             Commit::Periodic
         };
+        let max_recorded = self.dust.lock().max_recorded();
         let result = deduper.store().write_with(commit, |txn, tables| {
             let mut fr = frontier::open(txn)?;
+            let mut rewrites = Rewrites::open(txn, max_recorded)?;
             for o in &batch {
                 seqs.push(o.seq());
                 fr.remove(o.seq())?;
@@ -256,14 +258,26 @@ impl Writer {
                             .write(&ErrorLine::page(entry.url.as_str(), kind, error))
                             .map_err(state::caller_err)?;
                     }
-                    Outcome::Rewritten { entry, to } => {
+                    Outcome::Rewritten { entry } => {
+                        // Folded again here: a rule withdrawn since the page
+                        // task folded it (earlier in this group, say) no
+                        // longer applies, and the entry goes back under its
+                        // own URL.
+                        let folded = self.dust.lock().fold_by(&entry.url);
+                        requeued += 1;
+                        let Some((fold, by)) = folded else {
+                            frontier::reinsert(&mut fr, &mut self.cp.next_seq, &entry.url, entry.depth)?;
+                            self.cp.stats.dust_restored += 1;
+                            continue;
+                        };
                         // Under the rewritten URL, at the same depth (the URL
                         // tier drops it if that page is known already).
                         self.cp.stats.dust_rewritten += 1;
-                        requeued += 1;
-                        if let Some(c) = to
-                            .clone()
-                            .and_then(|u| Candidate::new(deduper.canonicalizer(), u))
+                        if !rewrites.record(&by, &entry.url, entry.depth, true)? {
+                            self.cp.stats.dust_unrecorded += 1;
+                        }
+                        if let Fold::Rewritten(to) = fold
+                            && let Some(c) = Candidate::new(deduper.canonicalizer(), to)
                             && frontier::enqueue(
                                 &deduper,
                                 tables,
@@ -280,10 +294,14 @@ impl Writer {
                         self.cp.stats.fetched += 1;
                         self.cp.stats.bytes += p.bytes as u64;
                         self.cp.stats.truncated += u64::from(p.truncated);
-                        added += self.judge_page(&deduper, tables, &mut fr, p)?;
+                        added += self.judge_page(&deduper, tables, &mut fr, &mut rewrites, p)?;
                     }
                 }
             }
+            // Rules withdrawn by this group's verdicts give back what they
+            // rewrote, in the transaction that stores their withdrawal.
+            added += self.restore_withdrawn(&deduper, tables, &mut fr, &mut rewrites)?;
+            drop(rewrites);
             let offsets = if durable {
                 self.outputs.sync()
             } else {
@@ -292,8 +310,8 @@ impl Writer {
             self.cp.offsets = offsets.map_err(state::caller_err)?;
             self.cp.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
             self.cp.stats.hosts_evicted = self.base_hosts_evicted + self.fetcher.hosts_evicted();
+            self.templates.save_if_due(txn, Save::IfDue)?;
             let mut st = state::open(txn)?;
-            self.templates.save_if_due(&mut st, Save::IfDue)?;
             let mut dust = self.dust.lock();
             if dust.changed() {
                 self.cp.stats.dust_rules = dust.learnt().iter().map(ToString::to_string).collect();
@@ -318,6 +336,43 @@ impl Writer {
         })
     }
 
+    /// Puts back in the frontier, under their own URL, the URLs recorded
+    /// under the rules withdrawn since the last call (`crate::dust`): a
+    /// link through the URL tier (dropped if its page was queued or fetched
+    /// meanwhile), an entry rewritten before its fetch directly (the URL
+    /// tier knows it, but its page was never fetched). Returns how many
+    /// were added.
+    fn restore_withdrawn(
+        &mut self,
+        deduper: &Tiers,
+        tables: &mut dyn simcrawl_dedup::Tables,
+        fr: &mut redb::Table<'_, u64, &'static [u8]>,
+        rewrites: &mut Rewrites<'_>,
+    ) -> simcrawl_dedup::Result<u64> {
+        let withdrawn = self.dust.lock().take_withdrawn();
+        if withdrawn.is_empty() {
+            return Ok(0);
+        }
+        let dust = self.dust.clone();
+        let restored = rewrites.take(&withdrawn, |host| dust.lock().learnt_of(host))?;
+        let mut added = 0;
+        for r in restored {
+            if r.was_queued {
+                frontier::reinsert(fr, &mut self.cp.next_seq, &r.url, r.depth)?;
+            } else {
+                let Some(c) = Candidate::new(deduper.canonicalizer(), r.url) else {
+                    continue;
+                };
+                if !frontier::enqueue(deduper, tables, fr, &mut self.cp.next_seq, &c, r.depth)? {
+                    continue;
+                }
+            }
+            self.cp.stats.dust_restored += 1;
+            added += 1;
+        }
+        Ok(added)
+    }
+
     /// Judges one fetched page: its output line, its counters, its links
     /// into the frontier; returns how many links were added.
     fn judge_page(
@@ -325,6 +380,7 @@ impl Writer {
         deduper: &Tiers,
         tables: &mut dyn simcrawl_dedup::Tables,
         fr: &mut redb::Table<'_, u64, &'static [u8]>,
+        rewrites: &mut Rewrites<'_>,
         p: &PageResult,
     ) -> simcrawl_dedup::Result<u64> {
         let io = state::caller_err;
@@ -397,14 +453,23 @@ impl Writer {
             for link in &p.links {
                 // Links into a duplicate URL space are rewritten first: the
                 // URL tier then knows them.
-                let fold = dust.fold(link.url());
-                self.cp.stats.dust_links_rewritten += u64::from(fold.is_some());
-                let rewritten = match fold {
-                    Some(Fold::Known) => {
-                        self.cp.stats.verdicts.record_duplicate(Tier::Url);
-                        continue;
+                let folded = dust.fold_by(link.url());
+                self.cp.stats.dust_links_rewritten += u64::from(folded.is_some());
+                let rewritten = match folded {
+                    Some((fold, by)) => {
+                        // Recorded with the rules that made it, to be
+                        // fetched after all if one is withdrawn.
+                        if !rewrites.record(&by, link.url(), p.entry.depth + 1, false)? {
+                            self.cp.stats.dust_unrecorded += 1;
+                        }
+                        match fold {
+                            Fold::Known => {
+                                self.cp.stats.verdicts.record_duplicate(Tier::Url);
+                                continue;
+                            }
+                            Fold::Rewritten(u) => Candidate::new(deduper.canonicalizer(), u),
+                        }
                     }
-                    Some(Fold::Rewritten(u)) => Candidate::new(deduper.canonicalizer(), u),
                     None => None,
                 };
                 let link = rewritten.as_ref().unwrap_or(link);
