@@ -132,8 +132,9 @@ pub struct CrawlConfig {
     pub max_requeues: u32,
     /// Wait before a requeued page is fetched again, doubled at each requeue.
     pub requeue_delay_ms: u64,
-    /// The requeue waits of one URL in all, at most (0: no bound but
-    /// `max_requeues`): what one failing page can add to a finite crawl.
+    /// One URL's time in the crawl, first attempt to last (requeue waits
+    /// and attempts), at most (0: no bound but `max_requeues`): what one
+    /// failing page can add to a finite crawl.
     pub retry_budget_ms: u64,
     /// Pages fetched at once (the fetcher also limits per host).
     pub concurrency: usize,

@@ -975,10 +975,15 @@ impl RedisWriter {
                     entry,
                     transient: true,
                     kind,
+                    took_ms,
                     ..
                 } if entry.attempts < self.max_requeues
-                    && let Some(delay) =
-                        requeue_delay_within(self.requeue_delay_ms, self.retry_budget_ms, entry.attempts) =>
+                    && let Some(delay) = requeue_delay_within(
+                        self.requeue_delay_ms,
+                        self.retry_budget_ms,
+                        entry.attempts,
+                        *took_ms,
+                    ) =>
                 {
                     self.retry_waits.waiting(
                         &entry.url,

@@ -43,6 +43,9 @@ pub enum Outcome {
         error: String,
         /// The failure may pass: worth another attempt later.
         transient: bool,
+        /// How long the attempt took (its fetch retries included): what a
+        /// retry of it is expected to cost (see `requeue_delay_within`).
+        took_ms: u64,
     },
     /// Not fetched: a URL rewrite rule learnt after the entry was queued
     /// maps it to another URL, or maps a kept page's URL onto it
@@ -223,6 +226,7 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
     // for it a few times before it counts as failed. The per-host limit of
     // the frontier window bounds how many tasks can wait on one host.
     let mut waits = 0;
+    let started = std::time::Instant::now();
     let fetched = loop {
         match stages.fetcher.fetch(&entry.url, &allow).await {
             Ok(f) => break f,
@@ -236,6 +240,7 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
                     kind: e.kind(),
                     error: e.to_string(),
                     transient: e.is_transient(),
+                    took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                 };
             }
         }
@@ -264,6 +269,7 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
             kind: "internal",
             error: format!("page processing failed: {e}"),
             transient: false,
+            took_ms: 0,
         },
     }
 }
@@ -287,6 +293,7 @@ fn clean_and_sign(
                 kind: "clean",
                 error: format!("cannot clean {}: {e}", fetched.final_url),
                 transient: false,
+                took_ms: 0,
             };
         }
     };

@@ -51,21 +51,28 @@ pub fn requeue_delay_ms(base_ms: u64, attempts: u32) -> u64 {
 }
 
 /// The wait before the requeue that follows an entry's `attempts`-th
-/// transient failure, within `budget_ms` of requeue waits in all (0: no
-/// budget): [`requeue_delay_ms`], cut to what the budget has left; `None`
-/// once it is spent. Computed from the attempt count alone, so a resumed
-/// crawl keeps to it.
-pub fn requeue_delay_within(base_ms: u64, budget_ms: u64, attempts: u32) -> Option<u64> {
+/// transient failure, an attempt that took `took_ms`, within `budget_ms`
+/// (0: no budget) of the URL's time in the crawl from its first attempt to
+/// its last: [`requeue_delay_ms`], cut so that the wait and one more attempt
+/// as long as this one fit in what the budget has left; `None` once they do
+/// not. The time spent so far is the requeue waits (from the attempt count)
+/// plus every attempt counted as long as this one (a URL fails the same way
+/// each time: a slow server times out each time), so a resumed crawl, or
+/// another worker, keeps to it without a clock stored with the entry. A
+/// page that times out through all its fetch retries (4 x 30 s by default)
+/// has spent the default 2 minutes in one attempt and is not requeued.
+pub fn requeue_delay_within(base_ms: u64, budget_ms: u64, attempts: u32, took_ms: u64) -> Option<u64> {
     let delay = requeue_delay_ms(base_ms, attempts);
     if budget_ms == 0 {
         return Some(delay);
     }
-    let spent: u64 = (0..attempts)
+    let waited: u64 = (0..attempts)
         .map(|a| requeue_delay_ms(base_ms, a))
-        .fold(0u64, u64::saturating_add)
-        .min(budget_ms);
-    let left = budget_ms - spent;
-    (left > 0).then_some(delay.min(left))
+        .fold(0u64, u64::saturating_add);
+    let attempts_took = took_ms.saturating_mul(u64::from(attempts) + 1);
+    let left = budget_ms.saturating_sub(waited.saturating_add(attempts_took));
+    let for_wait = left.checked_sub(took_ms).filter(|&l| l > 0)?;
+    Some(delay.min(for_wait))
 }
 
 /// Where the crawl stands, stored with every commit: the next frontier
@@ -233,12 +240,14 @@ impl Writer {
                         entry,
                         transient: true,
                         kind,
+                        took_ms,
                         ..
                     } if entry.attempts < self.max_requeues
                         && let Some(delay) = requeue_delay_within(
                             self.requeue_delay_ms,
                             self.retry_budget_ms,
                             entry.attempts,
+                            *took_ms,
                         ) =>
                     {
                         // Back to the end of the frontier, after a delay
@@ -592,7 +601,7 @@ mod tests {
 
     #[test]
     fn requeue_waits_stay_within_the_budget() {
-        let within = |budget, attempts| requeue_delay_within(60_000, budget, attempts);
+        let within = |budget, attempts| requeue_delay_within(60_000, budget, attempts, 0);
         // No budget: the doubling schedule.
         assert_eq!(
             (0..3).map(|a| within(0, a)).collect::<Vec<_>>(),
@@ -608,6 +617,22 @@ mod tests {
         assert_eq!(within(1_000_000, 4), Some(100_000));
         assert_eq!(within(1_000_000, 5), None);
         assert_eq!(within(1, 40), None, "no overflow");
+        // Attempts count: one of 40 s leaves 80 s, of which the next
+        // attempt takes 40, so the wait is cut to 40 (40 + 40 + 40 = 120);
+        // after it, nothing is left.
+        let took = |attempts, ms| requeue_delay_within(60_000, 120_000, attempts, ms);
+        assert_eq!(took(0, 40_000), Some(40_000));
+        assert_eq!(took(1, 40_000), None);
+        // A page that timed out through its fetch retries (2 minutes)
+        // spent the budget in one attempt; a fast failure barely counts.
+        assert_eq!(took(0, 120_000), None);
+        assert_eq!(took(0, 200), Some(60_000));
+        assert_eq!(took(1, 200), Some(59_400));
+        assert_eq!(
+            requeue_delay_within(60_000, 0, 2, 500_000),
+            Some(240_000),
+            "no budget"
+        );
     }
 
     #[test]
