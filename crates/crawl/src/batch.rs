@@ -12,9 +12,9 @@ use simcrawl_dedup::{Commit, Deduper, Document, MemoryStore, RedbStore, Signatur
 use tracing::{info, warn};
 
 use crate::config::Config;
-use crate::lines::{DuplicateLine, ErrorLine, KeptLine};
+use crate::output::lines::ErrorLine;
+use crate::output::sinks::{Offsets, Outputs, VerdictCounts};
 use crate::progress::Progress;
-use crate::sinks::{Offsets, Outputs, VerdictCounts};
 use crate::state;
 use crate::template::{Save, Templates};
 
@@ -398,25 +398,11 @@ fn emit(
             Ok((url, title, _)) => match verdicts.next() {
                 Some(v) => {
                     run.p.verdicts.record(&v);
-                    write_verdict(&mut run.outputs, v, url, title, *line)?;
+                    crate::output::record::document(&mut run.outputs, v, url, title, *line)?;
                 }
                 None => bail!("internal error: fewer verdicts than documents"),
             },
         }
     }
     Ok(())
-}
-
-/// The output line of one checked document.
-fn write_verdict(outputs: &mut Outputs, v: Verdict, url: &str, title: &str, line: u64) -> Result<()> {
-    match v {
-        Verdict::Unique { fingerprint, .. } => outputs.kept.write(&KeptLine {
-            line: Some(line),
-            ..KeptLine::new(url, title, fingerprint)
-        }),
-        Verdict::Duplicate(d) => outputs.duplicates.write(&DuplicateLine {
-            line: Some(line),
-            ..DuplicateLine::new(url, &d)
-        }),
-    }
 }

@@ -274,7 +274,7 @@ mod tests {
     fn renders_counters_with_labels() {
         let mut s = Stats {
             fetched: 7,
-            verdicts: crate::sinks::VerdictCounts {
+            verdicts: crate::output::sinks::VerdictCounts {
                 dup_content: 2,
                 ..Default::default()
             },

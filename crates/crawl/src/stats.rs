@@ -8,7 +8,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::sinks::VerdictCounts;
+use crate::output::sinks::VerdictCounts;
 
 /// Counters of a crawl, persisted with each checkpoint so they add up
 /// across resumes.

@@ -777,9 +777,11 @@ fn a_page_failing_past_the_requeue_limit_is_a_final_error() {
 }
 
 /// A page that always fails holds a finite crawl open no longer than the
-/// retry budget: requeues stop when their waits would pass it (here 100 ms
-/// then 100 of the 200 left, where `max_requeues = 3` alone would wait
-/// 100 + 200 + 400 ms), and the failure is final.
+/// retry budget: requeues stop when their waits and attempts would pass it
+/// (here 1 s, then what is left of 2 s after it and the attempts, where
+/// `max_requeues = 3` alone would wait 1 + 2 + 4 s), and the failure is
+/// final. One request per attempt (no fetch retries), so an attempt takes
+/// milliseconds.
 #[test]
 fn a_page_failing_past_the_retry_budget_is_a_final_error() {
     let server = Server::start(|req: &Request| match req.path.as_str() {
@@ -792,15 +794,16 @@ fn a_page_failing_past_the_retry_budget_is_a_final_error() {
         dir.path(),
         &format!("{}/", server.base()),
         2,
-        "requeue_delay_ms = 100\nmax_requeues = 3\nretry_budget_ms = 200",
+        "requeue_delay_ms = 1000\nmax_requeues = 3\nretry_budget_ms = 2000",
     );
+    dirs.edit_config("retries = 2", "retries = 0");
     dirs.run_ok(Duration::from_secs(60));
     let errors = dirs.errors();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(field(&errors[0], "kind"), "status_5xx");
     assert_eq!(dirs.stats()["requeued"].as_u64(), Some(2), "{}", dirs.stats());
-    // 1 + 2 requeues, 3 requests each (2 fetch retries).
-    assert_eq!(server.counts()["/down"], 9);
+    // 1 + 2 requeues, 1 request each.
+    assert_eq!(server.counts()["/down"], 3);
     assert_eq!(dirs.kept().len(), 1);
 }
 

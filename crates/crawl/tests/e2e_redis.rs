@@ -728,9 +728,10 @@ fn politeness_and_the_page_budget_hold_across_workers_together() {
 }
 
 /// The retry budget holds in the shared mode too: a page that always fails
-/// is requeued while its waits fit `crawl.retry_budget_ms` (100 ms, then the
-/// 100 of 200 ms left; `max_requeues = 3` alone would requeue it three
-/// times), then its failure is final.
+/// is requeued while its waits and attempts fit `crawl.retry_budget_ms` (1 s,
+/// then what is left of 2 s; `max_requeues = 3` alone would requeue it three
+/// times), then its failure is final. One request per attempt (no fetch
+/// retries).
 #[test]
 fn a_page_failing_past_the_retry_budget_is_a_final_error_in_shared_mode() {
     let Some(url) = redis_url("a_page_failing_past_the_retry_budget") else {
@@ -745,10 +746,12 @@ fn a_page_failing_past_the_retry_budget_is_a_final_error_in_shared_mode() {
     let ns = namespace("budget");
     let s = Shared::new(dir.path(), &format!("{}/", server.base()), &url, &ns, 10_000);
     let text = std::fs::read_to_string(&s.config).unwrap();
-    let text = text.replace(
-        "[crawl]\n",
-        "[crawl]\nrequeue_delay_ms = 100\nmax_requeues = 3\nretry_budget_ms = 200\n",
-    );
+    let text = text
+        .replace(
+            "[crawl]\n",
+            "[crawl]\nrequeue_delay_ms = 1000\nmax_requeues = 3\nretry_budget_ms = 2000\n",
+        )
+        .replace("retries = 2", "retries = 0");
     std::fs::write(&s.config, text).unwrap();
     let mut children = vec![s.spawn("b1")];
     s.wait_ok(&mut children, &["b1"]);
@@ -761,8 +764,8 @@ fn a_page_failing_past_the_retry_budget_is_a_final_error_in_shared_mode() {
         .collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(support::field(&errors[0].2, "kind"), "status_5xx");
-    // 1 + 2 requeues, 3 requests each (2 fetch retries).
-    assert_eq!(server.counts()["/down"], 9);
+    // 1 + 2 requeues, 1 request each.
+    assert_eq!(server.counts()["/down"], 3);
 }
 
 /// A site whose page `/a` redirects to `/b`, a page no other page links to:

@@ -25,7 +25,7 @@ mod backend;
 mod dispatch;
 pub(crate) mod redis_backend;
 pub(crate) mod signals;
-mod worker;
+pub(crate) mod worker;
 mod writer;
 
 use std::path::Path;
@@ -49,7 +49,7 @@ use self::writer::{Checkpoint, Writer, join_writer, writer_loop};
 use crate::config::Config;
 use crate::dust::Dust;
 use crate::frontier::{self, Candidate, ScopeRules, Window};
-use crate::sinks::Outputs;
+use crate::output::sinks::Outputs;
 use crate::state;
 use crate::stats::Stats;
 use crate::template::Templates;

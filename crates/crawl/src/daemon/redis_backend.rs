@@ -39,7 +39,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use simcrawl_dedup::{
     CanonicalUrl, Canonicalizer, Deduper, Prefetch, ReadTables, RedisOptions, RedisStore, ReplicatedStore,
-    Signature, Store, Tables, Tier, UrlTier, UrlVerdict, Verdict,
+    Signature, Store, Tables, UrlTier, UrlVerdict, Verdict,
 };
 use tracing::{info, warn};
 use url::Url;
@@ -51,11 +51,11 @@ use super::writer::{Committed, requeue_delay_within};
 use super::{Start, drive, page_stages, remove_if_exists, write_stats};
 use crate::config::{Config, SharedTiersKind};
 use crate::frontier::{Candidate, Entry};
-use crate::lines::{DuplicateLine, ErrorLine};
+use crate::output::record::Recorder;
+use crate::output::sinks::{Offsets, Outputs};
 use crate::shared::{
     self, Ack, AckReply, Claim, Leased, RedisFrontier, Release, encode_entry, host_key, retry,
 };
-use crate::sinks::{Offsets, Outputs};
 use crate::state;
 use crate::stats::Stats;
 use crate::template::{Templates, host_of};
@@ -234,7 +234,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         // Nothing of this worker was ever acknowledged: outputs already
         // there are not its (another crawl's, or its Redis state was
         // cleared), and are not truncated.
-        let bytes = crate::sinks::output_bytes(&out_dir);
+        let bytes = crate::output::sinks::output_bytes(&out_dir);
         if bytes > 0 {
             bail!(
                 "{} holds {bytes} bytes of outputs that the crawl shared in namespace {:?} has no record of \
@@ -442,7 +442,7 @@ fn cut_gone_workers(frontier: &RedisFrontier, root: &std::path::Path, me: &str) 
         }
         let ws: WorkerState = serde_json::from_str(&state)
             .with_context(|| format!("unreadable state of worker {name:?} in Redis"))?;
-        let (cut, short) = crate::sinks::cut_gone_outputs(&e.path(), ws.offsets)?;
+        let (cut, short) = crate::output::sinks::cut_gone_outputs(&e.path(), ws.offsets)?;
         if cut > 0 {
             warn!(
                 worker = %name,
@@ -1002,11 +1002,13 @@ impl RedisWriter {
                 Outcome::Failed {
                     entry, kind, error, ..
                 } => {
-                    self.state.stats.count_failure(kind);
-                    self.outputs
-                        .errors
-                        .write(&ErrorLine::page(entry.url.as_str(), kind, error))
-                        .map_err(io)?;
+                    Recorder {
+                        outputs: &mut self.outputs,
+                        stats: &mut self.state.stats,
+                        write_text: self.write_text,
+                    }
+                    .failure(entry.url.as_str(), kind, error)
+                    .map_err(io)?;
                     releases.push(Release {
                         lease: entry.seq,
                         again: None,
@@ -1079,47 +1081,18 @@ impl RedisWriter {
 
     /// One fetched page's line and counters.
     fn write_page(&mut self, p: &PageResult, redirected: bool, verdict: Option<&Verdict>) -> Result<()> {
-        let st = &mut self.state.stats;
-        st.fetched += 1;
-        st.bytes += p.bytes as u64;
-        st.truncated += u64::from(p.truncated);
+        let mut rec = Recorder {
+            outputs: &mut self.outputs,
+            stats: &mut self.state.stats,
+            write_text: self.write_text,
+        };
+        rec.fetched(p);
         if redirected {
-            st.verdicts.record_duplicate(Tier::Url);
-            return self
-                .outputs
-                .duplicates
-                .write(&DuplicateLine::url_tier(
-                    p.entry.url.as_str(),
-                    p.final_url.as_str(),
-                ))
+            return rec
+                .url_copy(p.entry.url.as_str(), p.final_url.as_str())
                 .map_err(io);
         }
-        st.template_stripped += u64::from(p.template_stripped);
-        let kept_line = |fingerprint| p.kept_line(fingerprint, self.write_text);
-        match verdict {
-            None => {
-                st.noindex += 1;
-                self.outputs
-                    .errors
-                    .write(&ErrorLine::noindex(p.entry.url.as_str()))
-                    .map_err(io)
-            }
-            Some(Verdict::Unique { fingerprint, .. }) => {
-                st.verdicts.kept += 1;
-                self.outputs.kept.write(&kept_line(*fingerprint)).map_err(io)
-            }
-            // An earlier attempt of this very page was recorded (its
-            // worker died or starved past its lease before acknowledging
-            // it, or a reply was lost): the page is the kept copy.
-            Some(Verdict::Duplicate(dup)) if dup.of == p.entry.url.as_str() => {
-                st.verdicts.kept += 1;
-                self.outputs.kept.write(&kept_line(dup.fingerprint)).map_err(io)
-            }
-            Some(Verdict::Duplicate(dup)) => {
-                st.verdicts.record_duplicate(dup.tier);
-                self.outputs.duplicates.write(&p.duplicate_line(dup)).map_err(io)
-            }
-        }
+        rec.judged(p, verdict).map_err(io)
     }
 }
 

@@ -12,7 +12,7 @@ use url::Url;
 
 use crate::dust::Dust;
 use crate::frontier::{Candidate, Entry, ScopeRules};
-use crate::lines::{DuplicateLine, Judged, KeptLine};
+use crate::output::lines::{DuplicateLine, Judged, KeptLine};
 use crate::template::{Templates, host_of};
 
 /// Times a page waits for a host whose robots.txt is unavailable before it
@@ -100,7 +100,7 @@ pub struct PageResult {
 }
 
 /// What a page was judged on, written with its verdict: `crawl report`
-/// flags a drop that rests on little (`crate::lines::Suspect`).
+/// flags a drop that rests on little (`crate::output::lines::Suspect`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PageFacts {
     pub basis: crate::identity::Basis,

@@ -20,9 +20,9 @@ use super::worker::{Outcome, PageResult};
 use crate::config::CrawlConfig;
 use crate::dust::{Dust, Fold, Rewrites};
 use crate::frontier::{self, Candidate};
-use crate::lines::{DuplicateLine, ErrorLine};
+use crate::output::record::Recorder;
+use crate::output::sinks::{Offsets, Outputs};
 use crate::progress::RetryWaits;
-use crate::sinks::{Offsets, Outputs};
 use crate::state;
 use crate::stats::Stats;
 use crate::template::{Save, Templates, host_of};
@@ -261,10 +261,8 @@ impl Writer {
                     Outcome::Failed {
                         entry, kind, error, ..
                     } => {
-                        self.cp.stats.count_failure(kind);
-                        self.outputs
-                            .errors
-                            .write(&ErrorLine::page(entry.url.as_str(), kind, error))
+                        self.recorder()
+                            .failure(entry.url.as_str(), kind, error)
                             .map_err(state::caller_err)?;
                     }
                     Outcome::Rewritten { entry } => {
@@ -300,9 +298,7 @@ impl Writer {
                         }
                     }
                     Outcome::Page(p) => {
-                        self.cp.stats.fetched += 1;
-                        self.cp.stats.bytes += p.bytes as u64;
-                        self.cp.stats.truncated += u64::from(p.truncated);
+                        self.recorder().fetched(p);
                         added += self.judge_page(&deduper, tables, &mut fr, &mut rewrites, p)?;
                     }
                 }
@@ -382,6 +378,15 @@ impl Writer {
         Ok(added)
     }
 
+    /// The recorder of this writer's outputs and counters.
+    fn recorder(&mut self) -> Recorder<'_> {
+        Recorder {
+            outputs: &mut self.outputs,
+            stats: &mut self.cp.stats,
+            write_text: self.write_text,
+        }
+    }
+
     /// Judges one fetched page: its output line, its counters, its links
     /// into the frontier; returns how many links were added.
     fn judge_page(
@@ -404,34 +409,22 @@ impl Writer {
                 .map_err(simcrawl_dedup::Error::Config)?
             && let UrlVerdict::Seen { .. } = deduper.check_url_in(tables, p.final_url.as_str(), c)?
         {
-            self.cp.stats.verdicts.record_duplicate(Tier::Url);
-            self.outputs
-                .duplicates
-                .write(&DuplicateLine::url_tier(
-                    p.entry.url.as_str(),
-                    p.final_url.as_str(),
-                ))
+            self.recorder()
+                .url_copy(p.entry.url.as_str(), p.final_url.as_str())
                 .map_err(io)?;
             self.dust.lock().probe_done(&p.entry.url, false);
             return Ok(0);
         }
         // Observed once judged: a page never counts towards its own template.
         self.templates.observe(host_of(&p.final_url), &p.own_text);
-        self.cp.stats.template_stripped += u64::from(p.template_stripped);
+        // Not kept, not indexed: no verdict (a "noindex" line).
         let verdict = if p.noindex {
-            // Not kept, not indexed: a line in errors.jsonl, kind "noindex"
-            // (counted in `noindex`, not in `errors`).
-            self.cp.stats.noindex += 1;
-            self.outputs
-                .errors
-                .write(&ErrorLine::noindex(p.entry.url.as_str()))
-                .map_err(io)?;
             None
         } else {
             Some(deduper.check_in(tables, &p.sig, UrlTier::Skip)?)
         };
+        self.recorder().judged(p, verdict.as_ref()).map_err(io)?;
         if let Some(v) = &verdict {
-            self.cp.stats.verdicts.record(v);
             // DUST: a copy is evidence for the rewrite between its URL and
             // its kept page's; a kept page may be a counter-example.
             let mut dust = self.dust.lock();
@@ -443,18 +436,6 @@ impl Writer {
         self.dust
             .lock()
             .probe_done(&p.entry.url, matches!(verdict, Some(Verdict::Unique { .. })));
-        match verdict {
-            None => {}
-            Some(Verdict::Unique { fingerprint, .. }) => {
-                self.outputs
-                    .kept
-                    .write(&p.kept_line(fingerprint, self.write_text))
-                    .map_err(io)?;
-            }
-            Some(Verdict::Duplicate(d)) => {
-                self.outputs.duplicates.write(&p.duplicate_line(&d)).map_err(io)?;
-            }
-        }
         let mut added = 0;
         if p.entry.depth < self.max_depth {
             let dust = self.dust.clone();

@@ -311,7 +311,7 @@ pub fn run(args: &CrawledArgs) -> Result<String> {
     let mut out = String::new();
     let reasons: Vec<String> = {
         let mut all: Vec<String> = s.total.suspects.keys().cloned().collect();
-        for r in crate::lines::Suspect::ALL.iter().map(|s| s.as_str()) {
+        for r in crate::output::lines::Suspect::ALL.iter().map(|s| s.as_str()) {
             if !all.iter().any(|a| a == r) {
                 all.push(r.to_string());
             }

@@ -245,7 +245,7 @@ fn suspects_html(r: &Report, o: &mut String) {
         "<h2 id=\"suspects\">Verdicts to check</h2><p class=\"note\"><span id=\"suspect-count\" data-value=\"{total}\">{}</span> reasons to look at a drop ({}): <b>larger</b>, the dropped page shows three times the text of the kept one (a part of it matched); <b>template</b>, its own text is all its site's learnt template (it matched on template); <b>few_features</b>, the verdict rests on fewer than {} features. The first {} are listed, largest mismatch first.</p><table id=\"suspect-table\"><tr><th>why</th><th>dropped page, and the text it was judged on</th><th>kept page, and its text</th><th class=\"n\">similarity</th></tr>",
         num(total),
         why.join(", "),
-        crate::lines::FEW_FEATURES,
+        crate::output::lines::FEW_FEATURES,
         r.suspects.len()
     );
     for s in &r.suspects {

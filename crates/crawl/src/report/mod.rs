@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
-use crate::lines::Suspect;
+use crate::output::lines::Suspect;
 
 pub use patterns::rewrite;
 
@@ -186,7 +186,7 @@ pub struct ErrorKind {
     pub examples: Vec<(String, String)>,
 }
 
-/// A drop a person should check (`crate::lines::Suspect`), with both
+/// A drop a person should check (`crate::output::lines::Suspect`), with both
 /// pages' text side by side.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SuspectRow {
