@@ -153,37 +153,8 @@ const CHAIN0: &str = "00000000000000000000000000000000";
 const MAX_ENTRIES: usize = 512;
 const MAX_REPLY_BYTES: usize = 16 << 20;
 
-/// Lua helpers of the log scripts: `bounds(log, head, lc)`, the absolute
-/// positions of the log's first entry and of its end, and the length of
-/// the chain list (equal to the log's unless a process of the layout
-/// before the chain appended); `chain_at(head, lc, pos, base, last)`, the
-/// chain value at absolute position `pos` (`base <= pos <= last`);
-/// `since(log, pos, last, max_entries, max_bytes)`, the entries from
-/// absolute position `pos` on (the log ends at `last`), bounded as above,
-/// at least one. [`script_source`] puts `CHAIN0` before them.
-const LOG_FNS: &str = r#"
-local function bounds(log, head, lc)
-  local base = tonumber(redis.call('HGET', head, 'base') or '0')
-  return base, base + redis.call('LLEN', log), redis.call('LLEN', lc)
-end
-local function chain_at(head, lc, pos, base, last)
-  if pos == base then return redis.call('HGET', head, 'bc') or CHAIN0 end
-  return redis.call('LINDEX', lc, pos - last - 1)
-end
-local function since(log, pos, last, maxn, maxb)
-  local out, bytes, s = {}, 0, pos - last
-  while s < 0 and #out < maxn do
-    local e = math.min(s + 7, -1)
-    for _, v in ipairs(redis.call('LRANGE', log, s, e)) do
-      if #out > 0 and (bytes + #v > maxb or #out >= maxn) then return out end
-      out[#out + 1] = v
-      bytes = bytes + #v
-    end
-    s = e + 1
-  end
-  return out
-end
-"#;
+/// Lua helpers of the log scripts, put before them by [`script_source`]: see `replicated/lua/log_fns.lua`.
+const LOG_FNS: &str = include_str!("replicated/lua/log_fns.lua");
 
 /// Snapshot chunk size.
 const CHUNK: usize = 4 << 20;
@@ -194,120 +165,17 @@ const TURN_MS: u64 = 2_000;
 /// How long a snapshot may take to write before another process may try.
 const COMPACT_MS: u64 = 600_000;
 
-/// Appends `ARGV[3]` to the log, and its chain value `ARGV[7]` to the
-/// chain list, if the log ends at `ARGV[1]` with the caller's chain value
-/// `ARGV[6]` and no other process (`ARGV[2]` is this one) holds the turn
-/// (`ARGV[4]`, `ARGV[5]`: the bounds of a reply with entries). Replies
-/// `{1, new end, cb, snap_cb, snap_bytes}` when appended; `{0, end,
-/// entries, chain value after them}` when the caller lacks entries (at
-/// most `ARGV[4]`, from its position on); `{2, end}` when another process
-/// holds the turn; `{3, base}` when the caller's position was trimmed
-/// (reload the snapshot); `{4, end}` when the log is shorter than the
-/// caller's position and `{5, end, chain value}` when the log's chain
-/// value there is another (the server lost entries the caller applied);
-/// `{6, log length, chain list length}` when they differ.
-const COMMIT: &str = r#"
-local base, last, nlc = bounds(KEYS[1], KEYS[2], KEYS[4])
-if last - base ~= nlc then return {6, last - base, nlc} end
-local pos = tonumber(ARGV[1])
-if pos < base then return {3, base} end
-if pos > last then return {4, last} end
-local at = chain_at(KEYS[2], KEYS[4], pos, base, last)
-if at ~= ARGV[6] then return {5, last, at} end
-if pos < last then
-  local out = since(KEYS[1], pos, last, tonumber(ARGV[4]), tonumber(ARGV[5]))
-  return {0, last, out, redis.call('LINDEX', KEYS[4], pos + #out - last - 1)}
-end
-local turn = redis.call('GET', KEYS[3])
-if turn and turn ~= ARGV[2] then return {2, last} end
-redis.call('RPUSH', KEYS[1], ARGV[3])
-redis.call('RPUSH', KEYS[4], ARGV[7])
-local cb = redis.call('HINCRBY', KEYS[2], 'cb', string.len(ARGV[3]))
-if turn then redis.call('DEL', KEYS[3]) end
-local snap = redis.call('HMGET', KEYS[2], 'snap_cb', 'snap_bytes')
-return {1, last + 1, cb, tonumber(snap[1] or '0'), tonumber(snap[2] or '0')}
-"#;
+/// The commit script, after [`LOG_FNS`]: see `replicated/lua/commit.lua` (KEYS, ARGV, replies).
+const COMMIT: &str = include_str!("replicated/lua/commit.lua");
 
-/// The entries from `ARGV[1]` on (at most `ARGV[2]` entries, about
-/// `ARGV[3]` bytes) for a caller whose chain value there is `ARGV[4]`:
-/// `{0, end, entries, chain value after them}`, or `{1, end}` when there
-/// are none, `{3, base}`, `{4, end}`, `{5, end, chain value}`, `{6, ..}`
-/// as for [`COMMIT`].
-const SINCE: &str = r#"
-local base, last, nlc = bounds(KEYS[1], KEYS[2], KEYS[4])
-if last - base ~= nlc then return {6, last - base, nlc} end
-local pos = tonumber(ARGV[1])
-if pos < base then return {3, base} end
-if pos > last then return {4, last} end
-local at = chain_at(KEYS[2], KEYS[4], pos, base, last)
-if at ~= ARGV[4] then return {5, last, at} end
-if pos == last then return {1, last} end
-local out = since(KEYS[1], pos, last, tonumber(ARGV[2]), tonumber(ARGV[3]))
-return {0, last, out, redis.call('LINDEX', KEYS[4], pos + #out - last - 1)}
-"#;
+/// The catch-up script, after [`LOG_FNS`]: see `replicated/lua/since.lua` (KEYS, ARGV, replies).
+const SINCE: &str = include_str!("replicated/lua/since.lua");
 
-/// Installs snapshot `ARGV[1]` (at position `ARGV[2]` with chain value
-/// `ARGV[7]`, cumulative bytes `ARGV[3]`, `ARGV[4]` chunks named
-/// `ARGV[6]..GEN..':'..I`, `ARGV[5]` bytes): makes its chunks permanent,
-/// trims the log entries it covers (and their chain values), records it
-/// and deletes the previous snapshot. 0 when a snapshot as new exists or
-/// the position is not in the log, -1 when a chunk expired, -2 when the
-/// log's chain value at the position is another (the snapshot's state is
-/// not the log's: its writer diverged) or the chain list is out of step.
-const INSTALL: &str = r#"
-local base, last, nlc = bounds(KEYS[1], KEYS[2], KEYS[3])
-if last - base ~= nlc then return -2 end
-local pos = tonumber(ARGV[2])
-local cur = tonumber(redis.call('HGET', KEYS[2], 'snap_pos') or '-1')
-if pos <= cur or pos < base or pos > last then return 0 end
-if chain_at(KEYS[2], KEYS[3], pos, base, last) ~= ARGV[7] then return -2 end
-local n = tonumber(ARGV[4])
-for i = 0, n - 1 do
-  local k = ARGV[6] .. ARGV[1] .. ':' .. i
-  if redis.call('PERSIST', k) == 0 and redis.call('EXISTS', k) == 0 then return -1 end
-end
-local old = redis.call('HMGET', KEYS[2], 'snap_gen', 'snap_n')
-if pos > base then
-  redis.call('LTRIM', KEYS[1], pos - base, -1)
-  redis.call('LTRIM', KEYS[3], pos - base, -1)
-end
-redis.call('HSET', KEYS[2], 'base', pos, 'bc', ARGV[7], 'snap_gen', ARGV[1], 'snap_pos', pos,
-  'snap_cb', ARGV[3], 'snap_n', n, 'snap_bytes', ARGV[5], 'snap_chain', ARGV[7])
-if old[1] then
-  for i = 0, tonumber(old[2]) - 1 do redis.call('UNLINK', ARGV[6] .. old[1] .. ':' .. i) end
-end
-return 1
-"#;
+/// The snapshot install script, after [`LOG_FNS`]: see `replicated/lua/install.lua` (KEYS, ARGV, replies).
+const INSTALL: &str = include_str!("replicated/lua/install.lua");
 
-/// Upgrades a namespace of layout `ARGV[1]` (`KEYS[1]`, the marker) to
-/// `ARGV[2]`: gives each entry of the log (`KEYS[2]`) a chain value in
-/// `KEYS[4]`, derived from the chain value at the log's base (itself
-/// derived from the base position) and the entry's position, records the
-/// base's in the head (`KEYS[3]`) and the snapshot's. 1 when upgraded, 0
-/// when the marker says something else by now (another process upgraded
-/// it), -1 when the snapshot is not at the log's base (a namespace the
-/// older layout cannot have written).
-const UPGRADE: &str = r#"
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local base = redis.call('HGET', KEYS[3], 'base') or '0'
-local snap = redis.call('HGET', KEYS[3], 'snap_pos')
-if snap and tonumber(snap) ~= tonumber(base) then return -1 end
-local c = string.sub(redis.sha1hex(ARGV[1] .. ':' .. base), 1, 32)
-redis.call('HSET', KEYS[3], 'bc', c)
-if snap then redis.call('HSET', KEYS[3], 'snap_chain', c) end
-redis.call('DEL', KEYS[4])
-local n, batch = redis.call('LLEN', KEYS[2]), {}
-for i = 1, n do
-  c = string.sub(redis.sha1hex(c .. ':' .. (tonumber(base) + i)), 1, 32)
-  batch[#batch + 1] = c
-  if #batch == 1000 or i == n then
-    redis.call('RPUSH', KEYS[4], unpack(batch))
-    batch = {}
-  end
-end
-redis.call('SET', KEYS[1], ARGV[2])
-return 1
-"#;
+/// The upgrade from [`LAYOUT_V1`]: see `replicated/lua/upgrade.lua` (KEYS, ARGV, replies).
+const UPGRADE: &str = include_str!("replicated/lua/upgrade.lua");
 
 /// A log script's source: [`LOG_FNS`] (with [`CHAIN0`]) and `body`.
 fn script_source(body: &str) -> String {
@@ -330,11 +198,8 @@ fn next_chain(prev: &str, token: &str, seq: u64) -> String {
     crate::features::hex(&d)
 }
 
-/// Deletes `KEYS[1]` if it holds `ARGV[1]` (a lease or turn of ours).
-const RELEASE: &str = r#"
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-"#;
+/// Deletes a lease or turn of ours: see `replicated/lua/release.lua` (KEYS, ARGV, replies).
+const RELEASE: &str = include_str!("replicated/lua/release.lua");
 
 /// Key names of one namespace.
 #[derive(Debug)]
