@@ -82,225 +82,25 @@ use url::Url;
 
 use crate::frontier::Entry;
 
-/// Lua shared by the scripts: the server's time, record splitting, and
-/// `schedule`, which puts a host in `ready` exactly when it has queued
-/// entries and a free slot (the invariant every script keeps).
-const HELPERS: &str = r"
-local p = ARGV[1]
-local cap = tonumber(ARGV[2])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function split(rec)
-  local i = string.find(rec, '\t', 1, true)
-  return string.sub(rec, 1, i - 1), string.sub(rec, i + 1)
-end
-local function release(host)
-  if redis.call('HINCRBY', p .. 'busy', host, -1) <= 0 then
-    redis.call('HDEL', p .. 'busy', host)
-  end
-end
-local function schedule(host)
-  if redis.call('LLEN', p .. 'q:' .. host) == 0 then
-    redis.call('ZREM', p .. 'ready', host)
-    return
-  end
-  local busy = tonumber(redis.call('HGET', p .. 'busy', host) or '0')
-  if busy >= cap then
-    redis.call('ZREM', p .. 'ready', host)
-    return
-  end
-  local nxt = tonumber(redis.call('HGET', p .. 'next', host) or '0')
-  redis.call('ZADD', p .. 'ready', nxt, host)
-end
-";
+/// The `helpers` script: `src/shared/lua/helpers.lua` (what it does, its
+/// ARGV and replies are in the file).
+const HELPERS: &str = include_str!("lua/helpers.lua");
 
 /// How recently a worker must have asked for work to count as one of
 /// those sharing a host's slots (workers that want work ask every 100 ms).
 const ASKING_MS: u64 = 1_000;
 
-/// ARGV: prefix, cap, n, lease ms, delay ms, budget, worker, then a
-/// counted list of (host, leases the worker holds there). Returns leases in
-/// flight, ready hosts, waiting requeues, budget spent (0/1), leases taken
-/// back, then lease id and entry for each new lease.
-const LEASE: &str = r"
-local n = tonumber(ARGV[3])
-local lease_ms = tonumber(ARGV[4])
-local delay = tonumber(ARGV[5])
-local budget = tonumber(ARGV[6])
-local worker = ARGV[7]
-local mine = {}
-local j = 9
-for _ = 1, tonumber(ARGV[8]) do
-  mine[ARGV[j]] = tonumber(ARGV[j + 1])
-  j = j + 2
-end
--- The workers that asked for work within ASKING_MS share each host's
--- slots: a worker takes at most ceil(cap / asking) leases of one host, so
--- one that acknowledges and asks again at once does not keep every slot
--- from the others.
-redis.call('HSET', p .. 'asking', worker, now)
-local asking = 0
-local seen = redis.call('HGETALL', p .. 'asking')
-for k = 1, #seen, 2 do
-  if now - tonumber(seen[k + 1]) <= ASKING_MS then
-    asking = asking + 1
-  else
-    redis.call('HDEL', p .. 'asking', seen[k])
-  end
-end
-local share = math.max(1, math.ceil(cap / asking))
-local reclaimed = 0
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', p .. 'leases', '-inf', now, 'LIMIT', 0, 1000)) do
-  redis.call('ZREM', p .. 'leases', id)
-  local rec = redis.call('HGET', p .. 'lease', id)
-  if rec then
-    redis.call('HDEL', p .. 'lease', id)
-    local host, entry = split(rec)
-    -- An entry with a claim token keeps it (its next worker tells its own
-    -- earlier claim from another's); an older one counts as claimed.
-    local _, spaces = string.gsub(entry, ' ', ' ')
-    if spaces < 4 then entry = 'c' .. string.sub(entry, 2) end
-    redis.call('LPUSH', p .. 'q:' .. host, entry)
-    release(host)
-    redis.call('HINCRBY', p .. 'stats', 'reclaimed', 1)
-    redis.call('HINCRBY', p .. 'stats', 'leased', -1)
-    schedule(host)
-    reclaimed = reclaimed + 1
-  end
-end
-for _, m in ipairs(redis.call('ZRANGEBYSCORE', p .. 'later', '-inf', now, 'LIMIT', 0, 1000)) do
-  redis.call('ZREM', p .. 'later', m)
-  local host, entry = split(m)
-  redis.call('RPUSH', p .. 'q:' .. host, entry)
-  schedule(host)
-end
-local leased = tonumber(redis.call('HGET', p .. 'stats', 'leased') or '0')
-local out = {}
-local got = 0
-if n > 0 and (budget == 0 or leased < budget) then
-  for _, host in ipairs(redis.call('ZRANGEBYSCORE', p .. 'ready', '-inf', now, 'LIMIT', 0, n)) do
-    local hdelay = tonumber(redis.call('HGET', p .. 'delay', host) or '0')
-    if hdelay < delay then hdelay = delay end
-    while got < n and (budget == 0 or leased < budget) do
-      local busy = tonumber(redis.call('HGET', p .. 'busy', host) or '0')
-      if busy >= cap or (mine[host] or 0) >= share then break end
-      local entry = redis.call('LPOP', p .. 'q:' .. host)
-      if not entry then break end
-      local id = redis.call('INCR', p .. 'seq')
-      redis.call('HSET', p .. 'lease', id, host .. '\t' .. entry)
-      redis.call('ZADD', p .. 'leases', now + lease_ms, id)
-      redis.call('HINCRBY', p .. 'busy', host, 1)
-      redis.call('HSET', p .. 'next', host, now + hdelay)
-      mine[host] = (mine[host] or 0) + 1
-      leased = leased + 1
-      got = got + 1
-      out[#out + 1] = id
-      out[#out + 1] = entry
-      if hdelay > 0 then break end
-    end
-    schedule(host)
-    if got >= n then break end
-  end
-  if got > 0 then
-    redis.call('HINCRBY', p .. 'stats', 'leased', got)
-    redis.call('HSETNX', p .. 'stats', 'started_ms', now)
-  end
-end
-local spent = 0
-if budget > 0 and leased >= budget then spent = 1 end
-local head = {redis.call('ZCARD', p .. 'leases'), redis.call('ZCARD', p .. 'ready'),
-  redis.call('ZCARD', p .. 'later'), spent, reclaimed}
-for _, v in ipairs(out) do head[#head + 1] = v end
-return head
-";
+/// The `lease` script: `src/shared/lua/lease.lua` (what it does, its
+/// ARGV and replies are in the file).
+const LEASE: &str = include_str!("lua/lease.lua");
 
-/// ARGV: prefix, cap, lease ms, ids. Returns the ids no longer held.
-const RENEW: &str = r"
-local lease_ms = tonumber(ARGV[3])
-local lost = {}
-for i = 4, #ARGV do
-  if redis.call('ZSCORE', p .. 'leases', ARGV[i]) then
-    redis.call('ZADD', p .. 'leases', now + lease_ms, ARGV[i])
-  else
-    lost[#lost + 1] = tonumber(ARGV[i])
-  end
-end
-return lost
-";
+/// The `renew` script: `src/shared/lua/renew.lua` (what it does, its
+/// ARGV and replies are in the file).
+const RENEW: &str = include_str!("lua/renew.lua");
 
-/// ARGV: prefix, cap, worker, batch number (0: not numbered), worker
-/// state, once token ('' for none), then counted lists: acks (id, requeued
-/// entry or '', requeue delay ms, uncount 0/1), links (host, entry),
-/// counters (field, increment), Crawl-delays (host, ms). Returns -1 when
-/// the batch (or the ack with this once token) was already applied, 0 when
-/// it is applied now, and the ids of the leases no longer held (taken back meanwhile) when it
-/// names any: then nothing is applied.
-const ACK: &str = r"
-local worker = ARGV[3]
-local batch = tonumber(ARGV[4])
-local wkey = p .. 'w:' .. worker
-if batch > 0 and tonumber(redis.call('HGET', wkey, 'ack') or '0') >= batch then
-  return -1
-end
-local once = ARGV[6]
-if once ~= '' and redis.call('EXISTS', p .. 'once:' .. once) == 1 then
-  return -1
-end
-local i = 7
-local nacks = tonumber(ARGV[i]); i = i + 1
-local lost = {}
-for k = 0, nacks - 1 do
-  if redis.call('HEXISTS', p .. 'lease', ARGV[i + 4 * k]) == 0 then
-    lost[#lost + 1] = tonumber(ARGV[i + 4 * k])
-  end
-end
-if #lost > 0 then
-  redis.call('HINCRBY', p .. 'stats', 'stale_acks', #lost)
-  return lost
-end
-for _ = 1, nacks do
-  local id, again, wait, uncount = ARGV[i], ARGV[i + 1], tonumber(ARGV[i + 2]), ARGV[i + 3]
-  i = i + 4
-  local rec = redis.call('HGET', p .. 'lease', id)
-  if rec then
-    redis.call('HDEL', p .. 'lease', id)
-    redis.call('ZREM', p .. 'leases', id)
-    local host = split(rec)
-    release(host)
-    if again ~= '' then
-      redis.call('ZADD', p .. 'later', now + wait, host .. '\t' .. again)
-    end
-    if uncount == '1' then redis.call('HINCRBY', p .. 'stats', 'leased', -1) end
-    schedule(host)
-  end
-end
-local nlinks = tonumber(ARGV[i]); i = i + 1
-for _ = 1, nlinks do
-  local host = ARGV[i]
-  redis.call('RPUSH', p .. 'q:' .. host, ARGV[i + 1])
-  schedule(host)
-  i = i + 2
-end
-local nstats = tonumber(ARGV[i]); i = i + 1
-for _ = 1, nstats do
-  redis.call('HINCRBY', p .. 'stats', ARGV[i], ARGV[i + 1])
-  i = i + 2
-end
-if nstats > 0 then redis.call('HSET', p .. 'stats', 'last_ms', now) end
-local ndelays = tonumber(ARGV[i]); i = i + 1
-for _ = 1, ndelays do
-  redis.call('HSET', p .. 'delay', ARGV[i], ARGV[i + 1])
-  i = i + 2
-end
-if batch > 0 then
-  redis.call('HSET', wkey, 'ack', batch, 'state', ARGV[5])
-end
-if once ~= '' then
-  redis.call('SET', p .. 'once:' .. once, 1, 'PX', ONCE_MS)
-end
-redis.call('HSET', p .. 'workers', worker, now)
-return 0
-";
+/// The `ack` script: `src/shared/lua/ack.lua` (what it does, its
+/// ARGV and replies are in the file).
+const ACK: &str = include_str!("lua/ack.lua");
 
 /// The host part of a queue key: scheme, host and port, so that politeness
 /// applies to what one server sees.
