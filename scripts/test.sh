@@ -33,7 +33,7 @@ SIMCRAWL_HTML_GATE=$(cd "$GATE_DIR" && pwd)
 export SIMCRAWL_HTML_GATE
 # A throwaway Redis server (installed with apt-get when missing) for the
 # dedup crate's Redis store tests and the crawler's shared mode
-# (crates/crawl/tests/e2e_redis.rs: several `crawl --redis` workers),
+# (crates/crawl/tests/e2e/redis.rs: several `crawl --redis` workers),
 # stopped when this script exits; the tests read SIMCRAWL_REDIS_URL (without
 # it they print SKIPPED and pass) and SIMCRAWL_REDIS_SERVER.
 eval "$(bash scripts/redis-test-server.sh start)"

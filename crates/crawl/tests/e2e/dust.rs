@@ -11,15 +11,13 @@
 //! identity: merged path, plus `page` on the list) already served once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[allow(dead_code)]
-mod support;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use support::server::{Reply, Server};
-use support::{Dirs, field, gibberish, page, site_crawl, tempdir, wait_for};
+use crate::support::server::{Reply, Server};
+use crate::support::{Dirs, field, gibberish, page, site_crawl, tempdir, wait_for};
 
 const SECTIONS: usize = 10;
 const PER_SECTION: usize = 50;
@@ -310,7 +308,7 @@ fn kept_now(kept: &std::path::Path, target: &str) -> bool {
         .any(|l| {
             serde_json::from_str::<serde_json::Value>(l)
                 .ok()
-                .and_then(|v| v.get("url").and_then(|u| u.as_str()).map(support::path_of))
+                .and_then(|v| v.get("url").and_then(|u| u.as_str()).map(crate::support::path_of))
                 .is_some_and(|p| p == target)
         })
 }
@@ -405,7 +403,7 @@ fn a_withdrawn_rule_gives_back_the_links_it_rewrote() {
         .kept()
         .iter()
         .map(|k| {
-            let p = support::path_of(field(k, "url"));
+            let p = crate::support::path_of(field(k, "url"));
             if p.starts_with("/a") {
                 p.split('?').next().unwrap_or("").to_string()
             } else {

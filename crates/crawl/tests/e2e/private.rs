@@ -4,13 +4,11 @@
 //! refused and recorded as `private_address`, and nothing reaches them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[allow(dead_code)]
-mod support;
 
 use std::time::Duration;
 
-use support::server::{Reply, Request, Server};
-use support::{Dirs, field, gibberish, page, workspace};
+use crate::support::server::{Reply, Request, Server};
+use crate::support::{Dirs, field, gibberish, page, workspace};
 
 #[test]
 fn links_into_private_addresses_are_refused_and_recorded() {

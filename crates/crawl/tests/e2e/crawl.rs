@@ -10,7 +10,6 @@
 //! as an uninterrupted one, each exactly once, with no torn output line.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -19,8 +18,8 @@ use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::server::{Reply, Request, Server};
-use support::{Dirs, field, gibberish, multiset, page, path_of, zh};
+use crate::support::server::{Reply, Request, Server};
+use crate::support::{Dirs, field, gibberish, multiset, page, path_of, zh};
 
 /// The path of a URL without its query and fragment: the page it names on
 /// the fixture servers, whatever variant of the URL the crawler kept.
@@ -29,7 +28,7 @@ fn route(url: &str) -> String {
 }
 
 fn tempdir() -> tempfile::TempDir {
-    support::tempdir("e2e-crawl-")
+    crate::support::tempdir("e2e-crawl-")
 }
 
 // ---------------------------------------------------------------------------
@@ -223,7 +222,7 @@ fn run_fixture() -> Fixture {
     let dir = tempdir();
     // No requeues: /hang fails after its fetch's own attempts (requeues have
     // their own tests below).
-    let config = support::write_config(dir.path(), 2, "max_requeues = 0");
+    let config = crate::support::write_config(dir.path(), 2, "max_requeues = 0");
     let seeds = dir.path().join("seeds.txt");
     std::fs::write(
         &seeds,
@@ -472,7 +471,7 @@ fn big_site() -> Server {
             return Reply::status(404);
         };
         std::thread::sleep(Duration::from_millis(2));
-        let mut r = support::rng(i as u64 + 7_777);
+        let mut r = crate::support::rng(i as u64 + 7_777);
         let targets = [
             2 * i + 1,
             2 * i + 2,
@@ -499,7 +498,7 @@ fn big_site() -> Server {
 }
 
 fn big_dirs(root: &Path, server: &Server) -> Dirs {
-    support::site_crawl(root, &format!("{}/p/0", server.base()), 8, "")
+    crate::support::site_crawl(root, &format!("{}/p/0", server.base()), 8, "")
 }
 
 fn all_big_routes() -> BTreeSet<String> {
@@ -593,7 +592,7 @@ fn big_site_sigterm_exits_zero_and_restart_completes() {
         .status()
         .unwrap();
     assert!(term.success());
-    let st = support::wait_for(&mut child, Duration::from_secs(40))
+    let st = crate::support::wait_for(&mut child, Duration::from_secs(40))
         .unwrap_or_else(|| panic!("crawl ignored SIGTERM; stderr:\n{}", dirs.log()));
     assert_eq!(st.code(), Some(0), "stderr:\n{}", dirs.log());
     // A clean stop leaves consistent outputs and the rest in the frontier.
@@ -615,16 +614,16 @@ fn big_site_page_budget_counts_across_resumes_and_depth_limit_holds() {
     let seed = format!("{}/p/0", server.base());
 
     // --max-pages 100: exactly 100 pages, then a rerun with 250 adds 150.
-    let dirs = support::site_crawl(root, &seed, 8, "max_pages = 100");
+    let dirs = crate::support::site_crawl(root, &seed, 8, "max_pages = 100");
     dirs.run_ok(Duration::from_secs(60));
     assert_eq!(check_outputs(&dirs).len(), 100);
-    let dirs = support::site_crawl(root, &seed, 8, "max_pages = 250");
+    let dirs = crate::support::site_crawl(root, &seed, 8, "max_pages = 250");
     dirs.run_ok(Duration::from_secs(60));
     assert_eq!(check_outputs(&dirs).len(), 250);
 
     // max_depth = 2 from /p/0: only pages within two links of the seed.
     let depth_dir = tempdir();
-    let dirs = support::site_crawl(depth_dir.path(), &seed, 8, "");
+    let dirs = crate::support::site_crawl(depth_dir.path(), &seed, 8, "");
     dirs.edit_config("max_depth = 100", "max_depth = 2");
     dirs.run_ok(Duration::from_secs(60));
     let kept = dirs.kept();
@@ -651,7 +650,7 @@ fn robots_txt_unavailable_then_back_the_pages_wait_and_are_kept() {
         _ => Reply::status(404),
     });
     let dir = tempdir();
-    let dirs = support::site_crawl(dir.path(), &format!("{}/", server.base()), 2, "");
+    let dirs = crate::support::site_crawl(dir.path(), &format!("{}/", server.base()), 2, "");
     dirs.edit_config(
         "robots_unavailable_retry_ms = 60000",
         "robots_unavailable_retry_ms = 300",
@@ -674,7 +673,7 @@ fn noindex_pages_are_followed_but_not_kept() {
         _ => Reply::status(404),
     });
     let dir = tempdir();
-    let dirs = support::site_crawl(dir.path(), &format!("{}/", server.base()), 2, "");
+    let dirs = crate::support::site_crawl(dir.path(), &format!("{}/", server.base()), 2, "");
     dirs.run_ok(Duration::from_secs(60));
     let kept: Vec<String> = dirs.kept().iter().map(|v| route(field(v, "url"))).collect();
     assert_eq!(kept, ["/a"]);
@@ -706,7 +705,7 @@ fn three_page_site() -> Server {
 fn writer_panic_fails_the_crawl_and_leaves_it_resumable() {
     let server = three_page_site();
     let dir = tempdir();
-    let dirs = support::site_crawl(dir.path(), &format!("{}/", server.base()), 2, "");
+    let dirs = crate::support::site_crawl(dir.path(), &format!("{}/", server.base()), 2, "");
     // Debug builds only: the writer panics when it makes its final commit durable.
     let status = dirs
         .command()
@@ -737,7 +736,7 @@ fn a_page_failing_longer_than_the_fetch_retries_is_requeued_and_kept() {
         _ => Reply::status(404),
     });
     let dir = tempdir();
-    let dirs = support::site_crawl(
+    let dirs = crate::support::site_crawl(
         dir.path(),
         &format!("{}/", server.base()),
         2,
@@ -761,7 +760,7 @@ fn a_page_failing_past_the_requeue_limit_is_a_final_error() {
         _ => Reply::status(404),
     });
     let dir = tempdir();
-    let dirs = support::site_crawl(
+    let dirs = crate::support::site_crawl(
         dir.path(),
         &format!("{}/", server.base()),
         2,
@@ -790,7 +789,7 @@ fn a_page_failing_past_the_retry_budget_is_a_final_error() {
         _ => Reply::status(404),
     });
     let dir = tempdir();
-    let dirs = support::site_crawl(
+    let dirs = crate::support::site_crawl(
         dir.path(),
         &format!("{}/", server.base()),
         2,
@@ -824,7 +823,7 @@ fn visible_lines_become_durable_without_further_results() {
         _ => Reply::status(404),
     });
     let dir = tempdir();
-    let dirs = support::site_crawl(dir.path(), &format!("{}/", server.base()), 2, "max_requeues = 0");
+    let dirs = crate::support::site_crawl(dir.path(), &format!("{}/", server.base()), 2, "max_requeues = 0");
     let mut child = dirs.spawn();
     let t0 = Instant::now();
     while dirs.kept_lines_now() < 2 {
@@ -881,7 +880,7 @@ fn every_fetched_page_leaves_one_output_line() {
         _ => Reply::status(404),
     });
     let dir = tempdir();
-    let dirs = support::site_crawl(dir.path(), &format!("{}/", server.base()), 1, "");
+    let dirs = crate::support::site_crawl(dir.path(), &format!("{}/", server.base()), 1, "");
     dirs.run_ok(Duration::from_secs(60));
     let (kept, dups, errors) = (dirs.kept(), dirs.duplicates(), dirs.errors());
     let stats = dirs.stats();

@@ -9,16 +9,14 @@
 //! browser binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[allow(dead_code)]
-mod support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use support::server::{Reply, Request, Server};
-use support::{Dirs, field, workspace, write_config};
+use crate::support::server::{Reply, Request, Server};
+use crate::support::{Dirs, field, workspace, write_config};
 
 fn chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("SIMCRAWL_CHROMIUM") {
@@ -119,7 +117,7 @@ fn demo_crawl_report_renders_in_a_real_browser() {
     let (status, _) = dirs.run(Duration::from_secs(120));
     assert!(status.success(), "crawl failed:\n{}", dirs.log());
 
-    let report = Command::new(support::CRAWL)
+    let report = Command::new(crate::support::CRAWL)
         .arg("report")
         .arg(&dirs.out)
         .output()

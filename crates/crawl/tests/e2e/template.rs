@@ -7,20 +7,18 @@
 //! what the interrupted one learnt.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[allow(dead_code)]
-mod support;
 
 use std::path::Path;
 use std::time::Duration;
 
-use support::server::{Reply, Request, Server};
-use support::{Dirs, field, gibberish};
+use crate::support::server::{Reply, Request, Server};
+use crate::support::{Dirs, field, gibberish};
 
 /// Help pages of the site.
 const HELP: usize = 40;
 
 fn tempdir() -> tempfile::TempDir {
-    support::tempdir("e2e-template-")
+    crate::support::tempdir("e2e-template-")
 }
 
 /// A page of the help site: the shared template (plain paragraphs, no header or
@@ -65,7 +63,7 @@ fn help_site() -> Server {
 /// A crawl of `server` from `/`, in `root`; `crawl` goes into `[crawl]`, `template`
 /// into `[template]`.
 fn dirs(root: &Path, server: &Server, crawl: &str, template: &str) -> Dirs {
-    let dirs = support::site_crawl(root, &format!("{}/", server.base()), 2, crawl);
+    let dirs = crate::support::site_crawl(root, &format!("{}/", server.base()), 2, crawl);
     let mut text = std::fs::read_to_string(&dirs.config).unwrap();
     text.push_str(&format!("\n[template]\n{template}\n"));
     std::fs::write(&dirs.config, text).unwrap();

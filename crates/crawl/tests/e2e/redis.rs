@@ -8,8 +8,6 @@
 //! Each test uses a namespace of its own, so they share the server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[allow(dead_code)]
-mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -17,8 +15,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::server::{Reply, Request, Server};
-use support::{field, gibberish, page, path_of, read_jsonl, wait_for};
+use crate::support::server::{Reply, Request, Server};
+use crate::support::{field, gibberish, page, path_of, read_jsonl, wait_for};
 
 /// Pages of the site: `/p/0` .. `/p/{PAGES-1}`.
 const PAGES: usize = 48;
@@ -96,7 +94,7 @@ impl Shared {
     /// With `[redis] tiers = TIERS`.
     fn with_tiers(root: &Path, seed: &str, url: &str, ns: &str, lease_ms: u64, tiers: &str) -> Shared {
         let extra = format!("\n[redis]\nnamespace = \"{ns}\"\nlease_ms = {lease_ms}\ntiers = \"{tiers}\"\n");
-        let config = support::write_config(root, 2, &extra);
+        let config = crate::support::write_config(root, 2, &extra);
         let seeds = root.join("seeds.txt");
         std::fs::write(&seeds, format!("{seed}\n")).unwrap();
         Shared {
@@ -119,7 +117,7 @@ impl Shared {
     /// `log`; `worker_id` `None`: the default id (`HOSTNAME-PID`).
     fn command(&self, log: &str, worker_id: Option<&str>) -> Command {
         let err = std::fs::File::create(self.log(log)).unwrap();
-        let mut cmd = Command::new(support::CRAWL);
+        let mut cmd = Command::new(crate::support::CRAWL);
         cmd.arg("--config")
             .arg(&self.config)
             .arg("--seeds")
@@ -208,7 +206,7 @@ impl Shared {
 
     /// `crawl stats --redis URL --namespace NS`, parsed.
     fn merged_stats(&self, ns: &str) -> Value {
-        let out = Command::new(support::CRAWL)
+        let out = Command::new(crate::support::CRAWL)
             .args(["stats", "--redis", &self.url, "--namespace", ns])
             .output()
             .unwrap();
@@ -284,9 +282,9 @@ fn three_workers(url: &str, tiers: &str) {
     let t0 = Instant::now();
     // One process, the single-machine mode: the reference.
     let server = site(Duration::from_millis(20));
-    let dir = support::tempdir("e2e-redis-");
+    let dir = crate::support::tempdir("e2e-redis-");
     std::fs::create_dir_all(dir.path().join("one")).unwrap();
-    let one = support::site_crawl(&dir.path().join("one"), &format!("{}/p/0", server.base()), 2, "");
+    let one = crate::support::site_crawl(&dir.path().join("one"), &format!("{}/p/0", server.base()), 2, "");
     one.run_ok(Duration::from_secs(40));
     let one_kept: BTreeSet<usize> = one.kept().iter().map(|v| page_no(field(v, "url"))).collect();
     assert_kept_like_one_process(&one_kept, "one process");
@@ -353,7 +351,7 @@ fn a_killed_worker_loses_nothing_the_others_finish_the_site() {
         return;
     };
     let server = site(Duration::from_millis(40));
-    let dir = support::tempdir("e2e-redis-kill-");
+    let dir = crate::support::tempdir("e2e-redis-kill-");
     let ns = namespace("kill");
     let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 3_000);
     let workers = ["k1", "k2", "k3"];
@@ -445,7 +443,7 @@ fn a_worker_paused_past_its_leases_writes_no_page_twice() {
         return;
     };
     let server = site(Duration::from_millis(100));
-    let dir = support::tempdir("e2e-redis-pause-");
+    let dir = crate::support::tempdir("e2e-redis-pause-");
     let ns = namespace("pause");
     let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 1_500);
     let workers = ["z1", "z2"];
@@ -502,7 +500,7 @@ fn a_worker_paused_past_its_leases_writes_no_page_twice() {
 
 #[test]
 fn unreachable_redis_at_start_is_a_clear_error() {
-    let dir = support::tempdir("e2e-redis-down-");
+    let dir = crate::support::tempdir("e2e-redis-down-");
     let seeds = dir.path().join("seeds.txt");
     std::fs::write(&seeds, "http://127.0.0.1:9/\n").unwrap();
     // A port nothing listens on.
@@ -512,7 +510,7 @@ fn unreachable_redis_at_start_is_a_clear_error() {
         .unwrap()
         .port();
     let url = format!("redis://127.0.0.1:{port}/0");
-    let out = Command::new(support::CRAWL)
+    let out = Command::new(crate::support::CRAWL)
         .arg("--seeds")
         .arg(&seeds)
         .arg("--out")
@@ -553,7 +551,7 @@ impl OwnRedis {
             .port();
         let mut s = OwnRedis {
             bin,
-            dir: support::tempdir("e2e-redis-server-"),
+            dir: crate::support::tempdir("e2e-redis-server-"),
             port,
             child: None,
         };
@@ -615,7 +613,7 @@ fn workers_pause_while_redis_is_down_and_finish_when_it_is_back() {
         return;
     };
     let server = site(Duration::from_millis(40));
-    let dir = support::tempdir("e2e-redis-restart-");
+    let dir = crate::support::tempdir("e2e-redis-restart-");
     let s = Shared::new(
         dir.path(),
         &format!("{}/p/0", server.base()),
@@ -698,7 +696,7 @@ fn politeness_and_the_page_budget_hold_across_workers_together() {
             None => Reply::status(404),
         }
     });
-    let dir = support::tempdir("e2e-redis-polite-");
+    let dir = crate::support::tempdir("e2e-redis-polite-");
     let ns = namespace("polite");
     let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 10_000);
     let text = std::fs::read_to_string(&s.config).unwrap();
@@ -742,7 +740,7 @@ fn a_page_failing_past_the_retry_budget_is_a_final_error_in_shared_mode() {
         "/down" => Reply::status(503),
         _ => Reply::status(404),
     });
-    let dir = support::tempdir("e2e-redis-budget-");
+    let dir = crate::support::tempdir("e2e-redis-budget-");
     let ns = namespace("budget");
     let s = Shared::new(dir.path(), &format!("{}/", server.base()), &url, &ns, 10_000);
     let text = std::fs::read_to_string(&s.config).unwrap();
@@ -763,7 +761,7 @@ fn a_page_failing_past_the_retry_budget_is_a_final_error_in_shared_mode() {
         .filter(|(_, file, _)| *file == "errors")
         .collect();
     assert_eq!(errors.len(), 1, "{errors:?}");
-    assert_eq!(support::field(&errors[0].2, "kind"), "status_5xx");
+    assert_eq!(crate::support::field(&errors[0].2, "kind"), "status_5xx");
     // 1 + 2 requeues, 1 request each.
     assert_eq!(server.counts()["/down"], 3);
 }
@@ -809,7 +807,7 @@ fn a_redirect_target_counts_as_seen_only_once_its_page_is_committed() {
         return;
     };
     let server = redirect_site();
-    let dir = support::tempdir("e2e-redis-redirect-");
+    let dir = crate::support::tempdir("e2e-redis-redirect-");
     let ns = namespace("redirect");
     let s = Shared::new(dir.path(), &format!("{}/", server.base()), &url, &ns, 1_500);
     let workers = ["r1", "r2"];
@@ -894,7 +892,7 @@ fn a_worker_killed_before_its_ack_and_never_restarted_leaves_no_page_twice() {
         return;
     };
     let server = site(Duration::from_millis(40));
-    let dir = support::tempdir("e2e-redis-gone-");
+    let dir = crate::support::tempdir("e2e-redis-gone-");
     let ns = namespace("gone");
     let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 1_500);
     let logs = ["victim", "g1", "g2"];
@@ -940,7 +938,7 @@ fn a_worker_never_truncates_outputs_it_did_not_write() {
         return;
     };
     let server = site(Duration::from_millis(200));
-    let dir = support::tempdir("e2e-redis-foreign-");
+    let dir = crate::support::tempdir("e2e-redis-foreign-");
     let ns = namespace("foreign");
     let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 3_000);
     let foreign = s.out().join("w9");
@@ -983,7 +981,7 @@ fn a_stop_signal_ends_a_worker_waiting_for_redis() {
         return;
     };
     let server = site(Duration::from_millis(40));
-    let dir = support::tempdir("e2e-redis-sigterm-");
+    let dir = crate::support::tempdir("e2e-redis-sigterm-");
     let s = Shared::new(
         dir.path(),
         &format!("{}/p/0", server.base()),

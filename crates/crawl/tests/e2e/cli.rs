@@ -2,13 +2,11 @@
 //! `--version`, completions and the one-host hint, through the real binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[allow(dead_code)]
-mod support;
 
 use std::process::{Command, Output};
 
-use support::CRAWL;
-use support::server::{Reply, Request, Server};
+use crate::support::CRAWL;
+use crate::support::server::{Reply, Request, Server};
 
 fn crawl(args: &[&str]) -> Output {
     Command::new(CRAWL)
@@ -70,7 +68,7 @@ fn config_prints_effective_settings_with_their_source() {
 fn config_default_prints_the_commented_file() {
     let o = crawl(&["config", "--default"]);
     assert!(o.status.success());
-    let bundled = std::fs::read_to_string(support::workspace().join("config/crawl.toml")).unwrap();
+    let bundled = std::fs::read_to_string(crate::support::workspace().join("config/crawl.toml")).unwrap();
     assert_eq!(stdout(&o), bundled);
 }
 

@@ -4,14 +4,12 @@
 //! robots.txt answers 503 is named, with the time left, in the SIGUSR1 log.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[allow(dead_code)]
-mod support;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use support::server::{Reply, Server};
-use support::{field, gibberish, page, site_crawl, tempdir, wait_for};
+use crate::support::server::{Reply, Server};
+use crate::support::{field, gibberish, page, site_crawl, tempdir, wait_for};
 
 fn normal_site(extra_links: Vec<String>) -> Server {
     Server::start(move |req| match req.path.as_str() {
