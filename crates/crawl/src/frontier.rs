@@ -7,6 +7,7 @@
 //! waiting: none is lost and none is fetched again after its result was
 //! written.
 
+use simcrawl_fetch::politeness_key as host_key;
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use anyhow::{Context, Result};
@@ -244,15 +245,6 @@ pub struct Window {
 
 /// Entries kept in memory at most.
 const WINDOW: usize = 20_000;
-
-fn host_key(url: &Url) -> String {
-    format!(
-        "{}://{}:{}",
-        url.scheme(),
-        url.host_str().unwrap_or(""),
-        url.port_or_known_default().unwrap_or(0)
-    )
-}
 
 impl Window {
     /// Whether [`Window::refill`] could load anything: the window is low and

@@ -12,11 +12,29 @@ use crate::PauseReason;
 
 /// Identity of a host for politeness: scheme + host + port, because two ports
 /// on one machine are usually two servers with separate capacity, and robots.txt
-/// is defined per origin.
+/// is defined per origin. `None` for a URL without a host or a port.
 pub(crate) fn host_key(url: &Url) -> Option<String> {
-    let host = url.host_str()?;
-    let port = url.port_or_known_default()?;
-    Some(format!("{}://{}:{}", url.scheme(), host, port))
+    url.host_str()?;
+    url.port_or_known_default()?;
+    Some(politeness_key(url))
+}
+
+/// The key politeness is kept under (`scheme://host:port`), for the
+/// crawler's frontiers: the per-host queues and limits of a crawl are the
+/// fetcher's hosts, one definition for all of them. A URL without a host
+/// gets an empty host, without a known port port 0.
+///
+/// ```
+/// let u = url::Url::parse("https://Example.com/a?b").unwrap();
+/// assert_eq!(simcrawl_fetch::politeness_key(&u), "https://example.com:443");
+/// ```
+pub fn politeness_key(url: &Url) -> String {
+    format!(
+        "{}://{}:{}",
+        url.scheme(),
+        url.host_str().unwrap_or(""),
+        url.port_or_known_default().unwrap_or(0)
+    )
 }
 
 /// What robots.txt says about a host, as cached.

@@ -64,6 +64,7 @@ pub use url::Url;
 pub use crate::address::PrivateAddresses;
 pub use crate::config::FetchConfig;
 pub use crate::error::FetchError;
+pub use crate::host::politeness_key;
 use crate::host::{Host, RobotsEntry, Rules, host_key};
 
 /// Bytes of each body read without touching the memory budget

@@ -102,16 +102,9 @@ const RENEW: &str = include_str!("lua/renew.lua");
 /// ARGV and replies are in the file).
 const ACK: &str = include_str!("lua/ack.lua");
 
-/// The host part of a queue key: scheme, host and port, so that politeness
-/// applies to what one server sees.
-pub fn host_key(url: &Url) -> String {
-    format!(
-        "{}://{}:{}",
-        url.scheme(),
-        url.host_str().unwrap_or(""),
-        url.port_or_known_default().unwrap_or(0)
-    )
-}
+/// The host part of a queue key: the fetcher's politeness key (scheme, host
+/// and port), so that politeness applies to what one server sees.
+pub use simcrawl_fetch::politeness_key as host_key;
 
 /// Where a queued entry's URL stands in the URL tier.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,7 +2,6 @@
 //! `--version`, completions and the one-host hint, through the real binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::process::{Command, Output};
 
 use crate::support::CRAWL;

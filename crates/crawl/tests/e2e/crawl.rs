@@ -10,16 +10,15 @@
 //! as an uninterrupted one, each exactly once, with no torn output line.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use crate::support::server::{Reply, Request, Server};
 use crate::support::{Dirs, field, gibberish, multiset, page, path_of, zh};
+use serde_json::Value;
 
 /// The path of a URL without its query and fragment: the page it names on
 /// the fixture servers, whatever variant of the URL the crawler kept.

@@ -11,7 +11,6 @@
 //! identity: merged path, plus `page` on the list) already served once.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

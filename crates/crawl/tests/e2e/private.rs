@@ -4,7 +4,6 @@
 //! refused and recorded as `private_address`, and nothing reaches them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::time::Duration;
 
 use crate::support::server::{Reply, Request, Server};

@@ -8,15 +8,14 @@
 //! Each test uses a namespace of its own, so they share the server.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use crate::support::server::{Reply, Request, Server};
 use crate::support::{field, gibberish, page, path_of, read_jsonl, wait_for};
+use serde_json::Value;
 
 /// Pages of the site: `/p/0` .. `/p/{PAGES-1}`.
 const PAGES: usize = 48;

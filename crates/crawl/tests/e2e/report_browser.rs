@@ -9,7 +9,6 @@
 //! browser binary.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;

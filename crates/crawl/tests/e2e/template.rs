@@ -7,7 +7,6 @@
 //! what the interrupted one learnt.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::path::Path;
 use std::time::Duration;
 

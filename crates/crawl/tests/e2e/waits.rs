@@ -4,7 +4,6 @@
 //! robots.txt answers 503 is named, with the time left, in the SIGUSR1 log.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
