@@ -436,7 +436,7 @@ mod tests {
 
     /// A learner over `store` that observed three pages of each of `hosts`.
     fn learnt(store: &simcrawl_dedup::RedbStore, hosts: &[&str]) -> Templates {
-        let t = load(&settings(), &store);
+        let t = load(&settings(), store);
         for h in hosts {
             for i in 0..3 {
                 t.observe(h, &page(i));

@@ -1372,8 +1372,23 @@ impl Commits for RedisWriter {
         })
     }
 
+    /// What was learnt since the last ack (template hosts not due yet,
+    /// rules) is published in an ack of its own, so nothing learnt is lost.
     fn finish(&mut self) -> Result<()> {
-        Ok(())
+        self.learn.discard_ops();
+        let mut ops = self.learnt()?;
+        self.templates.save_if_due(&mut self.learn, Save::Now)?;
+        ops.extend(self.learn.take_ops().0);
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let ack = Ack {
+            learn: ops,
+            ..Ack::held(Vec::new(), Vec::new(), Vec::new())
+        };
+        retry("publish what was learnt", self.frontier.url(), || {
+            self.frontier.ack_held(&self.worker, self.cap, &ack)
+        })
     }
 }
 

@@ -310,7 +310,6 @@ impl Writer {
             // Rules withdrawn by this group's verdicts give back what they
             // rewrote, in the transaction that stores their withdrawal.
             added += self.restore_withdrawn(&deduper, tables, &mut fr, &mut rewrites)?;
-            drop(rewrites);
             let offsets = if durable {
                 self.outputs.sync()
             } else {

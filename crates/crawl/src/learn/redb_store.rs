@@ -26,6 +26,12 @@ pub const REWRITES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new(
 /// counting rows.
 const REWRITE_COUNTS: TableDefinition<&str, u64> = TableDefinition::new("crawl_dust_rewrite_counts");
 
+/// The rewrite record's two tables, open.
+type RewriteTables<'a, 't> = (
+    &'a mut Table<'t, (&'static str, &'static str), &'static [u8]>,
+    &'a mut Table<'t, &'static str, u64>,
+);
+
 fn err(e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> LearnError {
     LearnError::store(e)
 }
@@ -76,15 +82,7 @@ impl<'t> RedbLearn<'t> {
         slot.as_mut().ok_or_else(|| err("table not open"))
     }
 
-    fn rewrites(
-        &mut self,
-    ) -> Result<
-        (
-            &mut Table<'t, (&'static str, &'static str), &'static [u8]>,
-            &mut Table<'t, &'static str, u64>,
-        ),
-        LearnError,
-    > {
+    fn rewrites(&mut self) -> Result<RewriteTables<'_, 't>, LearnError> {
         if self.rows.is_none() {
             self.rows = Some(self.txn.open_table(REWRITES).map_err(err)?);
         }
