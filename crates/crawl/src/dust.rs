@@ -495,7 +495,7 @@ impl Dust {
                     continue;
                 }
                 let examples = n.trim().parse().unwrap_or(0);
-                info!(host = %k.0, rule = %k.1, "URL rewrite rule (DUST) from the store (an earlier run, another worker)");
+                info!(host = %k.0, rule = %k.1, "URL rewrite rule (DUST) from the earlier run (or another worker of a shared crawl)");
                 self.evidence.remove(&k);
                 self.rules.entry(k.0.clone()).or_default().insert(k.1.clone());
                 self.learnt_keys.insert(k.clone());
