@@ -12,6 +12,7 @@ use simcrawl_dedup::{Commit, Deduper, Document, MemoryStore, RedbStore, Signatur
 use tracing::{info, warn};
 
 use crate::config::Config;
+use crate::learn::redb_store::RedbLearn;
 use crate::output::lines::ErrorLine;
 use crate::output::sinks::{Offsets, Outputs, VerdictCounts};
 use crate::progress::Progress;
@@ -93,13 +94,12 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
             Backend::Redb(with_clock_offset(state::open_deduper(store, cfg)?)?)
         }
     };
-    let templates = Templates::load(
-        &cfg.template,
-        match &backend {
-            Backend::Redb(d) => Some(d.store().database()),
-            Backend::Memory(_) => None,
-        },
-    )?;
+    let templates = match &backend {
+        Backend::Redb(d) => crate::learn::redb_store::with_store(d.store().database(), |store| {
+            Templates::load(&cfg.template, Some(store))
+        })?,
+        Backend::Memory(_) => Templates::load(&cfg.template, None)?,
+    };
     let input_abs = std::fs::canonicalize(&args.input)
         .with_context(|| format!("cannot read input {}", args.input.display()))?;
     std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
@@ -178,7 +178,7 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
         Backend::Redb(d) => {
             run.outputs.sync()?;
             d.store().write_with(Commit::Durable, |txn, _| {
-                run.templates.save_if_due(txn, Save::Now)?;
+                run.templates.save_if_due(&mut RedbLearn::new(txn), Save::Now)?;
                 let mut t = state::open(txn)?;
                 t.remove(PROGRESS_KEY)?;
                 Ok(())
@@ -328,7 +328,7 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
                 run.p.offsets = run.outputs.sync().map_err(state::caller_err)?;
                 // A failed commit ends the run; the next one resumes from the
                 // last committed progress, so the counters need no rollback.
-                run.templates.save_if_due(txn, Save::IfDue)?;
+                run.templates.save_if_due(&mut RedbLearn::new(txn), Save::IfDue)?;
                 let mut t = state::open(txn)?;
                 state::put_json(&mut t, PROGRESS_KEY, &run.p)
             })?;

@@ -28,25 +28,30 @@
 //! it was learnt (a page in flight meanwhile). It is then withdrawn, and the
 //! URLs it rewrote while it was in force (links mapped to another URL or
 //! dropped, frontier entries never fetched) are given back: every rewrite a
-//! learnt rule makes is recorded with the rule ([`Rewrites`], a table of the
-//! crawl state, at most `max_recorded` URLs per rule), and the writer puts
+//! learnt rule makes is recorded with the rule ([`Rewrites`], in the
+//! learners' store, at most `max_recorded` URLs per rule), and the writer puts
 //! the recorded URLs back in the frontier, under their own URL, in the
 //! transaction that withdraws the rule. Rewrites past the bound are counted
 //! (`dust_unrecorded` in stats.json), not recorded.
+//!
+//! Rules, blocks and records live in a [`LearnStore`]: the local crawl's
+//! redb state, or Redis for the workers of a shared crawl, each of which
+//! learns from its own verdicts, publishes what it learns with its
+//! acknowledgements and takes up the others' ([`Dust::merge`]).
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fmt;
 use std::str::FromStr;
 
 use anyhow::{Context, Result, bail};
-use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
 use serde::{Deserialize, Serialize};
 use simcrawl_dedup::Canonicalizer;
 use tracing::{info, warn};
 use url::Url;
 
+pub use crate::learn::Restored;
+use crate::learn::{LearnError, LearnStore, Map, RULE_BLOCKED, RULE_LEARNT};
 use crate::rewrite::{self, Rewrite, Step};
-use crate::state;
 
 /// `[crawl.dust]`: learning and applying URL rewrite rules.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
@@ -304,15 +309,27 @@ impl fmt::Display for Learnt {
     }
 }
 
-/// What is stored with the crawl state.
+/// What earlier versions stored whole, as one blob ([`STATE_KEY`]);
+/// converted to [`Map::DustRules`] entries when loaded.
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Stored {
     learnt: Vec<Learnt>,
     blocked: Vec<(String, Rule)>,
 }
 
-/// Key of [`Stored`] in the `crawl_state` table.
+/// Name of the [`Stored`] blob of earlier versions.
 const STATE_KEY: &str = "crawl:dust";
+
+/// A rule's key in the store: "HOST RULE".
+fn rule_key(host: &str, rule: &Rule) -> String {
+    format!("{host} {rule}")
+}
+
+/// A rule's host and rule, from its key in the store.
+fn parse_rule_key(key: &str) -> Option<(String, Rule)> {
+    let (host, rule) = key.split_once(' ')?;
+    Some((host.to_string(), rule.parse().ok()?))
+}
 
 /// Kept URLs of one host, for counter-examples: their digests, and per
 /// rule the digest each maps to.
@@ -370,16 +387,22 @@ pub struct Dust {
     /// they test, forward and reverse, until their verdict.
     admitted: HashMap<u64, (String, Vec<Rule>, Vec<Rule>)>,
     /// Learnt or blocked rules changed since the last save.
-    dirty: bool,
+    dirty: BTreeSet<(String, Rule)>,
     /// The URL tier's canonical forms, which name URLs here.
     canon: Canonicalizer,
 }
 
 impl Dust {
-    /// The configured rules and, from `db`, those an earlier run of this
-    /// crawl learnt or blocked. A configured rule that does not parse is an
-    /// error naming it. `canon` is the URL tier's canonicalizer.
-    pub fn load(settings: &DustSettings, db: Option<&redb::Database>, canon: Canonicalizer) -> Result<Dust> {
+    /// The configured rules and, from `store`, those an earlier run of
+    /// this crawl (or another worker of a shared one) learnt or blocked. A
+    /// configured rule that does not parse is an error naming it. `canon` is
+    /// the URL tier's canonicalizer. Rules an earlier version stored as one
+    /// blob are converted to entries.
+    pub fn load(
+        settings: &DustSettings,
+        store: Option<&mut dyn LearnStore>,
+        canon: Canonicalizer,
+    ) -> Result<Dust> {
         let mut d = Dust {
             enabled: settings.enabled,
             min_examples: settings.min_examples.max(1),
@@ -405,25 +428,84 @@ impl Dust {
                 d.rules.entry(host.to_ascii_lowercase()).or_default().insert(rule);
             }
         }
+        let Some(store) = store else {
+            return Ok(d);
+        };
         if !d.enabled {
             return Ok(d);
         }
-        let stored = match db.map(|db| state::read_json::<Stored>(db, STATE_KEY)) {
-            None | Some(Ok(None)) => Stored::default(),
-            Some(Ok(Some(s))) => s,
-            Some(Err(e)) => {
-                warn!("the saved URL rewrite rules cannot be read ({e:#}); learning starts over");
+        let stored = match store.get(STATE_KEY) {
+            Ok(None) => None,
+            Ok(Some(bytes)) => Some(serde_json::from_slice::<Stored>(&bytes).unwrap_or_else(|e| {
+                warn!("the saved URL rewrite rules cannot be read ({e}); learning starts over");
                 Stored::default()
+            })),
+            Err(e) => {
+                warn!("the saved URL rewrite rules cannot be read ({e:#}); learning starts over");
+                None
             }
         };
-        for l in stored.learnt {
-            info!(host = %l.host, rule = %l.rule, "URL rewrite rule (DUST) from the earlier run");
-            d.rules.entry(l.host.clone()).or_default().insert(l.rule.clone());
-            d.learnt_keys.insert((l.host.clone(), l.rule.clone()));
-            d.learnt.push(l);
+        if let Some(stored) = stored {
+            for l in &stored.learnt {
+                let v = format!("{RULE_LEARNT} {}", l.examples);
+                store.put_entry(Map::DustRules, &rule_key(&l.host, &l.rule), v.as_bytes())?;
+            }
+            for (host, rule) in &stored.blocked {
+                store.put_entry(Map::DustRules, &rule_key(host, rule), RULE_BLOCKED.as_bytes())?;
+            }
+            store.remove(STATE_KEY)?;
         }
-        d.blocked.extend(stored.blocked);
+        let entries = store
+            .entries(Map::DustRules)
+            .context("cannot read the saved URL rewrite rules")?;
+        d.merge(&entries);
         Ok(d)
+    }
+
+    /// Takes up the rules of `entries` ([`Map::DustRules`], read from the
+    /// store: saved by an earlier run, or published by other workers): a
+    /// learnt rule not blocked here is applied, a blocked one is blocked
+    /// (and withdrawn if learnt here, without giving back what it rewrote:
+    /// whoever blocked it did). Nothing of it is saved again.
+    pub fn merge(&mut self, entries: &[(String, Vec<u8>)]) {
+        if !self.enabled {
+            return;
+        }
+        for (key, value) in entries {
+            let Some((host, rule)) = parse_rule_key(key) else {
+                continue;
+            };
+            let value = String::from_utf8_lossy(value);
+            let k = (host, rule);
+            if value == RULE_BLOCKED {
+                if self.blocked.contains(&k) {
+                    continue;
+                }
+                if self.learnt_keys.remove(&k) {
+                    info!(host = %k.0, rule = %k.1, "URL rewrite rule (DUST) withdrawn elsewhere (another worker)");
+                    self.learnt.retain(|l| !(l.host == k.0 && l.rule == k.1));
+                    if let Some(set) = self.rules.get_mut(&k.0) {
+                        set.remove(&k.1);
+                    }
+                }
+                self.evidence.remove(&k);
+                self.blocked.insert(k);
+            } else if let Some(n) = value.strip_prefix(RULE_LEARNT) {
+                if self.blocked.contains(&k) || self.learnt_keys.contains(&k) {
+                    continue;
+                }
+                let examples = n.trim().parse().unwrap_or(0);
+                info!(host = %k.0, rule = %k.1, "URL rewrite rule (DUST) from the earlier run (or another worker of a shared crawl)");
+                self.evidence.remove(&k);
+                self.rules.entry(k.0.clone()).or_default().insert(k.1.clone());
+                self.learnt_keys.insert(k.clone());
+                self.learnt.push(Learnt {
+                    host: k.0,
+                    rule: k.1,
+                    examples,
+                });
+            }
+        }
     }
 
     /// `url` with the rules of its host applied, or `None` when they leave it
@@ -679,8 +761,8 @@ impl Dust {
         } else {
             info!(%host, %rule, counter_example = %url, "URL rewrite (DUST) not learnt: it would merge two distinct kept pages");
         }
+        self.dirty.insert((host.clone(), rule.clone()));
         self.blocked.insert((host, rule));
-        self.dirty = true;
     }
 
     /// The page at `url` was judged a copy of the kept page at `kept`:
@@ -715,8 +797,8 @@ impl Dust {
                     "URL rewrite rule (DUST) learnt: links of this host are rewritten before the frontier");
                 self.rules.entry(host.clone()).or_default().insert(rule.clone());
                 self.learnt_keys.insert((host.clone(), rule.clone()));
+                self.dirty.insert((host.clone(), rule.clone()));
                 self.learnt.push(Learnt { host, rule, examples });
-                self.dirty = true;
             }
         }
     }
@@ -749,68 +831,32 @@ impl Dust {
 
     /// Whether learnt or blocked rules changed since the last save.
     pub fn changed(&self) -> bool {
-        self.dirty
+        !self.dirty.is_empty()
     }
 
-    /// Stores learnt and blocked rules in `table` (the `crawl_state` table
-    /// of the writer's transaction) if they changed.
-    pub fn save_if_changed(
-        &mut self,
-        table: &mut redb::Table<'_, &'static str, &'static [u8]>,
-    ) -> Result<(), simcrawl_dedup::Error> {
-        if !self.dirty {
-            return Ok(());
+    /// Stores the learnt and blocked rules changed since the last save in
+    /// `store` (the writer's checkpoint), one entry each.
+    pub fn save_if_changed(&mut self, store: &mut dyn LearnStore) -> Result<(), LearnError> {
+        for (host, rule) in std::mem::take(&mut self.dirty) {
+            let key = rule_key(&host, &rule);
+            let k = (host, rule);
+            if self.blocked.contains(&k) {
+                store.put_entry(Map::DustRules, &key, RULE_BLOCKED.as_bytes())?;
+            } else if let Some(l) = self.learnt.iter().find(|l| l.host == k.0 && l.rule == k.1) {
+                let v = format!("{RULE_LEARNT} {}", l.examples);
+                store.put_entry(Map::DustRules, &key, v.as_bytes())?;
+            }
         }
-        let mut blocked: Vec<(String, Rule)> = self.blocked.iter().cloned().collect();
-        blocked.sort();
-        let stored = Stored {
-            learnt: self.learnt.clone(),
-            blocked,
-        };
-        state::put_json(table, STATE_KEY, &stored)?;
-        self.dirty = false;
         Ok(())
     }
 }
 
-/// The URLs learnt rules rewrote: ("HOST RULE", URL) -> depth (u32 LE) and
-/// where the URL was (1 byte, [`AS_LINK`] or [`AS_ENTRY`]). Kept in the
-/// store so a rule withdrawn after a resume still gives back what it
-/// rewrote before it.
-pub const REWRITES: TableDefinition<(&str, &str), &[u8]> = TableDefinition::new("crawl_dust_rewrites");
-
-/// Rows of [`REWRITES`] per "HOST RULE": the bound is checked without
-/// counting rows.
-const REWRITE_COUNTS: TableDefinition<&str, u64> = TableDefinition::new("crawl_dust_rewrite_counts");
-
-/// A link rewritten before the frontier: the URL tier never saw it.
-const AS_LINK: u8 = 0;
-/// A frontier entry rewritten before its fetch: the URL tier knows it (as
-/// queued), but its page was never fetched.
-const AS_ENTRY: u8 = 1;
-
-fn rule_key(host: &str, rule: &Rule) -> String {
-    format!("{host} {rule}")
-}
-
-/// A URL a withdrawn rule had rewritten, to be fetched under its own URL.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Restored {
-    pub url: Url,
-    pub depth: u32,
-    /// It was a frontier entry: the URL tier knows it already, so it goes
-    /// back in the frontier without asking the URL tier (which would call it
-    /// seen). A link (`false`) goes through the URL tier, which drops it if
-    /// its page was queued or fetched meanwhile.
-    pub was_queued: bool,
-}
-
-/// The record of rewrites, open on the writer's transaction (see the module
-/// documentation): what a rule rewrote is recorded in the commit that
-/// rewrote it, and given back in the commit that withdraws the rule.
-pub struct Rewrites<'t> {
-    rows: Table<'t, (&'static str, &'static str), &'static [u8]>,
-    counts: Table<'t, &'static str, u64>,
+/// The record of rewrites, on the learners' store of the writer's
+/// checkpoint (see the module documentation): what a rule rewrote is
+/// recorded in the commit that rewrote it, and given back in the commit
+/// that withdraws the rule.
+pub struct Rewrites<'s> {
+    store: &'s mut dyn LearnStore,
     max_per_rule: u64,
 }
 
@@ -822,14 +868,13 @@ impl std::fmt::Debug for Rewrites<'_> {
     }
 }
 
-impl<'t> Rewrites<'t> {
-    /// Opens the record on `txn`, with at most `max_per_rule` URLs per rule.
-    pub fn open(txn: &'t WriteTransaction, max_per_rule: usize) -> Result<Self, redb::TableError> {
-        Ok(Rewrites {
-            rows: txn.open_table(REWRITES)?,
-            counts: txn.open_table(REWRITE_COUNTS)?,
+impl<'s> Rewrites<'s> {
+    /// The record on `store`, with at most `max_per_rule` URLs per rule.
+    pub fn new(store: &'s mut dyn LearnStore, max_per_rule: usize) -> Self {
+        Rewrites {
+            store,
             max_per_rule: u64::try_from(max_per_rule).unwrap_or(u64::MAX),
-        })
+        }
     }
 
     /// Records `url` (a link when `!was_queued`, a frontier entry
@@ -841,26 +886,15 @@ impl<'t> Rewrites<'t> {
         url: &Url,
         depth: u32,
         was_queued: bool,
-    ) -> Result<bool, redb::StorageError> {
-        let mut value = depth.to_le_bytes().to_vec();
-        value.push(if was_queued { AS_ENTRY } else { AS_LINK });
+    ) -> Result<bool, LearnError> {
+        let r = Restored {
+            url: url.clone(),
+            depth,
+            was_queued,
+        };
         let mut all = true;
         for (host, rule) in by {
-            let key = rule_key(host, rule);
-            let n = self.counts.get(key.as_str())?.map_or(0, |v| v.value());
-            let row = (key.as_str(), url.as_str());
-            if self.rows.get(row)?.is_some() {
-                // Recorded already (an entry folded again): the latest
-                // form wins, the count stays.
-                self.rows.insert(row, value.as_slice())?;
-                continue;
-            }
-            if n >= self.max_per_rule {
-                all = false;
-                continue;
-            }
-            self.rows.insert(row, value.as_slice())?;
-            self.counts.insert(key.as_str(), n + 1)?;
+            all &= self.store.record(&rule_key(host, rule), &r, self.max_per_rule)?;
         }
         Ok(all)
     }
@@ -868,65 +902,20 @@ impl<'t> Rewrites<'t> {
     /// Removes and returns the URLs recorded under the `withdrawn` rules,
     /// each once, and forgets them under the other rules of their host
     /// (`others(host)`, the learnt ones still in force): a URL given back
-    /// is recorded again if a rule still in force rewrites it.
+    /// is recorded again if a rule still in force rewrites it. On a store
+    /// that gives them back itself (Redis), none.
     pub fn take(
         &mut self,
         withdrawn: &[(String, Rule)],
         others: impl Fn(&str) -> Vec<Rule>,
-    ) -> Result<Vec<Restored>, redb::StorageError> {
-        let mut out: Vec<Restored> = Vec::new();
-        let mut given: HashSet<String> = HashSet::new();
-        for (host, rule) in withdrawn {
-            let key = rule_key(host, rule);
-            let mut rows: Vec<(String, Vec<u8>)> = Vec::new();
-            for row in self.rows.range((key.as_str(), "")..)? {
-                let (k, v) = row?;
-                let (rk, url) = k.value();
-                if rk != key {
-                    break;
-                }
-                rows.push((url.to_string(), v.value().to_vec()));
-            }
-            for (url, _) in &rows {
-                self.rows.remove((key.as_str(), url.as_str()))?;
-            }
-            self.counts.remove(key.as_str())?;
-            let mut other_keys: Vec<String> = others(host).iter().map(|r| rule_key(host, r)).collect();
-            other_keys.extend(
-                withdrawn
-                    .iter()
-                    .filter(|(h, r)| h == host && r != rule)
-                    .map(|(h, r)| rule_key(h, r)),
-            );
-            for (url, value) in rows {
-                if !given.insert(url.clone()) {
-                    continue;
-                }
-                for other in &other_keys {
-                    if self.rows.remove((other.as_str(), url.as_str()))?.is_some() {
-                        let n = self.counts.get(other.as_str())?.map_or(0, |v| v.value());
-                        self.counts.insert(other.as_str(), n.saturating_sub(1))?;
-                    }
-                }
-                // A row that does not decode (never written so) is skipped:
-                // it cannot name a page to give back.
-                let (Some(depth), Ok(url)) = (
-                    value
-                        .get(0..4)
-                        .and_then(|b| b.try_into().ok())
-                        .map(u32::from_le_bytes),
-                    Url::parse(&url),
-                ) else {
-                    continue;
-                };
-                out.push(Restored {
-                    url,
-                    depth,
-                    was_queued: value.get(4) == Some(&AS_ENTRY),
-                });
-            }
+    ) -> Result<Vec<Restored>, LearnError> {
+        let keys: Vec<String> = withdrawn.iter().map(|(h, r)| rule_key(h, r)).collect();
+        let mut other_keys: Vec<String> = keys.clone();
+        let hosts: BTreeSet<&str> = withdrawn.iter().map(|(h, _)| h.as_str()).collect();
+        for host in hosts {
+            other_keys.extend(others(host).iter().map(|r| rule_key(host, r)));
         }
-        Ok(out)
+        self.store.give_back(&keys, &other_keys)
     }
 }
 
@@ -947,6 +936,7 @@ pub fn summary(learnt: &[String]) -> Option<String> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::learn::redb_store::{RedbLearn, with_store};
 
     fn u(s: &str) -> Url {
         Url::parse(s).unwrap()
@@ -1206,7 +1196,8 @@ mod tests {
         let (v, w) = (key("drop_param:v"), key("drop_param:w"));
         let txn = db.begin_write().unwrap();
         {
-            let mut rw = Rewrites::open(&txn, 3).unwrap();
+            let mut store = RedbLearn::new(&txn);
+            let mut rw = Rewrites::new(&mut store, 3);
             for i in 0..3 {
                 let url = u(&format!("http://a.test/p{i}?v=1&w=1"));
                 assert!(rw.record(&[v.clone(), w.clone()], &url, 2, i == 0).unwrap());
@@ -1229,7 +1220,8 @@ mod tests {
         // Withdrawn in another transaction (the record is in the store).
         let txn = db.begin_write().unwrap();
         {
-            let mut rw = Rewrites::open(&txn, 3).unwrap();
+            let mut store = RedbLearn::new(&txn);
+            let mut rw = Rewrites::new(&mut store, 3);
             let back = rw.take(std::slice::from_ref(&v), |_| vec![w.1.clone()]).unwrap();
             let mut urls: Vec<(String, u32, bool)> = back
                 .iter()
@@ -1305,14 +1297,12 @@ mod tests {
         let mut d = dust(1);
         d.observe_kept(&u("http://a.test/x"));
         d.observe_duplicate(&u("http://a.test//x"), "http://a.test/x");
-        let txn = db.begin_write().unwrap();
-        {
-            let mut t = state::open(&txn).unwrap();
-            d.save_if_changed(&mut t).unwrap();
-        }
-        txn.commit().unwrap();
+        with_store(&db, |s| Ok(d.save_if_changed(s)?)).unwrap();
         assert!(!d.changed());
-        let again = Dust::load(&DustSettings::default(), Some(&db), Canonicalizer::default()).unwrap();
+        let again = with_store(&db, |s| {
+            Dust::load(&DustSettings::default(), Some(s), Canonicalizer::default())
+        })
+        .unwrap();
         assert_eq!(again.rewrite(&u("http://a.test//y")), Some(u("http://a.test/y")));
         assert_eq!(again.learnt(), d.learnt());
     }

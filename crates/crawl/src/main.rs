@@ -10,6 +10,7 @@ mod dust;
 mod eval;
 mod frontier;
 mod identity;
+mod learn;
 mod metrics;
 mod output;
 mod progress;

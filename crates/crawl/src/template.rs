@@ -9,8 +9,9 @@
 //! observed after its verdict, so the first pages of a host are judged without it.
 //! The text written to `kept.jsonl` stays the page's full text.
 //!
-//! The learner's state lives in the store, one entry per host (table
-//! [`HOSTS`]), and is loaded at start, so a resumed crawl (or a later `crawl dedup
+//! The learner's state lives in the store, one entry per host
+//! ([`Map::TemplateHosts`] of a [`LearnStore`]: a redb table for a local crawl,
+//! a Redis hash shared by the workers of `crawl --redis`), and is loaded at start, so a resumed crawl (or a later `crawl dedup
 //! --data-dir` run) judges its first pages with what earlier runs learnt. A save
 //! writes only the hosts observed since the previous one and removes the evicted
 //! ones ([`simcrawl_clean::TemplateLearner::take_changes`]): its cost follows what
@@ -29,19 +30,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use parking_lot::{Mutex, RwLock};
-use redb::{ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
 use serde::Deserialize;
 use simcrawl_clean::{HostBlocks, TemplateConfig, TemplateLearner};
 use tracing::{info, warn};
 
-use crate::state;
+use crate::learn::{LearnError, LearnStore, Map};
 
-/// The learner's state: host -> that host's entry (JSON of
-/// [`simcrawl_clean::HostBlocks`]).
-pub const HOSTS: TableDefinition<&str, &[u8]> = TableDefinition::new("template_hosts");
-
-/// Key of the whole learner's state in the `crawl_state` table, as stores
-/// written before [`HOSTS`] hold it; converted when the store is opened.
+/// Blob holding the whole learner's state, as stores written before
+/// per-host entries hold it; converted when the store is opened.
 pub const LEGACY_KEY: &str = "template:learner";
 
 /// The `[template]` table of `config/crawl.toml`.
@@ -148,21 +144,22 @@ impl std::fmt::Debug for Templates {
 }
 
 impl Templates {
-    /// The learner of a run: the state saved in `db` when there is one (a resume),
-    /// put under the current settings, or an empty one. A state saved whole by an
-    /// earlier version is converted to per-host entries first ([`migrate`]). A saved
-    /// entry that cannot be read is reported and left out (learning starts over for
-    /// its host; nothing else depends on it).
-    pub fn load(settings: &TemplateSettings, db: Option<&redb::Database>) -> Result<Self> {
+    /// The learner of a run: the state saved in `store` when there is one (a
+    /// resume, or the other workers of a shared crawl), put under the current
+    /// settings, or an empty one. A state saved whole by an earlier version is
+    /// converted to per-host entries first ([`migrate`]). A saved entry that
+    /// cannot be read is reported and left out (learning starts over for its
+    /// host; nothing else depends on it).
+    pub fn load(settings: &TemplateSettings, store: Option<&mut dyn LearnStore>) -> Result<Self> {
         if !settings.enabled {
             return Ok(Templates::default());
         }
         let config = settings.learner_config();
-        let learner = match db {
+        let learner = match store {
             None => TemplateLearner::new(config).context("invalid [template] settings")?,
-            Some(db) => {
-                migrate(db)?;
-                let entries = read_hosts(db).context("cannot read the saved site templates")?;
+            Some(store) => {
+                migrate(store)?;
+                let entries = read_hosts(store).context("cannot read the saved site templates")?;
                 let learner =
                     TemplateLearner::from_hosts(config, entries).context("invalid [template] settings")?;
                 if learner.hosts() > 0 {
@@ -194,12 +191,20 @@ impl Templates {
         }
     }
 
-    /// Writes the hosts changed since the last save into the [`HOSTS`] table of
-    /// `txn` (a checkpoint's write transaction) and removes the evicted ones, when
-    /// `when` is [`Save::Now`] or `save_interval_ms` has passed since the last save.
-    /// Returns what it wrote: the cost of a save follows the hosts observed since the
-    /// previous one, not the hosts known.
-    pub fn save_if_due(&self, txn: &WriteTransaction, when: Save) -> Result<Saved, simcrawl_dedup::Error> {
+    /// Whether hosts were observed or evicted since the last save.
+    pub fn has_changes(&self) -> bool {
+        self.inner
+            .as_ref()
+            .is_some_and(|i| i.learner.read().has_changes())
+    }
+
+    /// Writes the hosts changed since the last save into `store` (on a
+    /// checkpoint's transaction, or with a shared worker's next
+    /// acknowledgement) and removes the evicted ones, when `when` is
+    /// [`Save::Now`] or `save_interval_ms` has passed since the last save.
+    /// Returns what it wrote: the cost of a save follows the hosts observed
+    /// since the previous one, not the hosts known.
+    pub fn save_if_due(&self, store: &mut dyn LearnStore, when: Save) -> Result<Saved, LearnError> {
         let Some(inner) = &self.inner else {
             return Ok(Saved::default());
         };
@@ -214,58 +219,33 @@ impl Templates {
         let mut learner = inner.learner.write();
         let changes = learner.take_changes();
         let mut out = Saved::default();
-        let mut table = txn.open_table(HOSTS)?;
         for host in &changes.changed {
             let Some(entry) = learner.host_state(host) else {
                 continue;
             };
-            let bytes = serde_json::to_vec(entry).map_err(state::caller_err)?;
-            table.insert(host.as_str(), bytes.as_slice())?;
+            let bytes = serde_json::to_vec(entry)?;
+            store.put_entry(Map::TemplateHosts, host, &bytes)?;
             out.hosts += 1;
             out.bytes += bytes.len();
         }
         for host in &changes.evicted {
-            if table.remove(host.as_str())?.is_some() {
+            if store.remove_entry(Map::TemplateHosts, host)? {
                 out.removed += 1;
             }
         }
         *saved = Instant::now();
         Ok(out)
     }
-
-    /// Saves the hosts changed since the last save in a transaction of its own (at
-    /// the end of a run; made durable by the store's next flush).
-    pub fn save(&self, store: &simcrawl_dedup::RedbStore) -> Result<()> {
-        if !self
-            .inner
-            .as_ref()
-            .is_some_and(|i| i.learner.read().has_changes())
-        {
-            return Ok(());
-        }
-        store
-            .write_with(simcrawl_dedup::Commit::Periodic, |txn, _| {
-                self.save_if_due(txn, Save::Now).map(drop)
-            })
-            .context("cannot save the site templates")
-    }
 }
 
-/// The saved host entries of `db`; one that cannot be read is reported and left out.
-fn read_hosts(db: &redb::Database) -> Result<Vec<(String, HostBlocks)>> {
-    let txn = db.begin_read()?;
-    let table = match txn.open_table(HOSTS) {
-        Ok(t) => t,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-        Err(e) => return Err(e.into()),
-    };
+/// The saved host entries of `store`; one that cannot be read is reported and left out.
+fn read_hosts(store: &mut dyn LearnStore) -> Result<Vec<(String, HostBlocks)>> {
     let mut out = Vec::new();
-    for row in table.iter()? {
-        let (host, bytes) = row?;
-        match serde_json::from_slice::<HostBlocks>(bytes.value()) {
-            Ok(entry) => out.push((host.value().to_owned(), entry)),
+    for (host, bytes) in store.entries(Map::TemplateHosts)? {
+        match serde_json::from_slice::<HostBlocks>(&bytes) {
+            Ok(entry) => out.push((host, entry)),
             Err(e) => warn!(
-                host = host.value(),
+                host = host.as_str(),
                 "the saved site template of this host cannot be read ({e}); learning starts over for it"
             ),
         }
@@ -274,13 +254,13 @@ fn read_hosts(db: &redb::Database) -> Result<Vec<(String, HostBlocks)>> {
 }
 
 /// Converts a learner saved whole ([`LEGACY_KEY`], written before per-host
-/// entries) into [`HOSTS`] entries and removes it, in one transaction: a crash
-/// leaves either form, never a mix. The whole value wins over entries already in
-/// [`HOSTS`]: only an earlier version writes it, so it is the newer state. One that
-/// cannot be read is reported and removed (learning starts over). Nothing to do
-/// (the usual case) costs one read.
-fn migrate(db: &redb::Database) -> Result<()> {
-    let Some(bytes) = state::read(db, LEGACY_KEY)? else {
+/// entries) into [`Map::TemplateHosts`] entries and removes it, in the
+/// store's transaction: a crash leaves either form, never a mix. The whole
+/// value wins over entries already there: only an earlier version writes it,
+/// so it is the newer state. One that cannot be read is reported and removed
+/// (learning starts over). Nothing to do (the usual case) costs one read.
+fn migrate(store: &mut dyn LearnStore) -> Result<()> {
+    let Some(bytes) = store.get(LEGACY_KEY)? else {
         return Ok(());
     };
     let learner = match serde_json::from_slice::<TemplateLearner>(&bytes) {
@@ -290,22 +270,16 @@ fn migrate(db: &redb::Database) -> Result<()> {
             None
         }
     };
-    let txn = db.begin_write()?;
-    {
-        let mut table = txn.open_table(HOSTS)?;
-        table.retain(|_, _| false)?;
-        if let Some(learner) = &learner {
-            for host in learner.host_names() {
-                if let Some(entry) = learner.host_state(host) {
-                    let bytes = serde_json::to_vec(entry).context("cannot encode a site template")?;
-                    table.insert(host, bytes.as_slice())?;
-                }
+    store.clear(Map::TemplateHosts)?;
+    if let Some(learner) = &learner {
+        for host in learner.host_names() {
+            if let Some(entry) = learner.host_state(host) {
+                let bytes = serde_json::to_vec(entry).context("cannot encode a site template")?;
+                store.put_entry(Map::TemplateHosts, host, &bytes)?;
             }
         }
-        let mut st = state::open(&txn)?;
-        st.remove(LEGACY_KEY)?;
     }
-    txn.commit()?;
+    store.remove(LEGACY_KEY)?;
     info!(
         hosts = learner.as_ref().map_or(0, TemplateLearner::hosts),
         "site templates saved whole by an earlier version converted to per-host entries"
@@ -317,7 +291,13 @@ fn migrate(db: &redb::Database) -> Result<()> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    use crate::learn::redb_store::{HOSTS, RedbLearn, save_templates, with_store};
+    use crate::state;
     use crate::tools::Input;
+
+    fn load(s: &TemplateSettings, store: &simcrawl_dedup::RedbStore) -> Templates {
+        with_store(store.database(), |l| Templates::load(s, Some(l))).unwrap()
+    }
 
     fn settings() -> TemplateSettings {
         TemplateSettings {
@@ -378,23 +358,24 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let store = open(dir.path());
-            let t = Templates::load(&settings(), Some(store.database())).unwrap();
+            let t = load(&settings(), &store);
             for i in 0..3 {
                 t.observe("h.example", &page(i));
             }
             // Not due yet (the interval is an hour): nothing written.
             let saved = store
                 .write_with(simcrawl_dedup::Commit::Durable, |txn, _| {
-                    t.save_if_due(txn, Save::IfDue)
+                    t.save_if_due(&mut RedbLearn::new(txn), Save::IfDue)
+                        .map_err(Into::into)
                 })
                 .unwrap();
             assert_eq!(saved, Saved::default());
             assert!(stored_hosts(&store).is_empty());
-            t.save(&store).unwrap();
+            save_templates(&t, &store).unwrap();
             simcrawl_dedup::Store::flush(&store).unwrap();
         }
         let store = open(dir.path());
-        let t = Templates::load(&settings(), Some(store.database())).unwrap();
+        let t = load(&settings(), &store);
         assert_eq!(
             t.own_lines("h.example", &page(5)).as_deref(),
             Some("facts about topic number 5, at some length")
@@ -404,7 +385,7 @@ mod tests {
             min_pages: 4,
             ..settings()
         };
-        let t = Templates::load(&stricter, Some(store.database())).unwrap();
+        let t = load(&stricter, &store);
         assert_eq!(t.own_lines("h.example", &page(5)), None);
         t.observe("h.example", &page(3));
         assert!(t.own_lines("h.example", &page(5)).is_some());
@@ -423,26 +404,26 @@ mod tests {
                 Ok(())
             })
             .unwrap();
-        let t = Templates::load(&settings(), Some(store.database())).unwrap();
+        let t = load(&settings(), &store);
         assert_eq!(t.own_lines("h.example", &page(1)), None);
         assert!(state::read(store.database(), LEGACY_KEY).unwrap().is_none());
         // An unreadable host entry is left out, the others load.
         let t = learnt(&store, &["h.example"]);
-        t.save(&store).unwrap();
+        save_templates(&t, &store).unwrap();
         store
             .write_with(simcrawl_dedup::Commit::Durable, |txn, _| {
                 txn.open_table(HOSTS)?.insert("g.example", b"{".as_slice())?;
                 Ok(())
             })
             .unwrap();
-        let t = Templates::load(&settings(), Some(store.database())).unwrap();
+        let t = load(&settings(), &store);
         assert!(t.own_lines("h.example", &page(7)).is_some());
         assert_eq!(t.own_lines("g.example", &page(7)), None);
     }
 
     /// The host entries in the store.
     fn stored_hosts(store: &simcrawl_dedup::RedbStore) -> Vec<String> {
-        use redb::ReadableDatabase;
+        use redb::{ReadableDatabase, ReadableTable};
         let txn = store.database().begin_read().unwrap();
         let Ok(t) = txn.open_table(HOSTS) else {
             return Vec::new();
@@ -455,7 +436,7 @@ mod tests {
 
     /// A learner over `store` that observed three pages of each of `hosts`.
     fn learnt(store: &simcrawl_dedup::RedbStore, hosts: &[&str]) -> Templates {
-        let t = Templates::load(&settings(), Some(store.database())).unwrap();
+        let t = load(&settings(), store);
         for h in hosts {
             for i in 0..3 {
                 t.observe(h, &page(i));
@@ -467,7 +448,8 @@ mod tests {
     fn save_now(store: &simcrawl_dedup::RedbStore, t: &Templates) -> Saved {
         store
             .write_with(simcrawl_dedup::Commit::Periodic, |txn, _| {
-                t.save_if_due(txn, Save::Now)
+                t.save_if_due(&mut RedbLearn::new(txn), Save::Now)
+                    .map_err(Into::into)
             })
             .unwrap()
     }
@@ -488,7 +470,7 @@ mod tests {
                 state::put_json(&mut st, LEGACY_KEY, &old)
             })
             .unwrap();
-        let t = Templates::load(&settings(), Some(store.database())).unwrap();
+        let t = load(&settings(), &store);
         assert_eq!(
             t.own_lines("h.example", &page(5)).as_deref(),
             Some("facts about topic number 5, at some length")
@@ -498,7 +480,7 @@ mod tests {
         assert!(state::read(store.database(), LEGACY_KEY).unwrap().is_none());
         assert_eq!(save_now(&store, &t), Saved::default());
         // And a later run loads the converted state as it was.
-        let again = Templates::load(&settings(), Some(store.database())).unwrap();
+        let again = load(&settings(), &store);
         assert_eq!(*again.inner.as_ref().unwrap().learner.read(), old);
     }
 
@@ -523,7 +505,7 @@ mod tests {
             max_hosts: 100,
             ..settings()
         };
-        let t = Templates::load(&small, Some(store.database())).unwrap();
+        let t = load(&small, &store);
         let kept = t.inner.as_ref().unwrap().learner.read().hosts();
         assert!(kept <= 100, "{kept}");
         let trimmed = save_now(&store, &t);
@@ -548,7 +530,7 @@ mod tests {
                 max_hosts: n,
                 ..settings()
             };
-            let t = Templates::load(&set, Some(store.database())).unwrap();
+            let t = load(&set, &store);
             for h in 0..n {
                 for i in 0..5 {
                     t.observe(

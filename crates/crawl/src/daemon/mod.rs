@@ -136,15 +136,15 @@ fn run_local(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
     let store = RedbStore::open_with(&db_path, Duration::MAX)
         .with_context(|| format!("cannot open the crawl state in {}", data_dir.display()))?;
     let deduper = Arc::new(state::open_deduper(store, &cfg)?);
-    let templates = Templates::load(&cfg.template, Some(deduper.store().database()))?;
-    let dust = Arc::new(Mutex::new(
-        Dust::load(
-            &cfg.crawl.dust,
-            Some(deduper.store().database()),
-            deduper.canonicalizer().clone(),
-        )
-        .context("invalid [crawl.dust] settings")?,
-    ));
+    // The learners load (and convert what earlier versions saved) in one
+    // transaction.
+    let (templates, dust) = crate::learn::redb_store::with_store(deduper.store().database(), |store| {
+        let templates = Templates::load(&cfg.template, Some(&mut *store))?;
+        let dust = Dust::load(&cfg.crawl.dust, Some(store), deduper.canonicalizer().clone())
+            .context("invalid [crawl.dust] settings")?;
+        Ok((templates, dust))
+    })?;
+    let dust = Arc::new(Mutex::new(dust));
     let mut cp = Checkpoint::load(deduper.store().database())?;
     if cp.stats.fetched > 0 {
         info!(

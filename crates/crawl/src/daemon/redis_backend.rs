@@ -24,6 +24,13 @@
 //!    before it, would make the page's next fetch a URL-tier "copy" of a
 //!    target whose content is kept nowhere.
 //!
+//! The learners learn in every worker: each loads the DUST rules and site
+//! templates learnt so far ([`crate::shared::learn`]), observes its own
+//! verdicts, and its ack carries what it learnt (rules, withdrawals,
+//! template hosts, the rewrites its rules made), applied with the batch.
+//! Every [`LEARN_SYNC`] it takes up the rules the others published. A rule
+//! withdrawn by one worker is given back by the ack script, exactly once.
+//!
 //! A worker killed before 4 holds leases that expire: its pages are
 //! fetched again by another worker (and re-discover their links), and its
 //! lines past the recorded offsets are cut if it restarts under the same id.
@@ -50,15 +57,18 @@ use super::worker::{Outcome, PageResult, Signer};
 use super::writer::{Committed, requeue_delay_within};
 use super::{Start, drive, page_stages, remove_if_exists, write_stats};
 use crate::config::{Config, SharedTiersKind};
+use crate::dust::{Dust, Fold, Rewrites};
 use crate::frontier::{Candidate, Entry};
+use crate::learn::{LearnStore, Map};
 use crate::output::record::Recorder;
 use crate::output::sinks::{Offsets, Outputs};
+use crate::shared::learn::RedisLearn;
 use crate::shared::{
     self, Ack, AckReply, Claim, Leased, RedisFrontier, Release, encode_entry, host_key, retry,
 };
 use crate::state;
 use crate::stats::Stats;
-use crate::template::{Templates, host_of};
+use crate::template::{Save, Templates, host_of};
 
 /// The tiers of a shared crawl.
 pub type SharedTiers = Deduper<SharedStore>;
@@ -264,30 +274,25 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         "seeds offered to the shared frontier"
     );
 
-    // Each worker learns its hosts' templates by itself (not persisted in
-    // the shared mode).
-    let templates = Templates::load(&cfg.template, None)?;
+    // What the workers learnt so far (site templates, DUST rules), from
+    // Redis; what this one learns goes with its acks.
+    let mut learn = RedisLearn::new(frontier.clone());
+    let templates = retry("load the site templates", frontier.url(), || {
+        Templates::load(&cfg.template, Some(&mut learn))
+    })?;
     let signer: Signer = {
         let d = deduper.clone();
         Arc::new(move |doc| d.sign(doc))
     };
-    // DUST rules are learnt from the verdicts of one writer and kept in its
-    // redb state; the shared mode has neither yet, so it admits links as
-    // they are (README, "Many machines", limits).
-    if cfg.crawl.dust.enabled {
-        info!("URL rewrite rules ([crawl.dust]) are not learnt or applied in the shared Redis mode");
-    }
-    let dust_off = crate::dust::DustSettings {
-        enabled: false,
-        ..cfg.crawl.dust.clone()
-    };
-    let dust = Arc::new(Mutex::new(crate::dust::Dust::load(
-        &dust_off,
-        None,
-        deduper.canonicalizer().clone(),
-    )?));
+    let dust = retry("load the URL rewrite rules", frontier.url(), || {
+        Dust::load(&cfg.crawl.dust, Some(&mut learn), deduper.canonicalizer().clone())
+            .context("invalid [crawl.dust] settings")
+    })?;
+    // Loading writes nothing in Redis (no older blobs to convert there).
+    learn.discard_ops();
+    let dust = Arc::new(Mutex::new(dust));
     let canon = deduper.canonicalizer().clone();
-    let stages = page_stages(&cfg, seeds, signer, canon, templates.clone(), dust)?;
+    let stages = page_stages(&cfg, seeds, signer, canon, templates.clone(), dust.clone())?;
     let shared_stats = Arc::new(Mutex::new(ws.stats.clone()));
     let concurrency = cfg.crawl.concurrency.max(1);
     let writer = RedisWriter {
@@ -309,6 +314,10 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         shared: shared_stats.clone(),
         fetcher: stages.fetcher.clone(),
         templates,
+        dust,
+        learn,
+        max_recorded: cfg.crawl.dust.max_recorded,
+        last_sync: Instant::now(),
         tokens: shared::Tokens::new(),
         run_started: Instant::now(),
         out_root: cfg.crawl.out_dir.clone(),
@@ -814,6 +823,15 @@ struct RedisWriter {
     shared: Arc<Mutex<Stats>>,
     fetcher: simcrawl_fetch::Fetcher,
     templates: Templates,
+    /// The DUST learner, shared with the page tasks (which fold leased
+    /// entries with it).
+    dust: Arc<Mutex<Dust>>,
+    /// The learners' store: reads from Redis, writes carried by the ack.
+    learn: RedisLearn,
+    /// `crawl.dust.max_recorded`.
+    max_recorded: usize,
+    /// When this worker last took up the rules the others published.
+    last_sync: Instant,
     /// Claim tokens of the links this worker queues.
     tokens: shared::Tokens,
     run_started: Instant,
@@ -826,6 +844,11 @@ struct RedisWriter {
     out_root: std::path::PathBuf,
     last_cut: Instant,
 }
+
+/// How often a worker takes up the DUST rules (and withdrawals) the other
+/// workers published: a rule learnt elsewhere spares this worker's fetches
+/// from then on; until then it learns by itself, as one process would.
+const LEARN_SYNC: Duration = Duration::from_secs(2);
 
 /// How often a worker looks for gone workers' outputs to cut during a
 /// crawl (it also does at start and at the end): a long or endless crawl
@@ -1015,13 +1038,39 @@ impl RedisWriter {
                         uncount: false,
                     });
                 }
-                // Not fetched (a URL rewrite rule maps it elsewhere). The
-                // shared mode runs with rules off, so this does not happen;
-                // were it to, the lease ends and its page is not counted.
+                // Not fetched: a URL rewrite rule maps it elsewhere. Folded
+                // again here (a rule withdrawn since the page task folded
+                // it no longer applies: the entry goes back, claimed, under
+                // its own URL); the lease ends and its page is not counted.
                 Outcome::Rewritten { entry, .. } => {
+                    let folded = self.dust.lock().fold_by(&entry.url);
+                    let again = match folded {
+                        None => {
+                            self.state.stats.dust_restored += 1;
+                            Some((
+                                encode_entry(&Claim::Held, entry.attempts, entry.depth, &entry.url),
+                                0,
+                            ))
+                        }
+                        Some((fold, by)) => {
+                            self.state.stats.dust_rewritten += 1;
+                            Rewrites::new(&mut self.learn, self.max_recorded).record(
+                                &by,
+                                &entry.url,
+                                entry.depth,
+                                true,
+                            )?;
+                            if let Fold::Rewritten(to) = fold
+                                && let Some(c) = Candidate::new(self.deduper.canonicalizer(), to)
+                            {
+                                links.push((c, entry.depth));
+                            }
+                            None
+                        }
+                    };
                     releases.push(Release {
                         lease: entry.seq,
-                        again: None,
+                        again,
                         uncount: true,
                     });
                 }
@@ -1040,7 +1089,7 @@ impl RedisWriter {
                     }
                     self.write_page(p, judged.redirected[i], judged.verdicts[i].as_ref())?;
                     if !judged.redirected[i] && p.entry.depth < self.max_depth {
-                        links.extend(p.links.iter().map(|l| (l.clone(), p.entry.depth + 1)));
+                        self.fold_links(p, &mut links)?;
                     }
                 }
             }
@@ -1077,6 +1126,63 @@ impl RedisWriter {
             delays: delays.into_iter().collect(),
             requeued,
         })
+    }
+
+    /// The links of `p` into `links`, folded by the DUST rules first (a
+    /// link into a duplicate URL space under the URL it is rewritten to,
+    /// recorded with the rules that made it; one whose page is known is
+    /// dropped as a URL-tier copy).
+    fn fold_links(&mut self, p: &PageResult, links: &mut Vec<(Candidate, u32)>) -> Result<()> {
+        let depth = p.entry.depth + 1;
+        let dust = self.dust.clone();
+        let dust = dust.lock();
+        for link in &p.links {
+            let Some((fold, by)) = dust.fold_by(link.url()) else {
+                links.push((link.clone(), depth));
+                continue;
+            };
+            self.state.stats.dust_links_rewritten += 1;
+            Rewrites::new(&mut self.learn, self.max_recorded).record(&by, link.url(), depth, false)?;
+            match fold {
+                Fold::Known => self
+                    .state
+                    .stats
+                    .verdicts
+                    .record_duplicate(simcrawl_dedup::Tier::Url),
+                Fold::Rewritten(u) => {
+                    if let Some(c) = Candidate::new(self.deduper.canonicalizer(), u) {
+                        links.push((c, depth));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// What this worker learnt since its last ack, as writes for the next
+    /// one: the records of the rules it withdrew given back (by the ack
+    /// script), rules learnt and blocked, template hosts (when due). Every
+    /// [`LEARN_SYNC`], the rules the other workers published are taken up
+    /// first.
+    fn learnt(&mut self) -> Result<Vec<shared::learn::LearnOp>> {
+        let mut dust = self.dust.lock();
+        if self.last_sync.elapsed() >= LEARN_SYNC {
+            let learn = &mut self.learn;
+            let entries = retry("read the URL rewrite rules", self.frontier.url(), || {
+                Ok(learn.entries(Map::DustRules)?)
+            })?;
+            dust.merge(&entries);
+            self.last_sync = Instant::now();
+        }
+        let withdrawn = dust.take_withdrawn();
+        if !withdrawn.is_empty() {
+            Rewrites::new(&mut self.learn, self.max_recorded)
+                .take(&withdrawn, |host| dust.learnt_of(host))?;
+        }
+        dust.save_if_changed(&mut self.learn)?;
+        drop(dust);
+        self.templates.save_if_due(&mut self.learn, Save::IfDue)?;
+        Ok(self.learn.take_ops().0)
     }
 
     /// One fetched page's line and counters.
@@ -1125,8 +1231,29 @@ impl Commits for RedisWriter {
         for (i, v) in judged.into_iter().zip(verdicts) {
             verdict_of[i] = Some(v);
         }
-        for (p, _) in pages.iter().zip(&redirected).filter(|(_, r)| !**r) {
+        for (i, p) in pages.iter().enumerate() {
+            if redirected[i] {
+                self.dust.lock().probe_done(&p.entry.url, false);
+                continue;
+            }
             self.templates.observe(host_of(&p.final_url), &p.own_text);
+            // DUST: a copy is evidence for the rewrite between its URL and
+            // its kept page's; a kept page may be a counter-example.
+            let mut dust = self.dust.lock();
+            match &verdict_of[i] {
+                Some(Verdict::Unique { .. }) => dust.observe_kept(&p.entry.url),
+                Some(Verdict::Duplicate(d)) => dust.observe_duplicate(&p.entry.url, &d.of),
+                None => {}
+            }
+            dust.probe_done(
+                &p.entry.url,
+                matches!(verdict_of[i], Some(Verdict::Unique { .. })),
+            );
+        }
+        for o in &batch {
+            if let Outcome::Failed { entry, .. } = o {
+                self.dust.lock().probe_done(&entry.url, false);
+            }
         }
         let judged = Judged {
             redirected: &redirected,
@@ -1137,9 +1264,29 @@ impl Commits for RedisWriter {
         let at = self.state.offsets;
         self.batch_no += 1;
         let mut lost: HashSet<u64> = HashSet::new();
+        // What the learners learnt from this batch's verdicts: the same in
+        // every attempt of the ack.
+        let mut learnt: Option<Vec<shared::learn::LearnOp>> = None;
         loop {
             self.state.stats = before.clone();
+            self.learn.discard_ops();
             let written = self.write_batch(&batch, &judged, &lost)?;
+            // The rewrites this attempt recorded, then what was learnt
+            // (a withdrawal gives back the records made before it).
+            let (mut ops, max_recorded) = self.learn.take_ops();
+            let tail = match learnt.take() {
+                Some(t) => t,
+                None => self.learnt()?,
+            };
+            ops.extend(tail.iter().cloned());
+            learnt = Some(tail);
+            self.state.stats.dust_rules = self
+                .dust
+                .lock()
+                .learnt()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
             // 3. The lines are on disk before the leases are released.
             self.state.offsets = self.outputs.sync().map_err(io)?;
             self.state.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
@@ -1153,6 +1300,8 @@ impl Commits for RedisWriter {
                 delays: written.delays,
                 state: serde_json::to_string(&self.state)?,
                 once: String::new(),
+                learn: ops,
+                max_recorded,
             };
             // Debug builds only, for the end-to-end tests: the worker dies
             // (as by kill -9) with a batch's lines written and not
@@ -1223,8 +1372,23 @@ impl Commits for RedisWriter {
         })
     }
 
+    /// What was learnt since the last ack (template hosts not due yet,
+    /// rules) is published in an ack of its own, so nothing learnt is lost.
     fn finish(&mut self) -> Result<()> {
-        Ok(())
+        self.learn.discard_ops();
+        let mut ops = self.learnt()?;
+        self.templates.save_if_due(&mut self.learn, Save::Now)?;
+        ops.extend(self.learn.take_ops().0);
+        if ops.is_empty() {
+            return Ok(());
+        }
+        let ack = Ack {
+            learn: ops,
+            ..Ack::held(Vec::new(), Vec::new(), Vec::new())
+        };
+        retry("publish what was learnt", self.frontier.url(), || {
+            self.frontier.ack_held(&self.worker, self.cap, &ack)
+        })
     }
 }
 

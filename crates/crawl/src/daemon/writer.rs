@@ -20,6 +20,7 @@ use super::worker::{Outcome, PageResult};
 use crate::config::CrawlConfig;
 use crate::dust::{Dust, Fold, Rewrites};
 use crate::frontier::{self, Candidate};
+use crate::learn::redb_store::{RedbLearn, save_templates};
 use crate::output::record::Recorder;
 use crate::output::sinks::{Offsets, Outputs};
 use crate::progress::RetryWaits;
@@ -227,7 +228,10 @@ impl Writer {
         let max_recorded = self.dust.lock().max_recorded();
         let result = deduper.store().write_with(commit, |txn, tables| {
             let mut fr = frontier::open(txn)?;
-            let mut rewrites = Rewrites::open(txn, max_recorded)?;
+            // The learners' store on this transaction: what they learn and
+            // record commits with the outputs' offsets below.
+            let mut learn = RedbLearn::new(txn);
+            let mut rewrites = Rewrites::new(&mut learn, max_recorded);
             for o in &batch {
                 seqs.push(o.seq());
                 fr.remove(o.seq())?;
@@ -306,7 +310,6 @@ impl Writer {
             // Rules withdrawn by this group's verdicts give back what they
             // rewrote, in the transaction that stores their withdrawal.
             added += self.restore_withdrawn(&deduper, tables, &mut fr, &mut rewrites)?;
-            drop(rewrites);
             let offsets = if durable {
                 self.outputs.sync()
             } else {
@@ -315,14 +318,16 @@ impl Writer {
             self.cp.offsets = offsets.map_err(state::caller_err)?;
             self.cp.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
             self.cp.stats.hosts_evicted = self.base_hosts_evicted + self.fetcher.hosts_evicted();
-            self.templates.save_if_due(txn, Save::IfDue)?;
-            let mut st = state::open(txn)?;
+            self.templates.save_if_due(&mut learn, Save::IfDue)?;
             let mut dust = self.dust.lock();
             if dust.changed() {
                 self.cp.stats.dust_rules = dust.learnt().iter().map(ToString::to_string).collect();
             }
-            dust.save_if_changed(&mut st)?;
+            dust.save_if_changed(&mut learn)?;
             drop(dust);
+            // Its tables are closed before `crawl_state` is opened here.
+            drop(learn);
+            let mut st = state::open(txn)?;
             self.cp.put(&mut st)
         });
         if let Err(e) = result {
@@ -554,7 +559,7 @@ impl Commits for Writer {
             .context("cannot purge expired entries")
     }
     fn finish(&mut self) -> Result<()> {
-        self.templates.save(self.deduper.store())?;
+        save_templates(&self.templates, self.deduper.store())?;
         self.make_durable()
     }
 }

@@ -25,6 +25,13 @@
 //! | `{NS}:f:once:TOKEN` | string | an unnumbered ack that was applied (kept a day), so that its retry is not applied again |
 //! | `{NS}:f:workers` | hash | worker -> time of its last batch (ms) |
 //! | `{NS}:f:asking` | hash | worker -> time of its last lease call (ms); those of the last second share each host's slots |
+//! | `{NS}:f:dust` | hash | DUST rule `HOST RULE` -> `learnt N` (N examples) or `blocked` (blocked wins: never set back to learnt) |
+//! | `{NS}:f:rw:HOST RULE` | hash | the URLs a learnt rule rewrote: URL -> `HOST \t ENTRY`, the entry that gives it back if the rule is withdrawn |
+//! | `{NS}:f:tpl` | hash | site templates: host -> JSON of its learnt blocks |
+//! | `{NS}:f:learn` | hash | the learners' named blobs (none written yet; read for what older versions saved whole) |
+//!
+//! The learners' keys are written only by the `ack` script, with the batch
+//! that learnt them ([`learn`]).
 //!
 //! An entry is `n ATTEMPTS DEPTH URL TOKEN` for a URL that still has to be
 //! claimed in the URL tier, or `c ATTEMPTS DEPTH URL` for one already
@@ -81,6 +88,8 @@ use tracing::{info, warn};
 use url::Url;
 
 use crate::frontier::Entry;
+
+pub mod learn;
 
 /// The `helpers` script: `src/shared/lua/helpers.lua` (what it does, its
 /// ARGV and replies are in the file).
@@ -284,6 +293,10 @@ pub struct Ack {
     /// For an unnumbered ack (batch 0): a token unique to it, so that a
     /// retry after a lost reply is not applied twice ('' for none).
     pub once: String,
+    /// What the learners wrote ([`learn::RedisLearn`]), applied with it.
+    pub learn: Vec<learn::LearnOp>,
+    /// URLs recorded per DUST rule at most (`crawl.dust.max_recorded`).
+    pub max_recorded: u64,
 }
 
 impl Ack {
@@ -528,6 +541,12 @@ impl RedisFrontier {
             inv.arg(a.delays.len());
             for (h, ms) in &a.delays {
                 inv.arg(h).arg(*ms);
+            }
+            inv.arg(a.max_recorded).arg(a.learn.len());
+            for o in &a.learn {
+                for part in o {
+                    inv.arg(part.as_slice());
+                }
             }
             inv.invoke(c)
         })?;

@@ -1,7 +1,9 @@
 -- ARGV: prefix, cap, worker, batch number (0: not numbered), worker
 -- state, once token ('' for none), then counted lists: acks (id, requeued
 -- entry or '', requeue delay ms, uncount 0/1), links (host, entry),
--- counters (field, increment), Crawl-delays (host, ms). Returns -1 when
+-- counters (field, increment), Crawl-delays (host, ms), then the DUST
+-- record bound and the learners' writes (kind, a, b, c; see below).
+-- Returns -1 when
 -- the batch (or the ack with this once token) was already applied, 0 when
 -- it is applied now, and the ids of the leases no longer held (taken back meanwhile) when it
 -- names any: then nothing is applied.
@@ -61,6 +63,71 @@ for _ = 1, ndelays do
   redis.call('HSET', p .. 'delay', ARGV[i], ARGV[i + 1])
   i = i + 2
 end
+-- The learners' writes (src/shared/learn.rs), in the order they were made:
+-- tpl / tpl- / tpl0 (a host's template set, removed, all removed), dust /
+-- dust- / dust0 (a rule's state; `blocked` is never overwritten by
+-- `learnt`), blob- (a blob removed), rec (rule, URL, `HOST \t ENTRY`:
+-- recorded within the bound, or queued again at once if the rule is
+-- blocked: it was withdrawn, its records given back already), back (rule,
+-- the other rules of its host joined by newlines: its records removed and
+-- queued again, each URL once, and forgotten under the other rules).
+local maxrec = tonumber(ARGV[i] or '0'); i = i + 1
+local nlearn = tonumber(ARGV[i] or '0'); i = i + 1
+local given = {}
+local restored, unrecorded = 0, 0
+local function give(url, rec)
+  if given[url] then return end
+  given[url] = true
+  local host, entry = split(rec)
+  redis.call('RPUSH', p .. 'q:' .. host, entry)
+  schedule(host)
+  restored = restored + 1
+end
+for _ = 1, nlearn do
+  local kind, a, b, c = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+  i = i + 4
+  if kind == 'tpl' then
+    redis.call('HSET', p .. 'tpl', a, b)
+  elseif kind == 'tpl-' then
+    redis.call('HDEL', p .. 'tpl', a)
+  elseif kind == 'tpl0' then
+    redis.call('DEL', p .. 'tpl')
+  elseif kind == 'dust' then
+    if b == 'blocked' or redis.call('HGET', p .. 'dust', a) ~= 'blocked' then
+      redis.call('HSET', p .. 'dust', a, b)
+    end
+  elseif kind == 'dust-' then
+    redis.call('HDEL', p .. 'dust', a)
+  elseif kind == 'dust0' then
+    redis.call('DEL', p .. 'dust')
+  elseif kind == 'blob-' then
+    redis.call('HDEL', p .. 'learn', a)
+  elseif kind == 'rec' then
+    local rk = p .. 'rw:' .. a
+    if redis.call('HGET', p .. 'dust', a) == 'blocked' then
+      give(b, c)
+    elseif redis.call('HEXISTS', rk, b) == 1 or redis.call('HLEN', rk) < maxrec then
+      redis.call('HSET', rk, b, c)
+    else
+      unrecorded = unrecorded + 1
+    end
+  elseif kind == 'back' then
+    local rk = p .. 'rw:' .. a
+    local rows = redis.call('HGETALL', rk)
+    redis.call('DEL', rk)
+    for j = 1, #rows, 2 do
+      local url = rows[j]
+      if not given[url] then
+        for o in string.gmatch(b, '[^\n]+') do
+          if o ~= a then redis.call('HDEL', p .. 'rw:' .. o, url) end
+        end
+      end
+      give(url, rows[j + 1])
+    end
+  end
+end
+if restored > 0 then redis.call('HINCRBY', p .. 'stats', 'dust_restored', restored) end
+if unrecorded > 0 then redis.call('HINCRBY', p .. 'stats', 'dust_unrecorded', unrecorded) end
 if batch > 0 then
   redis.call('HSET', wkey, 'ack', batch, 'state', ARGV[5])
 end
