@@ -4,7 +4,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::canonical::{CANONICAL_VERSION, CanonicalUrl, Canonicalizer, UrlConfig, UrlError, md5_of};
+use crate::canonical::{CANONICAL_VERSION, CanonicalUrl, Canonicalizer, UrlConfig, UrlError};
+use crate::digest::md5_of;
 use crate::error::{Error, Result};
 use crate::features::{FeatureConfig, Features};
 use crate::fingerprint::Fingerprint;
