@@ -13,8 +13,9 @@
 use std::fmt;
 use std::sync::LazyLock;
 
-use md5::{Digest, Md5};
 use url::Url;
+
+use crate::digest::{hex, md5_of};
 
 /// Version of the canonical forms, recorded by stores: a store whose URL
 /// keys were computed by another version is refused
@@ -224,7 +225,7 @@ impl Eq for Canonicalizer {}
 impl fmt::Debug for Canonicalizer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Canonicalizer")
-            .field("tracking", &crate::features::hex(&self.digest))
+            .field("tracking", &hex(&self.digest))
             .field("entries", &(self.exact.len() + self.prefixes.len()))
             .finish()
     }
@@ -350,7 +351,7 @@ impl Canonicalizer {
     /// stores record as `tracking`, so that an index built with one list
     /// refuses to open with another.
     pub fn tracking_digest(&self) -> String {
-        crate::features::hex(&self.digest)
+        hex(&self.digest)
     }
 
     /// Identifies the settings a [`CanonicalUrl`] was made under.
@@ -479,12 +480,6 @@ pub fn tracking_params_digest() -> String {
     DEFAULT.tracking_digest()
 }
 
-pub(crate) fn md5_of(text: &str) -> [u8; 16] {
-    let mut h = Md5::new();
-    h.update(text.as_bytes());
-    h.finalize().into()
-}
-
 /// Whether a (canonicalized, so validly escaped) query value is a URL:
 /// `scheme://...` or `//host...`, its `:` and `/` raw or escaped.
 fn looks_like_url(value: &str) -> bool {
@@ -518,8 +513,8 @@ fn escaped_byte(bytes: &[u8], i: usize) -> Option<u8> {
     if bytes.get(i) != Some(&b'%') {
         return None;
     }
-    let h = hex(*bytes.get(i + 1)?)?;
-    let l = hex(*bytes.get(i + 2)?)?;
+    let h = hex_digit(*bytes.get(i + 1)?)?;
+    let l = hex_digit(*bytes.get(i + 2)?)?;
     Some(h * 16 + l)
 }
 
@@ -577,7 +572,7 @@ fn utf8_len(lead: u8) -> usize {
     }
 }
 
-fn hex(b: u8) -> Option<u8> {
+fn hex_digit(b: u8) -> Option<u8> {
     match b {
         b'0'..=b'9' => Some(b - b'0'),
         b'a'..=b'f' => Some(b - b'a' + 10),

@@ -17,7 +17,7 @@ use std::sync::{Arc, OnceLock};
 use jieba_rs::Jieba;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::canonical::md5_of;
+use crate::digest::{hex, md5_of, md5_of_bytes};
 use crate::fingerprint::Fingerprint;
 use crate::hash::token_hash;
 
@@ -44,11 +44,7 @@ const SEGMENTER_PROBE: &str = "南京市长江大桥于今日正式通车，小�
 /// decide which words steer a fingerprint.
 pub fn idf_digest() -> &'static str {
     static DIGEST: OnceLock<String> = OnceLock::new();
-    DIGEST.get_or_init(|| {
-        use md5::{Digest, Md5};
-        let d: [u8; 16] = Md5::digest(IDF_GZ).into();
-        hex(&d)
-    })
+    DIGEST.get_or_init(|| hex(&md5_of_bytes(IDF_GZ)))
 }
 
 /// [`SEGMENTER_VERSION`] and a digest of how it cuts a fixed probe text
@@ -459,10 +455,6 @@ fn read_file(path: &Path) -> Result<String, FeatureError> {
         out.push('\n');
     }
     Ok(out)
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

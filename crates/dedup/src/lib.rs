@@ -32,6 +32,7 @@ struct ReadmeExample;
 
 pub mod canonical;
 mod dedup;
+mod digest;
 pub mod error;
 pub mod features;
 pub mod fingerprint;

@@ -1,7 +1,8 @@
 //! The window purge reads only expired entries, in bounded slices, on
-//! every store.
+//! every store (a store contract, run by [`store_suite!`]).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[macro_use]
 mod common;
 
 use std::sync::Arc;
@@ -11,8 +12,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use simcrawl_dedup::store::{DocRecord, UrlRecord};
 use simcrawl_dedup::{
-    CanonicalUrl, DedupConfig, Deduper, DocId, Fingerprint, MemoryStore, PURGE_SLICE, ReadTables, RedbStore,
-    Result, Store, Tables, UrlVerdict,
+    CanonicalUrl, DedupConfig, Deduper, DocId, Fingerprint, MemoryStore, PURGE_SLICE, ReadTables, Result,
+    Store, Tables, UrlVerdict,
 };
 
 /// A store that logs how many URL entries each purge read returned and how
@@ -126,7 +127,13 @@ impl<S: Store> Store for Counting<S> {
 
 const DAY: u64 = 86_400;
 
-fn purge_reads_only_expired_urls<S: Store>(inner: S) {
+store_suite! {
+    all: [purge_reads_only_expired_urls],
+    durable: [],
+}
+
+fn purge_reads_only_expired_urls<S: Store>(open: impl Fn(&str) -> S) {
+    let inner = open("index");
     let t0 = 1_700_000_000;
     let now = Arc::new(AtomicU64::new(t0));
     let clock = now.clone();
@@ -186,17 +193,6 @@ fn purge_reads_only_expired_urls<S: Store>(inner: S) {
     ));
 }
 
-#[test]
-fn memory_purge_reads_only_expired_urls() {
-    purge_reads_only_expired_urls(MemoryStore::new());
-}
-
-#[test]
-fn redb_purge_reads_only_expired_urls() {
-    let dir = tempfile::tempdir().unwrap();
-    purge_reads_only_expired_urls(RedbStore::open(dir.path().join("index.redb")).unwrap());
-}
-
 /// A URL seen again after it expired gets a new first-seen time: the index
 /// must forget the old one, or a purge would remove the fresh record.
 #[test]
@@ -227,19 +223,4 @@ fn a_url_recorded_again_is_purged_by_its_new_time() {
         d.check_url("http://a.example/1").unwrap(),
         UrlVerdict::Seen { .. }
     ));
-}
-
-#[cfg(feature = "redis")]
-#[test]
-fn redis_purge_reads_only_expired_urls() {
-    if let Some(store) = common::redis_store("redis_purge_reads_only_expired_urls") {
-        purge_reads_only_expired_urls(store);
-    }
-}
-
-#[cfg(feature = "sled")]
-#[test]
-fn sled_purge_reads_only_expired_urls() {
-    let dir = tempfile::tempdir().unwrap();
-    purge_reads_only_expired_urls(simcrawl_dedup::SledStore::open(dir.path().join("index.sled")).unwrap());
 }

@@ -1,6 +1,8 @@
-//! The three tiers through the public API, on both stores.
+//! The three tiers through the public API, on every store: the store
+//! contracts run through [`store_suite!`] (see `common`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[macro_use]
 mod common;
 
 use std::sync::Arc;
@@ -171,11 +173,24 @@ fn texts_without_features_are_kept_but_not_indexed() {
     assert_eq!(d.stats().unwrap().documents, 0);
 }
 
-fn window_case<S: Store>(store: S) {
+store_suite! {
+    all: [
+        window_expires_and_purges_old_entries,
+        concurrent_inserts_of_the_same_documents_keep_exactly_one_copy,
+        title_tier_compares_with_the_newest_same_title_pages,
+        concurrent_batches_keep_exactly_one_copy,
+    ],
+    durable: [
+        a_failed_write_leaves_no_trace,
+        persists_and_refuses_other_parameters,
+    ],
+}
+
+fn window_expires_and_purges_old_entries<S: Store>(open: impl Fn(&str) -> S) {
     let now = Arc::new(AtomicU64::new(1_000_000));
     let clock = now.clone();
     let d = Deduper::new(
-        store,
+        open("index"),
         DedupConfig {
             window: Some(Duration::from_secs(7 * 86_400)),
             ..Default::default()
@@ -214,13 +229,6 @@ fn window_case<S: Store>(store: S) {
 }
 
 #[test]
-fn window_expires_and_purges_old_entries() {
-    window_case(MemoryStore::new());
-    let dir = tempfile::tempdir().unwrap();
-    window_case(RedbStore::open(dir.path().join("w.redb")).unwrap());
-}
-
-#[test]
 fn shingles_extractor_works_end_to_end() {
     let d = mem(DedupConfig {
         features: FeatureConfig {
@@ -244,20 +252,18 @@ fn shingles_extractor_works_end_to_end() {
     );
 }
 
-#[test]
-fn redb_persists_and_refuses_other_parameters() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("sub/index.redb");
+/// A store reopened keeps everything, and refuses other parameters,
+/// naming where it lives.
+fn persists_and_refuses_other_parameters<S: Store>(open: impl Fn(&str) -> S) {
     {
-        let d = Deduper::new(RedbStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
+        let d = Deduper::new(open("index"), DedupConfig::default()).unwrap();
         d.check(&Document::new("http://a/1", "t", ARTICLE_A)).unwrap();
         d.flush().unwrap();
-        // A second open of the same file while it is in use is refused.
-        let e = RedbStore::open(&path).unwrap_err();
-        assert!(matches!(e, Error::Locked { .. }), "{e}");
     }
+    let store = open("index");
+    let location = store.location().unwrap().display().to_string();
     let e = Deduper::new(
-        RedbStore::open(&path).unwrap(),
+        store,
         DedupConfig {
             blocks: 6,
             ..Default::default()
@@ -266,9 +272,9 @@ fn redb_persists_and_refuses_other_parameters() {
     .unwrap_err();
     let msg = e.to_string();
     assert!(msg.contains("blocks: stored 4, requested 6"), "{msg}");
-    assert!(msg.contains("index.redb"), "{msg}");
+    assert!(msg.contains(&location), "{msg}");
     let e = Deduper::new(
-        RedbStore::open(&path).unwrap(),
+        open("index"),
         DedupConfig {
             features: FeatureConfig {
                 top_n: 50,
@@ -279,11 +285,30 @@ fn redb_persists_and_refuses_other_parameters() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("features: stored words(top_n=0"), "{e}");
-    // Reopened with its own parameters, nothing was lost.
-    let d = Deduper::new(RedbStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
+    // Reopened with its own parameters (by another process, for a shared
+    // store), nothing was lost.
+    let d = Deduper::new(open("index"), DedupConfig::default()).unwrap();
     assert_eq!(d.stats().unwrap().documents, 1);
+    let v = d.check(&Document::new("http://b/1", "", ARTICLE_A)).unwrap();
+    assert_eq!(dup(&v).tier, Tier::Content);
+    assert!(matches!(
+        d.check_url("http://a/1").unwrap(),
+        UrlVerdict::Seen { .. }
+    ));
     let v = d.check(&Document::new("http://a/1", "", ARTICLE_B)).unwrap();
     assert_eq!(dup(&v).tier, Tier::Url);
+}
+
+#[test]
+fn redb_creates_its_directory_and_refuses_a_second_open_while_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sub/index.redb");
+    let d = Deduper::new(RedbStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
+    d.check(&Document::new("http://a/1", "t", ARTICLE_A)).unwrap();
+    d.flush().unwrap();
+    // A second open of the same file while it is in use is refused.
+    let e = RedbStore::open(&path).unwrap_err();
+    assert!(matches!(e, Error::Locked { .. }), "{e}");
 }
 
 /// A store whose recorded value of `name` is replaced by `value`, as if it
@@ -459,7 +484,10 @@ fn embedders_record_their_own_parameters() {
     assert!(matches!(e, Error::Config(_)), "{e}");
 }
 
-fn race<S: Store + 'static>(d: Arc<Deduper<S>>) {
+fn concurrent_inserts_of_the_same_documents_keep_exactly_one_copy<S: Store + 'static>(
+    open: impl Fn(&str) -> S,
+) {
+    let d = Arc::new(Deduper::new(open("index"), DedupConfig::default()).unwrap());
     let texts: Vec<String> = (0..20)
         .map(|i| {
             format!(
@@ -523,23 +551,10 @@ fn race<S: Store + 'static>(d: Arc<Deduper<S>>) {
     }
 }
 
-#[test]
-fn concurrent_inserts_of_the_same_documents_keep_exactly_one_copy() {
-    race(Arc::new(mem(DedupConfig::default())));
-    let dir = tempfile::tempdir().unwrap();
-    race(Arc::new(
-        Deduper::new(
-            RedbStore::open(dir.path().join("i.redb")).unwrap(),
-            DedupConfig::default(),
-        )
-        .unwrap(),
-    ));
-}
-
-fn many_same_titles<S: Store>(store: S) {
+fn title_tier_compares_with_the_newest_same_title_pages<S: Store>(open: impl Fn(&str) -> S) {
     // More same-title pages than the title tier compares with: the newest
     // copy is still caught, and a page with different content still kept.
-    let d = Deduper::new(store, DedupConfig::default()).unwrap();
+    let d = Deduper::new(open("index"), DedupConfig::default()).unwrap();
     let mut words: Vec<&str> = simcrawl_dedup::features::jieba_idf()
         .words()
         .filter(|w| w.chars().count() >= 2)
@@ -569,19 +584,11 @@ fn many_same_titles<S: Store>(store: S) {
     assert_eq!(dup(&v).of, "http://s/new");
 }
 
-#[test]
-fn title_tier_compares_with_the_newest_same_title_pages() {
-    many_same_titles(MemoryStore::new());
-    let dir = tempfile::tempdir().unwrap();
-    many_same_titles(RedbStore::open(dir.path().join("t.redb")).unwrap());
-}
-
 /// Batches of near-duplicates from 6 threads at once on one store: no
 /// kept document is a copy of another kept one, every dropped one is a
 /// copy of a kept one, and the store holds exactly the kept ones.
-#[cfg(feature = "redis")]
-fn concurrent_batches<S: Store + 'static>(s: S) {
-    let d = Arc::new(Deduper::new(s, DedupConfig::default()).unwrap());
+fn concurrent_batches_keep_exactly_one_copy<S: Store + 'static>(open: impl Fn(&str) -> S) {
+    let d = Arc::new(Deduper::new(open("index"), DedupConfig::default()).unwrap());
     let texts: Vec<String> = (0..24)
         .map(|i| {
             format!(
@@ -641,8 +648,12 @@ fn concurrent_batches<S: Store + 'static>(s: S) {
     }
 }
 
-/// A write whose closure fails leaves nothing behind; the next one commits.
-#[cfg(feature = "redis")]
+/// A write whose closure fails leaves nothing behind; the next one commits
+/// (on Redis, the connection goes back to the pool without its watches).
+fn a_failed_write_leaves_no_trace<S: Store>(open: impl Fn(&str) -> S) {
+    failed_write_leaves_no_trace(&open("index"));
+}
+
 fn failed_write_leaves_no_trace<S: Store>(store: &S) {
     let r: simcrawl_dedup::Result<()> = store.write(|t| {
         t.set_meta("x", b"1")?;
@@ -666,80 +677,19 @@ fn failed_write_leaves_no_trace<S: Store>(store: &S) {
 #[cfg(feature = "redis")]
 mod redis_store {
     use super::*;
-    use simcrawl_dedup::RedisStore;
 
-    fn store(test: &str) -> Option<RedisStore> {
-        common::redis_store(test)
-    }
-
+    /// Another namespace on the same server sees nothing of a store's.
     #[test]
-    fn redis_runs_the_same_tiers() {
-        let Some(w) = store("redis_runs_the_same_tiers") else {
+    fn redis_namespaces_do_not_see_each_other() {
+        let Some(store) = common::redis_store("redis_namespaces_do_not_see_each_other") else {
             return;
         };
-        window_case(w);
-        many_same_titles(store("titles").unwrap());
-        race(Arc::new(
-            Deduper::new(store("race").unwrap(), DedupConfig::default()).unwrap(),
-        ));
-    }
-
-    /// Batches from many threads at once: they conflict more (each watches
-    /// all its documents' keys) and must still keep one copy of each.
-    #[test]
-    fn redis_concurrent_batches_keep_exactly_one_copy() {
-        let Some(s) = store("redis_concurrent_batches_keep_exactly_one_copy") else {
-            return;
-        };
-        concurrent_batches(s);
-    }
-
-    #[test]
-    fn redis_persists_and_refuses_other_parameters() {
-        let Some(url) = common::redis_url("redis_persists_and_refuses_other_parameters") else {
-            return;
-        };
-        let ns = common::unique_namespace("reopen");
-        let open = || RedisStore::open_with(&url, common::redis_options(&ns)).unwrap();
-        open().clear().unwrap();
-        {
-            let d = Deduper::new(open(), DedupConfig::default()).unwrap();
-            d.check(&Document::new("http://a/1", "t", ARTICLE_A)).unwrap();
-        }
-        let e = Deduper::new(
-            open(),
-            DedupConfig {
-                blocks: 6,
-                ..Default::default()
-            },
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("blocks: stored 4, requested 6"), "{e}");
-        assert!(e.to_string().contains(&ns), "{e}");
-        // Another "process" (a new store on the same namespace) sees it all.
-        let d = Deduper::new(open(), DedupConfig::default()).unwrap();
+        let d = Deduper::new(store, DedupConfig::default()).unwrap();
+        d.check(&Document::new("http://a/1", "t", ARTICLE_A)).unwrap();
         assert_eq!(d.stats().unwrap().documents, 1);
-        let v = d.check(&Document::new("http://b/1", "", ARTICLE_A)).unwrap();
-        assert_eq!(dup(&v).tier, Tier::Content);
-        assert!(matches!(
-            d.check_url("http://a/1").unwrap(),
-            UrlVerdict::Seen { .. }
-        ));
-        // Another namespace on the same server sees nothing.
         let other = Deduper::new(common::redis_store("other").unwrap(), DedupConfig::default()).unwrap();
         assert_eq!(other.stats().unwrap().documents, 0);
-        open().clear().unwrap();
-    }
-
-    #[test]
-    fn redis_failed_write_leaves_no_trace() {
-        let Some(store) = store("redis_failed_write_leaves_no_trace") else {
-            return;
-        };
-        // The connection goes back to the pool without its watches: the
-        // next write on it commits.
-        failed_write_leaves_no_trace(&store);
-        store.clear().unwrap();
+        d.store().clear().unwrap();
     }
 }
 
@@ -750,19 +700,6 @@ mod replicated_store {
 
     fn store(test: &str) -> Option<ReplicatedStore> {
         common::replicated_store(test)
-    }
-
-    #[test]
-    fn replicated_runs_the_same_tiers() {
-        let Some(w) = store("replicated_runs_the_same_tiers") else {
-            return;
-        };
-        window_case(w);
-        many_same_titles(store("titles").unwrap());
-        race(Arc::new(
-            Deduper::new(store("race").unwrap(), DedupConfig::default()).unwrap(),
-        ));
-        concurrent_batches(store("batches").unwrap());
     }
 
     /// Two stores on one namespace are two processes: each sees what the
@@ -837,61 +774,5 @@ mod replicated_store {
         // Only the write that succeeded was appended to the log.
         assert_eq!(store.position(), pos + 1);
         store.clear().unwrap();
-    }
-}
-
-#[cfg(feature = "sled")]
-mod sled_store {
-    use super::*;
-    use simcrawl_dedup::SledStore;
-
-    #[test]
-    fn sled_runs_the_same_tiers() {
-        let dir = tempfile::tempdir().unwrap();
-        window_case(SledStore::open(dir.path().join("w.sled")).unwrap());
-        many_same_titles(SledStore::open(dir.path().join("t.sled")).unwrap());
-        race(Arc::new(
-            Deduper::new(
-                SledStore::open(dir.path().join("r.sled")).unwrap(),
-                DedupConfig::default(),
-            )
-            .unwrap(),
-        ));
-    }
-
-    #[test]
-    fn sled_persists_and_refuses_other_parameters() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("i.sled");
-        {
-            let d = Deduper::new(SledStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
-            d.check(&Document::new("http://a/1", "t", ARTICLE_A)).unwrap();
-            d.flush().unwrap();
-        }
-        let e = Deduper::new(
-            SledStore::open(&path).unwrap(),
-            DedupConfig {
-                blocks: 6,
-                ..Default::default()
-            },
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("blocks: stored 4, requested 6"), "{e}");
-        let d = Deduper::new(SledStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
-        assert_eq!(d.stats().unwrap().documents, 1);
-        let v = d.check(&Document::new("http://b/1", "", ARTICLE_A)).unwrap();
-        assert_eq!(dup(&v).tier, Tier::Content);
-    }
-
-    #[test]
-    fn a_failed_write_leaves_no_trace() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = SledStore::open(dir.path().join("f.sled")).unwrap();
-        let r: simcrawl_dedup::Result<()> = store.write(|t| {
-            t.set_meta("x", b"1")?;
-            Err(Error::Config("boom".into()))
-        });
-        assert!(r.is_err());
-        assert_eq!(store.read(|t| t.meta("x")).unwrap(), None);
     }
 }

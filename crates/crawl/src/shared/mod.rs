@@ -356,18 +356,8 @@ impl std::fmt::Debug for RedisFrontier {
 /// answering is an error to retry, not a hang.
 const IO_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// `url` without its password, for messages.
-pub fn redact(url: &str) -> String {
-    match Url::parse(url) {
-        Ok(mut u) => {
-            if u.password().is_some() {
-                let _ = u.set_password(Some("***"));
-            }
-            u.to_string()
-        }
-        Err(_) => url.to_string(),
-    }
-}
+/// Redis URLs without their password, for messages: the dedup store's.
+pub use simcrawl_dedup::store::redact;
 
 /// How the frontier connects for `namespace`: the frontier's timeouts.
 fn connection_options(namespace: &str) -> simcrawl_dedup::RedisOptions {

@@ -29,7 +29,7 @@ mod sled;
 #[cfg(feature = "redb")]
 pub use self::redb::{Commit, RedbOptions, RedbStore, RedbTables};
 #[cfg(feature = "redis")]
-pub use self::redis::{MemoryPart, RedisOptions, RedisStore, clear_namespace, connect_namespace};
+pub use self::redis::{MemoryPart, RedisOptions, RedisStore, clear_namespace, connect_namespace, redact};
 #[cfg(feature = "redis")]
 pub use self::replicated::ReplicatedStore;
 #[cfg(feature = "sled")]

@@ -195,7 +195,7 @@ fn next_chain(prev: &str, token: &str, seq: u64) -> String {
     h.update(b":");
     h.update(seq.to_le_bytes());
     let d: [u8; 16] = h.finalize().into();
-    crate::features::hex(&d)
+    crate::digest::hex(&d)
 }
 
 /// Deletes a lease or turn of ours: see `replicated/lua/release.lua` (KEYS, ARGV, replies).

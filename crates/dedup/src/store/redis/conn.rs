@@ -216,8 +216,17 @@ pub(in crate::store) fn backoff(attempt: u32) {
     std::thread::sleep(Duration::from_micros(x % cap + 1));
 }
 
-/// `url` without its password, for messages.
-fn redact(url: &str) -> String {
+/// `url` without its password, for messages and logs: the password of a
+/// `redis://user:password@host` URL becomes `***`; a URL without one, or
+/// one that does not parse, is returned as it is.
+///
+/// ```
+/// use simcrawl_dedup::store::redact;
+/// assert_eq!(redact("redis://u:secret@h:1/0"), "redis://u:***@h:1/0");
+/// assert_eq!(redact("redis://:hunter2@h:6379/0"), "redis://:***@h:6379/0");
+/// assert_eq!(redact("redis://h:6379/0"), "redis://h:6379/0");
+/// ```
+pub fn redact(url: &str) -> String {
     match url::Url::parse(url) {
         Ok(mut u) => {
             if u.password().is_some() {

@@ -5,7 +5,6 @@
 use redis::{Connection, Value};
 
 use super::RedisStore;
-use super::tx::Val;
 use crate::error::{Error, Result};
 use crate::store::DocId;
 
@@ -167,7 +166,7 @@ pub(super) const BAND_TAG: usize = 4;
 
 /// Bytes of a document id in a packed entry: ids up to 2^40 (a trillion
 /// documents, gaps included).
-const ID_BYTES: usize = 5;
+pub(super) const ID_BYTES: usize = 5;
 
 /// Ids a packed entry holds.
 pub(super) fn check_id(id: DocId) -> Result<()> {
@@ -198,60 +197,18 @@ pub(super) fn unpack(bytes: &[u8], head: usize, what: &str) -> Result<Vec<(u64, 
         .collect())
 }
 
-/// The packed bytes of a block list or band bucket (empty: delete the key).
-pub(super) fn encode_packed(val: &Val) -> Result<Vec<u8>> {
+/// The packed bytes of `(head, id)` entries, read back by [`unpack`]
+/// (none: empty, which deletes the key).
+pub(super) fn pack<const N: usize>(entries: impl IntoIterator<Item = ([u8; N], DocId)>) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    let mut push = |head: &[u8], id: DocId| -> Result<()> {
+    for (head, id) in entries {
         check_id(id)?;
-        out.extend_from_slice(head);
+        out.extend_from_slice(&head);
         out.extend_from_slice(&id.to_be_bytes()[8 - ID_BYTES..]);
-        Ok(())
-    };
-    match val {
-        Val::Block(entries) => {
-            for &(fp, id) in entries {
-                push(&fp.to_be_bytes(), id)?;
-            }
-        }
-        Val::Bucket(entries) => {
-            for &(tag, id) in entries {
-                push(&tag.to_be_bytes(), id)?;
-            }
-        }
-        _ => return Err(Error::Corrupt("not a packed value".into())),
     }
     Ok(out)
 }
 
 pub(super) fn num(n: impl std::fmt::Display) -> Vec<u8> {
     n.to_string().into_bytes()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn packed_values_round_trip_and_refuse_what_does_not_fit() -> Result<()> {
-        let block = Val::Block(vec![
-            (u64::MAX, 0),
-            (1, (1 << 40) - 1),
-            (0x0102_0304_0506_0708, 300),
-        ]);
-        let bytes = encode_packed(&block)?;
-        assert_eq!(bytes.len(), 3 * (8 + ID_BYTES));
-        let Val::Block(want) = &block else { unreachable!() };
-        assert_eq!(&unpack(&bytes, 8, "block")?, want);
-        let bucket = Val::Bucket(vec![(u32::MAX, 7), (0, 1 << 20)]);
-        let bytes = encode_packed(&bucket)?;
-        assert_eq!(bytes.len(), 2 * (BAND_TAG + ID_BYTES));
-        assert_eq!(
-            unpack(&bytes, BAND_TAG, "bucket")?,
-            vec![(u64::from(u32::MAX), 7), (0, 1 << 20)]
-        );
-        assert!(unpack(&bytes[1..], BAND_TAG, "bucket").is_err());
-        assert!(encode_packed(&Val::Block(vec![(1, 1 << 40)])).is_err());
-        assert!(check_id(1 << 40).is_err() && check_id((1 << 40) - 1).is_ok());
-        Ok(())
-    }
 }

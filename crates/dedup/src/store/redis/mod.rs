@@ -193,7 +193,7 @@ use parking_lot::Mutex;
 use redis::{Connection, Value};
 
 pub(super) use self::conn::{backoff, classify, for_each_key, open_client};
-pub use self::conn::{clear_namespace, connect_namespace};
+pub use self::conn::{clear_namespace, connect_namespace, redact};
 use self::layout::{Keys, LAYOUT, part_of};
 use self::tx::COMMIT;
 use super::{ReadTables, Store, Tables};

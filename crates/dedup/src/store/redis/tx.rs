@@ -10,7 +10,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::RedisStore;
 use super::conn::backoff;
-use super::layout::{BAND_TAG, Keys, decimal_id, encode_packed, unpack};
+use super::layout::{BAND_TAG, Keys, decimal_id, pack, unpack};
 use crate::error::{Error, Result};
 use crate::store::{BAND_POSTINGS, DocId, DocRecord, NEXT_ID_META, UrlRecord};
 
@@ -117,6 +117,15 @@ pub(super) enum Val {
     Bucket(Vec<(u32, DocId)>),
     Doc(Option<Box<DocRecord>>),
     Meta(Option<Vec<u8>>),
+}
+
+/// The packed bytes of a block list or band bucket (empty: delete the key).
+pub(super) fn encode_packed(val: &Val) -> Result<Vec<u8>> {
+    match val {
+        Val::Block(entries) => pack(entries.iter().map(|&(fp, id)| (fp.to_be_bytes(), id))),
+        Val::Bucket(entries) => pack(entries.iter().map(|&(tag, id)| (tag.to_be_bytes(), id))),
+        _ => Err(Error::Corrupt("not a packed value".into())),
+    }
 }
 
 /// A write of this transaction, replayed on a key read after it.
@@ -641,6 +650,7 @@ impl<'a> Tx<'a> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::layout::{ID_BYTES, check_id};
     use super::*;
 
     #[test]
@@ -690,5 +700,29 @@ mod tests {
                 c(&["DEL", "d3"]),
             ]
         );
+    }
+
+    #[test]
+    fn packed_values_round_trip_and_refuse_what_does_not_fit() -> Result<()> {
+        let block = Val::Block(vec![
+            (u64::MAX, 0),
+            (1, (1 << 40) - 1),
+            (0x0102_0304_0506_0708, 300),
+        ]);
+        let bytes = encode_packed(&block)?;
+        assert_eq!(bytes.len(), 3 * (8 + ID_BYTES));
+        let Val::Block(want) = &block else { unreachable!() };
+        assert_eq!(&unpack(&bytes, 8, "block")?, want);
+        let bucket = Val::Bucket(vec![(u32::MAX, 7), (0, 1 << 20)]);
+        let bytes = encode_packed(&bucket)?;
+        assert_eq!(bytes.len(), 2 * (BAND_TAG + ID_BYTES));
+        assert_eq!(
+            unpack(&bytes, BAND_TAG, "bucket")?,
+            vec![(u64::from(u32::MAX), 7), (0, 1 << 20)]
+        );
+        assert!(unpack(&bytes[1..], BAND_TAG, "bucket").is_err());
+        assert!(encode_packed(&Val::Block(vec![(1, 1 << 40)])).is_err());
+        assert!(check_id(1 << 40).is_err() && check_id((1 << 40) - 1).is_ok());
+        Ok(())
     }
 }

@@ -1,67 +1,39 @@
-//! The three tiers behind one API.
+//! The three tiers behind one API: [`Deduper`], its settings and verdicts,
+//! and the check that runs the tiers in order. Each tier's own logic is in
+//! its module (`url_tier`, `title_tier`, `content_tier`), candidates are
+//! verified in `verify`, the window is purged in `purge`, the recorded
+//! parameters are checked in `params`, and `compare` explains a verdict.
+
+mod compare;
+mod content_tier;
+mod params;
+mod purge;
+mod title_tier;
+mod url_tier;
+mod verify;
+
+pub use self::compare::Comparison;
+pub use self::content_tier::BAND_CANDIDATES;
+pub use self::purge::{PURGE_SLICE, Purged};
+pub use self::title_tier::{TITLE_CANDIDATES, TitlePolicy, normalize_title, title_digest};
+pub use self::url_tier::{UrlTier, UrlVerdict};
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::canonical::{CANONICAL_VERSION, CanonicalUrl, Canonicalizer, UrlConfig, UrlError, md5_of};
+use crate::canonical::{Canonicalizer, UrlConfig};
 use crate::error::{Error, Result};
 use crate::features::{FeatureConfig, Features};
 use crate::fingerprint::Fingerprint;
-use crate::hash::TOKEN_HASH_NAME;
 use crate::index::BlockLayout;
 use crate::sketch::{SKETCH_BINS, Sketch};
-use crate::store::{DocId, DocRecord, Prefetch, ReadTables, Store, Tables, UrlRecord};
-
-/// Same-title documents the title tier compares with, newest first. Sites
-/// have thousands of pages titled "Index" or "插入": comparing with all of
-/// them would make every such check slower than the last, and a copy is
-/// almost always of a recent page.
-pub const TITLE_CANDIDATES: usize = 64;
+use crate::store::{DocId, DocRecord, Prefetch, ReadTables, Store, Tables};
 
 /// Version of the on-disk layout; bumped when records change shape.
 /// Format 2 added the resemblance sketch to every document and the band
 /// index; a format-1 store cannot be verified against and is refused.
 pub const FORMAT_VERSION: u32 = 2;
-
-/// Entries a purge removes per transaction: bounds how long a purge holds
-/// the writer (a crawl's commits wait for it).
-pub const PURGE_SLICE: usize = 1024;
-
-/// Candidates from the band index verified per check, newest first: bounds
-/// the work a page sharing many bands with a large site costs.
-pub const BAND_CANDIDATES: usize = 256;
-
-/// Whether a check applies the URL tier too.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UrlTier {
-    /// Look the canonical URL up (and record it): the batch tool, or any
-    /// caller that checks whole documents.
-    Check,
-    /// Title and content tiers only: for crawlers whose frontier already
-    /// applied the URL tier with [`Deduper::check_url`].
-    Skip,
-}
-
-/// What a title match means.
-///
-/// Many distinct pages share a title ("Index", "Options", "插入"), so a title
-/// alone is weak evidence.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum TitlePolicy {
-    /// A same-title page is a candidate, and a duplicate only when the
-    /// resemblance of the two texts is at least `title_min_similarity`:
-    /// catches copies edited more than the content tier finds, without ever
-    /// dropping a different page that shares a title.
-    #[default]
-    Confirm,
-    /// The seeds' behaviour: the same normalized title is enough. Risky: on
-    /// real sites it discards distinct pages that share a title.
-    Strict,
-    /// No title tier.
-    Off,
-}
 
 /// Which tier found a duplicate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -236,18 +208,6 @@ pub struct Signature {
     pub min_similarity: Option<f64>,
 }
 
-impl Signature {
-    /// Whether `m` is similar enough to decide for this signature, beyond
-    /// the tier's own threshold (checked by the caller).
-    fn admits(&self, m: &Match) -> bool {
-        match self.min_similarity {
-            None => true,
-            Some(min) if min >= 1.0 => self.sketch.as_ref().is_some_and(|s| s.same_text(&m.rec.sketch)),
-            Some(min) => m.similarity >= min,
-        }
-    }
-}
-
 /// The decision about one document.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Verdict {
@@ -287,34 +247,11 @@ pub struct Duplicate {
     pub fingerprint: Option<Fingerprint>,
 }
 
-/// What the URL tier says about a URL.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum UrlVerdict {
-    /// Never seen: now recorded.
-    New(CanonicalUrl),
-    /// Seen before, first as `first`.
-    Seen {
-        /// The canonical form.
-        canonical: CanonicalUrl,
-        /// The URL as first recorded.
-        first: String,
-    },
-}
-
 /// Counts about a store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StoreStats {
     /// Documents indexed by the content tier.
     pub documents: u64,
-}
-
-/// What a purge removed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Purged {
-    /// Documents removed from the title and content tiers.
-    pub documents: u64,
-    /// URLs removed from the URL tier.
-    pub urls: u64,
 }
 
 type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
@@ -372,8 +309,6 @@ impl<S: Store> std::fmt::Debug for Deduper<S> {
     }
 }
 
-const META_PARAMS: &str = "params";
-
 fn now_secs() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -389,7 +324,7 @@ impl<S: Store> Deduper<S> {
     /// were computed by another version of the canonical forms, with
     /// [`Error::OldUrlKeys`]; one in another store format, with
     /// [`Error::OldFormat`]. An invalid [`DedupConfig::url`] list is a
-    /// [`UrlError::TrackingParam`].
+    /// [`UrlError::TrackingParam`](crate::UrlError::TrackingParam).
     pub fn new(store: S, config: DedupConfig) -> Result<Deduper<S>> {
         Deduper::with_params(store, config, &[])
     }
@@ -475,106 +410,6 @@ impl<S: Store> Deduper<S> {
     pub fn with_clock(mut self, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
         self.clock = Arc::new(clock);
         self
-    }
-
-    /// The parameters a store records, one `name=value` per line: every
-    /// input that changes a digest, a fingerprint or a sketch, then those
-    /// the embedding program added ([`Deduper::with_params`]).
-    pub fn params(&self) -> String {
-        let (idf, segmenter) = match self.features.config().extractor {
-            crate::Extractor::Words => (crate::features::idf_digest(), crate::features::segmenter_id()),
-            crate::Extractor::Shingles => ("none", "none"),
-        };
-        let mut p = format!(
-            "format={FORMAT_VERSION}\nbits=64\nblocks={}\nmax_distance={}\nhash={TOKEN_HASH_NAME}\nfeatures={}\nidf={idf}\nsegmenter={segmenter}\nurl_canon={CANONICAL_VERSION}\ntracking={}\nsketch={}\nbands={}x{}\n",
-            self.config.blocks,
-            self.config.max_distance,
-            self.features.describe(),
-            self.canon.tracking_digest(),
-            crate::sketch::SKETCH_NAME,
-            self.config.bands,
-            self.config.band_rows,
-        );
-        for (name, value) in &self.extra {
-            p.push_str(name);
-            p.push('=');
-            p.push_str(value);
-            p.push('\n');
-        }
-        p
-    }
-
-    fn check_params(&self) -> Result<()> {
-        let wanted = self.params();
-        let stored = self.store.write(|t| {
-            let stored = t.meta(META_PARAMS)?;
-            if stored.is_none() {
-                t.set_meta(META_PARAMS, wanted.as_bytes())?;
-            }
-            Ok(stored)
-        })?;
-        let Some(stored) = stored else {
-            return self.store.flush();
-        };
-        let stored = String::from_utf8_lossy(&stored).into_owned();
-        if stored == wanted {
-            return Ok(());
-        }
-        let parse = |s: &str| -> Vec<(String, String)> {
-            s.lines()
-                .filter_map(|l| l.split_once('='))
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        };
-        let (old, new) = (parse(&stored), parse(&wanted));
-        let path = || {
-            self.store
-                .location()
-                .map(|p| p.to_path_buf())
-                .unwrap_or_else(|| "memory".into())
-        };
-        let stored_format = old
-            .iter()
-            .find(|(k, _)| k == "format")
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default();
-        if stored_format != FORMAT_VERSION.to_string() {
-            return Err(Error::OldFormat {
-                path: path(),
-                stored: stored_format,
-                current: FORMAT_VERSION,
-            });
-        }
-        // Stores from before the canonical forms had a version record none:
-        // version 1. Their URL keys would not match, whatever else agrees.
-        let stored_canon = old
-            .iter()
-            .find(|(k, _)| k == "url_canon")
-            .map_or_else(|| "1".to_string(), |(_, v)| v.clone());
-        if stored_canon != CANONICAL_VERSION.to_string() {
-            return Err(Error::OldUrlKeys {
-                path: path(),
-                stored: stored_canon,
-                current: CANONICAL_VERSION,
-            });
-        }
-        let mut diffs = Vec::new();
-        for (k, v) in &new {
-            match old.iter().find(|(ok, _)| ok == k) {
-                Some((_, ov)) if ov == v => {}
-                Some((_, ov)) => diffs.push(format!("{k}: stored {ov}, requested {v}")),
-                None => diffs.push(format!("{k}: not stored, requested {v}")),
-            }
-        }
-        for (k, ov) in &old {
-            if !new.iter().any(|(nk, _)| nk == k) {
-                diffs.push(format!("{k}: stored {ov}, not requested"));
-            }
-        }
-        Err(Error::ParamsMismatch {
-            path: path(),
-            differences: diffs.join("; "),
-        })
     }
 
     /// The store underneath.
@@ -730,45 +565,6 @@ impl<S: Store> Deduper<S> {
         })
     }
 
-    /// The URL tier: records the canonical URL and says whether it was seen.
-    pub fn check_url(&self, url: &str) -> Result<UrlVerdict> {
-        let canonical = self.canon.parse(url)?;
-        self.write(|t| self.check_url_in(t, url, canonical.clone()))
-    }
-
-    /// [`Deduper::check_url`] inside a caller's transaction (see
-    /// [`crate::RedbStore::write_with`]), for crawlers that commit their
-    /// frontier together with the URL tier. `canonical` must come from
-    /// [`Deduper::canonicalizer`] (or an equal one): a form made under
-    /// another tracking list is refused with [`UrlError::OtherSettings`],
-    /// as its key is not the one this store uses for the URL.
-    pub fn check_url_in(&self, t: &mut dyn Tables, url: &str, canonical: CanonicalUrl) -> Result<UrlVerdict> {
-        if !canonical.made_by(&self.canon) {
-            return Err(UrlError::OtherSettings {
-                url: canonical.as_str().to_string(),
-            }
-            .into());
-        }
-        let digest = u128::from_be_bytes(canonical.digest());
-        let cutoff = self.cutoff();
-        match t.url(digest)? {
-            Some(rec) if rec.first_seen >= cutoff => Ok(UrlVerdict::Seen {
-                canonical,
-                first: rec.url,
-            }),
-            _ => {
-                t.put_url(
-                    digest,
-                    &UrlRecord {
-                        first_seen: (self.clock)(),
-                        url: url.to_string(),
-                    },
-                )?;
-                Ok(UrlVerdict::New(canonical))
-            }
-        }
-    }
-
     /// The tiers inside a caller's transaction; check-and-insert is atomic
     /// because the transaction is.
     ///
@@ -784,26 +580,9 @@ impl<S: Store> Deduper<S> {
         // fetched are not fetched again.
         self.prefetch(t, std::slice::from_ref(sig), url_tier)?;
         if url_tier == UrlTier::Check
-            && let Some(d) = sig.url_digest
+            && let Some(dup) = self.url_match(t, sig, now, cutoff)?
         {
-            match t.url(d)? {
-                Some(rec) if rec.first_seen >= cutoff => {
-                    return Ok(Verdict::Duplicate(Duplicate {
-                        tier: Tier::Url,
-                        of: rec.url,
-                        distance: None,
-                        similarity: None,
-                        fingerprint: sig.fingerprint,
-                    }));
-                }
-                _ => t.put_url(
-                    d,
-                    &UrlRecord {
-                        first_seen: now,
-                        url: sig.url.clone(),
-                    },
-                )?,
-            }
+            return Ok(Verdict::Duplicate(dup));
         }
         if let Some(dup) = self.title_match(&*t, sig, cutoff)? {
             return Ok(Verdict::Duplicate(dup));
@@ -850,155 +629,6 @@ impl<S: Store> Deduper<S> {
         })
     }
 
-    /// The LSH band keys of a sketch under this deduper's settings. An
-    /// exact copy has the same sketch, so it shares every band (and its
-    /// SimHash is at distance 0): it needs no index of its own.
-    fn band_keys<'s>(&self, sketch: &'s Sketch) -> impl Iterator<Item = u64> + 's {
-        sketch.band_keys(self.config.bands, self.config.band_rows)
-    }
-
-    /// [`Deduper::band_keys`] in an array, and how many there are (at
-    /// most [`SKETCH_BINS`] bands, checked in `new`): no allocation.
-    fn band_key_array(&self, sketch: &Sketch) -> ([u64; SKETCH_BINS], usize) {
-        let mut keys = [0u64; SKETCH_BINS];
-        let mut n = 0;
-        for (slot, key) in keys.iter_mut().zip(self.band_keys(sketch)) {
-            *slot = key;
-            n += 1;
-        }
-        (keys, n)
-    }
-
-    fn title_match(&self, t: &dyn ReadTables, sig: &Signature, cutoff: u64) -> Result<Option<Duplicate>> {
-        let Some(td) = sig.title_digest else {
-            return Ok(None);
-        };
-        if self.config.title_policy == TitlePolicy::Off {
-            return Ok(None);
-        }
-        let mut ids = Vec::new();
-        t.title_docs(td, TITLE_CANDIDATES, &mut ids)?;
-        let mut best: Option<Match> = None;
-        for id in ids {
-            let Some(rec) = t.doc(id)? else { continue };
-            if rec.inserted_at < cutoff {
-                continue;
-            }
-            let m = Match::new(sig.fingerprint, sig.sketch.as_ref(), rec);
-            if !sig.admits(&m) {
-                continue;
-            }
-            if best.as_ref().is_none_or(|b| m.better_than(b)) {
-                best = Some(m);
-            }
-        }
-        let Some(best) = best else {
-            return Ok(None);
-        };
-        let is_dup = match self.config.title_policy {
-            TitlePolicy::Strict => true,
-            TitlePolicy::Confirm => {
-                sig.sketch.is_some() && best.similarity >= self.config.title_min_similarity
-            }
-            TitlePolicy::Off => false,
-        };
-        Ok(is_dup.then(|| Duplicate {
-            tier: Tier::Title,
-            distance: sig.fingerprint.map(|_| best.distance),
-            similarity: sig.sketch.as_ref().map(|_| best.similarity),
-            of: best.rec.url,
-            fingerprint: sig.fingerprint,
-        }))
-    }
-
-    /// The content tier: the most similar verified SimHash candidate
-    /// (distance <= k; an exact copy is at 0 and verifies at 1); else the
-    /// most similar verified band candidate.
-    fn content_match(
-        &self,
-        t: &dyn ReadTables,
-        fp: Fingerprint,
-        sketch: &Sketch,
-        sig: &Signature,
-        band_keys: &[u64],
-        cutoff: u64,
-    ) -> Result<Option<Match>> {
-        let live = |id: DocId| -> Result<Option<DocRecord>> {
-            Ok(t.doc(id)?.filter(|rec| rec.inserted_at >= cutoff))
-        };
-        let mut ids = Vec::new();
-        let min = self.config.min_similarity;
-        let mut best: Option<Match> = None;
-        let mut checked = rustc_hash::FxHashSet::default();
-        for (_, id) in self.hits(t, fp)? {
-            checked.insert(id);
-            if let Some(rec) = live(id)? {
-                let m = Match::new(Some(fp), Some(sketch), rec);
-                if m.similarity >= min && sig.admits(&m) && best.as_ref().is_none_or(|b| m.better_than(b)) {
-                    best = Some(m);
-                }
-            }
-        }
-        // An exact copy is at SimHash distance 0: the bands add nothing.
-        let exact = sig.min_similarity.is_some_and(|m| m >= 1.0);
-        if best.is_some() || self.config.bands == 0 || exact {
-            return Ok(best);
-        }
-        // All keys looked up in one call: the store can overlap their
-        // cache misses.
-        t.band_docs_all(band_keys, &mut ids)?;
-        // Newest first: a copy is most often of a recent page.
-        ids.sort_unstable_by(|a, b| b.cmp(a));
-        ids.dedup();
-        for id in ids
-            .into_iter()
-            .filter(|id| !checked.contains(id))
-            .take(BAND_CANDIDATES)
-        {
-            if let Some(rec) = live(id)? {
-                let m = Match::new(Some(fp), Some(sketch), rec);
-                if m.similarity >= min && sig.admits(&m) && best.as_ref().is_none_or(|b| m.better_than(b)) {
-                    best = Some(m);
-                }
-            }
-        }
-        Ok(best)
-    }
-
-    /// Every stored fingerprint within the maximum distance of `fp`, nearest
-    /// first, as (distance, URL). A read-only query: it never waits for
-    /// writers on redb.
-    pub fn near(&self, fp: Fingerprint) -> Result<Vec<(u32, String)>> {
-        let cutoff = self.cutoff();
-        let keys = Prefetch {
-            blocks: self.layout.keys(fp.0).collect(),
-            ..Prefetch::default()
-        };
-        self.store.read(|t| {
-            t.prefetch(&keys)?;
-            let mut out = Vec::new();
-            for (d, id) in self.hits(t, fp)? {
-                if let Some(rec) = t.doc(id)?
-                    && rec.inserted_at >= cutoff
-                {
-                    out.push((d, rec.url));
-                }
-            }
-            Ok(out)
-        })
-    }
-
-    /// (distance, id) of every stored fingerprint within the maximum
-    /// distance, nearest first, verified by exact distance.
-    fn hits(&self, t: &dyn ReadTables, fp: Fingerprint) -> Result<Vec<(u32, DocId)>> {
-        let keys: Vec<(usize, u64)> = self.layout.keys(fp.0).collect();
-        let mut hits = Vec::new();
-        t.near_all(&keys, fp, self.layout.max_distance(), &mut hits)?;
-        hits.sort_unstable();
-        hits.dedup();
-        Ok(hits)
-    }
-
     fn cutoff(&self) -> u64 {
         match self.config.window {
             Some(w) => (self.clock)().saturating_sub(w.as_secs()),
@@ -1014,87 +644,6 @@ impl<S: Store> Deduper<S> {
         self.store.write(f)
     }
 
-    /// Purges expired entries when a window is set and the last purge is
-    /// over a minute old; otherwise does nothing. The checking methods call
-    /// it themselves; callers that check inside their own transactions
-    /// ([`Deduper::check_in`]) call it between transactions.
-    pub fn purge_if_due(&self) -> Result<Purged> {
-        if self.config.window.is_none() {
-            return Ok(Purged::default());
-        }
-        let now = (self.clock)();
-        let last = self.last_purge.load(Ordering::Relaxed);
-        if now >= last + 60
-            && self
-                .last_purge
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            return self.purge_expired();
-        }
-        Ok(Purged::default())
-    }
-
-    /// Removes entries older than the window from all tiers (nothing when no
-    /// window is set). Runs by itself at most once a minute; call it to
-    /// purge at a moment of your choosing.
-    pub fn purge_expired(&self) -> Result<Purged> {
-        let Some(_) = self.config.window else {
-            return Ok(Purged::default());
-        };
-        let cutoff = self.cutoff();
-        let mut purged = Purged::default();
-        loop {
-            let removed = self.store.write(|t| {
-                let mut oldest = Vec::new();
-                t.oldest_docs(PURGE_SLICE, &mut oldest)?;
-                let mut removed = 0u64;
-                for (id, rec) in oldest {
-                    if rec.inserted_at >= cutoff {
-                        break;
-                    }
-                    for (table, key) in self.layout.keys(rec.fingerprint.0) {
-                        t.remove_block(table, key, rec.fingerprint, id)?;
-                    }
-                    if let Some(title) = rec.title {
-                        t.remove_title(u128::from_be_bytes(title), id)?;
-                    }
-                    for key in self.band_keys(&rec.sketch) {
-                        t.remove_band(key, id)?;
-                    }
-                    t.remove_doc(id)?;
-                    removed += 1;
-                }
-                Ok(removed)
-            })?;
-            purged.documents += removed;
-            if removed < PURGE_SLICE as u64 {
-                break;
-            }
-        }
-        // URLs in slices, each its own transaction, read from the first-seen
-        // index: a purge touches only expired URLs and never holds the
-        // writer for long, however many URLs are live.
-        loop {
-            let (seen, removed) = self.store.write(|t| {
-                let mut expired = Vec::new();
-                t.urls_seen_before(cutoff, PURGE_SLICE, &mut expired)?;
-                let mut removed = 0u64;
-                for digest in &expired {
-                    if t.remove_url(*digest)? {
-                        removed += 1;
-                    }
-                }
-                Ok((expired.len(), removed))
-            })?;
-            purged.urls += removed;
-            if seen < PURGE_SLICE {
-                break;
-            }
-        }
-        Ok(purged)
-    }
-
     /// Counts about the store.
     pub fn stats(&self) -> Result<StoreStats> {
         self.store.read(|t| {
@@ -1108,149 +657,4 @@ impl<S: Store> Deduper<S> {
     pub fn flush(&self) -> Result<()> {
         self.store.flush()
     }
-}
-
-/// What each tier would say about two documents, under a deduper's
-/// settings: the explanation behind a verdict (`crawl distance`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Comparison {
-    /// SimHash distance (`None` when a text has no features).
-    pub distance: Option<u32>,
-    /// Resemblance estimated from the sketches, as the tiers decide
-    /// (`None` when a text has no letters or digits).
-    pub similarity: Option<f64>,
-    /// Exact resemblance of the two texts' character 5-grams.
-    pub exact_similarity: f64,
-    /// Same normalized title.
-    pub same_title: bool,
-    /// How the content tier would find the first as a candidate for the
-    /// second: `exact`, `simhash`, `band` or `none`.
-    pub found_by: &'static str,
-    /// Whether the title tier would drop the second as a copy of the first.
-    pub title_duplicate: bool,
-    /// Whether the content tier would drop the second as a copy of the first.
-    pub content_duplicate: bool,
-}
-
-impl<S: Store> Deduper<S> {
-    /// Compares two documents as the tiers would, without touching the
-    /// store.
-    ///
-    /// ```
-    /// use simcrawl_dedup::{Deduper, DedupConfig, Document, MemoryStore};
-    /// let d = Deduper::new(MemoryStore::new(), DedupConfig::default())?;
-    /// let a = Document::new("http://a/1", "Index", "插入一行：在当前行的上方插入一个空行，并把光标移到新行。");
-    /// let b = Document::new("http://a/2", "Index", "删除一行：删除光标所在的整行，下面的行依次上移。");
-    /// let c = d.compare(&a, &b);
-    /// assert!(c.same_title && !c.title_duplicate && !c.content_duplicate);
-    /// # Ok::<(), simcrawl_dedup::Error>(())
-    /// ```
-    pub fn compare(&self, a: &Document<'_>, b: &Document<'_>) -> Comparison {
-        let (sa, sb) = (self.sign(a), self.sign(b));
-        let distance = match (sa.fingerprint, sb.fingerprint) {
-            (Some(x), Some(y)) => Some(x.distance(y)),
-            _ => None,
-        };
-        let similarity = match (&sa.sketch, &sb.sketch) {
-            (Some(x), Some(y)) => Some(x.resemblance(y)),
-            _ => None,
-        };
-        let same_title = sa.title_digest.is_some() && sa.title_digest == sb.title_digest;
-        let found_by = match (&sa.sketch, &sb.sketch) {
-            _ if distance.is_none() => "none",
-            (Some(x), Some(y)) if x.same_text(y) => "exact",
-            _ if distance.is_some_and(|d| d <= self.config.max_distance) => "simhash",
-            (Some(x), Some(y))
-                if x.band_keys(self.config.bands, self.config.band_rows)
-                    .zip(y.band_keys(self.config.bands, self.config.band_rows))
-                    .any(|(p, q)| p == q) =>
-            {
-                "band"
-            }
-            _ => "none",
-        };
-        let sim = similarity.unwrap_or(0.0);
-        let title_duplicate = same_title
-            && match self.config.title_policy {
-                TitlePolicy::Strict => true,
-                TitlePolicy::Confirm => similarity.is_some() && sim >= self.config.title_min_similarity,
-                TitlePolicy::Off => false,
-            };
-        let content_duplicate =
-            found_by == "exact" || (found_by != "none" && sim >= self.config.min_similarity);
-        Comparison {
-            distance,
-            similarity,
-            exact_similarity: crate::sketch::exact_resemblance(a.text, b.text),
-            same_title,
-            found_by,
-            title_duplicate,
-            content_duplicate,
-        }
-    }
-}
-
-/// A stored document compared with the one being checked.
-struct Match {
-    rec: DocRecord,
-    /// Estimated resemblance (0 when the checked document has no sketch).
-    similarity: f64,
-    /// SimHash distance (`u32::MAX` when it has no fingerprint).
-    distance: u32,
-}
-
-impl Match {
-    fn new(fp: Option<Fingerprint>, sketch: Option<&Sketch>, rec: DocRecord) -> Match {
-        Match {
-            similarity: sketch.map_or(0.0, |s| s.resemblance(&rec.sketch)),
-            distance: fp.map_or(u32::MAX, |f| f.distance(rec.fingerprint)),
-            rec,
-        }
-    }
-
-    /// More similar first, then nearer by SimHash.
-    fn better_than(&self, other: &Match) -> bool {
-        (self.similarity, std::cmp::Reverse(self.distance))
-            > (other.similarity, std::cmp::Reverse(other.distance))
-    }
-}
-
-/// Separators between a page title and the site name that sites append.
-const TITLE_SEPARATORS: &[&str] = &[" - ", " | ", " _ ", "_", " – ", " — ", "｜", " :: "];
-
-/// The title tier's normal form: whitespace folded, lower-cased, trimmed,
-/// and a trailing site name (`标题_新浪新闻`, `Title - Site`) removed, so a
-/// copy re-published under another site's name still matches. Removal only
-/// happens when at least six characters remain, so short titles such as
-/// `Index | Options` stay whole. Under the default `confirm` policy the
-/// content must agree too, so the shorter key never drops a different page.
-///
-/// ```
-/// use simcrawl_dedup::normalize_title;
-/// assert_eq!(normalize_title("  Hello \n  World "), "hello world");
-/// assert_eq!(normalize_title("长江流域遭遇罕见高温干旱 - 财经门户网"), "长江流域遭遇罕见高温干旱");
-/// assert_eq!(normalize_title("国产客机完成验证飞行_新浪新闻"), "国产客机完成验证飞行");
-/// assert_eq!(normalize_title("Index | Options"), "index | options");
-/// ```
-pub fn normalize_title(title: &str) -> String {
-    let folded = title
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase();
-    let cut = TITLE_SEPARATORS
-        .iter()
-        .filter_map(|sep| folded.rfind(sep))
-        .max()
-        .filter(|&at| folded[..at].trim().chars().count() >= 6);
-    match cut {
-        Some(at) => folded[..at].trim().to_string(),
-        None => folded,
-    }
-}
-
-/// MD5 of the normalized title; `None` for an empty title.
-pub fn title_digest(title: &str) -> Option<u128> {
-    let n = normalize_title(title);
-    (!n.is_empty()).then(|| u128::from_be_bytes(md5_of(&n)))
 }

@@ -1,0 +1,122 @@
+//! The content tier: SimHash block-index candidates and LSH band-index
+//! candidates over the sketch, verified by resemblance.
+
+use super::verify::Match;
+use super::{Deduper, Signature};
+use crate::error::Result;
+use crate::fingerprint::Fingerprint;
+use crate::sketch::{SKETCH_BINS, Sketch};
+use crate::store::{DocId, DocRecord, Prefetch, ReadTables, Store};
+
+/// Candidates from the band index verified per check, newest first: bounds
+/// the work a page sharing many bands with a large site costs.
+pub const BAND_CANDIDATES: usize = 256;
+
+impl<S: Store> Deduper<S> {
+    /// The LSH band keys of a sketch under this deduper's settings. An
+    /// exact copy has the same sketch, so it shares every band (and its
+    /// SimHash is at distance 0): it needs no index of its own.
+    pub(super) fn band_keys<'s>(&self, sketch: &'s Sketch) -> impl Iterator<Item = u64> + 's {
+        sketch.band_keys(self.config.bands, self.config.band_rows)
+    }
+
+    /// [`Deduper::band_keys`] in an array, and how many there are (at
+    /// most [`SKETCH_BINS`] bands, checked in `new`): no allocation.
+    pub(super) fn band_key_array(&self, sketch: &Sketch) -> ([u64; SKETCH_BINS], usize) {
+        let mut keys = [0u64; SKETCH_BINS];
+        let mut n = 0;
+        for (slot, key) in keys.iter_mut().zip(self.band_keys(sketch)) {
+            *slot = key;
+            n += 1;
+        }
+        (keys, n)
+    }
+
+    /// The content tier: the most similar verified SimHash candidate
+    /// (distance <= k; an exact copy is at 0 and verifies at 1); else the
+    /// most similar verified band candidate.
+    pub(super) fn content_match(
+        &self,
+        t: &dyn ReadTables,
+        fp: Fingerprint,
+        sketch: &Sketch,
+        sig: &Signature,
+        band_keys: &[u64],
+        cutoff: u64,
+    ) -> Result<Option<Match>> {
+        let live = |id: DocId| -> Result<Option<DocRecord>> {
+            Ok(t.doc(id)?.filter(|rec| rec.inserted_at >= cutoff))
+        };
+        let mut ids = Vec::new();
+        let min = self.config.min_similarity;
+        let mut best: Option<Match> = None;
+        let mut checked = rustc_hash::FxHashSet::default();
+        for (_, id) in self.hits(t, fp)? {
+            checked.insert(id);
+            if let Some(rec) = live(id)? {
+                let m = Match::new(Some(fp), Some(sketch), rec);
+                if m.similarity >= min && sig.admits(&m) && best.as_ref().is_none_or(|b| m.better_than(b)) {
+                    best = Some(m);
+                }
+            }
+        }
+        // An exact copy is at SimHash distance 0: the bands add nothing.
+        let exact = sig.min_similarity.is_some_and(|m| m >= 1.0);
+        if best.is_some() || self.config.bands == 0 || exact {
+            return Ok(best);
+        }
+        // All keys looked up in one call: the store can overlap their
+        // cache misses.
+        t.band_docs_all(band_keys, &mut ids)?;
+        // Newest first: a copy is most often of a recent page.
+        ids.sort_unstable_by(|a, b| b.cmp(a));
+        ids.dedup();
+        for id in ids
+            .into_iter()
+            .filter(|id| !checked.contains(id))
+            .take(BAND_CANDIDATES)
+        {
+            if let Some(rec) = live(id)? {
+                let m = Match::new(Some(fp), Some(sketch), rec);
+                if m.similarity >= min && sig.admits(&m) && best.as_ref().is_none_or(|b| m.better_than(b)) {
+                    best = Some(m);
+                }
+            }
+        }
+        Ok(best)
+    }
+
+    /// Every stored fingerprint within the maximum distance of `fp`, nearest
+    /// first, as (distance, URL). A read-only query: it never waits for
+    /// writers on redb.
+    pub fn near(&self, fp: Fingerprint) -> Result<Vec<(u32, String)>> {
+        let cutoff = self.cutoff();
+        let keys = Prefetch {
+            blocks: self.layout.keys(fp.0).collect(),
+            ..Prefetch::default()
+        };
+        self.store.read(|t| {
+            t.prefetch(&keys)?;
+            let mut out = Vec::new();
+            for (d, id) in self.hits(t, fp)? {
+                if let Some(rec) = t.doc(id)?
+                    && rec.inserted_at >= cutoff
+                {
+                    out.push((d, rec.url));
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    /// (distance, id) of every stored fingerprint within the maximum
+    /// distance, nearest first, verified by exact distance.
+    pub(super) fn hits(&self, t: &dyn ReadTables, fp: Fingerprint) -> Result<Vec<(u32, DocId)>> {
+        let keys: Vec<(usize, u64)> = self.layout.keys(fp.0).collect();
+        let mut hits = Vec::new();
+        t.near_all(&keys, fp, self.layout.max_distance(), &mut hits)?;
+        hits.sort_unstable();
+        hits.dedup();
+        Ok(hits)
+    }
+}

@@ -1,0 +1,112 @@
+//! The parameters a store records, and the check that a store was built
+//! with this deduper's.
+
+use super::{Deduper, FORMAT_VERSION};
+use crate::canonical::CANONICAL_VERSION;
+use crate::error::{Error, Result};
+use crate::hash::TOKEN_HASH_NAME;
+use crate::store::Store;
+
+const META_PARAMS: &str = "params";
+
+impl<S: Store> Deduper<S> {
+    /// The parameters a store records, one `name=value` per line: every
+    /// input that changes a digest, a fingerprint or a sketch, then those
+    /// the embedding program added ([`Deduper::with_params`]).
+    pub fn params(&self) -> String {
+        let (idf, segmenter) = match self.features.config().extractor {
+            crate::Extractor::Words => (crate::features::idf_digest(), crate::features::segmenter_id()),
+            crate::Extractor::Shingles => ("none", "none"),
+        };
+        let mut p = format!(
+            "format={FORMAT_VERSION}\nbits=64\nblocks={}\nmax_distance={}\nhash={TOKEN_HASH_NAME}\nfeatures={}\nidf={idf}\nsegmenter={segmenter}\nurl_canon={CANONICAL_VERSION}\ntracking={}\nsketch={}\nbands={}x{}\n",
+            self.config.blocks,
+            self.config.max_distance,
+            self.features.describe(),
+            self.canon.tracking_digest(),
+            crate::sketch::SKETCH_NAME,
+            self.config.bands,
+            self.config.band_rows,
+        );
+        for (name, value) in &self.extra {
+            p.push_str(name);
+            p.push('=');
+            p.push_str(value);
+            p.push('\n');
+        }
+        p
+    }
+
+    pub(super) fn check_params(&self) -> Result<()> {
+        let wanted = self.params();
+        let stored = self.store.write(|t| {
+            let stored = t.meta(META_PARAMS)?;
+            if stored.is_none() {
+                t.set_meta(META_PARAMS, wanted.as_bytes())?;
+            }
+            Ok(stored)
+        })?;
+        let Some(stored) = stored else {
+            return self.store.flush();
+        };
+        let stored = String::from_utf8_lossy(&stored).into_owned();
+        if stored == wanted {
+            return Ok(());
+        }
+        let parse = |s: &str| -> Vec<(String, String)> {
+            s.lines()
+                .filter_map(|l| l.split_once('='))
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let (old, new) = (parse(&stored), parse(&wanted));
+        let path = || {
+            self.store
+                .location()
+                .map(|p| p.to_path_buf())
+                .unwrap_or_else(|| "memory".into())
+        };
+        let stored_format = old
+            .iter()
+            .find(|(k, _)| k == "format")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        if stored_format != FORMAT_VERSION.to_string() {
+            return Err(Error::OldFormat {
+                path: path(),
+                stored: stored_format,
+                current: FORMAT_VERSION,
+            });
+        }
+        // Stores from before the canonical forms had a version record none:
+        // version 1. Their URL keys would not match, whatever else agrees.
+        let stored_canon = old
+            .iter()
+            .find(|(k, _)| k == "url_canon")
+            .map_or_else(|| "1".to_string(), |(_, v)| v.clone());
+        if stored_canon != CANONICAL_VERSION.to_string() {
+            return Err(Error::OldUrlKeys {
+                path: path(),
+                stored: stored_canon,
+                current: CANONICAL_VERSION,
+            });
+        }
+        let mut diffs = Vec::new();
+        for (k, v) in &new {
+            match old.iter().find(|(ok, _)| ok == k) {
+                Some((_, ov)) if ov == v => {}
+                Some((_, ov)) => diffs.push(format!("{k}: stored {ov}, requested {v}")),
+                None => diffs.push(format!("{k}: not stored, requested {v}")),
+            }
+        }
+        for (k, ov) in &old {
+            if !new.iter().any(|(nk, _)| nk == k) {
+                diffs.push(format!("{k}: stored {ov}, not requested"));
+            }
+        }
+        Err(Error::ParamsMismatch {
+            path: path(),
+            differences: diffs.join("; "),
+        })
+    }
+}

@@ -1,0 +1,123 @@
+//! The title tier: same-title documents are candidates (see
+//! [`TitlePolicy`]), keyed by the MD5 of the normalized title.
+
+use super::verify::Match;
+use super::{Deduper, Duplicate, Signature, Tier};
+use crate::digest::md5_of;
+use crate::error::Result;
+use crate::store::{ReadTables, Store};
+
+/// Same-title documents the title tier compares with, newest first. Sites
+/// have thousands of pages titled "Index" or "插入": comparing with all of
+/// them would make every such check slower than the last, and a copy is
+/// almost always of a recent page.
+pub const TITLE_CANDIDATES: usize = 64;
+
+/// What a title match means.
+///
+/// Many distinct pages share a title ("Index", "Options", "插入"), so a title
+/// alone is weak evidence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TitlePolicy {
+    /// A same-title page is a candidate, and a duplicate only when the
+    /// resemblance of the two texts is at least `title_min_similarity`:
+    /// catches copies edited more than the content tier finds, without ever
+    /// dropping a different page that shares a title.
+    #[default]
+    Confirm,
+    /// The seeds' behaviour: the same normalized title is enough. Risky: on
+    /// real sites it discards distinct pages that share a title.
+    Strict,
+    /// No title tier.
+    Off,
+}
+
+impl<S: Store> Deduper<S> {
+    pub(super) fn title_match(
+        &self,
+        t: &dyn ReadTables,
+        sig: &Signature,
+        cutoff: u64,
+    ) -> Result<Option<Duplicate>> {
+        let Some(td) = sig.title_digest else {
+            return Ok(None);
+        };
+        if self.config.title_policy == TitlePolicy::Off {
+            return Ok(None);
+        }
+        let mut ids = Vec::new();
+        t.title_docs(td, TITLE_CANDIDATES, &mut ids)?;
+        let mut best: Option<Match> = None;
+        for id in ids {
+            let Some(rec) = t.doc(id)? else { continue };
+            if rec.inserted_at < cutoff {
+                continue;
+            }
+            let m = Match::new(sig.fingerprint, sig.sketch.as_ref(), rec);
+            if !sig.admits(&m) {
+                continue;
+            }
+            if best.as_ref().is_none_or(|b| m.better_than(b)) {
+                best = Some(m);
+            }
+        }
+        let Some(best) = best else {
+            return Ok(None);
+        };
+        let is_dup = match self.config.title_policy {
+            TitlePolicy::Strict => true,
+            TitlePolicy::Confirm => {
+                sig.sketch.is_some() && best.similarity >= self.config.title_min_similarity
+            }
+            TitlePolicy::Off => false,
+        };
+        Ok(is_dup.then(|| Duplicate {
+            tier: Tier::Title,
+            distance: sig.fingerprint.map(|_| best.distance),
+            similarity: sig.sketch.as_ref().map(|_| best.similarity),
+            of: best.rec.url,
+            fingerprint: sig.fingerprint,
+        }))
+    }
+}
+
+/// Separators between a page title and the site name that sites append.
+const TITLE_SEPARATORS: &[&str] = &[" - ", " | ", " _ ", "_", " – ", " — ", "｜", " :: "];
+
+/// The title tier's normal form: whitespace folded, lower-cased, trimmed,
+/// and a trailing site name (`标题_新浪新闻`, `Title - Site`) removed, so a
+/// copy re-published under another site's name still matches. Removal only
+/// happens when at least six characters remain, so short titles such as
+/// `Index | Options` stay whole. Under the default `confirm` policy the
+/// content must agree too, so the shorter key never drops a different page.
+///
+/// ```
+/// use simcrawl_dedup::normalize_title;
+/// assert_eq!(normalize_title("  Hello \n  World "), "hello world");
+/// assert_eq!(normalize_title("长江流域遭遇罕见高温干旱 - 财经门户网"), "长江流域遭遇罕见高温干旱");
+/// assert_eq!(normalize_title("国产客机完成验证飞行_新浪新闻"), "国产客机完成验证飞行");
+/// assert_eq!(normalize_title("Index | Options"), "index | options");
+/// ```
+pub fn normalize_title(title: &str) -> String {
+    let folded = title
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
+    let cut = TITLE_SEPARATORS
+        .iter()
+        .filter_map(|sep| folded.rfind(sep))
+        .max()
+        .filter(|&at| folded[..at].trim().chars().count() >= 6);
+    match cut {
+        Some(at) => folded[..at].trim().to_string(),
+        None => folded,
+    }
+}
+
+/// MD5 of the normalized title; `None` for an empty title.
+pub fn title_digest(title: &str) -> Option<u128> {
+    let n = normalize_title(title);
+    (!n.is_empty()).then(|| u128::from_be_bytes(md5_of(&n)))
+}

@@ -1,0 +1,44 @@
+//! Verification: a candidate of any tier decides only when the sketches
+//! show enough resemblance.
+
+use super::Signature;
+use crate::fingerprint::Fingerprint;
+use crate::sketch::Sketch;
+use crate::store::DocRecord;
+
+impl Signature {
+    /// Whether `m` is similar enough to decide for this signature, beyond
+    /// the tier's own threshold (checked by the caller).
+    pub(super) fn admits(&self, m: &Match) -> bool {
+        match self.min_similarity {
+            None => true,
+            Some(min) if min >= 1.0 => self.sketch.as_ref().is_some_and(|s| s.same_text(&m.rec.sketch)),
+            Some(min) => m.similarity >= min,
+        }
+    }
+}
+
+/// A stored document compared with the one being checked.
+pub(super) struct Match {
+    pub(super) rec: DocRecord,
+    /// Estimated resemblance (0 when the checked document has no sketch).
+    pub(super) similarity: f64,
+    /// SimHash distance (`u32::MAX` when it has no fingerprint).
+    pub(super) distance: u32,
+}
+
+impl Match {
+    pub(super) fn new(fp: Option<Fingerprint>, sketch: Option<&Sketch>, rec: DocRecord) -> Match {
+        Match {
+            similarity: sketch.map_or(0.0, |s| s.resemblance(&rec.sketch)),
+            distance: fp.map_or(u32::MAX, |f| f.distance(rec.fingerprint)),
+            rec,
+        }
+    }
+
+    /// More similar first, then nearer by SimHash.
+    pub(super) fn better_than(&self, other: &Match) -> bool {
+        (self.similarity, std::cmp::Reverse(self.distance))
+            > (other.similarity, std::cmp::Reverse(other.distance))
+    }
+}

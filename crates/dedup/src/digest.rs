@@ -1,0 +1,36 @@
+//! MD5 digests and their hex form, shared by the modules that record or key
+//! by a digest (canonical URLs, title keys, the IDF and segmenter digests,
+//! the replicated store's chain). A leaf module: it uses nothing of the
+//! crate, so every other module can use it without an import cycle.
+
+use md5::{Digest, Md5};
+
+/// MD5 of `text`'s UTF-8 bytes.
+pub(crate) fn md5_of(text: &str) -> [u8; 16] {
+    md5_of_bytes(text.as_bytes())
+}
+
+/// MD5 of `bytes`.
+pub(crate) fn md5_of_bytes(bytes: &[u8]) -> [u8; 16] {
+    let mut h = Md5::new();
+    h.update(bytes);
+    h.finalize().into()
+}
+
+/// Lowercase hex of `bytes`, two digits a byte.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn md5_hex_of_known_inputs() {
+        assert_eq!(hex(&md5_of("")), "d41d8cd98f00b204e9800998ecf8427e");
+        assert_eq!(hex(&md5_of_bytes(b"abc")), "900150983cd24fb0d6963f7d28e17f72");
+        assert_eq!(md5_of("abc"), md5_of_bytes(b"abc"));
+        assert_eq!(hex(&[0x00, 0x0f, 0xff]), "000fff");
+    }
+}
