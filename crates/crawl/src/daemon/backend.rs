@@ -20,7 +20,6 @@ use anyhow::Result;
 
 use super::Tiers;
 use super::worker::Outcome;
-use super::writer::Committed;
 use crate::frontier::{Entry, Window};
 
 /// The frontier as the dispatcher sees it. `refill` may block (store or
@@ -101,5 +100,95 @@ impl Source for LocalSource {
     }
     fn poke(&mut self) {
         self.window.poke();
+    }
+}
+
+/// Messages from the writer to the dispatcher.
+#[derive(Debug)]
+pub struct Committed {
+    pub seqs: Vec<u64>,
+    pub added: u64,
+    /// Entries that left without a fetch and were put back in the frontier:
+    /// for another attempt, or under a URL rewritten by a rule
+    /// (`crate::dust`). Not counted against the page budget.
+    pub requeued: u64,
+}
+
+// Requeues of transient failures: one policy for both backends.
+
+/// The requeue delay doubles with each attempt up to this many times (the
+/// shift stays far from overflowing; `crawl.max_requeues` is smaller in
+/// practice).
+const MAX_DELAY_DOUBLINGS: u32 = 20;
+
+/// How long an entry put back after its `attempts`-th transient failure
+/// waits: `base_ms` doubled with each attempt. Both backends requeue so.
+pub fn requeue_delay_ms(base_ms: u64, attempts: u32) -> u64 {
+    base_ms.saturating_mul(1u64 << attempts.min(MAX_DELAY_DOUBLINGS))
+}
+
+/// The wait before the requeue that follows an entry's `attempts`-th
+/// transient failure, an attempt that took `took_ms`, within `budget_ms`
+/// (0: no budget) of the URL's time in the crawl from its first attempt to
+/// its last: [`requeue_delay_ms`], cut so that the wait and one more attempt
+/// as long as this one fit in what the budget has left; `None` once they do
+/// not. The time spent so far is the requeue waits (from the attempt count)
+/// plus every attempt counted as long as this one (a URL fails the same way
+/// each time: a slow server times out each time), so a resumed crawl, or
+/// another worker, keeps to it without a clock stored with the entry. A
+/// page that times out through all its fetch retries (4 x 30 s by default)
+/// has spent the default 2 minutes in one attempt and is not requeued.
+pub fn requeue_delay_within(base_ms: u64, budget_ms: u64, attempts: u32, took_ms: u64) -> Option<u64> {
+    let delay = requeue_delay_ms(base_ms, attempts);
+    if budget_ms == 0 {
+        return Some(delay);
+    }
+    let waited: u64 = (0..attempts)
+        .map(|a| requeue_delay_ms(base_ms, a))
+        .fold(0u64, u64::saturating_add);
+    let attempts_took = took_ms.saturating_mul(u64::from(attempts) + 1);
+    let left = budget_ms.saturating_sub(waited.saturating_add(attempts_took));
+    let for_wait = left.checked_sub(took_ms).filter(|&l| l > 0)?;
+    Some(delay.min(for_wait))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requeue_waits_stay_within_the_budget() {
+        let within = |budget, attempts| requeue_delay_within(60_000, budget, attempts, 0);
+        // No budget: the doubling schedule.
+        assert_eq!(
+            (0..3).map(|a| within(0, a)).collect::<Vec<_>>(),
+            [Some(60_000), Some(120_000), Some(240_000)]
+        );
+        // Two minutes: 60 s, then the 60 s left, then none.
+        assert_eq!(
+            (0..3).map(|a| within(120_000, a)).collect::<Vec<_>>(),
+            [Some(60_000), Some(60_000), None]
+        );
+        // A budget past three doublings cuts the fourth.
+        assert_eq!(within(1_000_000, 3), Some(480_000));
+        assert_eq!(within(1_000_000, 4), Some(100_000));
+        assert_eq!(within(1_000_000, 5), None);
+        assert_eq!(within(1, 40), None, "no overflow");
+        // Attempts count: one of 40 s leaves 80 s, of which the next
+        // attempt takes 40, so the wait is cut to 40 (40 + 40 + 40 = 120);
+        // after it, nothing is left.
+        let took = |attempts, ms| requeue_delay_within(60_000, 120_000, attempts, ms);
+        assert_eq!(took(0, 40_000), Some(40_000));
+        assert_eq!(took(1, 40_000), None);
+        // A page that timed out through its fetch retries (2 minutes)
+        // spent the budget in one attempt; a fast failure barely counts.
+        assert_eq!(took(0, 120_000), None);
+        assert_eq!(took(0, 200), Some(60_000));
+        assert_eq!(took(1, 200), Some(59_400));
+        assert_eq!(
+            requeue_delay_within(60_000, 0, 2, 500_000),
+            Some(240_000),
+            "no budget"
+        );
     }
 }

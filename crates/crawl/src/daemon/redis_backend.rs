@@ -52,9 +52,9 @@ use tracing::{info, warn};
 use url::Url;
 
 use super::backend::{Commits, Source};
+use super::backend::{Committed, requeue_delay_within};
 use super::dispatch::Dispatch;
 use super::worker::{Outcome, PageResult, Signer};
-use super::writer::{Committed, requeue_delay_within};
 use super::{Start, drive, page_stages, remove_if_exists, write_stats};
 use crate::config::{Config, SharedTiersKind};
 use crate::dust::{Dust, Fold, Rewrites};
