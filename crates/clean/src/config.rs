@@ -267,7 +267,7 @@ mod tests {
     }
 
     /// The crawl binary stores the MD5 of exactly this text for the default settings
-    /// (`crates/crawl/src/state.rs`): renaming a step or a key must not change it, or
+    /// (`crates/crawl/src/backend/local/state.rs`): renaming a step or a key must not change it, or
     /// every existing data directory would refuse to resume.
     #[test]
     fn the_serialized_form_is_the_stored_one() {

@@ -11,12 +11,12 @@ use serde::{Deserialize, Serialize};
 use simcrawl_dedup::{Commit, Deduper, Document, MemoryStore, RedbStore, Signature, UrlTier, Verdict};
 use tracing::{info, warn};
 
+use crate::backend::local::learn::RedbLearn;
+use crate::backend::local::state;
 use crate::config::Config;
-use crate::learn::redb_store::RedbLearn;
 use crate::output::lines::ErrorLine;
 use crate::output::sinks::{Offsets, Outputs, VerdictCounts};
 use crate::progress::Progress;
-use crate::state;
 use crate::template::{Save, Templates};
 
 /// Lines per transaction and checkpoint.
@@ -95,7 +95,7 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
         }
     };
     let templates = match &backend {
-        Backend::Redb(d) => crate::learn::redb_store::with_store(d.store().database(), |store| {
+        Backend::Redb(d) => crate::backend::local::learn::with_store(d.store().database(), |store| {
             Templates::load(&cfg.template, Some(store))
         })?,
         Backend::Memory(_) => Templates::load(&cfg.template, None)?,

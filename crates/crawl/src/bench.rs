@@ -235,7 +235,7 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             samples
         })
     };
-    let result = crate::daemon::run(cfg, &seeds, crate::daemon::Start::Fresh);
+    let result = crate::run_crawl(cfg, &seeds, crate::daemon::Start::Fresh);
     let wall = t0.elapsed().as_secs_f64();
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     let samples = sampler.join().unwrap_or_default();
@@ -307,10 +307,18 @@ fn bench_shared(args: &BenchArgs, url: &str, dir: &std::path::Path, seeds: &std:
         crate::config::SharedTiersKind::Redis
     };
     // Emptied whatever kind of store used it last.
-    crate::shared::clear_namespace(url, NAMESPACE)
-        .with_context(|| format!("Redis at {} is unreachable", crate::shared::redact(url)))?;
-    let store = crate::daemon::redis_backend::SharedStore::open(url, NAMESPACE, kind)
-        .with_context(|| format!("Redis at {} is unreachable", crate::shared::redact(url)))?;
+    crate::backend::redis::frontier::clear_namespace(url, NAMESPACE).with_context(|| {
+        format!(
+            "Redis at {} is unreachable",
+            crate::backend::redis::frontier::redact(url)
+        )
+    })?;
+    let store = crate::backend::redis::SharedStore::open(url, NAMESPACE, kind).with_context(|| {
+        format!(
+            "Redis at {} is unreachable",
+            crate::backend::redis::frontier::redact(url)
+        )
+    })?;
     store.clear().context("cannot clear the bench namespace")?;
     let exe = std::env::current_exe().context("cannot find the crawl binary")?;
     let c = args.concurrency.to_string();
@@ -367,7 +375,7 @@ fn bench_shared(args: &BenchArgs, url: &str, dir: &std::path::Path, seeds: &std:
             dir.display()
         );
     }
-    let f = crate::shared::RedisFrontier::open(url, NAMESPACE)?;
+    let f = crate::backend::redis::frontier::RedisFrontier::open(url, NAMESPACE)?;
     let counters = f.counters()?;
     let get = |k: &str| counters.get(k).copied().unwrap_or(0);
     let fetched = get("fetched");
@@ -375,7 +383,7 @@ fn bench_shared(args: &BenchArgs, url: &str, dir: &std::path::Path, seeds: &std:
     println!(
         "workers           {} (redis {})",
         args.workers,
-        crate::shared::redact(url)
+        crate::backend::redis::frontier::redact(url)
     );
     println!("fetched           {fetched}");
     println!(

@@ -25,7 +25,7 @@ pub struct Config {
 
 /// `[redis]`: the shared mode, where many `crawl` processes (on one machine
 /// or many) share one frontier and one set of dedup tiers in Redis instead
-/// of the local redb file (see `crate::shared`).
+/// of the local redb file (see `crate::backend::redis::frontier`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RedisSettings {

@@ -936,7 +936,7 @@ pub fn summary(learnt: &[String]) -> Option<String> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::learn::redb_store::{RedbLearn, with_store};
+    use crate::backend::local::learn::{RedbLearn, with_store};
 
     fn u(s: &str) -> Url {
         Url::parse(s).unwrap()

@@ -1,30 +1,16 @@
-//! The frontier: URLs waiting to be fetched, in breadth-first order, kept
-//! in the store so a killed crawl resumes where it was.
-//!
-//! An entry leaves the frontier only in the transaction that records its
-//! page's result (and the sink offsets of the lines describing it), so after
-//! a crash every URL is either done, with its output committed, or still
-//! waiting: none is lost and none is fetched again after its result was
-//! written.
+//! What enters a frontier, whichever backend keeps it: an [`Entry`] to
+//! fetch, a [`Candidate`] link with its canonical form, and the crawl's
+//! [`ScopeRules`]. The local frontier (redb) is `crate::backend::local::frontier`,
+//! the shared one `crate::backend::redis::frontier`.
 
-use simcrawl_fetch::politeness_key as host_key;
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashSet;
 
 use anyhow::{Context, Result};
-use redb::{ReadableDatabase, Table, TableDefinition, WriteTransaction};
 use regex::Regex;
-use simcrawl_dedup::{CanonicalUrl, Canonicalizer, Deduper, RedbStore, Tables, UrlVerdict};
+use simcrawl_dedup::{CanonicalUrl, Canonicalizer};
 use url::Url;
 
 use crate::config::{CrawlConfig, Scope};
-
-/// seq -> depth (u32 LE) + URL, or, for an entry put back after a
-/// transient failure, depth (u32 LE) + [`RETRY_MARK`] + attempts (u32 LE) +
-/// not-before (unix ms, u64 LE) + URL. The mark cannot start a URL (0xFF
-/// never occurs in UTF-8), so both forms are read back.
-pub const FRONTIER: TableDefinition<u64, &[u8]> = TableDefinition::new("crawl_frontier");
-
-const RETRY_MARK: u8 = 0xFF;
 
 /// One URL to fetch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,42 +23,6 @@ pub struct Entry {
     pub attempts: u32,
     /// Not fetched before this time (unix milliseconds; 0: at once).
     pub not_before_ms: u64,
-}
-
-fn encode(depth: u32, url: &Url) -> Vec<u8> {
-    let mut v = depth.to_le_bytes().to_vec();
-    v.extend_from_slice(url.as_str().as_bytes());
-    v
-}
-
-fn encode_retry(e: &Entry) -> Vec<u8> {
-    let mut v = e.depth.to_le_bytes().to_vec();
-    v.push(RETRY_MARK);
-    v.extend_from_slice(&e.attempts.to_le_bytes());
-    v.extend_from_slice(&e.not_before_ms.to_le_bytes());
-    v.extend_from_slice(e.url.as_str().as_bytes());
-    v
-}
-
-fn decode(seq: u64, bytes: &[u8]) -> Option<Entry> {
-    let depth = u32::from_le_bytes(bytes.get(0..4)?.try_into().ok()?);
-    let (attempts, not_before_ms, rest) = if bytes.get(4) == Some(&RETRY_MARK) {
-        (
-            u32::from_le_bytes(bytes.get(5..9)?.try_into().ok()?),
-            u64::from_le_bytes(bytes.get(9..17)?.try_into().ok()?),
-            bytes.get(17..)?,
-        )
-    } else {
-        (0, 0, bytes.get(4..)?)
-    };
-    let url = Url::parse(std::str::from_utf8(rest).ok()?).ok()?;
-    Some(Entry {
-        seq,
-        url,
-        depth,
-        attempts,
-        not_before_ms,
-    })
 }
 
 /// Milliseconds since the Unix epoch.
@@ -144,13 +94,13 @@ impl ScopeRules {
 /// computed (CPU work done by the fetch workers, not the writer).
 #[derive(Debug, Clone)]
 pub struct Candidate {
-    url: Url,
-    canonical: CanonicalUrl,
+    pub(crate) url: Url,
+    pub(crate) canonical: CanonicalUrl,
 }
 
 impl Candidate {
     /// `None` for URLs that cannot be crawled (not http(s)). `canon` is the
-    /// URL tier's ([`Deduper::canonicalizer`]): the form is its key.
+    /// URL tier's ([`simcrawl_dedup::Deduper::canonicalizer`]): the form is its key.
     pub fn new(canon: &Canonicalizer, mut url: Url) -> Option<Candidate> {
         url.set_fragment(None);
         let canonical = canon.from_url(url.clone()).ok()?;
@@ -165,178 +115,6 @@ impl Candidate {
     /// The URL as it will be fetched (without fragment).
     pub fn url(&self) -> &Url {
         &self.url
-    }
-}
-
-/// Adds a link at `depth` unless the URL tier has seen it; returns whether
-/// it was added. Runs inside the caller's transaction.
-pub fn enqueue(
-    d: &Deduper<RedbStore>,
-    tables: &mut dyn Tables,
-    frontier: &mut Table<'_, u64, &'static [u8]>,
-    next_seq: &mut u64,
-    link: &Candidate,
-    depth: u32,
-) -> simcrawl_dedup::Result<bool> {
-    match d.check_url_in(tables, link.url.as_str(), link.canonical.clone())? {
-        UrlVerdict::Seen { .. } => Ok(false),
-        UrlVerdict::New(_) => {
-            frontier.insert(*next_seq, encode(depth, &link.url).as_slice())?;
-            *next_seq += 1;
-            Ok(true)
-        }
-    }
-}
-
-/// Puts `url` back at the end of the frontier at `depth`, without asking
-/// the URL tier: for a URL it knows whose page was never fetched (an entry
-/// a URL rewrite rule folded before its fetch, given back when the rule is
-/// withdrawn, `crate::dust`). The caller makes sure it is not queued twice.
-pub fn reinsert(
-    frontier: &mut Table<'_, u64, &'static [u8]>,
-    next_seq: &mut u64,
-    url: &Url,
-    depth: u32,
-) -> simcrawl_dedup::Result<()> {
-    frontier.insert(*next_seq, encode(depth, url).as_slice())?;
-    *next_seq += 1;
-    Ok(())
-}
-
-/// Puts `entry` back at the end of the frontier after a transient failure:
-/// one more attempt, not fetched before `not_before_ms`. The caller removes
-/// the old entry in the same transaction.
-pub fn requeue(
-    frontier: &mut Table<'_, u64, &'static [u8]>,
-    next_seq: &mut u64,
-    entry: &Entry,
-    not_before_ms: u64,
-) -> simcrawl_dedup::Result<()> {
-    let again = Entry {
-        seq: *next_seq,
-        attempts: entry.attempts + 1,
-        not_before_ms,
-        ..entry.clone()
-    };
-    frontier.insert(*next_seq, encode_retry(&again).as_slice())?;
-    *next_seq += 1;
-    Ok(())
-}
-
-/// Opens the frontier table on a write transaction.
-pub fn open(txn: &WriteTransaction) -> simcrawl_dedup::Result<Table<'_, u64, &'static [u8]>> {
-    Ok(txn.open_table(FRONTIER)?)
-}
-
-/// The in-memory window over the stored frontier: entries loaded in order,
-/// the ones being fetched, and per-host counts so that one slow host cannot
-/// take every fetch slot.
-#[derive(Debug, Default)]
-pub struct Window {
-    pending: VecDeque<(String, Entry)>,
-    /// Highest seq loaded so far.
-    loaded_upto: Option<u64>,
-    /// Entries not yet committed, with their host while their fetch runs.
-    in_flight: HashMap<u64, Option<String>>,
-    per_host: HashMap<String, usize>,
-    /// Whether the last load found the stored frontier exhausted.
-    exhausted: bool,
-}
-
-/// Entries kept in memory at most.
-const WINDOW: usize = 20_000;
-
-impl Window {
-    /// Whether [`Window::refill`] could load anything: the window is low and
-    /// the store was not found empty since the last [`Window::poke`].
-    pub fn wants_refill(&self) -> bool {
-        self.pending.len() < WINDOW / 2 && !self.exhausted
-    }
-
-    /// Loads more stored entries when the window runs low.
-    pub fn refill(&mut self, db: &redb::Database) -> Result<()> {
-        if self.pending.len() >= WINDOW / 2 {
-            return Ok(());
-        }
-        let txn = db.begin_read()?;
-        let table = match txn.open_table(FRONTIER) {
-            Ok(t) => t,
-            Err(redb::TableError::TableDoesNotExist(_)) => {
-                self.exhausted = true;
-                return Ok(());
-            }
-            Err(e) => return Err(e.into()),
-        };
-        let start = self.loaded_upto.map_or(0, |s| s + 1);
-        let mut n = 0;
-        for item in table.range(start..)? {
-            let (k, v) = item?;
-            let seq = k.value();
-            self.loaded_upto = Some(seq);
-            n += 1;
-            if let Some(e) = decode(seq, v.value()) {
-                self.pending.push_back((host_key(&e.url), e));
-            } else {
-                tracing::warn!(seq, "unreadable frontier entry skipped");
-            }
-            if self.pending.len() >= WINDOW {
-                break;
-            }
-        }
-        self.exhausted = n == 0;
-        Ok(())
-    }
-
-    /// The next entry that is due and whose host has room, if any (it is
-    /// marked in flight).
-    pub fn next(&mut self, per_host_limit: usize) -> Option<Entry> {
-        let now = now_ms();
-        let idx = self.pending.iter().position(|(h, e)| {
-            e.not_before_ms <= now && self.per_host.get(h).copied().unwrap_or(0) < per_host_limit
-        })?;
-        let (host, e) = self.pending.remove(idx)?;
-        *self.per_host.entry(host.clone()).or_insert(0) += 1;
-        self.in_flight.insert(e.seq, Some(host));
-        Some(e)
-    }
-
-    /// Frees the entry's host slot: its fetch is over, though its result may
-    /// not be committed yet. Host limits count fetches, not commits, so a
-    /// slow disk never throttles fetching.
-    pub fn released(&mut self, seq: u64) {
-        if let Some(Some(host)) = self.in_flight.get_mut(&seq).map(Option::take)
-            && let Some(n) = self.per_host.get_mut(&host)
-        {
-            *n -= 1;
-            if *n == 0 {
-                self.per_host.remove(&host);
-            }
-        }
-    }
-
-    /// Marks an entry done (its result is committed).
-    pub fn done(&mut self, seq: u64) {
-        self.released(seq);
-        self.in_flight.remove(&seq);
-    }
-
-    pub fn in_flight(&self) -> usize {
-        self.in_flight.len()
-    }
-
-    pub fn pending(&self) -> usize {
-        self.pending.len()
-    }
-
-    /// Nothing loaded, nothing in flight, nothing more stored.
-    pub fn is_finished(&self) -> bool {
-        self.pending.is_empty() && self.in_flight.is_empty() && self.exhausted
-    }
-
-    /// Forces the next refill to look at the store again (new entries were
-    /// committed).
-    pub fn poke(&mut self) {
-        self.exhausted = false;
     }
 }
 
@@ -356,44 +134,6 @@ mod tests {
 
     fn allows(r: &ScopeRules, u: &str) -> bool {
         r.allows(&Url::parse(u).unwrap())
-    }
-
-    #[test]
-    fn retry_state_survives_the_store_and_old_entries_still_read() {
-        let url = Url::parse("http://example.com/a?b=1").unwrap();
-        let old = decode(7, &encode(3, &url)).unwrap();
-        assert_eq!((old.depth, old.attempts, old.not_before_ms), (3, 0, 0));
-        assert_eq!(old.url, url);
-        let again = Entry {
-            attempts: 2,
-            not_before_ms: 1_700_000_000_123,
-            ..old
-        };
-        assert_eq!(decode(7, &encode_retry(&again)), Some(again));
-        assert_eq!(decode(7, &[1, 0, 0, 0, RETRY_MARK, 1]), None);
-    }
-
-    #[test]
-    fn entries_wait_until_due() {
-        let mut w = Window::default();
-        let url = Url::parse("http://example.com/").unwrap();
-        let later = Entry {
-            seq: 0,
-            url: url.clone(),
-            depth: 0,
-            attempts: 1,
-            not_before_ms: now_ms() + 60_000,
-        };
-        let now = Entry {
-            seq: 1,
-            not_before_ms: 0,
-            ..later.clone()
-        };
-        w.pending.push_back((host_key(&url), later));
-        w.pending.push_back((host_key(&url), now));
-        assert_eq!(w.next(8).map(|e| e.seq), Some(1));
-        assert_eq!(w.next(8), None);
-        assert_eq!(w.pending(), 1);
     }
 
     #[test]

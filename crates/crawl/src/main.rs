@@ -2,6 +2,7 @@
 //! libraries: `fetch` (HTTP), `clean` (HTML to text) and `dedup` (the three
 //! tiers).
 
+mod backend;
 mod batch;
 mod bench;
 mod config;
@@ -16,8 +17,6 @@ mod output;
 mod progress;
 mod report;
 mod rewrite;
-mod shared;
-mod state;
 mod stats;
 mod template;
 mod tools;
@@ -462,7 +461,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if url.is_empty() {
                 anyhow::bail!("crawl stats: give --redis URL (or redis.url in the settings)");
             }
-            daemon::print_stats(&url, &namespace.unwrap_or(cfg.redis.namespace))?;
+            backend::redis::print_stats(&url, &namespace.unwrap_or(cfg.redis.namespace))?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(args)) => {
@@ -500,7 +499,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let mut effective = a.common.load()?;
             a.overrides.apply(&mut effective);
             let cfg = effective.config;
-            let stats = daemon::run(
+            let stats = run_crawl(
                 cfg,
                 &seeds,
                 if a.fresh {
@@ -515,5 +514,24 @@ fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// Runs a crawl to completion (or until stopped) on the backend the settings
+/// name; returns its counters (this worker's, in the shared mode).
+pub(crate) fn run_crawl(
+    cfg: Config,
+    seeds_path: &std::path::Path,
+    start: daemon::Start,
+) -> Result<stats::Stats> {
+    let seeds = daemon::read_seeds(seeds_path)?;
+    tracing::info!("{}", crate::config::politeness(&cfg));
+    if let Some(hint) = crate::config::one_host_hint(&cfg, &seeds) {
+        tracing::warn!("{hint}");
+    }
+    if cfg.redis.url.is_empty() {
+        backend::local::run(cfg, &seeds, start)
+    } else {
+        crate::backend::redis::run(cfg, &seeds, start)
     }
 }

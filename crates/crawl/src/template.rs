@@ -291,8 +291,8 @@ fn migrate(store: &mut dyn LearnStore) -> Result<()> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use crate::learn::redb_store::{HOSTS, RedbLearn, save_templates, with_store};
-    use crate::state;
+    use crate::backend::local::learn::{HOSTS, RedbLearn, save_templates, with_store};
+    use crate::backend::local::state;
     use crate::tools::Input;
 
     fn load(s: &TemplateSettings, store: &simcrawl_dedup::RedbStore) -> Templates {

@@ -14,10 +14,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tracing::{info, warn};
 
-use super::backend::Committed;
-use super::backend::Source;
 use super::signals::spawn_signal_handlers;
 use super::worker::{Outcome, PageStages, process_entry};
+use crate::backend::Committed;
+use crate::backend::Source;
 use crate::progress::Progress;
 use crate::stats::Stats;
 

@@ -1,16 +1,14 @@
 //! Where the learners ([`crate::dust`], [`crate::template`]) keep what they
 //! learnt: one small trait, [`LearnStore`], so that they never name a
 //! backend. The local crawl implements it over the writer's redb
-//! transaction ([`redb_store::RedbLearn`]: what is learnt commits with the
+//! transaction ([`crate::backend::local::learn::RedbLearn`]: what is learnt commits with the
 //! outputs' offsets, one atomic checkpoint); the shared crawl over Redis
-//! (`crate::shared::learn`: reads at once, writes carried by the worker's
+//! (`crate::backend::redis::learn`: reads at once, writes carried by the worker's
 //! next acknowledgement, applied with it by the `ack` script).
 //!
 //! The learners import neither redb nor the crawl state, and the settings
 //! types they define need nothing of the crate's configuration: the module
 //! graph has no cycle (config -> learners -> learn, and state -> config).
-
-pub mod redb_store;
 
 use url::Url;
 

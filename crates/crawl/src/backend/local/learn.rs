@@ -8,8 +8,8 @@
 use anyhow::{Context, Result};
 use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
 
-use super::{LearnError, LearnStore, Map, Restored, decode_record, encode_record};
-use crate::state;
+use crate::backend::local::state;
+use crate::learn::{LearnError, LearnStore, Map, Restored, decode_record, encode_record};
 
 /// Site templates: host -> JSON of its blocks.
 pub const HOSTS: TableDefinition<&str, &[u8]> = TableDefinition::new("template_hosts");

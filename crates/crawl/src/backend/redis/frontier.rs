@@ -31,7 +31,7 @@
 //! | `{NS}:f:learn` | hash | the learners' named blobs (none written yet; read for what older versions saved whole) |
 //!
 //! The learners' keys are written only by the `ack` script, with the batch
-//! that learnt them ([`learn`]).
+//! that learnt them ([`super::learn`]).
 //!
 //! An entry is `n ATTEMPTS DEPTH URL TOKEN` for a URL that still has to be
 //! claimed in the URL tier, or `c ATTEMPTS DEPTH URL` for one already
@@ -89,9 +89,7 @@ use url::Url;
 
 use crate::frontier::Entry;
 
-pub mod learn;
-
-/// The `helpers` script: `src/shared/lua/helpers.lua` (what it does, its
+/// The `helpers` script: `src/backend/redis/lua/helpers.lua` (what it does, its
 /// ARGV and replies are in the file).
 const HELPERS: &str = include_str!("lua/helpers.lua");
 
@@ -99,15 +97,15 @@ const HELPERS: &str = include_str!("lua/helpers.lua");
 /// those sharing a host's slots (workers that want work ask every 100 ms).
 const ASKING_MS: u64 = 1_000;
 
-/// The `lease` script: `src/shared/lua/lease.lua` (what it does, its
+/// The `lease` script: `src/backend/redis/lua/lease.lua` (what it does, its
 /// ARGV and replies are in the file).
 const LEASE: &str = include_str!("lua/lease.lua");
 
-/// The `renew` script: `src/shared/lua/renew.lua` (what it does, its
+/// The `renew` script: `src/backend/redis/lua/renew.lua` (what it does, its
 /// ARGV and replies are in the file).
 const RENEW: &str = include_str!("lua/renew.lua");
 
-/// The `ack` script: `src/shared/lua/ack.lua` (what it does, its
+/// The `ack` script: `src/backend/redis/lua/ack.lua` (what it does, its
 /// ARGV and replies are in the file).
 const ACK: &str = include_str!("lua/ack.lua");
 
@@ -276,6 +274,10 @@ pub struct Release {
     pub uncount: bool,
 }
 
+/// One write of a learner for the `ack` script: kind and three arguments
+/// (see `ack.lua` and `super::learn::RedisLearn`).
+pub type LearnOp = [Vec<u8>; 4];
+
 /// One batch of results acknowledged at once (see the `ack` script).
 #[derive(Debug, Clone, Default)]
 pub struct Ack {
@@ -293,8 +295,8 @@ pub struct Ack {
     /// For an unnumbered ack (batch 0): a token unique to it, so that a
     /// retry after a lost reply is not applied twice ('' for none).
     pub once: String,
-    /// What the learners wrote ([`learn::RedisLearn`]), applied with it.
-    pub learn: Vec<learn::LearnOp>,
+    /// What the learners wrote ([`super::learn::RedisLearn`]), applied with it.
+    pub learn: Vec<LearnOp>,
     /// URLs recorded per DUST rule at most (`crawl.dust.max_recorded`).
     pub max_recorded: u64,
 }
@@ -334,7 +336,7 @@ pub struct RedisFrontier {
     /// The URL without password, for messages.
     url: String,
     /// `{NS}:f:`
-    prefix: String,
+    pub(super) prefix: String,
     /// `NS`, whose slot's master serves the frontier under Redis Cluster.
     namespace: String,
     conn: Mutex<Option<redis::Connection>>,
@@ -412,7 +414,10 @@ impl RedisFrontier {
 
     /// Runs `f` on the connection (opened if needed); a connection that
     /// failed is dropped, so the next call opens a new one.
-    fn with_conn<T>(&self, f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>) -> Result<T> {
+    pub(super) fn with_conn<T>(
+        &self,
+        f: impl FnOnce(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> Result<T> {
         let mut guard = self.conn.lock();
         if guard.is_none() {
             // To the master of the namespace's slot when the server is a

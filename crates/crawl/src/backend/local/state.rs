@@ -8,7 +8,7 @@ use simcrawl_dedup::{Deduper, Store};
 
 use crate::config::Config;
 
-/// Version of the frontier entries ([`crate::frontier::FRONTIER`]): 2 is
+/// Version of the frontier entries ([`crate::backend::local::frontier::FRONTIER`]): 2 is
 /// depth + URL, or depth + retry mark + attempts + not-before + URL. Bump it
 /// when their encoding changes, so an older or newer crawl state is refused
 /// instead of misread.

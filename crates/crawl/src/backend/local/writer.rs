@@ -5,26 +5,25 @@
 //! load and no result waits for a timer).
 
 use std::sync::Arc;
-use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use simcrawl_dedup::{Commit, Tier, UrlTier, UrlVerdict, Verdict};
-use tokio::sync::mpsc;
 
-use super::Tiers;
-use super::backend::{Commits, Committed, requeue_delay_within};
-use super::worker::{Outcome, PageResult};
+use super::frontier;
+use super::learn::{RedbLearn, save_templates};
+use super::state;
+use crate::backend::{Commits, Committed, requeue_delay_within};
 use crate::config::CrawlConfig;
+use crate::daemon::Tiers;
+use crate::daemon::worker::{Outcome, PageResult};
 use crate::dust::{Dust, Fold, Rewrites};
-use crate::frontier::{self, Candidate};
-use crate::learn::redb_store::{RedbLearn, save_templates};
+use crate::frontier::Candidate;
 use crate::output::record::Recorder;
 use crate::output::sinks::{Offsets, Outputs};
 use crate::progress::RetryWaits;
-use crate::state;
 use crate::stats::Stats;
 use crate::template::{Save, Templates, host_of};
 
@@ -34,11 +33,6 @@ use crate::template::{Save, Templates, host_of};
 /// that over hundreds of pages at full speed, while a crash still loses
 /// (and fetches again) at most a quarter second of results.
 pub const DURABLE_EVERY: Duration = Duration::from_millis(250);
-
-/// Results committed in one transaction at most: a group is whatever is
-/// ready, capped so that one commit (and the time its results wait for the
-/// dispatcher to learn they are done) stays short under a burst.
-pub const MAX_GROUP: usize = 4096;
 
 /// Where the crawl stands, stored with every commit: the next frontier
 /// sequence number, the outputs' committed offsets and the counters.
@@ -209,7 +203,7 @@ impl Writer {
                     {
                         // Back to the end of the frontier, after a delay
                         // that doubles with each attempt, within the budget.
-                        let due = frontier::now_ms().saturating_add(delay);
+                        let due = crate::frontier::now_ms().saturating_add(delay);
                         frontier::requeue(&mut fr, &mut self.cp.next_seq, entry, due)?;
                         self.retry_waits.waiting(&entry.url, due, kind);
                         self.cp.stats.requeued += 1;
@@ -439,60 +433,6 @@ impl Writer {
     }
 }
 
-/// The writer thread: group commits until every sender is gone, then the
-/// last learnt templates and a final durable commit.
-pub fn writer_loop<W: Commits>(
-    mut w: W,
-    rx: std_mpsc::Receiver<Outcome>,
-    tx: mpsc::UnboundedSender<Result<Committed, anyhow::Error>>,
-) {
-    loop {
-        // Lines already visible become durable within `DURABLE_EVERY`, even
-        // when no further result comes (a kill -9 must not cut lines that
-        // consumers may have read).
-        let next = match w.durable_due_in() {
-            None => rx.recv().map_err(|_| std_mpsc::RecvTimeoutError::Disconnected),
-            Some(wait) => rx.recv_timeout(wait),
-        };
-        let first = match next {
-            Ok(o) => o,
-            Err(std_mpsc::RecvTimeoutError::Timeout) => {
-                if let Err(e) = w.make_durable() {
-                    let _ = tx.send(Err(e));
-                    return;
-                }
-                continue;
-            }
-            Err(std_mpsc::RecvTimeoutError::Disconnected) => break,
-        };
-        let mut batch = vec![first];
-        while batch.len() < MAX_GROUP {
-            match rx.try_recv() {
-                Ok(o) => batch.push(o),
-                Err(_) => break,
-            }
-        }
-        if let Err(e) = w.between_commits() {
-            let _ = tx.send(Err(e));
-            return;
-        }
-        let r = w.commit(batch);
-        let failed = r.is_err();
-        if tx.send(r).is_err() || failed {
-            return;
-        }
-    }
-    // Debug builds only, for the end-to-end tests: a panic while the last
-    // commits are made durable, when nothing else would notice it.
-    #[cfg(debug_assertions)]
-    if std::env::var_os("SIMCRAWL_TEST_WRITER_PANIC").is_some() {
-        panic!("injected writer panic (SIMCRAWL_TEST_WRITER_PANIC)");
-    }
-    if let Err(e) = w.finish() {
-        let _ = tx.send(Err(e));
-    }
-}
-
 impl Commits for Writer {
     fn commit(&mut self, batch: Vec<Outcome>) -> Result<Committed> {
         Writer::commit(self, batch)
@@ -514,40 +454,5 @@ impl Commits for Writer {
     fn finish(&mut self) -> Result<()> {
         save_templates(&self.templates, self.deduper.store())?;
         self.make_durable()
-    }
-}
-
-/// Waits for the writer thread. A panic there is a failure of the crawl
-/// (exit non-zero), never a silent success: the store is left as of its
-/// last durable commit, so running the same command again resumes.
-pub fn join_writer(handle: std::thread::JoinHandle<()>) -> Result<()> {
-    handle.join().map_err(|payload| {
-        let msg = payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "no message".to_string());
-        anyhow::anyhow!(
-            "the writer thread panicked ({msg}); outputs and state are kept as of the last \
-             durable commit: run the same command again to resume"
-        )
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_writer_panic_is_an_error_naming_it() {
-        let h = std::thread::spawn(|| panic!("disk on fire"));
-        let e = format!(
-            "{:#}",
-            join_writer(h)
-                .err()
-                .unwrap_or_else(|| anyhow::anyhow!("no error"))
-        );
-        assert!(e.contains("writer thread panicked (disk on fire)"), "{e}");
-        assert!(join_writer(std::thread::spawn(|| ())).is_ok());
     }
 }

@@ -10,7 +10,7 @@
 //! removed and queued again by one script run: given back exactly once,
 //! whichever worker withdraws it, however often the ack is retried.
 //!
-//! Keys (see the key layout in [`crate::shared`]): `{NS}:f:tpl` (host ->
+//! Keys (see the key layout in [`crate::backend::redis::frontier`]): `{NS}:f:tpl` (host ->
 //! template JSON), `{NS}:f:dust` ("HOST RULE" -> `learnt N` | `blocked`),
 //! `{NS}:f:rw:HOST RULE` (URL -> `HOST \t ENTRY`, the queue entry that gives
 //! it back), `{NS}:f:learn` (blobs).
@@ -19,11 +19,8 @@ use std::sync::Arc;
 
 use redis::Value;
 
-use super::{Claim, RedisFrontier, Tokens, encode_entry, host_key};
+use super::frontier::{Claim, LearnOp, RedisFrontier, Tokens, encode_entry, host_key};
 use crate::learn::{LearnError, LearnStore, Map, Restored};
-
-/// One write for the `ack` script: kind and three arguments (see `ack.lua`).
-pub type LearnOp = [Vec<u8>; 4];
 
 /// The learners' store of one worker of a shared crawl (see the module
 /// documentation).

@@ -1,5 +1,5 @@
 //! The shared backend (`crawl --redis URL`): many workers, one crawl. The
-//! frontier is [`crate::shared::RedisFrontier`] (per-host queues, leases,
+//! frontier is [`crate::backend::redis::frontier::RedisFrontier`] (per-host queues, leases,
 //! politeness across workers), the tiers a [`Deduper`] over a
 //! [`RedisStore`] under the same namespace, and each worker writes its own
 //! outputs in `OUT_DIR/<worker id>/`.
@@ -25,7 +25,7 @@
 //!    target whose content is kept nowhere.
 //!
 //! The learners learn in every worker: each loads the DUST rules and site
-//! templates learnt so far ([`crate::shared::learn`]), observes its own
+//! templates learnt so far ([`crate::backend::redis::learn`]), observes its own
 //! verdicts, and its ack carries what it learnt (rules, withdrawals,
 //! template hosts, the rewrites its rules made), applied with the batch.
 //! Every [`LEARN_SYNC`] it takes up the rules the others published. A rule
@@ -35,7 +35,10 @@
 //! fetched again by another worker (and re-discover their links), and its
 //! lines past the recorded offsets are cut if it restarts under the same id.
 //! Redis unreachable at any step: the worker pauses and retries with
-//! backoff ([`shared::retry`]), and goes on when Redis is back.
+//! backoff ([`frontier::retry`]), and goes on when Redis is back.
+
+pub mod frontier;
+pub mod learn;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -51,22 +54,20 @@ use simcrawl_dedup::{
 use tracing::{info, warn};
 use url::Url;
 
-use super::backend::{Commits, Source};
-use super::backend::{Committed, requeue_delay_within};
-use super::dispatch::Dispatch;
-use super::worker::{Outcome, PageResult, Signer};
-use super::{Start, drive, page_stages, remove_if_exists, write_stats};
+use self::frontier::{Ack, AckReply, Claim, Leased, RedisFrontier, Release, encode_entry, host_key, retry};
+use self::learn::RedisLearn;
+use crate::backend::local::state;
+use crate::backend::{Commits, Source};
+use crate::backend::{Committed, requeue_delay_within};
 use crate::config::{Config, SharedTiersKind};
+use crate::daemon::dispatch::Dispatch;
+use crate::daemon::worker::{Outcome, PageResult, Signer};
+use crate::daemon::{Start, drive, page_stages, remove_if_exists, write_stats};
 use crate::dust::{Dust, Fold, Rewrites};
 use crate::frontier::{Candidate, Entry};
 use crate::learn::{LearnStore, Map};
 use crate::output::record::Recorder;
 use crate::output::sinks::{Offsets, Outputs};
-use crate::shared::learn::RedisLearn;
-use crate::shared::{
-    self, Ack, AckReply, Claim, Leased, RedisFrontier, Release, encode_entry, host_key, retry,
-};
-use crate::state;
 use crate::stats::Stats;
 use crate::template::{Save, Templates, host_of};
 
@@ -206,7 +207,7 @@ pub fn worker_id(configured: &str) -> Result<String> {
 pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
     let r = &cfg.redis;
     let worker = worker_id(&r.worker_id)?;
-    let shown = shared::redact(&r.url);
+    let shown = frontier::redact(&r.url);
     let store = SharedStore::open(&r.url, &r.namespace, r.tiers).map_err(|e| {
         let what = if matches!(e, simcrawl_dedup::Error::Unreachable { .. }) {
             format!("Redis at {shown} is unreachable: cannot open the shared crawl state")
@@ -318,7 +319,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         learn,
         max_recorded: cfg.crawl.dust.max_recorded,
         last_sync: Instant::now(),
-        tokens: shared::Tokens::new(),
+        tokens: frontier::Tokens::new(),
         run_started: Instant::now(),
         out_root: cfg.crawl.out_dir.clone(),
         last_cut: Instant::now(),
@@ -478,7 +479,7 @@ fn enqueue_seeds(d: &SharedTiers, f: &RedisFrontier, seeds: &[Url], worker: &str
         .iter()
         .filter_map(|s| Candidate::new(d.canonicalizer(), s.clone()))
         .collect();
-    let mut tokens = shared::Tokens::new();
+    let mut tokens = frontier::Tokens::new();
     let fresh = retry("check the seeds", f.url(), || unseen(d, &candidates))?;
     let links: Vec<(String, String)> = candidates
         .iter()
@@ -553,9 +554,9 @@ fn claim_in<S: Store>(
             None => true,
             Some(c) if fetching.contains(&c.digest()) => false,
             Some(c) => {
-                let fetch = match d.check_url_in(t, &shared::claimed_as(&e.url, token), c.clone())? {
+                let fetch = match d.check_url_in(t, &frontier::claimed_as(&e.url, token), c.clone())? {
                     UrlVerdict::New(_) => true,
-                    UrlVerdict::Seen { first, .. } => shared::claimed_by(&first, token),
+                    UrlVerdict::Seen { first, .. } => frontier::claimed_by(&first, token),
                 };
                 if fetch {
                     fetching.insert(c.digest());
@@ -660,7 +661,7 @@ impl RedisSource {
         {
             *held.entry(host).or_default() += 1;
         }
-        let request = shared::LeaseRequest {
+        let request = frontier::LeaseRequest {
             worker: &self.worker,
             n: self.batch,
             cap: self.cap,
@@ -681,7 +682,7 @@ impl RedisSource {
         let mut releases = Vec::new();
         let mut to_claim = Vec::new();
         for (id, text) in &leased.entries {
-            match shared::decode_entry(*id, text) {
+            match frontier::decode_entry(*id, text) {
                 Some((Claim::Held, e)) => self.pending.push_back(e),
                 Some((Claim::Pending(token), e)) => to_claim.push((e, token)),
                 None => {
@@ -833,7 +834,7 @@ struct RedisWriter {
     /// When this worker last took up the rules the others published.
     last_sync: Instant,
     /// Claim tokens of the links this worker queues.
-    tokens: shared::Tokens,
+    tokens: frontier::Tokens,
     run_started: Instant,
     base_seconds: f64,
     /// This worker's `hosts_evicted` before this run (the fetcher counts
@@ -1164,7 +1165,7 @@ impl RedisWriter {
     /// script), rules learnt and blocked, template hosts (when due). Every
     /// [`LEARN_SYNC`], the rules the other workers published are taken up
     /// first.
-    fn learnt(&mut self) -> Result<Vec<shared::learn::LearnOp>> {
+    fn learnt(&mut self) -> Result<Vec<frontier::LearnOp>> {
         let mut dust = self.dust.lock();
         if self.last_sync.elapsed() >= LEARN_SYNC {
             let learn = &mut self.learn;
@@ -1266,7 +1267,7 @@ impl Commits for RedisWriter {
         let mut lost: HashSet<u64> = HashSet::new();
         // What the learners learnt from this batch's verdicts: the same in
         // every attempt of the ack.
-        let mut learnt: Option<Vec<shared::learn::LearnOp>> = None;
+        let mut learnt: Option<Vec<frontier::LearnOp>> = None;
         loop {
             self.state.stats = before.clone();
             self.learn.discard_ops();

@@ -8,19 +8,20 @@
 //!   lines and commit them with the frontier changes they imply.
 //!
 //! Implementations: the single-machine redb file
-//! ([`super::writer::Writer`] and [`LocalSource`]: frontier, tiers and
+//! ([`crate::backend::local::writer::Writer`] and [`local::LocalSource`]: frontier, tiers and
 //! output offsets in one transaction) and the shared Redis server
-//! ([`super::redis_backend`]: leases, the store's optimistic transactions, and an
+//! ([`crate::backend::redis`]: leases, the store's optimistic transactions, and an
 //! acknowledgement after the outputs are fsynced).
 
-use std::sync::Arc;
+pub mod local;
+pub mod redis;
+
 use std::time::Duration;
 
 use anyhow::Result;
 
-use super::Tiers;
-use super::worker::Outcome;
-use crate::frontier::{Entry, Window};
+use crate::daemon::worker::Outcome;
+use crate::frontier::Entry;
 
 /// The frontier as the dispatcher sees it. `refill` may block (store or
 /// network reads): the dispatcher runs it on the blocking pool.
@@ -51,7 +52,7 @@ pub trait Source: Send + 'static {
 }
 
 /// The writer's side of a backend; the writer thread's loop
-/// ([`super::writer::writer_loop`]) drives it.
+/// ([`crate::daemon::commit::writer_loop`]) drives it.
 pub trait Commits: Send + 'static {
     /// Judges and records one group of results.
     fn commit(&mut self, batch: Vec<Outcome>) -> Result<Committed>;
@@ -64,43 +65,6 @@ pub trait Commits: Send + 'static {
     fn between_commits(&mut self) -> Result<()>;
     /// The last words: learnt templates, a final durable commit.
     fn finish(&mut self) -> Result<()>;
-}
-
-/// The redb frontier: the in-memory [`Window`] over the stored frontier.
-#[derive(Debug)]
-pub struct LocalSource {
-    pub window: Window,
-    pub deduper: Arc<Tiers>,
-}
-
-impl Source for LocalSource {
-    fn wants_refill(&self) -> bool {
-        self.window.wants_refill()
-    }
-    fn refill(&mut self) -> Result<()> {
-        self.window.refill(self.deduper.store().database())
-    }
-    fn next(&mut self, per_host_limit: usize) -> Option<Entry> {
-        self.window.next(per_host_limit)
-    }
-    fn released(&mut self, seq: u64) {
-        self.window.released(seq);
-    }
-    fn done(&mut self, seq: u64) {
-        self.window.done(seq);
-    }
-    fn in_flight(&self) -> usize {
-        self.window.in_flight()
-    }
-    fn pending(&self) -> usize {
-        self.window.pending()
-    }
-    fn is_finished(&self) -> bool {
-        self.window.is_finished()
-    }
-    fn poke(&mut self) {
-        self.window.poke();
-    }
 }
 
 /// Messages from the writer to the dispatcher.

@@ -1,0 +1,165 @@
+//! The local backend: one machine, one redb file holding the frontier
+//! ([`frontier`]), the dedup tiers, the learners' state ([`learn`]) and the
+//! checkpoint of the outputs ([`state`]), all committed together by the
+//! writer ([`writer`]) in one transaction per group of results.
+
+pub mod frontier;
+pub mod learn;
+pub mod state;
+pub mod writer;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use parking_lot::Mutex;
+use simcrawl_dedup::{Commit, RedbStore};
+use tracing::info;
+use url::Url;
+
+use self::frontier::Window;
+use self::writer::{Checkpoint, Writer};
+use super::Source;
+use crate::config::Config;
+use crate::daemon::dispatch::{Dispatch, TASKS_PER_HOST_CONNECTION, TICK};
+use crate::daemon::worker::Signer;
+use crate::daemon::{Start, Tiers, drive, page_stages, remove_if_exists, write_stats};
+use crate::dust::Dust;
+use crate::frontier::{Candidate, Entry};
+use crate::output::sinks::Outputs;
+use crate::stats::Stats;
+use crate::template::Templates;
+
+/// The redb frontier: the in-memory [`Window`] over the stored frontier.
+#[derive(Debug)]
+pub struct LocalSource {
+    pub window: Window,
+    pub deduper: Arc<Tiers>,
+}
+
+impl Source for LocalSource {
+    fn wants_refill(&self) -> bool {
+        self.window.wants_refill()
+    }
+    fn refill(&mut self) -> Result<()> {
+        self.window.refill(self.deduper.store().database())
+    }
+    fn next(&mut self, per_host_limit: usize) -> Option<Entry> {
+        self.window.next(per_host_limit)
+    }
+    fn released(&mut self, seq: u64) {
+        self.window.released(seq);
+    }
+    fn done(&mut self, seq: u64) {
+        self.window.done(seq);
+    }
+    fn in_flight(&self) -> usize {
+        self.window.in_flight()
+    }
+    fn pending(&self) -> usize {
+        self.window.pending()
+    }
+    fn is_finished(&self) -> bool {
+        self.window.is_finished()
+    }
+    fn poke(&mut self) {
+        self.window.poke();
+    }
+}
+
+/// The single-machine crawl: frontier, tiers and checkpoints in one redb file.
+pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
+    let data_dir = cfg.store.data_dir.clone();
+    let out_dir = cfg.crawl.out_dir.clone();
+    let db_path = data_dir.join("index.redb");
+    if start == Start::Fresh {
+        remove_if_exists(&db_path)?;
+        for name in Outputs::FILES.iter().chain(["stats.json"].iter()) {
+            remove_if_exists(&out_dir.join(name))?;
+        }
+    }
+    // The writer decides when commits become durable (see `Writer::make_durable`);
+    // the store must never upgrade one on its own.
+    let store = RedbStore::open_with(&db_path, Duration::MAX)
+        .with_context(|| format!("cannot open the crawl state in {}", data_dir.display()))?;
+    let deduper = Arc::new(state::open_deduper(store, &cfg)?);
+    // The learners load (and convert what earlier versions saved) in one
+    // transaction.
+    let (templates, dust) = crate::backend::local::learn::with_store(deduper.store().database(), |store| {
+        let templates = Templates::load(&cfg.template, Some(&mut *store))?;
+        let dust = Dust::load(&cfg.crawl.dust, Some(store), deduper.canonicalizer().clone())
+            .context("invalid [crawl.dust] settings")?;
+        Ok((templates, dust))
+    })?;
+    let dust = Arc::new(Mutex::new(dust));
+    let mut cp = Checkpoint::load(deduper.store().database())?;
+    if cp.stats.fetched > 0 {
+        info!(
+            fetched = cp.stats.fetched,
+            kept = cp.stats.verdicts.kept,
+            "resuming an interrupted crawl"
+        );
+    }
+    let outputs = Outputs::open(&out_dir, cp.offsets)?;
+
+    let added = enqueue_seeds(&deduper, seeds, &mut cp)?;
+    info!(seeds = seeds.len(), new = added, "seeds loaded");
+
+    let signer: Signer = {
+        let d = deduper.clone();
+        Arc::new(move |doc| d.sign(doc))
+    };
+    let canon = deduper.canonicalizer().clone();
+    let stages = page_stages(&cfg, seeds, signer, canon, templates.clone(), dust.clone())?;
+    let shared = Arc::new(Mutex::new(cp.stats.clone()));
+    let base_fetched = cp.stats.fetched;
+    let writer = Writer::new(
+        deduper.clone(),
+        outputs,
+        cp,
+        &cfg.crawl,
+        shared.clone(),
+        stages.fetcher.clone(),
+        templates,
+    )
+    .with_dust(dust)
+    .with_retry_waits(stages.retry_waits.clone());
+    let source = LocalSource {
+        window: Window::default(),
+        deduper: deduper.clone(),
+    };
+    let settings = Dispatch {
+        metrics: cfg.crawl.metrics.clone(),
+        concurrency: cfg.crawl.concurrency.max(1),
+        per_host: cfg.fetch.per_host_concurrency.max(1) * TASKS_PER_HOST_CONNECTION,
+        max_pages: cfg.crawl.max_pages,
+        base_fetched,
+        tick: TICK,
+    };
+    drive(stages, source, writer, settings, shared.clone())?;
+    deduper.flush()?;
+    let stats = shared.lock().clone();
+    write_stats(&out_dir, &stats)?;
+    Ok(stats)
+}
+
+/// Puts the seeds in the frontier and commits `cp` with them (durably);
+/// returns how many were new. Seeds enter through the URL tier like any
+/// link: on a resume, those already seen are not fetched again.
+fn enqueue_seeds(deduper: &Tiers, seeds: &[Url], cp: &mut Checkpoint) -> Result<u64> {
+    let mut added = 0;
+    deduper.store().write_with(Commit::Durable, |txn, tables| {
+        let mut fr = frontier::open(txn)?;
+        for c in seeds
+            .iter()
+            .filter_map(|s| Candidate::new(deduper.canonicalizer(), s.clone()))
+        {
+            if frontier::enqueue(deduper, tables, &mut fr, &mut cp.next_seq, &c, 0)? {
+                added += 1;
+            }
+        }
+        let mut st = state::open(txn)?;
+        cp.put(&mut st)
+    })?;
+    Ok(added)
+}

@@ -1,0 +1,107 @@
+//! The writer thread's loop, the same for both backends: it takes the
+//! results of page tasks as they come, in groups (whatever is ready, at most
+//! [`MAX_GROUP`]), hands each group to the backend's [`Commits`], tells the
+//! dispatcher what was committed, and makes commits durable when the
+//! backend says they are due.
+
+use std::sync::mpsc as std_mpsc;
+
+use anyhow::Result;
+use tokio::sync::mpsc;
+
+use super::worker::Outcome;
+use crate::backend::{Commits, Committed};
+
+/// Results committed in one transaction at most: a group is whatever is
+/// ready, capped so that one commit (and the time its results wait for the
+/// dispatcher to learn they are done) stays short under a burst.
+pub const MAX_GROUP: usize = 4096;
+
+/// The writer thread: group commits until every sender is gone, then the
+/// last learnt templates and a final durable commit.
+pub fn writer_loop<W: Commits>(
+    mut w: W,
+    rx: std_mpsc::Receiver<Outcome>,
+    tx: mpsc::UnboundedSender<Result<Committed, anyhow::Error>>,
+) {
+    loop {
+        // Lines already visible become durable within `DURABLE_EVERY`, even
+        // when no further result comes (a kill -9 must not cut lines that
+        // consumers may have read).
+        let next = match w.durable_due_in() {
+            None => rx.recv().map_err(|_| std_mpsc::RecvTimeoutError::Disconnected),
+            Some(wait) => rx.recv_timeout(wait),
+        };
+        let first = match next {
+            Ok(o) => o,
+            Err(std_mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = w.make_durable() {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+                continue;
+            }
+            Err(std_mpsc::RecvTimeoutError::Disconnected) => break,
+        };
+        let mut batch = vec![first];
+        while batch.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(o) => batch.push(o),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = w.between_commits() {
+            let _ = tx.send(Err(e));
+            return;
+        }
+        let r = w.commit(batch);
+        let failed = r.is_err();
+        if tx.send(r).is_err() || failed {
+            return;
+        }
+    }
+    // Debug builds only, for the end-to-end tests: a panic while the last
+    // commits are made durable, when nothing else would notice it.
+    #[cfg(debug_assertions)]
+    if std::env::var_os("SIMCRAWL_TEST_WRITER_PANIC").is_some() {
+        panic!("injected writer panic (SIMCRAWL_TEST_WRITER_PANIC)");
+    }
+    if let Err(e) = w.finish() {
+        let _ = tx.send(Err(e));
+    }
+}
+
+/// Waits for the writer thread. A panic there is a failure of the crawl
+/// (exit non-zero), never a silent success: the store is left as of its
+/// last durable commit, so running the same command again resumes.
+pub fn join_writer(handle: std::thread::JoinHandle<()>) -> Result<()> {
+    handle.join().map_err(|payload| {
+        let msg = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_string());
+        anyhow::anyhow!(
+            "the writer thread panicked ({msg}); outputs and state are kept as of the last \
+             durable commit: run the same command again to resume"
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_writer_panic_is_an_error_naming_it() {
+        let h = std::thread::spawn(|| panic!("disk on fire"));
+        let e = format!(
+            "{:#}",
+            join_writer(h)
+                .err()
+                .unwrap_or_else(|| anyhow::anyhow!("no error"))
+        );
+        assert!(e.contains("writer thread panicked (disk on fire)"), "{e}");
+        assert!(join_writer(std::thread::spawn(|| ())).is_ok());
+    }
+}
