@@ -80,6 +80,42 @@ pub struct Committed {
 
 // Requeues of transient failures: one policy for both backends.
 
+/// When a failed page goes back to the frontier, and after how long:
+/// `crawl.max_requeues`, `crawl.requeue_delay_ms`, `crawl.retry_budget_ms`.
+#[derive(Debug, Clone, Copy)]
+pub struct Requeues {
+    pub max: u32,
+    pub delay_ms: u64,
+    pub budget_ms: u64,
+}
+
+impl Requeues {
+    /// The crawl's settings.
+    pub fn of(cfg: &crate::config::CrawlConfig) -> Requeues {
+        Requeues {
+            max: cfg.max_requeues,
+            delay_ms: cfg.requeue_delay_ms,
+            budget_ms: cfg.retry_budget_ms,
+        }
+    }
+
+    /// The wait before `o` is fetched again: `None` unless it is a
+    /// transient failure within the requeue count and the retry budget.
+    pub fn delay(&self, o: &Outcome) -> Option<u64> {
+        match o {
+            Outcome::Failed {
+                entry,
+                transient: true,
+                took_ms,
+                ..
+            } if entry.attempts < self.max => {
+                requeue_delay_within(self.delay_ms, self.budget_ms, entry.attempts, *took_ms)
+            }
+            _ => None,
+        }
+    }
+}
+
 /// The requeue delay doubles with each attempt up to this many times (the
 /// shift stays far from overflowing; `crawl.max_requeues` is smaller in
 /// practice).

@@ -15,7 +15,7 @@ use simcrawl_dedup::{Commit, Tier, UrlTier, UrlVerdict, Verdict};
 use super::frontier;
 use super::learn::{RedbLearn, save_templates};
 use super::state;
-use crate::backend::{Commits, Committed, requeue_delay_within};
+use crate::backend::{Commits, Committed, Requeues};
 use crate::config::CrawlConfig;
 use crate::daemon::Tiers;
 use crate::daemon::worker::{Outcome, PageResult};
@@ -80,10 +80,8 @@ pub struct Writer {
     /// yet: the writer makes it durable within [`DURABLE_EVERY`] even if no
     /// new result arrives.
     not_durable: bool,
-    /// `crawl.max_requeues` and `crawl.requeue_delay_ms`.
-    max_requeues: u32,
-    requeue_delay_ms: u64,
-    retry_budget_ms: u64,
+    /// `crawl.max_requeues`, `crawl.requeue_delay_ms`, `crawl.retry_budget_ms`.
+    requeues: Requeues,
     /// The URLs waiting to be retried, for the progress line.
     retry_waits: RetryWaits,
     /// For `hosts_evicted`: the fetcher's count this run, added to the
@@ -119,9 +117,7 @@ impl Writer {
             run_started: Instant::now(),
             last_durable: Instant::now(),
             not_durable: false,
-            max_requeues: cfg.max_requeues,
-            requeue_delay_ms: cfg.requeue_delay_ms,
-            retry_budget_ms: cfg.retry_budget_ms,
+            requeues: Requeues::of(cfg),
             retry_waits: RetryWaits::default(),
             fetcher,
             templates,
@@ -187,20 +183,7 @@ impl Writer {
                     self.dust.lock().probe_done(&entry.url, false);
                 }
                 match o {
-                    Outcome::Failed {
-                        entry,
-                        transient: true,
-                        kind,
-                        took_ms,
-                        ..
-                    } if entry.attempts < self.max_requeues
-                        && let Some(delay) = requeue_delay_within(
-                            self.requeue_delay_ms,
-                            self.retry_budget_ms,
-                            entry.attempts,
-                            *took_ms,
-                        ) =>
-                    {
+                    Outcome::Failed { entry, kind, .. } if let Some(delay) = self.requeues.delay(o) => {
                         // Back to the end of the frontier, after a delay
                         // that doubles with each attempt, within the budget.
                         let due = crate::frontier::now_ms().saturating_add(delay);

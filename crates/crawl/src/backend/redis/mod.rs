@@ -58,7 +58,7 @@ use self::frontier::{Ack, AckReply, Claim, Leased, RedisFrontier, Release, encod
 use self::learn::RedisLearn;
 use crate::backend::local::state;
 use crate::backend::{Commits, Source};
-use crate::backend::{Committed, requeue_delay_within};
+use crate::backend::{Committed, Requeues};
 use crate::config::{Config, SharedTiersKind};
 use crate::daemon::dispatch::Dispatch;
 use crate::daemon::worker::{Outcome, PageResult, Signer};
@@ -307,9 +307,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         batch_no,
         max_depth: cfg.crawl.max_depth,
         write_text: cfg.crawl.write_text,
-        max_requeues: cfg.crawl.max_requeues,
-        requeue_delay_ms: cfg.crawl.requeue_delay_ms,
-        retry_budget_ms: cfg.crawl.retry_budget_ms,
+        requeues: Requeues::of(&cfg.crawl),
         retry_waits: stages.retry_waits.clone(),
         cap,
         shared: shared_stats.clone(),
@@ -814,10 +812,7 @@ struct RedisWriter {
     batch_no: u64,
     max_depth: u32,
     write_text: bool,
-    max_requeues: u32,
-    requeue_delay_ms: u64,
-    /// `crawl.retry_budget_ms`: requeue waits of one URL in all.
-    retry_budget_ms: u64,
+    requeues: Requeues,
     /// The URLs waiting to be retried, for the progress line.
     retry_waits: crate::progress::RetryWaits,
     cap: usize,
@@ -995,20 +990,7 @@ impl RedisWriter {
             }
             self.retry_waits.done(o.url());
             match o {
-                Outcome::Failed {
-                    entry,
-                    transient: true,
-                    kind,
-                    took_ms,
-                    ..
-                } if entry.attempts < self.max_requeues
-                    && let Some(delay) = requeue_delay_within(
-                        self.requeue_delay_ms,
-                        self.retry_budget_ms,
-                        entry.attempts,
-                        *took_ms,
-                    ) =>
-                {
+                Outcome::Failed { entry, kind, .. } if let Some(delay) = self.requeues.delay(o) => {
                     self.retry_waits.waiting(
                         &entry.url,
                         crate::frontier::now_ms().saturating_add(delay),
