@@ -31,7 +31,12 @@ pub trait Source: Send + 'static {
     /// Loads (or leases) more entries.
     fn refill(&mut self) -> Result<()>;
     /// The next entry to fetch whose host has room (it is then in flight).
-    fn next(&mut self, per_host_limit: usize) -> Option<Entry>;
+    /// The next entry to fetch within the source's per-host limit and page
+    /// budget (it is then in flight).
+    fn next(&mut self) -> Option<Entry>;
+    /// `n` entries of a commit went back to the frontier without a fetch
+    /// (requeued, or rewritten): they do not count against a budget.
+    fn requeued(&mut self, _n: u64) {}
     /// The entry's fetch is over (its result may not be committed yet).
     fn released(&mut self, seq: u64);
     /// The entry's result is committed.

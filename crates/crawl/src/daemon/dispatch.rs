@@ -53,11 +53,7 @@ pub struct Dispatch {
     pub metrics: String,
     /// Page tasks at once (`crawl.concurrency`).
     pub concurrency: usize,
-    /// Page tasks of one host at once (see [`TASKS_PER_HOST_CONNECTION`]).
-    pub per_host: usize,
-    /// `crawl.max_pages` (0: no budget), counted across resumes...
-    pub max_pages: u64,
-    /// ... from the pages fetched by earlier runs.
+    /// Pages fetched by earlier runs (for the rate of this one).
     pub base_fetched: u64,
     /// How often the loop wakes without an event: [`TICK`] for the local
     /// frontier; shorter for a shared one, which other workers fill.
@@ -78,7 +74,6 @@ pub async fn dispatch<S: Source>(
     let mut window = window;
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut task_seq: HashMap<tokio::task::Id, u64> = HashMap::new();
-    let mut dispatched = 0u64;
     let mut stopping = false;
     let progress = Progress::spinner("crawl");
     let mut last_log = Instant::now();
@@ -105,10 +100,8 @@ pub async fn dispatch<S: Source>(
             // queueing without limit.
             while tasks.len() < s.concurrency
                 && window.in_flight() < s.concurrency * IN_FLIGHT_PER_TASK
-                && (s.max_pages == 0 || s.base_fetched + dispatched < s.max_pages)
-                && let Some(entry) = window.next(s.per_host)
+                && let Some(entry) = window.next()
             {
-                dispatched += 1;
                 let (stages, tx) = (stages.clone(), out_tx.clone());
                 let seq = entry.seq;
                 let handle = tasks.spawn(async move {
@@ -118,8 +111,7 @@ pub async fn dispatch<S: Source>(
                 task_seq.insert(handle.id(), seq);
             }
         }
-        let budget_spent = s.max_pages > 0 && s.base_fetched + dispatched >= s.max_pages;
-        if window.in_flight() == 0 && (stopping || budget_spent || window.is_finished()) {
+        if window.in_flight() == 0 && (stopping || window.is_finished()) {
             break;
         }
         tokio::select! {
@@ -144,7 +136,7 @@ pub async fn dispatch<S: Source>(
                     for seq in c.seqs { window.done(seq); }
                     // A requeued page comes back under a new seq; its first
                     // attempt does not count against the page budget.
-                    dispatched = dispatched.saturating_sub(c.requeued);
+                    window.requeued(c.requeued);
                     if c.added > 0 || c.requeued > 0 { window.poke(); }
                 }
                 Some(Err(e)) => return Err(e),

@@ -30,11 +30,26 @@ use crate::output::sinks::Outputs;
 use crate::stats::Stats;
 use crate::template::Templates;
 
-/// The redb frontier: the in-memory [`Window`] over the stored frontier.
+/// The redb frontier: the in-memory [`Window`] over the stored frontier,
+/// with this crawl's per-host limit and page budget (the shared frontier
+/// keeps both in Redis, for all workers together).
 #[derive(Debug)]
 pub struct LocalSource {
     pub window: Window,
     pub deduper: Arc<Tiers>,
+    /// Page tasks of one host at once.
+    pub per_host: usize,
+    /// `crawl.max_pages` (0: no budget), counted across resumes...
+    pub max_pages: u64,
+    /// ... from the pages fetched by earlier runs, plus those handed out
+    /// by this one (less those requeued: not fetched).
+    pub handed_out: u64,
+}
+
+impl LocalSource {
+    fn budget_spent(&self) -> bool {
+        self.max_pages > 0 && self.handed_out >= self.max_pages
+    }
 }
 
 impl Source for LocalSource {
@@ -44,8 +59,18 @@ impl Source for LocalSource {
     fn refill(&mut self) -> Result<()> {
         self.window.refill(self.deduper.store().database())
     }
-    fn next(&mut self, per_host_limit: usize) -> Option<Entry> {
-        self.window.next(per_host_limit)
+    fn next(&mut self) -> Option<Entry> {
+        if self.budget_spent() {
+            return None;
+        }
+        let e = self.window.next(self.per_host)?;
+        self.handed_out += 1;
+        Some(e)
+    }
+    /// A requeued page comes back under a new seq; its first attempt does
+    /// not count against the page budget.
+    fn requeued(&mut self, n: u64) {
+        self.handed_out = self.handed_out.saturating_sub(n);
     }
     fn released(&mut self, seq: u64) {
         self.window.released(seq);
@@ -60,7 +85,7 @@ impl Source for LocalSource {
         self.window.pending()
     }
     fn is_finished(&self) -> bool {
-        self.window.is_finished()
+        self.budget_spent() || self.window.is_finished()
     }
     fn poke(&mut self) {
         self.window.poke();
@@ -127,12 +152,13 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
     let source = LocalSource {
         window: Window::default(),
         deduper: deduper.clone(),
+        per_host: cfg.fetch.per_host_concurrency.max(1) * TASKS_PER_HOST_CONNECTION,
+        max_pages: cfg.crawl.max_pages,
+        handed_out: base_fetched,
     };
     let settings = Dispatch {
         metrics: cfg.crawl.metrics.clone(),
         concurrency: cfg.crawl.concurrency.max(1),
-        per_host: cfg.fetch.per_host_concurrency.max(1) * TASKS_PER_HOST_CONNECTION,
-        max_pages: cfg.crawl.max_pages,
         base_fetched,
         tick: TICK,
     };

@@ -341,10 +341,6 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
     let settings = Dispatch {
         metrics: cfg.crawl.metrics.clone(),
         concurrency,
-        // Host limits and the page budget are the shared frontier's, for
-        // all workers together.
-        per_host: usize::MAX,
-        max_pages: 0,
         base_fetched: 0,
         tick: POLL,
     };
@@ -740,7 +736,7 @@ impl Source for RedisSource {
         Ok(())
     }
 
-    fn next(&mut self, _per_host_limit: usize) -> Option<Entry> {
+    fn next(&mut self) -> Option<Entry> {
         let e = self.pending.pop_front()?;
         self.in_flight.insert(e.seq, host_key(&e.url));
         Some(e)
