@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
-use simcrawl_dedup::{Document, Duplicate, Fingerprint, Signature};
+use simcrawl_dedup::{CanonicalUrl, Canonicalizer, Document, Duplicate, Fingerprint, Signature};
 use url::Url;
 
 use crate::dust::Dust;
@@ -129,6 +129,20 @@ impl PageFacts {
 }
 
 impl PageResult {
+    /// The URL this page was redirected to, with its canonical form, when
+    /// that canonicalizes apart from the page's own URL (`None`: not
+    /// redirected, or only to a variant of its own URL). Both backends ask
+    /// the URL tier whether it knows that target: then the page is a
+    /// URL-tier copy of it.
+    pub fn redirect_target(&self, canon: &Canonicalizer) -> Option<(String, CanonicalUrl)> {
+        if self.final_url == self.entry.url {
+            return None;
+        }
+        let c = canon.from_url(self.final_url.clone()).ok()?;
+        let own = canon.from_url(self.entry.url.clone()).ok()?;
+        (c != own).then(|| (self.final_url.to_string(), c))
+    }
+
     /// The page's line in `kept.jsonl` (its text only with
     /// `crawl.write_text`).
     pub fn kept_line(&self, fingerprint: Option<Fingerprint>, write_text: bool) -> KeptLine<'_> {

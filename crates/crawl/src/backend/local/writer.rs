@@ -336,13 +336,8 @@ impl Writer {
         // A redirect to a URL the crawl already knows: that URL is (or will
         // be) fetched under its own name. Recorded as a URL-tier duplicate
         // of the target, so every fetched page leaves one line.
-        let canon = deduper.canonicalizer();
-        if p.final_url != p.entry.url
-            && let Ok(c) = canon.from_url(p.final_url.clone())
-            && c != canon
-                .from_url(p.entry.url.clone())
-                .map_err(simcrawl_dedup::Error::Config)?
-            && let UrlVerdict::Seen { .. } = deduper.check_url_in(tables, p.final_url.as_str(), c)?
+        if let Some((target, c)) = p.redirect_target(deduper.canonicalizer())
+            && let UrlVerdict::Seen { .. } = deduper.check_url_in(tables, &target, c)?
         {
             self.recorder()
                 .url_copy(p.entry.url.as_str(), p.final_url.as_str())

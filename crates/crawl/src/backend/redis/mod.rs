@@ -48,8 +48,8 @@ use anyhow::{Context, Result, bail};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use simcrawl_dedup::{
-    CanonicalUrl, Canonicalizer, Deduper, Prefetch, ReadTables, RedisOptions, RedisStore, ReplicatedStore,
-    Signature, Store, Tables, UrlTier, UrlVerdict, Verdict,
+    CanonicalUrl, Deduper, Prefetch, ReadTables, RedisOptions, RedisStore, ReplicatedStore, Signature, Store,
+    Tables, UrlTier, UrlVerdict, Verdict,
 };
 use tracing::{info, warn};
 use url::Url;
@@ -884,18 +884,6 @@ pub fn print_stats(url: &str, namespace: &str) -> Result<()> {
     Ok(())
 }
 
-/// The URL a redirected page ended at, where it canonicalizes apart from
-/// the page's own: `None` for a page that was not redirected (or only to
-/// a variant of its own URL).
-fn redirect_target(canon: &Canonicalizer, p: &PageResult) -> Option<(String, CanonicalUrl)> {
-    if p.final_url == p.entry.url {
-        return None;
-    }
-    let c = canon.from_url(p.final_url.clone()).ok()?;
-    let own = canon.from_url(p.entry.url.clone()).ok()?;
-    (c != own).then(|| (p.final_url.to_string(), c))
-}
-
 impl RedisWriter {
     /// Redirect checks of the pages whose final URL differs from their own:
     /// `true` where that URL was already known (the page is then a URL-tier
@@ -1195,7 +1183,7 @@ impl Commits for RedisWriter {
         // every page that is judged, in one transaction.
         let targets: Vec<Option<(String, CanonicalUrl)>> = pages
             .iter()
-            .map(|p| redirect_target(self.deduper.canonicalizer(), p))
+            .map(|p| p.redirect_target(self.deduper.canonicalizer()))
             .collect();
         let redirected = self.redirects_seen(&targets)?;
         let judged: Vec<usize> = (0..pages.len())
