@@ -22,16 +22,11 @@
 --     server lost entries the caller applied);
 --   {6, log length, chain list length} when they differ.
 
-local base, last, nlc = bounds(KEYS[1], KEYS[2], KEYS[4])
-if last - base ~= nlc then return {6, last - base, nlc} end
 local pos = tonumber(ARGV[1])
-if pos < base then return {3, base} end
-if pos > last then return {4, last} end
-local at = chain_at(KEYS[2], KEYS[4], pos, base, last)
-if at ~= ARGV[6] then return {5, last, at} end
+local refused, last = check_position(KEYS[1], KEYS[2], KEYS[4], pos, ARGV[6])
+if refused then return refused end
 if pos < last then
-  local out = since(KEYS[1], pos, last, tonumber(ARGV[4]), tonumber(ARGV[5]))
-  return {0, last, out, redis.call('LINDEX', KEYS[4], pos + #out - last - 1)}
+  return catch_up(KEYS[1], KEYS[4], pos, last, tonumber(ARGV[4]), tonumber(ARGV[5]))
 end
 local turn = redis.call('GET', KEYS[3])
 if turn and turn ~= ARGV[2] then return {2, last} end

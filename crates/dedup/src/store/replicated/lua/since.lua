@@ -11,13 +11,8 @@
 -- there are none; {3, base}, {4, end}, {5, end, chain value}, {6, ..} as
 -- commit.lua.
 
-local base, last, nlc = bounds(KEYS[1], KEYS[2], KEYS[4])
-if last - base ~= nlc then return {6, last - base, nlc} end
 local pos = tonumber(ARGV[1])
-if pos < base then return {3, base} end
-if pos > last then return {4, last} end
-local at = chain_at(KEYS[2], KEYS[4], pos, base, last)
-if at ~= ARGV[4] then return {5, last, at} end
+local refused, last = check_position(KEYS[1], KEYS[2], KEYS[4], pos, ARGV[4])
+if refused then return refused end
 if pos == last then return {1, last} end
-local out = since(KEYS[1], pos, last, tonumber(ARGV[2]), tonumber(ARGV[3]))
-return {0, last, out, redis.call('LINDEX', KEYS[4], pos + #out - last - 1)}
+return catch_up(KEYS[1], KEYS[4], pos, last, tonumber(ARGV[2]), tonumber(ARGV[3]))
