@@ -151,6 +151,16 @@ impl Shared {
             .collect()
     }
 
+    /// Waits (polling every 20 ms) until `done` holds, failing with `what`
+    /// and the logs of `workers` after `limit`.
+    fn wait_until(&self, workers: &[&str], limit: Duration, what: &str, done: impl Fn() -> bool) {
+        let t0 = Instant::now();
+        while !done() {
+            assert!(t0.elapsed() < limit, "{what}:\n{}", self.logs(workers));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// Every output line of every worker: (worker, file, line).
     fn lines(&self, workers: &[&str]) -> Vec<(String, &'static str, Value)> {
         let mut out = Vec::new();
@@ -622,16 +632,10 @@ fn workers_pause_while_redis_is_down_and_finish_when_it_is_back() {
     );
     let workers = ["r1", "r2"];
     let mut children: Vec<Child> = workers.iter().map(|w| s.spawn(w)).collect();
-    let t0 = Instant::now();
     let now = |s: &Shared| workers.iter().map(|w| s.lines_now(w)).sum::<usize>();
-    while now(&s) < PAGES / 4 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "no progress:\n{}",
-            s.logs(&workers)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    s.wait_until(&workers, Duration::from_secs(30), "no progress", || {
+        now(&s) >= PAGES / 4
+    });
     redis.kill();
     let during = now(&s);
     std::thread::sleep(Duration::from_millis(1500));
@@ -898,18 +902,23 @@ fn a_worker_killed_before_its_ack_and_never_restarted_leaves_no_page_twice() {
     let ns = namespace("gone");
     let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 1_500);
     let logs = ["victim", "g1", "g2"];
+    // The victim crawls alone until it dies (with others beside it, they
+    // could finish the site before its 3rd batch); the others start after
+    // and take its leases back once they expire.
     let mut victim = s
         .command("victim", None)
         .env("SIMCRAWL_TEST_ABORT_BEFORE_ACK", "3")
         .spawn()
         .unwrap();
+    let st = wait_for(&mut victim, Duration::from_secs(40))
+        .unwrap_or_else(|| panic!("the victim did not die at its 3rd ack:\n{}", s.logs(&logs)));
+    assert!(!st.success(), "{st}:\n{}", s.logs(&logs));
+    let victim_dirs = s.worker_dirs();
+    assert_eq!(victim_dirs.len(), 1, "{victim_dirs:?}");
     let mut others = [
         s.command("g1", None).spawn().unwrap(),
         s.command("g2", None).spawn().unwrap(),
     ];
-    let st = wait_for(&mut victim, Duration::from_secs(40))
-        .unwrap_or_else(|| panic!("the victim did not die at its 3rd ack:\n{}", s.logs(&logs)));
-    assert!(!st.success(), "{st}:\n{}", s.logs(&logs));
     s.wait_ok(&mut others, &logs);
     let dirs = s.worker_dirs();
     assert_eq!(dirs.len(), 3, "one directory per worker: {dirs:?}");
@@ -918,11 +927,12 @@ fn a_worker_killed_before_its_ack_and_never_restarted_leaves_no_page_twice() {
     let kept_set: BTreeSet<usize> = kept.iter().copied().collect();
     assert_kept_like_one_process(&kept_set, "a worker killed before its ack and two others");
     // The victim did leave lines: its first two batches.
-    let victim_dir = dirs
-        .iter()
-        .find(|d| !s.lines(&[d.as_str()]).is_empty() && s.lines(&[d.as_str()]).len() < PAGES / 2)
-        .cloned();
-    assert!(victim_dir.is_some(), "{dirs:?}\n{}", s.logs(&logs));
+    let victim_lines = s.lines(&[victim_dirs[0].as_str()]).len();
+    assert!(
+        victim_lines > 0 && victim_lines < PAGES / 2,
+        "{victim_lines} lines in {victim_dirs:?}\n{}",
+        s.logs(&logs)
+    );
     let log = s.logs(&logs);
     assert!(
         log.contains("gone worker's outputs cut"),
@@ -958,11 +968,9 @@ fn a_worker_never_truncates_outputs_it_did_not_write() {
     assert_eq!(std::fs::read_to_string(foreign.join("kept.jsonl")).unwrap(), text);
     // One id, two live processes: the second refuses.
     let mut first = s.spawn("twin");
-    let t0 = Instant::now();
-    while s.lines_now("twin") == 0 {
-        assert!(t0.elapsed() < Duration::from_secs(30), "{}", s.logs(&["twin"]));
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    s.wait_until(&["twin"], Duration::from_secs(30), "no progress", || {
+        s.lines_now("twin") > 0
+    });
     let second = s.command("twin2", Some("twin")).status().unwrap();
     assert!(!second.success());
     let log2 = std::fs::read_to_string(s.log("twin2")).unwrap();
@@ -993,25 +1001,16 @@ fn a_stop_signal_ends_a_worker_waiting_for_redis() {
     );
     let workers = ["s1"];
     let mut child = s.spawn("s1");
-    let t0 = Instant::now();
-    while s.lines_now("s1") < PAGES / 4 {
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "no progress:\n{}",
-            s.logs(&workers)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    s.wait_until(&workers, Duration::from_secs(30), "no progress", || {
+        s.lines_now("s1") >= PAGES / 4
+    });
     redis.kill();
-    let t0 = Instant::now();
-    while !s.logs(&workers).contains("unavailable") {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "the worker never noticed Redis was down:\n{}",
-            s.logs(&workers)
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    s.wait_until(
+        &workers,
+        Duration::from_secs(20),
+        "the worker never noticed Redis was down",
+        || s.logs(&workers).contains("unavailable"),
+    );
     signal(&child, "TERM");
     let st = wait_for(&mut child, Duration::from_secs(10))
         .unwrap_or_else(|| panic!("SIGTERM was ignored while Redis was down:\n{}", s.logs(&workers)));
