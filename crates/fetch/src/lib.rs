@@ -45,6 +45,7 @@
 pub mod address;
 mod config;
 mod error;
+mod exchange;
 mod host;
 
 use std::collections::{BTreeMap, HashMap};
@@ -64,6 +65,8 @@ pub use url::Url;
 pub use crate::address::PrivateAddresses;
 pub use crate::config::FetchConfig;
 pub use crate::error::FetchError;
+pub use crate::exchange::{Exchange, ResponseHead};
+use crate::exchange::Tape;
 pub use crate::host::politeness_key;
 use crate::host::{Host, RobotsEntry, Rules, host_key};
 
@@ -124,6 +127,9 @@ pub struct Fetched {
     pub budget: BodyBudget,
     /// Wall time of the whole fetch, including politeness waits and backoff.
     pub elapsed: Duration,
+    /// The final response's head (its body is `body`), when the fetcher
+    /// records exchanges ([`Fetcher::set_recording`]).
+    pub head: Option<Box<ResponseHead>>,
 }
 
 /// What one request attempt produced, when it was not an error.
@@ -134,11 +140,16 @@ enum Outcome {
         body: Vec<u8>,
         truncated: bool,
         budget: BodyBudget,
+        /// When recording.
+        head: Option<ResponseHead>,
     },
     Redirect {
         location: String,
     },
 }
+
+/// The `Accept` header of every request.
+const ACCEPT_HTML: &str = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5";
 
 /// A failed attempt, with the server's requested wait if it gave one.
 type AttemptError = (FetchError, Option<Duration>);
@@ -218,6 +229,8 @@ struct Inner {
     budget: Arc<Semaphore>,
     budget_units: usize,
     hosts: Mutex<HostMap>,
+    /// Exchanges are recorded for an archive ([`Fetcher::set_recording`]).
+    record: AtomicBool,
 }
 
 /// Per-host state, least recently used first out once `max_hosts` is
@@ -285,7 +298,7 @@ impl Fetcher {
         let mut headers = HeaderMap::new();
         headers.insert(
             ACCEPT,
-            HeaderValue::from_static("text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"),
+            HeaderValue::from_static(ACCEPT_HTML),
         );
         let policy = address::Policy::new(
             cfg.private_addresses,
@@ -341,8 +354,17 @@ impl Fetcher {
                     tick: 0,
                     evicted: 0,
                 }),
+                record: AtomicBool::new(false),
             }),
         })
+    }
+
+    /// Records every HTTP exchange from now on (for all clones): the heads
+    /// of final responses in [`Fetched::head`], and what else each fetch
+    /// received in [`Fetcher::fetch_recorded`]'s list. Error and redirect
+    /// bodies are then read (bounded by `max_body_bytes`) to be kept.
+    pub fn set_recording(&self, on: bool) {
+        self.inner.record.store(on, Ordering::Relaxed);
     }
 
     /// The configuration this fetcher runs with.
@@ -362,6 +384,29 @@ impl Fetcher {
         url: &Url,
         allow_hop: &(dyn Fn(&Url) -> bool + Send + Sync),
     ) -> Result<Fetched, FetchError> {
+        self.fetch_recorded(url, allow_hop).await.0
+    }
+
+    /// [`Fetcher::fetch`], and the exchanges it made besides the final
+    /// page's, in order (robots.txt loaded for it, redirect hops, attempts
+    /// answered with an error status), whatever the result: empty unless
+    /// the fetcher records ([`Fetcher::set_recording`]).
+    pub async fn fetch_recorded(
+        &self,
+        url: &Url,
+        allow_hop: &(dyn Fn(&Url) -> bool + Send + Sync),
+    ) -> (Result<Fetched, FetchError>, Vec<Exchange>) {
+        let tape = Tape::new(self.inner.record.load(Ordering::Relaxed));
+        let result = self.fetch_on(url, allow_hop, &tape).await;
+        (result, tape.take())
+    }
+
+    async fn fetch_on(
+        &self,
+        url: &Url,
+        allow_hop: &(dyn Fn(&Url) -> bool + Send + Sync),
+        tape: &Tape,
+    ) -> Result<Fetched, FetchError> {
         let started = Instant::now();
         let cfg = &self.inner.cfg;
         let mut current = url.clone();
@@ -375,7 +420,7 @@ impl Fetcher {
                 });
             }
             let host = self.host(&current)?;
-            match self.robots_verdict(&host, &current, allow_hop).await {
+            match self.robots_verdict(&host, &current, allow_hop, tape).await {
                 Verdict::Allowed => {}
                 Verdict::Disallowed => {
                     debug!(url = %current, "disallowed by robots.txt");
@@ -394,13 +439,14 @@ impl Fetcher {
                     });
                 }
             }
-            match self.request_with_retries(&host, &current, &mut attempts).await? {
+            match self.request_with_retries(&host, &current, &mut attempts, tape).await? {
                 Outcome::Page {
                     status,
                     content_type,
                     body,
                     truncated,
                     budget,
+                    head,
                 } => {
                     debug!(url = %url, final_url = %current, status, bytes = body.len(), truncated, "fetched");
                     return Ok(Fetched {
@@ -414,6 +460,7 @@ impl Fetcher {
                         attempts,
                         elapsed: started.elapsed(),
                         budget,
+                        head: head.map(Box::new),
                     });
                 }
                 Outcome::Redirect { location } => {
@@ -449,7 +496,8 @@ impl Fetcher {
         let Ok(host) = self.host(url) else {
             return false;
         };
-        matches!(self.robots_verdict(&host, url, allow_hop).await, Verdict::Allowed)
+        let tape = Tape::new(false);
+        matches!(self.robots_verdict(&host, url, allow_hop, &tape).await, Verdict::Allowed)
     }
 
     /// The Crawl-delay that `url`'s host's robots.txt asks for (capped at
@@ -516,6 +564,7 @@ impl Fetcher {
         host: &Host,
         url: &Url,
         allow_hop: &(dyn Fn(&Url) -> bool + Send + Sync),
+        tape: &Tape,
     ) -> Verdict {
         let cfg = &self.inner.cfg;
         if !cfg.respect_robots {
@@ -526,7 +575,7 @@ impl Fetcher {
         let entry = match guard.take() {
             Some(e) if e.expires > now => e,
             _ => {
-                let e = self.load_robots(host, allow_hop).await;
+                let e = self.load_robots(host, allow_hop, tape).await;
                 let delay = match &e.rules {
                     Rules::Robot(r) => crawl_delay(r, cfg.max_crawl_delay()),
                     _ => None,
@@ -562,6 +611,7 @@ impl Fetcher {
         &self,
         host: &Host,
         allow_hop: &(dyn Fn(&Url) -> bool + Send + Sync),
+        tape: &Tape,
     ) -> RobotsEntry {
         let cfg = &self.inner.cfg;
         let ttl = cfg.robots_ttl();
@@ -591,7 +641,7 @@ impl Fetcher {
             let mut retry = 0u32;
             let answer = loop {
                 let a = self
-                    .attempt(&hop_host, &robots_url, false, ROBOTS_MAX_BYTES)
+                    .attempt(&hop_host, &robots_url, false, ROBOTS_MAX_BYTES, tape)
                     .await;
                 if !matches!(a, Err((FetchError::Connect { .. }, _))) || retry >= cfg.retries {
                     break a;
@@ -603,7 +653,13 @@ impl Fetcher {
                 retry += 1;
             };
             match answer {
-                Ok(Outcome::Page { body, status, .. }) => {
+                Ok(Outcome::Page {
+                    body,
+                    status,
+                    head,
+                    truncated,
+                    ..
+                }) => {
                     let rules = match Robot::new(cfg.robots_agent(), &body) {
                         Ok(r) => Rules::Robot(Box::new(r)),
                         Err(e) => {
@@ -611,6 +667,13 @@ impl Fetcher {
                             Rules::AllowAll
                         }
                     };
+                    if let Some(head) = head {
+                        tape.push(Exchange {
+                            head,
+                            body,
+                            truncated,
+                        });
+                    }
                     info!(url = %robots_url, status, "robots.txt loaded");
                     return RobotsEntry {
                         rules,
@@ -657,12 +720,13 @@ impl Fetcher {
         host: &Host,
         url: &Url,
         attempts: &mut u32,
+        tape: &Tape,
     ) -> Result<Outcome, FetchError> {
         let cfg = &self.inner.cfg;
         let mut retry = 0u32;
         loop {
             *attempts += 1;
-            let (err, retry_after) = match self.attempt(host, url, true, cfg.max_body_bytes).await {
+            let (err, retry_after) = match self.attempt(host, url, true, cfg.max_body_bytes, tape).await {
                 Ok(o) => return Ok(o),
                 Err(f) => f,
             };
@@ -717,6 +781,7 @@ impl Fetcher {
         url: &Url,
         check_type: bool,
         max_bytes: usize,
+        tape: &Tape,
     ) -> Result<Outcome, AttemptError> {
         self.guard(url).await.map_err(|e| (e, None))?;
         let cfg = &self.inner.cfg;
@@ -735,10 +800,38 @@ impl Fetcher {
                 .await
                 .map_err(|e| (FetchError::from_reqwest(url, e, "waiting for response"), None))?;
             let status = resp.status().as_u16();
+            let head = tape
+                .recording()
+                .then(|| ResponseHead::of(&resp, url, &cfg.user_agent, ACCEPT_HTML));
+            let limits = BodyLimits {
+                max: max_bytes,
+                idle: cfg.idle_body_timeout(),
+                budget: &self.inner.budget,
+                budget_units: self.inner.budget_units,
+                waited_ms: &budget_wait_ms,
+                waiting: &budget_waiting,
+            };
+            // A response that is not the page (a redirect, an error) is
+            // kept whole when recording; a body that cannot be read is
+            // kept as far as it came, marked truncated.
+            let keep = async |resp: &mut reqwest::Response, head: Option<ResponseHead>| {
+                if let Some(head) = head {
+                    let (body, truncated) = match read_body(resp, url, &limits).await {
+                        Ok((body, truncated, _budget)) => (body, truncated),
+                        Err(_) => (Vec::new(), true),
+                    };
+                    tape.push(Exchange {
+                        head,
+                        body,
+                        truncated,
+                    });
+                }
+            };
             if matches!(status, 301 | 302 | 303 | 307 | 308)
                 && let Some(loc) = resp.headers().get(LOCATION)
             {
                 let location = String::from_utf8_lossy(loc.as_bytes()).trim().to_string();
+                keep(&mut resp, head).await;
                 return Ok(Outcome::Redirect { location });
             }
             if !(200..=299).contains(&status) {
@@ -747,6 +840,7 @@ impl Fetcher {
                 } else {
                     None
                 };
+                keep(&mut resp, head).await;
                 return Err((
                     FetchError::Status {
                         url: url.clone(),
@@ -768,14 +862,6 @@ impl Fetcher {
                     None,
                 ));
             }
-            let limits = BodyLimits {
-                max: max_bytes,
-                idle: cfg.idle_body_timeout(),
-                budget: &self.inner.budget,
-                budget_units: self.inner.budget_units,
-                waited_ms: &budget_wait_ms,
-                waiting: &budget_waiting,
-            };
             let (body, truncated, budget) =
                 read_body(&mut resp, url, &limits).await.map_err(|e| (e, None))?;
             Ok(Outcome::Page {
@@ -784,6 +870,7 @@ impl Fetcher {
                 body,
                 truncated,
                 budget,
+                head,
             })
         };
         // The deadline moves by the time the body waited for its share of

@@ -1060,3 +1060,76 @@ async fn a_body_larger_than_the_budget_is_cut_at_it() {
     assert!(page.truncated);
     assert_eq!(page.body.len(), 768 * 1024);
 }
+
+#[tokio::test]
+async fn a_recording_fetcher_keeps_every_response_it_received() {
+    let page = "<html><body>".to_string() + &"archived ".repeat(200) + "</body></html>";
+    let compressed = gzip(page.as_bytes());
+    let server = Server::start(move |path, _| match path {
+        "/robots.txt" => Reply::Full {
+            status: 404,
+            headers: vec![("Content-Type".into(), "text/plain".into())],
+            body: b"no robots here".to_vec(),
+        },
+        "/a" => Reply::redirect(301, "/b"),
+        "/b" => Reply::Full {
+            status: 200,
+            headers: vec![
+                ("Content-Type".into(), "text/html".into()),
+                ("Content-Encoding".into(), "gzip".into()),
+                ("X-Order".into(), "1".into()),
+            ],
+            body: compressed.clone(),
+        },
+        "/gone" => Reply::Full {
+            status: 410,
+            headers: vec![("Content-Type".into(), "text/html".into())],
+            body: b"<p>gone for good</p>".to_vec(),
+        },
+        _ => Reply::status(404),
+    })
+    .await;
+    let f = Fetcher::new(FetchConfig {
+        respect_robots: true,
+        ..fast()
+    })
+    .unwrap();
+    // Off (the default): nothing is kept.
+    let (got, tape) = f.fetch_recorded(&server.url("/a"), &any).await;
+    assert!(got.unwrap().head.is_none() && tape.is_empty());
+
+    let f = Fetcher::new(FetchConfig {
+        respect_robots: true,
+        ..fast()
+    })
+    .unwrap();
+    f.set_recording(true);
+    let (got, tape) = f.fetch_recorded(&server.url("/a"), &any).await;
+    let got = got.unwrap();
+    // robots.txt (404, its body kept), then the redirect hop.
+    let seen: Vec<(String, u16)> = tape
+        .iter()
+        .map(|e| (e.head.url.path().to_string(), e.head.status))
+        .collect();
+    assert_eq!(seen, vec![("/robots.txt".into(), 404), ("/a".into(), 301)]);
+    assert_eq!(tape[0].body, b"no robots here");
+    assert_eq!(tape[1].head.header("location").as_deref(), Some("/b"));
+    let head = got.head.expect("the final response's head");
+    assert_eq!((head.url.path(), head.status, head.version), ("/b", 200, "HTTP/1.1"));
+    // The headers as the client hands them over: decoding the body, it
+    // drops Content-Encoding and Content-Length (the archive then writes
+    // the decoded body's length).
+    assert_eq!(head.header("content-encoding"), None);
+    assert_eq!(head.header("content-type").as_deref(), Some("text/html"));
+    assert_eq!(head.header("x-order").as_deref(), Some("1"));
+    assert_eq!(got.body, page.as_bytes());
+    assert_eq!(head.remote_addr.map(|a| a.ip().to_string()).as_deref(), Some("127.0.0.1"));
+    let req = String::from_utf8(head.request.clone()).unwrap();
+    assert!(req.starts_with("GET /b HTTP/1.1\r\n") && req.contains("\r\nhost: 127.0.0.1:"), "{req}");
+
+    // An error status: the fetch fails, and its response is kept.
+    let (got, tape) = f.fetch_recorded(&server.url("/gone"), &any).await;
+    assert_eq!(err_kind(got), "status_4xx");
+    assert_eq!(tape.len(), 1, "robots.txt is cached: only the 410");
+    assert_eq!((tape[0].head.status, &tape[0].body[..]), (410, &b"<p>gone for good</p>"[..]));
+}
