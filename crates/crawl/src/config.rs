@@ -21,6 +21,8 @@ pub struct Config {
     pub template: crate::template::TemplateSettings,
     /// Many workers sharing one crawl through a Redis server (`--redis`).
     pub redis: RedisSettings,
+    /// What a crawl writes besides its JSON lines: the WARC archive.
+    pub output: crate::output::warc::WarcSettings,
 }
 
 /// `[redis]`: the shared mode, where many `crawl` processes (on one machine

@@ -73,6 +73,18 @@ pub enum Basis {
     Template,
 }
 
+impl Basis {
+    /// Its name in the outputs (`basis`) and the archive's metadata records.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Basis::Main => "main",
+            Basis::Page => "page",
+            Basis::Thin => "thin",
+            Basis::Template => "template",
+        }
+    }
+}
+
 /// The resemblance a page with too little text of its own must reach, on
 /// that text, to be a copy (`Signature::min_similarity`): nearly the same
 /// text. Measured on the full HTML gate (docs/EVAL.md), all losing no page:

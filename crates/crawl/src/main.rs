@@ -89,6 +89,10 @@ struct Overrides {
     /// This worker's name among those sharing a crawl (default HOSTNAME-PID) [redis.worker_id].
     #[arg(long, value_name = "ID")]
     worker_id: Option<String>,
+    /// Archive every HTTP exchange as WARC/1.1 files in this directory
+    /// (docs/WARC.md) [output.warc_dir].
+    #[arg(long, value_name = "DIR")]
+    warc: Option<PathBuf>,
 }
 
 impl Overrides {
@@ -126,6 +130,10 @@ impl Overrides {
         if let Some(v) = self.worker_id {
             c.redis.worker_id = v;
             set.push("redis.worker_id");
+        }
+        if let Some(v) = self.warc {
+            c.output.warc_dir = v;
+            set.push("output.warc_dir");
         }
         for key in set {
             e.flag(key);

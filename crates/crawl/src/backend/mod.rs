@@ -197,3 +197,58 @@ mod tests {
         );
     }
 }
+
+/// The WARC archive of a crawl, when it keeps one (`output.warc_dir`), in
+/// `sub` of that directory (a worker's own set in the shared mode): opened
+/// at the checkpoint's position `at` (cutting what came after it), or begun
+/// anew. A new set refuses a directory that already holds files of its
+/// name that the crawl has no record of (another crawl's), and `fresh`
+/// deletes them first.
+pub fn open_warc(
+    cfg: &crate::config::Config,
+    sub: Option<&str>,
+    at: Option<crate::output::warc::WarcAt>,
+    fresh: bool,
+) -> Result<Option<crate::output::warc::WarcSink>> {
+    use anyhow::{Context, bail};
+
+    use crate::output::warc::{WarcSink, set_exists};
+    if !cfg.output.enabled() {
+        return Ok(None);
+    }
+    let mut settings = cfg.output.clone();
+    if let Some(sub) = sub {
+        settings.warc_dir = settings.warc_dir.join(sub);
+    }
+    let prefix = &settings.warc_prefix;
+    let found = set_exists(&settings.warc_dir, prefix)?;
+    if fresh {
+        for p in &found {
+            std::fs::remove_file(p).with_context(|| format!("cannot delete {}", p.display()))?;
+        }
+    } else if at.is_none() && !found.is_empty() {
+        bail!(
+            "{} holds {} WARC file(s) named {prefix}-* that this crawl has no record of (another \
+             crawl's, e.g. {}): choose another --warc directory or output.warc_prefix, move them \
+             away, or run with --fresh to delete them",
+            settings.warc_dir.display(),
+            found.len(),
+            found[0].display()
+        );
+    }
+    let info = warcinfo_fields(cfg);
+    WarcSink::open(&settings, info, if fresh { None } else { at })
+        .map(Some)
+        .with_context(|| format!("cannot open the WARC archive in {}", settings.warc_dir.display()))
+}
+
+/// The `warcinfo` fields that describe the crawl: how it fetches, and its
+/// whole effective configuration (one JSON line).
+fn warcinfo_fields(cfg: &crate::config::Config) -> String {
+    let config = serde_json::to_string(cfg).unwrap_or_default();
+    format!(
+        "robots: {}\r\nhttp-header-user-agent: {}\r\nsimcrawl-config: {config}\r\n",
+        if cfg.fetch.respect_robots { "obey" } else { "ignore" },
+        cfg.fetch.user_agent.replace(['\r', '\n'], " "),
+    )
+}

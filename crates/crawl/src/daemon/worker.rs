@@ -46,6 +46,9 @@ pub enum Outcome {
         /// How long the attempt took (its fetch retries included): what a
         /// retry of it is expected to cost (see `requeue_delay_within`).
         took_ms: u64,
+        /// The responses it received, for the archive (`--warc`): error
+        /// answers, robots.txt, redirect hops.
+        exchanges: Vec<simcrawl_fetch::Exchange>,
     },
     /// Not fetched: a URL rewrite rule learnt after the entry was queued
     /// maps it to another URL, or maps a kept page's URL onto it
@@ -97,6 +100,30 @@ pub struct PageResult {
     /// What the page was judged on (`crate::identity`), and the facts a
     /// person checking its verdict needs.
     pub facts: PageFacts,
+    /// What the archive keeps of its fetch (empty without `--warc`).
+    pub archived: Archived,
+}
+
+/// The HTTP exchanges of one page's fetch, kept for the WARC archive until
+/// its verdict is committed (the writer decides which records they become).
+#[derive(Debug, Default)]
+pub struct Archived {
+    /// The page's own response: its head, and its body as decoded.
+    pub page: Option<ArchivedPage>,
+    /// The fetch's other exchanges, in order: robots.txt, redirect hops,
+    /// attempts answered with an error.
+    pub exchanges: Vec<simcrawl_fetch::Exchange>,
+}
+
+/// A page's response held for the archive.
+#[derive(Debug)]
+pub struct ArchivedPage {
+    pub head: Box<simcrawl_fetch::ResponseHead>,
+    pub body: Vec<u8>,
+    pub truncated: bool,
+    /// The body's share of the fetcher's memory budget, held while the
+    /// body waits for its commit.
+    pub _budget: simcrawl_fetch::BodyBudget,
 }
 
 /// What a page was judged on, written with its verdict: `crawl report`
@@ -241,8 +268,11 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
     // the frontier window bounds how many tasks can wait on one host.
     let mut waits = 0;
     let started = std::time::Instant::now();
+    let mut exchanges = Vec::new();
     let fetched = loop {
-        match stages.fetcher.fetch(&entry.url, &allow).await {
+        let (result, tape) = stages.fetcher.fetch_recorded(&entry.url, &allow).await;
+        exchanges.extend(tape);
+        match result {
             Ok(f) => break f,
             Err(simcrawl_fetch::FetchError::RobotsUnavailable { retry_in, .. }) if waits < ROBOTS_WAITS => {
                 waits += 1;
@@ -255,6 +285,7 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
                     error: e.to_string(),
                     transient: e.is_transient(),
                     took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    exchanges,
                 };
             }
         }
@@ -274,8 +305,9 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
         1
     };
     let _parsing = stages.parsing.acquire_many(slots).await.ok();
-    let job =
-        tokio::task::spawn_blocking(move || clean_and_sign(&job_stages, job_entry, fetched, fetched_at));
+    let job = tokio::task::spawn_blocking(move || {
+        clean_and_sign(&job_stages, job_entry, fetched, fetched_at, exchanges)
+    });
     match job.await {
         Ok(o) => o,
         Err(e) => Outcome::Failed {
@@ -284,6 +316,7 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
             error: format!("page processing failed: {e}"),
             transient: false,
             took_ms: 0,
+            exchanges: Vec::new(),
         },
     }
 }
@@ -293,8 +326,9 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
 fn clean_and_sign(
     stages: &PageStages,
     entry: Entry,
-    fetched: simcrawl_fetch::Fetched,
+    mut fetched: simcrawl_fetch::Fetched,
     fetched_at: u64,
+    mut exchanges: Vec<simcrawl_fetch::Exchange>,
 ) -> Outcome {
     let page = match stages
         .cleaner
@@ -302,12 +336,22 @@ fn clean_and_sign(
     {
         Ok(p) => p,
         Err(e) => {
+            let error = format!("cannot clean {}: {e}", fetched.final_url);
+            // Fetched all the same: its response is archived.
+            if let Some(head) = fetched.head.take() {
+                exchanges.push(simcrawl_fetch::Exchange {
+                    head: *head,
+                    body: std::mem::take(&mut fetched.body),
+                    truncated: fetched.truncated,
+                });
+            }
             return Outcome::Failed {
                 entry,
                 kind: "clean",
-                error: format!("cannot clean {}: {e}", fetched.final_url),
+                error,
                 transient: false,
                 took_ms: 0,
+                exchanges,
             };
         }
     };
@@ -340,6 +384,16 @@ fn clean_and_sign(
     let facts = PageFacts::of(&id, &sig, page.visible_chars);
     let template_stripped = id.template_stripped;
     drop(id);
+    let bytes = fetched.body.len();
+    let archived = Archived {
+        page: fetched.head.map(|head| ArchivedPage {
+            head,
+            body: fetched.body,
+            truncated: fetched.truncated,
+            _budget: fetched.budget,
+        }),
+        exchanges,
+    };
     Outcome::Page(Box::new(PageResult {
         final_url: fetched.final_url,
         status: fetched.status,
@@ -347,7 +401,7 @@ fn clean_and_sign(
         text: page.text,
         links,
         sig,
-        bytes: fetched.body.len(),
+        bytes,
         truncated: fetched.truncated,
         fetched_at,
         noindex: stages.respect_noindex && page.meta_noindex,
@@ -355,5 +409,6 @@ fn clean_and_sign(
         own_text: page.own_text,
         facts,
         entry,
+        archived,
     }))
 }

@@ -7,3 +7,4 @@
 pub mod lines;
 pub mod record;
 pub mod sinks;
+pub mod warc;

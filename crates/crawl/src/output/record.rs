@@ -2,13 +2,14 @@
 //! its counters, in one place for both backends of the daemon (local redb
 //! and shared Redis) and for `crawl dedup`. Each backend decides *when* (in
 //! which transaction, before which acknowledgement); this module decides
-//! *what*: which file, which line, which counter.
+//! *what*: which file, which line, which WARC record, which counter.
 
 use anyhow::Result;
 use simcrawl_dedup::{Tier, Verdict};
 
 use super::lines::{DuplicateLine, ErrorLine, KeptLine};
 use super::sinks::Outputs;
+use super::warc::CopyNote;
 use crate::daemon::worker::PageResult;
 use crate::stats::Stats;
 
@@ -23,18 +24,49 @@ pub struct Recorder<'a> {
 
 impl Recorder<'_> {
     /// A page whose fetch finished, whatever its verdict: the fetch
-    /// counters.
-    pub fn fetched(&mut self, p: &PageResult) {
+    /// counters, and the archive's records of the fetch's other exchanges
+    /// (robots.txt, redirect hops).
+    pub fn fetched(&mut self, p: &PageResult) -> Result<()> {
         self.stats.fetched += 1;
         self.stats.bytes += p.bytes as u64;
         self.stats.truncated += u64::from(p.truncated);
+        self.exchanges(&p.archived.exchanges)
+    }
+
+    /// Responses received by a fetch that failed (its error answers,
+    /// robots.txt, redirect hops), whether it is retried or not: archived
+    /// as they came.
+    pub fn exchanges(&mut self, list: &[simcrawl_fetch::Exchange]) -> Result<()> {
+        match &mut self.outputs.warc {
+            Some(w) if !list.is_empty() => w.exchanges(list),
+            _ => Ok(()),
+        }
     }
 
     /// A page that redirected to a URL the crawl already knows: a URL-tier
     /// copy of it (the target is, or will be, fetched under its own name).
-    pub fn url_copy(&mut self, url: &str, of: &str) -> Result<()> {
+    pub fn url_copy(&mut self, p: &PageResult) -> Result<()> {
         self.stats.verdicts.record_duplicate(Tier::Url);
+        let (url, of) = (p.entry.url.as_str(), p.final_url.as_str());
+        self.archive(
+            p,
+            Some(CopyNote {
+                tier: Tier::Url.as_str(),
+                of,
+                similarity: None,
+                basis: None,
+            }),
+        )?;
         self.outputs.duplicates.write(&DuplicateLine::url_tier(url, of))
+    }
+
+    /// The page's own response in the archive, with the metadata record of
+    /// its verdict when it is a copy.
+    fn archive(&mut self, p: &PageResult, note: Option<CopyNote<'_>>) -> Result<()> {
+        if let (Some(w), Some(a)) = (&mut self.outputs.warc, &p.archived.page) {
+            w.page(&a.head, &a.body, a.truncated, note)?;
+        }
+        Ok(())
     }
 
     /// A page whose failure is final (after its retries and requeues).
@@ -54,22 +86,32 @@ impl Recorder<'_> {
         match verdict {
             None => {
                 self.stats.noindex += 1;
+                self.archive(p, None)?;
                 self.outputs.errors.write(&ErrorLine::noindex(url))
             }
             Some(Verdict::Unique { fingerprint, .. }) => {
                 self.stats.verdicts.kept += 1;
+                self.archive(p, None)?;
                 self.outputs
                     .kept
                     .write(&p.kept_line(*fingerprint, self.write_text))
             }
             Some(Verdict::Duplicate(d)) if d.of == url => {
                 self.stats.verdicts.kept += 1;
+                self.archive(p, None)?;
                 self.outputs
                     .kept
                     .write(&p.kept_line(d.fingerprint, self.write_text))
             }
             Some(Verdict::Duplicate(d)) => {
                 self.stats.verdicts.record_duplicate(d.tier);
+                let note = CopyNote {
+                    tier: d.tier.as_str(),
+                    of: &d.of,
+                    similarity: d.similarity,
+                    basis: Some(p.facts.basis.as_str()),
+                };
+                self.archive(p, Some(note))?;
                 self.outputs.duplicates.write(&p.duplicate_line(d))
             }
         }

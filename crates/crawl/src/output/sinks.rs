@@ -15,6 +15,8 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use simcrawl_dedup::{Tier, Verdict};
 
+use super::warc::{WarcAt, WarcSink};
+
 /// Write buffer per output file: a group commit writes many lines at once,
 /// and 256 KiB turns them into few write calls before each flush.
 const WRITE_BUFFER: usize = 256 << 10;
@@ -117,39 +119,62 @@ impl Sink {
     }
 }
 
-/// Byte offsets of the three outputs at a checkpoint. Stored as a JSON
-/// array `[kept, duplicates, errors]`, the checkpoints' existing form.
+/// Byte offsets of the three outputs at a checkpoint, and the WARC
+/// archive's position when the crawl archives. Stored as a JSON array
+/// `[kept, duplicates, errors]` (the checkpoints' existing form), followed
+/// by `warc serial, warc offset` when there is an archive.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(from = "[u64; 3]", into = "[u64; 3]")]
+#[serde(try_from = "Vec<u64>", into = "Vec<u64>")]
 pub struct Offsets {
     pub kept: u64,
     pub duplicates: u64,
     pub errors: u64,
+    pub warc: Option<WarcAt>,
 }
 
-impl From<[u64; 3]> for Offsets {
-    fn from([kept, duplicates, errors]: [u64; 3]) -> Self {
-        Offsets {
-            kept,
-            duplicates,
-            errors,
+impl TryFrom<Vec<u64>> for Offsets {
+    type Error = String;
+    fn try_from(v: Vec<u64>) -> Result<Self, String> {
+        match v[..] {
+            [kept, duplicates, errors] => Ok(Offsets {
+                kept,
+                duplicates,
+                errors,
+                warc: None,
+            }),
+            [kept, duplicates, errors, serial, offset] => Ok(Offsets {
+                kept,
+                duplicates,
+                errors,
+                warc: Some(WarcAt { serial, offset }),
+            }),
+            _ => Err(format!(
+                "output offsets hold {} numbers: 3 (kept, duplicates, errors) or 5 (and the WARC file's serial and offset) expected",
+                v.len()
+            )),
         }
     }
 }
 
-impl From<Offsets> for [u64; 3] {
+impl From<Offsets> for Vec<u64> {
     fn from(o: Offsets) -> Self {
-        [o.kept, o.duplicates, o.errors]
+        let mut v = vec![o.kept, o.duplicates, o.errors];
+        if let Some(w) = o.warc {
+            v.extend([w.serial, w.offset]);
+        }
+        v
     }
 }
 
 /// The outputs of the daemon and the batch tool, by name rather than by
-/// index: kept pages, dropped copies, and failures or bad lines.
+/// index: kept pages, dropped copies, and failures or bad lines; and the
+/// crawl's WARC archive when it keeps one.
 #[derive(Debug)]
 pub struct Outputs {
     pub kept: Sink,
     pub duplicates: Sink,
     pub errors: Sink,
+    pub warc: Option<WarcSink>,
 }
 
 impl Outputs {
@@ -163,31 +188,44 @@ impl Outputs {
             kept: Sink::open(&dir.join(kept), at.kept)?,
             duplicates: Sink::open(&dir.join(duplicates), at.duplicates)?,
             errors: Sink::open(&dir.join(errors), at.errors)?,
+            warc: None,
         })
     }
 
-    /// Fsyncs all three; returns the offsets now safe to record.
+    /// The outputs also write the WARC archive `warc`.
+    pub fn with_warc(mut self, warc: Option<WarcSink>) -> Outputs {
+        self.warc = warc;
+        self
+    }
+
+    /// Fsyncs all; returns the offsets now safe to record.
     pub fn sync(&mut self) -> Result<Offsets> {
         Ok(Offsets {
             kept: self.kept.sync()?,
             duplicates: self.duplicates.sync()?,
             errors: self.errors.sync()?,
+            warc: self.warc.as_mut().map(WarcSink::sync).transpose()?,
         })
     }
 
-    /// Cuts all three back to a checkpoint (see [`Sink::cut_to`]).
+    /// Cuts all back to a checkpoint (see [`Sink::cut_to`]).
     pub fn cut_to(&mut self, at: Offsets) -> Result<()> {
         self.kept.cut_to(at.kept)?;
         self.duplicates.cut_to(at.duplicates)?;
-        self.errors.cut_to(at.errors)
+        self.errors.cut_to(at.errors)?;
+        if let Some(w) = self.warc.as_mut() {
+            w.cut_to(at.warc)?;
+        }
+        Ok(())
     }
 
-    /// Flushes all three to the OS; returns the offsets written so far.
+    /// Flushes all to the OS; returns the offsets written so far.
     pub fn flush(&mut self) -> Result<Offsets> {
         Ok(Offsets {
             kept: self.kept.flush()?,
             duplicates: self.duplicates.flush()?,
             errors: self.errors.flush()?,
+            warc: self.warc.as_mut().map(WarcSink::flush).transpose()?,
         })
     }
 }
@@ -280,9 +318,18 @@ mod tests {
             kept: 1,
             duplicates: 2,
             errors: 3,
+            warc: None,
         };
         assert_eq!(serde_json::to_string(&o).unwrap(), "[1,2,3]");
         assert_eq!(serde_json::from_str::<Offsets>("[1,2,3]").unwrap(), o);
+        let w = Offsets {
+            warc: Some(WarcAt { serial: 4, offset: 5 }),
+            ..o
+        };
+        assert_eq!(serde_json::to_string(&w).unwrap(), "[1,2,3,4,5]");
+        assert_eq!(serde_json::from_str::<Offsets>("[1,2,3,4,5]").unwrap(), w);
+        let e = serde_json::from_str::<Offsets>("[1,2]").unwrap_err().to_string();
+        assert!(e.contains("hold 2 numbers"), "{e}");
     }
 
     #[test]

@@ -125,7 +125,12 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
             "resuming an interrupted crawl"
         );
     }
-    let outputs = Outputs::open(&out_dir, cp.offsets)?;
+    // The archive's position is in the checkpoint from its first record
+    // on (committed with the seeds below), so that a crash before the first
+    // commit leaves no file the resumed crawl does not know.
+    let warc = crate::backend::open_warc(&cfg, None, cp.offsets.warc, start == Start::Fresh)?;
+    let mut outputs = Outputs::open(&out_dir, cp.offsets)?.with_warc(warc);
+    cp.offsets = outputs.sync()?;
 
     let added = enqueue_seeds(&deduper, seeds, &mut cp)?;
     info!(seeds = seeds.len(), new = added, "seeds loaded");

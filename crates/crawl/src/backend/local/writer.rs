@@ -179,8 +179,10 @@ impl Writer {
                 seqs.push(o.seq());
                 fr.remove(o.seq())?;
                 self.retry_waits.done(o.url());
-                if let Outcome::Failed { entry, .. } = o {
+                if let Outcome::Failed { entry, exchanges, .. } = o {
                     self.dust.lock().probe_done(&entry.url, false);
+                    // What it received is archived, retried or not.
+                    self.recorder().exchanges(exchanges).map_err(state::caller_err)?;
                 }
                 match o {
                     Outcome::Failed { entry, kind, .. } if let Some(delay) = self.requeues.delay(o) => {
@@ -232,7 +234,7 @@ impl Writer {
                         }
                     }
                     Outcome::Page(p) => {
-                        self.recorder().fetched(p);
+                        self.recorder().fetched(p).map_err(state::caller_err)?;
                         added += self.judge_page(&deduper, tables, &mut fr, &mut rewrites, p)?;
                     }
                 }
@@ -339,9 +341,7 @@ impl Writer {
         if let Some((target, c)) = p.redirect_target(deduper.canonicalizer())
             && let UrlVerdict::Seen { .. } = deduper.check_url_in(tables, &target, c)?
         {
-            self.recorder()
-                .url_copy(p.entry.url.as_str(), p.final_url.as_str())
-                .map_err(io)?;
+            self.recorder().url_copy(p).map_err(io)?;
             self.dust.lock().probe_done(&p.entry.url, false);
             return Ok(0);
         }

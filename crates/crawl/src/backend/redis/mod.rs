@@ -259,8 +259,9 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
     } else {
         serde_json::from_str(&state_json).context("unreadable worker state in Redis")?
     };
-    let outputs = Outputs::open(&out_dir, ws.offsets)?;
-    cut_gone_workers(&frontier, &cfg.crawl.out_dir, &worker)?;
+    let warc = crate::backend::open_warc(&cfg, Some(&worker), ws.offsets.warc, start == Start::Fresh)?;
+    let outputs = Outputs::open(&out_dir, ws.offsets)?.with_warc(warc);
+    cut_gone_workers(&frontier, &cfg.crawl.out_dir, &cfg.output, &worker)?;
     info!(
         worker = %worker,
         out = %out_dir.display(),
@@ -320,6 +321,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         tokens: frontier::Tokens::new(),
         run_started: Instant::now(),
         out_root: cfg.crawl.out_dir.clone(),
+        warc: cfg.output.clone(),
         last_cut: Instant::now(),
     };
     let source = RedisSource {
@@ -349,7 +351,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
     write_stats(&out_dir, &stats)?;
     // The crawl is over: whatever a gone worker wrote past its last
     // acknowledgement was taken back and written by another.
-    cut_gone_workers(&frontier, &cfg.crawl.out_dir, &worker_name)?;
+    cut_gone_workers(&frontier, &cfg.crawl.out_dir, &cfg.output, &worker_name)?;
     Ok(stats)
 }
 
@@ -424,7 +426,12 @@ fn lock_if_gone(dir: &std::path::Path) -> Option<std::fs::File> {
 /// process writes and acknowledges nothing more, so its acknowledged
 /// offsets in Redis are final; a paused one still holds its lock and is
 /// left alone.
-fn cut_gone_workers(frontier: &RedisFrontier, root: &std::path::Path, me: &str) -> Result<()> {
+fn cut_gone_workers(
+    frontier: &RedisFrontier,
+    root: &std::path::Path,
+    warc: &crate::output::warc::WarcSettings,
+    me: &str,
+) -> Result<()> {
     let Ok(dir) = std::fs::read_dir(root) else {
         return Ok(());
     };
@@ -446,7 +453,10 @@ fn cut_gone_workers(frontier: &RedisFrontier, root: &std::path::Path, me: &str) 
         }
         let ws: WorkerState = serde_json::from_str(&state)
             .with_context(|| format!("unreadable state of worker {name:?} in Redis"))?;
-        let (cut, short) = crate::output::sinks::cut_gone_outputs(&e.path(), ws.offsets)?;
+        let (mut cut, short) = crate::output::sinks::cut_gone_outputs(&e.path(), ws.offsets)?;
+        if warc.enabled() {
+            cut += crate::output::warc::cut_gone(&warc.warc_dir.join(&name), &warc.warc_prefix, ws.offsets.warc)?;
+        }
         if cut > 0 {
             warn!(
                 worker = %name,
@@ -834,6 +844,8 @@ struct RedisWriter {
     /// The outputs' root, where gone workers' outputs are cut
     /// ([`cut_gone_workers`]) every [`CUT_GONE_EVERY`].
     out_root: std::path::PathBuf,
+    /// Where the workers' WARC sets are (each in its own directory).
+    warc: crate::output::warc::WarcSettings,
     last_cut: Instant,
 }
 
@@ -973,6 +985,10 @@ impl RedisWriter {
                 continue;
             }
             self.retry_waits.done(o.url());
+            if let Outcome::Failed { exchanges, .. } = o {
+                // What it received is archived, retried or not.
+                self.recorder().exchanges(exchanges).map_err(io)?;
+            }
             match o {
                 Outcome::Failed { entry, kind, .. } if let Some(delay) = self.requeues.delay(o) => {
                     self.retry_waits.waiting(
@@ -992,13 +1008,9 @@ impl RedisWriter {
                 Outcome::Failed {
                     entry, kind, error, ..
                 } => {
-                    Recorder {
-                        outputs: &mut self.outputs,
-                        stats: &mut self.state.stats,
-                        write_text: self.write_text,
-                    }
-                    .failure(entry.url.as_str(), kind, error)
-                    .map_err(io)?;
+                    self.recorder()
+                        .failure(entry.url.as_str(), kind, error)
+                        .map_err(io)?;
                     releases.push(Release {
                         lease: entry.seq,
                         again: None,
@@ -1152,18 +1164,21 @@ impl RedisWriter {
         Ok(self.learn.take_ops().0)
     }
 
-    /// One fetched page's line and counters.
-    fn write_page(&mut self, p: &PageResult, redirected: bool, verdict: Option<&Verdict>) -> Result<()> {
-        let mut rec = Recorder {
+    /// The recorder of this worker's outputs and counters.
+    fn recorder(&mut self) -> Recorder<'_> {
+        Recorder {
             outputs: &mut self.outputs,
             stats: &mut self.state.stats,
             write_text: self.write_text,
-        };
-        rec.fetched(p);
+        }
+    }
+
+    /// One fetched page's line, records and counters.
+    fn write_page(&mut self, p: &PageResult, redirected: bool, verdict: Option<&Verdict>) -> Result<()> {
+        let mut rec = self.recorder();
+        rec.fetched(p).map_err(io)?;
         if redirected {
-            return rec
-                .url_copy(p.entry.url.as_str(), p.final_url.as_str())
-                .map_err(io);
+            return rec.url_copy(p).map_err(io);
         }
         rec.judged(p, verdict).map_err(io)
     }
@@ -1330,7 +1345,7 @@ impl Commits for RedisWriter {
 
     fn between_commits(&mut self) -> Result<()> {
         if self.last_cut.elapsed() >= CUT_GONE_EVERY {
-            cut_gone_workers(&self.frontier, &self.out_root, &self.worker)?;
+            cut_gone_workers(&self.frontier, &self.out_root, &self.warc, &self.worker)?;
             self.last_cut = Instant::now();
         }
         let d = self.deduper.clone();

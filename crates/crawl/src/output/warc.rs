@@ -1,0 +1,867 @@
+//! The WARC archive of a crawl (`--warc DIR`, docs/WARC.md): every HTTP
+//! exchange as `request` and `response` records, byte-identical payloads as
+//! `revisit` records, the verdict of each dropped copy as a `metadata`
+//! record.
+//!
+//! Crash safety is the JSON-lines outputs' ([`super::sinks`]): the archive's
+//! position (file serial, byte offset after the last whole record) is
+//! stored with each checkpoint; on resume the file is cut back to it and
+//! files begun after it are deleted, so a record written after the last
+//! checkpoint (possibly torn) disappears with the state it belonged to, and
+//! is written again when its page is fetched again. Every record is its own
+//! gzip member, so a cut at a record boundary leaves a valid file.
+//!
+//! The writer is ours (about what `warcio`'s writer does): the `warc` crate
+//! (0.4) gzips a whole file as one stream, where WARC tools index records by
+//! the offset of their own gzip member.
+
+use std::collections::HashMap;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use anyhow::{Context, Result, bail};
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use serde::{Deserialize, Serialize};
+use sha1::{Digest, Sha1};
+use simcrawl_fetch::{Exchange, ResponseHead};
+
+/// What is archived of a page the title or content tier drops.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NearDuplicates {
+    /// Its request, response and the metadata record of its verdict.
+    #[default]
+    Response,
+    /// Only the metadata record of its verdict (for archives of unique
+    /// content only).
+    Metadata,
+}
+
+/// `[output]` settings of the archive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WarcSettings {
+    /// Directory of the WARC files; empty: no archive.
+    pub warc_dir: PathBuf,
+    /// A file is closed, and the next begun, before a record would start
+    /// past this many bytes.
+    pub warc_max_bytes: u64,
+    /// What is archived of near-duplicates: "response" or "metadata".
+    pub warc_near_duplicates: NearDuplicates,
+    /// File names begin with it: `PREFIX-TIMESTAMP-SERIAL.warc.gz`.
+    pub warc_prefix: String,
+}
+
+impl Default for WarcSettings {
+    fn default() -> Self {
+        WarcSettings {
+            warc_dir: PathBuf::new(),
+            warc_max_bytes: 1_000_000_000,
+            warc_near_duplicates: NearDuplicates::Response,
+            warc_prefix: "simcrawl".into(),
+        }
+    }
+}
+
+impl WarcSettings {
+    /// Whether a crawl archives at all.
+    pub fn enabled(&self) -> bool {
+        !self.warc_dir.as_os_str().is_empty()
+    }
+}
+
+/// Where the archive stands: the file's serial and the bytes of it that
+/// hold whole records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarcAt {
+    pub serial: u64,
+    pub offset: u64,
+}
+
+/// The revisit profile of a payload identical to an earlier one.
+pub const IDENTICAL_PAYLOAD: &str = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
+
+/// The verdict of a page that is a copy, as its metadata record says it.
+#[derive(Debug, Clone, Copy)]
+pub struct CopyNote<'a> {
+    /// "url", "title" or "content".
+    pub tier: &'a str,
+    /// The kept page it copies.
+    pub of: &'a str,
+    pub similarity: Option<f64>,
+    /// What the page was judged on (`crate::identity::Basis`), when judged.
+    pub basis: Option<&'a str>,
+}
+
+/// The earlier response of a payload.
+#[derive(Debug, Clone)]
+struct Original {
+    uri: Box<str>,
+    date: Box<str>,
+    id: Box<str>,
+}
+
+/// One WARC set being written (see the module documentation).
+#[derive(Debug)]
+pub struct WarcSink {
+    settings: WarcSettings,
+    /// The `warcinfo` fields after the standard ones: the crawl's settings.
+    info: String,
+    path: PathBuf,
+    out: BufWriter<File>,
+    at: WarcAt,
+    synced: u64,
+    warcinfo_id: String,
+    /// Where it was opened: what [`WarcSink::cut_to`] goes back to when
+    /// no checkpoint recorded a position.
+    began: WarcAt,
+    /// Where the current file's warcinfo record ends.
+    first_record_end: u64,
+    /// Payload digest -> its first response, for revisit records.
+    originals: HashMap<[u8; 20], Original>,
+}
+
+impl WarcSink {
+    /// Opens the archive at `at` (a checkpoint's position, cutting what
+    /// came after it), or begins a new file after the files already there
+    /// (`None`). `info` are the `warcinfo` fields describing the crawl.
+    pub fn open(settings: &WarcSettings, info: String, at: Option<WarcAt>) -> Result<WarcSink> {
+        let dir = &settings.warc_dir;
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let files = set_files(dir, &settings.warc_prefix)?;
+        let (path, at) = match at {
+            Some(at) => {
+                let Some((_, path)) = files.iter().find(|(s, _)| *s == at.serial) else {
+                    bail!(
+                        "the WARC file of serial {} ({}-*-{:05}.warc.gz) is missing from {}, where the \
+                         crawl's last checkpoint left {} bytes of it: it was moved or deleted outside \
+                         the crawl; put it back, or use --fresh to start over",
+                        at.serial,
+                        settings.warc_prefix,
+                        at.serial,
+                        dir.display(),
+                        at.offset
+                    );
+                };
+                // Files begun after the checkpoint hold only records that
+                // are written again.
+                for (s, p) in &files {
+                    if *s > at.serial {
+                        std::fs::remove_file(p).with_context(|| format!("cannot delete {}", p.display()))?;
+                    }
+                }
+                (path.clone(), at)
+            }
+            None => {
+                let serial = files.last().map_or(0, |(s, _)| s + 1);
+                (new_path(settings, serial), WarcAt { serial, offset: 0 })
+            }
+        };
+        let mut sink = WarcSink {
+            settings: settings.clone(),
+            info,
+            out: BufWriter::new(open_at(&path, at.offset)?),
+            path,
+            at,
+            synced: at.offset,
+            warcinfo_id: String::new(),
+            began: at,
+            first_record_end: 0,
+            originals: HashMap::new(),
+        };
+        sink.load_originals()?;
+        if at.offset == 0 {
+            sink.write_warcinfo()?;
+        }
+        Ok(sink)
+    }
+
+    /// The position of the records written so far (not necessarily synced).
+    #[cfg(test)]
+    fn position(&self) -> WarcAt {
+        self.at
+    }
+
+    /// Flushes and fsyncs; returns the position now safe to record.
+    pub fn sync(&mut self) -> Result<WarcAt> {
+        if self.at.offset != self.synced {
+            self.flush()?;
+            self.out
+                .get_ref()
+                .sync_data()
+                .with_context(|| format!("cannot sync {}", self.path.display()))?;
+            self.synced = self.at.offset;
+        }
+        Ok(self.at)
+    }
+
+    /// Flushes to the OS; returns the position written so far.
+    pub fn flush(&mut self) -> Result<WarcAt> {
+        self.out
+            .flush()
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
+        Ok(self.at)
+    }
+
+    /// Takes back everything after `at` (a checkpoint at or before the
+    /// last sync), across rotations; `None`: everything this sink wrote
+    /// (no checkpoint recorded a position yet).
+    pub fn cut_to(&mut self, at: Option<WarcAt>) -> Result<()> {
+        let at = at.unwrap_or(self.began);
+        if at.serial > self.at.serial || (at.serial == self.at.serial && at.offset > self.synced) {
+            bail!(
+                "cannot cut the WARC archive to file {} at {} bytes: it is at file {}, {} bytes synced",
+                at.serial,
+                at.offset,
+                self.at.serial,
+                self.synced
+            );
+        }
+        self.flush()?;
+        let began = self.began;
+        let reopened = WarcSink::open(&self.settings, std::mem::take(&mut self.info), Some(at))?;
+        *self = WarcSink { began, ..reopened };
+        self.out
+            .get_ref()
+            .sync_data()
+            .with_context(|| format!("cannot sync {}", self.path.display()))?;
+        Ok(())
+    }
+
+    /// The exchanges of a fetch besides its page (robots.txt, redirect
+    /// hops, error responses): a request and a response (or revisit)
+    /// record each.
+    pub fn exchanges(&mut self, list: &[Exchange]) -> Result<()> {
+        for e in list {
+            self.response(&e.head, &e.body, e.truncated)?;
+        }
+        Ok(())
+    }
+
+    /// A page's own response, and the metadata record of its verdict when
+    /// it is a copy (`note`). With `warc_near_duplicates = "metadata"`, a
+    /// copy found by the title or content tier gets its metadata record
+    /// only.
+    pub fn page(&mut self, head: &ResponseHead, body: &[u8], truncated: bool, note: Option<CopyNote<'_>>) -> Result<()> {
+        let metadata_only = self.settings.warc_near_duplicates == NearDuplicates::Metadata
+            && note.is_some_and(|n| n.tier != "url");
+        let concurrent = if metadata_only {
+            None
+        } else {
+            Some(self.response(head, body, truncated)?)
+        };
+        if let Some(n) = note {
+            self.metadata(head, concurrent.as_deref(), &n)?;
+        }
+        Ok(())
+    }
+
+    /// A request record and a response record (a revisit record when an
+    /// earlier response had the same payload); returns the response's id.
+    fn response(&mut self, head: &ResponseHead, body: &[u8], truncated: bool) -> Result<String> {
+        self.rotate_if_full()?;
+        let date = warc_date(head.date);
+        let uri = head.url.as_str();
+        let id = record_id();
+        let http = http_head(head, body.len());
+        let payload_digest: [u8; 20] = Sha1::digest(body).into();
+        let payload_digest_s = sha1_label(&payload_digest);
+        let ip = head.remote_addr.map(|a| a.ip().to_string());
+        let request_id = record_id();
+        let mut req = Record::new("request", &request_id, &date);
+        req.field("WARC-Target-URI", uri);
+        req.field("WARC-Concurrent-To", &id);
+        req.field("Content-Type", "application/http; msgtype=request");
+        self.write_record(req, &[&head.request])?;
+
+        let mut rec;
+        match self.originals.get(&payload_digest).filter(|_| !body.is_empty()) {
+            Some(orig) => {
+                rec = Record::new("revisit", &id, &date);
+                rec.field("WARC-Target-URI", uri);
+                rec.field("WARC-Profile", IDENTICAL_PAYLOAD);
+                rec.field("WARC-Refers-To-Target-URI", &orig.uri);
+                rec.field("WARC-Refers-To-Date", &orig.date);
+                rec.field("WARC-Refers-To", &orig.id);
+                if let Some(ip) = &ip {
+                    rec.field("WARC-IP-Address", ip);
+                }
+                rec.field("WARC-Payload-Digest", &payload_digest_s);
+                rec.field("Content-Type", "application/http; msgtype=response");
+                self.write_record(rec, &[&http])?;
+            }
+            None => {
+                rec = Record::new("response", &id, &date);
+                rec.field("WARC-Target-URI", uri);
+                if let Some(ip) = &ip {
+                    rec.field("WARC-IP-Address", ip);
+                }
+                rec.field("WARC-Payload-Digest", &payload_digest_s);
+                if truncated {
+                    rec.field("WARC-Truncated", "length");
+                }
+                rec.field("Content-Type", "application/http; msgtype=response");
+                self.write_record(rec, &[&http, body])?;
+                if !body.is_empty() {
+                    self.originals.insert(
+                        payload_digest,
+                        Original {
+                            uri: uri.into(),
+                            date: date.into(),
+                            id: id.clone().into(),
+                        },
+                    );
+                }
+            }
+        }
+        Ok(id)
+    }
+
+    fn metadata(&mut self, head: &ResponseHead, concurrent: Option<&str>, n: &CopyNote<'_>) -> Result<()> {
+        let mut fields = format!(
+            "simcrawl-verdict: duplicate\r\nsimcrawl-tier: {}\r\nsimcrawl-duplicate-of: {}\r\n",
+            n.tier,
+            one_line(n.of)
+        );
+        if let Some(s) = n.similarity {
+            fields.push_str(&format!("simcrawl-similarity: {s:.3}\r\n"));
+        }
+        if let Some(b) = n.basis {
+            fields.push_str(&format!("simcrawl-basis: {b}\r\n"));
+        }
+        let id = record_id();
+        let mut rec = Record::new("metadata", &id, &warc_date(head.date));
+        rec.field("WARC-Target-URI", head.url.as_str());
+        if let Some(c) = concurrent {
+            rec.field("WARC-Concurrent-To", c);
+        }
+        rec.field("Content-Type", "application/warc-fields");
+        self.write_record(rec, &[fields.as_bytes()])
+    }
+
+    fn write_warcinfo(&mut self) -> Result<()> {
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let fields = format!(
+            "software: simcrawl/{}\r\nformat: WARC File Format 1.1\r\nconformsTo: \
+             http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n{}",
+            env!("CARGO_PKG_VERSION"),
+            self.info
+        );
+        let id = record_id();
+        self.warcinfo_id = id.clone();
+        let mut rec = Record::new("warcinfo", &id, &warc_date(SystemTime::now()));
+        rec.field("WARC-Filename", &name);
+        rec.field("Content-Type", "application/warc-fields");
+        self.write_record(rec, &[fields.as_bytes()])
+    }
+
+    /// Begins the next file when this one holds more than its share and
+    /// more than its warcinfo record.
+    fn rotate_if_full(&mut self) -> Result<()> {
+        if self.at.offset < self.settings.warc_max_bytes || self.warcinfo_only() {
+            return Ok(());
+        }
+        self.sync()?;
+        let serial = self.at.serial + 1;
+        let path = new_path(&self.settings, serial);
+        self.out = BufWriter::new(open_at(&path, 0)?);
+        sync_dir(&self.settings.warc_dir)?;
+        self.path = path;
+        self.at = WarcAt { serial, offset: 0 };
+        self.synced = 0;
+        self.write_warcinfo()
+    }
+
+    fn warcinfo_only(&self) -> bool {
+        self.at.offset == self.first_record_end
+    }
+
+    /// Writes one record (its block the concatenation of `block`) as its
+    /// own gzip member.
+    fn write_record(&mut self, mut rec: Record, block: &[&[u8]]) -> Result<()> {
+        let len: usize = block.iter().map(|b| b.len()).sum();
+        let mut digest = Sha1::new();
+        for b in block {
+            digest.update(b);
+        }
+        let digest: [u8; 20] = digest.finalize().into();
+        if rec.kind != "warcinfo" && !self.warcinfo_id.is_empty() {
+            let info = self.warcinfo_id.clone();
+            rec.field("WARC-Warcinfo-ID", &info);
+        }
+        rec.field("WARC-Block-Digest", &sha1_label(&digest));
+        rec.field("Content-Length", &len.to_string());
+        rec.head.extend_from_slice(b"\r\n");
+        let mut gz = GzEncoder::new(Vec::with_capacity(len / 3 + 512), Compression::default());
+        let zipped = gz
+            .write_all(&rec.head)
+            .and_then(|()| block.iter().try_for_each(|b| gz.write_all(b)))
+            .and_then(|()| gz.write_all(b"\r\n\r\n"))
+            .and_then(|()| gz.finish())
+            .context("cannot compress a WARC record")?;
+        self.out
+            .write_all(&zipped)
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
+        self.at.offset += zipped.len() as u64;
+        if rec.kind == "warcinfo" {
+            self.first_record_end = self.at.offset;
+        }
+        Ok(())
+    }
+
+    /// The payload digests of the responses in the files up to the current
+    /// position: revisit records refer to them, across resumes.
+    fn load_originals(&mut self) -> Result<()> {
+        self.originals.clear();
+        let files = set_files(&self.settings.warc_dir, &self.settings.warc_prefix)?;
+        for (serial, path) in files.iter().filter(|(s, _)| *s <= self.at.serial) {
+            let limit = if *serial == self.at.serial {
+                self.at.offset
+            } else {
+                u64::MAX
+            };
+            let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+            let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+            if len.min(limit) == 0 {
+                continue;
+            }
+            let mut reader = BufReader::new(flate2::read::MultiGzDecoder::new(file.take(limit)));
+            while let Some(h) = read_record_head(&mut reader)
+                .with_context(|| format!("unreadable WARC record in {}", path.display()))?
+            {
+                if h.kind == "response"
+                    && let (Some(d), Some(uri), Some(date), Some(id)) = (h.payload_digest, h.uri, h.date, h.id)
+                {
+                    self.originals.entry(d).or_insert(Original {
+                        uri: uri.into(),
+                        date: date.into(),
+                        id: id.into(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A WARC record's header block being built.
+struct Record {
+    kind: &'static str,
+    head: Vec<u8>,
+}
+
+impl Record {
+    fn new(kind: &'static str, id: &str, date: &str) -> Record {
+        let mut r = Record {
+            kind,
+            head: b"WARC/1.1\r\n".to_vec(),
+        };
+        r.field("WARC-Type", kind);
+        r.field("WARC-Record-ID", id);
+        r.field("WARC-Date", date);
+        r
+    }
+
+    fn field(&mut self, name: &str, value: &str) {
+        self.head.extend_from_slice(name.as_bytes());
+        self.head.extend_from_slice(b": ");
+        self.head.extend_from_slice(one_line(value).as_bytes());
+        self.head.extend_from_slice(b"\r\n");
+    }
+}
+
+/// A value on one line (a header value cannot hold CR or LF).
+fn one_line(v: &str) -> std::borrow::Cow<'_, str> {
+    if v.contains(['\r', '\n']) {
+        v.replace(['\r', '\n'], " ").into()
+    } else {
+        v.into()
+    }
+}
+
+/// The response's HTTP head as stored with its decoded payload: the
+/// codings the client removed are renamed `X-Crawler-*`, and the
+/// Content-Length is the stored payload's (as Common Crawl does).
+fn http_head(head: &ResponseHead, payload_len: usize) -> Vec<u8> {
+    let mut out = format!("{} {} {}\r\n", head.version, head.status, head.reason()).into_bytes();
+    for (k, v) in &head.headers {
+        let renamed = matches!(
+            k.to_ascii_lowercase().as_str(),
+            "content-encoding" | "transfer-encoding" | "content-length"
+        );
+        if renamed {
+            out.extend_from_slice(b"X-Crawler-");
+        }
+        out.extend_from_slice(k.as_bytes());
+        out.extend_from_slice(b": ");
+        out.extend(v.iter().map(|&b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(format!("Content-Length: {payload_len}\r\n\r\n").as_bytes());
+    out
+}
+
+fn record_id() -> String {
+    format!("<urn:uuid:{}>", uuid::Uuid::new_v4())
+}
+
+/// `sha1:` and the base32 digest, as Heritrix and wget write it.
+fn sha1_label(d: &[u8; 20]) -> String {
+    format!("sha1:{}", data_encoding::BASE32.encode(d))
+}
+
+/// A WARC-Date: UTC, to the second (what every replay tool reads).
+fn warc_date(t: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// `PREFIX-YYYYmmddHHMMSS-SERIAL.warc.gz` in the archive's directory.
+fn new_path(settings: &WarcSettings, serial: u64) -> PathBuf {
+    let stamp: String = warc_date(SystemTime::now())
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    settings
+        .warc_dir
+        .join(format!("{}-{stamp}-{serial:05}.warc.gz", settings.warc_prefix))
+}
+
+/// The files of the set named `prefix` in `dir`, by serial.
+fn set_files(dir: &Path, prefix: &str) -> Result<Vec<(u64, PathBuf)>> {
+    let mut out = Vec::new();
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot list {}", dir.display()))),
+    };
+    for e in entries {
+        let e = e.with_context(|| format!("cannot list {}", dir.display()))?;
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if let Some(serial) = serial_of(name, prefix) {
+            out.push((serial, e.path()));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The serial of a file name of the set `prefix`, if it is one.
+fn serial_of(name: &str, prefix: &str) -> Option<u64> {
+    let rest = name.strip_prefix(prefix)?.strip_prefix('-')?.strip_suffix(".warc.gz")?;
+    let (stamp, serial) = rest.split_once('-')?;
+    if stamp.len() != 14 || !stamp.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if serial.is_empty() || !serial.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    serial.parse().ok()
+}
+
+/// Whether `dir` holds files of the set `prefix` (what a new crawl must
+/// not mix its records with).
+pub fn set_exists(dir: &Path, prefix: &str) -> Result<Vec<PathBuf>> {
+    Ok(set_files(dir, prefix)?.into_iter().map(|(_, p)| p).collect())
+}
+
+/// Cuts the set `prefix` in `dir` of a worker that is gone back to `at`
+/// (its last acknowledged position; `None`: it acknowledged no record, and
+/// its files are deleted); returns the bytes cut.
+pub fn cut_gone(dir: &Path, prefix: &str, at: Option<WarcAt>) -> Result<u64> {
+    let mut cut = 0;
+    for (serial, path) in set_files(dir, prefix)? {
+        let len = std::fs::metadata(&path)
+            .with_context(|| format!("cannot read the size of {}", path.display()))?
+            .len();
+        match at {
+            Some(at) if serial < at.serial => {}
+            Some(at) if serial == at.serial => {
+                if len > at.offset {
+                    let f = OpenOptions::new()
+                        .write(true)
+                        .open(&path)
+                        .with_context(|| format!("cannot open {}", path.display()))?;
+                    f.set_len(at.offset)
+                        .and_then(|()| f.sync_data())
+                        .with_context(|| format!("cannot truncate {}", path.display()))?;
+                    cut += len - at.offset;
+                }
+            }
+            _ => {
+                std::fs::remove_file(&path).with_context(|| format!("cannot delete {}", path.display()))?;
+                cut += len;
+            }
+        }
+    }
+    Ok(cut)
+}
+
+fn open_at(path: &Path, offset: u64) -> Result<File> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("cannot open WARC file {}", path.display()))?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if len < offset {
+        bail!(
+            "WARC file {} is shorter ({len} bytes) than its last checkpoint ({offset} bytes): it was \
+             changed outside the crawl; use --fresh to start over",
+            path.display()
+        );
+    }
+    file.set_len(offset)
+        .with_context(|| format!("cannot truncate {}", path.display()))?;
+    file.seek(SeekFrom::Start(offset))?;
+    Ok(file)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("cannot sync directory {}", dir.display()))
+}
+
+/// What [`WarcSink::load_originals`] needs of a record's header block.
+#[derive(Debug, Default)]
+struct RecordHead {
+    kind: String,
+    uri: Option<String>,
+    date: Option<String>,
+    id: Option<String>,
+    payload_digest: Option<[u8; 20]>,
+}
+
+/// Reads the next record's header block and skips its block; `None` at
+/// the end of the stream.
+fn read_record_head(r: &mut impl BufRead) -> Result<Option<RecordHead>> {
+    let mut line = String::new();
+    // Blank lines between records.
+    loop {
+        line.clear();
+        if r.read_line(&mut line)? == 0 {
+            return Ok(None);
+        }
+        if !line.trim().is_empty() {
+            break;
+        }
+    }
+    if !line.starts_with("WARC/") {
+        bail!("a record does not begin with a WARC version line: {:?}", line.trim_end());
+    }
+    let mut h = RecordHead::default();
+    let mut len: Option<u64> = None;
+    loop {
+        line.clear();
+        if r.read_line(&mut line)? == 0 {
+            bail!("the stream ends inside a record's header block");
+        }
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        let Some((k, v)) = l.split_once(':') else { continue };
+        let v = v.trim();
+        match k.to_ascii_lowercase().as_str() {
+            "warc-type" => h.kind = v.to_string(),
+            "warc-target-uri" => h.uri = Some(v.to_string()),
+            "warc-date" => h.date = Some(v.to_string()),
+            "warc-record-id" => h.id = Some(v.to_string()),
+            "content-length" => len = v.parse().ok(),
+            "warc-payload-digest" => {
+                h.payload_digest = v
+                    .strip_prefix("sha1:")
+                    .and_then(|b| data_encoding::BASE32.decode(b.as_bytes()).ok())
+                    .and_then(|b| b.try_into().ok());
+            }
+            _ => {}
+        }
+    }
+    let Some(len) = len else {
+        bail!("a record has no Content-Length");
+    };
+    let skipped = std::io::copy(&mut r.by_ref().take(len), &mut std::io::sink())?;
+    if skipped < len {
+        bail!("the stream ends inside a record's block");
+    }
+    Ok(Some(h))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn settings(dir: &Path) -> WarcSettings {
+        WarcSettings {
+            warc_dir: dir.to_path_buf(),
+            ..WarcSettings::default()
+        }
+    }
+
+    fn head(url: &str, status: u16) -> ResponseHead {
+        ResponseHead {
+            url: url::Url::parse(url).unwrap(),
+            date: SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000),
+            remote_addr: Some("127.0.0.1:80".parse().unwrap()),
+            request: b"GET / HTTP/1.1\r\nhost: e.org\r\n\r\n".to_vec(),
+            version: "HTTP/1.1",
+            status,
+            headers: vec![
+                ("content-type".into(), b"text/html".to_vec()),
+                ("transfer-encoding".into(), b"chunked".to_vec()),
+            ],
+        }
+    }
+
+    /// Every record of the set, in order: (type, target URI, the header
+    /// block as text).
+    fn records(dir: &Path) -> Vec<(String, String, String)> {
+        let mut out = Vec::new();
+        for (_, p) in set_files(dir, "simcrawl").unwrap() {
+            let mut all = Vec::new();
+            flate2::read::MultiGzDecoder::new(File::open(&p).unwrap())
+                .read_to_end(&mut all)
+                .unwrap();
+            let mut r = &all[..];
+            while let Some(h) = read_record_head(&mut r).unwrap() {
+                out.push((h.kind, h.uri.unwrap_or_default(), h.date.unwrap_or_default()));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_http_head_names_the_decoded_payload() {
+        let h = String::from_utf8(http_head(&head("http://e.org/", 200), 42)).unwrap();
+        assert_eq!(
+            h,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/html\r\nX-Crawler-transfer-encoding: chunked\r\n\
+             Content-Length: 42\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn file_names_carry_the_serial_and_nothing_else_matches() {
+        assert_eq!(serial_of("simcrawl-20261125014000-00007.warc.gz", "simcrawl"), Some(7));
+        assert_eq!(serial_of("simcrawl-2026-00007.warc.gz", "simcrawl"), None);
+        assert_eq!(serial_of("other-20261125014000-00007.warc.gz", "simcrawl"), None);
+        assert_eq!(serial_of("simcrawl-20261125014000-00007.warc", "simcrawl"), None);
+    }
+
+    #[test]
+    fn a_repeated_payload_is_a_revisit_of_its_first_response_across_a_resume() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = settings(dir.path());
+        let mut w = WarcSink::open(&s, String::new(), None).unwrap();
+        w.page(&head("http://e.org/a", 200), b"<p>same</p>", false, None).unwrap();
+        let at = w.sync().unwrap();
+        drop(w);
+        let mut w = WarcSink::open(&s, String::new(), Some(at)).unwrap();
+        w.page(
+            &head("http://e.org/b", 200),
+            b"<p>same</p>",
+            false,
+            Some(CopyNote {
+                tier: "content",
+                of: "http://e.org/a",
+                similarity: Some(1.0),
+                basis: Some("main"),
+            }),
+        )
+        .unwrap();
+        w.sync().unwrap();
+        let kinds: Vec<(String, String)> = records(dir.path()).into_iter().map(|(k, u, _)| (k, u)).collect();
+        let want = [
+            ("warcinfo", ""),
+            ("request", "http://e.org/a"),
+            ("response", "http://e.org/a"),
+            ("request", "http://e.org/b"),
+            ("revisit", "http://e.org/b"),
+            ("metadata", "http://e.org/b"),
+        ];
+        assert_eq!(
+            kinds,
+            want.iter().map(|(k, u)| (k.to_string(), u.to_string())).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
+    fn a_resume_cuts_torn_records_and_files_begun_after_the_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = WarcSettings {
+            warc_max_bytes: 1,
+            ..settings(dir.path())
+        };
+        let mut w = WarcSink::open(&s, String::new(), None).unwrap();
+        w.page(&head("http://e.org/a", 200), b"a", false, None).unwrap();
+        let at = w.sync().unwrap();
+        // Two more pages: each begins a new file (the limit is 1 byte).
+        w.page(&head("http://e.org/b", 200), b"b", false, None).unwrap();
+        w.page(&head("http://e.org/c", 200), b"c", false, None).unwrap();
+        w.flush().unwrap();
+        assert_eq!(set_files(dir.path(), "simcrawl").unwrap().len(), 3);
+        drop(w);
+        // A torn write at the end of the checkpoint's file.
+        let first = set_files(dir.path(), "simcrawl").unwrap()[0].1.clone();
+        OpenOptions::new()
+            .append(true)
+            .open(&first)
+            .unwrap()
+            .write_all(&[0x1f, 0x8b, 8])
+            .unwrap();
+        let mut w = WarcSink::open(&s, String::new(), Some(at)).unwrap();
+        assert_eq!(w.position(), at);
+        w.page(&head("http://e.org/d", 200), b"d", false, None).unwrap();
+        w.sync().unwrap();
+        let uris: Vec<String> = records(dir.path())
+            .into_iter()
+            .filter(|(k, _, _)| k == "response")
+            .map(|(_, u, _)| u)
+            .collect();
+        assert_eq!(uris, ["http://e.org/a", "http://e.org/d"]);
+        // A checkpoint past what is there is refused, naming the file.
+        drop(w);
+        let e = WarcSink::open(&s, String::new(), Some(WarcAt { serial: 0, offset: 1 << 40 }))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("shorter") && e.contains(".warc.gz"), "{e}");
+        let e = WarcSink::open(&s, String::new(), Some(WarcAt { serial: 9, offset: 0 }))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("serial 9") && e.contains("missing"), "{e}");
+    }
+
+    #[test]
+    fn metadata_only_keeps_no_response_of_a_near_duplicate() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = WarcSettings {
+            warc_near_duplicates: NearDuplicates::Metadata,
+            ..settings(dir.path())
+        };
+        let mut w = WarcSink::open(&s, String::new(), None).unwrap();
+        let note = |tier| CopyNote {
+            tier,
+            of: "http://e.org/a",
+            similarity: Some(0.9),
+            basis: None,
+        };
+        w.page(&head("http://e.org/b", 200), b"near", false, Some(note("content")))
+            .unwrap();
+        // A URL-tier copy (a redirect to a known page) keeps its response.
+        w.page(&head("http://e.org/c", 200), b"url copy", false, Some(note("url")))
+            .unwrap();
+        w.sync().unwrap();
+        let kinds: Vec<String> = records(dir.path()).into_iter().map(|r| r.0).collect();
+        assert_eq!(kinds, ["warcinfo", "metadata", "request", "response", "metadata"]);
+    }
+}
