@@ -22,3 +22,4 @@ mod redis;
 mod report_browser;
 mod template;
 mod waits;
+mod warc;

@@ -1,0 +1,376 @@
+//! `crawl --warc`: the archive of a crawl over loopback, read back record
+//! by record (digests recomputed here), checked by warcio when the test
+//! script provides it (`SIMCRAWL_WARC_CHECK`, scripts/test.sh), and kept
+//! whole through kill -9 and resume.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use sha1::{Digest, Sha1};
+
+use crate::support::server::{Reply, Server};
+use crate::support::{Dirs, field, gibberish, multiset, page, path_of, site_crawl};
+
+/// One record of a WARC file.
+#[derive(Debug, Clone)]
+struct Record {
+    file: String,
+    headers: BTreeMap<String, String>,
+    block: Vec<u8>,
+}
+
+impl Record {
+    fn get(&self, k: &str) -> &str {
+        self.headers
+            .get(&k.to_ascii_lowercase())
+            .map_or("", String::as_str)
+    }
+    fn kind(&self) -> &str {
+        self.get("WARC-Type")
+    }
+    fn uri_path(&self) -> String {
+        path_of(self.get("WARC-Target-URI"))
+    }
+    /// The HTTP payload (after the head) of a response record.
+    fn payload(&self) -> &[u8] {
+        let at = self
+            .block
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map_or(self.block.len(), |i| i + 4);
+        &self.block[at..]
+    }
+}
+
+fn sha1_label(b: &[u8]) -> String {
+    format!("sha1:{}", data_encoding::BASE32.encode(&Sha1::digest(b)))
+}
+
+/// The WARC files of `dir`, by name (their serial orders them).
+fn warc_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".warc.gz"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every record of the set in `dir`, in order; panics on a torn or
+/// malformed record, a wrong digest, or a gzip member holding more or
+/// less than one record.
+fn read_set(dir: &Path) -> Vec<Record> {
+    let mut out = Vec::new();
+    for path in warc_files(dir) {
+        let bytes = std::fs::read(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let mut rest = &bytes[..];
+        let mut first = true;
+        while !rest.is_empty() {
+            // One gzip member = one record.
+            let mut dec = flate2::bufread::GzDecoder::new(rest);
+            let mut plain = Vec::new();
+            dec.read_to_end(&mut plain)
+                .unwrap_or_else(|e| panic!("{name}: torn gzip member: {e}"));
+            rest = dec.into_inner();
+            let mut r = BufReader::new(&plain[..]);
+            let mut line = String::new();
+            r.read_line(&mut line).unwrap();
+            assert_eq!(line, "WARC/1.1\r\n", "{name}");
+            let mut headers = BTreeMap::new();
+            loop {
+                line.clear();
+                r.read_line(&mut line).unwrap();
+                if line == "\r\n" {
+                    break;
+                }
+                let (k, v) = line.trim_end().split_once(": ").unwrap();
+                headers.insert(k.to_ascii_lowercase(), v.to_string());
+            }
+            let len: usize = headers["content-length"].parse().unwrap();
+            let mut block = vec![0; len];
+            r.read_exact(&mut block).unwrap();
+            let mut tail = Vec::new();
+            r.read_to_end(&mut tail).unwrap();
+            assert_eq!(tail, b"\r\n\r\n", "{name}: a member holds more than one record");
+            let rec = Record {
+                file: name.clone(),
+                headers,
+                block,
+            };
+            assert_eq!(rec.get("WARC-Block-Digest"), sha1_label(&rec.block), "{rec:?}");
+            if rec.kind() == "response" {
+                assert_eq!(rec.get("WARC-Payload-Digest"), sha1_label(rec.payload()), "{rec:?}");
+            }
+            if first {
+                assert_eq!(rec.kind(), "warcinfo", "{name} does not begin with its warcinfo");
+                first = false;
+            }
+            out.push(rec);
+        }
+    }
+    out
+}
+
+/// warcio's check and index over `dir`, when scripts/test.sh provides them.
+fn warcio_check(dir: &Path) {
+    match std::env::var_os("SIMCRAWL_WARC_CHECK") {
+        Some(script) => {
+            let out = std::process::Command::new("bash")
+                .arg(&script)
+                .arg(dir)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "warcio check of {} failed:\n{}{}",
+                dir.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        None => eprintln!("SKIPPED warcio check: SIMCRAWL_WARC_CHECK is not set (scripts/test.sh sets it)"),
+    }
+}
+
+fn article(seed: u64) -> String {
+    gibberish(seed, 220)
+}
+
+/// A site with one of each: a kept page, a byte-identical copy, a near
+/// copy, a redirect, a 404, a page robots.txt forbids.
+fn site() -> Server {
+    Server::start(|req| {
+        let links: Vec<String> = ["/a", "/copy", "/old", "/missing", "/private/x", "/b"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        match req.path.as_str() {
+            "/robots.txt" => Reply::text("User-agent: *\nDisallow: /private\n"),
+            "/" => Reply::html(page("Home", &article(1), &links)),
+            // The near copy is linked from them only: it is fetched after
+            // one of them is judged.
+            "/a" | "/copy" => Reply::html(page("Story A", &article(2), &["/near".to_string()])),
+            "/near" => Reply::html(page(
+                "Story A",
+                &article(2).replacen("ka", "kb", 1).replacen("lo", "lu", 1),
+                &["/near".to_string()],
+            )),
+            "/old" => Reply::Redirect {
+                status: 301,
+                location: "/b".into(),
+            },
+            "/b" => Reply::html(page("Story B", &article(3), &[])),
+            "/private/x" => Reply::html(page("Private", &article(4), &[])),
+            _ => Reply::status(404),
+        }
+    })
+}
+
+fn warc_crawl(root: &Path, server: &Server, output: &str) -> (Dirs, PathBuf) {
+    let warc = root.join("warc");
+    let extra = format!("\n[output]\nwarc_dir = {:?}\n{output}", warc.display().to_string());
+    let dirs = site_crawl(root, &format!("{}/", server.base()), 4, &extra);
+    (dirs, warc)
+}
+
+/// The one response or revisit record of each path, and the records of
+/// every other kind, by path.
+fn by_path(records: &[Record]) -> BTreeMap<String, Vec<&Record>> {
+    let mut m: BTreeMap<String, Vec<&Record>> = BTreeMap::new();
+    for r in records.iter().filter(|r| r.kind() != "warcinfo") {
+        m.entry(r.uri_path()).or_default().push(r);
+    }
+    m
+}
+
+fn kinds(rs: &[&Record]) -> Vec<String> {
+    rs.iter().map(|r| r.kind().to_string()).collect()
+}
+
+#[test]
+fn a_warc_crawl_archives_every_exchange_its_copies_as_revisits_and_verdicts() {
+    let server = site();
+    let dir = crate::support::tempdir("warc");
+    let (dirs, warc) = warc_crawl(dir.path(), &server, "");
+    dirs.run_ok(Duration::from_secs(60));
+    let records = read_set(&warc);
+    let m = by_path(&records);
+    let ids: BTreeMap<&str, &Record> = records.iter().map(|r| (r.get("WARC-Record-ID"), r)).collect();
+
+    // The verdicts the archive must carry.
+    let dups: BTreeMap<String, String> = dirs
+        .duplicates()
+        .iter()
+        .map(|d| (path_of(field(d, "url")), path_of(field(d, "duplicate_of"))))
+        .collect();
+    // Of the byte-identical pair, the page judged first is kept (k); the
+    // other (c) is its copy, and so is the near copy.
+    let (k, c) = match dups.get("/copy") {
+        Some(_) => ("/a", "/copy"),
+        None => ("/copy", "/a"),
+    };
+    assert_eq!(dups.get(c).map(String::as_str), Some(k), "{dups:?}");
+    assert_eq!(dups.get("/near").map(String::as_str), Some(k), "{dups:?}");
+
+    // Exchanges that are not pages: robots.txt, the redirect hop, the 404.
+    assert_eq!(kinds(&m["/robots.txt"]), ["request", "response"]);
+    let hop = m["/old"][1];
+    assert!(hop.block.starts_with(b"HTTP/1.1 301 Moved Permanently\r\n"), "{hop:?}");
+    assert_eq!(kinds(&m["/missing"]), ["request", "response"]);
+    assert!(m["/missing"][1].block.starts_with(b"HTTP/1.1 404 Not Found\r\n"));
+    assert_eq!(m["/missing"][1].payload(), b"status 404");
+    // Never requested: nothing archived.
+    assert!(!m.contains_key("/private/x"), "{:?}", m.keys());
+
+    // Kept pages: request and response, the payload as served.
+    assert_eq!(kinds(&m[k]), ["request", "response"]);
+    let a = m[k][1];
+    assert_eq!(a.payload(), page("Story A", &article(2), &["/near".to_string()]).as_bytes());
+    assert_eq!(a.get("WARC-IP-Address"), "127.0.0.1");
+    assert_eq!(a.get("Content-Type"), "application/http; msgtype=response");
+    // The byte-identical copy: a revisit of /a's response, and its verdict.
+    assert_eq!(kinds(&m[c]), ["request", "revisit", "metadata"]);
+    let rv = m[c][1];
+    assert_eq!(
+        rv.get("WARC-Profile"),
+        "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+    );
+    assert_eq!(rv.get("WARC-Refers-To-Target-URI"), a.get("WARC-Target-URI"));
+    assert_eq!(rv.get("WARC-Refers-To-Date"), a.get("WARC-Date"));
+    assert_eq!(rv.get("WARC-Refers-To"), a.get("WARC-Record-ID"));
+    assert_eq!(rv.get("WARC-Payload-Digest"), a.get("WARC-Payload-Digest"));
+    assert!(rv.payload().is_empty(), "a revisit holds the HTTP head only");
+    let note = String::from_utf8(m[c][2].block.clone()).unwrap();
+    assert!(note.contains("simcrawl-duplicate-of: ") && note.contains(&format!("{k}\r\n")), "{note}");
+    assert_eq!(m[c][2].get("WARC-Concurrent-To"), rv.get("WARC-Record-ID"));
+    // The near copy keeps its response, with its verdict.
+    assert_eq!(kinds(&m["/near"]), ["request", "response", "metadata"]);
+    let note = String::from_utf8(m["/near"][2].block.clone()).unwrap();
+    assert!(
+        (note.contains("simcrawl-tier: title\r\n") || note.contains("simcrawl-tier: content\r\n"))
+            && note.contains("simcrawl-similarity: ")
+            && note.contains("simcrawl-basis: main\r\n"),
+        "{note}"
+    );
+    // Every request and metadata record points at a record of the set.
+    for r in &records {
+        if matches!(r.kind(), "request" | "metadata") {
+            let to = r.get("WARC-Concurrent-To");
+            assert!(ids.contains_key(to), "{} names no record: {r:?}", to);
+        }
+        if r.kind() != "warcinfo" {
+            assert!(ids.contains_key(r.get("WARC-Warcinfo-ID")), "{r:?}");
+        }
+    }
+    warcio_check(&warc);
+
+    // The setting for archives of unique content: a near copy leaves only
+    // its verdict.
+    let dir2 = crate::support::tempdir("warc");
+    let (dirs2, warc2) = warc_crawl(dir2.path(), &server, "warc_near_duplicates = \"metadata\"\n");
+    dirs2.run_ok(Duration::from_secs(60));
+    let records2 = read_set(&warc2);
+    let m2 = by_path(&records2);
+    let copy_of_a = dirs2.duplicates().iter().any(|d| path_of(field(d, "url")) == "/copy");
+    let (k2, c2) = if copy_of_a { ("/a", "/copy") } else { ("/copy", "/a") };
+    assert_eq!(kinds(&m2["/near"]), ["metadata"]);
+    assert_eq!(kinds(&m2[c2]), ["metadata"]);
+    assert_eq!(kinds(&m2[k2]), ["request", "response"]);
+    warcio_check(&warc2);
+}
+
+const PAGES: usize = 300;
+
+/// PAGES pages in a chain of links; every 10th is a byte-identical copy of
+/// the page before it.
+fn big_site() -> Server {
+    Server::start(|req| {
+        let Some(i) = req.path.strip_prefix("/p/").and_then(|n| n.parse::<usize>().ok()) else {
+            return Reply::status(404);
+        };
+        if i >= PAGES {
+            return Reply::status(404);
+        }
+        // A little slow, so that a kill lands mid-crawl.
+        std::thread::sleep(Duration::from_millis(5));
+        let links: Vec<String> = (i + 1..(i + 4).min(PAGES)).map(|j| format!("/p/{j}")).collect();
+        let seed = if i % 10 == 9 { i - 1 } else { i } as u64;
+        Reply::html(page(&format!("Page {seed}"), &gibberish(100 + seed, 150), &links_of(seed as usize, &links)))
+    })
+}
+
+/// A copy must be byte-identical: its links are its original's.
+fn links_of(seed: usize, mine: &[String]) -> Vec<String> {
+    if seed % 10 == 8 {
+        // The original of a copy links to the copy and past it.
+        (seed + 1..(seed + 5).min(PAGES)).map(|j| format!("/p/{j}")).collect()
+    } else {
+        mine.to_vec()
+    }
+}
+
+/// The final response (or revisit) records of pages, by path: each page
+/// the outputs name has exactly one.
+fn page_records(records: &[Record]) -> BTreeMap<String, usize> {
+    multiset(
+        records
+            .iter()
+            .filter(|r| matches!(r.kind(), "response" | "revisit") && r.uri_path().starts_with("/p/"))
+            .map(Record::uri_path),
+    )
+    .into_iter()
+    .collect()
+}
+
+#[test]
+fn a_warc_crawl_killed_twice_resumes_with_every_page_archived_once() {
+    let server = big_site();
+    let dir = crate::support::tempdir("warc");
+    let warc = dir.path().join("warc");
+    // Small files, so that the kills also land across rotations.
+    let extra = format!(
+        "\n[output]\nwarc_dir = {:?}\nwarc_max_bytes = 20000\n",
+        warc.display().to_string()
+    );
+    let dirs = site_crawl(dir.path(), &format!("{}/p/0", server.base()), 4, &extra);
+    for want in [PAGES / 5, PAGES / 2] {
+        let mut child = dirs.spawn();
+        let t0 = Instant::now();
+        while dirs.kept_lines_now() < want {
+            assert!(child.try_wait().unwrap().is_none(), "ended before the kill; {}", dirs.log());
+            assert!(t0.elapsed() < Duration::from_secs(60), "no progress; {}", dirs.log());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+    }
+    dirs.run_ok(Duration::from_secs(120));
+    assert!(dirs.log().contains("resuming"), "{}", dirs.log());
+
+    let kept = dirs.kept();
+    let dups = dirs.duplicates();
+    let pages: BTreeSet<String> = kept.iter().chain(&dups).map(|v| path_of(field(v, "url"))).collect();
+    assert_eq!(pages.len(), PAGES, "every page once in the outputs");
+    let records = read_set(&warc);
+    assert!(warc_files(&warc).len() > 3, "the archive rotated");
+    let archived = page_records(&records);
+    for p in &pages {
+        assert_eq!(archived.get(p), Some(&1), "{p}: {:?} final records", archived.get(p));
+    }
+    assert_eq!(archived.len(), PAGES);
+    // Of each pair of byte-identical pages, the one archived second (the
+    // one judged a copy) is a revisit of the other, across the kills.
+    let revisits: BTreeSet<String> = records
+        .iter()
+        .filter(|r| r.kind() == "revisit" && r.uri_path().starts_with("/p/"))
+        .map(Record::uri_path)
+        .collect();
+    let dropped: BTreeSet<String> = dups.iter().map(|v| path_of(field(v, "url"))).collect();
+    assert_eq!(dropped.len(), PAGES / 10, "{dropped:?}");
+    assert_eq!(revisits, dropped);
+    warcio_check(&warc);
+}
