@@ -1027,3 +1027,53 @@ fn a_stop_signal_ends_a_worker_waiting_for_redis() {
         "a worker stopped while Redis was down",
     );
 }
+
+/// `--warc` in the shared mode: each worker archives in its own directory;
+/// a worker killed before its ack and never restarted has its archive cut
+/// back by the others like its lines, so every page has exactly one final
+/// record across all the workers' sets.
+#[test]
+fn shared_workers_archive_every_page_once_across_their_warc_sets() {
+    let Some(url) = redis_url("shared_workers_archive_every_page_once") else {
+        return;
+    };
+    let server = site(Duration::from_millis(40));
+    let dir = crate::support::tempdir("e2e-redis-warc-");
+    let ns = namespace("warc");
+    let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 1_500);
+    let warc = dir.path().join("warc");
+    let mut config = std::fs::read_to_string(&s.config).unwrap();
+    config.push_str(&format!("\n[output]\nwarc_dir = {:?}\n", warc.display().to_string()));
+    std::fs::write(&s.config, config).unwrap();
+    let logs = ["victim", "w1", "w2"];
+    let mut victim = s
+        .command("victim", None)
+        .env("SIMCRAWL_TEST_ABORT_BEFORE_ACK", "3")
+        .spawn()
+        .unwrap();
+    let st = wait_for(&mut victim, Duration::from_secs(40))
+        .unwrap_or_else(|| panic!("the victim did not die at its 3rd ack:\n{}", s.logs(&logs)));
+    assert!(!st.success(), "{st}:\n{}", s.logs(&logs));
+    let mut others = [s.spawn("w1"), s.spawn("w2")];
+    s.wait_ok(&mut others, &logs);
+    let names = s.worker_dirs();
+    assert_eq!(names.len(), 3, "{names:?}");
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    s.every_page_once(&refs);
+    // One set per worker, each under its id; together, one final record
+    // per page.
+    let mut finals: BTreeMap<String, usize> = BTreeMap::new();
+    for name in &names {
+        let set = warc.join(name);
+        assert!(set.is_dir(), "no WARC set for worker {name}");
+        for r in crate::warc::read_set(&set) {
+            if matches!(r.kind(), "response" | "revisit") && r.uri_path().starts_with("/p/") {
+                *finals.entry(r.uri_path()).or_default() += 1;
+            }
+        }
+        crate::warc::warcio_check(&set);
+    }
+    let twice: Vec<_> = finals.iter().filter(|(_, n)| **n != 1).collect();
+    assert!(twice.is_empty(), "pages archived more than once: {twice:?}");
+    assert_eq!(finals.len(), PAGES, "{finals:?}");
+}

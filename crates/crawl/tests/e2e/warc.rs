@@ -15,7 +15,7 @@ use crate::support::{Dirs, field, gibberish, multiset, page, path_of, site_crawl
 
 /// One record of a WARC file.
 #[derive(Debug, Clone)]
-struct Record {
+pub(crate) struct Record {
     file: String,
     headers: BTreeMap<String, String>,
     block: Vec<u8>,
@@ -27,10 +27,10 @@ impl Record {
             .get(&k.to_ascii_lowercase())
             .map_or("", String::as_str)
     }
-    fn kind(&self) -> &str {
+    pub(crate) fn kind(&self) -> &str {
         self.get("WARC-Type")
     }
-    fn uri_path(&self) -> String {
+    pub(crate) fn uri_path(&self) -> String {
         path_of(self.get("WARC-Target-URI"))
     }
     /// The HTTP payload (after the head) of a response record.
@@ -62,7 +62,7 @@ fn warc_files(dir: &Path) -> Vec<PathBuf> {
 /// Every record of the set in `dir`, in order; panics on a torn or
 /// malformed record, a wrong digest, or a gzip member holding more or
 /// less than one record.
-fn read_set(dir: &Path) -> Vec<Record> {
+pub(crate) fn read_set(dir: &Path) -> Vec<Record> {
     let mut out = Vec::new();
     for path in warc_files(dir) {
         let bytes = std::fs::read(&path).unwrap();
@@ -116,7 +116,7 @@ fn read_set(dir: &Path) -> Vec<Record> {
 }
 
 /// warcio's check and index over `dir`, when scripts/test.sh provides them.
-fn warcio_check(dir: &Path) {
+pub(crate) fn warcio_check(dir: &Path) {
     match std::env::var_os("SIMCRAWL_WARC_CHECK") {
         Some(script) => {
             let out = std::process::Command::new("bash")
