@@ -244,11 +244,34 @@ pub fn open_warc(
 
 /// The `warcinfo` fields that describe the crawl: how it fetches, and its
 /// whole effective configuration (one JSON line).
+/// Passwords in the Redis and proxy URLs are masked: archives are handed
+/// around.
 fn warcinfo_fields(cfg: &crate::config::Config) -> String {
-    let config = serde_json::to_string(cfg).unwrap_or_default();
+    use simcrawl_dedup::store::redact;
+    let mut shown = cfg.clone();
+    shown.redis.url = redact(&shown.redis.url);
+    shown.fetch.proxy = shown.fetch.proxy.as_deref().map(redact);
+    let config = serde_json::to_string(&shown).unwrap_or_default();
     format!(
         "robots: {}\r\nhttp-header-user-agent: {}\r\nsimcrawl-config: {config}\r\n",
         if cfg.fetch.respect_robots { "obey" } else { "ignore" },
         cfg.fetch.user_agent.replace(['\r', '\n'], " "),
     )
+}
+
+#[cfg(test)]
+mod warcinfo_tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn the_warcinfo_masks_passwords_and_names_the_settings() {
+        let mut cfg = crate::config::Config::default();
+        cfg.redis.url = "redis://u:hunter2@h:6379/0".into();
+        cfg.fetch.proxy = Some("http://p:s3cret@proxy:3128".into());
+        let f = warcinfo_fields(&cfg);
+        assert!(!f.contains("hunter2") && !f.contains("s3cret"), "{f}");
+        assert!(f.contains("redis://u:***@h:6379/0") && f.contains("robots: obey\r\n"), "{f}");
+        assert!(f.contains("\"warc_max_bytes\":1000000000"), "{f}");
+    }
 }

@@ -108,22 +108,12 @@ pub struct PageResult {
 /// its verdict is committed (the writer decides which records they become).
 #[derive(Debug, Default)]
 pub struct Archived {
-    /// The page's own response: its head, and its body as decoded.
-    pub page: Option<ArchivedPage>,
+    /// The page's own response, its records compressed here (off the
+    /// writer thread); `None` without `--warc`.
+    pub page: Option<crate::output::warc::Prepared>,
     /// The fetch's other exchanges, in order: robots.txt, redirect hops,
     /// attempts answered with an error.
     pub exchanges: Vec<simcrawl_fetch::Exchange>,
-}
-
-/// A page's response held for the archive.
-#[derive(Debug)]
-pub struct ArchivedPage {
-    pub head: Box<simcrawl_fetch::ResponseHead>,
-    pub body: Vec<u8>,
-    pub truncated: bool,
-    /// The body's share of the fetcher's memory budget, held while the
-    /// body waits for its commit.
-    pub _budget: simcrawl_fetch::BodyBudget,
 }
 
 /// What a page was judged on, written with its verdict: `crawl report`
@@ -385,13 +375,26 @@ fn clean_and_sign(
     let template_stripped = id.template_stripped;
     drop(id);
     let bytes = fetched.body.len();
+    let record = match fetched
+        .head
+        .as_deref()
+        .map(|head| crate::output::warc::Prepared::new(head, &fetched.body, fetched.truncated))
+        .transpose()
+    {
+        Ok(p) => p,
+        Err(e) => {
+            return Outcome::Failed {
+                entry,
+                kind: "internal",
+                error: format!("cannot archive {}: {e:#}", fetched.final_url),
+                transient: false,
+                took_ms: 0,
+                exchanges,
+            };
+        }
+    };
     let archived = Archived {
-        page: fetched.head.map(|head| ArchivedPage {
-            head,
-            body: fetched.body,
-            truncated: fetched.truncated,
-            _budget: fetched.budget,
-        }),
+        page: record,
         exchanges,
     };
     Outcome::Page(Box::new(PageResult {

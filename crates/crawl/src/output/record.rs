@@ -64,7 +64,7 @@ impl Recorder<'_> {
     /// its verdict when it is a copy.
     fn archive(&mut self, p: &PageResult, note: Option<CopyNote<'_>>) -> Result<()> {
         if let (Some(w), Some(a)) = (&mut self.outputs.warc, &p.archived.page) {
-            w.page(&a.head, &a.body, a.truncated, note)?;
+            w.page(a, note)?;
         }
         Ok(())
     }
