@@ -25,6 +25,9 @@ pub struct BenchArgs {
     /// Directory for the crawl's state and outputs (default: a temporary one).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Archive the crawl as WARC too (in DIR/warc), to measure what it costs.
+    #[arg(long)]
+    warc: bool,
     /// Crawl in the shared mode instead: `--workers` processes sharing one
     /// crawl through this Redis server (its `bench` namespace is cleared
     /// first).
@@ -220,6 +223,9 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     cfg.fetch.per_host_delay_ms = 0;
     cfg.fetch.per_host_concurrency = args.concurrency;
     cfg.fetch.concurrency = args.concurrency;
+    if args.warc {
+        cfg.output.warc_dir = dir.join("warc");
+    }
     let cpu0 = cpu_seconds();
     let t0 = Instant::now();
     // RSS over the run: it must stay flat while the frontier grows.
@@ -257,6 +263,16 @@ pub fn bench(args: BenchArgs) -> Result<()> {
         cpu * 1000.0 / (stats.fetched.max(1) as f64)
     );
     println!("peak RSS          {:.1} MB", status_kb("VmHWM:") as f64 / 1024.0);
+    if args.warc {
+        let bytes: u64 = std::fs::read_dir(dir.join("warc"))
+            .map(|d| d.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
+            .unwrap_or(0);
+        println!(
+            "WARC              {:.1} MB ({:.1} KB per page)",
+            bytes as f64 / 1e6,
+            bytes as f64 / 1e3 / (stats.fetched.max(1) as f64)
+        );
+    }
     if !samples.is_empty() {
         let at = |q: usize| samples[(samples.len() - 1) * q / 4] as f64 / 1024.0;
         println!(
