@@ -265,7 +265,12 @@ pub fn bench(args: BenchArgs) -> Result<()> {
     println!("peak RSS          {:.1} MB", status_kb("VmHWM:") as f64 / 1024.0);
     if args.warc {
         let bytes: u64 = std::fs::read_dir(dir.join("warc"))
-            .map(|d| d.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum())
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| e.metadata().ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
             .unwrap_or(0);
         println!(
             "WARC              {:.1} MB ({:.1} KB per page)",

@@ -132,7 +132,10 @@ mod tests {
     fn the_request_head_names_path_query_and_a_non_default_port() {
         let u = Url::parse("http://Example.com:8080/a/b?x=1&y=%20#frag").unwrap();
         let h = String::from_utf8(request_head(&u, "ua/1", "text/html")).unwrap();
-        assert!(h.starts_with("GET /a/b?x=1&y=%20 HTTP/1.1\r\nhost: example.com:8080\r\n"), "{h}");
+        assert!(
+            h.starts_with("GET /a/b?x=1&y=%20 HTTP/1.1\r\nhost: example.com:8080\r\n"),
+            "{h}"
+        );
         assert!(h.ends_with("\r\n\r\n") && !h.contains("frag"), "{h}");
         let h = String::from_utf8(request_head(&Url::parse("https://e.org").unwrap(), "u", "a")).unwrap();
         assert!(h.starts_with("GET / HTTP/1.1\r\nhost: e.org\r\n"), "{h}");

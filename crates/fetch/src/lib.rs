@@ -65,8 +65,8 @@ pub use url::Url;
 pub use crate::address::PrivateAddresses;
 pub use crate::config::FetchConfig;
 pub use crate::error::FetchError;
-pub use crate::exchange::{Exchange, ResponseHead};
 use crate::exchange::Tape;
+pub use crate::exchange::{Exchange, ResponseHead};
 pub use crate::host::politeness_key;
 use crate::host::{Host, RobotsEntry, Rules, host_key};
 
@@ -141,7 +141,7 @@ enum Outcome {
         truncated: bool,
         budget: BodyBudget,
         /// When recording.
-        head: Option<ResponseHead>,
+        head: Option<Box<ResponseHead>>,
     },
     Redirect {
         location: String,
@@ -296,10 +296,7 @@ impl Fetcher {
     /// agent cannot be set up.
     pub fn new(cfg: FetchConfig) -> Result<Self, FetchError> {
         let mut headers = HeaderMap::new();
-        headers.insert(
-            ACCEPT,
-            HeaderValue::from_static(ACCEPT_HTML),
-        );
+        headers.insert(ACCEPT, HeaderValue::from_static(ACCEPT_HTML));
         let policy = address::Policy::new(
             cfg.private_addresses,
             cfg.allow_private_hosts.iter().cloned(),
@@ -439,7 +436,10 @@ impl Fetcher {
                     });
                 }
             }
-            match self.request_with_retries(&host, &current, &mut attempts, tape).await? {
+            match self
+                .request_with_retries(&host, &current, &mut attempts, tape)
+                .await?
+            {
                 Outcome::Page {
                     status,
                     content_type,
@@ -460,7 +460,7 @@ impl Fetcher {
                         attempts,
                         elapsed: started.elapsed(),
                         budget,
-                        head: head.map(Box::new),
+                        head,
                     });
                 }
                 Outcome::Redirect { location } => {
@@ -497,7 +497,10 @@ impl Fetcher {
             return false;
         };
         let tape = Tape::new(false);
-        matches!(self.robots_verdict(&host, url, allow_hop, &tape).await, Verdict::Allowed)
+        matches!(
+            self.robots_verdict(&host, url, allow_hop, &tape).await,
+            Verdict::Allowed
+        )
     }
 
     /// The Crawl-delay that `url`'s host's robots.txt asks for (capped at
@@ -669,7 +672,7 @@ impl Fetcher {
                     };
                     if let Some(head) = head {
                         tape.push(Exchange {
-                            head,
+                            head: *head,
                             body,
                             truncated,
                         });
@@ -870,7 +873,7 @@ impl Fetcher {
                 body,
                 truncated,
                 budget,
-                head,
+                head: head.map(Box::new),
             })
         };
         // The deadline moves by the time the body waited for its share of

@@ -1115,7 +1115,10 @@ async fn a_recording_fetcher_keeps_every_response_it_received() {
     assert_eq!(tape[0].body, b"no robots here");
     assert_eq!(tape[1].head.header("location").as_deref(), Some("/b"));
     let head = got.head.expect("the final response's head");
-    assert_eq!((head.url.path(), head.status, head.version), ("/b", 200, "HTTP/1.1"));
+    assert_eq!(
+        (head.url.path(), head.status, head.version),
+        ("/b", 200, "HTTP/1.1")
+    );
     // The headers as the client hands them over: decoding the body, it
     // drops Content-Encoding and Content-Length (the archive then writes
     // the decoded body's length).
@@ -1123,13 +1126,22 @@ async fn a_recording_fetcher_keeps_every_response_it_received() {
     assert_eq!(head.header("content-type").as_deref(), Some("text/html"));
     assert_eq!(head.header("x-order").as_deref(), Some("1"));
     assert_eq!(got.body, page.as_bytes());
-    assert_eq!(head.remote_addr.map(|a| a.ip().to_string()).as_deref(), Some("127.0.0.1"));
+    assert_eq!(
+        head.remote_addr.map(|a| a.ip().to_string()).as_deref(),
+        Some("127.0.0.1")
+    );
     let req = String::from_utf8(head.request.clone()).unwrap();
-    assert!(req.starts_with("GET /b HTTP/1.1\r\n") && req.contains("\r\nhost: 127.0.0.1:"), "{req}");
+    assert!(
+        req.starts_with("GET /b HTTP/1.1\r\n") && req.contains("\r\nhost: 127.0.0.1:"),
+        "{req}"
+    );
 
     // An error status: the fetch fails, and its response is kept.
     let (got, tape) = f.fetch_recorded(&server.url("/gone"), &any).await;
     assert_eq!(err_kind(got), "status_4xx");
     assert_eq!(tape.len(), 1, "robots.txt is cached: only the 410");
-    assert_eq!((tape[0].head.status, &tape[0].body[..]), (410, &b"<p>gone for good</p>"[..]));
+    assert_eq!(
+        (tape[0].head.status, &tape[0].body[..]),
+        (410, &b"<p>gone for good</p>"[..])
+    );
 }

@@ -254,7 +254,11 @@ fn warcinfo_fields(cfg: &crate::config::Config) -> String {
     let config = serde_json::to_string(&shown).unwrap_or_default();
     format!(
         "robots: {}\r\nhttp-header-user-agent: {}\r\nsimcrawl-config: {config}\r\n",
-        if cfg.fetch.respect_robots { "obey" } else { "ignore" },
+        if cfg.fetch.respect_robots {
+            "obey"
+        } else {
+            "ignore"
+        },
         cfg.fetch.user_agent.replace(['\r', '\n'], " "),
     )
 }
@@ -271,7 +275,10 @@ mod warcinfo_tests {
         cfg.fetch.proxy = Some("http://p:s3cret@proxy:3128".into());
         let f = warcinfo_fields(&cfg);
         assert!(!f.contains("hunter2") && !f.contains("s3cret"), "{f}");
-        assert!(f.contains("redis://u:***@h:6379/0") && f.contains("robots: obey\r\n"), "{f}");
+        assert!(
+            f.contains("redis://u:***@h:6379/0") && f.contains("robots: obey\r\n"),
+            "{f}"
+        );
         assert!(f.contains("\"warc_max_bytes\":1000000000"), "{f}");
     }
 }

@@ -396,7 +396,8 @@ impl WarcSink {
                 .with_context(|| format!("unreadable WARC record in {}", path.display()))?
             {
                 if h.kind == "response"
-                    && let (Some(d), Some(uri), Some(date), Some(id)) = (h.payload_digest, h.uri, h.date, h.id)
+                    && let (Some(d), Some(uri), Some(date), Some(id)) =
+                        (h.payload_digest, h.uri, h.date, h.id)
                 {
                     self.originals.entry(d).or_insert(Original {
                         uri: uri.into(),
@@ -592,7 +593,10 @@ fn set_files(dir: &Path, prefix: &str) -> Result<Vec<(u64, PathBuf)>> {
 
 /// The serial of a file name of the set `prefix`, if it is one.
 fn serial_of(name: &str, prefix: &str) -> Option<u64> {
-    let rest = name.strip_prefix(prefix)?.strip_prefix('-')?.strip_suffix(".warc.gz")?;
+    let rest = name
+        .strip_prefix(prefix)?
+        .strip_prefix('-')?
+        .strip_suffix(".warc.gz")?;
     let (stamp, serial) = rest.split_once('-')?;
     if stamp.len() != 14 || !stamp.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -693,7 +697,10 @@ fn read_record_head(r: &mut impl BufRead) -> Result<Option<RecordHead>> {
         }
     }
     if !line.starts_with("WARC/") {
-        bail!("a record does not begin with a WARC version line: {:?}", line.trim_end());
+        bail!(
+            "a record does not begin with a WARC version line: {:?}",
+            line.trim_end()
+        );
     }
     let mut h = RecordHead::default();
     let mut len: Option<u64> = None;
@@ -793,7 +800,10 @@ mod tests {
 
     #[test]
     fn file_names_carry_the_serial_and_nothing_else_matches() {
-        assert_eq!(serial_of("simcrawl-20261125014000-00007.warc.gz", "simcrawl"), Some(7));
+        assert_eq!(
+            serial_of("simcrawl-20261125014000-00007.warc.gz", "simcrawl"),
+            Some(7)
+        );
         assert_eq!(serial_of("simcrawl-2026-00007.warc.gz", "simcrawl"), None);
         assert_eq!(serial_of("other-20261125014000-00007.warc.gz", "simcrawl"), None);
         assert_eq!(serial_of("simcrawl-20261125014000-00007.warc", "simcrawl"), None);
@@ -830,7 +840,9 @@ mod tests {
         ];
         assert_eq!(
             kinds,
-            want.iter().map(|(k, u)| (k.to_string(), u.to_string())).collect::<Vec<_>>()
+            want.iter()
+                .map(|(k, u)| (k.to_string(), u.to_string()))
+                .collect::<Vec<_>>()
         );
     }
 
@@ -870,9 +882,16 @@ mod tests {
         assert_eq!(uris, ["http://e.org/a", "http://e.org/d"]);
         // A checkpoint past what is there is refused, naming the file.
         drop(w);
-        let e = WarcSink::open(&s, String::new(), Some(WarcAt { serial: 0, offset: 1 << 40 }))
-            .unwrap_err()
-            .to_string();
+        let e = WarcSink::open(
+            &s,
+            String::new(),
+            Some(WarcAt {
+                serial: 0,
+                offset: 1 << 40,
+            }),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("shorter") && e.contains(".warc.gz"), "{e}");
         let e = WarcSink::open(&s, String::new(), Some(WarcAt { serial: 9, offset: 0 }))
             .unwrap_err()
@@ -894,9 +913,11 @@ mod tests {
             similarity: Some(0.9),
             basis: None,
         };
-        w.page(&prep("http://e.org/b", b"near"), Some(note("content"))).unwrap();
+        w.page(&prep("http://e.org/b", b"near"), Some(note("content")))
+            .unwrap();
         // A URL-tier copy (a redirect to a known page) keeps its response.
-        w.page(&prep("http://e.org/c", b"url copy"), Some(note("url"))).unwrap();
+        w.page(&prep("http://e.org/c", b"url copy"), Some(note("url")))
+            .unwrap();
         w.sync().unwrap();
         let kinds: Vec<String> = records(dir.path()).into_iter().map(|r| r.0).collect();
         assert_eq!(kinds, ["warcinfo", "metadata", "request", "response", "metadata"]);

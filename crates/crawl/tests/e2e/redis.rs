@@ -1043,7 +1043,10 @@ fn shared_workers_archive_every_page_once_across_their_warc_sets() {
     let s = Shared::new(dir.path(), &format!("{}/p/0", server.base()), &url, &ns, 1_500);
     let warc = dir.path().join("warc");
     let mut config = std::fs::read_to_string(&s.config).unwrap();
-    config.push_str(&format!("\n[output]\nwarc_dir = {:?}\n", warc.display().to_string()));
+    config.push_str(&format!(
+        "\n[output]\nwarc_dir = {:?}\n",
+        warc.display().to_string()
+    ));
     std::fs::write(&s.config, config).unwrap();
     let logs = ["victim", "w1", "w2"];
     let mut victim = s

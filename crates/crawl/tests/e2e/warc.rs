@@ -16,7 +16,6 @@ use crate::support::{Dirs, field, gibberish, multiset, page, path_of, site_crawl
 /// One record of a WARC file.
 #[derive(Debug, Clone)]
 pub(crate) struct Record {
-    file: String,
     headers: BTreeMap<String, String>,
     block: Vec<u8>,
 }
@@ -96,14 +95,14 @@ pub(crate) fn read_set(dir: &Path) -> Vec<Record> {
             let mut tail = Vec::new();
             r.read_to_end(&mut tail).unwrap();
             assert_eq!(tail, b"\r\n\r\n", "{name}: a member holds more than one record");
-            let rec = Record {
-                file: name.clone(),
-                headers,
-                block,
-            };
+            let rec = Record { headers, block };
             assert_eq!(rec.get("WARC-Block-Digest"), sha1_label(&rec.block), "{rec:?}");
             if rec.kind() == "response" {
-                assert_eq!(rec.get("WARC-Payload-Digest"), sha1_label(rec.payload()), "{rec:?}");
+                assert_eq!(
+                    rec.get("WARC-Payload-Digest"),
+                    sha1_label(rec.payload()),
+                    "{rec:?}"
+                );
             }
             if first {
                 assert_eq!(rec.kind(), "warcinfo", "{name} does not begin with its warcinfo");
@@ -172,7 +171,10 @@ fn site() -> Server {
 
 fn warc_crawl(root: &Path, server: &Server, output: &str) -> (Dirs, PathBuf) {
     let warc = root.join("warc");
-    let extra = format!("\n[output]\nwarc_dir = {:?}\n{output}", warc.display().to_string());
+    let extra = format!(
+        "\n[output]\nwarc_dir = {:?}\n{output}",
+        warc.display().to_string()
+    );
     let dirs = site_crawl(root, &format!("{}/", server.base()), 4, &extra);
     (dirs, warc)
 }
@@ -219,7 +221,10 @@ fn a_warc_crawl_archives_every_exchange_its_copies_as_revisits_and_verdicts() {
     // Exchanges that are not pages: robots.txt, the redirect hop, the 404.
     assert_eq!(kinds(&m["/robots.txt"]), ["request", "response"]);
     let hop = m["/old"][1];
-    assert!(hop.block.starts_with(b"HTTP/1.1 301 Moved Permanently\r\n"), "{hop:?}");
+    assert!(
+        hop.block.starts_with(b"HTTP/1.1 301 Moved Permanently\r\n"),
+        "{hop:?}"
+    );
     assert_eq!(kinds(&m["/missing"]), ["request", "response"]);
     assert!(m["/missing"][1].block.starts_with(b"HTTP/1.1 404 Not Found\r\n"));
     assert_eq!(m["/missing"][1].payload(), b"status 404");
@@ -229,7 +234,10 @@ fn a_warc_crawl_archives_every_exchange_its_copies_as_revisits_and_verdicts() {
     // Kept pages: request and response, the payload as served.
     assert_eq!(kinds(&m[k]), ["request", "response"]);
     let a = m[k][1];
-    assert_eq!(a.payload(), page("Story A", &article(2), &["/near".to_string()]).as_bytes());
+    assert_eq!(
+        a.payload(),
+        page("Story A", &article(2), &["/near".to_string()]).as_bytes()
+    );
     assert_eq!(a.get("WARC-IP-Address"), "127.0.0.1");
     assert_eq!(a.get("Content-Type"), "application/http; msgtype=response");
     // The byte-identical copy: a revisit of /a's response, and its verdict.
@@ -245,7 +253,10 @@ fn a_warc_crawl_archives_every_exchange_its_copies_as_revisits_and_verdicts() {
     assert_eq!(rv.get("WARC-Payload-Digest"), a.get("WARC-Payload-Digest"));
     assert!(rv.payload().is_empty(), "a revisit holds the HTTP head only");
     let note = String::from_utf8(m[c][2].block.clone()).unwrap();
-    assert!(note.contains("simcrawl-duplicate-of: ") && note.contains(&format!("{k}\r\n")), "{note}");
+    assert!(
+        note.contains("simcrawl-duplicate-of: ") && note.contains(&format!("{k}\r\n")),
+        "{note}"
+    );
     assert_eq!(m[c][2].get("WARC-Concurrent-To"), rv.get("WARC-Record-ID"));
     // The near copy keeps its response, with its verdict.
     assert_eq!(kinds(&m["/near"]), ["request", "response", "metadata"]);
@@ -272,8 +283,15 @@ fn a_warc_crawl_archives_every_exchange_its_copies_as_revisits_and_verdicts() {
     dirs2.run_ok(Duration::from_secs(60));
     let records2 = read_set(&warc2);
     let m2 = by_path(&records2);
-    let copy_of_a = dirs2.duplicates().iter().any(|d| path_of(field(d, "url")) == "/copy");
-    let (k2, c2) = if copy_of_a { ("/a", "/copy") } else { ("/copy", "/a") };
+    let copy_of_a = dirs2
+        .duplicates()
+        .iter()
+        .any(|d| path_of(field(d, "url")) == "/copy");
+    let (k2, c2) = if copy_of_a {
+        ("/a", "/copy")
+    } else {
+        ("/copy", "/a")
+    };
     assert_eq!(kinds(&m2["/near"]), ["metadata"]);
     assert_eq!(kinds(&m2[c2]), ["metadata"]);
     assert_eq!(kinds(&m2[k2]), ["request", "response"]);
@@ -296,7 +314,11 @@ fn big_site() -> Server {
         std::thread::sleep(Duration::from_millis(5));
         let links: Vec<String> = (i + 1..(i + 4).min(PAGES)).map(|j| format!("/p/{j}")).collect();
         let seed = if i % 10 == 9 { i - 1 } else { i } as u64;
-        Reply::html(page(&format!("Page {seed}"), &gibberish(100 + seed, 150), &links_of(seed as usize, &links)))
+        Reply::html(page(
+            &format!("Page {seed}"),
+            &gibberish(100 + seed, 150),
+            &links_of(seed as usize, &links),
+        ))
     })
 }
 
@@ -304,7 +326,9 @@ fn big_site() -> Server {
 fn links_of(seed: usize, mine: &[String]) -> Vec<String> {
     if seed % 10 == 8 {
         // The original of a copy links to the copy and past it.
-        (seed + 1..(seed + 5).min(PAGES)).map(|j| format!("/p/{j}")).collect()
+        (seed + 1..(seed + 5).min(PAGES))
+            .map(|j| format!("/p/{j}"))
+            .collect()
     } else {
         mine.to_vec()
     }
@@ -338,8 +362,16 @@ fn a_warc_crawl_killed_twice_resumes_with_every_page_archived_once() {
         let mut child = dirs.spawn();
         let t0 = Instant::now();
         while dirs.kept_lines_now() < want {
-            assert!(child.try_wait().unwrap().is_none(), "ended before the kill; {}", dirs.log());
-            assert!(t0.elapsed() < Duration::from_secs(60), "no progress; {}", dirs.log());
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "ended before the kill; {}",
+                dirs.log()
+            );
+            assert!(
+                t0.elapsed() < Duration::from_secs(60),
+                "no progress; {}",
+                dirs.log()
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
         child.kill().unwrap(); // SIGKILL
@@ -350,13 +382,22 @@ fn a_warc_crawl_killed_twice_resumes_with_every_page_archived_once() {
 
     let kept = dirs.kept();
     let dups = dirs.duplicates();
-    let pages: BTreeSet<String> = kept.iter().chain(&dups).map(|v| path_of(field(v, "url"))).collect();
+    let pages: BTreeSet<String> = kept
+        .iter()
+        .chain(&dups)
+        .map(|v| path_of(field(v, "url")))
+        .collect();
     assert_eq!(pages.len(), PAGES, "every page once in the outputs");
     let records = read_set(&warc);
     assert!(warc_files(&warc).len() > 3, "the archive rotated");
     let archived = page_records(&records);
     for p in &pages {
-        assert_eq!(archived.get(p), Some(&1), "{p}: {:?} final records", archived.get(p));
+        assert_eq!(
+            archived.get(p),
+            Some(&1),
+            "{p}: {:?} final records",
+            archived.get(p)
+        );
     }
     assert_eq!(archived.len(), PAGES);
     // Of each pair of byte-identical pages, the one archived second (the

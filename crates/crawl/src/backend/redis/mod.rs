@@ -455,7 +455,11 @@ fn cut_gone_workers(
             .with_context(|| format!("unreadable state of worker {name:?} in Redis"))?;
         let (mut cut, short) = crate::output::sinks::cut_gone_outputs(&e.path(), ws.offsets)?;
         if warc.enabled() {
-            cut += crate::output::warc::cut_gone(&warc.warc_dir.join(&name), &warc.warc_prefix, ws.offsets.warc)?;
+            cut += crate::output::warc::cut_gone(
+                &warc.warc_dir.join(&name),
+                &warc.warc_prefix,
+                ws.offsets.warc,
+            )?;
         }
         if cut > 0 {
             warn!(
