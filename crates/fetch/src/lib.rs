@@ -130,6 +130,41 @@ pub struct Fetched {
     /// The final response's head (its body is `body`), when the fetcher
     /// records exchanges ([`Fetcher::set_recording`]).
     pub head: Option<Box<ResponseHead>>,
+    /// The final response's validators, for a later conditional request.
+    pub validators: Validators,
+}
+
+/// What a server said identifies the version of a page it sent (`ETag`,
+/// `Last-Modified`): sent back on a revisit as `If-None-Match` and
+/// `If-Modified-Since`, so an unchanged page costs a 304 and no body.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Validators {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+}
+
+impl Validators {
+    /// Whether there is anything to send.
+    pub fn is_empty(&self) -> bool {
+        self.etag.is_none() && self.last_modified.is_none()
+    }
+
+    fn of(headers: &HeaderMap) -> Validators {
+        let get = |name| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+        };
+        Validators {
+            etag: get(reqwest::header::ETAG),
+            last_modified: get(reqwest::header::LAST_MODIFIED),
+        }
+    }
 }
 
 /// What one request attempt produced, when it was not an error.
@@ -142,6 +177,7 @@ enum Outcome {
         budget: BodyBudget,
         /// When recording.
         head: Option<Box<ResponseHead>>,
+        validators: Validators,
     },
     Redirect {
         location: String,
@@ -384,6 +420,21 @@ impl Fetcher {
         self.fetch_recorded(url, allow_hop).await.0
     }
 
+    /// [`Fetcher::fetch_recorded`] as a revisit: the request for `url`
+    /// carries `If-None-Match` / `If-Modified-Since` from `since` (what the
+    /// last fetch of it stored), and a `304 Not Modified` answer is a
+    /// [`Fetched`] with status 304 and no body rather than an error.
+    pub async fn fetch_conditional(
+        &self,
+        url: &Url,
+        allow_hop: &(dyn Fn(&Url) -> bool + Send + Sync),
+        since: &Validators,
+    ) -> (Result<Fetched, FetchError>, Vec<Exchange>) {
+        let tape = Tape::new(self.inner.record.load(Ordering::Relaxed));
+        let result = self.fetch_on(url, allow_hop, &tape, Some(since)).await;
+        (result, tape.take())
+    }
+
     /// [`Fetcher::fetch`], and the exchanges it made besides the final
     /// page's, in order (robots.txt loaded for it, redirect hops, attempts
     /// answered with an error status), whatever the result: empty unless
@@ -394,7 +445,7 @@ impl Fetcher {
         allow_hop: &(dyn Fn(&Url) -> bool + Send + Sync),
     ) -> (Result<Fetched, FetchError>, Vec<Exchange>) {
         let tape = Tape::new(self.inner.record.load(Ordering::Relaxed));
-        let result = self.fetch_on(url, allow_hop, &tape).await;
+        let result = self.fetch_on(url, allow_hop, &tape, None).await;
         (result, tape.take())
     }
 
@@ -403,6 +454,7 @@ impl Fetcher {
         url: &Url,
         allow_hop: &(dyn Fn(&Url) -> bool + Send + Sync),
         tape: &Tape,
+        since: Option<&Validators>,
     ) -> Result<Fetched, FetchError> {
         let started = Instant::now();
         let cfg = &self.inner.cfg;
@@ -436,8 +488,10 @@ impl Fetcher {
                     });
                 }
             }
+            // Validators belong to the URL asked for, not to a redirect hop.
+            let cond = since.filter(|_| redirects.is_empty());
             match self
-                .request_with_retries(&host, &current, &mut attempts, tape)
+                .request_with_retries(&host, &current, &mut attempts, tape, cond)
                 .await?
             {
                 Outcome::Page {
@@ -447,6 +501,7 @@ impl Fetcher {
                     truncated,
                     budget,
                     head,
+                    validators,
                 } => {
                     debug!(url = %url, final_url = %current, status, bytes = body.len(), truncated, "fetched");
                     return Ok(Fetched {
@@ -461,6 +516,7 @@ impl Fetcher {
                         elapsed: started.elapsed(),
                         budget,
                         head,
+                        validators,
                     });
                 }
                 Outcome::Redirect { location } => {
@@ -644,7 +700,7 @@ impl Fetcher {
             let mut retry = 0u32;
             let answer = loop {
                 let a = self
-                    .attempt(&hop_host, &robots_url, false, ROBOTS_MAX_BYTES, tape)
+                    .attempt(&hop_host, &robots_url, false, ROBOTS_MAX_BYTES, tape, None)
                     .await;
                 if !matches!(a, Err((FetchError::Connect { .. }, _))) || retry >= cfg.retries {
                     break a;
@@ -724,12 +780,16 @@ impl Fetcher {
         url: &Url,
         attempts: &mut u32,
         tape: &Tape,
+        since: Option<&Validators>,
     ) -> Result<Outcome, FetchError> {
         let cfg = &self.inner.cfg;
         let mut retry = 0u32;
         loop {
             *attempts += 1;
-            let (err, retry_after) = match self.attempt(host, url, true, cfg.max_body_bytes, tape).await {
+            let (err, retry_after) = match self
+                .attempt(host, url, true, cfg.max_body_bytes, tape, since)
+                .await
+            {
                 Ok(o) => return Ok(o),
                 Err(f) => f,
             };
@@ -785,6 +845,7 @@ impl Fetcher {
         check_type: bool,
         max_bytes: usize,
         tape: &Tape,
+        since: Option<&Validators>,
     ) -> Result<Outcome, AttemptError> {
         self.guard(url).await.map_err(|e| (e, None))?;
         let cfg = &self.inner.cfg;
@@ -795,10 +856,16 @@ impl Fetcher {
         let budget_wait_ms = AtomicU64::new(0);
         let budget_waiting = AtomicBool::new(false);
         let exchange = async {
-            let mut resp = self
-                .inner
-                .client
-                .get(url.clone())
+            let mut request = self.inner.client.get(url.clone());
+            if let Some(v) = since {
+                if let Some(etag) = &v.etag {
+                    request = request.header(reqwest::header::IF_NONE_MATCH, etag);
+                }
+                if let Some(lm) = &v.last_modified {
+                    request = request.header(reqwest::header::IF_MODIFIED_SINCE, lm);
+                }
+            }
+            let mut resp = request
                 .send()
                 .await
                 .map_err(|e| (FetchError::from_reqwest(url, e, "waiting for response"), None))?;
@@ -830,6 +897,19 @@ impl Fetcher {
                     });
                 }
             };
+            // Unchanged since the validators we sent: no body to read.
+            if status == 304 && since.is_some() {
+                let validators = Validators::of(resp.headers());
+                return Ok(Outcome::Page {
+                    status,
+                    content_type: None,
+                    body: Vec::new(),
+                    truncated: false,
+                    budget: BodyBudget::default(),
+                    head: head.map(Box::new),
+                    validators,
+                });
+            }
             if matches!(status, 301 | 302 | 303 | 307 | 308)
                 && let Some(loc) = resp.headers().get(LOCATION)
             {
@@ -865,6 +945,7 @@ impl Fetcher {
                     None,
                 ));
             }
+            let validators = Validators::of(resp.headers());
             let (body, truncated, budget) =
                 read_body(&mut resp, url, &limits).await.map_err(|e| (e, None))?;
             Ok(Outcome::Page {
@@ -874,6 +955,7 @@ impl Fetcher {
                 truncated,
                 budget,
                 head: head.map(Box::new),
+                validators,
             })
         };
         // The deadline moves by the time the body waited for its share of

@@ -1145,3 +1145,33 @@ async fn a_recording_fetcher_keeps_every_response_it_received() {
         (410, &b"<p>gone for good</p>"[..])
     );
 }
+
+#[tokio::test]
+async fn a_revisit_sends_the_validators_and_a_304_is_a_page_without_body() {
+    let server = Server::start(|path, n| match (path, n) {
+        ("/p", 0) => Reply::html("<p>v1</p>")
+            .header("ETag", "\"abc\"")
+            .header("Last-Modified", "Wed, 21 Oct 2026 07:28:00 GMT"),
+        ("/p", _) => Reply::status(304),
+        _ => Reply::status(404),
+    })
+    .await;
+    let f = Fetcher::new(fast()).unwrap();
+    let first = f.fetch(&server.url("/p"), &any).await.unwrap();
+    assert_eq!(first.validators.etag.as_deref(), Some("\"abc\""));
+    assert_eq!(
+        first.validators.last_modified.as_deref(),
+        Some("Wed, 21 Oct 2026 07:28:00 GMT")
+    );
+    let (again, _) = f
+        .fetch_conditional(&server.url("/p"), &any, &first.validators)
+        .await;
+    let again = again.unwrap();
+    assert_eq!(again.status, 304);
+    assert!(again.body.is_empty());
+    let req = &server.requests()[1].headers;
+    assert!(req.contains("if-none-match: \"abc\""), "{req}");
+    assert!(req.contains("if-modified-since: wed, 21 oct 2026 07:28:00 gmt"), "{req}");
+    // Without validators a 304 stays what it is for a plain fetch: an error.
+    assert_eq!(err_kind(f.fetch(&server.url("/p"), &any).await), "status_other");
+}
