@@ -60,16 +60,7 @@ impl<S: Store> Deduper<S> {
                     if rec.inserted_at >= cutoff {
                         break;
                     }
-                    for (table, key) in self.layout.keys(rec.fingerprint.0) {
-                        t.remove_block(table, key, rec.fingerprint, id)?;
-                    }
-                    if let Some(title) = rec.title {
-                        t.remove_title(u128::from_be_bytes(title), id)?;
-                    }
-                    for key in self.band_keys(&rec.sketch) {
-                        t.remove_band(key, id)?;
-                    }
-                    t.remove_doc(id)?;
+                    self.remove_record(t, id, &rec)?;
                     removed += 1;
                 }
                 Ok(removed)
@@ -100,5 +91,52 @@ impl<S: Store> Deduper<S> {
             }
         }
         Ok(purged)
+    }
+}
+
+impl<S: Store> Deduper<S> {
+    /// Removes one kept document from the title and content tiers, inside
+    /// the caller's transaction `t`; returns whether it was there. For a
+    /// crawler that revisits pages: a page that changed is judged again
+    /// (and a page that is gone leaves the index), so its old text must
+    /// stop matching copies. Its URL stays in the URL tier.
+    ///
+    /// ```
+    /// use simcrawl_dedup::{Deduper, DedupConfig, Document, MemoryStore, Store, Verdict};
+    /// let d = Deduper::new(MemoryStore::new(), DedupConfig::default())?;
+    /// let text = "长江流域今年夏季降雨偏多，防汛形势严峻，各地加强了巡查和值守，确保安全度汛。";
+    /// let Verdict::Unique { id: Some(id), .. } = d.check_content(&Document::new("http://a.example/1", "", text))? else {
+    ///     panic!("kept")
+    /// };
+    /// assert!(d.store().write(|t| d.forget_in(t, id))?);
+    /// // Its text no longer matches: a copy is kept now.
+    /// assert!(!d.check_content(&Document::new("http://b.example/1", "", text))?.is_duplicate());
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    pub fn forget_in(&self, t: &mut dyn crate::store::Tables, id: crate::store::DocId) -> Result<bool> {
+        let Some(rec) = t.doc(id)? else {
+            return Ok(false);
+        };
+        self.remove_record(t, id, &rec)?;
+        Ok(true)
+    }
+
+    /// Removes document `id` (whose record is `rec`) from every table.
+    fn remove_record(
+        &self,
+        t: &mut dyn crate::store::Tables,
+        id: crate::store::DocId,
+        rec: &crate::store::DocRecord,
+    ) -> Result<()> {
+        for (table, key) in self.layout.keys(rec.fingerprint.0) {
+            t.remove_block(table, key, rec.fingerprint, id)?;
+        }
+        if let Some(title) = rec.title {
+            t.remove_title(u128::from_be_bytes(title), id)?;
+        }
+        for key in self.band_keys(&rec.sketch) {
+            t.remove_band(key, id)?;
+        }
+        t.remove_doc(id)
     }
 }
