@@ -4,7 +4,7 @@
 # zstd), python3 with venv, pip and libpython (demo site server,
 # labelled-set builder, the Python package's tests), chromium and a CJK
 # font (the report's browser test and screenshots), redis-server (the Redis
-# store's tests). Without root or apt-get
+# store's tests), nginx (the revisit tests). Without root or apt-get
 # it only says what is missing; the tests that need a missing tool then say
 # they skip.
 set -euo pipefail
@@ -23,6 +23,9 @@ command -v cc >/dev/null || need+=(gcc)
 command -v make >/dev/null || need+=(make)
 command -v chromium >/dev/null || need+=(chromium)
 command -v redis-server >/dev/null || need+=(redis-server)   # the Redis store's tests
+# A real web server (ETag, Last-Modified, 304s) for the revisit tests
+# (crates/crawl/tests/e2e/revisit.rs).
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || need+=(nginx-light)
 fc-list 2>/dev/null | grep -i 'wqy\|noto.*cjk' >/dev/null || need+=(fonts-wqy-zenhei)
 
 if [ ${#need[@]} -eq 0 ]; then

@@ -241,7 +241,12 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             samples
         })
     };
-    let result = crate::run_crawl(cfg, &seeds, crate::daemon::Start::Fresh);
+    let result = crate::run_crawl(
+        cfg,
+        Some(&seeds),
+        crate::daemon::Start::Fresh,
+        crate::daemon::Visits::Crawl,
+    );
     let wall = t0.elapsed().as_secs_f64();
     done.store(true, std::sync::atomic::Ordering::Relaxed);
     let samples = sampler.join().unwrap_or_default();

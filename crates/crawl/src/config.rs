@@ -23,6 +23,8 @@ pub struct Config {
     pub redis: RedisSettings,
     /// What a crawl writes besides its JSON lines: the WARC archive.
     pub output: crate::output::warc::WarcSettings,
+    /// When crawled pages are visited again (`crawl revisit`, `--forever`).
+    pub revisit: crate::revisit::RevisitSettings,
 }
 
 /// `[redis]`: the shared mode, where many `crawl` processes (on one machine

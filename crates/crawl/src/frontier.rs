@@ -23,6 +23,20 @@ pub struct Entry {
     pub attempts: u32,
     /// Not fetched before this time (unix milliseconds; 0: at once).
     pub not_before_ms: u64,
+    /// A visit again of a page already crawled (`crate::revisit`).
+    pub revisit: Option<Box<Revisit>>,
+}
+
+/// What a revisit entry carries: the validators its page's last fetch
+/// stored (sent back as a conditional request), and whether the page must
+/// be judged again whatever its text (the page it copied changed or is
+/// gone).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Revisit {
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rejudge: bool,
+    #[serde(default)]
+    pub since: simcrawl_fetch::Validators,
 }
 
 /// Milliseconds since the Unix epoch.

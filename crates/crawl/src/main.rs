@@ -16,6 +16,7 @@ mod metrics;
 mod output;
 mod progress;
 mod report;
+mod revisit;
 mod rewrite;
 mod stats;
 mod template;
@@ -153,10 +154,26 @@ struct CrawlArgs {
     /// Forget earlier state and outputs and start over.
     #[arg(long)]
     fresh: bool,
+    /// Keep running: new links and revisits of the pages crawled (as they
+    /// fall due, [revisit]) in one frontier, until stopped (SIGINT/SIGTERM).
+    #[arg(long)]
+    forever: bool,
 }
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Visit again, once, the pages of a crawl whose revisit is due (with
+    /// --all: every page): conditional requests, changes.jsonl, changed
+    /// pages judged again. Then exits.
+    Revisit {
+        /// Every page crawled, due or not.
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        overrides: Overrides,
+    },
     /// Deduplicate a JSON-lines corpus: {"url", "title"?, "text" | "html"} per line.
     Dedup {
         /// The corpus.
@@ -499,6 +516,22 @@ fn run(cli: Cli) -> Result<ExitCode> {
             std::io::Write::write_all(&mut std::io::stdout(), &script)?;
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Revisit {
+            all,
+            common,
+            overrides,
+        }) => {
+            let mut effective = common.load()?;
+            overrides.apply(&mut effective);
+            let visits = if all {
+                daemon::Visits::All
+            } else {
+                daemon::Visits::Due
+            };
+            let stats = run_crawl(effective.config, None, daemon::Start::Resume, visits)?;
+            eprintln!("{stats}");
+            Ok(ExitCode::SUCCESS)
+        }
         None => {
             let a = cli.crawl;
             let seeds = a
@@ -509,11 +542,16 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let cfg = effective.config;
             let stats = run_crawl(
                 cfg,
-                &seeds,
+                Some(&seeds),
                 if a.fresh {
                     daemon::Start::Fresh
                 } else {
                     daemon::Start::Resume
+                },
+                if a.forever {
+                    daemon::Visits::Forever
+                } else {
+                    daemon::Visits::Crawl
                 },
             )?;
             eprintln!("{stats}");
@@ -529,16 +567,25 @@ fn run(cli: Cli) -> Result<ExitCode> {
 /// name; returns its counters (this worker's, in the shared mode).
 pub(crate) fn run_crawl(
     cfg: Config,
-    seeds_path: &std::path::Path,
+    seeds_path: Option<&std::path::Path>,
     start: daemon::Start,
+    visits: daemon::Visits,
 ) -> Result<stats::Stats> {
-    let seeds = daemon::read_seeds(seeds_path)?;
+    let seeds = match seeds_path {
+        Some(p) => daemon::read_seeds(p)?,
+        None => Vec::new(),
+    };
     tracing::info!("{}", crate::config::politeness(&cfg));
     if let Some(hint) = crate::config::one_host_hint(&cfg, &seeds) {
         tracing::warn!("{hint}");
     }
     if cfg.redis.url.is_empty() {
-        backend::local::run(cfg, &seeds, start)
+        backend::local::run(cfg, &seeds, start, visits)
+    } else if visits != daemon::Visits::Crawl {
+        anyhow::bail!(
+            "revisits (crawl revisit, --forever) keep their schedule in the single-machine crawl state: \
+             run them without --redis"
+        )
     } else {
         crate::backend::redis::run(cfg, &seeds, start)
     }

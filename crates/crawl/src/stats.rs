@@ -60,6 +60,24 @@ pub struct Stats {
     /// rule is withdrawn.
     #[serde(default)]
     pub dust_unrecorded: u64,
+    /// Revisits of pages already crawled (`crate::revisit`), and what they
+    /// found: a 304, the same text, a similar text (a date, an ad), a real
+    /// change (judged again), a 404 or 410 (out of the index).
+    #[serde(default)]
+    pub revisited: u64,
+    #[serde(default)]
+    pub not_modified: u64,
+    #[serde(default)]
+    pub same: u64,
+    #[serde(default)]
+    pub similar: u64,
+    #[serde(default)]
+    pub changed: u64,
+    #[serde(default)]
+    pub gone: u64,
+    /// Copies judged again because the page they copied changed or is gone.
+    #[serde(default)]
+    pub rejudged: u64,
     /// The URL rewrite rules learnt (`HOST RULE (N examples)`), in the
     /// order they were learnt.
     #[serde(default)]

@@ -1171,7 +1171,10 @@ async fn a_revisit_sends_the_validators_and_a_304_is_a_page_without_body() {
     assert!(again.body.is_empty());
     let req = &server.requests()[1].headers;
     assert!(req.contains("if-none-match: \"abc\""), "{req}");
-    assert!(req.contains("if-modified-since: wed, 21 oct 2026 07:28:00 gmt"), "{req}");
+    assert!(
+        req.contains("if-modified-since: wed, 21 oct 2026 07:28:00 gmt"),
+        "{req}"
+    );
     // Without validators a 304 stays what it is for a plain fetch: an error.
     assert_eq!(err_kind(f.fetch(&server.url("/p"), &any).await), "status_other");
 }

@@ -70,6 +70,16 @@ pub trait Commits: Send + 'static {
     fn between_commits(&mut self) -> Result<()>;
     /// The last words: learnt templates, a final durable commit.
     fn finish(&mut self) -> Result<()>;
+    /// How long until [`Commits::tick`] is due; `None`: never (only a
+    /// crawl that runs `--forever` ticks).
+    fn tick_in(&self) -> Option<Duration> {
+        None
+    }
+    /// Periodic work outside commits (`--forever`: the pages due for a
+    /// revisit into the frontier); returns the entries added.
+    fn tick(&mut self) -> Result<u64> {
+        Ok(0)
+    }
 }
 
 /// Messages from the writer to the dispatcher.

@@ -25,17 +25,40 @@ pub fn writer_loop<W: Commits>(
     tx: mpsc::UnboundedSender<Result<Committed, anyhow::Error>>,
 ) {
     loop {
+        // `--forever`: the pages due for a revisit join the frontier.
+        if w.tick_in().is_some_and(|d| d.is_zero()) {
+            match w.tick() {
+                Ok(0) => {}
+                Ok(added) => {
+                    let tick = Committed {
+                        seqs: Vec::new(),
+                        added,
+                        requeued: 0,
+                    };
+                    if tx.send(Ok(tick)).is_err() {
+                        return;
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+        }
         // Lines already visible become durable within `DURABLE_EVERY`, even
         // when no further result comes (a kill -9 must not cut lines that
         // consumers may have read).
-        let next = match w.durable_due_in() {
-            None => rx.recv().map_err(|_| std_mpsc::RecvTimeoutError::Disconnected),
-            Some(wait) => rx.recv_timeout(wait),
+        let durable = w.durable_due_in();
+        let next = match (durable, w.tick_in()) {
+            (None, None) => rx.recv().map_err(|_| std_mpsc::RecvTimeoutError::Disconnected),
+            (a, b) => rx.recv_timeout(a.into_iter().chain(b).min().unwrap_or_default()),
         };
         let first = match next {
             Ok(o) => o,
             Err(std_mpsc::RecvTimeoutError::Timeout) => {
-                if let Err(e) = w.make_durable() {
+                if w.durable_due_in().is_some_and(|d| d.is_zero())
+                    && let Err(e) = w.make_durable()
+                {
                     let _ = tx.send(Err(e));
                     return;
                 }

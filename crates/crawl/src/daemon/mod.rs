@@ -90,6 +90,20 @@ pub fn read_seeds(path: &Path) -> Result<Vec<Url>> {
     Ok(seeds)
 }
 
+/// Which pages a run visits (`crate::revisit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Visits {
+    /// A crawl from the seeds, once.
+    Crawl,
+    /// `crawl revisit`: the pages due, once (and what they link to).
+    Due,
+    /// `crawl revisit --all`: every page crawled, once.
+    All,
+    /// `crawl --forever`: new links and revisits in one frontier, until
+    /// stopped.
+    Forever,
+}
+
 /// How a crawl treats the state and outputs of an earlier one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Start {

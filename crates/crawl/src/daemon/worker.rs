@@ -49,6 +49,17 @@ pub enum Outcome {
         /// The responses it received, for the archive (`--warc`): error
         /// answers, robots.txt, redirect hops.
         exchanges: Vec<simcrawl_fetch::Exchange>,
+        /// The HTTP status that failed it, if it got an answer (a revisit
+        /// told 404 or 410 finds its page gone).
+        status: Option<u16>,
+    },
+    /// A revisit answered `304 Not Modified` (`crate::revisit`): nothing
+    /// parsed, nothing judged.
+    NotModified {
+        entry: Entry,
+        /// The validators the answer carried (a server may send new ones).
+        validators: simcrawl_fetch::Validators,
+        exchanges: Vec<simcrawl_fetch::Exchange>,
     },
     /// Not fetched: a URL rewrite rule learnt after the entry was queued
     /// maps it to another URL, or maps a kept page's URL onto it
@@ -65,7 +76,9 @@ impl Outcome {
     pub fn url(&self) -> &Url {
         match self {
             Outcome::Page(p) => &p.entry.url,
-            Outcome::Failed { entry, .. } | Outcome::Rewritten { entry, .. } => &entry.url,
+            Outcome::Failed { entry, .. }
+            | Outcome::Rewritten { entry, .. }
+            | Outcome::NotModified { entry, .. } => &entry.url,
         }
     }
 
@@ -73,7 +86,9 @@ impl Outcome {
     pub fn seq(&self) -> u64 {
         match self {
             Outcome::Page(p) => p.entry.seq,
-            Outcome::Failed { entry, .. } | Outcome::Rewritten { entry, .. } => entry.seq,
+            Outcome::Failed { entry, .. }
+            | Outcome::Rewritten { entry, .. }
+            | Outcome::NotModified { entry, .. } => entry.seq,
         }
     }
 }
@@ -102,6 +117,8 @@ pub struct PageResult {
     pub facts: PageFacts,
     /// What the archive keeps of its fetch (empty without `--warc`).
     pub archived: Archived,
+    /// The answer's ETag and Last-Modified, for its revisits.
+    pub validators: simcrawl_fetch::Validators,
 }
 
 /// The HTTP exchanges of one page's fetch, kept for the WARC archive until
@@ -260,7 +277,15 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
     let started = std::time::Instant::now();
     let mut exchanges = Vec::new();
     let fetched = loop {
-        let (result, tape) = stages.fetcher.fetch_recorded(&entry.url, &allow).await;
+        let (result, tape) = match &entry.revisit {
+            Some(r) => {
+                stages
+                    .fetcher
+                    .fetch_conditional(&entry.url, &allow, &r.since)
+                    .await
+            }
+            None => stages.fetcher.fetch_recorded(&entry.url, &allow).await,
+        };
         exchanges.extend(tape);
         match result {
             Ok(f) => break f,
@@ -276,10 +301,26 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
                     transient: e.is_transient(),
                     took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
                     exchanges,
+                    status: e.status(),
                 };
             }
         }
     };
+    if fetched.status == 304 {
+        let mut exchanges = exchanges;
+        if let Some(head) = fetched.head {
+            exchanges.push(simcrawl_fetch::Exchange {
+                head: *head,
+                body: Vec::new(),
+                truncated: false,
+            });
+        }
+        return Outcome::NotModified {
+            entry,
+            validators: fetched.validators,
+            exchanges,
+        };
+    }
     let fetched_at = now_secs();
     let job_stages = stages.clone();
     let job_entry = entry.clone();
@@ -307,6 +348,7 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
             transient: false,
             took_ms: 0,
             exchanges: Vec::new(),
+            status: None,
         },
     }
 }
@@ -342,6 +384,7 @@ fn clean_and_sign(
                 transient: false,
                 took_ms: 0,
                 exchanges,
+                status: None,
             };
         }
     };
@@ -390,6 +433,7 @@ fn clean_and_sign(
                 transient: false,
                 took_ms: 0,
                 exchanges,
+                status: None,
             };
         }
     };
@@ -413,5 +457,6 @@ fn clean_and_sign(
         facts,
         entry,
         archived,
+        validators: fetched.validators,
     }))
 }

@@ -326,3 +326,18 @@ mod tests {
         );
     }
 }
+
+/// `changes.jsonl`: what one revisit found (`crate::revisit`).
+#[derive(Debug, Serialize)]
+pub struct ChangeLine<'a> {
+    pub url: &'a str,
+    pub status: crate::revisit::Change,
+    /// SimHash distance between the text now and the text judged before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distance: Option<u32>,
+    /// The page was judged again: `kept` or `duplicate` (of `of`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub of: Option<&'a str>,
+}

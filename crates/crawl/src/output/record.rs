@@ -69,6 +69,21 @@ impl Recorder<'_> {
         Ok(())
     }
 
+    /// What a revisit found: its line in changes.jsonl and its counters.
+    pub fn change(&mut self, line: &super::lines::ChangeLine<'_>) -> Result<()> {
+        use crate::revisit::Change;
+        let st = &mut *self.stats;
+        st.revisited += 1;
+        *match line.status {
+            Change::NotModified => &mut st.not_modified,
+            Change::Same => &mut st.same,
+            Change::Similar => &mut st.similar,
+            Change::Changed => &mut st.changed,
+            Change::Gone => &mut st.gone,
+        } += 1;
+        self.outputs.changes.write(line)
+    }
+
     /// A page whose failure is final (after its retries and requeues).
     pub fn failure(&mut self, url: &str, kind: &str, error: &str) -> Result<()> {
         self.stats.count_failure(kind);

@@ -119,46 +119,51 @@ impl Sink {
     }
 }
 
-/// Byte offsets of the three outputs at a checkpoint, and the WARC
-/// archive's position when the crawl archives. Stored as a JSON array
-/// `[kept, duplicates, errors]` (the checkpoints' existing form), followed
-/// by `warc serial, warc offset` when there is an archive.
+/// Byte offsets of the outputs at a checkpoint, and the WARC archive's
+/// position when the crawl archives. Stored as a JSON array `[kept,
+/// duplicates, errors, changes]`, followed by `warc serial, warc offset`
+/// when there is an archive; the forms of earlier versions (without
+/// `changes`: 3 numbers, or 5 with the archive) still read.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "Vec<u64>", into = "Vec<u64>")]
 pub struct Offsets {
     pub kept: u64,
     pub duplicates: u64,
     pub errors: u64,
+    /// changes.jsonl (revisits, `crate::revisit`).
+    pub changes: u64,
     pub warc: Option<WarcAt>,
 }
 
 impl TryFrom<Vec<u64>> for Offsets {
     type Error = String;
     fn try_from(v: Vec<u64>) -> Result<Self, String> {
-        match v[..] {
-            [kept, duplicates, errors] => Ok(Offsets {
-                kept,
-                duplicates,
-                errors,
-                warc: None,
-            }),
-            [kept, duplicates, errors, serial, offset] => Ok(Offsets {
-                kept,
-                duplicates,
-                errors,
-                warc: Some(WarcAt { serial, offset }),
-            }),
-            _ => Err(format!(
-                "output offsets hold {} numbers: 3 (kept, duplicates, errors) or 5 (and the WARC file's serial and offset) expected",
-                v.len()
-            )),
-        }
+        let (kept, duplicates, errors, changes, warc) = match v[..] {
+            [k, d, e] => (k, d, e, 0, None),
+            [k, d, e, c] => (k, d, e, c, None),
+            [k, d, e, serial, offset] => (k, d, e, 0, Some(WarcAt { serial, offset })),
+            [k, d, e, c, serial, offset] => (k, d, e, c, Some(WarcAt { serial, offset })),
+            _ => {
+                return Err(format!(
+                    "output offsets hold {} numbers: 4 (kept, duplicates, errors, changes) or 6 (and the \
+                     WARC file's serial and offset) expected",
+                    v.len()
+                ));
+            }
+        };
+        Ok(Offsets {
+            kept,
+            duplicates,
+            errors,
+            changes,
+            warc,
+        })
     }
 }
 
 impl From<Offsets> for Vec<u64> {
     fn from(o: Offsets) -> Self {
-        let mut v = vec![o.kept, o.duplicates, o.errors];
+        let mut v = vec![o.kept, o.duplicates, o.errors, o.changes];
         if let Some(w) = o.warc {
             v.extend([w.serial, w.offset]);
         }
@@ -174,20 +179,23 @@ pub struct Outputs {
     pub kept: Sink,
     pub duplicates: Sink,
     pub errors: Sink,
+    /// What each revisit found (`crate::revisit`).
+    pub changes: Sink,
     pub warc: Option<WarcSink>,
 }
 
 impl Outputs {
     /// The file names, in [`Offsets`] order.
-    pub const FILES: [&'static str; 3] = ["kept.jsonl", "duplicates.jsonl", "errors.jsonl"];
+    pub const FILES: [&'static str; 4] = ["kept.jsonl", "duplicates.jsonl", "errors.jsonl", "changes.jsonl"];
 
     /// Opens the three files in `dir`, each cut back to its checkpoint.
     pub fn open(dir: &Path, at: Offsets) -> Result<Outputs> {
-        let [kept, duplicates, errors] = Self::FILES;
+        let [kept, duplicates, errors, changes] = Self::FILES;
         Ok(Outputs {
             kept: Sink::open(&dir.join(kept), at.kept)?,
             duplicates: Sink::open(&dir.join(duplicates), at.duplicates)?,
             errors: Sink::open(&dir.join(errors), at.errors)?,
+            changes: Sink::open(&dir.join(changes), at.changes)?,
             warc: None,
         })
     }
@@ -204,6 +212,7 @@ impl Outputs {
             kept: self.kept.sync()?,
             duplicates: self.duplicates.sync()?,
             errors: self.errors.sync()?,
+            changes: self.changes.sync()?,
             warc: self.warc.as_mut().map(WarcSink::sync).transpose()?,
         })
     }
@@ -213,6 +222,7 @@ impl Outputs {
         self.kept.cut_to(at.kept)?;
         self.duplicates.cut_to(at.duplicates)?;
         self.errors.cut_to(at.errors)?;
+        self.changes.cut_to(at.changes)?;
         if let Some(w) = self.warc.as_mut() {
             w.cut_to(at.warc)?;
         }
@@ -225,6 +235,7 @@ impl Outputs {
             kept: self.kept.flush()?,
             duplicates: self.duplicates.flush()?,
             errors: self.errors.flush()?,
+            changes: self.changes.flush()?,
             warc: self.warc.as_mut().map(WarcSink::flush).transpose()?,
         })
     }
@@ -237,7 +248,10 @@ impl Outputs {
 pub fn cut_gone_outputs(dir: &Path, at: Offsets) -> Result<(u64, Vec<PathBuf>)> {
     let mut cut = 0;
     let mut short = Vec::new();
-    for (name, offset) in Outputs::FILES.iter().zip([at.kept, at.duplicates, at.errors]) {
+    for (name, offset) in Outputs::FILES
+        .iter()
+        .zip([at.kept, at.duplicates, at.errors, at.changes])
+    {
         let path = dir.join(name);
         let file = match OpenOptions::new().write(true).open(&path) {
             Ok(f) => f,
@@ -318,16 +332,22 @@ mod tests {
             kept: 1,
             duplicates: 2,
             errors: 3,
+            changes: 0,
             warc: None,
         };
-        assert_eq!(serde_json::to_string(&o).unwrap(), "[1,2,3]");
+        // Earlier versions' forms read.
         assert_eq!(serde_json::from_str::<Offsets>("[1,2,3]").unwrap(), o);
         let w = Offsets {
             warc: Some(WarcAt { serial: 4, offset: 5 }),
             ..o
         };
-        assert_eq!(serde_json::to_string(&w).unwrap(), "[1,2,3,4,5]");
         assert_eq!(serde_json::from_str::<Offsets>("[1,2,3,4,5]").unwrap(), w);
+        let c = Offsets { changes: 9, ..w };
+        assert_eq!(serde_json::to_string(&c).unwrap(), "[1,2,3,9,4,5]");
+        assert_eq!(serde_json::from_str::<Offsets>("[1,2,3,9,4,5]").unwrap(), c);
+        let n = Offsets { warc: None, ..c };
+        assert_eq!(serde_json::to_string(&n).unwrap(), "[1,2,3,9]");
+        assert_eq!(serde_json::from_str::<Offsets>("[1,2,3,9]").unwrap(), n);
         let e = serde_json::from_str::<Offsets>("[1,2]").unwrap_err().to_string();
         assert!(e.contains("hold 2 numbers"), "{e}");
     }

@@ -20,6 +20,7 @@ mod dust;
 mod private;
 mod redis;
 mod report_browser;
+mod revisit;
 mod template;
 mod waits;
 mod warc;

@@ -19,11 +19,15 @@ use crate::frontier::{Candidate, Entry, now_ms};
 
 /// seq -> depth (u32 LE) + URL, or, for an entry put back after a
 /// transient failure, depth (u32 LE) + [`RETRY_MARK`] + attempts (u32 LE) +
-/// not-before (unix ms, u64 LE) + URL. The mark cannot start a URL (0xFF
-/// never occurs in UTF-8), so both forms are read back.
+/// not-before (unix ms, u64 LE) + URL, or, for a revisit of a page
+/// (`crate::revisit`), depth + [`REVISIT_MARK`] + attempts + not-before +
+/// the length (u32 LE) of the revisit's JSON + that JSON + URL. The marks
+/// cannot start a URL (0xFF and 0xFE never occur in UTF-8), so every form
+/// is read back.
 pub const FRONTIER: TableDefinition<u64, &[u8]> = TableDefinition::new("crawl_frontier");
 
 const RETRY_MARK: u8 = 0xFF;
+const REVISIT_MARK: u8 = 0xFE;
 
 fn encode(depth: u32, url: &Url) -> Vec<u8> {
     let mut v = depth.to_le_bytes().to_vec();
@@ -31,18 +35,29 @@ fn encode(depth: u32, url: &Url) -> Vec<u8> {
     v
 }
 
+/// An entry with its attempts, wait and revisit (see [`FRONTIER`]).
 fn encode_retry(e: &Entry) -> Vec<u8> {
     let mut v = e.depth.to_le_bytes().to_vec();
-    v.push(RETRY_MARK);
+    v.push(if e.revisit.is_some() {
+        REVISIT_MARK
+    } else {
+        RETRY_MARK
+    });
     v.extend_from_slice(&e.attempts.to_le_bytes());
     v.extend_from_slice(&e.not_before_ms.to_le_bytes());
+    if let Some(r) = &e.revisit {
+        let json = serde_json::to_vec(r).unwrap_or_default();
+        v.extend_from_slice(&u32::try_from(json.len()).unwrap_or(0).to_le_bytes());
+        v.extend_from_slice(&json);
+    }
     v.extend_from_slice(e.url.as_str().as_bytes());
     v
 }
 
 fn decode(seq: u64, bytes: &[u8]) -> Option<Entry> {
     let depth = u32::from_le_bytes(bytes.get(0..4)?.try_into().ok()?);
-    let (attempts, not_before_ms, rest) = if bytes.get(4) == Some(&RETRY_MARK) {
+    let mark = bytes.get(4).copied();
+    let (attempts, not_before_ms, mut rest) = if matches!(mark, Some(RETRY_MARK | REVISIT_MARK)) {
         (
             u32::from_le_bytes(bytes.get(5..9)?.try_into().ok()?),
             u64::from_le_bytes(bytes.get(9..17)?.try_into().ok()?),
@@ -51,6 +66,12 @@ fn decode(seq: u64, bytes: &[u8]) -> Option<Entry> {
     } else {
         (0, 0, bytes.get(4..)?)
     };
+    let mut revisit = None;
+    if mark == Some(REVISIT_MARK) {
+        let len = u32::from_le_bytes(rest.get(0..4)?.try_into().ok()?) as usize;
+        revisit = Some(Box::new(serde_json::from_slice(rest.get(4..4 + len)?).ok()?));
+        rest = rest.get(4 + len..)?;
+    }
     let url = Url::parse(std::str::from_utf8(rest).ok()?).ok()?;
     Some(Entry {
         seq,
@@ -58,7 +79,51 @@ fn decode(seq: u64, bytes: &[u8]) -> Option<Entry> {
         depth,
         attempts,
         not_before_ms,
+        revisit,
     })
+}
+
+/// Puts the revisits of the pages `due` (taken out of the schedule) at the
+/// end of the frontier, with the validators of their last fetch; returns
+/// their URLs.
+pub fn enqueue_due(
+    frontier: &mut Table<'_, u64, &'static [u8]>,
+    next_seq: &mut u64,
+    due: Vec<crate::revisit::PageRecord>,
+) -> simcrawl_dedup::Result<Vec<Url>> {
+    let mut urls = Vec::with_capacity(due.len());
+    for rec in due {
+        let Ok(url) = Url::parse(&rec.url) else { continue };
+        let r = crate::frontier::Revisit {
+            rejudge: false,
+            since: rec.since,
+        };
+        enqueue_revisit(frontier, next_seq, &url, rec.depth, r)?;
+        urls.push(url);
+    }
+    Ok(urls)
+}
+
+/// Puts a revisit of `url` at the end of the frontier (`crate::revisit`):
+/// not through the URL tier, which knows the URL.
+pub fn enqueue_revisit(
+    frontier: &mut Table<'_, u64, &'static [u8]>,
+    next_seq: &mut u64,
+    url: &Url,
+    depth: u32,
+    revisit: crate::frontier::Revisit,
+) -> simcrawl_dedup::Result<()> {
+    let e = Entry {
+        seq: *next_seq,
+        url: url.clone(),
+        depth,
+        attempts: 0,
+        not_before_ms: 0,
+        revisit: Some(Box::new(revisit)),
+    };
+    frontier.insert(*next_seq, encode_retry(&e).as_slice())?;
+    *next_seq += 1;
+    Ok(())
 }
 
 /// Adds a link at `depth` unless the URL tier has seen it; returns whether
@@ -249,8 +314,21 @@ mod tests {
             not_before_ms: 1_700_000_000_123,
             ..old
         };
-        assert_eq!(decode(7, &encode_retry(&again)), Some(again));
+        assert_eq!(decode(7, &encode_retry(&again)), Some(again.clone()));
         assert_eq!(decode(7, &[1, 0, 0, 0, RETRY_MARK, 1]), None);
+        // A revisit keeps its validators and its rejudge flag, retried too.
+        let revisit = Entry {
+            revisit: Some(Box::new(crate::frontier::Revisit {
+                rejudge: true,
+                since: simcrawl_fetch::Validators {
+                    etag: Some("\"x\"".into()),
+                    last_modified: None,
+                },
+            })),
+            ..again
+        };
+        assert_eq!(decode(7, &encode_retry(&revisit)), Some(revisit));
+        assert_eq!(decode(7, &[1, 0, 0, 0, REVISIT_MARK, 1, 0, 0, 0]), None);
     }
 
     #[test]
@@ -263,6 +341,7 @@ mod tests {
             depth: 0,
             attempts: 1,
             not_before_ms: now_ms() + 60_000,
+            revisit: None,
         };
         let now = Entry {
             seq: 1,

@@ -23,7 +23,7 @@ use super::Source;
 use crate::config::Config;
 use crate::daemon::dispatch::{Dispatch, TASKS_PER_HOST_CONNECTION, TICK};
 use crate::daemon::worker::Signer;
-use crate::daemon::{Start, Tiers, drive, page_stages, remove_if_exists, write_stats};
+use crate::daemon::{Start, Tiers, Visits, drive, page_stages, remove_if_exists, write_stats};
 use crate::dust::Dust;
 use crate::frontier::{Candidate, Entry};
 use crate::output::sinks::Outputs;
@@ -44,6 +44,8 @@ pub struct LocalSource {
     /// ... from the pages fetched by earlier runs, plus those handed out
     /// by this one (less those requeued: not fetched).
     pub handed_out: u64,
+    /// `--forever`: an empty frontier is not the end (revisits come).
+    pub forever: bool,
 }
 
 impl LocalSource {
@@ -85,7 +87,7 @@ impl Source for LocalSource {
         self.window.pending()
     }
     fn is_finished(&self) -> bool {
-        self.budget_spent() || self.window.is_finished()
+        self.budget_spent() || (!self.forever && self.window.is_finished())
     }
     fn poke(&mut self) {
         self.window.poke();
@@ -93,7 +95,7 @@ impl Source for LocalSource {
 }
 
 /// The single-machine crawl: frontier, tiers and checkpoints in one redb file.
-pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
+pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<Stats> {
     let data_dir = cfg.store.data_dir.clone();
     let out_dir = cfg.crawl.out_dir.clone();
     let db_path = data_dir.join("index.redb");
@@ -132,8 +134,18 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
     let mut outputs = Outputs::open(&out_dir, cp.offsets)?.with_warc(warc);
     cp.offsets = outputs.sync()?;
 
-    let added = enqueue_seeds(&deduper, seeds, &mut cp)?;
+    let (added, revisits) = enqueue_seeds(&deduper, seeds, &mut cp, visits)?;
     info!(seeds = seeds.len(), new = added, "seeds loaded");
+    if matches!(visits, Visits::Due | Visits::All) {
+        info!(pages = revisits.len(), "pages to visit again");
+    }
+    // A revisit without seeds crawls within the hosts of its pages.
+    let scope_seeds: Vec<Url> = if seeds.is_empty() {
+        revisits
+    } else {
+        seeds.to_vec()
+    };
+    let seeds = scope_seeds.as_slice();
 
     let signer: Signer = {
         let d = deduper.clone();
@@ -153,13 +165,15 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         templates,
     )
     .with_dust(dust)
-    .with_retry_waits(stages.retry_waits.clone());
+    .with_retry_waits(stages.retry_waits.clone())
+    .with_revisits(cfg.revisit.clone(), visits == Visits::Forever);
     let source = LocalSource {
         window: Window::default(),
         deduper: deduper.clone(),
         per_host: cfg.fetch.per_host_concurrency.max(1) * TASKS_PER_HOST_CONNECTION,
         max_pages: cfg.crawl.max_pages,
         handed_out: base_fetched,
+        forever: visits == Visits::Forever,
     };
     let settings = Dispatch {
         metrics: cfg.crawl.metrics.clone(),
@@ -174,11 +188,19 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
     Ok(stats)
 }
 
-/// Puts the seeds in the frontier and commits `cp` with them (durably);
-/// returns how many were new. Seeds enter through the URL tier like any
-/// link: on a resume, those already seen are not fetched again.
-fn enqueue_seeds(deduper: &Tiers, seeds: &[Url], cp: &mut Checkpoint) -> Result<u64> {
+/// Puts the seeds in the frontier, and with `crawl revisit` the pages due
+/// (every page with `--all`), and commits `cp` with them (durably);
+/// returns how many seeds were new, and the URLs to visit again. Seeds
+/// enter through the URL tier like any link: on a resume, those already
+/// seen are not fetched again.
+fn enqueue_seeds(
+    deduper: &Tiers,
+    seeds: &[Url],
+    cp: &mut Checkpoint,
+    visits: Visits,
+) -> Result<(u64, Vec<Url>)> {
     let mut added = 0;
+    let mut revisits = Vec::new();
     deduper.store().write_with(Commit::Durable, |txn, tables| {
         let mut fr = frontier::open(txn)?;
         for c in seeds
@@ -189,8 +211,15 @@ fn enqueue_seeds(deduper: &Tiers, seeds: &[Url], cp: &mut Checkpoint) -> Result<
                 added += 1;
             }
         }
+        if matches!(visits, Visits::Due | Visits::All) {
+            let mut sched = crate::revisit::Schedule::open(txn)?;
+            let due = sched.take_due(crate::frontier::now_ms(), visits == Visits::All, usize::MAX)?;
+            drop(sched);
+            revisits = frontier::enqueue_due(&mut fr, &mut cp.next_seq, due)?;
+        }
+        drop(fr);
         let mut st = state::open(txn)?;
         cp.put(&mut st)
     })?;
-    Ok(added)
+    Ok((added, revisits))
 }

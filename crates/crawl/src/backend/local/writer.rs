@@ -24,6 +24,7 @@ use crate::frontier::Candidate;
 use crate::output::record::Recorder;
 use crate::output::sinks::{Offsets, Outputs};
 use crate::progress::RetryWaits;
+use crate::revisit::{Change, PageRecord, RevisitSettings, Schedule, classify, url_key};
 use crate::stats::Stats;
 use crate::template::{Save, Templates, host_of};
 
@@ -91,7 +92,19 @@ pub struct Writer {
     templates: Templates,
     /// URL rewrite rules: learnt from the verdicts, applied to the links.
     dust: Arc<Mutex<Dust>>,
+    /// When judged pages are visited again (`crate::revisit`).
+    revisit: RevisitSettings,
+    /// `--forever`: the writer moves the pages due into the frontier
+    /// every [`TICK_EVERY`].
+    forever: bool,
+    last_tick: Instant,
 }
+
+/// How often a crawl that runs `--forever` looks for pages due.
+pub const TICK_EVERY: Duration = Duration::from_secs(1);
+
+/// Revisits moved into the frontier per tick at most.
+const DUE_PER_TICK: usize = 10_000;
 
 impl Writer {
     /// The writer of a crawl that starts from checkpoint `cp`; `shared` is
@@ -122,7 +135,47 @@ impl Writer {
             fetcher,
             templates,
             dust: Arc::default(),
+            revisit: RevisitSettings::default(),
+            forever: false,
+            last_tick: Instant::now(),
         }
+    }
+
+    /// The writer schedules revisits with `settings`, and with `forever`
+    /// puts the pages due into the frontier as time passes.
+    pub fn with_revisits(mut self, settings: RevisitSettings, forever: bool) -> Writer {
+        self.revisit = settings;
+        self.forever = forever;
+        self
+    }
+
+    /// The pages due for a revisit into the frontier (`--forever`).
+    fn move_due(&mut self) -> Result<u64> {
+        self.last_tick = Instant::now();
+        let deduper = self.deduper.clone();
+        let before = self.cp.clone();
+        let mut added = 0u64;
+        let result = deduper.store().write_with(Commit::Periodic, |txn, _| {
+            let mut sched = Schedule::open(txn)?;
+            if sched.next_due()?.is_none_or(|at| at > crate::frontier::now_ms()) {
+                return Ok(());
+            }
+            let due = sched.take_due(crate::frontier::now_ms(), false, DUE_PER_TICK)?;
+            drop(sched);
+            let mut fr = frontier::open(txn)?;
+            added = frontier::enqueue_due(&mut fr, &mut self.cp.next_seq, due)?.len() as u64;
+            drop(fr);
+            let mut st = state::open(txn)?;
+            self.cp.put(&mut st)
+        });
+        if let Err(e) = result {
+            self.cp = before;
+            return Err(e).context("cannot schedule revisits");
+        }
+        if added > 0 {
+            self.not_durable = true;
+        }
+        Ok(added)
     }
 
     /// The writer records the URLs it puts back to be retried in `waits`
@@ -175,6 +228,7 @@ impl Writer {
             // record commits with the outputs' offsets below.
             let mut learn = RedbLearn::new(txn);
             let mut rewrites = Rewrites::new(&mut learn, max_recorded);
+            let mut sched = Schedule::open(txn)?;
             for o in &batch {
                 seqs.push(o.seq());
                 fr.remove(o.seq())?;
@@ -185,6 +239,22 @@ impl Writer {
                     self.recorder().exchanges(exchanges).map_err(state::caller_err)?;
                 }
                 match o {
+                    // A revisit told the page is gone: out of the index.
+                    Outcome::Failed {
+                        entry,
+                        status: Some(404 | 410),
+                        ..
+                    } if entry.revisit.is_some() => {
+                        added += self.gone(&deduper, tables, &mut fr, &mut sched, entry)?;
+                    }
+                    Outcome::NotModified {
+                        entry,
+                        validators,
+                        exchanges,
+                    } => {
+                        self.recorder().exchanges(exchanges).map_err(state::caller_err)?;
+                        self.not_modified(&deduper, &mut sched, entry, validators)?;
+                    }
                     Outcome::Failed { entry, kind, .. } if let Some(delay) = self.requeues.delay(o) => {
                         // Back to the end of the frontier, after a delay
                         // that doubles with each attempt, within the budget.
@@ -200,6 +270,15 @@ impl Writer {
                         self.recorder()
                             .failure(entry.url.as_str(), kind, error)
                             .map_err(state::caller_err)?;
+                        // A revisit that failed: tried again at its next turn.
+                        if entry.revisit.is_some()
+                            && let Some(key) = url_key(deduper.canonicalizer(), &entry.url)
+                            && let Some(mut rec) = sched.get(key)?
+                        {
+                            rec.next_ms =
+                                crate::frontier::now_ms().saturating_add(rec.interval_s.saturating_mul(1000));
+                            sched.put(key, &rec)?;
+                        }
                     }
                     Outcome::Rewritten { entry } => {
                         // Folded again here: a rule withdrawn since the page
@@ -235,7 +314,11 @@ impl Writer {
                     }
                     Outcome::Page(p) => {
                         self.recorder().fetched(p).map_err(state::caller_err)?;
-                        added += self.judge_page(&deduper, tables, &mut fr, &mut rewrites, p)?;
+                        added += if p.entry.revisit.is_some() {
+                            self.revisit_page(&deduper, tables, &mut fr, &mut sched, &mut rewrites, p)?
+                        } else {
+                            self.judge_page(&deduper, tables, &mut fr, &mut sched, &mut rewrites, p)?
+                        };
                     }
                 }
             }
@@ -259,6 +342,7 @@ impl Writer {
             drop(dust);
             // Its tables are closed before `crawl_state` is opened here.
             drop(learn);
+            drop(sched);
             let mut st = state::open(txn)?;
             self.cp.put(&mut st)
         });
@@ -331,6 +415,7 @@ impl Writer {
         deduper: &Tiers,
         tables: &mut dyn simcrawl_dedup::Tables,
         fr: &mut redb::Table<'_, u64, &'static [u8]>,
+        sched: &mut Schedule<'_>,
         rewrites: &mut Rewrites<'_>,
         p: &PageResult,
     ) -> simcrawl_dedup::Result<u64> {
@@ -354,6 +439,18 @@ impl Writer {
             Some(deduper.check_in(tables, &p.sig, UrlTier::Skip)?)
         };
         self.recorder().judged(p, verdict.as_ref()).map_err(io)?;
+        // Remembered to be visited again.
+        if let Some(key) = url_key(deduper.canonicalizer(), &p.entry.url) {
+            let mut rec = PageRecord {
+                url: p.entry.url.to_string(),
+                depth: p.entry.depth,
+                interval_s: self.revisit.default_interval_s,
+                ..PageRecord::default()
+            };
+            let interval = rec.interval_s;
+            self.set_judged(deduper, &mut rec, p, verdict.as_ref(), interval);
+            sched.put(key, &rec)?;
+        }
         if let Some(v) = &verdict {
             // DUST: a copy is evidence for the rewrite between its URL and
             // its kept page's; a kept page may be a counter-example.
@@ -366,6 +463,19 @@ impl Writer {
         self.dust
             .lock()
             .probe_done(&p.entry.url, matches!(verdict, Some(Verdict::Unique { .. })));
+        self.enqueue_links(deduper, tables, fr, rewrites, p)
+    }
+
+    /// The links of `p` into the frontier (rewritten by the learnt URL
+    /// rules first); returns how many were added.
+    fn enqueue_links(
+        &mut self,
+        deduper: &Tiers,
+        tables: &mut dyn simcrawl_dedup::Tables,
+        fr: &mut redb::Table<'_, u64, &'static [u8]>,
+        rewrites: &mut Rewrites<'_>,
+        p: &PageResult,
+    ) -> simcrawl_dedup::Result<u64> {
         let mut added = 0;
         if p.entry.depth < self.max_depth {
             let dust = self.dust.clone();
@@ -411,6 +521,198 @@ impl Writer {
     }
 }
 
+impl Writer {
+    /// Fills `rec` from a page just judged: its validators, its text's
+    /// measures, its verdict, its next visit after `interval_s`.
+    fn set_judged(
+        &self,
+        deduper: &Tiers,
+        rec: &mut PageRecord,
+        p: &PageResult,
+        verdict: Option<&Verdict>,
+        interval_s: u64,
+    ) {
+        rec.since = p.validators.clone();
+        rec.fetched_at = p.fetched_at;
+        rec.set_signature(&p.sig);
+        rec.doc = None;
+        rec.dup_of = None;
+        rec.dup_key = None;
+        match verdict {
+            Some(Verdict::Unique { id, .. }) => rec.doc = *id,
+            Some(Verdict::Duplicate(d)) if d.of != p.entry.url.as_str() && d.tier != Tier::Url => {
+                rec.dup_key = url::Url::parse(&d.of)
+                    .ok()
+                    .and_then(|u| url_key(deduper.canonicalizer(), &u));
+                rec.dup_of = Some(d.of.clone());
+            }
+            _ => {}
+        }
+        rec.interval_s = interval_s;
+        rec.next_ms = crate::frontier::now_ms().saturating_add(interval_s.saturating_mul(1000));
+    }
+
+    /// A revisited page that answered with a body: same, similar or
+    /// changed; judged again when changed (or when the page it copied
+    /// changed); returns the links added.
+    fn revisit_page(
+        &mut self,
+        deduper: &Tiers,
+        tables: &mut dyn simcrawl_dedup::Tables,
+        fr: &mut redb::Table<'_, u64, &'static [u8]>,
+        sched: &mut Schedule<'_>,
+        rewrites: &mut Rewrites<'_>,
+        p: &PageResult,
+    ) -> simcrawl_dedup::Result<u64> {
+        let io = state::caller_err;
+        let Some(key) = url_key(deduper.canonicalizer(), &p.entry.url) else {
+            return Ok(0);
+        };
+        let Some(old) = sched.get(key)? else {
+            // Not remembered (an older crawl state): judged as a new page.
+            return self.judge_page(deduper, tables, fr, sched, rewrites, p);
+        };
+        let cfg = deduper.config();
+        let (change, distance) = classify(&old, &p.sig, cfg.min_similarity);
+        let rejudge = change == Change::Changed || p.entry.revisit.as_ref().is_some_and(|r| r.rejudge);
+        let interval = self.revisit.next_interval(old.interval_s, change.changed());
+        let mut rec = old.clone();
+        let mut added = 0;
+        let mut line_verdict = None;
+        if rejudge {
+            // Its old text leaves the index first: never kept twice.
+            if let Some(id) = old.doc {
+                deduper.forget_in(tables, id)?;
+                added += self.rejudge_copies(fr, sched, key)?;
+            }
+            let verdict = if p.noindex {
+                None
+            } else {
+                Some(deduper.check_in(tables, &p.sig, UrlTier::Skip)?)
+            };
+            self.recorder().judged(p, verdict.as_ref()).map_err(io)?;
+            self.set_judged(deduper, &mut rec, p, verdict.as_ref(), interval);
+            line_verdict = verdict;
+        } else {
+            // Similar or the same: the text judged before stays what the
+            // page is measured against.
+            rec.since = p.validators.clone();
+            rec.fetched_at = p.fetched_at;
+            rec.interval_s = interval;
+            rec.next_ms = crate::frontier::now_ms().saturating_add(interval.saturating_mul(1000));
+        }
+        sched.put(key, &rec)?;
+        let (verdict, of) = match &line_verdict {
+            Some(Verdict::Duplicate(d)) if d.of != p.entry.url.as_str() => {
+                (Some("duplicate"), Some(d.of.as_str()))
+            }
+            Some(_) => (Some("kept"), None),
+            None if rejudge => (Some("noindex"), None),
+            None => (None, None),
+        };
+        self.recorder()
+            .change(&crate::output::lines::ChangeLine {
+                url: p.entry.url.as_str(),
+                status: change,
+                distance,
+                verdict,
+                of,
+            })
+            .map_err(io)?;
+        added += self.enqueue_links(deduper, tables, fr, rewrites, p)?;
+        Ok(added)
+    }
+
+    /// A revisit answered 304: the page is as it was; its interval grows.
+    fn not_modified(
+        &mut self,
+        deduper: &Tiers,
+        sched: &mut Schedule<'_>,
+        entry: &crate::frontier::Entry,
+        validators: &simcrawl_fetch::Validators,
+    ) -> simcrawl_dedup::Result<()> {
+        let Some(key) = url_key(deduper.canonicalizer(), &entry.url) else {
+            return Ok(());
+        };
+        if let Some(mut rec) = sched.get(key)? {
+            // A 304 may carry fresh validators; else the old ones stand.
+            if !validators.is_empty() {
+                rec.since = validators.clone();
+            }
+            rec.interval_s = self.revisit.next_interval(rec.interval_s, false);
+            rec.next_ms = crate::frontier::now_ms().saturating_add(rec.interval_s.saturating_mul(1000));
+            sched.put(key, &rec)?;
+        }
+        self.recorder()
+            .change(&crate::output::lines::ChangeLine {
+                url: entry.url.as_str(),
+                status: Change::NotModified,
+                distance: None,
+                verdict: None,
+                of: None,
+            })
+            .map_err(state::caller_err)
+    }
+
+    /// A revisit answered 404 or 410: the page leaves the index and the
+    /// schedule, and the pages that copied it are judged again.
+    fn gone(
+        &mut self,
+        deduper: &Tiers,
+        tables: &mut dyn simcrawl_dedup::Tables,
+        fr: &mut redb::Table<'_, u64, &'static [u8]>,
+        sched: &mut Schedule<'_>,
+        entry: &crate::frontier::Entry,
+    ) -> simcrawl_dedup::Result<u64> {
+        let mut added = 0;
+        if let Some(key) = url_key(deduper.canonicalizer(), &entry.url) {
+            if let Some(old) = sched.get(key)?
+                && let Some(id) = old.doc
+            {
+                deduper.forget_in(tables, id)?;
+                added += self.rejudge_copies(fr, sched, key)?;
+            }
+            sched.remove(key)?;
+        }
+        self.recorder()
+            .change(&crate::output::lines::ChangeLine {
+                url: entry.url.as_str(),
+                status: Change::Gone,
+                distance: None,
+                verdict: None,
+                of: None,
+            })
+            .map_err(state::caller_err)?;
+        Ok(added)
+    }
+
+    /// The copies of the page `key` (which changed or is gone) go back to
+    /// the frontier to be judged again: one of them may now be the page to
+    /// keep. Returns how many.
+    fn rejudge_copies(
+        &mut self,
+        fr: &mut redb::Table<'_, u64, &'static [u8]>,
+        sched: &mut Schedule<'_>,
+        key: u128,
+    ) -> simcrawl_dedup::Result<u64> {
+        let copies = sched.copies_of(key)?;
+        for (ckey, rec) in &copies {
+            // Out of the schedule until its revisit puts it back.
+            sched.hold(*ckey)?;
+            let Ok(url) = url::Url::parse(&rec.url) else {
+                continue;
+            };
+            let again = crate::frontier::Revisit {
+                rejudge: true,
+                since: simcrawl_fetch::Validators::default(),
+            };
+            frontier::enqueue_revisit(fr, &mut self.cp.next_seq, &url, rec.depth, again)?;
+            self.cp.stats.rejudged += 1;
+        }
+        Ok(copies.len() as u64)
+    }
+}
+
 impl Commits for Writer {
     fn commit(&mut self, batch: Vec<Outcome>) -> Result<Committed> {
         Writer::commit(self, batch)
@@ -432,5 +734,12 @@ impl Commits for Writer {
     fn finish(&mut self) -> Result<()> {
         save_templates(&self.templates, self.deduper.store())?;
         self.make_durable()
+    }
+    fn tick_in(&self) -> Option<Duration> {
+        self.forever
+            .then(|| TICK_EVERY.saturating_sub(self.last_tick.elapsed()))
+    }
+    fn tick(&mut self) -> Result<u64> {
+        self.move_due()
     }
 }

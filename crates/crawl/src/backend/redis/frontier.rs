@@ -158,6 +158,7 @@ pub fn decode_entry(id: u64, s: &str) -> Option<(Claim, Entry)> {
             depth,
             attempts,
             not_before_ms: 0,
+            revisit: None,
         },
     ))
 }

@@ -1025,6 +1025,13 @@ impl RedisWriter {
                 // again here (a rule withdrawn since the page task folded
                 // it no longer applies: the entry goes back, claimed, under
                 // its own URL); the lease ends and its page is not counted.
+                // Revisits are the single-machine mode's (`crate::revisit`):
+                // the shared frontier never holds one.
+                Outcome::NotModified { entry, .. } => releases.push(Release {
+                    lease: entry.seq,
+                    again: None,
+                    uncount: false,
+                }),
                 Outcome::Rewritten { entry, .. } => {
                     let folded = self.dust.lock().fold_by(&entry.url);
                     let again = match folded {
@@ -1401,6 +1408,7 @@ mod tests {
                 depth: 0,
                 attempts: 0,
                 not_before_ms: 0,
+                revisit: None,
             };
             (e, token.to_string())
         };

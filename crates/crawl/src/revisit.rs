@@ -1,0 +1,381 @@
+//! Revisits: keeping a crawl fresh without fetching everything again.
+//!
+//! Every page the crawl judges leaves a [`PageRecord`] in the crawl state:
+//! its validators (ETag, Last-Modified), its fingerprint and resemblance
+//! sketch, its verdict (the document it is in the index as, or the page it
+//! copies), and when to visit it again. A revisit sends the validators back
+//! (a 304 costs no parse), then tells a real change from a new date or ad
+//! slot with the tiers' own measures ([`classify`]): `same` (the same
+//! text), `similar` (SimHash distance within the content tier's `k` and a
+//! resemblance the sketch confirms), `changed`, or `gone` (404, 410).
+//!
+//! A `changed` page is judged again: its old document leaves the index
+//! first, so it is never kept twice; the pages that were copies of it are
+//! judged again too (their original changed), so none is lost. A `gone`
+//! page leaves the index, and its copies are judged again. Each revisit is
+//! one line in changes.jsonl; a page judged again also gets its new line in
+//! kept.jsonl or duplicates.jsonl (the last line of a URL there is its
+//! verdict).
+//!
+//! The interval adapts as Nutch's AdaptiveFetchSchedule, with "changed"
+//! decided by similarity instead of bytes: it shrinks by `dec_rate` when
+//! the page changed and grows by `inc_rate` when it did not (not modified,
+//! same or similar), within `[min_interval_s, max_interval_s]`. So a page
+//! whose only change is a timestamp stops being fetched often.
+
+use anyhow::Result;
+use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
+use serde::{Deserialize, Serialize};
+use simcrawl_dedup::{Signature, Sketch};
+use simcrawl_fetch::Validators;
+
+/// `[revisit]` settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RevisitSettings {
+    /// A page's first interval, from its first fetch to its first revisit.
+    pub default_interval_s: u64,
+    /// Bounds of the adaptive interval.
+    pub min_interval_s: u64,
+    pub max_interval_s: u64,
+    /// The interval grows by this share after a visit that found no change.
+    pub inc_rate: f64,
+    /// The interval shrinks by this share after a visit that found one.
+    pub dec_rate: f64,
+}
+
+impl Default for RevisitSettings {
+    fn default() -> Self {
+        RevisitSettings {
+            default_interval_s: 86_400,
+            min_interval_s: 3_600,
+            max_interval_s: 30 * 86_400,
+            inc_rate: 0.4,
+            dec_rate: 0.2,
+        }
+    }
+}
+
+impl RevisitSettings {
+    /// The interval after a visit with an interval of `interval_s`.
+    pub fn next_interval(&self, interval_s: u64, changed: bool) -> u64 {
+        let f = if changed {
+            1.0 - self.dec_rate
+        } else {
+            1.0 + self.inc_rate
+        };
+        let next = (interval_s.max(1) as f64 * f).round() as u64;
+        next.clamp(
+            self.min_interval_s.max(1),
+            self.max_interval_s.max(self.min_interval_s.max(1)),
+        )
+    }
+}
+
+/// What the crawl remembers of a judged page, to visit it again.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PageRecord {
+    pub url: String,
+    pub depth: u32,
+    #[serde(default)]
+    pub since: Validators,
+    /// Unix seconds of the last fetch.
+    pub fetched_at: u64,
+    pub interval_s: u64,
+    /// When it is due (unix milliseconds).
+    pub next_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<u64>,
+    /// Its sketch (`Sketch::encode_into`), hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sketch: Option<String>,
+    /// Its document in the index when it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub doc: Option<u64>,
+    /// The kept page it copies, when it was dropped by the title or
+    /// content tier.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dup_of: Option<String>,
+    /// That page's key in the schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dup_key: Option<u128>,
+}
+
+impl PageRecord {
+    /// The sketch it was judged with.
+    pub fn sketch(&self) -> Option<Sketch> {
+        let hex = self.sketch.as_deref()?;
+        let bytes = data_encoding::HEXLOWER.decode(hex.as_bytes()).ok()?;
+        Sketch::decode(&bytes)
+    }
+
+    /// Sets the text measures from `sig`.
+    pub fn set_signature(&mut self, sig: &Signature) {
+        self.fingerprint = sig.fingerprint.map(|f| f.0);
+        self.sketch = sig.sketch.as_ref().map(|s| {
+            let mut b = Vec::new();
+            s.encode_into(&mut b);
+            data_encoding::HEXLOWER.encode(&b)
+        });
+    }
+}
+
+/// What a revisit found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    NotModified,
+    Same,
+    Similar,
+    Changed,
+    Gone,
+}
+
+impl Change {
+    /// Whether it counts as a change for the interval.
+    pub fn changed(self) -> bool {
+        matches!(self, Change::Changed)
+    }
+}
+
+/// A page's text now (`sig`) against what it was (`old`), as the content
+/// tier would judge the new text against the old: `similar` when it would
+/// drop it as a copy, that is when their resemblance reaches
+/// `min_similarity` (the tier nominates candidates by SimHash distance
+/// within its `k` or by the MinHash bands of the same sketch, and drops
+/// only on this resemblance). Distance alone is not the test: a word added
+/// to a 200-word page moves its SimHash by 4 bits, and the tier still calls
+/// it a copy. Returns the change and the SimHash distance (reported).
+pub fn classify(old: &PageRecord, sig: &Signature, min_similarity: f64) -> (Change, Option<u32>) {
+    let distance = match (old.fingerprint, sig.fingerprint) {
+        (Some(a), Some(b)) => Some((a ^ b.0).count_ones()),
+        _ => None,
+    };
+    let change = match (old.sketch(), sig.sketch.as_ref()) {
+        (Some(a), Some(b)) if a.same_text(b) => Change::Same,
+        (None, None) => Change::Same,
+        (Some(a), Some(b)) if a.resemblance(b) >= min_similarity => Change::Similar,
+        _ => Change::Changed,
+    };
+    (change, distance)
+}
+
+/// canonical URL digest -> [`PageRecord`] (JSON).
+const PAGES: TableDefinition<u128, &[u8]> = TableDefinition::new("revisit_pages");
+/// (due unix ms, canonical URL digest): the schedule, in due order.
+const DUE: TableDefinition<(u64, u128), ()> = TableDefinition::new("revisit_due");
+/// (kept page's digest, copy's digest): the copies to judge again when the
+/// page they copy changes or is gone.
+const COPIES: TableDefinition<(u128, u128), ()> = TableDefinition::new("revisit_copies");
+
+/// The revisit tables on a write transaction.
+pub struct Schedule<'t> {
+    pages: Table<'t, u128, &'static [u8]>,
+    due: Table<'t, (u64, u128), ()>,
+    copies: Table<'t, (u128, u128), ()>,
+}
+
+impl<'t> Schedule<'t> {
+    pub fn open(txn: &'t WriteTransaction) -> Result<Schedule<'t>, simcrawl_dedup::Error> {
+        Ok(Schedule {
+            pages: txn.open_table(PAGES)?,
+            due: txn.open_table(DUE)?,
+            copies: txn.open_table(COPIES)?,
+        })
+    }
+
+    /// The record of the page with canonical digest `key`.
+    pub fn get(&self, key: u128) -> Result<Option<PageRecord>, simcrawl_dedup::Error> {
+        let Some(v) = self.pages.get(key)? else {
+            return Ok(None);
+        };
+        Ok(serde_json::from_slice(v.value()).ok())
+    }
+
+    /// Stores `rec` under `key`, its due time in the schedule and its
+    /// copy relation (`rec.dup_key`), replacing what `key` had.
+    pub fn put(&mut self, key: u128, rec: &PageRecord) -> Result<(), simcrawl_dedup::Error> {
+        self.unschedule(key)?;
+        let json = serde_json::to_vec(rec).unwrap_or_default();
+        self.pages.insert(key, json.as_slice())?;
+        self.due.insert((rec.next_ms, key), ())?;
+        if let Some(k) = rec.dup_key {
+            self.copies.insert((k, key), ())?;
+        }
+        Ok(())
+    }
+
+    /// Takes the page `key` out of the schedule (it is queued to be
+    /// visited now; its visit puts it back).
+    pub fn hold(&mut self, key: u128) -> Result<(), simcrawl_dedup::Error> {
+        if let Some(old) = self.get(key)? {
+            self.due.remove((old.next_ms, key))?;
+        }
+        Ok(())
+    }
+
+    /// Forgets the page `key` (gone), keeping the record of its copies.
+    pub fn remove(&mut self, key: u128) -> Result<(), simcrawl_dedup::Error> {
+        self.unschedule(key)?;
+        self.pages.remove(key)?;
+        Ok(())
+    }
+
+    /// Takes `key` out of the schedule and out of the copies of the page it
+    /// copied (it is being visited, and will be put back).
+    fn unschedule(&mut self, key: u128) -> Result<(), simcrawl_dedup::Error> {
+        if let Some(old) = self.get(key)? {
+            self.due.remove((old.next_ms, key))?;
+            if let Some(k) = old.dup_key {
+                self.copies.remove((k, key))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The copies of the page `key`, with their records.
+    pub fn copies_of(&self, key: u128) -> Result<Vec<(u128, PageRecord)>, simcrawl_dedup::Error> {
+        let mut out = Vec::new();
+        for item in self.copies.range((key, 0)..=(key, u128::MAX))? {
+            let (k, _) = item?;
+            let copy = k.value().1;
+            if let Some(rec) = self.get(copy)? {
+                out.push((copy, rec));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Up to `limit` pages due at `now_ms` (every page with `all`), in due
+    /// order; they leave the schedule (their revisit puts them back).
+    pub fn take_due(
+        &mut self,
+        now_ms: u64,
+        all: bool,
+        limit: usize,
+    ) -> Result<Vec<PageRecord>, simcrawl_dedup::Error> {
+        let upto = if all { u64::MAX } else { now_ms };
+        let mut keys = Vec::new();
+        for item in self.due.range((0, 0)..=(upto, u128::MAX))? {
+            let (k, _) = item?;
+            keys.push(k.value());
+            if keys.len() >= limit {
+                break;
+            }
+        }
+        let mut out = Vec::with_capacity(keys.len());
+        for (at, key) in keys {
+            self.due.remove((at, key))?;
+            if let Some(rec) = self.get(key)? {
+                out.push(rec);
+            }
+        }
+        Ok(out)
+    }
+
+    /// When the next page is due (unix ms), if any is scheduled.
+    pub fn next_due(&self) -> Result<Option<u64>, simcrawl_dedup::Error> {
+        Ok(self.due.first()?.map(|(k, _)| k.value().0))
+    }
+}
+
+/// The schedule's key of a URL: its canonical form's digest (the URL
+/// tier's key).
+pub fn url_key(canon: &simcrawl_dedup::Canonicalizer, url: &url::Url) -> Option<u128> {
+    canon
+        .from_url(url.clone())
+        .ok()
+        .map(|c| u128::from_be_bytes(c.digest()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use simcrawl_dedup::{DedupConfig, Deduper, Document, MemoryStore};
+
+    fn sign(text: &str) -> Signature {
+        let d = Deduper::new(MemoryStore::new(), DedupConfig::default()).unwrap();
+        d.sign(&Document::new("http://e.org/a", "t", text))
+    }
+
+    fn record(sig: &Signature) -> PageRecord {
+        let mut r = PageRecord::default();
+        r.set_signature(sig);
+        r
+    }
+
+    #[test]
+    fn a_new_date_is_similar_and_a_rewrite_is_changed() {
+        let body = crate::bench::page(7, 100);
+        let old = record(&sign(&body));
+        assert_eq!(
+            old.sketch().map(|s| s.text_digest()),
+            sign(&body).sketch.map(|s| s.text_digest())
+        );
+        assert_eq!(classify(&old, &sign(&body), 0.75).0, Change::Same);
+        let dated = format!("{body} 2026-11-25 12:00");
+        assert_eq!(classify(&old, &sign(&dated), 0.75).0, Change::Similar);
+        let other = crate::bench::page(8, 100);
+        let (c, d) = classify(&old, &sign(&other), 0.75);
+        assert_eq!(c, Change::Changed);
+        assert!(d.unwrap() > 3);
+    }
+
+    #[test]
+    fn the_interval_adapts_within_its_bounds() {
+        let s = RevisitSettings {
+            min_interval_s: 100,
+            max_interval_s: 1000,
+            ..RevisitSettings::default()
+        };
+        assert_eq!(s.next_interval(500, false), 700);
+        assert_eq!(s.next_interval(500, true), 400);
+        assert_eq!(s.next_interval(900, false), 1000);
+        assert_eq!(s.next_interval(110, true), 100);
+    }
+
+    #[test]
+    fn due_pages_come_in_order_and_copies_follow_their_original() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("s.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut s = Schedule::open(&txn).unwrap();
+            let canon = simcrawl_dedup::Canonicalizer::default();
+            let key = |u: &str| url_key(&canon, &url::Url::parse(u).unwrap()).unwrap();
+            let (a, b) = (key("http://e.org/a"), key("http://e.org/b"));
+            assert_eq!(key("HTTP://E.org/a#x"), a);
+            let rec = |url: &str, next_ms, dup_key: Option<u128>| PageRecord {
+                url: url.into(),
+                next_ms,
+                dup_key,
+                ..PageRecord::default()
+            };
+            s.put(a, &rec("http://e.org/a", 50, None)).unwrap();
+            s.put(b, &rec("http://e.org/b", 10, Some(a))).unwrap();
+            assert_eq!(s.next_due().unwrap(), Some(10));
+            assert_eq!(s.copies_of(a).unwrap().len(), 1);
+            let due: Vec<String> = s
+                .take_due(20, false, 10)
+                .unwrap()
+                .into_iter()
+                .map(|r| r.url)
+                .collect();
+            assert_eq!(due, ["http://e.org/b"]);
+            let all: Vec<String> = s
+                .take_due(20, true, 10)
+                .unwrap()
+                .into_iter()
+                .map(|r| r.url)
+                .collect();
+            assert_eq!(all, ["http://e.org/a"]);
+            // Put back, b is no longer a copy of a.
+            s.put(b, &rec("http://e.org/b", 99, None)).unwrap();
+            assert!(s.copies_of(a).unwrap().is_empty());
+            s.remove(b).unwrap();
+            assert_eq!(s.get(b).unwrap(), None);
+        }
+        txn.commit().unwrap();
+    }
+}
