@@ -107,6 +107,17 @@ fn unsafe_is_root() -> bool {
         .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
 }
 
+/// A crawl that never ends by itself: killed when the test ends, even
+/// when it fails.
+struct Reaped(Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 fn write(root: &Path, name: &str, html: &str) {
     std::fs::write(root.join(name), html).unwrap();
 }
@@ -321,9 +332,10 @@ fn a_forever_crawl_revisits_due_pages_and_survives_kill9() {
             std::thread::sleep(Duration::from_millis(50));
         }
     };
-    let mut child = spawn(&mut cmd);
+    let mut child = Reaped(spawn(&mut cmd));
+    let child = &mut child.0;
     // Every page is due a second after its fetch: the first revisits come.
-    wait_changes(6, &mut child);
+    wait_changes(6, child);
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     // An edit while it is down: found on a revisit after the resume (c
@@ -333,7 +345,8 @@ fn a_forever_crawl_revisits_due_pages_and_survives_kill9() {
         "c.html",
         &page("Story C", &article(41), &["/e.html".to_string()]),
     );
-    let mut child = spawn(&mut cmd);
+    let mut again = Reaped(spawn(&mut cmd));
+    let child = &mut again.0;
     let t0 = Instant::now();
     loop {
         let ch = changes(&dirs);
@@ -357,7 +370,7 @@ fn a_forever_crawl_revisits_due_pages_and_survives_kill9() {
         .status()
         .unwrap();
     assert!(term.success());
-    let st = wait_for(&mut child, Duration::from_secs(30)).expect("--forever ignored SIGTERM");
+    let st = wait_for(child, Duration::from_secs(30)).expect("--forever ignored SIGTERM");
     assert!(st.success(), "{st}: {}", dirs.log());
     assert!(dirs.log().contains("resuming"), "{}", dirs.log());
     // Every page once in the first crawl's verdicts, then only judged
