@@ -43,6 +43,12 @@ trap 'bash scripts/redis-test-server.sh stop "$SIMCRAWL_REDIS_DIR"' EXIT
 cluster_env=$(bash scripts/redis-test-server.sh start-cluster)
 eval "$cluster_env"
 trap 'bash scripts/redis-test-server.sh stop "$SIMCRAWL_REDIS_DIR"; bash scripts/redis-test-server.sh stop "$SIMCRAWL_REDIS_CLUSTER_DIR"' EXIT
+# warcio (PyPI, in a venv under target/) checks the WARC files the e2e
+# tests write (crates/crawl/tests/e2e/warc.rs: `warcio check`, `warcio
+# index`, revisit and concurrent-record links; scripts/warc-check.sh).
+bash scripts/warc-venv.sh >/dev/null
+SIMCRAWL_WARC_CHECK=$(pwd)/scripts/warc-check.sh
+export SIMCRAWL_WARC_CHECK
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 # The crawl crate enables the dedup crate's optional Redis store, so this
 # also runs the store's own tests (tests/redis.rs: processes, failures,

@@ -114,6 +114,76 @@ pub(crate) fn read_set(dir: &Path) -> Vec<Record> {
     out
 }
 
+/// The gzip members of a WARC file, each inflated: one record each.
+fn members(path: &Path) -> Vec<Vec<u8>> {
+    let bytes = std::fs::read(path).unwrap();
+    let mut rest = &bytes[..];
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        let mut dec = flate2::bufread::GzDecoder::new(rest);
+        let mut plain = Vec::new();
+        dec.read_to_end(&mut plain).unwrap();
+        rest = dec.into_inner();
+        out.push(plain);
+    }
+    out
+}
+
+/// Writes `records` (inflated) as a WARC file of one gzip member each.
+fn write_members(path: &Path, records: &[Vec<u8>]) {
+    use std::io::Write;
+    let mut out = Vec::new();
+    for r in records {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(r).unwrap();
+        out.extend(gz.finish().unwrap());
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+/// The warcio check must fail on a copy of the set in `dir` with one
+/// payload byte changed, and on one whose revisit lost its original: a
+/// check that cannot fail checks nothing.
+fn warcio_check_fails_on_broken_copies(dir: &Path, root: &Path) {
+    let Some(script) = std::env::var_os("SIMCRAWL_WARC_CHECK") else {
+        return;
+    };
+    let file = warc_files(dir).remove(0);
+    let recs = members(&file);
+    let is = |r: &Vec<u8>, kind: &str| r.windows(kind.len()).any(|w| w == kind.as_bytes());
+    let fails = |name: &str, recs: Vec<Vec<u8>>| {
+        let d = root.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        write_members(&d.join("broken-20260101000000-00000.warc.gz"), &recs);
+        let out = std::process::Command::new("bash").arg(&script).arg(&d).output().unwrap();
+        assert!(!out.status.success(), "warc-check passed a set with {name}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // A payload byte changed in the first response.
+    let mut flipped = recs.clone();
+    let i = flipped.iter().position(|r| is(r, "WARC-Type: response")).unwrap();
+    let last = flipped[i].len() - 6;
+    flipped[i][last] ^= 0x20;
+    let err = fails("a-flipped-byte", flipped);
+    assert!(err.contains("check"), "{err}");
+    // The revisit's original removed.
+    let refers = recs
+        .iter()
+        .find(|r| is(r, "WARC-Type: revisit"))
+        .map(|r| {
+            let text = String::from_utf8_lossy(r);
+            let line = text.lines().find(|l| l.starts_with("WARC-Refers-To: ")).unwrap().to_string();
+            line.trim_start_matches("WARC-Refers-To: ").to_string()
+        })
+        .unwrap();
+    let orphan: Vec<Vec<u8>> = recs
+        .into_iter()
+        .filter(|r| !is(r, &format!("WARC-Record-ID: {refers}")))
+        .collect();
+    let err = fails("a-dangling-revisit", orphan);
+    assert!(err.contains("refers to no response"), "{err}");
+}
+
 /// warcio's check and index over `dir`, when scripts/test.sh provides them.
 pub(crate) fn warcio_check(dir: &Path) {
     match std::env::var_os("SIMCRAWL_WARC_CHECK") {
@@ -275,6 +345,7 @@ fn a_warc_crawl_archives_every_exchange_its_copies_as_revisits_and_verdicts() {
         }
     }
     warcio_check(&warc);
+    warcio_check_fails_on_broken_copies(&warc, dir.path());
 
     // The setting for archives of unique content: a near copy leaves only
     // its verdict.
