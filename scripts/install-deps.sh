@@ -26,6 +26,8 @@ command -v redis-server >/dev/null || need+=(redis-server)   # the Redis store's
 # A real web server (ETag, Last-Modified, 304s) for the revisit tests
 # (crates/crawl/tests/e2e/revisit.rs).
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || need+=(nginx-light)
+# Another tool's WARC files for `crawl dedup --input` (crates/crawl/tests/e2e/warc.rs).
+command -v wget >/dev/null || need+=(wget)
 fc-list 2>/dev/null | grep -i 'wqy\|noto.*cjk' >/dev/null || need+=(fonts-wqy-zenhei)
 
 if [ ${#need[@]} -eq 0 ]; then

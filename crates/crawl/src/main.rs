@@ -174,11 +174,13 @@ enum Command {
         #[command(flatten)]
         overrides: Overrides,
     },
-    /// Deduplicate a JSON-lines corpus: {"url", "title"?, "text" | "html"} per line.
+    /// Deduplicate a JSON-lines corpus ({"url", "title"?, "text" | "html"} per
+    /// line), or the HTML responses of WARC files (.warc, .warc.gz, several,
+    /// or directories of them) with the crawl's own pipeline.
     Dedup {
-        /// The corpus.
-        #[arg(long)]
-        input: PathBuf,
+        /// The corpus: one JSON-lines file, or WARC files and directories.
+        #[arg(long, num_args = 1.., required = true)]
+        input: Vec<PathBuf>,
         /// Output directory: kept.jsonl, duplicates.jsonl, errors.jsonl.
         #[arg(long)]
         out: PathBuf,
@@ -389,7 +391,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             common,
         }) => {
             let cfg = common.load()?.config;
-            let summary = batch::run(&cfg, &batch::BatchArgs { input, out, data_dir })?;
+            let summary = batch::run(
+                &cfg,
+                &batch::BatchArgs {
+                    inputs: input,
+                    out,
+                    data_dir,
+                },
+            )?;
             eprintln!("{summary}");
             Ok(ExitCode::SUCCESS)
         }

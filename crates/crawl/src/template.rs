@@ -628,7 +628,7 @@ mod tests {
         data: Option<&std::path::Path>,
     ) -> Vec<u64> {
         let args = crate::batch::BatchArgs {
-            input: input.to_path_buf(),
+            inputs: vec![input.to_path_buf()],
             out: out.to_path_buf(),
             data_dir: data.map(std::path::Path::to_path_buf),
         };

@@ -40,10 +40,22 @@ pub struct KeptLine<'a> {
     /// `crawl dedup`: the input line number (1-based).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
+    /// `crawl dedup` of WARC files: the record the page came from.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub record: Option<FromRecord<'a>>,
     /// Crawler: what the page was judged on, its size and the beginning of
     /// its text ([`Judged`]).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub judged: Option<Judged<'a>>,
+}
+
+/// The WARC record a document of `crawl dedup` came from.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct FromRecord<'a> {
+    /// Its `WARC-Record-ID`.
+    pub record: &'a str,
+    /// The file, as given (or found in the directory given).
+    pub warc: &'a str,
 }
 
 /// What a crawled page was judged on, written with its verdict so that a
@@ -126,6 +138,7 @@ impl<'a> KeptLine<'a> {
             depth: None,
             fetched_at: None,
             line: None,
+            record: None,
             judged: None,
         }
     }
@@ -148,6 +161,9 @@ pub struct DuplicateLine<'a> {
     /// `crawl dedup`: the input line number (1-based).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
+    /// `crawl dedup` of WARC files: the record the page came from.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub record: Option<FromRecord<'a>>,
     /// Crawler, title and content tiers: what the page was judged on.
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub judged: Option<Judged<'a>>,
@@ -164,6 +180,7 @@ impl<'a> DuplicateLine<'a> {
             distance: d.distance,
             similarity: d.similarity.map(round3),
             line: None,
+            record: None,
             judged: None,
         }
     }
@@ -179,6 +196,7 @@ impl<'a> DuplicateLine<'a> {
             distance: None,
             similarity: None,
             line: None,
+            record: None,
             judged: None,
         }
     }

@@ -1,4 +1,7 @@
-//! `crawl dedup`: the three tiers over a JSON-lines corpus.
+//! `crawl dedup`: the three tiers over a JSON-lines corpus, or over the
+//! HTML responses of WARC files ([`warc`]).
+
+mod warc;
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -40,7 +43,7 @@ struct InputDoc {
 
 /// Progress of an interrupted run, committed with the dedup state.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-struct BatchProgress {
+pub(super) struct BatchProgress {
     input: PathBuf,
     out: PathBuf,
     /// Input lines fully processed.
@@ -53,6 +56,16 @@ struct BatchProgress {
     #[serde(flatten)]
     verdicts: VerdictCounts,
     offsets: Offsets,
+    /// WARC input: the file being read (index in the sorted inputs) and
+    /// the records of it done (whatever their type).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    warc_file: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    warc_records: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 const PROGRESS_KEY: &str = "batch:progress";
@@ -60,7 +73,8 @@ const PROGRESS_KEY: &str = "batch:progress";
 /// Options of `crawl dedup`.
 #[derive(Debug)]
 pub struct BatchArgs {
-    pub input: PathBuf,
+    /// A JSON-lines corpus, or WARC files and directories of them.
+    pub inputs: Vec<PathBuf>,
     pub out: PathBuf,
     pub data_dir: Option<PathBuf>,
 }
@@ -80,9 +94,24 @@ struct Run {
 
 /// Runs `crawl dedup`; returns the summary printed on stderr.
 pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
-    let started = Instant::now();
+    if let Some(files) = warc::inputs(&args.inputs)? {
+        return warc::run(cfg, args, &files);
+    }
+    let [input] = args.inputs.as_slice() else {
+        bail!(
+            "crawl dedup reads one JSON-lines corpus at a time ({} given); several inputs must be WARC \
+             files (.warc, .warc.gz) or directories of them",
+            args.inputs.len()
+        );
+    };
+    run_lines(cfg, args, input)
+}
+
+/// The tiers and the template learner of a run (in memory, or in
+/// `data_dir`), and its cleaner.
+fn open(cfg: &Config, data_dir: Option<&std::path::Path>) -> Result<(Backend, Templates, simcrawl_clean::Cleaner)> {
     let cleaner = simcrawl_clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?;
-    let backend = match &args.data_dir {
+    let backend = match data_dir {
         None => Backend::Memory(with_clock_offset(state::open_deduper(MemoryStore::new(), cfg)?)?),
         Some(dir) => {
             let path = dir.join("index.redb");
@@ -100,21 +129,23 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
         })?,
         Backend::Memory(_) => Templates::load(&cfg.template, None)?,
     };
-    let input_abs = std::fs::canonicalize(&args.input)
-        .with_context(|| format!("cannot read input {}", args.input.display()))?;
-    std::fs::create_dir_all(&args.out).with_context(|| format!("cannot create {}", args.out.display()))?;
-    let out_abs = std::fs::canonicalize(&args.out)?;
+    Ok((backend, templates, cleaner))
+}
 
-    // Resume an interrupted run of the same input into the same output.
+/// The progress of this run of `input` into `out`: where an interrupted run
+/// of the same input into the same output stopped, or the start.
+fn resume(backend: &Backend, input: PathBuf, out: &std::path::Path) -> Result<BatchProgress> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let out_abs = std::fs::canonicalize(out)?;
     let mut p = BatchProgress {
-        input: input_abs.clone(),
-        out: out_abs.clone(),
+        input,
+        out: out_abs,
         ..Default::default()
     };
-    if let Backend::Redb(d) = &backend
+    if let Backend::Redb(d) = backend
         && let Some(prev) = state::read_json::<BatchProgress>(d.store().database(), PROGRESS_KEY)?
     {
-        if prev.input == input_abs && prev.out == out_abs {
+        if prev.input == p.input && prev.out == p.out {
             info!(lines = prev.lines, "resuming an interrupted run");
             p = prev;
         } else {
@@ -125,6 +156,52 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
             );
         }
     }
+    Ok(p)
+}
+
+/// The end of a run: the progress record goes (the next run starts anew),
+/// the templates are saved.
+fn finish(backend: &Backend, run: &mut Run) -> Result<()> {
+    match backend {
+        Backend::Memory(_) => {
+            run.outputs.flush()?;
+        }
+        Backend::Redb(d) => {
+            run.outputs.sync()?;
+            d.store().write_with(Commit::Durable, |txn, _| {
+                run.templates.save_if_due(&mut RedbLearn::new(txn), Save::Now)?;
+                let mut t = state::open(txn)?;
+                t.remove(PROGRESS_KEY)?;
+                Ok(())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The summary line of a run.
+fn summary(p: &BatchProgress, docs: u64, secs: f64, what: &str, resumed: Option<String>) -> String {
+    format!(
+        "documents: {}  kept: {}  dropped: url {} / title {} / content {}  {what}: {}  ({:.0} docs/s{})",
+        p.lines,
+        p.verdicts.kept,
+        p.verdicts.dup_url,
+        p.verdicts.dup_title,
+        p.verdicts.dup_content,
+        p.errors,
+        docs as f64 / secs.max(1e-9),
+        resumed.map(|r| format!(", {r}")).unwrap_or_default()
+    )
+}
+
+/// `crawl dedup` of a JSON-lines corpus.
+fn run_lines(cfg: &Config, args: &BatchArgs, input: &std::path::Path) -> Result<String> {
+    let started = Instant::now();
+    let (backend, templates, cleaner) = open(cfg, args.data_dir.as_deref())?;
+    let input_abs =
+        std::fs::canonicalize(input).with_context(|| format!("cannot read input {}", input.display()))?;
+    // Resume an interrupted run of the same input into the same output.
+    let p = resume(&backend, input_abs, &args.out)?;
     let outputs = Outputs::open(&args.out, p.offsets)?;
     let mut run = Run {
         outputs,
@@ -133,16 +210,15 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
         templates,
     };
 
-    let file =
-        File::open(&args.input).with_context(|| format!("cannot read input {}", args.input.display()))?;
+    let file = File::open(input).with_context(|| format!("cannot read input {}", input.display()))?;
     let total = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut reader = BufReader::with_capacity(READ_BUFFER, file);
     std::io::Seek::seek(&mut reader, std::io::SeekFrom::Start(run.p.bytes))
-        .with_context(|| format!("cannot seek in {}", args.input.display()))?;
+        .with_context(|| format!("cannot seek in {}", input.display()))?;
     let progress = Progress::bytes(total, "dedup");
     progress.set(run.p.bytes);
     let resumed_lines = run.p.lines;
-    let input_name = args.input.display().to_string();
+    let input_name = input.display().to_string();
 
     let mut chunk: Vec<(u64, String)> = Vec::with_capacity(CHUNK);
     let mut chunk_bytes = 0u64;
@@ -151,7 +227,7 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
         let mut buf = Vec::new();
         let n = reader
             .read_until(b'\n', &mut buf)
-            .with_context(|| format!("cannot read {}", args.input.display()))?;
+            .with_context(|| format!("cannot read {}", input.display()))?;
         if n > 0 {
             line_no += 1;
             chunk_bytes += n as u64;
@@ -171,38 +247,15 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
         }
     }
     // Done: forget the progress record so the next run starts anew.
-    match &backend {
-        Backend::Memory(_) => {
-            run.outputs.flush()?;
-        }
-        Backend::Redb(d) => {
-            run.outputs.sync()?;
-            d.store().write_with(Commit::Durable, |txn, _| {
-                run.templates.save_if_due(&mut RedbLearn::new(txn), Save::Now)?;
-                let mut t = state::open(txn)?;
-                t.remove(PROGRESS_KEY)?;
-                Ok(())
-            })?;
-        }
-    }
+    finish(&backend, &mut run)?;
     progress.finish();
     let p = &run.p;
-    let docs = p.lines - resumed_lines;
-    let secs = started.elapsed().as_secs_f64().max(1e-9);
-    Ok(format!(
-        "documents: {}  kept: {}  dropped: url {} / title {} / content {}  bad lines: {}  ({:.0} docs/s{})",
-        p.lines,
-        p.verdicts.kept,
-        p.verdicts.dup_url,
-        p.verdicts.dup_title,
-        p.verdicts.dup_content,
-        p.errors,
-        docs as f64 / secs,
-        if resumed_lines > 0 {
-            format!(", resumed at line {resumed_lines}")
-        } else {
-            String::new()
-        }
+    Ok(summary(
+        p,
+        p.lines - resumed_lines,
+        started.elapsed().as_secs_f64(),
+        "bad lines",
+        (resumed_lines > 0).then(|| format!("resumed at line {resumed_lines}")),
     ))
 }
 
@@ -353,8 +406,17 @@ fn parse_all(
             }
         })
         .collect();
-    // `html` lines, in input order: judged on their identity with their host's
-    // template as learnt from the lines before, then observed (crate::identity).
+    sign_all(d, templates, cleaned)
+}
+
+/// Cleaned documents signed: `html` documents, in input order, judged on
+/// their identity with their host's template as learnt from the documents
+/// before, then observed (crate::identity).
+fn sign_all(
+    d: &Deduper<impl simcrawl_dedup::Store>,
+    templates: &Templates,
+    cleaned: Vec<Result<Cleaned, String>>,
+) -> Vec<Parsed> {
     let identities = crate::identity::identities_in_order(
         templates,
         cleaned.iter().map(|c| {

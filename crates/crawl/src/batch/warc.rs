@@ -1,0 +1,509 @@
+//! `crawl dedup --input FILE.warc.gz` (or `.warc`, several files, a
+//! directory): the HTML responses of WARC files judged with the crawl's own
+//! pipeline (cleaner, page identity with the host templates learnt in
+//! record order, the tiers), in record order.
+//!
+//! Read with `fastwarc` (ChatNoir's Resiliparse reader, made for Common
+//! Crawl): gzip, zstd and lz4 members, WARC/1.0 and 1.1, HTTP heads parsed,
+//! and payloads still transfer- or content-encoded (as wget and Common
+//! Crawl store them) decoded; ours store the decoded body and name the
+//! codings `X-Crawler-*`, so nothing is decoded twice. A `revisit` record
+//! (identical payload) is a copy of the page its original was judged as,
+//! without parsing anything. A run into a data directory resumes after a
+//! kill from the last committed chunk: the records of the file it was in
+//! are read again and the ones done skipped.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use fastwarc::warc::iter::{ArchiveIterator, ArchiveIteratorOptions};
+use fastwarc::warc::record::{AutoDecode, WarcRecord, WarcRecordType};
+use rayon::prelude::*;
+use simcrawl_dedup::{Commit, Duplicate, Signature, Tier, UrlTier, Verdict};
+use tracing::{info, warn};
+
+use super::{Backend, Cleaned, HtmlTexts, PROGRESS_KEY, Run, sign_all};
+use crate::backend::local::learn::RedbLearn;
+use crate::backend::local::state;
+use crate::output::lines::{DuplicateLine, ErrorLine, FromRecord, KeptLine};
+use crate::output::sinks::Outputs;
+use crate::progress::Progress;
+use crate::template::Save;
+
+/// Records per chunk: cleaned in parallel, judged and committed together.
+const CHUNK: usize = 512;
+
+/// The WARC files of `inputs`, sorted within each directory, when they are
+/// WARC input (a `.warc`/`.warc.gz` name, a file starting with a WARC
+/// record, or a directory); `None` for a JSON-lines corpus.
+pub(super) fn inputs(inputs: &[PathBuf]) -> Result<Option<Vec<PathBuf>>> {
+    let mut files = Vec::new();
+    let mut warc = false;
+    for p in inputs {
+        if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+                .with_context(|| format!("cannot read the directory {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.is_file() && is_warc_name(f))
+                .collect();
+            found.sort();
+            if found.is_empty() {
+                bail!("{} holds no WARC file (*.warc, *.warc.gz)", p.display());
+            }
+            files.extend(found);
+            warc = true;
+        } else {
+            warc |= is_warc_name(p) || starts_like_warc(p);
+            files.push(p.clone());
+        }
+    }
+    Ok(warc.then_some(files))
+}
+
+fn is_warc_name(p: &Path) -> bool {
+    let n = p.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    [".warc", ".warc.gz", ".warc.zst", ".warc.lz4"]
+        .iter()
+        .any(|s| n.ends_with(s))
+}
+
+/// A file whose first bytes (inflated when gzip) are a WARC version line.
+fn starts_like_warc(p: &Path) -> bool {
+    let Ok(mut f) = std::fs::File::open(p) else {
+        return false;
+    };
+    let mut head = [0u8; 2];
+    if f.read_exact(&mut head).is_err() {
+        return false;
+    }
+    let Ok(f) = std::fs::File::open(p) else {
+        return false;
+    };
+    let mut start = Vec::new();
+    let read = if head == [0x1f, 0x8b] {
+        flate2::read::MultiGzDecoder::new(f).take(8).read_to_end(&mut start)
+    } else {
+        f.take(8).read_to_end(&mut start)
+    };
+    read.is_ok() && start.starts_with(b"WARC/1.")
+}
+
+/// One record of the input, as the run needs it.
+enum Item {
+    /// An HTML response: judged.
+    Page {
+        url: String,
+        id: String,
+        file: usize,
+        content_type: Option<String>,
+        body: Vec<u8>,
+        digest: Option<String>,
+    },
+    /// A revisit of an identical payload.
+    Revisit {
+        url: String,
+        id: String,
+        file: usize,
+        digest: Option<String>,
+    },
+    /// A record that is not a document (request, metadata, a 404, an
+    /// image...): counted, not written.
+    Other,
+    /// A record that could not be read as a page.
+    Bad { id: String, file: usize, error: String },
+}
+
+/// Runs `crawl dedup` over WARC files.
+pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &[PathBuf]) -> Result<String> {
+    let started = Instant::now();
+    let (backend, templates, cleaner) = super::open(cfg, args.data_dir.as_deref())?;
+    let mut key = String::new();
+    for f in files {
+        let abs = std::fs::canonicalize(f).with_context(|| format!("cannot read input {}", f.display()))?;
+        key.push_str(&abs.display().to_string());
+        key.push('\n');
+    }
+    let p = super::resume(&backend, PathBuf::from(key), &args.out)?;
+    let outputs = Outputs::open(&args.out, p.offsets)?;
+    let mut run = Run {
+        outputs,
+        p,
+        cleaner,
+        templates,
+    };
+    let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+    let total: u64 = files
+        .iter()
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    let progress = Progress::bytes(total, "dedup");
+    let resumed = run.p.lines;
+    // Payload digest -> the kept page its first response was judged as
+    // (itself when kept): what a revisit of it copies.
+    let mut kept_by_digest: HashMap<String, String> = HashMap::new();
+    let first_file = usize::try_from(run.p.warc_file).unwrap_or(usize::MAX);
+    let mut done_bytes: u64 = files
+        .iter()
+        .take(first_file)
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    for (fi, path) in files.iter().enumerate().skip(first_file) {
+        let skip = if fi == first_file { run.p.warc_records } else { 0 };
+        let mut records = open_archive(path)?;
+        let mut n: u64 = 0;
+        let mut chunk: Vec<Item> = Vec::with_capacity(CHUNK);
+        let mut failure = None;
+        loop {
+            let next = records.next();
+            let rec = match next {
+                None => break,
+                Some(Ok(r)) => r,
+                Some(Err(e)) => {
+                    failure = Some(format!(
+                        "{} is unreadable after its record {n} (the records before it are judged): {e}",
+                        path.display()
+                    ));
+                    break;
+                }
+            };
+            n += 1;
+            let mut rec = rec.borrow_mut();
+            if n <= skip {
+                // Done before the resume; its payload digest still tells
+                // what a later revisit copies.
+                if rec.record_type() == WarcRecordType::Response
+                    && let (Some(d), Some(u)) = (header(&rec, "WARC-Payload-Digest"), header(&rec, "WARC-Target-URI"))
+                {
+                    kept_by_digest.entry(d).or_insert(u);
+                }
+                continue;
+            }
+            let item = match read_item(&mut rec, fi) {
+                Ok(i) => i,
+                Err(e) => {
+                    failure = Some(format!(
+                        "{}: record {n} ({}) is unreadable (the records before it are judged): {e}",
+                        path.display(),
+                        header(&rec, "WARC-Record-ID").unwrap_or_default()
+                    ));
+                    break;
+                }
+            };
+            drop(rec);
+            chunk.push(item);
+            if chunk.len() >= CHUNK {
+                process(&backend, &mut run, &mut chunk, &names, &mut kept_by_digest, (fi, n))?;
+            }
+        }
+        process(&backend, &mut run, &mut chunk, &names, &mut kept_by_digest, (fi, n))?;
+        if let Some(f) = failure {
+            bail!(f);
+        }
+        done_bytes += std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        progress.set(done_bytes);
+        // The next file from its start (committed with its first chunk, or
+        // at the end).
+        run.p.warc_file = fi as u64 + 1;
+        run.p.warc_records = 0;
+    }
+    super::finish(&backend, &mut run)?;
+    progress.finish();
+    let p = &run.p;
+    Ok(super::summary(
+        p,
+        p.lines - resumed,
+        started.elapsed().as_secs_f64(),
+        "records not judged",
+        (resumed > 0).then(|| format!("resumed after {resumed} documents")),
+    ))
+}
+
+/// The records of `path`: a gzip stream (one member per record or not)
+/// by its first bytes whatever its name, zstd and lz4 by their name,
+/// anything else as plain WARC.
+fn open_archive(path: &Path) -> Result<ArchiveIterator> {
+    use fastwarc::stream_io::traits::IntoWarcReader;
+    let options = ArchiveIteratorOptions {
+        parse_http: true,
+        decode_http_payload: AutoDecode::All,
+        ..ArchiveIteratorOptions::default()
+    };
+    let cannot = || format!("cannot read {}", path.display());
+    let mut head = [0u8; 2];
+    let gz = std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && head == [0x1f, 0x8b];
+    if gz {
+        let reader = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(path).with_context(cannot)?);
+        let o = ArchiveIteratorOptions {
+            stream_detect: false,
+            ..options
+        };
+        return Ok(ArchiveIterator::with_options(
+            fastwarc::stream_io::gzip::GzipReader::new(reader).into_warc_reader(),
+            o,
+        ));
+    }
+    ArchiveIterator::from_path_with_options(path, options).with_context(cannot)
+}
+
+fn header(rec: &WarcRecord, name: &str) -> Option<String> {
+    rec.headers().get(name).map(|v| v.trim().to_string())
+}
+
+/// What a record is for the run; reads an HTML response's payload.
+fn read_item(rec: &mut WarcRecord, file: usize) -> Result<Item> {
+    let kind = rec.record_type();
+    if !matches!(kind, WarcRecordType::Response | WarcRecordType::Revisit) {
+        return Ok(Item::Other);
+    }
+    let (Some(url), Some(id)) = (header(rec, "WARC-Target-URI"), header(rec, "WARC-Record-ID")) else {
+        return Ok(Item::Other);
+    };
+    let url = url.trim_matches(['<', '>']).to_string();
+    let digest = header(rec, "WARC-Payload-Digest");
+    let Some(http) = rec.http_headers() else {
+        return Ok(Item::Other);
+    };
+    let status = http.status_code().unwrap_or(0);
+    if kind == WarcRecordType::Revisit {
+        return Ok(if (200..300).contains(&status) || status == 0 {
+            Item::Revisit { url, id, file, digest }
+        } else {
+            Item::Other
+        });
+    }
+    let content_type = rec.http_content_type();
+    let html = content_type.as_deref().is_none_or(|ct| {
+        let ct = ct.to_ascii_lowercase();
+        ct.contains("text/html") || ct.contains("application/xhtml")
+    });
+    if !(200..300).contains(&status) || !html {
+        return Ok(Item::Other);
+    }
+    let mut body = Vec::new();
+    let read = match rec.reader_mut() {
+        Some(r) => r.read_to_end(&mut body),
+        None => Ok(0),
+    };
+    if let Err(e) = read {
+        return Ok(Item::Bad {
+            id,
+            file,
+            error: format!("cannot read the payload of {url}: {e}"),
+        });
+    }
+    Ok(Item::Page {
+        url,
+        id,
+        file,
+        content_type,
+        body,
+        digest,
+    })
+}
+
+/// Cleans, signs and judges a chunk of records in order, writes their
+/// lines, and commits them with the position `at` (file, records of it
+/// done).
+fn process(
+    backend: &Backend,
+    run: &mut Run,
+    chunk: &mut Vec<Item>,
+    names: &[String],
+    kept_by_digest: &mut HashMap<String, String>,
+    at: (usize, u64),
+) -> Result<()> {
+    let items = std::mem::take(chunk);
+    let cleaner = &run.cleaner;
+    let cleaned: Vec<Option<Result<Cleaned, String>>> = items
+        .par_iter()
+        .map(|it| match it {
+            Item::Page {
+                url,
+                content_type,
+                body,
+                ..
+            } => Some(clean(cleaner, url, content_type.as_deref(), body)),
+            _ => None,
+        })
+        .collect();
+    let pages: Vec<Result<Cleaned, String>> = cleaned.into_iter().flatten().collect();
+    let mut judged = Judging {
+        items: &items,
+        names,
+        kept_by_digest,
+    };
+    match backend {
+        Backend::Memory(d) => {
+            let parsed = sign_all(d, &run.templates, pages);
+            let sigs: Vec<Signature> = parsed
+                .iter()
+                .filter_map(|p| p.as_ref().ok().map(|x| x.2.clone()))
+                .collect();
+            let verdicts = d.check_batch(&sigs, UrlTier::Check)?;
+            judged.emit(run, &parsed, verdicts)?;
+            run.p.warc_file = at.0 as u64;
+            run.p.warc_records = at.1;
+        }
+        Backend::Redb(d) => {
+            let parsed = sign_all(d, &run.templates, pages);
+            d.purge_if_due()?;
+            d.store().write_with(Commit::Durable, |txn, tables| {
+                let mut verdicts = Vec::with_capacity(parsed.len());
+                for (_, _, sig) in parsed.iter().flatten() {
+                    verdicts.push(d.check_in(tables, sig, UrlTier::Check)?);
+                }
+                judged.emit(run, &parsed, verdicts).map_err(state::caller_err)?;
+                run.p.warc_file = at.0 as u64;
+                run.p.warc_records = at.1;
+                run.p.offsets = run.outputs.sync().map_err(state::caller_err)?;
+                run.templates.save_if_due(&mut RedbLearn::new(txn), Save::IfDue)?;
+                let mut t = state::open(txn)?;
+                state::put_json(&mut t, PROGRESS_KEY, &run.p)
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// An HTML payload through the crawl's cleaner, as the crawl's page stage
+/// does (charset from the content type or the bytes).
+fn clean(cleaner: &simcrawl_clean::Cleaner, url: &str, content_type: Option<&str>, body: &[u8]) -> Result<Cleaned, String> {
+    let base = url::Url::parse(url).map_err(|e| format!("invalid WARC-Target-URI {url:?}: {e}"))?;
+    let page = cleaner
+        .parse(body, content_type, &base)
+        .map_err(|e| format!("cannot clean {url}: {e}"))?;
+    Ok(Cleaned {
+        url: url.to_string(),
+        title: page.title,
+        text: page.text,
+        html: Some(HtmlTexts {
+            host: crate::template::host_of(&base).to_owned(),
+            own: page.own_text,
+        }),
+    })
+}
+
+/// The lines of a chunk's records, in order.
+struct Judging<'a> {
+    items: &'a [Item],
+    names: &'a [String],
+    kept_by_digest: &'a mut HashMap<String, String>,
+}
+
+impl Judging<'_> {
+    fn emit(&mut self, run: &mut Run, parsed: &[super::Parsed], verdicts: Vec<Verdict>) -> Result<()> {
+        let mut parsed = parsed.iter();
+        let mut verdicts = verdicts.into_iter();
+        for item in self.items {
+            match item {
+                Item::Other => {}
+                Item::Bad { id, file, error } => {
+                    warn!("{}: {error}", self.names[*file]);
+                    run.p.errors += 1;
+                    run.outputs.errors.write(&ErrorLine {
+                        url: None,
+                        kind: Some("warc_record"),
+                        line: None,
+                        error: &format!("{} {id}: {error}", self.names[*file]),
+                    })?;
+                }
+                Item::Page {
+                    url: _, id, file, digest, ..
+                } => {
+                    let Some(p) = parsed.next() else {
+                        bail!("internal error: fewer parsed pages than records");
+                    };
+                    run.p.lines += 1;
+                    let from = FromRecord {
+                        record: id,
+                        warc: &self.names[*file],
+                    };
+                    match p {
+                        Err(e) => {
+                            run.p.errors += 1;
+                            run.outputs.errors.write(&ErrorLine {
+                                url: None,
+                                kind: Some("warc_record"),
+                                line: None,
+                                error: &format!("{} {id}: {e}", self.names[*file]),
+                            })?;
+                        }
+                        Ok((url, title, _)) => {
+                            let Some(v) = verdicts.next() else {
+                                bail!("internal error: fewer verdicts than documents");
+                            };
+                            run.p.verdicts.record(&v);
+                            let kept_as = match &v {
+                                Verdict::Unique { fingerprint, .. } => {
+                                    run.outputs.kept.write(&KeptLine {
+                                        record: Some(from),
+                                        ..KeptLine::new(url, title, *fingerprint)
+                                    })?;
+                                    url.clone()
+                                }
+                                Verdict::Duplicate(d) => {
+                                    run.outputs.duplicates.write(&DuplicateLine {
+                                        record: Some(from),
+                                        ..DuplicateLine::new(url, d)
+                                    })?;
+                                    d.of.clone()
+                                }
+                            };
+                            if let Some(d) = digest {
+                                self.kept_by_digest.entry(d.clone()).or_insert(kept_as);
+                            }
+                        }
+                    }
+                }
+                Item::Revisit { url, id, file, digest } => {
+                    run.p.lines += 1;
+                    let from = FromRecord {
+                        record: id,
+                        warc: &self.names[*file],
+                    };
+                    match digest.as_ref().and_then(|d| self.kept_by_digest.get(d)) {
+                        Some(of) => {
+                            // The same payload, so the same text: a copy of
+                            // the page its original was judged as.
+                            let d = Duplicate {
+                                tier: Tier::Content,
+                                of: of.clone(),
+                                distance: Some(0),
+                                similarity: Some(1.0),
+                                fingerprint: None,
+                            };
+                            run.p.verdicts.record_duplicate(Tier::Content);
+                            run.outputs.duplicates.write(&DuplicateLine {
+                                record: Some(from),
+                                ..DuplicateLine::new(url, &d)
+                            })?;
+                        }
+                        None => {
+                            run.p.errors += 1;
+                            run.outputs.errors.write(&ErrorLine {
+                                url: Some(url),
+                                kind: Some("warc_revisit"),
+                                line: None,
+                                error: &format!(
+                                    "{} {id}: a revisit of a payload ({}) that no earlier response of the input has",
+                                    self.names[*file],
+                                    digest.as_deref().unwrap_or("no digest")
+                                ),
+                            })?;
+                        }
+                    }
+                }
+            }
+        }
+        info!(documents = run.p.lines, "chunk judged");
+        Ok(())
+    }
+}
