@@ -109,7 +109,10 @@ pub fn run(cfg: &Config, args: &BatchArgs) -> Result<String> {
 
 /// The tiers and the template learner of a run (in memory, or in
 /// `data_dir`), and its cleaner.
-fn open(cfg: &Config, data_dir: Option<&std::path::Path>) -> Result<(Backend, Templates, simcrawl_clean::Cleaner)> {
+fn open(
+    cfg: &Config,
+    data_dir: Option<&std::path::Path>,
+) -> Result<(Backend, Templates, simcrawl_clean::Cleaner)> {
     let cleaner = simcrawl_clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?;
     let backend = match data_dir {
         None => Backend::Memory(with_clock_offset(state::open_deduper(MemoryStore::new(), cfg)?)?),

@@ -64,7 +64,10 @@ pub(super) fn inputs(inputs: &[PathBuf]) -> Result<Option<Vec<PathBuf>>> {
 }
 
 fn is_warc_name(p: &Path) -> bool {
-    let n = p.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    let n = p
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
     [".warc", ".warc.gz", ".warc.zst", ".warc.lz4"]
         .iter()
         .any(|s| n.ends_with(s))
@@ -84,7 +87,9 @@ fn starts_like_warc(p: &Path) -> bool {
     };
     let mut start = Vec::new();
     let read = if head == [0x1f, 0x8b] {
-        flate2::read::MultiGzDecoder::new(f).take(8).read_to_end(&mut start)
+        flate2::read::MultiGzDecoder::new(f)
+            .take(8)
+            .read_to_end(&mut start)
     } else {
         f.take(8).read_to_end(&mut start)
     };
@@ -177,7 +182,10 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
                 // Done before the resume; its payload digest still tells
                 // what a later revisit copies.
                 if rec.record_type() == WarcRecordType::Response
-                    && let (Some(d), Some(u)) = (header(&rec, "WARC-Payload-Digest"), header(&rec, "WARC-Target-URI"))
+                    && let (Some(d), Some(u)) = (
+                        header(&rec, "WARC-Payload-Digest"),
+                        header(&rec, "WARC-Target-URI"),
+                    )
                 {
                     kept_by_digest.entry(d).or_insert(u);
                 }
@@ -197,10 +205,24 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
             drop(rec);
             chunk.push(item);
             if chunk.len() >= CHUNK {
-                process(&backend, &mut run, &mut chunk, &names, &mut kept_by_digest, (fi, n))?;
+                process(
+                    &backend,
+                    &mut run,
+                    &mut chunk,
+                    &names,
+                    &mut kept_by_digest,
+                    (fi, n),
+                )?;
             }
         }
-        process(&backend, &mut run, &mut chunk, &names, &mut kept_by_digest, (fi, n))?;
+        process(
+            &backend,
+            &mut run,
+            &mut chunk,
+            &names,
+            &mut kept_by_digest,
+            (fi, n),
+        )?;
         if let Some(f) = failure {
             bail!(f);
         }
@@ -224,10 +246,11 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
 }
 
 /// The records of `path`: a gzip stream (one member per record or not)
-/// by its first bytes whatever its name, zstd and lz4 by their name,
-/// anything else as plain WARC.
+/// by its first bytes whatever its name, inflated by flate2 (which, unlike
+/// fastwarc's own gzip reader, reports a file cut inside a member instead
+/// of ending quietly); zstd and lz4 by their name; anything else as plain
+/// WARC.
 fn open_archive(path: &Path) -> Result<ArchiveIterator> {
-    use fastwarc::stream_io::traits::IntoWarcReader;
     let options = ArchiveIteratorOptions {
         parse_http: true,
         decode_http_payload: AutoDecode::All,
@@ -240,17 +263,77 @@ fn open_archive(path: &Path) -> Result<ArchiveIterator> {
         .is_ok()
         && head == [0x1f, 0x8b];
     if gz {
-        let reader = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(path).with_context(cannot)?);
+        let file = std::fs::File::open(path).with_context(cannot)?;
+        let inflated = Inflated {
+            inner: std::io::BufReader::with_capacity(
+                256 << 10,
+                flate2::read::MultiGzDecoder::new(std::io::BufReader::with_capacity(256 << 10, file)),
+            ),
+            pos: 0,
+        };
         let o = ArchiveIteratorOptions {
             stream_detect: false,
             ..options
         };
         return Ok(ArchiveIterator::with_options(
-            fastwarc::stream_io::gzip::GzipReader::new(reader).into_warc_reader(),
+            fastwarc::stream_io::bufread::RawReaderAdapter::new(inflated),
             o,
         ));
     }
     ArchiveIterator::from_path_with_options(path, options).with_context(cannot)
+}
+
+/// An inflated gzip stream as fastwarc reads it: buffered, read forward,
+/// its position known (fastwarc asks for it; it never seeks back).
+struct Inflated {
+    inner: std::io::BufReader<flate2::read::MultiGzDecoder<std::io::BufReader<std::fs::File>>>,
+    pos: u64,
+}
+
+impl Read for Inflated {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+impl std::io::BufRead for Inflated {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, n: usize) {
+        self.inner.consume(n);
+        self.pos += n as u64;
+    }
+}
+
+impl std::io::Seek for Inflated {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        let target = match to {
+            std::io::SeekFrom::Start(n) => Some(n),
+            std::io::SeekFrom::Current(d) => self.pos.checked_add_signed(d),
+            std::io::SeekFrom::End(_) => None,
+        };
+        match target {
+            Some(n) if n == self.pos => Ok(n),
+            Some(n) if n > self.pos => {
+                let skip = n - self.pos;
+                let copied = std::io::copy(&mut self.by_ref().take(skip), &mut std::io::sink())?;
+                if copied < skip {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::UnexpectedEof,
+                        "past the end",
+                    ));
+                }
+                Ok(n)
+            }
+            _ => Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "an inflated stream is read forward only",
+            )),
+        }
+    }
 }
 
 fn header(rec: &WarcRecord, name: &str) -> Option<String> {
@@ -274,7 +357,12 @@ fn read_item(rec: &mut WarcRecord, file: usize) -> Result<Item> {
     let status = http.status_code().unwrap_or(0);
     if kind == WarcRecordType::Revisit {
         return Ok(if (200..300).contains(&status) || status == 0 {
-            Item::Revisit { url, id, file, digest }
+            Item::Revisit {
+                url,
+                id,
+                file,
+                digest,
+            }
         } else {
             Item::Other
         });
@@ -375,7 +463,12 @@ fn process(
 
 /// An HTML payload through the crawl's cleaner, as the crawl's page stage
 /// does (charset from the content type or the bytes).
-fn clean(cleaner: &simcrawl_clean::Cleaner, url: &str, content_type: Option<&str>, body: &[u8]) -> Result<Cleaned, String> {
+fn clean(
+    cleaner: &simcrawl_clean::Cleaner,
+    url: &str,
+    content_type: Option<&str>,
+    body: &[u8],
+) -> Result<Cleaned, String> {
     let base = url::Url::parse(url).map_err(|e| format!("invalid WARC-Target-URI {url:?}: {e}"))?;
     let page = cleaner
         .parse(body, content_type, &base)
@@ -416,7 +509,11 @@ impl Judging<'_> {
                     })?;
                 }
                 Item::Page {
-                    url: _, id, file, digest, ..
+                    url: _,
+                    id,
+                    file,
+                    digest,
+                    ..
                 } => {
                     let Some(p) = parsed.next() else {
                         bail!("internal error: fewer parsed pages than records");
@@ -463,7 +560,12 @@ impl Judging<'_> {
                         }
                     }
                 }
-                Item::Revisit { url, id, file, digest } => {
+                Item::Revisit {
+                    url,
+                    id,
+                    file,
+                    digest,
+                } => {
                     run.p.lines += 1;
                     let from = FromRecord {
                         record: id,

@@ -155,7 +155,11 @@ fn warcio_check_fails_on_broken_copies(dir: &Path, root: &Path) {
         let d = root.join(name);
         std::fs::create_dir_all(&d).unwrap();
         write_members(&d.join("broken-20260101000000-00000.warc.gz"), &recs);
-        let out = std::process::Command::new("bash").arg(&script).arg(&d).output().unwrap();
+        let out = std::process::Command::new("bash")
+            .arg(&script)
+            .arg(&d)
+            .output()
+            .unwrap();
         assert!(!out.status.success(), "warc-check passed a set with {name}");
         String::from_utf8_lossy(&out.stderr).into_owned()
     };
@@ -172,7 +176,11 @@ fn warcio_check_fails_on_broken_copies(dir: &Path, root: &Path) {
         .find(|r| is(r, "WARC-Type: revisit"))
         .map(|r| {
             let text = String::from_utf8_lossy(r);
-            let line = text.lines().find(|l| l.starts_with("WARC-Refers-To: ")).unwrap().to_string();
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("WARC-Refers-To: "))
+                .unwrap()
+                .to_string();
             line.trim_start_matches("WARC-Refers-To: ").to_string()
         })
         .unwrap();
@@ -482,4 +490,208 @@ fn a_warc_crawl_killed_twice_resumes_with_every_page_archived_once() {
     assert_eq!(dropped.len(), PAGES / 10, "{dropped:?}");
     assert_eq!(revisits, dropped);
     warcio_check(&warc);
+}
+
+/// `crawl dedup --input ARGS --out OUT [--data-dir DATA]`.
+fn dedup(inputs: &[&Path], out: &Path, data: Option<&Path>) -> std::process::Output {
+    let mut c = std::process::Command::new(crate::support::CRAWL);
+    c.arg("dedup").arg("--input");
+    for i in inputs {
+        c.arg(i);
+    }
+    c.arg("--out").arg(out).env("NO_COLOR", "1");
+    if let Some(d) = data {
+        c.arg("--data-dir").arg(d);
+    }
+    c.output().unwrap()
+}
+
+fn paths_of(lines: &[serde_json::Value], key: &str) -> BTreeSet<String> {
+    lines.iter().map(|v| path_of(field(v, key))).collect()
+}
+
+#[test]
+fn crawl_dedup_of_a_crawls_archive_keeps_what_the_crawl_kept() {
+    let server = site();
+    let dir = crate::support::tempdir("warc");
+    let (dirs, warc) = warc_crawl(dir.path(), &server, "");
+    dirs.run_ok(Duration::from_secs(60));
+    let crawl_kept: BTreeSet<String> = dirs
+        .kept()
+        .iter()
+        .map(|v| {
+            path_of(
+                v.get("final_url")
+                    .and_then(|u| u.as_str())
+                    .unwrap_or(field(v, "url")),
+            )
+        })
+        .collect();
+
+    let out = dir.path().join("dedup");
+    let r = dedup(&[&warc], &out, None);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let kept = crate::support::read_jsonl(&out.join("kept.jsonl"));
+    let dups = crate::support::read_jsonl(&out.join("duplicates.jsonl"));
+    assert_eq!(paths_of(&kept, "url"), crawl_kept);
+    // Every line names its record and file; the byte-identical copy (a
+    // revisit record) is a copy of the page the crawl kept.
+    for v in kept.iter().chain(&dups) {
+        assert!(field(v, "record").starts_with("<urn:uuid:"), "{v}");
+        assert!(field(v, "warc").ends_with(".warc.gz"), "{v}");
+    }
+    let dropped = paths_of(&dups, "url");
+    assert!(
+        dropped.contains("/near") && (dropped.contains("/copy") || dropped.contains("/a")),
+        "{dups:?}"
+    );
+    // Not documents: robots.txt, the redirect hop, the 404.
+    for p in ["/robots.txt", "/old", "/missing"] {
+        assert!(!dropped.contains(p) && !paths_of(&kept, "url").contains(p), "{p}");
+    }
+
+    // The same archive uncompressed gives the same verdicts.
+    let plain_dir = dir.path().join("plain");
+    std::fs::create_dir_all(&plain_dir).unwrap();
+    let plain = plain_dir.join("crawl.warc");
+    let mut all = Vec::new();
+    for f in warc_files(&warc) {
+        flate2::read::MultiGzDecoder::new(std::fs::File::open(f).unwrap())
+            .read_to_end(&mut all)
+            .unwrap();
+    }
+    std::fs::write(&plain, all).unwrap();
+    let out2 = dir.path().join("dedup-plain");
+    let r = dedup(&[&plain], &out2, None);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let same = |f: &str| {
+        let strip = |p: &Path| -> Vec<(String, String)> {
+            crate::support::read_jsonl(&p.join(f))
+                .iter()
+                .map(|v| {
+                    (
+                        field(v, "url").to_string(),
+                        v.get("duplicate_of").map(|d| d.to_string()).unwrap_or_default(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(strip(&out), strip(&out2), "{f}");
+    };
+    same("kept.jsonl");
+    same("duplicates.jsonl");
+}
+
+#[test]
+fn crawl_dedup_reads_wgets_warc_and_resumes_after_a_cut_file() {
+    if std::process::Command::new("wget")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: wget is not installed (scripts/install-deps.sh installs it)");
+        return;
+    }
+    // A site with two copies planted: an exact one and one with a line
+    // changed; an image and a text file wget archives too.
+    let server = Server::start(|req| {
+        let links: Vec<String> = ["/u1", "/u2", "/u3", "/same", "/near", "/notes.txt"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        match req.path.as_str() {
+            "/" => Reply::html(page("Home", &article(10), &links)),
+            "/u1" | "/same" => Reply::html(page("One", &article(11), &[])),
+            "/u2" => Reply::html(page("Two", &article(12), &[])),
+            "/near" => Reply::html(page("Two", &format!("{} and a line more", article(12)), &[])),
+            "/u3" => Reply::html(page("Three", &article(13), &[])),
+            "/notes.txt" => Reply::text(article(14)),
+            _ => Reply::status(404),
+        }
+    });
+    let dir = crate::support::tempdir("warc");
+    let st = std::process::Command::new("wget")
+        .current_dir(dir.path())
+        .args(["-q", "-r", "-l", "2", "--warc-file=site", "-P", "mirror"])
+        .arg(format!("{}/", server.base()))
+        .status()
+        .unwrap();
+    // wget exits 8 when a page answered 404 (robots.txt): the archive is whole.
+    assert!(st.code().is_some_and(|c| c == 0 || c == 8), "wget: {st}");
+    let wget_warc = dir.path().join("site.warc.gz");
+    assert!(wget_warc.exists());
+    warcio_check_file(&wget_warc);
+
+    let out = dir.path().join("dedup");
+    let r = dedup(&[&wget_warc], &out, None);
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    let kept = paths_of(&crate::support::read_jsonl(&out.join("kept.jsonl")), "url");
+    let dups = crate::support::read_jsonl(&out.join("duplicates.jsonl"));
+    let dropped = paths_of(&dups, "url");
+    let want: BTreeSet<String> = ["/", "/u2", "/u3"].iter().map(|s| s.to_string()).collect();
+    assert!(kept.is_superset(&want), "{kept:?}");
+    assert_eq!(
+        kept.len() + dropped.len(),
+        6,
+        "the six HTML pages, not the text file: {kept:?} {dropped:?}"
+    );
+    assert!(dropped.contains("/near"), "{dropped:?}");
+    assert!(dropped.contains("/same") ^ dropped.contains("/u1"), "{dropped:?}");
+
+    // A file cut in the middle of a record: a clear error naming it, the
+    // records before it judged and committed; with the file whole again
+    // the run resumes and judges each record once.
+    let ours = dir.path().join("ours");
+    std::fs::create_dir_all(&ours).unwrap();
+    let ours_server = site();
+    let (dirs, warc) = warc_crawl(&ours, &ours_server, "");
+    dirs.run_ok(Duration::from_secs(60));
+    let whole = warc_files(&warc).remove(0);
+    let bytes = std::fs::read(&whole).unwrap();
+    let inputs = dir.path().join("inputs");
+    std::fs::create_dir_all(&inputs).unwrap();
+    let first = inputs.join("a.warc.gz");
+    let second = inputs.join("b.warc.gz");
+    std::fs::copy(&wget_warc, &first).unwrap();
+    std::fs::write(&second, &bytes[..bytes.len() * 2 / 3]).unwrap();
+    let data = dir.path().join("data");
+    let out = dir.path().join("resumed");
+    let r = dedup(&[&inputs], &out, Some(&data));
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(!r.status.success(), "{err}");
+    assert!(err.contains("b.warc.gz") && err.contains("unreadable"), "{err}");
+    let before = crate::support::read_jsonl(&out.join("kept.jsonl")).len()
+        + crate::support::read_jsonl(&out.join("duplicates.jsonl")).len();
+    assert!(before >= 6, "the first file's pages are committed: {before}");
+    std::fs::write(&second, &bytes).unwrap();
+    let r = dedup(&[&inputs], &out, Some(&data));
+    assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+    assert!(
+        String::from_utf8_lossy(&r.stderr).contains("resumed"),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    let all: Vec<serde_json::Value> = crate::support::read_jsonl(&out.join("kept.jsonl"))
+        .into_iter()
+        .chain(crate::support::read_jsonl(&out.join("duplicates.jsonl")))
+        .collect();
+    let records = multiset(all.iter().map(|v| field(v, "record").to_string()));
+    assert!(
+        records.values().all(|&n| n == 1),
+        "a record judged twice: {records:?}"
+    );
+    // Six pages of wget's, and the six pages of our crawl's archive.
+    assert_eq!(records.len(), 12, "{records:?}");
+}
+
+/// warcio's check of one file, when scripts/test.sh provides it.
+fn warcio_check_file(file: &Path) {
+    if let Some(script) = std::env::var_os("SIMCRAWL_WARC_CHECK") {
+        let out = std::process::Command::new("bash")
+            .arg(&script)
+            .arg(file)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
 }
