@@ -34,7 +34,7 @@ use crate::progress::Progress;
 use crate::template::Save;
 
 /// Records per chunk: cleaned in parallel, judged and committed together.
-const CHUNK: usize = 512;
+const CHUNK: usize = 2048;
 
 /// The WARC files of `inputs`, sorted within each directory, when they are
 /// WARC input (a `.warc`/`.warc.gz` name, a file starting with a WARC

@@ -539,7 +539,12 @@ impl Writer {
         rec.dup_of = None;
         rec.dup_key = None;
         match verdict {
-            Some(Verdict::Unique { id, .. }) => rec.doc = *id,
+            Some(Verdict::Unique { id: Some(id), .. }) => {
+                // Measured against its document in the index.
+                rec.doc = Some(*id);
+                rec.fingerprint = None;
+                rec.sketch = None;
+            }
             Some(Verdict::Duplicate(d)) if d.of != p.entry.url.as_str() && d.tier != Tier::Url => {
                 rec.dup_key = url::Url::parse(&d.of)
                     .ok()
@@ -573,7 +578,11 @@ impl Writer {
             return self.judge_page(deduper, tables, fr, sched, rewrites, p);
         };
         let cfg = deduper.config();
-        let (change, distance) = classify(&old, &p.sig, cfg.min_similarity);
+        let (old_fp, old_sketch) = match old.doc.map(|id| tables.doc(id)).transpose()?.flatten() {
+            Some(doc) => (Some(doc.fingerprint.0), Some(doc.sketch)),
+            None => (old.fingerprint, old.sketch()),
+        };
+        let (change, distance) = classify(old_fp, old_sketch, &p.sig, cfg.min_similarity);
         let rejudge = change == Change::Changed || p.entry.revisit.as_ref().is_some_and(|r| r.rejudge);
         let interval = self.revisit.next_interval(old.interval_s, change.changed());
         let mut rec = old.clone();
