@@ -83,6 +83,10 @@ pub struct Page {
     pub links: Vec<Link>,
     /// `<link rel=canonical>`, resolved.
     pub canonical: Option<Url>,
+    /// The RSS and Atom feeds the page announces (`<link rel=alternate
+    /// type=application/rss+xml|atom+xml>`), resolved: a crawler follows
+    /// them to find pages as the site publishes them.
+    pub feeds: Vec<Url>,
     /// `<html lang>` (or `<meta http-equiv=content-language>`), as written.
     pub lang_hint: Option<String>,
     /// The encoding the bytes were decoded with (WHATWG name, e.g. `GBK`, `Big5`).
@@ -214,6 +218,7 @@ impl Cleaner {
             visible_chars: ex.visible_chars,
             links: ex.links,
             canonical: ex.canonical,
+            feeds: ex.feeds,
             lang_hint: ex.lang_hint,
             encoding: encoding.name(),
             meta_nofollow: ex.meta_nofollow,

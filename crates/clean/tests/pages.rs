@@ -295,6 +295,20 @@ fn readability_fallback_without_semantic_markup() {
 // ---------------------------------------------------------------- links and meta
 
 #[test]
+fn announced_feeds_are_resolved_and_other_alternates_are_not() {
+    let html = r##"<!doctype html><html><head>
+        <base href="/news/">
+        <link rel="alternate" type="application/rss+xml" href="feed.xml">
+        <link rel="ALTERNATE" type=" application/atom+xml " href="https://www.example.com/atom">
+        <link rel="alternate" hreflang="en" href="/en/">
+        <link rel="alternate" type="application/rss+xml" href="javascript:x()">
+        </head><body><p>Text of the page.</p></body></html>"##;
+    let page = Page::parse(html.as_bytes(), None, &url("https://www.example.com/a.html")).unwrap();
+    let feeds: Vec<&str> = page.feeds.iter().map(Url::as_str).collect();
+    assert_eq!(feeds, ["https://www.example.com/news/feed.xml", "https://www.example.com/atom"]);
+}
+
+#[test]
 fn links_meta_and_canonical() {
     let html = r##"<!doctype html><html lang=" zh-TW "><head>
         <base href="/sub/dir/">

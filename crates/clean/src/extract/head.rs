@@ -11,6 +11,10 @@ use url::Url;
 
 use super::{MAX_TITLE_BYTES, collapse, has_token};
 
+/// Feeds a page may announce that are kept (a page listing hundreds is not
+/// announcing its feeds).
+const MAX_FEEDS: usize = 8;
+
 /// What the metadata elements said; the first occurrence of each wins.
 #[derive(Debug, Default)]
 pub(super) struct HeadMeta<'a> {
@@ -24,6 +28,9 @@ pub(super) struct HeadMeta<'a> {
     base_href: Option<&'a str>,
     /// `<link rel="canonical" href>`.
     canonical_href: Option<&'a str>,
+    /// `<link rel="alternate" type="application/rss+xml|atom+xml" href>`:
+    /// the page's feeds.
+    feed_hrefs: Vec<&'a str>,
     /// `<html lang>`.
     html_lang: Option<String>,
     /// `<meta http-equiv="content-language" content>`, when `<html>` has no `lang`.
@@ -49,6 +56,18 @@ impl<'a> HeadMeta<'a> {
                     && e.attr("rel").is_some_and(|r| has_token(r, "canonical")) =>
             {
                 self.canonical_href = e.attr("href");
+            }
+            "link"
+                if e.attr("rel").is_some_and(|r| has_token(r, "alternate"))
+                    && e.attr("type").is_some_and(|t| {
+                        let t = t.trim();
+                        t.eq_ignore_ascii_case("application/rss+xml") || t.eq_ignore_ascii_case("application/atom+xml")
+                    })
+                    && self.feed_hrefs.len() < MAX_FEEDS =>
+            {
+                if let Some(h) = e.attr("href") {
+                    self.feed_hrefs.push(h);
+                }
             }
             "base" if self.base_href.is_none() => self.base_href = e.attr("href"),
             "html" if self.html_lang.is_none() => {
@@ -120,5 +139,10 @@ impl<'a> HeadMeta<'a> {
     /// The canonical link's `href`, untrimmed and unresolved.
     pub(super) fn canonical_href(&self) -> Option<&'a str> {
         self.canonical_href
+    }
+
+    /// The feeds' `href`s, untrimmed and unresolved.
+    pub(super) fn feed_hrefs(&self) -> &[&'a str] {
+        &self.feed_hrefs
     }
 }

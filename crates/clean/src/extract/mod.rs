@@ -41,6 +41,7 @@ pub(crate) struct Extracted {
     pub visible_chars: usize,
     pub links: Vec<Link>,
     pub canonical: Option<Url>,
+    pub feeds: Vec<Url>,
     pub lang_hint: Option<String>,
     pub meta_nofollow: bool,
     pub meta_noindex: bool,
@@ -127,6 +128,12 @@ pub(crate) fn extract(html: &Html, url: &Url, opts: &ExtractOptions) -> Extracte
         .canonical_href()
         .and_then(|h| join(h.trim()))
         .filter(|u| matches!(u.scheme(), "http" | "https"));
+    let feeds = head
+        .feed_hrefs()
+        .iter()
+        .filter_map(|h| join(h.trim()))
+        .filter(|u| matches!(u.scheme(), "http" | "https"))
+        .collect();
     let links = resolve_links(raw_links, join, opts.max_links);
     let texts = main_content::select_texts(&walk, opts.main_content, opts.max_text_bytes);
     Extracted {
@@ -136,6 +143,7 @@ pub(crate) fn extract(html: &Html, url: &Url, opts: &ExtractOptions) -> Extracte
         visible_chars: walk.els.iter().map(|e| e.own_chars as usize).sum(),
         links,
         canonical,
+        feeds,
         lang_hint: head.lang_hint(),
         meta_nofollow: head.nofollow,
         meta_noindex: head.noindex,
