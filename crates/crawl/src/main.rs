@@ -12,6 +12,7 @@ mod eval;
 mod frontier;
 mod identity;
 mod learn;
+mod listing;
 mod metrics;
 mod output;
 mod progress;

@@ -1,0 +1,386 @@
+//! Sitemaps and feeds: the documents in which sites list their pages.
+//!
+//! One parser for what a crawler finds pages in besides links: XML sitemaps
+//! (`<urlset>`), sitemap indexes (`<sitemapindex>`), plain-text sitemaps
+//! (one URL per line), RSS 2.0 (`<item><link>`) and Atom (`<entry><link
+//! href>`), gzipped or not (by the bytes, not the name). XML is read as a
+//! stream (quick-xml), never as a tree, so a 50 MB sitemap costs its bytes
+//! and its URLs. The protocol's limits are enforced: 50,000 URLs and 50 MB
+//! uncompressed per file; what is beyond them is dropped and said.
+
+use std::io::Read;
+
+use quick_xml::events::Event;
+use url::Url;
+
+/// The sitemap protocol's limits (sitemaps.org): URLs per file, bytes
+/// uncompressed.
+pub const MAX_URLS: usize = 50_000;
+pub const MAX_BYTES: usize = 50 * 1024 * 1024;
+
+/// What a listing said.
+#[derive(Debug, Default, PartialEq)]
+pub struct Listing {
+    pub kind: Kind,
+    /// The pages it lists, with the sitemap's hints.
+    pub pages: Vec<Listed>,
+    /// Further listings (a sitemap index's sitemaps).
+    pub listings: Vec<Url>,
+    /// What was wrong but did not stop the reading (a URL that is not one,
+    /// the URL limit reached): for errors.jsonl.
+    pub problems: Vec<String>,
+}
+
+/// What kind of listing it was.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    #[default]
+    Text,
+    UrlSet,
+    SitemapIndex,
+    Rss,
+    Atom,
+}
+
+/// A listed page and the hints a sitemap gives about it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listed {
+    pub url: Url,
+    /// `<lastmod>`, unix seconds.
+    pub lastmod: Option<u64>,
+    pub changefreq: Option<String>,
+    pub priority: Option<f32>,
+}
+
+/// A listing that could not be read at all.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ListingError {
+    #[error("{url}: over {max} bytes uncompressed (the sitemap protocol's limit)")]
+    TooLarge { url: String, max: usize },
+    #[error("{url}: not gzip as its first bytes say: {reason}")]
+    BadGzip { url: String, reason: String },
+    #[error("{url}: malformed XML at byte {position}: {reason}")]
+    Xml { url: String, position: u64, reason: String },
+}
+
+/// Reads the listing `body` fetched from `at` (relative URLs resolve
+/// against it), at most `max_urls` URLs and `max_bytes` bytes.
+pub fn parse(body: &[u8], at: &Url, max_urls: usize, max_bytes: usize) -> Result<Listing, ListingError> {
+    let inflated;
+    let body = if body.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::MultiGzDecoder::new(body)
+            .take(max_bytes as u64 + 1)
+            .read_to_end(&mut out)
+            .map_err(|e| ListingError::BadGzip {
+                url: at.to_string(),
+                reason: e.to_string(),
+            })?;
+        inflated = out;
+        &inflated[..]
+    } else {
+        body
+    };
+    if body.len() > max_bytes {
+        return Err(ListingError::TooLarge {
+            url: at.to_string(),
+            max: max_bytes,
+        });
+    }
+    let start = body
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(body.len());
+    let body = &body[start..];
+    let body = body.strip_prefix(b"\xef\xbb\xbf").unwrap_or(body);
+    let mut l = if body.starts_with(b"<") {
+        parse_xml(body, at)?
+    } else {
+        parse_text(body, at)
+    };
+    let listed = l.pages.len() + l.listings.len();
+    if listed > max_urls {
+        l.problems.push(format!(
+            "{at}: lists {listed} URLs, over the limit of {max_urls} per file; the first {max_urls} are kept"
+        ));
+        l.pages.truncate(max_urls);
+        l.listings.truncate(max_urls.saturating_sub(l.pages.len()));
+    }
+    Ok(l)
+}
+
+fn parse_text(body: &[u8], at: &Url) -> Listing {
+    let mut l = Listing::default();
+    for (n, line) in String::from_utf8_lossy(body).lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        match Url::parse(line) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") => l.pages.push(Listed {
+                url: u,
+                lastmod: None,
+                changefreq: None,
+                priority: None,
+            }),
+            _ => l.problems.push(format!("{at}: line {}: not an http(s) URL: {line:?}", n + 1)),
+        }
+    }
+    l
+}
+
+/// The text of the element being read, with entities resolved.
+fn push_ref(out: &mut String, r: &quick_xml::events::BytesRef<'_>) {
+    if let Ok(Some(c)) = r.resolve_char_ref() {
+        out.push(c);
+        return;
+    }
+    match &**r {
+        b"amp" => out.push('&'),
+        b"lt" => out.push('<'),
+        b"gt" => out.push('>'),
+        b"quot" => out.push('"'),
+        b"apos" => out.push('\''),
+        other => {
+            out.push('&');
+            out.push_str(&String::from_utf8_lossy(other));
+            out.push(';');
+        }
+    }
+}
+
+fn parse_xml(body: &[u8], at: &Url) -> Result<Listing, ListingError> {
+    let mut reader = quick_xml::Reader::from_reader(body);
+    reader.config_mut().trim_text(true);
+    let mut l = Listing::default();
+    // Local names of the open elements.
+    let mut path: Vec<Vec<u8>> = Vec::new();
+    let mut text = String::new();
+    let mut item = Listed {
+        url: at.clone(),
+        lastmod: None,
+        changefreq: None,
+        priority: None,
+    };
+    let mut item_url: Option<String> = None;
+    let mut buf = Vec::new();
+    let xml_err = |reader: &quick_xml::Reader<&[u8]>, e: &dyn std::fmt::Display| ListingError::Xml {
+        url: at.to_string(),
+        position: reader.error_position(),
+        reason: e.to_string(),
+    };
+    loop {
+        let ev = reader.read_event_into(&mut buf).map_err(|e| xml_err(&reader, &e))?;
+        match ev {
+            Event::Start(e) => {
+                let name = e.local_name().as_ref().to_vec();
+                if path.is_empty() {
+                    l.kind = match &name[..] {
+                        b"urlset" => Kind::UrlSet,
+                        b"sitemapindex" => Kind::SitemapIndex,
+                        b"rss" | b"RDF" => Kind::Rss,
+                        b"feed" => Kind::Atom,
+                        _ => {
+                            return Err(xml_err(
+                                &reader,
+                                &format!(
+                                    "<{}> is not a sitemap (<urlset>, <sitemapindex>) nor a feed (<rss>, <feed>)",
+                                    String::from_utf8_lossy(&name)
+                                ),
+                            ));
+                        }
+                    };
+                }
+                if matches!(&name[..], b"url" | b"sitemap" | b"item" | b"entry") {
+                    item_url = None;
+                    item.lastmod = None;
+                    item.changefreq = None;
+                    item.priority = None;
+                }
+                if l.kind == Kind::Atom && &name[..] == b"link" {
+                    atom_link(&e, &mut item_url);
+                }
+                path.push(name);
+                text.clear();
+            }
+            Event::Empty(e) => {
+                if l.kind == Kind::Atom && e.local_name().as_ref() == b"link" {
+                    atom_link(&e, &mut item_url);
+                }
+            }
+            Event::Text(t) => {
+                text.push_str(&t.decode().map_err(|e| xml_err(&reader, &e))?);
+            }
+            Event::CData(t) => {
+                text.push_str(&t.decode().map_err(|e| xml_err(&reader, &e))?);
+            }
+            Event::GeneralRef(r) => push_ref(&mut text, &r),
+            Event::End(_) => {
+                let Some(name) = path.pop() else { continue };
+                let value = text.trim();
+                match (&name[..], l.kind) {
+                    (b"loc", Kind::UrlSet | Kind::SitemapIndex) | (b"link", Kind::Rss) => {
+                        if !value.is_empty() {
+                            item_url = Some(value.to_string());
+                        }
+                    }
+                    (b"lastmod", _) => item.lastmod = parse_w3c_date(value),
+                    (b"changefreq", _) => item.changefreq = Some(value.to_ascii_lowercase()),
+                    (b"priority", _) => item.priority = value.parse().ok(),
+                    (b"url" | b"item" | b"entry", _) => {
+                        if let Some(u) = item_url.take() {
+                            match at.join(&u) {
+                                Ok(url) if matches!(url.scheme(), "http" | "https") => {
+                                    l.pages.push(Listed { url, ..item.clone() });
+                                }
+                                _ => l.problems.push(format!("{at}: not an http(s) URL: {u:?}")),
+                            }
+                        }
+                    }
+                    (b"sitemap", Kind::SitemapIndex) => {
+                        if let Some(u) = item_url.take() {
+                            match at.join(&u) {
+                                Ok(url) if matches!(url.scheme(), "http" | "https") => l.listings.push(url),
+                                _ => l.problems.push(format!("{at}: not an http(s) URL: {u:?}")),
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+                text.clear();
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+        buf.clear();
+    }
+    Ok(l)
+}
+
+/// An Atom `<link href>` of an entry: the one with no `rel` or
+/// `rel="alternate"` (the page itself), the first such.
+fn atom_link(e: &quick_xml::events::BytesStart<'_>, out: &mut Option<String>) {
+    if out.is_some() {
+        return;
+    }
+    let attr = |k: &[u8]| {
+        e.try_get_attribute(k)
+            .ok()
+            .flatten()
+            .and_then(|a| a.unescape_value().ok().map(|v| v.into_owned()))
+    };
+    let rel = attr(b"rel");
+    if rel.as_deref().is_none_or(|r| r.eq_ignore_ascii_case("alternate")) {
+        *out = attr(b"href");
+    }
+}
+
+/// A W3C datetime (`2026-11-25`, `2026-11-25T10:00:00+08:00`, ...) as unix
+/// seconds.
+fn parse_w3c_date(s: &str) -> Option<u64> {
+    let s = s.trim();
+    let full = if s.len() == 10 {
+        format!("{s}T00:00:00Z")
+    } else if s.len() == 7 {
+        format!("{s}-01T00:00:00Z")
+    } else if s.len() == 4 {
+        format!("{s}-01-01T00:00:00Z")
+    } else {
+        s.to_string()
+    };
+    // humantime reads UTC only: an offset is applied by hand.
+    let (base, offset) = match full.rfind(['+', '-']).filter(|&i| i > 10) {
+        Some(i) => {
+            let (b, o) = full.split_at(i);
+            let sign: i64 = if o.starts_with('-') { -1 } else { 1 };
+            let mut hm = o[1..].split(':');
+            let h: i64 = hm.next()?.parse().ok()?;
+            let m: i64 = hm.next().unwrap_or("0").parse().ok()?;
+            (format!("{b}Z"), sign * (h * 3600 + m * 60))
+        }
+        None => (full, 0),
+    };
+    let t = humantime::parse_rfc3339_weak(base.trim_end_matches('Z').trim()).ok()?;
+    let secs = t.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+    u64::try_from(i64::try_from(secs).ok()? - offset).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn at() -> Url {
+        Url::parse("https://e.org/sitemaps/s.xml").unwrap()
+    }
+
+    fn urls(l: &Listing) -> Vec<&str> {
+        l.pages.iter().map(|p| p.url.as_str()).collect()
+    }
+
+    #[test]
+    fn a_urlset_keeps_its_hints_and_resolves_entities() {
+        let xml = br#"<?xml version="1.0" encoding="UTF-8"?>
+            <urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+              <url><loc>https://e.org/a?x=1&amp;y=2</loc><lastmod>2026-11-24</lastmod>
+                   <changefreq>Daily</changefreq><priority>0.8</priority></url>
+              <url><loc> /b </loc></url>
+              <url><loc>ftp://e.org/c</loc></url>
+            </urlset>"#;
+        let l = parse(xml, &at(), MAX_URLS, MAX_BYTES).unwrap();
+        assert_eq!(l.kind, Kind::UrlSet);
+        assert_eq!(urls(&l), ["https://e.org/a?x=1&y=2", "https://e.org/b"]);
+        assert_eq!(l.pages[0].lastmod, Some(1_795_478_400)); // 2026-11-24T00:00:00Z
+        assert_eq!(l.pages[0].changefreq.as_deref(), Some("daily"));
+        assert_eq!(l.pages[0].priority, Some(0.8));
+        assert_eq!(l.pages[1].lastmod, None);
+        assert_eq!(l.problems.len(), 1, "{:?}", l.problems);
+    }
+
+    #[test]
+    fn an_index_lists_sitemaps_and_gzip_is_read_by_its_bytes() {
+        use std::io::Write;
+        let xml = br#"<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+            <sitemap><loc>https://e.org/s1.xml.gz</loc><lastmod>2026-11-01T10:00:00+08:00</lastmod></sitemap>
+            </sitemapindex>"#;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(xml).unwrap();
+        let l = parse(&gz.finish().unwrap(), &at(), MAX_URLS, MAX_BYTES).unwrap();
+        assert_eq!(l.kind, Kind::SitemapIndex);
+        let s: Vec<&str> = l.listings.iter().map(Url::as_str).collect();
+        assert_eq!(s, ["https://e.org/s1.xml.gz"]);
+        assert_eq!(parse_w3c_date("2026-11-01T10:00:00+08:00"), Some(1_793_498_400)); // 02:00Z
+    }
+
+    #[test]
+    fn feeds_rss_and_atom_give_their_entries_links() {
+        let rss = br#"<rss version="2.0"><channel><title>T</title><link>https://e.org/</link>
+            <item><title>One</title><link>https://e.org/one</link></item>
+            <item><link><![CDATA[https://e.org/two?a=1&b=2]]></link></item></channel></rss>"#;
+        let l = parse(rss, &at(), MAX_URLS, MAX_BYTES).unwrap();
+        assert_eq!(l.kind, Kind::Rss);
+        assert_eq!(urls(&l), ["https://e.org/one", "https://e.org/two?a=1&b=2"]);
+        let atom = br#"<feed xmlns="http://www.w3.org/2005/Atom"><link href="https://e.org/"/>
+            <entry><link rel="edit" href="/edit/1"/><link rel="alternate" href="/posts/1"/></entry>
+            <entry><link href="https://e.org/posts/2"/></entry></feed>"#;
+        let l = parse(atom, &at(), MAX_URLS, MAX_BYTES).unwrap();
+        assert_eq!(l.kind, Kind::Atom);
+        assert_eq!(urls(&l), ["https://e.org/posts/1", "https://e.org/posts/2"]);
+    }
+
+    #[test]
+    fn text_sitemaps_limits_and_malformed_xml() {
+        let l = parse(b"https://e.org/1\n\nnot a url\nhttps://e.org/2\nhttps://e.org/3\n", &at(), 2, MAX_BYTES).unwrap();
+        assert_eq!(urls(&l), ["https://e.org/1", "https://e.org/2"]);
+        assert!(l.problems.iter().any(|p| p.contains("line 3")), "{:?}", l.problems);
+        assert!(l.problems.iter().any(|p| p.contains("over the limit of 2")), "{:?}", l.problems);
+        assert!(matches!(
+            parse(b"x".repeat(11).as_slice(), &at(), MAX_URLS, 10),
+            Err(ListingError::TooLarge { .. })
+        ));
+        let e = parse(b"<urlset><url><loc>a</url></urlset>", &at(), MAX_URLS, MAX_BYTES).unwrap_err();
+        assert!(e.to_string().contains("malformed XML at byte") && e.to_string().contains("s.xml"), "{e}");
+        let e = parse(b"<html><body/></html>", &at(), MAX_URLS, MAX_BYTES).unwrap_err();
+        assert!(e.to_string().contains("not a sitemap"), "{e}");
+    }
+}
