@@ -305,7 +305,13 @@ fn announced_feeds_are_resolved_and_other_alternates_are_not() {
         </head><body><p>Text of the page.</p></body></html>"##;
     let page = Page::parse(html.as_bytes(), None, &url("https://www.example.com/a.html")).unwrap();
     let feeds: Vec<&str> = page.feeds.iter().map(Url::as_str).collect();
-    assert_eq!(feeds, ["https://www.example.com/news/feed.xml", "https://www.example.com/atom"]);
+    assert_eq!(
+        feeds,
+        [
+            "https://www.example.com/news/feed.xml",
+            "https://www.example.com/atom"
+        ]
+    );
 }
 
 #[test]

@@ -147,6 +147,13 @@ pub struct CrawlConfig {
     /// Serve Prometheus-format counters on this address (e.g.
     /// "127.0.0.1:9898"); empty: off.
     pub metrics: String,
+    /// Read the sitemaps a host's robots.txt names (or its /sitemap.xml)
+    /// and queue their URLs (`crate::listing`).
+    pub sitemaps: bool,
+    /// Follow the RSS and Atom feeds pages announce.
+    pub feeds: bool,
+    /// URLs read from one sitemap or feed at most (the protocol's 50,000).
+    pub sitemap_max_urls: usize,
     /// Duplicate URL spaces: rewrite rules learnt from the verdicts
     /// (`[crawl.dust]`, see `crate::dust`). Last: a table after the values.
     pub dust: crate::dust::DustSettings,
@@ -169,6 +176,9 @@ impl Default for CrawlConfig {
             concurrency: 64,
             write_text: true,
             metrics: String::new(),
+            sitemaps: true,
+            feeds: true,
+            sitemap_max_urls: crate::listing::MAX_URLS,
             dust: crate::dust::DustSettings::default(),
         }
     }

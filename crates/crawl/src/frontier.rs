@@ -25,6 +25,8 @@ pub struct Entry {
     pub not_before_ms: u64,
     /// A visit again of a page already crawled (`crate::revisit`).
     pub revisit: Option<Box<Revisit>>,
+    /// A sitemap or a feed (`crate::listing`), not a page.
+    pub listing: bool,
 }
 
 /// What a revisit entry carries: the validators its page's last fetch

@@ -16,7 +16,7 @@ use url::Url;
 /// The sitemap protocol's limits (sitemaps.org): URLs per file, bytes
 /// uncompressed.
 pub const MAX_URLS: usize = 50_000;
-pub const MAX_BYTES: usize = 50 * 1024 * 1024;
+pub const MAX_BYTES: usize = simcrawl_fetch::LISTING_MAX_BYTES;
 
 /// What a listing said.
 #[derive(Debug, Default, PartialEq)]
@@ -60,7 +60,11 @@ pub enum ListingError {
     #[error("{url}: not gzip as its first bytes say: {reason}")]
     BadGzip { url: String, reason: String },
     #[error("{url}: malformed XML at byte {position}: {reason}")]
-    Xml { url: String, position: u64, reason: String },
+    Xml {
+        url: String,
+        position: u64,
+        reason: String,
+    },
 }
 
 /// Reads the listing `body` fetched from `at` (relative URLs resolve
@@ -123,7 +127,9 @@ fn parse_text(body: &[u8], at: &Url) -> Listing {
                 changefreq: None,
                 priority: None,
             }),
-            _ => l.problems.push(format!("{at}: line {}: not an http(s) URL: {line:?}", n + 1)),
+            _ => l
+                .problems
+                .push(format!("{at}: line {}: not an http(s) URL: {line:?}", n + 1)),
         }
     }
     l
@@ -170,7 +176,9 @@ fn parse_xml(body: &[u8], at: &Url) -> Result<Listing, ListingError> {
         reason: e.to_string(),
     };
     loop {
-        let ev = reader.read_event_into(&mut buf).map_err(|e| xml_err(&reader, &e))?;
+        let ev = reader
+            .read_event_into(&mut buf)
+            .map_err(|e| xml_err(&reader, &e))?;
         match ev {
             Event::Start(e) => {
                 let name = e.local_name().as_ref().to_vec();
@@ -203,10 +211,8 @@ fn parse_xml(body: &[u8], at: &Url) -> Result<Listing, ListingError> {
                 path.push(name);
                 text.clear();
             }
-            Event::Empty(e) => {
-                if l.kind == Kind::Atom && e.local_name().as_ref() == b"link" {
-                    atom_link(&e, &mut item_url);
-                }
+            Event::Empty(e) if l.kind == Kind::Atom && e.local_name().as_ref() == b"link" => {
+                atom_link(&e, &mut item_url);
             }
             Event::Text(t) => {
                 text.push_str(&t.decode().map_err(|e| xml_err(&reader, &e))?);
@@ -219,10 +225,10 @@ fn parse_xml(body: &[u8], at: &Url) -> Result<Listing, ListingError> {
                 let Some(name) = path.pop() else { continue };
                 let value = text.trim();
                 match (&name[..], l.kind) {
-                    (b"loc", Kind::UrlSet | Kind::SitemapIndex) | (b"link", Kind::Rss) => {
-                        if !value.is_empty() {
-                            item_url = Some(value.to_string());
-                        }
+                    (b"loc", Kind::UrlSet | Kind::SitemapIndex) | (b"link", Kind::Rss)
+                        if !value.is_empty() =>
+                    {
+                        item_url = Some(value.to_string());
                     }
                     (b"lastmod", _) => item.lastmod = parse_w3c_date(value),
                     (b"changefreq", _) => item.changefreq = Some(value.to_ascii_lowercase()),
@@ -370,16 +376,33 @@ mod tests {
 
     #[test]
     fn text_sitemaps_limits_and_malformed_xml() {
-        let l = parse(b"https://e.org/1\n\nnot a url\nhttps://e.org/2\nhttps://e.org/3\n", &at(), 2, MAX_BYTES).unwrap();
+        let l = parse(
+            b"https://e.org/1\n\nnot a url\nhttps://e.org/2\nhttps://e.org/3\n",
+            &at(),
+            2,
+            MAX_BYTES,
+        )
+        .unwrap();
         assert_eq!(urls(&l), ["https://e.org/1", "https://e.org/2"]);
-        assert!(l.problems.iter().any(|p| p.contains("line 3")), "{:?}", l.problems);
-        assert!(l.problems.iter().any(|p| p.contains("over the limit of 2")), "{:?}", l.problems);
+        assert!(
+            l.problems.iter().any(|p| p.contains("line 3")),
+            "{:?}",
+            l.problems
+        );
+        assert!(
+            l.problems.iter().any(|p| p.contains("over the limit of 2")),
+            "{:?}",
+            l.problems
+        );
         assert!(matches!(
             parse(b"x".repeat(11).as_slice(), &at(), MAX_URLS, 10),
             Err(ListingError::TooLarge { .. })
         ));
         let e = parse(b"<urlset><url><loc>a</url></urlset>", &at(), MAX_URLS, MAX_BYTES).unwrap_err();
-        assert!(e.to_string().contains("malformed XML at byte") && e.to_string().contains("s.xml"), "{e}");
+        assert!(
+            e.to_string().contains("malformed XML at byte") && e.to_string().contains("s.xml"),
+            "{e}"
+        );
         let e = parse(b"<html><body/></html>", &at(), MAX_URLS, MAX_BYTES).unwrap_err();
         assert!(e.to_string().contains("not a sitemap"), "{e}");
     }

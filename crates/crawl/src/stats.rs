@@ -75,6 +75,12 @@ pub struct Stats {
     pub changed: u64,
     #[serde(default)]
     pub gone: u64,
+    /// Sitemaps and feeds read (`crate::listing`), and the new URLs they
+    /// gave.
+    #[serde(default)]
+    pub listings: u64,
+    #[serde(default)]
+    pub listed: u64,
     /// Copies judged again because the page they copied changed or is gone.
     #[serde(default)]
     pub rejudged: u64,

@@ -78,6 +78,8 @@ pub(crate) struct Host {
     /// Async mutex so that concurrent first requests to a host wait for a
     /// single robots.txt fetch instead of each fetching it.
     pub(crate) robots: tokio::sync::Mutex<Option<RobotsEntry>>,
+    /// Its robots.txt's sitemaps were handed out ([`crate::Fetcher::take_sitemaps`]).
+    pub(crate) sitemaps_taken: std::sync::atomic::AtomicBool,
 }
 
 impl Host {
@@ -91,6 +93,7 @@ impl Host {
                 pause: None,
             }),
             robots: tokio::sync::Mutex::new(None),
+            sitemaps_taken: std::sync::atomic::AtomicBool::new(false),
         }
     }
 

@@ -96,6 +96,10 @@ impl BodyBudget {
 /// at its deadline (which does not run while it waits).
 const BUDGET_WAIT_POLL: Duration = Duration::from_millis(250);
 
+/// Bytes of a sitemap or feed read at most ([`Fetcher::fetch_listing`]):
+/// the sitemap protocol's 50 MB.
+pub const LISTING_MAX_BYTES: usize = 50 * 1024 * 1024;
+
 /// robots.txt bytes read at most (Google's documented limit); the rest is ignored.
 const ROBOTS_MAX_BYTES: usize = 500 * 1024;
 /// Redirect hops followed for robots.txt itself (Google follows five).
@@ -431,8 +435,43 @@ impl Fetcher {
         since: &Validators,
     ) -> (Result<Fetched, FetchError>, Vec<Exchange>) {
         let tape = Tape::new(self.inner.record.load(Ordering::Relaxed));
-        let result = self.fetch_on(url, allow_hop, &tape, Some(since)).await;
+        let result = self.fetch_on(url, allow_hop, &tape, Some(since), false).await;
         (result, tape.take())
+    }
+
+    /// [`Fetcher::fetch_recorded`] for a sitemap or a feed: any content type
+    /// (XML, gzip, text), up to [`LISTING_MAX_BYTES`].
+    pub async fn fetch_listing(
+        &self,
+        url: &Url,
+        allow_hop: &(dyn Fn(&Url) -> bool + Send + Sync),
+    ) -> (Result<Fetched, FetchError>, Vec<Exchange>) {
+        let tape = Tape::new(self.inner.record.load(Ordering::Relaxed));
+        let result = self.fetch_on(url, allow_hop, &tape, None, true).await;
+        (result, tape.take())
+    }
+
+    /// The sitemaps the robots.txt of `url`'s host declares (`Sitemap:`
+    /// lines; empty when it has none or is not read), handed out once per
+    /// host: `None` before its robots.txt is loaded, and after the first
+    /// call that returned them. A crawler calls it after each fetch and
+    /// queues what it gets.
+    pub fn take_sitemaps(&self, url: &Url) -> Option<Vec<String>> {
+        let key = host_key(url)?;
+        let host = self.inner.hosts.lock().get(&key)?;
+        let list = {
+            let guard = host.robots.try_lock().ok()?;
+            match guard.as_ref().map(|e| &e.rules) {
+                Some(Rules::Robot(r)) => r.sitemaps.clone(),
+                Some(Rules::AllowAll) => Vec::new(),
+                None if !self.inner.cfg.respect_robots => Vec::new(),
+                _ => return None,
+            }
+        };
+        if host.sitemaps_taken.swap(true, Ordering::Relaxed) {
+            return None;
+        }
+        Some(list)
     }
 
     /// [`Fetcher::fetch`], and the exchanges it made besides the final
@@ -445,7 +484,7 @@ impl Fetcher {
         allow_hop: &(dyn Fn(&Url) -> bool + Send + Sync),
     ) -> (Result<Fetched, FetchError>, Vec<Exchange>) {
         let tape = Tape::new(self.inner.record.load(Ordering::Relaxed));
-        let result = self.fetch_on(url, allow_hop, &tape, None).await;
+        let result = self.fetch_on(url, allow_hop, &tape, None, false).await;
         (result, tape.take())
     }
 
@@ -455,6 +494,7 @@ impl Fetcher {
         allow_hop: &(dyn Fn(&Url) -> bool + Send + Sync),
         tape: &Tape,
         since: Option<&Validators>,
+        listing: bool,
     ) -> Result<Fetched, FetchError> {
         let started = Instant::now();
         let cfg = &self.inner.cfg;
@@ -491,7 +531,7 @@ impl Fetcher {
             // Validators belong to the URL asked for, not to a redirect hop.
             let cond = since.filter(|_| redirects.is_empty());
             match self
-                .request_with_retries(&host, &current, &mut attempts, tape, cond)
+                .request_with_retries(&host, &current, &mut attempts, tape, cond, listing)
                 .await?
             {
                 Outcome::Page {
@@ -781,13 +821,25 @@ impl Fetcher {
         attempts: &mut u32,
         tape: &Tape,
         since: Option<&Validators>,
+        listing: bool,
     ) -> Result<Outcome, FetchError> {
         let cfg = &self.inner.cfg;
         let mut retry = 0u32;
         loop {
             *attempts += 1;
             let (err, retry_after) = match self
-                .attempt(host, url, true, cfg.max_body_bytes, tape, since)
+                .attempt(
+                    host,
+                    url,
+                    !listing,
+                    if listing {
+                        LISTING_MAX_BYTES
+                    } else {
+                        cfg.max_body_bytes
+                    },
+                    tape,
+                    since,
+                )
                 .await
             {
                 Ok(o) => return Ok(o),

@@ -61,7 +61,8 @@ impl<'a> HeadMeta<'a> {
                 if e.attr("rel").is_some_and(|r| has_token(r, "alternate"))
                     && e.attr("type").is_some_and(|t| {
                         let t = t.trim();
-                        t.eq_ignore_ascii_case("application/rss+xml") || t.eq_ignore_ascii_case("application/atom+xml")
+                        t.eq_ignore_ascii_case("application/rss+xml")
+                            || t.eq_ignore_ascii_case("application/atom+xml")
                     })
                     && self.feed_hrefs.len() < MAX_FEEDS =>
             {

@@ -53,6 +53,16 @@ pub enum Outcome {
         /// told 404 or 410 finds its page gone).
         status: Option<u16>,
     },
+    /// A sitemap or feed read (`crate::listing`): the pages and further
+    /// listings it gave, within scope, and what was wrong with it.
+    Listing {
+        entry: Entry,
+        /// Pages, with their sitemap `lastmod` (unix seconds).
+        pages: Vec<(Candidate, Option<u64>)>,
+        listings: Vec<Candidate>,
+        problems: Vec<String>,
+        exchanges: Vec<simcrawl_fetch::Exchange>,
+    },
     /// A revisit answered `304 Not Modified` (`crate::revisit`): nothing
     /// parsed, nothing judged.
     NotModified {
@@ -78,6 +88,7 @@ impl Outcome {
             Outcome::Page(p) => &p.entry.url,
             Outcome::Failed { entry, .. }
             | Outcome::Rewritten { entry, .. }
+            | Outcome::Listing { entry, .. }
             | Outcome::NotModified { entry, .. } => &entry.url,
         }
     }
@@ -88,6 +99,7 @@ impl Outcome {
             Outcome::Page(p) => p.entry.seq,
             Outcome::Failed { entry, .. }
             | Outcome::Rewritten { entry, .. }
+            | Outcome::Listing { entry, .. }
             | Outcome::NotModified { entry, .. } => entry.seq,
         }
     }
@@ -119,6 +131,9 @@ pub struct PageResult {
     pub archived: Archived,
     /// The answer's ETag and Last-Modified, for its revisits.
     pub validators: simcrawl_fetch::Validators,
+    /// Sitemaps (its host's, the first time the host is fetched) and the
+    /// feeds it announces, to be read.
+    pub listings: Vec<Candidate>,
 }
 
 /// The HTTP exchanges of one page's fetch, kept for the WARC archive until
@@ -223,6 +238,10 @@ pub struct PageStages {
     /// so links are canonicalized here, off the writer thread.
     pub canon: simcrawl_dedup::Canonicalizer,
     pub scope: ScopeRules,
+    /// `crawl.sitemaps`, `crawl.feeds`, `crawl.sitemap_max_urls`.
+    pub sitemaps: bool,
+    pub feeds: bool,
+    pub sitemap_max_urls: usize,
     pub follow_nofollow: bool,
     pub respect_noindex: bool,
     pub templates: Templates,
@@ -248,8 +267,142 @@ fn now_secs() -> u64 {
         .unwrap_or(0)
 }
 
+/// Fetches and reads one sitemap or feed.
+async fn process_listing(
+    stages: Arc<PageStages>,
+    entry: Entry,
+    mut exchanges: Vec<simcrawl_fetch::Exchange>,
+) -> Outcome {
+    let scope_stages = stages.clone();
+    let allow = move |u: &Url| scope_stages.scope.allows(u);
+    let started = std::time::Instant::now();
+    let (result, tape) = stages.fetcher.fetch_listing(&entry.url, &allow).await;
+    exchanges.extend(tape);
+    let fetched = match result {
+        Ok(f) => f,
+        Err(e) => {
+            return Outcome::Failed {
+                entry,
+                kind: e.kind(),
+                error: e.to_string(),
+                transient: e.is_transient(),
+                took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                exchanges,
+                status: e.status(),
+            };
+        }
+    };
+    let job_entry = entry.clone();
+    let job = tokio::task::spawn_blocking(move || read_listing(&stages, job_entry, fetched, exchanges));
+    match job.await {
+        Ok(o) => o,
+        Err(e) => Outcome::Failed {
+            entry,
+            kind: "internal",
+            error: format!("listing processing failed: {e}"),
+            transient: false,
+            took_ms: 0,
+            exchanges: Vec::new(),
+            status: None,
+        },
+    }
+}
+
+/// The CPU part of a sitemap or feed: parse, and keep what the scope
+/// allows; a URL on another host the scope does not allow is refused with
+/// a line saying so (the sitemap protocol lets a sitemap list its own
+/// host only).
+fn read_listing(
+    stages: &PageStages,
+    entry: Entry,
+    fetched: simcrawl_fetch::Fetched,
+    mut exchanges: Vec<simcrawl_fetch::Exchange>,
+) -> Outcome {
+    let parsed = crate::listing::parse(
+        &fetched.body,
+        &fetched.final_url,
+        stages.sitemap_max_urls,
+        crate::listing::MAX_BYTES,
+    );
+    if let Some(head) = fetched.head {
+        exchanges.push(simcrawl_fetch::Exchange {
+            head: *head,
+            body: fetched.body,
+            truncated: fetched.truncated,
+        });
+    }
+    let l = match parsed {
+        Ok(l) => l,
+        Err(e) => {
+            return Outcome::Failed {
+                entry,
+                kind: "listing",
+                error: e.to_string(),
+                transient: false,
+                took_ms: 0,
+                exchanges,
+                status: None,
+            };
+        }
+    };
+    let host = fetched.final_url.host_str().unwrap_or_default().to_string();
+    let mut problems = l.problems;
+    let mut admit = |u: &Url| {
+        if stages.scope.allows(u) {
+            return Candidate::new(&stages.canon, u.clone());
+        }
+        if u.host_str() != Some(host.as_str()) {
+            problems.push(format!(
+                "{}: lists {u}, outside its own host, which the crawl's scope does not allow: refused",
+                fetched.final_url
+            ));
+        }
+        None
+    };
+    let pages = l
+        .pages
+        .iter()
+        .filter_map(|p| admit(&p.url).map(|c| (c, p.lastmod)))
+        .collect();
+    let listings = l.listings.iter().filter_map(&mut admit).collect();
+    Outcome::Listing {
+        entry,
+        pages,
+        listings,
+        problems,
+        exchanges,
+    }
+}
+
+/// The sitemaps and feeds a fetched page leads to: its host's sitemaps the
+/// first time the host is fetched (robots.txt's `Sitemap:` lines, else
+/// `/sitemap.xml`), and the feeds it announces.
+fn listings_of(stages: &PageStages, final_url: &Url, feeds: &[Url]) -> Vec<Candidate> {
+    let mut urls: Vec<Url> = Vec::new();
+    if stages.sitemaps
+        && let Some(declared) = stages.fetcher.take_sitemaps(final_url)
+    {
+        let declared: Vec<Url> = declared.iter().filter_map(|s| Url::parse(s).ok()).collect();
+        if declared.is_empty() {
+            urls.extend(final_url.join("/sitemap.xml").ok());
+        } else {
+            urls.extend(declared);
+        }
+    }
+    if stages.feeds {
+        urls.extend(feeds.iter().cloned());
+    }
+    urls.into_iter()
+        .filter(|u| stages.scope.allows(u))
+        .filter_map(|u| Candidate::new(&stages.canon, u))
+        .collect()
+}
+
 /// Fetches, cleans and signs the page of one frontier entry.
 pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
+    if entry.listing {
+        return process_listing(stages, entry, Vec::new()).await;
+    }
     // DUST: a URL a learnt rule rewrites is not fetched; one a candidate
     // rule would rewrite waits (briefly) for the verdicts of its probes.
     let waiting = std::time::Instant::now();
@@ -293,6 +446,16 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
                 waits += 1;
                 tokio::time::sleep(retry_in).await;
             }
+            // A seed (or link) that is a feed: read as one.
+            Err(simcrawl_fetch::FetchError::ContentType { content_type, .. })
+                if stages.feeds && is_feed_type(&content_type) =>
+            {
+                let listing = Entry {
+                    listing: true,
+                    ..entry
+                };
+                return process_listing(stages, listing, exchanges).await;
+            }
             Err(e) => {
                 return Outcome::Failed {
                     entry,
@@ -306,6 +469,27 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
             }
         }
     };
+    // A feed or sitemap served as a page (a seed, a link): read as one.
+    if stages.feeds && looks_like_listing(&fetched.body) {
+        let listing = Entry {
+            listing: true,
+            ..entry
+        };
+        let job_entry = listing.clone();
+        let job = tokio::task::spawn_blocking(move || read_listing(&stages, job_entry, fetched, exchanges));
+        return match job.await {
+            Ok(o) => o,
+            Err(e) => Outcome::Failed {
+                entry: listing,
+                kind: "internal",
+                error: format!("listing processing failed: {e}"),
+                transient: false,
+                took_ms: 0,
+                exchanges: Vec::new(),
+                status: None,
+            },
+        };
+    }
     if fetched.status == 304 {
         let mut exchanges = exchanges;
         if let Some(head) = fetched.head {
@@ -417,6 +601,7 @@ fn clean_and_sign(
     let facts = PageFacts::of(&id, &sig, page.visible_chars);
     let template_stripped = id.template_stripped;
     drop(id);
+    let listings = listings_of(stages, &fetched.final_url, &page.feeds);
     let bytes = fetched.body.len();
     let record = match fetched
         .head
@@ -458,5 +643,31 @@ fn clean_and_sign(
         entry,
         archived,
         validators: fetched.validators,
+        listings,
     }))
+}
+
+/// Whether a body is a feed or sitemap by its first element (`<rss`,
+/// `<feed`, `<urlset`, `<sitemapindex`, after an XML declaration).
+fn looks_like_listing(body: &[u8]) -> bool {
+    let head = &body[..body.len().min(1024)];
+    let text = String::from_utf8_lossy(head);
+    let t = text.trim_start_matches('\u{feff}').trim_start();
+    if !t.starts_with('<') || t.starts_with("<!") || t.to_ascii_lowercase().starts_with("<html") {
+        return false;
+    }
+    let first = t
+        .split('<')
+        .map(str::trim)
+        .find(|s| !s.is_empty() && !s.starts_with('?') && !s.starts_with('!'))
+        .unwrap_or("");
+    ["rss", "feed", "urlset", "sitemapindex", "rdf:RDF"]
+        .iter()
+        .any(|n| first.starts_with(n) && first[n.len()..].starts_with([' ', '>', '\n', '\r', '\t', '/']))
+}
+
+/// A content type a feed or sitemap is served with.
+fn is_feed_type(ct: &str) -> bool {
+    let ct = ct.to_ascii_lowercase();
+    ct.contains("rss") || ct.contains("atom") || ct.contains("xml")
 }

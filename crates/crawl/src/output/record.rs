@@ -69,6 +69,14 @@ impl Recorder<'_> {
         Ok(())
     }
 
+    /// What was wrong with a sitemap or feed (`crate::listing`): a line in
+    /// errors.jsonl (kind `listing`), not a page (not counted as fetched).
+    pub fn listing_problem(&mut self, url: &str, problem: &str) -> Result<()> {
+        self.outputs
+            .errors
+            .write(&ErrorLine::page(url, "listing", problem))
+    }
+
     /// What a revisit found: its line in changes.jsonl and its counters.
     pub fn change(&mut self, line: &super::lines::ChangeLine<'_>) -> Result<()> {
         use crate::revisit::Change;

@@ -17,6 +17,7 @@ mod batch_cli;
 mod cli;
 mod crawl;
 mod dust;
+mod listing;
 mod private;
 mod redis;
 mod report_browser;

@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::support::{Dirs, field, gibberish, page, path_of, read_jsonl, site_crawl, wait_for};
 
 /// nginx serving `root` on a free loopback port, stopped when dropped.
-struct Nginx {
+pub(crate) struct Nginx {
     child: Child,
     port: u16,
     dir: PathBuf,
@@ -20,7 +20,7 @@ struct Nginx {
 
 impl Nginx {
     /// `None` (the test says it skips) where nginx is not installed.
-    fn start(root: &Path, dir: &Path) -> Option<Nginx> {
+    pub(crate) fn start(root: &Path, dir: &Path) -> Option<Nginx> {
         let bin = ["/usr/sbin/nginx", "/usr/local/sbin/nginx"]
             .into_iter()
             .find(|p| Path::new(p).exists())?;
@@ -36,7 +36,13 @@ impl Nginx {
              events {{ worker_connections 64; }}\n\
              http {{\n  log_format cond '$request_uri $status \"$http_if_none_match\" \"$http_if_modified_since\"';\n\
              access_log {d}/access.log cond;\n  client_body_temp_path {d}/tmp;\n  \
-             default_type text/html;\n  server {{\n    listen 127.0.0.1:{port};\n    root {};\n  }}\n}}\n",
+             default_type text/html;\n  {}server {{\n    listen 127.0.0.1:{port};\n    root {};\n  }}\n}}\n",
+            // Content types as a real site sends them (.rss, .xml, .gz).
+            if Path::new("/etc/nginx/mime.types").exists() {
+                "include /etc/nginx/mime.types;\n  "
+            } else {
+                ""
+            },
             root.display()
         );
         // As root, the workers would run as nobody, who cannot read a test's
@@ -73,12 +79,12 @@ impl Nginx {
         Some(n)
     }
 
-    fn base(&self) -> String {
+    pub(crate) fn base(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
     /// The access log: (path, status, If-None-Match sent).
-    fn log(&self) -> Vec<(String, u16, String)> {
+    pub(crate) fn log(&self) -> Vec<(String, u16, String)> {
         std::fs::read_to_string(self.dir.join("access.log"))
             .unwrap_or_default()
             .lines()

@@ -28,6 +28,8 @@ pub const FRONTIER: TableDefinition<u64, &[u8]> = TableDefinition::new("crawl_fr
 
 const RETRY_MARK: u8 = 0xFF;
 const REVISIT_MARK: u8 = 0xFE;
+/// A sitemap or feed entry: the retry form under its own mark.
+const LISTING_MARK: u8 = 0xFD;
 
 fn encode(depth: u32, url: &Url) -> Vec<u8> {
     let mut v = depth.to_le_bytes().to_vec();
@@ -40,6 +42,8 @@ fn encode_retry(e: &Entry) -> Vec<u8> {
     let mut v = e.depth.to_le_bytes().to_vec();
     v.push(if e.revisit.is_some() {
         REVISIT_MARK
+    } else if e.listing {
+        LISTING_MARK
     } else {
         RETRY_MARK
     });
@@ -57,15 +61,16 @@ fn encode_retry(e: &Entry) -> Vec<u8> {
 fn decode(seq: u64, bytes: &[u8]) -> Option<Entry> {
     let depth = u32::from_le_bytes(bytes.get(0..4)?.try_into().ok()?);
     let mark = bytes.get(4).copied();
-    let (attempts, not_before_ms, mut rest) = if matches!(mark, Some(RETRY_MARK | REVISIT_MARK)) {
-        (
-            u32::from_le_bytes(bytes.get(5..9)?.try_into().ok()?),
-            u64::from_le_bytes(bytes.get(9..17)?.try_into().ok()?),
-            bytes.get(17..)?,
-        )
-    } else {
-        (0, 0, bytes.get(4..)?)
-    };
+    let (attempts, not_before_ms, mut rest) =
+        if matches!(mark, Some(RETRY_MARK | REVISIT_MARK | LISTING_MARK)) {
+            (
+                u32::from_le_bytes(bytes.get(5..9)?.try_into().ok()?),
+                u64::from_le_bytes(bytes.get(9..17)?.try_into().ok()?),
+                bytes.get(17..)?,
+            )
+        } else {
+            (0, 0, bytes.get(4..)?)
+        };
     let mut revisit = None;
     if mark == Some(REVISIT_MARK) {
         let len = u32::from_le_bytes(rest.get(0..4)?.try_into().ok()?) as usize;
@@ -80,7 +85,37 @@ fn decode(seq: u64, bytes: &[u8]) -> Option<Entry> {
         attempts,
         not_before_ms,
         revisit,
+        listing: mark == Some(LISTING_MARK),
     })
+}
+
+/// Adds a sitemap or feed at `depth` unless the URL tier has seen its URL;
+/// returns whether it was added.
+pub fn enqueue_listing(
+    d: &Deduper<RedbStore>,
+    tables: &mut dyn Tables,
+    frontier: &mut Table<'_, u64, &'static [u8]>,
+    next_seq: &mut u64,
+    link: &Candidate,
+    depth: u32,
+) -> simcrawl_dedup::Result<bool> {
+    match d.check_url_in(tables, link.url.as_str(), link.canonical.clone())? {
+        UrlVerdict::Seen { .. } => Ok(false),
+        UrlVerdict::New(_) => {
+            let e = Entry {
+                seq: *next_seq,
+                url: link.url.clone(),
+                depth,
+                attempts: 0,
+                not_before_ms: 0,
+                revisit: None,
+                listing: true,
+            };
+            frontier.insert(*next_seq, encode_retry(&e).as_slice())?;
+            *next_seq += 1;
+            Ok(true)
+        }
+    }
 }
 
 /// Puts the revisits of the pages `due` (taken out of the schedule) at the
@@ -120,6 +155,7 @@ pub fn enqueue_revisit(
         attempts: 0,
         not_before_ms: 0,
         revisit: Some(Box::new(revisit)),
+        listing: false,
     };
     frontier.insert(*next_seq, encode_retry(&e).as_slice())?;
     *next_seq += 1;
@@ -342,6 +378,7 @@ mod tests {
             attempts: 1,
             not_before_ms: now_ms() + 60_000,
             revisit: None,
+            listing: false,
         };
         let now = Entry {
             seq: 1,

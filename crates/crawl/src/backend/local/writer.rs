@@ -247,6 +247,37 @@ impl Writer {
                     } if entry.revisit.is_some() => {
                         added += self.gone(&deduper, tables, &mut fr, &mut sched, entry)?;
                     }
+                    // A sitemap or feed that is not there (most hosts have no
+                    // /sitemap.xml): nothing to say.
+                    Outcome::Failed {
+                        entry,
+                        status: Some(404 | 410),
+                        ..
+                    } if entry.listing => {}
+                    // Any other failure of one: a line, not a failed page.
+                    Outcome::Failed { entry, error, .. }
+                        if entry.listing && self.requeues.delay(o).is_none() =>
+                    {
+                        self.recorder()
+                            .listing_problem(entry.url.as_str(), error)
+                            .map_err(state::caller_err)?;
+                    }
+                    Outcome::Listing {
+                        entry,
+                        pages,
+                        listings,
+                        problems,
+                        exchanges,
+                    } => {
+                        self.recorder().exchanges(exchanges).map_err(state::caller_err)?;
+                        added +=
+                            self.listed(&deduper, tables, &mut fr, &mut sched, entry, pages, listings)?;
+                        for p in problems {
+                            self.recorder()
+                                .listing_problem(entry.url.as_str(), p)
+                                .map_err(state::caller_err)?;
+                        }
+                    }
                     Outcome::NotModified {
                         entry,
                         validators,
@@ -463,7 +494,13 @@ impl Writer {
         self.dust
             .lock()
             .probe_done(&p.entry.url, matches!(verdict, Some(Verdict::Unique { .. })));
-        self.enqueue_links(deduper, tables, fr, rewrites, p)
+        let mut added = 0;
+        for c in &p.listings {
+            if frontier::enqueue_listing(deduper, tables, fr, &mut self.cp.next_seq, c, p.entry.depth)? {
+                added += 1;
+            }
+        }
+        Ok(added + self.enqueue_links(deduper, tables, fr, rewrites, p)?)
     }
 
     /// The links of `p` into the frontier (rewritten by the learnt URL
@@ -629,6 +666,51 @@ impl Writer {
             })
             .map_err(io)?;
         added += self.enqueue_links(deduper, tables, fr, rewrites, p)?;
+        Ok(added)
+    }
+
+    /// What a sitemap or feed gave: its pages into the frontier through
+    /// the URL tier (a known page whose `lastmod` is after its last fetch
+    /// is due for a revisit now), its sitemaps as listings; returns how
+    /// many entries were added.
+    #[allow(clippy::too_many_arguments)]
+    fn listed(
+        &mut self,
+        deduper: &Tiers,
+        tables: &mut dyn simcrawl_dedup::Tables,
+        fr: &mut redb::Table<'_, u64, &'static [u8]>,
+        sched: &mut Schedule<'_>,
+        entry: &crate::frontier::Entry,
+        pages: &[(Candidate, Option<u64>)],
+        listings: &[Candidate],
+    ) -> simcrawl_dedup::Result<u64> {
+        self.cp.stats.listings += 1;
+        let mut added = 0;
+        if entry.depth < self.max_depth {
+            for (c, lastmod) in pages {
+                if frontier::enqueue(deduper, tables, fr, &mut self.cp.next_seq, c, entry.depth + 1)? {
+                    added += 1;
+                    continue;
+                }
+                if let Some(lm) = lastmod
+                    && let Some(key) = url_key(deduper.canonicalizer(), c.url())
+                    && let Some(mut rec) = sched.get(key)?
+                    && *lm > rec.fetched_at
+                {
+                    let now = crate::frontier::now_ms();
+                    if rec.next_ms > now {
+                        rec.next_ms = now;
+                        sched.put(key, &rec)?;
+                    }
+                }
+            }
+        }
+        for c in listings {
+            if frontier::enqueue_listing(deduper, tables, fr, &mut self.cp.next_seq, c, entry.depth)? {
+                added += 1;
+            }
+        }
+        self.cp.stats.listed += added;
         Ok(added)
     }
 

@@ -159,6 +159,7 @@ pub fn decode_entry(id: u64, s: &str) -> Option<(Claim, Entry)> {
             attempts,
             not_before_ms: 0,
             revisit: None,
+            listing: false,
         },
     ))
 }

@@ -1027,11 +1027,13 @@ impl RedisWriter {
                 // its own URL); the lease ends and its page is not counted.
                 // Revisits are the single-machine mode's (`crate::revisit`):
                 // the shared frontier never holds one.
-                Outcome::NotModified { entry, .. } => releases.push(Release {
-                    lease: entry.seq,
-                    again: None,
-                    uncount: false,
-                }),
+                Outcome::NotModified { entry, .. } | Outcome::Listing { entry, .. } => {
+                    releases.push(Release {
+                        lease: entry.seq,
+                        again: None,
+                        uncount: false,
+                    })
+                }
                 Outcome::Rewritten { entry, .. } => {
                     let folded = self.dust.lock().fold_by(&entry.url);
                     let again = match folded {
@@ -1409,6 +1411,7 @@ mod tests {
                 attempts: 0,
                 not_before_ms: 0,
                 revisit: None,
+                listing: false,
             };
             (e, token.to_string())
         };
