@@ -147,6 +147,9 @@ pub struct CrawlConfig {
     /// Serve Prometheus-format counters on this address (e.g.
     /// "127.0.0.1:9898"); empty: off.
     pub metrics: String,
+    /// Languages kept (ISO 639-1, e.g. `["zh", "en"]`; empty: all): a page
+    /// whose text is clearly in another is not judged (`filtered_lang`).
+    pub languages: Vec<String>,
     /// Read the sitemaps a host's robots.txt names (or its /sitemap.xml)
     /// and queue their URLs (`crate::listing`).
     pub sitemaps: bool,
@@ -176,6 +179,7 @@ impl Default for CrawlConfig {
             concurrency: 64,
             write_text: true,
             metrics: String::new(),
+            languages: Vec::new(),
             sitemaps: true,
             feeds: true,
             sitemap_max_urls: crate::listing::MAX_URLS,

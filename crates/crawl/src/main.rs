@@ -11,6 +11,7 @@ mod dust;
 mod eval;
 mod frontier;
 mod identity;
+mod lang;
 mod learn;
 mod listing;
 mod metrics;

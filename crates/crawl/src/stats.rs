@@ -75,6 +75,9 @@ pub struct Stats {
     pub changed: u64,
     #[serde(default)]
     pub gone: u64,
+    /// Pages not judged because their language is not in `crawl.languages`.
+    #[serde(default)]
+    pub filtered_lang: u64,
     /// Sitemaps and feeds read (`crate::listing`), and the new URLs they
     /// gave.
     #[serde(default)]

@@ -23,7 +23,7 @@ use fastwarc::warc::iter::{ArchiveIterator, ArchiveIteratorOptions};
 use fastwarc::warc::record::{AutoDecode, WarcRecord, WarcRecordType};
 use rayon::prelude::*;
 use simcrawl_dedup::{Commit, Duplicate, Signature, Tier, UrlTier, Verdict};
-use tracing::{info, warn};
+use tracing::info;
 
 use super::{Backend, Cleaned, HtmlTexts, PROGRESS_KEY, Run, sign_all};
 use crate::backend::local::learn::RedbLearn;
@@ -117,8 +117,6 @@ enum Item {
     /// A record that is not a document (request, metadata, a 404, an
     /// image...): counted, not written.
     Other,
-    /// A record that could not be read as a page.
-    Bad { id: String, file: usize, error: String },
 }
 
 /// Runs `crawl dedup` over WARC files.
@@ -194,6 +192,8 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
             let item = match read_item(&mut rec, fi) {
                 Ok(i) => i,
                 Err(e) => {
+                    // Not done: a resume reads it again.
+                    n -= 1;
                     failure = Some(format!(
                         "{}: record {n} ({}) is unreadable (the records before it are judged): {e}",
                         path.display(),
@@ -380,12 +380,10 @@ fn read_item(rec: &mut WarcRecord, file: usize) -> Result<Item> {
         Some(r) => r.read_to_end(&mut body),
         None => Ok(0),
     };
+    // The stream ended or broke inside the record: the file is cut or
+    // corrupt here (not this record alone), so the run stops before it.
     if let Err(e) = read {
-        return Ok(Item::Bad {
-            id,
-            file,
-            error: format!("cannot read the payload of {url}: {e}"),
-        });
+        bail!("cannot read the payload of {url}: {e}");
     }
     Ok(Item::Page {
         url,
@@ -498,16 +496,6 @@ impl Judging<'_> {
         for item in self.items {
             match item {
                 Item::Other => {}
-                Item::Bad { id, file, error } => {
-                    warn!("{}: {error}", self.names[*file]);
-                    run.p.errors += 1;
-                    run.outputs.errors.write(&ErrorLine {
-                        url: None,
-                        kind: Some("warc_record"),
-                        line: None,
-                        error: &format!("{} {id}: {error}", self.names[*file]),
-                    })?;
-                }
                 Item::Page {
                     url: _,
                     id,

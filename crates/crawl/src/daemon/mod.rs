@@ -144,6 +144,7 @@ pub(crate) fn page_stages(
         sitemap_max_urls: cfg.crawl.sitemap_max_urls,
         follow_nofollow: cfg.crawl.follow_nofollow,
         respect_noindex: cfg.crawl.respect_noindex,
+        languages: cfg.crawl.languages.clone(),
         templates,
         parsing: tokio::sync::Semaphore::new(parse_slots as usize),
         parse_slots,

@@ -134,6 +134,11 @@ pub struct PageResult {
     /// Sitemaps (its host's, the first time the host is fetched) and the
     /// feeds it announces, to be read.
     pub listings: Vec<Candidate>,
+    /// The language of its text (`crate::lang`).
+    pub lang: Option<&'static str>,
+    /// Its language is not one of `crawl.languages`: not judged (a line in
+    /// errors.jsonl), its links followed.
+    pub filtered_lang: bool,
 }
 
 /// The HTTP exchanges of one page's fetch, kept for the WARC archive until
@@ -220,6 +225,7 @@ impl PageResult {
             chars: self.facts.chars,
             features: self.facts.features,
             excerpt: &self.facts.excerpt,
+            lang: self.lang,
         }
     }
 }
@@ -244,6 +250,8 @@ pub struct PageStages {
     pub sitemap_max_urls: usize,
     pub follow_nofollow: bool,
     pub respect_noindex: bool,
+    /// `crawl.languages`: the languages kept (empty: all).
+    pub languages: Vec<String>,
     pub templates: Templates,
     /// Pages parsed at once: one per core. More would not go faster (the
     /// work is CPU-bound) but would hold more parsed documents in memory at
@@ -602,6 +610,10 @@ fn clean_and_sign(
     let template_stripped = id.template_stripped;
     drop(id);
     let listings = listings_of(stages, &fetched.final_url, &page.feeds);
+    let lang = crate::lang::detect(&page.text);
+    // An unknown language is kept: a page is not dropped on a guess.
+    let filtered_lang =
+        !stages.languages.is_empty() && lang.is_some_and(|l| !stages.languages.iter().any(|k| k == l));
     let bytes = fetched.body.len();
     let record = match fetched
         .head
@@ -644,6 +656,8 @@ fn clean_and_sign(
         archived,
         validators: fetched.validators,
         listings,
+        lang,
+        filtered_lang,
     }))
 }
 

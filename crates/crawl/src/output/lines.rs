@@ -70,6 +70,9 @@ pub struct Judged<'a> {
     pub features: usize,
     /// The beginning of that text.
     pub excerpt: &'a str,
+    /// Its language (`crate::lang`), when it is clear.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lang: Option<&'static str>,
 }
 
 /// Why a drop deserves a person's look; `crawl report` lists such drops

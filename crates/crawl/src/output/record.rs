@@ -107,6 +107,14 @@ impl Recorder<'_> {
         self.stats.template_stripped += u64::from(p.template_stripped);
         let url = p.entry.url.as_str();
         match verdict {
+            None if p.filtered_lang => {
+                self.stats.filtered_lang += 1;
+                self.archive(p, None)?;
+                let why = format!("language {}: not in crawl.languages", p.lang.unwrap_or("?"));
+                self.outputs
+                    .errors
+                    .write(&ErrorLine::page(url, "filtered_lang", &why))
+            }
             None => {
                 self.stats.noindex += 1;
                 self.archive(p, None)?;

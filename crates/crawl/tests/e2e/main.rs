@@ -17,6 +17,7 @@ mod batch_cli;
 mod cli;
 mod crawl;
 mod dust;
+mod lang;
 mod listing;
 mod private;
 mod redis;

@@ -66,7 +66,8 @@ impl Source for LocalSource {
             return None;
         }
         let e = self.window.next(self.per_host)?;
-        self.handed_out += 1;
+        // Sitemaps and feeds are not pages: the page budget is pages'.
+        self.handed_out += u64::from(!e.listing);
         Some(e)
     }
     /// A requeued page comes back under a new seq; its first attempt does

@@ -464,7 +464,7 @@ impl Writer {
         // Observed once judged: a page never counts towards its own template.
         self.templates.observe(host_of(&p.final_url), &p.own_text);
         // Not kept, not indexed: no verdict (a "noindex" line).
-        let verdict = if p.noindex {
+        let verdict = if p.noindex || p.filtered_lang {
             None
         } else {
             Some(deduper.check_in(tables, &p.sig, UrlTier::Skip)?)
@@ -631,7 +631,7 @@ impl Writer {
                 deduper.forget_in(tables, id)?;
                 added += self.rejudge_copies(fr, sched, key)?;
             }
-            let verdict = if p.noindex {
+            let verdict = if p.noindex || p.filtered_lang {
                 None
             } else {
                 Some(deduper.check_in(tables, &p.sig, UrlTier::Skip)?)

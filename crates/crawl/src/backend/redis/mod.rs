@@ -1215,7 +1215,7 @@ impl Commits for RedisWriter {
             .collect();
         let redirected = self.redirects_seen(&targets)?;
         let judged: Vec<usize> = (0..pages.len())
-            .filter(|&i| !redirected[i] && !pages[i].noindex)
+            .filter(|&i| !redirected[i] && !pages[i].noindex && !pages[i].filtered_lang)
             .collect();
         let sigs: Vec<Signature> = judged.iter().map(|&i| pages[i].sig.clone()).collect();
         let d = self.deduper.clone();
