@@ -56,6 +56,8 @@ struct Settings {
     crawl: Option<serde::de::IgnoredAny>,
     template: Option<serde::de::IgnoredAny>,
     redis: Option<serde::de::IgnoredAny>,
+    output: Option<serde::de::IgnoredAny>,
+    revisit: Option<serde::de::IgnoredAny>,
 }
 
 impl Settings {
