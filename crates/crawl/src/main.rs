@@ -5,6 +5,7 @@
 mod backend;
 mod batch;
 mod bench;
+mod check;
 mod config;
 mod daemon;
 mod dust;
@@ -164,6 +165,20 @@ struct CrawlArgs {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Explain one page: fetch it as the crawl would (robots.txt, template,
+    /// identity, signature) and show the candidates in a crawl's index and
+    /// the verdict, without changing the index.
+    Check {
+        /// The page's URL.
+        url: String,
+        /// One JSON object instead of the steps for a person.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        overrides: Overrides,
+    },
     /// Visit again, once, the pages of a crawl whose revisit is due (with
     /// --all: every page): conditional requests, changes.jsonl, changed
     /// pages judged again. Then exits.
@@ -526,6 +541,26 @@ fn run(cli: Cli) -> Result<ExitCode> {
             clap_complete::generate(shell, &mut cmd, "crawl", &mut script);
             std::io::Write::write_all(&mut std::io::stdout(), &script)?;
             Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Check {
+            url,
+            json,
+            common,
+            overrides,
+        }) => {
+            let mut effective = common.load()?;
+            overrides.apply(&mut effective);
+            let report = check::run(&effective.config, &url)?;
+            if json {
+                println!("{}", serde_json::to_string(&report)?);
+            } else {
+                print!("{}", check::human(&report));
+            }
+            Ok(if check::failed(&report) {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Some(Command::Revisit {
             all,

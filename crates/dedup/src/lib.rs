@@ -43,9 +43,10 @@ pub mod store;
 
 pub use canonical::{CANONICAL_VERSION, CanonicalUrl, Canonicalizer, UrlConfig, UrlError};
 pub use dedup::{
-    BAND_CANDIDATES, Comparison, DEFAULT_MIN_SIMILARITY, DEFAULT_TITLE_MIN_SIMILARITY, DedupConfig, Deduper,
-    Document, Duplicate, FORMAT_VERSION, PURGE_SLICE, Purged, Signature, StoreStats, TITLE_CANDIDATES, Tier,
-    TitlePolicy, UrlTier, UrlVerdict, Verdict, normalize_title, title_digest,
+    BAND_CANDIDATES, Candidate, Comparison, DEFAULT_MIN_SIMILARITY, DEFAULT_TITLE_MIN_SIMILARITY,
+    DedupConfig, Deduper, Document, Duplicate, Explanation, FORMAT_VERSION, Nominated, PURGE_SLICE, Purged,
+    Signature, StoreStats, TITLE_CANDIDATES, Tier, TitlePolicy, UrlTier, UrlVerdict, Verdict,
+    normalize_title, title_digest,
 };
 pub use error::{DivergedReplica, Error, Result};
 pub use features::{Extractor, Feature, FeatureConfig, Features};

@@ -6,6 +6,7 @@
 
 mod compare;
 mod content_tier;
+mod explain;
 mod params;
 mod purge;
 mod title_tier;
@@ -14,6 +15,7 @@ mod verify;
 
 pub use self::compare::Comparison;
 pub use self::content_tier::BAND_CANDIDATES;
+pub use self::explain::{Candidate, Explanation, Nominated};
 pub use self::purge::{PURGE_SLICE, Purged};
 pub use self::title_tier::{TITLE_CANDIDATES, TitlePolicy, normalize_title, title_digest};
 pub use self::url_tier::{UrlTier, UrlVerdict};

@@ -1,0 +1,339 @@
+//! `crawl check URL`: why a page is (or would be) kept or dropped. It runs
+//! the crawl's own page stages on the URL (robots.txt, fetch, clean, the
+//! host's learnt template, identity, signature) against a crawl's state,
+//! and asks the tiers to explain (`Deduper::explain`) without writing to
+//! the index: the tool to reach for when a page is missing from
+//! kept.jsonl.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use parking_lot::Mutex;
+use serde::Serialize;
+use simcrawl_dedup::{Nominated, RedbStore, Tier};
+use url::Url;
+
+use crate::config::Config;
+use crate::daemon::worker::{Outcome, Signer, process_entry};
+use crate::dust::Dust;
+use crate::frontier::Entry;
+use crate::template::Templates;
+
+/// What `crawl check` found, as `--json` prints it.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub url: String,
+    pub robots: &'static str,
+    pub canonical_url: String,
+    /// MD5 of the canonical URL (the URL tier's key), hex.
+    pub url_digest: String,
+    /// The URL tier knows it (linked or fetched by the crawl).
+    pub url_seen: bool,
+    /// The learnt URL rewrite rule that maps it elsewhere, if any.
+    pub dust_rule: Option<String>,
+    pub status: Option<u16>,
+    pub final_url: Option<String>,
+    pub title: Option<String>,
+    pub title_digest: Option<String>,
+    pub basis: Option<&'static str>,
+    pub text_preview: Option<String>,
+    pub features: Option<usize>,
+    pub fingerprint: Option<String>,
+    pub lang: Option<&'static str>,
+    pub candidates: Vec<CandidateLine>,
+    pub verdict: VerdictLine,
+}
+
+/// A candidate the tiers nominated.
+#[derive(Debug, Serialize)]
+pub struct CandidateLine {
+    pub url: String,
+    pub tier: &'static str,
+    pub distance: Option<u32>,
+    pub similarity: Option<f64>,
+}
+
+/// The verdict and why.
+#[derive(Debug, Serialize)]
+pub struct VerdictLine {
+    /// `unique`, `duplicate`, `kept_as_itself`, `not_fetched`.
+    pub kind: &'static str,
+    pub tier: Option<&'static str>,
+    pub of: Option<String>,
+    pub similarity: Option<f64>,
+    pub reason: String,
+}
+
+/// Runs `crawl check URL` against the crawl state in `cfg.store.data_dir`.
+pub fn run(cfg: &Config, url: &str) -> Result<Report> {
+    let url = Url::parse(url).with_context(|| format!("{url:?} is not a URL"))?;
+    let data_dir = &cfg.store.data_dir;
+    let db_path = data_dir.join("index.redb");
+    if !db_path.exists() {
+        bail!(
+            "no crawl state in {} (index.redb): give the --data-dir of a crawl",
+            data_dir.display()
+        );
+    }
+    let store = RedbStore::open_with(&db_path, std::time::Duration::MAX).with_context(|| {
+        format!(
+            "cannot open the crawl state in {} (a crawl running on it holds it: check after it, or on a copy)",
+            data_dir.display()
+        )
+    })?;
+    let deduper = Arc::new(crate::backend::local::state::open_deduper(store, cfg)?);
+    let canon = deduper.canonicalizer().clone();
+    let canonical = canon
+        .from_url(url.clone())
+        .map_err(|e| anyhow::anyhow!("{url} has no canonical form: {e}"))?;
+    let digest = canonical.digest();
+    let url_seen = {
+        use simcrawl_dedup::Store;
+        let key = u128::from_be_bytes(digest);
+        deduper.store().read(|t| Ok(t.url(key)?.is_some()))?
+    };
+    let (templates, dust) = crate::backend::local::learn::with_store(deduper.store().database(), |store| {
+        let templates = Templates::load(&cfg.template, Some(&mut *store))?;
+        let dust = Dust::load(&cfg.crawl.dust, Some(store), canon.clone())
+            .context("invalid [crawl.dust] settings")?;
+        Ok((templates, dust))
+    })?;
+    let dust_rule = dust.fold_by(&url).map(|(_, by)| {
+        by.iter()
+            .map(|(host, rule)| format!("{host} {rule}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
+    let signer: Signer = {
+        let d = deduper.clone();
+        Arc::new(move |doc| d.sign(doc))
+    };
+    let stages = crate::daemon::page_stages(
+        cfg,
+        std::slice::from_ref(&url),
+        signer,
+        canon,
+        templates,
+        Arc::new(Mutex::new(Dust::load(
+            &cfg.crawl.dust,
+            None,
+            deduper.canonicalizer().clone(),
+        )?)),
+    )?;
+    let entry = Entry {
+        seq: 0,
+        url: url.clone(),
+        depth: 0,
+        attempts: 0,
+        not_before_ms: 0,
+        revisit: None,
+        listing: false,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let outcome = runtime.block_on(process_entry(stages, entry));
+    let mut report = Report {
+        url: url.to_string(),
+        robots: "allowed",
+        canonical_url: canonical.as_str().to_string(),
+        url_digest: digest.iter().map(|b| format!("{b:02x}")).collect(),
+        url_seen,
+        dust_rule,
+        status: None,
+        final_url: None,
+        title: None,
+        title_digest: None,
+        basis: None,
+        text_preview: None,
+        features: None,
+        fingerprint: None,
+        lang: None,
+        candidates: Vec::new(),
+        verdict: VerdictLine {
+            kind: "not_fetched",
+            tier: None,
+            of: None,
+            similarity: None,
+            reason: String::new(),
+        },
+    };
+    let p = match outcome {
+        Outcome::Page(p) => p,
+        Outcome::Failed { kind, error, .. } => {
+            if kind == "robots_disallowed" {
+                report.robots = "disallowed";
+            }
+            report.verdict.reason = format!("{kind}: {error}");
+            return Ok(report);
+        }
+        Outcome::Rewritten { .. } | Outcome::NotModified { .. } => {
+            report.verdict.reason = "not fetched: a learnt URL rewrite rule maps it elsewhere".into();
+            return Ok(report);
+        }
+        Outcome::Listing { pages, .. } => {
+            report.verdict.reason = format!("a sitemap or feed listing {} pages, not a page", pages.len());
+            return Ok(report);
+        }
+    };
+    report.status = Some(p.status);
+    report.final_url = Some(p.final_url.to_string());
+    report.title = Some(p.title.clone());
+    report.title_digest = p.sig.title_digest.map(|d| format!("{d:032x}"));
+    report.basis = Some(p.facts.basis.as_str());
+    report.text_preview = Some(crate::identity::excerpt(&p.text, 300));
+    report.features = Some(p.sig.features);
+    report.fingerprint = p.sig.fingerprint.map(|f| f.to_string());
+    report.lang = p.lang;
+    let e = deduper.explain(&p.sig)?;
+    report.candidates = e
+        .candidates
+        .iter()
+        .map(|c| CandidateLine {
+            url: c.url.clone(),
+            tier: match c.nominated {
+                Nominated::Title => "title",
+                Nominated::Fingerprint => "simhash",
+                Nominated::Band => "band",
+            },
+            distance: c.distance,
+            similarity: c.similarity.map(|s| (s * 1000.0).round() / 1000.0),
+        })
+        .collect();
+    let k = deduper.config().max_distance;
+    let min = p.sig.min_similarity.unwrap_or(deduper.config().min_similarity);
+    report.verdict = match e.verdict {
+        _ if p.noindex => VerdictLine {
+            kind: "unique",
+            tier: None,
+            of: None,
+            similarity: None,
+            reason: "<meta name=robots content=noindex>: not kept, not indexed".into(),
+        },
+        Some(d) if d.of == p.entry.url.as_str() || d.of == p.final_url.as_str() => VerdictLine {
+            kind: "kept_as_itself",
+            tier: None,
+            of: Some(d.of),
+            similarity: d.similarity,
+            reason: "the index holds this page itself (it was kept)".into(),
+        },
+        Some(d) => {
+            let tier = match d.tier {
+                Tier::Url => "url",
+                Tier::Title => "title",
+                Tier::Content => "content",
+            };
+            let reason = format!(
+                "{tier} tier: distance {}, resemblance {} >= {min}",
+                d.distance.map_or("-".into(), |x| x.to_string()),
+                d.similarity.map_or("-".into(), |x| format!("{x:.3}"))
+            );
+            VerdictLine {
+                kind: "duplicate",
+                tier: Some(tier),
+                of: Some(d.of),
+                similarity: d.similarity,
+                reason,
+            }
+        }
+        None => {
+            let best = report
+                .candidates
+                .first()
+                .map(|c| {
+                    format!(
+                        "best: {}, {}",
+                        c.url,
+                        c.similarity.map_or("-".into(), |s| format!("{s:.3}"))
+                    )
+                })
+                .unwrap_or_else(|| "no candidate".into());
+            VerdictLine {
+                kind: "unique",
+                tier: None,
+                of: None,
+                similarity: None,
+                reason: format!("no kept page within distance {k} and resemblance >= {min} ({best})"),
+            }
+        }
+    };
+    Ok(report)
+}
+
+/// The report for a person.
+pub fn human(r: &Report) -> String {
+    let mut out = String::new();
+    let mut line = |k: &str, v: &str| out.push_str(&format!("{k:<13} {v}\n"));
+    line("url", &r.url);
+    line("robots", r.robots);
+    line(
+        "canonical",
+        &format!("{} (md5 {})", r.canonical_url, r.url_digest),
+    );
+    line(
+        "url tier",
+        if r.url_seen {
+            "known to the crawl (linked or fetched)"
+        } else {
+            "new to the crawl"
+        },
+    );
+    line("dust rule", r.dust_rule.as_deref().unwrap_or("none"));
+    if let Some(s) = r.status {
+        line(
+            "fetched",
+            &format!("{s} {}", r.final_url.as_deref().unwrap_or("")),
+        );
+        line(
+            "title",
+            &format!(
+                "{} (md5 {})",
+                r.title.as_deref().unwrap_or(""),
+                r.title_digest.as_deref().unwrap_or("-")
+            ),
+        );
+        line("judged on", r.basis.unwrap_or("-"));
+        line("lang", r.lang.unwrap_or("-"));
+        line(
+            "signature",
+            &format!(
+                "{} features, simhash {}",
+                r.features.unwrap_or(0),
+                r.fingerprint.as_deref().unwrap_or("-")
+            ),
+        );
+        line(
+            "text",
+            &format!("\"{}\"", r.text_preview.as_deref().unwrap_or("")),
+        );
+        line("candidates", &r.candidates.len().to_string());
+        for c in r.candidates.iter().take(10) {
+            line(
+                "",
+                &format!(
+                    "{:<8} distance {:<3} resemblance {:<6} {}",
+                    c.tier,
+                    c.distance.map_or("-".into(), |d| d.to_string()),
+                    c.similarity.map_or("-".into(), |s| format!("{s:.3}")),
+                    c.url
+                ),
+            );
+        }
+    }
+    let v = &r.verdict;
+    let what = match (v.kind, &v.of) {
+        ("duplicate", Some(of)) => format!("duplicate of {of} ({})", v.reason),
+        ("kept_as_itself", _) => format!("kept ({})", v.reason),
+        ("unique", _) => format!("unique ({})", v.reason),
+        _ => format!("not judged ({})", v.reason),
+    };
+    line("verdict", &what);
+    out
+}
+
+/// Whether a report's page could not be judged (exit status 1).
+pub fn failed(r: &Report) -> bool {
+    r.verdict.kind == "not_fetched"
+}

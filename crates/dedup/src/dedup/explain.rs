@@ -1,0 +1,119 @@
+//! Why a document would be kept or dropped: the candidates each tier
+//! nominates for it, with their distance and resemblance, read without
+//! writing anything (`crawl check URL` prints them).
+
+use super::Deduper;
+use super::title_tier::TITLE_CANDIDATES;
+use crate::error::Result;
+use crate::store::{DocId, Prefetch, Store};
+use crate::{Duplicate, Signature};
+
+/// Which index nominated a candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Nominated {
+    /// The same normalized title.
+    Title,
+    /// A SimHash within the content tier's distance.
+    Fingerprint,
+    /// A shared band of the resemblance sketch.
+    Band,
+}
+
+/// One kept document a tier nominated.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Candidate {
+    /// The kept document's URL.
+    pub url: String,
+    /// The index that nominated it (the first, when several did).
+    pub nominated: Nominated,
+    /// Hamming distance of the SimHashes.
+    pub distance: Option<u32>,
+    /// Estimated resemblance of the texts (the measure that decides).
+    pub similarity: Option<f64>,
+}
+
+/// The candidates of a document, best first, and the verdict the tiers
+/// would give it now.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Explanation {
+    /// Every live candidate, the most resembling first.
+    pub candidates: Vec<Candidate>,
+    /// `Some`: a copy of a kept document; `None`: it would be kept.
+    pub verdict: Option<Duplicate>,
+}
+
+impl<S: Store> Deduper<S> {
+    /// The candidates the title and content tiers nominate for `sig` and
+    /// the verdict they would give, read only: the index is not changed
+    /// (a crawler explaining a verdict after the fact).
+    ///
+    /// ```
+    /// use simcrawl_dedup::{Deduper, DedupConfig, Document, MemoryStore};
+    /// let d = Deduper::new(MemoryStore::new(), DedupConfig::default())?;
+    /// let text = "气象台发布寒潮蓝色预警，北方大部地区气温将下降八到十度，局地降温超过十二度并伴有大风。";
+    /// d.check_content(&Document::new("http://a.example/1", "寒潮", text))?;
+    /// let e = d.explain(&d.sign(&Document::new("http://b.example/2", "寒潮", text)))?;
+    /// assert_eq!(e.candidates[0].url, "http://a.example/1");
+    /// assert_eq!(e.verdict.map(|v| v.of).as_deref(), Some("http://a.example/1"));
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    pub fn explain(&self, sig: &Signature) -> Result<Explanation> {
+        let verdict = self.lookup(sig)?;
+        let cutoff = self.cutoff();
+        let keys = Prefetch {
+            blocks: sig
+                .fingerprint
+                .map(|fp| self.layout.keys(fp.0).collect())
+                .unwrap_or_default(),
+            ..Prefetch::default()
+        };
+        let candidates = self.store.read(|t| {
+            t.prefetch(&keys)?;
+            let mut ids: Vec<(DocId, Nominated)> = Vec::new();
+            if let Some(td) = sig.title_digest {
+                let mut out = Vec::new();
+                t.title_docs(td, TITLE_CANDIDATES, &mut out)?;
+                ids.extend(out.into_iter().map(|id| (id, Nominated::Title)));
+            }
+            if let Some(fp) = sig.fingerprint {
+                ids.extend(
+                    self.hits(t, fp)?
+                        .into_iter()
+                        .map(|(_, id)| (id, Nominated::Fingerprint)),
+                );
+            }
+            if let Some(sketch) = &sig.sketch {
+                let (band_keys, bands) = self.band_key_array(sketch);
+                let mut out = Vec::new();
+                t.band_docs_all(&band_keys[..bands], &mut out)?;
+                ids.extend(out.into_iter().map(|id| (id, Nominated::Band)));
+            }
+            let mut seen = std::collections::HashSet::new();
+            let mut out = Vec::new();
+            for (id, nominated) in ids {
+                if !seen.insert(id) {
+                    continue;
+                }
+                let Some(rec) = t.doc(id)? else { continue };
+                if rec.inserted_at < cutoff {
+                    continue;
+                }
+                out.push(Candidate {
+                    distance: sig.fingerprint.map(|f| f.distance(rec.fingerprint)),
+                    similarity: sig.sketch.as_ref().map(|s| s.resemblance(&rec.sketch)),
+                    url: rec.url,
+                    nominated,
+                });
+            }
+            Ok(out)
+        })?;
+        let mut candidates = candidates;
+        candidates.sort_by(|a, b| {
+            b.similarity
+                .unwrap_or(0.0)
+                .total_cmp(&a.similarity.unwrap_or(0.0))
+                .then_with(|| a.distance.cmp(&b.distance))
+        });
+        Ok(Explanation { candidates, verdict })
+    }
+}
