@@ -75,6 +75,10 @@ pub struct Stats {
     pub changed: u64,
     #[serde(default)]
     pub gone: u64,
+    /// 429 and 503 answers that made adaptive politeness back a host off
+    /// (`fetch.autothrottle`).
+    #[serde(default)]
+    pub throttled: u64,
     /// Pages not judged because their language is not in `crawl.languages`.
     #[serde(default)]
     pub filtered_lang: u64,

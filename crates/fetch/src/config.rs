@@ -4,6 +4,17 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// When adaptive politeness runs (`autothrottle`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AutoThrottle {
+    /// On only when `per_host_delay_ms` is left at its default.
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
 /// Every knob of the fetcher in one place, so the crawl config can embed it as a
 /// `[fetch]` table. Durations are plain integer milliseconds (`*_ms`) so a
 /// config file needs no duration syntax and no unit can be misread.
@@ -55,6 +66,16 @@ pub struct FetchConfig {
     /// Minimum time between the starts of two requests to the same host
     /// (scheme + host + port). A robots.txt Crawl-delay can only raise it.
     pub per_host_delay_ms: u64,
+    /// Adaptive politeness (Scrapy's AutoThrottle, see `Throttle` in the
+    /// fetcher): each host's delay follows its latency, and 429/503 back
+    /// it off. `auto`: on when `per_host_delay_ms` is left at its default
+    /// (a site that is not the user's own), off when it was set.
+    pub autothrottle: AutoThrottle,
+    /// Requests a host should be answering at once: the delay aimed at is
+    /// its latency divided by this.
+    pub autothrottle_target_concurrency: u32,
+    /// The adaptive delay's ceiling.
+    pub autothrottle_max_delay_ms: u64,
     /// Cap applied to a robots.txt Crawl-delay, so one site cannot park a
     /// crawl worker for hours.
     pub max_crawl_delay_ms: u64,
@@ -125,6 +146,9 @@ impl Default for FetchConfig {
             backoff_base_ms: 500,
             backoff_max_ms: 30_000,
             per_host_delay_ms: 250,
+            autothrottle: AutoThrottle::Auto,
+            autothrottle_target_concurrency: 1,
+            autothrottle_max_delay_ms: 60_000,
             max_crawl_delay_ms: 30_000,
             per_host_concurrency: 2,
             concurrency: 32,
@@ -192,6 +216,17 @@ impl FetchConfig {
         self.allowed_content_types
             .iter()
             .any(|a| a.trim().eq_ignore_ascii_case(essence))
+    }
+}
+
+impl FetchConfig {
+    /// Whether adaptive politeness runs with these settings.
+    pub fn autothrottle_on(&self) -> bool {
+        match self.autothrottle {
+            AutoThrottle::On => true,
+            AutoThrottle::Off => false,
+            AutoThrottle::Auto => self.per_host_delay_ms == FetchConfig::default().per_host_delay_ms,
+        }
     }
 }
 

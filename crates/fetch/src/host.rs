@@ -62,6 +62,9 @@ pub(crate) struct RobotsEntry {
 struct Gate {
     /// Earliest start time of the next request to this host.
     next_start: Instant,
+    /// The delay adaptive politeness keeps for this host (`None`: off, or
+    /// no response yet), see [`Throttle`].
+    throttle: Option<Duration>,
     /// Crawl-delay from robots.txt, already capped.
     crawl_delay: Option<Duration>,
     /// Until when the host is waited for, and why (a Retry-After, a retry
@@ -89,6 +92,7 @@ impl Host {
             permits: Semaphore::new(concurrency.max(1)),
             gate: Mutex::new(Gate {
                 next_start: Instant::now(),
+                throttle: None,
                 crawl_delay: None,
                 pause: None,
             }),
@@ -109,6 +113,7 @@ impl Host {
         let start = {
             let mut g = self.gate.lock();
             let delay = g.crawl_delay.map_or(base_delay, |c| c.max(base_delay));
+            let delay = g.throttle.map_or(delay, |t| t.max(delay));
             let now = Instant::now();
             let start = g.next_start.max(now);
             g.next_start = start + delay;
@@ -116,6 +121,15 @@ impl Host {
         };
         tokio::time::sleep_until(start).await;
         permit
+    }
+
+    /// Adapts this host's delay to a response that took `latency` to come
+    /// ([`Throttle::next`]); returns the new delay.
+    pub(crate) fn throttle(&self, t: &Throttle, latency: Duration, status: u16) -> Duration {
+        let mut g = self.gate.lock();
+        let next = t.next(g.throttle, latency, status);
+        g.throttle = Some(next);
+        next
     }
 
     /// Pushes the next allowed start back (server asked us to wait).
@@ -208,5 +222,75 @@ mod tests {
         let _a = h.wait_turn(Duration::ZERO).await;
         let _b = h.wait_turn(Duration::ZERO).await;
         assert!(t0.elapsed() >= Duration::from_millis(60));
+    }
+}
+
+/// Adaptive politeness, as Scrapy's AutoThrottle: each response's latency
+/// says how fast the server answers, and the host's delay moves halfway to
+/// `latency / target_concurrency` (so about `target_concurrency` requests
+/// are in the server's hands at once), never below the configured floor
+/// (`per_host_delay_ms`, and robots.txt's Crawl-delay, applied by the
+/// gate) nor above `max`. An error answer never lowers the delay; a 429 or
+/// 503 doubles it (and its Retry-After holds the host besides). It comes
+/// down again, halfway at a time, as fast answers come.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Throttle {
+    pub(crate) start: Duration,
+    pub(crate) max: Duration,
+    pub(crate) target_concurrency: u32,
+}
+
+impl Throttle {
+    pub(crate) fn next(&self, current: Option<Duration>, latency: Duration, status: u16) -> Duration {
+        let current = current.unwrap_or(self.start);
+        if status == 429 || status == 503 {
+            return (current * 2).max(self.start).min(self.max);
+        }
+        let target = latency / self.target_concurrency.max(1);
+        let next = (current + target) / 2;
+        let next = if (200..400).contains(&status) {
+            next
+        } else {
+            next.max(current)
+        };
+        next.min(self.max)
+    }
+}
+
+#[cfg(test)]
+mod throttle_tests {
+    use super::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn the_delay_follows_latency_and_backs_off_on_429_and_503() {
+        let t = Throttle {
+            start: ms(1000),
+            max: ms(60_000),
+            target_concurrency: 1,
+        };
+        // A server answering in 200 ms: the delay comes down towards it.
+        let mut d = None;
+        for _ in 0..12 {
+            d = Some(t.next(d, ms(200), 200));
+        }
+        let d = d.unwrap_or_default();
+        assert!(d >= ms(200) && d < ms(201), "{d:?}");
+        // Two at once: half the latency.
+        let t2 = Throttle {
+            target_concurrency: 2,
+            ..t
+        };
+        assert_eq!(t2.next(Some(ms(100)), ms(200), 200), ms(100));
+        // 429 and 503 double it, within the maximum.
+        assert_eq!(t.next(Some(ms(300)), ms(10), 503), ms(1000));
+        assert_eq!(t.next(Some(ms(4000)), ms(10), 429), ms(8000));
+        assert_eq!(t.next(Some(ms(50_000)), ms(10), 429), ms(60_000));
+        // An error answer never lowers it; a slow one raises it.
+        assert_eq!(t.next(Some(ms(1000)), ms(10), 500), ms(1000));
+        assert_eq!(t.next(Some(ms(1000)), ms(3000), 200), ms(2000));
     }
 }

@@ -63,12 +63,12 @@ use tracing::{debug, info, warn};
 pub use url::Url;
 
 pub use crate::address::PrivateAddresses;
-pub use crate::config::FetchConfig;
+pub use crate::config::{AutoThrottle, FetchConfig};
 pub use crate::error::FetchError;
 use crate::exchange::Tape;
 pub use crate::exchange::{Exchange, ResponseHead};
 pub use crate::host::politeness_key;
-use crate::host::{Host, RobotsEntry, Rules, host_key};
+use crate::host::{Host, RobotsEntry, Rules, Throttle, host_key};
 
 /// Bytes of each body read without touching the memory budget
 /// (`max_bytes_in_flight`): nearly every page fits, and needs no
@@ -271,6 +271,10 @@ struct Inner {
     hosts: Mutex<HostMap>,
     /// Exchanges are recorded for an archive ([`Fetcher::set_recording`]).
     record: AtomicBool,
+    /// Adaptive politeness, when on.
+    throttle: Option<Throttle>,
+    /// 429 and 503 answers that backed a host off.
+    throttled: AtomicU64,
 }
 
 /// Per-host state, least recently used first out once `max_hosts` is
@@ -375,6 +379,7 @@ impl Fetcher {
             .deflate(true)
             .build()
             .map_err(FetchError::Client)?;
+        let throttle = throttle_of(&cfg);
         let global = Semaphore::new(cfg.concurrency.max(1));
         let budget_units = (cfg.max_bytes_in_flight / BUDGET_UNIT).clamp(1, Semaphore::MAX_PERMITS);
         Ok(Self {
@@ -392,6 +397,8 @@ impl Fetcher {
                     evicted: 0,
                 }),
                 record: AtomicBool::new(false),
+                throttle,
+                throttled: AtomicU64::new(0),
             }),
         })
     }
@@ -608,6 +615,11 @@ impl Fetcher {
         let key = host_key(url)?;
         let host = self.inner.hosts.lock().get(&key)?;
         host.crawl_delay()
+    }
+
+    /// Answers (429, 503) that made adaptive politeness back a host off.
+    pub fn throttled(&self) -> u64 {
+        self.inner.throttled.load(Ordering::Relaxed)
     }
 
     /// Hosts whose state was evicted because `max_hosts` was reached.
@@ -917,11 +929,18 @@ impl Fetcher {
                     request = request.header(reqwest::header::IF_MODIFIED_SINCE, lm);
                 }
             }
+            let sent = Instant::now();
             let mut resp = request
                 .send()
                 .await
                 .map_err(|e| (FetchError::from_reqwest(url, e, "waiting for response"), None))?;
             let status = resp.status().as_u16();
+            if let Some(t) = &self.inner.throttle {
+                host.throttle(t, sent.elapsed(), status);
+                if status == 429 || status == 503 {
+                    self.inner.throttled.fetch_add(1, Ordering::Relaxed);
+                }
+            }
             let head = tape
                 .recording()
                 .then(|| ResponseHead::of(&resp, url, &cfg.user_agent, ACCEPT_HTML));
@@ -1148,6 +1167,15 @@ async fn read_body(
         }
         body.extend_from_slice(&chunk);
     }
+}
+
+/// Adaptive politeness with `cfg`'s settings, when on.
+fn throttle_of(cfg: &FetchConfig) -> Option<Throttle> {
+    cfg.autothrottle_on().then(|| Throttle {
+        start: cfg.per_host_delay(),
+        max: Duration::from_millis(cfg.autothrottle_max_delay_ms).max(cfg.per_host_delay()),
+        target_concurrency: cfg.autothrottle_target_concurrency.max(1),
+    })
 }
 
 /// `fetch.proxy` as a URL; `host:port` alone means an http proxy, as in

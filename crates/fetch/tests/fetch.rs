@@ -1178,3 +1178,45 @@ async fn a_revisit_sends_the_validators_and_a_304_is_a_page_without_body() {
     // Without validators a 304 stays what it is for a plain fetch: an error.
     assert_eq!(err_kind(f.fetch(&server.url("/p"), &any).await), "status_other");
 }
+
+#[tokio::test]
+async fn autothrottle_backs_a_host_off_after_429_and_counts_it() {
+    let server = Server::start(|path, _| match path {
+        "/busy" => Reply::status(429),
+        _ => Reply::html("<p>ok</p>"),
+    })
+    .await;
+    let cfg = FetchConfig {
+        per_host_delay_ms: 100,
+        autothrottle: simcrawl_fetch::AutoThrottle::On,
+        autothrottle_max_delay_ms: 5_000,
+        retries: 0,
+        ..fast()
+    };
+    let f = Fetcher::new(cfg.clone()).unwrap();
+    assert_eq!(err_kind(f.fetch(&server.url("/busy"), &any).await), "status_4xx");
+    assert_eq!(f.throttled(), 1);
+    // The delay doubled from 100 ms: the next two requests are at least
+    // 200 ms apart (a lower bound: a loaded machine only adds to it).
+    f.fetch(&server.url("/first"), &any).await.unwrap();
+    f.fetch(&server.url("/second"), &any).await.unwrap();
+    let a = server.times("/first")[0];
+    let b = server.times("/second")[0];
+    assert!(b - a >= Duration::from_millis(190), "{:?}", b - a);
+    // Off (or auto with a delay set by hand): nothing counted.
+    let off = Fetcher::new(FetchConfig {
+        autothrottle: simcrawl_fetch::AutoThrottle::Auto,
+        ..cfg
+    })
+    .unwrap();
+    let _ = off.fetch(&server.url("/busy"), &any).await;
+    assert_eq!(off.throttled(), 0);
+    assert!(
+        !FetchConfig {
+            per_host_delay_ms: 0,
+            ..FetchConfig::default()
+        }
+        .autothrottle_on()
+    );
+    assert!(FetchConfig::default().autothrottle_on());
+}

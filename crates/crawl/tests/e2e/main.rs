@@ -20,6 +20,7 @@ mod crawl;
 mod dust;
 mod lang;
 mod listing;
+mod politeness;
 mod private;
 mod redis;
 mod report_browser;

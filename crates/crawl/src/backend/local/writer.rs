@@ -89,6 +89,7 @@ pub struct Writer {
     /// count of earlier runs.
     fetcher: simcrawl_fetch::Fetcher,
     base_hosts_evicted: u64,
+    base_throttled: u64,
     templates: Templates,
     /// URL rewrite rules: learnt from the verdicts, applied to the links.
     dust: Arc<Mutex<Dust>>,
@@ -123,6 +124,7 @@ impl Writer {
             outputs,
             base_seconds: cp.stats.seconds,
             base_hosts_evicted: cp.stats.hosts_evicted,
+            base_throttled: cp.stats.throttled,
             cp,
             max_depth: cfg.max_depth,
             write_text: cfg.write_text,
@@ -364,6 +366,7 @@ impl Writer {
             self.cp.offsets = offsets.map_err(state::caller_err)?;
             self.cp.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
             self.cp.stats.hosts_evicted = self.base_hosts_evicted + self.fetcher.hosts_evicted();
+            self.cp.stats.throttled = self.base_throttled + self.fetcher.throttled();
             self.templates.save_if_due(&mut learn, Save::IfDue)?;
             let mut dust = self.dust.lock();
             if dust.changed() {

@@ -304,6 +304,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         outputs,
         base_seconds: ws.stats.seconds,
         base_hosts_evicted: ws.stats.hosts_evicted,
+        base_throttled: ws.stats.throttled,
         state: ws,
         batch_no,
         max_depth: cfg.crawl.max_depth,
@@ -845,6 +846,8 @@ struct RedisWriter {
     /// This worker's `hosts_evicted` before this run (the fetcher counts
     /// from 0 in each process).
     base_hosts_evicted: u64,
+    /// Its `throttled` before this run.
+    base_throttled: u64,
     /// The outputs' root, where gone workers' outputs are cut
     /// ([`cut_gone_workers`]) every [`CUT_GONE_EVERY`].
     out_root: std::path::PathBuf,
@@ -1286,6 +1289,7 @@ impl Commits for RedisWriter {
             self.state.offsets = self.outputs.sync().map_err(io)?;
             self.state.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
             self.state.stats.hosts_evicted = self.base_hosts_evicted + self.fetcher.hosts_evicted();
+            self.state.stats.throttled = self.base_throttled + self.fetcher.throttled();
             // 4. One acknowledgement, applied at most once.
             let ack = Ack {
                 batch: self.batch_no,
