@@ -101,6 +101,10 @@ pub struct PageRecord {
     /// That page's key in the schedule.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dup_key: Option<u128>,
+    /// A sitemap or feed, read again on its own interval (shorter while it
+    /// gives new URLs), not a page.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub listing: bool,
 }
 
 impl PageRecord {

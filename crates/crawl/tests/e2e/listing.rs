@@ -170,6 +170,36 @@ fn pages_listed_only_in_sitemaps_and_feeds_are_crawled() {
         assert_eq!(log.iter().filter(|(p, _, _)| p == l).count(), 1, "{l}: {log:?}");
     }
 
+    // The feed publishes a new entry: `crawl revisit --all` reads the feed
+    // again (listings are revisited on their own interval) and finds it.
+    write(
+        &root,
+        "r/2.html",
+        page("Page r/2", &gibberish(300, 150), &[]).as_bytes(),
+    );
+    write(
+        &root,
+        "feed.rss",
+        format!(
+            "<rss version=\"2.0\"><channel><item><link>{base}/r/2.html</link></item>\
+             <item><link>{base}/r/1.html</link></item></channel></rss>"
+        )
+        .as_bytes(),
+    );
+    let out = std::process::Command::new(crate::support::CRAWL)
+        .args(["revisit", "--all", "--config"])
+        .arg(&dirs.config)
+        .arg("--out")
+        .arg(&dirs.out)
+        .arg("--data-dir")
+        .arg(&dirs.data)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(kept_paths(&dirs).contains("/r/2.html"), "{:?}", kept_paths(&dirs));
+    let feed_reads = nginx.log().iter().filter(|(p, _, _)| p == "/feed.rss").count();
+    assert_eq!(feed_reads, 2);
+
     // A seed that is a feed.
     let dir2 = crate::support::tempdir("listing");
     let dirs2 = site_crawl(dir2.path(), &format!("{base}/feed.rss"), 2, "sitemaps = false\n");

@@ -129,6 +129,22 @@ pub fn enqueue_due(
     let mut urls = Vec::with_capacity(due.len());
     for rec in due {
         let Ok(url) = Url::parse(&rec.url) else { continue };
+        if rec.listing {
+            // Read again as it is: a sitemap or feed is never judged.
+            let e = Entry {
+                seq: *next_seq,
+                url: url.clone(),
+                depth: rec.depth,
+                attempts: 0,
+                not_before_ms: 0,
+                revisit: None,
+                listing: true,
+            };
+            frontier.insert(*next_seq, encode_retry(&e).as_slice())?;
+            *next_seq += 1;
+            urls.push(url);
+            continue;
+        }
         let r = crate::frontier::Revisit {
             rejudge: false,
             since: rec.since,

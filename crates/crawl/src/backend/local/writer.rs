@@ -714,6 +714,25 @@ impl Writer {
             }
         }
         self.cp.stats.listed += added;
+        // Read again on its own interval (`crawl revisit`, `--forever`):
+        // shorter while it gives new URLs, longer while it does not.
+        if let Some(key) = url_key(deduper.canonicalizer(), &entry.url) {
+            let old = sched.get(key)?;
+            let interval = match &old {
+                Some(o) => self.revisit.next_interval(o.interval_s, added > 0),
+                None => self.revisit.default_interval_s,
+            };
+            let rec = PageRecord {
+                url: entry.url.to_string(),
+                depth: entry.depth,
+                fetched_at: crate::frontier::now_ms() / 1000,
+                interval_s: interval,
+                next_ms: crate::frontier::now_ms().saturating_add(interval.saturating_mul(1000)),
+                listing: true,
+                ..PageRecord::default()
+            };
+            sched.put(key, &rec)?;
+        }
         Ok(added)
     }
 
