@@ -206,7 +206,7 @@ fn pages_listed_only_in_sitemaps_and_feeds_are_crawled() {
     dirs2.run_ok(Duration::from_secs(60));
     assert_eq!(
         kept_paths(&dirs2),
-        ["/r/1.html".to_string()].into_iter().collect(),
+        ["/r/1.html".to_string(), "/r/2.html".to_string()].into_iter().collect(),
         "{}",
         dirs2.log()
     );
