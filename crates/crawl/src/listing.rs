@@ -42,6 +42,21 @@ pub enum Kind {
     Atom,
 }
 
+/// A sitemap's `changefreq` as an interval in seconds: what a new page's
+/// first revisit interval starts from (`always`: the shortest allowed,
+/// `never`: the longest; bounded by `[revisit]` anyway).
+pub fn changefreq_secs(f: &str) -> Option<u64> {
+    Some(match f {
+        "always" => 0,
+        "hourly" => 3_600,
+        "daily" => 86_400,
+        "weekly" => 7 * 86_400,
+        "monthly" => 30 * 86_400,
+        "yearly" | "never" => u64::MAX,
+        _ => return None,
+    })
+}
+
 /// A listed page and the hints a sitemap gives about it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listed {

@@ -175,6 +175,9 @@ pub fn classify(
 const PAGES: TableDefinition<u128, &[u8]> = TableDefinition::new("revisit_pages");
 /// (due unix ms, canonical URL digest): the schedule, in due order.
 const DUE: TableDefinition<(u64, u128), ()> = TableDefinition::new("revisit_due");
+/// canonical URL digest -> a first revisit interval (seconds) a sitemap's
+/// `changefreq` gave a page not crawled yet; taken when it is judged.
+const HINTS: TableDefinition<u128, u64> = TableDefinition::new("revisit_hints");
 /// (kept page's digest, copy's digest): the copies to judge again when the
 /// page they copy changes or is gone.
 const COPIES: TableDefinition<(u128, u128), ()> = TableDefinition::new("revisit_copies");
@@ -184,6 +187,7 @@ pub struct Schedule<'t> {
     pages: Table<'t, u128, &'static [u8]>,
     due: Table<'t, (u64, u128), ()>,
     copies: Table<'t, (u128, u128), ()>,
+    hints: Table<'t, u128, u64>,
 }
 
 impl<'t> Schedule<'t> {
@@ -192,6 +196,7 @@ impl<'t> Schedule<'t> {
             pages: txn.open_table(PAGES)?,
             due: txn.open_table(DUE)?,
             copies: txn.open_table(COPIES)?,
+            hints: txn.open_table(HINTS)?,
         })
     }
 
@@ -214,6 +219,18 @@ impl<'t> Schedule<'t> {
             self.copies.insert((k, key), ())?;
         }
         Ok(())
+    }
+
+    /// A first revisit interval for the page `key`, not crawled yet.
+    pub fn hint(&mut self, key: u128, interval_s: u64) -> Result<(), simcrawl_dedup::Error> {
+        self.hints.insert(key, interval_s)?;
+        Ok(())
+    }
+
+    /// The first revisit interval a sitemap gave the page `key`, if any
+    /// (used once).
+    pub fn take_hint(&mut self, key: u128) -> Result<Option<u64>, simcrawl_dedup::Error> {
+        Ok(self.hints.remove(key)?.map(|v| v.value()))
     }
 
     /// Takes the page `key` out of the schedule (it is queued to be

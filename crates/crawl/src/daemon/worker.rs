@@ -57,8 +57,9 @@ pub enum Outcome {
     /// listings it gave, within scope, and what was wrong with it.
     Listing {
         entry: Entry,
-        /// Pages, with their sitemap `lastmod` (unix seconds).
-        pages: Vec<(Candidate, Option<u64>)>,
+        /// Pages, with their sitemap `lastmod` (unix seconds) and
+        /// `changefreq` (seconds, `crate::listing::changefreq_secs`).
+        pages: Vec<(Candidate, Option<u64>, Option<u64>)>,
         listings: Vec<Candidate>,
         problems: Vec<String>,
         exchanges: Vec<simcrawl_fetch::Exchange>,
@@ -370,7 +371,12 @@ fn read_listing(
     let pages = l
         .pages
         .iter()
-        .filter_map(|p| admit(&p.url).map(|c| (c, p.lastmod)))
+        .filter_map(|p| {
+            admit(&p.url).map(|c| {
+                let every = p.changefreq.as_deref().and_then(crate::listing::changefreq_secs);
+                (c, p.lastmod, every)
+            })
+        })
         .collect();
     let listings = l.listings.iter().filter_map(&mut admit).collect();
     Outcome::Listing {

@@ -80,7 +80,12 @@ fn pages_listed_only_in_sitemaps_and_feeds_are_crawled() {
     write(
         &root,
         "sitemaps/pages.xml.gz",
-        &gz(&urlset(&base, &["/s/1.html", "/s/2.html"])),
+        // s/1 says it changes all the time: its first revisit interval is
+        // the shortest allowed; s/2 gets the default.
+        &gz(&urlset(&base, &["/s/1.html", "/s/2.html"]).replace(
+            "/s/1.html</loc>",
+            "/s/1.html</loc><changefreq>always</changefreq>",
+        )),
     );
     // Over the (test's) limit of 3 URLs per file: the first three only.
     write(
@@ -121,7 +126,7 @@ fn pages_listed_only_in_sitemaps_and_feeds_are_crawled() {
         dir.path(),
         &format!("{base}/index.html"),
         2,
-        "sitemap_max_urls = 3\n",
+        "sitemap_max_urls = 3\n[revisit]\ndefault_interval_s = 100000\nmin_interval_s = 1\n",
     );
     dirs.run_ok(Duration::from_secs(60));
     let kept = kept_paths(&dirs);
@@ -170,6 +175,29 @@ fn pages_listed_only_in_sitemaps_and_feeds_are_crawled() {
         assert_eq!(log.iter().filter(|(p, _, _)| p == l).count(), 1, "{l}: {log:?}");
     }
 
+    // After a second, only s/1 is due.
+    std::thread::sleep(Duration::from_millis(1200));
+    let revisit = |all: bool| {
+        let mut c = std::process::Command::new(crate::support::CRAWL);
+        c.arg("revisit")
+            .arg("--config")
+            .arg(&dirs.config)
+            .arg("--out")
+            .arg(&dirs.out);
+        c.arg("--data-dir").arg(&dirs.data);
+        if all {
+            c.arg("--all");
+        }
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    revisit(false);
+    let changed: Vec<String> = crate::support::read_jsonl(&dirs.out.join("changes.jsonl"))
+        .iter()
+        .map(|v| path_of(field(v, "url")))
+        .collect();
+    assert_eq!(changed, ["/s/1.html"], "changefreq always: due first");
+
     // The feed publishes a new entry: `crawl revisit --all` reads the feed
     // again (listings are revisited on their own interval) and finds it.
     write(
@@ -186,16 +214,7 @@ fn pages_listed_only_in_sitemaps_and_feeds_are_crawled() {
         )
         .as_bytes(),
     );
-    let out = std::process::Command::new(crate::support::CRAWL)
-        .args(["revisit", "--all", "--config"])
-        .arg(&dirs.config)
-        .arg("--out")
-        .arg(&dirs.out)
-        .arg("--data-dir")
-        .arg(&dirs.data)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    revisit(true);
     assert!(kept_paths(&dirs).contains("/r/2.html"), "{:?}", kept_paths(&dirs));
     let feed_reads = nginx.log().iter().filter(|(p, _, _)| p == "/feed.rss").count();
     assert_eq!(feed_reads, 2);
@@ -206,7 +225,9 @@ fn pages_listed_only_in_sitemaps_and_feeds_are_crawled() {
     dirs2.run_ok(Duration::from_secs(60));
     assert_eq!(
         kept_paths(&dirs2),
-        ["/r/1.html".to_string(), "/r/2.html".to_string()].into_iter().collect(),
+        ["/r/1.html".to_string(), "/r/2.html".to_string()]
+            .into_iter()
+            .collect(),
         "{}",
         dirs2.log()
     );

@@ -475,13 +475,22 @@ impl Writer {
         self.recorder().judged(p, verdict.as_ref()).map_err(io)?;
         // Remembered to be visited again.
         if let Some(key) = url_key(deduper.canonicalizer(), &p.entry.url) {
+            // A sitemap's changefreq, else the default, within the bounds.
+            let interval = sched
+                .take_hint(key)?
+                .map(|h| {
+                    h.clamp(
+                        self.revisit.min_interval_s,
+                        self.revisit.max_interval_s.max(self.revisit.min_interval_s),
+                    )
+                })
+                .unwrap_or(self.revisit.default_interval_s);
             let mut rec = PageRecord {
                 url: p.entry.url.to_string(),
                 depth: p.entry.depth,
-                interval_s: self.revisit.default_interval_s,
+                interval_s: interval,
                 ..PageRecord::default()
             };
-            let interval = rec.interval_s;
             self.set_judged(deduper, &mut rec, p, verdict.as_ref(), interval);
             sched.put(key, &rec)?;
         }
@@ -684,15 +693,20 @@ impl Writer {
         fr: &mut redb::Table<'_, u64, &'static [u8]>,
         sched: &mut Schedule<'_>,
         entry: &crate::frontier::Entry,
-        pages: &[(Candidate, Option<u64>)],
+        pages: &[(Candidate, Option<u64>, Option<u64>)],
         listings: &[Candidate],
     ) -> simcrawl_dedup::Result<u64> {
         self.cp.stats.listings += 1;
         let mut added = 0;
         if entry.depth < self.max_depth {
-            for (c, lastmod) in pages {
+            for (c, lastmod, every) in pages {
                 if frontier::enqueue(deduper, tables, fr, &mut self.cp.next_seq, c, entry.depth + 1)? {
                     added += 1;
+                    if let Some(s) = every
+                        && let Some(key) = url_key(deduper.canonicalizer(), c.url())
+                    {
+                        sched.hint(key, *s)?;
+                    }
                     continue;
                 }
                 if let Some(lm) = lastmod
