@@ -301,6 +301,17 @@ async fn process_listing(
             };
         }
     };
+    read_listing_off_reactor(stages, entry, fetched, exchanges).await
+}
+
+/// [`read_listing`] on the blocking pool (parsing a 50 MB sitemap is CPU
+/// work).
+async fn read_listing_off_reactor(
+    stages: Arc<PageStages>,
+    entry: Entry,
+    fetched: simcrawl_fetch::Fetched,
+    exchanges: Vec<simcrawl_fetch::Exchange>,
+) -> Outcome {
     let job_entry = entry.clone();
     let job = tokio::task::spawn_blocking(move || read_listing(&stages, job_entry, fetched, exchanges));
     match job.await {
@@ -489,20 +500,7 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
             listing: true,
             ..entry
         };
-        let job_entry = listing.clone();
-        let job = tokio::task::spawn_blocking(move || read_listing(&stages, job_entry, fetched, exchanges));
-        return match job.await {
-            Ok(o) => o,
-            Err(e) => Outcome::Failed {
-                entry: listing,
-                kind: "internal",
-                error: format!("listing processing failed: {e}"),
-                transient: false,
-                took_ms: 0,
-                exchanges: Vec::new(),
-                status: None,
-            },
-        };
+        return read_listing_off_reactor(stages, listing, fetched, exchanges).await;
     }
     if fetched.status == 304 {
         let mut exchanges = exchanges;

@@ -102,20 +102,31 @@ pub fn enqueue_listing(
     match d.check_url_in(tables, link.url.as_str(), link.canonical.clone())? {
         UrlVerdict::Seen { .. } => Ok(false),
         UrlVerdict::New(_) => {
-            let e = Entry {
-                seq: *next_seq,
-                url: link.url.clone(),
-                depth,
-                attempts: 0,
-                not_before_ms: 0,
-                revisit: None,
-                listing: true,
-            };
-            frontier.insert(*next_seq, encode_retry(&e).as_slice())?;
-            *next_seq += 1;
+            insert_listing(frontier, next_seq, &link.url, depth)?;
             Ok(true)
         }
     }
+}
+
+/// A sitemap or feed entry at the end of the frontier.
+fn insert_listing(
+    frontier: &mut Table<'_, u64, &'static [u8]>,
+    next_seq: &mut u64,
+    url: &Url,
+    depth: u32,
+) -> simcrawl_dedup::Result<()> {
+    let e = Entry {
+        seq: *next_seq,
+        url: url.clone(),
+        depth,
+        attempts: 0,
+        not_before_ms: 0,
+        revisit: None,
+        listing: true,
+    };
+    frontier.insert(*next_seq, encode_retry(&e).as_slice())?;
+    *next_seq += 1;
+    Ok(())
 }
 
 /// Puts the revisits of the pages `due` (taken out of the schedule) at the
@@ -131,17 +142,7 @@ pub fn enqueue_due(
         let Ok(url) = Url::parse(&rec.url) else { continue };
         if rec.listing {
             // Read again as it is: a sitemap or feed is never judged.
-            let e = Entry {
-                seq: *next_seq,
-                url: url.clone(),
-                depth: rec.depth,
-                attempts: 0,
-                not_before_ms: 0,
-                revisit: None,
-                listing: true,
-            };
-            frontier.insert(*next_seq, encode_retry(&e).as_slice())?;
-            *next_seq += 1;
+            insert_listing(frontier, next_seq, &url, rec.depth)?;
             urls.push(url);
             continue;
         }
