@@ -51,22 +51,24 @@ fn check_names_the_partner_of_a_dropped_page_and_changes_nothing() {
     let dir = crate::support::tempdir("check");
     let dirs = site_crawl(dir.path(), &format!("{}/", server.base()), 2, "");
     dirs.run_ok(Duration::from_secs(60));
+    // /a and /near are near copies: whichever was judged first is kept.
     let dups = dirs.duplicates();
-    let near = dups
+    let dropped = dups
         .iter()
-        .find(|d| path_of(field(d, "url")) == "/near")
-        .expect("/near dropped");
-    let partner = field(near, "duplicate_of").to_string();
+        .find(|d| ["/a", "/near"].contains(&path_of(field(d, "url")).as_str()))
+        .expect("one of /a and /near dropped");
+    let dropped_url = field(dropped, "url").to_string();
+    let partner = field(dropped, "duplicate_of").to_string();
 
     // The dropped page: its partner and the resemblance, as the crawl decided.
-    let (code, text) = check(&dirs, &format!("{}/near", server.base()), false);
+    let (code, text) = check(&dirs, &dropped_url, false);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains(&format!("duplicate of {partner}")), "{text}");
     assert!(
         text.contains("resemblance 0.9") || text.contains("resemblance 1.0"),
         "{text}"
     );
-    let (code, json) = check(&dirs, &format!("{}/near", server.base()), true);
+    let (code, json) = check(&dirs, &dropped_url, true);
     assert_eq!(code, 0);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["verdict"]["kind"], "duplicate", "{v}");
