@@ -356,20 +356,38 @@ fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, 
 }
 
 fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64, input: &str) -> Result<()> {
+    let cleaned = clean_all(&run.cleaner, chunk);
+    judge_chunk(backend, run, cleaned, |run, parsed, verdicts| {
+        emit(run, chunk, parsed, verdicts, input)?;
+        run.p.lines += chunk.len() as u64;
+        run.p.bytes += bytes;
+        Ok(())
+    })
+}
+
+/// Signs a chunk's cleaned documents, judges them in order and hands the
+/// verdicts to `record` (their lines, the progress), the same for JSON
+/// lines and WARC records: in memory, or in one durable transaction that
+/// also stores the outputs' offsets, the templates and the progress, so a
+/// killed run resumes after the last committed chunk.
+fn judge_chunk(
+    backend: &Backend,
+    run: &mut Run,
+    cleaned: Vec<Result<Cleaned, String>>,
+    mut record: impl FnMut(&mut Run, &[Parsed], Vec<Verdict>) -> Result<()>,
+) -> Result<()> {
     match backend {
         Backend::Memory(d) => {
-            let parsed = parse_all(d, &run.cleaner, &run.templates, chunk);
+            let parsed = sign_all(d, &run.templates, cleaned);
             let sigs: Vec<Signature> = parsed
                 .iter()
                 .filter_map(|p| p.as_ref().ok().map(|x| x.2.clone()))
                 .collect();
             let verdicts = d.check_batch(&sigs, UrlTier::Check)?;
-            emit(run, chunk, &parsed, verdicts, input)?;
-            run.p.lines += chunk.len() as u64;
-            run.p.bytes += bytes;
+            record(run, &parsed, verdicts)?;
         }
         Backend::Redb(d) => {
-            let parsed = parse_all(d, &run.cleaner, &run.templates, chunk);
+            let parsed = sign_all(d, &run.templates, cleaned);
             // Checked inside our own transaction: purge expired entries
             // (dedup.window) between chunks.
             d.purge_if_due()?;
@@ -378,9 +396,7 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
                 for (_, _, sig) in parsed.iter().flatten() {
                     verdicts.push(d.check_in(tables, sig, UrlTier::Check)?);
                 }
-                emit(run, chunk, &parsed, verdicts, input).map_err(state::caller_err)?;
-                run.p.lines += chunk.len() as u64;
-                run.p.bytes += bytes;
+                record(run, &parsed, verdicts).map_err(state::caller_err)?;
                 run.p.offsets = run.outputs.sync().map_err(state::caller_err)?;
                 // A failed commit ends the run; the next one resumes from the
                 // last committed progress, so the counters need no rollback.
@@ -393,13 +409,9 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
     Ok(())
 }
 
-fn parse_all(
-    d: &Deduper<impl simcrawl_dedup::Store>,
-    cleaner: &simcrawl_clean::Cleaner,
-    templates: &Templates,
-    chunk: &[(u64, String)],
-) -> Vec<Parsed> {
-    let cleaned: Vec<Result<Cleaned, String>> = chunk
+/// The lines of a chunk cleaned (in parallel), not signed yet.
+fn clean_all(cleaner: &simcrawl_clean::Cleaner, chunk: &[(u64, String)]) -> Vec<Result<Cleaned, String>> {
+    chunk
         .par_iter()
         .map(|(_, line)| {
             if line.trim().is_empty() {
@@ -408,8 +420,7 @@ fn parse_all(
                 clean_line(cleaner, line)
             }
         })
-        .collect();
-    sign_all(d, templates, cleaned)
+        .collect()
 }
 
 /// Cleaned documents signed: `html` documents, in input order, judged on

@@ -22,16 +22,13 @@ use anyhow::{Context, Result, bail};
 use fastwarc::warc::iter::{ArchiveIterator, ArchiveIteratorOptions};
 use fastwarc::warc::record::{AutoDecode, WarcRecord, WarcRecordType};
 use rayon::prelude::*;
-use simcrawl_dedup::{Commit, Duplicate, Signature, Tier, UrlTier, Verdict};
+use simcrawl_dedup::{Duplicate, Tier, Verdict};
 use tracing::info;
 
-use super::{Backend, Cleaned, HtmlTexts, PROGRESS_KEY, Run, sign_all};
-use crate::backend::local::learn::RedbLearn;
-use crate::backend::local::state;
+use super::{Backend, Cleaned, HtmlTexts, Run};
 use crate::output::lines::{DuplicateLine, ErrorLine, FromRecord, KeptLine};
 use crate::output::sinks::Outputs;
 use crate::progress::Progress;
-use crate::template::Save;
 
 /// Records per chunk: cleaned in parallel, judged and committed together.
 const CHUNK: usize = 2048;
@@ -426,37 +423,12 @@ fn process(
         names,
         kept_by_digest,
     };
-    match backend {
-        Backend::Memory(d) => {
-            let parsed = sign_all(d, &run.templates, pages);
-            let sigs: Vec<Signature> = parsed
-                .iter()
-                .filter_map(|p| p.as_ref().ok().map(|x| x.2.clone()))
-                .collect();
-            let verdicts = d.check_batch(&sigs, UrlTier::Check)?;
-            judged.emit(run, &parsed, verdicts)?;
-            run.p.warc_file = at.0 as u64;
-            run.p.warc_records = at.1;
-        }
-        Backend::Redb(d) => {
-            let parsed = sign_all(d, &run.templates, pages);
-            d.purge_if_due()?;
-            d.store().write_with(Commit::Durable, |txn, tables| {
-                let mut verdicts = Vec::with_capacity(parsed.len());
-                for (_, _, sig) in parsed.iter().flatten() {
-                    verdicts.push(d.check_in(tables, sig, UrlTier::Check)?);
-                }
-                judged.emit(run, &parsed, verdicts).map_err(state::caller_err)?;
-                run.p.warc_file = at.0 as u64;
-                run.p.warc_records = at.1;
-                run.p.offsets = run.outputs.sync().map_err(state::caller_err)?;
-                run.templates.save_if_due(&mut RedbLearn::new(txn), Save::IfDue)?;
-                let mut t = state::open(txn)?;
-                state::put_json(&mut t, PROGRESS_KEY, &run.p)
-            })?;
-        }
-    }
-    Ok(())
+    super::judge_chunk(backend, run, pages, |run, parsed, verdicts| {
+        judged.emit(run, parsed, verdicts)?;
+        run.p.warc_file = at.0 as u64;
+        run.p.warc_records = at.1;
+        Ok(())
+    })
 }
 
 /// An HTML payload through the crawl's cleaner, as the crawl's page stage
