@@ -137,6 +137,9 @@ pub struct PageResult {
     pub listings: Vec<Candidate>,
     /// The language of its text (`crate::lang`).
     pub lang: Option<&'static str>,
+    /// Its key in the revisit schedule (`crate::revisit::url_key`),
+    /// computed here rather than on the single writer thread.
+    pub url_key: Option<u128>,
     /// Its language is not one of `crawl.languages`: not judged (a line in
     /// errors.jsonl), its links followed.
     pub filtered_lang: bool,
@@ -642,6 +645,7 @@ fn clean_and_sign(
         page: record,
         exchanges,
     };
+    let url_key = crate::revisit::url_key(&stages.canon, &entry.url);
     Outcome::Page(Box::new(PageResult {
         final_url: fetched.final_url,
         status: fetched.status,
@@ -662,6 +666,7 @@ fn clean_and_sign(
         listings,
         lang,
         filtered_lang,
+        url_key,
     }))
 }
 

@@ -474,7 +474,7 @@ impl Writer {
         };
         self.recorder().judged(p, verdict.as_ref()).map_err(io)?;
         // Remembered to be visited again.
-        if let Some(key) = url_key(deduper.canonicalizer(), &p.entry.url) {
+        if let Some(key) = p.url_key {
             // A sitemap's changefreq, else the default, within the bounds.
             let interval = sched
                 .take_hint(key)?
@@ -619,7 +619,7 @@ impl Writer {
         p: &PageResult,
     ) -> simcrawl_dedup::Result<u64> {
         let io = state::caller_err;
-        let Some(key) = url_key(deduper.canonicalizer(), &p.entry.url) else {
+        let Some(key) = p.url_key else {
             return Ok(0);
         };
         let Some(old) = sched.get(key)? else {
