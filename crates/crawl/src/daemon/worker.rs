@@ -57,9 +57,11 @@ pub enum Outcome {
     /// listings it gave, within scope, and what was wrong with it.
     Listing {
         entry: Entry,
-        /// Pages, with their sitemap `lastmod` (unix seconds) and
-        /// `changefreq` (seconds, `crate::listing::changefreq_secs`).
-        pages: Vec<(Candidate, Option<u64>, Option<u64>)>,
+        /// What it was (a feed or a sitemap), recorded in the state.
+        kind: crate::listing::Kind,
+        /// Pages, with what the sitemap says of each (`lastmod`,
+        /// `changefreq`, `priority`), kept for the revisit schedule.
+        pages: Vec<(Candidate, crate::listing::Hints)>,
         listings: Vec<Candidate>,
         problems: Vec<String>,
         exchanges: Vec<simcrawl_fetch::Exchange>,
@@ -367,31 +369,37 @@ fn read_listing(
     };
     let host = fetched.final_url.host_str().unwrap_or_default().to_string();
     let mut problems = l.problems;
+    // URLs on other hosts the scope refuses: one line per listing (the
+    // first of them and how many), not one per URL.
+    let mut outside: (usize, Option<Url>) = (0, None);
     let mut admit = |u: &Url| {
         if stages.scope.allows(u) {
             return Candidate::new(&stages.canon, u.clone());
         }
         if u.host_str() != Some(host.as_str()) {
-            problems.push(format!(
-                "{}: lists {u}, outside its own host, which the crawl's scope does not allow: refused",
-                fetched.final_url
-            ));
+            outside.0 += 1;
+            if outside.1.is_none() {
+                outside.1 = Some(u.clone());
+            }
         }
         None
     };
     let pages = l
         .pages
         .iter()
-        .filter_map(|p| {
-            admit(&p.url).map(|c| {
-                let every = p.changefreq.as_deref().and_then(crate::listing::changefreq_secs);
-                (c, p.lastmod, every)
-            })
-        })
+        .filter_map(|p| admit(&p.url).map(|c| (c, p.hints())))
         .collect();
     let listings = l.listings.iter().filter_map(&mut admit).collect();
+    if let (n, Some(first)) = outside {
+        problems.push(format!(
+            "{}: lists {n} URL(s) outside its own host (the first: {first}), which the crawl's scope \
+             does not allow: refused",
+            fetched.final_url
+        ));
+    }
     Outcome::Listing {
         entry,
+        kind: l.kind,
         pages,
         listings,
         problems,
