@@ -502,13 +502,43 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
             }
         }
     };
-    // A feed or sitemap served as a page (a seed, a link): read as one.
+    // A feed or sitemap served as a page (a seed, a link): read as one,
+    // from this answer (the fetcher reads feed types' bodies for this)
+    // unless it was cut at the page size limit.
+    let listing_type = fetched
+        .content_type
+        .as_deref()
+        .is_some_and(simcrawl_fetch::is_listing_type);
     if stages.feeds && looks_like_listing(&fetched.body) {
         let listing = Entry {
             listing: true,
             ..entry
         };
+        if fetched.truncated {
+            return process_listing(stages, listing, exchanges).await;
+        }
         return read_listing_off_reactor(stages, listing, fetched, exchanges).await;
+    }
+    // XML that is neither: refused by its type, as without feeds.
+    if listing_type
+        && !stages
+            .fetcher
+            .config()
+            .content_type_allowed(fetched.content_type.as_deref())
+    {
+        let e = simcrawl_fetch::FetchError::ContentType {
+            url: fetched.final_url.clone(),
+            content_type: fetched.content_type.clone().unwrap_or_default(),
+        };
+        return Outcome::Failed {
+            entry,
+            kind: e.kind(),
+            error: e.to_string(),
+            transient: false,
+            took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            exchanges,
+            status: None,
+        };
     }
     if fetched.status == 304 {
         let mut exchanges = exchanges;
