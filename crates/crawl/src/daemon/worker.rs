@@ -137,6 +137,9 @@ pub struct PageResult {
     /// Sitemaps (its host's, the first time the host is fetched) and the
     /// feeds it announces, to be read.
     pub listings: Vec<Candidate>,
+    /// Sitemaps its host's robots.txt declares that the scope refuses
+    /// (another host): `(robots.txt URL, why)`, one `listing` line each.
+    pub listing_problems: Vec<(String, String)>,
     /// The language of its text (`crate::lang`).
     pub lang: Option<&'static str>,
     /// Its language is not one of `crawl.languages`: not judged (a line in
@@ -409,26 +412,59 @@ fn read_listing(
 
 /// The sitemaps and feeds a fetched page leads to: its host's sitemaps the
 /// first time the host is fetched (robots.txt's `Sitemap:` lines, else
-/// `/sitemap.xml`), and the feeds it announces.
-fn listings_of(stages: &PageStages, final_url: &Url, feeds: &[Url]) -> Vec<Candidate> {
+/// `/sitemap.xml`), and the feeds it announces; and the declared sitemaps
+/// the scope refuses (on another host, which robots.txt may name but the
+/// crawl does not go to), each with a line saying so: a silent drop would
+/// leave a site's owner wondering why its sitemap was ignored.
+fn listings_of(
+    stages: &PageStages,
+    final_url: &Url,
+    feeds: &[Url],
+) -> (Vec<Candidate>, Vec<(String, String)>) {
     let mut urls: Vec<Url> = Vec::new();
+    let mut problems = Vec::new();
     if stages.sitemaps
         && let Some(declared) = stages.fetcher.take_sitemaps(final_url)
     {
-        let declared: Vec<Url> = declared.iter().filter_map(|s| Url::parse(s).ok()).collect();
+        let robots = final_url
+            .join("/robots.txt")
+            .map_or_else(|_| final_url.to_string(), |u| u.to_string());
+        let mut declared_urls = Vec::new();
+        for s in &declared {
+            match Url::parse(s) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") => declared_urls.push(u),
+                _ => problems.push((
+                    robots.clone(),
+                    format!("{robots}: Sitemap: {s:?} is not an http(s) URL: ignored"),
+                )),
+            }
+        }
         if declared.is_empty() {
             urls.extend(final_url.join("/sitemap.xml").ok());
-        } else {
-            urls.extend(declared);
+        }
+        for u in declared_urls {
+            if stages.scope.allows(&u) {
+                urls.push(u);
+            } else {
+                problems.push((
+                    robots.clone(),
+                    format!(
+                        "{robots}: Sitemap: {u} is outside this host, which the crawl's scope does not allow: \
+                         refused"
+                    ),
+                ));
+            }
         }
     }
     if stages.feeds {
         urls.extend(feeds.iter().cloned());
     }
-    urls.into_iter()
+    let listings = urls
+        .into_iter()
         .filter(|u| stages.scope.allows(u))
         .filter_map(|u| Candidate::new(&stages.canon, u))
-        .collect()
+        .collect();
+    (listings, problems)
 }
 
 /// Fetches, cleans and signs the page of one frontier entry.
@@ -651,7 +687,7 @@ fn clean_and_sign(
     let facts = PageFacts::of(&id, &sig, page.visible_chars);
     let template_stripped = id.template_stripped;
     drop(id);
-    let listings = listings_of(stages, &fetched.final_url, &page.feeds);
+    let (listings, listing_problems) = listings_of(stages, &fetched.final_url, &page.feeds);
     let lang = crate::lang::detect(&page.text);
     // An unknown language is kept: a page is not dropped on a guess.
     let filtered_lang =
@@ -698,6 +734,7 @@ fn clean_and_sign(
         archived,
         validators: fetched.validators,
         listings,
+        listing_problems,
         lang,
         filtered_lang,
     }))

@@ -252,8 +252,8 @@ const LISTINGS: [&str; 8] = [
 /// A site whose pages are reachable only through listings: robots.txt
 /// declares a sitemap index (a gzipped urlset of `n` pages, the first with
 /// hints; a urlset of `n + 1`, over the crawl's limit of `n` URLs per
-/// file; one listing another host)
-/// and a text sitemap; the home page links nowhere and announces an RSS
+/// file; one listing another host), a text sitemap and a sitemap on
+/// another host; the home page links nowhere and announces an RSS
 /// and an Atom feed; `/seed.atom` is a feed to give as a seed. Returns the
 /// paths every crawl from both seeds keeps.
 fn listing_site(root: &Path, base: &str, n: usize) -> Vec<String> {
@@ -268,8 +268,11 @@ fn listing_site(root: &Path, base: &str, n: usize) -> Vec<String> {
     write(
         root,
         "robots.txt",
-        format!("User-agent: *\nAllow: /\nSitemap: {base}/sitemap-index.xml\nSitemap: {base}/more.txt\n")
-            .as_bytes(),
+        format!(
+            "User-agent: *\nAllow: /\nSitemap: {base}/sitemap-index.xml\nSitemap: {base}/more.txt\n\
+             Sitemap: http://other.example/sitemap.xml\n"
+        )
+        .as_bytes(),
     );
     write(
         root,
@@ -362,6 +365,15 @@ fn assert_listing_lines(errors: &[serde_json::Value], n: usize) {
     assert!(
         other[0].contains("other.example/x.html") && other[0].contains("refused"),
         "{other:?}"
+    );
+    // robots.txt may declare a sitemap on another host; the scope refuses
+    // it, with a line (from each process that reads that robots.txt).
+    assert!(
+        lines.iter().any(|e| e.contains(
+            "/robots.txt: Sitemap: http://other.example/sitemap.xml is outside this host, which the \
+             crawl's scope does not allow: refused"
+        )),
+        "{lines:?}"
     );
 }
 

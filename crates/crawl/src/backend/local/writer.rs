@@ -515,6 +515,9 @@ impl Writer {
             .lock()
             .probe_done(&p.entry.url, matches!(verdict, Some(Verdict::Unique { .. })));
         let mut added = 0;
+        for (at, problem) in &p.listing_problems {
+            self.recorder().listing_problem(at, problem).map_err(io)?;
+        }
         for c in &p.listings {
             if frontier::enqueue_listing(deduper, tables, fr, &mut self.cp.next_seq, c, p.entry.depth)? {
                 added += 1;

@@ -1182,6 +1182,9 @@ impl RedisWriter {
                         // at its own depth: their pages come one deeper.
                         listing_links.extend(p.listings.iter().map(|c| (c.clone(), p.entry.depth)));
                     }
+                    for (at, problem) in &p.listing_problems {
+                        self.recorder().listing_problem(at, problem).map_err(io)?;
+                    }
                 }
             }
         }
