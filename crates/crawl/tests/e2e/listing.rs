@@ -320,11 +320,8 @@ fn listing_site(root: &Path, base: &str, n: usize) -> Vec<String> {
     write(
         root,
         "seed.atom",
-        format!(
-            "<?xml version=\"1.0\"?><feed xmlns=\"http://www.w3.org/2005/Atom\"><title>Seed</title>\
-             <entry><link rel=\"alternate\" href=\"/f/1.html\"/></entry></feed>"
-        )
-        .as_bytes(),
+        b"<?xml version=\"1.0\"?><feed xmlns=\"http://www.w3.org/2005/Atom\"><title>Seed</title>\
+          <entry><link rel=\"alternate\" href=\"/f/1.html\"/></entry></feed>",
     );
     let mut kept: Vec<String> = s.clone();
     kept.extend(b[..n].iter().cloned());
