@@ -676,12 +676,18 @@ fn politeness_and_the_page_budget_hold_across_workers_together() {
     // three uncoordinated workers would not.
     let starts: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let open = Arc::new(Mutex::new((0usize, 0usize)));
-    let (st, op) = (starts.clone(), open.clone());
+    // The default /sitemap.xml (a 404 here): a listing, not a page.
+    let sitemap_reads = Arc::new(Mutex::new(0usize));
+    let (st, op, sm) = (starts.clone(), open.clone(), sitemap_reads.clone());
     let server = Server::start(move |req: &Request| {
         if req.path == "/robots.txt" {
             return Reply::text("User-agent: *\nCrawl-delay: 1\n");
         }
-        st.lock().unwrap().push(Instant::now());
+        if req.path == "/sitemap.xml" {
+            *sm.lock().unwrap() += 1;
+        } else {
+            st.lock().unwrap().push(Instant::now());
+        }
         {
             let mut o = op.lock().unwrap();
             o.0 += 1;
@@ -713,6 +719,9 @@ fn politeness_and_the_page_budget_hold_across_workers_together() {
     // One budget for all: 6 pages fetched, whoever fetched them.
     let starts = starts.lock().unwrap().clone();
     assert_eq!(starts.len(), 6, "pages requested");
+    // The sitemap does not count against the budget, and is read once at
+    // most (never when the budget is spent before its turn).
+    assert!(*sitemap_reads.lock().unwrap() <= 1);
     let st = s.merged_stats(&ns);
     assert_eq!(st["fetched"], 6, "{st}");
     // One request at a time at the server, all workers together.

@@ -983,9 +983,18 @@ enum Found {
     Link,
     /// A page a sitemap or feed lists.
     Listed,
-    /// A sitemap or feed itself (a page's host or announcement, an index's
-    /// sitemap).
+    /// A sitemap or feed a page leads to (its host's, or one it announces).
     Listing,
+    /// A sitemap a sitemap index lists.
+    ListedListing,
+}
+
+impl Found {
+    /// A sitemap or feed, not a page: queued as a listing entry, and not
+    /// a duplicate page when its URL is known already.
+    fn is_listing(self) -> bool {
+        matches!(self, Found::Listing | Found::ListedListing)
+    }
 }
 
 /// An ack's learner write of `kind` (see ack.lua) with two arguments.
@@ -1010,10 +1019,10 @@ impl RedisWriter {
         let mut releases = Vec::with_capacity(batch.len());
         let mut requeued = 0u64;
         let mut links: Vec<(Candidate, u32)> = Vec::new();
-        // Sitemaps and feeds to read (depth, and whether a listing found
-        // it rather than a page: it then counts as `listed`), and the pages
+        // Sitemaps and feeds to read (a page's, or an index's: only the
+        // latter count as `listed`, as in the local mode), and the pages
         // listings gave (counted as `listed` when new).
-        let mut listing_links: Vec<(Candidate, u32)> = Vec::new();
+        let mut listing_links: Vec<(Candidate, u32, Found)> = Vec::new();
         let mut listed_links: Vec<(Candidate, u32)> = Vec::new();
         let mut notes: Vec<frontier::LearnOp> = Vec::new();
         let mut delays: BTreeMap<String, u64> = BTreeMap::new();
@@ -1117,7 +1126,11 @@ impl RedisWriter {
                             listed_links.push((c.clone(), entry.depth + 1));
                         }
                     }
-                    listing_links.extend(listings.iter().map(|c| (c.clone(), entry.depth)));
+                    listing_links.extend(
+                        listings
+                            .iter()
+                            .map(|c| (c.clone(), entry.depth, Found::ListedListing)),
+                    );
                     for p in problems {
                         self.recorder()
                             .listing_problem(entry.url.as_str(), p)
@@ -1180,7 +1193,11 @@ impl RedisWriter {
                         // Its host's sitemaps (the first page of the host
                         // this worker fetched) and the feeds it announces,
                         // at its own depth: their pages come one deeper.
-                        listing_links.extend(p.listings.iter().map(|c| (c.clone(), p.entry.depth)));
+                        listing_links.extend(
+                            p.listings
+                                .iter()
+                                .map(|c| (c.clone(), p.entry.depth, Found::Listing)),
+                        );
                     }
                     for (at, problem) in &p.listing_problems {
                         self.recorder().listing_problem(at, problem).map_err(io)?;
@@ -1197,11 +1214,11 @@ impl RedisWriter {
             .into_iter()
             .map(|(c, d)| (c, d, Found::Link))
             .chain(listed_links.into_iter().map(|(c, d)| (c, d, Found::Listed)))
-            .chain(listing_links.into_iter().map(|(c, d)| (c, d, Found::Listing)));
+            .chain(listing_links);
         for (c, depth, found) in tagged {
             if here.insert(c.canonical().digest()) {
                 fresh_links.push((c, depth, found));
-            } else if found != Found::Listing {
+            } else if !found.is_listing() {
                 self.state.stats.verdicts.dup_url += 1;
             }
         }
@@ -1213,15 +1230,20 @@ impl RedisWriter {
         let mut queued = Vec::new();
         for ((c, depth, found), is_new) in fresh_links.into_iter().zip(new) {
             if is_new {
-                let listing = found == Found::Listing;
                 queued.push((
                     host_key(c.url()),
-                    encode_kind(&Claim::Pending(self.tokens.next()), 0, depth, c.url(), listing),
+                    encode_kind(
+                        &Claim::Pending(self.tokens.next()),
+                        0,
+                        depth,
+                        c.url(),
+                        found.is_listing(),
+                    ),
                 ));
-                if found != Found::Link {
+                if matches!(found, Found::Listed | Found::ListedListing) {
                     self.state.stats.listed += 1;
                 }
-            } else if found != Found::Listing {
+            } else if !found.is_listing() {
                 self.state.stats.verdicts.dup_url += 1;
             }
         }
