@@ -25,7 +25,10 @@ command -v chromium >/dev/null || need+=(chromium)
 command -v redis-server >/dev/null || need+=(redis-server)   # the Redis store's tests
 # A real web server (ETag, Last-Modified, 304s) for the revisit tests
 # (crates/crawl/tests/e2e/revisit.rs).
+# Also the sitemap and feed tests (crates/crawl/tests/e2e/listing.rs).
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || need+=(nginx-light)
+# The shared-mode sitemap test reads the hints it left in Redis.
+command -v redis-cli >/dev/null || need+=(redis-tools)
 # Another tool's WARC files for `crawl dedup --input` (crates/crawl/tests/e2e/warc.rs).
 command -v wget >/dev/null || need+=(wget)
 fc-list 2>/dev/null | grep -i 'wqy\|noto.*cjk' >/dev/null || need+=(fonts-wqy-zenhei)

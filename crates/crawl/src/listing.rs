@@ -29,6 +29,27 @@ pub struct Listing {
     /// What was wrong but did not stop the reading (a URL that is not one,
     /// the URL limit reached): for errors.jsonl.
     pub problems: Vec<String>,
+    /// URLs the file lists, counted to its end: past the limit they are
+    /// counted, not kept (a million-URL file costs no million `Url`s).
+    pub listed: usize,
+}
+
+impl Listing {
+    /// Keeps one more page unless the limit is reached; counts it anyway.
+    fn push_page(&mut self, p: Listed, max_urls: usize) {
+        self.listed += 1;
+        if self.pages.len() + self.listings.len() < max_urls {
+            self.pages.push(p);
+        }
+    }
+
+    /// Keeps one more sitemap (of an index) unless the limit is reached.
+    fn push_listing(&mut self, u: Url, max_urls: usize) {
+        self.listed += 1;
+        if self.pages.len() + self.listings.len() < max_urls {
+            self.listings.push(u);
+        }
+    }
 }
 
 /// What kind of listing it was.
@@ -40,6 +61,78 @@ pub enum Kind {
     SitemapIndex,
     Rss,
     Atom,
+}
+
+impl Kind {
+    /// Its name where the crawl state records it (the revisit schedule's
+    /// `listing_kind`, the shared frontier's `listings` hash), so that a
+    /// later poller can tell feeds (`rss`, `atom`) from sitemaps.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Text => "text",
+            Kind::UrlSet => "urlset",
+            Kind::SitemapIndex => "sitemapindex",
+            Kind::Rss => "rss",
+            Kind::Atom => "atom",
+        }
+    }
+}
+
+/// What a sitemap says about one page besides its URL (`<lastmod>`,
+/// `<changefreq>`, `<priority>`), kept in the crawl state for the revisit
+/// schedule: see [`Hints::stored`] for the stored form and
+/// docs/ARCHITECTURE.md for where each backend keeps it.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Hints {
+    /// `<lastmod>`, unix seconds (UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lastmod: Option<u64>,
+    /// `<changefreq>` as written, lowercased (`always` ... `never`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changefreq: Option<String>,
+    /// `<priority>`, 0.0 to 1.0 as the site gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<f32>,
+}
+
+impl Hints {
+    /// No hint at all (text sitemaps, feeds): nothing worth storing.
+    pub fn is_empty(&self) -> bool {
+        self.lastmod.is_none() && self.changefreq.is_none() && self.priority.is_none()
+    }
+
+    /// `changefreq` as seconds ([`changefreq_secs`]).
+    pub fn every_secs(&self) -> Option<u64> {
+        self.changefreq.as_deref().and_then(changefreq_secs)
+    }
+
+    /// The stored form, with the page's URL: one JSON object,
+    /// `{"url":"https://e.org/a","lastmod":1795478400,"changefreq":"daily",
+    /// "priority":0.8}`, absent hints left out; the same in redb
+    /// (`sitemap_hints`) and in Redis (`{NS}:f:hints`), so one reader
+    /// ([`Hints::from_stored`]) serves both.
+    pub fn stored(&self, url: &str) -> String {
+        serde_json::to_string(&Stored {
+            url: url.to_string(),
+            hints: self.clone(),
+        })
+        .unwrap_or_else(|_| "{}".to_string())
+    }
+
+    /// The URL and hints of a [`Hints::stored`] form; `None` if it is not
+    /// one. For the revisit scheduler that reads them (not written yet).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn from_stored(s: &str) -> Option<(String, Hints)> {
+        serde_json::from_str::<Stored>(s).ok().map(|s| (s.url, s.hints))
+    }
+}
+
+/// [`Hints::stored`]'s form.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Stored {
+    url: String,
+    #[serde(flatten)]
+    hints: Hints,
 }
 
 /// A sitemap's `changefreq` as an interval in seconds: what a new page's
@@ -67,6 +160,17 @@ pub struct Listed {
     pub priority: Option<f32>,
 }
 
+impl Listed {
+    /// Its hints, as stored.
+    pub fn hints(&self) -> Hints {
+        Hints {
+            lastmod: self.lastmod,
+            changefreq: self.changefreq.clone(),
+            priority: self.priority,
+        }
+    }
+}
+
 /// A listing that could not be read at all.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ListingError {
@@ -74,10 +178,15 @@ pub enum ListingError {
     TooLarge { url: String, max: usize },
     #[error("{url}: not gzip as its first bytes say: {reason}")]
     BadGzip { url: String, reason: String },
-    #[error("{url}: malformed XML at byte {position}: {reason}")]
+    /// `position` is a byte offset into the XML as read (inflated when
+    /// the file was gzipped); `line` and `column` (1-based, column in
+    /// bytes) say the same for a person looking at the file.
+    #[error("{url}: malformed XML at line {line}, column {column} (byte {position}): {reason}")]
     Xml {
         url: String,
         position: u64,
+        line: usize,
+        column: usize,
         reason: String,
     },
 }
@@ -113,22 +222,20 @@ pub fn parse(body: &[u8], at: &Url, max_urls: usize, max_bytes: usize) -> Result
     let body = &body[start..];
     let body = body.strip_prefix(b"\xef\xbb\xbf").unwrap_or(body);
     let mut l = if body.starts_with(b"<") {
-        parse_xml(body, at)?
+        parse_xml(body, at, max_urls)?
     } else {
-        parse_text(body, at)
+        parse_text(body, at, max_urls)
     };
-    let listed = l.pages.len() + l.listings.len();
-    if listed > max_urls {
+    if l.listed > max_urls {
         l.problems.push(format!(
-            "{at}: lists {listed} URLs, over the limit of {max_urls} per file; the first {max_urls} are kept"
+            "{at}: lists {} URLs, over the limit of {max_urls} per file; the first {max_urls} are kept",
+            l.listed
         ));
-        l.pages.truncate(max_urls);
-        l.listings.truncate(max_urls.saturating_sub(l.pages.len()));
     }
     Ok(l)
 }
 
-fn parse_text(body: &[u8], at: &Url) -> Listing {
+fn parse_text(body: &[u8], at: &Url, max_urls: usize) -> Listing {
     let mut l = Listing::default();
     for (n, line) in String::from_utf8_lossy(body).lines().enumerate() {
         let line = line.trim();
@@ -136,12 +243,15 @@ fn parse_text(body: &[u8], at: &Url) -> Listing {
             continue;
         }
         match Url::parse(line) {
-            Ok(u) if matches!(u.scheme(), "http" | "https") => l.pages.push(Listed {
-                url: u,
-                lastmod: None,
-                changefreq: None,
-                priority: None,
-            }),
+            Ok(u) if matches!(u.scheme(), "http" | "https") => l.push_page(
+                Listed {
+                    url: u,
+                    lastmod: None,
+                    changefreq: None,
+                    priority: None,
+                },
+                max_urls,
+            ),
             _ => l
                 .problems
                 .push(format!("{at}: line {}: not an http(s) URL: {line:?}", n + 1)),
@@ -170,7 +280,7 @@ fn push_ref(out: &mut String, r: &quick_xml::events::BytesRef<'_>) {
     }
 }
 
-fn parse_xml(body: &[u8], at: &Url) -> Result<Listing, ListingError> {
+fn parse_xml(body: &[u8], at: &Url, max_urls: usize) -> Result<Listing, ListingError> {
     let mut reader = quick_xml::Reader::from_reader(body);
     reader.config_mut().trim_text(true);
     let mut l = Listing::default();
@@ -185,10 +295,18 @@ fn parse_xml(body: &[u8], at: &Url) -> Result<Listing, ListingError> {
     };
     let mut item_url: Option<String> = None;
     let mut buf = Vec::new();
-    let xml_err = |reader: &quick_xml::Reader<&[u8]>, e: &dyn std::fmt::Display| ListingError::Xml {
-        url: at.to_string(),
-        position: reader.error_position(),
-        reason: e.to_string(),
+    let xml_err = |reader: &quick_xml::Reader<&[u8]>, e: &dyn std::fmt::Display| {
+        let position = reader.error_position();
+        let before = &body[..usize::try_from(position).unwrap_or(usize::MAX).min(body.len())];
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        let column = before.len() - before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) + 1;
+        ListingError::Xml {
+            url: at.to_string(),
+            position,
+            line,
+            column,
+            reason: e.to_string(),
+        }
     };
     loop {
         let ev = reader
@@ -252,7 +370,7 @@ fn parse_xml(body: &[u8], at: &Url) -> Result<Listing, ListingError> {
                         if let Some(u) = item_url.take() {
                             match at.join(&u) {
                                 Ok(url) if matches!(url.scheme(), "http" | "https") => {
-                                    l.pages.push(Listed { url, ..item.clone() });
+                                    l.push_page(Listed { url, ..item.clone() }, max_urls);
                                 }
                                 _ => l.problems.push(format!("{at}: not an http(s) URL: {u:?}")),
                             }
@@ -261,7 +379,9 @@ fn parse_xml(body: &[u8], at: &Url) -> Result<Listing, ListingError> {
                     (b"sitemap", Kind::SitemapIndex) => {
                         if let Some(u) = item_url.take() {
                             match at.join(&u) {
-                                Ok(url) if matches!(url.scheme(), "http" | "https") => l.listings.push(url),
+                                Ok(url) if matches!(url.scheme(), "http" | "https") => {
+                                    l.push_listing(url, max_urls)
+                                }
                                 _ => l.problems.push(format!("{at}: not an http(s) URL: {u:?}")),
                             }
                         }
@@ -270,7 +390,20 @@ fn parse_xml(body: &[u8], at: &Url) -> Result<Listing, ListingError> {
                 }
                 text.clear();
             }
-            Event::Eof => break,
+            // Cut short (a download that stopped, a truncated file): an
+            // error, not a quiet partial list.
+            Event::Eof => {
+                if let Some(open) = path.last() {
+                    return Err(xml_err(
+                        &reader,
+                        &format!(
+                            "the document ends inside <{}>: cut short?",
+                            String::from_utf8_lossy(open)
+                        ),
+                    ));
+                }
+                break;
+            }
             _ => {}
         }
         buf.clear();
@@ -413,12 +546,154 @@ mod tests {
             parse(b"x".repeat(11).as_slice(), &at(), MAX_URLS, 10),
             Err(ListingError::TooLarge { .. })
         ));
-        let e = parse(b"<urlset><url><loc>a</url></urlset>", &at(), MAX_URLS, MAX_BYTES).unwrap_err();
+        let e = parse(
+            b"<urlset>\n<url><loc>a</url></urlset>",
+            &at(),
+            MAX_URLS,
+            MAX_BYTES,
+        )
+        .unwrap_err();
         assert!(
-            e.to_string().contains("malformed XML at byte") && e.to_string().contains("s.xml"),
+            e.to_string()
+                .starts_with("https://e.org/sitemaps/s.xml: malformed XML at line 2, column "),
             "{e}"
         );
+        assert!(matches!(e, ListingError::Xml { line: 2, .. }), "{e:?}");
         let e = parse(b"<html><body/></html>", &at(), MAX_URLS, MAX_BYTES).unwrap_err();
         assert!(e.to_string().contains("not a sitemap"), "{e}");
+    }
+
+    fn gzip(data: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(data).unwrap();
+        gz.finish().unwrap()
+    }
+
+    /// Past the URL limit the rest is counted, not kept: the line says how
+    /// many the file lists; an index's sitemaps count against the same
+    /// limit.
+    #[test]
+    fn the_url_limit_counts_to_the_end_and_keeps_the_first() {
+        let mut xml = String::from("<urlset>");
+        for i in 0..10 {
+            xml.push_str(&format!("<url><loc>https://e.org/{i}</loc></url>"));
+        }
+        xml.push_str("</urlset>");
+        let l = parse(xml.as_bytes(), &at(), 4, MAX_BYTES).unwrap();
+        assert_eq!(
+            urls(&l),
+            [
+                "https://e.org/0",
+                "https://e.org/1",
+                "https://e.org/2",
+                "https://e.org/3"
+            ]
+        );
+        assert_eq!(l.listed, 10);
+        assert_eq!(
+            l.problems,
+            [
+                "https://e.org/sitemaps/s.xml: lists 10 URLs, over the limit of 4 per file; the first 4 are kept"
+            ]
+        );
+        let index = b"<sitemapindex><sitemap><loc>/a.xml</loc></sitemap><sitemap><loc>/b.xml</loc></sitemap>\
+            <sitemap><loc>/c.xml</loc></sitemap></sitemapindex>";
+        let l = parse(index, &at(), 2, MAX_BYTES).unwrap();
+        assert_eq!(l.listings.len(), 2);
+        assert_eq!(l.problems.len(), 1, "{:?}", l.problems);
+        // At the limit exactly: no line.
+        assert!(parse(index, &at(), 3, MAX_BYTES).unwrap().problems.is_empty());
+    }
+
+    /// Gzip is told by its magic bytes whatever the name; a text sitemap
+    /// may be gzipped too; the byte limit applies to what it inflates to
+    /// (a small bomb is refused, not inflated whole); broken gzip is an
+    /// error naming the file.
+    #[test]
+    fn gzip_by_its_bytes_and_the_byte_limit_after_inflation() {
+        let plain = Url::parse("https://e.org/sitemap.txt").unwrap();
+        let l = parse(
+            &gzip(b"https://e.org/1\nhttps://e.org/2\n"),
+            &plain,
+            MAX_URLS,
+            MAX_BYTES,
+        )
+        .unwrap();
+        assert_eq!(
+            (l.kind, urls(&l)),
+            (Kind::Text, vec!["https://e.org/1", "https://e.org/2"])
+        );
+        let bomb = gzip(&vec![b' '; 100_000]);
+        assert!(bomb.len() < 1_000);
+        let e = parse(&bomb, &plain, MAX_URLS, 50_000).unwrap_err();
+        assert_eq!(
+            e,
+            ListingError::TooLarge {
+                url: plain.to_string(),
+                max: 50_000
+            }
+        );
+        let mut cut = gzip(b"<urlset><url><loc>https://e.org/1</loc></url></urlset>");
+        cut.truncate(cut.len() / 2);
+        let e = parse(&cut, &plain, MAX_URLS, MAX_BYTES).unwrap_err();
+        assert!(matches!(e, ListingError::BadGzip { .. }), "{e:?}");
+        assert!(
+            e.to_string().starts_with("https://e.org/sitemap.txt: not gzip"),
+            "{e}"
+        );
+        // A name that says gzip with a body that is not: read as it is.
+        let named = Url::parse("https://e.org/s.xml.gz").unwrap();
+        let l = parse(
+            b"<urlset><url><loc>/x</loc></url></urlset>",
+            &named,
+            MAX_URLS,
+            MAX_BYTES,
+        )
+        .unwrap();
+        assert_eq!(urls(&l), ["https://e.org/x"]);
+    }
+
+    /// Malformed XML inside a gzipped sitemap: the position is in the
+    /// inflated XML, with its line; a document cut short is an error too,
+    /// not a quiet partial list.
+    #[test]
+    fn malformed_xml_names_the_sitemap_and_where() {
+        let bad = b"<?xml version=\"1.0\"?>\n<urlset>\n  <url><loc>https://e.org/1</loc></url>\n  <url><loc>https://e.org/2</lox></url>\n</urlset>";
+        let e = parse(&gzip(bad), &at(), MAX_URLS, MAX_BYTES).unwrap_err();
+        let ListingError::Xml { url, line, .. } = &e else {
+            panic!("{e:?}")
+        };
+        assert_eq!((url.as_str(), *line), ("https://e.org/sitemaps/s.xml", 4));
+        assert!(e.to_string().contains("line 4, column"), "{e}");
+        let e = parse(
+            b"<urlset><url><loc>https://e.org/1</loc>",
+            &at(),
+            MAX_URLS,
+            MAX_BYTES,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("ends inside <url>"), "{e}");
+    }
+
+    #[test]
+    fn hints_are_stored_as_one_json_object_with_the_url() {
+        let h = Hints {
+            lastmod: Some(1_795_478_400),
+            changefreq: Some("weekly".into()),
+            priority: None,
+        };
+        let s = h.stored("https://e.org/a");
+        assert_eq!(
+            s,
+            r#"{"url":"https://e.org/a","lastmod":1795478400,"changefreq":"weekly"}"#
+        );
+        assert_eq!(
+            Hints::from_stored(&s),
+            Some(("https://e.org/a".to_string(), h.clone()))
+        );
+        assert_eq!(h.every_secs(), Some(7 * 86_400));
+        assert!(Hints::default().is_empty());
+        assert_eq!(Hints::from_stored("not json"), None);
     }
 }

@@ -105,6 +105,10 @@ pub struct PageRecord {
     /// gives new URLs), not a page.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub listing: bool,
+    /// What that listing is (`crate::listing::Kind::as_str`: `rss` and
+    /// `atom` are feeds, for a poller that reads feeds more often).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listing_kind: Option<String>,
 }
 
 impl PageRecord {
@@ -178,6 +182,15 @@ const DUE: TableDefinition<(u64, u128), ()> = TableDefinition::new("revisit_due"
 /// canonical URL digest -> a first revisit interval (seconds) a sitemap's
 /// `changefreq` gave a page not crawled yet; taken when it is judged.
 const HINTS: TableDefinition<u128, u64> = TableDefinition::new("revisit_hints");
+/// canonical URL digest -> what the last sitemap listing the page said of
+/// it ([`crate::listing::Hints::stored`]: JSON with `url`, `lastmod`,
+/// `changefreq`, `priority`), for every listed page with at least one
+/// hint, crawled or not; replaced when a sitemap says it again, never
+/// taken. The revisit schedule's own use is narrower (`revisit_hints`,
+/// and `lastmod` moving a known page's visit earlier); this table keeps
+/// all three for a scheduler that wants more (the shared mode keeps the
+/// same JSON in the `{NS}:f:hints` hash).
+const SITEMAP_HINTS: TableDefinition<u128, &str> = TableDefinition::new("sitemap_hints");
 /// (kept page's digest, copy's digest): the copies to judge again when the
 /// page they copy changes or is gone.
 const COPIES: TableDefinition<(u128, u128), ()> = TableDefinition::new("revisit_copies");
@@ -188,6 +201,7 @@ pub struct Schedule<'t> {
     due: Table<'t, (u64, u128), ()>,
     copies: Table<'t, (u128, u128), ()>,
     hints: Table<'t, u128, u64>,
+    sitemap: Table<'t, u128, &'static str>,
 }
 
 impl<'t> Schedule<'t> {
@@ -197,6 +211,7 @@ impl<'t> Schedule<'t> {
             due: txn.open_table(DUE)?,
             copies: txn.open_table(COPIES)?,
             hints: txn.open_table(HINTS)?,
+            sitemap: txn.open_table(SITEMAP_HINTS)?,
         })
     }
 
@@ -231,6 +246,34 @@ impl<'t> Schedule<'t> {
     /// (used once).
     pub fn take_hint(&mut self, key: u128) -> Result<Option<u64>, simcrawl_dedup::Error> {
         Ok(self.hints.remove(key)?.map(|v| v.value()))
+    }
+
+    /// Records what a sitemap said of the page `key` at `url` (see
+    /// [`SITEMAP_HINTS`]); empty hints are not stored.
+    pub fn put_sitemap_hints(
+        &mut self,
+        key: u128,
+        url: &str,
+        hints: &crate::listing::Hints,
+    ) -> Result<(), simcrawl_dedup::Error> {
+        if !hints.is_empty() {
+            self.sitemap.insert(key, hints.stored(url).as_str())?;
+        }
+        Ok(())
+    }
+
+    /// What the last sitemap listing the page `key` said of it: its URL
+    /// and hints. For the revisit scheduler that reads them (not written
+    /// yet).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn sitemap_hints(
+        &self,
+        key: u128,
+    ) -> Result<Option<(String, crate::listing::Hints)>, simcrawl_dedup::Error> {
+        let Some(v) = self.sitemap.get(key)? else {
+            return Ok(None);
+        };
+        Ok(crate::listing::Hints::from_stored(v.value()))
     }
 
     /// Takes the page `key` out of the schedule (it is queued to be
@@ -407,6 +450,39 @@ mod tests {
             assert!(s.copies_of(a).unwrap().is_empty());
             s.remove(b).unwrap();
             assert_eq!(s.get(b).unwrap(), None);
+        }
+        txn.commit().unwrap();
+    }
+
+    /// A sitemap's hints are kept per page, replaced by the next sitemap's
+    /// word, read back as stored; a page with no hints has no row.
+    #[test]
+    fn sitemap_hints_are_kept_per_page() {
+        use crate::listing::Hints;
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("s.redb")).unwrap();
+        let txn = db.begin_write().unwrap();
+        {
+            let mut s = Schedule::open(&txn).unwrap();
+            let h = Hints {
+                lastmod: Some(1_795_478_400),
+                changefreq: Some("daily".into()),
+                priority: Some(0.8),
+            };
+            s.put_sitemap_hints(1, "https://e.org/a", &h).unwrap();
+            assert_eq!(
+                s.sitemap_hints(1).unwrap(),
+                Some(("https://e.org/a".to_string(), h))
+            );
+            let later = Hints {
+                priority: Some(0.1),
+                ..Hints::default()
+            };
+            s.put_sitemap_hints(1, "https://e.org/a", &later).unwrap();
+            assert_eq!(s.sitemap_hints(1).unwrap().unwrap().1, later);
+            s.put_sitemap_hints(2, "https://e.org/b", &Hints::default())
+                .unwrap();
+            assert_eq!(s.sitemap_hints(2).unwrap(), None);
         }
         txn.commit().unwrap();
     }

@@ -202,7 +202,7 @@ impl FetchConfig {
     }
 
     /// Whether a Content-Type header value passes the filter.
-    pub(crate) fn content_type_allowed(&self, content_type: Option<&str>) -> bool {
+    pub fn content_type_allowed(&self, content_type: Option<&str>) -> bool {
         if self.allowed_content_types.is_empty() {
             return true;
         }

@@ -96,6 +96,26 @@ impl BodyBudget {
 /// at its deadline (which does not run while it waits).
 const BUDGET_WAIT_POLL: Duration = Duration::from_millis(250);
 
+/// Whether `content_type` is one feeds and XML sitemaps are served with:
+/// RSS, Atom, or XML (`application/rss+xml`, `application/atom+xml`,
+/// `application/xml`, `text/xml`, with parameters or not).
+pub fn is_listing_type(content_type: &str) -> bool {
+    let essence = content_type
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    matches!(
+        essence.as_str(),
+        "application/rss+xml"
+            | "application/atom+xml"
+            | "application/xml"
+            | "text/xml"
+            | "application/rdf+xml"
+    )
+}
+
 /// Bytes of a sitemap or feed read at most ([`Fetcher::fetch_listing`]):
 /// the sitemap protocol's 50 MB.
 pub const LISTING_MAX_BYTES: usize = 50 * 1024 * 1024;
@@ -271,6 +291,9 @@ struct Inner {
     hosts: Mutex<HostMap>,
     /// Exchanges are recorded for an archive ([`Fetcher::set_recording`]).
     record: AtomicBool,
+    /// Feed and sitemap content types are read as pages are
+    /// ([`Fetcher::set_accept_listings`]).
+    accept_listings: AtomicBool,
     /// Adaptive politeness, when on.
     throttle: Option<Throttle>,
     /// 429 and 503 answers that backed a host off.
@@ -397,6 +420,7 @@ impl Fetcher {
                     evicted: 0,
                 }),
                 record: AtomicBool::new(false),
+                accept_listings: AtomicBool::new(false),
                 throttle,
                 throttled: AtomicU64::new(0),
             }),
@@ -409,6 +433,16 @@ impl Fetcher {
     /// bodies are then read (bounded by `max_body_bytes`) to be kept.
     pub fn set_recording(&self, on: bool) {
         self.inner.record.store(on, Ordering::Relaxed);
+    }
+
+    /// Reads the body of an answer whose content type is a feed's or an
+    /// XML sitemap's ([`is_listing_type`]) even when
+    /// `allowed_content_types` does not name it, so that a seed or link
+    /// that turns out to be a feed is read from this one request (the
+    /// caller tells it from a page) instead of being refused and fetched
+    /// again as a listing.
+    pub fn set_accept_listings(&self, on: bool) {
+        self.inner.accept_listings.store(on, Ordering::Relaxed);
     }
 
     /// The configuration this fetcher runs with.
@@ -1007,7 +1041,11 @@ impl Fetcher {
                 .headers()
                 .get(CONTENT_TYPE)
                 .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-            if check_type && !cfg.content_type_allowed(content_type.as_deref()) {
+            if check_type
+                && !cfg.content_type_allowed(content_type.as_deref())
+                && !(self.inner.accept_listings.load(Ordering::Relaxed)
+                    && content_type.as_deref().is_some_and(is_listing_type))
+            {
                 return Err((
                     FetchError::ContentType {
                         url: url.clone(),

@@ -380,6 +380,53 @@ async fn empty_allow_list_accepts_any_type() {
     assert_eq!(err_kind(r), "content_type");
 }
 
+/// A feed served as one (`application/atom+xml`) is read, from one
+/// request, by a fetcher told to accept listings; without it, refused by
+/// type as before; other types stay refused either way.
+#[tokio::test]
+async fn feed_types_are_read_when_listings_are_accepted() {
+    let server = Server::start(|path, _| match path {
+        "/feed" => Reply::Full {
+            status: 200,
+            headers: vec![(
+                "Content-Type".into(),
+                "application/atom+xml; charset=utf-8".into(),
+            )],
+            body: b"<feed xmlns=\"http://www.w3.org/2005/Atom\"></feed>".to_vec(),
+        },
+        _ => Reply::text("plain"),
+    })
+    .await;
+    let strict = Fetcher::new(fast()).unwrap();
+    assert_eq!(
+        err_kind(strict.fetch(&server.url("/feed"), &any).await),
+        "content_type"
+    );
+    let f = Fetcher::new(fast()).unwrap();
+    f.set_accept_listings(true);
+    let got = f.fetch(&server.url("/feed"), &any).await.unwrap();
+    assert!(got.body.starts_with(b"<feed"));
+    assert_eq!(server.count("/feed"), 2, "one request each");
+    assert_eq!(err_kind(f.fetch(&server.url("/t"), &any).await), "content_type");
+    for t in [
+        "application/rss+xml",
+        "text/xml; charset=utf-8",
+        "Application/XML",
+        "application/atom+xml",
+    ] {
+        assert!(simcrawl_fetch::is_listing_type(t), "{t}");
+    }
+    for t in [
+        "text/html",
+        "application/xhtml+xml",
+        "application/pdf",
+        "text/plain",
+        "",
+    ] {
+        assert!(!simcrawl_fetch::is_listing_type(t), "{t}");
+    }
+}
+
 fn robots_cfg() -> FetchConfig {
     FetchConfig {
         respect_robots: true,

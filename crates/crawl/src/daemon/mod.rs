@@ -132,6 +132,8 @@ pub(crate) fn page_stages(
     let fetcher = simcrawl_fetch::Fetcher::new(fetch_cfg).context("invalid [fetch] settings")?;
     // The archive needs every exchange, with heads and error bodies.
     fetcher.set_recording(cfg.output.enabled());
+    // A seed or link that is a feed is read from its one request.
+    fetcher.set_accept_listings(cfg.crawl.feeds);
     let parse_slots = std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(1));
     Ok(Arc::new(PageStages {
         fetcher,

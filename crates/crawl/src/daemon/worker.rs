@@ -57,9 +57,11 @@ pub enum Outcome {
     /// listings it gave, within scope, and what was wrong with it.
     Listing {
         entry: Entry,
-        /// Pages, with their sitemap `lastmod` (unix seconds) and
-        /// `changefreq` (seconds, `crate::listing::changefreq_secs`).
-        pages: Vec<(Candidate, Option<u64>, Option<u64>)>,
+        /// What it was (a feed or a sitemap), recorded in the state.
+        kind: crate::listing::Kind,
+        /// Pages, with what the sitemap says of each (`lastmod`,
+        /// `changefreq`, `priority`), kept for the revisit schedule.
+        pages: Vec<(Candidate, crate::listing::Hints)>,
         listings: Vec<Candidate>,
         problems: Vec<String>,
         exchanges: Vec<simcrawl_fetch::Exchange>,
@@ -135,6 +137,9 @@ pub struct PageResult {
     /// Sitemaps (its host's, the first time the host is fetched) and the
     /// feeds it announces, to be read.
     pub listings: Vec<Candidate>,
+    /// Sitemaps its host's robots.txt declares that the scope refuses
+    /// (another host): `(robots.txt URL, why)`, one `listing` line each.
+    pub listing_problems: Vec<(String, String)>,
     /// The language of its text (`crate::lang`).
     pub lang: Option<&'static str>,
     /// Its key in the revisit schedule (`crate::revisit::url_key`),
@@ -370,31 +375,37 @@ fn read_listing(
     };
     let host = fetched.final_url.host_str().unwrap_or_default().to_string();
     let mut problems = l.problems;
+    // URLs on other hosts the scope refuses: one line per listing (the
+    // first of them and how many), not one per URL.
+    let mut outside: (usize, Option<Url>) = (0, None);
     let mut admit = |u: &Url| {
         if stages.scope.allows(u) {
             return Candidate::new(&stages.canon, u.clone());
         }
         if u.host_str() != Some(host.as_str()) {
-            problems.push(format!(
-                "{}: lists {u}, outside its own host, which the crawl's scope does not allow: refused",
-                fetched.final_url
-            ));
+            outside.0 += 1;
+            if outside.1.is_none() {
+                outside.1 = Some(u.clone());
+            }
         }
         None
     };
     let pages = l
         .pages
         .iter()
-        .filter_map(|p| {
-            admit(&p.url).map(|c| {
-                let every = p.changefreq.as_deref().and_then(crate::listing::changefreq_secs);
-                (c, p.lastmod, every)
-            })
-        })
+        .filter_map(|p| admit(&p.url).map(|c| (c, p.hints())))
         .collect();
     let listings = l.listings.iter().filter_map(&mut admit).collect();
+    if let (n, Some(first)) = outside {
+        problems.push(format!(
+            "{}: lists {n} URL(s) outside its own host (the first: {first}), which the crawl's scope \
+             does not allow: refused",
+            fetched.final_url
+        ));
+    }
     Outcome::Listing {
         entry,
+        kind: l.kind,
         pages,
         listings,
         problems,
@@ -404,26 +415,59 @@ fn read_listing(
 
 /// The sitemaps and feeds a fetched page leads to: its host's sitemaps the
 /// first time the host is fetched (robots.txt's `Sitemap:` lines, else
-/// `/sitemap.xml`), and the feeds it announces.
-fn listings_of(stages: &PageStages, final_url: &Url, feeds: &[Url]) -> Vec<Candidate> {
+/// `/sitemap.xml`), and the feeds it announces; and the declared sitemaps
+/// the scope refuses (on another host, which robots.txt may name but the
+/// crawl does not go to), each with a line saying so: a silent drop would
+/// leave a site's owner wondering why its sitemap was ignored.
+fn listings_of(
+    stages: &PageStages,
+    final_url: &Url,
+    feeds: &[Url],
+) -> (Vec<Candidate>, Vec<(String, String)>) {
     let mut urls: Vec<Url> = Vec::new();
+    let mut problems = Vec::new();
     if stages.sitemaps
         && let Some(declared) = stages.fetcher.take_sitemaps(final_url)
     {
-        let declared: Vec<Url> = declared.iter().filter_map(|s| Url::parse(s).ok()).collect();
+        let robots = final_url
+            .join("/robots.txt")
+            .map_or_else(|_| final_url.to_string(), |u| u.to_string());
+        let mut declared_urls = Vec::new();
+        for s in &declared {
+            match Url::parse(s) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") => declared_urls.push(u),
+                _ => problems.push((
+                    robots.clone(),
+                    format!("{robots}: Sitemap: {s:?} is not an http(s) URL: ignored"),
+                )),
+            }
+        }
         if declared.is_empty() {
             urls.extend(final_url.join("/sitemap.xml").ok());
-        } else {
-            urls.extend(declared);
+        }
+        for u in declared_urls {
+            if stages.scope.allows(&u) {
+                urls.push(u);
+            } else {
+                problems.push((
+                    robots.clone(),
+                    format!(
+                        "{robots}: Sitemap: {u} is outside this host, which the crawl's scope does not allow: \
+                         refused"
+                    ),
+                ));
+            }
         }
     }
     if stages.feeds {
         urls.extend(feeds.iter().cloned());
     }
-    urls.into_iter()
+    let listings = urls
+        .into_iter()
         .filter(|u| stages.scope.allows(u))
         .filter_map(|u| Candidate::new(&stages.canon, u))
-        .collect()
+        .collect();
+    (listings, problems)
 }
 
 /// Fetches, cleans and signs the page of one frontier entry.
@@ -497,13 +541,43 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
             }
         }
     };
-    // A feed or sitemap served as a page (a seed, a link): read as one.
+    // A feed or sitemap served as a page (a seed, a link): read as one,
+    // from this answer (the fetcher reads feed types' bodies for this)
+    // unless it was cut at the page size limit.
+    let listing_type = fetched
+        .content_type
+        .as_deref()
+        .is_some_and(simcrawl_fetch::is_listing_type);
     if stages.feeds && looks_like_listing(&fetched.body) {
         let listing = Entry {
             listing: true,
             ..entry
         };
+        if fetched.truncated {
+            return process_listing(stages, listing, exchanges).await;
+        }
         return read_listing_off_reactor(stages, listing, fetched, exchanges).await;
+    }
+    // XML that is neither: refused by its type, as without feeds.
+    if listing_type
+        && !stages
+            .fetcher
+            .config()
+            .content_type_allowed(fetched.content_type.as_deref())
+    {
+        let e = simcrawl_fetch::FetchError::ContentType {
+            url: fetched.final_url.clone(),
+            content_type: fetched.content_type.clone().unwrap_or_default(),
+        };
+        return Outcome::Failed {
+            entry,
+            kind: e.kind(),
+            error: e.to_string(),
+            transient: false,
+            took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            exchanges,
+            status: None,
+        };
     }
     if fetched.status == 304 {
         let mut exchanges = exchanges;
@@ -616,7 +690,7 @@ fn clean_and_sign(
     let facts = PageFacts::of(&id, &sig, page.visible_chars);
     let template_stripped = id.template_stripped;
     drop(id);
-    let listings = listings_of(stages, &fetched.final_url, &page.feeds);
+    let (listings, listing_problems) = listings_of(stages, &fetched.final_url, &page.feeds);
     let lang = crate::lang::detect(&page.text);
     // An unknown language is kept: a page is not dropped on a guess.
     let filtered_lang =
@@ -664,6 +738,7 @@ fn clean_and_sign(
         archived,
         validators: fetched.validators,
         listings,
+        listing_problems,
         lang,
         filtered_lang,
         url_key,

@@ -232,3 +232,364 @@ fn pages_listed_only_in_sitemaps_and_feeds_are_crawled() {
         dirs2.log()
     );
 }
+
+/// Pages of [`listing_site`]'s gzipped sitemap, and the crawl's URL limit
+/// per file in the tests that use it.
+const N: usize = 12;
+
+/// The complete lines of an output a running crawl is writing (the last
+/// one may be half written).
+fn lines_now(path: &Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let done = text.rfind('\n').map_or("", |i| &text[..i]);
+    done.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// The listings of [`listing_site`], by path.
+const LISTINGS: [&str; 8] = [
+    "/sitemap-index.xml",
+    "/sitemaps/pages.xml.gz",
+    "/sitemaps/big.xml",
+    "/sitemaps/elsewhere.xml",
+    "/more.txt",
+    "/feed.rss",
+    "/atom.xml",
+    "/seed.atom",
+];
+
+/// A site whose pages are reachable only through listings: robots.txt
+/// declares a sitemap index (a gzipped urlset of `n` pages, the first with
+/// hints; a urlset of `n + 1`, over the crawl's limit of `n` URLs per
+/// file; one listing another host), a text sitemap and a sitemap on
+/// another host; the home page links nowhere and announces an RSS
+/// and an Atom feed; `/seed.atom` is a feed to give as a seed. Returns the
+/// paths every crawl from both seeds keeps.
+fn listing_site(root: &Path, base: &str, n: usize) -> Vec<String> {
+    let home = format!(
+        "<!doctype html><html><head><title>Home</title>\
+         <link rel=\"alternate\" type=\"application/rss+xml\" href=\"/feed.rss\">\
+         <link rel=\"alternate\" type=\"application/atom+xml\" href=\"/atom.xml\">\
+         </head><body><p>{}</p></body></html>",
+        gibberish(1, 150)
+    );
+    write(root, "index.html", home.as_bytes());
+    write(
+        root,
+        "robots.txt",
+        format!(
+            "User-agent: *\nAllow: /\nSitemap: {base}/sitemap-index.xml\nSitemap: {base}/more.txt\n\
+             Sitemap: http://other.example/sitemap.xml\n"
+        )
+        .as_bytes(),
+    );
+    write(
+        root,
+        "sitemap-index.xml",
+        format!(
+            "<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\
+             <sitemap><loc>{base}/sitemaps/pages.xml.gz</loc></sitemap>\
+             <sitemap><loc>{base}/sitemaps/big.xml</loc></sitemap>\
+             <sitemap><loc>{base}/sitemaps/elsewhere.xml</loc></sitemap></sitemapindex>"
+        )
+        .as_bytes(),
+    );
+    let s: Vec<String> = (0..n).map(|i| format!("/s/{i}.html")).collect();
+    let s_refs: Vec<&str> = s.iter().map(String::as_str).collect();
+    write(
+        root,
+        "sitemaps/pages.xml.gz",
+        &gz(&urlset(base, &s_refs).replacen(
+            "</lastmod>",
+            "</lastmod><changefreq>weekly</changefreq><priority>0.9</priority>",
+            1,
+        )),
+    );
+    let b: Vec<String> = (0..=n).map(|i| format!("/b/{i}.html")).collect();
+    let b_refs: Vec<&str> = b.iter().map(String::as_str).collect();
+    write(root, "sitemaps/big.xml", urlset(base, &b_refs).as_bytes());
+    write(
+        root,
+        "sitemaps/elsewhere.xml",
+        urlset("http://other.example", &["/x.html", "/y.html"]).as_bytes(),
+    );
+    write(root, "more.txt", format!("{base}/t/1.html\n").as_bytes());
+    write(
+        root,
+        "feed.rss",
+        format!("<rss version=\"2.0\"><channel><item><link>{base}/r/1.html</link></item></channel></rss>")
+            .as_bytes(),
+    );
+    write(
+        root,
+        "atom.xml",
+        format!("<feed xmlns=\"http://www.w3.org/2005/Atom\"><entry><link href=\"{base}/a/1.html\"/></entry></feed>")
+            .as_bytes(),
+    );
+    write(
+        root,
+        "seed.atom",
+        b"<?xml version=\"1.0\"?><feed xmlns=\"http://www.w3.org/2005/Atom\"><title>Seed</title>\
+          <entry><link rel=\"alternate\" href=\"/f/1.html\"/></entry></feed>",
+    );
+    let mut kept: Vec<String> = s.clone();
+    kept.extend(b[..n].iter().cloned());
+    kept.extend(["/t/1.html", "/r/1.html", "/a/1.html", "/f/1.html"].map(String::from));
+    for (i, p) in kept.iter().chain(std::iter::once(&b[n])).enumerate() {
+        write(
+            root,
+            &p[1..],
+            page(&format!("Page {p}"), &gibberish(500 + i as u64, 150), &[]).as_bytes(),
+        );
+    }
+    kept
+}
+
+/// The listing problems of a crawl's errors lines: the limit's (`n`) and
+/// the other host's, once each.
+fn assert_listing_lines(errors: &[serde_json::Value], n: usize) {
+    let lines: Vec<&str> = errors
+        .iter()
+        .filter(|e| field(e, "kind") == "listing")
+        .map(|e| field(e, "error"))
+        .collect();
+    let limit: Vec<&&str> = lines
+        .iter()
+        .filter(|e| {
+            e.contains(&format!(
+                "/sitemaps/big.xml: lists {} URLs, over the limit of {n}",
+                n + 1
+            ))
+        })
+        .collect();
+    assert_eq!(limit.len(), 1, "{lines:?}");
+    let other: Vec<&&str> = lines
+        .iter()
+        .filter(|e| e.contains("/sitemaps/elsewhere.xml: lists 2 URL(s) outside its own host"))
+        .collect();
+    assert_eq!(other.len(), 1, "{lines:?}");
+    assert!(
+        other[0].contains("other.example/x.html") && other[0].contains("refused"),
+        "{other:?}"
+    );
+    // robots.txt may declare a sitemap on another host; the scope refuses
+    // it, with a line (from each process that reads that robots.txt).
+    assert!(
+        lines.iter().any(|e| e.contains(
+            "/robots.txt: Sitemap: http://other.example/sitemap.xml is outside this host, which the \
+             crawl's scope does not allow: refused"
+        )),
+        "{lines:?}"
+    );
+}
+
+/// Each listing fetched once, whatever happened to the crawl.
+fn assert_listings_fetched_once(nginx: &Nginx) {
+    let log = nginx.log();
+    for l in LISTINGS {
+        let n = log.iter().filter(|(p, _, _)| p == l).count();
+        assert_eq!(n, 1, "{l} fetched {n} times: {log:?}");
+    }
+}
+
+/// Sitemaps read before a kill -9 are not read again by the resumed
+/// crawl (they are frontier entries, their URLs claimed in the URL tier
+/// with the commit that read them); every page still kept once.
+#[test]
+fn a_resumed_crawl_does_not_read_its_sitemaps_again() {
+    let dir = crate::support::tempdir("listing");
+    let root = dir.path().join("site");
+    std::fs::create_dir_all(&root).unwrap();
+    let Some(nginx) = Nginx::start(&root, &dir.path().join("nginx")) else {
+        eprintln!("SKIPPED: nginx is not installed (scripts/install-deps.sh installs it)");
+        return;
+    };
+    let base = nginx.base();
+    let want = listing_site(&root, &base, N);
+    let dirs = site_crawl(
+        dir.path(),
+        &format!("{base}/index.html"),
+        1,
+        &format!("sitemap_max_urls = {N}\n"),
+    );
+    std::fs::write(&dirs.seeds, format!("{base}/index.html\n{base}/seed.atom\n")).unwrap();
+    // 150 ms between two fetches: the sitemaps' pages take seconds after
+    // the listings, time for the kill.
+    dirs.edit_config("per_host_delay_ms = 0", "per_host_delay_ms = 150");
+    let mut child = dirs.spawn();
+    let t0 = std::time::Instant::now();
+    // Every listing committed: each one's pages kept, both problem lines
+    // written (lines are written with the commit that reads the listing).
+    loop {
+        let kept: BTreeSet<String> = lines_now(&dirs.out.join("kept.jsonl"))
+            .iter()
+            .map(|v| path_of(field(v, "url")))
+            .collect();
+        let errors = lines_now(&dirs.out.join("errors.jsonl"));
+        let problems = errors.iter().filter(|e| field(e, "kind") == "listing").count();
+        if problems >= 2
+            && ["/t/1.html", "/r/1.html", "/a/1.html", "/f/1.html", "/b/1.html"]
+                .iter()
+                .all(|p| kept.contains(*p))
+        {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "ended early:\n{}",
+            dirs.log()
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "no progress:\n{}",
+            dirs.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Made durable within 250 ms of their commit.
+    std::thread::sleep(Duration::from_millis(700));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "ended before the kill:\n{}",
+        dirs.log()
+    );
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let at_kill = dirs.kept_lines_now();
+    assert!(at_kill < want.len(), "killed after the crawl had finished");
+    dirs.run_ok(Duration::from_secs(60));
+    let kept: Vec<String> = dirs.kept().iter().map(|v| path_of(field(v, "url"))).collect();
+    let counts = crate::support::multiset(kept);
+    for p in &want {
+        assert_eq!(counts.get(p), Some(&1), "{p}: {counts:?}\n{}", dirs.log());
+    }
+    assert!(
+        !counts.contains_key(&format!("/b/{N}.html")),
+        "past the URL limit: {counts:?}"
+    );
+    assert_listing_lines(&dirs.errors(), N);
+    assert_listings_fetched_once(&nginx);
+}
+
+/// `redis-cli -u URL ARGS...`, its output trimmed.
+fn redis_cli(url: &str, args: &[&str]) -> String {
+    let out = std::process::Command::new("redis-cli")
+        .arg("-u")
+        .arg(url)
+        .args(args)
+        .output()
+        .expect("redis-cli");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The shared mode: listings are frontier entries leased by one worker.
+/// One worker reads every listing and is killed -9; restarted with a
+/// second one, they finish the crawl without reading any listing again;
+/// every page has one line in one worker's outputs; the sitemap's hints
+/// and the listings' kinds are in Redis for the revisit schedule.
+#[test]
+fn shared_workers_read_each_listing_once_through_a_kill_9() {
+    let Some(url) = crate::redis::redis_url("listing") else {
+        return;
+    };
+    if std::process::Command::new("redis-cli")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: redis-cli is not installed");
+        return;
+    }
+    let dir = crate::support::tempdir("listing");
+    let root = dir.path().join("site");
+    std::fs::create_dir_all(&root).unwrap();
+    let Some(nginx) = Nginx::start(&root, &dir.path().join("nginx")) else {
+        eprintln!("SKIPPED: nginx is not installed (scripts/install-deps.sh installs it)");
+        return;
+    };
+    let base = nginx.base();
+    let want = listing_site(&root, &base, N);
+    let ns = crate::redis::namespace("listing");
+    let shared = crate::redis::Shared::new(dir.path(), &format!("{base}/index.html"), &url, &ns, 2_000);
+    std::fs::write(&shared.seeds, format!("{base}/index.html\n{base}/seed.atom\n")).unwrap();
+    let config = std::fs::read_to_string(&shared.config)
+        .unwrap()
+        .replace("per_host_delay_ms = 0", "per_host_delay_ms = 150")
+        .replace("[crawl]\n", &format!("[crawl]\nsitemap_max_urls = {N}\n"));
+    std::fs::write(&shared.config, config).unwrap();
+    let key = |k: &str| format!("{{{ns}}}:f:{k}");
+    let mut w1 = shared.spawn("w1");
+    // Every listing acknowledged: the ack records its kind.
+    shared.wait_until(&["w1"], Duration::from_secs(30), "listings read", || {
+        redis_cli(&url, &["HLEN", &key("listings")]) == LISTINGS.len().to_string()
+    });
+    assert!(
+        w1.try_wait().unwrap().is_none(),
+        "ended before the kill:\n{}",
+        shared.logs(&["w1"])
+    );
+    w1.kill().unwrap(); // SIGKILL
+    w1.wait().unwrap();
+    let mut rest = [shared.spawn("w1"), shared.spawn("w2")];
+    shared.wait_ok(&mut rest, &["w1", "w2"]);
+
+    let lines = shared.lines(&["w1", "w2"]);
+    let mut per_page = std::collections::BTreeMap::new();
+    for (_, file, v) in &lines {
+        if *file != "errors" || field(v, "kind") != "listing" {
+            *per_page.entry((path_of(field(v, "url")), *file)).or_insert(0) += 1;
+        }
+    }
+    for p in &want {
+        assert_eq!(
+            per_page.get(&(p.clone(), "kept")),
+            Some(&1),
+            "{p}: {per_page:?}\n{}",
+            shared.logs(&["w1", "w2"])
+        );
+    }
+    assert!(
+        per_page
+            .keys()
+            .all(|(p, _)| want.contains(p) || p == "/index.html"),
+        "a listing or an unwanted page has a page line: {per_page:?}"
+    );
+    let errors: Vec<serde_json::Value> = lines
+        .into_iter()
+        .filter(|(_, f, _)| *f == "errors")
+        .map(|(_, _, v)| v)
+        .collect();
+    assert_listing_lines(&errors, N);
+    assert_listings_fetched_once(&nginx);
+    // What the revisit schedule will read.
+    let hint = redis_cli(&url, &["HGET", &key("hints"), &format!("{base}/s/0.html")]);
+    assert_eq!(
+        hint,
+        format!(r#"{{"url":"{base}/s/0.html","lastmod":1795132800,"changefreq":"weekly","priority":0.9}}"#)
+    );
+    assert_eq!(
+        redis_cli(&url, &["HGET", &key("listings"), &format!("{base}/feed.rss")]),
+        "rss"
+    );
+    assert_eq!(
+        redis_cli(&url, &["HGET", &key("listings"), &format!("{base}/seed.atom")]),
+        "atom"
+    );
+    assert_eq!(
+        redis_cli(&url, &["HGET", &key("listings"), &format!("{base}/more.txt")]),
+        "text"
+    );
+    assert_eq!(
+        redis_cli(
+            &url,
+            &["HGET", &key("listings"), &format!("{base}/sitemap-index.xml")]
+        ),
+        "sitemapindex"
+    );
+    assert_eq!(
+        redis_cli(&url, &["HGET", &key("stats"), "listings"]),
+        LISTINGS.len().to_string()
+    );
+}

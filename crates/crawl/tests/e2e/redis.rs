@@ -61,7 +61,7 @@ fn site(delay: Duration) -> Server {
     })
 }
 
-fn redis_url(test: &str) -> Option<String> {
+pub(crate) fn redis_url(test: &str) -> Option<String> {
     match std::env::var("SIMCRAWL_REDIS_URL") {
         Ok(u) if !u.is_empty() => Some(u),
         _ => {
@@ -72,21 +72,21 @@ fn redis_url(test: &str) -> Option<String> {
 }
 
 /// A namespace of this test's own on the shared server.
-fn namespace(test: &str) -> String {
+pub(crate) fn namespace(test: &str) -> String {
     format!("e2e-{test}-{}", std::process::id())
 }
 
 /// The files of one shared crawl: config (with `[redis]`), seeds, the
 /// outputs' root and a log per worker.
-struct Shared {
+pub(crate) struct Shared {
     root: PathBuf,
-    config: PathBuf,
-    seeds: PathBuf,
+    pub(crate) config: PathBuf,
+    pub(crate) seeds: PathBuf,
     url: String,
 }
 
 impl Shared {
-    fn new(root: &Path, seed: &str, url: &str, ns: &str, lease_ms: u64) -> Shared {
+    pub(crate) fn new(root: &Path, seed: &str, url: &str, ns: &str, lease_ms: u64) -> Shared {
         Self::with_tiers(root, seed, url, ns, lease_ms, "redis")
     }
 
@@ -104,7 +104,7 @@ impl Shared {
         }
     }
 
-    fn out(&self) -> PathBuf {
+    pub(crate) fn out(&self) -> PathBuf {
         self.root.join("out")
     }
 
@@ -135,11 +135,11 @@ impl Shared {
         cmd
     }
 
-    fn spawn(&self, worker: &str) -> Child {
+    pub(crate) fn spawn(&self, worker: &str) -> Child {
         self.command(worker, Some(worker)).spawn().unwrap()
     }
 
-    fn logs(&self, workers: &[&str]) -> String {
+    pub(crate) fn logs(&self, workers: &[&str]) -> String {
         workers
             .iter()
             .map(|w| {
@@ -153,7 +153,7 @@ impl Shared {
 
     /// Waits (polling every 20 ms) until `done` holds, failing with `what`
     /// and the logs of `workers` after `limit`.
-    fn wait_until(&self, workers: &[&str], limit: Duration, what: &str, done: impl Fn() -> bool) {
+    pub(crate) fn wait_until(&self, workers: &[&str], limit: Duration, what: &str, done: impl Fn() -> bool) {
         let t0 = Instant::now();
         while !done() {
             assert!(t0.elapsed() < limit, "{what}:\n{}", self.logs(workers));
@@ -162,7 +162,7 @@ impl Shared {
     }
 
     /// Every output line of every worker: (worker, file, line).
-    fn lines(&self, workers: &[&str]) -> Vec<(String, &'static str, Value)> {
+    pub(crate) fn lines(&self, workers: &[&str]) -> Vec<(String, &'static str, Value)> {
         let mut out = Vec::new();
         for w in workers {
             for file in ["kept", "duplicates", "errors"] {
@@ -187,7 +187,7 @@ impl Shared {
     }
 
     /// Waits for each of `children` to exit successfully (40 s each).
-    fn wait_ok(&self, children: &mut [Child], workers: &[&str]) {
+    pub(crate) fn wait_ok(&self, children: &mut [Child], workers: &[&str]) {
         for c in children {
             let st = wait_for(c, Duration::from_secs(40))
                 .unwrap_or_else(|| panic!("a worker did not finish:\n{}", self.logs(workers)));
@@ -676,12 +676,18 @@ fn politeness_and_the_page_budget_hold_across_workers_together() {
     // three uncoordinated workers would not.
     let starts: Arc<Mutex<Vec<Instant>>> = Arc::default();
     let open = Arc::new(Mutex::new((0usize, 0usize)));
-    let (st, op) = (starts.clone(), open.clone());
+    // The default /sitemap.xml (a 404 here): a listing, not a page.
+    let sitemap_reads = Arc::new(Mutex::new(0usize));
+    let (st, op, sm) = (starts.clone(), open.clone(), sitemap_reads.clone());
     let server = Server::start(move |req: &Request| {
         if req.path == "/robots.txt" {
             return Reply::text("User-agent: *\nCrawl-delay: 1\n");
         }
-        st.lock().unwrap().push(Instant::now());
+        if req.path == "/sitemap.xml" {
+            *sm.lock().unwrap() += 1;
+        } else {
+            st.lock().unwrap().push(Instant::now());
+        }
         {
             let mut o = op.lock().unwrap();
             o.0 += 1;
@@ -713,6 +719,9 @@ fn politeness_and_the_page_budget_hold_across_workers_together() {
     // One budget for all: 6 pages fetched, whoever fetched them.
     let starts = starts.lock().unwrap().clone();
     assert_eq!(starts.len(), 6, "pages requested");
+    // The sitemap does not count against the budget, and is read once at
+    // most (never when the budget is spent before its turn).
+    assert!(*sitemap_reads.lock().unwrap() <= 1);
     let st = s.merged_stats(&ns);
     assert_eq!(st["fetched"], 6, "{st}");
     // One request at a time at the server, all workers together.

@@ -266,14 +266,22 @@ impl Writer {
                     }
                     Outcome::Listing {
                         entry,
+                        kind,
                         pages,
                         listings,
                         problems,
                         exchanges,
                     } => {
                         self.recorder().exchanges(exchanges).map_err(state::caller_err)?;
-                        added +=
-                            self.listed(&deduper, tables, &mut fr, &mut sched, entry, pages, listings)?;
+                        added += self.listed(
+                            &deduper,
+                            tables,
+                            &mut fr,
+                            &mut sched,
+                            (entry, *kind),
+                            pages,
+                            listings,
+                        )?;
                         for p in problems {
                             self.recorder()
                                 .listing_problem(entry.url.as_str(), p)
@@ -507,6 +515,9 @@ impl Writer {
             .lock()
             .probe_done(&p.entry.url, matches!(verdict, Some(Verdict::Unique { .. })));
         let mut added = 0;
+        for (at, problem) in &p.listing_problems {
+            self.recorder().listing_problem(at, problem).map_err(io)?;
+        }
         for c in &p.listings {
             if frontier::enqueue_listing(deduper, tables, fr, &mut self.cp.next_seq, c, p.entry.depth)? {
                 added += 1;
@@ -692,27 +703,31 @@ impl Writer {
         tables: &mut dyn simcrawl_dedup::Tables,
         fr: &mut redb::Table<'_, u64, &'static [u8]>,
         sched: &mut Schedule<'_>,
-        entry: &crate::frontier::Entry,
-        pages: &[(Candidate, Option<u64>, Option<u64>)],
+        (entry, kind): (&crate::frontier::Entry, crate::listing::Kind),
+        pages: &[(Candidate, crate::listing::Hints)],
         listings: &[Candidate],
     ) -> simcrawl_dedup::Result<u64> {
         self.cp.stats.listings += 1;
         let mut added = 0;
         if entry.depth < self.max_depth {
-            for (c, lastmod, every) in pages {
+            for (c, hints) in pages {
+                let key = url_key(deduper.canonicalizer(), c.url());
+                if let Some(key) = key {
+                    sched.put_sitemap_hints(key, c.url().as_str(), hints)?;
+                }
                 if frontier::enqueue(deduper, tables, fr, &mut self.cp.next_seq, c, entry.depth + 1)? {
                     added += 1;
-                    if let Some(s) = every
-                        && let Some(key) = url_key(deduper.canonicalizer(), c.url())
+                    if let Some(s) = hints.every_secs()
+                        && let Some(key) = key
                     {
-                        sched.hint(key, *s)?;
+                        sched.hint(key, s)?;
                     }
                     continue;
                 }
-                if let Some(lm) = lastmod
-                    && let Some(key) = url_key(deduper.canonicalizer(), c.url())
+                if let Some(lm) = hints.lastmod
+                    && let Some(key) = key
                     && let Some(mut rec) = sched.get(key)?
-                    && *lm > rec.fetched_at
+                    && lm > rec.fetched_at
                 {
                     let now = crate::frontier::now_ms();
                     if rec.next_ms > now {
@@ -743,6 +758,7 @@ impl Writer {
                 interval_s: interval,
                 next_ms: crate::frontier::now_ms().saturating_add(interval.saturating_mul(1000)),
                 listing: true,
+                listing_kind: Some(kind.as_str().to_string()),
                 ..PageRecord::default()
             };
             sched.put(key, &rec)?;

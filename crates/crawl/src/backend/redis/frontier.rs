@@ -29,6 +29,8 @@
 //! | `{NS}:f:rw:HOST RULE` | hash | the URLs a learnt rule rewrote: URL -> `HOST \t ENTRY`, the entry that gives it back if the rule is withdrawn |
 //! | `{NS}:f:tpl` | hash | site templates: host -> JSON of its learnt blocks |
 //! | `{NS}:f:learn` | hash | the learners' named blobs (none written yet; read for what older versions saved whole) |
+//! | `{NS}:f:hints` | hash | URL -> what the last sitemap listing it said of it: `crate::listing::Hints::stored` JSON (`url`, `lastmod`, `changefreq`, `priority`) |
+//! | `{NS}:f:listings` | hash | sitemap or feed URL read -> its kind (`crate::listing::Kind::as_str`: `rss`, `atom`, `urlset`, `sitemapindex`, `text`) |
 //!
 //! The learners' keys are written only by the `ack` script, with the batch
 //! that learnt them ([`super::learn`]).
@@ -36,7 +38,11 @@
 //! An entry is `n ATTEMPTS DEPTH URL TOKEN` for a URL that still has to be
 //! claimed in the URL tier, or `c ATTEMPTS DEPTH URL` for one already
 //! claimed (requeued after a transient failure, or given back); see
-//! [`Claim`].
+//! [`Claim`]. A sitemap or feed (`crate::listing`) is the same entry with
+//! the flag `nl` / `cl` ([`encode_kind`]): one worker leases, fetches and
+//! acknowledges it, like a page, and its URL's claim in the URL tier is
+//! what keeps it from being read twice in a crawl (every worker offers
+//! its hosts' sitemaps, the claim keeps one).
 //!
 //! # Leases
 //!
@@ -127,14 +133,29 @@ pub enum Claim {
     Pending(String),
 }
 
-/// A queue entry as stored: `c ATTEMPTS DEPTH URL` ([`Claim::Held`]) or
-/// `n ATTEMPTS DEPTH URL TOKEN` ([`Claim::Pending`]); a serialized URL has
-/// no spaces.
+/// A page's queue entry as stored: `c ATTEMPTS DEPTH URL` ([`Claim::Held`])
+/// or `n ATTEMPTS DEPTH URL TOKEN` ([`Claim::Pending`]); a serialized URL
+/// has no spaces.
 pub fn encode_entry(claim: &Claim, attempts: u32, depth: u32, url: &Url) -> String {
+    encode_kind(claim, attempts, depth, url, false)
+}
+
+/// [`encode_entry`] for a page (`listing` false) or a sitemap or feed
+/// (`crate::listing`): the same with the flag `cl` / `nl`. The flag's
+/// first letter is the claim, so the `lease` script's reclaim (which
+/// rewrites that letter only) keeps the `l`; a listing is leased,
+/// claimed, acknowledged and given back like a page.
+pub fn encode_kind(claim: &Claim, attempts: u32, depth: u32, url: &Url, listing: bool) -> String {
+    let l = if listing { "l" } else { "" };
     match claim {
-        Claim::Held => format!("c {attempts} {depth} {}", url.as_str()),
-        Claim::Pending(token) => format!("n {attempts} {depth} {} {token}", url.as_str()),
+        Claim::Held => format!("c{l} {attempts} {depth} {}", url.as_str()),
+        Claim::Pending(token) => format!("n{l} {attempts} {depth} {} {token}", url.as_str()),
     }
+}
+
+/// `e` as stored again (given back, requeued), its claim now held.
+pub fn encode_again(e: &Entry, attempts: u32) -> String {
+    encode_kind(&Claim::Held, attempts, e.depth, &e.url, e.listing)
 }
 
 /// A leased entry: its claim, and the entry (its `seq` is the lease id).
@@ -145,6 +166,10 @@ pub fn decode_entry(id: u64, s: &str) -> Option<(Claim, Entry)> {
     let depth = parts.next()?.parse().ok()?;
     let url = Url::parse(parts.next()?).ok()?;
     let token = parts.next().unwrap_or("");
+    let (flag, listing) = match flag.strip_suffix('l') {
+        Some(f) => (f, true),
+        None => (flag, false),
+    };
     let claim = match flag {
         "c" => Claim::Held,
         "n" => Claim::Pending(token.to_string()),
@@ -159,7 +184,7 @@ pub fn decode_entry(id: u64, s: &str) -> Option<(Claim, Entry)> {
             attempts,
             not_before_ms: 0,
             revisit: None,
-            listing: false,
+            listing,
         },
     ))
 }
@@ -743,6 +768,21 @@ mod tests {
         assert_ne!(t1, t2);
         assert_ne!(Tokens::new().next(), t1, "another process's tokens differ");
         assert!(!t1.contains(' '));
+        assert!(!e.listing);
+        // A sitemap or feed: the same, flagged; the lease script's reclaim
+        // rewrites the first letter only, which keeps the flag.
+        let l = encode_kind(&Claim::Pending("ab.2".into()), 0, 3, &url, true);
+        assert_eq!(l, "nl 0 3 http://example.com:8080/a?b=1%20c ab.2");
+        let (claim, e) = decode_entry(7, &l).unwrap();
+        assert_eq!(
+            (claim, e.listing, e.depth),
+            (Claim::Pending("ab.2".into()), true, 3)
+        );
+        let again = encode_again(&e, 1);
+        assert_eq!(again, "cl 1 3 http://example.com:8080/a?b=1%20c");
+        let reclaimed = format!("c{}", &l[1..]);
+        assert!(decode_entry(7, &reclaimed).unwrap().1.listing);
+        assert!(decode_entry(1, "xl 0 0 http://a/").is_none());
         assert!(decode_entry(1, "x 0 0 http://a/").is_none());
         assert!(decode_entry(1, "n zero 0 http://a/").is_none());
         assert!(decode_entry(1, "n 0 0 not a url").is_none());

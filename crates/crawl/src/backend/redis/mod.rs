@@ -54,7 +54,10 @@ use simcrawl_dedup::{
 use tracing::{info, warn};
 use url::Url;
 
-use self::frontier::{Ack, AckReply, Claim, Leased, RedisFrontier, Release, encode_entry, host_key, retry};
+use self::frontier::{
+    Ack, AckReply, Claim, Leased, RedisFrontier, Release, encode_again, encode_entry, encode_kind, host_key,
+    retry,
+};
 use self::learn::RedisLearn;
 use crate::backend::local::state;
 use crate::backend::{Commits, Source};
@@ -798,7 +801,7 @@ impl Source for RedisSource {
             .drain(..)
             .map(|e| Release {
                 lease: e.seq,
-                again: Some((encode_entry(&Claim::Held, e.attempts, e.depth, &e.url), 0)),
+                again: Some((encode_again(&e, e.attempts), 0)),
                 uncount: true,
             })
             .collect();
@@ -966,8 +969,42 @@ struct Judged<'a> {
 struct Written {
     releases: Vec<Release>,
     links: Vec<(String, String)>,
+    /// Sitemap hints and listing kinds, for the ack's learner writes
+    /// (`hint`, `listing` in ack.lua).
+    notes: Vec<frontier::LearnOp>,
     delays: Vec<(String, u64)>,
     requeued: u64,
+}
+
+/// Where a new entry was found (see [`RedisWriter::write_batch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// A page's link.
+    Link,
+    /// A page a sitemap or feed lists.
+    Listed,
+    /// A sitemap or feed a page leads to (its host's, or one it announces).
+    Listing,
+    /// A sitemap a sitemap index lists.
+    ListedListing,
+}
+
+impl Found {
+    /// A sitemap or feed, not a page: queued as a listing entry, and not
+    /// a duplicate page when its URL is known already.
+    fn is_listing(self) -> bool {
+        matches!(self, Found::Listing | Found::ListedListing)
+    }
+}
+
+/// An ack's learner write of `kind` (see ack.lua) with two arguments.
+fn learn_op(kind: &str, a: &str, b: &str) -> frontier::LearnOp {
+    [
+        kind.as_bytes().to_vec(),
+        a.as_bytes().to_vec(),
+        b.as_bytes().to_vec(),
+        Vec::new(),
+    ]
 }
 
 fn io(e: anyhow::Error) -> anyhow::Error {
@@ -982,6 +1019,12 @@ impl RedisWriter {
         let mut releases = Vec::with_capacity(batch.len());
         let mut requeued = 0u64;
         let mut links: Vec<(Candidate, u32)> = Vec::new();
+        // Sitemaps and feeds to read (a page's, or an index's: only the
+        // latter count as `listed`, as in the local mode), and the pages
+        // listings gave (counted as `listed` when new).
+        let mut listing_links: Vec<(Candidate, u32, Found)> = Vec::new();
+        let mut listed_links: Vec<(Candidate, u32)> = Vec::new();
+        let mut notes: Vec<frontier::LearnOp> = Vec::new();
         let mut delays: BTreeMap<String, u64> = BTreeMap::new();
         let mut page_no = 0;
         for o in batch {
@@ -1003,7 +1046,7 @@ impl RedisWriter {
                         crate::frontier::now_ms().saturating_add(delay),
                         kind,
                     );
-                    let again = encode_entry(&Claim::Held, entry.attempts + 1, entry.depth, &entry.url);
+                    let again = encode_again(entry, entry.attempts + 1);
                     releases.push(Release {
                         lease: entry.seq,
                         again: Some((again, delay)),
@@ -1011,6 +1054,28 @@ impl RedisWriter {
                     });
                     self.state.stats.requeued += 1;
                     requeued += 1;
+                }
+                // A sitemap or feed that is not there (most hosts have no
+                // /sitemap.xml): nothing to say, and not a page.
+                Outcome::Failed {
+                    entry,
+                    status: Some(404 | 410),
+                    ..
+                } if entry.listing => releases.push(Release {
+                    lease: entry.seq,
+                    again: None,
+                    uncount: true,
+                }),
+                // Any other failure of one: a line, not a failed page.
+                Outcome::Failed { entry, error, .. } if entry.listing => {
+                    self.recorder()
+                        .listing_problem(entry.url.as_str(), error)
+                        .map_err(io)?;
+                    releases.push(Release {
+                        lease: entry.seq,
+                        again: None,
+                        uncount: true,
+                    });
                 }
                 Outcome::Failed {
                     entry, kind, error, ..
@@ -1030,12 +1095,52 @@ impl RedisWriter {
                 // its own URL); the lease ends and its page is not counted.
                 // Revisits are the single-machine mode's (`crate::revisit`):
                 // the shared frontier never holds one.
-                Outcome::NotModified { entry, .. } | Outcome::Listing { entry, .. } => {
+                Outcome::NotModified { entry, .. } => releases.push(Release {
+                    lease: entry.seq,
+                    again: None,
+                    uncount: false,
+                }),
+                // A sitemap or feed read: its pages and sitemaps become
+                // entries as links do, what it says of them is kept, and
+                // its lease does not count against the page budget.
+                Outcome::Listing {
+                    entry,
+                    kind,
+                    pages,
+                    listings,
+                    problems,
+                    exchanges,
+                } => {
+                    self.recorder().exchanges(exchanges).map_err(io)?;
+                    self.state.stats.listings += 1;
+                    notes.push(learn_op("listing", entry.url.as_str(), kind.as_str()));
+                    if entry.depth < self.max_depth {
+                        for (c, hints) in pages {
+                            if !hints.is_empty() {
+                                notes.push(learn_op(
+                                    "hint",
+                                    c.url().as_str(),
+                                    &hints.stored(c.url().as_str()),
+                                ));
+                            }
+                            listed_links.push((c.clone(), entry.depth + 1));
+                        }
+                    }
+                    listing_links.extend(
+                        listings
+                            .iter()
+                            .map(|c| (c.clone(), entry.depth, Found::ListedListing)),
+                    );
+                    for p in problems {
+                        self.recorder()
+                            .listing_problem(entry.url.as_str(), p)
+                            .map_err(io)?;
+                    }
                     releases.push(Release {
                         lease: entry.seq,
                         again: None,
-                        uncount: false,
-                    })
+                        uncount: true,
+                    });
                 }
                 Outcome::Rewritten { entry, .. } => {
                     let folded = self.dust.lock().fold_by(&entry.url);
@@ -1085,39 +1190,67 @@ impl RedisWriter {
                     self.write_page(p, judged.redirected[i], judged.verdicts[i].as_ref())?;
                     if !judged.redirected[i] && p.entry.depth < self.max_depth {
                         self.fold_links(p, &mut links)?;
+                        // Its host's sitemaps (the first page of the host
+                        // this worker fetched) and the feeds it announces,
+                        // at its own depth: their pages come one deeper.
+                        listing_links.extend(
+                            p.listings
+                                .iter()
+                                .map(|c| (c.clone(), p.entry.depth, Found::Listing)),
+                        );
+                    }
+                    for (at, problem) in &p.listing_problems {
+                        self.recorder().listing_problem(at, problem).map_err(io)?;
                     }
                 }
             }
         }
-        // 2. Links the URL tier has not seen become entries.
+        // 2. Links the URL tier has not seen become entries: pages (from
+        // links, then from listings), then sitemaps and feeds. A URL seen
+        // as a listing is not a duplicate page: not counted as one.
         let mut here = HashSet::new();
         let mut fresh_links = Vec::new();
-        for (c, depth) in links {
+        let tagged = links
+            .into_iter()
+            .map(|(c, d)| (c, d, Found::Link))
+            .chain(listed_links.into_iter().map(|(c, d)| (c, d, Found::Listed)))
+            .chain(listing_links);
+        for (c, depth, found) in tagged {
             if here.insert(c.canonical().digest()) {
-                fresh_links.push((c, depth));
-            } else {
+                fresh_links.push((c, depth, found));
+            } else if !found.is_listing() {
                 self.state.stats.verdicts.dup_url += 1;
             }
         }
-        let candidates: Vec<Candidate> = fresh_links.iter().map(|(c, _)| c.clone()).collect();
+        let candidates: Vec<Candidate> = fresh_links.iter().map(|(c, _, _)| c.clone()).collect();
         let d = self.deduper.clone();
         let new = retry("check links against the URL tier", self.frontier.url(), || {
             unseen(&d, &candidates)
         })?;
         let mut queued = Vec::new();
-        for ((c, depth), is_new) in fresh_links.into_iter().zip(new) {
+        for ((c, depth, found), is_new) in fresh_links.into_iter().zip(new) {
             if is_new {
                 queued.push((
                     host_key(c.url()),
-                    encode_entry(&Claim::Pending(self.tokens.next()), 0, depth, c.url()),
+                    encode_kind(
+                        &Claim::Pending(self.tokens.next()),
+                        0,
+                        depth,
+                        c.url(),
+                        found.is_listing(),
+                    ),
                 ));
-            } else {
+                if matches!(found, Found::Listed | Found::ListedListing) {
+                    self.state.stats.listed += 1;
+                }
+            } else if !found.is_listing() {
                 self.state.stats.verdicts.dup_url += 1;
             }
         }
         Ok(Written {
             releases,
             links: queued,
+            notes,
             delays: delays.into_iter().collect(),
             requeued,
         })
@@ -1272,6 +1405,7 @@ impl Commits for RedisWriter {
             // The rewrites this attempt recorded, then what was learnt
             // (a withdrawal gives back the records made before it).
             let (mut ops, max_recorded) = self.learn.take_ops();
+            ops.extend(written.notes.iter().cloned());
             let tail = match learnt.take() {
                 Some(t) => t,
                 None => self.learnt()?,

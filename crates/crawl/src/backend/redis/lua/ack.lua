@@ -66,7 +66,8 @@ end
 -- The learners' writes (src/shared/learn.rs), in the order they were made:
 -- tpl / tpl- / tpl0 (a host's template set, removed, all removed), dust /
 -- dust- / dust0 (a rule's state; `blocked` is never overwritten by
--- `learnt`), blob- (a blob removed), rec (rule, URL, `HOST \t ENTRY`:
+-- `learnt`), blob- (a blob removed), hint (URL, a sitemap's hints for it as
+-- JSON), listing (a sitemap or feed URL read, its kind), rec (rule, URL, `HOST \t ENTRY`:
 -- recorded within the bound, or queued again at once if the rule is
 -- blocked: it was withdrawn, its records given back already), back (rule,
 -- the other rules of its host joined by newlines: its records removed and
@@ -102,6 +103,10 @@ for _ = 1, nlearn do
     redis.call('DEL', p .. 'dust')
   elseif kind == 'blob-' then
     redis.call('HDEL', p .. 'learn', a)
+  elseif kind == 'hint' then
+    redis.call('HSET', p .. 'hints', a, b)
+  elseif kind == 'listing' then
+    redis.call('HSET', p .. 'listings', a, b)
   elseif kind == 'rec' then
     local rk = p .. 'rw:' .. a
     if redis.call('HGET', p .. 'dust', a) == 'blocked' then
