@@ -1440,13 +1440,22 @@ impl Commits for RedisWriter {
             // (as by kill -9) with a batch's lines written and not
             // acknowledged: `redirect`, the first batch with a redirected
             // page (its target must not count as seen yet); a number N, the
-            // N-th batch.
+            // N-th batch that wrote lines (a batch of listings alone, such
+            // as a missing /sitemap.xml, writes none, and its place in the
+            // order depends on timing).
             #[cfg(debug_assertions)]
-            if let Ok(when) = std::env::var("SIMCRAWL_TEST_ABORT_BEFORE_ACK")
-                && ((when == "redirect" && targets.iter().any(Option::is_some))
-                    || when.parse::<u64>().is_ok_and(|n| n == self.batch_no))
-            {
-                std::process::abort();
+            if let Ok(when) = std::env::var("SIMCRAWL_TEST_ABORT_BEFORE_ACK") {
+                static LINED_BATCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let lined = if self.state.offsets == at {
+                    LINED_BATCHES.load(std::sync::atomic::Ordering::Relaxed)
+                } else {
+                    LINED_BATCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
+                };
+                if (when == "redirect" && targets.iter().any(Option::is_some))
+                    || (self.state.offsets != at && when.parse::<u64>().is_ok_and(|n| n == lined))
+                {
+                    std::process::abort();
+                }
             }
             let reply = retry("acknowledge results", self.frontier.url(), || {
                 self.frontier.ack(&self.worker, self.cap, &ack)

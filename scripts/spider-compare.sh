@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Side by side with spider-rs (issue 28, docs/BENCHMARKS.md "Against
+# spider-rs"): builds `crawl` and bench/spider-compare (spider from
+# crates.io) in release, serves a documentation site with nginx over
+# loopback and crawls it with each, alternately, printing medians.
+#   scripts/spider-compare.sh [SITE_DIR] [ROUNDS] [-- spider_compare.py options]
+# SITE_DIR defaults to LibreOffice's help (en-US, zh-CN, zh-TW: 7,683 pages
+# and 367 directory listings) as scripts/build-html-gate.sh unpacks it.
+# Not part of CI: it builds spider's dependency tree (a few minutes).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SITE=${1:-$HOME/.cache/simcrawl-eval/html-root/usr/share/libreoffice/help}
+ROUNDS=${2:-5}
+shift $(( $# > 2 ? 2 : $# ))
+[ "${1:-}" = "--" ] && shift
+if [ ! -d "$SITE" ]; then
+  echo "$SITE: no such site; run scripts/build-html-gate.sh target/html-gate first (it unpacks the docs), or name a folder" >&2
+  exit 2
+fi
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || bash scripts/install-deps.sh
+cargo build --release -q -p simcrawl
+CARGO_TARGET_DIR=target/spider-compare cargo build --release -q \
+  --manifest-path bench/spider-compare/Cargo.toml ${SPIDER_FEATURES:+--no-default-features --features "$SPIDER_FEATURES"}
+python3 scripts/spider_compare.py --crawl target/release/crawl \
+  --spider target/spider-compare/release/spider-compare --site "$SITE" --rounds "$ROUNDS" "$@"
