@@ -19,7 +19,13 @@ if [ ! -d "$SITE" ]; then
 fi
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || bash scripts/install-deps.sh
 cargo build --release -q -p simcrawl
+# spider as its users get it (default features) and its fastest build (no
+# default features, mimalloc), each in its own target directory.
 CARGO_TARGET_DIR=target/spider-compare cargo build --release -q \
-  --manifest-path bench/spider-compare/Cargo.toml ${SPIDER_FEATURES:+--no-default-features --features "$SPIDER_FEATURES"}
-python3 scripts/spider_compare.py --crawl target/release/crawl \
-  --spider target/spider-compare/release/spider-compare --site "$SITE" --rounds "$ROUNDS" "$@"
+  --manifest-path bench/spider-compare/Cargo.toml
+CARGO_TARGET_DIR=target/spider-compare-fast cargo build --release -q \
+  --manifest-path bench/spider-compare/Cargo.toml --no-default-features --features mimalloc
+python3 scripts/spider_compare.py --crawl crawl=target/release/crawl \
+  --spider spider=target/spider-compare/release/spider-compare \
+  --spider spider-fast=target/spider-compare-fast/release/spider-compare \
+  --site "$SITE" --rounds "$ROUNDS" "$@"

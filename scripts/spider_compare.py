@@ -6,6 +6,10 @@ crawler).
     spider_compare.py --crawl BIN --spider BIN --site DIR [--rounds 5]
                       [--concurrency 32] [--per-host 8] [--set KEY=VALUE ...]
 
+`--crawl` and `--spider` may be given several times as NAME=BIN (a build
+before and after a change, spider's default and fastest builds): every
+contender runs once per round, in a rotated order.
+
 nginx serves DIR on a free 127.0.0.1 port with directory listings on, so
 that every page of the site is reachable from `/` for both crawlers whatever
 its own links are. Both get the same concurrency, no delay and no robots.txt
@@ -96,12 +100,12 @@ def run_child(cmd, **kw):
     return p, cpu, wall
 
 
-def run_crawl(args, base, work):
+def run_crawl(args, binary, base, work):
     out, data = os.path.join(work, "out"), os.path.join(work, "data")
     seeds = os.path.join(work, "seeds.txt")
     with open(seeds, "w") as f:
         f.write(base + "\n")
-    cmd = [args.crawl, "--seeds", seeds, "--out", out, "--data-dir", data, "--fresh",
+    cmd = [binary, "--seeds", seeds, "--out", out, "--data-dir", data, "--fresh",
            "--concurrency", str(args.concurrency),
            "--set", f"fetch.concurrency={args.concurrency}",
            "--set", f"fetch.per_host_concurrency={args.per_host}",
@@ -118,16 +122,16 @@ def run_crawl(args, base, work):
             "dups": stats["dup_title"] + stats["dup_content"], "cpu_s": cpu, "wall_s": wall}
 
 
-def run_spider(args, base):
-    p, cpu, wall = run_child([args.spider, base + "/", str(args.concurrency)])
+def run_spider(args, binary, base):
+    p, cpu, wall = run_child([binary, base + "/", str(args.concurrency)])
     line = json.loads(p.stdout.strip().splitlines()[-1])
     return {"fetched": line["pages"], "cpu_s": cpu, "wall_s": wall}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--crawl", required=True)
-    ap.add_argument("--spider", required=True)
+    ap.add_argument("--crawl", action="append", required=True, help="BIN or NAME=BIN")
+    ap.add_argument("--spider", action="append", required=True, help="BIN or NAME=BIN")
     ap.add_argument("--site", required=True)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--concurrency", type=int, default=32)
@@ -141,18 +145,25 @@ def main():
     work = tempfile.mkdtemp(prefix="spider-compare-")
     nginx, port = start_nginx(site, work)
     base = f"http://127.0.0.1:{port}"
-    rows = {"crawl": [], "spider": []}
+    def named(values, kind):
+        out = []
+        for i, v in enumerate(values):
+            name, _, path = v.rpartition("=")
+            out.append((name or (kind if len(values) == 1 else f"{kind}{i + 1}"), kind, path))
+        return out
+    contenders = named(args.crawl, "crawl") + named(args.spider, "spider")
+    rows = {name: [] for name, _, _ in contenders}
     try:
         # Warm the page cache (and nginx) once, untimed.
-        run_spider(args, base)
+        run_spider(args, contenders[-1][2], base)
         for r in range(args.rounds):
-            order = ["crawl", "spider"] if r % 2 == 0 else ["spider", "crawl"]
-            for who in order:
-                res = run_crawl(args, base, work) if who == "crawl" else run_spider(args, base)
+            k = r % len(contenders)
+            for name, kind, path in contenders[k:] + contenders[:k]:
+                res = run_crawl(args, path, base, work) if kind == "crawl" else run_spider(args, path, base)
                 res["ms_per_site_page"] = 1000 * res["cpu_s"] / pages
                 res["site_pages_per_s"] = pages / res["wall_s"]
-                rows[who].append(res)
-                print(json.dumps({"round": r + 1, "who": who, **res}), flush=True)
+                rows[name].append(res)
+                print(json.dumps({"round": r + 1, "who": name, **res}), flush=True)
     finally:
         nginx.terminate()
         nginx.wait()
@@ -166,10 +177,12 @@ def main():
         runs = " / ".join(f"{x['ms_per_site_page']:.3f}" for x in rs)
         print(f"| {who} | {med('fetched'):.0f} | {med('site_pages_per_s'):,.0f} | "
               f"{med('ms_per_site_page'):.3f} | {runs} |")
-    c = statistics.median(x["ms_per_site_page"] for x in rows["crawl"])
-    s = statistics.median(x["ms_per_site_page"] for x in rows["spider"])
-    print(f"\ncrawl / spider CPU per site page: {c / s:.2f}")
-
+    med = {name: statistics.median(x["ms_per_site_page"] for x in rs) for name, rs in rows.items()}
+    crawls = [n for n, kind, _ in contenders if kind == "crawl"]
+    spiders = [n for n, kind, _ in contenders if kind == "spider"]
+    for c in crawls:
+        for sp in spiders:
+            print(f"{c} / {sp} CPU per site page: {med[c] / med[sp]:.2f}")
 
 if __name__ == "__main__":
     main()

@@ -36,7 +36,17 @@ async fn main() {
         .with_concurrency_limit(Some(concurrency))
         .with_delay(0);
     website.crawl().await;
-    let pages = website.get_links().len();
+    let links = website.get_links();
+    let pages = links.len();
+    // SPIDER_LINKS=FILE writes the URLs it visited, one per line, to see
+    // what it missed or fetched twice.
+    if let Ok(path) = std::env::var("SPIDER_LINKS") {
+        let mut list: Vec<String> = links.iter().map(|l| l.as_ref().to_string()).collect();
+        list.sort();
+        if let Err(e) = std::fs::write(&path, list.join("\n") + "\n") {
+            eprintln!("cannot write {path}: {e}");
+        }
+    }
     println!(
         "{{\"pages\": {pages}, \"wall_s\": {:.3}, \"cpu_s\": {:.3}}}",
         started.elapsed().as_secs_f64(),

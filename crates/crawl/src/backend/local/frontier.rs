@@ -7,7 +7,7 @@
 //! waiting: none is lost and none is fetched again after its result was
 //! written.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use anyhow::Result;
 use redb::{ReadableDatabase, Table, TableDefinition, WriteTransaction};
@@ -242,9 +242,19 @@ pub fn open(txn: &WriteTransaction) -> simcrawl_dedup::Result<Table<'_, u64, &'s
 /// The in-memory window over the stored frontier: entries loaded in order,
 /// the ones being fetched, and per-host counts so that one slow host cannot
 /// take every fetch slot.
+///
+/// Entries wait in one queue per host, and hosts are ordered by the seq of
+/// their first entry: handing out the next entry looks at one queue per
+/// host at most, never at every entry (a crawl of one busy host has 20,000
+/// entries of it in the window, all behind its full slots).
 #[derive(Debug, Default)]
 pub struct Window {
-    pending: VecDeque<(String, Entry)>,
+    /// Each host's entries, in seq order.
+    queues: HashMap<String, VecDeque<Entry>>,
+    /// Hosts with entries, by the seq of their first one.
+    order: BTreeMap<u64, String>,
+    /// Entries in `queues`.
+    len: usize,
     /// Highest seq loaded so far.
     loaded_upto: Option<u64>,
     /// Entries not yet committed, with their host while their fetch runs.
@@ -252,6 +262,18 @@ pub struct Window {
     per_host: HashMap<String, usize>,
     /// Whether the last load found the stored frontier exhausted.
     exhausted: bool,
+    /// Set when a scan found nothing to hand out. Until a host slot is
+    /// freed, entries are loaded or an entry falls due, another scan would
+    /// find nothing either: the dispatcher asks again at every turn.
+    stalled: Option<Stall>,
+}
+
+/// Why the last scan of the window found nothing (see `Window::stalled`).
+#[derive(Debug, Clone, Copy)]
+struct Stall {
+    per_host_limit: usize,
+    /// When the soonest entry that was not yet due falls due.
+    retry_at_ms: u64,
 }
 
 /// Entries kept in memory at most.
@@ -261,12 +283,12 @@ impl Window {
     /// Whether [`Window::refill`] could load anything: the window is low and
     /// the store was not found empty since the last [`Window::poke`].
     pub fn wants_refill(&self) -> bool {
-        self.pending.len() < WINDOW / 2 && !self.exhausted
+        self.len < WINDOW / 2 && !self.exhausted
     }
 
     /// Loads more stored entries when the window runs low.
     pub fn refill(&mut self, db: &redb::Database) -> Result<()> {
-        if self.pending.len() >= WINDOW / 2 {
+        if self.len >= WINDOW / 2 {
             return Ok(());
         }
         let txn = db.begin_read()?;
@@ -286,11 +308,11 @@ impl Window {
             self.loaded_upto = Some(seq);
             n += 1;
             if let Some(e) = decode(seq, v.value()) {
-                self.pending.push_back((host_key(&e.url), e));
+                self.push(host_key(&e.url), e);
             } else {
                 tracing::warn!(seq, "unreadable frontier entry skipped");
             }
-            if self.pending.len() >= WINDOW {
+            if self.len >= WINDOW {
                 break;
             }
         }
@@ -298,14 +320,66 @@ impl Window {
         Ok(())
     }
 
+    /// Adds a loaded entry (seqs come in increasing order).
+    fn push(&mut self, host: String, e: Entry) {
+        let q = self.queues.entry(host.clone()).or_default();
+        if q.is_empty() {
+            self.order.insert(e.seq, host);
+        }
+        q.push_back(e);
+        self.len += 1;
+        self.stalled = None;
+    }
+
     /// The next entry that is due and whose host has room, if any (it is
     /// marked in flight).
     pub fn next(&mut self, per_host_limit: usize) -> Option<Entry> {
         let now = now_ms();
-        let idx = self.pending.iter().position(|(h, e)| {
-            e.not_before_ms <= now && self.per_host.get(h).copied().unwrap_or(0) < per_host_limit
-        })?;
-        let (host, e) = self.pending.remove(idx)?;
+        if let Some(s) = self.stalled
+            && s.per_host_limit == per_host_limit
+            && now < s.retry_at_ms
+        {
+            return None;
+        }
+        let mut soonest = u64::MAX;
+        let mut found = None;
+        for (&first, host) in &self.order {
+            if self.per_host.get(host).copied().unwrap_or(0) >= per_host_limit {
+                continue;
+            }
+            let Some(q) = self.queues.get(host) else {
+                continue;
+            };
+            // Usually the first: only retried entries wait.
+            match q.iter().position(|e| e.not_before_ms <= now) {
+                Some(i) => {
+                    found = Some((first, host.clone(), i));
+                    break;
+                }
+                None => soonest = q.iter().map(|e| e.not_before_ms).fold(soonest, u64::min),
+            }
+        }
+        let Some((first, host, i)) = found else {
+            self.stalled = Some(Stall {
+                per_host_limit,
+                retry_at_ms: soonest,
+            });
+            return None;
+        };
+        let q = self.queues.get_mut(&host)?;
+        let e = q.remove(i)?;
+        self.len -= 1;
+        if i == 0 {
+            self.order.remove(&first);
+            match q.front() {
+                Some(next) => {
+                    self.order.insert(next.seq, host.clone());
+                }
+                None => {
+                    self.queues.remove(&host);
+                }
+            }
+        }
         *self.per_host.entry(host.clone()).or_insert(0) += 1;
         self.in_flight.insert(e.seq, Some(host));
         Some(e)
@@ -319,6 +393,7 @@ impl Window {
             && let Some(n) = self.per_host.get_mut(&host)
         {
             *n -= 1;
+            self.stalled = None;
             if *n == 0 {
                 self.per_host.remove(&host);
             }
@@ -336,12 +411,12 @@ impl Window {
     }
 
     pub fn pending(&self) -> usize {
-        self.pending.len()
+        self.len
     }
 
     /// Nothing loaded, nothing in flight, nothing more stored.
     pub fn is_finished(&self) -> bool {
-        self.pending.is_empty() && self.in_flight.is_empty() && self.exhausted
+        self.len == 0 && self.in_flight.is_empty() && self.exhausted
     }
 
     /// Forces the next refill to look at the store again (new entries were
@@ -402,10 +477,100 @@ mod tests {
             not_before_ms: 0,
             ..later.clone()
         };
-        w.pending.push_back((host_key(&url), later));
-        w.pending.push_back((host_key(&url), now));
+        w.push(host_key(&url), later);
+        w.push(host_key(&url), now);
         assert_eq!(w.next(8).map(|e| e.seq), Some(1));
         assert_eq!(w.next(8), None);
         assert_eq!(w.pending(), 1);
+    }
+
+    /// A scan that found nothing is not repeated until something changes,
+    /// and each change that can make an entry eligible ends the stall.
+    #[test]
+    fn a_stalled_window_wakes_on_a_freed_slot_a_due_entry_and_a_load() {
+        let entry = |seq: u64, url: &str, not_before_ms: u64| {
+            let url = Url::parse(url).unwrap();
+            (
+                host_key(&url),
+                Entry {
+                    seq,
+                    url,
+                    depth: 0,
+                    attempts: 0,
+                    not_before_ms,
+                    revisit: None,
+                    listing: false,
+                },
+            )
+        };
+        let mut w = Window::default();
+        let (h, e) = entry(0, "http://a.test/0", 0);
+        w.push(h, e);
+        let (h, e) = entry(1, "http://a.test/1", 0);
+        w.push(h, e);
+        let (h, e) = entry(2, "http://b.test/0", now_ms() + 150);
+        w.push(h, e);
+        assert_eq!(w.next(1).map(|e| e.seq), Some(0));
+        // a.test is full, b.test's entry not due yet.
+        assert_eq!(w.pending(), 2);
+        assert_eq!(w.next(1), None);
+        assert!(w.stalled.is_some());
+        // A larger limit is another question.
+        assert_eq!(w.next(2).map(|e| e.seq), Some(1));
+        assert_eq!(w.next(2), None);
+        // A freed slot of a.test: nothing of a.test is left, still nothing.
+        w.released(0);
+        assert!(w.stalled.is_none());
+        assert_eq!(w.next(2), None);
+        // A new entry (as a load pushes it) ends the stall.
+        let (h, e) = entry(3, "http://c.test/0", 0);
+        w.push(h, e);
+        assert_eq!(w.next(2).map(|e| e.seq), Some(3));
+        // b.test's entry is handed out once due, without any other change.
+        assert_eq!(w.next(2), None);
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert_eq!(w.next(2).map(|e| e.seq), Some(2));
+    }
+
+    /// Hosts with room are served in the order their entries were loaded.
+    #[test]
+    fn entries_of_hosts_with_room_leave_in_seq_order() {
+        let mut w = Window::default();
+        for (seq, url) in [(0, "http://a.test/0"), (1, "http://b.test/0"), (2, "http://a.test/1"), (3, "http://c.test/0")] {
+            let url = Url::parse(url).unwrap();
+            let e = Entry {
+                seq,
+                url: url.clone(),
+                depth: 0,
+                attempts: 0,
+                not_before_ms: 0,
+                revisit: None,
+                listing: false,
+            };
+            w.push(host_key(&url), e);
+        }
+        let order: Vec<u64> = std::iter::from_fn(|| w.next(8).map(|e| e.seq)).collect();
+        assert_eq!(order, [0, 1, 2, 3]);
+        assert_eq!(w.pending(), 0);
+        assert_eq!(w.in_flight(), 4);
+        // One slot per host: a.test's second entry waits for its first.
+        let mut w2 = Window::default();
+        for (seq, url) in [(0, "http://a.test/0"), (1, "http://a.test/1"), (2, "http://b.test/0")] {
+            let url = Url::parse(url).unwrap();
+            let e = Entry {
+                seq,
+                url: url.clone(),
+                depth: 0,
+                attempts: 0,
+                not_before_ms: 0,
+                revisit: None,
+                listing: false,
+            };
+            w2.push(host_key(&url), e);
+        }
+        let first: Vec<u64> = std::iter::from_fn(|| w2.next(1).map(|e| e.seq)).collect();
+        assert_eq!(first, [0, 2]);
+        w2.done(0);
+        assert_eq!(w2.next(1).map(|e| e.seq), Some(1));
     }
 }
