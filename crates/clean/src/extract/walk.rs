@@ -58,16 +58,16 @@ pub(crate) enum Semantic {
 }
 
 impl Semantic {
-    /// The marker on element `e` named `name`, with role attribute `role`.
-    fn of(name: &str, e: &Element, role: Option<&str>) -> Self {
-        if e.attr("itemprop").is_some_and(|v| has_token(v, "articleBody"))
-            || e.attr("class").is_some_and(boilerplate::is_content_name)
-            || e.attr("id").is_some_and(boilerplate::is_content_name)
+    /// The marker on an element named `name` with attributes `a`.
+    fn of(name: &str, a: &Marks<'_>) -> Self {
+        if a.itemprop.is_some_and(|v| has_token(v, "articleBody"))
+            || a.class.is_some_and(boilerplate::is_content_name)
+            || a.id.is_some_and(boilerplate::is_content_name)
         {
             Self::Body
         } else if name == "article" {
             Self::Article
-        } else if name == "main" || role.is_some_and(|r| has_token(r, "main")) {
+        } else if name == "main" || a.role.is_some_and(|r| has_token(r, "main")) {
             Self::Main
         } else {
             Self::None
@@ -173,8 +173,9 @@ impl<'a> Walker<'a> {
         let parent = self.stack.last().copied();
         let idx = u32::try_from(self.walk.els.len()).unwrap_or(NONE - 1);
         let block = matches!(kind, Kind::Block | Kind::Cell);
-        let role = e.attr("role");
-        let semantic = Semantic::of(name, e, role);
+        let marks = Marks::of(e);
+        let role = marks.role;
+        let semantic = Semantic::of(name, &marks);
         let tag_boiler =
             boilerplate::is_boilerplate_tag(name) || role.is_some_and(boilerplate::is_boilerplate_role);
         // Figures are images with captions and credits, which are not the
@@ -182,11 +183,8 @@ impl<'a> Walker<'a> {
         // the page's text is kept after all.
         let class_boiler = matches!(name, "figure" | "figcaption")
             || !matches!(name, "body" | "html" | "article" | "main")
-                && boilerplate::is_boilerplate_names(
-                    e.attr("class").unwrap_or(""),
-                    e.attr("id").unwrap_or(""),
-                );
-        let hidden = parent.is_some_and(|p| p.hidden) || is_hidden(e);
+                && boilerplate::is_boilerplate_names(marks.class.unwrap_or(""), marks.id.unwrap_or(""));
+        let hidden = parent.is_some_and(|p| p.hidden) || marks.hidden();
         let ev_start = u32::try_from(self.walk.events.len()).unwrap_or(NONE);
         self.walk.els.push(El {
             parent: parent.map_or(NONE, |p| p.el),
@@ -204,11 +202,11 @@ impl<'a> Walker<'a> {
         });
         let mut anchor = parent.and_then(|p| p.anchor);
         if matches!(name, "a" | "area")
-            && let Some(href) = e.attr("href")
+            && let Some(href) = marks.href
         {
             self.links.push(RawLink {
                 href,
-                nofollow: e.attr("rel").is_some_and(|r| has_token(r, "nofollow")),
+                nofollow: marks.rel.is_some_and(|r| has_token(r, "nofollow")),
                 text: String::new(),
             });
             anchor = Some(self.links.len() - 1);
@@ -300,25 +298,65 @@ impl<'a> Walker<'a> {
     }
 }
 
-/// Whether an element's text is hidden from readers.
-fn is_hidden(e: &Element) -> bool {
-    if e.attr("hidden").is_some() {
-        return true;
+/// The attributes the walk reads, found in one pass over an element's
+/// attribute list. `Element::attr` interns its argument and searches the
+/// list on every call, and the walk asks for up to ten per element: that
+/// was a tenth of the extraction's time.
+#[derive(Debug, Default)]
+struct Marks<'a> {
+    role: Option<&'a str>,
+    itemprop: Option<&'a str>,
+    class: Option<&'a str>,
+    id: Option<&'a str>,
+    hidden: bool,
+    aria_hidden: Option<&'a str>,
+    style: Option<&'a str>,
+    href: Option<&'a str>,
+    rel: Option<&'a str>,
+}
+
+impl<'a> Marks<'a> {
+    fn of(e: &'a Element) -> Self {
+        let mut m = Marks::default();
+        // The parser keeps the first of repeated attributes, as `attr` finds.
+        for (name, value) in e.attrs() {
+            match name {
+                "role" => m.role = Some(value),
+                "itemprop" => m.itemprop = Some(value),
+                "class" => m.class = Some(value),
+                "id" => m.id = Some(value),
+                "hidden" => m.hidden = true,
+                "aria-hidden" => m.aria_hidden = Some(value),
+                "style" => m.style = Some(value),
+                "href" => m.href = Some(value),
+                "rel" => m.rel = Some(value),
+                _ => {}
+            }
+        }
+        m
     }
-    if e.attr("aria-hidden")
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
-    {
-        return true;
+
+    /// Whether the element's text is hidden from readers.
+    fn hidden(&self) -> bool {
+        if self.hidden {
+            return true;
+        }
+        if self
+            .aria_hidden
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case("true"))
+        {
+            return true;
+        }
+        if let Some(style) = self.style {
+            let squashed: String = style
+                .chars()
+                .filter(|c| !c.is_whitespace())
+                .map(|c| c.to_ascii_lowercase())
+                .collect();
+            return squashed.contains("display:none") || squashed.contains("visibility:hidden");
+        }
+        false
     }
-    if let Some(style) = e.attr("style") {
-        let squashed: String = style
-            .chars()
-            .filter(|c| !c.is_whitespace())
-            .map(|c| c.to_ascii_lowercase())
-            .collect();
-        return squashed.contains("display:none") || squashed.contains("visibility:hidden");
-    }
-    false
 }
 
 /// Counts non-whitespace chars and clause punctuation (readability's "commas", with

@@ -536,7 +536,12 @@ mod tests {
     #[test]
     fn entries_of_hosts_with_room_leave_in_seq_order() {
         let mut w = Window::default();
-        for (seq, url) in [(0, "http://a.test/0"), (1, "http://b.test/0"), (2, "http://a.test/1"), (3, "http://c.test/0")] {
+        for (seq, url) in [
+            (0, "http://a.test/0"),
+            (1, "http://b.test/0"),
+            (2, "http://a.test/1"),
+            (3, "http://c.test/0"),
+        ] {
             let url = Url::parse(url).unwrap();
             let e = Entry {
                 seq,
@@ -555,7 +560,11 @@ mod tests {
         assert_eq!(w.in_flight(), 4);
         // One slot per host: a.test's second entry waits for its first.
         let mut w2 = Window::default();
-        for (seq, url) in [(0, "http://a.test/0"), (1, "http://a.test/1"), (2, "http://b.test/0")] {
+        for (seq, url) in [
+            (0, "http://a.test/0"),
+            (1, "http://a.test/1"),
+            (2, "http://b.test/0"),
+        ] {
             let url = Url::parse(url).unwrap();
             let e = Entry {
                 seq,
