@@ -19,6 +19,15 @@ pub struct BenchArgs {
     /// Pages in the generated site.
     #[arg(long, default_value_t = 20_000)]
     pages: usize,
+    /// A run of about a minute on 2 cores: 5,000 pages and 5,000 batch
+    /// documents (overrides `--pages` and `--batch`).
+    #[arg(long)]
+    quick: bool,
+    /// Then deduplicate this many generated documents with `crawl dedup`'s
+    /// own code (in memory, both cores) and report docs/s and CPU per
+    /// document; 0 skips it.
+    #[arg(long, default_value_t = 20_000)]
+    batch: usize,
     /// Pages fetched at once.
     #[arg(long, default_value_t = 64)]
     concurrency: usize,
@@ -186,7 +195,11 @@ fn cpu_seconds() -> f64 {
 }
 
 /// Runs the benchmark and prints its report.
-pub fn bench(args: BenchArgs) -> Result<()> {
+pub fn bench(mut args: BenchArgs) -> Result<()> {
+    if args.quick {
+        args.pages = 5_000;
+        args.batch = 5_000;
+    }
     let exe = std::env::current_exe().context("cannot find the crawl binary")?;
     let mut server = Command::new(exe)
         .args(["__serve-site", "--pages", &args.pages.to_string()])
@@ -294,6 +307,59 @@ pub fn bench(args: BenchArgs) -> Result<()> {
             at(4)
         );
     }
+    if args.batch > 0 {
+        bench_batch(args.batch, &dir)?;
+    }
+    Ok(())
+}
+
+/// A generated corpus of `n` documents (400 of jieba's words each, every
+/// fifth repeating the one before: docs/BENCHMARKS.md's batch corpus)
+/// deduplicated in memory by `crawl dedup`'s own code; prints docs/s and
+/// CPU per document.
+fn bench_batch(n: usize, dir: &std::path::Path) -> Result<()> {
+    let corpus = dir.join("corpus.jsonl");
+    {
+        use std::io::Write as _;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&corpus)?);
+        let words = vocabulary();
+        for i in 0..n {
+            let mut next = rng((i - usize::from(i % 5 == 4)) as u64 + 99);
+            let text: Vec<&str> = (0..400)
+                .map(|_| words[(next() % words.len() as u64) as usize])
+                .collect();
+            let line = serde_json::json!({
+                "url": format!("http://c.example/{i}"),
+                "title": format!("第{i}篇"),
+                "text": text.join("，"),
+            });
+            writeln!(f, "{line}")?;
+        }
+        std::io::Write::flush(&mut f)?;
+    }
+    let cfg = Config::default();
+    let args = crate::batch::BatchArgs {
+        inputs: vec![corpus],
+        out: dir.join("batch-out"),
+        data_dir: None,
+    };
+    let cpu0 = cpu_seconds();
+    let t0 = Instant::now();
+    crate::batch::run(&cfg, &args)?;
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu = cpu_seconds() - cpu0;
+    let read = |f: &str| {
+        std::fs::read_to_string(args.out.join(f))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    println!(
+        "batch documents   {n} ({} kept, {} duplicates)",
+        read("kept.jsonl"),
+        read("duplicates.jsonl")
+    );
+    println!("batch docs/s      {:.0}", n as f64 / wall.max(1e-9));
+    println!("batch cpu per doc {:.3} ms", cpu * 1000.0 / (n.max(1) as f64));
     Ok(())
 }
 

@@ -400,6 +400,16 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
+    // Commands that sign pages: their dictionaries load while the rest of
+    // the start-up runs (docs/BENCHMARKS.md, "Batch against Python").
+    if matches!(
+        cli.command,
+        None | Some(
+            Command::Dedup { .. } | Command::Revisit { .. } | Command::Check { .. } | Command::Bench(_)
+        )
+    ) {
+        simcrawl_dedup::features::preload();
+    }
     match cli.command {
         Some(Command::Dedup {
             input,

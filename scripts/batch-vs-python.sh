@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Batch dedup against the Python baseline (issue 28, docs/BENCHMARKS.md
+# "Batch against Python"): `crawl dedup` and scripts/batch_vs_python.py
+# (jieba + simhash from PyPI, in a venv under target/) over the same corpus,
+# alternately, ROUNDS times; prints each run and the medians.
+#   scripts/batch-vs-python.sh [CORPUS.jsonl] [ROUNDS]
+# CORPUS defaults to the labelled set's texts (target/eval-set/docs.jsonl,
+# scripts/build-eval-set.sh). Not part of CI (a minute or more).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CORPUS=${1:-target/eval-set/docs.jsonl}
+ROUNDS=${2:-3}
+[ -f "$CORPUS" ] || { echo "$CORPUS: no such corpus (scripts/build-eval-set.sh target/eval-set builds the default)" >&2; exit 2; }
+VENV=target/py-baseline-venv
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q jieba==0.42.1 simhash==2.1.2
+fi
+cargo build --release -q -p simcrawl
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+py=() ; rs=()
+for r in $(seq "$ROUNDS"); do
+  p=$("$VENV/bin/python" scripts/batch_vs_python.py "$CORPUS")
+  t0=$(date +%s.%N)
+  target/release/crawl dedup --input "$CORPUS" --out "$out/o$r" 2>"$out/log$r"
+  t1=$(date +%s.%N)
+  rw=$(python3 -c "print(round($t1 - $t0, 3))")
+  echo "round $r: python $p; crawl dedup wall_s $rw ($(tail -1 "$out/log$r"))"
+  py+=("$(echo "$p" | python3 -c 'import json,sys; print(json.load(sys.stdin)["wall_s"])')")
+  rs+=("$rw")
+done
+python3 - "${py[*]}" "${rs[*]}" "$(wc -l < "$CORPUS")" <<'PY'
+import statistics, sys
+py = [float(x) for x in sys.argv[1].split()]
+rs = [float(x) for x in sys.argv[2].split()]
+n = int(sys.argv[3])
+p, r = statistics.median(py), statistics.median(rs)
+print(f"docs {n}: python {n / p:,.0f} docs/s (median wall {p:.2f} s), crawl dedup {n / r:,.0f} docs/s "
+      f"(median wall {r:.2f} s): {p / r:.1f}x")
+PY
