@@ -340,3 +340,50 @@ fn dedup_window_lets_old_entries_expire_between_runs() {
     assert_eq!(lines(&out.join("kept.jsonl")).len(), 1);
     assert!(lines(&out.join("duplicates.jsonl")).is_empty());
 }
+
+/// `crawl bench` crawls its generated site over loopback and then runs the
+/// batch tool on a generated corpus: the verdicts it reports are the ones
+/// the generators plant (every tenth page and every fifth document a copy
+/// of the one before), and it reports each measure it promises.
+#[test]
+fn bench_reports_the_planted_verdicts_of_its_crawl_and_its_batch() {
+    let dir = crate::support::tempdir("e2e-bench-");
+    let out = crawl(&[
+        "bench",
+        "--pages",
+        "300",
+        "--batch",
+        "200",
+        "--concurrency",
+        "8",
+        "--dir",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let field = |name: &str| -> String {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+            .unwrap_or_else(|| panic!("no {name:?} line in:\n{stdout}"))
+    };
+    assert_eq!(field("fetched"), "300");
+    assert_eq!(field("kept / dup title / dup content"), "270 / 0 / 30");
+    assert_eq!(field("batch documents"), "200 (160 kept, 40 duplicates)");
+    for measure in [
+        "pages/s",
+        "cpu per page",
+        "peak RSS",
+        "batch docs/s",
+        "batch cpu per doc",
+    ] {
+        let v = field(measure);
+        let n: f64 = v.split_whitespace().next().unwrap().parse().unwrap();
+        assert!(n > 0.0, "{measure}: {v}");
+    }
+}
