@@ -484,25 +484,27 @@ mod tests {
         assert_eq!(w.pending(), 1);
     }
 
+    /// A loaded entry of `url`, with its host key, due at `not_before_ms`.
+    fn entry(seq: u64, url: &str, not_before_ms: u64) -> (String, Entry) {
+        let url = Url::parse(url).unwrap();
+        (
+            host_key(&url),
+            Entry {
+                seq,
+                url,
+                depth: 0,
+                attempts: 0,
+                not_before_ms,
+                revisit: None,
+                listing: false,
+            },
+        )
+    }
+
     /// A scan that found nothing is not repeated until something changes,
     /// and each change that can make an entry eligible ends the stall.
     #[test]
     fn a_stalled_window_wakes_on_a_freed_slot_a_due_entry_and_a_load() {
-        let entry = |seq: u64, url: &str, not_before_ms: u64| {
-            let url = Url::parse(url).unwrap();
-            (
-                host_key(&url),
-                Entry {
-                    seq,
-                    url,
-                    depth: 0,
-                    attempts: 0,
-                    not_before_ms,
-                    revisit: None,
-                    listing: false,
-                },
-            )
-        };
         let mut w = Window::default();
         let (h, e) = entry(0, "http://a.test/0", 0);
         w.push(h, e);
@@ -542,17 +544,8 @@ mod tests {
             (2, "http://a.test/1"),
             (3, "http://c.test/0"),
         ] {
-            let url = Url::parse(url).unwrap();
-            let e = Entry {
-                seq,
-                url: url.clone(),
-                depth: 0,
-                attempts: 0,
-                not_before_ms: 0,
-                revisit: None,
-                listing: false,
-            };
-            w.push(host_key(&url), e);
+            let (h, e) = entry(seq, url, 0);
+            w.push(h, e);
         }
         let order: Vec<u64> = std::iter::from_fn(|| w.next(8).map(|e| e.seq)).collect();
         assert_eq!(order, [0, 1, 2, 3]);
@@ -565,17 +558,8 @@ mod tests {
             (1, "http://a.test/1"),
             (2, "http://b.test/0"),
         ] {
-            let url = Url::parse(url).unwrap();
-            let e = Entry {
-                seq,
-                url: url.clone(),
-                depth: 0,
-                attempts: 0,
-                not_before_ms: 0,
-                revisit: None,
-                listing: false,
-            };
-            w2.push(host_key(&url), e);
+            let (h, e) = entry(seq, url, 0);
+            w2.push(h, e);
         }
         let first: Vec<u64> = std::iter::from_fn(|| w2.next(1).map(|e| e.seq)).collect();
         assert_eq!(first, [0, 2]);
