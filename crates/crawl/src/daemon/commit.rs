@@ -1,6 +1,7 @@
 //! The writer thread's loop, the same for both backends: it takes the
 //! results of page tasks as they come, in groups (whatever is ready, at most
-//! [`MAX_GROUP`]), hands each group to the backend's [`Commits`], tells the
+//! [`MAX_GROUP`]; a small group waits a few ms for more, [`GATHER_WAIT`]),
+//! hands each group to the backend's [`Commits`], tells the
 //! dispatcher what was committed, and makes commits durable when the
 //! backend says they are due.
 
@@ -16,6 +17,16 @@ use crate::backend::{Commits, Committed};
 /// ready, capped so that one commit (and the time its results wait for the
 /// dispatcher to learn they are done) stays short under a burst.
 pub const MAX_GROUP: usize = 4096;
+
+/// A group smaller than this waits up to [`GATHER_WAIT`] for more results
+/// before it is committed. Results arrive a page at a time, so the writer,
+/// faster than the workers, used to commit about 2 at once: 4,000
+/// transactions for an 8,230-page crawl. Waiting 3 ms gathers ~12 per
+/// commit and cut the CPU per page by 8-10% (docs/BENCHMARKS.md, "Against
+/// spider-rs"); 3 ms is nothing next to a fetch, and a crawl that has gone
+/// quiet still commits its last results within it.
+const GATHER_GROUP: usize = 32;
+const GATHER_WAIT: std::time::Duration = std::time::Duration::from_millis(3);
 
 /// The writer thread: group commits until every sender is gone, then the
 /// last learnt templates and a final durable commit.
@@ -71,6 +82,19 @@ pub fn writer_loop<W: Commits>(
             match rx.try_recv() {
                 Ok(o) => batch.push(o),
                 Err(_) => break,
+            }
+        }
+        // A small group waits a moment for more: each commit is a redb
+        // transaction (page allocation, checksums), and with 2 results per
+        // commit they were a tenth of a crawl's CPU.
+        if batch.len() < GATHER_GROUP {
+            let until = std::time::Instant::now() + GATHER_WAIT;
+            while batch.len() < GATHER_GROUP {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok(o) => batch.push(o),
+                    Err(_) => break,
+                }
             }
         }
         if let Err(e) = w.between_commits() {
