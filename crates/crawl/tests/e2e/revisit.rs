@@ -32,7 +32,7 @@ impl Nginx {
         std::fs::create_dir_all(dir.join("tmp")).unwrap();
         let d = dir.display();
         let conf = format!(
-            "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+            "daemon off;\nmaster_process off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
              events {{ worker_connections 64; }}\n\
              http {{\n  log_format cond '$request_uri $status \"$http_if_none_match\" \"$http_if_modified_since\"';\n\
              access_log {d}/access.log cond;\n  client_body_temp_path {d}/tmp;\n  \
@@ -99,6 +99,9 @@ impl Nginx {
 }
 
 impl Drop for Nginx {
+    /// One process (`master_process off`): killing it leaves no worker
+    /// behind (with a master, SIGKILL orphaned its workers, which kept
+    /// running after the tests).
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
