@@ -544,10 +544,6 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
     // A feed or sitemap served as a page (a seed, a link): read as one,
     // from this answer (the fetcher reads feed types' bodies for this)
     // unless it was cut at the page size limit.
-    let listing_type = fetched
-        .content_type
-        .as_deref()
-        .is_some_and(simcrawl_fetch::is_listing_type);
     if stages.feeds && looks_like_listing(&fetched.body) {
         let listing = Entry {
             listing: true,
@@ -559,7 +555,10 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
         return read_listing_off_reactor(stages, listing, fetched, exchanges).await;
     }
     // XML that is neither: refused by its type, as without feeds.
-    if listing_type
+    if fetched
+        .content_type
+        .as_deref()
+        .is_some_and(simcrawl_fetch::is_listing_type)
         && !stages
             .fetcher
             .config()

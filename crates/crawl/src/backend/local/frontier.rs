@@ -322,11 +322,13 @@ impl Window {
 
     /// Adds a loaded entry (seqs come in increasing order).
     fn push(&mut self, host: String, e: Entry) {
-        let q = self.queues.entry(host.clone()).or_default();
-        if q.is_empty() {
-            self.order.insert(e.seq, host);
+        match self.queues.get_mut(&host) {
+            Some(q) => q.push_back(e),
+            None => {
+                self.order.insert(e.seq, host.clone());
+                self.queues.insert(host, VecDeque::from([e]));
+            }
         }
-        q.push_back(e);
         self.len += 1;
         self.stalled = None;
     }

@@ -1446,13 +1446,11 @@ impl Commits for RedisWriter {
             #[cfg(debug_assertions)]
             if let Ok(when) = std::env::var("SIMCRAWL_TEST_ABORT_BEFORE_ACK") {
                 static LINED_BATCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-                let lined = if self.state.offsets == at {
-                    LINED_BATCHES.load(std::sync::atomic::Ordering::Relaxed)
-                } else {
-                    LINED_BATCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1
-                };
+                let wrote = self.state.offsets != at;
+                let lined = LINED_BATCHES.fetch_add(u64::from(wrote), std::sync::atomic::Ordering::Relaxed)
+                    + u64::from(wrote);
                 if (when == "redirect" && targets.iter().any(Option::is_some))
-                    || (self.state.offsets != at && when.parse::<u64>().is_ok_and(|n| n == lined))
+                    || (wrote && when.parse::<u64>().is_ok_and(|n| n == lined))
                 {
                     std::process::abort();
                 }
