@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::revisit::Nginx;
+use crate::revisit::{Nginx, nginx_site};
 use crate::support::{field, gibberish, page, path_of, site_crawl};
 
 fn write(root: &Path, name: &str, body: &[u8]) {
@@ -43,11 +43,7 @@ fn kept_paths(dirs: &crate::support::Dirs) -> BTreeSet<String> {
 
 #[test]
 fn pages_listed_only_in_sitemaps_and_feeds_are_crawled() {
-    let dir = crate::support::tempdir("listing");
-    let root = dir.path().join("site");
-    std::fs::create_dir_all(&root).unwrap();
-    let Some(nginx) = Nginx::start(&root, &dir.path().join("nginx")) else {
-        eprintln!("SKIPPED: nginx is not installed (scripts/install-deps.sh installs it)");
+    let Some((dir, root, nginx)) = nginx_site("listing") else {
         return;
     };
     let base = nginx.base();
@@ -398,11 +394,7 @@ fn assert_listings_fetched_once(nginx: &Nginx) {
 /// with the commit that read them); every page still kept once.
 #[test]
 fn a_resumed_crawl_does_not_read_its_sitemaps_again() {
-    let dir = crate::support::tempdir("listing");
-    let root = dir.path().join("site");
-    std::fs::create_dir_all(&root).unwrap();
-    let Some(nginx) = Nginx::start(&root, &dir.path().join("nginx")) else {
-        eprintln!("SKIPPED: nginx is not installed (scripts/install-deps.sh installs it)");
+    let Some((dir, root, nginx)) = nginx_site("listing") else {
         return;
     };
     let base = nginx.base();
@@ -502,11 +494,7 @@ fn shared_workers_read_each_listing_once_through_a_kill_9() {
         eprintln!("SKIPPED: redis-cli is not installed");
         return;
     }
-    let dir = crate::support::tempdir("listing");
-    let root = dir.path().join("site");
-    std::fs::create_dir_all(&root).unwrap();
-    let Some(nginx) = Nginx::start(&root, &dir.path().join("nginx")) else {
-        eprintln!("SKIPPED: nginx is not installed (scripts/install-deps.sh installs it)");
+    let Some((dir, root, nginx)) = nginx_site("listing") else {
         return;
     };
     let base = nginx.base();

@@ -98,6 +98,21 @@ impl Nginx {
     }
 }
 
+/// A temporary directory whose empty `site/` folder nginx serves: the
+/// directory, the site's root (to write pages into; nginx reads them at
+/// each request) and the server. `None`, after saying the test skips,
+/// where nginx is not installed.
+pub(crate) fn nginx_site(prefix: &str) -> Option<(tempfile::TempDir, PathBuf, Nginx)> {
+    let dir = crate::support::tempdir(prefix);
+    let root = dir.path().join("site");
+    std::fs::create_dir_all(&root).unwrap();
+    let Some(nginx) = Nginx::start(&root, &dir.path().join("nginx")) else {
+        eprintln!("SKIPPED: nginx is not installed (scripts/install-deps.sh installs it)");
+        return None;
+    };
+    Some((dir, root, nginx))
+}
+
 impl Drop for Nginx {
     /// One process (`master_process off`): killing it leaves no worker
     /// behind (with a master, SIGKILL orphaned its workers, which kept
@@ -204,14 +219,10 @@ fn revisit(dirs: &Dirs, all: bool) -> std::process::Output {
 
 #[test]
 fn a_revisit_after_edits_tells_not_modified_similar_changed_and_gone() {
-    let dir = crate::support::tempdir("revisit");
-    let root = dir.path().join("site");
-    std::fs::create_dir_all(&root).unwrap();
-    build_site(&root);
-    let Some(nginx) = Nginx::start(&root, &dir.path().join("nginx")) else {
-        eprintln!("SKIPPED: nginx is not installed (scripts/install-deps.sh installs it)");
+    let Some((dir, root, nginx)) = nginx_site("revisit") else {
         return;
     };
+    build_site(&root);
     let dirs = site_crawl(dir.path(), &format!("{}/index.html", nginx.base()), 2, "");
     dirs.run_ok(Duration::from_secs(60));
     let first = verdicts(&dirs);
@@ -305,14 +316,10 @@ fn a_revisit_after_edits_tells_not_modified_similar_changed_and_gone() {
 
 #[test]
 fn a_forever_crawl_revisits_due_pages_and_survives_kill9() {
-    let dir = crate::support::tempdir("revisit");
-    let root = dir.path().join("site");
-    std::fs::create_dir_all(&root).unwrap();
-    build_site(&root);
-    let Some(nginx) = Nginx::start(&root, &dir.path().join("nginx")) else {
-        eprintln!("SKIPPED: nginx is not installed (scripts/install-deps.sh installs it)");
+    let Some((dir, root, nginx)) = nginx_site("revisit") else {
         return;
     };
+    build_site(&root);
     let extra = "\n[revisit]\ndefault_interval_s = 1\nmin_interval_s = 1\nmax_interval_s = 2\n";
     let dirs = site_crawl(dir.path(), &format!("{}/index.html", nginx.base()), 2, extra);
     let mut cmd = dirs.command();
