@@ -403,8 +403,9 @@ fn band_index_survives_reopen_and_failed_transactions_leave_no_bands<S: Store>(o
         let sketch = Sketch::of(&original).unwrap();
         let key = sketch.band_keys(10, 4).next().unwrap();
         // Another band key, in the bits every store keeps (the Redis store
-        // tells band keys apart by their top 48 bits).
-        let other = key ^ (1 << 40);
+        // tells band keys apart by their top 48 bits, the in-memory band
+        // index by their low 32).
+        let other = key ^ (1 << 40) ^ 1;
         let failed: Result<(), Error> = d.store().write(|t| {
             t.add_band(other, 77)?;
             Err(Error::Config("abort".into()))

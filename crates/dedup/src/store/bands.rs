@@ -8,22 +8,42 @@
 //! control bytes and the bucket in two different cache lines. Measured,
 //! that made memory-store checks 2x slower than without bands.
 //!
-//! This table is open addressing over 16-byte slots (key, ids) with Robin
-//! Hood linear probing: a lookup, hit or miss, reads one or two adjacent
-//! slots (usually one cache line), the insert that follows a check's
-//! lookup finds that line still cached, and the table is half the size.
-//! Almost every key lists one document, stored inline in its slot; keys
-//! shared by several documents point to a list kept aside.
+//! This table is open addressing over 8-byte slots (key tag, ids) with
+//! Robin Hood linear probing: a lookup, hit or miss, reads one or two
+//! adjacent slots (usually one cache line), and the insert that follows a
+//! check's lookup finds that line still cached. Almost every key lists one
+//! document, stored inline in its slot; keys shared by several documents
+//! point to a list kept aside.
+//!
+//! A slot keeps 32 bits of its key (the low ones; band keys are hashes)
+//! and 32 bits of ids: the table is most of a long crawl's memory (ten
+//! keys per kept page), and 16-byte slots made it 256 MB per million
+//! documents (issue 28). Two keys that agree on their low 32 bits share a
+//! slot: each one's documents become candidates of the other's. A lookup
+//! of a key not in the table meets another key's tag with probability
+//! keys / 2^32: one band lookup in 430 at 1M documents (10M keys), one in
+//! 43 at 10M. Such a candidate costs one verification (its record read,
+//! two sketches compared) and is rejected like any other false candidate
+//! of LSH; the check's candidates are capped at 256, newest first, so a
+//! real one is not crowded out. Ids of 2^31 and beyond (not handed out in
+//! practice: ids count up from 0) are kept in a list of one.
 
 use super::{DocId, push_capped};
 
 /// `Slot::ids` of an empty slot.
-const EMPTY: u64 = u64::MAX;
+const EMPTY: u32 = u32::MAX;
 
 /// Set in `Slot::ids` when the rest is an index into [`BandIndex::lists`]
-/// rather than a document id. A document id with this bit set (never
-/// assigned in practice: ids count up from 0) is kept in a list of one.
-const LIST: u64 = 1 << 63;
+/// rather than a document id. A document id with this bit set or beyond
+/// (never assigned in practice: ids count up from 0) is kept in a list of
+/// one.
+const LIST: u32 = 1 << 31;
+
+/// Lists at most: an index must not make `Slot::ids` read as [`EMPTY`].
+/// Reached only past two billion distinct keys shared by several
+/// documents; a key that would need another list then keeps the documents
+/// it has (a missed candidate, never a wrong one).
+const MAX_LISTS: usize = (EMPTY & !LIST) as usize;
 
 /// Multiplier spreading a key over the table (Fibonacci hashing: the top
 /// bits of the product). Band keys are hashes already; this also spreads
@@ -33,12 +53,23 @@ const SPREAD: u64 = 0x9e37_79b9_7f4a_7c15;
 /// Fewest slots a non-empty table has.
 const MIN_SLOTS: usize = 16;
 
-/// One table entry: a band key and its documents. Empty when `ids` is
-/// [`EMPTY`]; otherwise `ids` is a document id, or [`LIST`] | list index.
+/// One table entry: a band key's tag (see [`tag`]) and its documents.
+/// Empty when `ids` is [`EMPTY`]; otherwise `ids` is a document id, or
+/// [`LIST`] | list index.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
-    key: u64,
-    ids: u64,
+    key: u32,
+    ids: u32,
+}
+
+/// The part of a band key a slot keeps (see the module's notes).
+fn tag(key: u64) -> u32 {
+    key as u32
+}
+
+/// A document id as `Slot::ids` holds it inline, if it fits.
+fn inline_id(id: DocId) -> Option<u32> {
+    u32::try_from(id).ok().filter(|&i| i & LIST == 0)
 }
 
 impl Slot {
@@ -53,10 +84,10 @@ impl Slot {
 /// advised to use transparent huge pages; smaller ones live on the heap.
 const MAPPED_BYTES: usize = 4 << 20;
 
-/// The slots' memory: two words per slot, the key and the complement of
-/// `ids` (so that zeroed memory is all empty slots: a new table needs no
-/// pass writing [`EMPTY`] over it, and its pages are touched only as keys
-/// arrive).
+/// The slots' memory: one word per slot, the complement of the key's tag
+/// (high half) and `ids` (low half), so that zeroed memory is all empty
+/// slots: a new table needs no pass writing [`EMPTY`] over it, and its
+/// pages are touched only as keys arrive.
 ///
 /// Large tables are an anonymous mapping advised to use transparent huge
 /// pages, because every lookup lands on a random slot of a table of
@@ -80,7 +111,7 @@ impl Default for SlotArray {
 impl SlotArray {
     /// `slots` empty slots.
     fn new(slots: usize) -> SlotArray {
-        let bytes = slots.saturating_mul(16);
+        let bytes = slots.saturating_mul(8);
         if bytes >= MAPPED_BYTES
             && let Ok(map) = memmap2::MmapOptions::new().len(bytes).map_anon()
         {
@@ -93,14 +124,14 @@ impl SlotArray {
         }
         // Also the fallback when mapping fails: `vec!` reports a failed
         // allocation as ever.
-        SlotArray::Heap(vec![0; slots * 2])
+        SlotArray::Heap(vec![0; slots])
     }
 
     fn words(&self) -> &[u64] {
         match self {
             SlotArray::Heap(v) => v,
-            // A mapping is page aligned and a multiple of 16 bytes long,
-            // so the cast cannot fail.
+            // A mapping is page aligned and a multiple of 8 bytes long, so
+            // the cast cannot fail.
             SlotArray::Mapped(m) => bytemuck::cast_slice(m),
         }
     }
@@ -113,7 +144,7 @@ impl SlotArray {
     }
 
     fn len(&self) -> usize {
-        self.words().len() / 2
+        self.words().len()
     }
 
     fn is_empty(&self) -> bool {
@@ -121,21 +152,20 @@ impl SlotArray {
     }
 
     fn get(&self, at: usize) -> Slot {
-        let w = self.words();
+        let w = !self.words()[at];
         Slot {
-            key: w[2 * at],
-            ids: !w[2 * at + 1],
+            key: (w >> 32) as u32,
+            ids: w as u32,
         }
     }
 
     fn set(&mut self, at: usize, slot: Slot) {
-        let w = self.words_mut();
-        w[2 * at] = slot.key;
-        w[2 * at + 1] = !slot.ids;
+        self.words_mut()[at] = !((u64::from(slot.key) << 32) | u64::from(slot.ids));
     }
 
-    fn set_ids(&mut self, at: usize, ids: u64) {
-        self.words_mut()[2 * at + 1] = !ids;
+    fn set_ids(&mut self, at: usize, ids: u32) {
+        let key = self.get(at).key;
+        self.set(at, Slot { key, ids });
     }
 }
 
@@ -196,20 +226,20 @@ impl BandIndex {
         for chunk in keys.chunks(CHUNK) {
             let mut first = [Slot::VACANT; CHUNK];
             for (slot, &key) in first.iter_mut().zip(chunk) {
-                *slot = self.slots.get(self.home(key));
+                *slot = self.slots.get(self.home(tag(key)));
             }
             for (&slot, &key) in first.iter().zip(chunk) {
                 // Most lookups end at the home slot: empty, or the key.
                 let ids = if slot.is_empty() {
                     None
-                } else if slot.key == key {
+                } else if slot.key == tag(key) {
                     Some(slot.ids)
                 } else {
-                    self.find(key).map(|at| self.slots.get(at).ids)
+                    self.find(tag(key)).map(|at| self.slots.get(at).ids)
                 };
                 match ids {
                     None => f(key, &[]),
-                    Some(ids) if ids & LIST == 0 => f(key, &[ids]),
+                    Some(ids) if ids & LIST == 0 => f(key, &[DocId::from(ids)]),
                     Some(ids) => f(key, self.lists.get(list_index(ids)).map_or(&[], Vec::as_slice)),
                 }
             }
@@ -218,38 +248,38 @@ impl BandIndex {
 
     /// Adds `id` under `key`, dropping the oldest beyond [`BAND_POSTINGS`](super::BAND_POSTINGS).
     pub(crate) fn add(&mut self, key: u64, id: DocId) {
+        let key = tag(key);
         if let Some(at) = self.find(key) {
             let ids = self.slots.get(at).ids;
             if ids & LIST == 0 {
                 let mut list = Vec::with_capacity(2);
-                list.push(ids);
+                list.push(DocId::from(ids));
                 push_capped(&mut list, id);
-                let ids = self.new_list(list);
-                self.slots.set_ids(at, ids);
+                if let Some(ids) = self.new_list(list) {
+                    self.slots.set_ids(at, ids);
+                }
             } else if let Some(list) = self.lists.get_mut(list_index(ids)) {
                 push_capped(list, id);
             }
             return;
         }
+        let Some(ids) = inline_id(id).or_else(|| self.new_list(vec![id])) else {
+            return;
+        };
         if (self.len + 1) * 5 > self.slots.len() * 4 {
             let grown = (self.slots.len() * 2).max(MIN_SLOTS);
             self.resize(grown);
         }
-        let ids = if id & LIST == 0 {
-            id
-        } else {
-            self.new_list(vec![id])
-        };
         self.place(Slot { key, ids });
         self.len += 1;
     }
 
     /// Removes `id` from `key` (nothing if it is not there).
     pub(crate) fn remove(&mut self, key: u64, id: DocId) {
-        let Some(at) = self.find(key) else { return };
+        let Some(at) = self.find(tag(key)) else { return };
         let ids = self.slots.get(at).ids;
         if ids & LIST == 0 {
-            if ids == id {
+            if DocId::from(ids) == id {
                 self.delete(at);
             }
             return;
@@ -265,9 +295,11 @@ impl BandIndex {
                 self.delete(at);
             }
             // Back to the common case: inline, and the list is reused.
-            &[only] if only & LIST == 0 => {
+            &[only] if inline_id(only).is_some() => {
                 self.free_list(index);
-                self.slots.set_ids(at, only);
+                if let Some(only) = inline_id(only) {
+                    self.slots.set_ids(at, only);
+                }
             }
             _ => {}
         }
@@ -289,10 +321,13 @@ impl BandIndex {
             if slot.is_empty() {
                 continue;
             }
+            // The tag stands for the key: added back, it lands where the
+            // key did.
+            let key = u64::from(slot.key);
             if slot.ids & LIST == 0 {
-                f(slot.key, &[slot.ids]);
+                f(key, &[DocId::from(slot.ids)]);
             } else if let Some(list) = self.lists.get(list_index(slot.ids)) {
-                f(slot.key, list);
+                f(key, list);
             }
         }
     }
@@ -303,8 +338,8 @@ impl BandIndex {
         self.len
     }
 
-    fn home(&self, key: u64) -> usize {
-        (key.wrapping_mul(SPREAD) >> self.shift) as usize
+    fn home(&self, key: u32) -> usize {
+        (u64::from(key).wrapping_mul(SPREAD) >> self.shift) as usize
     }
 
     fn mask(&self) -> usize {
@@ -312,12 +347,12 @@ impl BandIndex {
     }
 
     /// How far slot `at`, holding `key`, is from that key's home slot.
-    fn displacement(&self, key: u64, at: usize) -> usize {
+    fn displacement(&self, key: u32, at: usize) -> usize {
         at.wrapping_sub(self.home(key)) & self.mask()
     }
 
     /// The slot holding `key`.
-    fn find(&self, key: u64) -> Option<usize> {
+    fn find(&self, key: u32) -> Option<usize> {
         if self.slots.is_empty() {
             return None;
         }
@@ -395,19 +430,22 @@ impl BandIndex {
         }
     }
 
-    /// Stores a list of ids; returns the `Slot::ids` value pointing to it.
-    fn new_list(&mut self, list: Vec<DocId>) -> u64 {
+    /// Stores a list of ids; returns the `Slot::ids` value pointing to it
+    /// (none past [`MAX_LISTS`]).
+    fn new_list(&mut self, list: Vec<DocId>) -> Option<u32> {
         let index = match self.free_lists.pop() {
             Some(i) => {
                 self.lists[i] = list;
                 i
             }
-            None => {
+            None if self.lists.len() < MAX_LISTS => {
                 self.lists.push(list);
                 self.lists.len() - 1
             }
+            None => return None,
         };
-        LIST | index as u64
+        // Below MAX_LISTS, so it fits beside the LIST bit.
+        u32::try_from(index).ok().map(|i| LIST | i)
     }
 
     fn free_list(&mut self, index: usize) {
@@ -419,7 +457,7 @@ impl BandIndex {
 }
 
 /// The `lists` index in a `Slot::ids` value with [`LIST`] set.
-fn list_index(ids: u64) -> usize {
+fn list_index(ids: u32) -> usize {
     (ids & !LIST) as usize
 }
 
@@ -437,24 +475,25 @@ mod tests {
     use proptest::prelude::*;
     use std::collections::HashMap;
 
-    /// The reference: a plain map of lists, capped the same way.
+    /// The reference: a plain map of lists, capped the same way, keyed by
+    /// what the index tells keys apart by (their low 32 bits).
     #[derive(Default)]
-    struct Model(HashMap<u64, Vec<DocId>>);
+    struct Model(HashMap<u32, Vec<DocId>>);
 
     impl Model {
         fn add(&mut self, key: u64, id: DocId) {
-            push_capped(self.0.entry(key).or_default(), id);
+            push_capped(self.0.entry(key as u32).or_default(), id);
         }
         fn remove(&mut self, key: u64, id: DocId) {
-            if let Some(v) = self.0.get_mut(&key) {
+            if let Some(v) = self.0.get_mut(&(key as u32)) {
                 v.retain(|&x| x != id);
                 if v.is_empty() {
-                    self.0.remove(&key);
+                    self.0.remove(&(key as u32));
                 }
             }
         }
         fn get(&self, key: u64) -> Vec<DocId> {
-            self.0.get(&key).cloned().unwrap_or_default()
+            self.0.get(&(key as u32)).cloned().unwrap_or_default()
         }
     }
 
@@ -465,18 +504,28 @@ mod tests {
     }
 
     /// Keys from a small set (so keys fill up past the cap, collide and
-    /// probe runs wrap), some spread over all of u64, and ids that include
-    /// the top bit.
+    /// probe runs wrap), some spread over all of u64, keys that differ
+    /// only above their low 32 bits (one slot for all), and ids that do not
+    /// fit a slot inline.
     fn key() -> impl Strategy<Value = u64> {
         prop_oneof![
             4 => 0u64..40,
             1 => any::<u64>(),
             1 => (0u64..8).prop_map(|k| k << 58),
+            1 => (0u64..8).prop_map(|k| (k << 32) | 7),
         ]
     }
 
     fn id() -> impl Strategy<Value = DocId> {
-        prop_oneof![8 => 0u64..200, 1 => Just(u64::MAX), 1 => Just(LIST), 1 => Just(LIST - 1)]
+        let list = u64::from(LIST);
+        prop_oneof![
+            8 => 0u64..200,
+            1 => Just(u64::MAX),
+            1 => Just(list),
+            1 => Just(list - 1),
+            1 => Just(1 << 63),
+            1 => Just(u64::from(u32::MAX))
+        ]
     }
 
     fn op() -> impl Strategy<Value = Op> {
