@@ -19,8 +19,9 @@ pub struct BenchArgs {
     /// Pages in the generated site.
     #[arg(long, default_value_t = 20_000)]
     pages: usize,
-    /// A run of about a minute on 2 cores: 5,000 pages and 5,000 batch
-    /// documents (overrides `--pages` and `--batch`).
+    /// A short run (seconds on 2 cores): 5,000 pages, 5,000 batch
+    /// documents and an index of 50,000 (overrides `--pages`, `--batch`
+    /// and `--index`).
     #[arg(long)]
     quick: bool,
     /// Then deduplicate this many generated documents with `crawl dedup`'s
@@ -28,6 +29,12 @@ pub struct BenchArgs {
     /// document; 0 skips it.
     #[arg(long, default_value_t = 20_000)]
     batch: usize,
+    /// Then measure the dedup index alone: this many generated documents
+    /// stored in the memory store, then a tenth more (at most 20,000)
+    /// checked, once with the configured LSH bands and once without, and
+    /// report both check rates; 0 skips it.
+    #[arg(long, default_value_t = 200_000)]
+    index: usize,
     /// Pages fetched at once.
     #[arg(long, default_value_t = 64)]
     concurrency: usize,
@@ -51,6 +58,20 @@ pub struct BenchArgs {
     /// tiers`): `redis` or `replicated`.
     #[arg(long, default_value = "redis", requires = "redis", value_parser = ["redis", "replicated"])]
     tiers: String,
+}
+
+/// The settings the bench starts from: the built-in defaults, the file of
+/// `--config` and `--set` overrides (a bench of one's own configuration).
+/// The bench then sets what it must to crawl its own site flat out (the
+/// state and output directories, concurrency, no politeness delay, the
+/// depth).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub config: Config,
+    /// `--config`, passed on to the shared mode's worker processes.
+    pub file: Option<PathBuf>,
+    /// `--set`, passed on likewise.
+    pub sets: Vec<crate::config::Setting>,
 }
 
 /// The words of generated pages: jieba's dictionary, so pages differ the
@@ -195,10 +216,11 @@ fn cpu_seconds() -> f64 {
 }
 
 /// Runs the benchmark and prints its report.
-pub fn bench(mut args: BenchArgs) -> Result<()> {
+pub fn bench(mut args: BenchArgs, settings: &Settings) -> Result<()> {
     if args.quick {
         args.pages = 5_000;
         args.batch = 5_000;
+        args.index = 50_000;
     }
     let exe = std::env::current_exe().context("cannot find the crawl binary")?;
     let mut server = Command::new(exe)
@@ -223,12 +245,12 @@ pub fn bench(mut args: BenchArgs) -> Result<()> {
     std::fs::create_dir_all(&dir)?;
     std::fs::write(&seeds, format!("http://127.0.0.1:{port}/p/0\n"))?;
     if let Some(url) = &args.redis {
-        let result = bench_shared(&args, url, &dir, &seeds);
+        let result = bench_shared(&args, settings, url, &dir, &seeds);
         let _ = server.kill();
         let _ = server.wait();
         return result;
     }
-    let mut cfg = Config::default();
+    let mut cfg = settings.config.clone();
     cfg.store.data_dir = dir.join("data");
     cfg.crawl.out_dir = dir.join("out");
     cfg.crawl.concurrency = args.concurrency;
@@ -308,8 +330,83 @@ pub fn bench(mut args: BenchArgs) -> Result<()> {
         );
     }
     if args.batch > 0 {
-        bench_batch(args.batch, &dir)?;
+        bench_batch(args.batch, &dir, &settings.config)?;
     }
+    if args.index > 0 {
+        bench_index(args.index, &settings.config)?;
+    }
+    Ok(())
+}
+
+/// The dedup index alone, without the text work: `n` generated documents
+/// (80 of jieba's words each, signed beforehand on both cores) stored in
+/// the memory store, then a tenth more checked in batches of 1,000, every
+/// tenth of those a copy of a stored one under another URL and title. Run
+/// with the configured LSH bands and without any, so what the bands cost
+/// is a ratio measured in one run (issue 28, target 3).
+fn bench_index(n: usize, base: &Config) -> Result<()> {
+    use rayon::prelude::*;
+    use simcrawl_dedup::{DedupConfig, Deduper, Document, MemoryStore, UrlTier};
+
+    let checks = (n / 10).clamp(1_000, 20_000);
+    let words = vocabulary();
+    let configured: DedupConfig = base.dedup.clone();
+    let signer = Deduper::new(MemoryStore::new(), configured.clone())?;
+    let sigs: Vec<_> = (0..n + checks)
+        .into_par_iter()
+        .map(|i| {
+            let planted = i >= n && (i - n).is_multiple_of(10);
+            let source = if planted { (i - n) % n.max(1) } else { i };
+            let mut next = rng(source as u64 + 7);
+            let text: Vec<&str> = (0..80)
+                .map(|_| words[(next() % words.len() as u64) as usize])
+                .collect();
+            signer.sign(&Document::new(
+                &format!("http://index.example/{i}"),
+                &format!("第{i}篇"),
+                &text.join("，"),
+            ))
+        })
+        .collect();
+    let planted = (0..checks).filter(|c| c.is_multiple_of(10)).count();
+    let mut rates = Vec::new();
+    let mut found = Vec::new();
+    for bands in [configured.bands, 0] {
+        let d = Deduper::new(
+            MemoryStore::new(),
+            DedupConfig {
+                bands,
+                ..configured.clone()
+            },
+        )?;
+        for chunk in sigs[..n].chunks(1_000) {
+            d.check_batch(chunk, UrlTier::Skip)?;
+        }
+        let t0 = Instant::now();
+        let mut copies = 0;
+        for chunk in sigs[n..].chunks(1_000) {
+            copies += d
+                .check_batch(chunk, UrlTier::Skip)?
+                .iter()
+                .filter(|v| v.is_duplicate())
+                .count();
+        }
+        rates.push(checks as f64 / t0.elapsed().as_secs_f64().max(1e-9));
+        found.push(copies);
+    }
+    println!("index stored      {n} (memory store), {checks} checked");
+    println!(
+        "index checks/s    {:.0} with {}x{} bands, {:.0} without (ratio {:.2})",
+        rates[0],
+        configured.bands,
+        configured.band_rows,
+        rates[1],
+        rates[0] / rates[1].max(1e-9)
+    );
+    println!(
+        "index copies      {} / {planted} found ({} without bands)",
+        found[0], found[1]
+    );
     Ok(())
 }
 
@@ -317,7 +414,7 @@ pub fn bench(mut args: BenchArgs) -> Result<()> {
 /// fifth repeating the one before: docs/BENCHMARKS.md's batch corpus)
 /// deduplicated in memory by `crawl dedup`'s own code; prints docs/s and
 /// CPU per document.
-fn bench_batch(n: usize, dir: &std::path::Path) -> Result<()> {
+fn bench_batch(n: usize, dir: &std::path::Path, base: &Config) -> Result<()> {
     let corpus = dir.join("corpus.jsonl");
     {
         use std::io::Write as _;
@@ -337,7 +434,7 @@ fn bench_batch(n: usize, dir: &std::path::Path) -> Result<()> {
         }
         std::io::Write::flush(&mut f)?;
     }
-    let cfg = Config::default();
+    let cfg = base.clone();
     let args = crate::batch::BatchArgs {
         inputs: vec![corpus],
         out: dir.join("batch-out"),
@@ -391,7 +488,13 @@ fn peak_kb_of(pid: u32) -> u64 {
 
 /// `crawl bench --redis URL --workers N`: N `crawl --redis` processes
 /// share the crawl of the generated site; reports the merged counters.
-fn bench_shared(args: &BenchArgs, url: &str, dir: &std::path::Path, seeds: &std::path::Path) -> Result<()> {
+fn bench_shared(
+    args: &BenchArgs,
+    settings: &Settings,
+    url: &str,
+    dir: &std::path::Path,
+    seeds: &std::path::Path,
+) -> Result<()> {
     const NAMESPACE: &str = "bench";
     let kind = if args.tiers == "replicated" {
         crate::config::SharedTiersKind::Replicated
@@ -420,7 +523,16 @@ fn bench_shared(args: &BenchArgs, url: &str, dir: &std::path::Path, seeds: &std:
     let mut children = Vec::new();
     for w in 0..args.workers.max(1) {
         let log = std::fs::File::create(dir.join(format!("w{w}.log")))?;
-        let child = Command::new(&exe)
+        let mut cmd = Command::new(&exe);
+        // The user's settings first: the bench's own `--set`s come later
+        // and win, as flags do.
+        if let Some(file) = &settings.file {
+            cmd.arg("--config").arg(file);
+        }
+        for s in &settings.sets {
+            cmd.arg("--set").arg(format!("{}={}", s.key, s.value));
+        }
+        let child = cmd
             .arg("--seeds")
             .arg(seeds)
             .arg("--out")

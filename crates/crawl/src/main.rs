@@ -552,7 +552,15 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(args)) => {
-            bench::bench(args)?;
+            // `--config` and `--set` are global flags: given after `bench`,
+            // clap hands them to the top level's.
+            let common = &cli.crawl.common;
+            let settings = bench::Settings {
+                config: common.load()?.config,
+                file: common.config.clone(),
+                sets: common.set.clone(),
+            };
+            bench::bench(args, &settings)?;
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Config {

@@ -354,6 +354,11 @@ fn bench_reports_the_planted_verdicts_of_its_crawl_and_its_batch() {
         "300",
         "--batch",
         "200",
+        "--index",
+        "3000",
+        // The user's settings reach every part of the bench.
+        "--set",
+        "dedup.bands=6",
         "--concurrency",
         "8",
         "--dir",
@@ -375,7 +380,12 @@ fn bench_reports_the_planted_verdicts_of_its_crawl_and_its_batch() {
     assert_eq!(field("fetched"), "300");
     assert_eq!(field("kept / dup title / dup content"), "270 / 0 / 30");
     assert_eq!(field("batch documents"), "200 (160 kept, 40 duplicates)");
+    // 3,000 stored, 1,000 checked, every tenth of them a planted copy.
+    assert_eq!(field("index stored"), "3000 (memory store), 1000 checked");
+    assert_eq!(field("index copies"), "100 / 100 found (100 without bands)");
+    assert!(field("index checks/s").contains(" with 6x4 bands, "), "{stdout}");
     for measure in [
+        "index checks/s",
         "pages/s",
         "cpu per page",
         "peak RSS",
