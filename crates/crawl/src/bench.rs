@@ -258,9 +258,14 @@ pub fn bench(mut args: BenchArgs, settings: &Settings) -> Result<()> {
     cfg.fetch.per_host_delay_ms = 0;
     cfg.fetch.per_host_concurrency = args.concurrency;
     cfg.fetch.concurrency = args.concurrency;
-    if args.warc {
-        cfg.output.warc_dir = dir.join("warc");
-    }
+    // Nothing of the user's is written to: no archive unless `--warc`
+    // (then in DIR), and the local mode unless `--redis`.
+    cfg.output.warc_dir = if args.warc {
+        dir.join("warc")
+    } else {
+        PathBuf::new()
+    };
+    cfg.redis.url.clear();
     let cpu0 = cpu_seconds();
     let t0 = Instant::now();
     // RSS over the run: it must stay flat while the frontier grows.
@@ -545,6 +550,8 @@ fn bench_shared(
             .args(["--set", &format!("fetch.concurrency={c}")])
             .args(["--set", &format!("crawl.concurrency={c}")])
             .args(["--set", "crawl.max_depth=1000"])
+            // No archive of the user's is written to.
+            .args(["--set", "output.warc_dir="])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::from(log))

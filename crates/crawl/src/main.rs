@@ -344,7 +344,7 @@ fn cli_command() -> clap::Command {
     Cli::command().version(version.as_str())
 }
 
-/// jemalloc: 15-19% less CPU per crawled page than glibc's malloc at the
+/// jemalloc: 9-15% less CPU per crawled page than glibc's malloc at the
 /// same peak RSS, where mimalloc cost 62% more memory (docs/BENCHMARKS.md,
 /// "Allocator"). Pages are parsed into many short-lived DOM nodes and
 /// strings on threads that come and go; jemalloc's thread caches serve
