@@ -147,6 +147,7 @@ pub(crate) fn page_stages(
         follow_nofollow: cfg.crawl.follow_nofollow,
         respect_noindex: cfg.crawl.respect_noindex,
         languages: cfg.crawl.languages.clone(),
+        lang: crate::lang::Declared::default(),
         templates,
         parsing: tokio::sync::Semaphore::new(parse_slots as usize),
         parse_slots,

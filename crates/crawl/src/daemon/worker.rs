@@ -261,6 +261,8 @@ pub struct PageStages {
     pub respect_noindex: bool,
     /// `crawl.languages`: the languages kept (empty: all).
     pub languages: Vec<String>,
+    /// Page languages, spared where a host's declaration proved true.
+    pub lang: crate::lang::Declared,
     pub templates: Templates,
     /// Pages parsed at once: one per core. More would not go faster (the
     /// work is CPU-bound) but would hold more parsed documents in memory at
@@ -690,7 +692,9 @@ fn clean_and_sign(
     let template_stripped = id.template_stripped;
     drop(id);
     let (listings, listing_problems) = listings_of(stages, &fetched.final_url, &page.feeds);
-    let lang = crate::lang::detect(&page.text);
+    let lang = stages
+        .lang
+        .detect(host_of(&fetched.final_url), page.lang_hint.as_deref(), &page.text);
     // An unknown language is kept: a page is not dropped on a guess.
     let filtered_lang =
         !stages.languages.is_empty() && lang.is_some_and(|l| !stages.languages.iter().any(|k| k == l));
