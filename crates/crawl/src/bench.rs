@@ -89,6 +89,17 @@ fn vocabulary() -> &'static [&'static str] {
     })
 }
 
+/// `n` of [`vocabulary`]'s words drawn by [`rng`] from `seed`, joined by
+/// commas: the text of a generated document (equal seeds, equal texts).
+fn generated_text(seed: u64, n: usize) -> String {
+    let words = vocabulary();
+    let mut next = rng(seed);
+    let text: Vec<&str> = (0..n)
+        .map(|_| words[(next() % words.len() as u64) as usize])
+        .collect();
+    text.join("，")
+}
+
 fn rng(seed: u64) -> impl FnMut() -> u64 {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     move || {
@@ -354,22 +365,17 @@ fn bench_index(n: usize, base: &Config) -> Result<()> {
     use simcrawl_dedup::{DedupConfig, Deduper, Document, MemoryStore, UrlTier};
 
     let checks = (n / 10).clamp(1_000, 20_000);
-    let words = vocabulary();
-    let configured: DedupConfig = base.dedup.clone();
+    let configured = &base.dedup;
     let signer = Deduper::new(MemoryStore::new(), configured.clone())?;
     let sigs: Vec<_> = (0..n + checks)
         .into_par_iter()
         .map(|i| {
             let planted = i >= n && (i - n).is_multiple_of(10);
             let source = if planted { (i - n) % n.max(1) } else { i };
-            let mut next = rng(source as u64 + 7);
-            let text: Vec<&str> = (0..80)
-                .map(|_| words[(next() % words.len() as u64) as usize])
-                .collect();
             signer.sign(&Document::new(
                 &format!("http://index.example/{i}"),
                 &format!("第{i}篇"),
-                &text.join("，"),
+                &generated_text(source as u64 + 7, 80),
             ))
         })
         .collect();
@@ -424,22 +430,16 @@ fn bench_batch(n: usize, dir: &std::path::Path, base: &Config) -> Result<()> {
     {
         use std::io::Write as _;
         let mut f = std::io::BufWriter::new(std::fs::File::create(&corpus)?);
-        let words = vocabulary();
         for i in 0..n {
-            let mut next = rng((i - usize::from(i % 5 == 4)) as u64 + 99);
-            let text: Vec<&str> = (0..400)
-                .map(|_| words[(next() % words.len() as u64) as usize])
-                .collect();
             let line = serde_json::json!({
                 "url": format!("http://c.example/{i}"),
                 "title": format!("第{i}篇"),
-                "text": text.join("，"),
+                "text": generated_text((i - usize::from(i % 5 == 4)) as u64 + 99, 400),
             });
             writeln!(f, "{line}")?;
         }
         std::io::Write::flush(&mut f)?;
     }
-    let cfg = base.clone();
     let args = crate::batch::BatchArgs {
         inputs: vec![corpus],
         out: dir.join("batch-out"),
@@ -447,7 +447,7 @@ fn bench_batch(n: usize, dir: &std::path::Path, base: &Config) -> Result<()> {
     };
     let cpu0 = cpu_seconds();
     let t0 = Instant::now();
-    crate::batch::run(&cfg, &args)?;
+    crate::batch::run(base, &args)?;
     let wall = t0.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu0;
     let read = |f: &str| {

@@ -361,7 +361,8 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[unsafe(export_name = "_rjem_malloc_conf")]
 pub static malloc_conf: &[u8; 43] = b"background_thread:true,dirty_decay_ms:1000\0";
 
-/// Without jemalloc (`--no-default-features`): bounds glibc's malloc arenas
+/// Without jemalloc (`--no-default-features`; with it, there is nothing to
+/// bound and this returns at once): bounds glibc's malloc arenas
 /// to two per core (unless `MALLOC_ARENA_MAX` is set). By default glibc
 /// gives threads that contend an arena of their own, up to 8 per core, and
 /// keeps each arena's freed pages: pages are parsed on tokio's blocking
@@ -370,14 +371,11 @@ pub static malloc_conf: &[u8; 43] = b"background_thread:true,dirty_decay_ms:1000
 /// (release, 2 cores): peak RSS 273-282 MB with glibc's default (16
 /// arenas), 233-243 MB with 4 (docs/BENCHMARKS.md, "Hostile server"). One
 /// per core saves no more and contends more.
-#[cfg(all(
-    target_os = "linux",
-    target_env = "gnu",
-    not(all(feature = "jemalloc", not(target_env = "msvc")))
-))]
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
 fn limit_malloc_arenas() {
-    if std::env::var_os("MALLOC_ARENA_MAX").is_some() {
+    // On glibc targets the feature means jemalloc is the allocator.
+    if cfg!(feature = "jemalloc") || std::env::var_os("MALLOC_ARENA_MAX").is_some() {
         return;
     }
     let arenas = std::thread::available_parallelism().map_or(4, |n| n.get().saturating_mul(2).clamp(2, 64));
@@ -389,11 +387,7 @@ fn limit_malloc_arenas() {
     }
 }
 
-#[cfg(not(all(
-    target_os = "linux",
-    target_env = "gnu",
-    not(all(feature = "jemalloc", not(target_env = "msvc")))
-)))]
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn limit_malloc_arenas() {}
 
 fn main() -> ExitCode {
