@@ -294,10 +294,11 @@ impl BandIndex {
                 self.free_list(index);
                 self.delete(at);
             }
-            // Back to the common case: inline, and the list is reused.
-            &[only] if inline_id(only).is_some() => {
-                self.free_list(index);
+            // Back to the common case: inline, and the list is reused (an
+            // id too large to sit inline stays in its list of one).
+            &[only] => {
                 if let Some(only) = inline_id(only) {
+                    self.free_list(index);
                     self.slots.set_ids(at, only);
                 }
             }
