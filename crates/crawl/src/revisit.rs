@@ -121,7 +121,7 @@ impl PageRecord {
 
     /// Sets the text measures from `sig`.
     pub fn set_signature(&mut self, sig: &Signature) {
-        self.fingerprint = sig.fingerprint.map(|f| f.0);
+        self.fingerprint = sig.fingerprint.map(|f| f.low());
         self.sketch = sig.sketch.as_ref().map(|s| {
             let mut b = Vec::new();
             s.encode_into(&mut b);
@@ -163,7 +163,9 @@ pub fn classify(
     min_similarity: f64,
 ) -> (Change, Option<u32>) {
     let distance = match (old_fingerprint, sig.fingerprint) {
-        (Some(a), Some(b)) => Some((a ^ b.0).count_ones()),
+        // The low 64 bits: all of a 64-bit fingerprint, and what a page
+        // state remembers of a 128-bit one.
+        (Some(a), Some(b)) => Some((a ^ b.low()).count_ones()),
         _ => None,
     };
     let change = match (old_sketch, sig.sketch.as_ref()) {

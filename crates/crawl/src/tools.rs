@@ -66,8 +66,14 @@ fn read_input(path: Option<&Path>) -> Result<(String, Vec<u8>)> {
     }
 }
 
-/// Prints `<16 hex>  <name>` per file; returns how many had no features.
+/// Prints `<hex>  <name>` per file (16 digits, 32 at `dedup.bits = 128`);
+/// returns how many had no features.
 pub fn fingerprint(cfg: &Config, files: &[PathBuf], input: Input) -> Result<usize> {
+    anyhow::ensure!(
+        matches!(cfg.dedup.bits, 64 | 128),
+        "dedup.bits = {}: must be 64 or 128",
+        cfg.dedup.bits
+    );
     let cleaner = simcrawl_clean::Cleaner::new(cfg.clean.clone())?;
     let features = Features::new(cfg.dedup.features.clone())?;
     let sources: Vec<Option<&Path>> = if files.is_empty() {
@@ -80,11 +86,11 @@ pub fn fingerprint(cfg: &Config, files: &[PathBuf], input: Input) -> Result<usiz
     for source in sources {
         let (name, bytes) = read_input(source)?;
         let text = text_of(&cleaner, &bytes, input, &name)?;
-        match features.fingerprint(&text) {
+        match features.fingerprint_counted_bits(&text, cfg.dedup.bits).0 {
             Some(fp) => writeln!(out, "{fp}  {name}")?,
             None => {
                 empty += 1;
-                writeln!(out, "{}  {name}", "-".repeat(16))?;
+                writeln!(out, "{}  {name}", "-".repeat(cfg.dedup.bits as usize / 4))?;
                 eprintln!("{name}: no features (empty text, or only stop words and numbers)");
             }
         }
@@ -105,7 +111,8 @@ pub fn distance(cfg: &Config, a: &Path, b: &Path, input: Input, top: usize) -> R
         let (name, bytes) = read_input(Some(p))?;
         let (title, text) = title_and_text(&cleaner, &bytes, input, &name)?;
         let fp = features
-            .fingerprint(&text)
+            .fingerprint_counted_bits(&text, cfg.dedup.bits)
+            .0
             .with_context(|| format!("{name}: no features (empty text, or only stop words and numbers)"))?;
         fps.push((name.clone(), fp, features.features(&text)));
         docs.push((name, title, text));

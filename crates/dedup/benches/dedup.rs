@@ -699,7 +699,7 @@ fn populate_in<S: Store>(
                 for i in id..end {
                     let fp: u64 = rng.random();
                     if i % every == 0 && sample.len() < SAMPLE {
-                        sample.push(Fingerprint(fp));
+                        sample.push(Fingerprint::new(fp));
                     }
                     let sketch = random_sketch(&mut rng);
                     for key in sketch.band_keys(bands, rows) {
@@ -708,7 +708,7 @@ fn populate_in<S: Store>(
                     t.put_doc(
                         i,
                         DocRecord {
-                            fingerprint: Fingerprint(fp),
+                            fingerprint: Fingerprint::new(fp),
                             inserted_at: 1_700_000_000,
                             title: None,
                             sketch,
@@ -719,7 +719,7 @@ fn populate_in<S: Store>(
                 }
                 blocks.sort_unstable();
                 for &(table, key, fp, i) in &blocks {
-                    t.add_block(table, key, Fingerprint(fp), i)?;
+                    t.add_block(table, key, Fingerprint::new(fp), i)?;
                 }
                 // Keep Deduper's id counter past the populated documents.
                 t.set_meta("next_id", &end.to_le_bytes())
@@ -748,7 +748,7 @@ fn flip2(rng: &mut StdRng, fp: Fingerprint) -> Fingerprint {
     if b >= a {
         b += 1;
     }
-    Fingerprint(fp.0 ^ (1 << a) ^ (1 << b))
+    Fingerprint::new(fp.low() ^ (1 << a) ^ (1 << b))
 }
 
 fn new_signature(rng: &mut StdRng, serial: &mut u64) -> Signature {
@@ -757,7 +757,7 @@ fn new_signature(rng: &mut StdRng, serial: &mut u64) -> Signature {
         url: format!("n{serial}"),
         url_digest: None,
         title_digest: None,
-        fingerprint: Some(Fingerprint(rng.random())),
+        fingerprint: Some(Fingerprint::new(rng.random())),
         sketch: Some(random_sketch(rng)),
         features: 64,
         min_similarity: None,
@@ -811,7 +811,7 @@ fn timed_checks<S: Store>(
                         fingerprint: Some(fp),
                     } = v
                     {
-                        for (table, key) in layout.keys(fp.0) {
+                        for (table, key) in layout.keys(fp.low()) {
                             t.remove_block(table, key, *fp, *id)?;
                         }
                         if let Some(sk) = &sig.sketch {
@@ -832,7 +832,7 @@ fn timed_checks<S: Store>(
 
 fn index_benches<S: Store>(c: &mut Criterion, name: &str, d: &Deduper<S>, sample: &[Fingerprint]) {
     let mut rng = StdRng::seed_from_u64(7);
-    let misses: Vec<Fingerprint> = (0..QUERIES).map(|_| Fingerprint(rng.random())).collect();
+    let misses: Vec<Fingerprint> = (0..QUERIES).map(|_| Fingerprint::new(rng.random())).collect();
     let hits: Vec<Fingerprint> = (0..QUERIES)
         .map(|_| {
             let fp = *sample.choose(&mut rng).unwrap();

@@ -19,7 +19,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::digest::{hex, md5_of, md5_of_bytes};
 use crate::fingerprint::Fingerprint;
-use crate::hash::token_hash;
+use crate::hash::{token_hash, token_hash_wide};
 
 /// The stop word list shipped with the crate (Chinese function words, then
 /// English); `config/stopwords.txt` is the same list for users to edit.
@@ -353,6 +353,33 @@ impl Features {
             (None, 0)
         } else {
             (Some(Fingerprint::from_hashed(hashed)), n)
+        }
+    }
+
+    /// [`Features::fingerprint_counted`] at `bits` = 64 or 128 (any other
+    /// width is 64: [`crate::DedupConfig::bits`] is checked where it is
+    /// read). A 128-bit fingerprint's low half is the 64-bit one.
+    ///
+    /// ```
+    /// use simcrawl_dedup::{FeatureConfig, Features};
+    /// let f = Features::new(FeatureConfig::default()).unwrap();
+    /// let text = "开放数据 政府信息公开 开放数据";
+    /// let (wide, n) = f.fingerprint_counted_bits(text, 128);
+    /// let (narrow, m) = f.fingerprint_counted(text);
+    /// assert_eq!((wide.unwrap().low(), n), (narrow.unwrap().low(), m));
+    /// assert_eq!(wide.unwrap().bits(), 128);
+    /// ```
+    pub fn fingerprint_counted_bits(&self, text: &str, bits: u32) -> (Option<Fingerprint>, usize) {
+        if bits != 128 {
+            return self.fingerprint_counted(text);
+        }
+        let mut hashed: Vec<(u128, f64)> = Vec::new();
+        self.for_each_feature(text, |t, w| hashed.push((token_hash_wide(t), w)));
+        let n = hashed.len();
+        if hashed.is_empty() {
+            (None, 0)
+        } else {
+            (Some(Fingerprint::from_hashed_wide(hashed)), n)
         }
     }
 

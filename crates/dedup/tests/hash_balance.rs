@@ -2,7 +2,7 @@
 //! vocabulary, or SimHash bits would be biased and distances meaningless.
 #![allow(clippy::unwrap_used)]
 
-use simcrawl_dedup::hash::{fnv1a64, token_hash};
+use simcrawl_dedup::hash::{fnv1a64, token_hash, token_hash_high};
 
 fn vocabulary() -> Vec<&'static str> {
     let mut words: Vec<&str> = simcrawl_dedup::features::jieba_idf().words().collect();
@@ -53,4 +53,39 @@ fn plain_fnv_is_what_the_finalizer_fixes() {
         mixed < worst,
         "finalizer did not improve balance: {mixed} vs {worst}"
     );
+}
+
+#[test]
+fn the_upper_half_is_balanced_and_independent_of_the_lower() {
+    // A 128-bit fingerprint's upper half votes on `token_hash_high`. Its
+    // bits must be balanced like the lower half's, and no bit of it may
+    // follow a bit of the lower half: then the upper 64 bits would repeat
+    // the lower 64's votes and add no information.
+    let words = vocabulary();
+    for (bit, r) in bit_rates(&words, token_hash_high).iter().enumerate() {
+        assert!(
+            (0.48..=0.52).contains(r),
+            "upper bit {bit} is set for {r:.3} of the vocabulary"
+        );
+    }
+    let mut agree = vec![[0u64; 64]; 64];
+    for w in &words {
+        let (lo, hi) = (token_hash(w), token_hash_high(w));
+        for (i, row) in agree.iter_mut().enumerate() {
+            let x = (lo >> i) & 1;
+            for (j, n) in row.iter_mut().enumerate() {
+                *n += u64::from(x == (hi >> j) & 1);
+            }
+        }
+    }
+    let n = words.len() as f64;
+    for (i, row) in agree.iter().enumerate() {
+        for (j, &a) in row.iter().enumerate() {
+            let rate = a as f64 / n;
+            assert!(
+                (0.48..=0.52).contains(&rate),
+                "lower bit {i} and upper bit {j} agree on {rate:.3} of the vocabulary"
+            );
+        }
+    }
 }

@@ -21,7 +21,7 @@ fn load<S: Store>(d: &Deduper<S>, m: u32, k: u32, stored: &[u64]) {
                 t.put_doc(
                     id,
                     DocRecord {
-                        fingerprint: Fingerprint(fp),
+                        fingerprint: Fingerprint::new(fp),
                         inserted_at: 1,
                         title: None,
                         sketch: Sketch::from_bins([i as u16; 128], i as u128),
@@ -29,7 +29,7 @@ fn load<S: Store>(d: &Deduper<S>, m: u32, k: u32, stored: &[u64]) {
                     },
                 )?;
                 for (table, key) in layout.keys(fp) {
-                    t.add_block(table, key, Fingerprint(fp), id)?;
+                    t.add_block(table, key, Fingerprint::new(fp), id)?;
                 }
             }
             Ok(())
@@ -52,7 +52,7 @@ fn brute(stored: &[u64], q: u64, k: u32) -> Vec<(u32, String)> {
 
 fn check<S: Store>(d: &Deduper<S>, stored: &[u64], queries: &[u64], k: u32) {
     for &q in queries {
-        let mut got = d.near(Fingerprint(q)).unwrap();
+        let mut got = d.near(Fingerprint::new(q)).unwrap();
         got.sort();
         assert_eq!(got, brute(stored, q, k), "query {q:016x}");
     }
@@ -188,4 +188,138 @@ fn sled_index_matches_brute_force_at_k_and_k_plus_one() {
         200,
         (5, 11),
     );
+}
+
+// 128-bit fingerprints: the index keys by the low half, so every stored
+// fingerprint within k over all 128 bits must come back, and none beyond k,
+// whichever half the differing bits fall in.
+
+fn flip128(fp: u128, bits: &[u32]) -> u128 {
+    bits.iter().fold(fp, |acc, b| acc ^ (1u128 << b))
+}
+
+fn load128<S: Store>(d: &Deduper<S>, m: u32, k: u32, stored: &[u128]) {
+    let layout = BlockLayout::new(m, k).unwrap();
+    d.store()
+        .write(|t| {
+            for (i, &fp) in stored.iter().enumerate() {
+                let id = i as u64;
+                let fp = Fingerprint::wide(fp);
+                let rec = DocRecord {
+                    fingerprint: fp,
+                    inserted_at: 1,
+                    title: None,
+                    sketch: Sketch::from_bins([i as u16; 128], i as u128),
+                    url: format!("u{i}"),
+                };
+                t.put_doc(id, rec)?;
+                for (table, key) in layout.keys(fp.low()) {
+                    t.add_block(table, key, fp, id)?;
+                }
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+fn check128<S: Store>(d: &Deduper<S>, stored: &[u128], queries: &[u128], k: u32) {
+    for &q in queries {
+        let mut got = d.near(Fingerprint::wide(q)).unwrap();
+        got.sort();
+        let mut want: Vec<(u32, String)> = stored
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &fp)| {
+                let d = (fp ^ q).count_ones();
+                (d <= k).then(|| (d, format!("u{i}")))
+            })
+            .collect();
+        want.sort();
+        assert_eq!(got, want, "query {q:032x}");
+    }
+}
+
+fn distinct_bits128(n: usize) -> impl Strategy<Value = Vec<u32>> {
+    proptest::sample::subsequence((0u32..128).collect::<Vec<_>>(), n).prop_shuffle()
+}
+
+/// Stored fingerprints in clusters around `base`, and queries at distance
+/// 1, k and k + 1 from each, plus `random`.
+fn clusters128(base: &[u128], flips: &[Vec<u32>], k: u32, random: &[u128]) -> (Vec<u128>, Vec<u128>) {
+    let k = k as usize;
+    let mut stored = base.to_vec();
+    for (i, fp) in base.iter().enumerate() {
+        stored.push(flip128(*fp, &flips[i % flips.len()][..k + 1]));
+        stored.push(flip128(*fp, &flips[(i + 1) % flips.len()][..k]));
+    }
+    let mut queries = random.to_vec();
+    for (i, fp) in stored.iter().enumerate() {
+        let bits = &flips[i % flips.len()];
+        for n in [1, k, k + 1] {
+            queries.push(flip128(*fp, &bits[..n]));
+        }
+    }
+    (stored, queries)
+}
+
+fn config128(m: u32, k: u32) -> DedupConfig {
+    DedupConfig {
+        bits: 128,
+        blocks: m,
+        max_distance: k,
+        ..Default::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+
+    #[test]
+    fn wide_fingerprints_match_brute_force(
+        layout in prop_oneof![Just((4u32, 3u32)), Just((6, 3)), Just((7, 6))],
+        base in proptest::collection::vec(any::<u128>(), 1..30),
+        flips in proptest::collection::vec(distinct_bits128(8), 1..8),
+        random in proptest::collection::vec(any::<u128>(), 0..10),
+    ) {
+        let (m, k) = layout;
+        let (stored, queries) = clusters128(&base, &flips, k, &random);
+        let d = Deduper::new(MemoryStore::new(), config128(m, k)).unwrap();
+        load128(&d, m, k, &stored);
+        check128(&d, &stored, &queries, k);
+    }
+}
+
+#[test]
+fn wide_fingerprints_on_redb_match_brute_force() {
+    let mut x = 0x8f3a_11c2_94d0_7e65u64;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let base: Vec<u128> = (0..200)
+        .map(|_| u128::from(next()) << 64 | u128::from(next()))
+        .collect();
+    // Flips that straddle the halves: some bits below 64, some above.
+    let flips: Vec<Vec<u32>> = (0..16)
+        .map(|i| (0..8).map(|j| ((i * 37 + j * 53) % 128) as u32).collect())
+        .collect();
+    assert!(
+        flips
+            .iter()
+            .any(|f| f[..4].iter().any(|&b| b < 64) && f[..4].iter().any(|&b| b >= 64))
+    );
+    let random: Vec<u128> = (0..50)
+        .map(|_| u128::from(next()) << 64 | u128::from(next()))
+        .collect();
+    let (stored, queries) = clusters128(&base, &flips, 3, &random);
+    let dir = tempfile::tempdir().unwrap();
+    let d = Deduper::new(
+        RedbStore::open(dir.path().join("w.redb")).unwrap(),
+        config128(4, 3),
+    )
+    .unwrap();
+    load128(&d, 4, 3, &stored);
+    check128(&d, &stored, &queries, 3);
 }

@@ -285,6 +285,15 @@ fn persists_and_refuses_other_parameters<S: Store>(open: impl Fn(&str) -> S) {
     )
     .unwrap_err();
     assert!(e.to_string().contains("features: stored words(top_n=0"), "{e}");
+    let e = Deduper::new(
+        open("index"),
+        DedupConfig {
+            bits: 128,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("bits: stored 64, requested 128"), "{e}");
     // Reopened with its own parameters (by another process, for a shared
     // store), nothing was lost.
     let d = Deduper::new(open("index"), DedupConfig::default()).unwrap();
@@ -775,4 +784,71 @@ mod replicated_store {
         assert_eq!(store.position(), pos + 1);
         store.clear().unwrap();
     }
+}
+
+/// `bits = 128` through the tiers on redb: near copies found, records that
+/// keep both halves across a reopen, 32-digit fingerprints, and a store of
+/// one width refused at the other.
+#[test]
+fn wide_fingerprints_find_near_copies_and_persist() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wide.redb");
+    let wide = DedupConfig {
+        bits: 128,
+        ..Default::default()
+    };
+    let near_a = ARTICLE_A.replacen("百分之五点三", "百分之五点四", 1);
+    let fp_a;
+    {
+        let d = Deduper::new(RedbStore::open(&path).unwrap(), wide.clone()).unwrap();
+        let v = d.check(&Document::new("http://a/1", "", ARTICLE_A)).unwrap();
+        let Verdict::Unique {
+            fingerprint: Some(fp),
+            ..
+        } = v
+        else {
+            panic!("{v:?}")
+        };
+        assert_eq!((fp.bits(), fp.to_string().len()), (128, 32));
+        // The low half is the 64-bit fingerprint of the same text.
+        let narrow = mem(DedupConfig::default()).fingerprint(ARTICLE_A).unwrap();
+        assert_eq!(fp.low(), narrow.low());
+        fp_a = fp;
+        assert!(
+            !d.check(&Document::new("http://b/1", "", ARTICLE_B))
+                .unwrap()
+                .is_duplicate()
+        );
+        d.flush().unwrap();
+    }
+    let d = Deduper::new(RedbStore::open(&path).unwrap(), wide.clone()).unwrap();
+    let v = d.check(&Document::new("http://c/1", "", &near_a)).unwrap();
+    let found = dup(&v);
+    assert_eq!((found.tier, found.of.as_str()), (Tier::Content, "http://a/1"));
+    let fp_near = found.fingerprint.unwrap();
+    assert_eq!(found.distance, Some(fp_near.distance(fp_a)));
+    // The record kept the upper half: near() measures all 128 bits.
+    let near = d.near(fp_a).unwrap();
+    assert_eq!(near, vec![(0, "http://a/1".to_string())]);
+    // A 64-bit value asked of it counts with an upper half of 0: far away.
+    assert!(
+        d.near(simcrawl_dedup::Fingerprint::new(fp_a.low()))
+            .unwrap()
+            .is_empty()
+    );
+    drop(d);
+    let e = Deduper::new(RedbStore::open(&path).unwrap(), DedupConfig::default()).unwrap_err();
+    assert!(e.to_string().contains("bits: stored 128, requested 64"), "{e}");
+    let e = Deduper::new(
+        MemoryStore::new(),
+        DedupConfig {
+            bits: 100,
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("bits 100 is not 64 or 128"), "{e}");
+    // A 128-bit fingerprint asked of a 64-bit store is refused, not cut.
+    let e = mem(DedupConfig::default()).near(fp_a).unwrap_err();
+    assert!(e.to_string().contains("has 128 bits"), "{e}");
 }

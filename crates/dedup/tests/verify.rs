@@ -37,7 +37,7 @@ fn load<S: Store>(d: &Deduper<S>, stored: &[Stored]) {
                 t.put_doc(
                     id,
                     DocRecord {
-                        fingerprint: Fingerprint(s.fp),
+                        fingerprint: Fingerprint::new(s.fp),
                         inserted_at: 1,
                         title: None,
                         sketch,
@@ -45,7 +45,7 @@ fn load<S: Store>(d: &Deduper<S>, stored: &[Stored]) {
                     },
                 )?;
                 for (table, key) in layout.keys(s.fp) {
-                    t.add_block(table, key, Fingerprint(s.fp), id)?;
+                    t.add_block(table, key, Fingerprint::new(s.fp), id)?;
                 }
             }
             t.set_meta("next_id", &(stored.len() as u64).to_le_bytes())
@@ -88,7 +88,7 @@ fn check<S: Store>(d: &Deduper<S>, stored: &[Stored], queries: &[Stored]) {
             url: "q".into(),
             url_digest: None,
             title_digest: None,
-            fingerprint: Some(Fingerprint(q.fp)),
+            fingerprint: Some(Fingerprint::new(q.fp)),
             sketch: Some(Sketch::from_bins(q.bins, q.digest)),
             features: 64,
             min_similarity: None,

@@ -143,18 +143,21 @@ impl Counters {
     }
 }
 
-/// A fingerprint given from Python: the 16-hex-digit form of the output
-/// files and `Deduper.fingerprint`, or an int.
+/// A fingerprint given from Python: the hex form of the output files and
+/// `Deduper.fingerprint` (16 digits, or 32 at 128 bits), or an int (one
+/// beyond 64 bits is a 128-bit fingerprint).
 #[derive(FromPyObject)]
 enum FingerprintArg {
     Int(u64),
+    Wide(u128),
     Hex(String),
 }
 
 impl FingerprintArg {
     fn get(&self) -> PyResult<Fingerprint> {
         match self {
-            FingerprintArg::Int(v) => Ok(Fingerprint(*v)),
+            FingerprintArg::Int(v) => Ok(Fingerprint::new(*v)),
+            FingerprintArg::Wide(v) => Ok(Fingerprint::wide(*v)),
             FingerprintArg::Hex(s) => s
                 .parse()
                 .map_err(|e| py_err(format!("invalid fingerprint {s:?}: {e}"))),
@@ -180,7 +183,7 @@ struct PyVerdict {
     /// Estimated resemblance to the kept page, 0 to 1 (title and content
     /// tiers; 1.0 for an exact copy of the text).
     similarity: Option<f64>,
-    /// The page's own SimHash as 16 hex digits (None: no text features).
+    /// The page's own SimHash as 16 hex digits, 32 at 128 bits (None: no text features).
     fingerprint: Option<String>,
     /// The canonical form of the URL (check_url only).
     canonical: Option<String>,
@@ -559,7 +562,7 @@ impl PyDeduper {
     }
 
     /// The 64-bit SimHash of a text under this Deduper's feature settings,
-    /// as 16 hex digits; None when the text has no features (no words).
+    /// as 16 hex digits (32 at 128 bits); None when the text has no features (no words).
     fn fingerprint(&self, py: Python<'_>, text: String) -> PyResult<Option<String>> {
         self.run(py, |s| {
             Ok(on_store!(s, d => d.fingerprint(&text)).map(|f| f.to_string()))

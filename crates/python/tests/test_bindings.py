@@ -208,6 +208,31 @@ def test_fingerprint_distance_and_near() -> None:
     assert d.near(int(fp, 16)) == [(0, "http://a.example/1")]
 
 
+def test_128_bit_fingerprints(tmp_path: Path) -> None:
+    wide = {"dedup": {"bits": 128}}
+    d = Deduper(tmp_path / "wide", config=wide)
+    fp = d.fingerprint(ARTICLE)
+    assert fp is not None and len(fp) == 32
+    # The low half is the 64-bit fingerprint of the same text.
+    narrow = Deduper().fingerprint(ARTICLE)
+    assert narrow is not None and fp[16:] == narrow
+    assert d.check("http://a.example/1", "", ARTICLE + OTHER).kept
+    edited = (ARTICLE + OTHER).replace("四十亿", "四十五亿")
+    v = d.check("http://a.example/2", "", edited)
+    assert v.tier == "content" and v.duplicate_of == "http://a.example/1"
+    assert v.fingerprint is not None and len(v.fingerprint) == 32
+    assert v.distance == simcrawl.distance(v.fingerprint, d.fingerprint(ARTICLE + OTHER) or "")
+    # Ints beyond 64 bits are 128-bit fingerprints.
+    assert simcrawl.distance(2**127, 0) == 1 and simcrawl.distance(int(fp, 16), fp) == 0
+    kept = d.fingerprint(ARTICLE + OTHER)
+    assert kept is not None and d.near(int(kept, 16)) == [(0, "http://a.example/1")]
+    d.close()
+    with pytest.raises(SimcrawlError, match="bits: stored 128, requested 64"):
+        Deduper(tmp_path / "wide")
+    with pytest.raises(SimcrawlError, match="bits 96 is not 64 or 128"):
+        Deduper(config={"dedup": {"bits": 96}})
+
+
 def test_stats_count_documents_and_verdicts() -> None:
     d = Deduper()
     d.check_url("http://a.example/1")

@@ -289,7 +289,7 @@ mod tests {
             text: Some("t"),
             depth: Some(1),
             fetched_at: Some(9),
-            ..KeptLine::new("http://a/1", "T", Some(Fingerprint(0xab)))
+            ..KeptLine::new("http://a/1", "T", Some(Fingerprint::new(0xab)))
         };
         assert_eq!(
             json(&kept),
@@ -326,7 +326,7 @@ mod tests {
     fn batch_lines_keep_their_fields_and_order() {
         let kept = KeptLine {
             line: Some(4),
-            ..KeptLine::new("http://a/1", "T", Some(Fingerprint(0xab)))
+            ..KeptLine::new("http://a/1", "T", Some(Fingerprint::new(0xab)))
         };
         assert_eq!(
             json(&kept),

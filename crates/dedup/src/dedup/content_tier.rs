@@ -3,7 +3,7 @@
 
 use super::verify::Match;
 use super::{Deduper, Signature};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::sketch::{SKETCH_BINS, Sketch};
 use crate::store::{DocId, DocRecord, Prefetch, ReadTables, Store};
@@ -89,10 +89,23 @@ impl<S: Store> Deduper<S> {
     /// Every stored fingerprint within the maximum distance of `fp`, nearest
     /// first, as (distance, URL). A read-only query: it never waits for
     /// writers on redb.
+    ///
+    /// A 64-bit fingerprint asked of a 128-bit deduper counts as a 128-bit
+    /// one whose upper half is 0 (as [`Fingerprint::distance`] does); a
+    /// 128-bit one asked of a 64-bit deduper is an [`Error::Config`].
     pub fn near(&self, fp: Fingerprint) -> Result<Vec<(u32, String)>> {
+        let fp = match (self.config.bits, fp.high()) {
+            (128, None) => Fingerprint::wide(fp.to_u128()),
+            (64, Some(_)) => {
+                return Err(Error::Config(format!(
+                    "fingerprint {fp} has 128 bits; this deduper's store holds 64-bit fingerprints"
+                )));
+            }
+            _ => fp,
+        };
         let cutoff = self.cutoff();
         let keys = Prefetch {
-            blocks: self.layout.keys(fp.0).collect(),
+            blocks: self.layout.keys(fp.low()).collect(),
             ..Prefetch::default()
         };
         self.store.read(|t| {
@@ -111,10 +124,29 @@ impl<S: Store> Deduper<S> {
 
     /// (distance, id) of every stored fingerprint within the maximum
     /// distance, nearest first, verified by exact distance.
+    ///
+    /// The index holds low halves only. At 64 bits that is the whole
+    /// fingerprint; at 128 its hits are the documents within the distance
+    /// over the low half, a superset, so the full distance is taken from
+    /// each hit's record (a handful per check: a random document is
+    /// within 3 bits of another's low half about never).
     pub(super) fn hits(&self, t: &dyn ReadTables, fp: Fingerprint) -> Result<Vec<(u32, DocId)>> {
-        let keys: Vec<(usize, u64)> = self.layout.keys(fp.0).collect();
+        let keys: Vec<(usize, u64)> = self.layout.keys(fp.low()).collect();
         let mut hits = Vec::new();
-        t.near_all(&keys, fp, self.layout.max_distance(), &mut hits)?;
+        let max = self.layout.max_distance();
+        t.near_all(&keys, fp, max, &mut hits)?;
+        if fp.high().is_some() {
+            let mut full = Vec::with_capacity(hits.len());
+            for (_, id) in hits {
+                if let Some(rec) = t.doc(id)? {
+                    let d = fp.distance(rec.fingerprint);
+                    if d <= max {
+                        full.push((d, id));
+                    }
+                }
+            }
+            hits = full;
+        }
         hits.sort_unstable();
         hits.dedup();
         Ok(hits)

@@ -63,7 +63,7 @@ impl<S: Store> Deduper<S> {
         let keys = Prefetch {
             blocks: sig
                 .fingerprint
-                .map(|fp| self.layout.keys(fp.0).collect())
+                .map(|fp| self.layout.keys(fp.low()).collect())
                 .unwrap_or_default(),
             ..Prefetch::default()
         };

@@ -73,6 +73,12 @@ impl Tier {
 #[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DedupConfig {
+    /// SimHash width: 64 (the default) or 128, as the seeds' Python
+    /// version allows. At 128 bits `max_distance` counts over all 128, so
+    /// the same k is a stricter bound; the block index keys by the low 64
+    /// bits either way (see [`Fingerprint`]). A store records it and
+    /// refuses to open at the other width.
+    pub bits: u32,
     /// Blocks the fingerprint is split into (m). 4 is the seeds' layout;
     /// 6 is Manku's 20-table layout for tens of millions of documents.
     pub blocks: u32,
@@ -107,6 +113,7 @@ pub struct DedupConfig {
 impl Default for DedupConfig {
     fn default() -> Self {
         DedupConfig {
+            bits: 64,
             blocks: 4,
             max_distance: 3,
             title_policy: TitlePolicy::Confirm,
@@ -346,6 +353,9 @@ impl<S: Store> Deduper<S> {
     /// # Ok::<(), simcrawl_dedup::Error>(())
     /// ```
     pub fn with_params(store: S, config: DedupConfig, extra: &[(&str, &str)]) -> Result<Deduper<S>> {
+        if config.bits != 64 && config.bits != 128 {
+            return Err(Error::Config(format!("bits {} is not 64 or 128", config.bits)));
+        }
         if config.max_distance > 32 {
             return Err(Error::Config(format!(
                 "max_distance {} is above 32",
@@ -453,12 +463,12 @@ impl<S: Store> Deduper<S> {
 
     /// The SimHash of a text under this deduper's feature settings.
     pub fn fingerprint(&self, text: &str) -> Option<Fingerprint> {
-        self.features.fingerprint(text)
+        self.features.fingerprint_counted_bits(text, self.config.bits).0
     }
 
     /// Computes a document's signature; pure CPU work, no store access.
     pub fn sign(&self, doc: &Document<'_>) -> Signature {
-        let (fingerprint, features) = self.features.fingerprint_counted(doc.text);
+        let (fingerprint, features) = self.features.fingerprint_counted_bits(doc.text, self.config.bits);
         Signature {
             url: doc.url.to_string(),
             url_digest: self
@@ -521,7 +531,7 @@ impl<S: Store> Deduper<S> {
                 p.titles.push(td);
             }
             if let (Some(fp), Some(sketch)) = (sig.fingerprint, sig.sketch.as_ref()) {
-                p.blocks.extend(self.layout.keys(fp.0));
+                p.blocks.extend(self.layout.keys(fp.low()));
                 p.bands.extend(self.band_keys(sketch));
                 p.documents += 1;
             }
@@ -616,7 +626,7 @@ impl<S: Store> Deduper<S> {
             url: sig.url.clone(),
         };
         t.put_doc(id, rec)?;
-        for (table, key) in self.layout.keys(fp.0) {
+        for (table, key) in self.layout.keys(fp.low()) {
             t.add_block(table, key, fp, id)?;
         }
         for &key in band_keys {

@@ -4,7 +4,7 @@
 use super::{Deduper, FORMAT_VERSION};
 use crate::canonical::CANONICAL_VERSION;
 use crate::error::{Error, Result};
-use crate::hash::TOKEN_HASH_NAME;
+use crate::hash::{TOKEN_HASH_NAME, TOKEN_HASH_WIDE_NAME};
 use crate::store::Store;
 
 const META_PARAMS: &str = "params";
@@ -19,9 +19,15 @@ impl<S: Store> Deduper<S> {
             crate::Extractor::Shingles => ("none", "none"),
         };
         let mut p = format!(
-            "format={FORMAT_VERSION}\nbits=64\nblocks={}\nmax_distance={}\nhash={TOKEN_HASH_NAME}\nfeatures={}\nidf={idf}\nsegmenter={segmenter}\nurl_canon={CANONICAL_VERSION}\ntracking={}\nsketch={}\nbands={}x{}\n",
+            "format={FORMAT_VERSION}\nbits={}\nblocks={}\nmax_distance={}\nhash={}\nfeatures={}\nidf={idf}\nsegmenter={segmenter}\nurl_canon={CANONICAL_VERSION}\ntracking={}\nsketch={}\nbands={}x{}\n",
+            self.config.bits,
             self.config.blocks,
             self.config.max_distance,
+            if self.config.bits == 128 {
+                TOKEN_HASH_WIDE_NAME
+            } else {
+                TOKEN_HASH_NAME
+            },
             self.features.describe(),
             self.canon.tracking_digest(),
             crate::sketch::SKETCH_NAME,

@@ -128,7 +128,7 @@ impl<S: Store> Deduper<S> {
         id: crate::store::DocId,
         rec: &crate::store::DocRecord,
     ) -> Result<()> {
-        for (table, key) in self.layout.keys(rec.fingerprint.0) {
+        for (table, key) in self.layout.keys(rec.fingerprint.low()) {
             t.remove_block(table, key, rec.fingerprint, id)?;
         }
         if let Some(title) = rec.title {

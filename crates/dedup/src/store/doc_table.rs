@@ -157,7 +157,7 @@ mod tests {
 
     fn record(id: DocId) -> DocRecord {
         DocRecord {
-            fingerprint: Fingerprint(id),
+            fingerprint: Fingerprint::new(id),
             inserted_at: id,
             title: None,
             sketch: Sketch::from_bins([0; crate::sketch::SKETCH_BINS], 0),

@@ -109,7 +109,7 @@ impl Postings {
     /// Every (fingerprint, id), in the order added.
     fn entries(&self) -> impl Iterator<Item = (Fingerprint, DocId)> + '_ {
         let (fps, ids) = self.as_slices();
-        fps.iter().zip(ids).map(|(&fp, &id)| (Fingerprint(fp), id))
+        fps.iter().zip(ids).map(|(&fp, &id)| (Fingerprint::new(fp), id))
     }
 }
 
@@ -322,7 +322,7 @@ impl ReadTables for MemState {
         const CHUNK: usize = 32;
         // An id is read only for a fingerprint within the distance.
         let mut push = |f: u64, ids: &[DocId], at: usize| {
-            let d = (f ^ fp.0).count_ones();
+            let d = (f ^ fp.low()).count_ones();
             if d <= max
                 && let Some(&id) = ids.get(at)
             {
@@ -446,13 +446,13 @@ impl Tables for MemState {
         if self.blocks.len() <= table {
             self.blocks.resize_with(table + 1, BlockTable::default);
         }
-        self.blocks[table].add(key, fp.0, id);
+        self.blocks[table].add(key, fp.low(), id);
         Ok(())
     }
 
     fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
         if let Some(t) = self.blocks.get_mut(table) {
-            t.remove(key, fp.0, id);
+            t.remove(key, fp.low(), id);
         }
         Ok(())
     }
@@ -556,12 +556,12 @@ mod tests {
             for &k in &keys {
                 let mut got = Vec::new();
                 state.candidates(0, k, &mut got).unwrap();
-                let want: Vec<(Fingerprint, DocId)> = model.0.get(&k).into_iter().flatten().map(|&(f, i)| (Fingerprint(f), i)).collect();
+                let want: Vec<(Fingerprint, DocId)> = model.0.get(&k).into_iter().flatten().map(|&(f, i)| (Fingerprint::new(f), i)).collect();
                 prop_assert_eq!(got, want, "key {}", k);
             }
             let pairs: Vec<(usize, u64)> = keys.iter().map(|&k| (0, k)).collect();
             let mut got = Vec::new();
-            state.near_all(&pairs, Fingerprint(fp), 1, &mut got).unwrap();
+            state.near_all(&pairs, Fingerprint::new(fp), 1, &mut got).unwrap();
             let mut want = Vec::new();
             for k in &keys {
                 for &(f, i) in model.0.get(k).into_iter().flatten() {

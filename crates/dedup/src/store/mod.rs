@@ -53,7 +53,7 @@ pub(crate) const POSTING: usize = 16;
 
 pub(crate) fn posting(fp: Fingerprint, id: DocId) -> [u8; POSTING] {
     let mut e = [0u8; POSTING];
-    e[..8].copy_from_slice(&fp.0.to_le_bytes());
+    e[..8].copy_from_slice(&fp.low().to_le_bytes());
     e[8..].copy_from_slice(&id.to_le_bytes());
     e
 }
@@ -64,11 +64,12 @@ pub(crate) fn decode_postings(list: &[u8]) -> impl Iterator<Item = (Fingerprint,
         let mut id = [0u8; 8];
         fp.copy_from_slice(&e[..8]);
         id.copy_from_slice(&e[8..]);
-        (Fingerprint(u64::from_le_bytes(fp)), u64::from_le_bytes(id))
+        (Fingerprint::new(u64::from_le_bytes(fp)), u64::from_le_bytes(id))
     })
 }
 
-/// (distance, document) of the `entries` within `max` of `fp`.
+/// (distance, document) of the `entries` within `max` of `fp`, over the
+/// low halves: postings hold only those (see [`Fingerprint`]).
 pub(crate) fn within(
     fp: Fingerprint,
     max: u32,
@@ -76,7 +77,7 @@ pub(crate) fn within(
 ) -> impl Iterator<Item = (u32, DocId)> {
     entries
         .into_iter()
-        .map(move |(f, id)| (f.distance(fp), id))
+        .map(move |(f, id)| ((f.low() ^ fp.low()).count_ones(), id))
         .filter(move |&(d, _)| d <= max)
 }
 
@@ -160,17 +161,21 @@ pub struct DocRecord {
 }
 
 impl DocRecord {
-    /// Byte encoding: fingerprint, time, title flag + digest, sketch, URL.
+    /// Byte encoding: fingerprint (low half), time, flags, title digest
+    /// (flag 1), the fingerprint's upper half (flag 2, 128 bits only),
+    /// sketch, URL. A 64-bit record has the bytes it had before 128-bit
+    /// fingerprints existed.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(33 + Sketch::ENCODED_LEN + self.url.len());
-        out.extend_from_slice(&self.fingerprint.0.to_le_bytes());
+        let mut out = Vec::with_capacity(41 + Sketch::ENCODED_LEN + self.url.len());
+        out.extend_from_slice(&self.fingerprint.low().to_le_bytes());
         out.extend_from_slice(&self.inserted_at.to_le_bytes());
-        match self.title {
-            Some(t) => {
-                out.push(1);
-                out.extend_from_slice(&t);
-            }
-            None => out.push(0),
+        let high = self.fingerprint.high();
+        out.push(u8::from(self.title.is_some()) | u8::from(high.is_some()) << 1);
+        if let Some(t) = self.title {
+            out.extend_from_slice(&t);
+        }
+        if let Some(h) = high {
+            out.extend_from_slice(&h.to_le_bytes());
         }
         self.sketch.encode_into(&mut out);
         out.extend_from_slice(self.url.as_bytes());
@@ -180,15 +185,34 @@ impl DocRecord {
     /// Inverse of [`DocRecord::encode`].
     pub fn decode(bytes: &[u8]) -> Result<DocRecord> {
         let bad = || Error::Corrupt(format!("document record of {} bytes", bytes.len()));
-        let fp = u64::from_le_bytes(bytes.get(0..8).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
-        let at = u64::from_le_bytes(bytes.get(8..16).ok_or_else(bad)?.try_into().map_err(|_| bad())?);
-        let (title, rest) = match bytes.get(16) {
-            Some(1) => {
-                let t: [u8; 16] = bytes.get(17..33).ok_or_else(bad)?.try_into().map_err(|_| bad())?;
-                (Some(t), 33)
-            }
-            Some(0) => (None, 17),
-            _ => return Err(bad()),
+        let u64_at = |at: usize| -> Result<u64> {
+            let b: [u8; 8] = bytes
+                .get(at..at + 8)
+                .ok_or_else(bad)?
+                .try_into()
+                .map_err(|_| bad())?;
+            Ok(u64::from_le_bytes(b))
+        };
+        let low = u64_at(0)?;
+        let at = u64_at(8)?;
+        let flags = *bytes.get(16).ok_or_else(bad)?;
+        if flags > 3 {
+            return Err(bad());
+        }
+        let mut rest = 17;
+        let title = if flags & 1 == 1 {
+            let t: [u8; 16] = bytes.get(17..33).ok_or_else(bad)?.try_into().map_err(|_| bad())?;
+            rest = 33;
+            Some(t)
+        } else {
+            None
+        };
+        let fingerprint = if flags & 2 == 2 {
+            let high = u64_at(rest)?;
+            rest += 8;
+            Fingerprint::wide(u128::from(high) << 64 | u128::from(low))
+        } else {
+            Fingerprint::new(low)
         };
         let sketch_end = rest + Sketch::ENCODED_LEN;
         let sketch = Sketch::decode(bytes.get(rest..sketch_end).ok_or_else(bad)?).ok_or_else(bad)?;
@@ -196,7 +220,7 @@ impl DocRecord {
             .map_err(|_| bad())?
             .to_string();
         Ok(DocRecord {
-            fingerprint: Fingerprint(fp),
+            fingerprint,
             inserted_at: at,
             title,
             sketch,
@@ -411,5 +435,60 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     fn rebuild_bands(&self, keys: &dyn Fn(&DocRecord) -> Vec<u64>) -> Result<()> {
         let _ = keys;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn record(fingerprint: Fingerprint, title: Option<[u8; 16]>) -> DocRecord {
+        DocRecord {
+            fingerprint,
+            inserted_at: 1_700_000_000,
+            title,
+            sketch: Sketch::from_bins([7; crate::sketch::SKETCH_BINS], 42),
+            url: "http://a.example/页".to_string(),
+        }
+    }
+
+    #[test]
+    fn records_round_trip_at_both_widths() {
+        for fp in [
+            Fingerprint::new(0xdead_beef),
+            Fingerprint::wide(0x1234 << 64 | 0xdead_beef),
+        ] {
+            for title in [None, Some([9; 16])] {
+                let rec = record(fp, title);
+                let bytes = rec.encode();
+                assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
+                // Cut anywhere before the URL: refused, never misread.
+                let url_at = bytes.len() - rec.url.len();
+                for cut in [0, 8, 16, 17, 30, 40, url_at - 1] {
+                    assert!(
+                        DocRecord::decode(&bytes[..cut]).is_err(),
+                        "cut {cut} of {fp:?} {title:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_64_bit_record_keeps_the_format_of_stores_written_before_128_bits() {
+        // The layout every existing store holds: fingerprint, time, title
+        // flag 0 or 1 (+ digest), sketch, URL.
+        let rec = record(Fingerprint::new(5), Some([3; 16]));
+        let bytes = rec.encode();
+        assert_eq!(&bytes[..8], &5u64.to_le_bytes());
+        assert_eq!(bytes[16], 1);
+        assert_eq!(bytes.len(), 33 + Sketch::ENCODED_LEN + rec.url.len());
+        let wide = record(Fingerprint::wide(6 << 64 | 5), None).encode();
+        assert_eq!((wide[16], &wide[17..25]), (2, &6u64.to_le_bytes()[..]));
+        let mut bad = bytes.clone();
+        bad[16] = 4;
+        assert!(DocRecord::decode(&bad).is_err());
     }
 }

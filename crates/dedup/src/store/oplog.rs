@@ -116,7 +116,7 @@ impl LogWriter {
         self.tag(if add { ADD_BLOCK } else { REMOVE_BLOCK });
         self.buf.push(table as u8);
         self.u64(key);
-        self.u64(fp.0);
+        self.u64(fp.low());
         self.u64(id);
     }
 
@@ -237,7 +237,7 @@ pub(crate) fn apply(entry: &[u8], t: &mut dyn Tables) -> Result<()> {
             tag @ (ADD_BLOCK | REMOVE_BLOCK) => {
                 let table = usize::from(r.u8("block table")?);
                 let key = r.u64("block key")?;
-                let fp = Fingerprint(r.u64("block fingerprint")?);
+                let fp = Fingerprint::new(r.u64("block fingerprint")?);
                 let id = r.u64("block id")?;
                 if tag == ADD_BLOCK {
                     t.add_block(table, key, fp, id)?;
@@ -386,7 +386,7 @@ impl ReadTables for Overlay<'_> {
             self.base.candidates(table, key, &mut all)?;
             out.extend(
                 all.into_iter()
-                    .filter(|&(fp, id)| !p.blocks_removed.contains(&(table, key, fp.0, id))),
+                    .filter(|&(fp, id)| !p.blocks_removed.contains(&(table, key, fp.low(), id))),
             );
         }
         if let Some(added) = p.blocks_added.get(&(table, key)) {
@@ -564,7 +564,7 @@ impl Tables for Overlay<'_> {
         if let Some(v) = self.pending.blocks_added.get_mut(&(table, key)) {
             v.retain(|(f, i)| !(*f == fp && *i == id));
         }
-        self.pending.blocks_removed.insert((table, key, fp.0, id));
+        self.pending.blocks_removed.insert((table, key, fp.low(), id));
         self.pending.log.block(false, table, key, fp, id);
         Ok(())
     }
@@ -649,7 +649,7 @@ mod tests {
 
     fn record(id: DocId) -> DocRecord {
         DocRecord {
-            fingerprint: Fingerprint(id * 3),
+            fingerprint: Fingerprint::new(id * 3),
             inserted_at: id,
             title: None,
             sketch: Sketch::from_bins([id as u16; SKETCH_BINS], u128::from(id)),
@@ -677,8 +677,8 @@ mod tests {
                     t.add_title(*d, *next_title)?;
                 }
                 W::RemoveTitle(d, id) => t.remove_title(*d, *id)?,
-                W::AddBlock(tb, k, f, i) => t.add_block(*tb, *k, Fingerprint(*f), *i)?,
-                W::RemoveBlock(tb, k, f, i) => t.remove_block(*tb, *k, Fingerprint(*f), *i)?,
+                W::AddBlock(tb, k, f, i) => t.add_block(*tb, *k, Fingerprint::new(*f), *i)?,
+                W::RemoveBlock(tb, k, f, i) => t.remove_block(*tb, *k, Fingerprint::new(*f), *i)?,
                 W::AddBand(k, i) => t.add_band(*k, *i)?,
                 W::RemoveBand(k, i) => t.remove_band(*k, *i)?,
                 W::PutDoc(i) => t.put_doc(*i, record(*i))?,

@@ -8,7 +8,7 @@ from typing import Any
 __version__: str
 
 Fingerprint = str | int
-"""A 64-bit SimHash: 16 hex digits (as returned) or an int."""
+"""A SimHash: 16 hex digits (32 at 128 bits, as returned) or an int."""
 
 class SimcrawlError(Exception):
     """An error of the Rust core: invalid settings or URL, a store that is
@@ -41,7 +41,7 @@ class Verdict:
         """Estimated resemblance to the kept page, 0 to 1 (1.0: same text)."""
     @property
     def fingerprint(self) -> str | None:
-        """The page's own SimHash, 16 hex digits (None: no text features)."""
+        """The page's own SimHash, 16 hex digits, 32 at `dedup.bits = 128` (None: no text features)."""
     @property
     def canonical(self) -> str | None:
         """The canonical URL (check_url verdicts only)."""
@@ -127,7 +127,7 @@ class Deduper:
     def clean(self, url: str, html: bytes, content_type: str | None = None) -> Page:
         """Clean an HTML page without checking it."""
     def fingerprint(self, text: str) -> str | None:
-        """SimHash of a text under this Deduper's settings (16 hex digits),
+        """SimHash of a text under this Deduper's settings (16 hex digits, 32 at 128 bits),
         None when the text has no features."""
     @staticmethod
     def distance(a: Fingerprint, b: Fingerprint) -> int:

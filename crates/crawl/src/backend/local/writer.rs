@@ -639,7 +639,7 @@ impl Writer {
         };
         let cfg = deduper.config();
         let (old_fp, old_sketch) = match old.doc.map(|id| tables.doc(id)).transpose()?.flatten() {
-            Some(doc) => (Some(doc.fingerprint.0), Some(doc.sketch)),
+            Some(doc) => (Some(doc.fingerprint.low()), Some(doc.sketch)),
             None => (old.fingerprint, old.sketch()),
         };
         let (change, distance) = classify(old_fp, old_sketch, &p.sig, cfg.min_similarity);

@@ -56,7 +56,7 @@ impl ReadTables for Tx<'_> {
     fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()> {
         self.with(Key::Block(table, key), |v| {
             if let Val::Block(list) = v {
-                out.extend(list.iter().map(|&(fp, id)| (Fingerprint(fp), id)));
+                out.extend(list.iter().map(|&(fp, id)| (Fingerprint::new(fp), id)));
             }
         })
     }
@@ -242,12 +242,12 @@ impl Tables for Tx<'_> {
 
     fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
         check_id(id)?;
-        self.record_packed(Key::Block(table, key), Op::AddPosting(fp.0, id));
+        self.record_packed(Key::Block(table, key), Op::AddPosting(fp.low(), id));
         Ok(())
     }
 
     fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
-        self.record_packed(Key::Block(table, key), Op::RemovePosting(fp.0, id));
+        self.record_packed(Key::Block(table, key), Op::RemovePosting(fp.low(), id));
         Ok(())
     }
 
