@@ -289,9 +289,9 @@ proptest! {
     }
 }
 
-#[test]
-fn wide_fingerprints_on_redb_match_brute_force() {
-    let mut x = 0x8f3a_11c2_94d0_7e65u64;
+/// A disk or networked store against brute force at 128 bits.
+fn wide_store_matches_brute_force<S: Store>(store: S, seed: u64) {
+    let mut x = seed;
     let mut next = || {
         x ^= x << 13;
         x ^= x >> 7;
@@ -314,12 +314,32 @@ fn wide_fingerprints_on_redb_match_brute_force() {
         .map(|_| u128::from(next()) << 64 | u128::from(next()))
         .collect();
     let (stored, queries) = clusters128(&base, &flips, 3, &random);
-    let dir = tempfile::tempdir().unwrap();
-    let d = Deduper::new(
-        RedbStore::open(dir.path().join("w.redb")).unwrap(),
-        config128(4, 3),
-    )
-    .unwrap();
+    let d = Deduper::new(store, config128(4, 3)).unwrap();
     load128(&d, 4, 3, &stored);
     check128(&d, &stored, &queries, 3);
+}
+
+#[test]
+fn wide_fingerprints_on_redb_match_brute_force() {
+    let dir = tempfile::tempdir().unwrap();
+    wide_store_matches_brute_force(
+        RedbStore::open(dir.path().join("w.redb")).unwrap(),
+        0x8f3a_11c2_94d0_7e65,
+    );
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn wide_fingerprints_on_redis_match_brute_force() {
+    if common::redis_url("wide_fingerprints_on_redis_match_brute_force").is_none() {
+        return;
+    }
+    wide_store_matches_brute_force(
+        common::redis_store("bruteforce-wide").unwrap(),
+        0x51a3_77c0_e2d4_9b18,
+    );
+    wide_store_matches_brute_force(
+        common::replicated_store("bruteforce-wide-replicated").unwrap(),
+        0x6b2e_0f91_c3a5_d847,
+    );
 }

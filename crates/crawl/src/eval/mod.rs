@@ -282,7 +282,10 @@ fn score(
 fn sweep_settings(base: &DedupConfig) -> Vec<(String, DedupConfig)> {
     let mut out = vec![
         (
-            "SimHash only (k=3, no verification, no title tier)".to_string(),
+            format!(
+                "SimHash only ({} bits, k={}, no verification, no title tier)",
+                base.bits, base.max_distance
+            ),
             DedupConfig {
                 min_similarity: 0.0,
                 bands: 0,
@@ -291,7 +294,10 @@ fn sweep_settings(base: &DedupConfig) -> Vec<(String, DedupConfig)> {
             },
         ),
         (
-            "seeds: title MD5 (strict) + SimHash k=3".to_string(),
+            format!(
+                "seeds: title MD5 (strict) + SimHash {} bits, k={}",
+                base.bits, base.max_distance
+            ),
             DedupConfig {
                 min_similarity: 0.0,
                 bands: 0,
