@@ -242,7 +242,7 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
-    /// Print `<16 hex>  <name>` for each file (standard input when none).
+    /// Print `<hex>  <name>` for each file (standard input when none): 16 hex digits, 32 at `dedup.bits = 128`.
     Fingerprint {
         files: Vec<PathBuf>,
         /// The files are HTML pages: clean them first.

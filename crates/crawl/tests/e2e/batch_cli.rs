@@ -161,6 +161,22 @@ fn dedup_with_a_data_dir_remembers_earlier_runs_and_refuses_other_parameters() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(stderr.contains("blocks: stored 4, requested 6"), "{stderr}");
+    // The other width is refused too, and the index still works after.
+    let (o, _) = dedup_with_data(root, &second, "o4", &["--set", "dedup.bits=128"]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(stderr.contains("bits: stored 64, requested 128"), "{stderr}");
+    let third = root.join("third.jsonl");
+    write_docs(
+        &third,
+        &[serde_json::json!({"url": "http://d.example/3", "text": A_TRAD})],
+    );
+    let (o, out5) = dedup_with_data(root, &third, "o5", &[]);
+    assert!(o.status.success());
+    assert_eq!(
+        lines(&out5.join("duplicates.jsonl"))[0]["duplicate_of"],
+        "http://a.example/1"
+    );
 }
 
 #[test]
@@ -291,6 +307,16 @@ fn fingerprint_and_distance_commands() {
     let d: u32 = out.split_whitespace().nth(1).unwrap().parse().unwrap();
     assert!(d > 3, "{out}");
     assert!(out.contains("增加值") || out.contains("工业"), "{out}");
+
+    // 128 bits: 32 hex digits whose low half is the 64-bit fingerprint.
+    let o = crawl(&["fingerprint", "--set", "dedup.bits=128", a.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let wide = String::from_utf8(o.stdout).unwrap();
+    let wide = wide.split_whitespace().next().unwrap();
+    assert_eq!((wide.len(), &wide[16..]), (32, fps[0]), "{wide} vs {}", fps[0]);
+    let o = crawl(&["fingerprint", "--set", "dedup.bits=96", a.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("dedup.bits = 96: must be 64 or 128"));
 
     let o = crawl(&["fingerprint", dir.path().join("missing.txt").to_str().unwrap()]);
     assert!(!o.status.success());
