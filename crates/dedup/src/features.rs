@@ -346,14 +346,7 @@ impl Features {
     /// assert_eq!(f.fingerprint_counted("的 了"), (None, 0));
     /// ```
     pub fn fingerprint_counted(&self, text: &str) -> (Option<Fingerprint>, usize) {
-        let mut hashed: Vec<(u64, f64)> = Vec::new();
-        self.for_each_feature(text, |t, w| hashed.push((token_hash(t), w)));
-        let n = hashed.len();
-        if hashed.is_empty() {
-            (None, 0)
-        } else {
-            (Some(Fingerprint::from_hashed(hashed)), n)
-        }
+        self.fingerprint_counted_bits(text, 64)
     }
 
     /// [`Features::fingerprint_counted`] at `bits` = 64 or 128 (any other
@@ -370,17 +363,25 @@ impl Features {
     /// assert_eq!(wide.unwrap().bits(), 128);
     /// ```
     pub fn fingerprint_counted_bits(&self, text: &str, bits: u32) -> (Option<Fingerprint>, usize) {
-        if bits != 128 {
-            return self.fingerprint_counted(text);
-        }
-        let mut hashed: Vec<(u128, f64)> = Vec::new();
-        self.for_each_feature(text, |t, w| hashed.push((token_hash_wide(t), w)));
-        let n = hashed.len();
-        if hashed.is_empty() {
-            (None, 0)
+        if bits == 128 {
+            self.simhash(text, token_hash_wide, Fingerprint::from_hashed_wide)
         } else {
-            (Some(Fingerprint::from_hashed_wide(hashed)), n)
+            self.simhash(text, token_hash, Fingerprint::from_hashed)
         }
+    }
+
+    /// The SimHash of `text`'s features hashed by `hash` and voted by
+    /// `vote`, and how many features there were.
+    fn simhash<H>(
+        &self,
+        text: &str,
+        hash: impl Fn(&str) -> H,
+        vote: impl FnOnce(Vec<(H, f64)>) -> Fingerprint,
+    ) -> (Option<Fingerprint>, usize) {
+        let mut hashed: Vec<(H, f64)> = Vec::new();
+        self.for_each_feature(text, |t, w| hashed.push((hash(t), w)));
+        let n = hashed.len();
+        ((n > 0).then(|| vote(hashed)), n)
     }
 
     fn for_each_feature(&self, text: &str, mut emit: impl FnMut(&str, f64)) {

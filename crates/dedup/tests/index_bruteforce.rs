@@ -12,24 +12,25 @@ fn flip(fp: u64, bits: &[u32]) -> u64 {
     bits.iter().fold(fp, |acc, b| acc ^ (1u64 << b))
 }
 
-fn load<S: Store>(d: &Deduper<S>, m: u32, k: u32, stored: &[u64]) {
+/// Stores `stored` (64-bit values with `Fingerprint::new`, 128-bit ones
+/// with `Fingerprint::wide`) under ids 0, 1, ... and URLs u0, u1, ...
+fn load<S: Store, T: Copy>(d: &Deduper<S>, m: u32, k: u32, stored: &[T], fp: fn(T) -> Fingerprint) {
     let layout = BlockLayout::new(m, k).unwrap();
     d.store()
         .write(|t| {
-            for (i, &fp) in stored.iter().enumerate() {
+            for (i, &value) in stored.iter().enumerate() {
                 let id = i as u64;
-                t.put_doc(
-                    id,
-                    DocRecord {
-                        fingerprint: Fingerprint::new(fp),
-                        inserted_at: 1,
-                        title: None,
-                        sketch: Sketch::from_bins([i as u16; 128], i as u128),
-                        url: format!("u{i}"),
-                    },
-                )?;
-                for (table, key) in layout.keys(fp) {
-                    t.add_block(table, key, Fingerprint::new(fp), id)?;
+                let fp = fp(value);
+                let rec = DocRecord {
+                    fingerprint: fp,
+                    inserted_at: 1,
+                    title: None,
+                    sketch: Sketch::from_bins([i as u16; 128], i as u128),
+                    url: format!("u{i}"),
+                };
+                t.put_doc(id, rec)?;
+                for (table, key) in layout.keys(fp.low()) {
+                    t.add_block(table, key, fp, id)?;
                 }
             }
             Ok(())
@@ -37,24 +38,22 @@ fn load<S: Store>(d: &Deduper<S>, m: u32, k: u32, stored: &[u64]) {
         .unwrap();
 }
 
-fn brute(stored: &[u64], q: u64, k: u32) -> Vec<(u32, String)> {
-    let mut out: Vec<(u32, String)> = stored
-        .iter()
-        .enumerate()
-        .filter_map(|(i, &fp)| {
-            let d = (fp ^ q).count_ones();
-            (d <= k).then(|| (d, format!("u{i}")))
-        })
-        .collect();
-    out.sort();
-    out
-}
-
-fn check<S: Store>(d: &Deduper<S>, stored: &[u64], queries: &[u64], k: u32) {
+/// `near` of every query equals a scan of `stored` by distance.
+fn check<S: Store, T: Copy>(d: &Deduper<S>, stored: &[T], queries: &[T], k: u32, fp: fn(T) -> Fingerprint) {
     for &q in queries {
-        let mut got = d.near(Fingerprint::new(q)).unwrap();
+        let q = fp(q);
+        let mut got = d.near(q).unwrap();
         got.sort();
-        assert_eq!(got, brute(stored, q, k), "query {q:016x}");
+        let mut want: Vec<(u32, String)> = stored
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &s)| {
+                let d = fp(s).distance(q);
+                (d <= k).then(|| (d, format!("u{i}")))
+            })
+            .collect();
+        want.sort();
+        assert_eq!(got, want, "query {q}");
     }
 }
 
@@ -95,8 +94,8 @@ proptest! {
             stored.push(flip(*fp, &flips[(i + 1) % flips.len()][..(k as usize)]));
         }
         let d = Deduper::new(MemoryStore::new(), DedupConfig { blocks: m, max_distance: k, ..Default::default() }).unwrap();
-        load(&d, m, k, &stored);
-        check(&d, &stored, &queries(&stored, &flips, k, &random), k);
+        load(&d, m, k, &stored, Fingerprint::new);
+        check(&d, &stored, &queries(&stored, &flips, k, &random), k, Fingerprint::new);
     }
 }
 
@@ -135,9 +134,15 @@ fn disk_store_matches_brute_force<S: Store>(
         for (i, fp) in base.iter().enumerate() {
             stored.push(flip(*fp, &flips[i % 16][..(k as usize + 1)]));
         }
-        load(&d, m, k, &stored);
+        load(&d, m, k, &stored, Fingerprint::new);
         let random: Vec<u64> = (0..50).map(|_| next()).collect();
-        check(&d, &stored, &queries(&stored, &flips, k, &random), k);
+        check(
+            &d,
+            &stored,
+            &queries(&stored, &flips, k, &random),
+            k,
+            Fingerprint::new,
+        );
     }
 }
 
@@ -198,47 +203,6 @@ fn flip128(fp: u128, bits: &[u32]) -> u128 {
     bits.iter().fold(fp, |acc, b| acc ^ (1u128 << b))
 }
 
-fn load128<S: Store>(d: &Deduper<S>, m: u32, k: u32, stored: &[u128]) {
-    let layout = BlockLayout::new(m, k).unwrap();
-    d.store()
-        .write(|t| {
-            for (i, &fp) in stored.iter().enumerate() {
-                let id = i as u64;
-                let fp = Fingerprint::wide(fp);
-                let rec = DocRecord {
-                    fingerprint: fp,
-                    inserted_at: 1,
-                    title: None,
-                    sketch: Sketch::from_bins([i as u16; 128], i as u128),
-                    url: format!("u{i}"),
-                };
-                t.put_doc(id, rec)?;
-                for (table, key) in layout.keys(fp.low()) {
-                    t.add_block(table, key, fp, id)?;
-                }
-            }
-            Ok(())
-        })
-        .unwrap();
-}
-
-fn check128<S: Store>(d: &Deduper<S>, stored: &[u128], queries: &[u128], k: u32) {
-    for &q in queries {
-        let mut got = d.near(Fingerprint::wide(q)).unwrap();
-        got.sort();
-        let mut want: Vec<(u32, String)> = stored
-            .iter()
-            .enumerate()
-            .filter_map(|(i, &fp)| {
-                let d = (fp ^ q).count_ones();
-                (d <= k).then(|| (d, format!("u{i}")))
-            })
-            .collect();
-        want.sort();
-        assert_eq!(got, want, "query {q:032x}");
-    }
-}
-
 fn distinct_bits128(n: usize) -> impl Strategy<Value = Vec<u32>> {
     proptest::sample::subsequence((0u32..128).collect::<Vec<_>>(), n).prop_shuffle()
 }
@@ -284,8 +248,8 @@ proptest! {
         let (m, k) = layout;
         let (stored, queries) = clusters128(&base, &flips, k, &random);
         let d = Deduper::new(MemoryStore::new(), config128(m, k)).unwrap();
-        load128(&d, m, k, &stored);
-        check128(&d, &stored, &queries, k);
+        load(&d, m, k, &stored, Fingerprint::wide);
+        check(&d, &stored, &queries, k, Fingerprint::wide);
     }
 }
 
@@ -315,8 +279,8 @@ fn wide_store_matches_brute_force<S: Store>(store: S, seed: u64) {
         .collect();
     let (stored, queries) = clusters128(&base, &flips, 3, &random);
     let d = Deduper::new(store, config128(4, 3)).unwrap();
-    load128(&d, 4, 3, &stored);
-    check128(&d, &stored, &queries, 3);
+    load(&d, 4, 3, &stored, Fingerprint::wide);
+    check(&d, &stored, &queries, 3, Fingerprint::wide);
 }
 
 #[test]
