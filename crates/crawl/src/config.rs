@@ -87,6 +87,28 @@ pub struct StoreConfig {
     pub data_dir: PathBuf,
     /// Longest time between two fsyncs of the store during `crawl dedup`.
     pub sync_interval_ms: u64,
+    /// redb's page cache in MiB. 64 keeps a crawler's RSS small; a long
+    /// crawl whose state outgrows it reads pages back through the kernel
+    /// (docs/BENCHMARKS.md, "CPU per page as the crawl grows").
+    pub cache_mb: usize,
+}
+
+impl StoreConfig {
+    /// The redb options these settings ask for, with `sync_interval`.
+    pub fn redb_options(
+        &self,
+        sync_interval: std::time::Duration,
+    ) -> anyhow::Result<simcrawl_dedup::RedbOptions> {
+        anyhow::ensure!(
+            (1..=1 << 20).contains(&self.cache_mb),
+            "store.cache_mb = {}: must be between 1 and 1048576 (MiB)",
+            self.cache_mb
+        );
+        Ok(simcrawl_dedup::RedbOptions {
+            sync_interval,
+            cache_bytes: self.cache_mb << 20,
+        })
+    }
 }
 
 impl Default for StoreConfig {
@@ -94,6 +116,7 @@ impl Default for StoreConfig {
         StoreConfig {
             data_dir: PathBuf::from("data"),
             sync_interval_ms: 1000,
+            cache_mb: 64,
         }
     }
 }
@@ -679,6 +702,27 @@ mod tests {
             Config::load_with(Some(&p), &sets(&["crawl.scope=host"])).unwrap_err()
         );
         assert!(e.contains("c.toml") && e.contains("doman"), "{e}");
+    }
+
+    #[test]
+    fn the_store_cache_is_checked_and_given_to_redb() {
+        let mut store = StoreConfig::default();
+        let o = store.redb_options(std::time::Duration::from_secs(2)).unwrap();
+        assert_eq!(
+            (o.cache_bytes, o.sync_interval),
+            (64 << 20, std::time::Duration::from_secs(2))
+        );
+        store.cache_mb = 256;
+        assert_eq!(
+            store.redb_options(std::time::Duration::MAX).unwrap().cache_bytes,
+            256 << 20
+        );
+        store.cache_mb = 0;
+        let e = store
+            .redb_options(std::time::Duration::MAX)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("store.cache_mb = 0: must be between 1"), "{e}");
     }
 
     #[test]

@@ -118,11 +118,11 @@ fn open(
         None => Backend::Memory(with_clock_offset(state::open_deduper(MemoryStore::new(), cfg)?)?),
         Some(dir) => {
             let path = dir.join("index.redb");
-            let store = RedbStore::open_with(
-                &path,
-                std::time::Duration::from_millis(cfg.store.sync_interval_ms),
-            )
-            .with_context(|| format!("cannot open the index in {}", dir.display()))?;
+            let options = cfg
+                .store
+                .redb_options(std::time::Duration::from_millis(cfg.store.sync_interval_ms))?;
+            let store = RedbStore::open_opts(&path, options)
+                .with_context(|| format!("cannot open the index in {}", dir.display()))?;
             Backend::Redb(with_clock_offset(state::open_deduper(store, cfg)?)?)
         }
     };

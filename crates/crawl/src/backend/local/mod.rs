@@ -108,7 +108,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<S
     }
     // The writer decides when commits become durable (see `Writer::make_durable`);
     // the store must never upgrade one on its own.
-    let store = RedbStore::open_with(&db_path, Duration::MAX)
+    let store = RedbStore::open_opts(&db_path, cfg.store.redb_options(Duration::MAX)?)
         .with_context(|| format!("cannot open the crawl state in {}", data_dir.display()))?;
     let deduper = Arc::new(state::open_deduper(store, &cfg)?);
     // The learners load (and convert what earlier versions saved) in one
