@@ -121,7 +121,17 @@ struct Tally {
 
 impl Declared {
     /// The language of `text` on a page of `host` that declares `hint`.
-    pub fn detect(&self, host: &str, hint: Option<&str>, text: &str) -> Option<&'static str> {
+    /// `keep` is the crawl's language filter (`crawl.languages`; empty:
+    /// all are kept): a declaration it would filter out is never taken at
+    /// its word, so trust is never the reason a page is dropped (whatlang
+    /// reads the page, and that reading is the host's recheck).
+    pub fn detect(
+        &self,
+        host: &str,
+        hint: Option<&str>,
+        text: &str,
+        keep: &[String],
+    ) -> Option<&'static str> {
         let sample = sample_of(text, SAMPLE_BYTES);
         if let Some(answer) = by_scripts(sample) {
             return answer;
@@ -140,6 +150,7 @@ impl Declared {
             if let Some(t) = tallies.get_mut(&key)
                 && t.agreed >= TRUST_AFTER
                 && t.trusted + 1 < RECHECK_EVERY
+                && (keep.is_empty() || keep.iter().any(|k| k == declared))
             {
                 t.trusted += 1;
                 return Some(declared);
@@ -269,40 +280,78 @@ mod tests {
         let d = Declared::default();
         // Not yet proven: every page is read, and a French page declared
         // English is French.
-        assert_eq!(d.detect("a.example", Some("en-US"), &prose(0, true)), Some("fr"));
+        assert_eq!(
+            d.detect("a.example", Some("en-US"), &prose(0, true), &[]),
+            Some("fr")
+        );
         for i in 0..TRUST_AFTER as usize {
-            assert_eq!(d.detect("a.example", Some("en-US"), &prose(i, false)), Some("en"));
+            assert_eq!(
+                d.detect("a.example", Some("en-US"), &prose(i, false), &[]),
+                Some("en")
+            );
         }
         // Proven: the next French pages are taken at their word, until the
         // recheck reads one and the trust ends.
         let answers: Vec<_> = (0..RECHECK_EVERY as usize + 1)
-            .map(|i| d.detect("a.example", Some("en"), &prose(i, true)))
+            .map(|i| d.detect("a.example", Some("en"), &prose(i, true), &[]))
             .collect();
         let trusted = RECHECK_EVERY as usize - 1;
         assert!(answers[..trusted].iter().all(|a| *a == Some("en")), "{answers:?}");
         assert_eq!(answers[trusted], Some("fr"), "{answers:?}");
         assert_eq!(answers[trusted + 1], Some("fr"), "{answers:?}");
         // Another host, or no declaration, is read as ever.
-        assert_eq!(d.detect("b.example", Some("en"), &prose(0, true)), Some("fr"));
-        assert_eq!(d.detect("a.example", None, &prose(0, true)), Some("fr"));
+        assert_eq!(
+            d.detect("b.example", Some("en"), &prose(0, true), &[]),
+            Some("fr")
+        );
+        assert_eq!(d.detect("a.example", None, &prose(0, true), &[]), Some("fr"));
+    }
+
+    #[test]
+    fn a_trusted_declaration_never_filters_a_page_out() {
+        let d = Declared::default();
+        let keep = vec!["fr".to_string()];
+        for i in 0..TRUST_AFTER as usize {
+            assert_eq!(
+                d.detect("a.example", Some("en"), &prose(i, false), &keep),
+                Some("en")
+            );
+        }
+        // English is proven, but the crawl keeps only French: a French page
+        // declared English is read, not taken for English and dropped.
+        assert_eq!(
+            d.detect("a.example", Some("en"), &prose(0, true), &keep),
+            Some("fr")
+        );
+        // Without the filter the same trust answers English.
+        for i in 0..TRUST_AFTER as usize {
+            d.detect("b.example", Some("en"), &prose(i, false), &[]);
+        }
+        assert_eq!(
+            d.detect("b.example", Some("en"), &prose(0, true), &[]),
+            Some("en")
+        );
     }
 
     #[test]
     fn scripts_decide_before_any_declaration_and_unknown_tags_are_ignored() {
         let d = Declared::default();
         for i in 0..2 * TRUST_AFTER as usize {
-            d.detect("a.example", Some("en"), &prose(i, false));
+            d.detect("a.example", Some("en"), &prose(i, false), &[]);
         }
         let chinese = "长江流域遭遇罕见高温干旱，多地启动抗旱应急响应。气象部门预计，未来一周仍将持续晴热天气，\
                        农业和供水部门正在加紧调度水源，保障群众生活用水和农田灌溉。";
-        assert_eq!(d.detect("a.example", Some("en"), chinese), Some("zh"));
+        assert_eq!(d.detect("a.example", Some("en"), chinese, &[]), Some("zh"));
         assert_eq!(declared_code("en-US"), Some("en"));
         assert_eq!(declared_code(" DE_at "), Some("de"));
         assert_eq!(declared_code("x-klingon"), None);
         assert_eq!(declared_code(""), None);
         // A declaration whatlang never agrees with is never trusted.
         for i in 0..2 * TRUST_AFTER as usize {
-            assert_eq!(d.detect("c.example", Some("de"), &prose(i, false)), Some("en"));
+            assert_eq!(
+                d.detect("c.example", Some("de"), &prose(i, false), &[]),
+                Some("en")
+            );
         }
     }
 

@@ -692,9 +692,12 @@ fn clean_and_sign(
     let template_stripped = id.template_stripped;
     drop(id);
     let (listings, listing_problems) = listings_of(stages, &fetched.final_url, &page.feeds);
-    let lang = stages
-        .lang
-        .detect(host_of(&fetched.final_url), page.lang_hint.as_deref(), &page.text);
+    let lang = stages.lang.detect(
+        host_of(&fetched.final_url),
+        page.lang_hint.as_deref(),
+        &page.text,
+        &stages.languages,
+    );
     // An unknown language is kept: a page is not dropped on a guess.
     let filtered_lang =
         !stages.languages.is_empty() && lang.is_some_and(|l| !stages.languages.iter().any(|k| k == l));
