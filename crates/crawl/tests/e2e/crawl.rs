@@ -14,7 +14,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, OnceLock, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::server::{Reply, Request, Server};
 use crate::support::{Dirs, field, gibberish, multiset, page, path_of, zh};
@@ -509,21 +509,12 @@ fn all_big_routes() -> BTreeSet<String> {
 fn start_and_wait_for(dirs: &Dirs, fraction: f64) -> std::process::Child {
     let mut child = dirs.spawn();
     let want = (BIG as f64 * fraction) as usize;
-    let t0 = Instant::now();
-    while dirs.kept_lines_now() < want {
-        if let Some(st) = child.try_wait().unwrap() {
-            panic!(
-                "crawl ended ({st}) before it could be interrupted at {want} pages; stderr:\n{}",
-                dirs.log()
-            );
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(60),
-            "no progress; stderr:\n{}",
-            dirs.log()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    dirs.wait_until(
+        &mut child,
+        Duration::from_secs(60),
+        &format!("it could be interrupted at {want} pages"),
+        || dirs.kept_lines_now() >= want,
+    );
     child
 }
 
@@ -824,20 +815,9 @@ fn visible_lines_become_durable_without_further_results() {
     let dir = tempdir();
     let dirs = crate::support::site_crawl(dir.path(), &format!("{}/", server.base()), 2, "max_requeues = 0");
     let mut child = dirs.spawn();
-    let t0 = Instant::now();
-    while dirs.kept_lines_now() < 2 {
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "ended early:\n{}",
-            dirs.log()
-        );
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "no progress:\n{}",
-            dirs.log()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    dirs.wait_until(&mut child, Duration::from_secs(30), "two pages kept", || {
+        dirs.kept_lines_now() >= 2
+    });
     // A consumer reads the lines; /slow keeps the crawl busy meanwhile.
     let seen = std::fs::read_to_string(dirs.out.join("kept.jsonl")).unwrap();
     std::thread::sleep(Duration::from_millis(800));

@@ -239,20 +239,9 @@ fn learnt_rules_survive_a_kill_and_resume() {
     // Slow enough to be killed mid-crawl.
     let dirs = crawl(root.path(), &s, 15, "");
     let mut child = dirs.spawn();
-    let t0 = Instant::now();
-    while !dirs.log().contains("URL rewrite rule (DUST) learnt") {
-        assert!(
-            t0.elapsed() < Duration::from_secs(120),
-            "no rule learnt:\n{}",
-            dirs.log()
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "ended early:\n{}",
-            dirs.log()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    dirs.wait_until(&mut child, Duration::from_secs(120), "a rule learnt", || {
+        dirs.log().contains("URL rewrite rule (DUST) learnt")
+    });
     // The commit that learnt it is durable within a quarter second.
     std::thread::sleep(Duration::from_secs(1));
     assert!(child.try_wait().unwrap().is_none(), "ended before the kill");

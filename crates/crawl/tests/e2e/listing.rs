@@ -410,35 +410,25 @@ fn a_resumed_crawl_does_not_read_its_sitemaps_again() {
     // the listings, time for the kill.
     dirs.edit_config("per_host_delay_ms = 0", "per_host_delay_ms = 150");
     let mut child = dirs.spawn();
-    let t0 = std::time::Instant::now();
     // Every listing committed: each one's pages kept, both problem lines
     // written (lines are written with the commit that reads the listing).
-    loop {
-        let kept: BTreeSet<String> = lines_now(&dirs.out.join("kept.jsonl"))
-            .iter()
-            .map(|v| path_of(field(v, "url")))
-            .collect();
-        let errors = lines_now(&dirs.out.join("errors.jsonl"));
-        let problems = errors.iter().filter(|e| field(e, "kind") == "listing").count();
-        if problems >= 2
-            && ["/t/1.html", "/r/1.html", "/a/1.html", "/f/1.html", "/b/1.html"]
+    dirs.wait_until(
+        &mut child,
+        Duration::from_secs(30),
+        "every listing committed",
+        || {
+            let kept: BTreeSet<String> = lines_now(&dirs.out.join("kept.jsonl"))
                 .iter()
-                .all(|p| kept.contains(*p))
-        {
-            break;
-        }
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "ended early:\n{}",
-            dirs.log()
-        );
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "no progress:\n{}",
-            dirs.log()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+                .map(|v| path_of(field(v, "url")))
+                .collect();
+            let errors = lines_now(&dirs.out.join("errors.jsonl"));
+            let problems = errors.iter().filter(|e| field(e, "kind") == "listing").count();
+            problems >= 2
+                && ["/t/1.html", "/r/1.html", "/a/1.html", "/f/1.html", "/b/1.html"]
+                    .iter()
+                    .all(|p| kept.contains(*p))
+        },
+    );
     // Made durable within 250 ms of their commit.
     std::thread::sleep(Duration::from_millis(700));
     assert!(

@@ -337,16 +337,9 @@ fn a_forever_crawl_revisits_due_pages_and_survives_kill9() {
             .unwrap()
     };
     let wait_changes = |n: usize, child: &mut Child| {
-        let t0 = Instant::now();
-        while changes(&dirs).len() < n {
-            assert!(child.try_wait().unwrap().is_none(), "exited: {}", dirs.log());
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "no revisits: {}",
-                dirs.log()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        dirs.wait_until(child, Duration::from_secs(60), &format!("{n} revisits"), || {
+            changes(&dirs).len() >= n
+        });
     };
     let mut child = Reaped(spawn(&mut cmd));
     let child = &mut child.0;

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use sha1::{Digest, Sha1};
 
@@ -446,20 +446,9 @@ fn a_warc_crawl_killed_twice_resumes_with_every_page_archived_once() {
     let dirs = site_crawl(dir.path(), &format!("{}/p/0", server.base()), 4, &extra);
     for want in [PAGES / 5, PAGES / 2] {
         let mut child = dirs.spawn();
-        let t0 = Instant::now();
-        while dirs.kept_lines_now() < want {
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "ended before the kill; {}",
-                dirs.log()
-            );
-            assert!(
-                t0.elapsed() < Duration::from_secs(60),
-                "no progress; {}",
-                dirs.log()
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        dirs.wait_until(&mut child, Duration::from_secs(60), "the kill", || {
+            dirs.kept_lines_now() >= want
+        });
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
     }

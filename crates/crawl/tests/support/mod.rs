@@ -199,6 +199,25 @@ impl Dirs {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }
 
+    /// Polls `done` while the crawl `child` runs: panics, with the crawl's
+    /// log, if the crawl ends first or `done` does not hold within `limit`
+    /// (`what` names what was awaited). For tests that act on a running
+    /// crawl (kill it, read its outputs) once it has got somewhere.
+    pub fn wait_until(&self, child: &mut Child, limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+        let t0 = Instant::now();
+        while !done() {
+            if let Some(st) = child.try_wait().unwrap() {
+                panic!("the crawl ended ({st}) before {what}:\n{}", self.log());
+            }
+            assert!(
+                t0.elapsed() < limit,
+                "not {what} within {limit:?}:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     pub fn kept(&self) -> Vec<Value> {
         read_jsonl(&self.out.join("kept.jsonl"))
     }
