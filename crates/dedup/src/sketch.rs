@@ -232,9 +232,13 @@ impl Sketch {
     /// The store encoding: 16 digest bytes, then the bins little-endian.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.digest.to_le_bytes());
-        for b in &self.bins {
-            out.extend_from_slice(&b.to_le_bytes());
+        // Into an array first: one copy into `out` (a push per bin cost a
+        // capacity check each, and every stored document is encoded).
+        let mut bins = [0u8; SKETCH_BYTES];
+        for (pair, b) in bins.chunks_exact_mut(2).zip(&self.bins) {
+            pair.copy_from_slice(&b.to_le_bytes());
         }
+        out.extend_from_slice(&bins);
     }
 
     /// Bytes of [`Sketch::encode_into`].

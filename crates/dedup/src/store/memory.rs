@@ -250,8 +250,8 @@ impl MemState {
             }
         });
         failed?;
-        for (id, rec) in self.docs.iter() {
-            w.put_doc(id, rec);
+        for (id, bytes) in self.docs.iter() {
+            w.put_doc_bytes(id, bytes);
             spill(&mut w, out)?;
         }
         if w.ops() > 0 {
@@ -362,7 +362,7 @@ impl ReadTables for MemState {
     }
 
     fn doc(&self, id: DocId) -> Result<Option<DocRecord>> {
-        Ok(self.docs.get(id).cloned())
+        self.docs.get(id).map(DocRecord::decode).transpose()
     }
 
     fn urls_seen_before(&self, cutoff: u64, limit: usize, out: &mut Vec<u128>) -> Result<()> {
@@ -376,7 +376,9 @@ impl ReadTables for MemState {
     }
 
     fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()> {
-        out.extend(self.docs.iter().take(limit).map(|(id, d)| (id, d.clone())));
+        for (id, bytes) in self.docs.iter().take(limit) {
+            out.push((id, DocRecord::decode(bytes)?));
+        }
         Ok(())
     }
 
@@ -468,7 +470,7 @@ impl Tables for MemState {
     }
 
     fn put_doc(&mut self, id: DocId, rec: DocRecord) -> Result<()> {
-        self.docs.insert(id, rec);
+        self.docs.insert(id, &rec);
         Ok(())
     }
 

@@ -166,7 +166,13 @@ impl DocRecord {
     /// sketch, URL. A 64-bit record has the bytes it had before 128-bit
     /// fingerprints existed.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(41 + Sketch::ENCODED_LEN + self.url.len());
+        // Exactly its length: the memory store keeps this buffer as is.
+        let len = 17
+            + 16 * usize::from(self.title.is_some())
+            + 8 * usize::from(self.fingerprint.high().is_some())
+            + Sketch::ENCODED_LEN
+            + self.url.len();
+        let mut out = Vec::with_capacity(len);
         out.extend_from_slice(&self.fingerprint.low().to_le_bytes());
         out.extend_from_slice(&self.inserted_at.to_le_bytes());
         let high = self.fingerprint.high();
@@ -464,6 +470,8 @@ mod tests {
                 let rec = record(fp, title);
                 let bytes = rec.encode();
                 assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
+                // Sized exactly: the memory store keeps the buffer as is.
+                assert_eq!(bytes.capacity(), bytes.len());
                 // Cut anywhere before the URL: refused, never misread.
                 let url_at = bytes.len() - rec.url.len();
                 for cut in [0, 8, 16, 17, 30, 40, url_at - 1] {

@@ -127,9 +127,14 @@ impl LogWriter {
     }
 
     pub(crate) fn put_doc(&mut self, id: DocId, rec: &DocRecord) {
+        self.put_doc_bytes(id, &rec.encode());
+    }
+
+    /// [`Self::put_doc`] of a record already encoded ([`DocRecord::encode`]).
+    pub(crate) fn put_doc_bytes(&mut self, id: DocId, rec: &[u8]) {
         self.tag(PUT_DOC);
         self.u64(id);
-        self.bytes(&rec.encode());
+        self.bytes(rec);
     }
 
     pub(crate) fn remove_doc(&mut self, id: DocId) {
