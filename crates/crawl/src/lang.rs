@@ -33,6 +33,12 @@ fn detect_in(text: &str, sample_bytes: usize) -> Option<&'static str> {
     by_scripts(sample).unwrap_or_else(|| by_trigrams(sample))
 }
 
+/// Whether a crawl whose `crawl.languages` is `keep` keeps pages in
+/// `lang` (an empty list keeps every language).
+pub fn keeps(keep: &[String], lang: &str) -> bool {
+    keep.is_empty() || keep.iter().any(|k| k == lang)
+}
+
 /// The first `bytes` of `text`, cut at a character boundary.
 fn sample_of(text: &str, bytes: usize) -> &str {
     let mut end = text.len().min(bytes);
@@ -150,7 +156,7 @@ impl Declared {
             if let Some(t) = tallies.get_mut(&key)
                 && t.agreed >= TRUST_AFTER
                 && t.trusted + 1 < RECHECK_EVERY
-                && (keep.is_empty() || keep.iter().any(|k| k == declared))
+                && keeps(keep, declared)
             {
                 t.trusted += 1;
                 return Some(declared);

@@ -103,16 +103,15 @@ pub fn fingerprint(cfg: &Config, files: &[PathBuf], input: Input) -> Result<usiz
 /// features that weigh most in each.
 pub fn distance(cfg: &Config, a: &Path, b: &Path, input: Input, top: usize) -> Result<u32> {
     let cleaner = simcrawl_clean::Cleaner::new(cfg.clean.clone())?;
-    let features = Features::new(cfg.dedup.features.clone())?;
     let deduper = simcrawl_dedup::Deduper::new(simcrawl_dedup::MemoryStore::new(), cfg.dedup.clone())?;
+    let features = deduper.features();
     let mut fps = Vec::new();
     let mut docs = Vec::new();
     for p in [a, b] {
         let (name, bytes) = read_input(Some(p))?;
         let (title, text) = title_and_text(&cleaner, &bytes, input, &name)?;
-        let fp = features
-            .fingerprint_counted_bits(&text, cfg.dedup.bits)
-            .0
+        let fp = deduper
+            .fingerprint(&text)
             .with_context(|| format!("{name}: no features (empty text, or only stop words and numbers)"))?;
         fps.push((name.clone(), fp, features.features(&text)));
         docs.push((name, title, text));

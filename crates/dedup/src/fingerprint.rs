@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::hash::{token_hash, token_hash_high};
+use crate::hash::{token_hash, token_hash_wide};
 
 /// A SimHash of a document's weighted features: 64 bits, or 128 with
 /// `dedup.bits = 128`.
@@ -148,7 +148,8 @@ impl Fingerprint {
 
     /// The 128-bit [`Fingerprint::from_weighted`]: the low half votes on
     /// [`crate::hash::token_hash`] (so it equals the 64-bit fingerprint),
-    /// the upper half on [`crate::hash::token_hash_high`].
+    /// the upper half on [`crate::hash::token_hash_high`] (both from
+    /// [`crate::hash::token_hash_wide`], one FNV pass).
     ///
     /// ```
     /// use simcrawl_dedup::Fingerprint;
@@ -161,12 +162,7 @@ impl Fingerprint {
     where
         I: IntoIterator<Item = (&'a str, f64)>,
     {
-        Self::from_hashed_wide(features.into_iter().map(|(t, w)| {
-            (
-                u128::from(token_hash_high(t)) << 64 | u128::from(token_hash(t)),
-                w,
-            )
-        }))
+        Self::from_hashed_wide(features.into_iter().map(|(t, w)| (token_hash_wide(t), w)))
     }
 
     /// SimHash of features that are already hashed (see [`crate::hash::token_hash`]).

@@ -699,8 +699,7 @@ fn clean_and_sign(
         &stages.languages,
     );
     // An unknown language is kept: a page is not dropped on a guess.
-    let filtered_lang =
-        !stages.languages.is_empty() && lang.is_some_and(|l| !stages.languages.iter().any(|k| k == l));
+    let filtered_lang = lang.is_some_and(|l| !crate::lang::keeps(&stages.languages, l));
     let bytes = fetched.body.len();
     let record = match fetched
         .head
