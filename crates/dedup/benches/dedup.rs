@@ -11,6 +11,8 @@
 //! Environment:
 //! - `DEDUP_BENCH_SIZES`: stored fingerprints, comma separated
 //!   (default `1000000`), e.g. `1000000,10000000`.
+//! - `DEDUP_BENCH_SKETCH_BITS`: bits kept of each sketch bin, 8 (the
+//!   default, as a new store keeps) or 16.
 //! - `DEDUP_BENCH_CONFIGS`: which stores/layouts, comma separated, from
 //!   `mem4,mem6,redb4,redb6` (default all), and `redis4`, `redis6`, `replica4` (with
 //!   `--features redis` and `SIMCRAWL_REDIS_URL`: the Redis store, namespace
@@ -651,6 +653,18 @@ const SAMPLE: usize = 10_000;
 const QUERIES: usize = 10_000;
 const CHECK_BATCH: usize = 1_000;
 
+/// Bits kept of each sketch bin (`DEDUP_BENCH_SKETCH_BITS`, default 8 as
+/// for a new store; 16 measures stores made before 8-bit sketches).
+fn sketch_bits() -> u32 {
+    static BITS: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *BITS.get_or_init(|| {
+        std::env::var("DEDUP_BENCH_SKETCH_BITS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(8)
+    })
+}
+
 fn config(m: u32) -> DedupConfig {
     let bands = std::env::var("DEDUP_BENCH_BANDS")
         .ok()
@@ -658,6 +672,7 @@ fn config(m: u32) -> DedupConfig {
         .unwrap_or(DedupConfig::default().bands);
     DedupConfig {
         bands,
+        sketch_bits: Some(sketch_bits()),
         blocks: m,
         max_distance: 3,
         // Signatures carry no title digest; keep the title tier out anyway.
@@ -770,7 +785,7 @@ fn random_sketch(rng: &mut StdRng) -> Sketch {
     for b in &mut bins {
         *b = rng.random();
     }
-    Sketch::from_bins(bins, rng.random())
+    Sketch::from_bins(bins, rng.random()).narrow(sketch_bits())
 }
 
 /// Times `iters` calls of `Deduper::check_batch`, each on `per_call` new

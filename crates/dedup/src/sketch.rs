@@ -23,6 +23,15 @@
 //!   to the sampling error (standard deviation sqrt(J(1-J)/128), 0.035 at
 //!   J = 0.8), and the same bins serve the LSH band index
 //!   ([`Sketch::band_keys`]): 4 bins of 16 bits make one 64-bit band key.
+//! - A store may keep 8 bits of each bin instead ([`Sketch::narrow`], the
+//!   `sketch_bits` setting): 128 bytes less per document, where the sketch
+//!   was half of a record. An accidental match is then 1 in 256, which
+//!   the estimate subtracts (Li and König's correction); its standard
+//!   deviation grows by under 0.5% at J = 0.8, and a band of 4 bins keys
+//!   on 32 bits, so a lookup meets an unrelated document with probability
+//!   documents / 2^32 (one more candidate the verification rejects). The
+//!   low 8 bits of a bin are the 8-bit bin, so sketches of both widths
+//!   compare on the 8 they share.
 //!
 //! Shingles are taken over the text's letters and digits only, lower-cased:
 //! whitespace, punctuation and case differ between copies of one text under
@@ -38,12 +47,43 @@ pub const SKETCH_BINS: usize = 128;
 /// Characters per shingle.
 pub const SHINGLE_CHARS: usize = 5;
 
-/// The sketch's name in a store's recorded parameters: a store built with
-/// another sketch cannot be compared with.
+/// The 16-bit sketch's name in a store's recorded parameters: a store
+/// built with another sketch cannot be compared with.
 pub const SKETCH_NAME: &str = "oph128x16-char5-alnum-v1";
 
-/// Bytes a sketch takes in the store.
+/// The 8-bit sketch's name ([`Sketch::narrow`]).
+pub const SKETCH_NAME_NARROW: &str = "oph128x8-char5-alnum-v1";
+
+/// Bytes a 16-bit sketch's bins take in the store.
 pub const SKETCH_BYTES: usize = SKETCH_BINS * 2;
+
+/// Bits kept of each bin: the widths a sketch can have.
+pub const SKETCH_WIDTHS: [u32; 2] = [16, 8];
+
+/// The recorded name of the sketch of `bits` bits a bin (16 or 8), and
+/// back ([`sketch_bits_of`]).
+///
+/// ```
+/// use simcrawl_dedup::sketch::{sketch_bits_of, sketch_name};
+/// assert_eq!(sketch_bits_of(sketch_name(8)), Some(8));
+/// assert_eq!(sketch_bits_of(sketch_name(16)), Some(16));
+/// ```
+pub fn sketch_name(bits: u32) -> &'static str {
+    if bits == 8 {
+        SKETCH_NAME_NARROW
+    } else {
+        SKETCH_NAME
+    }
+}
+
+/// The bits a bin of the sketch named `name` keeps, if it is one of ours.
+pub fn sketch_bits_of(name: &str) -> Option<u32> {
+    match name {
+        SKETCH_NAME => Some(16),
+        SKETCH_NAME_NARROW => Some(8),
+        _ => None,
+    }
+}
 
 const SEED_A: u64 = 0x9e37_79b9_7f4a_7c15;
 const SEED_B: u64 = 0xc2b2_ae3d_27d4_eb4f;
@@ -66,6 +106,9 @@ const VALUE_MASK: u64 = (1 << 57) - 1;
 pub struct Sketch {
     bins: [u16; SKETCH_BINS],
     digest: u128,
+    /// Bits kept of each bin: 16, or 8 after [`Sketch::narrow`] (the bins
+    /// above them are zero).
+    bits: u8,
 }
 
 impl fmt::Debug for Sketch {
@@ -175,7 +218,44 @@ impl Sketch {
         Some(Sketch {
             bins,
             digest: digest.finish(),
+            bits: 16,
         })
+    }
+
+    /// This sketch keeping `bits` bits of each bin: 16 (itself) or 8 (the
+    /// low byte, as a store with `sketch_bits = 8` keeps it); other
+    /// widths are taken as 16.
+    ///
+    /// ```
+    /// use simcrawl_dedup::Sketch;
+    /// let text = "长江流域今年夏季降雨偏多，防汛形势严峻，各地加强了巡查。";
+    /// let wide = Sketch::of(text).unwrap();
+    /// let narrow = wide.narrow(8);
+    /// assert_eq!((wide.bits(), narrow.bits()), (16, 8));
+    /// assert_eq!(narrow.encoded_len() + 128, wide.encoded_len());
+    /// assert!(narrow.same_text(&wide));
+    /// let edited = Sketch::of("长江流域今年夏季降雨偏多，防汛形势严峻，各地加强了巡查和值守。").unwrap();
+    /// // Both widths estimate the same resemblance, up to chance matches.
+    /// assert!((narrow.resemblance(&edited.narrow(8)) - wide.resemblance(&edited)).abs() < 0.05);
+    /// ```
+    pub fn narrow(&self, bits: u32) -> Sketch {
+        if bits != 8 || self.bits == 8 {
+            return self.clone();
+        }
+        let mut bins = self.bins;
+        for b in &mut bins {
+            *b &= 0xff;
+        }
+        Sketch {
+            bins,
+            digest: self.digest,
+            bits: 8,
+        }
+    }
+
+    /// Bits kept of each bin (16 or 8).
+    pub fn bits(&self) -> u32 {
+        u32::from(self.bits)
     }
 
     /// A sketch from raw bins and digest, for benchmarks and tests that need
@@ -189,7 +269,11 @@ impl Sketch {
     /// assert!(!a.same_text(&b));
     /// ```
     pub fn from_bins(bins: [u16; SKETCH_BINS], digest: u128) -> Sketch {
-        Sketch { bins, digest }
+        Sketch {
+            bins,
+            digest,
+            bits: 16,
+        }
     }
 
     /// Estimated resemblance (Jaccard index of the two shingle sets), in
@@ -198,10 +282,19 @@ impl Sketch {
         if self.digest == other.digest {
             return 1.0;
         }
-        let same = self.bins.iter().zip(&other.bins).filter(|(a, b)| a == b).count();
+        // Both widths keep the low bits of the same minima: compare on
+        // the bits both have.
+        let bits = self.bits.min(other.bits);
+        let mask = if bits >= 16 { u16::MAX } else { (1u16 << bits) - 1 };
+        let same = self
+            .bins
+            .iter()
+            .zip(&other.bins)
+            .filter(|&(a, b)| (a ^ b) & mask == 0)
+            .count();
         let p = same as f64 / SKETCH_BINS as f64;
-        // Two different minima agree on 16 bits by chance 1 time in 2^16.
-        let chance = 1.0 / 65536.0;
+        // Two different minima agree on b bits by chance 1 time in 2^b.
+        let chance = 1.0 / f64::from(1u32 << bits);
         ((p - chance) / (1.0 - chance)).clamp(0.0, 1.0)
     }
 
@@ -229,9 +322,18 @@ impl Sketch {
         })
     }
 
-    /// The store encoding: 16 digest bytes, then the bins little-endian.
+    /// The store encoding: 16 digest bytes, then the bins little-endian,
+    /// two bytes each, or one each for an 8-bit sketch.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(&self.digest.to_le_bytes());
+        if self.bits == 8 {
+            let mut bins = [0u8; SKETCH_BINS];
+            for (byte, b) in bins.iter_mut().zip(&self.bins) {
+                *byte = (b & 0xff) as u8;
+            }
+            out.extend_from_slice(&bins);
+            return;
+        }
         // Into an array first: one copy into `out` (a push per bin cost a
         // capacity check each, and every stored document is encoded).
         let mut bins = [0u8; SKETCH_BYTES];
@@ -241,21 +343,50 @@ impl Sketch {
         out.extend_from_slice(&bins);
     }
 
-    /// Bytes of [`Sketch::encode_into`].
+    /// Bytes of [`Sketch::encode_into`] for a 16-bit sketch.
     pub const ENCODED_LEN: usize = 16 + SKETCH_BYTES;
 
-    /// Inverse of [`Sketch::encode_into`]; `None` if `bytes` is not
-    /// [`Sketch::ENCODED_LEN`] long.
+    /// Bytes of [`Sketch::encode_into`] for an 8-bit sketch.
+    pub const ENCODED_LEN_NARROW: usize = 16 + SKETCH_BINS;
+
+    /// Bytes of [`Sketch::encode_into`] for this sketch.
+    pub fn encoded_len(&self) -> usize {
+        if self.bits == 8 {
+            Self::ENCODED_LEN_NARROW
+        } else {
+            Self::ENCODED_LEN
+        }
+    }
+
+    /// Inverse of [`Sketch::encode_into`]; the length tells the width.
+    /// `None` if `bytes` is neither [`Sketch::ENCODED_LEN`] nor
+    /// [`Sketch::ENCODED_LEN_NARROW`] long.
     pub fn decode(bytes: &[u8]) -> Option<Sketch> {
-        if bytes.len() != Self::ENCODED_LEN {
-            return None;
-        }
-        let digest = u128::from_le_bytes(bytes[..16].try_into().ok()?);
+        let digest = u128::from_le_bytes(bytes.get(..16)?.try_into().ok()?);
         let mut bins = [0u16; SKETCH_BINS];
-        for (b, pair) in bins.iter_mut().zip(bytes[16..].chunks_exact(2)) {
-            *b = u16::from_le_bytes([pair[0], pair[1]]);
+        match bytes.len() {
+            Self::ENCODED_LEN => {
+                for (b, pair) in bins.iter_mut().zip(bytes[16..].chunks_exact(2)) {
+                    *b = u16::from_le_bytes([pair[0], pair[1]]);
+                }
+                Some(Sketch {
+                    bins,
+                    digest,
+                    bits: 16,
+                })
+            }
+            Self::ENCODED_LEN_NARROW => {
+                for (b, byte) in bins.iter_mut().zip(&bytes[16..]) {
+                    *b = u16::from(*byte);
+                }
+                Some(Sketch {
+                    bins,
+                    digest,
+                    bits: 8,
+                })
+            }
+            _ => None,
         }
-        Some(Sketch { bins, digest })
     }
 }
 
@@ -431,6 +562,58 @@ mod tests {
         assert_eq!(buf.len(), Sketch::ENCODED_LEN);
         assert_eq!(Sketch::decode(&buf), Some(s));
         assert_eq!(Sketch::decode(&buf[1..]), None);
+    }
+
+    #[test]
+    fn narrow_sketches_round_trip_and_compare_with_wide_ones() {
+        let s = Sketch::of(&text(7, 300)).unwrap().narrow(8);
+        let mut buf = Vec::new();
+        s.encode_into(&mut buf);
+        assert_eq!(buf.len(), Sketch::ENCODED_LEN_NARROW);
+        let back = Sketch::decode(&buf).unwrap();
+        assert_eq!((back.bits(), &back), (8, &s));
+        // Narrowing twice, or to a width it has, changes nothing.
+        assert_eq!(s.narrow(8), s);
+        assert_eq!(s.narrow(16), s);
+        // A wide sketch and its narrow self: the same text.
+        let wide = Sketch::of(&text(7, 300)).unwrap();
+        assert_eq!(wide.resemblance(&s), 1.0);
+        let mut other = wide.clone();
+        other.digest ^= 1;
+        assert_eq!(other.resemblance(&s), 1.0, "equal low bytes are equal bins");
+        other.bins[0] ^= 0x100; // differs above the low byte only
+        assert_eq!(other.resemblance(&s), 1.0);
+        assert!(other.resemblance(&wide) < 1.0);
+    }
+
+    #[test]
+    fn narrow_estimate_tracks_exact_jaccard_without_bias() {
+        // The same pairs as `estimate_tracks_exact_jaccard`, at 8 bits: the
+        // chance matches (1 in 256) are subtracted, so unrelated texts
+        // still estimate near 0 and the mean error stays near 0.
+        let (mut worst, mut sum): (f64, f64) = (0.0, 0.0);
+        for seed in 0..40u64 {
+            let base = text(seed, 800);
+            let cut = (seed as usize % 10) * base.chars().count() / 10;
+            let edited: String = base
+                .chars()
+                .take(cut)
+                .chain(text(seed + 1000, 800 - cut / 2).chars())
+                .collect();
+            let exact = jaccard(&base, &edited);
+            let est = Sketch::of(&base)
+                .unwrap()
+                .narrow(8)
+                .resemblance(&Sketch::of(&edited).unwrap().narrow(8));
+            worst = worst.max((exact - est).abs());
+            sum += est - exact;
+        }
+        assert!(worst < 0.18, "worst error {worst}");
+        assert!((sum / 40.0).abs() < 0.03, "mean error {}", sum / 40.0);
+        let a = Sketch::of(&text(1, 2000)).unwrap().narrow(8);
+        let b = Sketch::of(&text(2, 2000)).unwrap().narrow(8);
+        let exact = jaccard(&text(1, 2000), &text(2, 2000));
+        assert!((a.resemblance(&b) - exact).abs() < 0.1);
     }
 
     #[test]

@@ -852,3 +852,65 @@ fn wide_fingerprints_find_near_copies_and_persist() {
     let e = mem(DedupConfig::default()).near(fp_a).unwrap_err();
     assert!(e.to_string().contains("has 128 bits"), "{e}");
 }
+
+/// The sketch's width is the store's: a new store keeps 8 bits a bin, a
+/// store made with 16 reopens at 16 under the default settings (existing
+/// indexes keep working) and refuses an explicit 8; both widths find the
+/// same near copy with about the same resemblance.
+#[test]
+fn sketch_width_follows_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let near_a = ARTICLE_A.replacen("百分之五点三", "百分之五点四", 1);
+    let stored_bits =
+        |d: &Deduper<RedbStore>| d.store().read(|t| t.doc(0)).unwrap().map(|rec| rec.sketch.bits());
+    let mut similarity = Vec::new();
+    for (name, bits) in [("wide", Some(16)), ("default", None)] {
+        let path = dir.path().join(format!("{name}.redb"));
+        {
+            let cfg = DedupConfig {
+                sketch_bits: bits,
+                ..Default::default()
+            };
+            let d = Deduper::new(RedbStore::open(&path).unwrap(), cfg).unwrap();
+            assert!(
+                !d.check(&Document::new("http://a/1", "", ARTICLE_A))
+                    .unwrap()
+                    .is_duplicate()
+            );
+            assert_eq!(stored_bits(&d), Some(bits.unwrap_or(8)));
+            d.flush().unwrap();
+        }
+        // Reopened with the defaults: the store's width.
+        let d = Deduper::new(RedbStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
+        assert_eq!(d.sketch_bits(), bits.unwrap_or(8));
+        let v = d.check(&Document::new("http://c/1", "", &near_a)).unwrap();
+        let found = dup(&v);
+        assert_eq!((found.tier, found.of.as_str()), (Tier::Content, "http://a/1"));
+        similarity.push(found.similarity.unwrap());
+        drop(d);
+        let other = if bits == Some(16) { 8 } else { 16 };
+        let e = Deduper::new(
+            RedbStore::open(&path).unwrap(),
+            DedupConfig {
+                sketch_bits: Some(other),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(&format!("sketch: stored oph128x{}", bits.unwrap_or(8))),
+            "{e}"
+        );
+    }
+    assert!((similarity[0] - similarity[1]).abs() < 0.05, "{similarity:?}");
+    let e = Deduper::new(
+        MemoryStore::new(),
+        DedupConfig {
+            sketch_bits: Some(12),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("sketch_bits 12 is not 8 or 16"), "{e}");
+}

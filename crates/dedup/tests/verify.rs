@@ -23,14 +23,20 @@ struct Stored {
     digest: u128,
 }
 
+/// A stored document's sketch at the width the deduper keeps.
+fn sketch_of(s: &Stored, bits: u32) -> Sketch {
+    Sketch::from_bins(s.bins, s.digest).narrow(bits)
+}
+
 fn load<S: Store>(d: &Deduper<S>, stored: &[Stored]) {
     let cfg = d.config();
+    let bits = d.sketch_bits();
     let layout = BlockLayout::new(cfg.blocks, cfg.max_distance).unwrap();
     d.store()
         .write(|t| {
             for (i, s) in stored.iter().enumerate() {
                 let id = i as u64;
-                let sketch = Sketch::from_bins(s.bins, s.digest);
+                let sketch = sketch_of(s, bits);
                 for key in sketch.band_keys(cfg.bands, cfg.band_rows) {
                     t.add_band(key, id)?;
                 }
@@ -56,15 +62,15 @@ fn load<S: Store>(d: &Deduper<S>, stored: &[Stored]) {
 /// What `lookup` must answer, by comparing with every stored document: the
 /// most similar verified SimHash candidate; else the most similar verified
 /// band candidate. `None`: kept.
-fn brute(cfg: &DedupConfig, stored: &[Stored], q: &Stored) -> Option<(String, f64)> {
-    let qs = Sketch::from_bins(q.bins, q.digest);
+fn brute(cfg: &DedupConfig, bits: u32, stored: &[Stored], q: &Stored) -> Option<(String, f64)> {
+    let qs = sketch_of(q, bits);
     let qbands: Vec<u64> = qs.band_keys(cfg.bands, cfg.band_rows).collect();
     let best = |pred: &dyn Fn(&Stored, &Sketch) -> bool| {
         stored
             .iter()
             .enumerate()
             .filter_map(|(i, s)| {
-                let sk = Sketch::from_bins(s.bins, s.digest);
+                let sk = sketch_of(s, bits);
                 let sim = qs.resemblance(&sk);
                 let dist = (s.fp ^ q.fp).count_ones();
                 (pred(s, &sk) && sim >= cfg.min_similarity).then_some((sim, std::cmp::Reverse(dist), i))
@@ -89,7 +95,7 @@ fn check<S: Store>(d: &Deduper<S>, stored: &[Stored], queries: &[Stored]) {
             url_digest: None,
             title_digest: None,
             fingerprint: Some(Fingerprint::new(q.fp)),
-            sketch: Some(Sketch::from_bins(q.bins, q.digest)),
+            sketch: Some(sketch_of(q, d.sketch_bits())),
             features: 64,
             min_similarity: None,
         };
@@ -97,7 +103,7 @@ fn check<S: Store>(d: &Deduper<S>, stored: &[Stored], queries: &[Stored]) {
             .lookup(&sig)
             .unwrap()
             .map(|dup| (dup.of, dup.similarity.unwrap()));
-        let want = brute(d.config(), stored, q);
+        let want = brute(d.config(), d.sketch_bits(), stored, q);
         match (&got, &want) {
             // Ties in similarity and distance may pick either document.
             (Some((_, gs)), Some((_, ws))) => assert!((gs - ws).abs() < 1e-12, "{got:?} vs {want:?}"),
@@ -182,6 +188,7 @@ fn configs() -> Vec<DedupConfig> {
             min_similarity: 0.5,
             bands: 16,
             band_rows: 3,
+            sketch_bits: Some(16),
             ..Default::default()
         },
         DedupConfig {
@@ -400,7 +407,7 @@ fn band_index_survives_reopen_and_failed_transactions_leave_no_bands<S: Store>(o
                 .is_duplicate()
         );
         // A failed transaction's band entries never reach the index.
-        let sketch = Sketch::of(&original).unwrap();
+        let sketch = Sketch::of(&original).unwrap().narrow(d.sketch_bits());
         let key = sketch.band_keys(10, 4).next().unwrap();
         // Another band key, in the bits every store keeps (the Redis store
         // tells band keys apart by their top 48 bits, the in-memory band

@@ -645,11 +645,13 @@ fn workers_pause_while_redis_is_down_and_finish_when_it_is_back() {
         paused < PAGES,
         "the crawl went on without Redis ({during} -> {paused})"
     );
-    for c in &mut children {
-        assert!(
-            c.try_wait().unwrap().is_none(),
-            "a worker exited while Redis was down"
-        );
+    for (c, w) in children.iter_mut().zip(workers) {
+        if let Some(status) = c.try_wait().unwrap() {
+            panic!(
+                "worker {w} exited ({status}) while Redis was down:\n{}",
+                s.logs(&workers)
+            );
+        }
     }
     redis.restart();
     s.wait_ok(&mut children, &workers);

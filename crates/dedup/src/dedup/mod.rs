@@ -99,6 +99,12 @@ pub struct DedupConfig {
     pub bands: usize,
     /// Sketch bins per band.
     pub band_rows: usize,
+    /// Bits the store keeps of each sketch bin: 8 or 16. `None` (the
+    /// default) takes what the store recorded, and 8 for a new store: 128
+    /// bytes less per document with the same verdicts on the labelled set
+    /// (docs/EVAL.md "Sketch width"). A store records it and refuses to
+    /// open at the other width, as for `bits`.
+    pub sketch_bits: Option<u32>,
     /// Entries older than this stop counting and are purged (`None`: keep
     /// forever). In config files a duration such as `"7d"`.
     #[serde(with = "window_serde")]
@@ -121,6 +127,7 @@ impl Default for DedupConfig {
             title_min_similarity: DEFAULT_TITLE_MIN_SIMILARITY,
             bands: 10,
             band_rows: 4,
+            sketch_bits: None,
             window: None,
             features: FeatureConfig::default(),
             url: UrlConfig::default(),
@@ -307,6 +314,8 @@ pub struct Deduper<S: Store> {
     /// Parameters of the embedding program recorded next to the crate's own
     /// (see [`Deduper::with_params`]).
     extra: Vec<(String, String)>,
+    /// Bits kept of each sketch bin: `config.sketch_bits`, or the store's.
+    sketch_bits: u32,
 }
 
 impl<S: Store> std::fmt::Debug for Deduper<S> {
@@ -376,9 +385,18 @@ impl<S: Store> Deduper<S> {
                 config.bands, config.band_rows
             )));
         }
+        if let Some(b) = config.sketch_bits
+            && !crate::sketch::SKETCH_WIDTHS.contains(&b)
+        {
+            return Err(Error::Config(format!("sketch_bits {b} is not 8 or 16")));
+        }
         let layout = BlockLayout::new(config.blocks, config.max_distance)?;
         let features = Features::new(config.features.clone())?;
         let canon = Canonicalizer::new(&config.url)?;
+        let sketch_bits = match config.sketch_bits {
+            Some(b) => b,
+            None => params::stored_sketch_bits(&store)?.unwrap_or(8),
+        };
         let deduper = Deduper {
             store,
             config,
@@ -388,6 +406,7 @@ impl<S: Store> Deduper<S> {
             clock: Arc::new(now_secs),
             last_purge: AtomicU64::new(0),
             extra: Vec::new(),
+            sketch_bits,
         };
         let own: Vec<String> = deduper
             .params()
@@ -440,6 +459,24 @@ impl<S: Store> Deduper<S> {
         &self.config
     }
 
+    /// Bits kept of each sketch bin (16 or 8): `sketch_bits` if set, else
+    /// the store's, else 8.
+    ///
+    /// ```
+    /// use simcrawl_dedup::{Deduper, DedupConfig, MemoryStore};
+    /// let d = Deduper::new(MemoryStore::new(), DedupConfig::default())?;
+    /// assert_eq!(d.sketch_bits(), 8); // a new store
+    /// let store = d.into_store();
+    /// // Reopened: the store's width, whatever the default.
+    /// assert_eq!(Deduper::new(store, DedupConfig::default())?.sketch_bits(), 8);
+    /// let wide = DedupConfig { sketch_bits: Some(16), ..Default::default() };
+    /// assert_eq!(Deduper::new(MemoryStore::new(), wide)?.sketch_bits(), 16);
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    pub fn sketch_bits(&self) -> u32 {
+        self.sketch_bits
+    }
+
     /// The URL tier's key function, under [`DedupConfig::url`]: crawlers
     /// that canonicalize links off the writer thread (for
     /// [`Deduper::check_url_in`]) use it, or a clone of it.
@@ -478,7 +515,7 @@ impl<S: Store> Deduper<S> {
                 .map(|c| u128::from_be_bytes(c.digest())),
             title_digest: title_digest(doc.title),
             fingerprint,
-            sketch: Sketch::of(doc.text),
+            sketch: Sketch::of(doc.text).map(|s| s.narrow(self.sketch_bits)),
             features,
             min_similarity: None,
         }

@@ -30,7 +30,7 @@ impl<S: Store> Deduper<S> {
             },
             self.features.describe(),
             self.canon.tracking_digest(),
-            crate::sketch::SKETCH_NAME,
+            crate::sketch::sketch_name(self.sketch_bits),
             self.config.bands,
             self.config.band_rows,
         );
@@ -115,4 +115,18 @@ impl<S: Store> Deduper<S> {
             differences: diffs.join("; "),
         })
     }
+}
+
+/// The sketch width a store recorded (`sketch=` of its parameters), if it
+/// recorded parameters with a sketch this crate knows; `None` for a new
+/// store. A store of another format or sketch is refused by
+/// `check_params`, naming what differs.
+pub(super) fn stored_sketch_bits<S: Store>(store: &S) -> Result<Option<u32>> {
+    let stored = store.read(|t| t.meta(META_PARAMS))?;
+    Ok(stored.and_then(|p| {
+        String::from_utf8_lossy(&p)
+            .lines()
+            .find_map(|l| l.strip_prefix("sketch="))
+            .and_then(crate::sketch::sketch_bits_of)
+    }))
 }

@@ -163,20 +163,25 @@ pub struct DocRecord {
 impl DocRecord {
     /// Byte encoding: fingerprint (low half), time, flags, title digest
     /// (flag 1), the fingerprint's upper half (flag 2, 128 bits only),
-    /// sketch, URL. A 64-bit record has the bytes it had before 128-bit
-    /// fingerprints existed.
+    /// sketch (one byte a bin under flag 4, two otherwise), URL. A record
+    /// with a 64-bit fingerprint and a 16-bit sketch has the bytes it had
+    /// before either option existed.
     pub fn encode(&self) -> Vec<u8> {
         // Exactly its length: the memory store keeps this buffer as is.
         let len = 17
             + 16 * usize::from(self.title.is_some())
             + 8 * usize::from(self.fingerprint.high().is_some())
-            + Sketch::ENCODED_LEN
+            + self.sketch.encoded_len()
             + self.url.len();
         let mut out = Vec::with_capacity(len);
         out.extend_from_slice(&self.fingerprint.low().to_le_bytes());
         out.extend_from_slice(&self.inserted_at.to_le_bytes());
         let high = self.fingerprint.high();
-        out.push(u8::from(self.title.is_some()) | u8::from(high.is_some()) << 1);
+        out.push(
+            u8::from(self.title.is_some())
+                | u8::from(high.is_some()) << 1
+                | u8::from(self.sketch.bits() == 8) << 2,
+        );
         if let Some(t) = self.title {
             out.extend_from_slice(&t);
         }
@@ -202,7 +207,7 @@ impl DocRecord {
         let low = u64_at(0)?;
         let at = u64_at(8)?;
         let flags = *bytes.get(16).ok_or_else(bad)?;
-        if flags > 3 {
+        if flags > 7 {
             return Err(bad());
         }
         let mut rest = 17;
@@ -220,7 +225,12 @@ impl DocRecord {
         } else {
             Fingerprint::new(low)
         };
-        let sketch_end = rest + Sketch::ENCODED_LEN;
+        let sketch_end = rest
+            + if flags & 4 == 4 {
+                Sketch::ENCODED_LEN_NARROW
+            } else {
+                Sketch::ENCODED_LEN
+            };
         let sketch = Sketch::decode(bytes.get(rest..sketch_end).ok_or_else(bad)?).ok_or_else(bad)?;
         let url = std::str::from_utf8(&bytes[sketch_end..])
             .map_err(|_| bad())?
@@ -466,8 +476,9 @@ mod tests {
             Fingerprint::new(0xdead_beef),
             Fingerprint::wide(0x1234 << 64 | 0xdead_beef),
         ] {
-            for title in [None, Some([9; 16])] {
-                let rec = record(fp, title);
+            for (title, bits) in [None, Some([9; 16])].into_iter().flat_map(|t| [(t, 16), (t, 8)]) {
+                let mut rec = record(fp, title);
+                rec.sketch = rec.sketch.narrow(bits);
                 let bytes = rec.encode();
                 assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
                 // Sized exactly: the memory store keeps the buffer as is.
@@ -496,7 +507,12 @@ mod tests {
         let wide = record(Fingerprint::wide(6 << 64 | 5), None).encode();
         assert_eq!((wide[16], &wide[17..25]), (2, &6u64.to_le_bytes()[..]));
         let mut bad = bytes.clone();
-        bad[16] = 4;
+        bad[16] = 8;
         assert!(DocRecord::decode(&bad).is_err());
+        // An 8-bit sketch: flag 4, 128 bytes fewer.
+        let mut narrow = rec.clone();
+        narrow.sketch = narrow.sketch.narrow(8);
+        let nb = narrow.encode();
+        assert_eq!((nb[16], nb.len() + 128), (5, bytes.len()));
     }
 }
