@@ -165,20 +165,20 @@
 //! title (docs/BENCHMARKS.md, "Redis store"; `MEMORY USAGE` of every key,
 //! per document):
 //!
-//! | part | bytes per document |
-//! | --- | --- |
-//! | records (`d:`; 296-byte values, of which the sketch is 272) | 362 (321 with `hash-max-listpack-value 512`) |
-//! | band buckets (`l:`; 10 entries of 9 bytes + key overhead) | 114 |
-//! | block lists (`b:`; 4 entries of 13 bytes + key overhead) | 77 |
-//! | version stripes (`v`, fixed ~3 MB) and insertion order (`o`) | 5 |
-//! | total (`used_memory` grew by 579 per document; 527 over the second half) | 557 |
+//! | part | bytes per document, 8-bit sketch (new indexes) | 16-bit sketch |
+//! | --- | --- | --- |
+//! | records (`d:`; 168-byte values with the 144-byte sketch; 296 with the 272-byte one) | 234 (193 with `hash-max-listpack-value 256`) | 362 (321 with `hash-max-listpack-value 512`) |
+//! | band buckets (`l:`; 10 entries of 9 bytes + key overhead) | 114 | 114 |
+//! | block lists (`b:`; 4 entries of 13 bytes + key overhead) | 77 | 77 |
+//! | version stripes (`v`, fixed ~3 MB) and insertion order (`o`) | 5 | 5 |
+//! | `used_memory` growth per document (whole 1M; second half) | 441; 399 | 579; 527 |
 //!
 //! The URL and title tiers add, per document having them: URL record 168,
 //! URL first-seen index 120, a distinct title 115. The record, with the
-//! 272-byte sketch every candidate is verified against, is most of it by
-//! itself, so the 200 bytes per document of issue 9 are out of reach while
-//! the sketch is kept in Redis. Layout 1 took 808 bytes per document on
-//! the same bench.
+//! sketch every candidate is verified against, is the largest part, so
+//! the 200 bytes per document of issue 9 are out of reach while the
+//! sketch is kept in Redis. Layout 1 took 808 bytes per document on the
+//! same bench (16-bit sketches).
 
 mod conn;
 mod layout;
