@@ -509,25 +509,33 @@ mod tests {
             .collect()
     }
 
+    /// Pairs from identical to unrelated (a base text and an edited copy
+    /// where a share of the text is replaced): (exact, estimated at `bits`).
+    fn edited_pairs(bits: u32) -> Vec<(f64, f64)> {
+        (0..40u64)
+            .map(|seed| {
+                let base = text(seed, 800);
+                let cut = (seed as usize % 10) * base.chars().count() / 10;
+                let edited: String = base
+                    .chars()
+                    .take(cut)
+                    .chain(text(seed + 1000, 800 - cut / 2).chars())
+                    .collect();
+                let est = Sketch::of(&base)
+                    .unwrap()
+                    .narrow(bits)
+                    .resemblance(&Sketch::of(&edited).unwrap().narrow(bits));
+                (jaccard(&base, &edited), est)
+            })
+            .collect()
+    }
+
     #[test]
     fn estimate_tracks_exact_jaccard() {
-        // Pairs from identical to unrelated: a base text and an edited copy
-        // where a share of the text is replaced.
-        let mut worst: f64 = 0.0;
-        for seed in 0..40u64 {
-            let base = text(seed, 800);
-            let cut = (seed as usize % 10) * base.chars().count() / 10;
-            let edited: String = base
-                .chars()
-                .take(cut)
-                .chain(text(seed + 1000, 800 - cut / 2).chars())
-                .collect();
-            let exact = jaccard(&base, &edited);
-            let est = Sketch::of(&base)
-                .unwrap()
-                .resemblance(&Sketch::of(&edited).unwrap());
-            worst = worst.max((exact - est).abs());
-        }
+        let worst = edited_pairs(16)
+            .iter()
+            .map(|(e, s)| (e - s).abs())
+            .fold(0.0, f64::max);
         // 128 bins: standard deviation <= 0.045; 40 pairs stay within 4 sd.
         assert!(worst < 0.18, "worst error {worst}");
     }
@@ -588,32 +596,35 @@ mod tests {
 
     #[test]
     fn narrow_estimate_tracks_exact_jaccard_without_bias() {
-        // The same pairs as `estimate_tracks_exact_jaccard`, at 8 bits: the
-        // chance matches (1 in 256) are subtracted, so unrelated texts
-        // still estimate near 0 and the mean error stays near 0.
-        let (mut worst, mut sum): (f64, f64) = (0.0, 0.0);
-        for seed in 0..40u64 {
-            let base = text(seed, 800);
-            let cut = (seed as usize % 10) * base.chars().count() / 10;
-            let edited: String = base
-                .chars()
-                .take(cut)
-                .chain(text(seed + 1000, 800 - cut / 2).chars())
-                .collect();
-            let exact = jaccard(&base, &edited);
-            let est = Sketch::of(&base)
-                .unwrap()
-                .narrow(8)
-                .resemblance(&Sketch::of(&edited).unwrap().narrow(8));
-            worst = worst.max((exact - est).abs());
-            sum += est - exact;
-        }
+        // The same pairs at 8 bits: the chance matches (1 in 256) are
+        // subtracted, so the mean error stays near 0.
+        let pairs = edited_pairs(8);
+        let worst = pairs.iter().map(|(e, s)| (e - s).abs()).fold(0.0, f64::max);
+        let sum: f64 = pairs.iter().map(|(e, s)| s - e).sum();
         assert!(worst < 0.18, "worst error {worst}");
         assert!((sum / 40.0).abs() < 0.03, "mean error {}", sum / 40.0);
         let a = Sketch::of(&text(1, 2000)).unwrap().narrow(8);
         let b = Sketch::of(&text(2, 2000)).unwrap().narrow(8);
         let exact = jaccard(&text(1, 2000), &text(2, 2000));
         assert!((a.resemblance(&b) - exact).abs() < 0.1);
+    }
+
+    #[test]
+    fn chance_matches_are_subtracted_at_the_width_compared() {
+        // 32 bins agree on all 16 bits, 32 more on the low byte only.
+        let a: [u16; SKETCH_BINS] = std::array::from_fn(|i| i as u16);
+        let b: [u16; SKETCH_BINS] = std::array::from_fn(|i| match i {
+            0..32 => i as u16,
+            32..64 => i as u16 | 0x100,
+            _ => (i as u16) ^ 0x80,
+        });
+        let (a, b) = (Sketch::from_bins(a, 1), Sketch::from_bins(b, 2));
+        let at = |p: f64, chance: f64| (p - chance) / (1.0 - chance);
+        assert!((a.resemblance(&b) - at(0.25, 1.0 / 65536.0)).abs() < 1e-12);
+        let (na, nb) = (a.narrow(8), b.narrow(8));
+        assert!((na.resemblance(&nb) - at(0.5, 1.0 / 256.0)).abs() < 1e-12);
+        // A wide sketch against a narrow one: compared on 8 bits.
+        assert!((a.resemblance(&nb) - at(0.5, 1.0 / 256.0)).abs() < 1e-12);
     }
 
     #[test]
