@@ -11,7 +11,8 @@
 //! The sketch is a one-permutation MinHash (Li, Owen and Zhang 2012) with
 //! optimal densification (Shrivastava 2017), keeping 16 bits of each bin
 //! (b-bit MinHash, Li and König 2010): 128 bins of 2 bytes, 256 bytes per
-//! document, one hash per shingle. Why this one:
+//! document (128 once narrowed to 8 bits, as new stores keep them), one
+//! hash per shingle. Why this one:
 //! - k-permutation MinHash needs k hashes per shingle: 128x the work; the
 //!   one-permutation scheme hashes each shingle once, which keeps
 //!   fingerprint + sketch above 20 MB/s of Chinese text per core.
