@@ -99,7 +99,33 @@ const MAPPED_BYTES: usize = 4 << 20;
 #[derive(Debug)]
 enum SlotArray {
     Heap(Vec<u64>),
-    Mapped(memmap2::MmapMut),
+    /// The first `slots` words of `map` are the table; the rest of the
+    /// mapping is address space kept for doublings in place
+    /// ([`SlotArray::grow`]), never touched until then, so it costs no
+    /// memory.
+    Mapped {
+        map: memmap2::MmapMut,
+        slots: usize,
+    },
+}
+
+/// A mapped table reserves address space for this many times its slots,
+/// so that it doubles in place ([`SlotArray::grow`]) up to that size. A
+/// copy holds the old table and the new one at once (1.5x the new one):
+/// in a long crawl the table's doublings to 512 MB and 1 GB were the
+/// crawl's peak RSS. The first mapped table (4 MB) reserves 2 GB of
+/// address space, enough for 270M band keys (27M kept pages with ten
+/// bands) without a copy. Address space costs no memory until touched.
+const RESERVE: usize = 512;
+
+/// Whether the kernel charges every mapping against a commit limit
+/// (`vm.overcommit_memory = 2`): there a reserve would take real
+/// commitment away from other allocations, so tables take their size.
+fn strict_overcommit() -> bool {
+    static STRICT: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *STRICT.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/vm/overcommit_memory").is_ok_and(|s| s.trim() == "2")
+    })
 }
 
 impl Default for SlotArray {
@@ -112,34 +138,73 @@ impl SlotArray {
     /// `slots` empty slots.
     fn new(slots: usize) -> SlotArray {
         let bytes = slots.saturating_mul(8);
-        if bytes >= MAPPED_BYTES
-            && let Ok(map) = memmap2::MmapOptions::new().len(bytes).map_anon()
-        {
-            #[cfg(target_os = "linux")]
-            {
-                // Advice only: without it the table is merely slower.
-                let _ = map.advise(memmap2::Advice::HugePage);
+        if bytes >= MAPPED_BYTES {
+            // The reserve is address space only (`MAP_NORESERVE`: not
+            // charged against swap); where even that is refused, the table
+            // takes exactly its size.
+            let reserve = if strict_overcommit() { 1 } else { RESERVE };
+            // At most 64 GB of address space (8G keys), at least the table.
+            let len = bytes.saturating_mul(reserve).min(1 << 36).max(bytes);
+            let reserved = memmap2::MmapOptions::new()
+                .len(len)
+                .no_reserve_swap()
+                .map_anon()
+                .or_else(|_| memmap2::MmapOptions::new().len(bytes).map_anon());
+            if let Ok(map) = reserved {
+                #[cfg(target_os = "linux")]
+                {
+                    // Advice only: without it the table is merely slower.
+                    let _ = map.advise(memmap2::Advice::HugePage);
+                }
+                return SlotArray::Mapped { map, slots };
             }
-            return SlotArray::Mapped(map);
         }
         // Also the fallback when mapping fails: `vec!` reports a failed
         // allocation as ever.
         SlotArray::Heap(vec![0; slots])
     }
 
+    /// Makes the table `slots` long, keeping its words, if that can be
+    /// done without a copy: a heap table below [`MAPPED_BYTES`], a mapped
+    /// one within its reserve. The new words are zero (empty slots).
+    fn grow(&mut self, slots: usize) -> bool {
+        match self {
+            SlotArray::Heap(v) if slots.saturating_mul(8) < MAPPED_BYTES => {
+                v.resize(slots, 0);
+                true
+            }
+            SlotArray::Heap(_) => false,
+            SlotArray::Mapped { map, slots: have } => {
+                // Past the old end the mapping was never written: zero.
+                if slots.saturating_mul(8) <= map.len() {
+                    *have = slots;
+                    true
+                } else {
+                    false
+                }
+            }
+        }
+    }
+
     fn words(&self) -> &[u64] {
         match self {
             SlotArray::Heap(v) => v,
             // A mapping is page aligned and a multiple of 8 bytes long, so
-            // the cast cannot fail.
-            SlotArray::Mapped(m) => bytemuck::cast_slice(m),
+            // the cast cannot fail; `slots` is within it (checked when set).
+            SlotArray::Mapped { map, slots } => {
+                let words: &[u64] = bytemuck::cast_slice(map);
+                &words[..*slots]
+            }
         }
     }
 
     fn words_mut(&mut self) -> &mut [u64] {
         match self {
             SlotArray::Heap(v) => v,
-            SlotArray::Mapped(m) => bytemuck::cast_slice_mut(m),
+            SlotArray::Mapped { map, slots } => {
+                let words: &mut [u64] = bytemuck::cast_slice_mut(map);
+                &mut words[..*slots]
+            }
         }
     }
 
@@ -268,7 +333,11 @@ impl BandIndex {
         };
         if (self.len + 1) * 5 > self.slots.len() * 4 {
             let grown = (self.slots.len() * 2).max(MIN_SLOTS);
-            self.resize(grown);
+            if self.slots.is_empty() || !self.slots.grow(grown) {
+                self.resize(grown);
+            } else {
+                self.spread_doubled();
+            }
         }
         self.place(Slot { key, ids });
         self.len += 1;
@@ -431,6 +500,68 @@ impl BandIndex {
         }
     }
 
+    /// Moves every key to its place in a table just doubled in place
+    /// ([`SlotArray::grow`]; the old slots are the first half).
+    ///
+    /// A key's home in the doubled table is 2h or 2h + 1 for its old home
+    /// h (the top bits of one product, one bit more), and a slot is never
+    /// before its home. So walking the old half from its end, a key at
+    /// old slot p = h + d (d: its displacement) moves to 2h or beyond,
+    /// which is at or after p whenever d <= h: it lands on slots already
+    /// moved or never used, and the keys not yet moved, all before p, are
+    /// not disturbed. The few keys that break that (d > h near the start,
+    /// and probe runs that wrapped around the old end), and keys whose
+    /// new run would wrap around the new end, wait aside and are placed
+    /// last, when the whole table is in the new layout.
+    fn spread_doubled(&mut self) {
+        let half = self.slots.len() / 2;
+        let old_shift = self.shift;
+        self.shift -= 1;
+        let old_home = |key: u32| (u64::from(key).wrapping_mul(SPREAD) >> old_shift) as usize;
+        let mut aside = Vec::new();
+        for p in (0..half).rev() {
+            let slot = self.slots.get(p);
+            if slot.is_empty() {
+                continue;
+            }
+            self.slots.set(p, Slot::VACANT);
+            let h = old_home(slot.key);
+            if h > p || p - h > h {
+                aside.push(slot);
+            } else if let Some(carried) = self.place_before_end(slot) {
+                aside.push(carried);
+            }
+        }
+        for slot in aside {
+            self.place(slot);
+        }
+    }
+
+    /// [`BandIndex::place`] without wrapping around the table's end: the
+    /// slot still carried when the end is reached (the one placed, or one
+    /// it displaced) is returned instead, to be placed once the table's
+    /// start is in order.
+    fn place_before_end(&mut self, mut moving: Slot) -> Option<Slot> {
+        let mut at = self.home(moving.key);
+        let mut dist = 0usize;
+        while at < self.slots.len() {
+            let here = self.slots.get(at);
+            if here.is_empty() {
+                self.slots.set(at, moving);
+                return None;
+            }
+            let theirs = self.displacement(here.key, at);
+            if theirs < dist {
+                self.slots.set(at, moving);
+                moving = here;
+                dist = theirs;
+            }
+            at += 1;
+            dist += 1;
+        }
+        Some(moving)
+    }
+
     /// Stores a list of ids; returns the `Slot::ids` value pointing to it
     /// (none past [`MAX_LISTS`]).
     fn new_list(&mut self, list: Vec<DocId>) -> Option<u32> {
@@ -578,7 +709,7 @@ mod tests {
     #[test]
     fn a_mapped_table_works_as_a_heap_one() {
         let mut index = BandIndex::with_capacity(400_000);
-        assert!(matches!(index.slots, SlotArray::Mapped(_)));
+        assert!(matches!(index.slots, SlotArray::Mapped { .. }));
         let mut model = Model::default();
         // Small keys collide on purpose: lists and probe runs on the map.
         let key = |i: u64| {
@@ -597,6 +728,64 @@ mod tests {
             model.remove(key(i), i);
         }
         check_same(&index, &model, (0..30_100u64).map(key));
+    }
+
+    /// Doublings in place, on the heap and within a mapping's reserve,
+    /// with probe runs that wrap around the table's end: the same answers
+    /// as a map, and a mapped table keeps its mapping.
+    #[test]
+    fn tables_doubled_in_place_answer_as_before() {
+        // Keys whose home is the last slot of a 16-slot table: twelve make
+        // one probe run wrapping around the end, the thirteenth doubles it.
+        let mut index = BandIndex::default();
+        let mut model = Model::default();
+        let last: Vec<u64> = (0u64..)
+            .filter(|&k| (k as u32 as u64).wrapping_mul(SPREAD) >> 60 == 15)
+            .take(13)
+            .collect();
+        for (i, &k) in last.iter().enumerate() {
+            index.add(k, i as u64);
+            model.add(k, i as u64);
+            if i == 11 {
+                assert_eq!(
+                    (index.slots.len(), index.slots.get(0).is_empty()),
+                    (16, false),
+                    "wrapped"
+                );
+            }
+        }
+        assert_eq!(index.slots.len(), 32);
+        check_same(&index, &model, last.iter().copied());
+        let mut index = BandIndex::with_capacity(400_000);
+        let SlotArray::Mapped { map, .. } = &index.slots else {
+            panic!("not mapped")
+        };
+        let reserved = map.as_ptr();
+        let key = |i: u64| {
+            if i.is_multiple_of(5) {
+                i % 7
+            } else {
+                crate::hash::fmix64(i)
+            }
+        };
+        let mut model = Model::default();
+        for i in 0..1_500_000u64 {
+            index.add(key(i), i);
+            model.add(key(i), i);
+        }
+        assert_eq!(index.slots.len(), 1 << 21, "two doublings");
+        // (A kernel with strict overcommit gives no reserve: copies.)
+        let SlotArray::Mapped { map, .. } = &index.slots else {
+            panic!("not mapped")
+        };
+        if !strict_overcommit() {
+            assert_eq!(map.as_ptr(), reserved, "doubled in place");
+        }
+        for i in (0..1_500_000u64).step_by(3) {
+            index.remove(key(i), i);
+            model.remove(key(i), i);
+        }
+        check_same(&index, &model, (0..1_500_100u64).map(key));
     }
 
     #[test]
