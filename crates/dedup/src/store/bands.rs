@@ -450,7 +450,15 @@ impl BandIndex {
     /// Inserts a slot whose key is not in the table (which has room):
     /// Robin Hood, each slot passed that is nearer its home than the one
     /// being placed gives way and is placed further on.
-    fn place(&mut self, mut moving: Slot) {
+    fn place(&mut self, moving: Slot) {
+        // With wrapping, a table with room always takes it.
+        let _ = self.place_run(moving, true);
+    }
+
+    /// [`BandIndex::place`]; with `wrap` false it stops at the table's
+    /// end and returns the slot still carried there (the one placed, or
+    /// one it displaced), to be placed once the table's start is in order.
+    fn place_run(&mut self, mut moving: Slot, wrap: bool) -> Option<Slot> {
         let mask = self.mask();
         let mut at = self.home(moving.key);
         let mut dist = 0usize;
@@ -458,13 +466,16 @@ impl BandIndex {
             let here = self.slots.get(at);
             if here.is_empty() {
                 self.slots.set(at, moving);
-                return;
+                return None;
             }
             let theirs = self.displacement(here.key, at);
             if theirs < dist {
                 self.slots.set(at, moving);
                 moving = here;
                 dist = theirs;
+            }
+            if !wrap && at == mask {
+                return Some(moving);
             }
             at = (at + 1) & mask;
             dist += 1;
@@ -528,38 +539,13 @@ impl BandIndex {
             let h = old_home(slot.key);
             if h > p || p - h > h {
                 aside.push(slot);
-            } else if let Some(carried) = self.place_before_end(slot) {
+            } else if let Some(carried) = self.place_run(slot, false) {
                 aside.push(carried);
             }
         }
         for slot in aside {
             self.place(slot);
         }
-    }
-
-    /// [`BandIndex::place`] without wrapping around the table's end: the
-    /// slot still carried when the end is reached (the one placed, or one
-    /// it displaced) is returned instead, to be placed once the table's
-    /// start is in order.
-    fn place_before_end(&mut self, mut moving: Slot) -> Option<Slot> {
-        let mut at = self.home(moving.key);
-        let mut dist = 0usize;
-        while at < self.slots.len() {
-            let here = self.slots.get(at);
-            if here.is_empty() {
-                self.slots.set(at, moving);
-                return None;
-            }
-            let theirs = self.displacement(here.key, at);
-            if theirs < dist {
-                self.slots.set(at, moving);
-                moving = here;
-                dist = theirs;
-            }
-            at += 1;
-            dist += 1;
-        }
-        Some(moving)
     }
 
     /// Stores a list of ids; returns the `Slot::ids` value pointing to it

@@ -183,7 +183,7 @@ impl Postings {
             Postings::Many { fps, ids } => {
                 let mut keep = 0;
                 for at in 0..fps.len() {
-                    if (Some(fps[at]), ids.get(at)) != (Some(fp), Some(id)) {
+                    if fps[at] != fp || ids.get(at) != Some(id) {
                         fps.swap(keep, at);
                         ids.swap(keep, at);
                         keep += 1;
