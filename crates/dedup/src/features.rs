@@ -8,6 +8,13 @@
 //! character n-grams, which suits short texts where a handful of words would
 //! make a fragile fingerprint. Latin text is lower-cased, so mixed
 //! Chinese/English pages work with either.
+//!
+//! Every script has words ([`Scripts::Unicode`], issue 42): Han through
+//! jieba, ASCII through the ASCII word rule, every other script through
+//! ICU4X's word segmenter (see `scripts.rs`). And a text that still yields
+//! no word (a number, a code, a lone syllable) is fingerprinted from its
+//! character trigrams, so that no text with a letter or a digit is left out
+//! of the content tier.
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};
@@ -20,6 +27,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::digest::{hex, md5_of, md5_of_bytes};
 use crate::fingerprint::Fingerprint;
 use crate::hash::{token_hash, token_hash_wide};
+use crate::scripts;
 
 /// The stop word list shipped with the crate (Chinese function words, then
 /// English); `config/stopwords.txt` is the same list for users to edit.
@@ -76,6 +84,22 @@ pub enum Extractor {
     Shingles,
 }
 
+/// Where the `words` extractor finds words outside Han text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scripts {
+    /// Every script: ICU4X word boundaries for spaced scripts, its
+    /// dictionaries for Thai, Lao, Khmer, Burmese and kana, and a stop list
+    /// for the languages stopwords-iso covers. What new stores use.
+    #[default]
+    Unicode,
+    /// ASCII words and jieba only, as stores built before issue 42 cut
+    /// them: a Russian or Thai page has no words (it still gets the
+    /// trigram fingerprint). Chosen by itself when such a store is opened,
+    /// so its fingerprints stay comparable.
+    Legacy,
+}
+
 /// Settings that change which fingerprint a text gets; a store records them
 /// and refuses to open with others.
 ///
@@ -99,8 +123,12 @@ pub struct FeatureConfig {
     /// terms); slower, and rarely changes a fingerprint.
     pub hmm: bool,
     /// A stop word file (one word per line, `#` comments); `None` uses the
-    /// bundled list.
+    /// bundled list. With [`Scripts::Unicode`] the bundled list of the
+    /// other scripts' stop words is added to it.
     pub stop_words: Option<PathBuf>,
+    /// Where words come from outside Han text; `None`: what the store
+    /// recorded, or [`Scripts::Unicode`] for a new store.
+    pub scripts: Option<Scripts>,
 }
 
 impl Default for FeatureConfig {
@@ -111,6 +139,7 @@ impl Default for FeatureConfig {
             shingle_size: 3,
             hmm: false,
             stop_words: None,
+            scripts: None,
         }
     }
 }
@@ -251,6 +280,7 @@ pub struct Features {
 #[derive(Debug)]
 struct Inner {
     config: FeatureConfig,
+    scripts: Scripts,
     stop_words: FxHashSet<String>,
     stop_digest: String,
 }
@@ -264,10 +294,15 @@ impl Features {
                 config.shingle_size
             )));
         }
-        let list = match &config.stop_words {
+        let scripts = config.scripts.unwrap_or_default();
+        let mut list = match &config.stop_words {
             None => BUNDLED_STOP_WORDS.to_string(),
             Some(path) => read_file(path)?,
         };
+        if scripts == Scripts::Unicode && config.extractor == Extractor::Words {
+            list.push('\n');
+            list.push_str(scripts::MULTI_STOP_WORDS);
+        }
         let sorted: BTreeSet<String> = list
             .lines()
             .map(|l| l.split('#').next().unwrap_or("").trim().to_lowercase())
@@ -278,6 +313,7 @@ impl Features {
         Ok(Features {
             inner: Arc::new(Inner {
                 config,
+                scripts,
                 stop_words: sorted.into_iter().collect(),
                 stop_digest,
             }),
@@ -289,16 +325,30 @@ impl Features {
         &self.inner.config
     }
 
+    /// Where words come from outside Han text (resolved: never `None`).
+    pub fn scripts(&self) -> Scripts {
+        self.inner.scripts
+    }
+
     /// A one-line description of everything that affects fingerprints,
     /// recorded by stores (the stop words enter as a digest of the list).
+    /// [`Scripts::Legacy`] describes itself as stores did before there was
+    /// a choice, so they open unchanged.
     pub fn describe(&self) -> String {
         let c = &self.inner.config;
-        match c.extractor {
-            Extractor::Words => format!(
+        match (c.extractor, self.inner.scripts) {
+            (Extractor::Words, Scripts::Legacy) => format!(
                 "words(top_n={},hmm={},stop_words={})",
                 c.top_n, c.hmm, self.inner.stop_digest
             ),
-            Extractor::Shingles => format!("shingles(n={},stop_words=none)", c.shingle_size),
+            (Extractor::Words, Scripts::Unicode) => format!(
+                "words(top_n={},hmm={},stop_words={},scripts=unicode/{},fallback=char3)",
+                c.top_n,
+                c.hmm,
+                self.inner.stop_digest,
+                scripts::unicode_segmenter_id()
+            ),
+            (Extractor::Shingles, _) => format!("shingles(n={},stop_words=none)", c.shingle_size),
         }
     }
 
@@ -392,9 +442,21 @@ impl Features {
         } else {
             text
         };
+        let mut n = 0usize;
+        let mut counted = |t: &str, w: f64| {
+            n += 1;
+            emit(t, w);
+        };
         match self.inner.config.extractor {
-            Extractor::Words => self.words(text, &mut emit),
-            Extractor::Shingles => shingles(text, self.inner.config.shingle_size, &mut emit),
+            Extractor::Words => self.words(text, &mut counted),
+            Extractor::Shingles => shingles(text, self.inner.config.shingle_size, &mut counted),
+        }
+        // No word at all (a number, a code, a syllable, a script nothing
+        // cuts): the character trigrams still place the text, so the content
+        // tier checks it rather than keeping it unseen (issue 42). Texts
+        // that have words are unchanged, so existing indexes stay valid.
+        if n == 0 {
+            shingles(text, FALLBACK_SHINGLE, &mut emit);
         }
     }
 
@@ -406,10 +468,17 @@ impl Features {
                 *tf.entry(w).or_insert(0) += 1;
             }
         };
+        let every_script = self.inner.scripts == Scripts::Unicode && !text.is_ascii();
         if self.inner.config.hmm || has_han(text) {
             for token in jieba().cut(text, self.inner.config.hmm) {
                 count(token.word);
             }
+            // jieba hands other scripts back one character at a time.
+            if every_script {
+                scripts::foreign_runs(text, |run| scripts::unicode_words(run, &mut count));
+            }
+        } else if every_script {
+            scripts::unicode_words_with(text, &mut count, &mut |word, emit| latin_words(word, emit));
         } else {
             latin_words(text, &mut count);
         }
@@ -428,6 +497,9 @@ impl Features {
         }
     }
 }
+
+/// Characters per shingle of the fingerprint of a text without words.
+const FALLBACK_SHINGLE: usize = 3;
 
 fn shingles(text: &str, n: usize, emit: &mut dyn FnMut(&str, f64)) {
     // Only letters and digits take part, so punctuation and spacing
@@ -452,15 +524,7 @@ fn shingles(text: &str, n: usize, emit: &mut dyn FnMut(&str, f64)) {
 /// Whether jieba would see any Han character in `text` (its CJK ranges):
 /// text without one takes [`latin_words`].
 fn has_han(text: &str) -> bool {
-    !text.is_ascii()
-        && text.chars().any(|c| {
-            matches!(c,
-                '\u{3400}'..='\u{4DBF}'
-                | '\u{4E00}'..='\u{9FFF}'
-                | '\u{F900}'..='\u{FAFF}'
-                | '\u{20000}'..='\u{2EBEF}'
-                | '\u{2F800}'..='\u{2FA1F}')
-        })
+    !text.is_ascii() && text.chars().any(scripts::is_han)
 }
 
 /// The words jieba (without HMM) cuts from text that holds no Han
@@ -479,7 +543,7 @@ fn has_han(text: &str) -> bool {
 /// jieba itself. What jieba emits outside those runs is one character at a
 /// time, which [`is_valid_word`] drops anyway; so are the lone `&._%-`.
 /// `tests::latin_words_cut_as_jieba_does` compares both on random text.
-fn latin_words<'a>(text: &'a str, emit: &mut impl FnMut(&'a str)) {
+fn latin_words<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
     let bytes = text.as_bytes();
     let class =
         |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'#' | b'&' | b'.' | b'_' | b'%' | b'-');

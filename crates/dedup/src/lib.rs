@@ -38,6 +38,7 @@ pub mod features;
 pub mod fingerprint;
 pub mod hash;
 pub mod index;
+pub mod scripts;
 pub mod sketch;
 pub mod store;
 
@@ -49,7 +50,7 @@ pub use dedup::{
     normalize_title, title_digest,
 };
 pub use error::{DivergedReplica, Error, Result};
-pub use features::{Extractor, Feature, FeatureConfig, Features};
+pub use features::{Extractor, Feature, FeatureConfig, Features, Scripts};
 pub use fingerprint::Fingerprint;
 pub use index::BlockLayout;
 pub use sketch::Sketch;

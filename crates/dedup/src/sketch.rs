@@ -48,6 +48,14 @@ pub const SKETCH_BINS: usize = 128;
 /// Characters per shingle.
 pub const SHINGLE_CHARS: usize = 5;
 
+/// Distinct bin values ([`Sketch::distinct_bins`]) a sketch needs before
+/// its resemblance is estimated rather than compared exactly: about 36
+/// distinct shingles, a text of some 40 letters. Below it the bins are a
+/// handful of minima copied around, and an estimate of 0.75 from them can
+/// be chance (issue 36: 127 of 300 random five-letter texts were dropped
+/// as copies of one another at 8 bits).
+pub const MIN_DISTINCT_BINS: usize = 32;
+
 /// The 16-bit sketch's name in a store's recorded parameters: a store
 /// built with another sketch cannot be compared with.
 pub const SKETCH_NAME: &str = "oph128x16-char5-alnum-v1";
@@ -264,8 +272,9 @@ impl Sketch {
     ///
     /// ```
     /// use simcrawl_dedup::Sketch;
-    /// let a = Sketch::from_bins([1; 128], 1);
-    /// let b = Sketch::from_bins([1; 128], 2);
+    /// let bins: [u16; 128] = std::array::from_fn(|i| i as u16 * 7);
+    /// let a = Sketch::from_bins(bins, 1);
+    /// let b = Sketch::from_bins(bins, 2);
     /// assert_eq!(a.resemblance(&b), 1.0);
     /// assert!(!a.same_text(&b));
     /// ```
@@ -279,9 +288,27 @@ impl Sketch {
 
     /// Estimated resemblance (Jaccard index of the two shingle sets), in
     /// [0, 1]; exactly 1 for the same normalized text.
+    ///
+    /// A sketch of few shingles estimates nothing: densification copies
+    /// each of its minima into many bins, so its bins are not independent
+    /// samples, and two texts of one shingle each agree on every bin
+    /// whenever their minima's low bits do (1 time in 256 at 8 bits). A
+    /// sketch with fewer than [`MIN_DISTINCT_BINS`] distinct bin values
+    /// therefore compares exactly: 1 for the same text, else 0 (issue 36).
+    ///
+    /// ```
+    /// use simcrawl_dedup::Sketch;
+    /// // Short texts: the same text or nothing, at any width.
+    /// let (a, b) = (Sketch::of("abcde").unwrap(), Sketch::of("vwxyz").unwrap());
+    /// assert_eq!(a.narrow(8).resemblance(&b.narrow(8)), 0.0);
+    /// assert_eq!(a.resemblance(&Sketch::of("ABCDE!").unwrap()), 1.0);
+    /// ```
     pub fn resemblance(&self, other: &Sketch) -> f64 {
         if self.digest == other.digest {
             return 1.0;
+        }
+        if self.distinct_bins() < MIN_DISTINCT_BINS || other.distinct_bins() < MIN_DISTINCT_BINS {
+            return 0.0;
         }
         // Both widths keep the low bits of the same minima: compare on
         // the bits both have.
@@ -297,6 +324,26 @@ impl Sketch {
         // Two different minima agree on b bits by chance 1 time in 2^b.
         let chance = 1.0 / f64::from(1u32 << bits);
         ((p - chance) / (1.0 - chance)).clamp(0.0, 1.0)
+    }
+
+    /// How many distinct values the bins hold, counted on their low byte
+    /// (the bits every width keeps): a lower bound of how many distinct
+    /// shingles stand behind the sketch, up to the 128 bins. A one-shingle
+    /// text has 1.
+    ///
+    /// ```
+    /// use simcrawl_dedup::Sketch;
+    /// assert_eq!(Sketch::of("abc").unwrap().distinct_bins(), 1);
+    /// let long = Sketch::of(&"the quick brown fox jumps over the lazy dog ".repeat(3)).unwrap();
+    /// assert!(long.distinct_bins() >= 30, "{}", long.distinct_bins());
+    /// ```
+    pub fn distinct_bins(&self) -> usize {
+        let mut seen = [0u64; 4];
+        for b in &self.bins {
+            let v = usize::from(b & 0xff);
+            seen[v >> 6] |= 1 << (v & 63);
+        }
+        seen.iter().map(|w| w.count_ones() as usize).sum()
     }
 
     /// Whether both come from the same text (letters and digits, case

@@ -391,6 +391,10 @@ impl<S: Store> Deduper<S> {
             return Err(Error::Config(format!("sketch_bits {b} is not 8 or 16")));
         }
         let layout = BlockLayout::new(config.blocks, config.max_distance)?;
+        let mut config = config;
+        if config.features.scripts.is_none() {
+            config.features.scripts = Some(params::stored_scripts(&store)?.unwrap_or_default());
+        }
         let features = Features::new(config.features.clone())?;
         let canon = Canonicalizer::new(&config.url)?;
         let sketch_bits = match config.sketch_bits {

@@ -130,3 +130,24 @@ pub(super) fn stored_sketch_bits<S: Store>(store: &S) -> Result<Option<u32>> {
             .and_then(crate::sketch::sketch_bits_of)
     }))
 }
+
+/// Where the `words` extractor of a store finds words outside Han text:
+/// [`Scripts::Legacy`] for a store that recorded `words(...)` features from
+/// before there was a choice (no `scripts=` in them), so that it keeps
+/// opening with the fingerprints it holds; `None` for a new store or one
+/// that says.
+pub(super) fn stored_scripts<S: Store>(store: &S) -> Result<Option<crate::Scripts>> {
+    let stored = store.read(|t| t.meta(META_PARAMS))?;
+    Ok(stored.and_then(|p| {
+        let p = String::from_utf8_lossy(&p);
+        let features = p.lines().find_map(|l| l.strip_prefix("features="))?;
+        if !features.starts_with("words(") {
+            return None;
+        }
+        Some(if features.contains("scripts=") {
+            crate::Scripts::Unicode
+        } else {
+            crate::Scripts::Legacy
+        })
+    }))
+}
