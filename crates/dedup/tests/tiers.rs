@@ -156,21 +156,37 @@ fn batch_sees_its_own_earlier_documents() {
 }
 
 #[test]
-fn texts_without_features_are_kept_but_not_indexed() {
+fn texts_without_words_are_still_checked_by_content() {
+    // Stop words, a date and a number: no word, but letters and digits, so
+    // the text is fingerprinted from its trigrams and checked (issue 42:
+    // "no features" must never mean "not checked").
     let d = mem(DedupConfig::default());
-    for url in ["http://a/1", "http://a/2"] {
-        let v = d
-            .check_content(&Document::new(url, "", "的 了 2024年 12"))
-            .unwrap();
-        assert_eq!(
-            v,
-            Verdict::Unique {
-                id: None,
-                fingerprint: None
-            }
-        );
-    }
-    assert_eq!(d.stats().unwrap().documents, 0);
+    let first = d
+        .check_content(&Document::new("http://a/1", "", "的 了 2024年 12"))
+        .unwrap();
+    assert!(
+        matches!(first, Verdict::Unique { id: Some(_), fingerprint: Some(_) }),
+        "{first:?}"
+    );
+    let second = d
+        .check_content(&Document::new("http://a/2", "", "的了 2024年12"))
+        .unwrap();
+    assert_eq!(dup(&second).of, "http://a/1");
+    // Another such text is kept: it is compared exactly, being short.
+    let other = d
+        .check_content(&Document::new("http://a/3", "", "的 了 2025年 12"))
+        .unwrap();
+    assert!(!other.is_duplicate(), "{other:?}");
+    assert_eq!(d.stats().unwrap().documents, 2);
+    // Punctuation alone has nothing to compare and is not indexed.
+    let none = d.check_content(&Document::new("http://a/4", "", "，。！")).unwrap();
+    assert_eq!(
+        none,
+        Verdict::Unique {
+            id: None,
+            fingerprint: None
+        }
+    );
 }
 
 store_suite! {
