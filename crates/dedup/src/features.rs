@@ -366,8 +366,9 @@ impl Features {
         out
     }
 
-    /// The SimHash of `text`; `None` when the text has no features at all
-    /// (empty, only stop words or numbers): such a text cannot be compared.
+    /// The SimHash of `text`; `None` only when the text has no letter or
+    /// digit. A text without words (only stop words or numbers) is
+    /// fingerprinted from its character trigrams, so it is still compared.
     ///
     /// ```
     /// use simcrawl_dedup::{FeatureConfig, Features};
@@ -375,7 +376,8 @@ impl Features {
     /// let a = f.fingerprint("国务院总理李强主持召开国务院常务会议，研究部署进一步优化营商环境的政策措施").unwrap();
     /// let b = f.fingerprint("国务院总理李强主持召开国务院常务会议，研究部署进一步优化营商环境的相关政策措施").unwrap();
     /// assert!(a.distance(b) <= 3);
-    /// assert_eq!(f.fingerprint("的 了 2024年 3月"), None);
+    /// assert!(f.fingerprint("的 了 2024年 3月").is_some()); // trigrams
+    /// assert_eq!(f.fingerprint("，。！"), None);
     /// ```
     pub fn fingerprint(&self, text: &str) -> Option<Fingerprint> {
         self.fingerprint_counted(text).0
@@ -393,7 +395,7 @@ impl Features {
     /// assert_eq!(fp, f.fingerprint(text));
     /// assert_eq!(n, f.features(text).len());
     /// assert!(n >= 2, "{n}");
-    /// assert_eq!(f.fingerprint_counted("的 了"), (None, 0));
+    /// assert_eq!(f.fingerprint_counted("，。"), (None, 0));
     /// ```
     pub fn fingerprint_counted(&self, text: &str) -> (Option<Fingerprint>, usize) {
         self.fingerprint_counted_bits(text, 64)

@@ -334,7 +334,7 @@ impl Sketch {
     /// ```
     /// use simcrawl_dedup::Sketch;
     /// assert_eq!(Sketch::of("abc").unwrap().distinct_bins(), 1);
-    /// let long = Sketch::of(&"the quick brown fox jumps over the lazy dog ".repeat(3)).unwrap();
+    /// let long = Sketch::of("Pack my box with five dozen liquor jugs; the quick brown fox jumps over the lazy dog.").unwrap();
     /// assert!(long.distinct_bins() >= 30, "{}", long.distinct_bins());
     /// ```
     pub fn distinct_bins(&self) -> usize {
