@@ -45,17 +45,17 @@ pub use canonical::{CANONICAL_VERSION, CanonicalUrl, Canonicalizer, UrlConfig, U
 pub use dedup::{
     BAND_CANDIDATES, Candidate, Comparison, DEFAULT_MIN_SIMILARITY, DEFAULT_TITLE_MIN_SIMILARITY,
     DedupConfig, Deduper, Document, Duplicate, Explanation, FORMAT_VERSION, Nominated, PURGE_SLICE, Purged,
-    Signature, StoreStats, TITLE_CANDIDATES, Tier, TitlePolicy, UrlTier, UrlVerdict, Verdict,
+    STORE_FILE, Signature, StoreStats, TITLE_CANDIDATES, Tier, TitlePolicy, UrlTier, UrlVerdict, Verdict,
     normalize_title, title_digest,
 };
-pub use error::{DivergedReplica, Error, Result};
+pub use error::{DivergedReplica, Error, OpenError, Result};
 pub use features::{Extractor, Feature, FeatureConfig, Features};
 pub use fingerprint::Fingerprint;
 pub use index::BlockLayout;
 pub use sketch::Sketch;
 #[cfg(feature = "sled")]
 pub use store::SledStore;
-pub use store::{BAND_POSTINGS, DocId, MemoryStore, Prefetch, ReadTables, Store, Tables};
+pub use store::{AnyStore, BAND_POSTINGS, DocId, MemoryStore, Prefetch, ReadTables, Store, Tables};
 #[cfg(feature = "redb")]
 pub use store::{Commit, RedbOptions, RedbStore, RedbTables};
 #[cfg(feature = "redis")]

@@ -12,6 +12,7 @@
 //! when another process changed any of it before the commit), so closures
 //! passed to [`Store::write`] must only act through the tables.
 
+mod any;
 mod bands;
 mod doc_table;
 mod memory;
@@ -34,6 +35,7 @@ pub use self::redis::{MemoryPart, RedisOptions, RedisStore, clear_namespace, con
 pub use self::replicated::ReplicatedStore;
 #[cfg(feature = "sled")]
 pub use self::sled::SledStore;
+pub use any::AnyStore;
 pub use memory::MemoryStore;
 
 pub(crate) use bands::BandIndex;
