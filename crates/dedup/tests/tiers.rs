@@ -47,11 +47,19 @@ fn url_tier_collapses_variants_and_reports_the_first() {
         other => panic!("{other:?}"),
     }
     assert!(d.check_url("mailto:x@example.com").is_err());
-    // check() applies the URL tier before the others.
+    // check() applies the URL tier before the others. A URL check_url
+    // recorded (the frontier) has no document yet: the fetched page is its
+    // first, not a URL duplicate of itself; the next page there is one.
     let v = d
         .check(&Document::new("http://a.example/x?a=1&b=2", "t", ARTICLE_B))
         .unwrap();
+    assert!(!v.is_duplicate(), "{v:?}");
+    let v = d
+        .check(&Document::new("http://a.example/x?b=2&a=1#c", "t", ARTICLE_A))
+        .unwrap();
     assert_eq!(dup(&v).tier, Tier::Url);
+    // Reported as first given, by check_url.
+    assert_eq!(dup(&v).of, "http://a.example/x?b=2&a=1");
 }
 
 #[test]
@@ -166,7 +174,8 @@ fn texts_without_features_are_kept_but_not_indexed() {
             v,
             Verdict::Unique {
                 id: None,
-                fingerprint: None
+                fingerprint: None,
+                url_skipped: false,
             }
         );
     }
