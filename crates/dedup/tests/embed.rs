@@ -243,7 +243,7 @@ fn verdicts_serialize_with_stable_field_names_and_round_trip() {
         json!({"verdict": "seen", "canonical": "http://c.example/p?a=2&b=1", "first": "http://c.example/p?b=1&a=2"})
     );
     // Signatures: signed in one process, checked in another.
-    let sig = d.sign(&Document::new("http://d.example/", "寒潮", ARTICLE_B));
+    let sig = d.sign(&Document::new("http://d.example/", "寒潮", ARTICLE_A));
     let text = serde_json::to_string(&sig).unwrap();
     let back: simcrawl_dedup::Signature = serde_json::from_str(&text).unwrap();
     assert_eq!(back, sig);
