@@ -275,6 +275,10 @@ impl Error {
         )
     }
 
+    #[cfg_attr(
+        not(any(feature = "redb", feature = "sled", feature = "redis")),
+        allow(dead_code)
+    )] // disk and shared stores only
     pub(crate) fn storage(e: impl std::error::Error + Send + Sync + 'static) -> Error {
         Error::Storage(Box::new(e))
     }

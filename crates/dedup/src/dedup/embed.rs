@@ -1,8 +1,6 @@
 //! Shortcuts for crawlers that embed the crate: a deduper over a store on
 //! disk, or in memory, with the default settings.
 
-use std::path::Path;
-
 use super::{DedupConfig, Deduper};
 use crate::error::Result;
 use crate::store::MemoryStore;
@@ -36,7 +34,7 @@ impl Deduper<crate::store::RedbStore> {
     /// assert!(d.check(&Document::new("http://b.example/1", "", text))?.is_duplicate());
     /// # Ok::<(), simcrawl_dedup::Error>(())
     /// ```
-    pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
+    pub fn open(dir: impl AsRef<std::path::Path>) -> Result<Self> {
         let store = crate::store::RedbStore::open(dir.as_ref().join(STORE_FILE))?;
         Deduper::new(store, DedupConfig::default())
     }

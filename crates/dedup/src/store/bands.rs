@@ -265,6 +265,7 @@ pub(crate) struct BandIndex {
 impl BandIndex {
     /// An index with room for `keys` band keys before it grows: rebuilding
     /// one from stored documents knows how many there will be.
+    #[cfg_attr(not(any(test, feature = "redb")), allow(dead_code))] // the redb store only
     pub(crate) fn with_capacity(keys: usize) -> BandIndex {
         let mut index = BandIndex::default();
         if keys > 0 {
@@ -389,8 +390,8 @@ impl BandIndex {
     /// run of the ones before it; a 1M-document replay took minutes), so
     /// the slots are visited along an odd stride, which spreads them.
     // Used by the memory store's snapshot, which only the `redis` feature
-    // builds (and by the tests).
-    #[cfg_attr(not(any(test, feature = "redis")), allow(dead_code))]
+    // builds.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn for_each(&self, mut f: impl FnMut(u64, &[DocId])) {
         let n = self.slots.len();
         for i in 0..n {
@@ -589,6 +590,7 @@ fn list_index(ids: u32) -> usize {
 }
 
 /// Slots for `keys` keys: a power of two at most 80% full.
+#[cfg_attr(not(any(test, feature = "redb")), allow(dead_code))] // the redb store only
 fn slots_for(keys: usize) -> usize {
     (keys.saturating_mul(5) / 4 + 1)
         .next_power_of_two()
