@@ -27,6 +27,9 @@ use crate::error::{Error, Result};
 /// New variants may be added in minor versions (and with features).
 #[derive(Debug)]
 #[non_exhaustive]
+// The shared stores are large, but a program holds one store, opened once:
+// boxing them would put an indirection on every call for nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum AnyStore {
     /// [`MemoryStore`].
     Memory(MemoryStore),
