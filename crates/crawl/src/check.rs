@@ -224,6 +224,7 @@ pub fn run(cfg: &Config, url: &str) -> Result<Report> {
                 Tier::Url => "url",
                 Tier::Title => "title",
                 Tier::Content => "content",
+                other => other.as_str(), // non_exhaustive in simcrawl-dedup
             };
             let reason = format!(
                 "{tier} tier: distance {}, resemblance {} >= {min}",

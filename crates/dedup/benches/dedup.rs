@@ -824,6 +824,7 @@ fn timed_checks<S: Store>(
                     if let Verdict::Unique {
                         id: Some(id),
                         fingerprint: Some(fp),
+                        ..
                     } = v
                     {
                         for (table, key) in layout.keys(fp.low()) {

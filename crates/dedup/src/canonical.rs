@@ -461,6 +461,14 @@ impl fmt::Display for CanonicalUrl {
     }
 }
 
+/// As its text.
+#[cfg(feature = "serde")]
+impl serde::Serialize for CanonicalUrl {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 impl fmt::Debug for CanonicalUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "CanonicalUrl({})", self.url)

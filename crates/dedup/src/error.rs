@@ -3,9 +3,34 @@
 use std::path::PathBuf;
 
 /// Everything that can go wrong in deduplication.
+///
+/// Causes stay typed: [`Error::Storage`] holds the failing error itself
+/// (the `std::io::Error` when the operating system refused, found by
+/// walking [`std::error::Error::source`]), never a copy of its text.
+/// New variants may be added in minor versions.
+///
+/// ```
+/// # #[cfg(feature = "redb")] {
+/// use std::error::Error as _;
+/// let dir = tempfile::tempdir().unwrap();
+/// // A directory where the store file should be: the OS says no.
+/// let e = simcrawl_dedup::RedbStore::open(dir.path()).unwrap_err();
+/// let mut cause = e.source();
+/// let mut io = None;
+/// while let Some(c) = cause {
+///     io = io.or(c.downcast_ref::<std::io::Error>());
+///     cause = c.source();
+/// }
+/// assert!(io.is_some(), "{e}");
+/// # }
+/// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
-    /// The underlying store failed (I/O, corruption, lock).
+    /// The underlying store failed (I/O, corruption, lock). The source is
+    /// the store's own error; for a file that could not be opened, an
+    /// [`OpenError`] naming the path, whose source is the
+    /// `std::io::Error` when the operating system refused.
     #[error("store error: {0}")]
     Storage(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The store at `path` was built with other parameters.
@@ -53,8 +78,14 @@ pub enum Error {
         /// The version this simcrawl computes.
         current: u32,
     },
-    /// The store at `path` is already open in another process.
-    #[error("the index at {} is in use by another process", path.display())]
+    /// The store at `path` is already open: in another process, or in this
+    /// one (a file can be opened once per process; share the store, or the
+    /// [`crate::Deduper`] over it, between threads instead: both are `Sync`).
+    #[error(
+        "the index at {} is already open, in another process or in this one (open it once and share \
+         it between threads, e.g. in an Arc)",
+        path.display()
+    )]
     Locked {
         /// Where the store lives.
         path: PathBuf,
@@ -174,26 +205,58 @@ pub struct DivergedReplica {
     pub found: String,
 }
 
+/// The cause of an [`Error::Storage`] met while opening a store's file:
+/// which file, and what failed (its source: the `std::io::Error` when the
+/// operating system refused, else the store's own error).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot open {}: {source}", path.display())]
+pub struct OpenError {
+    /// The file (or its directory) that could not be opened.
+    pub path: PathBuf,
+    /// Why.
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
+}
+
 /// redb's errors are store errors: `?` converts them, for embedders that
-/// keep their own tables in a [`crate::RedbStore`]'s transactions.
+/// keep their own tables in a [`crate::RedbStore`]'s transactions. redb's
+/// errors do not chain their causes, so an I/O failure is kept as the
+/// `std::io::Error` itself.
 #[cfg(feature = "redb")]
 macro_rules! from_redb {
-    ($($t:ty),*) => {$(
-        impl From<$t> for Error {
-            fn from(e: $t) -> Error {
-                Error::Storage(Box::new(e))
+    ($($t:ident),*) => {$(
+        impl From<redb::$t> for Error {
+            fn from(e: redb::$t) -> Error {
+                match e {
+                    redb::$t::Storage(redb::StorageError::Io(io)) => Error::Storage(Box::new(io)),
+                    other => Error::Storage(Box::new(other)),
+                }
             }
         }
     )*};
 }
 
 #[cfg(feature = "redb")]
-from_redb!(
-    redb::StorageError,
-    redb::TableError,
-    redb::TransactionError,
-    redb::CommitError
-);
+from_redb!(TableError, TransactionError, CommitError, DatabaseError);
+
+#[cfg(feature = "redb")]
+impl From<redb::StorageError> for Error {
+    fn from(e: redb::StorageError) -> Error {
+        match e {
+            redb::StorageError::Io(io) => Error::Storage(Box::new(io)),
+            other => Error::Storage(Box::new(other)),
+        }
+    }
+}
+
+/// The cause inside a redb error: its `std::io::Error` when it has one.
+#[cfg(feature = "redb")]
+pub(crate) fn redb_cause(e: redb::DatabaseError) -> Box<dyn std::error::Error + Send + Sync> {
+    match e {
+        redb::DatabaseError::Storage(redb::StorageError::Io(io)) => Box::new(io),
+        other => Box::new(other),
+    }
+}
 
 impl Error {
     /// Whether retrying the same operation later may succeed: the store's
@@ -212,6 +275,10 @@ impl Error {
         )
     }
 
+    #[cfg_attr(
+        not(any(feature = "redb", feature = "sled", feature = "redis")),
+        allow(dead_code)
+    )] // disk and shared stores only
     pub(crate) fn storage(e: impl std::error::Error + Send + Sync + 'static) -> Error {
         Error::Storage(Box::new(e))
     }

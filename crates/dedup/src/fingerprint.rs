@@ -271,6 +271,24 @@ impl FromStr for Fingerprint {
     }
 }
 
+/// As its hexadecimal text (16 digits, or 32 for 128 bits), as in output
+/// files.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Fingerprint {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// From its hexadecimal text.
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Fingerprint {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

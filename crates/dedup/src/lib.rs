@@ -21,12 +21,17 @@
 //! State lives in a [`Store`]: [`RedbStore`] on disk (the default),
 //! [`MemoryStore`], or `RedisStore` (feature `redis`), which many crawler
 //! processes on many machines share. The crate has no async runtime and no network code, so
-//! any crawler can embed it; see [`Deduper`] for an example.
+//! any crawler can embed it; see [`Deduper`] for an example, and the
+//! README (below, and on the repository) for a crawler's whole use:
+//! [`Deduper::open`] on disk, threads, [`Deduper::url_seen`] as a link
+//! filter, [`Deduper::sign`] then [`Deduper::check_batch`], [`AnyStore`]
+//! to pick the backend at run time, verdicts as JSON (feature `serde`).
 
 #![warn(missing_docs)]
 
-// The README's example is compiled and run with the doc tests.
-#[cfg(doctest)]
+// The README's examples are compiled and run with the doc tests (they use
+// the on-disk store and serde_json).
+#[cfg(all(doctest, feature = "redb", feature = "serde"))]
 #[doc = include_str!("../README.md")]
 struct ReadmeExample;
 
@@ -46,17 +51,17 @@ pub use canonical::{CANONICAL_VERSION, CanonicalUrl, Canonicalizer, UrlConfig, U
 pub use dedup::{
     BAND_CANDIDATES, Candidate, Comparison, DEFAULT_MIN_SIMILARITY, DEFAULT_TITLE_MIN_SIMILARITY,
     DedupConfig, Deduper, Document, Duplicate, Explanation, FORMAT_VERSION, Nominated, PURGE_SLICE, Purged,
-    Signature, StoreStats, TITLE_CANDIDATES, Tier, TitlePolicy, UrlTier, UrlVerdict, Verdict,
+    STORE_FILE, Signature, StoreStats, TITLE_CANDIDATES, Tier, TitlePolicy, UrlTier, UrlVerdict, Verdict,
     normalize_title, title_digest,
 };
-pub use error::{DivergedReplica, Error, Result};
+pub use error::{DivergedReplica, Error, OpenError, Result};
 pub use features::{Extractor, Feature, FeatureConfig, Features, Scripts};
 pub use fingerprint::Fingerprint;
 pub use index::BlockLayout;
 pub use sketch::Sketch;
 #[cfg(feature = "sled")]
 pub use store::SledStore;
-pub use store::{BAND_POSTINGS, DocId, MemoryStore, Prefetch, ReadTables, Store, Tables};
+pub use store::{AnyStore, BAND_POSTINGS, DocId, MemoryStore, Prefetch, ReadTables, Store, Tables};
 #[cfg(feature = "redb")]
 pub use store::{Commit, RedbOptions, RedbStore, RedbTables};
 #[cfg(feature = "redis")]

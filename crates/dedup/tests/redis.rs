@@ -97,6 +97,7 @@ fn child_checks<S: Store + 'static>(me: usize, d: Arc<Deduper<S>>) {
                                 dups.push(format!("{gv:?} {url} of {} {:?}", dup.of, dup.tier))
                             }
                             Verdict::Unique { .. } => kept.push(*gv),
+                            other => panic!("{other:?}"),
                         }
                     }
                 } else {
@@ -115,6 +116,7 @@ fn child_checks<S: Store + 'static>(me: usize, d: Arc<Deduper<S>>) {
                                     dups.push(format!("{gv:?} of {} {:?}", dup.of, dup.tier))
                                 }
                                 Verdict::Unique { .. } => kept.push(*gv),
+                                other => panic!("{other:?}"),
                             }
                         }
                     }
@@ -598,13 +600,7 @@ fn batches_reserve_unique_ids_and_see_their_own_documents() {
     let verdicts = d.check_batch(&sigs, UrlTier::Check).unwrap();
     // One round trip for the reads and id reservation, one for the commit.
     assert_eq!(d.store().round_trips() - trips, 2);
-    let ids: Vec<u64> = verdicts
-        .iter()
-        .filter_map(|v| match v {
-            Verdict::Unique { id, .. } => *id,
-            Verdict::Duplicate(_) => None,
-        })
-        .collect();
+    let ids: Vec<u64> = verdicts.iter().filter_map(Verdict::id).collect();
     assert_eq!(ids.len(), GROUPS);
     let mut unique = ids.clone();
     unique.sort_unstable();

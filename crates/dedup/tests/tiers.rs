@@ -47,11 +47,19 @@ fn url_tier_collapses_variants_and_reports_the_first() {
         other => panic!("{other:?}"),
     }
     assert!(d.check_url("mailto:x@example.com").is_err());
-    // check() applies the URL tier before the others.
+    // check() applies the URL tier before the others. A URL check_url
+    // recorded (the frontier) has no document yet: the fetched page is its
+    // first, not a URL duplicate of itself; the next page there is one.
     let v = d
         .check(&Document::new("http://a.example/x?a=1&b=2", "t", ARTICLE_B))
         .unwrap();
+    assert!(!v.is_duplicate(), "{v:?}");
+    let v = d
+        .check(&Document::new("http://a.example/x?b=2&a=1#c", "t", ARTICLE_A))
+        .unwrap();
     assert_eq!(dup(&v).tier, Tier::Url);
+    // Reported as first given, by check_url.
+    assert_eq!(dup(&v).of, "http://a.example/x?b=2&a=1");
 }
 
 #[test]
@@ -165,7 +173,14 @@ fn texts_without_words_are_still_checked_by_content() {
         .check_content(&Document::new("http://a/1", "", "的 了 2024年 12"))
         .unwrap();
     assert!(
-        matches!(first, Verdict::Unique { id: Some(_), fingerprint: Some(_) }),
+        matches!(
+            first,
+            Verdict::Unique {
+                id: Some(_),
+                fingerprint: Some(_),
+                ..
+            }
+        ),
         "{first:?}"
     );
     let second = d
@@ -179,12 +194,15 @@ fn texts_without_words_are_still_checked_by_content() {
     assert!(!other.is_duplicate(), "{other:?}");
     assert_eq!(d.stats().unwrap().documents, 2);
     // Punctuation alone has nothing to compare and is not indexed.
-    let none = d.check_content(&Document::new("http://a/4", "", "，。！")).unwrap();
+    let none = d
+        .check_content(&Document::new("http://a/4", "", "，。！"))
+        .unwrap();
     assert_eq!(
         none,
         Verdict::Unique {
             id: None,
-            fingerprint: None
+            fingerprint: None,
+            url_skipped: false,
         }
     );
 }

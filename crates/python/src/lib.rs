@@ -137,7 +137,8 @@ impl Counters {
         let c = match tier {
             Tier::Url => &self.duplicate_url,
             Tier::Title => &self.duplicate_title,
-            Tier::Content => &self.duplicate_content,
+            // Tier is non_exhaustive: a tier added later counts as content.
+            _ => &self.duplicate_content,
         };
         c.fetch_add(1, Ordering::Relaxed);
     }
@@ -221,16 +222,6 @@ impl PyVerdict {
 impl PyVerdict {
     fn from_verdict(url: &str, v: Verdict) -> PyVerdict {
         match v {
-            Verdict::Unique { fingerprint, .. } => PyVerdict {
-                url: url.to_string(),
-                kept: true,
-                tier: None,
-                duplicate_of: None,
-                distance: None,
-                similarity: None,
-                fingerprint: fingerprint.map(|f| f.to_string()),
-                canonical: None,
-            },
             Verdict::Duplicate(d) => PyVerdict {
                 url: url.to_string(),
                 kept: false,
@@ -241,13 +232,25 @@ impl PyVerdict {
                 fingerprint: d.fingerprint.map(|f| f.to_string()),
                 canonical: None,
             },
+            // Verdict is non_exhaustive: anything but a duplicate is kept.
+            kept => PyVerdict {
+                url: url.to_string(),
+                kept: true,
+                tier: None,
+                duplicate_of: None,
+                distance: None,
+                similarity: None,
+                fingerprint: kept.fingerprint().map(|f| f.to_string()),
+                canonical: None,
+            },
         }
     }
 
     fn from_url_verdict(url: &str, v: UrlVerdict) -> PyVerdict {
         let (canonical, first) = match v {
-            UrlVerdict::New(c) => (c, None),
             UrlVerdict::Seen { canonical, first } => (canonical, Some(first)),
+            // UrlVerdict is non_exhaustive: anything but Seen is new.
+            other => (other.canonical().clone(), None),
         };
         PyVerdict {
             url: url.to_string(),

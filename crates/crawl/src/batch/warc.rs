@@ -513,6 +513,7 @@ impl Judging<'_> {
                                     })?;
                                     d.of.clone()
                                 }
+                                _ => url.clone(), // non_exhaustive in simcrawl-dedup
                             };
                             if let Some(d) = digest {
                                 self.kept_by_digest.entry(d.clone()).or_insert(kept_as);
@@ -541,6 +542,8 @@ impl Judging<'_> {
                                 distance: Some(0),
                                 similarity: Some(1.0),
                                 fingerprint: None,
+                                of_id: None,
+                                url_skipped: false,
                             };
                             run.p.verdicts.record_duplicate(Tier::Content);
                             run.outputs.duplicates.write(&DuplicateLine {

@@ -197,7 +197,7 @@ fn score(
                 match d.tier {
                     Tier::Title => dropped_title += 1,
                     Tier::Content => dropped_content += 1,
-                    Tier::Url => {}
+                    _ => {} // Url (Tier is non_exhaustive)
                 }
                 of[i] = Some(
                     *index
@@ -205,6 +205,7 @@ fn score(
                         .with_context(|| format!("verdict names an unknown document {}", d.of))?,
                 );
             }
+            _ => kept[i] = true, // non_exhaustive in simcrawl-dedup
         }
     }
     // Unique lost: dropped, and no kept page resembles it at >= ambiguous.
@@ -252,7 +253,7 @@ fn score(
             let o = of[i].unwrap_or(i);
             let (tier, sim) = match &verdicts[i] {
                 Verdict::Duplicate(d) => (d.tier.as_str(), d.similarity),
-                Verdict::Unique { .. } => ("-", None),
+                _ => ("-", None), // Unique (non_exhaustive)
             };
             format!(
                 "lost: {} (tier {tier}, estimated {}, exact {:.3} with {})",
@@ -448,6 +449,8 @@ mod tests {
             distance: Some(0),
             similarity: Some(1.0),
             fingerprint: None,
+            of_id: None,
+            url_skipped: false,
         })
     }
 
@@ -455,6 +458,7 @@ mod tests {
         Verdict::Unique {
             id: None,
             fingerprint: None,
+            url_skipped: false,
         }
     }
 

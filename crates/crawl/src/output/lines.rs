@@ -277,6 +277,8 @@ mod tests {
             distance: Some(3),
             similarity: Some(0.876_54),
             fingerprint: None,
+            of_id: None,
+            url_skipped: false,
         }
     }
 

@@ -145,6 +145,7 @@ impl Recorder<'_> {
                 self.archive(p, Some(note))?;
                 self.outputs.duplicates.write(&p.duplicate_line(d))
             }
+            Some(_) => Ok(()), // non_exhaustive in simcrawl-dedup
         }
     }
 }
@@ -160,5 +161,6 @@ pub fn document(outputs: &mut Outputs, v: Verdict, url: &str, title: &str, line:
             line: Some(line),
             ..DuplicateLine::new(url, &d)
         }),
+        _ => Ok(()), // non_exhaustive in simcrawl-dedup
     }
 }

@@ -308,6 +308,7 @@ impl VerdictCounts {
         match v {
             Verdict::Unique { .. } => self.kept += 1,
             Verdict::Duplicate(d) => self.record_duplicate(d.tier),
+            _ => {} // non_exhaustive in simcrawl-dedup
         }
     }
 
@@ -317,6 +318,7 @@ impl VerdictCounts {
             Tier::Url => self.dup_url += 1,
             Tier::Title => self.dup_title += 1,
             Tier::Content => self.dup_content += 1,
+            _ => {} // non_exhaustive in simcrawl-dedup
         }
     }
 }

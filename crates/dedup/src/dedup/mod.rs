@@ -6,15 +6,20 @@
 
 mod compare;
 mod content_tier;
+mod embed;
 mod explain;
 mod params;
+mod partner;
 mod purge;
+#[cfg(feature = "serde")]
+mod serde_impls;
 mod title_tier;
 mod url_tier;
 mod verify;
 
 pub use self::compare::Comparison;
 pub use self::content_tier::BAND_CANDIDATES;
+pub use self::embed::STORE_FILE;
 pub use self::explain::{Candidate, Explanation, Nominated};
 pub use self::purge::{PURGE_SLICE, Purged};
 pub use self::title_tier::{TITLE_CANDIDATES, TitlePolicy, normalize_title, title_digest};
@@ -38,8 +43,9 @@ use crate::store::{DocId, DocRecord, Prefetch, ReadTables, Store, Tables};
 pub const FORMAT_VERSION: u32 = 2;
 
 /// Which tier found a duplicate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum Tier {
     /// Same canonical URL.
     Url,
@@ -188,7 +194,11 @@ impl<'a> Document<'a> {
 /// store. Computing it is the CPU-heavy part (segmentation, hashing), so
 /// callers can compute many in parallel and then check them in one
 /// transaction with [`Deduper::check_batch`].
+///
+/// With the `serde` feature it serializes (the sketch as hexadecimal text),
+/// so signing and checking can run in different processes.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Signature {
     /// The URL as given.
     pub url: String,
@@ -199,6 +209,7 @@ pub struct Signature {
     /// SimHash of the text, if it has any features.
     pub fingerprint: Option<Fingerprint>,
     /// Resemblance sketch of the text, if it has letters or digits.
+    #[cfg_attr(feature = "serde", serde(with = "serde_impls::sketch"))]
     pub sketch: Option<Sketch>,
     /// How many features the SimHash was made of (0 without one): a
     /// verdict on a handful of features deserves a person's look.
@@ -225,7 +236,38 @@ pub struct Signature {
 }
 
 /// The decision about one document.
+///
+/// With the `serde` feature it serializes as one flat object tagged by
+/// `verdict`:
+///
+/// ```
+/// # #[cfg(feature = "serde")] {
+/// use simcrawl_dedup::{Deduper, Document, Verdict};
+/// let d = Deduper::in_memory()?;
+/// let text = "气象台发布寒潮蓝色预警，北方大部地区气温将下降八到十度，局地降温超过十二度并伴有大风。";
+/// let kept = d.check(&Document::new("http://a.example/1", "寒潮", text))?;
+/// let copy = d.check(&Document::new("http://b.example/9", "", text))?;
+/// let json = serde_json::to_value(&copy).unwrap();
+/// assert_eq!(json["verdict"], "duplicate");
+/// assert_eq!(json["tier"], "content");
+/// assert_eq!(json["of"], "http://a.example/1");
+/// assert_eq!(json["of_id"], serde_json::json!(kept.id()));
+/// assert_eq!(json["similarity"], 1.0);
+/// assert_eq!(serde_json::from_value::<Verdict>(json).unwrap(), copy);
+/// # }
+/// # Ok::<(), simcrawl_dedup::Error>(())
+/// ```
+///
+/// New variants may be added in minor versions: match with a `_` arm, or
+/// use the helpers ([`Verdict::is_duplicate`], [`Verdict::partner`],
+/// [`Verdict::similarity`]).
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(tag = "verdict", rename_all = "lowercase")
+)]
+#[non_exhaustive]
 pub enum Verdict {
     /// Kept and indexed, so later copies match it.
     Unique {
@@ -234,6 +276,13 @@ pub enum Verdict {
         id: Option<DocId>,
         /// Its SimHash (`None`: no features).
         fingerprint: Option<Fingerprint>,
+        /// The URL tier was asked for ([`Deduper::check`],
+        /// [`UrlTier::Check`]) but the URL cannot take part: it is
+        /// relative (`/a.html`), not http(s), or has no host. It was
+        /// neither looked up nor recorded, so a later check of the same
+        /// URL is not a URL duplicate of this one.
+        #[cfg_attr(feature = "serde", serde(default))]
+        url_skipped: bool,
     },
     /// A copy of a document seen before.
     Duplicate(Duplicate),
@@ -244,15 +293,82 @@ impl Verdict {
     pub fn is_duplicate(&self) -> bool {
         matches!(self, Verdict::Duplicate(_))
     }
+
+    /// Whether the document was kept.
+    pub fn is_unique(&self) -> bool {
+        matches!(self, Verdict::Unique { .. })
+    }
+
+    /// Why it is a copy (`None`: kept).
+    pub fn duplicate(&self) -> Option<&Duplicate> {
+        match self {
+            Verdict::Duplicate(d) => Some(d),
+            Verdict::Unique { .. } => None,
+        }
+    }
+
+    /// URL of the kept document it copies (`None`: kept).
+    pub fn partner(&self) -> Option<&str> {
+        self.duplicate().map(|d| d.of.as_str())
+    }
+
+    /// Store id of the kept document it copies, when the tier knows it
+    /// (title and content tiers).
+    pub fn partner_id(&self) -> Option<DocId> {
+        self.duplicate().and_then(|d| d.of_id)
+    }
+
+    /// The tier that matched (`None`: kept).
+    pub fn tier(&self) -> Option<Tier> {
+        self.duplicate().map(|d| d.tier)
+    }
+
+    /// The estimated resemblance to the partner that decided (`None`: kept,
+    /// or a URL duplicate).
+    pub fn similarity(&self) -> Option<f64> {
+        self.duplicate().and_then(|d| d.similarity)
+    }
+
+    /// The store id the kept document got (`None`: a duplicate, or a text
+    /// without features, which the content tier does not index).
+    pub fn id(&self) -> Option<DocId> {
+        match self {
+            Verdict::Unique { id, .. } => *id,
+            Verdict::Duplicate(_) => None,
+        }
+    }
+
+    /// The document's SimHash, if its text had features.
+    pub fn fingerprint(&self) -> Option<Fingerprint> {
+        match self {
+            Verdict::Unique { fingerprint, .. } => *fingerprint,
+            Verdict::Duplicate(d) => d.fingerprint,
+        }
+    }
+
+    /// Whether the URL tier was asked for but the URL could not take part
+    /// (relative, not http(s), no host); see [`Verdict::Unique`].
+    pub fn url_skipped(&self) -> bool {
+        match self {
+            Verdict::Unique { url_skipped, .. } => *url_skipped,
+            Verdict::Duplicate(d) => d.url_skipped,
+        }
+    }
 }
 
 /// Why a document was judged a copy.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Duplicate {
     /// The tier that matched.
     pub tier: Tier,
     /// URL of the kept document it copies.
     pub of: String,
+    /// Store id of the kept document it copies: known to the title and
+    /// content tiers, `None` for a URL duplicate (the URL tier keeps URLs,
+    /// not documents).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub of_id: Option<DocId>,
     /// Hamming distance to it (title and content tiers, when both texts had
     /// features).
     pub distance: Option<u32>,
@@ -261,6 +377,22 @@ pub struct Duplicate {
     pub similarity: Option<f64>,
     /// The document's own SimHash, if any.
     pub fingerprint: Option<Fingerprint>,
+    /// The URL tier was asked for but the URL could not take part (see
+    /// [`Verdict::Unique`]).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub url_skipped: bool,
+}
+
+impl Duplicate {
+    /// The estimated resemblance that decided (`None` for a URL duplicate).
+    pub fn similarity(&self) -> Option<f64> {
+        self.similarity
+    }
+
+    /// URL of the kept document it copies.
+    pub fn partner(&self) -> &str {
+        &self.of
+    }
 }
 
 /// Counts about a store.
@@ -606,15 +738,19 @@ impl<S: Store> Deduper<S> {
                 return Ok(None);
             };
             let (band_keys, bands) = self.band_key_array(sketch);
-            Ok(self
-                .content_match(t, fp, sketch, sig, &band_keys[..bands], cutoff)?
-                .map(|m| Duplicate {
-                    tier: Tier::Content,
-                    of: m.rec.url,
-                    distance: Some(m.distance),
-                    similarity: Some(m.similarity),
-                    fingerprint: Some(fp),
-                }))
+            let t = partner::Ids::new(t);
+            let Some(m) = self.content_match(&t, fp, sketch, sig, &band_keys[..bands], cutoff)? else {
+                return Ok(None);
+            };
+            Ok(Some(Duplicate {
+                tier: Tier::Content,
+                of_id: t.id_of(&m.rec)?,
+                of: m.rec.url,
+                distance: Some(m.distance),
+                similarity: Some(m.similarity),
+                fingerprint: Some(fp),
+                url_skipped: false,
+            }))
         })
     }
 
@@ -632,30 +768,37 @@ impl<S: Store> Deduper<S> {
         // One round trip for a networked store; keys a batch already
         // fetched are not fetched again.
         self.prefetch(t, std::slice::from_ref(sig), url_tier)?;
+        // A URL the tier cannot key (relative, not http(s)) is said so in
+        // the verdict, not skipped silently.
+        let url_skipped = url_tier == UrlTier::Check && sig.url_digest.is_none();
         if url_tier == UrlTier::Check
             && let Some(dup) = self.url_match(t, sig, now, cutoff)?
         {
             return Ok(Verdict::Duplicate(dup));
         }
         if let Some(dup) = self.title_match(&*t, sig, cutoff)? {
-            return Ok(Verdict::Duplicate(dup));
+            return Ok(Verdict::Duplicate(Duplicate { url_skipped, ..dup }));
         }
         let (Some(fp), Some(sketch)) = (sig.fingerprint, sig.sketch.as_ref()) else {
             return Ok(Verdict::Unique {
                 id: None,
                 fingerprint: sig.fingerprint,
+                url_skipped,
             });
         };
         // Computed once: looked up now, indexed under if the page is kept.
         let (band_keys, bands) = self.band_key_array(sketch);
         let band_keys = &band_keys[..bands];
-        if let Some(m) = self.content_match(&*t, fp, sketch, sig, band_keys, cutoff)? {
+        let ids = partner::Ids::new(&*t);
+        if let Some(m) = self.content_match(&ids, fp, sketch, sig, band_keys, cutoff)? {
             return Ok(Verdict::Duplicate(Duplicate {
                 tier: Tier::Content,
+                of_id: ids.id_of(&m.rec)?,
                 of: m.rec.url,
                 distance: Some(m.distance),
                 similarity: Some(m.similarity),
                 fingerprint: Some(fp),
+                url_skipped,
             }));
         }
         let id = t.next_doc_id()?;
@@ -679,6 +822,7 @@ impl<S: Store> Deduper<S> {
         Ok(Verdict::Unique {
             id: Some(id),
             fingerprint: Some(fp),
+            url_skipped,
         })
     }
 

@@ -1,4 +1,14 @@
 //! The URL tier: a canonical URL seen within the window is a duplicate.
+//!
+//! A URL is recorded two ways. [`Deduper::check_url`] (the frontier, before
+//! fetching) records it with no document: the record's URL ends in
+//! [`PENDING`]. A check with the URL tier ([`Deduper::check`],
+//! [`UrlTier::Check`]) that meets such a record takes the page as that
+//! URL's own first document (not a copy of itself) and clears the mark; a
+//! record without the mark (a document was checked under the URL) makes
+//! the page a URL duplicate. The mark lives in the URL text, so every
+//! store keeps it without a change of format; it never leaves this module
+//! ([`UrlVerdict::Seen::first`] is the URL as given).
 
 use super::{Deduper, Duplicate, Signature, Tier};
 use crate::canonical::{CanonicalUrl, UrlError};
@@ -7,6 +17,7 @@ use crate::store::{Store, Tables, UrlRecord};
 
 /// Whether a check applies the URL tier too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum UrlTier {
     /// Look the canonical URL up (and record it): the batch tool, or any
     /// caller that checks whole documents.
@@ -17,7 +28,12 @@ pub enum UrlTier {
 }
 
 /// What the URL tier says about a URL.
+///
+/// With the `serde` feature it serializes as `{"verdict": "new",
+/// "canonical": ...}` or `{"verdict": "seen", "canonical": ..., "first":
+/// ...}`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum UrlVerdict {
     /// Never seen: now recorded.
     New(CanonicalUrl),
@@ -30,8 +46,90 @@ pub enum UrlVerdict {
     },
 }
 
+impl UrlVerdict {
+    /// Whether the URL was seen before (do not fetch it).
+    pub fn is_seen(&self) -> bool {
+        matches!(self, UrlVerdict::Seen { .. })
+    }
+
+    /// The canonical form.
+    pub fn canonical(&self) -> &CanonicalUrl {
+        match self {
+            UrlVerdict::New(c) | UrlVerdict::Seen { canonical: c, .. } => c,
+        }
+    }
+}
+
+/// Ends the URL of a record that [`Deduper::check_url`] wrote: no document
+/// was checked under it yet. A URL as given never ends in it (trailing
+/// control characters are not part of a URL and are dropped).
+const PENDING: char = '\0';
+
+/// The URL a record holds, without the [`PENDING`] mark, and whether it had
+/// it.
+fn unmark(url: String) -> (String, bool) {
+    match url.strip_suffix(PENDING) {
+        Some(u) => (u.to_string(), true),
+        None => (url, false),
+    }
+}
+
+/// A URL as given, without trailing NULs (which would read as the mark).
+fn as_given(url: &str) -> &str {
+    url.trim_end_matches(PENDING)
+}
+
 impl<S: Store> Deduper<S> {
+    /// Whether the URL tier has seen `url` (in any spelling with the same
+    /// canonical form) within the window: recorded by
+    /// [`Deduper::check_url`] or by a check with the URL tier. Read-only:
+    /// nothing is recorded, so a link filter can ask about every link of a
+    /// page and a later [`Deduper::check`] of the URL is still its first. A
+    /// read on a snapshot: it never waits for writers on redb.
+    ///
+    /// A URL that cannot be keyed (relative, not http(s), no host) is an
+    /// [`Error::Url`](crate::Error::Url): resolve links against their page
+    /// first.
+    ///
+    /// ```
+    /// use simcrawl_dedup::{Deduper, Document};
+    /// let d = Deduper::in_memory()?;
+    /// assert!(!d.url_seen("http://a.example/x?b=2&a=1")?);
+    /// d.check_url("http://a.example/x?b=2&a=1")?;
+    /// assert!(d.url_seen("HTTP://A.example:80/x?a=1&b=2#top")?);
+    /// assert!(d.url_seen("/x").is_err(), "relative: resolve it first");
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    pub fn url_seen(&self, url: &str) -> Result<bool> {
+        let digest = u128::from_be_bytes(self.canon.parse(url)?.digest());
+        let cutoff = self.cutoff();
+        self.store.read(|t| {
+            t.prefetch(&crate::store::Prefetch {
+                urls: vec![digest],
+                ..Default::default()
+            })?;
+            Ok(t.url(digest)?.is_some_and(|rec| rec.first_seen >= cutoff))
+        })
+    }
+
     /// The URL tier: records the canonical URL and says whether it was seen.
+    ///
+    /// Recorded without a document, so the fetch-then-check flow works: a
+    /// later [`Deduper::check`] of the same URL (the fetched page) is not a
+    /// URL duplicate of itself; the check after that is. Use
+    /// [`Deduper::url_seen`] to ask without recording.
+    ///
+    /// ```
+    /// use simcrawl_dedup::{Deduper, Document, Tier, UrlVerdict};
+    /// let d = Deduper::in_memory()?;
+    /// let url = "http://news.example/a?id=1";
+    /// assert!(matches!(d.check_url(url)?, UrlVerdict::New(_))); // fetch it
+    /// let text = "国家统计局今天发布数据显示，十月份全国规模以上工业增加值同比增长百分之五点三。";
+    /// assert!(!d.check(&Document::new(url, "工业", text))?.is_duplicate());
+    /// // The same URL checked again is a URL duplicate.
+    /// assert_eq!(d.check(&Document::new(url, "", "另一段文字"))?.tier(), Some(Tier::Url));
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
     pub fn check_url(&self, url: &str) -> Result<UrlVerdict> {
         let canonical = self.canon.parse(url)?;
         self.write(|t| self.check_url_in(t, url, canonical.clone()))
@@ -55,14 +153,14 @@ impl<S: Store> Deduper<S> {
         match t.url(digest)? {
             Some(rec) if rec.first_seen >= cutoff => Ok(UrlVerdict::Seen {
                 canonical,
-                first: rec.url,
+                first: unmark(rec.url).0,
             }),
             _ => {
                 t.put_url(
                     digest,
                     &UrlRecord {
                         first_seen: (self.clock)(),
-                        url: url.to_string(),
+                        url: format!("{}{PENDING}", as_given(url)),
                     },
                 )?;
                 Ok(UrlVerdict::New(canonical))
@@ -70,8 +168,10 @@ impl<S: Store> Deduper<S> {
         }
     }
 
-    /// The URL tier inside [`Deduper::check_in`]: the kept document when
-    /// the signed URL was seen within the window; else records it.
+    /// The URL tier inside [`Deduper::check_in`]: the kept document when a
+    /// document was checked under the signed URL within the window; else
+    /// records it (a record [`Deduper::check_url`] made is this page's own:
+    /// its mark is cleared).
     pub(super) fn url_match(
         &self,
         t: &mut dyn Tables,
@@ -83,19 +183,33 @@ impl<S: Store> Deduper<S> {
             return Ok(None);
         };
         match t.url(d)? {
-            Some(rec) if rec.first_seen >= cutoff => Ok(Some(Duplicate {
-                tier: Tier::Url,
-                of: rec.url,
-                distance: None,
-                similarity: None,
-                fingerprint: sig.fingerprint,
-            })),
+            Some(rec) if rec.first_seen >= cutoff => match unmark(rec.url) {
+                (first, true) => {
+                    t.put_url(
+                        d,
+                        &UrlRecord {
+                            first_seen: rec.first_seen,
+                            url: first,
+                        },
+                    )?;
+                    Ok(None)
+                }
+                (first, false) => Ok(Some(Duplicate {
+                    tier: Tier::Url,
+                    of: first,
+                    of_id: None,
+                    distance: None,
+                    similarity: None,
+                    fingerprint: sig.fingerprint,
+                    url_skipped: false,
+                })),
+            },
             _ => {
                 t.put_url(
                     d,
                     &UrlRecord {
                         first_seen: now,
-                        url: sig.url.clone(),
+                        url: as_given(&sig.url).to_string(),
                     },
                 )?;
                 Ok(None)

@@ -144,7 +144,13 @@ impl SlotArray {
             // takes exactly its size.
             let reserve = if strict_overcommit() { 1 } else { RESERVE };
             // At most 64 GB of address space (8G keys), at least the table.
-            let len = bytes.saturating_mul(reserve).min(1 << 36).max(bytes);
+            // Computed in u64: 1 << 36 overflows a 32-bit usize, where the
+            // reserve then falls back to the table's own size.
+            let len = (bytes as u64)
+                .saturating_mul(reserve as u64)
+                .min(1 << 36)
+                .max(bytes as u64);
+            let len = usize::try_from(len).unwrap_or(bytes);
             let reserved = memmap2::MmapOptions::new()
                 .len(len)
                 .no_reserve_swap()
@@ -259,6 +265,7 @@ pub(crate) struct BandIndex {
 impl BandIndex {
     /// An index with room for `keys` band keys before it grows: rebuilding
     /// one from stored documents knows how many there will be.
+    #[cfg_attr(not(any(test, feature = "redb")), allow(dead_code))] // the redb store only
     pub(crate) fn with_capacity(keys: usize) -> BandIndex {
         let mut index = BandIndex::default();
         if keys > 0 {
@@ -382,6 +389,9 @@ impl BandIndex {
     /// pile up in a table that is still growing (each lands behind the
     /// run of the ones before it; a 1M-document replay took minutes), so
     /// the slots are visited along an odd stride, which spreads them.
+    // Used by the memory store's snapshot, which only the `redis` feature
+    // builds.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn for_each(&self, mut f: impl FnMut(u64, &[DocId])) {
         let n = self.slots.len();
         for i in 0..n {
@@ -580,6 +590,7 @@ fn list_index(ids: u32) -> usize {
 }
 
 /// Slots for `keys` keys: a power of two at most 80% full.
+#[cfg_attr(not(any(test, feature = "redb")), allow(dead_code))] // the redb store only
 fn slots_for(keys: usize) -> usize {
     (keys.saturating_mul(5) / 4 + 1)
         .next_power_of_two()

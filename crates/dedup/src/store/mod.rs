@@ -12,6 +12,7 @@
 //! when another process changed any of it before the commit), so closures
 //! passed to [`Store::write`] must only act through the tables.
 
+mod any;
 mod bands;
 mod doc_table;
 mod memory;
@@ -34,6 +35,7 @@ pub use self::redis::{MemoryPart, RedisOptions, RedisStore, clear_namespace, con
 pub use self::replicated::ReplicatedStore;
 #[cfg(feature = "sled")]
 pub use self::sled::SledStore;
+pub use any::AnyStore;
 pub use memory::MemoryStore;
 
 pub(crate) use bands::BandIndex;
@@ -43,14 +45,17 @@ use crate::fingerprint::Fingerprint;
 use crate::sketch::Sketch;
 
 /// The key of one block table entry: table number and block key.
+#[cfg_attr(not(any(feature = "redb", feature = "sled")), allow(dead_code))] // the disk stores only
 pub(crate) fn block_key(table: usize, key: u64) -> u128 {
     ((table as u128) << 64) | u128::from(key)
 }
 
 /// Bytes of one posting-list entry: fingerprint and document id, both
 /// little-endian. Disk stores keep each (table, key)'s entries as one value.
+#[cfg_attr(not(any(feature = "redb", feature = "sled")), allow(dead_code))] // the disk stores only
 pub(crate) const POSTING: usize = 16;
 
+#[cfg_attr(not(any(feature = "redb", feature = "sled")), allow(dead_code))] // the disk stores only
 pub(crate) fn posting(fp: Fingerprint, id: DocId) -> [u8; POSTING] {
     let mut e = [0u8; POSTING];
     e[..8].copy_from_slice(&fp.low().to_le_bytes());
@@ -58,6 +63,7 @@ pub(crate) fn posting(fp: Fingerprint, id: DocId) -> [u8; POSTING] {
     e
 }
 
+#[cfg_attr(not(any(feature = "redb", feature = "sled")), allow(dead_code))] // the disk stores only
 pub(crate) fn decode_postings(list: &[u8]) -> impl Iterator<Item = (Fingerprint, DocId)> + '_ {
     list.chunks_exact(POSTING).map(|e| {
         let mut fp = [0u8; 8];
@@ -82,6 +88,7 @@ pub(crate) fn within(
 }
 
 /// `list` without the entry `gone` (`None` when nothing was removed).
+#[cfg_attr(not(any(feature = "redb", feature = "sled")), allow(dead_code))] // the disk stores only
 pub(crate) fn without_posting(list: &[u8], gone: &[u8; POSTING]) -> Option<Vec<u8>> {
     let kept: Vec<u8> = list
         .chunks_exact(POSTING)

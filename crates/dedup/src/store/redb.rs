@@ -145,14 +145,22 @@ impl RedbStore {
         if let Some(dir) = path.parent()
             && !dir.as_os_str().is_empty()
         {
-            std::fs::create_dir_all(dir).map_err(Error::storage)?;
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Error::Storage(Box::new(crate::error::OpenError {
+                    path: dir.to_path_buf(),
+                    source: Box::new(e),
+                }))
+            })?;
         }
         let db = Database::builder()
             .set_cache_size(options.cache_bytes)
             .create(&path)
             .map_err(|e| match e {
                 redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: path.clone() },
-                other => Error::Storage(format!("cannot open {}: {other}", path.display()).into()),
+                other => Error::Storage(Box::new(crate::error::OpenError {
+                    path: path.clone(),
+                    source: crate::error::redb_cause(other),
+                })),
             })?;
         let store = RedbStore {
             bands: RwLock::new(BandIndex::default()),

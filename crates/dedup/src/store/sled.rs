@@ -67,10 +67,16 @@ impl SledStore {
     /// second (and on [`Store::flush`]).
     pub fn open(path: impl AsRef<Path>) -> Result<SledStore> {
         let path = path.as_ref().to_path_buf();
-        let tree = sled::Config::new()
-            .path(&path)
-            .open()
-            .map_err(|e| Error::Storage(format!("cannot open {}: {e}", path.display()).into()))?;
+        let tree = sled::Config::new().path(&path).open().map_err(|e| {
+            let source: Box<dyn std::error::Error + Send + Sync> = match e {
+                sled::Error::Io(io) => Box::new(io),
+                other => Box::new(other),
+            };
+            Error::Storage(Box::new(crate::error::OpenError {
+                path: path.clone(),
+                source,
+            }))
+        })?;
         Ok(SledStore {
             tree,
             path,

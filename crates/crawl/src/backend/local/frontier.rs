@@ -101,7 +101,8 @@ pub fn enqueue_listing(
 ) -> simcrawl_dedup::Result<bool> {
     match d.check_url_in(tables, link.url.as_str(), link.canonical.clone())? {
         UrlVerdict::Seen { .. } => Ok(false),
-        UrlVerdict::New(_) => {
+        // New (UrlVerdict is non_exhaustive).
+        _ => {
             insert_listing(frontier, next_seq, &link.url, depth)?;
             Ok(true)
         }
@@ -191,7 +192,8 @@ pub fn enqueue(
 ) -> simcrawl_dedup::Result<bool> {
     match d.check_url_in(tables, link.url.as_str(), link.canonical.clone())? {
         UrlVerdict::Seen { .. } => Ok(false),
-        UrlVerdict::New(_) => {
+        // New (UrlVerdict is non_exhaustive).
+        _ => {
             frontier.insert(*next_seq, encode(depth, &link.url).as_slice())?;
             *next_seq += 1;
             Ok(true)

@@ -509,6 +509,7 @@ impl Writer {
             match v {
                 Verdict::Unique { .. } => dust.observe_kept(&p.entry.url),
                 Verdict::Duplicate(d) => dust.observe_duplicate(&p.entry.url, &d.of),
+                _ => {} // non_exhaustive in simcrawl-dedup
             }
         }
         self.dust

@@ -569,6 +569,7 @@ fn claim_in<S: Store>(
                 let fetch = match d.check_url_in(t, &frontier::claimed_as(&e.url, token), c.clone())? {
                     UrlVerdict::New(_) => true,
                     UrlVerdict::Seen { first, .. } => frontier::claimed_by(&first, token),
+                    _ => true, // non_exhaustive in simcrawl-dedup
                 };
                 if fetch {
                     fetching.insert(c.digest());
@@ -1374,7 +1375,7 @@ impl Commits for RedisWriter {
             match &verdict_of[i] {
                 Some(Verdict::Unique { .. }) => dust.observe_kept(&p.entry.url),
                 Some(Verdict::Duplicate(d)) => dust.observe_duplicate(&p.entry.url, &d.of),
-                None => {}
+                _ => {} // non_exhaustive in simcrawl-dedup
             }
             dust.probe_done(
                 &p.entry.url,
