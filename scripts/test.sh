@@ -12,6 +12,8 @@ if command -v chromium >/dev/null; then export SIMCRAWL_REQUIRE_BROWSER=1; fi
 cargo fmt --all -- --check
 # Every relative link in the docs resolves; the settings reference is current.
 bash scripts/docs-check.sh
+# The dedup crate builds without warnings in every feature combination (issue 41).
+bash scripts/feature-check.sh
 # The labelled set of real pages behind the verdict-quality gate
 # (crates/crawl/tests/eval_set.rs, docs/EVAL.md); built once per version of
 # its builder, into target/eval-set unless SIMCRAWL_EVAL_SET names a folder.
