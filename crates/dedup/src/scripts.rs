@@ -103,11 +103,14 @@ pub(crate) fn unicode_words<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
     unicode_words_with(text, emit, &mut |w, emit| emit(w));
 }
 
+/// Cuts an ASCII segment into words, handing each to the sink.
+pub(crate) type AsciiCut<'f, 'a> = dyn FnMut(&'a str, &mut dyn FnMut(&'a str)) + 'f;
+
 /// [`unicode_words`], with ASCII segments handed to `ascii`.
 pub(crate) fn unicode_words_with<'a>(
     text: &'a str,
     emit: &mut dyn FnMut(&'a str),
-    ascii: &mut dyn FnMut(&'a str, &mut dyn FnMut(&'a str)),
+    ascii: &mut AsciiCut<'_, 'a>,
 ) {
     let segmenter = WordSegmenter::new_dictionary(WordBreakInvariantOptions::default());
     let mut breaks = segmenter.segment_str(text);
