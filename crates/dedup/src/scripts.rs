@@ -19,8 +19,8 @@
 
 use std::sync::OnceLock;
 
-use icu_segmenter::WordSegmenter;
 use icu_segmenter::options::WordBreakInvariantOptions;
+use icu_segmenter::{WordSegmenter, WordSegmenterBorrowed};
 
 use crate::digest::{hex, md5_of};
 
@@ -51,6 +51,14 @@ pub fn unicode_segmenter_id() -> &'static str {
         });
         format!("{UNICODE_SEGMENTER_VERSION}/{}", hex(&md5_of(&cut)))
     })
+}
+
+/// The dictionary segmenter, set up once per process: setting it up looks
+/// its dictionaries up in the compiled data, which a call per run of text
+/// (several per Chinese page with kana or Cyrillic in it) would repeat.
+fn segmenter() -> WordSegmenterBorrowed<'static> {
+    static SEGMENTER: OnceLock<WordSegmenterBorrowed<'static>> = OnceLock::new();
+    *SEGMENTER.get_or_init(|| WordSegmenter::new_dictionary(WordBreakInvariantOptions::default()))
 }
 
 /// Whether jieba cuts `c` as Han (its CJK ranges).
@@ -112,8 +120,7 @@ pub(crate) fn unicode_words_with<'a>(
     emit: &mut dyn FnMut(&'a str),
     ascii: &mut AsciiCut<'_, 'a>,
 ) {
-    let segmenter = WordSegmenter::new_dictionary(WordBreakInvariantOptions::default());
-    let mut breaks = segmenter.segment_str(text);
+    let mut breaks = segmenter().segment_str(text);
     let mut prev = 0;
     while let Some(b) = breaks.next() {
         if b > prev && breaks.is_word_like() {

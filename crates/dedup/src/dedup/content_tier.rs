@@ -54,7 +54,7 @@ impl<S: Store> Deduper<S> {
         for (_, id) in self.hits(t, fp)? {
             checked.insert(id);
             if let Some(rec) = live(id)? {
-                let m = Match::new(Some(fp), Some(sketch), rec);
+                let m = Match::new(id, Some(fp), Some(sketch), rec);
                 if m.similarity >= min && sig.admits(&m) && best.as_ref().is_none_or(|b| m.better_than(b)) {
                     best = Some(m);
                 }
@@ -77,7 +77,7 @@ impl<S: Store> Deduper<S> {
             .take(BAND_CANDIDATES)
         {
             if let Some(rec) = live(id)? {
-                let m = Match::new(Some(fp), Some(sketch), rec);
+                let m = Match::new(id, Some(fp), Some(sketch), rec);
                 if m.similarity >= min && sig.admits(&m) && best.as_ref().is_none_or(|b| m.better_than(b)) {
                     best = Some(m);
                 }

@@ -9,7 +9,6 @@ mod content_tier;
 mod embed;
 mod explain;
 mod params;
-mod partner;
 mod purge;
 #[cfg(feature = "serde")]
 mod serde_impls;
@@ -523,15 +522,22 @@ impl<S: Store> Deduper<S> {
             return Err(Error::Config(format!("sketch_bits {b} is not 8 or 16")));
         }
         let layout = BlockLayout::new(config.blocks, config.max_distance)?;
+        // What the store recorded decides the settings left unset: read once.
+        let recorded = if config.features.scripts.is_none() || config.sketch_bits.is_none() {
+            params::stored_params(&store)?
+        } else {
+            None
+        };
+        let recorded = recorded.as_deref().unwrap_or("");
         let mut config = config;
         if config.features.scripts.is_none() {
-            config.features.scripts = Some(params::stored_scripts(&store)?.unwrap_or_default());
+            config.features.scripts = Some(params::recorded_scripts(recorded).unwrap_or_default());
         }
         let features = Features::new(config.features.clone())?;
         let canon = Canonicalizer::new(&config.url)?;
         let sketch_bits = match config.sketch_bits {
             Some(b) => b,
-            None => params::stored_sketch_bits(&store)?.unwrap_or(8),
+            None => params::recorded_sketch_bits(recorded).unwrap_or(8),
         };
         let deduper = Deduper {
             store,
@@ -738,19 +744,9 @@ impl<S: Store> Deduper<S> {
                 return Ok(None);
             };
             let (band_keys, bands) = self.band_key_array(sketch);
-            let t = partner::Ids::new(t);
-            let Some(m) = self.content_match(&t, fp, sketch, sig, &band_keys[..bands], cutoff)? else {
-                return Ok(None);
-            };
-            Ok(Some(Duplicate {
-                tier: Tier::Content,
-                of_id: t.id_of(&m.rec)?,
-                of: m.rec.url,
-                distance: Some(m.distance),
-                similarity: Some(m.similarity),
-                fingerprint: Some(fp),
-                url_skipped: false,
-            }))
+            Ok(self
+                .content_match(t, fp, sketch, sig, &band_keys[..bands], cutoff)?
+                .map(|m| m.into_content_duplicate(fp)))
         })
     }
 
@@ -789,16 +785,10 @@ impl<S: Store> Deduper<S> {
         // Computed once: looked up now, indexed under if the page is kept.
         let (band_keys, bands) = self.band_key_array(sketch);
         let band_keys = &band_keys[..bands];
-        let ids = partner::Ids::new(&*t);
-        if let Some(m) = self.content_match(&ids, fp, sketch, sig, band_keys, cutoff)? {
+        if let Some(m) = self.content_match(&*t, fp, sketch, sig, band_keys, cutoff)? {
             return Ok(Verdict::Duplicate(Duplicate {
-                tier: Tier::Content,
-                of_id: ids.id_of(&m.rec)?,
-                of: m.rec.url,
-                distance: Some(m.distance),
-                similarity: Some(m.similarity),
-                fingerprint: Some(fp),
                 url_skipped,
+                ..m.into_content_duplicate(fp)
             }));
         }
         let id = t.next_doc_id()?;

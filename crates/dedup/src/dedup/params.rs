@@ -117,37 +117,41 @@ impl<S: Store> Deduper<S> {
     }
 }
 
-/// The sketch width a store recorded (`sketch=` of its parameters), if it
-/// recorded parameters with a sketch this crate knows; `None` for a new
-/// store. A store of another format or sketch is refused by
-/// `check_params`, naming what differs.
-pub(super) fn stored_sketch_bits<S: Store>(store: &S) -> Result<Option<u32>> {
+/// The parameters a store recorded, one `name=value` per line; `None` for
+/// a new store. Read once on open, for the settings a store decides when
+/// they are left unset ([`recorded_sketch_bits`], [`recorded_scripts`]).
+pub(super) fn stored_params<S: Store>(store: &S) -> Result<Option<String>> {
     let stored = store.read(|t| t.meta(META_PARAMS))?;
-    Ok(stored.and_then(|p| {
-        String::from_utf8_lossy(&p)
-            .lines()
-            .find_map(|l| l.strip_prefix("sketch="))
-            .and_then(crate::sketch::sketch_bits_of)
-    }))
+    Ok(stored.map(|p| String::from_utf8_lossy(&p).into_owned()))
+}
+
+/// The value of `name` in recorded parameters.
+fn recorded<'p>(params: &'p str, name: &str) -> Option<&'p str> {
+    params
+        .lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
+}
+
+/// The sketch width recorded parameters name (`sketch=`), if it is a
+/// sketch this crate knows. A store of another format or sketch is
+/// refused by `check_params`, naming what differs.
+pub(super) fn recorded_sketch_bits(params: &str) -> Option<u32> {
+    recorded(params, "sketch").and_then(crate::sketch::sketch_bits_of)
 }
 
 /// Where the `words` extractor of a store finds words outside Han text:
-/// [`Scripts::Legacy`] for a store that recorded `words(...)` features from
-/// before there was a choice (no `scripts=` in them), so that it keeps
-/// opening with the fingerprints it holds; `None` for a new store or one
-/// that says.
-pub(super) fn stored_scripts<S: Store>(store: &S) -> Result<Option<crate::Scripts>> {
-    let stored = store.read(|t| t.meta(META_PARAMS))?;
-    Ok(stored.and_then(|p| {
-        let p = String::from_utf8_lossy(&p);
-        let features = p.lines().find_map(|l| l.strip_prefix("features="))?;
-        if !features.starts_with("words(") {
-            return None;
-        }
-        Some(if features.contains("scripts=") {
-            crate::Scripts::Unicode
-        } else {
-            crate::Scripts::Legacy
-        })
-    }))
+/// [`Scripts::Legacy`](crate::Scripts::Legacy) for recorded `words(...)`
+/// features from before there was a choice (no `scripts=` in them), so
+/// that the store keeps opening with the fingerprints it holds; `None`
+/// for another extractor.
+pub(super) fn recorded_scripts(params: &str) -> Option<crate::Scripts> {
+    let features = recorded(params, "features")?;
+    if !features.starts_with("words(") {
+        return None;
+    }
+    Some(if features.contains("scripts=") {
+        crate::Scripts::Unicode
+    } else {
+        crate::Scripts::Legacy
+    })
 }

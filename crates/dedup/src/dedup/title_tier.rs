@@ -49,19 +49,17 @@ impl<S: Store> Deduper<S> {
         let mut ids = Vec::new();
         t.title_docs(td, TITLE_CANDIDATES, &mut ids)?;
         let mut best: Option<Match> = None;
-        let mut best_id = None;
         for id in ids {
             let Some(rec) = t.doc(id)? else { continue };
             if rec.inserted_at < cutoff {
                 continue;
             }
-            let m = Match::new(sig.fingerprint, sig.sketch.as_ref(), rec);
+            let m = Match::new(id, sig.fingerprint, sig.sketch.as_ref(), rec);
             if !sig.admits(&m) {
                 continue;
             }
             if best.as_ref().is_none_or(|b| m.better_than(b)) {
                 best = Some(m);
-                best_id = Some(id);
             }
         }
         let Some(best) = best else {
@@ -79,7 +77,7 @@ impl<S: Store> Deduper<S> {
             distance: sig.fingerprint.map(|_| best.distance),
             similarity: sig.sketch.as_ref().map(|_| best.similarity),
             of: best.rec.url,
-            of_id: best_id,
+            of_id: Some(best.id),
             fingerprint: sig.fingerprint,
             url_skipped: false,
         }))

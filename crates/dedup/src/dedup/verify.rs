@@ -1,10 +1,10 @@
 //! Verification: a candidate of any tier decides only when the sketches
 //! show enough resemblance.
 
-use super::Signature;
+use super::{Duplicate, Signature, Tier};
 use crate::fingerprint::Fingerprint;
 use crate::sketch::Sketch;
-use crate::store::DocRecord;
+use crate::store::{DocId, DocRecord};
 
 impl Signature {
     /// Whether `m` is similar enough to decide for this signature, beyond
@@ -20,6 +20,8 @@ impl Signature {
 
 /// A stored document compared with the one being checked.
 pub(super) struct Match {
+    /// The id the record was read under: the partner's id in a verdict.
+    pub(super) id: DocId,
     pub(super) rec: DocRecord,
     /// Estimated resemblance (0 when the checked document has no sketch).
     pub(super) similarity: f64,
@@ -28,8 +30,9 @@ pub(super) struct Match {
 }
 
 impl Match {
-    pub(super) fn new(fp: Option<Fingerprint>, sketch: Option<&Sketch>, rec: DocRecord) -> Match {
+    pub(super) fn new(id: DocId, fp: Option<Fingerprint>, sketch: Option<&Sketch>, rec: DocRecord) -> Match {
         Match {
+            id,
             similarity: sketch.map_or(0.0, |s| s.resemblance(&rec.sketch)),
             distance: fp.map_or(u32::MAX, |f| f.distance(rec.fingerprint)),
             rec,
@@ -40,5 +43,18 @@ impl Match {
     pub(super) fn better_than(&self, other: &Match) -> bool {
         (self.similarity, std::cmp::Reverse(self.distance))
             > (other.similarity, std::cmp::Reverse(other.distance))
+    }
+
+    /// The verdict of a content-tier match for a page of fingerprint `fp`.
+    pub(super) fn into_content_duplicate(self, fp: Fingerprint) -> Duplicate {
+        Duplicate {
+            tier: Tier::Content,
+            of_id: Some(self.id),
+            of: self.rec.url,
+            distance: Some(self.distance),
+            similarity: Some(self.similarity),
+            fingerprint: Some(fp),
+            url_skipped: false,
+        }
     }
 }
