@@ -75,14 +75,10 @@ def slug(text):
 _anchors = {}
 
 
-def anchors(path):
-    """The anchors a Markdown file offers: its headings' slugs (repeats
-    numbered -1, -2, ... as GitHub does) and explicit <a name/id>."""
-    if path in _anchors:
-        return _anchors[path]
-    found, seen = set(), {}
+def prose_lines(path):
+    """(line number, line) of every line of `path` outside fenced code."""
     in_fence = None
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         m = FENCE.match(line)
         if m:
             mark = m.group(1)[0] * 3
@@ -91,8 +87,17 @@ def anchors(path):
             elif mark == in_fence:
                 in_fence = None
             continue
-        if in_fence:
-            continue
+        if not in_fence:
+            yield no, line
+
+
+def anchors(path):
+    """The anchors a Markdown file offers: its headings' slugs (repeats
+    numbered -1, -2, ... as GitHub does) and explicit <a name/id>."""
+    if path in _anchors:
+        return _anchors[path]
+    found, seen = set(), {}
+    for _, line in prose_lines(path):
         h = HEADING.match(line)
         if h:
             base = slug(h.group(2))
@@ -107,18 +112,7 @@ def anchors(path):
 
 def links(path):
     """(line number, target) of every link outside code."""
-    in_fence = None
-    for no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        m = FENCE.match(line)
-        if m:
-            mark = m.group(1)[0] * 3
-            if in_fence is None:
-                in_fence = mark
-            elif mark == in_fence:
-                in_fence = None
-            continue
-        if in_fence:
-            continue
+    for no, line in prose_lines(path):
         text = strip_code_spans(line)
         for m in INLINE.finditer(text):
             yield no, m.group(1)
