@@ -695,6 +695,18 @@ def components(n, edges):
     return sorted((s for s in sizes.values() if s > 1), reverse=True)
 
 
+def all_resemblances(norms):
+    """Exact shingle-set intersection and union sizes of every pair of the
+    normalized texts (dense matrices), the texts' shingle counts, the
+    number of distinct shingles, and the pairs (i, j), i < j, whose
+    resemblance is listed (>= LISTED), in row order."""
+    a, sizes, n_shingles = shingle_matrix(norms)
+    inter = (a @ a.T).toarray().astype(np.int64)
+    union = sizes[:, None] + sizes[None, :] - inter
+    ii, jj = np.nonzero(np.triu(inter * LISTED[1] >= LISTED[0] * union, 1))
+    return inter, union, sizes, n_shingles, list(zip(ii.tolist(), jj.tolist()))
+
+
 def label_of(inter, union):
     if inter * NEAR[1] >= NEAR[0] * union:
         return "near"

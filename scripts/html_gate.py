@@ -41,7 +41,6 @@ import os
 import shutil
 import sys
 
-import numpy as np
 
 import eval_set as es
 
@@ -141,15 +140,11 @@ def main():
     urls = [f"http://{host}/{path}" for _, _, host, path, _ in pages]
     norm = es.Normalizer()
     norms = [norm(t) for _, t in extracted]
-    a, sizes, n_shingles = es.shingle_matrix(norms)
-    inter = (a @ a.T).toarray().astype(np.int64)
-    union = sizes[:, None] + sizes[None, :] - inter
-    listed = np.triu(inter * es.LISTED[1] >= es.LISTED[0] * union, 1)
-    ii, jj = np.nonzero(listed)
+    inter, union, sizes, n_shingles, listed = es.all_resemblances(norms)
     labels = {"near": 0, "ambiguous": 0, "distinct": 0}
     near_edges = []
     with open(os.path.join(args.out, "pairs.jsonl"), "w", encoding="utf-8") as f:
-        for i, j in zip(ii.tolist(), jj.tolist()):
+        for i, j in listed:
             it, un = int(inter[i, j]), int(union[i, j])
             lab = es.label_of(it, un)
             labels[lab] += 1

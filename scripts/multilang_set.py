@@ -38,7 +38,6 @@ import unicodedata
 import xml.etree.ElementTree as ET
 import zipfile
 
-import numpy as np
 
 import eval_set as es
 
@@ -452,15 +451,11 @@ def main():
     urls = [f"http://{h}/{p}" for h, p, *_ in files]
     norm = es.Normalizer()
     norms = [norm(t) for _, t in extracted]
-    a, sizes, n_shingles = es.shingle_matrix(norms)
-    inter = (a @ a.T).toarray().astype(np.int64)
-    union = sizes[:, None] + sizes[None, :] - inter
-    listed = np.triu(inter * es.LISTED[1] >= es.LISTED[0] * union, 1)
-    ii, jj = np.nonzero(listed)
+    inter, union, sizes, n_shingles, listed = es.all_resemblances(norms)
     labels = {"near": 0, "ambiguous": 0, "distinct": 0}
     near_by_source, cross = {}, 0
     with open(os.path.join(args.out, "pairs.jsonl"), "w", encoding="utf-8") as f:
-        for i, j in zip(ii.tolist(), jj.tolist()):
+        for i, j in listed:
             it, un = int(inter[i, j]), int(union[i, j])
             lab = es.label_of(it, un)
             labels[lab] += 1

@@ -457,9 +457,7 @@ def main():
     stories = [s for s in loaded if norm_len(norm, s["text"]) >= 250 and s["title"]]
     dropped_short = len(loaded) - len(stories)
     stories += load_handbook(args.handbook, rng, args.handbook_per_lang, es.JOBS)
-    m, sizes, _ = es.shingle_matrix([norm(s["text"]) for s in stories])
-    inter = (m @ m.T).toarray().astype(np.int64)
-    union = sizes[:, None] + sizes[None, :] - inter
+    inter, union, *_ = es.all_resemblances([norm(s["text"]) for s in stories])
     keep = []
     for i in range(len(stories)):
         if all(inter[i, j] * 2 < union[i, j] for j in keep):
@@ -624,13 +622,10 @@ def main():
     urls = [p["url"] for p in pages]
 
     def all_pairs(texts, path):
-        a, sizes, _ = es.shingle_matrix([norm(t) for t in texts])
-        inter = (a @ a.T).toarray().astype(np.int64)
-        union = sizes[:, None] + sizes[None, :] - inter
-        listed = np.triu(inter * es.LISTED[1] >= es.LISTED[0] * union, 1)
+        inter, union, sizes, _, listed = es.all_resemblances([norm(t) for t in texts])
         labels = {"near": 0, "ambiguous": 0, "distinct": 0}
         with open(path, "w", encoding="utf-8") as f:
-            for i, j in zip(*[x.tolist() for x in np.nonzero(listed)]):
+            for i, j in listed:
                 it, un = int(inter[i, j]), int(union[i, j])
                 lab = es.label_of(it, un)
                 labels[lab] += 1
