@@ -29,10 +29,6 @@ VENV=${EVAL_VENV:-$HOME/.cache/simcrawl-eval-venv}
 DOC_PKGS="debian-handbook manpages-zh debian-reference-en debian-reference-zh-cn debian-reference-zh-tw"
 export LC_ALL=C.UTF-8 PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive
 
-SUDO=""
-if [ "$(id -u)" != 0 ]; then
-    SUDO=sudo
-fi
 
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
@@ -40,15 +36,11 @@ secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 t_start=$(now)
 
 # ---- Tools -------------------------------------------------------------------
-if [ "${EVAL_SKIP_APT:-0}" != 1 ]; then
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq --no-install-recommends \
-        groff-base gzip python3 python3-venv >/dev/null
-fi
-
-# ---- Documentation packages, unpacked; the venv ------------------------------
 # shellcheck source=scripts/lib/debian-docs.sh
 . "$HERE/lib/debian-docs.sh"
+install_tools groff-base gzip python3 python3-venv
+
+# ---- Documentation packages, unpacked; the venv ------------------------------
 # python3-doc depends on the default Python's docs, e.g. python3.11-doc.
 PYDOC_PKG=$(pydoc_package)
 ROOT=$CACHE/root

@@ -32,17 +32,10 @@ DOC_PKGS="debian-handbook debian-reference-en debian-reference-zh-cn debian-refe
           maint-guide-zh-cn maint-guide-zh-tw"
 export LC_ALL=C.UTF-8 PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive
 
-SUDO=""
-if [ "$(id -u)" != 0 ]; then
-    SUDO=sudo
-fi
-if [ "${EVAL_SKIP_APT:-0}" != 1 ]; then
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq --no-install-recommends gzip python3 python3-venv >/dev/null
-fi
-
 # shellcheck source=scripts/lib/debian-docs.sh
 . "$HERE/lib/debian-docs.sh"
+install_tools gzip python3 python3-venv
+
 PYDOC_PKG=$(pydoc_package)
 ROOT=$CACHE/html-root
 # shellcheck disable=SC2086

@@ -29,17 +29,10 @@ DOC_PKGS="gnome-user-docs debian-handbook libreoffice-help-hi libreoffice-help-k
           firefox-esr-l10n-th firefox-esr-l10n-he firefox-esr-l10n-my firefox-esr-l10n-hi-in"
 export LC_ALL=C.UTF-8 PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive
 
-SUDO=""
-if [ "$(id -u)" != 0 ]; then
-    SUDO=sudo
-fi
-if [ "${EVAL_SKIP_APT:-0}" != 1 ]; then
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq --no-install-recommends python3 python3-venv >/dev/null
-fi
-
 # shellcheck source=scripts/lib/debian-docs.sh
 . "$HERE/lib/debian-docs.sh"
+install_tools python3 python3-venv
+
 ROOT=$CACHE/multilang-root
 # shellcheck disable=SC2086
 unpack_packages "$ROOT" $DOC_PKGS

@@ -47,17 +47,10 @@ CACHE=${EVAL_CACHE:-$HOME/.cache/simcrawl-eval}
 VENV=${EVAL_VENV:-$HOME/.cache/simcrawl-eval-venv}
 export LC_ALL=C.UTF-8 PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive
 
-SUDO=""
-if [ "$(id -u)" != 0 ]; then
-    SUDO=sudo
-fi
-if [ "${EVAL_SKIP_APT:-0}" != 1 ]; then
-    $SUDO apt-get update -qq
-    $SUDO apt-get install -y -qq --no-install-recommends gzip python3 python3-venv >/dev/null
-fi
-
 # shellcheck source=scripts/lib/debian-docs.sh
 . "$HERE/lib/debian-docs.sh"
+install_tools gzip python3 python3-venv
+
 # debian-handbook: translated real text for more languages (its own root, so
 # that the other sets' caches are not unpacked again)
 ROOT=$CACHE/news-root

@@ -4,6 +4,20 @@
 
 PY_REQS="numpy==2.2.6 scipy==1.15.3 opencc==1.3.1"
 
+# install_tools PKG...: the tools a builder runs, from apt (as root, or
+# through sudo), unless EVAL_SKIP_APT=1 says they are already there.
+install_tools() {
+    if [ "${EVAL_SKIP_APT:-0}" = 1 ]; then
+        return 0
+    fi
+    local sudo=""
+    if [ "$(id -u)" != 0 ]; then
+        sudo=sudo
+    fi
+    $sudo apt-get update -qq
+    $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
 # The python3.X-doc package python3-doc depends on (e.g. python3.11-doc).
 pydoc_package() {
     local p

@@ -265,7 +265,8 @@ fn aggregate(
             }
             let o = pos.get(of).copied().unwrap_or(r);
             clusters.union(r, o);
-            if o == r || j(r, o) < FALSE_DROP_BELOW {
+            // A partner that was not reached is `r` itself: resemblance 0.
+            if j(r, o) < FALSE_DROP_BELOW {
                 row.false_drops += 1;
             }
             if !resembling_kept[r] {
