@@ -82,7 +82,7 @@ pub enum Error {
     /// one (a file can be opened once per process; share the store, or the
     /// [`crate::Deduper`] over it, between threads instead: both are `Sync`).
     #[error(
-        "the index at {} is already open, in another process or in this one (open it once and share \
+        "the index at {} is in use: already open, in another process or in this one (open it once and share \
          it between threads, e.g. in an Arc)",
         path.display()
     )]
