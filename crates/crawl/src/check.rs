@@ -128,6 +128,7 @@ pub fn run(cfg: &Config, url: &str) -> Result<Report> {
         not_before_ms: 0,
         revisit: None,
         listing: false,
+        nest: 0,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -180,6 +180,15 @@ pub struct CrawlConfig {
     pub feeds: bool,
     /// URLs read from one sitemap or feed at most (the protocol's 50,000).
     pub sitemap_max_urls: usize,
+    /// Sitemaps read through this many sitemap indexes at most (a sitemap
+    /// a page, a seed or robots.txt names is at 0; the protocol allows one
+    /// index level, some sites nest a few): an index that names the next
+    /// index forever ends here.
+    pub max_listing_depth: u32,
+    /// Sitemaps and feeds read per host at most, all nesting levels and
+    /// resumes together (and at most `max_pages` of them when that is
+    /// set): what one host's listings can cost.
+    pub max_listings_per_host: u64,
     /// Duplicate URL spaces: rewrite rules learnt from the verdicts
     /// (`[crawl.dust]`, see `crate::dust`). Last: a table after the values.
     pub dust: crate::dust::DustSettings,
@@ -206,6 +215,8 @@ impl Default for CrawlConfig {
             sitemaps: true,
             feeds: true,
             sitemap_max_urls: crate::listing::MAX_URLS,
+            max_listing_depth: 3,
+            max_listings_per_host: 1_000,
             dust: crate::dust::DustSettings::default(),
         }
     }

@@ -27,6 +27,12 @@ pub struct Entry {
     pub revisit: Option<Box<Revisit>>,
     /// A sitemap or a feed (`crate::listing`), not a page.
     pub listing: bool,
+    /// For a listing: how many listings led to it (0: a seed, a page or
+    /// robots.txt named it), bounded by `crawl.max_listing_depth` so that
+    /// an index naming the next index forever ends. Listings keep their
+    /// parent's `depth` (their pages are one link from it), so `depth`
+    /// cannot bound them.
+    pub nest: u32,
 }
 
 /// What a revisit entry carries: the validators its page's last fetch

@@ -18,6 +18,35 @@ use url::Url;
 pub const MAX_URLS: usize = 50_000;
 pub const MAX_BYTES: usize = simcrawl_fetch::LISTING_MAX_BYTES;
 
+/// How far a crawl follows listings into listings, and how many it reads
+/// per host: a sitemap index may name further indexes, and nothing in the
+/// protocol stops a chain (or a generated index) from going on forever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// `crawl.max_listing_depth`: the deepest `Entry::nest` read.
+    pub max_nest: u32,
+    /// Listings queued per host at most.
+    pub per_host: u64,
+}
+
+impl Bounds {
+    /// `crawl.max_listing_depth` and `crawl.max_listings_per_host`, and a
+    /// page budget (`crawl.max_pages`, 0: none) bounds listings too: a
+    /// 10-page crawl has no use for thousands of sitemaps.
+    pub fn new(max_nest: u32, per_host: u64, max_pages: u64) -> Bounds {
+        let per_host = if max_pages > 0 {
+            per_host.min(max_pages)
+        } else {
+            per_host
+        };
+        Bounds { max_nest, per_host }
+    }
+
+    pub fn of(c: &crate::config::CrawlConfig) -> Bounds {
+        Bounds::new(c.max_listing_depth, c.max_listings_per_host, c.max_pages)
+    }
+}
+
 /// What a listing said.
 #[derive(Debug, Default, PartialEq)]
 pub struct Listing {

@@ -109,6 +109,14 @@ pub struct PageRecord {
     /// `atom` are feeds, for a poller that reads feeds more often).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listing_kind: Option<String>,
+    /// That listing's `Entry::nest`, so that reading it again does not
+    /// reset the bound on listings found through it.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nest: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl PageRecord {

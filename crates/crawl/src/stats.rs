@@ -88,6 +88,10 @@ pub struct Stats {
     pub listings: u64,
     #[serde(default)]
     pub listed: u64,
+    /// Sitemaps and feeds not read: deeper than `crawl.max_listing_depth`
+    /// or over their host's `crawl.max_listings_per_host`.
+    #[serde(default)]
+    pub listings_skipped: u64,
     /// Copies judged again because the page they copied changed or is gone.
     #[serde(default)]
     pub rejudged: u64,
@@ -196,7 +200,22 @@ impl fmt::Display for Stats {
             "  {:.1} MB  {:.0} pages/s",
             self.bytes as f64 / 1e6,
             self.fetched as f64 / self.seconds.max(1e-9)
-        )
+        )?;
+        if self.listings > 0 || self.listings_skipped > 0 {
+            write!(
+                f,
+                "\nsitemaps and feeds: read {}, new URLs {}",
+                self.listings, self.listed
+            )?;
+            if self.listings_skipped > 0 {
+                write!(
+                    f,
+                    ", {} not read (over crawl.max_listing_depth or crawl.max_listings_per_host)",
+                    self.listings_skipped
+                )?;
+            }
+        }
+        Ok(())
     }
 }
 

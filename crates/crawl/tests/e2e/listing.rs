@@ -571,3 +571,201 @@ fn shared_workers_read_each_listing_once_through_a_kill_9() {
         LISTINGS.len().to_string()
     );
 }
+
+/// A sitemap index naming `/chain/{k+1}.xml` and a urlset of one page,
+/// for k < 10,000 (only the page of each urlset the bounds let through is
+/// written): robots.txt names the first index.
+fn chain_site(root: &Path, base: &str) {
+    write(
+        root,
+        "robots.txt",
+        format!("User-agent: *\nAllow: /\nSitemap: {base}/chain/0.xml\n").as_bytes(),
+    );
+    write(
+        root,
+        "index.html",
+        page("Home", &gibberish(7, 120), &[]).as_bytes(),
+    );
+    for k in 0..10_000 {
+        write(
+            root,
+            &format!("chain/{k}.xml"),
+            format!(
+                "<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\
+                 <sitemap><loc>{base}/chain/{}.xml</loc></sitemap>\
+                 <sitemap><loc>{base}/pages/{k}.xml</loc></sitemap></sitemapindex>",
+                k + 1
+            )
+            .as_bytes(),
+        );
+        write(
+            root,
+            &format!("pages/{k}.xml"),
+            urlset(base, &[&format!("/c/{k}.html")]).as_bytes(),
+        );
+        if k < 8 {
+            write(
+                root,
+                &format!("c/{k}.html"),
+                page(&format!("C {k}"), &gibberish(100 + k as u64, 120), &[]).as_bytes(),
+            );
+        }
+    }
+}
+
+/// A sitemap index of 300 urlsets of one page each.
+fn wide_site(root: &Path, base: &str) {
+    write(
+        root,
+        "robots.txt",
+        format!("User-agent: *\nAllow: /\nSitemap: {base}/wide.xml\n").as_bytes(),
+    );
+    write(
+        root,
+        "index.html",
+        page("Home", &gibberish(8, 120), &[]).as_bytes(),
+    );
+    let mut index = String::from("<sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">");
+    for j in 0..300 {
+        index.push_str(&format!("<sitemap><loc>{base}/w/{j}.xml</loc></sitemap>"));
+        write(
+            root,
+            &format!("w/{j}.xml"),
+            urlset(base, &[&format!("/wp/{j}.html")]).as_bytes(),
+        );
+        write(
+            root,
+            &format!("wp/{j}.html"),
+            page(&format!("W {j}"), &gibberish(1000 + j as u64, 120), &[]).as_bytes(),
+        );
+    }
+    index.push_str("</sitemapindex>");
+    write(root, "wide.xml", index.as_bytes());
+}
+
+/// The `.xml` paths nginx served.
+fn listings_served(nginx: &Nginx) -> Vec<String> {
+    nginx
+        .log()
+        .into_iter()
+        .map(|(p, _, _)| p)
+        .filter(|p| p.ends_with(".xml"))
+        .collect()
+}
+
+/// An index that names the next index, 10,000 deep, is read to
+/// `crawl.max_listing_depth` (3: robots.txt's index and three below it)
+/// and the crawl ends; an index of 300 sitemaps is read to
+/// `crawl.max_listings_per_host`; both say what they left in stats.json and
+/// in the summary. (Before the bounds, the chain was read at the same
+/// depth as its parent, forever.)
+#[test]
+fn sitemap_chains_and_wide_indexes_end_within_the_listing_bounds() {
+    let Some((dir, root, nginx)) = nginx_site("listing-chain") else {
+        return;
+    };
+    let base = nginx.base();
+    chain_site(&root, &base);
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let dirs = site_crawl(&run, &format!("{base}/index.html"), 4, "");
+    dirs.run_ok(Duration::from_secs(120));
+    let served: BTreeSet<String> = listings_served(&nginx).into_iter().collect();
+    let want: BTreeSet<String> = ["/chain/0.xml", "/chain/1.xml", "/chain/2.xml", "/chain/3.xml"]
+        .iter()
+        .chain(["/pages/0.xml", "/pages/1.xml", "/pages/2.xml"].iter())
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(served, want, "{}", dirs.log());
+    let kept = kept_paths(&dirs);
+    for p in ["/c/0.html", "/c/1.html", "/c/2.html"] {
+        assert!(kept.contains(p), "{p} not kept: {kept:?}");
+    }
+    let stats = dirs.stats();
+    assert_eq!(stats["listings"], 7, "{stats}");
+    // chain/4 and pages/3, offered by chain/3.
+    assert_eq!(stats["listings_skipped"], 2, "{stats}");
+    assert!(
+        dirs.log().contains("2 not read (over crawl.max_listing_depth"),
+        "{}",
+        dirs.log()
+    );
+
+    let Some((dir, root, nginx)) = nginx_site("listing-wide") else {
+        return;
+    };
+    let base = nginx.base();
+    wide_site(&root, &base);
+    let run = dir.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    let dirs = site_crawl(
+        &run,
+        &format!("{base}/index.html"),
+        4,
+        "max_listings_per_host = 40\n",
+    );
+    dirs.run_ok(Duration::from_secs(120));
+    let served = listings_served(&nginx);
+    assert_eq!(served.len(), 40, "{served:?}");
+    let stats = dirs.stats();
+    assert_eq!(stats["listings"], 40, "{stats}");
+    assert_eq!(stats["listings_skipped"], 300 + 1 - 40, "{stats}");
+    // Every urlset read gave its page.
+    assert_eq!(
+        kept_paths(&dirs).iter().filter(|p| p.starts_with("/wp/")).count(),
+        39
+    );
+}
+
+/// The same bounds in the shared mode: two workers read the chain to
+/// `crawl.max_listing_depth`, and the wide index to
+/// `crawl.max_listings_per_host` counted for both together (by the ack
+/// script, in Redis).
+#[test]
+fn shared_workers_keep_the_listing_bounds_together() {
+    let Some(url) = crate::redis::redis_url("listing-bounds") else {
+        return;
+    };
+    let Some((dir, root, nginx)) = nginx_site("listing-chain-shared") else {
+        return;
+    };
+    let base = nginx.base();
+    chain_site(&root, &base);
+    let ns = crate::redis::namespace("listing-chain");
+    let shared = crate::redis::Shared::new(dir.path(), &format!("{base}/index.html"), &url, &ns, 2_000);
+    let mut workers = [shared.spawn("w1"), shared.spawn("w2")];
+    shared.wait_ok(&mut workers, &["w1", "w2"]);
+    let served: BTreeSet<String> = listings_served(&nginx).into_iter().collect();
+    let chain: BTreeSet<String> = served
+        .iter()
+        .filter(|p| p.starts_with("/chain/"))
+        .cloned()
+        .collect();
+    assert_eq!(
+        chain,
+        (0..4).map(|k| format!("/chain/{k}.xml")).collect(),
+        "{}",
+        shared.logs(&["w1", "w2"])
+    );
+    assert_eq!(served.len(), 7, "{served:?}");
+
+    let Some((dir, root, nginx)) = nginx_site("listing-wide-shared") else {
+        return;
+    };
+    let base = nginx.base();
+    wide_site(&root, &base);
+    let ns = crate::redis::namespace("listing-wide");
+    let shared = crate::redis::Shared::new(dir.path(), &format!("{base}/index.html"), &url, &ns, 2_000);
+    let config = std::fs::read_to_string(&shared.config)
+        .unwrap()
+        .replace("[crawl]\n", "[crawl]\nmax_listings_per_host = 40\n");
+    std::fs::write(&shared.config, config).unwrap();
+    let mut workers = [shared.spawn("w1"), shared.spawn("w2")];
+    shared.wait_ok(&mut workers, &["w1", "w2"]);
+    let served = listings_served(&nginx);
+    assert_eq!(served.len(), 40, "{served:?}");
+    assert_eq!(
+        redis_cli(&url, &["HGET", &format!("{{{ns}}}:f:stats"), "listings_skipped"]),
+        (300 + 1 - 40).to_string()
+    );
+}

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use anyhow::Result;
-use redb::{ReadableDatabase, Table, TableDefinition, WriteTransaction};
+use redb::{ReadableDatabase, ReadableTable, Table, TableDefinition, WriteTransaction};
 use simcrawl_dedup::{Deduper, RedbStore, Tables, UrlVerdict};
 use simcrawl_fetch::politeness_key as host_key;
 use url::Url;
@@ -23,13 +23,21 @@ use crate::frontier::{Candidate, Entry, now_ms};
 /// (`crate::revisit`), depth + [`REVISIT_MARK`] + attempts + not-before +
 /// the length (u32 LE) of the revisit's JSON + that JSON + URL. The marks
 /// cannot start a URL (0xFF and 0xFE never occur in UTF-8), so every form
-/// is read back.
+/// is read back. A listing nested in others (`Entry::nest` > 0) is the
+/// listing form under [`NESTED_LISTING_MARK`] with its nest (u32 LE)
+/// before the URL.
 pub const FRONTIER: TableDefinition<u64, &[u8]> = TableDefinition::new("crawl_frontier");
 
 const RETRY_MARK: u8 = 0xFF;
 const REVISIT_MARK: u8 = 0xFE;
 /// A sitemap or feed entry: the retry form under its own mark.
 const LISTING_MARK: u8 = 0xFD;
+/// A sitemap or feed found in another: the listing form and its nest.
+const NESTED_LISTING_MARK: u8 = 0xFC;
+
+/// Sitemaps and feeds queued per host (`crawl.max_listings_per_host`):
+/// host key -> count, all runs together.
+pub const LISTINGS_PER_HOST: TableDefinition<&str, u64> = TableDefinition::new("crawl_listings_per_host");
 
 fn encode(depth: u32, url: &Url) -> Vec<u8> {
     let mut v = depth.to_le_bytes().to_vec();
@@ -42,6 +50,8 @@ fn encode_retry(e: &Entry) -> Vec<u8> {
     let mut v = e.depth.to_le_bytes().to_vec();
     v.push(if e.revisit.is_some() {
         REVISIT_MARK
+    } else if e.listing && e.nest > 0 {
+        NESTED_LISTING_MARK
     } else if e.listing {
         LISTING_MARK
     } else {
@@ -49,6 +59,9 @@ fn encode_retry(e: &Entry) -> Vec<u8> {
     });
     v.extend_from_slice(&e.attempts.to_le_bytes());
     v.extend_from_slice(&e.not_before_ms.to_le_bytes());
+    if e.revisit.is_none() && e.listing && e.nest > 0 {
+        v.extend_from_slice(&e.nest.to_le_bytes());
+    }
     if let Some(r) = &e.revisit {
         let json = serde_json::to_vec(r).unwrap_or_default();
         v.extend_from_slice(&u32::try_from(json.len()).unwrap_or(0).to_le_bytes());
@@ -61,17 +74,24 @@ fn encode_retry(e: &Entry) -> Vec<u8> {
 fn decode(seq: u64, bytes: &[u8]) -> Option<Entry> {
     let depth = u32::from_le_bytes(bytes.get(0..4)?.try_into().ok()?);
     let mark = bytes.get(4).copied();
-    let (attempts, not_before_ms, mut rest) =
-        if matches!(mark, Some(RETRY_MARK | REVISIT_MARK | LISTING_MARK)) {
-            (
-                u32::from_le_bytes(bytes.get(5..9)?.try_into().ok()?),
-                u64::from_le_bytes(bytes.get(9..17)?.try_into().ok()?),
-                bytes.get(17..)?,
-            )
-        } else {
-            (0, 0, bytes.get(4..)?)
-        };
+    let (attempts, not_before_ms, mut rest) = if matches!(
+        mark,
+        Some(RETRY_MARK | REVISIT_MARK | LISTING_MARK | NESTED_LISTING_MARK)
+    ) {
+        (
+            u32::from_le_bytes(bytes.get(5..9)?.try_into().ok()?),
+            u64::from_le_bytes(bytes.get(9..17)?.try_into().ok()?),
+            bytes.get(17..)?,
+        )
+    } else {
+        (0, 0, bytes.get(4..)?)
+    };
     let mut revisit = None;
+    let mut nest = 0;
+    if mark == Some(NESTED_LISTING_MARK) {
+        nest = u32::from_le_bytes(rest.get(0..4)?.try_into().ok()?);
+        rest = rest.get(4..)?;
+    }
     if mark == Some(REVISIT_MARK) {
         let len = u32::from_le_bytes(rest.get(0..4)?.try_into().ok()?) as usize;
         revisit = Some(Box::new(serde_json::from_slice(rest.get(4..4 + len)?).ok()?));
@@ -85,26 +105,65 @@ fn decode(seq: u64, bytes: &[u8]) -> Option<Entry> {
         attempts,
         not_before_ms,
         revisit,
-        listing: mark == Some(LISTING_MARK),
+        listing: matches!(mark, Some(LISTING_MARK | NESTED_LISTING_MARK)),
+        nest,
     })
 }
 
-/// Adds a sitemap or feed at `depth` unless the URL tier has seen its URL;
-/// returns whether it was added.
+/// What became of a sitemap or feed offered to the frontier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offered {
+    Queued,
+    /// The URL tier has seen its URL.
+    Seen,
+    /// Beyond `crawl.max_listing_depth` or its host's listing budget.
+    OverBound,
+}
+
+/// The listing bounds of a crawl (`crate::listing::Bounds`) and, on a
+/// write transaction, the count they are checked against: what was queued
+/// per host commits with the entries themselves, so a resumed crawl goes
+/// on counting where the last one stopped.
+pub struct ListingBudget<'t> {
+    per_host: Table<'t, &'static str, u64>,
+    bounds: crate::listing::Bounds,
+}
+
+impl<'t> ListingBudget<'t> {
+    pub fn open(txn: &'t WriteTransaction, bounds: crate::listing::Bounds) -> simcrawl_dedup::Result<Self> {
+        Ok(ListingBudget {
+            per_host: txn.open_table(LISTINGS_PER_HOST)?,
+            bounds,
+        })
+    }
+}
+
+/// Adds a sitemap or feed at `depth` and `nest` unless the URL tier has
+/// seen its URL or it is over the listing bounds (counted in `budget`, in
+/// the caller's transaction like the entry itself).
 pub fn enqueue_listing(
     d: &Deduper<RedbStore>,
     tables: &mut dyn Tables,
-    frontier: &mut Table<'_, u64, &'static [u8]>,
+    (frontier, budget): (&mut Table<'_, u64, &'static [u8]>, &mut ListingBudget<'_>),
     next_seq: &mut u64,
     link: &Candidate,
-    depth: u32,
-) -> simcrawl_dedup::Result<bool> {
+    (depth, nest): (u32, u32),
+) -> simcrawl_dedup::Result<Offered> {
+    if nest > budget.bounds.max_nest {
+        return Ok(Offered::OverBound);
+    }
+    let host = host_key(&link.url);
+    let queued = budget.per_host.get(host.as_str())?.map_or(0, |v| v.value());
+    if queued >= budget.bounds.per_host {
+        return Ok(Offered::OverBound);
+    }
     match d.check_url_in(tables, link.url.as_str(), link.canonical.clone())? {
-        UrlVerdict::Seen { .. } => Ok(false),
+        UrlVerdict::Seen { .. } => Ok(Offered::Seen),
         // New (UrlVerdict is non_exhaustive).
         _ => {
-            insert_listing(frontier, next_seq, &link.url, depth)?;
-            Ok(true)
+            budget.per_host.insert(host.as_str(), queued + 1)?;
+            insert_listing(frontier, next_seq, &link.url, depth, nest)?;
+            Ok(Offered::Queued)
         }
     }
 }
@@ -115,6 +174,7 @@ fn insert_listing(
     next_seq: &mut u64,
     url: &Url,
     depth: u32,
+    nest: u32,
 ) -> simcrawl_dedup::Result<()> {
     let e = Entry {
         seq: *next_seq,
@@ -124,6 +184,7 @@ fn insert_listing(
         not_before_ms: 0,
         revisit: None,
         listing: true,
+        nest,
     };
     frontier.insert(*next_seq, encode_retry(&e).as_slice())?;
     *next_seq += 1;
@@ -143,7 +204,7 @@ pub fn enqueue_due(
         let Ok(url) = Url::parse(&rec.url) else { continue };
         if rec.listing {
             // Read again as it is: a sitemap or feed is never judged.
-            insert_listing(frontier, next_seq, &url, rec.depth)?;
+            insert_listing(frontier, next_seq, &url, rec.depth, rec.nest)?;
             urls.push(url);
             continue;
         }
@@ -174,6 +235,7 @@ pub fn enqueue_revisit(
         not_before_ms: 0,
         revisit: Some(Box::new(revisit)),
         listing: false,
+        nest: 0,
     };
     frontier.insert(*next_seq, encode_retry(&e).as_slice())?;
     *next_seq += 1;
@@ -475,6 +537,7 @@ mod tests {
             not_before_ms: now_ms() + 60_000,
             revisit: None,
             listing: false,
+            nest: 0,
         };
         let now = Entry {
             seq: 1,
@@ -501,6 +564,7 @@ mod tests {
                 not_before_ms,
                 revisit: None,
                 listing: false,
+                nest: 0,
             },
         )
     }

@@ -68,6 +68,11 @@ pub struct Writer {
     outputs: Outputs,
     cp: Checkpoint,
     max_depth: u32,
+    /// `crawl.max_listing_depth`, `crawl.max_listings_per_host`.
+    listing_bounds: crate::listing::Bounds,
+    /// Sitemaps and feeds found by the outcomes of the commit being made
+    /// (page, depth, nest), queued at its end through the listing budget.
+    offered: Vec<(Candidate, u32, u32)>,
     write_text: bool,
     shared: Arc<Mutex<Stats>>,
     run_started: Instant,
@@ -127,6 +132,8 @@ impl Writer {
             base_throttled: cp.stats.throttled,
             cp,
             max_depth: cfg.max_depth,
+            listing_bounds: crate::listing::Bounds::of(cfg),
+            offered: Vec::new(),
             write_text: cfg.write_text,
             shared,
             run_started: Instant::now(),
@@ -224,6 +231,7 @@ impl Writer {
             Commit::Periodic
         };
         let max_recorded = self.dust.lock().max_recorded();
+        self.offered.clear();
         let result = deduper.store().write_with(commit, |txn, tables| {
             let mut fr = frontier::open(txn)?;
             // The learners' store on this transaction: what they learn and
@@ -366,6 +374,7 @@ impl Writer {
             // Rules withdrawn by this group's verdicts give back what they
             // rewrote, in the transaction that stores their withdrawal.
             added += self.restore_withdrawn(&deduper, tables, &mut fr, &mut rewrites)?;
+            added += self.queue_offered(&deduper, tables, txn, &mut fr)?;
             let offsets = if durable {
                 self.outputs.sync()
             } else {
@@ -437,6 +446,43 @@ impl Writer {
             }
             self.cp.stats.dust_restored += 1;
             added += 1;
+        }
+        Ok(added)
+    }
+
+    /// The sitemaps and feeds this commit's outcomes found into the
+    /// frontier, within the listing bounds (those beyond them counted in
+    /// `listings_skipped`); returns how many were added.
+    fn queue_offered(
+        &mut self,
+        deduper: &Tiers,
+        tables: &mut dyn simcrawl_dedup::Tables,
+        txn: &redb::WriteTransaction,
+        fr: &mut redb::Table<'_, u64, &'static [u8]>,
+    ) -> simcrawl_dedup::Result<u64> {
+        if self.offered.is_empty() {
+            return Ok(0);
+        }
+        let mut budget = frontier::ListingBudget::open(txn, self.listing_bounds)?;
+        let mut added = 0;
+        for (c, depth, nest) in std::mem::take(&mut self.offered) {
+            let offered = frontier::enqueue_listing(
+                deduper,
+                tables,
+                (fr, &mut budget),
+                &mut self.cp.next_seq,
+                &c,
+                (depth, nest),
+            )?;
+            match offered {
+                frontier::Offered::Queued => {
+                    added += 1;
+                    // Found in a listing: a URL it gave.
+                    self.cp.stats.listed += u64::from(nest > 0);
+                }
+                frontier::Offered::Seen => {}
+                frontier::Offered::OverBound => self.cp.stats.listings_skipped += 1,
+            }
         }
         Ok(added)
     }
@@ -515,16 +561,12 @@ impl Writer {
         self.dust
             .lock()
             .probe_done(&p.entry.url, matches!(verdict, Some(Verdict::Unique { .. })));
-        let mut added = 0;
         for (at, problem) in &p.listing_problems {
             self.recorder().listing_problem(at, problem).map_err(io)?;
         }
-        for c in &p.listings {
-            if frontier::enqueue_listing(deduper, tables, fr, &mut self.cp.next_seq, c, p.entry.depth)? {
-                added += 1;
-            }
-        }
-        Ok(added + self.enqueue_links(deduper, tables, fr, rewrites, p)?)
+        self.offered
+            .extend(p.listings.iter().map(|c| (c.clone(), p.entry.depth, 0)));
+        self.enqueue_links(deduper, tables, fr, rewrites, p)
     }
 
     /// The links of `p` into the frontier (rewritten by the learnt URL
@@ -738,11 +780,11 @@ impl Writer {
                 }
             }
         }
-        for c in listings {
-            if frontier::enqueue_listing(deduper, tables, fr, &mut self.cp.next_seq, c, entry.depth)? {
-                added += 1;
-            }
-        }
+        self.offered.extend(
+            listings
+                .iter()
+                .map(|c| (c.clone(), entry.depth, entry.nest.saturating_add(1))),
+        );
         self.cp.stats.listed += added;
         // Read again on its own interval (`crawl revisit`, `--forever`):
         // shorter while it gives new URLs, longer while it does not.
@@ -760,6 +802,7 @@ impl Writer {
                 next_ms: crate::frontier::now_ms().saturating_add(interval.saturating_mul(1000)),
                 listing: true,
                 listing_kind: Some(kind.as_str().to_string()),
+                nest: entry.nest,
                 ..PageRecord::default()
             };
             sched.put(key, &rec)?;

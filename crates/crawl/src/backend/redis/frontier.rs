@@ -31,6 +31,7 @@
 //! | `{NS}:f:learn` | hash | the learners' named blobs (none written yet; read for what older versions saved whole) |
 //! | `{NS}:f:hints` | hash | URL -> what the last sitemap listing it said of it: `crate::listing::Hints::stored` JSON (`url`, `lastmod`, `changefreq`, `priority`) |
 //! | `{NS}:f:listings` | hash | sitemap or feed URL read -> its kind (`crate::listing::Kind::as_str`: `rss`, `atom`, `urlset`, `sitemapindex`, `text`) |
+//! | `{NS}:f:lhosts` | hash | host key -> sitemaps and feeds queued for it (`crawl.max_listings_per_host`) |
 //!
 //! The learners' keys are written only by the `ack` script, with the batch
 //! that learnt them ([`super::learn`]).
@@ -137,16 +138,21 @@ pub enum Claim {
 /// or `n ATTEMPTS DEPTH URL TOKEN` ([`Claim::Pending`]); a serialized URL
 /// has no spaces.
 pub fn encode_entry(claim: &Claim, attempts: u32, depth: u32, url: &Url) -> String {
-    encode_kind(claim, attempts, depth, url, false)
+    encode_kind(claim, attempts, depth, url, None)
 }
 
-/// [`encode_entry`] for a page (`listing` false) or a sitemap or feed
-/// (`crate::listing`): the same with the flag `cl` / `nl`. The flag's
-/// first letter is the claim, so the `lease` script's reclaim (which
-/// rewrites that letter only) keeps the `l`; a listing is leased,
-/// claimed, acknowledged and given back like a page.
-pub fn encode_kind(claim: &Claim, attempts: u32, depth: u32, url: &Url, listing: bool) -> String {
-    let l = if listing { "l" } else { "" };
+/// [`encode_entry`] for a page (`listing` `None`) or a sitemap or feed
+/// (`crate::listing`) at its nest (`Entry::nest`): the same with the flag
+/// `cl` / `nl`, or `clN` / `nlN` for a nest N > 0. The flag's first
+/// letter is the claim, so the `lease` script's reclaim (which rewrites
+/// that letter only) keeps the rest; a listing is leased, claimed,
+/// acknowledged and given back like a page.
+pub fn encode_kind(claim: &Claim, attempts: u32, depth: u32, url: &Url, listing: Option<u32>) -> String {
+    let l = match listing {
+        None => String::new(),
+        Some(0) => "l".to_string(),
+        Some(nest) => format!("l{nest}"),
+    };
     match claim {
         Claim::Held => format!("c{l} {attempts} {depth} {}", url.as_str()),
         Claim::Pending(token) => format!("n{l} {attempts} {depth} {} {token}", url.as_str()),
@@ -155,7 +161,13 @@ pub fn encode_kind(claim: &Claim, attempts: u32, depth: u32, url: &Url, listing:
 
 /// `e` as stored again (given back, requeued), its claim now held.
 pub fn encode_again(e: &Entry, attempts: u32) -> String {
-    encode_kind(&Claim::Held, attempts, e.depth, &e.url, e.listing)
+    encode_kind(
+        &Claim::Held,
+        attempts,
+        e.depth,
+        &e.url,
+        e.listing.then_some(e.nest),
+    )
 }
 
 /// A leased entry: its claim, and the entry (its `seq` is the lease id).
@@ -166,9 +178,12 @@ pub fn decode_entry(id: u64, s: &str) -> Option<(Claim, Entry)> {
     let depth = parts.next()?.parse().ok()?;
     let url = Url::parse(parts.next()?).ok()?;
     let token = parts.next().unwrap_or("");
-    let (flag, listing) = match flag.strip_suffix('l') {
-        Some(f) => (f, true),
-        None => (flag, false),
+    let (flag, kind) = flag.split_at_checked(1)?;
+    let (listing, nest) = match kind.strip_prefix('l') {
+        Some("") => (true, 0),
+        Some(n) => (true, n.parse().ok()?),
+        None if kind.is_empty() => (false, 0),
+        None => return None,
     };
     let claim = match flag {
         "c" => Claim::Held,
@@ -185,6 +200,7 @@ pub fn decode_entry(id: u64, s: &str) -> Option<(Claim, Entry)> {
             not_before_ms: 0,
             revisit: None,
             listing,
+            nest,
         },
     ))
 }
@@ -313,6 +329,10 @@ pub struct Ack {
     pub releases: Vec<Release>,
     /// New entries: host and entry text.
     pub links: Vec<(String, String)>,
+    /// Listing entries among `links` queued per host at most, all workers
+    /// and runs together (`crate::listing::Bounds::per_host`; 0: none):
+    /// counted by the script, which holds the count for all workers.
+    pub max_listings_per_host: u64,
     /// Counter increments.
     pub counters: Vec<(String, i64)>,
     /// Crawl-delays learnt: host and milliseconds.
@@ -552,7 +572,7 @@ impl RedisFrontier {
                 };
                 inv.arg(r.lease).arg(again).arg(wait).arg(u32::from(r.uncount));
             }
-            inv.arg(a.links.len());
+            inv.arg(a.max_listings_per_host).arg(a.links.len());
             for (h, e) in &a.links {
                 inv.arg(h).arg(e);
             }
@@ -771,7 +791,7 @@ mod tests {
         assert!(!e.listing);
         // A sitemap or feed: the same, flagged; the lease script's reclaim
         // rewrites the first letter only, which keeps the flag.
-        let l = encode_kind(&Claim::Pending("ab.2".into()), 0, 3, &url, true);
+        let l = encode_kind(&Claim::Pending("ab.2".into()), 0, 3, &url, Some(0));
         assert_eq!(l, "nl 0 3 http://example.com:8080/a?b=1%20c ab.2");
         let (claim, e) = decode_entry(7, &l).unwrap();
         assert_eq!(
@@ -782,6 +802,12 @@ mod tests {
         assert_eq!(again, "cl 1 3 http://example.com:8080/a?b=1%20c");
         let reclaimed = format!("c{}", &l[1..]);
         assert!(decode_entry(7, &reclaimed).unwrap().1.listing);
+        // One found in another keeps its nest through the trip and a reclaim.
+        let nested = encode_again(&Entry { nest: 4, ..e.clone() }, 0);
+        assert_eq!(nested, "cl4 0 3 http://example.com:8080/a?b=1%20c");
+        assert_eq!(decode_entry(7, &nested).unwrap().1.nest, 4);
+        assert!(decode_entry(1, "clx 0 0 http://a/").is_none());
+        assert!(decode_entry(1, "cx 0 0 http://a/").is_none());
         assert!(decode_entry(1, "xl 0 0 http://a/").is_none());
         assert!(decode_entry(1, "x 0 0 http://a/").is_none());
         assert!(decode_entry(1, "n zero 0 http://a/").is_none());

@@ -311,6 +311,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         state: ws,
         batch_no,
         max_depth: cfg.crawl.max_depth,
+        listing_bounds: crate::listing::Bounds::of(&cfg.crawl),
         write_text: cfg.crawl.write_text,
         requeues: Requeues::of(&cfg.crawl),
         retry_waits: stages.retry_waits.clone(),
@@ -826,6 +827,8 @@ struct RedisWriter {
     /// The last batch number acknowledged.
     batch_no: u64,
     max_depth: u32,
+    /// `crawl.max_listing_depth`, `crawl.max_listings_per_host`.
+    listing_bounds: crate::listing::Bounds,
     write_text: bool,
     requeues: Requeues,
     /// The URLs waiting to be retried, for the progress line.
@@ -986,15 +989,24 @@ enum Found {
     Listed,
     /// A sitemap or feed a page leads to (its host's, or one it announces).
     Listing,
-    /// A sitemap a sitemap index lists.
-    ListedListing,
+    /// A sitemap a sitemap index lists, at its nest (`Entry::nest`).
+    ListedListing(u32),
 }
 
 impl Found {
     /// A sitemap or feed, not a page: queued as a listing entry, and not
     /// a duplicate page when its URL is known already.
     fn is_listing(self) -> bool {
-        matches!(self, Found::Listing | Found::ListedListing)
+        matches!(self, Found::Listing | Found::ListedListing(_))
+    }
+
+    /// Its nest when it is a listing (`encode_kind`).
+    fn nest(self) -> Option<u32> {
+        match self {
+            Found::Listing => Some(0),
+            Found::ListedListing(n) => Some(n),
+            Found::Link | Found::Listed => None,
+        }
     }
 }
 
@@ -1127,11 +1139,18 @@ impl RedisWriter {
                             listed_links.push((c.clone(), entry.depth + 1));
                         }
                     }
-                    listing_links.extend(
-                        listings
-                            .iter()
-                            .map(|c| (c.clone(), entry.depth, Found::ListedListing)),
-                    );
+                    // Deeper than the bound: not read, and said in the
+                    // summary (the per-host bound is the ack script's).
+                    let nest = entry.nest.saturating_add(1);
+                    if nest > self.listing_bounds.max_nest {
+                        self.state.stats.listings_skipped += listings.len() as u64;
+                    } else {
+                        listing_links.extend(
+                            listings
+                                .iter()
+                                .map(|c| (c.clone(), entry.depth, Found::ListedListing(nest))),
+                        );
+                    }
                     for p in problems {
                         self.recorder()
                             .listing_problem(entry.url.as_str(), p)
@@ -1238,10 +1257,10 @@ impl RedisWriter {
                         0,
                         depth,
                         c.url(),
-                        found.is_listing(),
+                        found.nest(),
                     ),
                 ));
-                if matches!(found, Found::Listed | Found::ListedListing) {
+                if matches!(found, Found::Listed | Found::ListedListing(_)) {
                     self.state.stats.listed += 1;
                 }
             } else if !found.is_listing() {
@@ -1436,6 +1455,7 @@ impl Commits for RedisWriter {
                 once: String::new(),
                 learn: ops,
                 max_recorded,
+                max_listings_per_host: self.listing_bounds.per_host,
             };
             // Debug builds only, for the end-to-end tests: the worker dies
             // (as by kill -9) with a batch's lines written and not
@@ -1558,6 +1578,7 @@ mod tests {
                 not_before_ms: 0,
                 revisit: None,
                 listing: false,
+                nest: 0,
             };
             (e, token.to_string())
         };

@@ -1,6 +1,7 @@
 -- ARGV: prefix, cap, worker, batch number (0: not numbered), worker
 -- state, once token ('' for none), then counted lists: acks (id, requeued
--- entry or '', requeue delay ms, uncount 0/1), links (host, entry),
+-- entry or '', requeue delay ms, uncount 0/1), the bound on listing
+-- entries queued per host (0: none), links (host, entry),
 -- counters (field, increment), Crawl-delays (host, ms), then the DUST
 -- record bound and the learners' writes (kind, a, b, c; see below).
 -- Returns -1 when
@@ -45,13 +46,23 @@ for _ = 1, nacks do
     schedule(host)
   end
 end
+local maxl = tonumber(ARGV[i]); i = i + 1
 local nlinks = tonumber(ARGV[i]); i = i + 1
+local skipped = 0
 for _ = 1, nlinks do
-  local host = ARGV[i]
-  redis.call('RPUSH', p .. 'q:' .. host, ARGV[i + 1])
-  schedule(host)
+  local host, entry = ARGV[i], ARGV[i + 1]
+  -- A sitemap or feed (flag `cl`, `nl`, `clN`, `nlN`) counts against its
+  -- host's listing bound, for all workers together.
+  if maxl > 0 and string.sub(entry, 2, 2) == 'l'
+      and redis.call('HINCRBY', p .. 'lhosts', host, 1) > maxl then
+    skipped = skipped + 1
+  else
+    redis.call('RPUSH', p .. 'q:' .. host, entry)
+    schedule(host)
+  end
   i = i + 2
 end
+if skipped > 0 then redis.call('HINCRBY', p .. 'stats', 'listings_skipped', skipped) end
 local nstats = tonumber(ARGV[i]); i = i + 1
 for _ = 1, nstats do
   redis.call('HINCRBY', p .. 'stats', ARGV[i], ARGV[i + 1])
