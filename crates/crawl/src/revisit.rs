@@ -109,6 +109,13 @@ pub struct PageRecord {
     /// `atom` are feeds, for a poller that reads feeds more often).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listing_kind: Option<String>,
+    /// It must be judged again at its next visit whatever its text: the
+    /// page it copies changed or is gone. Kept here, not only in the
+    /// queued revisit's flag, so that a visit that fails (a 403, a
+    /// timeout) or never happens leaves the obligation in place; cleared
+    /// only by a judgement.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rejudge: bool,
     /// That listing's `Entry::nest`, so that reading it again does not
     /// reset the bound on listings found through it.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -292,6 +299,14 @@ impl<'t> Schedule<'t> {
         if let Some(old) = self.get(key)? {
             self.due.remove((old.next_ms, key))?;
         }
+        Ok(())
+    }
+
+    /// Replaces the record of the page `key`, held out of the schedule
+    /// ([`Schedule::hold`]), leaving it out: its queued visit puts it back.
+    pub fn put_held(&mut self, key: u128, rec: &PageRecord) -> Result<(), simcrawl_dedup::Error> {
+        let json = serde_json::to_vec(rec).unwrap_or_default();
+        self.pages.insert(key, json.as_slice())?;
         Ok(())
     }
 

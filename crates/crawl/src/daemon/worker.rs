@@ -478,9 +478,12 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
         return process_listing(stages, entry, Vec::new()).await;
     }
     // DUST: a URL a learnt rule rewrites is not fetched; one a candidate
-    // rule would rewrite waits (briefly) for the verdicts of its probes.
+    // rule would rewrite waits (briefly) for the verdicts of its probes. A
+    // revisit is not a new URL: its page is in the index (kept or a copy)
+    // and only its visits keep that record true, so no rule folds it (a
+    // folded revisit left the schedule for good).
     let waiting = std::time::Instant::now();
-    loop {
+    while entry.revisit.is_none() {
         let force = waiting.elapsed() >= PROBE_WAIT;
         let admitted = {
             let mut dust = stages.dust.lock();

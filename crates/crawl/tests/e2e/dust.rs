@@ -507,3 +507,45 @@ fn three_redis_workers_fetch_no_more_than_one_process() {
         logs()
     );
 }
+
+/// Every judged page stays in the revisit schedule, those under a URL a
+/// rule learnt later rewrites included (the probes that taught it): `crawl
+/// revisit --all` visits each one. (Before, such a page's revisit was
+/// folded by the rule, never fetched, and left the schedule for good.)
+#[test]
+fn revisits_are_not_folded_by_the_rules() {
+    let s = site();
+    let root = tempdir("e2e-dust-revisit-");
+    let dirs = crawl(root.path(), &s, 0, "");
+    dirs.run_ok(Duration::from_secs(240));
+    let judged: BTreeSet<String> = dirs
+        .kept()
+        .iter()
+        .chain(dirs.duplicates().iter().filter(|d| field(d, "tier") != "url"))
+        .map(|v| field(v, "url").to_string())
+        .collect();
+    let rules = dirs.stats()["dust_rules"].as_array().unwrap().len();
+    assert!(rules > 0, "no rule learnt");
+    let out = std::process::Command::new(crate::support::CRAWL)
+        .arg("revisit")
+        .arg("--all")
+        .arg("--config")
+        .arg(&dirs.config)
+        .arg("--out")
+        .arg(&dirs.out)
+        .arg("--data-dir")
+        .arg(&dirs.data)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let visited: BTreeSet<String> = crate::support::read_jsonl(&dirs.out.join("changes.jsonl"))
+        .iter()
+        .map(|v| field(v, "url").to_string())
+        .collect();
+    let left: Vec<&String> = judged.difference(&visited).collect();
+    assert!(
+        left.is_empty(),
+        "{} judged pages not revisited: {left:?}",
+        left.len()
+    );
+}

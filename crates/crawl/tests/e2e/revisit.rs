@@ -391,3 +391,82 @@ fn a_forever_crawl_revisits_due_pages_and_survives_kill9() {
     let st = dirs.stats();
     assert!(st["not_modified"].as_u64() >= Some(3), "{st}");
 }
+
+/// `crawl check URL --json`: the verdict kind and the page it names.
+fn check_verdict(dirs: &Dirs, url: &str) -> (String, Option<String>) {
+    let out = Command::new(crate::support::CRAWL)
+        .arg("check")
+        .arg(url)
+        .arg("--json")
+        .arg("--config")
+        .arg(&dirs.config)
+        .arg("--data-dir")
+        .arg(&dirs.data)
+        .output()
+        .unwrap();
+    let v: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    (
+        v["verdict"]["kind"].as_str().unwrap_or_default().to_string(),
+        v["verdict"]["of"].as_str().map(path_of),
+    )
+}
+
+/// `/b` copies `/a`. Then `/a` changes while `/b` answers 403 to the
+/// revisit that was to judge it again; then `/b` serves its old text
+/// again. That text is nobody's in the index now, so `/b` must be kept:
+/// the judgement it was owed survives the failed visit (it lives in its
+/// stored record, not only in the queued revisit). Every page's last line
+/// agrees with `crawl check`. (Before, `/b` stayed "same" and "duplicate
+/// of /a" forever, while check said unique.)
+#[test]
+fn a_copy_owed_a_judgement_keeps_it_through_a_failed_revisit() {
+    use crate::support::server::{Reply, Server};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU8, Ordering};
+    let phase = Arc::new(AtomicU8::new(0));
+    let p = phase.clone();
+    let server = Server::start(move |req| {
+        let old = page("Story", &article(20), &[]);
+        match (req.path.as_str(), p.load(Ordering::SeqCst)) {
+            ("/", _) => Reply::html(page("Home", &article(1), &["/a".to_string()])),
+            ("/a", 0) => Reply::html(page("Story", &article(20), &["/b".to_string()])),
+            ("/a", _) => Reply::html(page("Story", &article(21), &["/b".to_string()])),
+            ("/b", 1) => Reply::status(403),
+            ("/b", _) => Reply::html(old),
+            _ => Reply::status(404),
+        }
+    });
+    let dir = crate::support::tempdir("revisit-owed");
+    let dirs = site_crawl(dir.path(), &format!("{}/", server.base()), 1, "");
+    dirs.run_ok(Duration::from_secs(60));
+    let first = verdicts(&dirs);
+    assert_eq!(
+        (first["/a"].as_str(), first["/b"].as_str()),
+        ("kept", "duplicate"),
+        "{first:?}"
+    );
+
+    phase.store(1, Ordering::SeqCst);
+    let out = revisit(&dirs, true);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    phase.store(2, Ordering::SeqCst);
+    let out = revisit(&dirs, true);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let now = verdicts(&dirs);
+    assert_eq!(
+        now["/b"],
+        "kept",
+        "/b's text is in no kept line: {now:?}\n{:?}",
+        changes(&dirs)
+    );
+    // kept.jsonl and duplicates.jsonl say what `crawl check` says.
+    for (path, verdict) in &now {
+        let (kind, of) = check_verdict(&dirs, &format!("{}{path}", server.base()));
+        match verdict.as_str() {
+            "kept" => assert_eq!(kind, "kept_as_itself", "{path}: {now:?}"),
+            _ => assert_eq!(kind, "duplicate", "{path} ({of:?}): {now:?}"),
+        }
+    }
+}

@@ -208,9 +208,15 @@ pub fn enqueue_due(
             urls.push(url);
             continue;
         }
+        // A pending judgement asks for the whole page: a 304 to the old
+        // validators would leave nothing to judge.
         let r = crate::frontier::Revisit {
-            rejudge: false,
-            since: rec.since,
+            rejudge: rec.rejudge,
+            since: if rec.rejudge {
+                Default::default()
+            } else {
+                rec.since
+            },
         };
         enqueue_revisit(frontier, next_seq, &url, rec.depth, r)?;
         urls.push(url);

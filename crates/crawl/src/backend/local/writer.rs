@@ -638,6 +638,7 @@ impl Writer {
         rec.since = p.validators.clone();
         rec.fetched_at = p.fetched_at;
         rec.set_signature(&p.sig);
+        rec.rejudge = false;
         rec.doc = None;
         rec.dup_of = None;
         rec.dup_key = None;
@@ -686,7 +687,8 @@ impl Writer {
             None => (old.fingerprint, old.sketch()),
         };
         let (change, distance) = classify(old_fp, old_sketch, &p.sig, cfg.min_similarity);
-        let rejudge = change == Change::Changed || p.entry.revisit.as_ref().is_some_and(|r| r.rejudge);
+        let rejudge =
+            change == Change::Changed || old.rejudge || p.entry.revisit.as_ref().is_some_and(|r| r.rejudge);
         let interval = self.revisit.next_interval(old.interval_s, change.changed());
         let mut rec = old.clone();
         let mut added = 0;
@@ -884,8 +886,13 @@ impl Writer {
     ) -> simcrawl_dedup::Result<u64> {
         let copies = sched.copies_of(key)?;
         for (ckey, rec) in &copies {
-            // Out of the schedule until its revisit puts it back.
+            // Out of the schedule until its revisit puts it back, and
+            // owed a judgement until one is made (whatever that visit
+            // answers).
             sched.hold(*ckey)?;
+            let mut owed = rec.clone();
+            owed.rejudge = true;
+            sched.put_held(*ckey, &owed)?;
             let Ok(url) = url::Url::parse(&rec.url) else {
                 continue;
             };
