@@ -882,3 +882,87 @@ fn every_fetched_page_leaves_one_output_line() {
     assert_eq!(url_dups.len(), 1, "{dups:?}");
     assert_eq!(route(field(url_dups[0], "duplicate_of")), "/a");
 }
+
+/// 400 product pages of one shop, each with 2 to 20 characters of its own
+/// Chinese text (all distinct) in a shared template; half share the shop's
+/// title, half have their own. Short texts have few character n-grams, so
+/// their sketches are thin (a 5-character text has one 5-gram): none of
+/// them may be dropped as a copy of another (issue 36: 8-bit sketches of
+/// one shingle matched 1 time in 256 and dropped hundreds).
+#[test]
+fn short_chinese_pages_are_all_kept() {
+    const N: usize = 400;
+    const CHARS: &str = "的一是在不了有和人这中大为上个国我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说产种面而方后多定行学法所民得经十三之进着等部度家电力里如水化高自二理起小物现实加量都两体制机当使点从业本去把性好应开它合还因由其些然前外天政四日那社义事平形相全表间样与关各重新线内数正心反你明看原又么利比或但质气第向道命此变条只没结解问意建月公无系军很情者最立代想已通并提直题党程展五果料象员革位入常文总次品式活设及管特件长求老头基资边流路级少图山统接知较将组见计别她手角期根论运农指几九区强放决西被干做必战先回则任取据处理府研质";
+
+    let chars: Vec<char> = CHARS.chars().collect();
+    let mut next = crate::support::rng(36);
+    let mut texts = BTreeSet::new();
+    while texts.len() < N {
+        let len = 2 + (next() % 19) as usize;
+        let t: String = (0..len)
+            .map(|_| chars[(next() % chars.len() as u64) as usize])
+            .collect();
+        texts.insert(t);
+    }
+    let texts: Vec<String> = texts.into_iter().collect();
+    let links: Vec<String> = (0..N).map(|i| format!("/p/{i}")).collect();
+    let shop = |title: &str, own: &str| {
+        format!(
+            "<!doctype html><html lang=\"zh\"><head><meta charset=\"utf-8\"><title>{title}</title></head>\
+             <body><header><nav><a href=\"/\">首页</a> <a href=\"/\">新品上市</a> <a href=\"/\">热卖排行</a> \
+             <a href=\"/\">会员中心</a></nav></header>\
+             <main><h2>商品详情</h2><p>{own}</p></main>\
+             <footer>客服热线 400-800-1234 本店所有商品均为正品 七天无理由退换</footer></body></html>"
+        )
+    };
+    let pages: Arc<Vec<String>> = Arc::new(
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let title = if i % 2 == 0 {
+                    "商品详情 - 好物商城".to_string()
+                } else {
+                    format!("{t} - 好物商城")
+                };
+                shop(&title, t)
+            })
+            .collect(),
+    );
+    let home = page("好物商城", &gibberish(36, 120), &links);
+    let p = pages.clone();
+    let server = Server::start(move |req| {
+        if req.path == "/" {
+            return Reply::html(home.clone());
+        }
+        match req.path.strip_prefix("/p/").and_then(|i| i.parse::<usize>().ok()) {
+            Some(i) if i < p.len() => Reply::html(p[i].clone()),
+            _ => Reply::status(404),
+        }
+    });
+    let dir = crate::support::tempdir("short-zh");
+    let dirs = crate::support::site_crawl(dir.path(), &format!("{}/", server.base()), 4, "");
+    dirs.run_ok(Duration::from_secs(120));
+    let dropped: Vec<(String, String, String)> = dirs
+        .duplicates()
+        .iter()
+        .map(|d| {
+            let i: usize = path_of(field(d, "url"))
+                .trim_start_matches("/p/")
+                .parse()
+                .unwrap_or(0);
+            (
+                field(d, "url").to_string(),
+                texts.get(i).cloned().unwrap_or_default(),
+                field(d, "duplicate_of").to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        dropped.is_empty(),
+        "{} of {N} distinct short pages dropped: {dropped:?}",
+        dropped.len()
+    );
+    let kept: BTreeSet<String> = dirs.kept().iter().map(|v| path_of(field(v, "url"))).collect();
+    assert_eq!(kept.len(), N + 1, "{:?}", dirs.errors());
+}
