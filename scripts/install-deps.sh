@@ -32,6 +32,15 @@ command -v redis-cli >/dev/null || need+=(redis-tools)
 # Another tool's WARC files for `crawl dedup --input` (crates/crawl/tests/e2e/warc.rs).
 command -v wget >/dev/null || need+=(wget)
 fc-list 2>/dev/null | grep -i 'wqy\|noto.*cjk' >/dev/null || need+=(fonts-wqy-zenhei)
+# The 32-bit check of the dedup crate (scripts/feature-check.sh): zstd's C
+# part built with -m32 needs the 32-bit C headers.
+[ -e /usr/include/x86_64-linux-gnu/gnu/stubs-32.h ] || [ -e /usr/include/gnu/stubs-32.h ] ||
+  need+=(gcc-multilib)
+# And the Rust standard library for that target (rustup, when it is there).
+if command -v rustup >/dev/null && ! rustup target list --installed 2>/dev/null | grep -qx i686-unknown-linux-gnu; then
+  rustup target add i686-unknown-linux-gnu >&2 ||
+    echo "install-deps: could not add the i686-unknown-linux-gnu target; the 32-bit check will be skipped" >&2
+fi
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0
