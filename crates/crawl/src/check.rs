@@ -3,14 +3,15 @@
 //! host's learnt template, identity, signature) against a crawl's state,
 //! and asks the tiers to explain (`Deduper::explain`) without writing to
 //! the index: the tool to reach for when a page is missing from
-//! kept.jsonl.
+//! kept.jsonl. The state is opened read-only ([`RedbReadOnlyStore`]): not
+//! a byte of it changes, and a read-only copy can be checked.
 
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use parking_lot::Mutex;
 use serde::Serialize;
-use simcrawl_dedup::{Nominated, RedbStore, Tier};
+use simcrawl_dedup::{Nominated, RedbReadOnlyStore, Tier};
 use url::Url;
 
 use crate::config::Config;
@@ -75,11 +76,25 @@ pub fn run(cfg: &Config, url: &str) -> Result<Report> {
             data_dir.display()
         );
     }
-    let store = RedbStore::open_with(&db_path, std::time::Duration::MAX).with_context(|| {
-        format!(
-            "cannot open the crawl state in {} (a crawl running on it holds it: check after it, or on a copy)",
+    // Read-only: a check changes no byte of the state it explains (a
+    // read-write open commits on open and marks the file in use), and
+    // works on a read-only copy. A running crawl holds the file's lock and
+    // rewrites its pages: redb refuses a reader beside it, and so do we,
+    // saying so, rather than wait or read pages it is reusing.
+    let store = RedbReadOnlyStore::open(&db_path).map_err(|e| {
+        let why = match &e {
+            simcrawl_dedup::Error::Locked { .. } => {
+                " (a crawl running on it holds it: check after it, or on a copy of the data directory)"
+            }
+            simcrawl_dedup::Error::NeedsRepair { .. } => {
+                " (its crawl was stopped without closing it: resume that crawl once, or check a copy)"
+            }
+            _ => "",
+        };
+        anyhow::Error::new(e).context(format!(
+            "cannot open the crawl state in {}{why}",
             data_dir.display()
-        )
+        ))
     })?;
     let deduper = Arc::new(crate::backend::local::state::open_deduper(store, cfg)?);
     let canon = deduper.canonicalizer().clone();
@@ -92,12 +107,13 @@ pub fn run(cfg: &Config, url: &str) -> Result<Report> {
         let key = u128::from_be_bytes(digest);
         deduper.store().read(|t| Ok(t.url(key)?.is_some()))?
     };
-    let (templates, dust) = crate::backend::local::learn::with_store(deduper.store().database(), |store| {
-        let templates = Templates::load(&cfg.template, Some(&mut *store))?;
-        let dust = Dust::load(&cfg.crawl.dust, Some(store), canon.clone())
-            .context("invalid [crawl.dust] settings")?;
-        Ok((templates, dust))
-    })?;
+    let (templates, dust) =
+        crate::backend::local::learn::with_snapshot(deduper.store().database(), |store| {
+            let templates = Templates::load(&cfg.template, Some(&mut *store))?;
+            let dust = Dust::load(&cfg.crawl.dust, Some(store), canon.clone())
+                .context("invalid [crawl.dust] settings")?;
+            Ok((templates, dust))
+        })?;
     let dust_rule = dust.fold_by(&url).map(|(_, by)| {
         by.iter()
             .map(|(host, rule)| format!("{host} {rule}"))

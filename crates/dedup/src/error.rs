@@ -90,6 +90,28 @@ pub enum Error {
         /// Where the store lives.
         path: PathBuf,
     },
+    /// The store at `path` was opened read-only
+    /// ([`crate::RedbReadOnlyStore`]) and something tried to write to it:
+    /// a tool that only reads (an explanation, a lookup) must leave the
+    /// file's bytes as they were, so the write is refused, not made.
+    #[error("the index at {} is open read-only: it cannot be written", path.display())]
+    ReadOnly {
+        /// Where the store lives.
+        path: PathBuf,
+    },
+    /// The store file at `path` was not closed cleanly (its writer was
+    /// killed or crashed) and needs a repair, which only a read-write open
+    /// makes: a read-only open refuses it rather than read a state whose
+    /// allocator it cannot trust, or change the file.
+    #[error(
+        "the index at {} was not closed cleanly and needs a repair, which a read-only open does not make: \
+         open it read-write once (resume the crawl), or work on a copy",
+        path.display()
+    )]
+    NeedsRepair {
+        /// Where the store lives.
+        path: PathBuf,
+    },
     /// The store's server could not be reached when opening it (wrong
     /// address, server down, refused). Nothing was read or written.
     #[error("cannot reach the store at {url}: {source}")]

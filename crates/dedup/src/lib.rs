@@ -63,6 +63,6 @@ pub use sketch::Sketch;
 pub use store::SledStore;
 pub use store::{AnyStore, BAND_POSTINGS, DocId, MemoryStore, Prefetch, ReadTables, Store, Tables};
 #[cfg(feature = "redb")]
-pub use store::{Commit, RedbOptions, RedbStore, RedbTables};
+pub use store::{Commit, RedbOptions, RedbReadOnlyStore, RedbStore, RedbTables};
 #[cfg(feature = "redis")]
 pub use store::{RedisOptions, RedisStore, ReplicatedStore};

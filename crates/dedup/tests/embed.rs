@@ -378,3 +378,52 @@ fn deduper_open_shares_between_threads_and_keeps_one_of_each_copy() {
     assert_eq!(d.stats().unwrap().documents, texts.len() as u64);
     assert!(dir.path().join(simcrawl_dedup::STORE_FILE).is_file());
 }
+
+/// A read-only open leaves the file's bytes as they were, refuses writes,
+/// a file a writer has open, and a missing file, each with its own error.
+#[test]
+fn a_read_only_store_changes_nothing_and_says_why_it_cannot() {
+    use simcrawl_dedup::RedbReadOnlyStore;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.redb");
+    let text = "长江流域今年夏季降雨偏多，防汛形势严峻，各地加强巡查";
+    let d = Deduper::new(RedbStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
+    d.check(&Document::new("http://a.example/1", "", text)).unwrap();
+    // A writer holds it.
+    let e = RedbReadOnlyStore::open(&path).unwrap_err();
+    assert!(matches!(e, Error::Locked { .. }), "{e:?}");
+    d.flush().unwrap();
+    drop(d);
+    let before = std::fs::read(&path).unwrap();
+    let d = Deduper::new(RedbReadOnlyStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
+    assert!(d.url_seen("http://a.example/1").unwrap());
+    let e = d
+        .check(&Document::new("http://b.example/1", "", text))
+        .unwrap_err();
+    assert!(matches!(e, Error::ReadOnly { .. }), "{e:?}");
+    assert!(
+        d.explain(&d.sign(&Document::new("http://b.example/1", "", text)))
+            .unwrap()
+            .verdict
+            .is_some()
+    );
+    drop(d);
+    assert!(
+        std::fs::read(&path).unwrap() == before,
+        "a read-only open changed the file"
+    );
+    // Read-only readers share the file.
+    let a = RedbReadOnlyStore::open(&path).unwrap();
+    let b = RedbReadOnlyStore::open(&path).unwrap();
+    drop((a, b));
+    let e = RedbReadOnlyStore::open(dir.path().join("missing.redb")).unwrap_err();
+    assert!(e.to_string().contains("missing.redb"), "{e}");
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        if c.downcast_ref::<std::io::Error>().is_some() {
+            break;
+        }
+        cause = c.source();
+    }
+    assert!(cause.is_some(), "no io::Error in {e:?}");
+}

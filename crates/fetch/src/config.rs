@@ -67,8 +67,9 @@ pub struct FetchConfig {
     /// (scheme + host + port). A robots.txt Crawl-delay can only raise it.
     pub per_host_delay_ms: u64,
     /// Adaptive politeness (Scrapy's AutoThrottle, see `Throttle` in the
-    /// fetcher): each host's delay follows its latency, and 429/503 back
-    /// it off. `auto`: on when `per_host_delay_ms` is left at its default
+    /// fetcher): each host's delay follows its latency, 429/503 back it
+    /// off, and a request with no answer (timeout, failed connection)
+    /// counts as a slow error answer. `auto`: on when `per_host_delay_ms` is left at its default
     /// (a site that is not the user's own), off when it was set.
     pub autothrottle: AutoThrottle,
     /// Requests a host should be answering at once: the delay aimed at is
@@ -93,7 +94,9 @@ pub struct FetchConfig {
     pub robots_unavailable_retry_ms: u64,
     /// Hosts whose politeness state (spacing, cached robots.txt) is kept at
     /// most; beyond it the least recently used host not in use is evicted
-    /// (its robots.txt is fetched again if it comes back).
+    /// (its robots.txt is fetched again if it comes back; a delay adaptive
+    /// politeness raised and a hold still running are kept, in a side table
+    /// of at most as many entries).
     pub max_hosts: usize,
     /// Hosts that are, or resolve to, private addresses (loopback, RFC 1918,
     /// link-local such as 169.254.169.254, unique-local... see

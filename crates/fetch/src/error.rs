@@ -199,6 +199,17 @@ impl FetchError {
         }
     }
 
+    /// Whether the server gave no answer: the request timed out (before
+    /// or during the response) or the connection failed. Adaptive
+    /// politeness counts it as the slowest answer.
+    pub(crate) fn is_unanswered(&self) -> bool {
+        match self {
+            FetchError::Timeout { .. } | FetchError::Connect { .. } => true,
+            FetchError::Request { source, .. } => !source.is_builder(),
+            _ => false,
+        }
+    }
+
     /// Classifies a transport error from reqwest for `url`.
     pub(crate) fn from_reqwest(url: &Url, e: reqwest::Error, phase: &'static str) -> Self {
         let url = url.clone();

@@ -72,6 +72,33 @@ struct Gate {
     pause: Option<(Instant, PauseReason)>,
 }
 
+/// What an evicted host's state must not forget ([`Host::kept`]): the
+/// delay adaptive politeness raised and the holds still running (a
+/// Retry-After or backoff, robots.txt unavailable or unreachable). Small
+/// (no robots rules, no permits), so the fetcher keeps a bounded table of
+/// them beside its hosts and gives each back when its host returns.
+#[derive(Debug, Clone)]
+pub(crate) struct Kept {
+    throttle: Option<Duration>,
+    next_start: Instant,
+    pause: Option<(Instant, PauseReason)>,
+    /// An unavailable or unreachable robots.txt, until it is tried again.
+    robots: Option<(Instant, PauseReason)>,
+}
+
+impl Kept {
+    /// Why and for how long the host is waited for, as [`Host::paused`]
+    /// says it for a host in the table.
+    pub(crate) fn paused(&self, now: Instant) -> Option<(Duration, PauseReason)> {
+        [self.pause, self.robots]
+            .into_iter()
+            .flatten()
+            .filter(|(t, _)| *t > now)
+            .max_by_key(|(t, _)| *t)
+            .map(|(t, r)| (t - now, r))
+    }
+}
+
 /// State shared by every request to one host.
 #[derive(Debug)]
 pub(crate) struct Host {
@@ -101,6 +128,56 @@ impl Host {
         }
     }
 
+    /// A host back after its state was evicted, with what that state had
+    /// to keep ([`Host::kept`]).
+    pub(crate) fn restored(key: String, concurrency: usize, kept: Kept) -> Self {
+        let h = Self::new(key, concurrency);
+        {
+            let mut g = h.gate.lock();
+            g.throttle = kept.throttle;
+            g.next_start = g.next_start.max(kept.next_start);
+            g.pause = kept.pause;
+        }
+        if let Some((expires, reason)) = kept.robots
+            && let Ok(mut robots) = h.robots.try_lock()
+        {
+            let rules = if reason == PauseReason::Unreachable {
+                Rules::Unreachable
+            } else {
+                Rules::Unavailable
+            };
+            *robots = Some(RobotsEntry { rules, expires });
+        }
+        h
+    }
+
+    /// What must outlive this host's state if it is evicted: its delay when
+    /// adaptive politeness raised it above `floor` (else the next request
+    /// would go at the floor rate to a host that was too slow for it), and
+    /// any hold still running at `now` (a Retry-After would be ignored,
+    /// an unavailable robots.txt asked again at once). `None` when the
+    /// host is at rest: nothing is lost by forgetting it.
+    pub(crate) fn kept(&self, floor: Duration, now: Instant) -> Option<Kept> {
+        let g = self.gate.lock();
+        let robots = self.robots.try_lock().ok().and_then(|r| {
+            let e = r.as_ref()?;
+            let reason = match e.rules {
+                Rules::Unavailable => PauseReason::RobotsUnavailable,
+                Rules::Unreachable => PauseReason::Unreachable,
+                _ => return None,
+            };
+            (e.expires > now).then_some((e.expires, reason))
+        });
+        let raised = g.throttle.is_some_and(|t| t > floor);
+        let held = g.next_start > now || g.pause.is_some_and(|(t, _)| t > now) || robots.is_some();
+        (raised || held).then(|| Kept {
+            throttle: g.throttle.filter(|_| raised),
+            next_start: g.next_start,
+            pause: g.pause.filter(|(t, _)| *t > now),
+            robots,
+        })
+    }
+
     /// Waits for a per-host slot, then for this host's turn. Returns the
     /// host permit, to be held until the response body has been read.
     ///
@@ -128,6 +205,23 @@ impl Host {
     pub(crate) fn throttle(&self, t: &Throttle, latency: Duration, status: u16) -> Duration {
         let mut g = self.gate.lock();
         let next = t.next(g.throttle, latency, status);
+        g.throttle = Some(next);
+        next
+    }
+
+    /// The delay adaptive politeness keeps for this host (`None`: off, or
+    /// nothing answered yet).
+    #[cfg(test)]
+    pub(crate) fn throttle_delay(&self) -> Option<Duration> {
+        self.gate.lock().throttle
+    }
+
+    /// Adapts this host's delay to a request that got no answer after
+    /// `waited`: it timed out, or its connection failed
+    /// ([`Throttle::failed`]); returns the new delay.
+    pub(crate) fn throttle_failed(&self, t: &Throttle, waited: Duration) -> Duration {
+        let mut g = self.gate.lock();
+        let next = t.failed(g.throttle, waited);
         g.throttle = Some(next);
         next
     }
@@ -231,8 +325,11 @@ mod tests {
 /// are in the server's hands at once), never below the configured floor
 /// (`per_host_delay_ms`, and robots.txt's Crawl-delay, applied by the
 /// gate) nor above `max`. An error answer never lowers the delay; a 429 or
-/// 503 doubles it (and its Retry-After holds the host besides). It comes
-/// down again, halfway at a time, as fast answers come.
+/// 503 doubles it (and its Retry-After holds the host besides). A request
+/// that got no answer at all (a timeout, a failed connection) counts as an
+/// error answer as slow as the wait it cost, at least the connect timeout
+/// ([`Throttle::failed`]). It comes down again, halfway at a time, as fast
+/// answers come.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Throttle {
     pub(crate) start: Duration,
@@ -254,6 +351,19 @@ impl Throttle {
             next.max(current)
         };
         next.min(self.max)
+    }
+
+    /// The delay after a request that got no answer: it timed out, or its
+    /// connection failed (refused, reset), after `waited`. Scrapy's
+    /// AutoThrottle sees only responses, so an overloaded server that
+    /// stops answering would keep being asked at the rate its last fast
+    /// answers set. Here it counts as an error answer that took `waited`
+    /// (the caller passes at least the connect timeout: a refusal takes no
+    /// time, yet says the server is not coping): the delay moves halfway to
+    /// `waited / target_concurrency`, never down, within `max`.
+    pub(crate) fn failed(&self, current: Option<Duration>, waited: Duration) -> Duration {
+        // Not a 2xx/3xx: `next` never lowers the delay for it.
+        self.next(current, waited, 0)
     }
 }
 
@@ -292,5 +402,23 @@ mod throttle_tests {
         // An error answer never lowers it; a slow one raises it.
         assert_eq!(t.next(Some(ms(1000)), ms(10), 500), ms(1000));
         assert_eq!(t.next(Some(ms(1000)), ms(3000), 200), ms(2000));
+    }
+
+    #[test]
+    fn no_answer_counts_as_a_slow_error_answer() {
+        let t = Throttle {
+            start: ms(1000),
+            max: ms(60_000),
+            target_concurrency: 4,
+        };
+        // The first request to a host timed out after 30 s: from the
+        // floor, halfway to 30 s / 4.
+        assert_eq!(t.failed(None, ms(30_000)), ms(4_250));
+        assert_eq!(t.failed(Some(ms(4_250)), ms(30_000)), ms(5_875));
+        // Never down, never above the maximum.
+        assert_eq!(t.failed(Some(ms(20_000)), ms(30_000)), ms(20_000));
+        assert_eq!(t.failed(Some(ms(59_000)), ms(900_000)), ms(60_000));
+        // Fast answers bring it down again.
+        assert_eq!(t.next(Some(ms(5_875)), ms(500), 200), ms(3_000));
     }
 }

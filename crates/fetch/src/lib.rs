@@ -304,6 +304,15 @@ struct Inner {
 /// reached. A host in use (some request holds its `Arc`) is never evicted,
 /// so two states never exist for one host; the map may exceed the cap by
 /// the number of hosts in use.
+///
+/// An evicted host's delay raised by adaptive politeness and its holds
+/// still running (Retry-After, backoff, robots.txt unavailable) are kept in
+/// `kept` ([`host::Kept`], a few dozen bytes each instead of a host's
+/// robots rules and permits) and given back when the host returns: else
+/// an overloaded host, idle for a while among many, would be asked at the
+/// floor rate again, and a Retry-After ignored. `kept` holds at most
+/// `max_hosts` entries, the longest evicted first out, so memory stays
+/// bounded whatever the number of hosts.
 struct HostMap {
     /// key -> (state, tick of last use).
     map: HashMap<String, (Arc<Host>, u64)>,
@@ -311,6 +320,12 @@ struct HostMap {
     order: BTreeMap<u64, String>,
     tick: u64,
     evicted: u64,
+    /// key -> (what its evicted state kept, tick of eviction).
+    kept: HashMap<String, (host::Kept, u64)>,
+    /// tick of eviction -> key: which kept entry goes first.
+    kept_order: BTreeMap<u64, String>,
+    /// The configured delay: a throttle delay above it is worth keeping.
+    floor: Duration,
 }
 
 impl HostMap {
@@ -324,7 +339,20 @@ impl HostMap {
         Some(Arc::clone(h))
     }
 
+    fn new(floor: Duration) -> Self {
+        HostMap {
+            map: HashMap::new(),
+            order: BTreeMap::new(),
+            tick: 0,
+            evicted: 0,
+            kept: HashMap::new(),
+            kept_order: BTreeMap::new(),
+            floor,
+        }
+    }
+
     fn insert(&mut self, key: String, h: Arc<Host>, cap: usize) {
+        let now = Instant::now();
         while self.map.len() >= cap.max(1) {
             let idle = self
                 .order
@@ -333,12 +361,40 @@ impl HostMap {
                 .map(|(t, k)| (*t, k.clone()));
             let Some((t, k)) = idle else { break };
             self.order.remove(&t);
-            self.map.remove(&k);
+            if let Some((gone, _)) = self.map.remove(&k)
+                && let Some(kept) = gone.kept(self.floor, now)
+            {
+                self.keep(k, kept, cap);
+            }
             self.evicted += 1;
         }
         self.tick += 1;
         self.order.insert(self.tick, key.clone());
         self.map.insert(key, (h, self.tick));
+    }
+
+    /// Keeps what an evicted host's state must not forget, the longest kept
+    /// entry out first beyond `cap` entries.
+    fn keep(&mut self, key: String, kept: host::Kept, cap: usize) {
+        if let Some((_, t)) = self.kept.remove(&key) {
+            self.kept_order.remove(&t);
+        }
+        while self.kept.len() >= cap.max(1) {
+            let Some((_, oldest)) = self.kept_order.pop_first() else {
+                break;
+            };
+            self.kept.remove(&oldest);
+        }
+        self.tick += 1;
+        self.kept_order.insert(self.tick, key.clone());
+        self.kept.insert(key, (kept, self.tick));
+    }
+
+    /// What the evicted state of `key`'s host kept, taken to restore it.
+    fn take_kept(&mut self, key: &str) -> Option<host::Kept> {
+        let (kept, t) = self.kept.remove(key)?;
+        self.kept_order.remove(&t);
+        Some(kept)
     }
 }
 
@@ -403,6 +459,7 @@ impl Fetcher {
             .build()
             .map_err(FetchError::Client)?;
         let throttle = throttle_of(&cfg);
+        let per_host_delay = cfg.per_host_delay();
         let global = Semaphore::new(cfg.concurrency.max(1));
         let budget_units = (cfg.max_bytes_in_flight / BUDGET_UNIT).clamp(1, Semaphore::MAX_PERMITS);
         Ok(Self {
@@ -413,12 +470,7 @@ impl Fetcher {
                 global,
                 budget: Arc::new(Semaphore::new(budget_units)),
                 budget_units,
-                hosts: Mutex::new(HostMap {
-                    map: HashMap::new(),
-                    order: BTreeMap::new(),
-                    tick: 0,
-                    evicted: 0,
-                }),
+                hosts: Mutex::new(HostMap::new(per_host_delay)),
                 record: AtomicBool::new(false),
                 accept_listings: AtomicBool::new(false),
                 throttle,
@@ -665,25 +717,31 @@ impl Fetcher {
     /// unreachable, a Retry-After, a retry backoff), the longest wait first:
     /// what a crawl that seems idle is waiting for.
     pub fn paused_hosts(&self) -> Vec<PausedHost> {
-        let hosts: Vec<Arc<Host>> = self
-            .inner
-            .hosts
-            .lock()
-            .map
-            .values()
-            .map(|(h, _)| Arc::clone(h))
-            .collect();
         let now = Instant::now();
-        let mut out: Vec<PausedHost> = hosts
-            .iter()
-            .filter_map(|h| {
-                h.paused(now).map(|(left, reason)| PausedHost {
-                    host: h.key.clone(),
-                    reason,
-                    left,
+        let (hosts, mut out): (Vec<Arc<Host>>, Vec<PausedHost>) = {
+            let map = self.inner.hosts.lock();
+            // Evicted hosts still held: their hold is kept, so they are
+            // waited for just the same.
+            let kept = map
+                .kept
+                .iter()
+                .filter_map(|(key, (k, _))| {
+                    k.paused(now).map(|(left, reason)| PausedHost {
+                        host: key.clone(),
+                        reason,
+                        left,
+                    })
                 })
+                .collect();
+            (map.map.values().map(|(h, _)| Arc::clone(h)).collect(), kept)
+        };
+        out.extend(hosts.iter().filter_map(|h| {
+            h.paused(now).map(|(left, reason)| PausedHost {
+                host: h.key.clone(),
+                reason,
+                left,
             })
-            .collect();
+        }));
         out.sort_by(|a, b| b.left.cmp(&a.left).then_with(|| a.host.cmp(&b.host)));
         out
     }
@@ -699,7 +757,11 @@ impl Fetcher {
         if let Some(h) = hosts.get(&key) {
             return Ok(h);
         }
-        let h = Arc::new(Host::new(key.clone(), self.inner.cfg.per_host_concurrency));
+        let concurrency = self.inner.cfg.per_host_concurrency;
+        let h = Arc::new(match hosts.take_kept(&key) {
+            Some(kept) => Host::restored(key.clone(), concurrency, kept),
+            None => Host::new(key.clone(), concurrency),
+        });
         hosts.insert(key, Arc::clone(&h), self.inner.cfg.max_hosts);
         Ok(h)
     }
@@ -950,6 +1012,7 @@ impl Fetcher {
         let base_delay = cfg.per_host_delay();
         let _host_permit = host.wait_turn(base_delay).await;
         let _global_permit = self.inner.global.acquire().await.ok();
+        let asked = Instant::now();
         debug!(url = %url, "GET");
         let budget_wait_ms = AtomicU64::new(0);
         let budget_waiting = AtomicBool::new(false);
@@ -1072,9 +1135,9 @@ impl Fetcher {
         // server's slowness.
         tokio::pin!(exchange);
         let mut deadline = Instant::now() + cfg.total_timeout();
-        loop {
+        let result = loop {
             tokio::select! {
-                r = &mut exchange => return r,
+                r = &mut exchange => break r,
                 () = tokio::time::sleep_until(deadline) => {
                     if budget_waiting.load(Ordering::Relaxed) {
                         deadline += BUDGET_WAIT_POLL;
@@ -1082,7 +1145,7 @@ impl Fetcher {
                     }
                     let extra = budget_wait_ms.swap(0, Ordering::Relaxed);
                     if extra == 0 {
-                        return Err((
+                        break Err((
                             FetchError::Timeout {
                                 url: url.clone(),
                                 phase: "(total deadline)",
@@ -1093,7 +1156,18 @@ impl Fetcher {
                     deadline += Duration::from_millis(extra);
                 }
             }
+        };
+        // No answer (a timeout, a failed connection) is a slow answer for
+        // adaptive politeness, not none: see `Throttle::failed`. A refusal
+        // comes at once: it counts as slow as the connect timeout.
+        if let (Some(t), Err((e, _))) = (&self.inner.throttle, &result)
+            && e.is_unanswered()
+        {
+            let waited = asked.elapsed().max(cfg.connect_timeout());
+            let delay = host.throttle_failed(t, waited);
+            debug!(url = %url, error = %e, delay_ms = delay.as_millis() as u64, "no answer: host delay raised");
         }
+        result
     }
 }
 
@@ -1446,6 +1520,98 @@ mod tests {
         );
         assert_eq!(f.hosts_evicted(), 1);
         assert!(Arc::ptr_eq(&held, &f.host(&u(0)).unwrap()));
+    }
+
+    fn throttled_cfg(max_hosts: usize) -> FetchConfig {
+        FetchConfig {
+            max_hosts,
+            per_host_delay_ms: 100,
+            autothrottle: AutoThrottle::On,
+            autothrottle_max_delay_ms: 5_000,
+            connect_timeout_ms: 1_000,
+            retries: 0,
+            respect_robots: false,
+            allow_private_hosts: vec!["127.0.0.1".into()],
+            ..FetchConfig::default()
+        }
+    }
+
+    /// A connection that fails (refused: nothing listens on the port)
+    /// raises the host's delay as an answer as slow as the connect timeout
+    /// would: halfway from 100 ms to 1 s. Without adaptive politeness
+    /// nothing is kept.
+    #[tokio::test]
+    async fn a_refused_connection_raises_the_hosts_delay() {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let url = Url::parse(&format!("http://127.0.0.1:{port}/")).unwrap();
+        let f = Fetcher::new(throttled_cfg(10)).unwrap();
+        let e = f.fetch(&url, &|_: &Url| true).await.unwrap_err();
+        assert_eq!(e.kind(), "connect", "{e}");
+        let delay = f.host(&url).unwrap().throttle_delay();
+        assert_eq!(delay, Some(Duration::from_millis(550)));
+        let off = Fetcher::new(FetchConfig {
+            autothrottle: AutoThrottle::Off,
+            ..throttled_cfg(10)
+        })
+        .unwrap();
+        let _ = off.fetch(&url, &|_: &Url| true).await;
+        assert_eq!(off.host(&url).unwrap().throttle_delay(), None);
+    }
+
+    /// A host evicted from the state table (`max_hosts`) comes back with
+    /// the delay adaptive politeness raised and the Retry-After hold it
+    /// was under: eviction must not make an overloaded host fast again.
+    #[tokio::test]
+    async fn eviction_keeps_a_raised_delay_and_a_retry_after_hold() {
+        let f = Fetcher::new(throttled_cfg(2)).unwrap();
+        let u = |i: u32| Url::parse(&format!("http://h{i}.example/")).unwrap();
+        let t = f.inner.throttle.unwrap();
+        // h0 answered slowly: (100 ms + 4 s) / 2.
+        let raised = f.host(&u(0)).unwrap().throttle(&t, Duration::from_secs(4), 200);
+        assert_eq!(raised, Duration::from_millis(2_050));
+        // h1 said Retry-After: 60 s.
+        f.host(&u(1))
+            .unwrap()
+            .hold_until(Instant::now() + Duration::from_secs(60));
+        for i in 2..6 {
+            f.host(&u(i)).unwrap();
+        }
+        assert!(f.hosts_evicted() >= 2, "{}", f.hosts_evicted());
+        assert!(!f.inner.hosts.lock().map.contains_key("http://h0.example:80"));
+        assert_eq!(f.host(&u(0)).unwrap().throttle_delay(), Some(raised));
+        let h1 = f.host(&u(1)).unwrap();
+        let (left, reason) = h1.paused(Instant::now()).unwrap();
+        assert_eq!(reason, PauseReason::RetryAfter);
+        assert!(left > Duration::from_secs(55), "{left:?}");
+        assert!(
+            f.paused_hosts().iter().any(|p| p.host == "http://h1.example:80"),
+            "{:?}",
+            f.paused_hosts()
+        );
+        // The hold is enforced, not only reported: no turn within 200 ms.
+        let turn = tokio::time::timeout(Duration::from_millis(200), h1.wait_turn(Duration::ZERO)).await;
+        assert!(turn.is_err(), "h1 got a turn during its Retry-After");
+        // A host at rest is forgotten as before: h2 was evicted with nothing
+        // to keep and comes back fresh.
+        for i in 6..10 {
+            f.host(&u(i)).unwrap();
+        }
+        assert_eq!(f.host(&u(2)).unwrap().throttle_delay(), None);
+        // Bounded: however many raised hosts are evicted, at most
+        // `max_hosts` are kept, the longest evicted out first.
+        for i in 100..200 {
+            f.host(&u(i)).unwrap().throttle_failed(&t, Duration::from_secs(1));
+        }
+        let hosts = f.inner.hosts.lock();
+        assert_eq!(hosts.kept.len(), 2);
+        assert!(
+            hosts.kept.contains_key("http://h197.example:80"),
+            "{:?}",
+            hosts.kept.keys()
+        );
     }
 
     #[test]

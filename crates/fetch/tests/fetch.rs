@@ -1226,6 +1226,41 @@ async fn a_revisit_sends_the_validators_and_a_304_is_a_page_without_body() {
     assert_eq!(err_kind(f.fetch(&server.url("/p"), &any).await), "status_other");
 }
 
+/// A host that accepts the connection and never answers is overloaded,
+/// not idle: the timeout counts as an answer as slow as the wait (the
+/// delay moves halfway to it), so the next requests to it are spaced by
+/// more than the floor.
+#[tokio::test]
+async fn autothrottle_counts_a_timeout_as_a_slow_answer() {
+    let server = Server::start(|path, _| match path {
+        "/slow" => Reply::Hang,
+        _ => Reply::html("<p>ok</p>"),
+    })
+    .await;
+    let f = Fetcher::new(FetchConfig {
+        per_host_delay_ms: 100,
+        autothrottle: simcrawl_fetch::AutoThrottle::On,
+        autothrottle_max_delay_ms: 5_000,
+        connect_timeout_ms: 500,
+        total_timeout_ms: 1_000,
+        idle_body_timeout_ms: 1_000,
+        retries: 0,
+        ..fast()
+    })
+    .unwrap();
+    assert_eq!(err_kind(f.fetch(&server.url("/slow"), &any).await), "timeout");
+    assert_eq!(server.count("/slow"), 1, "the request reached the server");
+    // Halfway from 100 ms to the 1 s waited: 550 ms between the next two
+    // starts (a lower bound: a loaded machine only adds to it), where the
+    // floor alone gives 100 ms.
+    f.fetch(&server.url("/first"), &any).await.unwrap();
+    f.fetch(&server.url("/second"), &any).await.unwrap();
+    let a = server.times("/first")[0];
+    let b = server.times("/second")[0];
+    assert!(b - a >= Duration::from_millis(500), "{:?}", b - a);
+    assert_eq!(f.throttled(), 0, "no 429 or 503 was answered");
+}
+
 #[tokio::test]
 async fn autothrottle_backs_a_host_off_after_429_and_counts_it() {
     let server = Server::start(|path, _| match path {

@@ -1,6 +1,8 @@
 //! `crawl check URL`: the verdict of one page explained against a crawl's
 //! state, which it does not change.
 
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::support::server::{Reply, Server};
@@ -28,6 +30,15 @@ fn site() -> Server {
 }
 
 fn check(dirs: &crate::support::Dirs, url: &str, json: bool) -> (i32, String) {
+    let out = check_output(dirs, url, json);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// `crawl check URL` on the crawl of `dirs`, all of its output.
+fn check_output(dirs: &crate::support::Dirs, url: &str, json: bool) -> std::process::Output {
     let mut c = std::process::Command::new(crate::support::CRAWL);
     c.arg("check")
         .arg(url)
@@ -38,11 +49,7 @@ fn check(dirs: &crate::support::Dirs, url: &str, json: bool) -> (i32, String) {
     if json {
         c.arg("--json");
     }
-    let out = c.output().unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    c.output().unwrap()
 }
 
 #[test]
@@ -123,4 +130,146 @@ fn check_names_the_partner_of_a_dropped_page_and_changes_nothing() {
         .output()
         .unwrap();
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("no crawl state"));
+}
+
+/// Every file under `dir`, with its bytes.
+fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.is_dir() {
+            out.extend(files(&path));
+        } else {
+            let bytes = std::fs::read(&path).unwrap();
+            out.insert(path, bytes);
+        }
+    }
+    out
+}
+
+/// Sets the mode of `dir`, of its subdirectories (`dirs`) and files
+/// (`files`), children before a directory is made read-only.
+#[cfg(unix)]
+fn chmod_tree(dir: &Path, files: u32, dirs: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    // Open the directory first, so that it can be listed when going back
+    // from read-only.
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(dirs | 0o500)).unwrap();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.is_dir() {
+            chmod_tree(&path, files, dirs);
+        } else {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(files)).unwrap();
+        }
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(dirs)).unwrap();
+}
+
+/// Makes a crawl state writable again when dropped, so that its temporary
+/// directory can be removed whether the test passed or not.
+#[cfg(unix)]
+struct Writable<'a>(&'a Path);
+
+#[cfg(unix)]
+impl Drop for Writable<'_> {
+    fn drop(&mut self) {
+        chmod_tree(self.0, 0o644, 0o755);
+    }
+}
+
+fn md5_hex(bytes: &[u8]) -> String {
+    use md5::{Digest, Md5};
+    Md5::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `crawl check` opens the crawl state read-only: it works on a read-only
+/// copy (files 0444 in a 0555 directory) and leaves every byte of it as it
+/// was. Tests may run as root, whom modes do not stop, so the checksums are
+/// what is asserted; the verdicts must be the crawl's own.
+#[cfg(unix)]
+#[test]
+fn check_reads_a_read_only_state_and_leaves_its_bytes_unchanged() {
+    let server = site();
+    let dir = crate::support::tempdir("check-ro");
+    let dirs = site_crawl(dir.path(), &format!("{}/", server.base()), 2, "");
+    dirs.run_ok(Duration::from_secs(60));
+    let dups = dirs.duplicates();
+    let dropped = dups
+        .iter()
+        .find(|d| ["/a", "/near"].contains(&path_of(field(d, "url")).as_str()))
+        .expect("one of /a and /near dropped");
+    let dropped_url = field(dropped, "url").to_string();
+    let partner = field(dropped, "duplicate_of").to_string();
+
+    let before = files(&dirs.data);
+    assert!(
+        before.keys().any(|p| p.ends_with("index.redb")),
+        "{:?}",
+        before.keys()
+    );
+    chmod_tree(&dirs.data, 0o444, 0o555);
+    let _writable = Writable(&dirs.data);
+    let cases = [
+        (dropped_url.clone(), "duplicate", Some(partner.as_str())),
+        (format!("{}/later-copy", server.base()), "duplicate", None),
+        (format!("{}/new", server.base()), "unique", None),
+        (partner.clone(), "kept_as_itself", Some(partner.as_str())),
+    ];
+    for (url, kind, of) in &cases {
+        let out = check_output(&dirs, url, true);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "crawl check {url} on a read-only state: {}\n{stdout}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(v["verdict"]["kind"], *kind, "{url}: {v}");
+        if let Some(of) = of {
+            assert_eq!(v["verdict"]["of"], *of, "{url}: {v}");
+        }
+    }
+    let after = files(&dirs.data);
+    let sums = |m: &BTreeMap<PathBuf, Vec<u8>>| -> Vec<(PathBuf, usize, String)> {
+        m.iter().map(|(p, b)| (p.clone(), b.len(), md5_hex(b))).collect()
+    };
+    assert_eq!(
+        sums(&after),
+        sums(&before),
+        "crawl check changed the crawl state (path, size, md5)"
+    );
+}
+
+/// While a crawl runs on a data directory it holds the store's lock; a
+/// check then says so (the crawl's name for it and what to do), instead of
+/// waiting or reading a state the crawl is writing.
+#[test]
+fn check_during_a_crawl_names_the_running_crawl() {
+    let server = Server::start(|req| match req.path.as_str() {
+        "/robots.txt" => Reply::text(""),
+        "/" => {
+            // Slow enough that the crawl is still running when checked.
+            std::thread::sleep(Duration::from_secs(3));
+            Reply::html(page("Home", &gibberish(1, 200), &[]))
+        }
+        _ => Reply::status(404),
+    });
+    let dir = crate::support::tempdir("check-lock");
+    let dirs = site_crawl(dir.path(), &format!("{}/", server.base()), 1, "");
+    let mut child = dirs.spawn();
+    // The crawl opens its state before fetching anything.
+    dirs.wait_until(&mut child, Duration::from_secs(30), "the seed requested", || {
+        server.counts().contains_key("/")
+    });
+    let out = check_output(&dirs, &format!("{}/", server.base()), false);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("in use") && stderr.contains("crawl running on it"),
+        "{stderr}"
+    );
 }

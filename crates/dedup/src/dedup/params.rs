@@ -43,15 +43,24 @@ impl<S: Store> Deduper<S> {
         p
     }
 
+    /// Records the parameters in a new store, or refuses a store that
+    /// recorded others. A store that recorded them already is only read:
+    /// opening an index changes nothing in it (a read-only store opens,
+    /// and a reopened file keeps its bytes).
     pub(super) fn check_params(&self) -> Result<()> {
         let wanted = self.params();
-        let stored = self.store.write(|t| {
-            let stored = t.meta(META_PARAMS)?;
-            if stored.is_none() {
-                t.set_meta(META_PARAMS, wanted.as_bytes())?;
-            }
-            Ok(stored)
-        })?;
+        let stored = match self.store.read(|t| t.meta(META_PARAMS))? {
+            Some(stored) => Some(stored),
+            // New (or so it looked): record them, unless another opener
+            // did in between.
+            None => self.store.write(|t| {
+                let stored = t.meta(META_PARAMS)?;
+                if stored.is_none() {
+                    t.set_meta(META_PARAMS, wanted.as_bytes())?;
+                }
+                Ok(stored)
+            })?,
+        };
         let Some(stored) = stored else {
             return self.store.flush();
         };

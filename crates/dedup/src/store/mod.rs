@@ -28,7 +28,7 @@ mod replicated;
 mod sled;
 
 #[cfg(feature = "redb")]
-pub use self::redb::{Commit, RedbOptions, RedbStore, RedbTables};
+pub use self::redb::{Commit, RedbOptions, RedbReadOnlyStore, RedbStore, RedbTables};
 #[cfg(feature = "redis")]
 pub use self::redis::{MemoryPart, RedisOptions, RedisStore, clear_namespace, connect_namespace, redact};
 #[cfg(feature = "redis")]

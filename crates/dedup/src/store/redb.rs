@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
 use redb::{
-    Database, Durability, MultimapTable, MultimapTableDefinition, ReadOnlyMultimapTable, ReadOnlyTable,
-    ReadTransaction, ReadableDatabase, ReadableMultimapTable, ReadableTable, ReadableTableMetadata, Table,
-    TableDefinition, WriteTransaction,
+    Database, Durability, MultimapTable, MultimapTableDefinition, ReadOnlyDatabase, ReadOnlyMultimapTable,
+    ReadOnlyTable, ReadTransaction, ReadableDatabase, ReadableMultimapTable, ReadableTable,
+    ReadableTableMetadata, Table, TableDefinition, WriteTransaction,
 };
 use rustc_hash::FxHashMap;
 
@@ -238,16 +238,7 @@ impl Store for RedbStore {
     }
 
     fn read<R>(&self, mut f: impl FnMut(&dyn ReadTables) -> Result<R>) -> Result<R> {
-        let tables = RedbReadTables {
-            bands: &self.bands,
-            txn: self.db.begin_read().map_err(Error::storage)?,
-            meta: OnceCell::new(),
-            urls: OnceCell::new(),
-            url_times: OnceCell::new(),
-            titles: OnceCell::new(),
-            blocks: OnceCell::new(),
-            docs: OnceCell::new(),
-        };
+        let tables = RedbReadTables::new(&self.bands, self.db.begin_read().map_err(Error::storage)?);
         f(&tables)
     }
 
@@ -260,24 +251,144 @@ impl Store for RedbStore {
     }
 
     fn rebuild_bands(&self, keys: &dyn Fn(&DocRecord) -> Vec<u64>) -> Result<()> {
-        let txn = self.db.begin_read().map_err(Error::storage)?;
-        let docs = txn.open_table(DOCS).map_err(Error::storage)?;
-        let count = usize::try_from(docs.len().map_err(Error::storage)?).unwrap_or(usize::MAX);
-        // Sized once from the first document's key count: no regrowth
-        // while millions of keys go in.
-        let mut fresh: Option<BandIndex> = None;
-        for entry in docs.iter().map_err(Error::storage)? {
-            let (id, v) = entry.map_err(Error::storage)?;
-            let rec = DocRecord::decode(v.value())?;
-            let keys = keys(&rec);
-            let index =
-                fresh.get_or_insert_with(|| BandIndex::with_capacity(count.saturating_mul(keys.len())));
-            for key in keys {
-                index.add(key, id.value());
-            }
+        rebuild_bands(&self.db, &self.bands, keys)
+    }
+}
+
+/// Rebuilds `bands` from every document in `db` (a read snapshot: the same
+/// code for a read-write and a read-only store).
+fn rebuild_bands(
+    db: &impl ReadableDatabase,
+    bands: &RwLock<BandIndex>,
+    keys: &dyn Fn(&DocRecord) -> Vec<u64>,
+) -> Result<()> {
+    let txn = db.begin_read().map_err(Error::storage)?;
+    let docs = txn.open_table(DOCS).map_err(Error::storage)?;
+    let count = usize::try_from(docs.len().map_err(Error::storage)?).unwrap_or(usize::MAX);
+    // Sized once from the first document's key count: no regrowth
+    // while millions of keys go in.
+    let mut fresh: Option<BandIndex> = None;
+    for entry in docs.iter().map_err(Error::storage)? {
+        let (id, v) = entry.map_err(Error::storage)?;
+        let rec = DocRecord::decode(v.value())?;
+        let keys = keys(&rec);
+        let index = fresh.get_or_insert_with(|| BandIndex::with_capacity(count.saturating_mul(keys.len())));
+        for key in keys {
+            index.add(key, id.value());
         }
-        *self.bands.write() = fresh.unwrap_or_default();
+    }
+    *bands.write() = fresh.unwrap_or_default();
+    Ok(())
+}
+
+/// A [`RedbStore`]'s file opened read-only, for tools that only look (a
+/// `crawl check`, an inspection): opening it, reading it and dropping it
+/// leave every byte of the file as it was, where a [`RedbStore`] commits
+/// on open (its tables, the recorded parameters) and marks the file in use
+/// while it is open. Works on a file the process may not write (a
+/// read-only copy, a snapshot).
+///
+/// Writes are refused with [`Error::ReadOnly`]; a [`crate::Deduper`] opens
+/// over it when the file records its parameters already (any store a
+/// [`RedbStore`] wrote does), and answers `explain`, `url_seen` and the
+/// like. A file another process has open read-write is refused with
+/// [`Error::Locked`] (redb's writer locks the whole file, and a reader
+/// beside it could read pages the writer is reusing); one not closed
+/// cleanly, with [`Error::NeedsRepair`] (only a read-write open repairs).
+/// The band index is rebuilt in memory on open, as for a [`RedbStore`].
+///
+/// ```
+/// use simcrawl_dedup::{Deduper, DedupConfig, Document, RedbReadOnlyStore, RedbStore};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("index.redb");
+/// let text = "长江流域今年夏季降雨偏多，防汛形势严峻";
+/// {
+///     let d = Deduper::new(RedbStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
+///     d.check(&Document::new("http://a.example/1", "", text)).unwrap();
+///     d.flush().unwrap();
+/// }
+/// let before = std::fs::read(&path).unwrap();
+/// let d = Deduper::new(RedbReadOnlyStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
+/// let e = d.explain(&d.sign(&Document::new("http://b.example/1", "", text))).unwrap();
+/// assert!(e.verdict.is_some(), "the copy is found");
+/// assert!(d.check(&Document::new("http://c.example/1", "", "新的文本")).is_err(), "no writes");
+/// drop(d);
+/// assert!(std::fs::read(&path).unwrap() == before, "not a byte changed");
+/// ```
+pub struct RedbReadOnlyStore {
+    bands: RwLock<BandIndex>,
+    db: ReadOnlyDatabase,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for RedbReadOnlyStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedbReadOnlyStore")
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedbReadOnlyStore {
+    /// Opens the existing store file at `path` read-only, with redb's
+    /// default page cache.
+    pub fn open(path: impl AsRef<Path>) -> Result<RedbReadOnlyStore> {
+        Self::open_opts(path, RedbOptions::default())
+    }
+
+    /// [`RedbReadOnlyStore::open`] with a page cache of
+    /// `options.cache_bytes` (the sync interval means nothing here).
+    pub fn open_opts(path: impl AsRef<Path>, options: RedbOptions) -> Result<RedbReadOnlyStore> {
+        let path = path.as_ref().to_path_buf();
+        let db = redb::Builder::new()
+            .set_cache_size(options.cache_bytes)
+            .open_read_only(&path)
+            .map_err(|e| match e {
+                redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: path.clone() },
+                redb::DatabaseError::RepairAborted => Error::NeedsRepair { path: path.clone() },
+                other => Error::Storage(Box::new(crate::error::OpenError {
+                    path: path.clone(),
+                    source: crate::error::redb_cause(other),
+                })),
+            })?;
+        Ok(RedbReadOnlyStore {
+            bands: RwLock::new(BandIndex::default()),
+            db,
+            path,
+        })
+    }
+
+    /// The underlying database, read-only, so that an embedding program
+    /// can read its own tables in the same file (a crawler's learnt state).
+    pub fn database(&self) -> &ReadOnlyDatabase {
+        &self.db
+    }
+}
+
+impl Store for RedbReadOnlyStore {
+    /// Refused: [`Error::ReadOnly`].
+    fn write<R>(&self, _f: impl FnMut(&mut dyn Tables) -> Result<R>) -> Result<R> {
+        Err(Error::ReadOnly {
+            path: self.path.clone(),
+        })
+    }
+
+    fn read<R>(&self, mut f: impl FnMut(&dyn ReadTables) -> Result<R>) -> Result<R> {
+        let tables = RedbReadTables::new(&self.bands, self.db.begin_read().map_err(Error::storage)?);
+        f(&tables)
+    }
+
+    /// Nothing was written: nothing to make durable.
+    fn flush(&self) -> Result<()> {
         Ok(())
+    }
+
+    fn location(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
+
+    fn rebuild_bands(&self, keys: &dyn Fn(&DocRecord) -> Vec<u64>) -> Result<()> {
+        rebuild_bands(&self.db, &self.bands, keys)
     }
 }
 
@@ -315,6 +426,22 @@ struct RedbReadTables<'s> {
     titles: OnceCell<ReadOnlyMultimapTable<u128, u64>>,
     blocks: OnceCell<ReadOnlyTable<u128, &'static [u8]>>,
     docs: OnceCell<ReadOnlyTable<u64, &'static [u8]>>,
+}
+
+impl<'s> RedbReadTables<'s> {
+    /// The tables of the snapshot `txn`, none opened yet.
+    fn new(bands: &'s RwLock<BandIndex>, txn: ReadTransaction) -> Self {
+        RedbReadTables {
+            bands,
+            txn,
+            meta: OnceCell::new(),
+            urls: OnceCell::new(),
+            url_times: OnceCell::new(),
+            titles: OnceCell::new(),
+            blocks: OnceCell::new(),
+            docs: OnceCell::new(),
+        }
+    }
 }
 
 /// Returns the table in `cell`, opening it on `txn` the first time.
