@@ -9,9 +9,15 @@
 //! Crawl store them) decoded; ours store the decoded body and name the
 //! codings `X-Crawler-*`, so nothing is decoded twice. A `revisit` record
 //! (identical payload) is a copy of the page its original was judged as,
-//! without parsing anything. A run into a data directory resumes after a
-//! kill from the last committed chunk: the records of the file it was in
-//! are read again and the ones done skipped.
+//! without parsing anything: found by its payload digest, else by
+//! `WARC-Refers-To` (the original's record id), else by
+//! `WARC-Refers-To-Target-URI` and `-Date` (as warcio and pywb resolve
+//! them). A run into a data directory resumes after a kill from the last
+//! committed chunk: the records of the file it was in are read again and
+//! the ones done skipped. What revisits resolve to ([`Originals`]) is stored
+//! in the data directory with the progress it belongs to, so a resumed run
+//! resolves the revisits of payloads from records and files done before the
+//! kill exactly as an uninterrupted run does.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -22,6 +28,7 @@ use anyhow::{Context, Result, bail};
 use fastwarc::warc::iter::{ArchiveIterator, ArchiveIteratorOptions};
 use fastwarc::warc::record::{AutoDecode, WarcRecord, WarcRecordType};
 use rayon::prelude::*;
+use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
 use simcrawl_dedup::{Duplicate, Tier, Verdict};
 use tracing::info;
 
@@ -102,14 +109,18 @@ enum Item {
         file: usize,
         content_type: Option<String>,
         body: Vec<u8>,
-        digest: Option<String>,
+        /// How later revisits may refer to it.
+        refs: Refs,
     },
     /// A revisit of an identical payload.
     Revisit {
         url: String,
         id: String,
         file: usize,
-        digest: Option<String>,
+        /// How later revisits may refer to it (a chain of revisits).
+        refs: Refs,
+        /// Its own `WARC-Payload-Digest` and `WARC-Refers-To*` fields.
+        to: RefersTo,
     },
     /// A record that is not a document (request, metadata, a 404, an
     /// image...): counted, not written.
@@ -142,9 +153,15 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
         .sum();
     let progress = Progress::bytes(total, "dedup");
     let resumed = run.p.lines;
-    // Payload digest -> the kept page its first response was judged as
-    // (itself when kept): what a revisit of it copies.
-    let mut kept_by_digest: HashMap<String, String> = HashMap::new();
+    // What revisits copy: in memory, or in the data directory where an
+    // earlier run's stay until it resumes (a new run starts empty).
+    let mut originals: HashMap<String, String> = HashMap::new();
+    if let Backend::Redb(d) = &backend
+        && !resumed_run(&run.p)
+    {
+        d.store()
+            .write_with(simcrawl_dedup::Commit::Durable, |txn, _| forget_originals(txn))?;
+    }
     let first_file = usize::try_from(run.p.warc_file).unwrap_or(usize::MAX);
     let mut done_bytes: u64 = files
         .iter()
@@ -174,16 +191,8 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
             n += 1;
             let mut rec = rec.borrow_mut();
             if n <= skip {
-                // Done before the resume; its payload digest still tells
-                // what a later revisit copies.
-                if rec.record_type() == WarcRecordType::Response
-                    && let (Some(d), Some(u)) = (
-                        header(&rec, "WARC-Payload-Digest"),
-                        header(&rec, "WARC-Target-URI"),
-                    )
-                {
-                    kept_by_digest.entry(d).or_insert(u);
-                }
+                // Done before the resume (what revisits of it copy is
+                // stored with the progress that counted it).
                 continue;
             }
             let item = match read_item(&mut rec, fi) {
@@ -202,24 +211,10 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
             drop(rec);
             chunk.push(item);
             if chunk.len() >= CHUNK {
-                process(
-                    &backend,
-                    &mut run,
-                    &mut chunk,
-                    &names,
-                    &mut kept_by_digest,
-                    (fi, n),
-                )?;
+                process(&backend, &mut run, &mut chunk, &names, &mut originals, (fi, n))?;
             }
         }
-        process(
-            &backend,
-            &mut run,
-            &mut chunk,
-            &names,
-            &mut kept_by_digest,
-            (fi, n),
-        )?;
+        process(&backend, &mut run, &mut chunk, &names, &mut originals, (fi, n))?;
         if let Some(f) = failure {
             bail!(f);
         }
@@ -346,19 +341,31 @@ fn read_item(rec: &mut WarcRecord, file: usize) -> Result<Item> {
     let (Some(url), Some(id)) = (header(rec, "WARC-Target-URI"), header(rec, "WARC-Record-ID")) else {
         return Ok(Item::Other);
     };
-    let url = url.trim_matches(['<', '>']).to_string();
-    let digest = header(rec, "WARC-Payload-Digest");
+    let url = uri(&url);
+    let refs = Refs {
+        digest: header(rec, "WARC-Payload-Digest"),
+        id: id.clone(),
+        uri: url.clone(),
+        date: header(rec, "WARC-Date"),
+    };
     let Some(http) = rec.http_headers() else {
         return Ok(Item::Other);
     };
     let status = http.status_code().unwrap_or(0);
     if kind == WarcRecordType::Revisit {
         return Ok(if (200..300).contains(&status) || status == 0 {
+            let to = RefersTo {
+                digest: refs.digest.clone(),
+                id: header(rec, "WARC-Refers-To"),
+                uri: header(rec, "WARC-Refers-To-Target-URI").map(|u| uri(&u)),
+                date: header(rec, "WARC-Refers-To-Date"),
+            };
             Item::Revisit {
                 url,
                 id,
                 file,
-                digest,
+                refs,
+                to,
             }
         } else {
             Item::Other
@@ -388,8 +395,14 @@ fn read_item(rec: &mut WarcRecord, file: usize) -> Result<Item> {
         file,
         content_type,
         body,
-        digest,
+        refs,
     })
+}
+
+/// A URI as a WARC header gives it, without the angle brackets WARC/1.0
+/// writers put around it.
+fn uri(v: &str) -> String {
+    v.trim_matches(['<', '>']).to_string()
 }
 
 /// Cleans, signs and judges a chunk of records in order, writes their
@@ -400,7 +413,7 @@ fn process(
     run: &mut Run,
     chunk: &mut Vec<Item>,
     names: &[String],
-    kept_by_digest: &mut HashMap<String, String>,
+    originals: &mut HashMap<String, String>,
     at: (usize, u64),
 ) -> Result<()> {
     let items = std::mem::take(chunk);
@@ -421,10 +434,10 @@ fn process(
     let mut judged = Judging {
         items: &items,
         names,
-        kept_by_digest,
+        originals,
     };
-    super::judge_chunk(backend, run, pages, |run, parsed, verdicts| {
-        judged.emit(run, parsed, verdicts)?;
+    super::judge_chunk(backend, run, pages, |run, parsed, verdicts, txn| {
+        judged.emit(run, parsed, verdicts, txn)?;
         run.p.warc_file = at.0 as u64;
         run.p.warc_records = at.1;
         Ok(())
@@ -454,27 +467,146 @@ fn clean(
     })
 }
 
+/// How later revisit records may name a record: what it is stored under
+/// in [`Originals`].
+#[derive(Debug)]
+struct Refs {
+    /// `WARC-Payload-Digest`.
+    digest: Option<String>,
+    /// `WARC-Record-ID`.
+    id: String,
+    /// `WARC-Target-URI`.
+    uri: String,
+    /// `WARC-Date`.
+    date: Option<String>,
+}
+
+/// How a revisit record names its original.
+#[derive(Debug)]
+struct RefersTo {
+    /// `WARC-Payload-Digest`: the identical payload.
+    digest: Option<String>,
+    /// `WARC-Refers-To`: the original's record id.
+    id: Option<String>,
+    /// `WARC-Refers-To-Target-URI` and `WARC-Refers-To-Date`.
+    uri: Option<String>,
+    date: Option<String>,
+}
+
+/// What revisits copy, stored in the data directory: a key naming an
+/// earlier record (`d DIGEST`, `r RECORD-ID`, `u URI DATE`, `u URI`) ->
+/// the kept page that record was judged as. Written in the transaction of
+/// the chunk that judged the record, so it always matches the progress
+/// committed with it; dropped when the run ends.
+const ORIGINALS: TableDefinition<&str, &str> = TableDefinition::new("batch_warc_originals");
+
+/// Drops the stored originals (a run that ends, or a new run that does not
+/// resume the one they belong to).
+pub(super) fn forget_originals(txn: &WriteTransaction) -> Result<(), simcrawl_dedup::Error> {
+    txn.delete_table(ORIGINALS)?;
+    Ok(())
+}
+
+/// Whether `p` is the progress of an interrupted run (not a new one).
+fn resumed_run(p: &super::BatchProgress) -> bool {
+    p.lines > 0 || p.warc_file > 0 || p.warc_records > 0
+}
+
+/// Where revisits find their originals: the run's own map in memory, or
+/// the table of the data directory in the chunk's transaction.
+enum Originals<'a> {
+    Memory(&'a mut HashMap<String, String>),
+    Stored(Table<'a, &'static str, &'static str>),
+}
+
+impl Originals<'_> {
+    fn get(&self, key: &str) -> Result<Option<String>> {
+        Ok(match self {
+            Originals::Memory(m) => m.get(key).cloned(),
+            Originals::Stored(t) => t.get(key)?.map(|v| v.value().to_string()),
+        })
+    }
+
+    /// Stores `key` -> `of`; an earlier value stays unless `replace`.
+    fn put(&mut self, key: &str, of: &str, replace: bool) -> Result<()> {
+        if !replace && self.get(key)?.is_some() {
+            return Ok(());
+        }
+        match self {
+            Originals::Memory(m) => {
+                m.insert(key.to_string(), of.to_string());
+            }
+            Originals::Stored(t) => {
+                t.insert(key, of)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A record judged as (a copy of) `of`: the first response of a payload
+    /// is what revisits of that payload copy, a revisit without a date
+    /// refers to the latest record of its URI.
+    fn record(&mut self, r: &Refs, of: &str) -> Result<()> {
+        if let Some(d) = &r.digest {
+            self.put(&format!("d {d}"), of, false)?;
+        }
+        self.put(&format!("r {}", r.id), of, false)?;
+        if let Some(date) = &r.date {
+            self.put(&format!("u {} {date}", r.uri), of, false)?;
+        }
+        self.put(&format!("u {}", r.uri), of, true)
+    }
+
+    /// The kept page a revisit copies: by payload digest, else by the
+    /// original's record id, else by its URI and date (or URI alone).
+    fn find(&self, to: &RefersTo) -> Result<Option<String>> {
+        let mut keys = Vec::with_capacity(3);
+        if let Some(d) = &to.digest {
+            keys.push(format!("d {d}"));
+        }
+        if let Some(id) = &to.id {
+            keys.push(format!("r {id}"));
+        }
+        if let Some(u) = &to.uri {
+            keys.push(match &to.date {
+                Some(date) => format!("u {u} {date}"),
+                None => format!("u {u}"),
+            });
+        }
+        for k in keys {
+            if let Some(of) = self.get(&k)? {
+                return Ok(Some(of));
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// The lines of a chunk's records, in order.
 struct Judging<'a> {
     items: &'a [Item],
     names: &'a [String],
-    kept_by_digest: &'a mut HashMap<String, String>,
+    originals: &'a mut HashMap<String, String>,
 }
 
 impl Judging<'_> {
-    fn emit(&mut self, run: &mut Run, parsed: &[super::Parsed], verdicts: Vec<Verdict>) -> Result<()> {
+    fn emit(
+        &mut self,
+        run: &mut Run,
+        parsed: &[super::Parsed],
+        verdicts: Vec<Verdict>,
+        txn: Option<&WriteTransaction>,
+    ) -> Result<()> {
+        let mut originals = match txn {
+            Some(t) => Originals::Stored(t.open_table(ORIGINALS)?),
+            None => Originals::Memory(self.originals),
+        };
         let mut parsed = parsed.iter();
         let mut verdicts = verdicts.into_iter();
         for item in self.items {
             match item {
                 Item::Other => {}
-                Item::Page {
-                    url: _,
-                    id,
-                    file,
-                    digest,
-                    ..
-                } => {
+                Item::Page { id, file, refs, .. } => {
                     let Some(p) = parsed.next() else {
                         bail!("internal error: fewer parsed pages than records");
                     };
@@ -504,20 +636,18 @@ impl Judging<'_> {
                                         record: Some(from),
                                         ..KeptLine::new(url, title, *fingerprint)
                                     })?;
-                                    url.clone()
+                                    url.as_str()
                                 }
                                 Verdict::Duplicate(d) => {
                                     run.outputs.duplicates.write(&DuplicateLine {
                                         record: Some(from),
                                         ..DuplicateLine::new(url, d)
                                     })?;
-                                    d.of.clone()
+                                    d.of.as_str()
                                 }
-                                _ => url.clone(), // non_exhaustive in simcrawl-dedup
+                                _ => url.as_str(), // non_exhaustive in simcrawl-dedup
                             };
-                            if let Some(d) = digest {
-                                self.kept_by_digest.entry(d.clone()).or_insert(kept_as);
-                            }
+                            originals.record(refs, kept_as)?;
                         }
                     }
                 }
@@ -525,20 +655,21 @@ impl Judging<'_> {
                     url,
                     id,
                     file,
-                    digest,
+                    refs,
+                    to,
                 } => {
                     run.p.lines += 1;
                     let from = FromRecord {
                         record: id,
                         warc: &self.names[*file],
                     };
-                    match digest.as_ref().and_then(|d| self.kept_by_digest.get(d)) {
+                    match originals.find(to)? {
                         Some(of) => {
                             // The same payload, so the same text: a copy of
                             // the page its original was judged as.
                             let d = Duplicate {
                                 tier: Tier::Content,
-                                of: of.clone(),
+                                of,
                                 distance: Some(0),
                                 similarity: Some(1.0),
                                 fingerprint: None,
@@ -550,6 +681,7 @@ impl Judging<'_> {
                                 record: Some(from),
                                 ..DuplicateLine::new(url, &d)
                             })?;
+                            originals.record(refs, &d.of)?;
                         }
                         None => {
                             run.p.errors += 1;
@@ -560,7 +692,11 @@ impl Judging<'_> {
                                 error: &format!(
                                     "{} {id}: a revisit of a payload ({}) that no earlier response of the input has",
                                     self.names[*file],
-                                    digest.as_deref().unwrap_or("no digest")
+                                    to.digest
+                                        .as_deref()
+                                        .or(to.id.as_deref())
+                                        .or(to.uri.as_deref())
+                                        .unwrap_or("no digest, no WARC-Refers-To")
                                 ),
                             })?;
                         }
