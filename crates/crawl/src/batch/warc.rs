@@ -6,8 +6,9 @@
 //! Read with `fastwarc` (ChatNoir's Resiliparse reader, made for Common
 //! Crawl): gzip, zstd and lz4 members, WARC/1.0 and 1.1, HTTP heads parsed,
 //! and payloads still transfer- or content-encoded (as wget and Common
-//! Crawl store them) decoded; ours store the decoded body and name the
-//! codings `X-Crawler-*`, so nothing is decoded twice. A `revisit` record
+//! Crawl store them) decoded, to `fetch.max_body_bytes` and no further, as
+//! the crawl's fetcher does ([`read_payload`]); ours store the decoded body
+//! and name the codings `X-Crawler-*`, so nothing is decoded twice. A `revisit` record
 //! (identical payload) is a copy of the page its original was judged as,
 //! without parsing anything: found by its payload digest, else by
 //! `WARC-Refers-To` (the original's record id), else by
@@ -25,6 +26,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use fastwarc::stream_io::traits::IntoWarcReader;
+use fastwarc::stream_io::{brotli, chunked, gzip, zstd};
 use fastwarc::warc::iter::{ArchiveIterator, ArchiveIteratorOptions};
 use fastwarc::warc::record::{AutoDecode, WarcRecord, WarcRecordType};
 use rayon::prelude::*;
@@ -37,7 +40,8 @@ use crate::output::lines::{DuplicateLine, ErrorLine, FromRecord, KeptLine};
 use crate::output::sinks::Outputs;
 use crate::progress::Progress;
 
-/// Records per chunk: cleaned in parallel, judged and committed together.
+/// Records per chunk at most: cleaned in parallel, judged and committed
+/// together (fewer when their payloads reach the memory budget).
 const CHUNK: usize = 2048;
 
 /// The WARC files of `inputs`, sorted within each directory, when they are
@@ -109,6 +113,10 @@ enum Item {
         file: usize,
         content_type: Option<String>,
         body: Vec<u8>,
+        /// `body` is cut short ([`FromRecord::truncated`]).
+        truncated: bool,
+        /// Why its payload cannot be judged (a coding that does not decode).
+        problem: Option<String>,
         /// How later revisits may refer to it.
         refs: Refs,
     },
@@ -162,6 +170,11 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
         d.store()
             .write_with(simcrawl_dedup::Commit::Durable, |txn, _| forget_originals(txn))?;
     }
+    // A chunk also ends once its payloads hold the crawl's memory budget
+    // for bodies (`fetch.max_bytes_in_flight`, at least one whole body):
+    // 2048 payloads of up to `fetch.max_body_bytes` each are never held
+    // at once.
+    let chunk_bytes = cfg.fetch.max_bytes_in_flight.max(cfg.fetch.max_body_bytes);
     let first_file = usize::try_from(run.p.warc_file).unwrap_or(usize::MAX);
     let mut done_bytes: u64 = files
         .iter()
@@ -174,6 +187,8 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
         let mut records = open_archive(path)?;
         let mut n: u64 = 0;
         let mut chunk: Vec<Item> = Vec::with_capacity(CHUNK);
+        // Payload bytes the chunk holds.
+        let mut held = 0usize;
         let mut failure = None;
         loop {
             let next = records.next();
@@ -195,7 +210,7 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
                 // stored with the progress that counted it).
                 continue;
             }
-            let item = match read_item(&mut rec, fi) {
+            let item = match read_item(&mut rec, fi, cfg.fetch.max_body_bytes) {
                 Ok(i) => i,
                 Err(e) => {
                     // Not done: a resume reads it again.
@@ -209,8 +224,12 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
                 }
             };
             drop(rec);
+            if let Item::Page { body, .. } = &item {
+                held += body.len();
+            }
             chunk.push(item);
-            if chunk.len() >= CHUNK {
+            if chunk.len() >= CHUNK || held >= chunk_bytes {
+                held = 0;
                 process(&backend, &mut run, &mut chunk, &names, &mut originals, (fi, n))?;
             }
         }
@@ -245,7 +264,8 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
 fn open_archive(path: &Path) -> Result<ArchiveIterator> {
     let options = ArchiveIteratorOptions {
         parse_http: true,
-        decode_http_payload: AutoDecode::All,
+        // Decoded by `read_payload`, up to the body limit.
+        decode_http_payload: AutoDecode::None,
         ..ArchiveIteratorOptions::default()
     };
     let cannot = || format!("cannot read {}", path.display());
@@ -332,8 +352,9 @@ fn header(rec: &WarcRecord, name: &str) -> Option<String> {
     rec.headers().get(name).map(|v| v.trim().to_string())
 }
 
-/// What a record is for the run; reads an HTML response's payload.
-fn read_item(rec: &mut WarcRecord, file: usize) -> Result<Item> {
+/// What a record is for the run; reads an HTML response's payload, decoded,
+/// up to `max_body` bytes (`fetch.max_body_bytes`, the crawl's own limit).
+fn read_item(rec: &mut WarcRecord, file: usize, max_body: usize) -> Result<Item> {
     let kind = rec.record_type();
     if !matches!(kind, WarcRecordType::Response | WarcRecordType::Revisit) {
         return Ok(Item::Other);
@@ -379,9 +400,74 @@ fn read_item(rec: &mut WarcRecord, file: usize) -> Result<Item> {
     if !(200..300).contains(&status) || !html {
         return Ok(Item::Other);
     }
-    let mut body = Vec::new();
+    let payload = read_payload(rec, &url, max_body)?;
+    Ok(Item::Page {
+        url,
+        id,
+        file,
+        content_type,
+        body: payload.body,
+        truncated: payload.truncated || header(rec, "WARC-Truncated").is_some(),
+        problem: payload.problem,
+        refs,
+    })
+}
+
+/// A payload read for the cleaner.
+#[derive(Debug)]
+struct Payload {
+    /// Decoded, at most the body limit.
+    body: Vec<u8>,
+    /// Cut at the body limit.
+    truncated: bool,
+    /// Its codings do not decode.
+    problem: Option<String>,
+}
+
+/// Stored bytes of an encoded payload read at most: enough for the body
+/// limit's worth of decoded bytes (compression never grows data by more
+/// than a few bytes per block; chunk heads add a few per chunk).
+fn raw_limit(max_body: usize) -> usize {
+    max_body.saturating_mul(2).saturating_add(64 << 10)
+}
+
+/// The payload of an HTML response (its HTTP head parsed, its payload as
+/// stored), decoded from its `Transfer-Encoding` and `Content-Encoding`
+/// (chunked, gzip, deflate, br, zstd: fastwarc's decoders), at most
+/// `max_body` decoded bytes. The stored bytes are read first, at most
+/// [`raw_limit`], and decoded in memory, so a compression bomb inflates
+/// only to the limit and the archive reader skips the rest of the record
+/// without decoding it (fastwarc's own decoding, which skips by decoding
+/// to the end, is off: [`open_archive`]).
+fn read_payload(rec: &mut WarcRecord, url: &str, max_body: usize) -> Result<Payload> {
+    let coding = |name: &str| {
+        rec.http_headers()
+            .and_then(|h| h.get(name))
+            .map(|v| v.to_ascii_lowercase())
+            .unwrap_or_default()
+    };
+    // Applied last, undone first: the transfer codings, then the content
+    // codings, each list from its end.
+    let mut codings: Vec<(String, bool)> = Vec::new();
+    for (list, transfer) in [
+        (coding("Transfer-Encoding"), true),
+        (coding("Content-Encoding"), false),
+    ] {
+        for c in list.split(',').rev() {
+            let c = c.trim();
+            if !c.is_empty() && c != "identity" {
+                codings.push((c.to_string(), transfer));
+            }
+        }
+    }
+    let limit = if codings.is_empty() {
+        max_body
+    } else {
+        raw_limit(max_body)
+    };
+    let mut raw = Vec::new();
     let read = match rec.reader_mut() {
-        Some(r) => r.read_to_end(&mut body),
+        Some(r) => r.take(limit.saturating_add(1) as u64).read_to_end(&mut raw),
         None => Ok(0),
     };
     // The stream ended or broke inside the record: the file is cut or
@@ -389,14 +475,72 @@ fn read_item(rec: &mut WarcRecord, file: usize) -> Result<Item> {
     if let Err(e) = read {
         bail!("cannot read the payload of {url}: {e}");
     }
-    Ok(Item::Page {
-        url,
-        id,
-        file,
-        content_type,
+    let raw_cut = raw.len() > limit;
+    raw.truncate(limit);
+    if codings.is_empty() {
+        return Ok(Payload {
+            body: raw,
+            truncated: raw_cut,
+            problem: None,
+        });
+    }
+    let mut reader = std::io::Cursor::new(raw).into_warc_reader();
+    for (c, transfer) in &codings {
+        reader = match c.as_str() {
+            "gzip" | "x-gzip" => gzip::GzipReader::new(reader).into_warc_reader(),
+            "deflate" => gzip::GzipReader::with_options(
+                reader,
+                gzip::GzipReaderOptions {
+                    window_bits: gzip::MAX_WBITS,
+                    ..gzip::GzipReaderOptions::default()
+                },
+            )
+            .into_warc_reader(),
+            "br" => brotli::BrotliReader::new(reader).into_warc_reader(),
+            "zstd" => zstd::ZstdReader::new(reader).into_warc_reader(),
+            "chunked" if *transfer => chunked::ChunkedReader::new(reader).into_warc_reader(),
+            other => {
+                return Ok(Payload {
+                    body: Vec::new(),
+                    truncated: false,
+                    problem: Some(format!(
+                        "unsupported {}-Encoding {other:?}",
+                        if *transfer { "Transfer" } else { "Content" }
+                    )),
+                });
+            }
+        };
+    }
+    let mut body = Vec::new();
+    let decoded = reader
+        .take(max_body.saturating_add(1) as u64)
+        .read_to_end(&mut body);
+    let truncated = raw_cut || body.len() > max_body;
+    body.truncate(max_body);
+    // A stream cut by the raw limit may end inside a block: what came
+    // before it is the payload, truncated.
+    let problem = match decoded {
+        Err(e) if !truncated => Some(format!(
+            "cannot decode its payload ({}): {e}",
+            codings_of(&codings)
+        )),
+        _ => None,
+    };
+    Ok(Payload {
         body,
-        refs,
+        truncated,
+        problem,
     })
+}
+
+/// The codings of a payload as its headers name them.
+fn codings_of(codings: &[(String, bool)]) -> String {
+    codings
+        .iter()
+        .rev()
+        .map(|(c, _)| c.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A URI as a WARC header gives it, without the angle brackets WARC/1.0
@@ -421,6 +565,7 @@ fn process(
     let cleaned: Vec<Option<Result<Cleaned, String>>> = items
         .par_iter()
         .map(|it| match it {
+            Item::Page { problem: Some(p), .. } => Some(Err(p.clone())),
             Item::Page {
                 url,
                 content_type,
@@ -606,7 +751,13 @@ impl Judging<'_> {
         for item in self.items {
             match item {
                 Item::Other => {}
-                Item::Page { id, file, refs, .. } => {
+                Item::Page {
+                    id,
+                    file,
+                    refs,
+                    truncated,
+                    ..
+                } => {
                     let Some(p) = parsed.next() else {
                         bail!("internal error: fewer parsed pages than records");
                     };
@@ -614,6 +765,7 @@ impl Judging<'_> {
                     let from = FromRecord {
                         record: id,
                         warc: &self.names[*file],
+                        truncated: *truncated,
                     };
                     match p {
                         Err(e) => {
@@ -662,6 +814,7 @@ impl Judging<'_> {
                     let from = FromRecord {
                         record: id,
                         warc: &self.names[*file],
+                        truncated: false,
                     };
                     match originals.find(to)? {
                         Some(of) => {
@@ -706,5 +859,146 @@ impl Judging<'_> {
         }
         info!(documents = run.p.lines, "chunk judged");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::io::Write;
+
+    use super::*;
+
+    /// A WARC file of one 200 response per `(codings, payload as stored)`.
+    fn archive(dir: &Path, payloads: &[(&str, &str, Vec<u8>)]) -> PathBuf {
+        let mut out = Vec::new();
+        for (i, (te, ce, stored)) in payloads.iter().enumerate() {
+            let mut http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n".to_vec();
+            if !te.is_empty() {
+                http.extend_from_slice(format!("Transfer-Encoding: {te}\r\n").as_bytes());
+            }
+            if !ce.is_empty() {
+                http.extend_from_slice(format!("Content-Encoding: {ce}\r\n").as_bytes());
+            }
+            http.extend_from_slice(b"\r\n");
+            http.extend_from_slice(stored);
+            out.extend_from_slice(
+                format!(
+                    "WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:{i}>\r\n\
+                     WARC-Date: 2026-01-01T00:00:00Z\r\nWARC-Target-URI: http://e.test/{i}\r\n\
+                     Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
+                    http.len()
+                )
+                .as_bytes(),
+            );
+            out.extend_from_slice(&http);
+            out.extend_from_slice(b"\r\n\r\n");
+        }
+        let path = dir.join("t.warc");
+        std::fs::write(&path, out).unwrap();
+        path
+    }
+
+    fn gzip(parts: &[&[u8]], repeat: usize) -> Vec<u8> {
+        let mut w = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        for _ in 0..repeat {
+            for p in parts {
+                w.write_all(p).unwrap();
+            }
+        }
+        w.finish().unwrap()
+    }
+
+    fn chunked(b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for c in b.chunks(1000) {
+            out.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+            out.extend_from_slice(c);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"0\r\n\r\n");
+        out
+    }
+
+    /// Every record's (body length, truncated, problem) at `max_body`, and
+    /// the records are all read (a payload cut short never leaves the
+    /// reader inside its record).
+    fn read_all(path: &Path, max_body: usize) -> Vec<(usize, bool, Option<String>)> {
+        let mut out = Vec::new();
+        for rec in open_archive(path).unwrap() {
+            let rec = rec.unwrap();
+            let mut rec = rec.borrow_mut();
+            match read_item(&mut rec, 0, max_body).unwrap() {
+                Item::Page {
+                    body,
+                    truncated,
+                    problem,
+                    ..
+                } => {
+                    assert!(body.len() <= max_body);
+                    out.push((body.len(), truncated, problem));
+                }
+                _ => panic!("not a page"),
+            }
+        }
+        out
+    }
+
+    /// Bombs of 64 MiB decoded (gzip, brotli, gzip inside chunked) are read
+    /// to the limit and no further, and the records after them are read
+    /// whole; a payload under the limit is whole and not marked; one whose
+    /// coding does not decode is named, not judged, and does not stop the
+    /// reading.
+    #[test]
+    fn encoded_payloads_decode_to_the_body_limit_and_no_further() {
+        const MIB: usize = 1 << 20;
+        let zeros = vec![0u8; MIB];
+        let gz = gzip(&[&zeros], 64);
+        let mut br = ::brotli::CompressorWriter::new(Vec::new(), 1 << 16, 1, 22);
+        for _ in 0..64 {
+            br.write_all(&zeros).unwrap();
+        }
+        br.flush().unwrap();
+        let br = br.into_inner();
+        let small = b"<p>small page</p>".repeat(100);
+        let dir = tempfile::tempdir().unwrap();
+        let path = archive(
+            dir.path(),
+            &[
+                ("", "gzip", gz.clone()),
+                ("", "br", br),
+                ("chunked", "gzip", chunked(&gz)),
+                ("", "gzip", gzip(&[&small], 1)),
+                ("", "", small.clone()),
+                ("", "gzip", b"not gzip at all".to_vec()),
+                ("", "compress", small.clone()),
+                ("chunked", "", chunked(&small)),
+            ],
+        );
+        let got = read_all(&path, MIB);
+        let n = small.len();
+        assert_eq!(
+            got[..5],
+            [
+                (MIB, true, None),
+                (MIB, true, None),
+                (MIB, true, None),
+                (n, false, None),
+                (n, false, None)
+            ]
+        );
+        assert!(
+            got[5].2.as_deref().is_some_and(|p| p.contains("gzip")),
+            "{:?}",
+            got[5]
+        );
+        assert!(
+            got[6].2.as_deref().is_some_and(|p| p.contains("compress")),
+            "{:?}",
+            got[6]
+        );
+        assert_eq!(got[7], (n, false, None));
+        // A plain payload over the limit is cut there too.
+        assert_eq!(read_all(&path, 10)[4], (10, true, None));
     }
 }

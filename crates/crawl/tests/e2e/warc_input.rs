@@ -284,3 +284,147 @@ fn crawl_dedup_of_warc_resumed_at_any_record_gives_the_uninterrupted_verdicts() 
         }
     }
 }
+
+/// `prefix` followed by `zeros` bytes of zeros, compressed as it is
+/// streamed (never held inflated): gzip, or brotli (`br`).
+fn bomb(coding: &str, prefix: &[u8], zeros: usize) -> Vec<u8> {
+    fn fill(w: &mut impl Write, prefix: &[u8], zeros: usize) {
+        let block = vec![0u8; 1 << 20];
+        w.write_all(prefix).unwrap();
+        for _ in 0..zeros / block.len() {
+            w.write_all(&block).unwrap();
+        }
+    }
+    if coding == "gzip" {
+        let mut w = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        fill(&mut w, prefix, zeros);
+        w.finish().unwrap()
+    } else {
+        let mut w = brotli::CompressorWriter::new(Vec::new(), 1 << 16, 1, 22);
+        fill(&mut w, prefix, zeros);
+        w.flush().unwrap();
+        w.into_inner()
+    }
+}
+
+/// Peak RSS (VmHWM) of a running process, in MiB.
+fn peak_mib(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kb: u64 = s
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    Some(kb / 1024)
+}
+
+/// Payloads stored content-encoded (as wget and Common Crawl store them)
+/// that inflate to 1 GiB (gzip) and 512 MiB (brotli): each is read to
+/// `fetch.max_body_bytes` decoded bytes and no further, judged on that, and
+/// its line says `"truncated": true`; the run's memory stays far below one
+/// inflated payload.
+#[test]
+fn crawl_dedup_of_warc_caps_content_encoded_bombs_at_the_body_limit() {
+    const LIMIT_MIB: u64 = 400;
+    let dir = crate::support::tempdir("warc_input");
+    let inputs = dir.path().join("inputs");
+    std::fs::create_dir_all(&inputs).unwrap();
+    let prefix = |title: &str, seed| {
+        format!(
+            "<!doctype html><html><head><title>{title}</title></head><body><p>{}</p><p>",
+            gibberish(seed, 220)
+        )
+    };
+    let gz = bomb("gzip", prefix("Gz", 21).as_bytes(), 1 << 30);
+    let br = bomb("br", prefix("Br", 22).as_bytes(), 1 << 29);
+    assert!(
+        gz.len() < 8 << 20 && br.len() < 8 << 20,
+        "not bombs: {} {}",
+        gz.len(),
+        br.len()
+    );
+    let small = page("Small", &gibberish(23, 220), &[]);
+    let records = vec![
+        warcinfo(),
+        response(
+            "<urn:uuid:gz>",
+            "http://c.test/gz",
+            "2026-01-03T00:00:01Z",
+            &gz,
+            Some("gzip"),
+        ),
+        response(
+            "<urn:uuid:br>",
+            "http://c.test/br",
+            "2026-01-03T00:00:02Z",
+            &br,
+            Some("br"),
+        ),
+        response(
+            "<urn:uuid:small>",
+            "http://c.test/small",
+            "2026-01-03T00:00:03Z",
+            small.as_bytes(),
+            None,
+        ),
+    ];
+    std::fs::write(inputs.join("bombs.warc.gz"), members(&records).concat()).unwrap();
+
+    let out = dir.path().join("out");
+    let mut child = std::process::Command::new(crate::support::CRAWL)
+        .arg("dedup")
+        .arg("--input")
+        .arg(&inputs)
+        .arg("--out")
+        .arg(&out)
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .args(["--set", "fetch.max_body_bytes=4194304"])
+        .env("NO_COLOR", "1")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut peak = 0;
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        peak = peak.max(peak_mib(child.id()).unwrap_or(0));
+        if peak > LIMIT_MIB || started.elapsed() > std::time::Duration::from_secs(300) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "crawl dedup holds {peak} MiB (limit {LIMIT_MIB}) after {:.1} s: the payloads inflate unbounded",
+                started.elapsed().as_secs_f64()
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    eprintln!("peak RSS {peak} MiB, {:.1} s", started.elapsed().as_secs_f64());
+    let lines: Vec<serde_json::Value> = read_jsonl(&out.join("kept.jsonl"))
+        .into_iter()
+        .chain(read_jsonl(&out.join("duplicates.jsonl")))
+        .collect();
+    let truncated: BTreeMap<String, bool> = lines
+        .iter()
+        .map(|v| {
+            (
+                path_of(field(v, "url")),
+                v.get("truncated")
+                    .and_then(serde_json::Value::as_bool)
+                    .unwrap_or(false),
+            )
+        })
+        .collect();
+    let want: BTreeMap<String, bool> = [("/gz", true), ("/br", true), ("/small", false)]
+        .iter()
+        .map(|(p, t)| (p.to_string(), *t))
+        .collect();
+    assert_eq!(truncated, want, "{lines:?}");
+}
