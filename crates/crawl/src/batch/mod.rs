@@ -162,7 +162,8 @@ fn resume(backend: &Backend, input: PathBuf, out: &std::path::Path) -> Result<Ba
     Ok(p)
 }
 
-/// The end of a run: the progress record goes (the next run starts anew),
+/// The end of a run: the progress record goes (the next run starts anew)
+/// and with it the WARC input's revisit originals (they belong to the run),
 /// the templates are saved.
 fn finish(backend: &Backend, run: &mut Run) -> Result<()> {
     match backend {
@@ -175,6 +176,7 @@ fn finish(backend: &Backend, run: &mut Run) -> Result<()> {
                 run.templates.save_if_due(&mut RedbLearn::new(txn), Save::Now)?;
                 let mut t = state::open(txn)?;
                 t.remove(PROGRESS_KEY)?;
+                warc::forget_originals(txn)?;
                 Ok(())
             })?;
         }
@@ -357,7 +359,7 @@ fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, 
 
 fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64, input: &str) -> Result<()> {
     let cleaned = clean_all(&run.cleaner, chunk);
-    judge_chunk(backend, run, cleaned, |run, parsed, verdicts| {
+    judge_chunk(backend, run, cleaned, |run, parsed, verdicts, _| {
         emit(run, chunk, parsed, verdicts, input)?;
         run.p.lines += chunk.len() as u64;
         run.p.bytes += bytes;
@@ -369,12 +371,14 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
 /// verdicts to `record` (their lines, the progress), the same for JSON
 /// lines and WARC records: in memory, or in one durable transaction that
 /// also stores the outputs' offsets, the templates and the progress, so a
-/// killed run resumes after the last committed chunk.
+/// killed run resumes after the last committed chunk. `record` is given
+/// that transaction (`None` in memory) to store what belongs to the same
+/// progress (the WARC input's revisit originals).
 fn judge_chunk(
     backend: &Backend,
     run: &mut Run,
     cleaned: Vec<Result<Cleaned, String>>,
-    mut record: impl FnMut(&mut Run, &[Parsed], Vec<Verdict>) -> Result<()>,
+    mut record: impl FnMut(&mut Run, &[Parsed], Vec<Verdict>, Option<&redb::WriteTransaction>) -> Result<()>,
 ) -> Result<()> {
     match backend {
         Backend::Memory(d) => {
@@ -384,7 +388,7 @@ fn judge_chunk(
                 .filter_map(|p| p.as_ref().ok().map(|x| x.2.clone()))
                 .collect();
             let verdicts = d.check_batch(&sigs, UrlTier::Check)?;
-            record(run, &parsed, verdicts)?;
+            record(run, &parsed, verdicts, None)?;
         }
         Backend::Redb(d) => {
             let parsed = sign_all(d, &run.templates, cleaned);
@@ -396,7 +400,7 @@ fn judge_chunk(
                 for (_, _, sig) in parsed.iter().flatten() {
                     verdicts.push(d.check_in(tables, sig, UrlTier::Check)?);
                 }
-                record(run, &parsed, verdicts).map_err(state::caller_err)?;
+                record(run, &parsed, verdicts, Some(txn)).map_err(state::caller_err)?;
                 run.p.offsets = run.outputs.sync().map_err(state::caller_err)?;
                 // A failed commit ends the run; the next one resumes from the
                 // last committed progress, so the counters need no rollback.

@@ -6,12 +6,19 @@
 //! Read with `fastwarc` (ChatNoir's Resiliparse reader, made for Common
 //! Crawl): gzip, zstd and lz4 members, WARC/1.0 and 1.1, HTTP heads parsed,
 //! and payloads still transfer- or content-encoded (as wget and Common
-//! Crawl store them) decoded; ours store the decoded body and name the
-//! codings `X-Crawler-*`, so nothing is decoded twice. A `revisit` record
+//! Crawl store them) decoded, to `fetch.max_body_bytes` and no further, as
+//! the crawl's fetcher does ([`read_payload`]); ours store the decoded body
+//! and name the codings `X-Crawler-*`, so nothing is decoded twice. A `revisit` record
 //! (identical payload) is a copy of the page its original was judged as,
-//! without parsing anything. A run into a data directory resumes after a
-//! kill from the last committed chunk: the records of the file it was in
-//! are read again and the ones done skipped.
+//! without parsing anything: found by its payload digest, else by
+//! `WARC-Refers-To` (the original's record id), else by
+//! `WARC-Refers-To-Target-URI` and `-Date` (as warcio and pywb resolve
+//! them). A run into a data directory resumes after a kill from the last
+//! committed chunk: the records of the file it was in are read again and
+//! the ones done skipped. What revisits resolve to ([`Originals`]) is stored
+//! in the data directory with the progress it belongs to, so a resumed run
+//! resolves the revisits of payloads from records and files done before the
+//! kill exactly as an uninterrupted run does.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -19,9 +26,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
+use fastwarc::stream_io::traits::IntoWarcReader;
+use fastwarc::stream_io::{brotli, chunked, gzip, zstd};
 use fastwarc::warc::iter::{ArchiveIterator, ArchiveIteratorOptions};
 use fastwarc::warc::record::{AutoDecode, WarcRecord, WarcRecordType};
 use rayon::prelude::*;
+use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
 use simcrawl_dedup::{Duplicate, Tier, Verdict};
 use tracing::info;
 
@@ -30,7 +40,8 @@ use crate::output::lines::{DuplicateLine, ErrorLine, FromRecord, KeptLine};
 use crate::output::sinks::Outputs;
 use crate::progress::Progress;
 
-/// Records per chunk: cleaned in parallel, judged and committed together.
+/// Records per chunk at most: cleaned in parallel, judged and committed
+/// together (fewer when their payloads reach the memory budget).
 const CHUNK: usize = 2048;
 
 /// The WARC files of `inputs`, sorted within each directory, when they are
@@ -102,14 +113,22 @@ enum Item {
         file: usize,
         content_type: Option<String>,
         body: Vec<u8>,
-        digest: Option<String>,
+        /// `body` is cut short ([`FromRecord::truncated`]).
+        truncated: bool,
+        /// Why its payload cannot be judged (a coding that does not decode).
+        problem: Option<String>,
+        /// How later revisits may refer to it.
+        refs: Refs,
     },
     /// A revisit of an identical payload.
     Revisit {
         url: String,
         id: String,
         file: usize,
-        digest: Option<String>,
+        /// How later revisits may refer to it (a chain of revisits).
+        refs: Refs,
+        /// Its own `WARC-Payload-Digest` and `WARC-Refers-To*` fields.
+        to: RefersTo,
     },
     /// A record that is not a document (request, metadata, a 404, an
     /// image...): counted, not written.
@@ -142,9 +161,20 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
         .sum();
     let progress = Progress::bytes(total, "dedup");
     let resumed = run.p.lines;
-    // Payload digest -> the kept page its first response was judged as
-    // (itself when kept): what a revisit of it copies.
-    let mut kept_by_digest: HashMap<String, String> = HashMap::new();
+    // What revisits copy: in memory, or in the data directory where an
+    // earlier run's stay until it resumes (a new run starts empty).
+    let mut originals: HashMap<String, String> = HashMap::new();
+    if let Backend::Redb(d) = &backend
+        && !resumed_run(&run.p)
+    {
+        d.store()
+            .write_with(simcrawl_dedup::Commit::Durable, |txn, _| forget_originals(txn))?;
+    }
+    // A chunk also ends once its payloads hold the crawl's memory budget
+    // for bodies (`fetch.max_bytes_in_flight`, at least one whole body):
+    // 2048 payloads of up to `fetch.max_body_bytes` each are never held
+    // at once.
+    let chunk_bytes = cfg.fetch.max_bytes_in_flight.max(cfg.fetch.max_body_bytes);
     let first_file = usize::try_from(run.p.warc_file).unwrap_or(usize::MAX);
     let mut done_bytes: u64 = files
         .iter()
@@ -157,6 +187,8 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
         let mut records = open_archive(path)?;
         let mut n: u64 = 0;
         let mut chunk: Vec<Item> = Vec::with_capacity(CHUNK);
+        // Payload bytes the chunk holds.
+        let mut held = 0usize;
         let mut failure = None;
         loop {
             let next = records.next();
@@ -174,19 +206,11 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
             n += 1;
             let mut rec = rec.borrow_mut();
             if n <= skip {
-                // Done before the resume; its payload digest still tells
-                // what a later revisit copies.
-                if rec.record_type() == WarcRecordType::Response
-                    && let (Some(d), Some(u)) = (
-                        header(&rec, "WARC-Payload-Digest"),
-                        header(&rec, "WARC-Target-URI"),
-                    )
-                {
-                    kept_by_digest.entry(d).or_insert(u);
-                }
+                // Done before the resume (what revisits of it copy is
+                // stored with the progress that counted it).
                 continue;
             }
-            let item = match read_item(&mut rec, fi) {
+            let item = match read_item(&mut rec, fi, cfg.fetch.max_body_bytes) {
                 Ok(i) => i,
                 Err(e) => {
                     // Not done: a resume reads it again.
@@ -200,26 +224,16 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
                 }
             };
             drop(rec);
+            if let Item::Page { body, .. } = &item {
+                held += body.len();
+            }
             chunk.push(item);
-            if chunk.len() >= CHUNK {
-                process(
-                    &backend,
-                    &mut run,
-                    &mut chunk,
-                    &names,
-                    &mut kept_by_digest,
-                    (fi, n),
-                )?;
+            if chunk.len() >= CHUNK || held >= chunk_bytes {
+                held = 0;
+                process(&backend, &mut run, &mut chunk, &names, &mut originals, (fi, n))?;
             }
         }
-        process(
-            &backend,
-            &mut run,
-            &mut chunk,
-            &names,
-            &mut kept_by_digest,
-            (fi, n),
-        )?;
+        process(&backend, &mut run, &mut chunk, &names, &mut originals, (fi, n))?;
         if let Some(f) = failure {
             bail!(f);
         }
@@ -250,7 +264,8 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
 fn open_archive(path: &Path) -> Result<ArchiveIterator> {
     let options = ArchiveIteratorOptions {
         parse_http: true,
-        decode_http_payload: AutoDecode::All,
+        // Decoded by `read_payload`, up to the body limit.
+        decode_http_payload: AutoDecode::None,
         ..ArchiveIteratorOptions::default()
     };
     let cannot = || format!("cannot read {}", path.display());
@@ -337,8 +352,9 @@ fn header(rec: &WarcRecord, name: &str) -> Option<String> {
     rec.headers().get(name).map(|v| v.trim().to_string())
 }
 
-/// What a record is for the run; reads an HTML response's payload.
-fn read_item(rec: &mut WarcRecord, file: usize) -> Result<Item> {
+/// What a record is for the run; reads an HTML response's payload, decoded,
+/// up to `max_body` bytes (`fetch.max_body_bytes`, the crawl's own limit).
+fn read_item(rec: &mut WarcRecord, file: usize, max_body: usize) -> Result<Item> {
     let kind = rec.record_type();
     if !matches!(kind, WarcRecordType::Response | WarcRecordType::Revisit) {
         return Ok(Item::Other);
@@ -346,19 +362,31 @@ fn read_item(rec: &mut WarcRecord, file: usize) -> Result<Item> {
     let (Some(url), Some(id)) = (header(rec, "WARC-Target-URI"), header(rec, "WARC-Record-ID")) else {
         return Ok(Item::Other);
     };
-    let url = url.trim_matches(['<', '>']).to_string();
-    let digest = header(rec, "WARC-Payload-Digest");
+    let url = uri(&url);
+    let refs = Refs {
+        digest: header(rec, "WARC-Payload-Digest"),
+        id: id.clone(),
+        uri: url.clone(),
+        date: header(rec, "WARC-Date"),
+    };
     let Some(http) = rec.http_headers() else {
         return Ok(Item::Other);
     };
     let status = http.status_code().unwrap_or(0);
     if kind == WarcRecordType::Revisit {
         return Ok(if (200..300).contains(&status) || status == 0 {
+            let to = RefersTo {
+                digest: refs.digest.clone(),
+                id: header(rec, "WARC-Refers-To"),
+                uri: header(rec, "WARC-Refers-To-Target-URI").map(|u| uri(&u)),
+                date: header(rec, "WARC-Refers-To-Date"),
+            };
             Item::Revisit {
                 url,
                 id,
                 file,
-                digest,
+                refs,
+                to,
             }
         } else {
             Item::Other
@@ -372,9 +400,74 @@ fn read_item(rec: &mut WarcRecord, file: usize) -> Result<Item> {
     if !(200..300).contains(&status) || !html {
         return Ok(Item::Other);
     }
-    let mut body = Vec::new();
+    let payload = read_payload(rec, &url, max_body)?;
+    Ok(Item::Page {
+        url,
+        id,
+        file,
+        content_type,
+        body: payload.body,
+        truncated: payload.truncated || header(rec, "WARC-Truncated").is_some(),
+        problem: payload.problem,
+        refs,
+    })
+}
+
+/// A payload read for the cleaner.
+#[derive(Debug)]
+struct Payload {
+    /// Decoded, at most the body limit.
+    body: Vec<u8>,
+    /// Cut at the body limit.
+    truncated: bool,
+    /// Its codings do not decode.
+    problem: Option<String>,
+}
+
+/// Stored bytes of an encoded payload read at most: enough for the body
+/// limit's worth of decoded bytes (compression never grows data by more
+/// than a few bytes per block; chunk heads add a few per chunk).
+fn raw_limit(max_body: usize) -> usize {
+    max_body.saturating_mul(2).saturating_add(64 << 10)
+}
+
+/// The payload of an HTML response (its HTTP head parsed, its payload as
+/// stored), decoded from its `Transfer-Encoding` and `Content-Encoding`
+/// (chunked, gzip, deflate, br, zstd: fastwarc's decoders), at most
+/// `max_body` decoded bytes. The stored bytes are read first, at most
+/// [`raw_limit`], and decoded in memory, so a compression bomb inflates
+/// only to the limit and the archive reader skips the rest of the record
+/// without decoding it (fastwarc's own decoding, which skips by decoding
+/// to the end, is off: [`open_archive`]).
+fn read_payload(rec: &mut WarcRecord, url: &str, max_body: usize) -> Result<Payload> {
+    let coding = |name: &str| {
+        rec.http_headers()
+            .and_then(|h| h.get(name))
+            .map(|v| v.to_ascii_lowercase())
+            .unwrap_or_default()
+    };
+    // Applied last, undone first: the transfer codings, then the content
+    // codings, each list from its end.
+    let mut codings: Vec<(String, bool)> = Vec::new();
+    for (list, transfer) in [
+        (coding("Transfer-Encoding"), true),
+        (coding("Content-Encoding"), false),
+    ] {
+        for c in list.split(',').rev() {
+            let c = c.trim();
+            if !c.is_empty() && c != "identity" {
+                codings.push((c.to_string(), transfer));
+            }
+        }
+    }
+    let limit = if codings.is_empty() {
+        max_body
+    } else {
+        raw_limit(max_body)
+    };
+    let mut raw = Vec::new();
     let read = match rec.reader_mut() {
-        Some(r) => r.read_to_end(&mut body),
+        Some(r) => r.take(limit.saturating_add(1) as u64).read_to_end(&mut raw),
         None => Ok(0),
     };
     // The stream ended or broke inside the record: the file is cut or
@@ -382,14 +475,78 @@ fn read_item(rec: &mut WarcRecord, file: usize) -> Result<Item> {
     if let Err(e) = read {
         bail!("cannot read the payload of {url}: {e}");
     }
-    Ok(Item::Page {
-        url,
-        id,
-        file,
-        content_type,
+    let raw_cut = raw.len() > limit;
+    raw.truncate(limit);
+    if codings.is_empty() {
+        return Ok(Payload {
+            body: raw,
+            truncated: raw_cut,
+            problem: None,
+        });
+    }
+    let mut reader = std::io::Cursor::new(raw).into_warc_reader();
+    for (c, transfer) in &codings {
+        reader = match c.as_str() {
+            "gzip" | "x-gzip" => gzip::GzipReader::new(reader).into_warc_reader(),
+            "deflate" => gzip::GzipReader::with_options(
+                reader,
+                gzip::GzipReaderOptions {
+                    window_bits: gzip::MAX_WBITS,
+                    ..gzip::GzipReaderOptions::default()
+                },
+            )
+            .into_warc_reader(),
+            "br" => brotli::BrotliReader::new(reader).into_warc_reader(),
+            "zstd" => zstd::ZstdReader::new(reader).into_warc_reader(),
+            "chunked" if *transfer => chunked::ChunkedReader::new(reader).into_warc_reader(),
+            other => {
+                return Ok(Payload {
+                    body: Vec::new(),
+                    truncated: false,
+                    problem: Some(format!(
+                        "unsupported {}-Encoding {other:?}",
+                        if *transfer { "Transfer" } else { "Content" }
+                    )),
+                });
+            }
+        };
+    }
+    let mut body = Vec::new();
+    let decoded = reader
+        .take(max_body.saturating_add(1) as u64)
+        .read_to_end(&mut body);
+    let truncated = raw_cut || body.len() > max_body;
+    body.truncate(max_body);
+    // A stream cut by the raw limit may end inside a block: what came
+    // before it is the payload, truncated.
+    let problem = match decoded {
+        Err(e) if !truncated => Some(format!(
+            "cannot decode its payload ({}): {e}",
+            codings_of(&codings)
+        )),
+        _ => None,
+    };
+    Ok(Payload {
         body,
-        digest,
+        truncated,
+        problem,
     })
+}
+
+/// The codings of a payload as its headers name them.
+fn codings_of(codings: &[(String, bool)]) -> String {
+    codings
+        .iter()
+        .rev()
+        .map(|(c, _)| c.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A URI as a WARC header gives it, without the angle brackets WARC/1.0
+/// writers put around it.
+fn uri(v: &str) -> String {
+    v.trim_matches(['<', '>']).to_string()
 }
 
 /// Cleans, signs and judges a chunk of records in order, writes their
@@ -400,7 +557,7 @@ fn process(
     run: &mut Run,
     chunk: &mut Vec<Item>,
     names: &[String],
-    kept_by_digest: &mut HashMap<String, String>,
+    originals: &mut HashMap<String, String>,
     at: (usize, u64),
 ) -> Result<()> {
     let items = std::mem::take(chunk);
@@ -408,6 +565,7 @@ fn process(
     let cleaned: Vec<Option<Result<Cleaned, String>>> = items
         .par_iter()
         .map(|it| match it {
+            Item::Page { problem: Some(p), .. } => Some(Err(p.clone())),
             Item::Page {
                 url,
                 content_type,
@@ -421,10 +579,10 @@ fn process(
     let mut judged = Judging {
         items: &items,
         names,
-        kept_by_digest,
+        originals,
     };
-    super::judge_chunk(backend, run, pages, |run, parsed, verdicts| {
-        judged.emit(run, parsed, verdicts)?;
+    super::judge_chunk(backend, run, pages, |run, parsed, verdicts, txn| {
+        judged.emit(run, parsed, verdicts, txn)?;
         run.p.warc_file = at.0 as u64;
         run.p.warc_records = at.1;
         Ok(())
@@ -454,25 +612,150 @@ fn clean(
     })
 }
 
+/// How later revisit records may name a record: what it is stored under
+/// in [`Originals`].
+#[derive(Debug)]
+struct Refs {
+    /// `WARC-Payload-Digest`.
+    digest: Option<String>,
+    /// `WARC-Record-ID`.
+    id: String,
+    /// `WARC-Target-URI`.
+    uri: String,
+    /// `WARC-Date`.
+    date: Option<String>,
+}
+
+/// How a revisit record names its original.
+#[derive(Debug)]
+struct RefersTo {
+    /// `WARC-Payload-Digest`: the identical payload.
+    digest: Option<String>,
+    /// `WARC-Refers-To`: the original's record id.
+    id: Option<String>,
+    /// `WARC-Refers-To-Target-URI` and `WARC-Refers-To-Date`.
+    uri: Option<String>,
+    date: Option<String>,
+}
+
+/// What revisits copy, stored in the data directory: a key naming an
+/// earlier record (`d DIGEST`, `r RECORD-ID`, `u URI DATE`, `u URI`) ->
+/// the kept page that record was judged as. Written in the transaction of
+/// the chunk that judged the record, so it always matches the progress
+/// committed with it; dropped when the run ends.
+const ORIGINALS: TableDefinition<&str, &str> = TableDefinition::new("batch_warc_originals");
+
+/// Drops the stored originals (a run that ends, or a new run that does not
+/// resume the one they belong to).
+pub(super) fn forget_originals(txn: &WriteTransaction) -> Result<(), simcrawl_dedup::Error> {
+    txn.delete_table(ORIGINALS)?;
+    Ok(())
+}
+
+/// Whether `p` is the progress of an interrupted run (not a new one).
+fn resumed_run(p: &super::BatchProgress) -> bool {
+    p.lines > 0 || p.warc_file > 0 || p.warc_records > 0
+}
+
+/// Where revisits find their originals: the run's own map in memory, or
+/// the table of the data directory in the chunk's transaction.
+enum Originals<'a> {
+    Memory(&'a mut HashMap<String, String>),
+    Stored(Table<'a, &'static str, &'static str>),
+}
+
+impl Originals<'_> {
+    fn get(&self, key: &str) -> Result<Option<String>> {
+        Ok(match self {
+            Originals::Memory(m) => m.get(key).cloned(),
+            Originals::Stored(t) => t.get(key)?.map(|v| v.value().to_string()),
+        })
+    }
+
+    /// Stores `key` -> `of`; an earlier value stays unless `replace`.
+    fn put(&mut self, key: &str, of: &str, replace: bool) -> Result<()> {
+        if !replace && self.get(key)?.is_some() {
+            return Ok(());
+        }
+        match self {
+            Originals::Memory(m) => {
+                m.insert(key.to_string(), of.to_string());
+            }
+            Originals::Stored(t) => {
+                t.insert(key, of)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A record judged as (a copy of) `of`: the first response of a payload
+    /// is what revisits of that payload copy, a revisit without a date
+    /// refers to the latest record of its URI.
+    fn record(&mut self, r: &Refs, of: &str) -> Result<()> {
+        if let Some(d) = &r.digest {
+            self.put(&format!("d {d}"), of, false)?;
+        }
+        self.put(&format!("r {}", r.id), of, false)?;
+        if let Some(date) = &r.date {
+            self.put(&format!("u {} {date}", r.uri), of, false)?;
+        }
+        self.put(&format!("u {}", r.uri), of, true)
+    }
+
+    /// The kept page a revisit copies: by payload digest, else by the
+    /// original's record id, else by its URI and date (or URI alone).
+    fn find(&self, to: &RefersTo) -> Result<Option<String>> {
+        let mut keys = Vec::with_capacity(3);
+        if let Some(d) = &to.digest {
+            keys.push(format!("d {d}"));
+        }
+        if let Some(id) = &to.id {
+            keys.push(format!("r {id}"));
+        }
+        if let Some(u) = &to.uri {
+            keys.push(match &to.date {
+                Some(date) => format!("u {u} {date}"),
+                None => format!("u {u}"),
+            });
+        }
+        for k in keys {
+            if let Some(of) = self.get(&k)? {
+                return Ok(Some(of));
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// The lines of a chunk's records, in order.
 struct Judging<'a> {
     items: &'a [Item],
     names: &'a [String],
-    kept_by_digest: &'a mut HashMap<String, String>,
+    originals: &'a mut HashMap<String, String>,
 }
 
 impl Judging<'_> {
-    fn emit(&mut self, run: &mut Run, parsed: &[super::Parsed], verdicts: Vec<Verdict>) -> Result<()> {
+    fn emit(
+        &mut self,
+        run: &mut Run,
+        parsed: &[super::Parsed],
+        verdicts: Vec<Verdict>,
+        txn: Option<&WriteTransaction>,
+    ) -> Result<()> {
+        let mut originals = match txn {
+            Some(t) => Originals::Stored(t.open_table(ORIGINALS)?),
+            None => Originals::Memory(self.originals),
+        };
         let mut parsed = parsed.iter();
         let mut verdicts = verdicts.into_iter();
         for item in self.items {
             match item {
                 Item::Other => {}
                 Item::Page {
-                    url: _,
                     id,
                     file,
-                    digest,
+                    refs,
+                    truncated,
                     ..
                 } => {
                     let Some(p) = parsed.next() else {
@@ -482,6 +765,7 @@ impl Judging<'_> {
                     let from = FromRecord {
                         record: id,
                         warc: &self.names[*file],
+                        truncated: *truncated,
                     };
                     match p {
                         Err(e) => {
@@ -504,20 +788,18 @@ impl Judging<'_> {
                                         record: Some(from),
                                         ..KeptLine::new(url, title, *fingerprint)
                                     })?;
-                                    url.clone()
+                                    url.as_str()
                                 }
                                 Verdict::Duplicate(d) => {
                                     run.outputs.duplicates.write(&DuplicateLine {
                                         record: Some(from),
                                         ..DuplicateLine::new(url, d)
                                     })?;
-                                    d.of.clone()
+                                    d.of.as_str()
                                 }
-                                _ => url.clone(), // non_exhaustive in simcrawl-dedup
+                                _ => url.as_str(), // non_exhaustive in simcrawl-dedup
                             };
-                            if let Some(d) = digest {
-                                self.kept_by_digest.entry(d.clone()).or_insert(kept_as);
-                            }
+                            originals.record(refs, kept_as)?;
                         }
                     }
                 }
@@ -525,20 +807,22 @@ impl Judging<'_> {
                     url,
                     id,
                     file,
-                    digest,
+                    refs,
+                    to,
                 } => {
                     run.p.lines += 1;
                     let from = FromRecord {
                         record: id,
                         warc: &self.names[*file],
+                        truncated: false,
                     };
-                    match digest.as_ref().and_then(|d| self.kept_by_digest.get(d)) {
+                    match originals.find(to)? {
                         Some(of) => {
                             // The same payload, so the same text: a copy of
                             // the page its original was judged as.
                             let d = Duplicate {
                                 tier: Tier::Content,
-                                of: of.clone(),
+                                of,
                                 distance: Some(0),
                                 similarity: Some(1.0),
                                 fingerprint: None,
@@ -550,6 +834,7 @@ impl Judging<'_> {
                                 record: Some(from),
                                 ..DuplicateLine::new(url, &d)
                             })?;
+                            originals.record(refs, &d.of)?;
                         }
                         None => {
                             run.p.errors += 1;
@@ -560,7 +845,11 @@ impl Judging<'_> {
                                 error: &format!(
                                     "{} {id}: a revisit of a payload ({}) that no earlier response of the input has",
                                     self.names[*file],
-                                    digest.as_deref().unwrap_or("no digest")
+                                    to.digest
+                                        .as_deref()
+                                        .or(to.id.as_deref())
+                                        .or(to.uri.as_deref())
+                                        .unwrap_or("no digest, no WARC-Refers-To")
                                 ),
                             })?;
                         }
@@ -570,5 +859,146 @@ impl Judging<'_> {
         }
         info!(documents = run.p.lines, "chunk judged");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::io::Write;
+
+    use super::*;
+
+    /// A WARC file of one 200 response per `(codings, payload as stored)`.
+    fn archive(dir: &Path, payloads: &[(&str, &str, Vec<u8>)]) -> PathBuf {
+        let mut out = Vec::new();
+        for (i, (te, ce, stored)) in payloads.iter().enumerate() {
+            let mut http = b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n".to_vec();
+            if !te.is_empty() {
+                http.extend_from_slice(format!("Transfer-Encoding: {te}\r\n").as_bytes());
+            }
+            if !ce.is_empty() {
+                http.extend_from_slice(format!("Content-Encoding: {ce}\r\n").as_bytes());
+            }
+            http.extend_from_slice(b"\r\n");
+            http.extend_from_slice(stored);
+            out.extend_from_slice(
+                format!(
+                    "WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: <urn:uuid:{i}>\r\n\
+                     WARC-Date: 2026-01-01T00:00:00Z\r\nWARC-Target-URI: http://e.test/{i}\r\n\
+                     Content-Type: application/http; msgtype=response\r\nContent-Length: {}\r\n\r\n",
+                    http.len()
+                )
+                .as_bytes(),
+            );
+            out.extend_from_slice(&http);
+            out.extend_from_slice(b"\r\n\r\n");
+        }
+        let path = dir.join("t.warc");
+        std::fs::write(&path, out).unwrap();
+        path
+    }
+
+    fn gzip(parts: &[&[u8]], repeat: usize) -> Vec<u8> {
+        let mut w = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        for _ in 0..repeat {
+            for p in parts {
+                w.write_all(p).unwrap();
+            }
+        }
+        w.finish().unwrap()
+    }
+
+    fn chunked(b: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for c in b.chunks(1000) {
+            out.extend_from_slice(format!("{:x}\r\n", c.len()).as_bytes());
+            out.extend_from_slice(c);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"0\r\n\r\n");
+        out
+    }
+
+    /// Every record's (body length, truncated, problem) at `max_body`, and
+    /// the records are all read (a payload cut short never leaves the
+    /// reader inside its record).
+    fn read_all(path: &Path, max_body: usize) -> Vec<(usize, bool, Option<String>)> {
+        let mut out = Vec::new();
+        for rec in open_archive(path).unwrap() {
+            let rec = rec.unwrap();
+            let mut rec = rec.borrow_mut();
+            match read_item(&mut rec, 0, max_body).unwrap() {
+                Item::Page {
+                    body,
+                    truncated,
+                    problem,
+                    ..
+                } => {
+                    assert!(body.len() <= max_body);
+                    out.push((body.len(), truncated, problem));
+                }
+                _ => panic!("not a page"),
+            }
+        }
+        out
+    }
+
+    /// Bombs of 64 MiB decoded (gzip, brotli, gzip inside chunked) are read
+    /// to the limit and no further, and the records after them are read
+    /// whole; a payload under the limit is whole and not marked; one whose
+    /// coding does not decode is named, not judged, and does not stop the
+    /// reading.
+    #[test]
+    fn encoded_payloads_decode_to_the_body_limit_and_no_further() {
+        const MIB: usize = 1 << 20;
+        let zeros = vec![0u8; MIB];
+        let gz = gzip(&[&zeros], 64);
+        let mut br = ::brotli::CompressorWriter::new(Vec::new(), 1 << 16, 1, 22);
+        for _ in 0..64 {
+            br.write_all(&zeros).unwrap();
+        }
+        br.flush().unwrap();
+        let br = br.into_inner();
+        let small = b"<p>small page</p>".repeat(100);
+        let dir = tempfile::tempdir().unwrap();
+        let path = archive(
+            dir.path(),
+            &[
+                ("", "gzip", gz.clone()),
+                ("", "br", br),
+                ("chunked", "gzip", chunked(&gz)),
+                ("", "gzip", gzip(&[&small], 1)),
+                ("", "", small.clone()),
+                ("", "gzip", b"not gzip at all".to_vec()),
+                ("", "compress", small.clone()),
+                ("chunked", "", chunked(&small)),
+            ],
+        );
+        let got = read_all(&path, MIB);
+        let n = small.len();
+        assert_eq!(
+            got[..5],
+            [
+                (MIB, true, None),
+                (MIB, true, None),
+                (MIB, true, None),
+                (n, false, None),
+                (n, false, None)
+            ]
+        );
+        assert!(
+            got[5].2.as_deref().is_some_and(|p| p.contains("gzip")),
+            "{:?}",
+            got[5]
+        );
+        assert!(
+            got[6].2.as_deref().is_some_and(|p| p.contains("compress")),
+            "{:?}",
+            got[6]
+        );
+        assert_eq!(got[7], (n, false, None));
+        // A plain payload over the limit is cut there too.
+        assert_eq!(read_all(&path, 10)[4], (10, true, None));
     }
 }

@@ -56,6 +56,12 @@ pub struct FromRecord<'a> {
     pub record: &'a str,
     /// The file, as given (or found in the directory given).
     pub warc: &'a str,
+    /// The payload judged is cut short: at `fetch.max_body_bytes` decoded
+    /// bytes (a content-encoded payload inflates no further, so a
+    /// compression bomb costs no more than the crawl's own body limit), or
+    /// already by its writer (`WARC-Truncated`). Written only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
 }
 
 /// What a crawled page was judged on, written with its verdict so that a

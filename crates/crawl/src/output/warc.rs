@@ -11,19 +11,24 @@
 //! is written again when its page is fetched again. Every record is its own
 //! gzip member, so a cut at a record boundary leaves a valid file.
 //!
+//! Revisits are found in an index of the set's originals kept next to its
+//! files (`PREFIX-originals.redb`, [`Index`]): opening the writer reads no
+//! archive, and its memory does not grow with the payloads archived.
+//!
 //! The writer is ours (about what `warcio`'s writer does): the `warc` crate
 //! (0.4) gzips a whole file as one stream, where WARC tools index records by
 //! the offset of their own gzip member.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use anyhow::{Context, Result, bail};
 use flate2::Compression;
 use flate2::write::GzEncoder;
+use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use serde::{Deserialize, Serialize};
 use sha1::{Digest, Sha1};
 use simcrawl_fetch::{Exchange, ResponseHead};
@@ -97,11 +102,149 @@ pub struct CopyNote<'a> {
 }
 
 /// The earlier response of a payload.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Original {
-    uri: Box<str>,
-    date: Box<str>,
-    id: Box<str>,
+    uri: String,
+    date: String,
+    id: String,
+}
+
+/// Payload digest -> its first response (`Original`) and where that
+/// response's record ends (serial, offset).
+const ORIGINALS: TableDefinition<&[u8], (u64, u64, &str, &str, &str)> = TableDefinition::new("originals");
+/// Where a record of [`ORIGINALS`] ends -> its payload digest: what a cut
+/// back to a checkpoint removes.
+const ENDS: TableDefinition<(u64, u64), &[u8]> = TableDefinition::new("ends");
+
+/// The originals of a set, persisted next to its files
+/// (`PREFIX-originals.redb`): revisits need no scan of the archives when
+/// the writer opens (a resume, or a refused acknowledgement in the shared
+/// mode), and memory holds only the originals written since the last sync.
+///
+/// Crash-consistent: an entry is committed only after its record is synced
+/// to its file, and opening at a checkpoint first removes (durably) every
+/// entry past it, before anything is written there again; so an entry never
+/// names a record that is not in the archive. The reverse (a record without
+/// an entry, e.g. a set from before the index, or a crash between the sync
+/// and the commit) only means a later copy of it is archived in full.
+#[derive(Debug, Clone)]
+struct Index {
+    db: std::sync::Arc<Database>,
+    path: PathBuf,
+}
+
+impl Index {
+    fn open(settings: &WarcSettings) -> Result<Index> {
+        let path = settings
+            .warc_dir
+            .join(format!("{}-originals.redb", settings.warc_prefix));
+        let db = match Database::create(&path) {
+            Ok(db) => db,
+            // In use: another writer of the same set.
+            Err(e @ redb::DatabaseError::DatabaseAlreadyOpen) => {
+                return Err(anyhow::Error::new(e)
+                    .context(format!("cannot open the revisit index {}", path.display())));
+            }
+            // Unreadable: an empty index is a correct one (copies of the
+            // payloads it held are archived in full).
+            Err(e) => {
+                tracing::warn!(
+                    "the revisit index {} is unreadable ({e}); starting it anew",
+                    path.display()
+                );
+                std::fs::remove_file(&path).with_context(|| format!("cannot delete {}", path.display()))?;
+                Database::create(&path)
+                    .with_context(|| format!("cannot create the revisit index {}", path.display()))?
+            }
+        };
+        Ok(Index {
+            db: std::sync::Arc::new(db),
+            path,
+        })
+    }
+
+    fn context(&self) -> String {
+        format!("the revisit index {}", self.path.display())
+    }
+
+    /// Removes every entry whose record ends past `at` (`at.serial` and
+    /// later files when `at.offset` is 0: a file begun anew).
+    fn cut(&self, at: WarcAt) -> Result<()> {
+        let txn = self.db.begin_write().with_context(|| self.context())?;
+        {
+            let mut ends = txn.open_table(ENDS).with_context(|| self.context())?;
+            let mut originals = txn.open_table(ORIGINALS).with_context(|| self.context())?;
+            let start = (at.serial, at.offset.saturating_add(1));
+            let mut gone = Vec::new();
+            for e in ends.range(start..).with_context(|| self.context())? {
+                let (k, v) = e.with_context(|| self.context())?;
+                gone.push((k.value(), v.value().to_vec()));
+            }
+            for (end, digest) in &gone {
+                ends.remove(end).with_context(|| self.context())?;
+                originals
+                    .remove(digest.as_slice())
+                    .with_context(|| self.context())?;
+            }
+        }
+        txn.commit().with_context(|| self.context())
+    }
+
+    fn get(&self, digest: &[u8; 20]) -> Result<Option<Original>> {
+        let txn = self.db.begin_read().with_context(|| self.context())?;
+        let table = match txn.open_table(ORIGINALS) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(anyhow::Error::new(e).context(self.context())),
+        };
+        Ok(table
+            .get(digest.as_slice())
+            .with_context(|| self.context())?
+            .map(|v| {
+                let (_, _, uri, date, id) = v.value();
+                Original {
+                    uri: uri.to_string(),
+                    date: date.to_string(),
+                    id: id.to_string(),
+                }
+            }))
+    }
+
+    /// Commits `pending` (records synced to their files).
+    fn add(&self, pending: &HashMap<[u8; 20], (WarcAt, Original)>) -> Result<()> {
+        if pending.is_empty() {
+            return Ok(());
+        }
+        let txn = self.db.begin_write().with_context(|| self.context())?;
+        {
+            let mut ends = txn.open_table(ENDS).with_context(|| self.context())?;
+            let mut originals = txn.open_table(ORIGINALS).with_context(|| self.context())?;
+            for (digest, (end, o)) in pending {
+                if originals
+                    .get(digest.as_slice())
+                    .with_context(|| self.context())?
+                    .is_some()
+                {
+                    continue;
+                }
+                originals
+                    .insert(
+                        digest.as_slice(),
+                        (
+                            end.serial,
+                            end.offset,
+                            o.uri.as_str(),
+                            o.date.as_str(),
+                            o.id.as_str(),
+                        ),
+                    )
+                    .with_context(|| self.context())?;
+                ends.insert((end.serial, end.offset), digest.as_slice())
+                    .with_context(|| self.context())?;
+            }
+        }
+        txn.commit().with_context(|| self.context())
+    }
 }
 
 /// One WARC set being written (see the module documentation).
@@ -119,8 +262,12 @@ pub struct WarcSink {
     began: WarcAt,
     /// Where the current file's warcinfo record ends.
     first_record_end: u64,
-    /// Payload digest -> its first response, for revisit records.
-    originals: HashMap<[u8; 20], Original>,
+    /// Payload digest -> its first response, for revisit records: those
+    /// synced to the archive, persisted.
+    index: Index,
+    /// Those written since the last sync, with where their record ends:
+    /// committed to `index` by the next sync.
+    pending: HashMap<[u8; 20], (WarcAt, Original)>,
 }
 
 impl WarcSink {
@@ -128,8 +275,23 @@ impl WarcSink {
     /// came after it), or begins a new file after the files already there
     /// (`None`). `info` are the `warcinfo` fields describing the crawl.
     pub fn open(settings: &WarcSettings, info: String, at: Option<WarcAt>) -> Result<WarcSink> {
+        Self::open_with(settings, info, at, None)
+    }
+
+    /// [`WarcSink::open`] with the set's index already open (`cut_to`:
+    /// redb opens a file once per process).
+    fn open_with(
+        settings: &WarcSettings,
+        info: String,
+        at: Option<WarcAt>,
+        index: Option<Index>,
+    ) -> Result<WarcSink> {
         let dir = &settings.warc_dir;
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let index = match index {
+            Some(i) => i,
+            None => Index::open(settings)?,
+        };
         let files = set_files(dir, &settings.warc_prefix)?;
         let (path, at) = match at {
             Some(at) => {
@@ -159,6 +321,8 @@ impl WarcSink {
                 (new_path(settings, serial), WarcAt { serial, offset: 0 })
             }
         };
+        // Before anything is written past `at` again.
+        index.cut(at)?;
         let mut sink = WarcSink {
             settings: settings.clone(),
             info,
@@ -168,9 +332,9 @@ impl WarcSink {
             synced: at.offset,
             began: at,
             first_record_end: 0,
-            originals: HashMap::new(),
+            index,
+            pending: HashMap::new(),
         };
-        sink.load_originals()?;
         if at.offset == 0 {
             sink.write_warcinfo()?;
         }
@@ -192,6 +356,9 @@ impl WarcSink {
                 .sync_data()
                 .with_context(|| format!("cannot sync {}", self.path.display()))?;
             self.synced = self.at.offset;
+            // Their records are in the archive for good now.
+            self.index.add(&self.pending)?;
+            self.pending.clear();
         }
         Ok(self.at)
     }
@@ -220,7 +387,12 @@ impl WarcSink {
         }
         self.flush()?;
         let began = self.began;
-        let reopened = WarcSink::open(&self.settings, std::mem::take(&mut self.info), Some(at))?;
+        let reopened = WarcSink::open_with(
+            &self.settings,
+            std::mem::take(&mut self.info),
+            Some(at),
+            Some(self.index.clone()),
+        )?;
         *self = WarcSink { began, ..reopened };
         self.out
             .get_ref()
@@ -268,7 +440,12 @@ impl WarcSink {
     fn put(&mut self, p: &Prepared) -> Result<()> {
         self.rotate_if_full()?;
         self.write_member(&p.request)?;
-        match self.originals.get(&p.payload_digest).filter(|_| !p.empty) {
+        let original = match self.pending.get(&p.payload_digest) {
+            _ if p.empty => None,
+            Some((_, o)) => Some(o.clone()),
+            None => self.index.get(&p.payload_digest)?,
+        };
+        match original {
             Some(orig) => {
                 let mut rec = Record::new("revisit", &p.id, &p.date);
                 rec.field("WARC-Target-URI", &p.uri);
@@ -287,13 +464,16 @@ impl WarcSink {
             None => {
                 self.write_member(&p.response)?;
                 if !p.empty {
-                    self.originals.insert(
+                    self.pending.insert(
                         p.payload_digest,
-                        Original {
-                            uri: p.uri.as_str().into(),
-                            date: p.date.as_str().into(),
-                            id: p.id.as_str().into(),
-                        },
+                        (
+                            self.at,
+                            Original {
+                                uri: p.uri.clone(),
+                                date: p.date.clone(),
+                                id: p.id.clone(),
+                            },
+                        ),
                     );
                 }
             }
@@ -372,41 +552,6 @@ impl WarcSink {
             .write_all(z)
             .with_context(|| format!("cannot write {}", self.path.display()))?;
         self.at.offset += z.len() as u64;
-        Ok(())
-    }
-
-    /// The payload digests of the responses in the files up to the current
-    /// position: revisit records refer to them, across resumes.
-    fn load_originals(&mut self) -> Result<()> {
-        self.originals.clear();
-        let files = set_files(&self.settings.warc_dir, &self.settings.warc_prefix)?;
-        for (serial, path) in files.iter().filter(|(s, _)| *s <= self.at.serial) {
-            let limit = if *serial == self.at.serial {
-                self.at.offset
-            } else {
-                u64::MAX
-            };
-            let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-            let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-            if len.min(limit) == 0 {
-                continue;
-            }
-            let mut reader = BufReader::new(flate2::read::MultiGzDecoder::new(file.take(limit)));
-            while let Some(h) = read_record_head(&mut reader)
-                .with_context(|| format!("unreadable WARC record in {}", path.display()))?
-            {
-                if h.kind == "response"
-                    && let (Some(d), Some(uri), Some(date), Some(id)) =
-                        (h.payload_digest, h.uri, h.date, h.id)
-                {
-                    self.originals.entry(d).or_insert(Original {
-                        uri: uri.into(),
-                        date: date.into(),
-                        id: id.into(),
-                    });
-                }
-            }
-        }
         Ok(())
     }
 }
@@ -672,78 +817,80 @@ fn sync_dir(dir: &Path) -> Result<()> {
         .with_context(|| format!("cannot sync directory {}", dir.display()))
 }
 
-/// What [`WarcSink::load_originals`] needs of a record's header block.
-#[derive(Debug, Default)]
-struct RecordHead {
-    kind: String,
-    uri: Option<String>,
-    date: Option<String>,
-    id: Option<String>,
-    payload_digest: Option<[u8; 20]>,
-}
-
-/// Reads the next record's header block and skips its block; `None` at
-/// the end of the stream.
-fn read_record_head(r: &mut impl BufRead) -> Result<Option<RecordHead>> {
-    let mut line = String::new();
-    // Blank lines between records.
-    loop {
-        line.clear();
-        if r.read_line(&mut line)? == 0 {
-            return Ok(None);
-        }
-        if !line.trim().is_empty() {
-            break;
-        }
-    }
-    if !line.starts_with("WARC/") {
-        bail!(
-            "a record does not begin with a WARC version line: {:?}",
-            line.trim_end()
-        );
-    }
-    let mut h = RecordHead::default();
-    let mut len: Option<u64> = None;
-    loop {
-        line.clear();
-        if r.read_line(&mut line)? == 0 {
-            bail!("the stream ends inside a record's header block");
-        }
-        let l = line.trim_end();
-        if l.is_empty() {
-            break;
-        }
-        let Some((k, v)) = l.split_once(':') else { continue };
-        let v = v.trim();
-        match k.to_ascii_lowercase().as_str() {
-            "warc-type" => h.kind = v.to_string(),
-            "warc-target-uri" => h.uri = Some(v.to_string()),
-            "warc-date" => h.date = Some(v.to_string()),
-            "warc-record-id" => h.id = Some(v.to_string()),
-            "content-length" => len = v.parse().ok(),
-            "warc-payload-digest" => {
-                h.payload_digest = v
-                    .strip_prefix("sha1:")
-                    .and_then(|b| data_encoding::BASE32.decode(b.as_bytes()).ok())
-                    .and_then(|b| b.try_into().ok());
-            }
-            _ => {}
-        }
-    }
-    let Some(len) = len else {
-        bail!("a record has no Content-Length");
-    };
-    let skipped = std::io::copy(&mut r.by_ref().take(len), &mut std::io::sink())?;
-    if skipped < len {
-        bail!("the stream ends inside a record's block");
-    }
-    Ok(Some(h))
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use std::io::{BufRead, Read};
+
     use super::*;
+
+    /// What the tests read of a record's header block.
+    #[derive(Debug, Default)]
+    struct RecordHead {
+        kind: String,
+        uri: Option<String>,
+        date: Option<String>,
+        id: Option<String>,
+        payload_digest: Option<[u8; 20]>,
+    }
+
+    /// Reads the next record's header block and skips its block; `None` at
+    /// the end of the stream.
+    fn read_record_head(r: &mut impl BufRead) -> Result<Option<RecordHead>> {
+        let mut line = String::new();
+        // Blank lines between records.
+        loop {
+            line.clear();
+            if r.read_line(&mut line)? == 0 {
+                return Ok(None);
+            }
+            if !line.trim().is_empty() {
+                break;
+            }
+        }
+        if !line.starts_with("WARC/") {
+            bail!(
+                "a record does not begin with a WARC version line: {:?}",
+                line.trim_end()
+            );
+        }
+        let mut h = RecordHead::default();
+        let mut len: Option<u64> = None;
+        loop {
+            line.clear();
+            if r.read_line(&mut line)? == 0 {
+                bail!("the stream ends inside a record's header block");
+            }
+            let l = line.trim_end();
+            if l.is_empty() {
+                break;
+            }
+            let Some((k, v)) = l.split_once(':') else { continue };
+            let v = v.trim();
+            match k.to_ascii_lowercase().as_str() {
+                "warc-type" => h.kind = v.to_string(),
+                "warc-target-uri" => h.uri = Some(v.to_string()),
+                "warc-date" => h.date = Some(v.to_string()),
+                "warc-record-id" => h.id = Some(v.to_string()),
+                "content-length" => len = v.parse().ok(),
+                "warc-payload-digest" => {
+                    h.payload_digest = v
+                        .strip_prefix("sha1:")
+                        .and_then(|b| data_encoding::BASE32.decode(b.as_bytes()).ok())
+                        .and_then(|b| b.try_into().ok());
+                }
+                _ => {}
+            }
+        }
+        let Some(len) = len else {
+            bail!("a record has no Content-Length");
+        };
+        let skipped = std::io::copy(&mut r.by_ref().take(len), &mut std::io::sink())?;
+        if skipped < len {
+            bail!("the stream ends inside a record's block");
+        }
+        Ok(Some(h))
+    }
 
     fn settings(dir: &Path) -> WarcSettings {
         WarcSettings {
@@ -842,6 +989,142 @@ mod tests {
             kinds,
             want.iter()
                 .map(|(k, u)| (k.to_string(), u.to_string()))
+                .collect::<Vec<_>>()
+        );
+    }
+
+    /// The revisit fields of the records of the files from `serial` on:
+    /// (type, target URI, WARC-Refers-To-Target-URI).
+    fn revisits_from(dir: &Path, serial: u64) -> Vec<(String, String, String)> {
+        let mut out = Vec::new();
+        for (_, p) in set_files(dir, "simcrawl")
+            .unwrap()
+            .into_iter()
+            .filter(|(s, _)| *s >= serial)
+        {
+            let mut all = Vec::new();
+            flate2::read::MultiGzDecoder::new(File::open(&p).unwrap())
+                .read_to_end(&mut all)
+                .unwrap();
+            let text = String::from_utf8_lossy(&all).into_owned();
+            for rec in text.split("WARC/1.1\r\n").skip(1) {
+                let field = |k: &str| {
+                    rec.lines()
+                        .find_map(|l| l.strip_prefix(&format!("{k}: ")))
+                        .unwrap_or_default()
+                        .to_string()
+                };
+                if ["response", "revisit"].contains(&field("WARC-Type").as_str()) {
+                    out.push((
+                        field("WARC-Type"),
+                        field("WARC-Target-URI"),
+                        field("WARC-Refers-To-Target-URI"),
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    /// Opening the writer reads no archive file: with its first file
+    /// unreadable (overwritten outside the crawl), a resumed writer opens
+    /// and still writes a copy of a payload first archived there as a
+    /// revisit of it.
+    #[test]
+    fn opening_reads_no_archive_and_revisits_still_find_their_originals() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = WarcSettings {
+            warc_max_bytes: 1,
+            ..settings(dir.path())
+        };
+        let mut w = WarcSink::open(&s, String::new(), None).unwrap();
+        w.page(&prep("http://e.org/a", b"<p>first</p>"), None).unwrap();
+        // The limit is 1 byte: the next page begins file 1.
+        w.page(&prep("http://e.org/b", b"<p>second</p>"), None).unwrap();
+        let at = w.sync().unwrap();
+        assert_eq!(at.serial, 1);
+        drop(w);
+        let first = set_files(dir.path(), "simcrawl").unwrap()[0].1.clone();
+        let len = std::fs::metadata(&first).unwrap().len();
+        std::fs::write(&first, vec![b'x'; usize::try_from(len).unwrap()]).unwrap();
+
+        let mut w = WarcSink::open(&s, String::new(), Some(at)).unwrap();
+        w.page(&prep("http://e.org/c", b"<p>first</p>"), None).unwrap();
+        w.page(&prep("http://e.org/d", b"<p>second</p>"), None).unwrap();
+        w.sync().unwrap();
+        let got = revisits_from(dir.path(), 1);
+        let want = [
+            ("response", "http://e.org/b", ""),
+            ("revisit", "http://e.org/c", "http://e.org/a"),
+            ("revisit", "http://e.org/d", "http://e.org/b"),
+        ];
+        assert_eq!(
+            got,
+            want.iter()
+                .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+                .collect::<Vec<_>>()
+        );
+    }
+
+    /// An unreadable index is started anew (empty: correct, only fewer
+    /// revisits), not a reason to stop the crawl.
+    #[test]
+    fn an_unreadable_index_is_started_anew() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = settings(dir.path());
+        let mut w = WarcSink::open(&s, String::new(), None).unwrap();
+        w.page(&prep("http://e.org/a", b"<p>a</p>"), None).unwrap();
+        let at = w.sync().unwrap();
+        drop(w);
+        std::fs::write(dir.path().join("simcrawl-originals.redb"), b"not a database").unwrap();
+        let mut w = WarcSink::open(&s, String::new(), Some(at)).unwrap();
+        w.page(&prep("http://e.org/b", b"<p>a</p>"), None).unwrap();
+        w.page(&prep("http://e.org/c", b"<p>a</p>"), None).unwrap();
+        w.sync().unwrap();
+        let kinds: Vec<String> = revisits_from(dir.path(), 0).into_iter().map(|r| r.0).collect();
+        assert_eq!(kinds, ["response", "response", "revisit"]);
+    }
+
+    /// The index never names a record the archive does not hold for good:
+    /// a record written after the checkpoint a resume (or a refused
+    /// acknowledgement, `cut_to`) goes back to is no original, whether it
+    /// was synced or not; its payload is archived in full again.
+    #[test]
+    fn records_cut_by_a_resume_are_no_originals() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = settings(dir.path());
+        let mut w = WarcSink::open(&s, String::new(), None).unwrap();
+        w.page(&prep("http://e.org/a", b"<p>a</p>"), None).unwrap();
+        let at = w.sync().unwrap();
+        w.page(&prep("http://e.org/b", b"<p>b</p>"), None).unwrap();
+        w.sync().unwrap();
+        w.page(&prep("http://e.org/c", b"<p>c</p>"), None).unwrap();
+        w.flush().unwrap();
+        // In the same process (shared mode, a refused acknowledgement).
+        w.cut_to(Some(at)).unwrap();
+        w.page(&prep("http://e.org/b2", b"<p>b</p>"), None).unwrap();
+        let at2 = w.sync().unwrap();
+        w.page(&prep("http://e.org/c2", b"<p>c</p>"), None).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        // After a kill: back to the checkpoint before c2.
+        let mut w = WarcSink::open(&s, String::new(), Some(at2)).unwrap();
+        w.page(&prep("http://e.org/a3", b"<p>a</p>"), None).unwrap();
+        w.page(&prep("http://e.org/b3", b"<p>b</p>"), None).unwrap();
+        w.page(&prep("http://e.org/c3", b"<p>c</p>"), None).unwrap();
+        w.sync().unwrap();
+        let got = revisits_from(dir.path(), 0);
+        let want = [
+            ("response", "http://e.org/a", ""),
+            ("response", "http://e.org/b2", ""),
+            ("revisit", "http://e.org/a3", "http://e.org/a"),
+            ("revisit", "http://e.org/b3", "http://e.org/b2"),
+            ("response", "http://e.org/c3", ""),
+        ];
+        assert_eq!(
+            got,
+            want.iter()
+                .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
                 .collect::<Vec<_>>()
         );
     }

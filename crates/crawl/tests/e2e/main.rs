@@ -28,3 +28,4 @@ mod revisit;
 mod template;
 mod waits;
 mod warc;
+mod warc_input;
