@@ -71,6 +71,9 @@ pub enum Basis {
     /// Own text that is all template: judged on it, a copy only of the
     /// same text.
     Template,
+    /// `crawl dedup` of a `text` line: the text as given (no page around
+    /// it to tell its main text from).
+    Text,
 }
 
 impl Basis {
@@ -81,6 +84,7 @@ impl Basis {
             Basis::Page => "page",
             Basis::Thin => "thin",
             Basis::Template => "template",
+            Basis::Text => "text",
         }
     }
 }
@@ -103,7 +107,7 @@ impl Basis {
     #[must_use]
     pub fn min_similarity(self) -> Option<f64> {
         match self {
-            Basis::Main | Basis::Page => None,
+            Basis::Main | Basis::Page | Basis::Text => None,
             Basis::Thin => Some(THIN_MIN_SIMILARITY),
             Basis::Template => Some(1.0),
         }

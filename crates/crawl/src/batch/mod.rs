@@ -90,6 +90,9 @@ struct Run {
     cleaner: simcrawl_clean::Cleaner,
     /// Learns the template of each host of the `html` lines.
     templates: Templates,
+    /// The language of each document, as the crawl tells it (trusting a
+    /// host's declared language once its pages have proven it).
+    lang: crate::lang::Declared,
 }
 
 /// Runs `crawl dedup`; returns the summary printed on stderr.
@@ -213,6 +216,7 @@ fn run_lines(cfg: &Config, args: &BatchArgs, input: &std::path::Path) -> Result<
         p,
         cleaner,
         templates,
+        lang: crate::lang::Declared::default(),
     };
 
     let file = File::open(input).with_context(|| format!("cannot read input {}", input.display()))?;
@@ -284,7 +288,45 @@ fn with_clock_offset<S: simcrawl_dedup::Store>(d: Deduper<S>) -> Result<Deduper<
 }
 
 /// A parsed line, ready for the tiers, or why it was skipped.
-pub(crate) type Parsed = Result<(String, String, Signature), String>;
+pub(crate) type Parsed = Result<ParsedDoc, String>;
+
+/// A document signed, with what its verdict line says of it.
+#[derive(Debug)]
+pub(crate) struct ParsedDoc {
+    pub url: String,
+    pub title: String,
+    pub sig: Signature,
+    /// What it was judged on (written with its verdict, as the crawl's
+    /// lines are: `basis`, `chars`, `features`, `excerpt`, `lang`).
+    pub facts: Facts,
+}
+
+/// What a batch document was judged on (the crawl's `PageFacts`).
+#[derive(Debug, Clone)]
+pub(crate) struct Facts {
+    pub basis: crate::identity::Basis,
+    pub chars: usize,
+    pub features: usize,
+    pub excerpt: String,
+    pub lang: Option<&'static str>,
+}
+
+impl Facts {
+    pub fn judged(&self) -> crate::output::lines::Judged<'_> {
+        crate::output::lines::Judged {
+            basis: self.basis,
+            chars: self.chars,
+            features: self.features,
+            excerpt: &self.excerpt,
+            lang: self.lang,
+        }
+    }
+}
+
+/// Characters (not whitespace) of a text: a `text` line's `chars`.
+fn visible_chars(text: &str) -> usize {
+    text.chars().filter(|c| !c.is_whitespace()).count()
+}
 
 pub(crate) fn parse_line(
     d: &Deduper<impl simcrawl_dedup::Store>,
@@ -297,10 +339,38 @@ pub(crate) fn parse_line(
         .html
         .as_ref()
         .map(|h| crate::identity::identity(&crate::template::Templates::default(), &h.host, &c.text, &h.own));
-    let text = id.as_ref().map_or(c.text.as_str(), |id| &id.text);
+    let judged = id.as_ref().map(|id| (id.text.as_ref(), id.basis));
+    Ok(signed(d, &crate::lang::Declared::default(), &c, judged))
+}
+
+/// `c` signed on `judged` (its identity's text and basis; `None`: a
+/// `text` line, judged on its text as given).
+fn signed(
+    d: &Deduper<impl simcrawl_dedup::Store>,
+    lang: &crate::lang::Declared,
+    c: &Cleaned,
+    judged: Option<(&str, crate::identity::Basis)>,
+) -> ParsedDoc {
+    let (text, basis) = judged.unwrap_or((c.text.as_str(), crate::identity::Basis::Text));
     let mut sig = d.sign(&Document::new(&c.url, &c.title, text));
-    sig.min_similarity = id.as_ref().and_then(|id| id.basis.min_similarity());
-    Ok((c.url.clone(), c.title.clone(), sig))
+    sig.min_similarity = basis.min_similarity();
+    let (host, hint, chars) = match &c.html {
+        Some(h) => (h.host.as_str(), h.lang_hint.as_deref(), h.visible_chars),
+        None => ("", None, visible_chars(&c.text)),
+    };
+    let facts = Facts {
+        basis,
+        chars,
+        features: sig.features,
+        excerpt: crate::identity::excerpt(text, crate::daemon::worker::EXCERPT_CHARS),
+        lang: lang.detect(host, hint, &c.text, &[]),
+    };
+    ParsedDoc {
+        url: c.url.clone(),
+        title: c.title.clone(),
+        sig,
+        facts,
+    }
 }
 
 /// A line cleaned, not signed yet.
@@ -317,6 +387,10 @@ struct Cleaned {
 struct HtmlTexts {
     host: String,
     own: String,
+    /// The page's declared language (`<html lang>`, `Content-Language`).
+    lang_hint: Option<String>,
+    /// Characters (not whitespace) of its whole visible text.
+    visible_chars: usize,
 }
 
 fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, String> {
@@ -344,6 +418,8 @@ fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, 
             let texts = HtmlTexts {
                 host,
                 own: page.own_text,
+                lang_hint: page.lang_hint,
+                visible_chars: page.visible_chars,
             };
             (title, page.text, Some(texts))
         }
@@ -382,22 +458,22 @@ fn judge_chunk(
 ) -> Result<()> {
     match backend {
         Backend::Memory(d) => {
-            let parsed = sign_all(d, &run.templates, cleaned);
+            let parsed = sign_all(d, (&run.templates, &run.lang), cleaned);
             let sigs: Vec<Signature> = parsed
                 .iter()
-                .filter_map(|p| p.as_ref().ok().map(|x| x.2.clone()))
+                .filter_map(|p| p.as_ref().ok().map(|x| x.sig.clone()))
                 .collect();
             let verdicts = d.check_batch(&sigs, UrlTier::Check)?;
             record(run, &parsed, verdicts, None)?;
         }
         Backend::Redb(d) => {
-            let parsed = sign_all(d, &run.templates, cleaned);
+            let parsed = sign_all(d, (&run.templates, &run.lang), cleaned);
             // Checked inside our own transaction: purge expired entries
             // (dedup.window) between chunks.
             d.purge_if_due()?;
             d.store().write_with(Commit::Durable, |txn, tables| {
                 let mut verdicts = Vec::with_capacity(parsed.len());
-                for (_, _, sig) in parsed.iter().flatten() {
+                for ParsedDoc { sig, .. } in parsed.iter().flatten() {
                     verdicts.push(d.check_in(tables, sig, UrlTier::Check)?);
                 }
                 record(run, &parsed, verdicts, Some(txn)).map_err(state::caller_err)?;
@@ -432,7 +508,7 @@ fn clean_all(cleaner: &simcrawl_clean::Cleaner, chunk: &[(u64, String)]) -> Vec<
 /// before, then observed (crate::identity).
 fn sign_all(
     d: &Deduper<impl simcrawl_dedup::Store>,
-    templates: &Templates,
+    (templates, lang): (&Templates, &crate::lang::Declared),
     cleaned: Vec<Result<Cleaned, String>>,
 ) -> Vec<Parsed> {
     let identities = crate::identity::identities_in_order(
@@ -452,10 +528,7 @@ fn sign_all(
         .zip(identities)
         .map(|(c, id)| {
             let c = c?;
-            let text = id.as_ref().map_or(c.text.as_str(), |(t, _)| t.as_str());
-            let mut sig = d.sign(&Document::new(&c.url, &c.title, text));
-            sig.min_similarity = id.as_ref().and_then(|(_, b)| b.min_similarity());
-            Ok((c.url, c.title, sig))
+            Ok(signed(d, lang, &c, id.as_ref().map(|(t, b)| (t.as_str(), *b))))
         })
         .collect()
 }
@@ -475,10 +548,10 @@ fn emit(
                 run.p.errors += 1;
                 run.outputs.errors.write(&ErrorLine::input_line(*line, e))?;
             }
-            Ok((url, title, _)) => match verdicts.next() {
+            Ok(doc) => match verdicts.next() {
                 Some(v) => {
                     run.p.verdicts.record(&v);
-                    crate::output::record::document(&mut run.outputs, v, url, title, *line)?;
+                    crate::output::record::document(&mut run.outputs, v, doc, *line)?;
                 }
                 None => bail!("internal error: fewer verdicts than documents"),
             },

@@ -152,6 +152,7 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
         p,
         cleaner,
         templates,
+        lang: crate::lang::Declared::default(),
     };
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     let total: u64 = files
@@ -608,6 +609,8 @@ fn clean(
         html: Some(HtmlTexts {
             host: crate::template::host_of(&base).to_owned(),
             own: page.own_text,
+            lang_hint: page.lang_hint,
+            visible_chars: page.visible_chars,
         }),
     })
 }
@@ -777,7 +780,9 @@ impl Judging<'_> {
                                 error: &format!("{} {id}: {e}", self.names[*file]),
                             })?;
                         }
-                        Ok((url, title, _)) => {
+                        Ok(doc) => {
+                            let (url, title) = (&doc.url, &doc.title);
+                            let judged = Some(doc.facts.judged());
                             let Some(v) = verdicts.next() else {
                                 bail!("internal error: fewer verdicts than documents");
                             };
@@ -786,6 +791,7 @@ impl Judging<'_> {
                                 Verdict::Unique { fingerprint, .. } => {
                                     run.outputs.kept.write(&KeptLine {
                                         record: Some(from),
+                                        judged,
                                         ..KeptLine::new(url, title, *fingerprint)
                                     })?;
                                     url.as_str()
@@ -793,6 +799,7 @@ impl Judging<'_> {
                                 Verdict::Duplicate(d) => {
                                     run.outputs.duplicates.write(&DuplicateLine {
                                         record: Some(from),
+                                        judged: judged.filter(|_| d.tier != simcrawl_dedup::Tier::Url),
                                         ..DuplicateLine::new(url, d)
                                     })?;
                                     d.of.as_str()

@@ -368,9 +368,9 @@ pub fn run(cfg: &Config, args: &EvalArgs) -> Result<String> {
     let mut sigs: Vec<Signature> = Vec::new();
     for ((line, _), p) in lines.iter().zip(parsed) {
         match p {
-            Ok((url, _, sig)) => {
-                urls.push(url);
-                sigs.push(sig);
+            Ok(doc) => {
+                urls.push(doc.url);
+                sigs.push(doc.sig);
             }
             Err(e) => bail!("{}:{line}: {e}", args.input.display()),
         }

@@ -151,15 +151,18 @@ impl Recorder<'_> {
 }
 
 /// The line of one document of `crawl dedup` (input line `line`).
-pub fn document(outputs: &mut Outputs, v: Verdict, url: &str, title: &str, line: u64) -> Result<()> {
+pub fn document(outputs: &mut Outputs, v: Verdict, doc: &crate::batch::ParsedDoc, line: u64) -> Result<()> {
+    let judged = Some(doc.facts.judged());
     match v {
         Verdict::Unique { fingerprint, .. } => outputs.kept.write(&KeptLine {
             line: Some(line),
-            ..KeptLine::new(url, title, fingerprint)
+            judged,
+            ..KeptLine::new(&doc.url, &doc.title, fingerprint)
         }),
         Verdict::Duplicate(d) => outputs.duplicates.write(&DuplicateLine {
             line: Some(line),
-            ..DuplicateLine::new(url, &d)
+            judged: judged.filter(|_| d.tier != Tier::Url),
+            ..DuplicateLine::new(&doc.url, &d)
         }),
         _ => Ok(()), // non_exhaustive in simcrawl-dedup
     }

@@ -129,6 +129,33 @@ fn dedup_writes_verdicts_in_input_order_and_skips_bad_lines() {
         assert!((0.75..=1.0).contains(&sim), "{d}");
     }
 
+    // What each verdict rests on, as the crawl's lines say it (issue 35):
+    // a `text` line is judged on its text, an `html` line on its identity.
+    assert_eq!(kept[0]["basis"], "text", "{}", kept[0]);
+    assert_eq!(kept[0]["lang"], "zh", "{}", kept[0]);
+    assert_eq!(
+        kept[0]["chars"].as_u64(),
+        Some(A.chars().filter(|c| !c.is_whitespace()).count() as u64)
+    );
+    assert!(kept[0]["features"].as_u64().unwrap() >= 20, "{}", kept[0]);
+    assert!(
+        kept[0]["excerpt"].as_str().unwrap().starts_with("国家统计局"),
+        "{}",
+        kept[0]
+    );
+    assert_eq!(dups[1]["basis"], "text", "{}", dups[1]);
+    assert!(
+        dups[1]["excerpt"].as_str().unwrap().starts_with("国家统计局"),
+        "{}",
+        dups[1]
+    );
+    assert_eq!(dups[2]["basis"], "thin", "{}", dups[2]);
+    assert_eq!(dups[2]["lang"], "zh", "{}", dups[2]);
+    assert!(
+        dups[0].get("basis").is_none(),
+        "a URL-tier copy was judged on nothing"
+    );
+
     let errors = lines(&out.join("errors.jsonl"));
     let bad: Vec<u64> = errors.iter().map(|e| e["line"].as_u64().unwrap()).collect();
     assert_eq!(bad, [2, 7, 8]);
