@@ -198,6 +198,7 @@ def write_set(out, pages, seeds, versions, seed, jobs, extra_summary=None):
         f.write("\n")
     json.dump(summary, sys.stdout, ensure_ascii=False, indent=2)
     print()
+    return urls, extracted, inter, union
 
 
 def main():

@@ -5,7 +5,8 @@
 # pair of pages.
 #   scripts/build-manpage-set.sh [OUTDIR]     (default target/manpage-set)
 # writes OUTDIR/site/HOST/..., seeds.txt, pages.jsonl, pairs.jsonl,
-# docs.jsonl and summary.json (the format of scripts/build-multilang-set.sh),
+# pairs_tw2sp.jsonl, docs.jsonl and summary.json (the format of
+# scripts/build-multilang-set.sh),
 # so that scripts/genre-gate.sh OUTDIR RUN_DIR scores a build on it.
 #
 # Sources: manpages and manpages-dev (English), manpages-zh (zh_CN and zh_TW),
@@ -21,7 +22,10 @@
 # Labelling: scripts/html_gate.py's truth (its extractor of the whole visible
 # text, character 5-grams after NFKC, OpenCC t2s, lower case, letters and
 # digits only; scripts/eval_set.py all_resemblances: every pair computed),
-# near >= 0.8, ambiguous >= 0.5, listed >= 0.3.
+# near >= 0.8, ambiguous >= 0.5, listed >= 0.3. Also pairs_tw2sp.jsonl, the
+# same but a zh-tw/zh-cn pair scores the larger of that and its resemblance
+# with the zh-tw text through OpenCC tw2sp first (Taiwan vocabulary), for
+# `genre-gate.sh OUTDIR RUN_DIR BIN --labels OUTDIR/pairs_tw2sp.jsonl`.
 #
 # Needs a Debian machine with apt (root or sudo): mandoc and man2html-base are
 # installed, the man-page packages go through `apt-get download` into
@@ -57,4 +61,4 @@ done
 
 PYTHONPATH=$HERE "$VENV/bin/python" "$HERE/manpage_set.py" --out "$OUT" --root "$ROOT" \
     --seed "${MANPAGE_SEED:-42}" --versions "$VERSIONS" --jobs "${EVAL_JOBS:-2}"
-echo "wrote $OUT/site, seeds.txt, pages.jsonl, pairs.jsonl, docs.jsonl, summary.json" >&2
+echo "wrote $OUT/site, seeds.txt, pages.jsonl, pairs.jsonl, pairs_tw2sp.jsonl, docs.jsonl, summary.json" >&2

@@ -42,6 +42,21 @@ pub struct CrawledArgs {
 struct PageMeta {
     url: String,
     source: String,
+    /// Its character 5-grams (the labelled sets write them): a page of N
+    /// letters and digits has N - 4. Unknown: counted as large.
+    #[serde(default)]
+    shingles: Option<usize>,
+}
+
+/// The issue 35 gate's recall counts the components that hold a page of
+/// at least this many characters: below it a page is a stub (a heading
+/// and its navigation), which keeping costs nothing.
+pub const RECALL_MIN_CHARS: usize = 300;
+
+impl PageMeta {
+    fn is_large(&self) -> bool {
+        self.shingles.is_none_or(|s| s + 4 >= RECALL_MIN_CHARS)
+    }
 }
 
 #[derive(Deserialize)]
@@ -92,6 +107,10 @@ pub struct SourceRow {
     /// those that went.
     pub should: usize,
     pub did: usize,
+    /// The same over the components that hold a page of at least
+    /// [`RECALL_MIN_CHARS`] characters.
+    pub should_large: usize,
+    pub did_large: usize,
     /// Near pairs and those found in one verdict cluster.
     pub near_pairs: usize,
     pub near_found: usize,
@@ -108,6 +127,8 @@ impl SourceRow {
         self.false_drops += o.false_drops;
         self.should += o.should;
         self.did += o.did;
+        self.should_large += o.should_large;
+        self.did_large += o.did_large;
         self.near_pairs += o.near_pairs;
         self.near_found += o.near_found;
         for (k, v) in &o.suspects {
@@ -121,6 +142,16 @@ impl SourceRow {
             1.0
         } else {
             self.did as f64 / self.should as f64
+        }
+    }
+
+    /// [`SourceRow::recall`] over the components with a page of at least
+    /// [`RECALL_MIN_CHARS`] characters (the gate's recall, issue 35).
+    pub fn recall_large(&self) -> f64 {
+        if self.should_large == 0 {
+            1.0
+        } else {
+            self.did_large as f64 / self.should_large as f64
         }
     }
 
@@ -284,19 +315,25 @@ fn aggregate(
         }
     }
     // Components of near pairs, each counted in the source of its first page.
-    let mut comp: HashMap<usize, (usize, usize, usize)> = HashMap::new(); // root -> (first, size, dropped)
+    // root -> (first, size, dropped, holds a large page)
+    let mut comp: HashMap<usize, (usize, usize, usize, bool)> = HashMap::new();
     for (r, (&root, &k)) in labels.component.iter().zip(&kept).enumerate() {
-        let e = comp.entry(root).or_insert((r, 0, 0));
+        let e = comp.entry(root).or_insert((r, 0, 0, false));
         e.1 += 1;
         if !k {
             e.2 += 1;
         }
+        e.3 |= pages[reached[r]].is_large();
     }
-    for &(first, size, gone) in comp.values() {
+    for &(first, size, gone, large) in comp.values() {
         if size >= 2 {
             let row = rows.entry(source_of(first)).or_default();
             row.should += size - 1;
             row.did += gone.min(size - 1);
+            if large {
+                row.should_large += size - 1;
+                row.did_large += gone.min(size - 1);
+            }
         }
     }
     for &(a, b) in &labels.near {
@@ -340,11 +377,11 @@ pub fn run(args: &CrawledArgs) -> Result<String> {
     let head: String = reasons.iter().map(|r| format!(" suspect: {r} |")).collect();
     writeln!(
         out,
-        "| source | pages | reached | dropped | unique lost | component recall | pair recall | false drops |{head}"
+        "| source | pages | reached | dropped | unique lost | component recall | recall (>= {RECALL_MIN_CHARS} chars) | pair recall | false drops |{head}"
     )?;
     writeln!(
         out,
-        "|---|---|---|---|---|---|---|---|{}",
+        "|---|---|---|---|---|---|---|---|---|{}",
         "---|".repeat(reasons.len())
     )?;
     let line = |name: &str, r: &SourceRow| {
@@ -353,12 +390,13 @@ pub fn run(args: &CrawledArgs) -> Result<String> {
             .map(|k| format!(" {} |", r.suspects.get(k).copied().unwrap_or(0)))
             .collect();
         format!(
-            "| {name} | {} | {} | {} | {} | {:.3} | {:.3} | {} |{counts}\n",
+            "| {name} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} |{counts}\n",
             r.pages,
             r.reached,
             r.dropped,
             r.lost,
             r.recall(),
+            r.recall_large(),
             r.pair_recall(),
             r.false_drops
         )
@@ -397,13 +435,18 @@ mod tests {
                 r#"{"url":"http://b.test/x.html","source":"B"}"#,
                 r#"{"url":"http://b.test/y.html","source":"B"}"#,
                 r#"{"url":"http://b.test/never.html","source":"B"}"#,
+                r#"{"url":"http://c.test/s1.html","source":"C","shingles":40}"#,
+                r#"{"url":"http://c.test/s2.html","source":"C","shingles":41}"#,
             ],
         );
-        // 1-2 near; x and y distinct.
+        // 1-2 near; x and y distinct; the stubs s1-s2 near.
         let labels = write(
             d,
             "pairs.jsonl",
-            &[r#"{"a":"http://a.test/1.html","b":"http://a.test/2.html","jaccard":0.9}"#],
+            &[
+                r#"{"a":"http://a.test/1.html","b":"http://a.test/2.html","jaccard":0.9}"#,
+                r#"{"a":"http://c.test/s1.html","b":"http://c.test/s2.html","jaccard":0.95}"#,
+            ],
         );
         let out = d.join("out");
         std::fs::create_dir(&out).unwrap();
@@ -414,6 +457,8 @@ mod tests {
                 r#"{"url":"http://a.test:8080/1.html?q=1","final_url":"http://a.test:8080/1.html?q=1"}"#,
                 r#"{"url":"http://b.test:8080/x.html","chars":300}"#,
                 r#"{"url":"http://b.test:8080/"}"#,
+                r#"{"url":"http://c.test:8080/s1.html"}"#,
+                r#"{"url":"http://c.test:8080/s2.html"}"#,
             ],
         );
         write(
@@ -442,6 +487,12 @@ mod tests {
         assert_eq!((a.pages, a.reached, a.dropped, a.lost), (2, 2, 1, 0));
         assert_eq!((a.should, a.did), (1, 1));
         assert_eq!((a.near_pairs, a.near_found), (1, 1));
+        assert_eq!((a.should_large, a.did_large), (1, 1), "no shingle count: large");
+        // Two stubs kept side by side: a miss, but not one the gate's
+        // recall counts (no page of 300 characters).
+        let c = &s.rows["C"];
+        assert_eq!((c.should, c.did, c.should_large), (1, 0, 0));
+        assert_eq!((c.recall(), c.recall_large()), (0.0, 1.0));
         let b = &s.rows["B"];
         assert_eq!((b.pages, b.reached, b.dropped, b.lost), (3, 2, 1, 1));
         assert_eq!(b.suspects.get("few_features"), Some(&1));
@@ -455,6 +506,13 @@ mod tests {
         assert!(s.lost[0].contains("http://b.test/y.html"), "{:?}", s.lost);
         let report = run(&args).unwrap();
         assert!(report.contains("| B | 3 | 2 | 1 | 1 |"), "{report}");
-        assert!(report.contains("| pair recall | false drops |"), "{report}");
+        assert!(
+            report.contains("| recall (>= 300 chars) | pair recall | false drops |"),
+            "{report}"
+        );
+        assert!(
+            report.contains("| C | 2 | 2 | 0 | 0 | 0.000 | 1.000 |"),
+            "{report}"
+        );
     }
 }
