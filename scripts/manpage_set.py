@@ -34,7 +34,6 @@ out (exact copies of another page), as scripts/eval_set.py does.
 
 import argparse
 import gzip
-import html
 import os
 import random
 import re
