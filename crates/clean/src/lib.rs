@@ -75,6 +75,11 @@ pub struct Page {
     /// the page is (an index, a table of contents, a landing page made of
     /// links); a crawler learns a site's undeclared template from it.
     pub own_text: String,
+    /// Characters (not whitespace) of `own_text` that are link text (raw,
+    /// before normalization): teasers, related links and tables of contents
+    /// are links, so a crawler can tell what a page *says* of its own from
+    /// what it *links to* when it decides which text is its identity.
+    pub own_link_chars: usize,
     /// Characters (not counting whitespace) of the page's whole visible text,
     /// template included: its size as a reader sees it, to tell a page from
     /// a much smaller one it is said to copy.
@@ -215,6 +220,7 @@ impl Cleaner {
             raw_title: ex.raw_title,
             text,
             own_text,
+            own_link_chars: ex.own_link_chars,
             visible_chars: ex.visible_chars,
             links: ex.links,
             canonical: ex.canonical,

@@ -130,11 +130,29 @@ fn own_chars(text: &str) -> usize {
 /// The identity of a page of `host` with main text `main` and own text
 /// `own` (both normalized, one block per line).
 pub fn identity<'a>(templates: &Templates, host: &str, main: &'a str, own: &'a str) -> Identity<'a> {
+    identity_of(templates, host, main, (own, 0))
+}
+
+/// [`identity`] of a page whose own text has `own_link_chars` characters
+/// of link text ([`simcrawl_clean::Page::own_link_chars`]). The main text's
+/// share is of the text the page *says*: teasers, related links and
+/// comment links around a news article are links, and counting them made
+/// the page's everything its identity, so a story inside another site's
+/// template matched nothing (issue 35). What a page says outside its
+/// main text (a function's description beside a shared block, the
+/// translated tables of a partly translated page) still counts.
+pub fn identity_of<'a>(
+    templates: &Templates,
+    host: &str,
+    main: &'a str,
+    (own, own_link_chars): (&'a str, usize),
+) -> Identity<'a> {
     let main_own = templates.own_lines(host, main);
     let page_own = templates.own_lines(host, own);
     let m = own_chars(main_own.as_deref().unwrap_or(main));
     let p = own_chars(page_own.as_deref().unwrap_or(own));
-    if m >= MIN_OWN_CHARS && m * 100 >= p * MIN_MAIN_SHARE_PCT {
+    let says = p.saturating_sub(own_link_chars);
+    if m >= MIN_OWN_CHARS && m * 100 >= says * MIN_MAIN_SHARE_PCT {
         return Identity {
             template_stripped: main_own.is_some(),
             text: main_own.map_or(Cow::Borrowed(main), Cow::Owned),
@@ -169,6 +187,7 @@ pub struct InOrder<'a> {
     pub host: &'a str,
     pub main: &'a str,
     pub own: &'a str,
+    pub own_link_chars: usize,
 }
 
 /// For a sequence of pages (`None` for a line that is not one), in order:
@@ -182,7 +201,7 @@ pub fn identities_in_order<'a>(
     pages
         .map(|p| {
             let p = p?;
-            let id = identity(templates, p.host, p.main, p.own);
+            let id = identity_of(templates, p.host, p.main, (p.own, p.own_link_chars));
             let out = (id.text.into_owned(), id.basis);
             templates.observe(p.host, p.own);
             Some(out)

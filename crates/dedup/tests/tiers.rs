@@ -948,3 +948,43 @@ fn sketch_width_follows_the_store() {
     .unwrap_err();
     assert!(e.to_string().contains("sketch_bits 12 is not 8 or 16"), "{e}");
 }
+
+/// Words `from..to`, each distinct: texts made of overlapping ranges
+/// resemble each other as much as the ranges overlap.
+fn words(from: usize, to: usize) -> String {
+    (from..to)
+        .map(|i| format!("w{}x{}q", i * 7919 % 100_003, i))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A title that two kept pages of a host already carry is that host's
+/// template: it no longer lowers the resemblance a copy must show on that
+/// host (issue 35: generated reference pages sharing "Namespace Members"
+/// were dropped as copies of each other). Across hosts, and for the second
+/// page of a host with that title, it still does.
+#[test]
+fn a_title_many_pages_of_a_host_share_does_not_lower_the_threshold() {
+    let d = mem(DedupConfig {
+        title_min_similarity: 0.5,
+        min_similarity: 0.95,
+        ..Default::default()
+    });
+    let title = "Namespace Members";
+    let check = |url: &str, text: &str| d.check_content(&Document::new(url, title, text)).unwrap();
+    // Pages of h sharing the title: 0..200 and 1000..1200 kept.
+    assert!(check("http://h.test/a", &words(0, 200)).is_unique());
+    // The second page with it on h: resembles a by about 0.6, a title-tier
+    // copy (the title is not yet the host's).
+    let v = check("http://h.test/b", &words(50, 250));
+    assert_eq!(v.tier(), Some(Tier::Title), "{v:?}");
+    assert!(check("http://h.test/c", &words(1000, 1200)).is_unique());
+    // Two kept pages of h carry it now: a third resembling a as b did is
+    // no copy on h...
+    let v = check("http://h.test/d", &words(50, 250));
+    assert!(v.is_unique(), "{v:?}");
+    // ... but the same text on another host still is one.
+    let v = check("http://g.test/d", &words(40, 240));
+    assert_eq!(v.tier(), Some(Tier::Title), "{v:?}");
+    assert!(v.partner().is_some_and(|p| p.starts_with("http://h.test/")), "{v:?}");
+}

@@ -133,6 +133,8 @@ pub(crate) struct Texts {
     /// header, footer, sidebars by tag, role or class name), link text
     /// included: what the page has of its own when its content is links.
     pub own: String,
+    /// Characters (not whitespace) of `own` that are link text.
+    pub own_link_chars: usize,
 }
 
 /// Picks the main content (or everything when `main_content` is off) and
@@ -142,6 +144,7 @@ pub(crate) fn select_texts(walk: &Walk<'_>, main_content: bool, cap: usize) -> T
         return Texts {
             main: render_all(walk, None, cap),
             own: render_all_with(walk, None, Hidden::Show, cap),
+            own_link_chars: walk.els.iter().map(|e| e.own_link_chars as usize).sum(),
         };
     }
     let main = select_text(walk, cap);
@@ -155,7 +158,17 @@ pub(crate) fn select_texts(walk: &Walk<'_>, main_content: bool, cap: usize) -> T
         declared[i] = els[i].tag_boiler || parent_of(els, i).is_some_and(|p| declared[p]);
     }
     let own = render_all_with(walk, Some(&declared), Hidden::Show, cap);
-    Texts { main, own }
+    let own_link_chars = els
+        .iter()
+        .zip(&declared)
+        .filter(|(_, d)| !**d)
+        .map(|(e, _)| e.own_link_chars as usize)
+        .sum();
+    Texts {
+        main,
+        own,
+        own_link_chars,
+    }
 }
 
 /// The main content.

@@ -37,6 +37,8 @@ pub(crate) struct Extracted {
     pub text: String,
     /// The visible text outside the marked template, link text included.
     pub own_text: String,
+    /// Characters (not whitespace) of `own_text` that are link text.
+    pub own_link_chars: usize,
     /// Non-whitespace characters of the page's visible text.
     pub visible_chars: usize,
     pub links: Vec<Link>,
@@ -140,6 +142,7 @@ pub(crate) fn extract(html: &Html, url: &Url, opts: &ExtractOptions) -> Extracte
         raw_title: head.title(),
         text: texts.main,
         own_text: texts.own,
+        own_link_chars: texts.own_link_chars,
         visible_chars: walk.els.iter().map(|e| e.own_chars as usize).sum(),
         links,
         canonical,

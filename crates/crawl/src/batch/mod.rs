@@ -338,7 +338,14 @@ pub(crate) fn parse_line(
     let id = c
         .html
         .as_ref()
-        .map(|h| crate::identity::identity(&crate::template::Templates::default(), &h.host, &c.text, &h.own));
+        .map(|h| {
+            crate::identity::identity_of(
+                &crate::template::Templates::default(),
+                &h.host,
+                &c.text,
+                (&h.own, h.own_link_chars),
+            )
+        });
     let judged = id.as_ref().map(|id| (id.text.as_ref(), id.basis));
     Ok(signed(d, &crate::lang::Declared::default(), &c, judged))
 }
@@ -391,6 +398,8 @@ struct HtmlTexts {
     lang_hint: Option<String>,
     /// Characters (not whitespace) of its whole visible text.
     visible_chars: usize,
+    /// Characters of `own` that are link text (`crate::identity`).
+    own_link_chars: usize,
 }
 
 fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, String> {
@@ -420,6 +429,7 @@ fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, 
                 own: page.own_text,
                 lang_hint: page.lang_hint,
                 visible_chars: page.visible_chars,
+                own_link_chars: page.own_link_chars,
             };
             (title, page.text, Some(texts))
         }
@@ -520,6 +530,7 @@ fn sign_all(
                 host: &h.host,
                 main: &c.text,
                 own: &h.own,
+                own_link_chars: h.own_link_chars,
             })
         }),
     );

@@ -611,6 +611,7 @@ fn clean(
             own: page.own_text,
             lang_hint: page.lang_hint,
             visible_chars: page.visible_chars,
+            own_link_chars: page.own_link_chars,
         }),
     })
 }

@@ -683,11 +683,11 @@ fn clean_and_sign(
     }
     // Judged on the text that makes the page what it is, without the host's
     // template once learnt (crate::identity).
-    let id = crate::identity::identity(
+    let id = crate::identity::identity_of(
         &stages.templates,
         host_of(&fetched.final_url),
         &page.text,
-        &page.own_text,
+        (&page.own_text, page.own_link_chars),
     );
     let mut sig = (stages.sign)(&Document::new(entry.url.as_str(), &page.title, &id.text));
     sig.min_similarity = id.basis.min_similarity();

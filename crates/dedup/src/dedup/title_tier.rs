@@ -13,6 +13,24 @@ use crate::store::{ReadTables, Store};
 /// almost always of a recent page.
 pub const TITLE_CANDIDATES: usize = 64;
 
+/// A title that this many kept pages of the checked page's host already
+/// carry is its host's template (a generator's "Namespace Members", "Source
+/// code", "Index"), not the page's identity: it no longer lowers the
+/// resemblance a copy must show to the title tier's `title_min_similarity`;
+/// the content tier's `min_similarity` holds. Sibling reference pages
+/// sharing one generated title were dropped as copies of each other at
+/// 0.70-0.75 (issue 35, docs/eval-apiref.md); a title two pages of a host
+/// share (a page and its edited copy) still lowers it.
+pub const TEMPLATE_TITLE_PAGES: usize = 2;
+
+/// The host part of a URL as written (`scheme://host:port`), compared
+/// without parsing: what tells a host's own titles from another site's.
+fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    &rest[..end]
+}
+
 /// What a title match means.
 ///
 /// Many distinct pages share a title ("Index", "Options", "插入"), so a title
@@ -49,11 +67,14 @@ impl<S: Store> Deduper<S> {
         let mut ids = Vec::new();
         t.title_docs(td, TITLE_CANDIDATES, &mut ids)?;
         let mut best: Option<Match> = None;
+        let host = host_of(&sig.url);
+        let mut same_host = 0;
         for id in ids {
             let Some(rec) = t.doc(id)? else { continue };
             if rec.inserted_at < cutoff {
                 continue;
             }
+            same_host += usize::from(host_of(&rec.url).eq_ignore_ascii_case(host));
             let m = Match::new(id, sig.fingerprint, sig.sketch.as_ref(), rec);
             if !sig.admits(&m) {
                 continue;
@@ -68,7 +89,12 @@ impl<S: Store> Deduper<S> {
         let is_dup = match self.config.title_policy {
             TitlePolicy::Strict => true,
             TitlePolicy::Confirm => {
-                sig.sketch.is_some() && best.similarity >= self.config.title_min_similarity
+                let min = if same_host >= TEMPLATE_TITLE_PAGES {
+                    self.config.title_min_similarity.max(self.config.min_similarity)
+                } else {
+                    self.config.title_min_similarity
+                };
+                sig.sketch.is_some() && best.similarity >= min
             }
             TitlePolicy::Off => false,
         };
