@@ -157,6 +157,10 @@ struct CrawlArgs {
     /// Forget earlier state and outputs and start over.
     #[arg(long)]
     fresh: bool,
+    /// Add these seeds to the crawl in the data directory and go on with it
+    /// (without it, a crawl resumes only with the seeds it was started from).
+    #[arg(long, conflicts_with = "fresh")]
+    add_seeds: bool,
     /// Keep running: new links and revisits of the pages crawled (as they
     /// fall due, [revisit]) in one frontier, until stopped (SIGINT/SIGTERM).
     #[arg(long)]
@@ -629,6 +633,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 Some(&seeds),
                 if a.fresh {
                     daemon::Start::Fresh
+                } else if a.add_seeds {
+                    daemon::Start::AddSeeds
                 } else {
                     daemon::Start::Resume
                 },

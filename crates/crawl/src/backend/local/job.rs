@@ -1,0 +1,338 @@
+//! What a local crawl is (its job): the seeds it was started from, the
+//! settings that decide what it fetches and how it compares pages, where
+//! its outputs live, and how its last run ended. Recorded in the crawl
+//! state (`crawl_state`, [`JOB_KEY`]) with the seeds, and again when a run
+//! ends, so that a later `crawl` in the same data directory can tell the
+//! interrupted crawl it should resume from another crawl it must not mix
+//! into (Scrapy resumes only an explicit JOBDIR; wget never resumes).
+//!
+//! The shared (Redis) mode keeps no job record: there, workers join one
+//! crawl by its namespace and each brings seeds that are added to it, so
+//! other seeds are the normal case, not a mistake (docs/guide).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use md5::{Digest, Md5};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use url::Url;
+
+use super::state;
+use crate::config::Config;
+
+/// Key of the [`Job`] in the `crawl_state` table.
+pub const JOB_KEY: &str = "crawl:job";
+
+/// Key of the job's seed list (one URL a line, sorted) in the
+/// `crawl_state` table: kept apart from the [`Job`], which is read on
+/// every start, since only `--add-seeds` and messages need it.
+pub const SEEDS_KEY: &str = "crawl:job:seeds";
+
+/// The `[crawl]` settings that make a crawl what it is: with others, the
+/// same seeds reach other pages (or keep other ones), so mixing runs under
+/// both would leave outputs no single setting explains. The budget
+/// (`max_pages`) is not one of them: raising it continues the crawl.
+/// Timings, concurrency and politeness change how fast, not what.
+const JOB_SETTINGS: [&str; 9] = [
+    "scope",
+    "include",
+    "exclude",
+    "max_depth",
+    "follow_nofollow",
+    "respect_noindex",
+    "languages",
+    "sitemaps",
+    "feeds",
+];
+
+/// How the last run of a crawl ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ended {
+    /// A run started and did not record its end: it was killed (or
+    /// crashed), unless it is still running (a running crawl holds the
+    /// state's lock, so no other run reads this).
+    Running,
+    /// Every page of the frontier was fetched.
+    Finished,
+    /// The page budget (`crawl.max_pages`) was spent; pages are left.
+    MaxPages,
+    /// SIGINT or SIGTERM stopped it; pages are left.
+    Signal,
+    /// It stopped with pages left and neither a signal nor the budget
+    /// (a page task failed): the next run fetches them.
+    Incomplete,
+}
+
+impl Ended {
+    /// The word `crawl status` prints (`interrupted` for a run that did not
+    /// record its end).
+    pub fn word(self) -> &'static str {
+        match self {
+            Ended::Running => "interrupted",
+            Ended::Finished => "finished",
+            Ended::MaxPages => "max_pages",
+            Ended::Signal => "signal",
+            Ended::Incomplete => "incomplete",
+        }
+    }
+}
+
+/// The job record (see the module documentation).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Job {
+    /// MD5 of the sorted, distinct seed URLs, one a line.
+    pub seeds_digest: String,
+    /// How many distinct seeds.
+    pub seeds: u64,
+    /// [`JOB_SETTINGS`], as `crawl.KEY` -> value.
+    pub settings: BTreeMap<String, Value>,
+    /// Every `[clean]` and `[dedup]` setting, dotted: the index refuses
+    /// others by digest, and these name the keys that differ.
+    pub index_settings: BTreeMap<String, Value>,
+    /// Where its outputs live (absolute).
+    pub out_dir: PathBuf,
+    /// How its last run ended.
+    pub ended: Ended,
+    /// When its last run ended (unix ms; 0 while running).
+    #[serde(default)]
+    pub ended_at_ms: u64,
+    /// The budget of its last run (`crawl.max_pages`, 0: none).
+    #[serde(default)]
+    pub max_pages: u64,
+}
+
+impl Job {
+    /// The job of a crawl from `list` (see [`seed_list`]) under `cfg`, running.
+    pub fn new(cfg: &Config, list: &BTreeSet<String>) -> anyhow::Result<Job> {
+        Ok(Job {
+            seeds_digest: digest(list),
+            seeds: list.len() as u64,
+            settings: job_settings(cfg)?,
+            index_settings: index_settings(cfg)?,
+            out_dir: absolute(&cfg.crawl.out_dir),
+            ended: Ended::Running,
+            ended_at_ms: 0,
+            max_pages: cfg.crawl.max_pages,
+        })
+    }
+
+    /// The job recorded in `db`, if any (data directories from before job
+    /// records have none).
+    pub fn load(db: &impl redb::ReadableDatabase) -> anyhow::Result<Option<Job>> {
+        state::read_json(db, JOB_KEY)
+    }
+
+    /// Writes it into `table` (the `crawl_state` table of a write transaction).
+    pub fn put(
+        &self,
+        table: &mut redb::Table<'_, &'static str, &'static [u8]>,
+    ) -> Result<(), simcrawl_dedup::Error> {
+        state::put_json(table, JOB_KEY, self)
+    }
+}
+
+/// The seeds as stored: distinct, sorted.
+pub fn seed_list(seeds: &[Url]) -> BTreeSet<String> {
+    seeds.iter().map(|u| u.as_str().to_owned()).collect()
+}
+
+/// The seed list recorded in `db` (empty if none).
+pub fn load_seeds(db: &impl redb::ReadableDatabase) -> anyhow::Result<BTreeSet<String>> {
+    Ok(state::read(db, SEEDS_KEY)?
+        .map(|b| String::from_utf8_lossy(&b).lines().map(str::to_owned).collect())
+        .unwrap_or_default())
+}
+
+/// Writes the seed list into `table`.
+pub fn put_seeds(
+    table: &mut redb::Table<'_, &'static str, &'static [u8]>,
+    seeds: &BTreeSet<String>,
+) -> Result<(), simcrawl_dedup::Error> {
+    let text: String = seeds.iter().map(|s| format!("{s}\n")).collect();
+    table.insert(SEEDS_KEY, text.as_bytes())?;
+    Ok(())
+}
+
+/// MD5 (hex) of a seed list.
+pub fn digest(seeds: &BTreeSet<String>) -> String {
+    let mut h = Md5::new();
+    for s in seeds {
+        h.update(s.as_bytes());
+        h.update(b"\n");
+    }
+    let d: [u8; 16] = h.finalize().into();
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `path` made absolute (from the current directory), so that a crawl run
+/// from elsewhere still names the same folder.
+pub fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+fn job_settings(cfg: &Config) -> anyhow::Result<BTreeMap<String, Value>> {
+    let crawl = serde_json::to_value(&cfg.crawl)?;
+    Ok(JOB_SETTINGS
+        .iter()
+        .map(|k| {
+            (
+                format!("crawl.{k}"),
+                crawl.get(*k).cloned().unwrap_or(Value::Null),
+            )
+        })
+        .collect())
+}
+
+fn index_settings(cfg: &Config) -> anyhow::Result<BTreeMap<String, Value>> {
+    let mut out = BTreeMap::new();
+    flatten("clean", &serde_json::to_value(&cfg.clean)?, &mut out);
+    flatten("dedup", &serde_json::to_value(&cfg.dedup)?, &mut out);
+    Ok(out)
+}
+
+/// Tables become dotted keys; arrays and scalars are values.
+fn flatten(prefix: &str, v: &Value, out: &mut BTreeMap<String, Value>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                flatten(&format!("{prefix}.{k}"), v, out);
+            }
+        }
+        other => {
+            out.insert(prefix.to_owned(), other.clone());
+        }
+    }
+}
+
+/// `key: OLD there, NEW now` for each key whose value differs (a key only
+/// one side has counts, shown as `unset`).
+fn differences<'a>(
+    old: &'a BTreeMap<String, Value>,
+    new: &'a BTreeMap<String, Value>,
+    keep: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    let show = |v: Option<&Value>| v.map_or_else(|| "unset".to_owned(), Value::to_string);
+    keys.into_iter()
+        .filter(|k| keep(k) && old.get(*k) != new.get(*k))
+        .map(|k| format!("{k}: {} there, {} now", show(old.get(k)), show(new.get(k))))
+        .collect()
+}
+
+/// Why a crawl does not run in a data directory that holds another job.
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// Other seeds than the job's.
+    #[error(
+        "{data_dir} holds another crawl: {summary}. A crawl resumes only with its own seeds and settings; \
+         choose one: --add-seeds (add these seeds to that crawl and go on with it), --fresh (delete its \
+         state and outputs and start over), or another --data-dir (and --out) for a new crawl"
+    )]
+    OtherSeeds { data_dir: PathBuf, summary: String },
+    /// Other job settings than the job's.
+    #[error(
+        "{data_dir} holds a crawl made with other settings ({differences}). A crawl resumes only with its own \
+         seeds and settings; choose one: put the old values back to go on with it, or start a new crawl \
+         with --fresh (deletes its state and outputs) or another --data-dir (and --out)"
+    )]
+    OtherSettings { data_dir: PathBuf, differences: String },
+}
+
+/// Compares the job `stored` with the crawl `cfg` asks for from `seeds`
+/// (`adding`: with `--add-seeds`, more seeds are welcome): the settings
+/// first (no seed list fixes them), then the seeds.
+pub fn compare(
+    stored: &Job,
+    stored_seeds: &BTreeSet<String>,
+    cfg: &Config,
+    seeds: &[Url],
+    adding: bool,
+) -> Result<(), JobError> {
+    let data_dir = cfg.store.data_dir.clone();
+    let now = job_settings(cfg).unwrap_or_default();
+    let diffs = differences(&stored.settings, &now, |_| true);
+    if !diffs.is_empty() {
+        return Err(JobError::OtherSettings {
+            data_dir,
+            differences: diffs.join("; "),
+        });
+    }
+    let given = seed_list(seeds);
+    if digest(&given) == stored.seeds_digest || adding {
+        return Ok(());
+    }
+    let mut summary = format!(
+        "it was started from {} seed(s), these are {}",
+        stored.seeds,
+        given.len()
+    );
+    if !stored_seeds.is_empty() {
+        let new: Vec<&String> = given.difference(stored_seeds).collect();
+        let left = stored_seeds.difference(&given).count();
+        if let Some(first) = new.first() {
+            let _ = write!(
+                summary,
+                "; {} of these not among its seeds (e.g. {first})",
+                new.len()
+            );
+        }
+        if left > 0 {
+            let _ = write!(summary, "; {left} of its seeds not among these");
+        }
+    }
+    Err(JobError::OtherSeeds { data_dir, summary })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn urls(list: &[&str]) -> Vec<Url> {
+        list.iter().map(|u| Url::parse(u).unwrap()).collect()
+    }
+
+    #[test]
+    fn the_same_seeds_in_another_order_are_the_same_job() {
+        let cfg = Config::default();
+        let job = Job::new(&cfg, &seed_list(&urls(&["http://a.test/", "http://b.test/"]))).unwrap();
+        let stored = seed_list(&urls(&["http://a.test/", "http://b.test/"]));
+        let again = urls(&["http://b.test/", "http://a.test/", "http://a.test/"]);
+        assert!(compare(&job, &stored, &cfg, &again, false).is_ok());
+        let other = urls(&["http://c.test/"]);
+        let e = compare(&job, &stored, &cfg, &other, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("1 of these not among its seeds (e.g. http://c.test/)"),
+            "{e}"
+        );
+        assert!(
+            e.contains("2 of its seeds not among these") && e.contains("--add-seeds"),
+            "{e}"
+        );
+        assert!(compare(&job, &stored, &cfg, &other, true).is_ok());
+    }
+
+    #[test]
+    fn other_job_settings_are_named_and_the_budget_is_not_one() {
+        let cfg = Config::default();
+        let seeds = urls(&["http://a.test/"]);
+        let job = Job::new(&cfg, &seed_list(&seeds)).unwrap();
+        let mut more = cfg.clone();
+        more.crawl.max_pages = 10;
+        more.crawl.concurrency = 3;
+        assert!(compare(&job, &BTreeSet::new(), &more, &seeds, false).is_ok());
+        more.crawl.max_depth = 1;
+        let e = compare(&job, &BTreeSet::new(), &more, &seeds, false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("crawl.max_depth: 100 there, 1 now") || e.contains("crawl.max_depth:"),
+            "{e}"
+        );
+    }
+}
