@@ -168,3 +168,50 @@ fn the_page_budget_continues_and_a_changed_scope_is_refused_by_name() {
     );
     assert_eq!(kept_paths(&dirs), ["/", "/a", "/b"]);
 }
+
+/// Item 5: `--out` pointing at a new folder for an existing data directory
+/// names where that crawl's outputs live (it used to say "output
+/// .../kept.jsonl is shorter (0 bytes) than its last checkpoint ... changed
+/// outside the crawl").
+#[test]
+fn a_new_out_for_an_existing_data_dir_names_where_its_outputs_live() {
+    let server = three_pages(0, 21);
+    let dir = tempdir();
+    let dirs = site_crawl(dir.path(), &format!("{}/", server.base()), 1, "max_pages = 1");
+    dirs.run_ok(Duration::from_secs(60));
+    let o20 = dir.path().join("o20");
+    let mut c = Dirs {
+        out: o20.clone(),
+        ..dirs.clone()
+    }
+    .command();
+    c.args(["--max-pages", "10"]);
+    let o = output(c);
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{err}");
+    assert!(!err.contains("shorter"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "live in {}, not in {}",
+            dirs.out.display(),
+            o20.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("--out {}", dirs.out.display())) && err.contains("--fresh"),
+        "{err}"
+    );
+    // The old outputs, moved with the crawl, are found there.
+    let moved = dir.path().join("moved");
+    std::fs::rename(&dirs.out, &moved).unwrap();
+    let mut c = Dirs {
+        out: moved.clone(),
+        ..dirs.clone()
+    }
+    .command();
+    c.args(["--max-pages", "10"]);
+    let o = output(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(crate::support::read_jsonl(&moved.join("kept.jsonl")).len(), 3);
+}

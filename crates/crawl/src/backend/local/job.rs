@@ -173,6 +173,13 @@ pub fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
+/// Whether two folders are the same (the same path, or the same folder by
+/// two paths).
+pub fn same_dir(a: &Path, b: &Path) -> bool {
+    let (a, b) = (absolute(a), absolute(b));
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+}
+
 fn job_settings(cfg: &Config) -> anyhow::Result<BTreeMap<String, Value>> {
     let crawl = serde_json::to_value(&cfg.crawl)?;
     Ok(JOB_SETTINGS
@@ -239,6 +246,25 @@ pub enum JobError {
          with --fresh (deletes its state and outputs) or another --data-dir (and --out)"
     )]
     OtherSettings { data_dir: PathBuf, differences: String },
+    /// A data directory from before job records, with outputs, and none in `--out`.
+    #[error(
+        "the crawl in {data_dir} has written outputs, but {requested} holds none of them: they are in the \
+         --out of its earlier runs (this data directory is older than the record of where): run with that \
+         --out to go on with it, or start a new crawl in {requested} with --fresh (deletes that crawl's state \
+         and outputs) or another --data-dir"
+    )]
+    OutputsUnknown { data_dir: PathBuf, requested: PathBuf },
+    /// `--out` is not where the job's outputs are.
+    #[error(
+        "the outputs of the crawl in {data_dir} live in {stored}, not in {requested}: run with --out {stored} \
+         to go on with it, or start a new crawl in {requested} with --fresh (deletes that crawl's state and \
+         outputs) or another --data-dir"
+    )]
+    OutputsElsewhere {
+        data_dir: PathBuf,
+        stored: PathBuf,
+        requested: PathBuf,
+    },
 }
 
 /// Compares the job `stored` with the crawl `cfg` asks for from `seeds`

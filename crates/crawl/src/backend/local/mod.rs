@@ -298,6 +298,13 @@ fn begin_job(
         if cp.stats.fetched > 0 {
             // A crawl from before job records: it is taken to be this one
             // (as every crawl was), and recorded as such from now on.
+            if !outputs_cover(&cfg.crawl.out_dir, &cp.offsets) && !any_output(&cfg.crawl.out_dir) {
+                return Err(job::JobError::OutputsUnknown {
+                    data_dir: data_dir.clone(),
+                    requested: cfg.crawl.out_dir.clone(),
+                }
+                .into());
+            }
             info!(
                 fetched = cp.stats.fetched,
                 kept = cp.stats.verdicts.kept,
@@ -350,6 +357,15 @@ fn begin_job(
         }
         _ => {}
     }
+    if !job::same_dir(&stored.out_dir, &cfg.crawl.out_dir) && !outputs_cover(&cfg.crawl.out_dir, &cp.offsets)
+    {
+        return Err(job::JobError::OutputsElsewhere {
+            data_dir: data_dir.clone(),
+            stored: stored.out_dir.clone(),
+            requested: cfg.crawl.out_dir.clone(),
+        }
+        .into());
+    }
     match stored.ended {
         job::Ended::MaxPages => info!(
             fetched = cp.stats.fetched,
@@ -370,6 +386,7 @@ fn begin_job(
     if adding && new_seeds > 0 {
         info!(new_seeds, "seeds added to the crawl");
     }
+    // Where the outputs are now (the same folder, or the folder moved).
     let mut job = job::Job::new(cfg, &all)?;
     job.ended = job::Ended::Running;
     let scope_seeds = all.iter().filter_map(|s| Url::parse(s).ok()).collect();
@@ -378,6 +395,22 @@ fn begin_job(
         seeds: (all != stored_seeds).then_some(all),
         scope_seeds,
     })
+}
+
+/// Whether `dir` holds the outputs a checkpoint at `at` describes (each
+/// file at least as long as its offset): the crawl's own, or a copy.
+fn outputs_cover(dir: &std::path::Path, at: &crate::output::sinks::Offsets) -> bool {
+    let len = |name: &str| std::fs::metadata(dir.join(name)).map_or(0, |m| m.len());
+    let [kept, duplicates, errors, changes] = Outputs::FILES;
+    len(kept) >= at.kept
+        && len(duplicates) >= at.duplicates
+        && len(errors) >= at.errors
+        && len(changes) >= at.changes
+}
+
+/// Whether `dir` holds any output file.
+fn any_output(dir: &std::path::Path) -> bool {
+    Outputs::FILES.iter().any(|n| dir.join(n).exists())
 }
 
 /// How a run ended (the dispatcher is done and the writer has committed
