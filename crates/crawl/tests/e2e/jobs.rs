@@ -215,3 +215,34 @@ fn a_new_out_for_an_existing_data_dir_names_where_its_outputs_live() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(crate::support::read_jsonl(&moved.join("kept.jsonl")).len(), 3);
 }
+
+/// Item 6: a changed `[clean]` setting, or `dedup.bits`, names the keys
+/// that differ and the ways forward (they used to print digests and hash
+/// names: `clean: stored 4c5784..., requested 7c2332...`).
+#[test]
+fn changed_index_settings_are_named_by_their_keys() {
+    let server = three_pages(0, 21);
+    let dir = tempdir();
+    let dirs = site_crawl(dir.path(), &format!("{}/", server.base()), 1, "max_pages = 1");
+    dirs.run_ok(Duration::from_secs(60));
+
+    let mut c = dirs.command();
+    c.args(["--set", "clean.lowercase=false"]);
+    let o = output(c);
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("clean.lowercase: true there, false now"), "{err}");
+    assert!(
+        err.contains("put the old values back") && err.contains("--fresh"),
+        "{err}"
+    );
+    assert!(!err.contains("4c5784"), "{err}");
+
+    let mut c = dirs.command();
+    c.args(["--set", "dedup.bits=128"]);
+    let o = output(c);
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("dedup.bits: 64 there, 128 now"), "{err}");
+    assert!(!err.contains("fnv") && !err.contains("hash:"), "{err}");
+}

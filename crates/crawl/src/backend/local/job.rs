@@ -246,6 +246,14 @@ pub enum JobError {
          with --fresh (deletes its state and outputs) or another --data-dir (and --out)"
     )]
     OtherSettings { data_dir: PathBuf, differences: String },
+    /// Other index settings than the index was built with.
+    #[error(
+        "the crawl state in {data_dir} was built with other settings ({differences}); they change how pages \
+         are compared, so its index cannot be used with them. Choose one: put the old values back to go on \
+         with that crawl, or start a new one with --fresh (deletes its state and outputs) or another \
+         --data-dir (and --out)"
+    )]
+    IndexSettings { data_dir: PathBuf, differences: String },
     /// A data directory from before job records, with outputs, and none in `--out`.
     #[error(
         "the crawl in {data_dir} has written outputs, but {requested} holds none of them: they are in the \
@@ -312,6 +320,103 @@ pub fn compare(
     Err(JobError::OtherSeeds { data_dir, summary })
 }
 
+/// The parameters the dedup crate and the crawl record in the index
+/// (`Deduper::params`, [`state::recorded_params`]) and the settings
+/// behind each: a refused index is explained by the keys under these.
+const PARAM_KEYS: [(&str, &[&str]); 9] = [
+    ("bits", &["dedup.bits"]),
+    ("hash", &["dedup.bits"]),
+    ("blocks", &["dedup.blocks"]),
+    ("max_distance", &["dedup.max_distance"]),
+    ("bands", &["dedup.bands", "dedup.band_rows"]),
+    ("sketch", &["dedup.sketch_bits"]),
+    ("features", &["dedup.features."]),
+    ("tracking", &["dedup.url."]),
+    ("clean", &["clean."]),
+];
+
+/// Explains an index that refused this crawl's settings
+/// (`simcrawl_dedup::Error::ParamsMismatch`) by the setting keys that
+/// differ: from the job's recorded settings when it has them, else (a data
+/// directory from before job records, which keeps only digests) by the
+/// section. Any other error, or a difference no setting explains (a
+/// version of the segmenter, of the records), is returned as it was.
+pub fn explain_refusal(e: anyhow::Error, stored: Option<&Job>, cfg: &Config) -> anyhow::Error {
+    let Some(simcrawl_dedup::Error::ParamsMismatch { differences, .. }) = e.downcast_ref() else {
+        return e;
+    };
+    let params: Vec<(&str, &str)> = differences
+        .split("; ")
+        .filter_map(|d| d.split_once(": "))
+        .collect();
+    let mut prefixes: Vec<&str> = Vec::new();
+    for (name, _) in &params {
+        match PARAM_KEYS.iter().find(|(p, _)| p == name) {
+            Some((_, keys)) => prefixes.extend(keys.iter()),
+            None => return e,
+        }
+    }
+    let named = match stored {
+        Some(job) => {
+            let now = index_settings(cfg).unwrap_or_default();
+            differences_of(&job.index_settings, &now, &prefixes)
+        }
+        None => Vec::new(),
+    };
+    let named = if named.is_empty() {
+        // No record of the settings themselves: name the section, and the
+        // values where the index records them as they are.
+        let mut out: Vec<String> = Vec::new();
+        for (name, detail) in &params {
+            let line = match *name {
+                "clean" => "a setting of [clean] (this data directory records only their digest)".to_owned(),
+                "features" => "a setting of [dedup.features] (recorded only as a digest)".to_owned(),
+                "tracking" => "dedup.url.tracking_params (recorded only as a digest)".to_owned(),
+                "hash" => continue,
+                "bands" => format!("dedup.bands x dedup.band_rows: {}", there_now(detail)),
+                other => format!("dedup.{other}: {}", there_now(detail)),
+            };
+            if !out.contains(&line) {
+                out.push(line);
+            }
+        }
+        out
+    } else {
+        named
+    };
+    anyhow::Error::new(JobError::IndexSettings {
+        data_dir: cfg.store.data_dir.clone(),
+        differences: named.join("; "),
+    })
+}
+
+fn differences_of(
+    old: &BTreeMap<String, Value>,
+    new: &BTreeMap<String, Value>,
+    prefixes: &[&str],
+) -> Vec<String> {
+    differences(old, new, |k| {
+        prefixes.iter().any(|p| {
+            if p.ends_with('.') {
+                k.starts_with(p)
+            } else {
+                k == *p
+            }
+        })
+    })
+}
+
+/// `stored X, requested Y` (the dedup crate's words) as `X there, Y now`.
+fn there_now(detail: &str) -> String {
+    match detail
+        .strip_prefix("stored ")
+        .and_then(|d| d.split_once(", requested "))
+    {
+        Some((old, new)) => format!("{old} there, {new} now"),
+        None => detail.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -360,5 +465,30 @@ mod tests {
             e.contains("crawl.max_depth: 100 there, 1 now") || e.contains("crawl.max_depth:"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_refused_index_is_explained_by_its_keys_or_its_section() {
+        let cfg = Config::default();
+        let job = Job::new(&cfg, &seed_list(&urls(&["http://a.test/"]))).unwrap();
+        let mut other = cfg.clone();
+        other.clean.lowercase = !other.clean.lowercase;
+        let refusal = || {
+            anyhow::Error::new(simcrawl_dedup::Error::ParamsMismatch {
+                path: "d/index.redb".into(),
+                differences: "clean: stored 4c57, requested 7c23".into(),
+            })
+        };
+        let e = explain_refusal(refusal(), Some(&job), &other).to_string();
+        assert!(e.contains("clean.lowercase: "), "{e}");
+        assert!(!e.contains("4c57"), "{e}");
+        let e = explain_refusal(refusal(), None, &other).to_string();
+        assert!(e.contains("a setting of [clean]"), "{e}");
+        let version = anyhow::Error::new(simcrawl_dedup::Error::ParamsMismatch {
+            path: "d/index.redb".into(),
+            differences: "segmenter: stored a, requested b".into(),
+        });
+        let e = explain_refusal(version, None, &other).to_string();
+        assert!(e.contains("segmenter: stored a"), "{e}");
     }
 }

@@ -113,7 +113,9 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<S
     let store = RedbStore::open_opts(&db_path, cfg.store.redb_options(Duration::MAX)?)
         .with_context(|| format!("cannot open the crawl state in {}", data_dir.display()))?;
     let stored_job = job::Job::load(store.database())?;
-    let deduper = Arc::new(state::open_deduper(store, &cfg)?);
+    let deduper = Arc::new(
+        state::open_deduper(store, &cfg).map_err(|e| job::explain_refusal(e, stored_job.as_ref(), &cfg))?,
+    );
     let mut cp = Checkpoint::load(deduper.store().database())?;
     let begun = begin_job(
         &cfg,
