@@ -22,6 +22,7 @@ mod report;
 mod revisit;
 mod rewrite;
 mod stats;
+mod status;
 mod template;
 mod tools;
 
@@ -312,6 +313,18 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+    /// Where a local crawl stands, read without changing its state: how its
+    /// last run ended, frontier, fetched, kept, dropped, revisits due.
+    Status {
+        /// The crawl's state directory [store.data_dir].
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// One JSON object instead of lines for a person.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        common: Common,
+    },
     /// Crawl a generated local site and report pages/s, peak RSS and CPU per page.
     Bench(bench::BenchArgs),
     /// Serve the generated bench site (used by `crawl bench`).
@@ -547,6 +560,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 anyhow::bail!("crawl stats: give --redis URL (or redis.url in the settings)");
             }
             backend::redis::print_stats(&url, &namespace.unwrap_or(cfg.redis.namespace))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Status {
+            data_dir,
+            json,
+            common,
+        }) => {
+            let data_dir = match data_dir {
+                Some(d) => d,
+                None => common.load()?.config.store.data_dir,
+            };
+            let status = status::run(&data_dir)?;
+            if json {
+                println!("{}", serde_json::to_string(&status)?);
+            } else {
+                print!("{}", status::human(&status));
+            }
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Bench(args)) => {

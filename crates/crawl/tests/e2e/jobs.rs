@@ -6,6 +6,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
+use serde_json::Value;
+
 use crate::support::server::{Reply, Request, Server};
 use crate::support::{Dirs, field, gibberish, page, path_of, site_crawl};
 
@@ -48,6 +50,22 @@ fn kept_paths(dirs: &Dirs) -> Vec<String> {
 
 fn kept_bytes(out: &Path) -> Vec<u8> {
     std::fs::read(out.join("kept.jsonl")).unwrap_or_default()
+}
+
+/// `crawl status --data-dir D [--json]`.
+fn status(data: &Path, json: bool) -> Output {
+    let mut c = Command::new(crate::support::CRAWL);
+    c.arg("status").arg("--data-dir").arg(data);
+    if json {
+        c.arg("--json");
+    }
+    c.env("NO_COLOR", "1").output().unwrap()
+}
+
+fn status_json(data: &Path) -> Value {
+    let o = status(data, true);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
 }
 
 /// Item 4: a finished crawl run again says it is finished, with its
@@ -245,4 +263,63 @@ fn changed_index_settings_are_named_by_their_keys() {
     assert!(!o.status.success(), "{err}");
     assert!(err.contains("dedup.bits: 64 there, 128 now"), "{err}");
     assert!(!err.contains("fnv") && !err.contains("hash:"), "{err}");
+}
+
+/// Item 7: `crawl status` reads a local crawl without changing a byte of
+/// it: how it ended, frontier, counters, revisits; `--json`; and a running
+/// crawl is named as such.
+#[test]
+fn crawl_status_reports_a_local_crawl_read_only() {
+    let server = three_pages(0, 21);
+    let dir = tempdir();
+    let dirs = site_crawl(dir.path(), &format!("{}/", server.base()), 1, "max_pages = 1");
+    dirs.run_ok(Duration::from_secs(60));
+    let db = dirs.data.join("index.redb");
+    let bytes = std::fs::read(&db).unwrap();
+    let s = status_json(&dirs.data);
+    assert_eq!(s["ended"], "max_pages", "{s}");
+    assert_eq!(s["fetched"], 1, "{s}");
+    assert_eq!(s["kept"], 1, "{s}");
+    // `/a`, `/b` (and the host's sitemap) are left.
+    assert!(s["frontier"].as_u64() >= Some(2), "{s}");
+    assert_eq!(s["out_dir"].as_str(), Some(dirs.out.to_str().unwrap()), "{s}");
+    assert_eq!(std::fs::read(&db).unwrap(), bytes, "status changed the state");
+
+    let mut c = dirs.command();
+    c.args(["--max-pages", "10"]);
+    assert!(output(c).status.success());
+    let s = status_json(&dirs.data);
+    assert_eq!(s["ended"], "finished", "{s}");
+    assert_eq!(
+        (s["fetched"].as_u64(), s["frontier"].as_u64()),
+        (Some(3), Some(0)),
+        "{s}"
+    );
+    assert_eq!(s["revisits_due"], 0, "{s}");
+    assert!(s["next_revisit_at"].is_string(), "{s}");
+    let o = status(&dirs.data, false);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        text.contains(": finished") && text.contains("fetched 3  kept 3"),
+        "{text}"
+    );
+    assert!(
+        text.contains("frontier: 0 waiting") && text.contains("next due at"),
+        "{text}"
+    );
+
+    // While a crawl runs (each page takes a second), status says so.
+    let slow = three_pages(1000, 21);
+    let dir2 = tempdir();
+    let running = site_crawl(dir2.path(), &format!("{}/", slow.base()), 1, "");
+    let mut child = running.spawn();
+    running.wait_until(&mut child, Duration::from_secs(30), "the state open", || {
+        running.data.join("index.redb").exists() && running.log().contains("seeds loaded")
+    });
+    let o = status(&running.data, false);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("a crawl is running on"), "{}", stderr(&o));
 }
