@@ -96,7 +96,11 @@ pub fn run(cfg: &Config, url: &str) -> Result<Report> {
             data_dir.display()
         ))
     })?;
-    let deduper = Arc::new(crate::backend::local::state::open_deduper(store, cfg)?);
+    let job = crate::backend::local::job::Job::load(store.database())?;
+    let deduper = Arc::new(
+        crate::backend::local::state::open_deduper(store, cfg)
+            .map_err(|e| crate::backend::local::job::explain_refusal(e, job.as_ref(), cfg))?,
+    );
     let canon = deduper.canonicalizer().clone();
     let canonical = canon
         .from_url(url.clone())

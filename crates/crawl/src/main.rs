@@ -22,6 +22,7 @@ mod report;
 mod revisit;
 mod rewrite;
 mod stats;
+mod status;
 mod template;
 mod tools;
 
@@ -157,6 +158,10 @@ struct CrawlArgs {
     /// Forget earlier state and outputs and start over.
     #[arg(long)]
     fresh: bool,
+    /// Add these seeds to the crawl in the data directory and go on with it
+    /// (without it, a crawl resumes only with the seeds it was started from).
+    #[arg(long, conflicts_with = "fresh")]
+    add_seeds: bool,
     /// Keep running: new links and revisits of the pages crawled (as they
     /// fall due, [revisit]) in one frontier, until stopped (SIGINT/SIGTERM).
     #[arg(long)]
@@ -305,6 +310,18 @@ enum Command {
         /// The crawl's namespace [redis.namespace].
         #[arg(long)]
         namespace: Option<String>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Where a local crawl stands, read without changing its state: how its
+    /// last run ended, frontier, fetched, kept, dropped, revisits due.
+    Status {
+        /// The crawl's state directory [store.data_dir].
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// One JSON object instead of lines for a person.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         common: Common,
     },
@@ -545,6 +562,23 @@ fn run(cli: Cli) -> Result<ExitCode> {
             backend::redis::print_stats(&url, &namespace.unwrap_or(cfg.redis.namespace))?;
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Status {
+            data_dir,
+            json,
+            common,
+        }) => {
+            let data_dir = match data_dir {
+                Some(d) => d,
+                None => common.load()?.config.store.data_dir,
+            };
+            let status = status::run(&data_dir)?;
+            if json {
+                println!("{}", serde_json::to_string(&status)?);
+            } else {
+                print!("{}", status::human(&status));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::Bench(args)) => {
             // `--config` and `--set` are global flags: given after `bench`,
             // clap hands them to the top level's.
@@ -629,6 +663,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 Some(&seeds),
                 if a.fresh {
                     daemon::Start::Fresh
+                } else if a.add_seeds {
+                    daemon::Start::AddSeeds
                 } else {
                     daemon::Start::Resume
                 },

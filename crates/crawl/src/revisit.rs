@@ -375,6 +375,30 @@ impl<'t> Schedule<'t> {
     }
 }
 
+/// How many pages are due for a revisit at `now_ms`, and when the first
+/// one not yet due is (unix ms), read from a snapshot (`crawl status`).
+pub fn due_summary(
+    db: &impl redb::ReadableDatabase,
+    now_ms: u64,
+) -> Result<(u64, Option<u64>), simcrawl_dedup::Error> {
+    let txn = db.begin_read()?;
+    let due = match txn.open_table(DUE) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok((0, None)),
+        Err(e) => return Err(e.into()),
+    };
+    let mut n = 0u64;
+    for item in due.range((0, 0)..=(now_ms, u128::MAX))? {
+        item?;
+        n += 1;
+    }
+    let next = match due.range((now_ms.saturating_add(1), 0)..)?.next() {
+        Some(item) => Some(item?.0.value().0),
+        None => None,
+    };
+    Ok((n, next))
+}
+
 /// The schedule's key of a URL: its canonical form's digest (the URL
 /// tier's key).
 pub fn url_key(canon: &simcrawl_dedup::Canonicalizer, url: &url::Url) -> Option<u128> {

@@ -109,8 +109,12 @@ pub enum Visits {
 pub enum Start {
     /// Delete them and start over (`--fresh`).
     Fresh,
-    /// Resume where the earlier crawl stopped (the default).
+    /// Resume where the earlier crawl stopped (the default): only the
+    /// interrupted crawl of the same seeds and settings
+    /// (`crate::backend::local::job`).
     Resume,
+    /// Resume, adding the seeds given to the earlier crawl's (`--add-seeds`).
+    AddSeeds,
 }
 
 /// The page stages of a crawl from `seeds`: the fetcher (seeds on private

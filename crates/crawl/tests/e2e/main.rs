@@ -18,6 +18,7 @@ mod check;
 mod cli;
 mod crawl;
 mod dust;
+mod jobs;
 mod lang;
 mod listing;
 mod politeness;

@@ -4,10 +4,12 @@
 //! writer ([`writer`]) in one transaction per group of results.
 
 pub mod frontier;
+pub mod job;
 pub mod learn;
 pub mod state;
 pub mod writer;
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -110,7 +112,31 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<S
     // the store must never upgrade one on its own.
     let store = RedbStore::open_opts(&db_path, cfg.store.redb_options(Duration::MAX)?)
         .with_context(|| format!("cannot open the crawl state in {}", data_dir.display()))?;
-    let deduper = Arc::new(state::open_deduper(store, &cfg)?);
+    let stored_job = job::Job::load(store.database())?;
+    let deduper = Arc::new(
+        state::open_deduper(store, &cfg).map_err(|e| job::explain_refusal(e, stored_job.as_ref(), &cfg))?,
+    );
+    let mut cp = Checkpoint::load(deduper.store().database())?;
+    let begun = begin_job(
+        &cfg,
+        seeds,
+        start,
+        visits,
+        stored_job,
+        &cp,
+        deduper.store().database(),
+    )?;
+    let (job, job_seeds, scope_seeds) = match begun {
+        Begin::Nothing(message) => {
+            eprintln!("{message}");
+            return Ok(cp.stats);
+        }
+        Begin::Run {
+            job,
+            seeds,
+            scope_seeds,
+        } => (job, seeds, scope_seeds),
+    };
     // The learners load (and convert what earlier versions saved) in one
     // transaction.
     let (templates, dust) = crate::backend::local::learn::with_store(deduper.store().database(), |store| {
@@ -120,14 +146,6 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<S
         Ok((templates, dust))
     })?;
     let dust = Arc::new(Mutex::new(dust));
-    let mut cp = Checkpoint::load(deduper.store().database())?;
-    if cp.stats.fetched > 0 {
-        info!(
-            fetched = cp.stats.fetched,
-            kept = cp.stats.verdicts.kept,
-            "resuming an interrupted crawl"
-        );
-    }
     // The archive's position is in the checkpoint from its first record
     // on (committed with the seeds below), so that a crash before the first
     // commit leaves no file the resumed crawl does not know.
@@ -135,17 +153,14 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<S
     let mut outputs = Outputs::open(&out_dir, cp.offsets)?.with_warc(warc);
     cp.offsets = outputs.sync()?;
 
-    let (added, revisits) = enqueue_seeds(&deduper, seeds, &mut cp, visits)?;
+    let (added, revisits) =
+        enqueue_seeds(&deduper, seeds, &mut cp, visits, job.as_ref(), job_seeds.as_ref())?;
     info!(seeds = seeds.len(), new = added, "seeds loaded");
     if matches!(visits, Visits::Due | Visits::All) {
         info!(pages = revisits.len(), "pages to visit again");
     }
     // A revisit without seeds crawls within the hosts of its pages.
-    let scope_seeds: Vec<Url> = if seeds.is_empty() {
-        revisits
-    } else {
-        seeds.to_vec()
-    };
+    let scope_seeds: Vec<Url> = if seeds.is_empty() { revisits } else { scope_seeds };
     let seeds = scope_seeds.as_slice();
 
     let signer: Signer = {
@@ -185,6 +200,14 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<S
     drive(stages, source, writer, settings, shared.clone())?;
     deduper.flush()?;
     let stats = shared.lock().clone();
+    if let Some(mut job) = job {
+        job.ended = how_it_ended(&deduper, &cfg, &stats)?;
+        job.ended_at_ms = crate::frontier::now_ms();
+        deduper
+            .store()
+            .write_with(Commit::Durable, |txn, _| job.put(&mut state::open(txn)?))
+            .context("cannot record how the crawl ended")?;
+    }
     write_stats(&out_dir, &stats)?;
     Ok(stats)
 }
@@ -199,6 +222,8 @@ fn enqueue_seeds(
     seeds: &[Url],
     cp: &mut Checkpoint,
     visits: Visits,
+    job: Option<&job::Job>,
+    job_seeds: Option<&BTreeSet<String>>,
 ) -> Result<(u64, Vec<Url>)> {
     let mut added = 0;
     let mut revisits = Vec::new();
@@ -220,7 +245,194 @@ fn enqueue_seeds(
         }
         drop(fr);
         let mut st = state::open(txn)?;
+        if let Some(job) = job {
+            job.put(&mut st)?;
+        }
+        if let Some(list) = job_seeds {
+            job::put_seeds(&mut st, list)?;
+        }
         cp.put(&mut st)
     })?;
     Ok((added, revisits))
+}
+
+/// What a run does with the crawl in its data directory.
+enum Begin {
+    /// Nothing: the crawl is over (finished, or its budget spent); the
+    /// message says so, and how to go on.
+    Nothing(String),
+    /// Run it: `job` is recorded (running) with the seeds, and its seed
+    /// list `seeds` when it changed; `scope_seeds` bound the crawl.
+    Run {
+        job: Option<job::Job>,
+        seeds: Option<BTreeSet<String>>,
+        scope_seeds: Vec<Url>,
+    },
+}
+
+/// Decides whether a crawl of `seeds` under `cfg` resumes the crawl
+/// recorded in the data directory (`stored`, `cp`), starts one, or has
+/// nothing to do; refuses (a [`job::JobError`]) to mix into another crawl.
+/// `crawl revisit` (no seeds) visits whatever crawl is there.
+fn begin_job(
+    cfg: &Config,
+    seeds: &[Url],
+    start: Start,
+    visits: Visits,
+    stored: Option<job::Job>,
+    cp: &Checkpoint,
+    db: &redb::Database,
+) -> Result<Begin> {
+    let data_dir = &cfg.store.data_dir;
+    if matches!(visits, Visits::Due | Visits::All) {
+        let job = stored.map(|mut j| {
+            j.ended = job::Ended::Running;
+            j
+        });
+        return Ok(Begin::Run {
+            job,
+            seeds: None,
+            scope_seeds: seeds.to_vec(),
+        });
+    }
+    let given = job::seed_list(seeds);
+    let Some(stored) = stored else {
+        if cp.stats.fetched > 0 {
+            // A crawl from before job records: it is taken to be this one
+            // (as every crawl was), and recorded as such from now on.
+            if !outputs_cover(&cfg.crawl.out_dir, &cp.offsets) && !any_output(&cfg.crawl.out_dir) {
+                return Err(job::JobError::OutputsUnknown {
+                    data_dir: data_dir.clone(),
+                    requested: cfg.crawl.out_dir.clone(),
+                }
+                .into());
+            }
+            info!(
+                fetched = cp.stats.fetched,
+                kept = cp.stats.verdicts.kept,
+                "resuming an interrupted crawl (recorded from now on as the crawl of these seeds and settings)"
+            );
+        }
+        return Ok(Begin::Run {
+            job: Some(job::Job::new(cfg, &given)?),
+            seeds: Some(given),
+            scope_seeds: seeds.to_vec(),
+        });
+    };
+    let stored_seeds = job::load_seeds(db)?;
+    let adding = start == Start::AddSeeds;
+    job::compare(&stored, &stored_seeds, cfg, seeds, adding)?;
+    let new_seeds = given.difference(&stored_seeds).count();
+    let all: BTreeSet<String> = stored_seeds.union(&given).cloned().collect();
+    let over = |what: &str| {
+        format!(
+            "the crawl in {} {what}: fetched {}, kept {}, dropped {} (title {}, content {}); its outputs are \
+             in {}",
+            data_dir.display(),
+            cp.stats.fetched,
+            cp.stats.verdicts.kept,
+            cp.stats.verdicts.dup_title + cp.stats.verdicts.dup_content,
+            cp.stats.verdicts.dup_title,
+            cp.stats.verdicts.dup_content,
+            stored.out_dir.display()
+        )
+    };
+    let forever = visits == Visits::Forever;
+    // A finished crawl goes on only with more to do: new seeds, or revisits.
+    let goes_on = forever || (adding && new_seeds > 0);
+    let budget_spent = cfg.crawl.max_pages > 0 && cp.stats.fetched >= cfg.crawl.max_pages;
+    match stored.ended {
+        job::Ended::Finished if !goes_on => {
+            return Ok(Begin::Nothing(format!(
+                "{}. Nothing to do. To visit its pages again: `crawl revisit` (those due) or `crawl revisit \
+                 --all`; to crawl more: --add-seeds with new seeds, or --forever; to start over: --fresh",
+                over("is finished")
+            )));
+        }
+        job::Ended::MaxPages if budget_spent && !forever => {
+            return Ok(Begin::Nothing(format!(
+                "{}. Its page budget (crawl.max_pages = {}) is spent: raise --max-pages to go on with it, \
+                 or start over with --fresh",
+                over("stopped at its page budget"),
+                cfg.crawl.max_pages
+            )));
+        }
+        _ => {}
+    }
+    if !job::same_dir(&stored.out_dir, &cfg.crawl.out_dir) && !outputs_cover(&cfg.crawl.out_dir, &cp.offsets)
+    {
+        return Err(job::JobError::OutputsElsewhere {
+            data_dir: data_dir.clone(),
+            stored: stored.out_dir.clone(),
+            requested: cfg.crawl.out_dir.clone(),
+        }
+        .into());
+    }
+    match stored.ended {
+        job::Ended::MaxPages => info!(
+            fetched = cp.stats.fetched,
+            max_pages = cfg.crawl.max_pages,
+            "continuing a crawl that stopped at its page budget"
+        ),
+        job::Ended::Finished => info!(
+            fetched = cp.stats.fetched,
+            new_seeds, "continuing a finished crawl"
+        ),
+        job::Ended::Running | job::Ended::Signal | job::Ended::Incomplete => info!(
+            fetched = cp.stats.fetched,
+            kept = cp.stats.verdicts.kept,
+            how = stored.ended.word(),
+            "resuming an interrupted crawl"
+        ),
+    }
+    if adding && new_seeds > 0 {
+        info!(new_seeds, "seeds added to the crawl");
+    }
+    // Where the outputs are now (the same folder, or the folder moved).
+    let mut job = job::Job::new(cfg, &all)?;
+    job.ended = job::Ended::Running;
+    let scope_seeds = all.iter().filter_map(|s| Url::parse(s).ok()).collect();
+    Ok(Begin::Run {
+        job: Some(job),
+        seeds: (all != stored_seeds).then_some(all),
+        scope_seeds,
+    })
+}
+
+/// Whether `dir` holds the outputs a checkpoint at `at` describes (each
+/// file at least as long as its offset): the crawl's own, or a copy.
+fn outputs_cover(dir: &std::path::Path, at: &crate::output::sinks::Offsets) -> bool {
+    let len = |name: &str| std::fs::metadata(dir.join(name)).map_or(0, |m| m.len());
+    let [kept, duplicates, errors, changes] = Outputs::FILES;
+    len(kept) >= at.kept
+        && len(duplicates) >= at.duplicates
+        && len(errors) >= at.errors
+        && len(changes) >= at.changes
+}
+
+/// Whether `dir` holds any output file.
+fn any_output(dir: &std::path::Path) -> bool {
+    Outputs::FILES.iter().any(|n| dir.join(n).exists())
+}
+
+/// How a run ended (the dispatcher is done and the writer has committed
+/// everything): the frontier empty is finished; pages left are left by a
+/// signal, the page budget, or a failed page task.
+fn how_it_ended(deduper: &Tiers, cfg: &Config, stats: &Stats) -> Result<job::Ended> {
+    use redb::{ReadableDatabase, ReadableTableMetadata};
+    let txn = deduper.store().database().begin_read()?;
+    let left = match txn.open_table(frontier::FRONTIER) {
+        Ok(t) => t.len()?,
+        Err(redb::TableError::TableDoesNotExist(_)) => 0,
+        Err(e) => return Err(e.into()),
+    };
+    Ok(if left == 0 {
+        job::Ended::Finished
+    } else if crate::daemon::signals::stop_requested() {
+        job::Ended::Signal
+    } else if cfg.crawl.max_pages > 0 && stats.fetched >= cfg.crawl.max_pages {
+        job::Ended::MaxPages
+    } else {
+        job::Ended::Incomplete
+    })
 }

@@ -52,7 +52,7 @@ pub fn open(txn: &WriteTransaction) -> Result<Table<'_, &'static str, &'static [
 }
 
 /// Reads a value outside any write transaction.
-pub fn read(db: &redb::Database, key: &str) -> Result<Option<Vec<u8>>> {
+pub fn read(db: &impl ReadableDatabase, key: &str) -> Result<Option<Vec<u8>>> {
     let txn = db.begin_read()?;
     let table = match txn.open_table(STATE) {
         Ok(t) => t,
@@ -63,7 +63,7 @@ pub fn read(db: &redb::Database, key: &str) -> Result<Option<Vec<u8>>> {
 }
 
 /// Reads a JSON value outside any write transaction.
-pub fn read_json<T: serde::de::DeserializeOwned>(db: &redb::Database, key: &str) -> Result<Option<T>> {
+pub fn read_json<T: serde::de::DeserializeOwned>(db: &impl ReadableDatabase, key: &str) -> Result<Option<T>> {
     match read(db, key)? {
         Some(bytes) => Ok(Some(serde_json::from_slice(&bytes)?)),
         None => Ok(None),

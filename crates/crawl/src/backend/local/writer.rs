@@ -49,7 +49,7 @@ const CHECKPOINT_KEY: &str = "crawl:checkpoint";
 
 impl Checkpoint {
     /// The checkpoint of an earlier crawl in `db`, or a fresh one.
-    pub fn load(db: &redb::Database) -> Result<Checkpoint> {
+    pub fn load(db: &impl redb::ReadableDatabase) -> Result<Checkpoint> {
         Ok(state::read_json(db, CHECKPOINT_KEY)?.unwrap_or_default())
     }
 
