@@ -90,6 +90,8 @@ struct Run {
     cleaner: simcrawl_clean::Cleaner,
     /// Learns the template of each host of the `html` lines.
     templates: Templates,
+    /// `crawl.write_normalized`: kept lines also carry the normalized title.
+    write_normalized: bool,
 }
 
 /// Runs `crawl dedup`; returns the summary printed on stderr.
@@ -213,6 +215,7 @@ fn run_lines(cfg: &Config, args: &BatchArgs, input: &std::path::Path) -> Result<
         p,
         cleaner,
         templates,
+        write_normalized: cfg.crawl.write_normalized,
     };
 
     let file = File::open(input).with_context(|| format!("cannot read input {}", input.display()))?;
@@ -283,8 +286,26 @@ fn with_clock_offset<S: simcrawl_dedup::Store>(d: Deduper<S>) -> Result<Deduper<
     }))
 }
 
-/// A parsed line, ready for the tiers, or why it was skipped.
-pub(crate) type Parsed = Result<(String, String, Signature), String>;
+/// A parsed line, ready for the tiers (its URL, titles and signature), or
+/// why it was skipped.
+pub(crate) type Parsed = Result<(String, Titles, Signature), String>;
+
+/// A document's title as written (for its kept line) and as the title tier
+/// compared it (with `crawl.write_normalized`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Titles {
+    /// As the input line or the page wrote it, whitespace collapsed.
+    pub raw: String,
+    /// Normalized: width, case, traditional to simplified Chinese.
+    pub normalized: String,
+}
+
+/// A title given in an input line, as written but on one line: its
+/// whitespace runs collapsed to one space (as the cleaner does to a page's
+/// `<title>`), nothing else changed.
+fn tidy_title(title: &str) -> String {
+    title.split_ascii_whitespace().collect::<Vec<_>>().join(" ")
+}
 
 pub(crate) fn parse_line(
     d: &Deduper<impl simcrawl_dedup::Store>,
@@ -300,13 +321,20 @@ pub(crate) fn parse_line(
     let text = id.as_ref().map_or(c.text.as_str(), |id| &id.text);
     let mut sig = d.sign(&Document::new(&c.url, &c.title, text));
     sig.min_similarity = id.as_ref().and_then(|id| id.basis.min_similarity());
-    Ok((c.url.clone(), c.title.clone(), sig))
+    let titles = Titles {
+        raw: c.raw_title.clone(),
+        normalized: c.title.clone(),
+    };
+    Ok((c.url.clone(), titles, sig))
 }
 
 /// A line cleaned, not signed yet.
 struct Cleaned {
     url: String,
+    /// Normalized: what the title tier compares.
     title: String,
+    /// As written: what the kept line shows.
+    raw_title: String,
     text: String,
     /// An `html` line: its host (whose template is learnt) and own text
     /// (`crate::identity`).
@@ -324,34 +352,35 @@ fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, 
     if doc.url.trim().is_empty() {
         return Err("empty \"url\"".into());
     }
-    let (title, text, html) = match (doc.text, doc.html) {
-        (Some(text), _) => (
-            cleaner.normalize_title(doc.title.as_deref().unwrap_or("")),
-            cleaner.normalize_text(&text),
-            None,
-        ),
+    let given = doc
+        .title
+        .as_deref()
+        .map(|t| (tidy_title(t), cleaner.normalize_title(t)));
+    let (title, raw_title, text, html) = match (doc.text, doc.html) {
+        (Some(text), _) => {
+            let (raw, title) = given.unwrap_or_default();
+            (title, raw, cleaner.normalize_text(&text), None)
+        }
         (None, Some(html)) => {
             let base =
                 url::Url::parse(&doc.url).map_err(|e| format!("invalid \"url\" {:?}: {e}", doc.url))?;
             let page = cleaner
                 .parse_str(&html, &base)
                 .map_err(|e| format!("cannot clean \"html\": {e}"))?;
-            let title = match doc.title {
-                Some(t) => cleaner.normalize_title(&t),
-                None => page.title,
-            };
+            let (raw_title, title) = given.unwrap_or((page.raw_title, page.title));
             let host = crate::template::host_of(&base).to_owned();
             let texts = HtmlTexts {
                 host,
                 own: page.own_text,
             };
-            (title, page.text, Some(texts))
+            (title, raw_title, page.text, Some(texts))
         }
         (None, None) => return Err("neither \"text\" nor \"html\" is present".into()),
     };
     Ok(Cleaned {
         url: doc.url,
         title,
+        raw_title,
         text,
         html,
     })
@@ -455,7 +484,11 @@ fn sign_all(
             let text = id.as_ref().map_or(c.text.as_str(), |(t, _)| t.as_str());
             let mut sig = d.sign(&Document::new(&c.url, &c.title, text));
             sig.min_similarity = id.as_ref().and_then(|(_, b)| b.min_similarity());
-            Ok((c.url, c.title, sig))
+            let titles = Titles {
+                raw: c.raw_title,
+                normalized: c.title,
+            };
+            Ok((c.url, titles, sig))
         })
         .collect()
 }
@@ -478,7 +511,8 @@ fn emit(
             Ok((url, title, _)) => match verdicts.next() {
                 Some(v) => {
                     run.p.verdicts.record(&v);
-                    crate::output::record::document(&mut run.outputs, v, url, title, *line)?;
+                    let normalized = run.write_normalized.then_some(title.normalized.as_str());
+                    crate::output::record::document(&mut run.outputs, v, url, &title.raw, normalized, *line)?;
                 }
                 None => bail!("internal error: fewer verdicts than documents"),
             },

@@ -152,6 +152,7 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
         p,
         cleaner,
         templates,
+        write_normalized: cfg.crawl.write_normalized,
     };
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     let total: u64 = files
@@ -604,6 +605,7 @@ fn clean(
     Ok(Cleaned {
         url: url.to_string(),
         title: page.title,
+        raw_title: page.raw_title,
         text: page.text,
         html: Some(HtmlTexts {
             host: crate::template::host_of(&base).to_owned(),
@@ -786,7 +788,10 @@ impl Judging<'_> {
                                 Verdict::Unique { fingerprint, .. } => {
                                     run.outputs.kept.write(&KeptLine {
                                         record: Some(from),
-                                        ..KeptLine::new(url, title, *fingerprint)
+                                        title_normalized: run
+                                            .write_normalized
+                                            .then_some(title.normalized.as_str()),
+                                        ..KeptLine::new(url, &title.raw, *fingerprint)
                                     })?;
                                     url.as_str()
                                 }

@@ -13,8 +13,12 @@ use simcrawl_dedup::{Duplicate, Fingerprint, Tier};
 
 /// A line of `kept.jsonl`.
 ///
-/// Crawler: `url, final_url, status, title, [text,] simhash, depth,
-/// fetched_at`; `crawl dedup`: `url, title, simhash, line`.
+/// Crawler: `url, final_url, status, title, [title_normalized,] [text,]
+/// [text_normalized,] simhash, depth, fetched_at`; `crawl dedup`: `url,
+/// title, [title_normalized,] simhash, line`. `title` and `text` are the
+/// page's own (case, width and script as written): people index and train
+/// on them; the normalized forms the tiers compared are written only with
+/// `crawl.write_normalized`.
 #[derive(Debug, Serialize)]
 pub struct KeptLine<'a> {
     pub url: &'a str,
@@ -24,10 +28,21 @@ pub struct KeptLine<'a> {
     /// Crawler: the HTTP status.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    /// The title as the page (or the input line) wrote it, whitespace
+    /// collapsed.
     pub title: &'a str,
-    /// Crawler, with `crawl.write_text`: the cleaned text.
+    /// With `crawl.write_normalized`: the title as the title tier compared it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title_normalized: Option<&'a str>,
+    /// Crawler, with `crawl.write_text`: the page's main text as written,
+    /// one block per line, whitespace collapsed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<&'a str>,
+    /// Crawler, with `crawl.write_text` and `crawl.write_normalized`: the
+    /// main text normalized, as the content tier signed it (before the
+    /// host's template is taken out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_normalized: Option<&'a str>,
     /// 16 hex digits, or `null` when the text had no features (written in
     /// both modes, as it always was).
     pub simhash: Option<String>,
@@ -74,7 +89,10 @@ pub struct Judged<'a> {
     pub chars: usize,
     /// Features of the text it was signed with.
     pub features: usize,
-    /// The beginning of that text.
+    /// The beginning of that text, normalized as it was signed (lower
+    /// case, simplified Chinese, the host's template taken out): it shows
+    /// what the verdict compared, which the page's own text may not (a
+    /// traditional and a simplified copy have the same excerpt).
     pub excerpt: &'a str,
     /// Its language (`crate::lang`), when it is clear.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -142,7 +160,9 @@ impl<'a> KeptLine<'a> {
             final_url: None,
             status: None,
             title,
+            title_normalized: None,
             text: None,
+            text_normalized: None,
             simhash: fingerprint.map(|f| f.to_string()),
             depth: None,
             fetched_at: None,

@@ -150,11 +150,21 @@ impl Recorder<'_> {
     }
 }
 
-/// The line of one document of `crawl dedup` (input line `line`).
-pub fn document(outputs: &mut Outputs, v: Verdict, url: &str, title: &str, line: u64) -> Result<()> {
+/// The line of one document of `crawl dedup` (input line `line`): its
+/// `title` as written, and the normalized one when asked for
+/// (`crawl.write_normalized`).
+pub fn document(
+    outputs: &mut Outputs,
+    v: Verdict,
+    url: &str,
+    title: &str,
+    title_normalized: Option<&str>,
+    line: u64,
+) -> Result<()> {
     match v {
         Verdict::Unique { fingerprint, .. } => outputs.kept.write(&KeptLine {
             line: Some(line),
+            title_normalized,
             ..KeptLine::new(url, title, fingerprint)
         }),
         Verdict::Duplicate(d) => outputs.duplicates.write(&DuplicateLine {

@@ -20,6 +20,7 @@ mod crawl;
 mod dust;
 mod lang;
 mod listing;
+mod outputs;
 mod politeness;
 mod private;
 mod redis;
