@@ -774,6 +774,7 @@ impl Judging<'_> {
                             run.p.errors += 1;
                             run.outputs.errors.write(&ErrorLine {
                                 url: None,
+                                via: None,
                                 kind: Some("warc_record"),
                                 line: None,
                                 error: &format!("{} {id}: {e}", self.names[*file]),
@@ -845,6 +846,7 @@ impl Judging<'_> {
                             run.p.errors += 1;
                             run.outputs.errors.write(&ErrorLine {
                                 url: Some(url),
+                                via: None,
                                 kind: Some("warc_revisit"),
                                 line: None,
                                 error: &format!(

@@ -225,6 +225,7 @@ impl PageResult {
     /// `crawl.write_text`).
     pub fn kept_line(&self, fingerprint: Option<Fingerprint>, write_text: bool) -> KeptLine<'_> {
         KeptLine {
+            via: Some(self.entry.via.as_deref()),
             final_url: Some(self.final_url.as_str()),
             status: Some(self.status),
             text: write_text.then_some(self.text.as_str()),
@@ -244,6 +245,7 @@ impl PageResult {
     /// The page's line in `duplicates.jsonl`, found a copy by the tiers.
     pub fn duplicate_line<'a>(&'a self, d: &'a Duplicate) -> DuplicateLine<'a> {
         DuplicateLine {
+            via: Some(self.entry.via.as_deref()),
             judged: Some(self.judged()),
             ..DuplicateLine::new(self.entry.url.as_str(), d)
         }

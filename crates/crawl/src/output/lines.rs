@@ -22,6 +22,11 @@ use simcrawl_dedup::{Duplicate, Fingerprint, Tier};
 #[derive(Debug, Serialize)]
 pub struct KeptLine<'a> {
     pub url: &'a str,
+    /// Crawler: the page, sitemap or feed that led to this URL (its `url`
+    /// in the outputs), `null` for a seed (and a revisit); as Heritrix's
+    /// crawl.log names a URL's referrer. Not written by `crawl dedup`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<Option<&'a str>>,
     /// Crawler: the URL after redirects.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub final_url: Option<&'a str>,
@@ -151,12 +156,23 @@ impl Suspect {
 }
 
 impl<'a> KeptLine<'a> {
+    /// This line without `via` when the backend does not know it (`known`
+    /// false): left out rather than `null`, which says "a seed".
+    #[must_use]
+    pub fn via(self, known: bool) -> Self {
+        KeptLine {
+            via: self.via.filter(|_| known),
+            ..self
+        }
+    }
+
     /// The fields both modes write; a mode adds its own with struct update
     /// syntax (`KeptLine { line: Some(n), ..KeptLine::new(..) }`).
     #[must_use]
     pub fn new(url: &'a str, title: &'a str, fingerprint: Option<Fingerprint>) -> Self {
         KeptLine {
             url,
+            via: None,
             final_url: None,
             status: None,
             title,
@@ -178,6 +194,11 @@ impl<'a> KeptLine<'a> {
 #[derive(Debug, Serialize)]
 pub struct DuplicateLine<'a> {
     pub url: &'a str,
+    /// Crawler: the page, sitemap or feed that led to this URL (its `url`
+    /// in the outputs), `null` for a seed (and a revisit); as Heritrix's
+    /// crawl.log names a URL's referrer. Not written by `crawl dedup`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<Option<&'a str>>,
     pub tier: Tier,
     pub duplicate_of: &'a str,
     /// Hamming distance of the SimHashes (title and content tiers).
@@ -204,6 +225,7 @@ impl<'a> DuplicateLine<'a> {
     pub fn new(url: &'a str, d: &'a Duplicate) -> Self {
         DuplicateLine {
             url,
+            via: None,
             tier: d.tier,
             duplicate_of: &d.of,
             distance: d.distance,
@@ -220,6 +242,7 @@ impl<'a> DuplicateLine<'a> {
     pub fn url_tier(url: &'a str, of: &'a str) -> Self {
         DuplicateLine {
             url,
+            via: None,
             tier: Tier::Url,
             duplicate_of: of,
             distance: None,
@@ -240,6 +263,11 @@ pub struct ErrorLine<'a> {
     /// Crawler: the page's URL.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<&'a str>,
+    /// Crawler: the page, sitemap or feed that led to this URL (its `url`
+    /// in the outputs), `null` for a seed (and a revisit); as Heritrix's
+    /// crawl.log names a URL's referrer. Not written by `crawl dedup`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<Option<&'a str>>,
     /// Crawler: the failure's kind (`timeout`, `status_4xx`, `noindex`...).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<&'a str>,
@@ -255,9 +283,20 @@ impl<'a> ErrorLine<'a> {
     pub fn page(url: &'a str, kind: &'a str, error: &'a str) -> Self {
         ErrorLine {
             url: Some(url),
+            via: None,
             kind: Some(kind),
             line: None,
             error,
+        }
+    }
+
+    /// This line with the page, sitemap or feed that led to its URL
+    /// (`None`: a seed), when the backend knows it (`known`).
+    #[must_use]
+    pub fn via(self, known: bool, via: Option<&'a str>) -> Self {
+        ErrorLine {
+            via: known.then_some(via),
+            ..self
         }
     }
 
@@ -273,6 +312,7 @@ impl<'a> ErrorLine<'a> {
     pub fn input_line(line: u64, error: &'a str) -> Self {
         ErrorLine {
             url: None,
+            via: None,
             kind: None,
             line: Some(line),
             error,

@@ -136,3 +136,72 @@ fn dedup_kept_lines_carry_titles_as_written() {
         }
     }
 }
+
+/// Every page line names what led to its URL (`via`): `null` for the seed,
+/// the linking page for its links (kept, duplicate or failed), the sitemap
+/// for the pages only it lists.
+#[test]
+fn page_lines_say_which_page_or_sitemap_led_to_them() {
+    use crate::support::gibberish;
+    use std::sync::{Arc, OnceLock};
+    let base: Arc<OnceLock<String>> = Arc::new(OnceLock::new());
+    let b = base.clone();
+    let article = gibberish(41, 120);
+    let server = Server::start(move |req: &Request| match req.path.as_str() {
+        "/" => Reply::html(crate::support::page(
+            "Home",
+            &gibberish(40, 120),
+            &["/a".to_string(), "/copy".to_string(), "/missing".to_string()],
+        )),
+        "/a" => Reply::html(crate::support::page("Article", &article, &[])),
+        "/copy" => Reply::html(crate::support::page("Article", &article, &[])),
+        "/listed" => Reply::html(crate::support::page("Listed", &gibberish(42, 120), &[])),
+        "/sitemap.xml" => Reply::Body {
+            status: 200,
+            content_type: "application/xml",
+            body: format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\
+                 <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\
+                 <url><loc>{}/listed</loc></url></urlset>",
+                b.get().map_or("", String::as_str)
+            ),
+        },
+        _ => Reply::status(404),
+    });
+    base.set(server.base()).unwrap();
+    let home = format!("{}/", server.base());
+    let dir = tempdir("outputs");
+    let dirs = site_crawl(dir.path(), &home, 2, "");
+    dirs.run_ok(Duration::from_secs(60));
+    let via_of = |lines: &[Value], path: &str| -> Value {
+        let line = lines
+            .iter()
+            .find(|v| path_of(field(v, "url")) == path)
+            .unwrap_or_else(|| panic!("no line for {path} in {lines:?}"));
+        line.get("via")
+            .cloned()
+            .unwrap_or_else(|| panic!("no via in {line}"))
+    };
+    let kept = dirs.kept();
+    assert_eq!(via_of(&kept, "/"), Value::Null, "the seed");
+    assert_eq!(
+        via_of(&kept, "/listed"),
+        json!(format!("{}/sitemap.xml", server.base()))
+    );
+    // Of the two copies, whichever was judged first is kept.
+    let dups = dirs.duplicates();
+    assert_eq!(dups.len(), 1, "{dups:?}");
+    let (kept_copy, dropped) = if path_of(field(&dups[0], "url")) == "/a" {
+        ("/copy", "/a")
+    } else {
+        ("/a", "/copy")
+    };
+    assert_eq!(via_of(&kept, kept_copy), json!(home));
+    assert_eq!(via_of(&dups, dropped), json!(home));
+    let errors: Vec<Value> = dirs
+        .errors()
+        .into_iter()
+        .filter(|e| field(e, "kind") != "listing")
+        .collect();
+    assert_eq!(via_of(&errors, "/missing"), json!(home));
+}
