@@ -14,6 +14,9 @@
 //! let page = simcrawl_clean::Page::parse(html.as_bytes(), Some("text/html; charset=utf-8"), &url)?;
 //! assert_eq!(page.title, "开放 api");
 //! assert_eq!(page.text, "这是一篇关于开放资料的新闻报导,内容很长很长。");
+//! // What people read, index and train on: the page as it wrote it.
+//! assert_eq!(page.raw_title, "開放　ＡＰＩ");
+//! assert_eq!(page.raw_text, "這是一篇關於開放資料的新聞報導，內容很長很長。");
 //! assert_eq!(page.links[0].url.as_str(), "https://news.example.com/");
 //! # Ok(())
 //! # }
@@ -66,8 +69,15 @@ pub struct Page {
     pub title: String,
     /// The title as the page shows it (whitespace collapsed), for people and logs.
     pub raw_title: String,
-    /// Normalized main text, one block (paragraph, heading, list item) per line.
+    /// Normalized main text, one block (paragraph, heading, list item) per line:
+    /// what the content tier signs, never what a reader should be shown.
     pub text: String,
+    /// The main text as the page wrote it: the same blocks as [`Page::text`],
+    /// one per line, HTML whitespace collapsed, and nothing else changed (case,
+    /// width, script variant, symbols kept). Outputs carry this one: their users
+    /// index and train on the page's own words. Captured by the same extraction
+    /// pass as `text`, so it costs no second parse.
+    pub raw_text: String,
     /// Normalized visible text outside the parts the page declares template
     /// (`nav`, `header`, `footer`, `aside`, ARIA landmark roles), link text and
     /// script-toggled (`hidden`) variants included, one block per line. What the
@@ -219,6 +229,7 @@ impl Cleaner {
             title,
             raw_title: ex.raw_title,
             text,
+            raw_text: ex.text,
             own_text,
             own_link_chars: ex.own_link_chars,
             visible_chars: ex.visible_chars,
@@ -274,6 +285,21 @@ mod tests {
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<Cleaner>();
         assert_send_sync::<Page>();
+    }
+
+    /// Normalization feeds the signatures only: the raw fields keep the page's
+    /// case, width and script, and the normalized ones are unchanged by them.
+    #[test]
+    fn raw_text_is_the_page_as_written() -> Result<(), Box<dyn std::error::Error>> {
+        let url = Url::parse("https://help.example.com/zh-tw/sort")?;
+        let html = "<html><head><title>使用瀏覽  Reorder Files</title></head><body>\
+                    <article><h1>Sort Your Files</h1><p>使用瀏覽 按鈕   重新排序 ＡＢＣ。</p></article></body></html>";
+        let page = Cleaner::shared_default()?.parse(html.as_bytes(), None, &url)?;
+        assert_eq!(page.raw_title, "使用瀏覽 Reorder Files");
+        assert_eq!(page.raw_text, "Sort Your Files\n使用瀏覽 按鈕 重新排序 ＡＢＣ。");
+        assert_eq!(page.title, "使用浏览 reorder files");
+        assert_eq!(page.text, "sort your files\n使用浏览 按钮 重新排序 abc。");
+        Ok(())
     }
 
     #[test]

@@ -149,6 +149,7 @@ pub fn run(cfg: &Config, url: &str) -> Result<Report> {
         revisit: None,
         listing: false,
         nest: 0,
+        via: None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

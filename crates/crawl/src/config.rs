@@ -167,6 +167,13 @@ pub struct CrawlConfig {
     pub concurrency: usize,
     /// Keep the page text in kept.jsonl.
     pub write_text: bool,
+    /// Also write the normalized title and text (`title_normalized`,
+    /// `text_normalized`: width folded, lower-cased, traditional Chinese
+    /// made simplified, as the tiers compared them) beside the page's own
+    /// `title` and `text`, in the crawl's and `crawl dedup`'s kept lines.
+    /// Off by default: normalizing is for comparing, the outputs carry the
+    /// page as written, and a second copy of every text doubles the file.
+    pub write_normalized: bool,
     /// Serve Prometheus-format counters on this address (e.g.
     /// "127.0.0.1:9898"); empty: off.
     pub metrics: String,
@@ -210,6 +217,7 @@ impl Default for CrawlConfig {
             retry_budget_ms: 120_000,
             concurrency: 64,
             write_text: true,
+            write_normalized: false,
             metrics: String::new(),
             languages: Vec::new(),
             sitemaps: true,

@@ -33,6 +33,11 @@ pub struct Entry {
     /// parent's `depth` (their pages are one link from it), so `depth`
     /// cannot bound them.
     pub nest: u32,
+    /// The page, sitemap or feed that led to this URL (its `url` in the
+    /// outputs), as Heritrix's crawl.log names a URL's referrer: written as
+    /// `via` on every line of the URL. `None`: a seed, a revisit, a URL put
+    /// back by a withdrawn rewrite rule.
+    pub via: Option<String>,
 }
 
 /// What a revisit entry carries: the validators its page's last fetch

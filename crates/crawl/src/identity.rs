@@ -128,7 +128,9 @@ fn own_chars(text: &str) -> usize {
 }
 
 /// The identity of a page of `host` with main text `main` and own text
-/// `own` (both normalized, one block per line).
+/// `own` (both normalized, one block per line), counting none of it as
+/// link text.
+#[cfg(test)]
 pub fn identity<'a>(templates: &Templates, host: &str, main: &'a str, own: &'a str) -> Identity<'a> {
     identity_of(templates, host, main, (own, 0))
 }

@@ -986,5 +986,8 @@ fn a_title_many_pages_of_a_host_share_does_not_lower_the_threshold() {
     // ... but the same text on another host still is one.
     let v = check("http://g.test/d", &words(40, 240));
     assert_eq!(v.tier(), Some(Tier::Title), "{v:?}");
-    assert!(v.partner().is_some_and(|p| p.starts_with("http://h.test/")), "{v:?}");
+    assert!(
+        v.partner().is_some_and(|p| p.starts_with("http://h.test/")),
+        "{v:?}"
+    );
 }

@@ -265,17 +265,25 @@ impl PyVerdict {
     }
 }
 
-/// A page as the clean crate sees it: what the title and content tiers are
-/// computed from.
+/// A cleaned page: its title and main text as the page wrote them (what a
+/// spider stores, indexes or trains on), and as the title and content tiers
+/// compared them (normalized: for comparing only).
 #[pyclass(frozen, get_all, name = "Page", module = "simcrawl")]
 #[derive(Clone, Debug)]
 struct PyPage {
-    /// Normalized title (width, case, traditional to simplified Chinese).
+    /// The title as the page shows it, whitespace collapsed.
     title: String,
-    /// The title as the page shows it.
+    /// The same as `title`: the name it had when `title` was the normalized
+    /// one, kept so that code written then still reads the page's own title.
     raw_title: String,
-    /// Normalized main text (site template left out), one block per line.
+    /// The title as the title tier compares it (width, case, traditional to
+    /// simplified Chinese).
+    title_normalized: String,
+    /// The main text as the page wrote it (site template left out), one
+    /// block per line, whitespace collapsed.
     text: String,
+    /// The main text as the content tier signs it (normalized like the title).
+    text_normalized: String,
     /// `<link rel=canonical>`, resolved, if any.
     canonical: Option<String>,
     /// Every http(s) link of the page, resolved.
@@ -537,8 +545,9 @@ impl PyDeduper {
         Ok(v)
     }
 
-    /// Cleans an HTML page without checking it: the title and text the
-    /// tiers would see.
+    /// Cleans an HTML page without checking it: its title and text as
+    /// written, and as the tiers would see them (`title_normalized`,
+    /// `text_normalized`).
     #[pyo3(signature = (url, html, content_type=None))]
     fn clean(
         &self,
@@ -553,9 +562,11 @@ impl PyDeduper {
             .detach(|| cleaner.parse(html, content_type.as_deref(), &parsed))
             .map_err(py_err)?;
         Ok(PyPage {
-            title: page.title,
+            title: page.raw_title.clone(),
             raw_title: page.raw_title,
-            text: page.text,
+            title_normalized: page.title,
+            text: page.raw_text,
+            text_normalized: page.text,
             canonical: page.canonical.map(String::from),
             links: page.links.into_iter().map(|l| String::from(l.url)).collect(),
             encoding: page.encoding.to_string(),

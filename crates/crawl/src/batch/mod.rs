@@ -93,6 +93,8 @@ struct Run {
     /// The language of each document, as the crawl tells it (trusting a
     /// host's declared language once its pages have proven it).
     lang: crate::lang::Declared,
+    /// `crawl.write_normalized`: kept lines also carry the normalized title.
+    write_normalized: bool,
 }
 
 /// Runs `crawl dedup`; returns the summary printed on stderr.
@@ -217,6 +219,7 @@ fn run_lines(cfg: &Config, args: &BatchArgs, input: &std::path::Path) -> Result<
         cleaner,
         templates,
         lang: crate::lang::Declared::default(),
+        write_normalized: cfg.crawl.write_normalized,
     };
 
     let file = File::open(input).with_context(|| format!("cannot read input {}", input.display()))?;
@@ -294,7 +297,12 @@ pub(crate) type Parsed = Result<ParsedDoc, String>;
 #[derive(Debug)]
 pub(crate) struct ParsedDoc {
     pub url: String,
+    /// As the input line or the page wrote it, whitespace collapsed: what
+    /// the kept line shows.
     pub title: String,
+    /// Normalized (width, case, traditional to simplified Chinese): what
+    /// the title tier compared (with `crawl.write_normalized`).
+    pub title_normalized: String,
     pub sig: Signature,
     /// What it was judged on (written with its verdict, as the crawl's
     /// lines are: `basis`, `chars`, `features`, `excerpt`, `lang`).
@@ -323,6 +331,13 @@ impl Facts {
     }
 }
 
+/// A title given in an input line, as written but on one line: its
+/// whitespace runs collapsed to one space (as the cleaner does to a page's
+/// `<title>`), nothing else changed.
+fn tidy_title(title: &str) -> String {
+    title.split_ascii_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Characters (not whitespace) of a text: a `text` line's `chars`.
 fn visible_chars(text: &str) -> usize {
     text.chars().filter(|c| !c.is_whitespace()).count()
@@ -335,17 +350,14 @@ pub(crate) fn parse_line(
 ) -> Parsed {
     let c = clean_line(cleaner, line)?;
     // An `html` line is judged on its identity (no template learnt here).
-    let id = c
-        .html
-        .as_ref()
-        .map(|h| {
-            crate::identity::identity_of(
-                &crate::template::Templates::default(),
-                &h.host,
-                &c.text,
-                (&h.own, h.own_link_chars),
-            )
-        });
+    let id = c.html.as_ref().map(|h| {
+        crate::identity::identity_of(
+            &crate::template::Templates::default(),
+            &h.host,
+            &c.text,
+            (&h.own, h.own_link_chars),
+        )
+    });
     let judged = id.as_ref().map(|id| (id.text.as_ref(), id.basis));
     Ok(signed(d, &crate::lang::Declared::default(), &c, judged))
 }
@@ -374,7 +386,8 @@ fn signed(
     };
     ParsedDoc {
         url: c.url.clone(),
-        title: c.title.clone(),
+        title: c.raw_title.clone(),
+        title_normalized: c.title.clone(),
         sig,
         facts,
     }
@@ -383,7 +396,10 @@ fn signed(
 /// A line cleaned, not signed yet.
 struct Cleaned {
     url: String,
+    /// Normalized: what the title tier compares.
     title: String,
+    /// As written: what the kept line shows.
+    raw_title: String,
     text: String,
     /// An `html` line: its host (whose template is learnt) and own text
     /// (`crate::identity`).
@@ -407,22 +423,22 @@ fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, 
     if doc.url.trim().is_empty() {
         return Err("empty \"url\"".into());
     }
-    let (title, text, html) = match (doc.text, doc.html) {
-        (Some(text), _) => (
-            cleaner.normalize_title(doc.title.as_deref().unwrap_or("")),
-            cleaner.normalize_text(&text),
-            None,
-        ),
+    let given = doc
+        .title
+        .as_deref()
+        .map(|t| (tidy_title(t), cleaner.normalize_title(t)));
+    let (title, raw_title, text, html) = match (doc.text, doc.html) {
+        (Some(text), _) => {
+            let (raw, title) = given.unwrap_or_default();
+            (title, raw, cleaner.normalize_text(&text), None)
+        }
         (None, Some(html)) => {
             let base =
                 url::Url::parse(&doc.url).map_err(|e| format!("invalid \"url\" {:?}: {e}", doc.url))?;
             let page = cleaner
                 .parse_str(&html, &base)
                 .map_err(|e| format!("cannot clean \"html\": {e}"))?;
-            let title = match doc.title {
-                Some(t) => cleaner.normalize_title(&t),
-                None => page.title,
-            };
+            let (raw_title, title) = given.unwrap_or((page.raw_title, page.title));
             let host = crate::template::host_of(&base).to_owned();
             let texts = HtmlTexts {
                 host,
@@ -431,13 +447,14 @@ fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, 
                 visible_chars: page.visible_chars,
                 own_link_chars: page.own_link_chars,
             };
-            (title, page.text, Some(texts))
+            (title, raw_title, page.text, Some(texts))
         }
         (None, None) => return Err("neither \"text\" nor \"html\" is present".into()),
     };
     Ok(Cleaned {
         url: doc.url,
         title,
+        raw_title,
         text,
         html,
     })
@@ -562,7 +579,7 @@ fn emit(
             Ok(doc) => match verdicts.next() {
                 Some(v) => {
                     run.p.verdicts.record(&v);
-                    crate::output::record::document(&mut run.outputs, v, doc, *line)?;
+                    crate::output::record::document(&mut run.outputs, v, doc, run.write_normalized, *line)?;
                 }
                 None => bail!("internal error: fewer verdicts than documents"),
             },

@@ -153,6 +153,7 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
         cleaner,
         templates,
         lang: crate::lang::Declared::default(),
+        write_normalized: cfg.crawl.write_normalized,
     };
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
     let total: u64 = files
@@ -605,6 +606,7 @@ fn clean(
     Ok(Cleaned {
         url: url.to_string(),
         title: page.title,
+        raw_title: page.raw_title,
         text: page.text,
         html: Some(HtmlTexts {
             host: crate::template::host_of(&base).to_owned(),
@@ -775,6 +777,7 @@ impl Judging<'_> {
                         Err(e) => {
                             run.p.errors += 1;
                             run.outputs.errors.write(&ErrorLine {
+                                via: None,
                                 url: None,
                                 kind: Some("warc_record"),
                                 line: None,
@@ -793,6 +796,9 @@ impl Judging<'_> {
                                     run.outputs.kept.write(&KeptLine {
                                         record: Some(from),
                                         judged,
+                                        title_normalized: run
+                                            .write_normalized
+                                            .then_some(doc.title_normalized.as_str()),
                                         ..KeptLine::new(url, title, *fingerprint)
                                     })?;
                                     url.as_str()
@@ -847,6 +853,7 @@ impl Judging<'_> {
                         None => {
                             run.p.errors += 1;
                             run.outputs.errors.write(&ErrorLine {
+                                via: None,
                                 url: Some(url),
                                 kind: Some("warc_revisit"),
                                 line: None,

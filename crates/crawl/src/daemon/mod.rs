@@ -150,6 +150,7 @@ pub(crate) fn page_stages(
         sitemap_max_urls: cfg.crawl.sitemap_max_urls,
         follow_nofollow: cfg.crawl.follow_nofollow,
         respect_noindex: cfg.crawl.respect_noindex,
+        write_normalized: cfg.crawl.write_normalized,
         languages: cfg.crawl.languages.clone(),
         lang: crate::lang::Declared::default(),
         templates,

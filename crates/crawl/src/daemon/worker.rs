@@ -114,8 +114,15 @@ pub struct PageResult {
     pub entry: Entry,
     pub final_url: Url,
     pub status: u16,
+    /// The title as the page wrote it (`Page::raw_title`): what kept.jsonl
+    /// shows. The tiers signed its normalized form.
     pub title: String,
+    /// The main text as the page wrote it (`Page::raw_text`), for kept.jsonl.
     pub text: String,
+    /// The normalized title and text, as the tiers compared them: kept only
+    /// with `crawl.write_normalized` (a second copy of the text otherwise
+    /// dropped once signed).
+    pub normalized: Option<Box<Normalized>>,
     pub links: Vec<Candidate>,
     pub sig: Signature,
     pub bytes: usize,
@@ -148,6 +155,14 @@ pub struct PageResult {
     /// Its language is not one of `crawl.languages`: not judged (a line in
     /// errors.jsonl), its links followed.
     pub filtered_lang: bool,
+}
+
+/// A page's title and text as the tiers compared them
+/// (`crawl.write_normalized`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Normalized {
+    pub title: String,
+    pub text: String,
 }
 
 /// The HTTP exchanges of one page's fetch, kept for the WARC archive until
@@ -210,9 +225,16 @@ impl PageResult {
     /// `crawl.write_text`).
     pub fn kept_line(&self, fingerprint: Option<Fingerprint>, write_text: bool) -> KeptLine<'_> {
         KeptLine {
+            via: Some(self.entry.via.as_deref()),
             final_url: Some(self.final_url.as_str()),
             status: Some(self.status),
             text: write_text.then_some(self.text.as_str()),
+            title_normalized: self.normalized.as_ref().map(|n| n.title.as_str()),
+            text_normalized: self
+                .normalized
+                .as_ref()
+                .filter(|_| write_text)
+                .map(|n| n.text.as_str()),
             depth: Some(self.entry.depth),
             fetched_at: Some(self.fetched_at),
             judged: Some(self.judged()),
@@ -223,6 +245,7 @@ impl PageResult {
     /// The page's line in `duplicates.jsonl`, found a copy by the tiers.
     pub fn duplicate_line<'a>(&'a self, d: &'a Duplicate) -> DuplicateLine<'a> {
         DuplicateLine {
+            via: Some(self.entry.via.as_deref()),
             judged: Some(self.judged()),
             ..DuplicateLine::new(self.entry.url.as_str(), d)
         }
@@ -259,6 +282,9 @@ pub struct PageStages {
     pub sitemap_max_urls: usize,
     pub follow_nofollow: bool,
     pub respect_noindex: bool,
+    /// `crawl.write_normalized`: pages keep their normalized title and
+    /// text for their kept line.
+    pub write_normalized: bool,
     /// `crawl.languages`: the languages kept (empty: all).
     pub languages: Vec<String>,
     /// Page languages, spared where a host's declaration proved true.
@@ -728,11 +754,20 @@ fn clean_and_sign(
         exchanges,
     };
     let url_key = crate::revisit::url_key(&stages.canon, &entry.url);
+    // The outputs show the page as written; its normalized text served the
+    // signature and the language and is dropped here, unless asked for.
+    let normalized = stages.write_normalized.then(|| {
+        Box::new(Normalized {
+            title: page.title,
+            text: page.text,
+        })
+    });
     Outcome::Page(Box::new(PageResult {
         final_url: fetched.final_url,
         status: fetched.status,
-        title: page.title,
-        text: page.text,
+        title: page.raw_title,
+        text: page.raw_text,
+        normalized,
         links,
         sig,
         bytes,

@@ -13,21 +13,41 @@ use simcrawl_dedup::{Duplicate, Fingerprint, Tier};
 
 /// A line of `kept.jsonl`.
 ///
-/// Crawler: `url, final_url, status, title, [text,] simhash, depth,
-/// fetched_at`; `crawl dedup`: `url, title, simhash, line`.
+/// Crawler: `url, final_url, status, title, [title_normalized,] [text,]
+/// [text_normalized,] simhash, depth, fetched_at`; `crawl dedup`: `url,
+/// title, [title_normalized,] simhash, line`. `title` and `text` are the
+/// page's own (case, width and script as written): people index and train
+/// on them; the normalized forms the tiers compared are written only with
+/// `crawl.write_normalized`.
 #[derive(Debug, Serialize)]
 pub struct KeptLine<'a> {
     pub url: &'a str,
+    /// Crawler: the page, sitemap or feed that led to this URL (its `url`
+    /// in the outputs), `null` for a seed (and a revisit); as Heritrix's
+    /// crawl.log names a URL's referrer. Not written by `crawl dedup`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<Option<&'a str>>,
     /// Crawler: the URL after redirects.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub final_url: Option<&'a str>,
     /// Crawler: the HTTP status.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
+    /// The title as the page (or the input line) wrote it, whitespace
+    /// collapsed.
     pub title: &'a str,
-    /// Crawler, with `crawl.write_text`: the cleaned text.
+    /// With `crawl.write_normalized`: the title as the title tier compared it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title_normalized: Option<&'a str>,
+    /// Crawler, with `crawl.write_text`: the page's main text as written,
+    /// one block per line, whitespace collapsed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<&'a str>,
+    /// Crawler, with `crawl.write_text` and `crawl.write_normalized`: the
+    /// main text normalized, as the content tier signed it (before the
+    /// host's template is taken out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_normalized: Option<&'a str>,
     /// 16 hex digits, or `null` when the text had no features (written in
     /// both modes, as it always was).
     pub simhash: Option<String>,
@@ -74,7 +94,10 @@ pub struct Judged<'a> {
     pub chars: usize,
     /// Features of the text it was signed with.
     pub features: usize,
-    /// The beginning of that text.
+    /// The beginning of that text, normalized as it was signed (lower
+    /// case, simplified Chinese, the host's template taken out): it shows
+    /// what the verdict compared, which the page's own text may not (a
+    /// traditional and a simplified copy have the same excerpt).
     pub excerpt: &'a str,
     /// Its language (`crate::lang`), when it is clear.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -133,16 +156,29 @@ impl Suspect {
 }
 
 impl<'a> KeptLine<'a> {
+    /// This line without `via` when the backend does not know it (`known`
+    /// false): left out rather than `null`, which says "a seed".
+    #[must_use]
+    pub fn via(self, known: bool) -> Self {
+        KeptLine {
+            via: self.via.filter(|_| known),
+            ..self
+        }
+    }
+
     /// The fields both modes write; a mode adds its own with struct update
     /// syntax (`KeptLine { line: Some(n), ..KeptLine::new(..) }`).
     #[must_use]
     pub fn new(url: &'a str, title: &'a str, fingerprint: Option<Fingerprint>) -> Self {
         KeptLine {
             url,
+            via: None,
             final_url: None,
             status: None,
             title,
+            title_normalized: None,
             text: None,
+            text_normalized: None,
             simhash: fingerprint.map(|f| f.to_string()),
             depth: None,
             fetched_at: None,
@@ -158,6 +194,11 @@ impl<'a> KeptLine<'a> {
 #[derive(Debug, Serialize)]
 pub struct DuplicateLine<'a> {
     pub url: &'a str,
+    /// Crawler: the page, sitemap or feed that led to this URL (its `url`
+    /// in the outputs), `null` for a seed (and a revisit); as Heritrix's
+    /// crawl.log names a URL's referrer. Not written by `crawl dedup`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<Option<&'a str>>,
     pub tier: Tier,
     pub duplicate_of: &'a str,
     /// Hamming distance of the SimHashes (title and content tiers).
@@ -184,6 +225,7 @@ impl<'a> DuplicateLine<'a> {
     pub fn new(url: &'a str, d: &'a Duplicate) -> Self {
         DuplicateLine {
             url,
+            via: None,
             tier: d.tier,
             duplicate_of: &d.of,
             distance: d.distance,
@@ -200,6 +242,7 @@ impl<'a> DuplicateLine<'a> {
     pub fn url_tier(url: &'a str, of: &'a str) -> Self {
         DuplicateLine {
             url,
+            via: None,
             tier: Tier::Url,
             duplicate_of: of,
             distance: None,
@@ -220,6 +263,11 @@ pub struct ErrorLine<'a> {
     /// Crawler: the page's URL.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<&'a str>,
+    /// Crawler: the page, sitemap or feed that led to this URL (its `url`
+    /// in the outputs), `null` for a seed (and a revisit); as Heritrix's
+    /// crawl.log names a URL's referrer. Not written by `crawl dedup`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<Option<&'a str>>,
     /// Crawler: the failure's kind (`timeout`, `status_4xx`, `noindex`...).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<&'a str>,
@@ -235,9 +283,20 @@ impl<'a> ErrorLine<'a> {
     pub fn page(url: &'a str, kind: &'a str, error: &'a str) -> Self {
         ErrorLine {
             url: Some(url),
+            via: None,
             kind: Some(kind),
             line: None,
             error,
+        }
+    }
+
+    /// This line with the page, sitemap or feed that led to its URL
+    /// (`None`: a seed), when the backend knows it (`known`).
+    #[must_use]
+    pub fn via(self, known: bool, via: Option<&'a str>) -> Self {
+        ErrorLine {
+            via: known.then_some(via),
+            ..self
         }
     }
 
@@ -253,6 +312,7 @@ impl<'a> ErrorLine<'a> {
     pub fn input_line(line: u64, error: &'a str) -> Self {
         ErrorLine {
             url: None,
+            via: None,
             kind: None,
             line: Some(line),
             error,

@@ -20,6 +20,10 @@ pub struct Recorder<'a> {
     pub stats: &'a mut Stats,
     /// `crawl.write_text`: kept lines carry the page's text.
     pub write_text: bool,
+    /// The backend's frontier keeps what led to each URL (`Entry::via`):
+    /// page lines carry `via`. The shared (Redis) frontier does not yet, and
+    /// its lines leave the field out rather than call every page a seed.
+    pub via: bool,
 }
 
 impl Recorder<'_> {
@@ -48,6 +52,7 @@ impl Recorder<'_> {
     pub fn url_copy(&mut self, p: &PageResult) -> Result<()> {
         self.stats.verdicts.record_duplicate(Tier::Url);
         let (url, of) = (p.entry.url.as_str(), p.final_url.as_str());
+        let via = self.via.then_some(p.entry.via.as_deref());
         self.archive(
             p,
             Some(CopyNote {
@@ -57,7 +62,10 @@ impl Recorder<'_> {
                 basis: None,
             }),
         )?;
-        self.outputs.duplicates.write(&DuplicateLine::url_tier(url, of))
+        self.outputs.duplicates.write(&DuplicateLine {
+            via,
+            ..DuplicateLine::url_tier(url, of)
+        })
     }
 
     /// The page's own response in the archive, with the metadata record of
@@ -70,11 +78,12 @@ impl Recorder<'_> {
     }
 
     /// What was wrong with a sitemap or feed (`crate::listing`): a line in
-    /// errors.jsonl (kind `listing`), not a page (not counted as fetched).
-    pub fn listing_problem(&mut self, url: &str, problem: &str) -> Result<()> {
+    /// errors.jsonl (kind `listing`), not a page (not counted as fetched);
+    /// `via`: what led to the listing, when known.
+    pub fn listing_problem(&mut self, url: &str, via: Option<&str>, problem: &str) -> Result<()> {
         self.outputs
             .errors
-            .write(&ErrorLine::page(url, "listing", problem))
+            .write(&ErrorLine::page(url, "listing", problem).via(self.via, via))
     }
 
     /// What a revisit found: its line in changes.jsonl and its counters.
@@ -92,10 +101,13 @@ impl Recorder<'_> {
         self.outputs.changes.write(line)
     }
 
-    /// A page whose failure is final (after its retries and requeues).
-    pub fn failure(&mut self, url: &str, kind: &str, error: &str) -> Result<()> {
+    /// A page whose failure is final (after its retries and requeues);
+    /// `via`: what led to it (`None`: a seed).
+    pub fn failure(&mut self, url: &str, via: Option<&str>, kind: &str, error: &str) -> Result<()> {
         self.stats.count_failure(kind);
-        self.outputs.errors.write(&ErrorLine::page(url, kind, error))
+        self.outputs
+            .errors
+            .write(&ErrorLine::page(url, kind, error).via(self.via, via))
     }
 
     /// A page the tiers judged (`verdict`), or that asked not to be
@@ -106,6 +118,7 @@ impl Recorder<'_> {
     pub fn judged(&mut self, p: &PageResult, verdict: Option<&Verdict>) -> Result<()> {
         self.stats.template_stripped += u64::from(p.template_stripped);
         let url = p.entry.url.as_str();
+        let (with_via, via) = (self.via, p.entry.via.as_deref());
         match verdict {
             None if p.filtered_lang => {
                 self.stats.filtered_lang += 1;
@@ -113,26 +126,28 @@ impl Recorder<'_> {
                 let why = format!("language {}: not in crawl.languages", p.lang.unwrap_or("?"));
                 self.outputs
                     .errors
-                    .write(&ErrorLine::page(url, "filtered_lang", &why))
+                    .write(&ErrorLine::page(url, "filtered_lang", &why).via(with_via, via))
             }
             None => {
                 self.stats.noindex += 1;
                 self.archive(p, None)?;
-                self.outputs.errors.write(&ErrorLine::noindex(url))
+                self.outputs
+                    .errors
+                    .write(&ErrorLine::noindex(url).via(with_via, via))
             }
             Some(Verdict::Unique { fingerprint, .. }) => {
                 self.stats.verdicts.kept += 1;
                 self.archive(p, None)?;
                 self.outputs
                     .kept
-                    .write(&p.kept_line(*fingerprint, self.write_text))
+                    .write(&p.kept_line(*fingerprint, self.write_text).via(with_via))
             }
             Some(Verdict::Duplicate(d)) if d.of == url => {
                 self.stats.verdicts.kept += 1;
                 self.archive(p, None)?;
                 self.outputs
                     .kept
-                    .write(&p.kept_line(d.fingerprint, self.write_text))
+                    .write(&p.kept_line(d.fingerprint, self.write_text).via(with_via))
             }
             Some(Verdict::Duplicate(d)) => {
                 self.stats.verdicts.record_duplicate(d.tier);
@@ -143,20 +158,33 @@ impl Recorder<'_> {
                     basis: Some(p.facts.basis.as_str()),
                 };
                 self.archive(p, Some(note))?;
-                self.outputs.duplicates.write(&p.duplicate_line(d))
+                let mut line = p.duplicate_line(d);
+                if !with_via {
+                    line.via = None;
+                }
+                self.outputs.duplicates.write(&line)
             }
             Some(_) => Ok(()), // non_exhaustive in simcrawl-dedup
         }
     }
 }
 
-/// The line of one document of `crawl dedup` (input line `line`).
-pub fn document(outputs: &mut Outputs, v: Verdict, doc: &crate::batch::ParsedDoc, line: u64) -> Result<()> {
+/// The line of one document of `crawl dedup` (input line `line`): its
+/// `title` as written, and the normalized one when asked for
+/// (`crawl.write_normalized`), with what it was judged on.
+pub fn document(
+    outputs: &mut Outputs,
+    v: Verdict,
+    doc: &crate::batch::ParsedDoc,
+    write_normalized: bool,
+    line: u64,
+) -> Result<()> {
     let judged = Some(doc.facts.judged());
     match v {
         Verdict::Unique { fingerprint, .. } => outputs.kept.write(&KeptLine {
             line: Some(line),
             judged,
+            title_normalized: write_normalized.then_some(doc.title_normalized.as_str()),
             ..KeptLine::new(&doc.url, &doc.title, fingerprint)
         }),
         Verdict::Duplicate(d) => outputs.duplicates.write(&DuplicateLine {

@@ -47,17 +47,23 @@ class Verdict:
         """The canonical URL (check_url verdicts only)."""
 
 class Page:
-    """A page as the cleaner sees it: what the tiers are computed from."""
+    """A cleaned page: title and main text as written, and as the tiers compare them."""
 
     @property
     def title(self) -> str:
-        """Normalized title (width, case, traditional to simplified)."""
+        """The title as the page shows it (whitespace collapsed)."""
     @property
     def raw_title(self) -> str:
-        """The title as the page shows it."""
+        """The same as `title` (its name from when `title` was normalized)."""
+    @property
+    def title_normalized(self) -> str:
+        """The title as the title tier compares it (width, case, traditional to simplified)."""
     @property
     def text(self) -> str:
-        """Normalized main text, one block per line."""
+        """The main text as the page wrote it, one block per line."""
+    @property
+    def text_normalized(self) -> str:
+        """The main text as the content tier signs it (normalized like the title)."""
     @property
     def canonical(self) -> str | None:
         """<link rel=canonical>, resolved."""

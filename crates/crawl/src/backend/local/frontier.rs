@@ -26,6 +26,13 @@ use crate::frontier::{Candidate, Entry, now_ms};
 /// is read back. A listing nested in others (`Entry::nest` > 0) is the
 /// listing form under [`NESTED_LISTING_MARK`] with its nest (u32 LE)
 /// before the URL.
+///
+/// An entry a page, sitemap or feed led to (`Entry::via`) is one of these
+/// forms with, between its depth and the rest, [`VIA_MARK`] + the length
+/// (u32 LE) of the referrer's URL + that URL, or, when the referrer has the
+/// entry's origin (most links), [`SAME_ORIGIN_VIA_MARK`] + the length + the
+/// referrer's path and query only: a few dozen bytes per queued URL. Entries
+/// stored before `via` existed have no such prefix and read as before.
 pub const FRONTIER: TableDefinition<u64, &[u8]> = TableDefinition::new("crawl_frontier");
 
 const RETRY_MARK: u8 = 0xFF;
@@ -34,6 +41,11 @@ const REVISIT_MARK: u8 = 0xFE;
 const LISTING_MARK: u8 = 0xFD;
 /// A sitemap or feed found in another: the listing form and its nest.
 const NESTED_LISTING_MARK: u8 = 0xFC;
+/// The referrer's whole URL before the rest of the entry.
+const VIA_MARK: u8 = 0xFB;
+/// The referrer's path and query before the rest of the entry: its origin
+/// is the entry's.
+const SAME_ORIGIN_VIA_MARK: u8 = 0xFA;
 
 /// Sitemaps and feeds queued per host (`crawl.max_listings_per_host`):
 /// host key -> count, all runs together.
@@ -43,6 +55,54 @@ fn encode(depth: u32, url: &Url) -> Vec<u8> {
     let mut v = depth.to_le_bytes().to_vec();
     v.extend_from_slice(url.as_str().as_bytes());
     v
+}
+
+/// `entry` in its shortest form (see [`FRONTIER`]): the plain one when it
+/// has no attempts, wait, revisit or listing, its referrer (if any) first.
+fn encode_entry(e: &Entry) -> Vec<u8> {
+    let plain = e.attempts == 0 && e.not_before_ms == 0 && e.revisit.is_none() && !e.listing;
+    let body = if plain {
+        encode(e.depth, &e.url)
+    } else {
+        encode_retry(e)
+    };
+    let Some(via) = e.via.as_deref() else {
+        return body;
+    };
+    let origin = e.url.origin().ascii_serialization();
+    let (mark, stored) = match via.strip_prefix(origin.as_str()) {
+        Some(rest) if rest.starts_with('/') => (SAME_ORIGIN_VIA_MARK, rest),
+        _ => (VIA_MARK, via),
+    };
+    let Ok(len) = u32::try_from(stored.len()) else {
+        return body;
+    };
+    let mut v = Vec::with_capacity(body.len() + 5 + stored.len());
+    v.extend_from_slice(&body[..4]);
+    v.push(mark);
+    v.extend_from_slice(&len.to_le_bytes());
+    v.extend_from_slice(stored.as_bytes());
+    v.extend_from_slice(&body[4..]);
+    v
+}
+
+/// An entry with its referrer (see [`FRONTIER`]), or as stored without.
+fn decode(seq: u64, bytes: &[u8]) -> Option<Entry> {
+    let mark = bytes.get(4).copied();
+    if !matches!(mark, Some(VIA_MARK | SAME_ORIGIN_VIA_MARK)) {
+        return decode_body(seq, bytes);
+    }
+    let len = u32::from_le_bytes(bytes.get(5..9)?.try_into().ok()?) as usize;
+    let stored = std::str::from_utf8(bytes.get(9..9 + len)?).ok()?;
+    let mut rest = bytes.get(..4)?.to_vec();
+    rest.extend_from_slice(bytes.get(9 + len..)?);
+    let mut e = decode_body(seq, &rest)?;
+    e.via = Some(if mark == Some(SAME_ORIGIN_VIA_MARK) {
+        format!("{}{stored}", e.url.origin().ascii_serialization())
+    } else {
+        stored.to_owned()
+    });
+    Some(e)
 }
 
 /// An entry with its attempts, wait and revisit (see [`FRONTIER`]).
@@ -71,7 +131,7 @@ fn encode_retry(e: &Entry) -> Vec<u8> {
     v
 }
 
-fn decode(seq: u64, bytes: &[u8]) -> Option<Entry> {
+fn decode_body(seq: u64, bytes: &[u8]) -> Option<Entry> {
     let depth = u32::from_le_bytes(bytes.get(0..4)?.try_into().ok()?);
     let mark = bytes.get(4).copied();
     let (attempts, not_before_ms, mut rest) = if matches!(
@@ -107,6 +167,7 @@ fn decode(seq: u64, bytes: &[u8]) -> Option<Entry> {
         revisit,
         listing: matches!(mark, Some(LISTING_MARK | NESTED_LISTING_MARK)),
         nest,
+        via: None,
     })
 }
 
@@ -138,16 +199,16 @@ impl<'t> ListingBudget<'t> {
     }
 }
 
-/// Adds a sitemap or feed at `depth` and `nest` unless the URL tier has
-/// seen its URL or it is over the listing bounds (counted in `budget`, in
-/// the caller's transaction like the entry itself).
+/// Adds a sitemap or feed at `depth` and `nest`, found by `via`, unless
+/// the URL tier has seen its URL or it is over the listing bounds (counted
+/// in `budget`, in the caller's transaction like the entry itself).
 pub fn enqueue_listing(
     d: &Deduper<RedbStore>,
     tables: &mut dyn Tables,
     (frontier, budget): (&mut Table<'_, u64, &'static [u8]>, &mut ListingBudget<'_>),
     next_seq: &mut u64,
     link: &Candidate,
-    (depth, nest): (u32, u32),
+    (depth, nest, via): (u32, u32, Option<&str>),
 ) -> simcrawl_dedup::Result<Offered> {
     if nest > budget.bounds.max_nest {
         return Ok(Offered::OverBound);
@@ -162,7 +223,7 @@ pub fn enqueue_listing(
         // New (UrlVerdict is non_exhaustive).
         _ => {
             budget.per_host.insert(host.as_str(), queued + 1)?;
-            insert_listing(frontier, next_seq, &link.url, depth, nest)?;
+            insert_listing(frontier, next_seq, &link.url, (depth, nest), via)?;
             Ok(Offered::Queued)
         }
     }
@@ -173,8 +234,8 @@ fn insert_listing(
     frontier: &mut Table<'_, u64, &'static [u8]>,
     next_seq: &mut u64,
     url: &Url,
-    depth: u32,
-    nest: u32,
+    (depth, nest): (u32, u32),
+    via: Option<&str>,
 ) -> simcrawl_dedup::Result<()> {
     let e = Entry {
         seq: *next_seq,
@@ -185,8 +246,9 @@ fn insert_listing(
         revisit: None,
         listing: true,
         nest,
+        via: via.map(str::to_owned),
     };
-    frontier.insert(*next_seq, encode_retry(&e).as_slice())?;
+    frontier.insert(*next_seq, encode_entry(&e).as_slice())?;
     *next_seq += 1;
     Ok(())
 }
@@ -204,7 +266,7 @@ pub fn enqueue_due(
         let Ok(url) = Url::parse(&rec.url) else { continue };
         if rec.listing {
             // Read again as it is: a sitemap or feed is never judged.
-            insert_listing(frontier, next_seq, &url, rec.depth, rec.nest)?;
+            insert_listing(frontier, next_seq, &url, (rec.depth, rec.nest), None)?;
             urls.push(url);
             continue;
         }
@@ -242,27 +304,40 @@ pub fn enqueue_revisit(
         revisit: Some(Box::new(revisit)),
         listing: false,
         nest: 0,
+        via: None,
     };
-    frontier.insert(*next_seq, encode_retry(&e).as_slice())?;
+    frontier.insert(*next_seq, encode_entry(&e).as_slice())?;
     *next_seq += 1;
     Ok(())
 }
 
-/// Adds a link at `depth` unless the URL tier has seen it; returns whether
-/// it was added. Runs inside the caller's transaction.
+/// Adds a link at `depth`, found by `via` (`None`: a seed), unless the URL
+/// tier has seen it; returns whether it was added. Runs inside the caller's
+/// transaction.
 pub fn enqueue(
     d: &Deduper<RedbStore>,
     tables: &mut dyn Tables,
     frontier: &mut Table<'_, u64, &'static [u8]>,
     next_seq: &mut u64,
     link: &Candidate,
-    depth: u32,
+    (depth, via): (u32, Option<&str>),
 ) -> simcrawl_dedup::Result<bool> {
     match d.check_url_in(tables, link.url.as_str(), link.canonical.clone())? {
         UrlVerdict::Seen { .. } => Ok(false),
         // New (UrlVerdict is non_exhaustive).
         _ => {
-            frontier.insert(*next_seq, encode(depth, &link.url).as_slice())?;
+            let e = Entry {
+                seq: *next_seq,
+                url: link.url.clone(),
+                depth,
+                attempts: 0,
+                not_before_ms: 0,
+                revisit: None,
+                listing: false,
+                nest: 0,
+                via: via.map(str::to_owned),
+            };
+            frontier.insert(*next_seq, encode_entry(&e).as_slice())?;
             *next_seq += 1;
             Ok(true)
         }
@@ -277,9 +352,20 @@ pub fn reinsert(
     frontier: &mut Table<'_, u64, &'static [u8]>,
     next_seq: &mut u64,
     url: &Url,
-    depth: u32,
+    (depth, via): (u32, Option<&str>),
 ) -> simcrawl_dedup::Result<()> {
-    frontier.insert(*next_seq, encode(depth, url).as_slice())?;
+    let e = Entry {
+        seq: *next_seq,
+        url: url.clone(),
+        depth,
+        attempts: 0,
+        not_before_ms: 0,
+        revisit: None,
+        listing: false,
+        nest: 0,
+        via: via.map(str::to_owned),
+    };
+    frontier.insert(*next_seq, encode_entry(&e).as_slice())?;
     *next_seq += 1;
     Ok(())
 }
@@ -299,7 +385,7 @@ pub fn requeue(
         not_before_ms,
         ..entry.clone()
     };
-    frontier.insert(*next_seq, encode_retry(&again).as_slice())?;
+    frontier.insert(*next_seq, encode_entry(&again).as_slice())?;
     *next_seq += 1;
     Ok(())
 }
@@ -531,6 +617,48 @@ mod tests {
         assert_eq!(decode(7, &[1, 0, 0, 0, REVISIT_MARK, 1, 0, 0, 0]), None);
     }
 
+    /// The referrer is read back, whole or by path when it shares the
+    /// entry's origin, with every form; entries stored without one read as
+    /// before, with none.
+    #[test]
+    fn via_survives_the_store_compactly_and_old_entries_have_none() {
+        let url = Url::parse("http://example.com:8080/a?b=1").unwrap();
+        let old = decode(3, &encode(2, &url)).unwrap();
+        assert_eq!(old.via, None);
+        let same = Entry {
+            via: Some("http://example.com:8080/index?page=2".into()),
+            ..old.clone()
+        };
+        let stored = encode_entry(&same);
+        assert_eq!(stored[4], SAME_ORIGIN_VIA_MARK);
+        assert_eq!(stored.len(), encode(2, &url).len() + 5 + "/index?page=2".len());
+        assert_eq!(decode(3, &stored), Some(same.clone()));
+        for e in [
+            Entry {
+                via: Some("https://other.example/feed.xml".into()),
+                ..old.clone()
+            },
+            Entry {
+                attempts: 2,
+                not_before_ms: 9,
+                ..same.clone()
+            },
+            Entry {
+                listing: true,
+                nest: 3,
+                ..same.clone()
+            },
+            Entry {
+                revisit: Some(Box::default()),
+                ..same.clone()
+            },
+        ] {
+            assert_eq!(decode(3, &encode_entry(&e)), Some(e));
+        }
+        // A torn prefix is unreadable, not misread.
+        assert_eq!(decode(3, &[1, 0, 0, 0, VIA_MARK, 200, 0, 0, 0, b'x']), None);
+    }
+
     #[test]
     fn entries_wait_until_due() {
         let mut w = Window::default();
@@ -544,6 +672,7 @@ mod tests {
             revisit: None,
             listing: false,
             nest: 0,
+            via: None,
         };
         let now = Entry {
             seq: 1,
@@ -571,6 +700,7 @@ mod tests {
                 revisit: None,
                 listing: false,
                 nest: 0,
+                via: None,
             },
         )
     }

@@ -233,7 +233,7 @@ fn enqueue_seeds(
             .iter()
             .filter_map(|s| Candidate::new(deduper.canonicalizer(), s.clone()))
         {
-            if frontier::enqueue(deduper, tables, &mut fr, &mut cp.next_seq, &c, 0)? {
+            if frontier::enqueue(deduper, tables, &mut fr, &mut cp.next_seq, &c, (0, None))? {
                 added += 1;
             }
         }

@@ -71,8 +71,8 @@ pub struct Writer {
     /// `crawl.max_listing_depth`, `crawl.max_listings_per_host`.
     listing_bounds: crate::listing::Bounds,
     /// Sitemaps and feeds found by the outcomes of the commit being made
-    /// (page, depth, nest), queued at its end through the listing budget.
-    offered: Vec<(Candidate, u32, u32)>,
+    /// (listing, depth, nest, the URL that named it), queued at its end through the listing budget.
+    offered: Vec<(Candidate, u32, u32, String)>,
     write_text: bool,
     shared: Arc<Mutex<Stats>>,
     run_started: Instant,
@@ -269,7 +269,7 @@ impl Writer {
                         if entry.listing && self.requeues.delay(o).is_none() =>
                     {
                         self.recorder()
-                            .listing_problem(entry.url.as_str(), error)
+                            .listing_problem(entry.url.as_str(), entry.via.as_deref(), error)
                             .map_err(state::caller_err)?;
                     }
                     Outcome::Listing {
@@ -292,7 +292,7 @@ impl Writer {
                         )?;
                         for p in problems {
                             self.recorder()
-                                .listing_problem(entry.url.as_str(), p)
+                                .listing_problem(entry.url.as_str(), entry.via.as_deref(), p)
                                 .map_err(state::caller_err)?;
                         }
                     }
@@ -317,7 +317,7 @@ impl Writer {
                         entry, kind, error, ..
                     } => {
                         self.recorder()
-                            .failure(entry.url.as_str(), kind, error)
+                            .failure(entry.url.as_str(), entry.via.as_deref(), kind, error)
                             .map_err(state::caller_err)?;
                         // A revisit that failed: tried again at its next turn.
                         if entry.revisit.is_some()
@@ -337,7 +337,13 @@ impl Writer {
                         let folded = self.dust.lock().fold_by(&entry.url);
                         requeued += 1;
                         let Some((fold, by)) = folded else {
-                            frontier::reinsert(&mut fr, &mut self.cp.next_seq, &entry.url, entry.depth)?;
+                            let via = entry.via.as_deref();
+                            frontier::reinsert(
+                                &mut fr,
+                                &mut self.cp.next_seq,
+                                &entry.url,
+                                (entry.depth, via),
+                            )?;
                             self.cp.stats.dust_restored += 1;
                             continue;
                         };
@@ -355,7 +361,7 @@ impl Writer {
                                 &mut fr,
                                 &mut self.cp.next_seq,
                                 &c,
-                                entry.depth,
+                                (entry.depth, entry.via.as_deref()),
                             )?
                         {
                             added += 1;
@@ -435,12 +441,12 @@ impl Writer {
         let mut added = 0;
         for r in restored {
             if r.was_queued {
-                frontier::reinsert(fr, &mut self.cp.next_seq, &r.url, r.depth)?;
+                frontier::reinsert(fr, &mut self.cp.next_seq, &r.url, (r.depth, None))?;
             } else {
                 let Some(c) = Candidate::new(deduper.canonicalizer(), r.url) else {
                     continue;
                 };
-                if !frontier::enqueue(deduper, tables, fr, &mut self.cp.next_seq, &c, r.depth)? {
+                if !frontier::enqueue(deduper, tables, fr, &mut self.cp.next_seq, &c, (r.depth, None))? {
                     continue;
                 }
             }
@@ -465,14 +471,14 @@ impl Writer {
         }
         let mut budget = frontier::ListingBudget::open(txn, self.listing_bounds)?;
         let mut added = 0;
-        for (c, depth, nest) in std::mem::take(&mut self.offered) {
+        for (c, depth, nest, via) in std::mem::take(&mut self.offered) {
             let offered = frontier::enqueue_listing(
                 deduper,
                 tables,
                 (fr, &mut budget),
                 &mut self.cp.next_seq,
                 &c,
-                (depth, nest),
+                (depth, nest, Some(via.as_str())),
             )?;
             match offered {
                 frontier::Offered::Queued => {
@@ -493,6 +499,7 @@ impl Writer {
             outputs: &mut self.outputs,
             stats: &mut self.cp.stats,
             write_text: self.write_text,
+            via: true,
         }
     }
 
@@ -562,10 +569,15 @@ impl Writer {
             .lock()
             .probe_done(&p.entry.url, matches!(verdict, Some(Verdict::Unique { .. })));
         for (at, problem) in &p.listing_problems {
-            self.recorder().listing_problem(at, problem).map_err(io)?;
+            self.recorder()
+                .listing_problem(at, Some(p.entry.url.as_str()), problem)
+                .map_err(io)?;
         }
-        self.offered
-            .extend(p.listings.iter().map(|c| (c.clone(), p.entry.depth, 0)));
+        self.offered.extend(
+            p.listings
+                .iter()
+                .map(|c| (c.clone(), p.entry.depth, 0, p.entry.url.to_string())),
+        );
         self.enqueue_links(deduper, tables, fr, rewrites, p)
     }
 
@@ -612,7 +624,7 @@ impl Writer {
                     fr,
                     &mut self.cp.next_seq,
                     link,
-                    p.entry.depth + 1,
+                    (p.entry.depth + 1, Some(p.entry.url.as_str())),
                 )? {
                     added += 1;
                 } else {
@@ -760,7 +772,15 @@ impl Writer {
                 if let Some(key) = key {
                     sched.put_sitemap_hints(key, c.url().as_str(), hints)?;
                 }
-                if frontier::enqueue(deduper, tables, fr, &mut self.cp.next_seq, c, entry.depth + 1)? {
+                let via = Some(entry.url.as_str());
+                if frontier::enqueue(
+                    deduper,
+                    tables,
+                    fr,
+                    &mut self.cp.next_seq,
+                    c,
+                    (entry.depth + 1, via),
+                )? {
                     added += 1;
                     if let Some(s) = hints.every_secs()
                         && let Some(key) = key
@@ -782,11 +802,14 @@ impl Writer {
                 }
             }
         }
-        self.offered.extend(
-            listings
-                .iter()
-                .map(|c| (c.clone(), entry.depth, entry.nest.saturating_add(1))),
-        );
+        self.offered.extend(listings.iter().map(|c| {
+            (
+                c.clone(),
+                entry.depth,
+                entry.nest.saturating_add(1),
+                entry.url.to_string(),
+            )
+        }));
         self.cp.stats.listed += added;
         // Read again on its own interval (`crawl revisit`, `--forever`):
         // shorter while it gives new URLs, longer while it does not.

@@ -201,6 +201,7 @@ pub fn decode_entry(id: u64, s: &str) -> Option<(Claim, Entry)> {
             revisit: None,
             listing,
             nest,
+            via: None,
         },
     ))
 }

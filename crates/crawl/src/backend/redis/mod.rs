@@ -1082,7 +1082,7 @@ impl RedisWriter {
                 // Any other failure of one: a line, not a failed page.
                 Outcome::Failed { entry, error, .. } if entry.listing => {
                     self.recorder()
-                        .listing_problem(entry.url.as_str(), error)
+                        .listing_problem(entry.url.as_str(), entry.via.as_deref(), error)
                         .map_err(io)?;
                     releases.push(Release {
                         lease: entry.seq,
@@ -1094,7 +1094,7 @@ impl RedisWriter {
                     entry, kind, error, ..
                 } => {
                     self.recorder()
-                        .failure(entry.url.as_str(), kind, error)
+                        .failure(entry.url.as_str(), entry.via.as_deref(), kind, error)
                         .map_err(io)?;
                     releases.push(Release {
                         lease: entry.seq,
@@ -1153,7 +1153,7 @@ impl RedisWriter {
                     }
                     for p in problems {
                         self.recorder()
-                            .listing_problem(entry.url.as_str(), p)
+                            .listing_problem(entry.url.as_str(), entry.via.as_deref(), p)
                             .map_err(io)?;
                     }
                     releases.push(Release {
@@ -1220,7 +1220,9 @@ impl RedisWriter {
                         );
                     }
                     for (at, problem) in &p.listing_problems {
-                        self.recorder().listing_problem(at, problem).map_err(io)?;
+                        self.recorder()
+                            .listing_problem(at, Some(p.entry.url.as_str()), problem)
+                            .map_err(io)?;
                     }
                 }
             }
@@ -1339,6 +1341,7 @@ impl RedisWriter {
             outputs: &mut self.outputs,
             stats: &mut self.state.stats,
             write_text: self.write_text,
+            via: false,
         }
     }
 
@@ -1579,6 +1582,7 @@ mod tests {
                 revisit: None,
                 listing: false,
                 nest: 0,
+                via: None,
             };
             (e, token.to_string())
         };
