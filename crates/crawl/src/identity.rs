@@ -64,12 +64,6 @@ pub const MIN_MAIN_SHARE_PCT: usize = 80;
 pub enum Basis {
     /// Its main text, without the host's template.
     Main,
-    /// Its main text, which is most of what the page *says* but not of
-    /// what it shows (the rest is links: teasers, related stories, a
-    /// table of contents): a copy of pages of other hosts only
-    /// (`Signature::cross_host_only`), since on its own host the same
-    /// main text may be a block the site's pages share.
-    Article,
     /// Its own text (link text included), without the host's template.
     Page,
     /// Too little own text: judged on it, a copy only of the same text.
@@ -87,7 +81,6 @@ impl Basis {
     pub fn as_str(self) -> &'static str {
         match self {
             Basis::Main => "main",
-            Basis::Article => "article",
             Basis::Page => "page",
             Basis::Thin => "thin",
             Basis::Template => "template",
@@ -114,19 +107,10 @@ impl Basis {
     #[must_use]
     pub fn min_similarity(self) -> Option<f64> {
         match self {
-            Basis::Main | Basis::Article | Basis::Page | Basis::Text => None,
+            Basis::Main | Basis::Page | Basis::Text => None,
             Basis::Thin => Some(THIN_MIN_SIMILARITY),
             Basis::Template => Some(1.0),
         }
-    }
-}
-
-impl Basis {
-    /// Whether only pages of other hosts may be its partners
-    /// (`Signature::cross_host_only`).
-    #[must_use]
-    pub fn cross_host_only(self) -> bool {
-        self == Basis::Article
     }
 }
 
@@ -152,19 +136,13 @@ pub fn identity<'a>(templates: &Templates, host: &str, main: &'a str, own: &'a s
 }
 
 /// [`identity`] of a page whose own text has `own_link_chars` characters
-/// of link text ([`simcrawl_clean::Page::own_link_chars`]). A main text
-/// that is most of the page's own text is its identity ([`Basis::Main`]).
-/// One that is most of what the page *says*, its links left out, is its
-/// identity against other hosts ([`Basis::Article`]): teasers, related
-/// links and comment links around a news article are links, and counting
-/// them made a page's everything its identity, so a story inside another
-/// site's template matched nothing (issue 35). On its own host such a page
-/// is still judged on everything it shows: there, a main text that is all
-/// the page says may be a block the site's pages share (an index page's
-/// introduction above its table of contents, gtk-doc's reference index).
-/// What a page says outside its main text (a function's description beside
-/// a shared block, the translated tables of a partly translated page)
-/// keeps it on its whole text everywhere.
+/// of link text ([`simcrawl_clean::Page::own_link_chars`]). The main text's
+/// share is of the text the page *says*: teasers, related links and
+/// comment links around a news article are links, and counting them made
+/// the page's everything its identity, so a story inside another site's
+/// template matched nothing (issue 35). What a page says outside its
+/// main text (a function's description beside a shared block, the
+/// translated tables of a partly translated page) still counts.
 pub fn identity_of<'a>(
     templates: &Templates,
     host: &str,
@@ -175,19 +153,12 @@ pub fn identity_of<'a>(
     let page_own = templates.own_lines(host, own);
     let m = own_chars(main_own.as_deref().unwrap_or(main));
     let p = own_chars(page_own.as_deref().unwrap_or(own));
-    if m >= MIN_OWN_CHARS && m * 100 >= p * MIN_MAIN_SHARE_PCT {
-        return Identity {
-            template_stripped: main_own.is_some(),
-            text: main_own.map_or(Cow::Borrowed(main), Cow::Owned),
-            basis: Basis::Main,
-        };
-    }
     let says = p.saturating_sub(own_link_chars);
     if m >= MIN_OWN_CHARS && m * 100 >= says * MIN_MAIN_SHARE_PCT {
         return Identity {
             template_stripped: main_own.is_some(),
             text: main_own.map_or(Cow::Borrowed(main), Cow::Owned),
-            basis: Basis::Article,
+            basis: Basis::Main,
         };
     }
     let basis = if p >= MIN_OWN_CHARS {

@@ -728,7 +728,6 @@ fn populate_in<S: Store>(
                             title: None,
                             sketch,
                             url: format!("u{i}"),
-                            cross_host_only: false,
                         },
                     )?;
                     blocks.extend(layout.keys(fp).map(|(table, key)| (table, key, fp, i)));
@@ -777,7 +776,6 @@ fn new_signature(rng: &mut StdRng, serial: &mut u64) -> Signature {
         sketch: Some(random_sketch(rng)),
         features: 64,
         min_similarity: None,
-        cross_host_only: false,
     }
 }
 

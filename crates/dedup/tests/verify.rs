@@ -48,7 +48,6 @@ fn load<S: Store>(d: &Deduper<S>, stored: &[Stored]) {
                         title: None,
                         sketch,
                         url: format!("u{i}"),
-                        cross_host_only: false,
                     },
                 )?;
                 for (table, key) in layout.keys(s.fp) {
@@ -99,7 +98,6 @@ fn check<S: Store>(d: &Deduper<S>, stored: &[Stored], queries: &[Stored]) {
             sketch: Some(sketch_of(q, d.sketch_bits())),
             features: 64,
             min_similarity: None,
-            cross_host_only: false,
         };
         let got = d
             .lookup(&sig)

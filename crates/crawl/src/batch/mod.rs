@@ -373,7 +373,6 @@ fn signed(
     let (text, basis) = judged.unwrap_or((c.text.as_str(), crate::identity::Basis::Text));
     let mut sig = d.sign(&Document::new(&c.url, &c.title, text));
     sig.min_similarity = basis.min_similarity();
-    sig.cross_host_only = basis.cross_host_only();
     let (host, hint, chars) = match &c.html {
         Some(h) => (h.host.as_str(), h.lang_hint.as_deref(), h.visible_chars),
         None => ("", None, visible_chars(&c.text)),

@@ -717,7 +717,6 @@ fn clean_and_sign(
     );
     let mut sig = (stages.sign)(&Document::new(entry.url.as_str(), &page.title, &id.text));
     sig.min_similarity = id.basis.min_similarity();
-    sig.cross_host_only = id.basis.cross_host_only();
     let facts = PageFacts::of(&id, &sig, page.visible_chars);
     let template_stripped = id.template_stripped;
     drop(id);

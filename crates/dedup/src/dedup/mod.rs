@@ -232,27 +232,6 @@ pub struct Signature {
     /// # Ok::<(), simcrawl_dedup::Error>(())
     /// ```
     pub min_similarity: Option<f64>,
-    /// Only documents of other hosts may be found copies of this one, and
-    /// it of them: for a text that identifies a page against the web but
-    /// not against its own site. A crawler sets it for a page judged on its
-    /// article text while the page shows much else besides, mostly links: a
-    /// syndicated story inside another site's template is a copy, but two
-    /// pages of one site whose main texts are the same shared block are not
-    /// (their own site's pages are compared on everything they show).
-    /// Kept, it is indexed with the same restriction.
-    ///
-    /// ```
-    /// use simcrawl_dedup::{Deduper, Document, UrlTier};
-    /// let d = Deduper::in_memory()?;
-    /// let story = "气象台发布寒潮蓝色预警，北方大部地区气温将下降八到十度，局地降温超过十二度并伴有大风。";
-    /// let mut sig = d.sign(&Document::new("http://a.example/1", "", story));
-    /// sig.cross_host_only = true;
-    /// assert!(d.check_batch(&[sig], UrlTier::Check)?[0].is_unique());
-    /// assert!(d.check(&Document::new("http://a.example/2", "", story))?.is_unique(), "same host");
-    /// assert!(d.check(&Document::new("http://b.example/9", "", story))?.is_duplicate(), "another host");
-    /// # Ok::<(), simcrawl_dedup::Error>(())
-    /// ```
-    pub cross_host_only: bool,
 }
 
 /// The decision about one document.
@@ -681,7 +660,6 @@ impl<S: Store> Deduper<S> {
             sketch: Sketch::of(doc.text).map(|s| s.narrow(self.sketch_bits)),
             features,
             min_similarity: None,
-            cross_host_only: false,
         }
     }
 
@@ -820,7 +798,6 @@ impl<S: Store> Deduper<S> {
             title: sig.title_digest.map(u128::to_be_bytes),
             sketch: sketch.clone(),
             url: sig.url.clone(),
-            cross_host_only: sig.cross_host_only,
         };
         t.put_doc(id, rec)?;
         for (table, key) in self.layout.keys(fp.low()) {

@@ -1,7 +1,7 @@
 //! The title tier: same-title documents are candidates (see
 //! [`TitlePolicy`]), keyed by the MD5 of the normalized title.
 
-use super::verify::{Match, host_of};
+use super::verify::Match;
 use super::{Deduper, Duplicate, Signature, Tier};
 use crate::digest::md5_of;
 use crate::error::Result;
@@ -23,6 +23,13 @@ pub const TITLE_CANDIDATES: usize = 64;
 /// share (a page and its edited copy) still lowers it.
 pub const TEMPLATE_TITLE_PAGES: usize = 2;
 
+/// The host part of a URL as written (`scheme://host:port`), compared
+/// without parsing: what tells a host's own titles from another site's.
+fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    &rest[..end]
+}
 
 /// What a title match means.
 ///

@@ -10,9 +10,6 @@ impl Signature {
     /// Whether `m` is similar enough to decide for this signature, beyond
     /// the tier's own threshold (checked by the caller).
     pub(super) fn admits(&self, m: &Match) -> bool {
-        if (self.cross_host_only || m.rec.cross_host_only) && host_of(&self.url).eq_ignore_ascii_case(host_of(&m.rec.url)) {
-            return false;
-        }
         match self.min_similarity {
             None => true,
             Some(min) if min >= 1.0 => self.sketch.as_ref().is_some_and(|s| s.same_text(&m.rec.sketch)),
@@ -60,12 +57,4 @@ impl Match {
             url_skipped: false,
         }
     }
-}
-
-/// The host part of a URL as written (`scheme://host:port`), compared
-/// without parsing: what tells a host's own pages from another site's.
-pub(super) fn host_of(url: &str) -> &str {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    &rest[..end]
 }

@@ -171,7 +171,6 @@ mod tests {
             title: None,
             sketch: Sketch::from_bins([0; crate::sketch::SKETCH_BINS], 0),
             url: format!("u{id}"),
-            cross_host_only: false,
         }
     }
 

@@ -165,16 +165,12 @@ pub struct DocRecord {
     pub sketch: Sketch,
     /// Its URL, reported as `duplicate_of` for later copies.
     pub url: String,
-    /// Only documents of other hosts may be found copies of it, and it of
-    /// them ([`crate::Signature::cross_host_only`]).
-    pub cross_host_only: bool,
 }
 
 impl DocRecord {
     /// Byte encoding: fingerprint (low half), time, flags, title digest
     /// (flag 1), the fingerprint's upper half (flag 2, 128 bits only),
-    /// sketch (one byte a bin under flag 4, two otherwise), URL; flag 8:
-    /// cross-host only. A record
+    /// sketch (one byte a bin under flag 4, two otherwise), URL. A record
     /// with a 64-bit fingerprint and a 16-bit sketch has the bytes it had
     /// before either option existed.
     pub fn encode(&self) -> Vec<u8> {
@@ -191,8 +187,7 @@ impl DocRecord {
         out.push(
             u8::from(self.title.is_some())
                 | u8::from(high.is_some()) << 1
-                | u8::from(self.sketch.bits() == 8) << 2
-                | u8::from(self.cross_host_only) << 3,
+                | u8::from(self.sketch.bits() == 8) << 2,
         );
         if let Some(t) = self.title {
             out.extend_from_slice(&t);
@@ -219,7 +214,7 @@ impl DocRecord {
         let low = u64_at(0)?;
         let at = u64_at(8)?;
         let flags = *bytes.get(16).ok_or_else(bad)?;
-        if flags > 15 {
+        if flags > 7 {
             return Err(bad());
         }
         let mut rest = 17;
@@ -253,7 +248,6 @@ impl DocRecord {
             title,
             sketch,
             url,
-            cross_host_only: flags & 8 == 8,
         })
     }
 }
@@ -480,7 +474,6 @@ mod tests {
             title,
             sketch: Sketch::from_bins([7; crate::sketch::SKETCH_BINS], 42),
             url: "http://a.example/页".to_string(),
-            cross_host_only: false,
         }
     }
 
@@ -490,14 +483,9 @@ mod tests {
             Fingerprint::new(0xdead_beef),
             Fingerprint::wide(0x1234 << 64 | 0xdead_beef),
         ] {
-            for ((title, bits), cross) in [None, Some([9; 16])]
-                .into_iter()
-                .flat_map(|t| [(t, 16), (t, 8)])
-                .flat_map(|tb| [(tb, false), (tb, true)])
-            {
+            for (title, bits) in [None, Some([9; 16])].into_iter().flat_map(|t| [(t, 16), (t, 8)]) {
                 let mut rec = record(fp, title);
                 rec.sketch = rec.sketch.narrow(bits);
-                rec.cross_host_only = cross;
                 let bytes = rec.encode();
                 assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
                 // Sized exactly: the memory store keeps the buffer as is.

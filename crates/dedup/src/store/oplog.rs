@@ -659,7 +659,6 @@ mod tests {
             title: None,
             sketch: Sketch::from_bins([id as u16; SKETCH_BINS], u128::from(id)),
             url: format!("u{id}"),
-            cross_host_only: false,
         }
     }
 
