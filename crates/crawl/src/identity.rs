@@ -58,6 +58,14 @@ pub const MIN_OWN_CHARS: usize = 200;
 /// headings are translated.
 pub const MIN_MAIN_SHARE_PCT: usize = 80;
 
+/// ... but a main text that is most of what the page *says* (its link
+/// text left out: teasers, related stories) is its identity too when it
+/// is at least this share (in percent) of all the page's own text. Below
+/// it the page is mostly links, and its main text is a block beside them:
+/// gtk-doc's reference index and its part pages share one introduction
+/// above different tables of contents (docs/eval-apiref.md).
+pub const MIN_MAIN_SHOWN_PCT: usize = 33;
+
 /// Which text a page was judged on (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -154,7 +162,9 @@ pub fn identity_of<'a>(
     let m = own_chars(main_own.as_deref().unwrap_or(main));
     let p = own_chars(page_own.as_deref().unwrap_or(own));
     let says = p.saturating_sub(own_link_chars);
-    if m >= MIN_OWN_CHARS && m * 100 >= says * MIN_MAIN_SHARE_PCT {
+    let main_is_identity = m * 100 >= p * MIN_MAIN_SHARE_PCT
+        || (m * 100 >= says * MIN_MAIN_SHARE_PCT && m * 100 >= p * MIN_MAIN_SHOWN_PCT);
+    if m >= MIN_OWN_CHARS && main_is_identity {
         return Identity {
             template_stripped: main_own.is_some(),
             text: main_own.map_or(Cow::Borrowed(main), Cow::Owned),
