@@ -20,6 +20,7 @@ mod crawl;
 mod dust;
 mod lang;
 mod listing;
+mod messages;
 mod politeness;
 mod private;
 mod redis;
