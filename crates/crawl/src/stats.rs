@@ -194,8 +194,8 @@ pub enum Ended {
     /// A stop signal arrived while the shared crawl's Redis server was
     /// unreachable (the shared mode waits for it otherwise).
     RedisGone,
-    /// Pages were tried and every one failed: nothing could be fetched
-    /// (wget's "network failure").
+    /// Pages were tried and every one the crawl (all its runs) tried
+    /// failed: nothing could be fetched (wget's "network failure").
     NothingFetched,
 }
 
@@ -260,20 +260,18 @@ impl Ended {
     }
 
     /// A crawl that stopped for `self` with counters `now`, from `before`
-    /// (those it resumed with): [`Ended::NothingFetched`] when it tried
-    /// pages and every one failed, whatever stopped it otherwise (a
-    /// signal excepted: it may have stopped the crawl before any answer).
+    /// (those it resumed with): [`Ended::NothingFetched`] when this run
+    /// tried pages and the crawl, all its runs together, has every page it
+    /// tried failed, whatever stopped it otherwise (a signal excepted: it
+    /// may have stopped the crawl before any answer). A resumed crawl whose
+    /// last pages failed has fetched something all the same.
     pub fn judge(self, before: &Stats, now: &Stats) -> Ended {
         if matches!(self, Ended::Signal(_) | Ended::RedisGone) {
             return self;
         }
         let tried = now.fetched.saturating_sub(before.fetched);
-        let failed = now
-            .errors
-            .values()
-            .sum::<u64>()
-            .saturating_sub(before.errors.values().sum::<u64>());
-        if tried > 0 && failed >= tried {
+        let failed: u64 = now.errors.values().sum();
+        if tried > 0 && failed >= now.fetched {
             Ended::NothingFetched
         } else {
             self
@@ -388,6 +386,15 @@ mod tests {
         let mut one_ok = failed.clone();
         one_ok.fetched += 1;
         assert_eq!(Ended::Finished.judge(&before, &one_ok), Ended::Finished);
+        // Resumed after a page was fetched, this run's only page failed:
+        // the crawl fetched something.
+        let mut resumed = Stats {
+            fetched: 1,
+            ..Stats::default()
+        };
+        let before_resume = resumed.clone();
+        resumed.count_failure("timeout");
+        assert_eq!(Ended::Finished.judge(&before_resume, &resumed), Ended::Finished);
         assert_eq!(Ended::NothingFetched.exit_code(), 4);
         assert_eq!(Ended::Signal("SIGTERM").exit_code(), 0);
         let json: serde_json::Value =

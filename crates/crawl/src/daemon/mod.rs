@@ -94,10 +94,13 @@ pub fn read_seeds(path: &Path) -> Result<Vec<Url>> {
 /// One seed line (comment and blanks removed) as a URL, or why not.
 fn seed_url(line: &str) -> std::result::Result<Url, String> {
     if let Some((url, rest)) = line.split_once(char::is_whitespace) {
-        return Err(format!(
-            "`{url}` is followed by `{}`: one URL per line (a space inside a URL is written %20)",
-            rest.trim()
-        ));
+        return Err(match Url::parse(url) {
+            Ok(u) if u.host_str().is_some() => format!(
+                "`{url}` is followed by `{}`: one URL per line (a space inside a URL is written %20)",
+                rest.trim()
+            ),
+            _ => format!("{line:?} is not a URL"),
+        });
     }
     match Url::parse(line) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => Ok(u),
