@@ -304,7 +304,7 @@ pub fn bench(mut args: BenchArgs, settings: &Settings) -> Result<()> {
     let cpu = cpu_seconds() - cpu0;
     let _ = server.kill();
     let _ = server.wait();
-    let stats = result?;
+    let stats = result?.stats;
     println!("site pages        {}", args.pages);
     println!("fetched           {}", stats.fetched);
     println!(

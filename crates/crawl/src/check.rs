@@ -43,6 +43,68 @@ pub struct Report {
     pub lang: Option<&'static str>,
     pub candidates: Vec<CandidateLine>,
     pub verdict: VerdictLine,
+    /// What the crawl wrote about this URL (its line in duplicates.jsonl
+    /// or kept.jsonl in `crawl.out_dir`), when it wrote one: the verdict
+    /// above is computed afresh, on the page as it is now and the
+    /// template learnt since, and may differ.
+    pub recorded: Option<Recorded>,
+    /// Why the fresh verdict may differ from the recorded one (empty when
+    /// they agree or nothing was recorded).
+    pub differs: Vec<String>,
+}
+
+/// The crawl's own verdict on the page, from its output line.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct Recorded {
+    /// `kept` or `duplicate`.
+    pub kind: &'static str,
+    pub tier: Option<String>,
+    pub of: Option<String>,
+    pub distance: Option<u64>,
+    pub similarity: Option<f64>,
+    /// Features of the text it was signed with then.
+    pub features: Option<u64>,
+    /// The file it was read from.
+    pub file: String,
+}
+
+/// The last line about `url` in the crawl's kept.jsonl or
+/// duplicates.jsonl under `out_dir` (a crawl writes one per verdict; a
+/// revisit may write another, and the last is the one in force).
+fn recorded(out_dir: &std::path::Path, url: &str) -> Option<Recorded> {
+    use std::io::BufRead;
+    let mut found = None;
+    for (name, kind) in [("kept.jsonl", "kept"), ("duplicates.jsonl", "duplicate")] {
+        let path = out_dir.join(name);
+        let Ok(file) = std::fs::File::open(&path) else {
+            continue;
+        };
+        let needle = serde_json::to_string(url).ok()?;
+        for line in std::io::BufReader::new(file)
+            .lines()
+            .map_while(std::result::Result::ok)
+        {
+            if !line.contains(&needle) {
+                continue;
+            }
+            let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
+            if v.get("url").and_then(|u| u.as_str()) != Some(url) {
+                continue;
+            }
+            found = Some(Recorded {
+                kind,
+                tier: v.get("tier").and_then(|t| t.as_str()).map(str::to_string),
+                of: v.get("duplicate_of").and_then(|t| t.as_str()).map(str::to_string),
+                distance: v.get("distance").and_then(serde_json::Value::as_u64),
+                similarity: v.get("similarity").and_then(serde_json::Value::as_f64),
+                features: v.get("features").and_then(serde_json::Value::as_u64),
+                file: path.display().to_string(),
+            });
+        }
+    }
+    found
 }
 
 /// A candidate the tiers nominated.
@@ -111,6 +173,7 @@ pub fn run(cfg: &Config, url: &str) -> Result<Report> {
         let key = u128::from_be_bytes(digest);
         deduper.store().read(|t| Ok(t.url(key)?.is_some()))?
     };
+    let recorded = recorded(&cfg.crawl.out_dir, url.as_str());
     let (templates, dust) =
         crate::backend::local::learn::with_snapshot(deduper.store().database(), |store| {
             let templates = Templates::load(&cfg.template, Some(&mut *store))?;
@@ -133,7 +196,7 @@ pub fn run(cfg: &Config, url: &str) -> Result<Report> {
         std::slice::from_ref(&url),
         signer,
         canon,
-        templates,
+        templates.clone(),
         Arc::new(Mutex::new(Dust::load(
             &cfg.crawl.dust,
             None,
@@ -181,6 +244,8 @@ pub fn run(cfg: &Config, url: &str) -> Result<Report> {
             similarity: None,
             reason: String::new(),
         },
+        recorded,
+        differs: Vec::new(),
     };
     let p = match outcome {
         Outcome::Page(p) => p,
@@ -282,7 +347,65 @@ pub fn run(cfg: &Config, url: &str) -> Result<Report> {
             }
         }
     };
+    report.differs = differences(&report, &p, &templates);
     Ok(report)
+}
+
+/// Why the fresh verdict of `r` may not be the one the crawl recorded:
+/// `crawl check` judges the page as it is now, with the host's template
+/// as learnt now, against the index as it is now; the crawl judged it once,
+/// maybe before the template was learnt (its partners' signatures too).
+fn differences(r: &Report, p: &crate::daemon::worker::PageResult, templates: &Templates) -> Vec<String> {
+    let Some(rec) = &r.recorded else {
+        return Vec::new();
+    };
+    let v = &r.verdict;
+    let fresh_distance = r
+        .candidates
+        .iter()
+        .find(|c| v.of.as_deref() == Some(c.url.as_str()))
+        .and_then(|c| c.distance)
+        .map(u64::from);
+    let same_kind = matches!(
+        (rec.kind, v.kind),
+        ("kept", "kept_as_itself" | "unique") | ("duplicate", "duplicate")
+    );
+    let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() < 0.0005,
+        (None, None) => true,
+        _ => false,
+    };
+    let agree = same_kind
+        && (rec.kind == "kept"
+            || (rec.of == v.of && close(rec.similarity, v.similarity) && rec.distance == fresh_distance));
+    if agree {
+        return Vec::new();
+    }
+    let mut out = vec![
+        "the crawl judged this page once, on the page and the template of that time; this check \
+         judges it again now"
+            .to_string(),
+    ];
+    let host = crate::template::host_of(&p.final_url);
+    let removed = templates.own_lines(host, &p.text).map_or(0, |own| {
+        p.text.lines().count().saturating_sub(own.lines().count())
+    });
+    if removed > 0 {
+        out.push(format!(
+            "a template learnt for {host} removes {removed} {} from this page now; the crawl may \
+             have judged it (or its partner) before that template was learnt",
+            if removed == 1 { "line" } else { "lines" }
+        ));
+    } else if let Some(then) = rec.features
+        && then != p.sig.features as u64
+    {
+        out.push(format!(
+            "it was signed with {then} features then, {} now: the page (or the part of it that is \
+             judged) changed since",
+            p.sig.features
+        ));
+    }
+    out
 }
 
 /// The report for a person.
@@ -353,6 +476,21 @@ pub fn human(r: &Report) -> String {
         _ => format!("not judged ({})", v.reason),
     };
     line("verdict", &what);
+    if let Some(rec) = &r.recorded {
+        let then = match (rec.kind, &rec.of) {
+            ("duplicate", Some(of)) => format!(
+                "duplicate of {of} ({} tier: distance {}, resemblance {})",
+                rec.tier.as_deref().unwrap_or("-"),
+                rec.distance.map_or("-".into(), |d| d.to_string()),
+                rec.similarity.map_or("-".into(), |s| format!("{s:.3}"))
+            ),
+            _ => "kept".to_string(),
+        };
+        line("recorded", &format!("{then} (the crawl's line in {})", rec.file));
+        for d in &r.differs {
+            line("differs", d);
+        }
+    }
     out
 }
 

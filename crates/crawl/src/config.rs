@@ -379,11 +379,24 @@ impl Config {
         if let Some(path) = path {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read config file {}", path.display()))?;
-            // Parsed as settings first: toml's errors point at the line.
-            let _: Config =
-                toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))?;
             merged =
                 toml::from_str(&text).with_context(|| format!("invalid config file {}", path.display()))?;
+            // Parsed as settings too: toml's errors point at the line; a
+            // mistyped key or value gets a suggestion.
+            if let Err(e) = toml::from_str::<Config>(&text) {
+                let e = e.to_string();
+                let line = e
+                    .split("at line ")
+                    .nth(1)
+                    .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+                    .filter(|l| !l.is_empty())
+                    .map(|l| format!(", line {l}"))
+                    .unwrap_or_default();
+                match suggestion(&e, &merged) {
+                    Some(hint) => anyhow::bail!("invalid config file {}{line}: {hint}", path.display()),
+                    None => anyhow::bail!("invalid config file {}: {e}", path.display()),
+                }
+            }
         }
         let file = merged.clone();
         let defaults = defaults_table()?;
@@ -404,9 +417,13 @@ impl Config {
             let mut alone = toml::Table::new();
             insert(&mut alone, &s.key, value.clone())
                 .with_context(|| format!("--set {}={}", s.key, s.value))?;
+            let alone_copy = alone.clone();
             if let Err(e) = toml::Value::Table(alone).try_into::<Config>() {
                 // toml appends "in `key`" on a line of its own; the key is named here.
                 let e = e.to_string();
+                if let Some(hint) = suggestion(&e, &alone_copy) {
+                    anyhow::bail!("--set {}={}: {hint}", s.key, s.value);
+                }
                 let e = e.lines().next().unwrap_or_default();
                 let expected = match default {
                     Some(d) => format!(" (`{}` takes {}; default: {d})", s.key, type_name(d)),
@@ -419,6 +436,7 @@ impl Config {
         let mut config: Config = toml::Value::Table(merged)
             .try_into()
             .context("invalid settings (config file and --set together)")?;
+        config.check()?;
         if let Some(path) = path {
             // Relative paths inside the file are relative to the file.
             let base = path.parent().unwrap_or(Path::new("."));
@@ -432,16 +450,16 @@ impl Config {
         }
         let mut sources = BTreeMap::new();
         let set_keys: BTreeSet<&str> = sets.iter().map(|s| s.key.as_str()).collect();
-        let effective = match toml::Value::try_from(&config).context("cannot serialize the settings")? {
-            toml::Value::Table(t) => t,
-            _ => toml::Table::new(),
-        };
+        let effective = shown(&config)?;
         let mut leaves = Vec::new();
         leaf_keys(&effective, "", &mut leaves);
         for key in leaves {
-            let source = if set_keys.contains(key.as_str()) {
+            // A setting given under its former name is the same setting.
+            let names = [Some(key.as_str()), former_name(&key)];
+            let names = names.iter().flatten();
+            let source = if names.clone().any(|n| set_keys.contains(n)) {
                 Source::Set
-            } else if lookup(&file, &key).is_some() {
+            } else if names.clone().any(|n| lookup(&file, n).is_some()) {
                 Source::File
             } else {
                 Source::Default
@@ -449,6 +467,141 @@ impl Config {
             sources.insert(key, source);
         }
         Ok(Effective { config, sources })
+    }
+}
+
+/// A mistyped key or value named in full, with the closest name the
+/// setting takes: "unknown setting `fetch.per_host_delay_m`: did you mean
+/// `fetch.per_host_delay_ms`?" rather than serde's list of every field of
+/// the table. `error` is serde's message ("unknown field `x`, expected one
+/// of ..." or "unknown variant ..."), `given` the table it was read from
+/// (to find where the key sits). `None` when `error` is neither.
+fn suggestion(error: &str, given: &toml::Table) -> Option<String> {
+    let (what, rest) = if let Some(r) = error.split("unknown field `").nth(1) {
+        ("field", r)
+    } else {
+        ("variant", error.split("unknown variant `").nth(1)?)
+    };
+    let (name, rest) = rest.split_once('`')?;
+    let expected: Vec<&str> = rest
+        .split_once("expected")
+        .map(|(_, list)| list.lines().next().unwrap_or_default())
+        .unwrap_or_default()
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .collect();
+    let closest = expected
+        .iter()
+        .map(|c| (strsim::damerau_levenshtein(name, c), *c))
+        .filter(|(d, c)| *d <= (c.len() / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c);
+    if what == "variant" {
+        let key = path_of_value(given, "", name).unwrap_or_default();
+        let choices = expected.join(", ");
+        return Some(match closest {
+            Some(c) => format!("`{key}` cannot be \"{name}\": did you mean \"{c}\"? ({choices})"),
+            None => format!("`{key}` cannot be \"{name}\": it takes one of {choices}"),
+        });
+    }
+    let defaults = defaults_table().ok()?;
+    let key = path_of_key(given, "", name, &defaults).unwrap_or_else(|| name.to_string());
+    let parent = key
+        .rsplit_once('.')
+        .map(|(p, _)| format!("{p}."))
+        .unwrap_or_default();
+    Some(match closest {
+        Some(c) => format!("unknown setting `{key}`: did you mean `{parent}{c}`?"),
+        None => format!(
+            "unknown setting `{key}` (`crawl config --default` lists every setting; this table takes {})",
+            expected
+                .iter()
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    })
+}
+
+/// The dotted path in `t` of a key `name` that the defaults do not know.
+fn path_of_key(t: &toml::Table, prefix: &str, name: &str, defaults: &toml::Table) -> Option<String> {
+    for (k, v) in t {
+        let key = dotted(prefix, k);
+        if k == name && lookup(defaults, &key).is_none() {
+            return Some(key);
+        }
+        if let toml::Value::Table(sub) = v
+            && let Some(found) = path_of_key(sub, &key, name, defaults)
+        {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// The dotted path in `t` of a string value `value`.
+fn path_of_value(t: &toml::Table, prefix: &str, value: &str) -> Option<String> {
+    for (k, v) in t {
+        let key = dotted(prefix, k);
+        match v {
+            toml::Value::String(s) if s == value => return Some(key),
+            toml::Value::Table(sub) => {
+                if let Some(found) = path_of_value(sub, &key, value) {
+                    return Some(found);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+impl Config {
+    /// The ranges the settings' types cannot say (`dedup.min_similarity`
+    /// between 0 and 1...), checked when the settings are read: `crawl
+    /// config` refuses what the crawl would refuse, and both name the
+    /// setting in full.
+    pub fn check(&self) -> Result<()> {
+        if let Err(e) = self.dedup.check() {
+            let msg = match &e {
+                simcrawl_dedup::Error::Config(m) => m.clone(),
+                other => other.to_string(),
+            };
+            // "min_similarity 3 is not between 0 and 1" (the library's
+            // words) as the crawl's: the full name, `= value: must be ...`.
+            let mut words = msg.splitn(3, ' ');
+            let (name, value, rest) = (
+                words.next().unwrap_or_default(),
+                words.next().unwrap_or_default(),
+                words.next().unwrap_or_default(),
+            );
+            if let Some(r) = msg.strip_prefix("bands ") {
+                // "bands 100 x band_rows 4 must use between 1 and 128 sketch bins"
+                anyhow::bail!(
+                    "invalid setting: dedup.bands {}",
+                    r.replace("band_rows", "dedup.band_rows")
+                );
+            }
+            const RANGED: [&str; 5] = [
+                "bits",
+                "max_distance",
+                "min_similarity",
+                "title_min_similarity",
+                "sketch_bits",
+            ];
+            if RANGED.contains(&name) {
+                let rest = match (rest.strip_prefix("is not "), rest.strip_prefix("is above ")) {
+                    (Some(r), _) => format!("must be {r}"),
+                    (_, Some(r)) => format!("must be at most {r}"),
+                    _ => rest.to_string(),
+                };
+                anyhow::bail!("invalid setting: dedup.{name} = {value}: {rest}");
+            }
+            anyhow::bail!("invalid [dedup] settings: {msg}");
+        }
+        self.store.redb_options(std::time::Duration::MAX)?;
+        Ok(())
     }
 }
 
@@ -509,6 +662,50 @@ pub fn private_seed_hosts(cfg: &Config, seeds: &[url::Url]) -> Vec<String> {
     out.into_iter().collect()
 }
 
+/// Settings whose serialized form keeps a former name (the crawl stores a
+/// digest of the serialized `[clean]` settings, which must not change for
+/// the same settings: `simcrawl_clean::CleanConfig`): (former, today's).
+/// Both are accepted in a file and by `--set`; `crawl config` prints
+/// today's.
+const RENAMED: [(&str, &str); 1] = [("clean.chinese_variant", "clean.convert_chinese")];
+
+/// The former name of the setting `key` (today's name), if it had one.
+fn former_name(key: &str) -> Option<&'static str> {
+    RENAMED.iter().find(|(_, now)| *now == key).map(|(old, _)| *old)
+}
+
+/// The settings as a table under today's names: the serialized form with
+/// [`RENAMED`] keys renamed and `clean.order`'s steps by their names
+/// (`fold_width`, not the serialized `width`). What `crawl config` prints,
+/// and the keys it says the source of.
+fn shown(config: &Config) -> Result<toml::Table> {
+    let mut table = match toml::Value::try_from(config).context("cannot serialize the settings")? {
+        toml::Value::Table(t) => t,
+        _ => toml::Table::new(),
+    };
+    for (old, now) in RENAMED {
+        let (Some((old_table, old_key)), Some((_, now_key))) = (old.rsplit_once('.'), now.rsplit_once('.'))
+        else {
+            continue;
+        };
+        if let Some(toml::Value::Table(t)) = table.get_mut(old_table)
+            && let Some(v) = t.remove(old_key)
+        {
+            t.insert(now_key.to_string(), v);
+        }
+    }
+    if let Some(toml::Value::Table(clean)) = table.get_mut("clean") {
+        let order = config
+            .clean
+            .order
+            .iter()
+            .map(|s| toml::Value::String(s.to_string()))
+            .collect();
+        clean.insert("order".to_string(), toml::Value::Array(order));
+    }
+    Ok(table)
+}
+
 /// `table.key`, or `key` at the top level.
 fn dotted(prefix: &str, key: &str) -> String {
     if prefix.is_empty() {
@@ -540,12 +737,10 @@ impl Effective {
     }
 
     /// The settings as a TOML file, each value followed by where it came
-    /// from. It reads back as the same settings (`--config` of its output).
+    /// from, under today's names ([`shown`]). It reads back as the same
+    /// settings (`--config` of its output).
     pub fn to_toml(&self) -> Result<String> {
-        let table = match toml::Value::try_from(&self.config).context("cannot serialize the settings")? {
-            toml::Value::Table(t) => t,
-            _ => toml::Table::new(),
-        };
+        let table = shown(&self.config)?;
         let mut out = String::from(
             "# Effective simcrawl settings: each value with where it came from\n# (default < file < --set < flag).\n",
         );
@@ -678,14 +873,17 @@ mod tests {
     #[test]
     fn every_set_error_names_the_key_and_what_it_takes() {
         let cases: [(&str, &[&str]); 8] = [
-            ("crawl.scop=x", &["crawl.scop", "unknown field `scop`", "`scope`"]),
+            (
+                "crawl.scop=x",
+                &["unknown setting `crawl.scop`: did you mean `crawl.scope`?"],
+            ),
             (
                 "crawll.scope=x",
-                &["crawll.scope", "unknown field `crawll`", "`crawl`"],
+                &["unknown setting `crawll`: did you mean `crawl`?"],
             ),
             (
                 "crawl.scope=doman",
-                &["crawl.scope", "`host`, `domain`, `any`", "default: \"host\""],
+                &["`crawl.scope` cannot be \"doman\": did you mean \"domain\"? (host, domain, any)"],
             ),
             (
                 "fetch.per_host_delay_ms=abc",
@@ -742,6 +940,30 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("store.cache_mb = 0: must be between 1"), "{e}");
+    }
+
+    /// `crawl config` prints today's names (the serialized form keeps the
+    /// first release's for the stored digest), and a value given under
+    /// either name is marked as given.
+    #[test]
+    fn effective_settings_use_todays_names() {
+        let e = Config::load_with(None, &sets(&["clean.convert_chinese=off"])).unwrap();
+        let text = e.to_toml().unwrap();
+        assert!(text.contains("convert_chinese = \"off\"  # --set"), "{text}");
+        assert!(
+            text.contains("\"fold_width\", \"nfkc\", \"convert_chinese\""),
+            "{text}"
+        );
+        assert!(
+            !text.contains("chinese_variant") && !text.contains("\"width\""),
+            "{text}"
+        );
+        let e = Config::load_with(None, &sets(&["clean.chinese_variant=off"])).unwrap();
+        assert!(
+            e.to_toml()
+                .unwrap()
+                .contains("convert_chinese = \"off\"  # --set")
+        );
     }
 
     #[test]
@@ -818,7 +1040,24 @@ mod tests {
         let p = dir.path().join("c.toml");
         std::fs::write(&p, "[dedup]\nblokcs = 6\n").unwrap();
         let e = format!("{:#}", Config::load(Some(&p)).unwrap_err());
-        assert!(e.contains("blokcs") && e.contains("c.toml"), "{e}");
+        assert!(
+            e.contains("c.toml, line 2: unknown setting `dedup.blokcs`: did you mean `dedup.blocks`?"),
+            "{e}"
+        );
+        // Nothing close: the names the table takes.
+        std::fs::write(&p, "[store]\nzzzzzzzz = 6\n").unwrap();
+        let e = format!("{:#}", Config::load(Some(&p)).unwrap_err());
+        assert!(
+            e.contains("unknown setting `store.zzzzzzzz`") && e.contains("`data_dir`"),
+            "{e}"
+        );
+        // Ranges are checked on reading, with the full name.
+        std::fs::write(&p, "[dedup]\ntitle_min_similarity = 1.5\n").unwrap();
+        let e = format!("{:#}", Config::load(Some(&p)).unwrap_err());
+        assert!(
+            e.contains("dedup.title_min_similarity 1.5 is not between 0 and 1"),
+            "{e}"
+        );
         std::fs::write(&p, "[dedup]\nwindow = \"7 parsecs\"\n").unwrap();
         let e = format!("{:#}", Config::load(Some(&p)).unwrap_err());
         assert!(e.contains("invalid window"), "{e}");

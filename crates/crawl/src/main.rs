@@ -42,6 +42,22 @@ struct Cli {
     command: Option<Command>,
     #[command(flatten)]
     crawl: CrawlArgs,
+    #[command(flatten)]
+    log: LogArgs,
+}
+
+/// Where the log goes and how much of it (every command).
+#[derive(Debug, Args, Clone, Default)]
+struct LogArgs {
+    /// Log level: error, warn, info (the default), debug, trace, or
+    /// tracing directives (`info,simcrawl_fetch=debug`). Precedence:
+    /// --log-level > CRAWL_LOG > RUST_LOG > info.
+    #[arg(long, global = true, value_name = "LEVEL")]
+    log_level: Option<String>,
+    /// Append the log to this file instead of stderr (the progress line
+    /// and the final summary stay on stderr).
+    #[arg(long, global = true, value_name = "FILE")]
+    log_file: Option<PathBuf>,
 }
 
 /// Flags shared by every command.
@@ -335,15 +351,70 @@ enum Command {
     },
 }
 
-fn init_logging() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("CRAWL_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
+/// The log filter: `--log-level`, else `CRAWL_LOG`, else `RUST_LOG` (the
+/// variable every Rust program reads, so that a user's habit works too),
+/// else `info`. A bad filter in a flag is an error; in a variable it is
+/// said, and `info` used.
+fn log_filter(flag: Option<&str>) -> Result<(tracing_subscriber::EnvFilter, Option<String>)> {
+    use tracing_subscriber::EnvFilter;
+    if let Some(f) = flag {
+        // A lone word is a level: tracing would read `loud` as a target
+        // name and log nothing from it, without a word.
+        const LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+        if !f.contains(['=', ',', ':']) && !LEVELS.contains(&f.to_ascii_lowercase().as_str()) {
+            anyhow::bail!(
+                "--log-level {f:?} is not a log level (one of {})",
+                LEVELS.join(", ")
+            );
+        }
+        let filter =
+            EnvFilter::try_new(f).with_context(|| format!("--log-level {f:?} is not a log level"))?;
+        return Ok((filter, None));
+    }
+    for var in ["CRAWL_LOG", "RUST_LOG"] {
+        if let Ok(v) = std::env::var(var)
+            && !v.trim().is_empty()
+        {
+            return Ok(match EnvFilter::try_new(&v) {
+                Ok(filter) => (filter, None),
+                Err(e) => (
+                    EnvFilter::new("info"),
+                    Some(format!("{var}={v:?} is not a log level ({e}); logging at info")),
+                ),
+            });
+        }
+    }
+    Ok((EnvFilter::new("info"), None))
+}
+
+/// Starts the log: on stderr (coloured at a terminal), or appended to
+/// `--log-file`.
+fn init_logging(args: &LogArgs) -> Result<()> {
+    let (filter, problem) = log_filter(args.log_level.as_deref())?;
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .init();
+        .with_target(false);
+    match &args.log_file {
+        Some(path) => {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("cannot open the log file {}", path.display()))?;
+            builder
+                .with_writer(std::sync::Arc::new(file))
+                .with_ansi(false)
+                .init();
+        }
+        None => builder
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init(),
+    }
+    if let Some(p) = problem {
+        tracing::warn!("{p}");
+    }
+    Ok(())
 }
 
 /// `--version` also names the store format, since an index written by
@@ -409,7 +480,6 @@ fn limit_malloc_arenas() {}
 
 fn main() -> ExitCode {
     limit_malloc_arenas();
-    init_logging();
     let cli = {
         use clap::FromArgMatches;
         let matches = cli_command().get_matches();
@@ -418,6 +488,10 @@ fn main() -> ExitCode {
             Err(e) => e.exit(),
         }
     };
+    if let Err(e) = init_logging(&cli.log) {
+        eprintln!("error: {}", error_text(&e));
+        return ExitCode::from(2);
+    }
     match run(cli) {
         Ok(code) => code,
         // A closed pipe (`crawl fingerprint | head`) is not an error.
@@ -430,10 +504,30 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_text(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// An error and its causes on one line, each cause once: many errors
+/// (the store's, redis's) already repeat their source in their own message,
+/// and `{:#}` would print it again at every level ("Connection refused (os
+/// error 111)" three times). A cause whose text the line already holds is
+/// left out.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
@@ -646,9 +740,10 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 daemon::Visits::Due
             };
-            let stats = run_crawl(effective.config, None, daemon::Start::Resume, visits)?;
-            eprintln!("{stats}");
-            Ok(ExitCode::SUCCESS)
+            let run = run_crawl(effective.config, None, daemon::Start::Resume, visits)?;
+            eprintln!("{}", run.revisit_summary());
+            eprintln!("{}", run.ended.line(&run.stats));
+            Ok(ExitCode::from(run.ended.exit_code()))
         }
         None => {
             let a = cli.crawl;
@@ -658,7 +753,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let mut effective = a.common.load()?;
             a.overrides.apply(&mut effective);
             let cfg = effective.config;
-            let stats = run_crawl(
+            let stats::Run { stats, ended, .. } = run_crawl(
                 cfg,
                 Some(&seeds),
                 if a.fresh {
@@ -678,7 +773,8 @@ fn run(cli: Cli) -> Result<ExitCode> {
             if let Some(rules) = dust::summary(&stats.dust_rules) {
                 eprintln!("{rules}");
             }
-            Ok(ExitCode::SUCCESS)
+            eprintln!("{}", ended.line(&stats));
+            Ok(ExitCode::from(ended.exit_code()))
         }
     }
 }
@@ -690,7 +786,7 @@ pub(crate) fn run_crawl(
     seeds_path: Option<&std::path::Path>,
     start: daemon::Start,
     visits: daemon::Visits,
-) -> Result<stats::Stats> {
+) -> Result<stats::Run> {
     let seeds = match seeds_path {
         Some(p) => daemon::read_seeds(p)?,
         None => Vec::new(),

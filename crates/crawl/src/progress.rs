@@ -57,6 +57,11 @@ impl RetryWaits {
         }
     }
 
+    /// How many URLs wait for a retry.
+    pub fn len(&self) -> usize {
+        self.0.lock().len()
+    }
+
     /// The progress line's part: how many wait, until when (the last of
     /// them), and the hosts and failures of the last few; empty when none.
     #[must_use]

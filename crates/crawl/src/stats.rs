@@ -178,6 +178,146 @@ impl Stats {
     }
 }
 
+/// Why a crawl stopped, as Scrapy's "Spider closed (finished)" says it:
+/// printed last, written to `stats.json` (`ended`, and `signal` for a
+/// signal), and turned into the exit status ([`Ended::exit_code`]) so that
+/// a script or a service manager can tell a crawl that ran from one that
+/// could fetch nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// The frontier ran out: everything in scope was fetched.
+    Finished,
+    /// `crawl.max_pages` was reached (across resumes).
+    MaxPages,
+    /// SIGINT or SIGTERM stopped it (the rest stays in the frontier).
+    Signal(&'static str),
+    /// A stop signal arrived while the shared crawl's Redis server was
+    /// unreachable (the shared mode waits for it otherwise).
+    RedisGone,
+    /// Pages were tried and every one the crawl (all its runs) tried
+    /// failed: nothing could be fetched (wget's "network failure").
+    NothingFetched,
+}
+
+/// What a run of the crawler returns: the counters at its end, those it
+/// started from (an earlier run's, resumed), and how it ended.
+#[derive(Debug, Clone)]
+pub struct Run {
+    pub stats: Stats,
+    pub before: Stats,
+    pub ended: Ended,
+}
+
+impl Run {
+    /// `crawl revisit`'s summary: what this run's revisits found, not the
+    /// crawl's totals since its start.
+    pub fn revisit_summary(&self) -> String {
+        let (a, b) = (&self.stats, &self.before);
+        let d = |now: u64, then: u64| now.saturating_sub(then);
+        let errors = d(a.errors.values().sum(), b.errors.values().sum());
+        format!(
+            "revisited {}: not_modified {}, same {}, similar {}, changed {}, gone {}  \
+             (fetched {} this run, errors {errors}, new pages kept {})",
+            d(a.revisited, b.revisited),
+            d(a.not_modified, b.not_modified),
+            d(a.same, b.same),
+            d(a.similar, b.similar),
+            d(a.changed, b.changed),
+            d(a.gone, b.gone),
+            d(a.fetched, b.fetched),
+            d(a.verdicts.kept, b.verdicts.kept),
+        )
+    }
+}
+
+/// The exit status of a crawl that fetched nothing (wget's for a network
+/// failure): documented in docs/guide/crawling.md, "Exit status".
+pub const EXIT_NOTHING_FETCHED: u8 = 4;
+/// The exit status of a shared crawl stopped while its Redis server was
+/// unreachable.
+pub const EXIT_REDIS_GONE: u8 = 5;
+
+impl Ended {
+    /// The name in `stats.json` and in the last line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Ended::Finished => "finished",
+            Ended::MaxPages => "max_pages",
+            Ended::Signal(_) => "signal",
+            Ended::RedisGone => "redis_gone",
+            Ended::NothingFetched => "nothing_fetched",
+        }
+    }
+
+    /// 0, except [`EXIT_NOTHING_FETCHED`] and [`EXIT_REDIS_GONE`]. A
+    /// signal is a stop asked for, and resumable: 0, like a finished crawl.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Ended::NothingFetched => EXIT_NOTHING_FETCHED,
+            Ended::RedisGone => EXIT_REDIS_GONE,
+            _ => 0,
+        }
+    }
+
+    /// A crawl that stopped for `self` with counters `now`, from `before`
+    /// (those it resumed with): [`Ended::NothingFetched`] when this run
+    /// tried pages and the crawl, all its runs together, has every page it
+    /// tried failed, whatever stopped it otherwise (a signal excepted: it
+    /// may have stopped the crawl before any answer). A resumed crawl whose
+    /// last pages failed has fetched something all the same.
+    pub fn judge(self, before: &Stats, now: &Stats) -> Ended {
+        if matches!(self, Ended::Signal(_) | Ended::RedisGone) {
+            return self;
+        }
+        let tried = now.fetched.saturating_sub(before.fetched);
+        let failed: u64 = now.errors.values().sum();
+        if tried > 0 && failed >= now.fetched {
+            Ended::NothingFetched
+        } else {
+            self
+        }
+    }
+
+    /// The last line of a crawl: `crawl ended (finished)`, with what a
+    /// user should know for the others.
+    pub fn line(self, now: &Stats) -> String {
+        match self {
+            Ended::Finished => "crawl ended (finished): the frontier is empty".to_string(),
+            Ended::MaxPages => format!(
+                "crawl ended (max_pages): {} pages fetched, crawl.max_pages reached; \
+                 the rest stays in the frontier",
+                now.fetched
+            ),
+            Ended::Signal(sig) => format!(
+                "crawl ended (signal {sig}): the rest stays in the frontier; run the same command to resume"
+            ),
+            Ended::RedisGone => format!(
+                "crawl ended (redis_gone): stopped while Redis was unreachable; exit status {EXIT_REDIS_GONE}"
+            ),
+            Ended::NothingFetched => {
+                let kinds: Vec<String> = now.errors.iter().map(|(k, v)| format!("{k} {v}")).collect();
+                format!(
+                    "crawl ended (nothing_fetched): every page tried failed ({}; errors.jsonl says why); \
+                     exit status {EXIT_NOTHING_FETCHED}",
+                    kinds.join(", ")
+                )
+            }
+        }
+    }
+
+    /// `stats.json` with the counters `stats` and how the crawl ended.
+    pub fn stats_json(self, stats: &Stats) -> serde_json::Result<String> {
+        let mut v = serde_json::to_value(stats)?;
+        if let serde_json::Value::Object(m) = &mut v {
+            m.insert("ended".into(), self.name().into());
+            if let Ended::Signal(sig) = self {
+                m.insert("signal".into(), sig.into());
+            }
+        }
+        serde_json::to_string_pretty(&v)
+    }
+}
+
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let errors: u64 = self.errors.values().sum();
@@ -223,6 +363,48 @@ impl fmt::Display for Stats {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// Nothing fetched: this run tried pages and every one failed; a
+    /// signal or a run that tried nothing (a finished crawl resumed) is
+    /// not.
+    #[test]
+    fn a_run_whose_every_page_failed_fetched_nothing() {
+        let before = Stats::default();
+        let mut failed = Stats::default();
+        failed.count_failure("host_unreachable");
+        assert_eq!(Ended::Finished.judge(&before, &failed), Ended::NothingFetched);
+        assert_eq!(Ended::MaxPages.judge(&before, &failed), Ended::NothingFetched);
+        assert_eq!(
+            Ended::Signal("SIGINT").judge(&before, &failed),
+            Ended::Signal("SIGINT")
+        );
+        assert_eq!(
+            Ended::Finished.judge(&failed, &failed),
+            Ended::Finished,
+            "tried nothing"
+        );
+        let mut one_ok = failed.clone();
+        one_ok.fetched += 1;
+        assert_eq!(Ended::Finished.judge(&before, &one_ok), Ended::Finished);
+        // Resumed after a page was fetched, this run's only page failed:
+        // the crawl fetched something.
+        let mut resumed = Stats {
+            fetched: 1,
+            ..Stats::default()
+        };
+        let before_resume = resumed.clone();
+        resumed.count_failure("timeout");
+        assert_eq!(Ended::Finished.judge(&before_resume, &resumed), Ended::Finished);
+        assert_eq!(Ended::NothingFetched.exit_code(), 4);
+        assert_eq!(Ended::Signal("SIGTERM").exit_code(), 0);
+        let json: serde_json::Value =
+            serde_json::from_str(&Ended::Signal("SIGTERM").stats_json(&failed).unwrap()).unwrap();
+        assert_eq!(
+            (&json["ended"], &json["signal"]),
+            (&"signal".into(), &"SIGTERM".into())
+        );
+        assert_eq!(json["fetched"], 1);
+    }
 
     /// Every counter of [`Stats`], whatever its name, survives the trip
     /// through merged counters: set each to a value of its own (found from

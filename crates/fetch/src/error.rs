@@ -40,8 +40,11 @@ pub enum FetchError {
         #[source]
         reason: Box<crate::address::PrivateAddressRefused>,
     },
-    /// The connection could not be established (after retries).
-    #[error("{url}: connection failed: {source}")]
+    /// The connection could not be established (after retries). The
+    /// message says why in words (`connection refused`, `DNS lookup failed`,
+    /// ...: [`transport_cause`]); reqwest's own ("error sending request")
+    /// says nothing a user can act on.
+    #[error("{url}: connection failed: {}", transport_cause(source))]
     Connect {
         /// The URL that could not be reached.
         url: Url,
@@ -50,7 +53,7 @@ pub enum FetchError {
         source: reqwest::Error,
     },
     /// Any other transport failure before a response arrived (after retries).
-    #[error("{url}: request failed: {source}")]
+    #[error("{url}: request failed: {}", transport_cause(source))]
     Request {
         /// The URL whose request failed.
         url: Url,
@@ -91,7 +94,7 @@ pub enum FetchError {
     },
     /// robots.txt answered 5xx or could not be fetched, so the whole host is
     /// off limits for a while; the caller may retry the URL later.
-    #[error("{url}: robots.txt unavailable, host paused for {retry_in:?}")]
+    #[error("{url}: robots.txt unavailable, host paused for {}", Rounded(*retry_in))]
     RobotsUnavailable {
         /// The URL that was not fetched.
         url: Url,
@@ -102,13 +105,15 @@ pub enum FetchError {
     /// name), still after the fetcher's retries: the host's pages fail at
     /// once until robots.txt is tried again. Not transient: a refused
     /// connection is an answer, and waiting for it held every page of the
-    /// host for minutes.
-    #[error(
-        "{url}: host unreachable (robots.txt could not be connected to after retries); tried again in {retry_in:?}"
-    )]
+    /// host for minutes. The message names the cause and not `retry_in`:
+    /// it ends up in a crawl's errors.jsonl, read after the process that
+    /// would have tried again has exited.
+    #[error("{url}: host unreachable: robots.txt could not be connected to ({cause})")]
     HostUnreachable {
         /// The URL that was not fetched.
         url: Url,
+        /// Why the connection failed, in words ([`transport_cause`]).
+        cause: &'static str,
         /// Time until robots.txt will be tried again.
         retry_in: Duration,
     },
@@ -141,6 +146,60 @@ pub enum FetchError {
         /// What is wrong with it.
         reason: String,
     },
+}
+
+/// A duration as a person reads it: whole seconds (`60 s`), or
+/// milliseconds under a second, never `59.999961513s`.
+#[derive(Debug, Clone, Copy)]
+pub struct Rounded(pub Duration);
+
+impl std::fmt::Display for Rounded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = self.0.as_millis();
+        if ms < 1000 {
+            write!(f, "{ms} ms")
+        } else {
+            write!(f, "{} s", (ms + 500) / 1000)
+        }
+    }
+}
+
+/// Why a transport error happened, in words a user can act on, found by
+/// walking its chain of sources (reqwest -> hyper -> io): `connection
+/// refused`, `DNS lookup failed`, `TLS handshake failed`, `timed out`,
+/// `connection reset`; otherwise `connection failed`. reqwest's top-level
+/// message ("error sending request for url (...)") names none of them.
+pub fn transport_cause(e: &(dyn std::error::Error + 'static)) -> &'static str {
+    use std::io::ErrorKind;
+    let mut next: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let mut text_causes = None;
+    while let Some(err) = next {
+        if let Some(io) = err.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                ErrorKind::ConnectionRefused => return "connection refused",
+                ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted => return "connection reset",
+                ErrorKind::TimedOut => return "timed out",
+                ErrorKind::HostUnreachable | ErrorKind::NetworkUnreachable => return "no route to host",
+                _ => {}
+            }
+        }
+        let text = err.to_string().to_ascii_lowercase();
+        if text_causes.is_none() {
+            if text.contains("dns error")
+                || text.contains("failed to lookup address")
+                || text.contains("name or service not known")
+                || text.contains("no address associated")
+            {
+                text_causes = Some("DNS lookup failed (no such host)");
+            } else if text.contains("certificate") || text.contains("tls") || text.contains("handshake") {
+                text_causes = Some("TLS handshake failed");
+            } else if text.contains("timed out") || text.contains("timeout") {
+                text_causes = Some("timed out");
+            }
+        }
+        next = err.source();
+    }
+    text_causes.unwrap_or("connection failed")
 }
 
 impl FetchError {
@@ -233,6 +292,26 @@ impl FetchError {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_are_rounded_and_causes_named() {
+        assert_eq!(Rounded(Duration::from_nanos(59_999_961_513)).to_string(), "60 s");
+        assert_eq!(Rounded(Duration::from_millis(250)).to_string(), "250 ms");
+        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
+        assert_eq!(transport_cause(&refused), "connection refused");
+        let dns = std::io::Error::other("failed to lookup address information: Name or service not known");
+        assert_eq!(transport_cause(&dns), "DNS lookup failed (no such host)");
+        assert_eq!(transport_cause(&std::io::Error::other("?")), "connection failed");
+        let e = FetchError::HostUnreachable {
+            url: Url::parse("http://a.test/").unwrap(),
+            cause: "connection refused",
+            retry_in: Duration::from_nanos(59_999_961_513),
+        };
+        assert_eq!(
+            e.to_string(),
+            "http://a.test/: host unreachable: robots.txt could not be connected to (connection refused)"
+        );
+    }
 
     #[test]
     fn kinds_and_messages() {

@@ -48,8 +48,9 @@ pub(crate) enum Rules {
     Unavailable,
     /// The connection to robots.txt failed (refused, no such name) after
     /// the fetcher's retries: the host's pages fail at once until the entry
-    /// expires.
-    Unreachable,
+    /// expires. With why ([`crate::error::transport_cause`]), for the
+    /// pages' errors.
+    Unreachable(&'static str),
 }
 
 #[derive(Debug)]
@@ -142,7 +143,8 @@ impl Host {
             && let Ok(mut robots) = h.robots.try_lock()
         {
             let rules = if reason == PauseReason::Unreachable {
-                Rules::Unreachable
+                // Why is not kept through an eviction.
+                Rules::Unreachable("connection failed")
             } else {
                 Rules::Unavailable
             };
@@ -163,7 +165,7 @@ impl Host {
             let e = r.as_ref()?;
             let reason = match e.rules {
                 Rules::Unavailable => PauseReason::RobotsUnavailable,
-                Rules::Unreachable => PauseReason::Unreachable,
+                Rules::Unreachable(_) => PauseReason::Unreachable,
                 _ => return None,
             };
             (e.expires > now).then_some((e.expires, reason))
@@ -261,7 +263,7 @@ impl Host {
         {
             let reason = match e.rules {
                 Rules::Unavailable => Some(PauseReason::RobotsUnavailable),
-                Rules::Unreachable => Some(PauseReason::Unreachable),
+                Rules::Unreachable(_) => Some(PauseReason::Unreachable),
                 _ => None,
             };
             if let Some(r) = reason

@@ -64,7 +64,7 @@ pub use url::Url;
 
 pub use crate::address::PrivateAddresses;
 pub use crate::config::{AutoThrottle, FetchConfig};
-pub use crate::error::FetchError;
+pub use crate::error::{FetchError, Rounded, transport_cause};
 use crate::exchange::Tape;
 pub use crate::exchange::{Exchange, ResponseHead};
 pub use crate::host::politeness_key;
@@ -218,7 +218,7 @@ enum Verdict {
     Allowed,
     Disallowed,
     Unavailable(Duration),
-    Unreachable(Duration),
+    Unreachable(Duration, &'static str),
 }
 
 /// Why a host is waited for.
@@ -614,9 +614,10 @@ impl Fetcher {
                         retry_in,
                     });
                 }
-                Verdict::Unreachable(retry_in) => {
+                Verdict::Unreachable(retry_in, cause) => {
                     return Err(FetchError::HostUnreachable {
                         url: current,
+                        cause,
                         retry_in,
                     });
                 }
@@ -803,8 +804,8 @@ impl Fetcher {
             Rules::Unavailable => {
                 Verdict::Unavailable(entry.expires.saturating_duration_since(Instant::now()))
             }
-            Rules::Unreachable => {
-                Verdict::Unreachable(entry.expires.saturating_duration_since(Instant::now()))
+            Rules::Unreachable(cause) => {
+                Verdict::Unreachable(entry.expires.saturating_duration_since(Instant::now()), cause)
             }
         };
         *guard = Some(entry);
@@ -830,8 +831,8 @@ impl Fetcher {
             rules: Rules::AllowAll,
             expires: Instant::now() + ttl,
         };
-        let unreachable = || RobotsEntry {
-            rules: Rules::Unreachable,
+        let unreachable = |cause| RobotsEntry {
+            rules: Rules::Unreachable(cause),
             expires: Instant::now() + cfg.robots_unavailable_retry(),
         };
         let Ok(mut robots_url) = Url::parse(&format!("{}/robots.txt", host.key)) else {
@@ -908,10 +909,14 @@ impl Fetcher {
                     return allow_all();
                 }
                 Err((e @ FetchError::Connect { .. }, _)) => {
+                    let cause = match &e {
+                        FetchError::Connect { source, .. } => error::transport_cause(source),
+                        _ => "connection failed",
+                    };
                     warn!(url = %robots_url, error = %e, retries = retry,
                         wait_s = cfg.robots_unavailable_retry().as_secs(),
                         "robots.txt cannot be connected to: host unreachable, its pages fail as host_unreachable until robots.txt is tried again");
-                    return unreachable();
+                    return unreachable(cause);
                 }
                 Err((e, _)) => {
                     warn!(url = %robots_url, error = %e, "robots.txt unavailable, pausing host");

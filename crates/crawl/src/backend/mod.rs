@@ -47,6 +47,11 @@ pub trait Source: Send + 'static {
     fn pending(&self) -> usize;
     /// Nothing more to fetch, now or later.
     fn is_finished(&self) -> bool;
+    /// The page budget (`crawl.max_pages`) is spent: how the crawl ended,
+    /// when it is.
+    fn budget_spent(&self) -> bool {
+        false
+    }
     /// New entries were committed: look again.
     fn poke(&mut self);
     /// The crawl stops (done, budget, signal) and the writer has committed

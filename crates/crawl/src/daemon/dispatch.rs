@@ -19,7 +19,7 @@ use super::worker::{Outcome, PageStages, process_entry};
 use crate::backend::Committed;
 use crate::backend::Source;
 use crate::progress::Progress;
-use crate::stats::Stats;
+use crate::stats::{Ended, Stats};
 
 /// Page tasks of one host at once, per connection the fetcher allows it
 /// (`fetch.per_host_concurrency`): while some of a host's tasks clean and
@@ -62,7 +62,7 @@ pub struct Dispatch {
 
 /// Runs page tasks from the frontier window until the frontier is done, the
 /// page budget is spent, or a signal stops the crawl; then waits for the
-/// writer's last commits.
+/// writer's last commits. Returns which of the three ended it.
 pub async fn dispatch<S: Source>(
     stages: Arc<PageStages>,
     window: S,
@@ -70,8 +70,9 @@ pub async fn dispatch<S: Source>(
     out_tx: std_mpsc::Sender<Outcome>,
     mut done_rx: mpsc::UnboundedReceiver<Result<Committed, anyhow::Error>>,
     shared: Arc<Mutex<Stats>>,
-) -> Result<()> {
+) -> Result<Ended> {
     let mut window = window;
+    let mut signal: Option<&'static str> = None;
     let mut tasks: JoinSet<()> = JoinSet::new();
     let mut task_seq: HashMap<tokio::task::Id, u64> = HashMap::new();
     let mut stopping = false;
@@ -149,6 +150,7 @@ pub async fn dispatch<S: Source>(
                 }
                 info!("{sig}: finishing {} pages in flight, then stopping (the rest stays in the frontier)", window.in_flight());
                 stopping = true;
+                signal = Some(sig);
                 stop_deadline = Some(tokio::time::Instant::now() + STOP_GRACE);
             }
             _ = tick.tick() => {
@@ -171,6 +173,20 @@ pub async fn dispatch<S: Source>(
         }
     }
     progress.finish();
+    let ended = match signal {
+        Some(sig) => Ended::Signal(sig),
+        None if window.budget_spent() => Ended::MaxPages,
+        None => Ended::Finished,
+    };
+    // Requeued pages whose retry was not due yet: the process that would
+    // have tried them is about to exit, so say where they are.
+    let waiting = stages.retry_waits.len();
+    if waiting > 0 {
+        info!(
+            "{waiting} {} queued for a later attempt: left in the frontier for the next run",
+            if waiting == 1 { "URL was" } else { "URLs were" }
+        );
+    }
     tasks.abort_all();
     drop(out_tx);
     // Drain the writer's last commits.
@@ -182,5 +198,6 @@ pub async fn dispatch<S: Source>(
         w.close()
     })
     .await
-    .context("frontier closer failed")?
+    .context("frontier closer failed")??;
+    Ok(ended)
 }

@@ -45,7 +45,7 @@ use crate::backend::{Commits, Source};
 use crate::config::Config;
 use crate::dust::Dust;
 use crate::frontier::ScopeRules;
-use crate::stats::Stats;
+use crate::stats::{Ended, Stats};
 use crate::template::Templates;
 
 /// The verdict store of a crawl: the dedup tiers over the redb file that
@@ -59,35 +59,60 @@ pub type Tiers = Deduper<RedbStore>;
 const RUNTIME_SHUTDOWN: Duration = Duration::from_secs(1);
 
 /// Reads a seeds file: one URL per line, `#` comments, blank lines. Invalid
-/// lines are reported with their line number and skipped.
+/// lines are reported with the file and line number and skipped; a line
+/// that is a URL with something after it (`http://x/a.html extra`) is one
+/// of them, since the URL parser would fetch it as `a.html%20extra`. A
+/// host without a scheme (`example.com`) gets the URL it likely meant.
 pub fn read_seeds(path: &Path) -> Result<Vec<Url>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read seeds file {}", path.display()))?;
     let mut seeds = Vec::new();
+    let mut first_problem = None;
     for (i, line) in text.lines().enumerate() {
         let line = line.split('#').next().unwrap_or("").trim();
         if line.is_empty() {
             continue;
         }
-        match Url::parse(line) {
-            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => seeds.push(u),
-            Ok(u) => warn!(
-                "{}:{}: {line:?} is not an http(s) URL (scheme {}); skipped",
-                path.display(),
-                i + 1,
-                u.scheme()
-            ),
-            Err(e) => warn!(
-                "{}:{}: invalid seed URL {line:?}: {e}; skipped",
-                path.display(),
-                i + 1
-            ),
+        let at = format!("{}:{}", path.display(), i + 1);
+        match seed_url(line) {
+            Ok(u) => seeds.push(u),
+            Err(why) => {
+                warn!("{at}: {why}; skipped");
+                first_problem.get_or_insert(format!("{at}: {why}"));
+            }
         }
     }
     if seeds.is_empty() {
-        bail!("no valid seed URL in {}", path.display());
+        match first_problem {
+            Some(p) => bail!("no valid seed URL in {} ({p})", path.display()),
+            None => bail!("no valid seed URL in {}", path.display()),
+        }
     }
     Ok(seeds)
+}
+
+/// One seed line (comment and blanks removed) as a URL, or why not.
+fn seed_url(line: &str) -> std::result::Result<Url, String> {
+    if let Some((url, rest)) = line.split_once(char::is_whitespace) {
+        return Err(match Url::parse(url) {
+            Ok(u) if u.host_str().is_some() => format!(
+                "`{url}` is followed by `{}`: one URL per line (a space inside a URL is written %20)",
+                rest.trim()
+            ),
+            _ => format!("{line:?} is not a URL"),
+        });
+    }
+    match Url::parse(line) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host_str().is_some() => Ok(u),
+        Ok(u) => Err(format!("{line:?} is not an http(s) URL (scheme {})", u.scheme())),
+        Err(url::ParseError::RelativeUrlWithoutBase) => match Url::parse(&format!("http://{line}")) {
+            Ok(u) if u.host_str().is_some_and(|h| h.contains('.') || h == "localhost") => {
+                Err(format!("`{line}` is not a URL (no scheme): did you mean `{u}`?"))
+            }
+            _ => Err(format!("`{line}` is not a URL (no http:// or https://)")),
+        },
+        Err(e) => Err(format!("invalid seed URL {line:?}: {e}")),
+    }
 }
 
 /// Which pages a run visits (`crate::revisit`).
@@ -170,7 +195,7 @@ pub(crate) fn drive<S: Source, W: Commits>(
     writer: W,
     settings: Dispatch,
     shared: Arc<Mutex<Stats>>,
-) -> Result<()> {
+) -> Result<Ended> {
     let (out_tx, out_rx) = std_mpsc::channel::<Outcome>();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     let writer_thread = std::thread::Builder::new()
@@ -192,9 +217,9 @@ pub(crate) fn drive<S: Source, W: Commits>(
     dispatched
 }
 
-/// `stats.json` in `out_dir`.
-pub(crate) fn write_stats(out_dir: &Path, stats: &Stats) -> Result<()> {
-    let json = serde_json::to_string_pretty(stats)?;
+/// `stats.json` in `out_dir`: the counters and how the crawl `ended`.
+pub(crate) fn write_stats(out_dir: &Path, stats: &Stats, ended: Ended) -> Result<()> {
+    let json = ended.stats_json(stats)?;
     std::fs::write(out_dir.join("stats.json"), json)
         .with_context(|| format!("cannot write {}", out_dir.display()))
 }

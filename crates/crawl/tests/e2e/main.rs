@@ -21,6 +21,7 @@ mod dust;
 mod jobs;
 mod lang;
 mod listing;
+mod messages;
 mod outputs;
 mod politeness;
 mod private;

@@ -1025,9 +1025,16 @@ fn a_stop_signal_ends_a_worker_waiting_for_redis() {
     signal(&child, "TERM");
     let st = wait_for(&mut child, Duration::from_secs(10))
         .unwrap_or_else(|| panic!("SIGTERM was ignored while Redis was down:\n{}", s.logs(&workers)));
-    assert!(!st.success(), "stopped short of the crawl: {st}");
     let log = s.logs(&workers);
+    assert_eq!(
+        st.code(),
+        Some(5),
+        "stopped short of the crawl, as redis_gone: {st}\n{log}"
+    );
     assert!(log.contains("stopped by a signal while Redis"), "{log}");
+    assert!(log.contains("crawl ended (redis_gone)"), "{log}");
+    let stats = std::fs::read_to_string(s.out().join("s1").join("stats.json")).unwrap();
+    assert!(stats.contains("\"ended\": \"redis_gone\""), "{stats}");
     // Nothing lost: restarted once Redis is back, it finishes the site.
     redis.restart();
     let mut again = [s.spawn("s1")];

@@ -121,6 +121,49 @@ pub struct DedupConfig {
     pub url: UrlConfig,
 }
 
+impl DedupConfig {
+    /// Checks the values that have a range (`bits`, `max_distance`, the
+    /// similarities, the bands, `sketch_bits`, the block layout) without
+    /// opening anything, so that a program can refuse bad settings when it
+    /// reads them, before it builds a [`Deduper`]. A range's message starts
+    /// with the setting's name (`min_similarity 3 is not between 0 and
+    /// 1`): a program that keeps these settings under a table of its own
+    /// can prefix it.
+    pub fn check(&self) -> Result<()> {
+        let config = self;
+        if config.bits != 64 && config.bits != 128 {
+            return Err(Error::Config(format!("bits {} is not 64 or 128", config.bits)));
+        }
+        if config.max_distance > 32 {
+            return Err(Error::Config(format!(
+                "max_distance {} is above 32",
+                config.max_distance
+            )));
+        }
+        for (name, v) in [
+            ("min_similarity", config.min_similarity),
+            ("title_min_similarity", config.title_min_similarity),
+        ] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(Error::Config(format!("{name} {v} is not between 0 and 1")));
+            }
+        }
+        if config.bands > 0 && (config.band_rows == 0 || config.bands * config.band_rows > SKETCH_BINS) {
+            return Err(Error::Config(format!(
+                "bands {} x band_rows {} must use between 1 and {SKETCH_BINS} sketch bins",
+                config.bands, config.band_rows
+            )));
+        }
+        if let Some(b) = config.sketch_bits
+            && !crate::sketch::SKETCH_WIDTHS.contains(&b)
+        {
+            return Err(Error::Config(format!("sketch_bits {b} is not 8 or 16")));
+        }
+        BlockLayout::new(config.blocks, config.max_distance)?;
+        Ok(())
+    }
+}
+
 impl Default for DedupConfig {
     fn default() -> Self {
         DedupConfig {
@@ -493,34 +536,7 @@ impl<S: Store> Deduper<S> {
     /// # Ok::<(), simcrawl_dedup::Error>(())
     /// ```
     pub fn with_params(store: S, config: DedupConfig, extra: &[(&str, &str)]) -> Result<Deduper<S>> {
-        if config.bits != 64 && config.bits != 128 {
-            return Err(Error::Config(format!("bits {} is not 64 or 128", config.bits)));
-        }
-        if config.max_distance > 32 {
-            return Err(Error::Config(format!(
-                "max_distance {} is above 32",
-                config.max_distance
-            )));
-        }
-        for (name, v) in [
-            ("min_similarity", config.min_similarity),
-            ("title_min_similarity", config.title_min_similarity),
-        ] {
-            if !(0.0..=1.0).contains(&v) {
-                return Err(Error::Config(format!("{name} {v} is not between 0 and 1")));
-            }
-        }
-        if config.bands > 0 && (config.band_rows == 0 || config.bands * config.band_rows > SKETCH_BINS) {
-            return Err(Error::Config(format!(
-                "bands {} x band_rows {} must use between 1 and {SKETCH_BINS} sketch bins",
-                config.bands, config.band_rows
-            )));
-        }
-        if let Some(b) = config.sketch_bits
-            && !crate::sketch::SKETCH_WIDTHS.contains(&b)
-        {
-            return Err(Error::Config(format!("sketch_bits {b} is not 8 or 16")));
-        }
+        config.check()?;
         let layout = BlockLayout::new(config.blocks, config.max_distance)?;
         // What the store recorded decides the settings left unset: read once.
         let recorded = if config.features.scripts.is_none() || config.sketch_bits.is_none() {

@@ -29,7 +29,7 @@ use crate::daemon::{Start, Tiers, Visits, drive, page_stages, remove_if_exists, 
 use crate::dust::Dust;
 use crate::frontier::{Candidate, Entry};
 use crate::output::sinks::Outputs;
-use crate::stats::Stats;
+use crate::stats::Run;
 use crate::template::Templates;
 
 /// The redb frontier: the in-memory [`Window`] over the stored frontier,
@@ -48,12 +48,6 @@ pub struct LocalSource {
     pub handed_out: u64,
     /// `--forever`: an empty frontier is not the end (revisits come).
     pub forever: bool,
-}
-
-impl LocalSource {
-    fn budget_spent(&self) -> bool {
-        self.max_pages > 0 && self.handed_out >= self.max_pages
-    }
 }
 
 impl Source for LocalSource {
@@ -92,13 +86,16 @@ impl Source for LocalSource {
     fn is_finished(&self) -> bool {
         self.budget_spent() || (!self.forever && self.window.is_finished())
     }
+    fn budget_spent(&self) -> bool {
+        self.max_pages > 0 && self.handed_out >= self.max_pages
+    }
     fn poke(&mut self) {
         self.window.poke();
     }
 }
 
 /// The single-machine crawl: frontier, tiers and checkpoints in one redb file.
-pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<Stats> {
+pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<Run> {
     let data_dir = cfg.store.data_dir.clone();
     let out_dir = cfg.crawl.out_dir.clone();
     let db_path = data_dir.join("index.redb");
@@ -129,7 +126,11 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<S
     let (job, job_seeds, scope_seeds) = match begun {
         Begin::Nothing(message) => {
             eprintln!("{message}");
-            return Ok(cp.stats);
+            return Ok(Run {
+                before: cp.stats.clone(),
+                stats: cp.stats,
+                ended: crate::stats::Ended::Finished,
+            });
         }
         Begin::Run {
             job,
@@ -153,11 +154,14 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<S
     let mut outputs = Outputs::open(&out_dir, cp.offsets)?.with_warc(warc);
     cp.offsets = outputs.sync()?;
 
-    let (added, revisits) =
+    let (added, revisits, next_due) =
         enqueue_seeds(&deduper, seeds, &mut cp, visits, job.as_ref(), job_seeds.as_ref())?;
     info!(seeds = seeds.len(), new = added, "seeds loaded");
     if matches!(visits, Visits::Due | Visits::All) {
         info!(pages = revisits.len(), "pages to visit again");
+    }
+    if visits == Visits::Due && revisits.is_empty() {
+        info!("{}", nothing_due(next_due, crate::frontier::now_ms()));
     }
     // A revisit without seeds crawls within the hosts of its pages.
     let scope_seeds: Vec<Url> = if seeds.is_empty() { revisits } else { scope_seeds };
@@ -197,9 +201,11 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<S
         base_fetched,
         tick: TICK,
     };
-    drive(stages, source, writer, settings, shared.clone())?;
+    let before = shared.lock().clone();
+    let ended = drive(stages, source, writer, settings, shared.clone())?;
     deduper.flush()?;
     let stats = shared.lock().clone();
+    let ended = ended.judge(&before, &stats);
     if let Some(mut job) = job {
         job.ended = how_it_ended(&deduper, &cfg, &stats)?;
         job.ended_at_ms = crate::frontier::now_ms();
@@ -208,13 +214,38 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<S
             .write_with(Commit::Durable, |txn, _| job.put(&mut state::open(txn)?))
             .context("cannot record how the crawl ended")?;
     }
-    write_stats(&out_dir, &stats)?;
-    Ok(stats)
+    write_stats(&out_dir, &stats, ended)?;
+    Ok(Run { stats, before, ended })
+}
+
+/// What `crawl revisit` says when no page is due: when the next one is
+/// (`next_due_ms`, Unix ms; none when nothing was crawled), and that
+/// `--all` visits every page now.
+fn nothing_due(next_due_ms: Option<u64>, now_ms: u64) -> String {
+    match next_due_ms {
+        Some(at) => {
+            let when = std::time::UNIX_EPOCH + Duration::from_millis(at);
+            let wait = Duration::from_secs(at.saturating_sub(now_ms) / 1000);
+            format!(
+                "no page is due for a revisit: the next is due at {} UTC (in {}); \
+                 `crawl revisit --all` visits every page now",
+                humantime::format_rfc3339_seconds(when)
+                    .to_string()
+                    .trim_end_matches('Z')
+                    .replace('T', " "),
+                humantime::format_duration(wait)
+            )
+        }
+        None => "no page is due for a revisit: this crawl has no page scheduled (crawl some first); \
+                 `crawl revisit --all` visits every page now"
+            .to_string(),
+    }
 }
 
 /// Puts the seeds in the frontier, and with `crawl revisit` the pages due
 /// (every page with `--all`), and commits `cp` with them (durably);
-/// returns how many seeds were new, and the URLs to visit again. Seeds
+/// returns how many seeds were new, the URLs to visit again, and when the
+/// next page not taken is due. Seeds
 /// enter through the URL tier like any link: on a resume, those already
 /// seen are not fetched again.
 fn enqueue_seeds(
@@ -224,9 +255,10 @@ fn enqueue_seeds(
     visits: Visits,
     job: Option<&job::Job>,
     job_seeds: Option<&BTreeSet<String>>,
-) -> Result<(u64, Vec<Url>)> {
+) -> Result<(u64, Vec<Url>, Option<u64>)> {
     let mut added = 0;
     let mut revisits = Vec::new();
+    let mut next_due = None;
     deduper.store().write_with(Commit::Durable, |txn, tables| {
         let mut fr = frontier::open(txn)?;
         for c in seeds
@@ -240,6 +272,7 @@ fn enqueue_seeds(
         if matches!(visits, Visits::Due | Visits::All) {
             let mut sched = crate::revisit::Schedule::open(txn)?;
             let due = sched.take_due(crate::frontier::now_ms(), visits == Visits::All, usize::MAX)?;
+            next_due = sched.next_due()?;
             drop(sched);
             revisits = frontier::enqueue_due(&mut fr, &mut cp.next_seq, due)?;
         }
@@ -253,7 +286,7 @@ fn enqueue_seeds(
         }
         cp.put(&mut st)
     })?;
-    Ok((added, revisits))
+    Ok((added, revisits, next_due))
 }
 
 /// What a run does with the crawl in its data directory.
@@ -418,7 +451,7 @@ fn any_output(dir: &std::path::Path) -> bool {
 /// How a run ended (the dispatcher is done and the writer has committed
 /// everything): the frontier empty is finished; pages left are left by a
 /// signal, the page budget, or a failed page task.
-fn how_it_ended(deduper: &Tiers, cfg: &Config, stats: &Stats) -> Result<job::Ended> {
+fn how_it_ended(deduper: &Tiers, cfg: &Config, stats: &crate::stats::Stats) -> Result<job::Ended> {
     use redb::{ReadableDatabase, ReadableTableMetadata};
     let txn = deduper.store().database().begin_read()?;
     let left = match txn.open_table(frontier::FRONTIER) {

@@ -710,6 +710,19 @@ pub fn is_transient(e: &anyhow::Error) -> bool {
     })
 }
 
+/// A stop signal arrived while Redis was unreachable: the crawl ends as
+/// `redis_gone` (`crate::stats::Ended::RedisGone`), found by this type in
+/// the error's chain.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{what}: stopped by a signal while Redis at {url} was unavailable (what was not acknowledged \
+     is done again by another worker, or by this one restarted)"
+)]
+pub struct RedisGone {
+    what: String,
+    url: String,
+}
+
 /// First and longest wait between two attempts while Redis is away.
 const RETRY_FIRST: Duration = Duration::from_millis(100);
 const RETRY_MAX: Duration = Duration::from_secs(2);
@@ -745,11 +758,10 @@ pub fn retry<T>(what: &str, url: &str, mut op: impl FnMut() -> Result<T>) -> Res
                 let until = Instant::now() + wait;
                 while Instant::now() < until {
                     if crate::daemon::signals::stop_requested() {
-                        return Err(e.context(format!(
-                            "{what}: stopped by a signal while Redis at {url} was unavailable \
-                             (what was not acknowledged is done again by another worker, or by \
-                             this one restarted)"
-                        )));
+                        return Err(e.context(RedisGone {
+                            what: what.to_string(),
+                            url: url.to_string(),
+                        }));
                     }
                     std::thread::sleep(RETRY_POLL.min(until.saturating_duration_since(Instant::now())));
                 }

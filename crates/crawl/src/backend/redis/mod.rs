@@ -71,7 +71,7 @@ use crate::frontier::{Candidate, Entry};
 use crate::learn::{LearnStore, Map};
 use crate::output::record::Recorder;
 use crate::output::sinks::{Offsets, Outputs};
-use crate::stats::Stats;
+use crate::stats::{Ended, Run, Stats};
 use crate::template::{Save, Templates, host_of};
 
 /// The tiers of a shared crawl.
@@ -207,13 +207,15 @@ pub fn worker_id(configured: &str) -> Result<String> {
 }
 
 /// Runs this process as one worker of the crawl shared through Redis.
-pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
+pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Run> {
     let r = &cfg.redis;
     let worker = worker_id(&r.worker_id)?;
     let shown = frontier::redact(&r.url);
+    // The store's own error names the server ("cannot reach the store at
+    // URL: Connection refused"): said once, not again in the context.
     let store = SharedStore::open(&r.url, &r.namespace, r.tiers).map_err(|e| {
         let what = if matches!(e, simcrawl_dedup::Error::Unreachable { .. }) {
-            format!("Redis at {shown} is unreachable: cannot open the shared crawl state")
+            "Redis is unreachable: cannot open the shared crawl state".to_string()
         } else {
             format!("cannot open the shared crawl state in Redis at {shown}")
         };
@@ -351,13 +353,31 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Stats> {
         base_fetched: 0,
         tick: POLL,
     };
-    drive(stages, source, writer, settings, shared_stats.clone())?;
+    let before = shared_stats.lock().clone();
+    let ended = match drive(stages, source, writer, settings, shared_stats.clone()) {
+        Ok(ended) => ended,
+        // Stopped while Redis was away: said once here, then the
+        // counters this worker has are written; nothing more can reach
+        // Redis.
+        Err(e) if e.downcast_ref::<frontier::RedisGone>().is_some() => {
+            warn!("{e:#}");
+            let stats = shared_stats.lock().clone();
+            write_stats(&out_dir, &stats, Ended::RedisGone)?;
+            return Ok(Run {
+                stats,
+                before,
+                ended: Ended::RedisGone,
+            });
+        }
+        Err(e) => return Err(e),
+    };
     let stats = shared_stats.lock().clone();
-    write_stats(&out_dir, &stats)?;
+    let ended = ended.judge(&before, &stats);
+    write_stats(&out_dir, &stats, ended)?;
     // The crawl is over: whatever a gone worker wrote past its last
     // acknowledgement was taken back and written by another.
     cut_gone_workers(&frontier, &cfg.crawl.out_dir, &cfg.output, &worker_name)?;
-    Ok(stats)
+    Ok(Run { stats, before, ended })
 }
 
 /// The lock file in a worker's output directory: held (`flock`, exclusive)
@@ -786,6 +806,10 @@ impl Source for RedisSource {
                 .last
                 .as_ref()
                 .is_some_and(|l| l.budget_spent || l.crawl_done())
+    }
+
+    fn budget_spent(&self) -> bool {
+        self.last.as_ref().is_some_and(|l| l.budget_spent)
     }
 
     fn poke(&mut self) {
