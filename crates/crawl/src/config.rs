@@ -1055,7 +1055,7 @@ mod tests {
         std::fs::write(&p, "[dedup]\ntitle_min_similarity = 1.5\n").unwrap();
         let e = format!("{:#}", Config::load(Some(&p)).unwrap_err());
         assert!(
-            e.contains("dedup.title_min_similarity 1.5 is not between 0 and 1"),
+            e.contains("dedup.title_min_similarity = 1.5: must be between 0 and 1"),
             "{e}"
         );
         std::fs::write(&p, "[dedup]\nwindow = \"7 parsecs\"\n").unwrap();

@@ -17,7 +17,10 @@
 //!
 //! 1. [`Basis::Main`]: its main text without the host's learnt template,
 //!    when that has at least [`MIN_OWN_CHARS`] letters and digits and is at
-//!    least [`MIN_MAIN_SHARE_PCT`]% of the page's own text;
+//!    least [`MIN_MAIN_SHARE_PCT`]% of the page's own text, or of what the
+//!    page *says* (its link text left out: teasers, related stories) while
+//!    at least [`MIN_MAIN_SHOWN_PCT`]% of its own text (issue 35: a story
+//!    inside another site's template was judged on the template's teasers);
 //! 2. [`Basis::Page`]: else its own text without the host's learnt template,
 //!    when that has at least [`MIN_OWN_CHARS`]. The own text is the visible
 //!    text outside what the page declares template (`nav`, `header`,
@@ -64,7 +67,7 @@ pub const MIN_MAIN_SHARE_PCT: usize = 80;
 /// it the page is mostly links, and its main text is a block beside them:
 /// gtk-doc's reference index and its part pages share one introduction
 /// above different tables of contents (docs/eval-apiref.md).
-pub const MIN_MAIN_SHOWN_PCT: usize = 33;
+pub const MIN_MAIN_SHOWN_PCT: usize = 50;
 
 /// Which text a page was judged on (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -320,6 +323,50 @@ mod tests {
         assert_eq!(id.basis, Basis::Main);
         assert_eq!(id.text, article("parks"));
         assert!(id.template_stripped);
+    }
+
+    /// Characters of `text` other than whitespace (what `own_link_chars`
+    /// counts).
+    fn chars_of(text: &str) -> usize {
+        text.chars().filter(|c| !c.is_whitespace()).count()
+    }
+
+    #[test]
+    fn an_article_among_teasers_is_judged_on_its_main_text() {
+        // A story, then teaser links of the site's other stories: under
+        // 80% of what the page shows, all of what it says.
+        let teasers: String = (0..6)
+            .map(|i| format!("read more: the {i}th story of the day\n"))
+            .collect();
+        let main = article("the harbour");
+        let own = format!("{main}\n{teasers}");
+        let id = identity_of(&learnt(&[]), "h", &main, (&own, chars_of(&teasers)));
+        assert_eq!((id.basis, id.text.as_ref()), (Basis::Main, main.as_str()));
+        // Counted as text, the same teasers keep the page on everything.
+        assert_eq!(identity(&learnt(&[]), "h", &main, &own).basis, Basis::Page);
+    }
+
+    #[test]
+    fn a_block_beside_a_table_of_contents_is_no_identity_even_if_the_rest_is_links() {
+        // gtk-doc's reference index: its introduction is most of what it
+        // says, but under half of what it shows (the rest: links).
+        let toc = links(60);
+        let intro = article("the type system");
+        let own = format!("{intro}\n{toc}");
+        let id = identity_of(&learnt(&[]), "h", &intro, (&own, chars_of(&toc)));
+        assert_eq!(id.basis, Basis::Page);
+    }
+
+    #[test]
+    fn what_a_page_says_outside_its_main_text_keeps_it_on_its_whole_text() {
+        // A shared block picked as main text beside the function's own
+        // description (text, not links).
+        let shared = article("date functions");
+        let own = format!("{shared}\n{}\n{}", article("yearfrac"), article("its arguments"));
+        assert_eq!(
+            identity_of(&learnt(&[]), "h", &shared, (&own, 0)).basis,
+            Basis::Page
+        );
     }
 
     #[test]
