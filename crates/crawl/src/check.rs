@@ -387,8 +387,10 @@ fn differences(r: &Report, p: &crate::daemon::worker::PageResult, templates: &Te
             .to_string(),
     ];
     let host = crate::template::host_of(&p.final_url);
-    let removed = templates.own_lines(host, &p.text).map_or(0, |own| {
-        p.text.lines().count().saturating_sub(own.lines().count())
+    // The template is learnt from normalized own texts (the page's `text`
+    // is as the page wrote it).
+    let removed = templates.own_lines(host, &p.own_text).map_or(0, |own| {
+        p.own_text.lines().count().saturating_sub(own.lines().count())
     });
     if removed > 0 {
         out.push(format!(
