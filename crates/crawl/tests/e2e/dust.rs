@@ -526,17 +526,7 @@ fn revisits_are_not_folded_by_the_rules() {
         .collect();
     let rules = dirs.stats()["dust_rules"].as_array().unwrap().len();
     assert!(rules > 0, "no rule learnt");
-    let out = std::process::Command::new(crate::support::CRAWL)
-        .arg("revisit")
-        .arg("--all")
-        .arg("--config")
-        .arg(&dirs.config)
-        .arg("--out")
-        .arg(&dirs.out)
-        .arg("--data-dir")
-        .arg(&dirs.data)
-        .output()
-        .unwrap();
+    let out = dirs.revisit(true);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let visited: BTreeSet<String> = crate::support::read_jsonl(&dirs.out.join("changes.jsonl"))
         .iter()

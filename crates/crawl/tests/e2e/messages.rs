@@ -367,30 +367,13 @@ fn log_level_flag_then_crawl_log_then_rust_log() {
     );
 }
 
-fn revisit(dirs: &Dirs, all: bool) -> Output {
-    let mut c = Command::new(CRAWL);
-    c.arg("revisit")
-        .arg("--config")
-        .arg(&dirs.config)
-        .arg("--out")
-        .arg(&dirs.out)
-        .arg("--data-dir")
-        .arg(&dirs.data)
-        .env("CRAWL_LOG", "info")
-        .env("NO_COLOR", "1");
-    if all {
-        c.arg("--all");
-    }
-    c.output().unwrap()
-}
-
 #[test]
 fn revisit_with_nothing_due_says_when_and_counts_only_its_revisits() {
     let site = small_site();
     let root = tempdir("e2e-messages-revisit-");
     let dirs = site_crawl(root.path(), &format!("{}/", site.base()), 2, "");
     dirs.run_ok(Duration::from_secs(60));
-    let o = revisit(&dirs, false);
+    let o = dirs.revisit(false);
     let e = stderr(&o);
     assert!(o.status.success(), "{e}");
     assert!(
@@ -403,7 +386,7 @@ fn revisit_with_nothing_due_says_when_and_counts_only_its_revisits() {
         "{e}"
     );
     assert!(!e.contains("\nfetched 3  kept 3"), "not the crawl's totals: {e}");
-    let o = revisit(&dirs, true);
+    let o = dirs.revisit(true);
     let e = stderr(&o);
     assert!(o.status.success(), "{e}");
     assert!(

@@ -200,23 +200,6 @@ fn verdicts(dirs: &Dirs) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn revisit(dirs: &Dirs, all: bool) -> std::process::Output {
-    let mut c = Command::new(crate::support::CRAWL);
-    c.arg("revisit")
-        .arg("--config")
-        .arg(&dirs.config)
-        .arg("--out")
-        .arg(&dirs.out)
-        .arg("--data-dir")
-        .arg(&dirs.data)
-        .env("CRAWL_LOG", "info")
-        .env("NO_COLOR", "1");
-    if all {
-        c.arg("--all");
-    }
-    c.output().unwrap()
-}
-
 #[test]
 fn a_revisit_after_edits_tells_not_modified_similar_changed_and_gone() {
     let Some((dir, root, nginx)) = nginx_site("revisit") else {
@@ -244,7 +227,7 @@ fn a_revisit_after_edits_tells_not_modified_similar_changed_and_gone() {
     );
     std::fs::remove_file(root.join("d.html")).unwrap();
 
-    let out = revisit(&dirs, true);
+    let out = dirs.revisit(true);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let ch: BTreeMap<String, (String, Option<String>)> = changes(&dirs)
         .iter()
@@ -293,7 +276,7 @@ fn a_revisit_after_edits_tells_not_modified_similar_changed_and_gone() {
         .collect();
     std::thread::sleep(Duration::from_millis(1100));
     write(&root, "index.html", &page("Home", &article(1), &links));
-    let out = revisit(&dirs, true);
+    let out = dirs.revisit(true);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let dups: BTreeMap<String, String> = dirs
         .duplicates()
@@ -448,10 +431,10 @@ fn a_copy_owed_a_judgement_keeps_it_through_a_failed_revisit() {
     );
 
     phase.store(1, Ordering::SeqCst);
-    let out = revisit(&dirs, true);
+    let out = dirs.revisit(true);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     phase.store(2, Ordering::SeqCst);
-    let out = revisit(&dirs, true);
+    let out = dirs.revisit(true);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 
     let now = verdicts(&dirs);

@@ -195,6 +195,25 @@ impl Dirs {
         assert!(st.success(), "{st}; stderr:\n{}", self.log());
     }
 
+    /// `crawl revisit` of this crawl (`--all`: every page, not only those
+    /// due), logging at `info` without colours; its output.
+    pub fn revisit(&self, all: bool) -> std::process::Output {
+        let mut c = Command::new(CRAWL);
+        c.arg("revisit")
+            .arg("--config")
+            .arg(&self.config)
+            .arg("--out")
+            .arg(&self.out)
+            .arg("--data-dir")
+            .arg(&self.data)
+            .env("CRAWL_LOG", "info")
+            .env("NO_COLOR", "1");
+        if all {
+            c.arg("--all");
+        }
+        c.output().unwrap()
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(&self.stderr).unwrap_or_default()
     }

@@ -248,9 +248,7 @@ fn insert_listing(
         nest,
         via: via.map(str::to_owned),
     };
-    frontier.insert(*next_seq, encode_entry(&e).as_slice())?;
-    *next_seq += 1;
-    Ok(())
+    append(frontier, next_seq, &e)
 }
 
 /// Puts the revisits of the pages `due` (taken out of the schedule) at the
@@ -306,9 +304,7 @@ pub fn enqueue_revisit(
         nest: 0,
         via: None,
     };
-    frontier.insert(*next_seq, encode_entry(&e).as_slice())?;
-    *next_seq += 1;
-    Ok(())
+    append(frontier, next_seq, &e)
 }
 
 /// Adds a link at `depth`, found by `via` (`None`: a seed), unless the URL
@@ -337,8 +333,7 @@ pub fn enqueue(
                 nest: 0,
                 via: via.map(str::to_owned),
             };
-            frontier.insert(*next_seq, encode_entry(&e).as_slice())?;
-            *next_seq += 1;
+            append(frontier, next_seq, &e)?;
             Ok(true)
         }
     }
@@ -365,9 +360,7 @@ pub fn reinsert(
         nest: 0,
         via: via.map(str::to_owned),
     };
-    frontier.insert(*next_seq, encode_entry(&e).as_slice())?;
-    *next_seq += 1;
-    Ok(())
+    append(frontier, next_seq, &e)
 }
 
 /// Puts `entry` back at the end of the frontier after a transient failure:
@@ -385,7 +378,16 @@ pub fn requeue(
         not_before_ms,
         ..entry.clone()
     };
-    frontier.insert(*next_seq, encode_entry(&again).as_slice())?;
+    append(frontier, next_seq, &again)
+}
+
+/// `e` (whose `seq` is `next_seq`) at the end of the frontier.
+fn append(
+    frontier: &mut Table<'_, u64, &'static [u8]>,
+    next_seq: &mut u64,
+    e: &Entry,
+) -> simcrawl_dedup::Result<()> {
+    frontier.insert(*next_seq, encode_entry(e).as_slice())?;
     *next_seq += 1;
     Ok(())
 }
