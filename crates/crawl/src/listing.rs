@@ -45,6 +45,12 @@ impl Bounds {
     pub fn of(c: &crate::config::CrawlConfig) -> Bounds {
         Bounds::new(c.max_listing_depth, c.max_listings_per_host, c.max_pages)
     }
+
+    /// Whether a listing at `nest` is past `crawl.max_listing_depth`: not
+    /// read (the per-host count is each backend's store's).
+    pub fn too_deep(&self, nest: u32) -> bool {
+        nest > self.max_nest
+    }
 }
 
 /// What a listing said.

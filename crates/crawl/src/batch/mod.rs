@@ -3,6 +3,7 @@
 
 mod warc;
 
+use crate::daemon::worker::PageFacts;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -304,30 +305,17 @@ pub(crate) struct ParsedDoc {
     /// the title tier compared (with `crawl.write_normalized`).
     pub title_normalized: String,
     pub sig: Signature,
-    /// What it was judged on (written with its verdict, as the crawl's
-    /// lines are: `basis`, `chars`, `features`, `excerpt`, `lang`).
-    pub facts: Facts,
-}
-
-/// What a batch document was judged on (the crawl's `PageFacts`).
-#[derive(Debug, Clone)]
-pub(crate) struct Facts {
-    pub basis: crate::identity::Basis,
-    pub chars: usize,
-    pub features: usize,
-    pub excerpt: String,
+    /// What it was judged on and its language (written with its verdict,
+    /// as the crawl's lines are: `basis`, `chars`, `features`, `excerpt`,
+    /// `lang`).
+    pub facts: PageFacts,
     pub lang: Option<&'static str>,
 }
 
-impl Facts {
+impl ParsedDoc {
+    /// Its verdict line's `basis`, `chars`, `features`, `excerpt`, `lang`.
     pub fn judged(&self) -> crate::output::lines::Judged<'_> {
-        crate::output::lines::Judged {
-            basis: self.basis,
-            chars: self.chars,
-            features: self.features,
-            excerpt: &self.excerpt,
-            lang: self.lang,
-        }
+        self.facts.judged(self.lang)
     }
 }
 
@@ -377,19 +365,14 @@ fn signed(
         Some(h) => (h.host.as_str(), h.lang_hint.as_deref(), h.visible_chars),
         None => ("", None, visible_chars(&c.text)),
     };
-    let facts = Facts {
-        basis,
-        chars,
-        features: sig.features,
-        excerpt: crate::identity::excerpt(text, crate::daemon::worker::EXCERPT_CHARS),
-        lang: lang.detect(host, hint, &c.text, &[]),
-    };
+    let facts = PageFacts::judged_on(basis, text, &sig, chars);
     ParsedDoc {
         url: c.url.clone(),
         title: c.raw_title.clone(),
         title_normalized: c.title.clone(),
         sig,
         facts,
+        lang: lang.detect(host, hint, &c.text, &[]),
     }
 }
 

@@ -786,7 +786,7 @@ impl Judging<'_> {
                         }
                         Ok(doc) => {
                             let (url, title) = (&doc.url, &doc.title);
-                            let judged = Some(doc.facts.judged());
+                            let judged = Some(doc.judged());
                             let Some(v) = verdicts.next() else {
                                 bail!("internal error: fewer verdicts than documents");
                             };

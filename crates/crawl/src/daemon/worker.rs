@@ -197,11 +197,34 @@ impl PageFacts {
     /// The facts of a page judged on `id`, signed as `sig`, showing
     /// `visible_chars` characters.
     pub fn of(id: &crate::identity::Identity<'_>, sig: &Signature, visible_chars: usize) -> Self {
+        Self::judged_on(id.basis, &id.text, sig, visible_chars)
+    }
+
+    /// The facts of a document judged on `text` (`basis`), signed as
+    /// `sig`, showing `visible_chars` characters: a page's, or one of
+    /// `crawl dedup`'s documents.
+    pub fn judged_on(
+        basis: crate::identity::Basis,
+        text: &str,
+        sig: &Signature,
+        visible_chars: usize,
+    ) -> Self {
         PageFacts {
-            basis: id.basis,
+            basis,
             chars: visible_chars,
             features: sig.features,
-            excerpt: crate::identity::excerpt(&id.text, EXCERPT_CHARS),
+            excerpt: crate::identity::excerpt(text, EXCERPT_CHARS),
+        }
+    }
+
+    /// What a verdict line says of it, with its language.
+    pub fn judged(&self, lang: Option<&'static str>) -> Judged<'_> {
+        Judged {
+            basis: self.basis,
+            chars: self.chars,
+            features: self.features,
+            excerpt: &self.excerpt,
+            lang,
         }
     }
 }
@@ -252,13 +275,7 @@ impl PageResult {
     }
 
     fn judged(&self) -> Judged<'_> {
-        Judged {
-            basis: self.facts.basis,
-            chars: self.facts.chars,
-            features: self.facts.features,
-            excerpt: &self.facts.excerpt,
-            lang: self.lang,
-        }
+        self.facts.judged(self.lang)
     }
 }
 

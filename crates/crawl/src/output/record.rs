@@ -179,7 +179,7 @@ pub fn document(
     write_normalized: bool,
     line: u64,
 ) -> Result<()> {
-    let judged = Some(doc.facts.judged());
+    let judged = Some(doc.judged());
     match v {
         Verdict::Unique { fingerprint, .. } => outputs.kept.write(&KeptLine {
             line: Some(line),

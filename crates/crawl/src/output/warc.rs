@@ -993,6 +993,16 @@ mod tests {
         );
     }
 
+    /// The records of the files from `serial` on are `want`: (type,
+    /// target URI, WARC-Refers-To-Target-URI).
+    fn assert_revisits(dir: &Path, serial: u64, want: &[(&str, &str, &str)]) {
+        let want: Vec<(String, String, String)> = want
+            .iter()
+            .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
+            .collect();
+        assert_eq!(revisits_from(dir, serial), want);
+    }
+
     /// The revisit fields of the records of the files from `serial` on:
     /// (type, target URI, WARC-Refers-To-Target-URI).
     fn revisits_from(dir: &Path, serial: u64) -> Vec<(String, String, String)> {
@@ -1052,17 +1062,14 @@ mod tests {
         w.page(&prep("http://e.org/c", b"<p>first</p>"), None).unwrap();
         w.page(&prep("http://e.org/d", b"<p>second</p>"), None).unwrap();
         w.sync().unwrap();
-        let got = revisits_from(dir.path(), 1);
-        let want = [
-            ("response", "http://e.org/b", ""),
-            ("revisit", "http://e.org/c", "http://e.org/a"),
-            ("revisit", "http://e.org/d", "http://e.org/b"),
-        ];
-        assert_eq!(
-            got,
-            want.iter()
-                .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
-                .collect::<Vec<_>>()
+        assert_revisits(
+            dir.path(),
+            1,
+            &[
+                ("response", "http://e.org/b", ""),
+                ("revisit", "http://e.org/c", "http://e.org/a"),
+                ("revisit", "http://e.org/d", "http://e.org/b"),
+            ],
         );
     }
 
@@ -1113,19 +1120,16 @@ mod tests {
         w.page(&prep("http://e.org/b3", b"<p>b</p>"), None).unwrap();
         w.page(&prep("http://e.org/c3", b"<p>c</p>"), None).unwrap();
         w.sync().unwrap();
-        let got = revisits_from(dir.path(), 0);
-        let want = [
-            ("response", "http://e.org/a", ""),
-            ("response", "http://e.org/b2", ""),
-            ("revisit", "http://e.org/a3", "http://e.org/a"),
-            ("revisit", "http://e.org/b3", "http://e.org/b2"),
-            ("response", "http://e.org/c3", ""),
-        ];
-        assert_eq!(
-            got,
-            want.iter()
-                .map(|(a, b, c)| (a.to_string(), b.to_string(), c.to_string()))
-                .collect::<Vec<_>>()
+        assert_revisits(
+            dir.path(),
+            0,
+            &[
+                ("response", "http://e.org/a", ""),
+                ("response", "http://e.org/b2", ""),
+                ("revisit", "http://e.org/a3", "http://e.org/a"),
+                ("revisit", "http://e.org/b3", "http://e.org/b2"),
+                ("response", "http://e.org/c3", ""),
+            ],
         );
     }
 

@@ -52,13 +52,15 @@ fn check_output(dirs: &crate::support::Dirs, url: &str, json: bool) -> std::proc
     c.output().unwrap()
 }
 
-#[test]
-fn check_names_the_partner_of_a_dropped_page_and_changes_nothing() {
+/// [`site`] crawled in a directory named after `prefix`: the server, the
+/// directory, the crawl's files, and the page of /a and /near that was
+/// dropped with its partner (they are near copies: whichever was judged
+/// first is kept).
+fn crawled(prefix: &str) -> (Server, tempfile::TempDir, crate::support::Dirs, String, String) {
     let server = site();
-    let dir = crate::support::tempdir("check");
+    let dir = crate::support::tempdir(prefix);
     let dirs = site_crawl(dir.path(), &format!("{}/", server.base()), 2, "");
     dirs.run_ok(Duration::from_secs(60));
-    // /a and /near are near copies: whichever was judged first is kept.
     let dups = dirs.duplicates();
     let dropped = dups
         .iter()
@@ -66,6 +68,12 @@ fn check_names_the_partner_of_a_dropped_page_and_changes_nothing() {
         .expect("one of /a and /near dropped");
     let dropped_url = field(dropped, "url").to_string();
     let partner = field(dropped, "duplicate_of").to_string();
+    (server, dir, dirs, dropped_url, partner)
+}
+
+#[test]
+fn check_names_the_partner_of_a_dropped_page_and_changes_nothing() {
+    let (server, dir, dirs, dropped_url, partner) = crawled("check");
 
     // The dropped page: its partner and the resemblance, as the crawl decided.
     let (code, text) = check(&dirs, &dropped_url, false);
@@ -190,17 +198,7 @@ fn md5_hex(bytes: &[u8]) -> String {
 #[cfg(unix)]
 #[test]
 fn check_reads_a_read_only_state_and_leaves_its_bytes_unchanged() {
-    let server = site();
-    let dir = crate::support::tempdir("check-ro");
-    let dirs = site_crawl(dir.path(), &format!("{}/", server.base()), 2, "");
-    dirs.run_ok(Duration::from_secs(60));
-    let dups = dirs.duplicates();
-    let dropped = dups
-        .iter()
-        .find(|d| ["/a", "/near"].contains(&path_of(field(d, "url")).as_str()))
-        .expect("one of /a and /near dropped");
-    let dropped_url = field(dropped, "url").to_string();
-    let partner = field(dropped, "duplicate_of").to_string();
+    let (server, _dir, dirs, dropped_url, partner) = crawled("check-ro");
 
     let before = files(&dirs.data);
     assert!(

@@ -138,20 +138,27 @@ impl Dirs {
         }
     }
 
-    /// `crawl --config --seeds --out --data-dir`, logging at `info` without
-    /// colours.
-    pub fn command(&self) -> Command {
+    /// `crawl [SUBCOMMAND] --config --out --data-dir` of this crawl,
+    /// logging at `info` without colours.
+    fn on_state(&self, subcommand: Option<&str>) -> Command {
         let mut c = Command::new(CRAWL);
-        c.arg("--config")
+        c.args(subcommand)
+            .arg("--config")
             .arg(&self.config)
-            .arg("--seeds")
-            .arg(&self.seeds)
             .arg("--out")
             .arg(&self.out)
             .arg("--data-dir")
             .arg(&self.data)
             .env("CRAWL_LOG", "info")
             .env("NO_COLOR", "1");
+        c
+    }
+
+    /// `crawl --config --seeds --out --data-dir`, logging at `info` without
+    /// colours.
+    pub fn command(&self) -> Command {
+        let mut c = self.on_state(None);
+        c.arg("--seeds").arg(&self.seeds);
         c
     }
 
@@ -198,16 +205,7 @@ impl Dirs {
     /// `crawl revisit` of this crawl (`--all`: every page, not only those
     /// due), logging at `info` without colours; its output.
     pub fn revisit(&self, all: bool) -> std::process::Output {
-        let mut c = Command::new(CRAWL);
-        c.arg("revisit")
-            .arg("--config")
-            .arg(&self.config)
-            .arg("--out")
-            .arg(&self.out)
-            .arg("--data-dir")
-            .arg(&self.data)
-            .env("CRAWL_LOG", "info")
-            .env("NO_COLOR", "1");
+        let mut c = self.on_state(Some("revisit"));
         if all {
             c.arg("--all");
         }

@@ -210,7 +210,7 @@ pub fn enqueue_listing(
     link: &Candidate,
     (depth, nest, via): (u32, u32, Option<&str>),
 ) -> simcrawl_dedup::Result<Offered> {
-    if nest > budget.bounds.max_nest {
+    if budget.bounds.too_deep(nest) {
         return Ok(Offered::OverBound);
     }
     let host = host_key(&link.url);
@@ -238,15 +238,10 @@ fn insert_listing(
     via: Option<&str>,
 ) -> simcrawl_dedup::Result<()> {
     let e = Entry {
-        seq: *next_seq,
-        url: url.clone(),
-        depth,
-        attempts: 0,
-        not_before_ms: 0,
-        revisit: None,
         listing: true,
         nest,
         via: via.map(str::to_owned),
+        ..fresh(*next_seq, url, depth)
     };
     append(frontier, next_seq, &e)
 }
@@ -294,15 +289,8 @@ pub fn enqueue_revisit(
     revisit: crate::frontier::Revisit,
 ) -> simcrawl_dedup::Result<()> {
     let e = Entry {
-        seq: *next_seq,
-        url: url.clone(),
-        depth,
-        attempts: 0,
-        not_before_ms: 0,
         revisit: Some(Box::new(revisit)),
-        listing: false,
-        nest: 0,
-        via: None,
+        ..fresh(*next_seq, url, depth)
     };
     append(frontier, next_seq, &e)
 }
@@ -322,18 +310,7 @@ pub fn enqueue(
         UrlVerdict::Seen { .. } => Ok(false),
         // New (UrlVerdict is non_exhaustive).
         _ => {
-            let e = Entry {
-                seq: *next_seq,
-                url: link.url.clone(),
-                depth,
-                attempts: 0,
-                not_before_ms: 0,
-                revisit: None,
-                listing: false,
-                nest: 0,
-                via: via.map(str::to_owned),
-            };
-            append(frontier, next_seq, &e)?;
+            reinsert(frontier, next_seq, &link.url, (depth, via))?;
             Ok(true)
         }
     }
@@ -350,15 +327,8 @@ pub fn reinsert(
     (depth, via): (u32, Option<&str>),
 ) -> simcrawl_dedup::Result<()> {
     let e = Entry {
-        seq: *next_seq,
-        url: url.clone(),
-        depth,
-        attempts: 0,
-        not_before_ms: 0,
-        revisit: None,
-        listing: false,
-        nest: 0,
         via: via.map(str::to_owned),
+        ..fresh(*next_seq, url, depth)
     };
     append(frontier, next_seq, &e)
 }
@@ -379,6 +349,22 @@ pub fn requeue(
         ..entry.clone()
     };
     append(frontier, next_seq, &again)
+}
+
+/// A page entry of `url` at `depth` under `seq`, never tried, due at once,
+/// found by no page: what the kinds of entry start from.
+fn fresh(seq: u64, url: &Url, depth: u32) -> Entry {
+    Entry {
+        seq,
+        url: url.clone(),
+        depth,
+        attempts: 0,
+        not_before_ms: 0,
+        revisit: None,
+        listing: false,
+        nest: 0,
+        via: None,
+    }
 }
 
 /// `e` (whose `seq` is `next_seq`) at the end of the frontier.

@@ -1021,7 +1021,7 @@ impl Found {
     /// A sitemap or feed, not a page: queued as a listing entry, and not
     /// a duplicate page when its URL is known already.
     fn is_listing(self) -> bool {
-        matches!(self, Found::Listing | Found::ListedListing(_))
+        self.nest().is_some()
     }
 
     /// Its nest when it is a listing (`encode_kind`).
@@ -1166,7 +1166,7 @@ impl RedisWriter {
                     // Deeper than the bound: not read, and said in the
                     // summary (the per-host bound is the ack script's).
                     let nest = entry.nest.saturating_add(1);
-                    if nest > self.listing_bounds.max_nest {
+                    if self.listing_bounds.too_deep(nest) {
                         self.state.stats.listings_skipped += listings.len() as u64;
                     } else {
                         listing_links.extend(
