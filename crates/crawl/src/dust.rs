@@ -390,6 +390,14 @@ pub struct Dust {
     dirty: BTreeSet<(String, Rule)>,
     /// The URL tier's canonical forms, which name URLs here.
     canon: Canonicalizer,
+    /// Workers of a shared crawl: examples observed since the last
+    /// [`Dust::take_examples`] (rule key, URL digest), pooled with the
+    /// other workers' ([`Dust::share_examples`]). `None`: one learner.
+    shared_examples: Option<Vec<(String, u64)>>,
+    /// Workers of a shared crawl: images of this learner's kept URLs under
+    /// rules in force (rule key, image digest) since the last
+    /// [`Dust::take_images`]: the others fold those URLs as known.
+    shared_images: Option<Vec<(String, u64)>>,
 }
 
 impl Dust {
@@ -499,6 +507,7 @@ impl Dust {
                 self.evidence.remove(&k);
                 self.rules.entry(k.0.clone()).or_default().insert(k.1.clone());
                 self.learnt_keys.insert(k.clone());
+                self.share_images_of(&k.0, &k.1);
                 self.learnt.push(Learnt {
                     host: k.0,
                     rule: k.1,
@@ -731,6 +740,14 @@ impl Dust {
             if seen {
                 countered.push(r.clone());
             }
+            if let Some(shared) = &mut self.shared_images
+                && self
+                    .rules
+                    .get(&host)
+                    .is_some_and(|in_force| in_force.contains(&r))
+            {
+                shared.push((rule_key(&host, &r), image));
+            }
             if remember {
                 track.images.entry(image).or_default().push((r, me));
             }
@@ -788,7 +805,11 @@ impl Dust {
                 continue;
             }
             let ex = self.evidence.entry(key.clone()).or_default();
-            ex.insert(me);
+            if ex.insert(me)
+                && let Some(shared) = &mut self.shared_examples
+            {
+                shared.push((rule_key(&key.0, &key.1), me));
+            }
             let examples = ex.len();
             if examples >= self.min_examples {
                 self.evidence.remove(&key);
@@ -798,9 +819,99 @@ impl Dust {
                 self.rules.entry(host.clone()).or_default().insert(rule.clone());
                 self.learnt_keys.insert((host.clone(), rule.clone()));
                 self.dirty.insert((host.clone(), rule.clone()));
+                self.share_images_of(&host, &rule);
                 self.learnt.push(Learnt { host, rule, examples });
             }
         }
+    }
+
+    /// Pools this learner's examples with other learners' (the workers of
+    /// a shared crawl). Why: each worker sees only its own verdicts, and
+    /// the pages that would teach a rule are spread over all of them; the
+    /// reverse probes that hold a duplicate space back in one process
+    /// need the kept page's URL, which only the worker that kept it knows.
+    /// So three workers each wanting `min_examples` of their own fetched a
+    /// whole duplicate section before any of them learnt its rule; pooled,
+    /// the rule is learnt when `min_examples` examples exist among all.
+    ///
+    /// The images of kept URLs under a rule in force are shared too: a
+    /// worker folds a URL as a copy of a kept page ([`Fold::Known`]) only
+    /// if it knows that page's URL, and the pages of a duplicate space are
+    /// kept by all workers.
+    pub fn share_examples(&mut self) {
+        self.shared_examples.get_or_insert_with(Vec::new);
+        self.shared_images.get_or_insert_with(Vec::new);
+    }
+
+    /// The images of kept URLs (rule key, image digest) under the rules in
+    /// force found since the last call, for the other learners (see
+    /// [`Dust::share_examples`]).
+    pub fn take_images(&mut self) -> Vec<(String, u64)> {
+        self.shared_images
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Takes up images of URLs other learners kept (rule key, image
+    /// digest): a URL among them is folded as known once the rule is in
+    /// force here. Within the memory bound of `crawl.dust.max_urls`.
+    pub fn merge_images(&mut self, images: &[(String, u64)]) {
+        if !self.enabled {
+            return;
+        }
+        for (key, image) in images {
+            let Some((host, rule)) = parse_rule_key(key) else {
+                continue;
+            };
+            if self.tracked >= self.max_urls {
+                return;
+            }
+            let from = self
+                .tracks
+                .entry(host)
+                .or_default()
+                .images
+                .entry(*image)
+                .or_default();
+            if !from.iter().any(|(r, _)| *r == rule) {
+                // Origin 0: a page kept elsewhere (never this URL's digest
+                // but by a 1 in 2^64 chance).
+                from.push((rule, 0));
+                self.tracked += 1;
+            }
+        }
+    }
+
+    /// Queues for the other learners the images of this learner's kept
+    /// URLs under `rule` of `host`, which just came into force.
+    fn share_images_of(&mut self, host: &str, rule: &Rule) {
+        let Some(shared) = &mut self.shared_images else {
+            return;
+        };
+        let Some(track) = self.tracks.get(host) else {
+            return;
+        };
+        let key = rule_key(host, rule);
+        for (image, from) in &track.images {
+            if from.iter().any(|(r, o)| r == rule && *o != 0 && o != image) {
+                shared.push((key.clone(), *image));
+            }
+        }
+    }
+
+    /// The examples observed since the last call (rule key as stored,
+    /// URL digest), for the other learners (see [`Dust::share_examples`]).
+    pub fn take_examples(&mut self) -> Vec<(String, u64)> {
+        self.shared_examples
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    /// Examples needed to learn a rule (`crawl.dust.min_examples`).
+    pub fn min_examples(&self) -> usize {
+        self.min_examples
     }
 
     /// The rules learnt so far, in the order they were learnt.
@@ -1059,6 +1170,63 @@ mod tests {
         assert_eq!(d.rewrite(&u("http://b.test//s/9")), None);
         assert_eq!(d.learnt().len(), 1);
         assert!(d.changed());
+    }
+
+    /// Two workers of a shared crawl: each keeps half of a `//` section,
+    /// the other half's copies are met by the other worker. Pooled, their
+    /// examples learn the rule (neither has enough alone), and the images
+    /// of each one's kept URLs, taken up by the other, fold every copy as
+    /// known; without the images a worker folds only the copies of the
+    /// pages it kept itself.
+    #[test]
+    fn shared_learners_pool_examples_and_fold_copies_of_pages_kept_elsewhere() {
+        let mut a = dust(3);
+        let mut b = dust(3);
+        a.share_examples();
+        b.share_examples();
+        for i in 0..6 {
+            let kept = u(&format!("http://a.test//s/p{i}"));
+            if i % 2 == 0 {
+                a.observe_kept(&kept)
+            } else {
+                b.observe_kept(&kept)
+            }
+        }
+        // Two examples seen by a, one by b: nobody learns alone.
+        a.observe_duplicate(&u("http://a.test/s/p0"), "http://a.test//s/p0");
+        a.observe_duplicate(&u("http://a.test/s/p2"), "http://a.test//s/p2");
+        b.observe_duplicate(&u("http://a.test/s/p1"), "http://a.test//s/p1");
+        assert!(a.learnt().is_empty() && b.learnt().is_empty());
+        let mut pool: HashMap<String, HashSet<u64>> = HashMap::new();
+        for (k, d) in a.take_examples().into_iter().chain(b.take_examples()) {
+            pool.entry(k).or_default().insert(d);
+        }
+        let rule = rule_key("a.test", &"collapse_slashes".parse().unwrap());
+        assert_eq!(pool.get(&rule).map(HashSet::len), Some(3), "{pool:?}");
+        assert!(a.take_examples().is_empty(), "taken once");
+        // Learnt from the pool (as the ack script does): both take it up.
+        let learnt = vec![(rule.clone(), b"learnt 3".to_vec())];
+        a.merge(&learnt);
+        b.merge(&learnt);
+        let copy_of_b = u("http://a.test/s/p5");
+        let copy_of_a = u("http://a.test/s/p4");
+        assert_eq!(a.fold(&copy_of_a), Some(Fold::Known));
+        assert_eq!(a.fold(&copy_of_b), None, "a knows only the pages it kept");
+        // The images each publishes, taken up by the other.
+        let from_a = a.take_images();
+        let from_b = b.take_images();
+        assert_eq!(from_a.len(), 3, "{from_a:?}");
+        a.merge_images(&from_b);
+        b.merge_images(&from_a);
+        assert_eq!(a.fold(&copy_of_b), Some(Fold::Known));
+        assert_eq!(b.fold(&copy_of_a), Some(Fold::Known));
+        // A page kept after the rule is in force is published at once.
+        a.observe_kept(&u("http://a.test//s/p8"));
+        assert_eq!(a.take_images().len(), 1);
+        // One learner alone shares nothing.
+        let mut alone = dust(3);
+        alone.observe_duplicate(&u("http://a.test/s/p0"), "http://a.test//s/p0");
+        assert!(alone.take_examples().is_empty());
     }
 
     #[test]

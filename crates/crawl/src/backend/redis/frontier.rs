@@ -26,6 +26,9 @@
 //! | `{NS}:f:workers` | hash | worker -> time of its last batch (ms) |
 //! | `{NS}:f:asking` | hash | worker -> time of its last lease call (ms); those of the last second share each host's slots |
 //! | `{NS}:f:dust` | hash | DUST rule `HOST RULE` -> `learnt N` (N examples) or `blocked` (blocked wins: never set back to learnt) |
+//! | `{NS}:f:ex:HOST RULE` | set | digests of the URLs that were examples of a candidate rule, pooled from all workers until it is learnt (`crawl.dust.min_examples` of them) or blocked |
+//! | `{NS}:f:imgs` | list | `HOST RULE IMAGE`: the digest of a kept URL's image under a rule in force, appended by the worker that kept it, read by the others from where they stopped (they fold that URL as known) |
+//! | `{NS}:f:dustv` | string | how many acks changed `dust` or `imgs` so far: every ack answers with it, so a worker takes up a rule another one learnt at its next batch |
 //! | `{NS}:f:rw:HOST RULE` | hash | the URLs a learnt rule rewrote: URL -> `HOST \t ENTRY`, the entry that gives it back if the rule is withdrawn |
 //! | `{NS}:f:tpl` | hash | site templates: host -> JSON of its learnt blocks |
 //! | `{NS}:f:learn` | hash | the learners' named blobs (none written yet; read for what older versions saved whole) |
@@ -391,6 +394,9 @@ pub struct RedisFrontier {
     lease: redis::Script,
     renew: redis::Script,
     ack: redis::Script,
+    /// `{NS}:f:dustv` as the last applied ack answered it: when it moves,
+    /// another worker changed the shared DUST rules.
+    rules_version: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for RedisFrontier {
@@ -449,6 +455,7 @@ impl RedisFrontier {
                 "{HELPERS}{}",
                 ACK.replace("ONCE_MS", &ONCE_MS.to_string())
             )),
+            rules_version: std::sync::atomic::AtomicU64::new(0),
         };
         f.with_conn(|c| redis::cmd("PING").query::<Value>(c).map(drop))
             .with_context(|| format!("Redis at {} is unreachable", f.url))?;
@@ -594,7 +601,15 @@ impl RedisFrontier {
             inv.invoke(c)
         })?;
         match r {
-            Value::Int(0) => Ok(AckReply::Applied),
+            Value::Array(ref v) if matches!(v.first(), Some(Value::BulkString(tag)) if tag == b"applied") => {
+                if let Some(Value::Int(n)) = v.get(1) {
+                    self.rules_version.store(
+                        u64::try_from(*n).unwrap_or(0),
+                        std::sync::atomic::Ordering::Relaxed,
+                    );
+                }
+                Ok(AckReply::Applied)
+            }
             Value::Int(-1) => Ok(AckReply::AlreadyApplied),
             Value::Array(ids) => ids
                 .iter()
@@ -608,6 +623,22 @@ impl RedisFrontier {
                 .map(AckReply::Refused),
             other => Err(anyhow!("unexpected reply from the ack script: {other:?}")),
         }
+    }
+
+    /// How many times the shared DUST rules had changed when the last
+    /// applied ack was answered (see `{NS}:f:dustv`).
+    pub fn rules_version(&self) -> u64 {
+        self.rules_version.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Reads how many times the shared DUST rules changed (`{NS}:f:dustv`),
+    /// for a worker that has no ack to learn it from.
+    pub fn read_rules_version(&self) -> Result<u64> {
+        let key = format!("{}dustv", self.prefix);
+        let v: Option<u64> = self.with_conn(|c| redis::cmd("GET").arg(&key).query(c))?;
+        let v = v.unwrap_or(0);
+        self.rules_version.store(v, std::sync::atomic::Ordering::Relaxed);
+        Ok(v)
     }
 
     /// An ack that carries no output lines (leases given back, URLs already
@@ -936,6 +967,88 @@ mod tests {
         f.ack_held("w", 2, &give_back).unwrap();
         assert_eq!(f.counters().unwrap().get("dup_url"), Some(&3));
         assert_eq!(f.sizes().unwrap().0, 0, "the lease was released");
+    }
+
+    /// The DUST learners of a shared crawl pool through the `ack` script:
+    /// a rule is learnt once the workers together gave `min_examples`
+    /// distinct examples (the same URL twice counts once), every ack then
+    /// answers a moved rules' version; images of kept URLs are read from
+    /// where a worker stopped; a worker blocking a rule another one learnt
+    /// queues again what that rule rewrote (before, those URLs were never
+    /// fetched).
+    #[test]
+    fn workers_pool_rule_examples_and_a_rule_blocked_elsewhere_gives_back_its_rewrites() {
+        use crate::learn::{LearnStore, Map, Restored};
+        let Ok(url) = std::env::var("SIMCRAWL_REDIS_URL") else {
+            eprintln!("SKIPPED workers_pool_rule_examples: SIMCRAWL_REDIS_URL is not set");
+            return;
+        };
+        let ns = format!("unit-pool-{}", std::process::id());
+        let f = std::sync::Arc::new(RedisFrontier::open(&url, &ns).unwrap());
+        let mut learn = super::super::learn::RedisLearn::new(f.clone());
+        let send = |learn: &mut super::super::learn::RedisLearn, w: &str| {
+            let (ops, max_recorded) = learn.take_ops();
+            let ack = Ack {
+                learn: ops,
+                max_recorded,
+                ..Ack::held(Vec::new(), Vec::new(), Vec::new())
+            };
+            f.ack_held(w, 2, &ack).unwrap();
+        };
+        let rule = "pool.example collapse_slashes";
+        let state = |learn: &mut super::super::learn::RedisLearn| {
+            learn
+                .entries(Map::DustRules)
+                .unwrap()
+                .into_iter()
+                .find(|(k, _)| k == rule)
+                .map(|(_, v)| String::from_utf8(v).unwrap())
+        };
+        learn.example(rule, 1, 3);
+        send(&mut learn, "w1");
+        learn.example(rule, 1, 3);
+        send(&mut learn, "w2");
+        learn.example(rule, 2, 3);
+        send(&mut learn, "w2");
+        let before = f.rules_version();
+        assert_eq!(state(&mut learn), None, "two distinct examples learn nothing");
+        learn.example(rule, 3, 3);
+        send(&mut learn, "w3");
+        assert_eq!(state(&mut learn).as_deref(), Some("learnt 3"));
+        assert!(
+            f.rules_version() > before,
+            "the ack that learnt it answers a new version"
+        );
+        assert_eq!(f.read_rules_version().unwrap(), f.rules_version());
+
+        // Images: each worker reads the log from where it stopped.
+        learn.image(rule, 0xabc);
+        send(&mut learn, "w1");
+        let (images, end) = learn.images_since(0).unwrap();
+        assert_eq!(images, vec![(rule.to_string(), 0xabc)]);
+        assert_eq!(learn.images_since(end).unwrap().0, Vec::new());
+
+        // w1 rewrote a link under the rule; w2, which never applied it,
+        // blocks it: the link is queued again.
+        let u = Url::parse("http://pool.example//a").unwrap();
+        let restored = Restored {
+            url: u.clone(),
+            depth: 1,
+            was_queued: false,
+        };
+        learn.record(rule, &restored, 100).unwrap();
+        send(&mut learn, "w1");
+        assert_eq!(f.sizes().unwrap().0, 0, "nothing queued while the rule holds");
+        learn.put_entry(Map::DustRules, rule, b"blocked").unwrap();
+        send(&mut learn, "w2");
+        assert_eq!(state(&mut learn).as_deref(), Some("blocked"));
+        let leased = f.lease(&ask("w1", 10, 2, 60_000, 0, 0)).unwrap();
+        assert_eq!(leased.entries.len(), 1, "the rewritten link is back: {leased:?}");
+        assert!(leased.entries[0].1.contains("//a"), "{leased:?}");
+        // A blocked rule is never learnt again from pooled examples.
+        learn.example(rule, 9, 1);
+        send(&mut learn, "w3");
+        assert_eq!(state(&mut learn).as_deref(), Some("blocked"));
     }
 
     /// The scripts against the server of `SIMCRAWL_REDIS_URL` (skipped

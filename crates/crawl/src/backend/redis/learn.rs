@@ -13,7 +13,9 @@
 //! Keys (see the key layout in [`crate::backend::redis::frontier`]): `{NS}:f:tpl` (host ->
 //! template JSON), `{NS}:f:dust` ("HOST RULE" -> `learnt N` | `blocked`),
 //! `{NS}:f:rw:HOST RULE` (URL -> `HOST \t ENTRY`, the queue entry that gives
-//! it back), `{NS}:f:learn` (blobs).
+//! it back), `{NS}:f:ex:HOST RULE` (a candidate rule's examples, pooled),
+//! `{NS}:f:imgs` (images of kept URLs under rules in force),
+//! `{NS}:f:learn` (blobs).
 
 use std::sync::Arc;
 
@@ -66,6 +68,49 @@ impl RedisLearn {
     /// bound of records per rule.
     pub fn take_ops(&mut self) -> (Vec<LearnOp>, u64) {
         (std::mem::take(&mut self.ops), self.max_recorded)
+    }
+
+    /// An example of a candidate DUST rule (`rule`: its key as stored), pooled
+    /// with the other workers' by the `ack` script, which learns the rule
+    /// once `min_examples` distinct URLs (`digest`) were seen among all.
+    pub fn example(&mut self, rule: &str, digest: u64, min_examples: usize) {
+        self.ops.push(op(
+            "ex",
+            rule.as_bytes(),
+            format!("{digest:016x}").as_bytes(),
+            min_examples.to_string().as_bytes(),
+        ));
+    }
+
+    /// The image of a kept URL under a DUST rule in force (`rule`: its key
+    /// as stored), appended by the `ack` script to the log all workers
+    /// read ([`Self::images_since`]).
+    pub fn image(&mut self, rule: &str, digest: u64) {
+        self.ops.push(op(
+            "img",
+            rule.as_bytes(),
+            format!("{digest:016x}").as_bytes(),
+            b"",
+        ));
+    }
+
+    /// The images the workers published from the `from`-th on (rule key,
+    /// image digest), and where the log ends now.
+    pub fn images_since(&mut self, from: u64) -> Result<(Vec<(String, u64)>, u64), LearnError> {
+        let key = format!("{}imgs", self.frontier.prefix);
+        let rows: Vec<String> = self
+            .frontier
+            .with_conn(|c| redis::cmd("LRANGE").arg(&key).arg(from).arg(-1).query(c))
+            .map_err(LearnError::store)?;
+        let end = from + rows.len() as u64;
+        let images = rows
+            .iter()
+            .filter_map(|row| {
+                let (rule, digest) = row.rsplit_once(' ')?;
+                Some((rule.to_string(), u64::from_str_radix(digest, 16).ok()?))
+            })
+            .collect();
+        Ok((images, end))
     }
 
     /// Forgets the writes collected since the last [`Self::take_ops`] (an

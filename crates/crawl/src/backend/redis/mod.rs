@@ -28,7 +28,9 @@
 //! templates learnt so far ([`crate::backend::redis::learn`]), observes its own
 //! verdicts, and its ack carries what it learnt (rules, withdrawals,
 //! template hosts, the rewrites its rules made), applied with the batch.
-//! Every [`LEARN_SYNC`] it takes up the rules the others published. A rule
+//! Every ack answers how many times the shared rules changed; when that
+//! moved, the worker takes up the rules the others published right after
+//! it (and every [`LEARN_SYNC`] in any case). A rule
 //! withdrawn by one worker is given back by the ack script, exactly once.
 //!
 //! A worker killed before 4 holds leases that expire: its pages are
@@ -291,10 +293,11 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Run> {
         let d = deduper.clone();
         Arc::new(move |doc| d.sign(doc))
     };
-    let dust = retry("load the URL rewrite rules", frontier.url(), || {
+    let mut dust = retry("load the URL rewrite rules", frontier.url(), || {
         Dust::load(&cfg.crawl.dust, Some(&mut learn), deduper.canonicalizer().clone())
             .context("invalid [crawl.dust] settings")
     })?;
+    dust.share_examples();
     // Loading writes nothing in Redis (no older blobs to convert there).
     learn.discard_ops();
     let dust = Arc::new(Mutex::new(dust));
@@ -325,6 +328,9 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Run> {
         learn,
         max_recorded: cfg.crawl.dust.max_recorded,
         last_sync: Instant::now(),
+        rules_seen: 0,
+        last_heard: Instant::now(),
+        images_seen: 0,
         tokens: frontier::Tokens::new(),
         run_started: Instant::now(),
         out_root: cfg.crawl.out_dir.clone(),
@@ -870,6 +876,15 @@ struct RedisWriter {
     max_recorded: usize,
     /// When this worker last took up the rules the others published.
     last_sync: Instant,
+    /// The shared rules' version ([`RedisFrontier::rules_version`]) at the
+    /// last take-up: an ack answering another one means a worker changed
+    /// them, and they are taken up right after that ack.
+    rules_seen: u64,
+    /// When the rules' version was last heard (an ack, or an idle
+    /// writer's own read: [`IDLE_SYNC`]).
+    last_heard: Instant,
+    /// How much of the shared log of kept URLs' images was taken up.
+    images_seen: u64,
     /// Claim tokens of the links this worker queues.
     tokens: frontier::Tokens,
     run_started: Instant,
@@ -887,10 +902,16 @@ struct RedisWriter {
     last_cut: Instant,
 }
 
-/// How often a worker takes up the DUST rules (and withdrawals) the other
-/// workers published: a rule learnt elsewhere spares this worker's fetches
-/// from then on; until then it learns by itself, as one process would.
+/// The longest a worker goes without taking up the DUST rules (and
+/// withdrawals) the other workers published, though no ack said they
+/// changed: a rule learnt elsewhere spares this worker's fetches from then
+/// on; until then it learns by itself, as one process would.
 const LEARN_SYNC: Duration = Duration::from_secs(2);
+
+/// How long an idle writer (no results to ack) goes without reading the
+/// shared rules' version: page tasks held back by probes whose verdicts
+/// another worker gave learn the rule within this.
+const IDLE_SYNC: Duration = Duration::from_millis(100);
 
 /// How often a worker looks for gone workers' outputs to cut during a
 /// crawl (it also does at start and at the end): a long or endless crawl
@@ -1335,28 +1356,53 @@ impl RedisWriter {
 
     /// What this worker learnt since its last ack, as writes for the next
     /// one: the records of the rules it withdrew given back (by the ack
-    /// script), rules learnt and blocked, template hosts (when due). Every
-    /// [`LEARN_SYNC`], the rules the other workers published are taken up
-    /// first.
+    /// script), rules learnt and blocked, template hosts (when due). At
+    /// least every [`LEARN_SYNC`], the rules the other workers published
+    /// are taken up first (and after any ack that says they changed).
     fn learnt(&mut self) -> Result<Vec<frontier::LearnOp>> {
-        let mut dust = self.dust.lock();
         if self.last_sync.elapsed() >= LEARN_SYNC {
-            let learn = &mut self.learn;
-            let entries = retry("read the URL rewrite rules", self.frontier.url(), || {
-                Ok(learn.entries(Map::DustRules)?)
-            })?;
-            dust.merge(&entries);
-            self.last_sync = Instant::now();
+            self.take_up_rules()?;
         }
+        let mut dust = self.dust.lock();
         let withdrawn = dust.take_withdrawn();
         if !withdrawn.is_empty() {
             Rewrites::new(&mut self.learn, self.max_recorded)
                 .take(&withdrawn, |host| dust.learnt_of(host))?;
         }
         dust.save_if_changed(&mut self.learn)?;
+        let min = dust.min_examples();
+        for (rule, digest) in dust.take_examples() {
+            self.learn.example(&rule, digest, min);
+        }
+        for (rule, image) in dust.take_images() {
+            self.learn.image(&rule, image);
+        }
         drop(dust);
         self.templates.save_if_due(&mut self.learn, Save::IfDue)?;
         Ok(self.learn.take_ops().0)
+    }
+
+    /// Takes up the DUST rules (and withdrawals) all workers published.
+    fn take_up_rules(&mut self) -> Result<()> {
+        // The version first: a change made while the rules are read is
+        // taken up again at the next ack.
+        let version = self.frontier.rules_version();
+        let learn = &mut self.learn;
+        let entries = retry("read the URL rewrite rules", self.frontier.url(), || {
+            Ok(learn.entries(Map::DustRules)?)
+        })?;
+        let from = self.images_seen;
+        let (images, end) = retry("read the kept URLs' images", self.frontier.url(), || {
+            Ok(learn.images_since(from)?)
+        })?;
+        let mut dust = self.dust.lock();
+        dust.merge(&entries);
+        dust.merge_images(&images);
+        drop(dust);
+        self.images_seen = end;
+        self.last_sync = Instant::now();
+        self.rules_seen = version;
+        Ok(())
     }
 
     /// The recorder of this worker's outputs and counters.
@@ -1531,6 +1577,13 @@ impl Commits for RedisWriter {
                 .filter_map(|((_, t), _)| t.clone())
                 .collect();
             self.record_targets(&kept_targets)?;
+            // 6. A rule another worker learnt (or withdrew) since: taken up
+            // now, before this worker leases and fetches more of the
+            // duplicate space it closes.
+            self.last_heard = Instant::now();
+            if self.frontier.rules_version() != self.rules_seen {
+                self.take_up_rules()?;
+            }
             *self.shared.lock() = self.state.stats.clone();
             return Ok(Committed {
                 seqs,
@@ -1558,6 +1611,25 @@ impl Commits for RedisWriter {
         retry("purge expired entries", self.frontier.url(), || {
             Ok(d.purge_if_due().map(drop)?)
         })
+    }
+
+    /// A worker with nothing to commit acks nothing, so no ack tells it
+    /// that the shared rules changed; its page tasks may be waiting for
+    /// the verdicts of probes that another worker's verdicts already
+    /// settled. So an idle writer asks for the rules' version itself.
+    fn tick_in(&self) -> Option<Duration> {
+        Some(IDLE_SYNC.saturating_sub(self.last_heard.elapsed()))
+    }
+
+    fn tick(&mut self) -> Result<u64> {
+        self.last_heard = Instant::now();
+        let version = retry("read the URL rewrite rules' version", self.frontier.url(), || {
+            self.frontier.read_rules_version()
+        })?;
+        if version != self.rules_seen {
+            self.take_up_rules()?;
+        }
+        Ok(0)
     }
 
     /// What was learnt since the last ack (template hosts not due yet,

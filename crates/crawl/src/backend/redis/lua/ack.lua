@@ -5,9 +5,12 @@
 -- counters (field, increment), Crawl-delays (host, ms), then the DUST
 -- record bound and the learners' writes (kind, a, b, c; see below).
 -- Returns -1 when
--- the batch (or the ack with this once token) was already applied, 0 when
--- it is applied now, and the ids of the leases no longer held (taken back meanwhile) when it
--- names any: then nothing is applied.
+-- the batch (or the ack with this once token) was already applied,
+-- {'applied', N} when it is applied now (N: how many times the shared
+-- DUST rules changed so far, so that a worker takes up the others' rules
+-- at its next batch instead of on a timer), and the ids of the leases no
+-- longer held (taken back meanwhile) when it names any: then nothing is
+-- applied.
 local worker = ARGV[3]
 local batch = tonumber(ARGV[4])
 local wkey = p .. 'w:' .. worker
@@ -77,7 +80,10 @@ end
 -- The learners' writes (src/shared/learn.rs), in the order they were made:
 -- tpl / tpl- / tpl0 (a host's template set, removed, all removed), dust /
 -- dust- / dust0 (a rule's state; `blocked` is never overwritten by
--- `learnt`), blob- (a blob removed), hint (URL, a sitemap's hints for it as
+-- `learnt`, and what a rule blocked over `learnt` rewrote is queued
+-- again), ex (a rule, an example's URL digest, the examples that learn
+-- it: pooled among the workers), img (a rule in force, the image of a
+-- kept URL under it: for the others to fold), blob- (a blob removed), hint (URL, a sitemap's hints for it as
 -- JSON), listing (a sitemap or feed URL read, its kind), rec (rule, URL, `HOST \t ENTRY`:
 -- recorded within the bound, or queued again at once if the rule is
 -- blocked: it was withdrawn, its records given back already), back (rule,
@@ -95,6 +101,7 @@ local function give(url, rec)
   schedule(host)
   restored = restored + 1
 end
+local rules_changed = false
 for _ = 1, nlearn do
   local kind, a, b, c = ARGV[i], ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
   i = i + 4
@@ -105,13 +112,41 @@ for _ = 1, nlearn do
   elseif kind == 'tpl0' then
     redis.call('DEL', p .. 'tpl')
   elseif kind == 'dust' then
-    if b == 'blocked' or redis.call('HGET', p .. 'dust', a) ~= 'blocked' then
+    local was = redis.call('HGET', p .. 'dust', a)
+    if was ~= b and (b == 'blocked' or was ~= 'blocked') then
       redis.call('HSET', p .. 'dust', a, b)
+      rules_changed = true
+      if b == 'blocked' then
+        redis.call('DEL', p .. 'ex:' .. a)
+        -- Learnt by another worker (or from pooled examples) and blocked
+        -- by this one, which never applied it and so gives nothing back
+        -- itself: what the rule rewrote is queued again here.
+        local rk = p .. 'rw:' .. a
+        local rows = redis.call('HGETALL', rk)
+        redis.call('DEL', rk)
+        for j = 1, #rows, 2 do give(rows[j], rows[j + 1]) end
+      end
+    end
+  elseif kind == 'img' then
+    redis.call('RPUSH', p .. 'imgs', a .. ' ' .. b)
+    rules_changed = true
+  elseif kind == 'ex' then
+    -- An example of a candidate rule (a URL digest), pooled: the rule is
+    -- learnt once the workers together saw `c` distinct ones.
+    if not redis.call('HGET', p .. 'dust', a) then
+      local ek = p .. 'ex:' .. a
+      redis.call('SADD', ek, b)
+      local n = redis.call('SCARD', ek)
+      if n >= tonumber(c) then
+        redis.call('HSET', p .. 'dust', a, 'learnt ' .. n)
+        redis.call('DEL', ek)
+        rules_changed = true
+      end
     end
   elseif kind == 'dust-' then
-    redis.call('HDEL', p .. 'dust', a)
+    if redis.call('HDEL', p .. 'dust', a) == 1 then rules_changed = true end
   elseif kind == 'dust0' then
-    redis.call('DEL', p .. 'dust')
+    if redis.call('DEL', p .. 'dust') == 1 then rules_changed = true end
   elseif kind == 'blob-' then
     redis.call('HDEL', p .. 'learn', a)
   elseif kind == 'hint' then
@@ -151,4 +186,10 @@ if once ~= '' then
   redis.call('SET', p .. 'once:' .. once, 1, 'PX', ONCE_MS)
 end
 redis.call('HSET', p .. 'workers', worker, now)
-return 0
+local rules = 0
+if rules_changed then
+  rules = redis.call('INCR', p .. 'dustv')
+else
+  rules = tonumber(redis.call('GET', p .. 'dustv') or '0')
+end
+return {'applied', rules}
