@@ -156,16 +156,6 @@ impl Suspect {
 }
 
 impl<'a> KeptLine<'a> {
-    /// This line without `via` when the backend does not know it (`known`
-    /// false): left out rather than `null`, which says "a seed".
-    #[must_use]
-    pub fn via(self, known: bool) -> Self {
-        KeptLine {
-            via: self.via.filter(|_| known),
-            ..self
-        }
-    }
-
     /// The fields both modes write; a mode adds its own with struct update
     /// syntax (`KeptLine { line: Some(n), ..KeptLine::new(..) }`).
     #[must_use]
@@ -291,11 +281,11 @@ impl<'a> ErrorLine<'a> {
     }
 
     /// This line with the page, sitemap or feed that led to its URL
-    /// (`None`: a seed), when the backend knows it (`known`).
+    /// (`None`: a seed).
     #[must_use]
-    pub fn via(self, known: bool, via: Option<&'a str>) -> Self {
+    pub fn via(self, via: Option<&'a str>) -> Self {
         ErrorLine {
-            via: known.then_some(via),
+            via: Some(via),
             ..self
         }
     }

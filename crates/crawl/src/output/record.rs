@@ -20,10 +20,6 @@ pub struct Recorder<'a> {
     pub stats: &'a mut Stats,
     /// `crawl.write_text`: kept lines carry the page's text.
     pub write_text: bool,
-    /// The backend's frontier keeps what led to each URL (`Entry::via`):
-    /// page lines carry `via`. The shared (Redis) frontier does not yet, and
-    /// its lines leave the field out rather than call every page a seed.
-    pub via: bool,
 }
 
 impl Recorder<'_> {
@@ -52,7 +48,7 @@ impl Recorder<'_> {
     pub fn url_copy(&mut self, p: &PageResult) -> Result<()> {
         self.stats.verdicts.record_duplicate(Tier::Url);
         let (url, of) = (p.entry.url.as_str(), p.final_url.as_str());
-        let via = self.via.then_some(p.entry.via.as_deref());
+        let via = Some(p.entry.via.as_deref());
         self.archive(
             p,
             Some(CopyNote {
@@ -83,7 +79,7 @@ impl Recorder<'_> {
     pub fn listing_problem(&mut self, url: &str, via: Option<&str>, problem: &str) -> Result<()> {
         self.outputs
             .errors
-            .write(&ErrorLine::page(url, "listing", problem).via(self.via, via))
+            .write(&ErrorLine::page(url, "listing", problem).via(via))
     }
 
     /// What a revisit found: its line in changes.jsonl and its counters.
@@ -107,7 +103,7 @@ impl Recorder<'_> {
         self.stats.count_failure(kind);
         self.outputs
             .errors
-            .write(&ErrorLine::page(url, kind, error).via(self.via, via))
+            .write(&ErrorLine::page(url, kind, error).via(via))
     }
 
     /// A page the tiers judged (`verdict`), or that asked not to be
@@ -118,7 +114,7 @@ impl Recorder<'_> {
     pub fn judged(&mut self, p: &PageResult, verdict: Option<&Verdict>) -> Result<()> {
         self.stats.template_stripped += u64::from(p.template_stripped);
         let url = p.entry.url.as_str();
-        let (with_via, via) = (self.via, p.entry.via.as_deref());
+        let via = p.entry.via.as_deref();
         match verdict {
             None if p.filtered_lang => {
                 self.stats.filtered_lang += 1;
@@ -126,28 +122,26 @@ impl Recorder<'_> {
                 let why = format!("language {}: not in crawl.languages", p.lang.unwrap_or("?"));
                 self.outputs
                     .errors
-                    .write(&ErrorLine::page(url, "filtered_lang", &why).via(with_via, via))
+                    .write(&ErrorLine::page(url, "filtered_lang", &why).via(via))
             }
             None => {
                 self.stats.noindex += 1;
                 self.archive(p, None)?;
-                self.outputs
-                    .errors
-                    .write(&ErrorLine::noindex(url).via(with_via, via))
+                self.outputs.errors.write(&ErrorLine::noindex(url).via(via))
             }
             Some(Verdict::Unique { fingerprint, .. }) => {
                 self.stats.verdicts.kept += 1;
                 self.archive(p, None)?;
                 self.outputs
                     .kept
-                    .write(&p.kept_line(*fingerprint, self.write_text).via(with_via))
+                    .write(&p.kept_line(*fingerprint, self.write_text))
             }
             Some(Verdict::Duplicate(d)) if d.of == url => {
                 self.stats.verdicts.kept += 1;
                 self.archive(p, None)?;
                 self.outputs
                     .kept
-                    .write(&p.kept_line(d.fingerprint, self.write_text).via(with_via))
+                    .write(&p.kept_line(d.fingerprint, self.write_text))
             }
             Some(Verdict::Duplicate(d)) => {
                 self.stats.verdicts.record_duplicate(d.tier);
@@ -158,11 +152,7 @@ impl Recorder<'_> {
                     basis: Some(p.facts.basis.as_str()),
                 };
                 self.archive(p, Some(note))?;
-                let mut line = p.duplicate_line(d);
-                if !with_via {
-                    line.via = None;
-                }
-                self.outputs.duplicates.write(&line)
+                self.outputs.duplicates.write(&p.duplicate_line(d))
             }
             Some(_) => Ok(()), // non_exhaustive in simcrawl-dedup
         }

@@ -137,11 +137,9 @@ fn dedup_kept_lines_carry_titles_as_written() {
     }
 }
 
-/// Every page line names what led to its URL (`via`): `null` for the seed,
-/// the linking page for its links (kept, duplicate or failed), the sitemap
-/// for the pages only it lists.
-#[test]
-fn page_lines_say_which_page_or_sitemap_led_to_them() {
+/// The site of the `via` tests: a home page linking an article, its
+/// copy and a missing page, and a sitemap listing a page nothing links.
+fn via_site() -> Server {
     use crate::support::gibberish;
     use std::sync::{Arc, OnceLock};
     let base: Arc<OnceLock<String>> = Arc::new(OnceLock::new());
@@ -169,10 +167,14 @@ fn page_lines_say_which_page_or_sitemap_led_to_them() {
         _ => Reply::status(404),
     });
     base.set(server.base()).unwrap();
-    let home = format!("{}/", server.base());
-    let dir = tempdir("outputs");
-    let dirs = site_crawl(dir.path(), &home, 2, "");
-    dirs.run_ok(Duration::from_secs(60));
+    server
+}
+
+/// The `via` of every line of the [`via_site`] crawl: `null` for the
+/// seed, the linking page for its links (kept, duplicate or failed), the
+/// sitemap for the page only it lists.
+fn assert_vias(base: &str, kept: &[Value], dups: &[Value], errors: &[Value]) {
+    let home = format!("{base}/");
     let via_of = |lines: &[Value], path: &str| -> Value {
         let line = lines
             .iter()
@@ -182,26 +184,65 @@ fn page_lines_say_which_page_or_sitemap_led_to_them() {
             .cloned()
             .unwrap_or_else(|| panic!("no via in {line}"))
     };
-    let kept = dirs.kept();
-    assert_eq!(via_of(&kept, "/"), Value::Null, "the seed");
-    assert_eq!(
-        via_of(&kept, "/listed"),
-        json!(format!("{}/sitemap.xml", server.base()))
-    );
+    assert_eq!(via_of(kept, "/"), Value::Null, "the seed");
+    assert_eq!(via_of(kept, "/listed"), json!(format!("{base}/sitemap.xml")));
     // Of the two copies, whichever was judged first is kept.
-    let dups = dirs.duplicates();
     assert_eq!(dups.len(), 1, "{dups:?}");
     let (kept_copy, dropped) = if path_of(field(&dups[0], "url")) == "/a" {
         ("/copy", "/a")
     } else {
         ("/a", "/copy")
     };
-    assert_eq!(via_of(&kept, kept_copy), json!(home));
-    assert_eq!(via_of(&dups, dropped), json!(home));
-    let errors: Vec<Value> = dirs
-        .errors()
-        .into_iter()
+    assert_eq!(via_of(kept, kept_copy), json!(home));
+    assert_eq!(via_of(dups, dropped), json!(home));
+    let errors: Vec<Value> = errors
+        .iter()
         .filter(|e| field(e, "kind") != "listing")
+        .cloned()
         .collect();
     assert_eq!(via_of(&errors, "/missing"), json!(home));
+}
+
+/// Every page line names what led to its URL (`via`): `null` for the seed,
+/// the linking page for its links (kept, duplicate or failed), the sitemap
+/// for the pages only it lists.
+#[test]
+fn page_lines_say_which_page_or_sitemap_led_to_them() {
+    let server = via_site();
+    let home = format!("{}/", server.base());
+    let dir = tempdir("outputs");
+    let dirs = site_crawl(dir.path(), &home, 2, "");
+    dirs.run_ok(Duration::from_secs(60));
+    assert_vias(&server.base(), &dirs.kept(), &dirs.duplicates(), &dirs.errors());
+}
+
+/// The same `via` in a crawl shared by two workers through Redis: the
+/// shared frontier's entries carry what led to them (before, its lines
+/// left the field out).
+#[test]
+fn shared_workers_page_lines_say_which_page_or_sitemap_led_to_them() {
+    let Some(url) = crate::redis::redis_url("shared_workers_page_lines_say_via") else {
+        return;
+    };
+    let server = via_site();
+    let dir = tempdir("outputs-redis");
+    let s = crate::redis::Shared::new(
+        dir.path(),
+        &format!("{}/", server.base()),
+        &url,
+        &crate::redis::namespace("via"),
+        30_000,
+    );
+    let workers = ["v1", "v2"];
+    let mut children: Vec<_> = workers.iter().map(|w| s.spawn(w)).collect();
+    s.wait_ok(&mut children, &workers);
+    let (mut kept, mut dups, mut errors) = (Vec::new(), Vec::new(), Vec::new());
+    for (_, file, v) in s.lines(&workers) {
+        match file {
+            "kept" => kept.push(v),
+            "duplicates" => dups.push(v),
+            _ => errors.push(v),
+        }
+    }
+    assert_vias(&server.base(), &kept, &dups, &errors);
 }

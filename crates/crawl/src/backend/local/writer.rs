@@ -499,7 +499,6 @@ impl Writer {
             outputs: &mut self.outputs,
             stats: &mut self.cp.stats,
             write_text: self.write_text,
-            via: true,
         }
     }
 

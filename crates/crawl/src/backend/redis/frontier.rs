@@ -42,7 +42,8 @@
 //! An entry is `n ATTEMPTS DEPTH URL TOKEN` for a URL that still has to be
 //! claimed in the URL tier, or `c ATTEMPTS DEPTH URL` for one already
 //! claimed (requeued after a transient failure, or given back); see
-//! [`Claim`]. A sitemap or feed (`crate::listing`) is the same entry with
+//! [`Claim`]. Either may end with ` <VIA`: the page, sitemap or feed that
+//! led to the URL, which its page line names (`via`). A sitemap or feed (`crate::listing`) is the same entry with
 //! the flag `nl` / `cl` ([`encode_kind`]): one worker leases, fetches and
 //! acknowledges it, like a page, and its URL's claim in the URL tier is
 //! what keeps it from being read twice in a crawl (every worker offers
@@ -141,7 +142,7 @@ pub enum Claim {
 /// or `n ATTEMPTS DEPTH URL TOKEN` ([`Claim::Pending`]); a serialized URL
 /// has no spaces.
 pub fn encode_entry(claim: &Claim, attempts: u32, depth: u32, url: &Url) -> String {
-    encode_kind(claim, attempts, depth, url, None)
+    encode_kind(claim, attempts, depth, url, None, None)
 }
 
 /// [`encode_entry`] for a page (`listing` `None`) or a sitemap or feed
@@ -150,16 +151,35 @@ pub fn encode_entry(claim: &Claim, attempts: u32, depth: u32, url: &Url) -> Stri
 /// letter is the claim, so the `lease` script's reclaim (which rewrites
 /// that letter only) keeps the rest; a listing is leased, claimed,
 /// acknowledged and given back like a page.
-pub fn encode_kind(claim: &Claim, attempts: u32, depth: u32, url: &Url, listing: Option<u32>) -> String {
+///
+/// `via`, what led to the URL (`Entry::via`), ends the entry as ` <VIA`:
+/// a URL holds no space, a claim token never starts with `<`, and an entry
+/// without a token then has 4 spaces, which the `lease` script's reclaim
+/// reads as "has a token" and so leaves alone (only an `n` entry without
+/// a token, of versions before tokens, is rewritten there; `c` entries
+/// are held already).
+pub fn encode_kind(
+    claim: &Claim,
+    attempts: u32,
+    depth: u32,
+    url: &Url,
+    listing: Option<u32>,
+    via: Option<&str>,
+) -> String {
     let l = match listing {
         None => String::new(),
         Some(0) => "l".to_string(),
         Some(nest) => format!("l{nest}"),
     };
-    match claim {
+    let mut s = match claim {
         Claim::Held => format!("c{l} {attempts} {depth} {}", url.as_str()),
         Claim::Pending(token) => format!("n{l} {attempts} {depth} {} {token}", url.as_str()),
+    };
+    if let Some(via) = via.filter(|v| !v.is_empty() && !v.contains(char::is_whitespace)) {
+        s.push_str(" <");
+        s.push_str(via);
     }
+    s
 }
 
 /// `e` as stored again (given back, requeued), its claim now held.
@@ -170,6 +190,7 @@ pub fn encode_again(e: &Entry, attempts: u32) -> String {
         e.depth,
         &e.url,
         e.listing.then_some(e.nest),
+        e.via.as_deref(),
     )
 }
 
@@ -180,7 +201,14 @@ pub fn decode_entry(id: u64, s: &str) -> Option<(Claim, Entry)> {
     let attempts = parts.next()?.parse().ok()?;
     let depth = parts.next()?.parse().ok()?;
     let url = Url::parse(parts.next()?).ok()?;
-    let token = parts.next().unwrap_or("");
+    let mut token = "";
+    let mut via = None;
+    for field in parts.next().unwrap_or("").split(' ').filter(|f| !f.is_empty()) {
+        match field.strip_prefix('<') {
+            Some(v) => via = Some(v.to_string()),
+            None => token = field,
+        }
+    }
     let (flag, kind) = flag.split_at_checked(1)?;
     let (listing, nest) = match kind.strip_prefix('l') {
         Some("") => (true, 0),
@@ -204,7 +232,7 @@ pub fn decode_entry(id: u64, s: &str) -> Option<(Claim, Entry)> {
             revisit: None,
             listing,
             nest,
-            via: None,
+            via,
         },
     ))
 }
@@ -835,7 +863,7 @@ mod tests {
         assert!(!e.listing);
         // A sitemap or feed: the same, flagged; the lease script's reclaim
         // rewrites the first letter only, which keeps the flag.
-        let l = encode_kind(&Claim::Pending("ab.2".into()), 0, 3, &url, Some(0));
+        let l = encode_kind(&Claim::Pending("ab.2".into()), 0, 3, &url, Some(0), None);
         assert_eq!(l, "nl 0 3 http://example.com:8080/a?b=1%20c ab.2");
         let (claim, e) = decode_entry(7, &l).unwrap();
         assert_eq!(
@@ -850,6 +878,26 @@ mod tests {
         let nested = encode_again(&Entry { nest: 4, ..e.clone() }, 0);
         assert_eq!(nested, "cl4 0 3 http://example.com:8080/a?b=1%20c");
         assert_eq!(decode_entry(7, &nested).unwrap().1.nest, 4);
+        // What led to it rides at the end, with a token or without, and
+        // through a requeue; a reclaimed `c` entry with it is left alone
+        // by the lease script (4 spaces: "has a token").
+        let page = "http://example.com:8080/list?p=2";
+        let v = encode_kind(&Claim::Pending("ab.3".into()), 0, 2, &url, None, Some(page));
+        assert_eq!(v, format!("n 0 2 {} ab.3 <{page}", url.as_str()));
+        let (claim, e) = decode_entry(9, &v).unwrap();
+        assert_eq!(
+            (claim, e.via.as_deref()),
+            (Claim::Pending("ab.3".into()), Some(page))
+        );
+        let again = encode_again(&e, 1);
+        assert_eq!(again, format!("c 1 2 {} <{page}", url.as_str()));
+        assert_eq!(again.matches(' ').count(), 4);
+        let (claim, back) = decode_entry(9, &again).unwrap();
+        assert_eq!(
+            (claim, back.via.as_deref(), back.url),
+            (Claim::Held, Some(page), url.clone())
+        );
+        assert_eq!(decode_entry(9, &held).unwrap().1.via, None);
         assert!(decode_entry(1, "clx 0 0 http://a/").is_none());
         assert!(decode_entry(1, "cx 0 0 http://a/").is_none());
         assert!(decode_entry(1, "xl 0 0 http://a/").is_none());

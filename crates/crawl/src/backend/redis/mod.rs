@@ -1076,12 +1076,13 @@ impl RedisWriter {
     fn write_batch(&mut self, batch: &[Outcome], judged: &Judged, lost: &HashSet<u64>) -> Result<Written> {
         let mut releases = Vec::with_capacity(batch.len());
         let mut requeued = 0u64;
-        let mut links: Vec<(Candidate, u32)> = Vec::new();
+        // Each with what led to it (`Entry::via`: `None` for none known).
+        let mut links: Vec<(Candidate, u32, Option<String>)> = Vec::new();
         // Sitemaps and feeds to read (a page's, or an index's: only the
         // latter count as `listed`, as in the local mode), and the pages
         // listings gave (counted as `listed` when new).
-        let mut listing_links: Vec<(Candidate, u32, Found)> = Vec::new();
-        let mut listed_links: Vec<(Candidate, u32)> = Vec::new();
+        let mut listing_links: Vec<(Candidate, u32, Found, Option<String>)> = Vec::new();
+        let mut listed_links: Vec<(Candidate, u32, Option<String>)> = Vec::new();
         let mut notes: Vec<frontier::LearnOp> = Vec::new();
         let mut delays: BTreeMap<String, u64> = BTreeMap::new();
         let mut page_no = 0;
@@ -1181,7 +1182,7 @@ impl RedisWriter {
                                     &hints.stored(c.url().as_str()),
                                 ));
                             }
-                            listed_links.push((c.clone(), entry.depth + 1));
+                            listed_links.push((c.clone(), entry.depth + 1, Some(entry.url.to_string())));
                         }
                     }
                     // Deeper than the bound: not read, and said in the
@@ -1190,11 +1191,14 @@ impl RedisWriter {
                     if self.listing_bounds.too_deep(nest) {
                         self.state.stats.listings_skipped += listings.len() as u64;
                     } else {
-                        listing_links.extend(
-                            listings
-                                .iter()
-                                .map(|c| (c.clone(), entry.depth, Found::ListedListing(nest))),
-                        );
+                        listing_links.extend(listings.iter().map(|c| {
+                            (
+                                c.clone(),
+                                entry.depth,
+                                Found::ListedListing(nest),
+                                Some(entry.url.to_string()),
+                            )
+                        }));
                     }
                     for p in problems {
                         self.recorder()
@@ -1212,10 +1216,7 @@ impl RedisWriter {
                     let again = match folded {
                         None => {
                             self.state.stats.dust_restored += 1;
-                            Some((
-                                encode_entry(&Claim::Held, entry.attempts, entry.depth, &entry.url),
-                                0,
-                            ))
+                            Some((encode_again(entry, entry.attempts), 0))
                         }
                         Some((fold, by)) => {
                             self.state.stats.dust_rewritten += 1;
@@ -1228,7 +1229,7 @@ impl RedisWriter {
                             if let Fold::Rewritten(to) = fold
                                 && let Some(c) = Candidate::new(self.deduper.canonicalizer(), to)
                             {
-                                links.push((c, entry.depth));
+                                links.push((c, entry.depth, entry.via.clone()));
                             }
                             None
                         }
@@ -1258,11 +1259,14 @@ impl RedisWriter {
                         // Its host's sitemaps (the first page of the host
                         // this worker fetched) and the feeds it announces,
                         // at its own depth: their pages come one deeper.
-                        listing_links.extend(
-                            p.listings
-                                .iter()
-                                .map(|c| (c.clone(), p.entry.depth, Found::Listing)),
-                        );
+                        listing_links.extend(p.listings.iter().map(|c| {
+                            (
+                                c.clone(),
+                                p.entry.depth,
+                                Found::Listing,
+                                Some(p.entry.url.to_string()),
+                            )
+                        }));
                     }
                     for (at, problem) in &p.listing_problems {
                         self.recorder()
@@ -1279,23 +1283,27 @@ impl RedisWriter {
         let mut fresh_links = Vec::new();
         let tagged = links
             .into_iter()
-            .map(|(c, d)| (c, d, Found::Link))
-            .chain(listed_links.into_iter().map(|(c, d)| (c, d, Found::Listed)))
+            .map(|(c, d, via)| (c, d, Found::Link, via))
+            .chain(
+                listed_links
+                    .into_iter()
+                    .map(|(c, d, via)| (c, d, Found::Listed, via)),
+            )
             .chain(listing_links);
-        for (c, depth, found) in tagged {
+        for (c, depth, found, via) in tagged {
             if here.insert(c.canonical().digest()) {
-                fresh_links.push((c, depth, found));
+                fresh_links.push((c, depth, found, via));
             } else if !found.is_listing() {
                 self.state.stats.verdicts.dup_url += 1;
             }
         }
-        let candidates: Vec<Candidate> = fresh_links.iter().map(|(c, _, _)| c.clone()).collect();
+        let candidates: Vec<Candidate> = fresh_links.iter().map(|(c, _, _, _)| c.clone()).collect();
         let d = self.deduper.clone();
         let new = retry("check links against the URL tier", self.frontier.url(), || {
             unseen(&d, &candidates)
         })?;
         let mut queued = Vec::new();
-        for ((c, depth, found), is_new) in fresh_links.into_iter().zip(new) {
+        for ((c, depth, found, via), is_new) in fresh_links.into_iter().zip(new) {
             if is_new {
                 queued.push((
                     host_key(c.url()),
@@ -1305,6 +1313,7 @@ impl RedisWriter {
                         depth,
                         c.url(),
                         found.nest(),
+                        via.as_deref(),
                     ),
                 ));
                 if matches!(found, Found::Listed | Found::ListedListing(_)) {
@@ -1327,13 +1336,18 @@ impl RedisWriter {
     /// link into a duplicate URL space under the URL it is rewritten to,
     /// recorded with the rules that made it; one whose page is known is
     /// dropped as a URL-tier copy).
-    fn fold_links(&mut self, p: &PageResult, links: &mut Vec<(Candidate, u32)>) -> Result<()> {
+    fn fold_links(
+        &mut self,
+        p: &PageResult,
+        links: &mut Vec<(Candidate, u32, Option<String>)>,
+    ) -> Result<()> {
         let depth = p.entry.depth + 1;
+        let via = || Some(p.entry.url.to_string());
         let dust = self.dust.clone();
         let dust = dust.lock();
         for link in &p.links {
             let Some((fold, by)) = dust.fold_by(link.url()) else {
-                links.push((link.clone(), depth));
+                links.push((link.clone(), depth, via()));
                 continue;
             };
             self.state.stats.dust_links_rewritten += 1;
@@ -1346,7 +1360,7 @@ impl RedisWriter {
                     .record_duplicate(simcrawl_dedup::Tier::Url),
                 Fold::Rewritten(u) => {
                     if let Some(c) = Candidate::new(self.deduper.canonicalizer(), u) {
-                        links.push((c, depth));
+                        links.push((c, depth, via()));
                     }
                 }
             }
@@ -1411,7 +1425,6 @@ impl RedisWriter {
             outputs: &mut self.outputs,
             stats: &mut self.state.stats,
             write_text: self.write_text,
-            via: false,
         }
     }
 
