@@ -213,6 +213,7 @@ pub fn run(cfg: &Config, url: &str) -> Result<Report> {
         listing: false,
         nest: 0,
         via: None,
+        waited: false,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

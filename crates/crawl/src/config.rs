@@ -174,6 +174,9 @@ pub struct CrawlConfig {
     /// Off by default: normalizing is for comparing, the outputs carry the
     /// page as written, and a second copy of every text doubles the file.
     pub write_normalized: bool,
+    /// Keep the copy a page declares canonical (`crate::canonical`): a
+    /// page naming another URL waits once behind it.
+    pub canonical_first: bool,
     /// Serve Prometheus-format counters on this address (e.g.
     /// "127.0.0.1:9898"); empty: off.
     pub metrics: String,
@@ -218,6 +221,7 @@ impl Default for CrawlConfig {
             concurrency: 64,
             write_text: true,
             write_normalized: false,
+            canonical_first: true,
             metrics: String::new(),
             languages: Vec::new(),
             sitemaps: true,

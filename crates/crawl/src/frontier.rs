@@ -38,6 +38,9 @@ pub struct Entry {
     /// `via` on every line of the URL. `None`: a seed, a revisit, a URL put
     /// back by a withdrawn rewrite rule.
     pub via: Option<String>,
+    /// Put back once behind the canonical URL its page declared
+    /// (`crate::canonical`): judged at this fetch, whatever it declares.
+    pub waited: bool,
 }
 
 /// What a revisit entry carries: the validators its page's last fetch

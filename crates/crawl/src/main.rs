@@ -5,6 +5,7 @@
 mod backend;
 mod batch;
 mod bench;
+mod canonical;
 mod check;
 mod config;
 mod daemon;

@@ -35,6 +35,11 @@ pub struct Stats {
     /// (not counted as fetched).
     #[serde(default)]
     pub requeued: u64,
+    /// Pages put back once behind the canonical URL they declared
+    /// (`crate::canonical`), judged at their second fetch (not counted as
+    /// fetched at their first).
+    #[serde(default)]
+    pub canonical_waits: u64,
     /// Hosts whose politeness state and cached robots.txt the fetcher
     /// evicted (`fetch.max_hosts` reached).
     #[serde(default)]

@@ -156,6 +156,10 @@ pub struct Fetched {
     pub head: Option<Box<ResponseHead>>,
     /// The final response's validators, for a later conditional request.
     pub validators: Validators,
+    /// The final response's `Link` header values, as sent: a crawler reads
+    /// the page's declared canonical there (`rel="canonical"`) as in its
+    /// HTML.
+    pub link: Vec<String>,
 }
 
 /// What a server said identifies the version of a page it sent (`ETag`,
@@ -202,6 +206,7 @@ enum Outcome {
         /// When recording.
         head: Option<Box<ResponseHead>>,
         validators: Validators,
+        link: Vec<String>,
     },
     Redirect {
         location: String,
@@ -636,6 +641,7 @@ impl Fetcher {
                     budget,
                     head,
                     validators,
+                    link,
                 } => {
                     debug!(url = %url, final_url = %current, status, bytes = body.len(), truncated, "fetched");
                     return Ok(Fetched {
@@ -651,6 +657,7 @@ impl Fetcher {
                         budget,
                         head,
                         validators,
+                        link,
                     });
                 }
                 Outcome::Redirect { location } => {
@@ -1081,6 +1088,7 @@ impl Fetcher {
                     budget: BodyBudget::default(),
                     head: head.map(Box::new),
                     validators,
+                    link: Vec::new(),
                 });
             }
             if matches!(status, 301 | 302 | 303 | 307 | 308)
@@ -1123,6 +1131,12 @@ impl Fetcher {
                 ));
             }
             let validators = Validators::of(resp.headers());
+            let link: Vec<String> = resp
+                .headers()
+                .get_all(reqwest::header::LINK)
+                .iter()
+                .filter_map(|v| v.to_str().ok().map(str::to_string))
+                .collect();
             let (body, truncated, budget) =
                 read_body(&mut resp, url, &limits).await.map_err(|e| (e, None))?;
             Ok(Outcome::Page {
@@ -1133,6 +1147,7 @@ impl Fetcher {
                 budget,
                 head: head.map(Box::new),
                 validators,
+                link,
             })
         };
         // The deadline moves by the time the body waited for its share of

@@ -183,6 +183,7 @@ pub(crate) fn page_stages(
         parse_slots,
         dust,
         retry_waits: crate::progress::RetryWaits::default(),
+        canonicals: Arc::new(crate::canonical::Canonicals::new(cfg.crawl.canonical_first)),
     }))
 }
 

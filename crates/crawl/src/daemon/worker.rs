@@ -155,6 +155,10 @@ pub struct PageResult {
     /// Its language is not one of `crawl.languages`: not judged (a line in
     /// errors.jsonl), its links followed.
     pub filtered_lang: bool,
+    /// The canonical URL the page declared, when it must be fetched and
+    /// judged first (`crate::canonical`): the writer puts this entry back
+    /// behind it instead of judging the page.
+    pub wait_for: Option<Candidate>,
 }
 
 /// A page's title and text as the tiers compared them
@@ -320,6 +324,9 @@ pub struct PageStages {
     /// The URLs waiting to be retried (recorded by the writer), for the
     /// progress line.
     pub retry_waits: crate::progress::RetryWaits,
+    /// Declared canonicals: which pages wait behind theirs
+    /// (`crate::canonical`); the writer tells it what became of them.
+    pub canonicals: Arc<crate::canonical::Canonicals>,
 }
 
 fn now_secs() -> u64 {
@@ -771,6 +778,22 @@ fn clean_and_sign(
         exchanges,
     };
     let url_key = crate::revisit::url_key(&stages.canon, &entry.url);
+    // What the page says its canonical URL is: its HTML, else its Link
+    // header.
+    let declared = page.canonical.clone().or_else(|| {
+        fetched.link.iter().find_map(|v| {
+            crate::canonical::from_link_header(v, &fetched.final_url)
+                .into_iter()
+                .next()
+        })
+    });
+    let wait_for = stages.canonicals.wait_for(
+        &entry,
+        &fetched.final_url,
+        declared.as_ref(),
+        &stages.canon,
+        &stages.scope,
+    );
     // The outputs show the page as written; its normalized text served the
     // signature and the language and is dropped here, unless asked for.
     let normalized = stages.write_normalized.then(|| {
@@ -802,6 +825,7 @@ fn clean_and_sign(
         lang,
         filtered_lang,
         url_key,
+        wait_for,
     }))
 }
 

@@ -35,6 +35,8 @@ pub enum Reply {
     Redirect { status: u16, location: String },
     /// Keep the connection open and never answer.
     Hang,
+    /// An HTML page with one more header line (`name: value`, no CRLF).
+    HtmlWithHeader { header: String, body: String },
 }
 
 impl Reply {
@@ -177,6 +179,11 @@ fn serve(conn: TcpStream, s: &Shared) {
                 content_type,
                 body,
             } => (status, format!("content-type: {content_type}\r\n"), body),
+            Reply::HtmlWithHeader { header, body } => (
+                200,
+                format!("{header}\r\ncontent-type: text/html; charset=utf-8\r\n"),
+                body,
+            ),
             Reply::Redirect { status, location } => (
                 status,
                 format!("location: {location}\r\ncontent-type: text/plain\r\n"),

@@ -32,7 +32,9 @@ use crate::frontier::{Candidate, Entry, now_ms};
 /// (u32 LE) of the referrer's URL + that URL, or, when the referrer has the
 /// entry's origin (most links), [`SAME_ORIGIN_VIA_MARK`] + the length + the
 /// referrer's path and query only: a few dozen bytes per queued URL. Entries
-/// stored before `via` existed have no such prefix and read as before.
+/// stored before `via` existed have no such prefix and read as before. An
+/// entry put back behind its page's declared canonical (`Entry::waited`)
+/// has [`WAITED_MARK`] right after its depth, before all of that.
 pub const FRONTIER: TableDefinition<u64, &[u8]> = TableDefinition::new("crawl_frontier");
 
 const RETRY_MARK: u8 = 0xFF;
@@ -46,6 +48,9 @@ const VIA_MARK: u8 = 0xFB;
 /// The referrer's path and query before the rest of the entry: its origin
 /// is the entry's.
 const SAME_ORIGIN_VIA_MARK: u8 = 0xFA;
+/// Before all of the above: the entry was put back once behind the
+/// canonical URL its page declared (`Entry::waited`).
+const WAITED_MARK: u8 = 0xF9;
 
 /// Sitemaps and feeds queued per host (`crawl.max_listings_per_host`):
 /// host key -> count, all runs together.
@@ -60,6 +65,15 @@ fn encode(depth: u32, url: &Url) -> Vec<u8> {
 /// `entry` in its shortest form (see [`FRONTIER`]): the plain one when it
 /// has no attempts, wait, revisit or listing, its referrer (if any) first.
 fn encode_entry(e: &Entry) -> Vec<u8> {
+    let mut v = encode_unwaited(e);
+    if e.waited && v.len() >= 4 {
+        v.insert(4, WAITED_MARK);
+    }
+    v
+}
+
+/// [`encode_entry`] but for [`WAITED_MARK`].
+fn encode_unwaited(e: &Entry) -> Vec<u8> {
     let plain = e.attempts == 0 && e.not_before_ms == 0 && e.revisit.is_none() && !e.listing;
     let body = if plain {
         encode(e.depth, &e.url)
@@ -88,6 +102,18 @@ fn encode_entry(e: &Entry) -> Vec<u8> {
 
 /// An entry with its referrer (see [`FRONTIER`]), or as stored without.
 fn decode(seq: u64, bytes: &[u8]) -> Option<Entry> {
+    if bytes.get(4) == Some(&WAITED_MARK) {
+        let mut rest = bytes.get(..4)?.to_vec();
+        rest.extend_from_slice(bytes.get(5..)?);
+        let mut e = decode_unwaited(seq, &rest)?;
+        e.waited = true;
+        return Some(e);
+    }
+    decode_unwaited(seq, bytes)
+}
+
+/// [`decode`] of an entry without [`WAITED_MARK`].
+fn decode_unwaited(seq: u64, bytes: &[u8]) -> Option<Entry> {
     let mark = bytes.get(4).copied();
     if !matches!(mark, Some(VIA_MARK | SAME_ORIGIN_VIA_MARK)) {
         return decode_body(seq, bytes);
@@ -168,6 +194,7 @@ fn decode_body(seq: u64, bytes: &[u8]) -> Option<Entry> {
         listing: matches!(mark, Some(LISTING_MARK | NESTED_LISTING_MARK)),
         nest,
         via: None,
+        waited: false,
     })
 }
 
@@ -351,6 +378,25 @@ pub fn requeue(
     append(frontier, next_seq, &again)
 }
 
+/// Puts `entry` back at the end of the frontier, behind the canonical URL
+/// its page declared (`crate::canonical`), not before
+/// [`crate::canonical::WAIT_MS`], to be judged at its next fetch whatever
+/// it declares then. Not an attempt: its attempts stay. The
+/// caller removes the old entry in the same transaction.
+pub fn wait_behind_canonical(
+    frontier: &mut Table<'_, u64, &'static [u8]>,
+    next_seq: &mut u64,
+    entry: &Entry,
+) -> simcrawl_dedup::Result<()> {
+    let again = Entry {
+        seq: *next_seq,
+        not_before_ms: crate::frontier::now_ms().saturating_add(crate::canonical::WAIT_MS),
+        waited: true,
+        ..entry.clone()
+    };
+    append(frontier, next_seq, &again)
+}
+
 /// A page entry of `url` at `depth` under `seq`, never tried, due at once,
 /// found by no page: what the kinds of entry start from.
 fn fresh(seq: u64, url: &Url, depth: u32) -> Entry {
@@ -364,6 +410,7 @@ fn fresh(seq: u64, url: &Url, depth: u32) -> Entry {
         listing: false,
         nest: 0,
         via: None,
+        waited: false,
     }
 }
 
@@ -640,9 +687,22 @@ mod tests {
                 revisit: Some(Box::default()),
                 ..same.clone()
             },
+            // Put back behind its canonical: with and without a referrer,
+            // plain or with attempts and a due time.
+            Entry {
+                waited: true,
+                ..old.clone()
+            },
+            Entry {
+                waited: true,
+                attempts: 1,
+                not_before_ms: 7,
+                ..same.clone()
+            },
         ] {
             assert_eq!(decode(3, &encode_entry(&e)), Some(e));
         }
+        assert!(!decode(3, &encode_entry(&same)).unwrap().waited);
         // A torn prefix is unreadable, not misread.
         assert_eq!(decode(3, &[1, 0, 0, 0, VIA_MARK, 200, 0, 0, 0, b'x']), None);
     }
@@ -661,6 +721,7 @@ mod tests {
             listing: false,
             nest: 0,
             via: None,
+            waited: false,
         };
         let now = Entry {
             seq: 1,
@@ -689,6 +750,7 @@ mod tests {
                 listing: false,
                 nest: 0,
                 via: None,
+                waited: false,
             },
         )
     }

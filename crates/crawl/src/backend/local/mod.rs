@@ -186,6 +186,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<R
     )
     .with_dust(dust)
     .with_retry_waits(stages.retry_waits.clone())
+    .with_canonicals(stages.canonicals.clone())
     .with_revisits(cfg.revisit.clone(), visits == Visits::Forever);
     let source = LocalSource {
         window: Window::default(),

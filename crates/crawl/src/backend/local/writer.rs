@@ -90,6 +90,9 @@ pub struct Writer {
     requeues: Requeues,
     /// The URLs waiting to be retried, for the progress line.
     retry_waits: RetryWaits,
+    /// Declared canonicals (`crate::canonical`), told what became of the
+    /// pages that waited behind theirs.
+    canonicals: Arc<crate::canonical::Canonicals>,
     /// For `hosts_evicted`: the fetcher's count this run, added to the
     /// count of earlier runs.
     fetcher: simcrawl_fetch::Fetcher,
@@ -141,6 +144,7 @@ impl Writer {
             not_durable: false,
             requeues: Requeues::of(cfg),
             retry_waits: RetryWaits::default(),
+            canonicals: Arc::default(),
             fetcher,
             templates,
             dust: Arc::default(),
@@ -191,6 +195,13 @@ impl Writer {
     /// (read by the progress line).
     pub fn with_retry_waits(mut self, waits: RetryWaits) -> Writer {
         self.retry_waits = waits;
+        self
+    }
+
+    /// The page tasks' declared canonicals, told which pages put back
+    /// behind theirs were kept.
+    pub fn with_canonicals(mut self, canonicals: Arc<crate::canonical::Canonicals>) -> Writer {
+        self.canonicals = canonicals;
         self
     }
 
@@ -367,6 +378,13 @@ impl Writer {
                             added += 1;
                         }
                     }
+                    Outcome::Page(p)
+                        if let Some(c) = &p.wait_for
+                            && !judged_before(&deduper, &sched, c)? =>
+                    {
+                        added += self.wait_behind(&deduper, tables, &mut fr, p, c)?;
+                        requeued += 1;
+                    }
                     Outcome::Page(p) => {
                         self.recorder().fetched(p).map_err(state::caller_err)?;
                         added += if p.entry.revisit.is_some() {
@@ -417,6 +435,41 @@ impl Writer {
             added,
             requeued,
         })
+    }
+
+    /// The pages waiting behind `p`'s URL learn whether they copy it.
+    fn tell_canonicals(&self, deduper: &Tiers, p: &PageResult) {
+        if let Ok(c) = deduper.canonicalizer().from_url(p.entry.url.clone()) {
+            self.canonicals.fetched(c.digest(), &p.sig);
+        }
+    }
+
+    /// The page `p` waits behind the canonical `c` it declared
+    /// (`crate::canonical`): `c` is queued unless the URL tier knows it, and
+    /// `p`'s entry goes back to the end of the frontier, judged at its next
+    /// fetch. No line: the page is not judged yet. Returns the entries added.
+    fn wait_behind(
+        &mut self,
+        deduper: &Tiers,
+        tables: &mut dyn simcrawl_dedup::Tables,
+        fr: &mut redb::Table<'_, u64, &'static [u8]>,
+        p: &PageResult,
+        c: &Candidate,
+    ) -> simcrawl_dedup::Result<u64> {
+        self.dust.lock().probe_done(&p.entry.url, false);
+        self.tell_canonicals(deduper, p);
+        self.canonicals.waits(&p.entry, &p.sig, c);
+        let queued = frontier::enqueue(
+            deduper,
+            tables,
+            fr,
+            &mut self.cp.next_seq,
+            c,
+            (p.entry.depth, Some(p.entry.url.as_str())),
+        )?;
+        frontier::wait_behind_canonical(fr, &mut self.cp.next_seq, &p.entry)?;
+        self.cp.stats.canonical_waits += 1;
+        Ok(1 + u64::from(queued))
     }
 
     /// Puts back in the frontier, under their own URL, the URLs recorded
@@ -564,9 +617,9 @@ impl Writer {
                 _ => {} // non_exhaustive in simcrawl-dedup
             }
         }
-        self.dust
-            .lock()
-            .probe_done(&p.entry.url, matches!(verdict, Some(Verdict::Unique { .. })));
+        let kept = matches!(verdict, Some(Verdict::Unique { .. }));
+        self.dust.lock().probe_done(&p.entry.url, kept);
+        self.tell_canonicals(deduper, p);
         for (at, problem) in &p.listing_problems {
             self.recorder()
                 .listing_problem(at, Some(p.entry.url.as_str()), problem)
@@ -957,5 +1010,15 @@ impl Commits for Writer {
     }
     fn tick(&mut self) -> Result<u64> {
         self.move_due()
+    }
+}
+
+/// Whether the page at `c` was judged already in this crawl (its record
+/// is in the revisit schedule): a page declaring it canonical is then
+/// judged at once, against it, instead of waiting behind it.
+fn judged_before(deduper: &Tiers, sched: &Schedule<'_>, c: &Candidate) -> simcrawl_dedup::Result<bool> {
+    match url_key(deduper.canonicalizer(), c.url()) {
+        Some(key) => Ok(sched.get(key)?.is_some()),
+        None => Ok(false),
     }
 }

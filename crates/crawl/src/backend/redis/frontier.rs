@@ -42,7 +42,8 @@
 //! An entry is `n ATTEMPTS DEPTH URL TOKEN` for a URL that still has to be
 //! claimed in the URL tier, or `c ATTEMPTS DEPTH URL` for one already
 //! claimed (requeued after a transient failure, or given back); see
-//! [`Claim`]. Either may end with ` <VIA`: the page, sitemap or feed that
+//! [`Claim`]. A page entry put back once behind the canonical URL its page
+//! declared has the flag `ck` (`Entry::waited`). Either may end with ` <VIA`: the page, sitemap or feed that
 //! led to the URL, which its page line names (`via`). A sitemap or feed (`crate::listing`) is the same entry with
 //! the flag `nl` / `cl` ([`encode_kind`]): one worker leases, fetches and
 //! acknowledges it, like a page, and its URL's claim in the URL tier is
@@ -184,14 +185,20 @@ pub fn encode_kind(
 
 /// `e` as stored again (given back, requeued), its claim now held.
 pub fn encode_again(e: &Entry, attempts: u32) -> String {
-    encode_kind(
+    let s = encode_kind(
         &Claim::Held,
         attempts,
         e.depth,
         &e.url,
         e.listing.then_some(e.nest),
         e.via.as_deref(),
-    )
+    );
+    if e.waited {
+        // `ck`: the flag's first letter stays the claim (see `encode_kind`).
+        format!("ck{}", &s[1..])
+    } else {
+        s
+    }
 }
 
 /// A leased entry: its claim, and the entry (its `seq` is the lease id).
@@ -210,6 +217,11 @@ pub fn decode_entry(id: u64, s: &str) -> Option<(Claim, Entry)> {
         }
     }
     let (flag, kind) = flag.split_at_checked(1)?;
+    // `k`: put back once behind its page's declared canonical.
+    let (waited, kind) = match kind.strip_prefix('k') {
+        Some(rest) => (true, rest),
+        None => (false, kind),
+    };
     let (listing, nest) = match kind.strip_prefix('l') {
         Some("") => (true, 0),
         Some(n) => (true, n.parse().ok()?),
@@ -233,6 +245,7 @@ pub fn decode_entry(id: u64, s: &str) -> Option<(Claim, Entry)> {
             listing,
             nest,
             via,
+            waited,
         },
     ))
 }
@@ -894,10 +907,26 @@ mod tests {
         assert_eq!(again.matches(' ').count(), 4);
         let (claim, back) = decode_entry(9, &again).unwrap();
         assert_eq!(
-            (claim, back.via.as_deref(), back.url),
+            (claim, back.via.as_deref(), back.url.clone()),
             (Claim::Held, Some(page), url.clone())
         );
         assert_eq!(decode_entry(9, &held).unwrap().1.via, None);
+        // Put back behind its canonical: `ck`, through a requeue and a
+        // reclaim (which rewrites the first letter only).
+        let waited = encode_again(
+            &Entry {
+                waited: true,
+                ..back.clone()
+            },
+            0,
+        );
+        assert_eq!(waited, format!("ck 0 2 {} <{page}", url.as_str()));
+        let (claim, w) = decode_entry(9, &waited).unwrap();
+        assert_eq!(
+            (claim, w.waited, w.listing, w.via.as_deref()),
+            (Claim::Held, true, false, Some(page))
+        );
+        assert!(!back.waited);
         assert!(decode_entry(1, "clx 0 0 http://a/").is_none());
         assert!(decode_entry(1, "cx 0 0 http://a/").is_none());
         assert!(decode_entry(1, "xl 0 0 http://a/").is_none());

@@ -320,6 +320,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Run> {
         write_text: cfg.crawl.write_text,
         requeues: Requeues::of(&cfg.crawl),
         retry_waits: stages.retry_waits.clone(),
+        canonicals: stages.canonicals.clone(),
         cap,
         shared: shared_stats.clone(),
         fetcher: stages.fetcher.clone(),
@@ -863,6 +864,9 @@ struct RedisWriter {
     requeues: Requeues,
     /// The URLs waiting to be retried, for the progress line.
     retry_waits: crate::progress::RetryWaits,
+    /// Declared canonicals (`crate::canonical`), told what became of the
+    /// pages that waited behind theirs.
+    canonicals: Arc<crate::canonical::Canonicals>,
     cap: usize,
     shared: Arc<Mutex<Stats>>,
     fetcher: simcrawl_fetch::Fetcher,
@@ -1010,8 +1014,11 @@ impl RedisWriter {
 struct Judged<'a> {
     /// The page's final URL was already known (a URL-tier duplicate).
     redirected: &'a [bool],
-    /// `None`: not judged (redirected, or noindex).
+    /// `None`: not judged (redirected, noindex, or waiting).
     verdicts: &'a [Option<Verdict>],
+    /// Put back behind the canonical URL it declared
+    /// (`crate::canonical`), not judged at this fetch.
+    waiting: &'a [bool],
 }
 
 /// What [`RedisWriter::write_batch`] hands to the ack.
@@ -1240,6 +1247,24 @@ impl RedisWriter {
                         uncount: true,
                     });
                 }
+                Outcome::Page(p) if judged.waiting[page_no - 1] => {
+                    // Back behind the canonical it declared, which is
+                    // queued unless the URL tier knows it: no line yet.
+                    let again = Entry {
+                        waited: true,
+                        ..p.entry.clone()
+                    };
+                    releases.push(Release {
+                        lease: p.entry.seq,
+                        again: Some((encode_again(&again, again.attempts), crate::canonical::WAIT_MS)),
+                        uncount: true,
+                    });
+                    if let Some(c) = &p.wait_for {
+                        links.push((c.clone(), p.entry.depth, Some(p.entry.url.to_string())));
+                    }
+                    self.state.stats.canonical_waits += 1;
+                    requeued += 1;
+                }
                 Outcome::Page(p) => {
                     let i = page_no - 1;
                     releases.push(Release {
@@ -1456,8 +1481,13 @@ impl Commits for RedisWriter {
             .map(|p| p.redirect_target(self.deduper.canonicalizer()))
             .collect();
         let redirected = self.redirects_seen(&targets)?;
+        // The shared mode keeps no page records to tell a canonical judged
+        // already: a page declaring another URL waits behind it once.
+        let waiting: Vec<bool> = (0..pages.len())
+            .map(|i| !redirected[i] && pages[i].wait_for.is_some())
+            .collect();
         let judged: Vec<usize> = (0..pages.len())
-            .filter(|&i| !redirected[i] && !pages[i].noindex && !pages[i].filtered_lang)
+            .filter(|&i| !redirected[i] && !waiting[i] && !pages[i].noindex && !pages[i].filtered_lang)
             .collect();
         let sigs: Vec<Signature> = judged.iter().map(|&i| pages[i].sig.clone()).collect();
         let d = self.deduper.clone();
@@ -1469,8 +1499,17 @@ impl Commits for RedisWriter {
             verdict_of[i] = Some(v);
         }
         for (i, p) in pages.iter().enumerate() {
-            if redirected[i] {
+            // The pages waiting behind this URL learn whether they copy it.
+            if !redirected[i]
+                && let Ok(c) = self.deduper.canonicalizer().from_url(p.entry.url.clone())
+            {
+                self.canonicals.fetched(c.digest(), &p.sig);
+            }
+            if redirected[i] || waiting[i] {
                 self.dust.lock().probe_done(&p.entry.url, false);
+                if let Some(c) = p.wait_for.as_ref().filter(|_| waiting[i]) {
+                    self.canonicals.waits(&p.entry, &p.sig, c);
+                }
                 continue;
             }
             self.templates.observe(host_of(&p.final_url), &p.own_text);
@@ -1482,10 +1521,9 @@ impl Commits for RedisWriter {
                 Some(Verdict::Duplicate(d)) => dust.observe_duplicate(&p.entry.url, &d.of),
                 _ => {} // non_exhaustive in simcrawl-dedup
             }
-            dust.probe_done(
-                &p.entry.url,
-                matches!(verdict_of[i], Some(Verdict::Unique { .. })),
-            );
+            let kept = matches!(verdict_of[i], Some(Verdict::Unique { .. }));
+            dust.probe_done(&p.entry.url, kept);
+            drop(dust);
         }
         for o in &batch {
             if let Outcome::Failed { entry, .. } = o {
@@ -1495,6 +1533,7 @@ impl Commits for RedisWriter {
         let judged = Judged {
             redirected: &redirected,
             verdicts: &verdict_of,
+            waiting: &waiting,
         };
         // 2-4, again without the pages of leases found taken back.
         let before = self.state.stats.clone();
@@ -1585,8 +1624,8 @@ impl Commits for RedisWriter {
             let kept_targets: Vec<(String, CanonicalUrl)> = pages
                 .iter()
                 .zip(&targets)
-                .zip(&redirected)
-                .filter(|((p, _), r)| !**r && !lost.contains(&p.entry.seq))
+                .zip(redirected.iter().zip(&waiting).map(|(r, w)| *r || *w))
+                .filter(|((p, _), skip)| !*skip && !lost.contains(&p.entry.seq))
                 .filter_map(|((_, t), _)| t.clone())
                 .collect();
             self.record_targets(&kept_targets)?;
@@ -1692,6 +1731,7 @@ mod tests {
                 listing: false,
                 nest: 0,
                 via: None,
+                waited: false,
             };
             (e, token.to_string())
         };
