@@ -69,13 +69,17 @@ pub struct Recorded {
 }
 
 /// The last line about `url` in the crawl's kept.jsonl or
-/// duplicates.jsonl under `out_dir` (a crawl writes one per verdict; a
-/// revisit may write another, and the last is the one in force).
-fn recorded(out_dir: &std::path::Path, url: &str) -> Option<Recorded> {
+/// duplicates.jsonl under `out_dirs` (a crawl writes one per verdict; a
+/// revisit may write another, and the last is the one in force; a shared
+/// crawl's workers each write under their own folder, and a page has one
+/// line in one of them).
+fn recorded(out_dirs: &[std::path::PathBuf], url: &str) -> Option<Recorded> {
     use std::io::BufRead;
     let mut found = None;
-    for (name, kind) in [("kept.jsonl", "kept"), ("duplicates.jsonl", "duplicate")] {
-        let path = out_dir.join(name);
+    let files = out_dirs.iter().flat_map(|dir| {
+        [("kept.jsonl", "kept"), ("duplicates.jsonl", "duplicate")].map(|(name, kind)| (dir.join(name), kind))
+    });
+    for (path, kind) in files {
         let Ok(file) = std::fs::File::open(&path) else {
             continue;
         };
@@ -127,14 +131,19 @@ pub struct VerdictLine {
     pub reason: String,
 }
 
-/// Runs `crawl check URL` against the crawl state in `cfg.store.data_dir`.
+/// Runs `crawl check URL` against the crawl state in `cfg.store.data_dir`,
+/// or, with `--redis`, against the crawl shared in Redis (its tiers, its
+/// learnt templates and rules, its workers' outputs under `--out`).
 pub fn run(cfg: &Config, url: &str) -> Result<Report> {
     let url = Url::parse(url).with_context(|| format!("{url:?} is not a URL"))?;
+    if !cfg.redis.url.is_empty() {
+        return run_shared(cfg, url);
+    }
     let data_dir = &cfg.store.data_dir;
     let db_path = data_dir.join("index.redb");
     if !db_path.exists() {
         bail!(
-            "no crawl state in {} (index.redb): give the --data-dir of a crawl",
+            "no crawl state in {} (index.redb): give the --data-dir of a crawl, or the --redis of a shared one",
             data_dir.display()
         );
     }
@@ -164,16 +173,6 @@ pub fn run(cfg: &Config, url: &str) -> Result<Report> {
             .map_err(|e| crate::backend::local::job::explain_refusal(e, job.as_ref(), cfg))?,
     );
     let canon = deduper.canonicalizer().clone();
-    let canonical = canon
-        .from_url(url.clone())
-        .map_err(|e| anyhow::anyhow!("{url} has no canonical form: {e}"))?;
-    let digest = canonical.digest();
-    let url_seen = {
-        use simcrawl_dedup::Store;
-        let key = u128::from_be_bytes(digest);
-        deduper.store().read(|t| Ok(t.url(key)?.is_some()))?
-    };
-    let recorded = recorded(&cfg.crawl.out_dir, url.as_str());
     let (templates, dust) =
         crate::backend::local::learn::with_snapshot(deduper.store().database(), |store| {
             let templates = Templates::load(&cfg.template, Some(&mut *store))?;
@@ -181,6 +180,62 @@ pub fn run(cfg: &Config, url: &str) -> Result<Report> {
                 .context("invalid [crawl.dust] settings")?;
             Ok((templates, dust))
         })?;
+    let recorded = recorded(std::slice::from_ref(&cfg.crawl.out_dir), url.as_str());
+    explain(cfg, url, &deduper, (templates, dust), recorded)
+}
+
+/// [`run`] against a crawl shared in Redis: nothing is written there (the
+/// learners' loads queue no write, and none is sent), and its workers'
+/// lines are read from every folder under `--out`.
+fn run_shared(cfg: &Config, url: Url) -> Result<Report> {
+    use crate::backend::redis::{frontier::RedisFrontier, learn::RedisLearn};
+    let r = &cfg.redis;
+    let shown = crate::backend::redis::frontier::redact(&r.url);
+    let store = crate::backend::redis::SharedStore::open(&r.url, &r.namespace, r.tiers)
+        .map_err(anyhow::Error::new)
+        .with_context(|| format!("cannot open the shared crawl state in Redis at {shown}"))?;
+    let deduper = Arc::new(crate::backend::local::state::open_deduper(store, cfg)?);
+    let frontier = Arc::new(
+        RedisFrontier::open(&r.url, &r.namespace)
+            .with_context(|| format!("Redis at {shown} is unreachable: cannot read the shared crawl"))?,
+    );
+    let mut learn = RedisLearn::new(frontier);
+    let templates = Templates::load(&cfg.template, Some(&mut learn))?;
+    let dust = Dust::load(&cfg.crawl.dust, Some(&mut learn), deduper.canonicalizer().clone())
+        .context("invalid [crawl.dust] settings")?;
+    learn.discard_ops();
+    let mut workers: Vec<std::path::PathBuf> = std::fs::read_dir(&cfg.crawl.out_dir)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    workers.sort();
+    let recorded = recorded(&workers, url.as_str());
+    explain(cfg, url, &deduper, (templates, dust), recorded)
+}
+
+/// The page at `url` fetched and judged as the crawl would, against
+/// `deduper` (read only), the learnt `templates` and `dust` rules, beside
+/// the line the crawl `recorded` for it.
+fn explain<S: simcrawl_dedup::Store + 'static>(
+    cfg: &Config,
+    url: Url,
+    deduper: &Arc<simcrawl_dedup::Deduper<S>>,
+    (templates, dust): (Templates, Dust),
+    recorded: Option<Recorded>,
+) -> Result<Report> {
+    let canon = deduper.canonicalizer().clone();
+    let canonical = canon
+        .from_url(url.clone())
+        .map_err(|e| anyhow::anyhow!("{url} has no canonical form: {e}"))?;
+    let digest = canonical.digest();
+    let url_seen = {
+        let key = u128::from_be_bytes(digest);
+        deduper.store().read(|t| Ok(t.url(key)?.is_some()))?
+    };
     let dust_rule = dust.fold_by(&url).map(|(_, by)| {
         by.iter()
             .map(|(host, rule)| format!("{host} {rule}"))

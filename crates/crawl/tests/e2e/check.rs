@@ -271,3 +271,87 @@ fn check_during_a_crawl_names_the_running_crawl() {
         "{stderr}"
     );
 }
+
+/// `crawl check --redis` explains a page against a crawl shared by two
+/// workers: their tiers in Redis, and the line one of them wrote under its
+/// own folder of `--out`; it writes nothing to Redis (every key of the
+/// crawl and its value are unchanged).
+#[test]
+fn check_explains_a_page_of_a_crawl_shared_in_redis() {
+    let Some(url) = crate::redis::redis_url("check_explains_a_page_of_a_crawl_shared_in_redis") else {
+        return;
+    };
+    let server = site();
+    let dir = crate::support::tempdir("check-redis");
+    let ns = crate::redis::namespace("check");
+    let s = crate::redis::Shared::new(dir.path(), &format!("{}/", server.base()), &url, &ns, 30_000);
+    let workers = ["k1", "k2"];
+    let mut children: Vec<_> = workers.iter().map(|w| s.spawn(w)).collect();
+    s.wait_ok(&mut children, &workers);
+    let dropped = s
+        .lines(&workers)
+        .into_iter()
+        .find(|(_, file, v)| {
+            *file == "duplicates" && ["/a", "/near"].contains(&path_of(field(v, "url")).as_str())
+        })
+        .expect("one of /a and /near dropped");
+    let (worker, _, line) = dropped;
+    let (dropped_url, partner) = (
+        field(&line, "url").to_string(),
+        field(&line, "duplicate_of").to_string(),
+    );
+    // Every key of the crawl's namespace with its serialized value.
+    let snapshot = || -> Vec<(Vec<u8>, Vec<u8>)> {
+        let client = redis::Client::open(url.as_str()).unwrap();
+        let mut c = client.get_connection().unwrap();
+        let mut keys: Vec<Vec<u8>> = redis::cmd("KEYS").arg(format!("*{ns}*")).query(&mut c).unwrap();
+        keys.sort();
+        keys.into_iter()
+            .map(|k| {
+                let value: Vec<u8> = redis::cmd("DUMP").arg(&k).query(&mut c).unwrap_or_default();
+                (k, value)
+            })
+            .collect()
+    };
+    let before = snapshot();
+    let run = |u: &str| {
+        let out = std::process::Command::new(crate::support::CRAWL)
+            .args(["check", u, "--json", "--redis", &url, "--set"])
+            .arg(format!("redis.namespace={ns}"))
+            .arg("--config")
+            .arg(&s.config)
+            .arg("--out")
+            .arg(s.out())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let v = run(&dropped_url);
+    assert_eq!(v["verdict"]["kind"], "duplicate", "{v}");
+    assert_eq!(v["verdict"]["of"], partner.as_str(), "{v}");
+    assert_eq!(v["url_seen"], true, "{v}");
+    assert_eq!(v["recorded"]["kind"], "duplicate", "{v}");
+    assert!(
+        v["recorded"]["file"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("/{worker}/duplicates.jsonl")),
+        "{v}"
+    );
+    let v = run(&format!("{}/new", server.base()));
+    assert_eq!(
+        (v["verdict"]["kind"].as_str(), v["url_seen"].as_bool()),
+        (Some("unique"), Some(false)),
+        "{v}"
+    );
+    assert_eq!(v["recorded"], serde_json::Value::Null, "{v}");
+    let after = snapshot();
+    let changed: Vec<String> = after
+        .iter()
+        .filter(|kv| !before.contains(kv))
+        .chain(before.iter().filter(|kv| !after.contains(kv)))
+        .map(|(k, v)| format!("{} = {v:?}", String::from_utf8_lossy(k)))
+        .collect();
+    assert!(changed.is_empty(), "crawl check wrote to Redis: {changed:#?}");
+}

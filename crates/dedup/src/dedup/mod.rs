@@ -750,7 +750,10 @@ impl<S: Store> Deduper<S> {
     /// ```
     pub fn lookup(&self, sig: &Signature) -> Result<Option<Duplicate>> {
         let cutoff = self.cutoff();
-        let keys = self.prefetch_keys(std::slice::from_ref(sig), UrlTier::Skip);
+        let mut keys = self.prefetch_keys(std::slice::from_ref(sig), UrlTier::Skip);
+        // A lookup records nothing: no document id to reserve (a networked
+        // store would take them from its shared counter for nothing).
+        keys.documents = 0;
         self.store.read(|t| {
             t.prefetch(&keys)?;
             if let Some(dup) = self.title_match(t, sig, cutoff)? {
