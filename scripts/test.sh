@@ -50,9 +50,13 @@ trap 'bash scripts/redis-test-server.sh stop "$SIMCRAWL_REDIS_DIR"; bash scripts
 # warcio (PyPI, in a venv under target/) checks the WARC files the e2e
 # tests write (crates/crawl/tests/e2e/warc.rs: `warcio check`, `warcio
 # index`, revisit and concurrent-record links; scripts/warc-check.sh).
-bash scripts/warc-venv.sh >/dev/null
+WARC_VENV=$(bash scripts/warc-venv.sh)
 SIMCRAWL_WARC_CHECK=$(pwd)/scripts/warc-check.sh
 export SIMCRAWL_WARC_CHECK
+# cdxj-indexer (same venv) is the reference for the crawl's CDXJ indexes
+# (crates/crawl/tests/e2e/warc.rs compares them line for line).
+SIMCRAWL_CDXJ_INDEXER=$WARC_VENV/bin/cdxj-indexer
+export SIMCRAWL_CDXJ_INDEXER
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
 # The crawl crate enables the dedup crate's optional Redis store, so this
 # also runs the store's own tests (tests/redis.rs: processes, failures,

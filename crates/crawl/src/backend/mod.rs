@@ -239,6 +239,8 @@ pub fn open_warc(
     let found = set_exists(&settings.warc_dir, prefix)?;
     if fresh {
         for p in &found {
+            crate::output::cdxj::remove_index(p)
+                .with_context(|| format!("cannot delete the index of {}", p.display()))?;
             std::fs::remove_file(p).with_context(|| format!("cannot delete {}", p.display()))?;
         }
     } else if at.is_none() && !found.is_empty() {

@@ -217,6 +217,15 @@ impl Outputs {
         })
     }
 
+    /// Fsyncs all at the end of a run, and indexes the WARC archive's
+    /// last file (CDXJ): nothing more is written to it unless a later run
+    /// resumes, which removes that index first.
+    pub fn close(&mut self) -> Result<Offsets> {
+        let mut at = self.sync()?;
+        at.warc = self.warc.as_mut().map(WarcSink::close).transpose()?;
+        Ok(at)
+    }
+
     /// Cuts all back to a checkpoint (see [`Sink::cut_to`]).
     pub fn cut_to(&mut self, at: Offsets) -> Result<()> {
         self.kept.cut_to(at.kept)?;

@@ -15,6 +15,15 @@
 //! files (`PREFIX-originals.redb`, [`Index`]): opening the writer reads no
 //! archive, and its memory does not grow with the payloads archived.
 //!
+//! Each finished file gets its CDXJ index beside it (`X.cdxj`,
+//! [`super::cdxj`]): made by reading the file back once it is rotated
+//! (on a thread of its own) or when the crawl ends. A file being written
+//! has no index: opening the set at a checkpoint removes the index of the
+//! file it writes on (and of files it deletes) before cutting it, and
+//! indexes any finished file found without one (a kill between a rotation
+//! and its index, a set from before indexes), so after kill -9 and resume
+//! every index describes exactly the records of its file.
+//!
 //! The writer is ours (about what `warcio`'s writer does): the `warc` crate
 //! (0.4) gzips a whole file as one stream, where WARC tools index records by
 //! the offset of their own gzip member.
@@ -268,6 +277,11 @@ pub struct WarcSink {
     /// Those written since the last sync, with where their record ends:
     /// committed to `index` by the next sync.
     pending: HashMap<[u8; 20], (WarcAt, Original)>,
+    /// The CDXJ indexing of rotated files, off the writer thread.
+    indexing: Vec<std::thread::JoinHandle<()>>,
+    /// The current file is indexed ([`WarcSink::close`]): a record written
+    /// after that removes its index first.
+    closed: bool,
 }
 
 impl WarcSink {
@@ -307,6 +321,9 @@ impl WarcSink {
                         at.offset
                     );
                 };
+                // The file written on again, and those deleted, lose their
+                // CDXJ index first (an index names only finished files).
+                remove_indexes_from(dir, &settings.warc_prefix, at.serial)?;
                 // Files begun after the checkpoint hold only records that
                 // are written again.
                 for (s, p) in &files {
@@ -321,6 +338,13 @@ impl WarcSink {
                 (new_path(settings, serial), WarcAt { serial, offset: 0 })
             }
         };
+        // Finished files without their CDXJ index (a kill before it was
+        // written, a set from before indexes) are indexed now.
+        for (s, p) in &files {
+            if *s < at.serial && !super::cdxj::index_path(p).exists() {
+                index_or_warn(p);
+            }
+        }
         // Before anything is written past `at` again.
         index.cut(at)?;
         let mut sink = WarcSink {
@@ -334,6 +358,8 @@ impl WarcSink {
             first_record_end: 0,
             index,
             pending: HashMap::new(),
+            indexing: Vec::new(),
+            closed: false,
         };
         if at.offset == 0 {
             sink.write_warcinfo()?;
@@ -386,19 +412,44 @@ impl WarcSink {
             );
         }
         self.flush()?;
+        // A rotated file's index is written before the file may be cut.
+        self.join_indexing();
         let began = self.began;
-        let reopened = WarcSink::open_with(
+        let mut reopened = WarcSink::open_with(
             &self.settings,
             std::mem::take(&mut self.info),
             Some(at),
             Some(self.index.clone()),
         )?;
-        *self = WarcSink { began, ..reopened };
+        reopened.began = began;
+        *self = reopened;
         self.out
             .get_ref()
             .sync_data()
             .with_context(|| format!("cannot sync {}", self.path.display()))?;
         Ok(())
+    }
+
+    /// Syncs, and indexes the current file (CDXJ) now that nothing more is
+    /// written to it; waits for the indexing of rotated files. An index
+    /// that cannot be written is a warning: the archive is whole without it,
+    /// and a resume writes it.
+    pub fn close(&mut self) -> Result<WarcAt> {
+        let at = self.sync()?;
+        self.join_indexing();
+        if !self.closed {
+            index_or_warn(&self.path);
+            self.closed = true;
+        }
+        Ok(at)
+    }
+
+    fn join_indexing(&mut self) {
+        for h in self.indexing.drain(..) {
+            if h.join().is_err() {
+                tracing::warn!("the CDXJ indexing of a rotated WARC file panicked");
+            }
+        }
     }
 
     /// The exchanges of a fetch besides its page (robots.txt, redirect
@@ -532,6 +583,20 @@ impl WarcSink {
             return Ok(());
         }
         self.sync()?;
+        // The finished file is indexed by reading it back, off the writer
+        // thread (one inflation of the file: roughly a second per 100 MB).
+        self.indexing.retain(|h| !h.is_finished());
+        let finished = self.path.clone();
+        let spawned = std::thread::Builder::new()
+            .name("warc-cdxj".into())
+            .spawn(move || index_or_warn(&finished));
+        match spawned {
+            Ok(h) => self.indexing.push(h),
+            Err(e) => {
+                tracing::warn!("cannot start the CDXJ indexing thread ({e}); indexing inline");
+                index_or_warn(&self.path);
+            }
+        }
         let serial = self.at.serial + 1;
         let path = new_path(&self.settings, serial);
         self.out = BufWriter::new(open_at(&path, 0)?);
@@ -548,11 +613,25 @@ impl WarcSink {
 
     /// Appends one record's gzip member.
     fn write_member(&mut self, z: &[u8]) -> Result<()> {
+        if self.closed {
+            super::cdxj::remove_index(&self.path)
+                .with_context(|| format!("cannot delete the index of {}", self.path.display()))?;
+            self.closed = false;
+        }
         self.out
             .write_all(z)
             .with_context(|| format!("cannot write {}", self.path.display()))?;
         self.at.offset += z.len() as u64;
         Ok(())
+    }
+}
+
+/// No indexing thread outlives its sink: a sink opened again in the same
+/// process may cut the file that thread reads, and its index must not land
+/// after that.
+impl Drop for WarcSink {
+    fn drop(&mut self) {
+        self.join_indexing();
     }
 }
 
@@ -738,10 +817,15 @@ fn set_files(dir: &Path, prefix: &str) -> Result<Vec<(u64, PathBuf)>> {
 
 /// The serial of a file name of the set `prefix`, if it is one.
 fn serial_of(name: &str, prefix: &str) -> Option<u64> {
+    serial_with(name, prefix, ".warc.gz")
+}
+
+/// The serial of a file name of the set `prefix` ending with `suffix`.
+fn serial_with(name: &str, prefix: &str, suffix: &str) -> Option<u64> {
     let rest = name
         .strip_prefix(prefix)?
         .strip_prefix('-')?
-        .strip_suffix(".warc.gz")?;
+        .strip_suffix(suffix)?;
     let (stamp, serial) = rest.split_once('-')?;
     if stamp.len() != 14 || !stamp.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -752,6 +836,42 @@ fn serial_of(name: &str, prefix: &str) -> Option<u64> {
     serial.parse().ok()
 }
 
+/// Indexes the finished WARC file `path` (CDXJ, beside it); a failure is a
+/// warning (the archive is whole without its index).
+fn index_or_warn(path: &Path) {
+    match super::cdxj::write_index(path) {
+        Ok(p) => tracing::debug!(index = %p.display(), "CDXJ index written"),
+        Err(e) => tracing::warn!("no CDXJ index for {}: {e}", path.display()),
+    }
+}
+
+/// Removes the CDXJ indexes (and leftover temporary ones) of the set
+/// `prefix` in `dir` from serial `from` on: of files about to be cut,
+/// written on or deleted, or already gone.
+fn remove_indexes_from(dir: &Path, prefix: &str, from: u64) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(anyhow::Error::new(e).context(format!("cannot list {}", dir.display()))),
+    };
+    let mut removed = false;
+    for e in entries {
+        let e = e.with_context(|| format!("cannot list {}", dir.display()))?;
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let serial = serial_with(name, prefix, ".cdxj").or_else(|| serial_with(name, prefix, ".cdxj.tmp"));
+        if serial.is_some_and(|s| s >= from) {
+            std::fs::remove_file(e.path())
+                .with_context(|| format!("cannot delete {}", e.path().display()))?;
+            removed = true;
+        }
+    }
+    if removed {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
+
 /// Whether `dir` holds files of the set `prefix` (what a new crawl must
 /// not mix its records with).
 pub fn set_exists(dir: &Path, prefix: &str) -> Result<Vec<PathBuf>> {
@@ -760,10 +880,23 @@ pub fn set_exists(dir: &Path, prefix: &str) -> Result<Vec<PathBuf>> {
 
 /// Cuts the set `prefix` in `dir` of a worker that is gone back to `at`
 /// (its last acknowledged position; `None`: it acknowledged no record, and
-/// its files are deleted); returns the bytes cut.
+/// its files are deleted); returns the bytes cut. Its files are final then
+/// (until it restarts under its id): those without a CDXJ index get one.
 pub fn cut_gone(dir: &Path, prefix: &str, at: Option<WarcAt>) -> Result<u64> {
     let mut cut = 0;
-    for (serial, path) in set_files(dir, prefix)? {
+    let files = set_files(dir, prefix)?;
+    // The indexes of the files cut or deleted go first.
+    let cut_from = match at {
+        Some(at) => {
+            let cut_back = files
+                .iter()
+                .any(|(s, p)| *s == at.serial && std::fs::metadata(p).map_or(true, |m| m.len() > at.offset));
+            if cut_back { at.serial } else { at.serial + 1 }
+        }
+        None => 0,
+    };
+    remove_indexes_from(dir, prefix, cut_from)?;
+    for (serial, path) in files {
         let len = std::fs::metadata(&path)
             .with_context(|| format!("cannot read the size of {}", path.display()))?
             .len();
@@ -785,6 +918,11 @@ pub fn cut_gone(dir: &Path, prefix: &str, at: Option<WarcAt>) -> Result<u64> {
                 std::fs::remove_file(&path).with_context(|| format!("cannot delete {}", path.display()))?;
                 cut += len;
             }
+        }
+    }
+    for (_, path) in set_files(dir, prefix)? {
+        if !super::cdxj::index_path(&path).exists() {
+            index_or_warn(&path);
         }
     }
     Ok(cut)
@@ -1184,6 +1322,121 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("serial 9") && e.contains("missing"), "{e}");
+    }
+
+    /// The URLs a file's CDXJ index names, in its order; `None` when the
+    /// file has no index. Every index equals a fresh reading of its file.
+    fn indexed(dir: &Path, serial: u64) -> Option<Vec<String>> {
+        let files = set_files(dir, "simcrawl").unwrap();
+        let path = files.iter().find(|(s, _)| *s == serial).map(|(_, p)| p.clone());
+        let index = match &path {
+            Some(p) => super::super::cdxj::index_path(p),
+            None => return None,
+        };
+        let text = std::fs::read_to_string(&index).ok()?;
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        assert_eq!(
+            lines,
+            super::super::cdxj::index_lines(path.as_deref().unwrap()).unwrap()
+        );
+        Some(
+            lines
+                .iter()
+                .map(|l| {
+                    let v: serde_json::Value =
+                        serde_json::from_str(l.splitn(3, ' ').nth(2).unwrap()).unwrap();
+                    v["url"].as_str().unwrap().to_string()
+                })
+                .collect(),
+        )
+    }
+
+    /// A finished file (rotated, or the last one at the end of the run)
+    /// has its CDXJ index; a resume removes the index of the file it
+    /// writes on and of files it deletes, and indexes a finished file
+    /// found without one; a record written after the end removes the
+    /// index of its file.
+    #[test]
+    fn finished_files_have_their_index_and_a_resume_keeps_it_exact() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = WarcSettings {
+            warc_max_bytes: 1,
+            ..settings(dir.path())
+        };
+        let mut w = WarcSink::open(&s, String::new(), None).unwrap();
+        w.page(&prep("http://e.org/a", b"a"), None).unwrap();
+        w.page(&prep("http://e.org/b", b"b"), None).unwrap();
+        let at = w.sync().unwrap();
+        assert_eq!(at.serial, 1);
+        w.page(&prep("http://e.org/c", b"c"), None).unwrap();
+        w.close().unwrap();
+        let one = |u: &str| Some(vec![u.to_string()]);
+        assert_eq!(indexed(dir.path(), 0), one("http://e.org/a"));
+        assert_eq!(indexed(dir.path(), 1), one("http://e.org/b"));
+        assert_eq!(indexed(dir.path(), 2), one("http://e.org/c"));
+        drop(w);
+
+        // A kill before file 0 was indexed; the resume goes back into file 1.
+        let file0 = set_files(dir.path(), "simcrawl").unwrap()[0].1.clone();
+        std::fs::remove_file(super::super::cdxj::index_path(&file0)).unwrap();
+        let mut w = WarcSink::open(&s, String::new(), Some(at)).unwrap();
+        assert_eq!(indexed(dir.path(), 0), one("http://e.org/a"), "rebuilt");
+        assert_eq!(indexed(dir.path(), 1), None, "written on again");
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("-00002."))
+            .collect();
+        assert!(names.is_empty(), "file 2 and its index are gone: {names:?}");
+        // The limit is 1 byte: d begins file 2 again, e is written after the end.
+        w.page(&prep("http://e.org/d", b"d"), None).unwrap();
+        w.close().unwrap();
+        assert_eq!(indexed(dir.path(), 1), one("http://e.org/b"));
+        assert_eq!(indexed(dir.path(), 2), one("http://e.org/d"));
+        let s2 = WarcSettings {
+            warc_max_bytes: 1 << 30,
+            ..s.clone()
+        };
+        w.settings = s2;
+        w.page(&prep("http://e.org/e", b"e"), None).unwrap();
+        assert_eq!(indexed(dir.path(), 2), None, "written on after the end");
+        w.close().unwrap();
+        assert_eq!(
+            indexed(dir.path(), 2),
+            Some(vec!["http://e.org/d".to_string(), "http://e.org/e".to_string()])
+        );
+    }
+
+    /// A gone worker's set cut back: the cut file's index describes what
+    /// is left of it, a deleted file's index goes with it.
+    #[test]
+    fn cutting_a_gone_workers_set_reindexes_what_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = WarcSettings {
+            warc_max_bytes: 1,
+            ..settings(dir.path())
+        };
+        let mut w = WarcSink::open(&s, String::new(), None).unwrap();
+        w.page(&prep("http://e.org/a", b"a"), None).unwrap();
+        let at = w.sync().unwrap();
+        w.settings.warc_max_bytes = 1 << 30;
+        w.page(&prep("http://e.org/b", b"b"), None).unwrap();
+        w.settings.warc_max_bytes = 1;
+        w.page(&prep("http://e.org/c", b"c"), None).unwrap();
+        w.close().unwrap();
+        drop(w);
+        assert_eq!(
+            indexed(dir.path(), 0),
+            Some(vec!["http://e.org/a".to_string(), "http://e.org/b".to_string()])
+        );
+        assert!(cut_gone(dir.path(), "simcrawl", Some(at)).unwrap() > 0);
+        assert_eq!(indexed(dir.path(), 0), Some(vec!["http://e.org/a".to_string()]));
+        let left: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains("-00001."))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
     }
 
     #[test]

@@ -1093,6 +1093,8 @@ fn shared_workers_archive_every_page_once_across_their_warc_sets() {
             }
         }
         crate::warc::warcio_check(&set);
+        // The victim's set too: indexed by the worker that cut it.
+        crate::warc::cdxj_check(&set);
     }
     let twice: Vec<_> = finals.iter().filter(|(_, n)| **n != 1).collect();
     assert!(twice.is_empty(), "pages archived more than once: {twice:?}");

@@ -1,7 +1,9 @@
 //! `crawl --warc`: the archive of a crawl over loopback, read back record
 //! by record (digests recomputed here), checked by warcio when the test
 //! script provides it (`SIMCRAWL_WARC_CHECK`, scripts/test.sh), and kept
-//! whole through kill -9 and resume.
+//! whole through kill -9 and resume; its CDXJ indexes checked against the
+//! records, and against cdxj-indexer's when the test script provides it
+//! (`SIMCRAWL_CDXJ_INDEXER`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
@@ -127,6 +129,140 @@ fn members(path: &Path) -> Vec<Vec<u8>> {
         out.push(plain);
     }
     out
+}
+
+/// The gzip members of a WARC file: (offset, compressed length, inflated).
+fn members_at(path: &Path) -> Vec<(u64, u64, Vec<u8>)> {
+    let bytes = std::fs::read(path).unwrap();
+    let mut rest = &bytes[..];
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        let at = bytes.len() - rest.len();
+        let mut dec = flate2::bufread::GzDecoder::new(rest);
+        let mut plain = Vec::new();
+        dec.read_to_end(&mut plain).unwrap();
+        rest = dec.into_inner();
+        let len = bytes.len() - rest.len() - at;
+        out.push((at as u64, len as u64, plain));
+    }
+    out
+}
+
+/// A WARC header field of an inflated record ("" when absent).
+fn header_of(rec: &[u8], name: &str) -> String {
+    let text = String::from_utf8_lossy(rec);
+    let head = text.split("\r\n\r\n").next().unwrap_or_default();
+    head.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The CDXJ index beside each WARC file of `dir` (`X.cdxj` beside
+/// `X.warc.gz`): sorted; one line per response and revisit record of the
+/// file, each naming its record's gzip member (offset, length), URL, date,
+/// payload digest and file; the very lines cdxj-indexer writes for the
+/// file (sorted) when the test script provides it. Returns every line.
+pub(crate) fn cdxj_check(dir: &Path) -> Vec<String> {
+    let indexer = std::env::var_os("SIMCRAWL_CDXJ_INDEXER");
+    if indexer.is_none() {
+        eprintln!(
+            "SKIPPED cdxj-indexer comparison: SIMCRAWL_CDXJ_INDEXER is not set (scripts/test.sh sets it)"
+        );
+    }
+    // No index outlives its file (one deleted by a resume or a cut).
+    for e in std::fs::read_dir(dir).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().into_owned();
+        if let Some(stem) = name.strip_suffix(".cdxj") {
+            assert!(
+                dir.join(format!("{stem}.warc.gz")).exists(),
+                "{name} indexes no file"
+            );
+        }
+        assert!(!name.ends_with(".cdxj.tmp"), "{name} left behind");
+    }
+    let mut all = Vec::new();
+    for warc in warc_files(dir) {
+        let name = warc.file_name().unwrap().to_string_lossy().into_owned();
+        let index = warc.with_file_name(name.replace(".warc.gz", ".cdxj"));
+        let text = std::fs::read_to_string(&index)
+            .unwrap_or_else(|e| panic!("no CDXJ index {} beside {name}: {e}", index.display()));
+        let lines: Vec<String> = text.lines().map(str::to_string).collect();
+        assert!(text.is_empty() || text.ends_with('\n'), "{}", index.display());
+        let mut sorted = lines.clone();
+        sorted.sort();
+        assert_eq!(lines, sorted, "{} is not sorted", index.display());
+        // Every response and revisit record, and nothing else.
+        let want: BTreeMap<u64, (u64, Vec<u8>)> = members_at(&warc)
+            .into_iter()
+            .filter(|(_, _, r)| matches!(header_of(r, "WARC-Type").as_str(), "response" | "revisit"))
+            .map(|(at, len, r)| (at, (len, r)))
+            .collect();
+        let mut seen = BTreeSet::new();
+        for line in &lines {
+            let mut parts = line.splitn(3, ' ');
+            let (key, ts, json) = (
+                parts.next().unwrap(),
+                parts.next().unwrap(),
+                parts.next().unwrap(),
+            );
+            let v: serde_json::Value = serde_json::from_str(json).unwrap();
+            let f = |k: &str| {
+                v[k].as_str()
+                    .unwrap_or_else(|| panic!("{k} in {line}"))
+                    .to_string()
+            };
+            let offset: u64 = f("offset").parse().unwrap();
+            let (len, rec) = want
+                .get(&offset)
+                .unwrap_or_else(|| panic!("{line}: no response or revisit at that offset of {name}"));
+            assert_eq!(f("length").parse::<u64>().unwrap(), *len, "{line}");
+            assert_eq!(f("url"), header_of(rec, "WARC-Target-URI"), "{line}");
+            assert!(key.contains(")/") && key.starts_with("1,0,0,127:"), "{line}");
+            let date: String = header_of(rec, "WARC-Date")
+                .chars()
+                .filter(char::is_ascii_digit)
+                .collect();
+            assert_eq!(ts, date, "{line}");
+            assert_eq!(f("digest"), header_of(rec, "WARC-Payload-Digest"), "{line}");
+            assert_eq!(f("filename"), name, "{line}");
+            let status = String::from_utf8_lossy(rec)
+                .split("\r\n\r\n")
+                .nth(1)
+                .and_then(|http| http.split(' ').nth(1))
+                .unwrap_or_default()
+                .to_string();
+            assert_eq!(f("status"), status, "{line}");
+            if header_of(rec, "WARC-Type") == "revisit" {
+                assert_eq!(f("mime"), "warc/revisit", "{line}");
+            }
+            assert!(seen.insert(offset), "{line}: twice");
+        }
+        assert_eq!(
+            seen.len(),
+            want.len(),
+            "{}: records missing from the index",
+            index.display()
+        );
+        if let Some(tool) = &indexer {
+            let out = std::process::Command::new(tool).arg(&warc).output().unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let mut theirs: Vec<String> = String::from_utf8(out.stdout)
+                .unwrap()
+                .lines()
+                .map(str::to_string)
+                .collect();
+            theirs.sort();
+            assert_eq!(
+                lines,
+                theirs,
+                "{} differs from cdxj-indexer's index of {name}",
+                index.display()
+            );
+        }
+        all.extend(lines);
+    }
+    all
 }
 
 /// Writes `records` (inflated) as a WARC file of one gzip member each.
@@ -361,6 +497,7 @@ fn a_warc_crawl_archives_every_exchange_its_copies_as_revisits_and_verdicts() {
     }
     warcio_check(&warc);
     warcio_check_fails_on_broken_copies(&warc, dir.path());
+    cdxj_check(&warc);
 
     // The setting for archives of unique content: a near copy leaves only
     // its verdict.
@@ -452,6 +589,21 @@ fn a_warc_crawl_killed_twice_resumes_with_every_page_archived_once() {
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
     }
+    // A kill between a rotation and its index leaves a finished file
+    // without one: the resume indexes it. A stale index of the newest file
+    // (the one the checkpoint writes on, or one begun after it) goes.
+    let files = warc_files(&warc);
+    assert!(files.len() > 2, "the archive rotated before the kills");
+    let cdxj = |p: &Path| {
+        p.with_file_name(
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .replace(".warc.gz", ".cdxj"),
+        )
+    };
+    let _ = std::fs::remove_file(cdxj(&files[0]));
+    std::fs::write(cdxj(files.last().unwrap()), "stale 20000101000000 {}\n").unwrap();
     dirs.run_ok(Duration::from_secs(120));
     assert!(dirs.log().contains("resuming"), "{}", dirs.log());
 
@@ -485,6 +637,64 @@ fn a_warc_crawl_killed_twice_resumes_with_every_page_archived_once() {
     let dropped: BTreeSet<String> = dups.iter().map(|v| path_of(field(v, "url"))).collect();
     assert_eq!(dropped.len(), PAGES / 10, "{dropped:?}");
     assert_eq!(revisits, dropped);
+    warcio_check(&warc);
+    // The indexes name every final record once, and nothing cut.
+    let lines = cdxj_check(&warc);
+    let indexed = multiset(lines.iter().filter(|l| l.contains(")/p/")).map(|l| {
+        let v: serde_json::Value = serde_json::from_str(l.splitn(3, ' ').nth(2).unwrap()).unwrap();
+        path_of(v["url"].as_str().unwrap())
+    }));
+    assert_eq!(indexed.len(), PAGES);
+    assert!(indexed.values().all(|n| *n == 1), "{indexed:?}");
+}
+
+/// The CDXJ index beside each WARC file, across rotations: one sorted line
+/// per response and revisit, with the status of redirects and errors, the
+/// `warc/revisit` type of the byte-identical copy, and (with
+/// `SIMCRAWL_CDXJ_INDEXER`) the very lines cdxj-indexer writes.
+#[test]
+fn a_warc_crawl_writes_a_cdxj_index_beside_each_file_as_cdxj_indexer_does() {
+    let server = site();
+    let dir = crate::support::tempdir("warc");
+    let (dirs, warc) = warc_crawl(dir.path(), &server, "warc_max_bytes = 3000\n");
+    dirs.run_ok(Duration::from_secs(60));
+    let files = warc_files(&warc);
+    assert!(files.len() > 2, "the archive rotated: {files:?}");
+    let lines = cdxj_check(&warc);
+    let json =
+        |l: &String| -> serde_json::Value { serde_json::from_str(l.splitn(3, ' ').nth(2).unwrap()).unwrap() };
+    let by: BTreeMap<String, Vec<serde_json::Value>> = lines.iter().fold(BTreeMap::new(), |mut m, l| {
+        let v = json(l);
+        m.entry(path_of(v["url"].as_str().unwrap())).or_default().push(v);
+        m
+    });
+    let one = |p: &str, k: &str| by[p][0][k].as_str().unwrap().to_string();
+    assert_eq!(one("/old", "status"), "301");
+    assert_eq!(one("/missing", "status"), "404");
+    assert_eq!(one("/missing", "mime"), "text/plain");
+    assert_eq!(one("/robots.txt", "status"), "200");
+    let revisits: Vec<&serde_json::Value> = by
+        .values()
+        .flatten()
+        .filter(|v| v["mime"] == "warc/revisit")
+        .collect();
+    assert!(!revisits.is_empty(), "{lines:#?}");
+    // The key of a page: host reversed, port, then the path.
+    let port = server.base().rsplit(':').next().unwrap().to_string();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with(&format!("1,0,0,127:{port})/b "))),
+        "{lines:#?}"
+    );
+    // Not indexed: requests, warcinfo, verdicts.
+    assert_eq!(
+        lines.len(),
+        read_set(&warc)
+            .iter()
+            .filter(|r| matches!(r.kind(), "response" | "revisit"))
+            .count()
+    );
     warcio_check(&warc);
 }
 

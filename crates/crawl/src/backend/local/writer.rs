@@ -1002,7 +1002,9 @@ impl Commits for Writer {
     }
     fn finish(&mut self) -> Result<()> {
         save_templates(&self.templates, self.deduper.store())?;
-        self.make_durable()
+        self.make_durable()?;
+        // The last WARC file's CDXJ index (the run writes nothing more).
+        self.outputs.close().map(drop)
     }
     fn tick_in(&self) -> Option<Duration> {
         self.forever

@@ -1687,6 +1687,9 @@ impl Commits for RedisWriter {
     /// What was learnt since the last ack (template hosts not due yet,
     /// rules) is published in an ack of its own, so nothing learnt is lost.
     fn finish(&mut self) -> Result<()> {
+        // Every commit was synced and acknowledged: the last WARC file is
+        // final (until this worker resumes) and gets its CDXJ index.
+        self.outputs.close()?;
         self.learn.discard_ops();
         let mut ops = self.learnt()?;
         self.templates.save_if_due(&mut self.learn, Save::Now)?;
