@@ -392,129 +392,140 @@ mod tests {
 
     /// Every non-global range of the IANA IPv4 and IPv6 special-purpose
     /// registries (plus multicast, and the IPv6 space outside 2000::/3),
-    /// with an address at each edge, and the embedded-IPv4 forms.
+    /// with an address at each edge, and the embedded-IPv4 forms: (range,
+    /// address).
+    const SPECIAL_PURPOSE: &[(&str, &str)] = &[
+        // IPv4
+        ("0.0.0.0/8 this network", "0.1.2.3"),
+        ("10/8", "10.255.255.255"),
+        ("100.64/10 shared (CGNAT)", "100.64.0.0"),
+        ("100.64/10 shared (CGNAT), top", "100.127.255.255"),
+        ("127/8 loopback", "127.255.0.1"),
+        ("169.254/16 link-local", "169.254.0.1"),
+        ("172.16/12", "172.31.255.255"),
+        ("192.0.0/24 IETF protocol assignments", "192.0.0.8"),
+        ("192.0.0/24 IETF protocol assignments, DS-Lite", "192.0.0.170"),
+        ("192.0.2/24 TEST-NET-1", "192.0.2.1"),
+        ("192.168/16", "192.168.255.1"),
+        ("198.18/15 benchmarking", "198.19.255.255"),
+        ("198.51.100/24 TEST-NET-2", "198.51.100.7"),
+        ("203.0.113/24 TEST-NET-3", "203.0.113.7"),
+        ("224/4 multicast", "239.255.255.250"),
+        ("240/4 reserved", "240.0.0.1"),
+        ("255.255.255.255 broadcast", "255.255.255.255"),
+        // IPv6
+        ("::/128 unspecified", "::"),
+        ("::1/128 loopback", "::1"),
+        ("::ffff:0:0/96 IPv4-mapped, private IPv4", "::ffff:10.0.0.1"),
+        ("::ffff:0:0/96 IPv4-mapped, metadata", "::ffff:169.254.169.254"),
+        ("::/96 IPv4-compatible, private IPv4", "::10.0.0.1"),
+        ("::/96 IPv4-compatible, public IPv4", "::8.8.8.8"),
+        ("::/96 IPv4-compatible, loopback", "::127.0.0.1"),
+        ("64:ff9b::/96 NAT64, 10.0.0.1", "64:ff9b::a00:1"),
+        ("64:ff9b::/96 NAT64, 169.254.169.254", "64:ff9b::a9fe:a9fe"),
+        ("64:ff9b::/96 NAT64, 127.0.0.1", "64:ff9b::7f00:1"),
+        ("64:ff9b:1::/48 local-use NAT64, 10.0.0.1", "64:ff9b:1::a00:1"),
+        (
+            "64:ff9b:1::/48 local-use NAT64, 8.8.8.8",
+            "64:ff9b:1:ffff::808:808",
+        ),
+        ("100::/64 discard-only", "100::1"),
+        ("100::/64 discard-only, top", "100::ffff:ffff:ffff:ffff"),
+        ("2001::/32 Teredo", "2001::1"),
+        (
+            "2001::/32 Teredo, embedding public IPv4s",
+            "2001:0:4136:e378:8000:63bf:f7f7:f7f7",
+        ),
+        ("2001:2::/48 benchmarking", "2001:2::1"),
+        ("2001:10::/28 deprecated ORCHID", "2001:10::1"),
+        ("2001::/23 unassigned rest", "2001:1ff::1"),
+        ("2001:1::/48 besides its anycast addresses", "2001:1::4"),
+        ("2001:db8::/32 documentation", "2001:db8::1"),
+        (
+            "2001:db8::/32 documentation, top",
+            "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff",
+        ),
+        ("3fff::/20 documentation", "3fff:fff::1"),
+        ("2002::/16 6to4, 10.0.0.1", "2002:0a00:0001::"),
+        ("2002::/16 6to4, 192.168.1.1", "2002:c0a8:0101::1"),
+        ("2002::/16 6to4, 169.254.169.254", "2002:a9fe:a9fe::1"),
+        ("2002::/16 6to4, 127.0.0.1", "2002:7f00:1::"),
+        ("5f00::/16 SRv6 SIDs", "5f00::1"),
+        ("fc00::/7 unique-local", "fc00::1"),
+        ("fc00::/7 unique-local, fd", "fdff:ffff::1"),
+        ("fe80::/10 link-local", "fe80::1"),
+        ("fe80::/10 link-local, top", "febf::1"),
+        ("fec0::/10 site-local (deprecated)", "fec0::1"),
+        ("fec0::/10 site-local (deprecated), top", "feff::1"),
+        ("ff00::/8 multicast", "ff02::1"),
+        ("ff00::/8 multicast, global scope", "ff0e::1"),
+        ("::/8 reserved", "::1:0:0:1"),
+        ("outside 2000::/3, reserved", "4000::1"),
+        ("outside 2000::/3, reserved (1000::/4)", "1000::1"),
+    ];
+
+    /// Global addresses just outside those ranges, and the globally
+    /// reachable exceptions inside them: (what, address).
+    const GLOBAL: &[(&str, &str)] = &[
+        ("IPv4 unicast", "8.8.8.8"),
+        ("IPv4 unicast", "93.184.216.34"),
+        ("just above 0/8", "1.0.0.1"),
+        ("just below 10/8", "9.255.255.255"),
+        ("just above 10/8", "11.0.0.1"),
+        ("just below 100.64/10", "100.63.255.255"),
+        ("just above 100.64/10", "100.128.0.1"),
+        ("just above 172.16/12", "172.32.0.1"),
+        ("just below 192.0.0/24", "191.255.255.255"),
+        ("between 192.0.0/24 and 192.0.2/24", "192.0.1.1"),
+        ("just above 192.0.2/24", "192.0.3.1"),
+        ("AS112-v4 (globally reachable)", "192.31.196.1"),
+        ("AMT (globally reachable)", "192.52.193.1"),
+        ("just below 198.18/15", "198.17.255.255"),
+        ("just above 198.18/15", "198.20.0.1"),
+        ("next to TEST-NET-2", "198.51.101.1"),
+        ("next to TEST-NET-3", "203.0.114.1"),
+        ("just below 224/4", "223.255.255.255"),
+        ("::ffff:0:0/96 IPv4-mapped, public IPv4", "::ffff:8.8.8.8"),
+        ("64:ff9b::/96 NAT64, 8.8.8.8", "64:ff9b::808:808"),
+        ("64:ff9b::/96 NAT64, 93.184.216.34", "64:ff9b::5db8:d822"),
+        ("2002::/16 6to4, 8.8.8.8", "2002:0808:0808::"),
+        ("2002::/16 6to4, 8.8.8.8 with a subnet", "2002:808:808:1::1"),
+        ("2001:1::1 PCP anycast (globally reachable)", "2001:1::1"),
+        ("2001:1::2 TURN anycast (globally reachable)", "2001:1::2"),
+        ("2001:1::3 DNS-SD SRP anycast (globally reachable)", "2001:1::3"),
+        ("2001:3::/32 AMT (globally reachable)", "2001:3::1"),
+        ("2001:4:112::/48 AS112-v6 (globally reachable)", "2001:4:112::1"),
+        ("2001:20::/28 ORCHIDv2 (globally reachable)", "2001:20::1"),
+        ("2001:30::/28 DRIP (globally reachable)", "2001:3f::1"),
+        ("just above 2001::/23", "2001:200::1"),
+        ("global unicast", "2606:4700::1111"),
+        ("global unicast", "2a00:1450:4001:80b::200e"),
+        ("just below 2001:db8::/32", "2001:db7::1"),
+        ("just above 2001:db8::/32", "2001:db9::1"),
+        ("AS112 direct delegation (globally reachable)", "2620:4f:8000::1"),
+        ("just below 3fff::/20", "3ffe::1"),
+        ("top of 2000::/3, past 3fff::/20", "3fff:1000::1"),
+    ];
+
+    /// The addresses of `table` that `is_private` does not judge `private`.
+    fn misjudged(table: &[(&str, &str)], private: bool) -> Vec<String> {
+        let should = if private { "private" } else { "public" };
+        table
+            .iter()
+            .filter(|(_, ip)| is_private(ip.parse().unwrap()) != private)
+            .map(|(range, ip)| format!("{ip} ({range}) should be {should}"))
+            .collect()
+    }
+
     #[test]
     fn special_purpose_ranges_are_private() {
-        let private = [
-            // IPv4
-            ("0.0.0.0/8 this network", "0.1.2.3"),
-            ("10/8", "10.255.255.255"),
-            ("100.64/10 shared (CGNAT)", "100.64.0.0"),
-            ("100.64/10 shared (CGNAT), top", "100.127.255.255"),
-            ("127/8 loopback", "127.255.0.1"),
-            ("169.254/16 link-local", "169.254.0.1"),
-            ("172.16/12", "172.31.255.255"),
-            ("192.0.0/24 IETF protocol assignments", "192.0.0.8"),
-            ("192.0.0/24 IETF protocol assignments, DS-Lite", "192.0.0.170"),
-            ("192.0.2/24 TEST-NET-1", "192.0.2.1"),
-            ("192.168/16", "192.168.255.1"),
-            ("198.18/15 benchmarking", "198.19.255.255"),
-            ("198.51.100/24 TEST-NET-2", "198.51.100.7"),
-            ("203.0.113/24 TEST-NET-3", "203.0.113.7"),
-            ("224/4 multicast", "239.255.255.250"),
-            ("240/4 reserved", "240.0.0.1"),
-            ("255.255.255.255 broadcast", "255.255.255.255"),
-            // IPv6
-            ("::/128 unspecified", "::"),
-            ("::1/128 loopback", "::1"),
-            ("::ffff:0:0/96 IPv4-mapped, private IPv4", "::ffff:10.0.0.1"),
-            ("::ffff:0:0/96 IPv4-mapped, metadata", "::ffff:169.254.169.254"),
-            ("::/96 IPv4-compatible, private IPv4", "::10.0.0.1"),
-            ("::/96 IPv4-compatible, public IPv4", "::8.8.8.8"),
-            ("::/96 IPv4-compatible, loopback", "::127.0.0.1"),
-            ("64:ff9b::/96 NAT64, 10.0.0.1", "64:ff9b::a00:1"),
-            ("64:ff9b::/96 NAT64, 169.254.169.254", "64:ff9b::a9fe:a9fe"),
-            ("64:ff9b::/96 NAT64, 127.0.0.1", "64:ff9b::7f00:1"),
-            ("64:ff9b:1::/48 local-use NAT64, 10.0.0.1", "64:ff9b:1::a00:1"),
-            (
-                "64:ff9b:1::/48 local-use NAT64, 8.8.8.8",
-                "64:ff9b:1:ffff::808:808",
-            ),
-            ("100::/64 discard-only", "100::1"),
-            ("100::/64 discard-only, top", "100::ffff:ffff:ffff:ffff"),
-            ("2001::/32 Teredo", "2001::1"),
-            (
-                "2001::/32 Teredo, embedding public IPv4s",
-                "2001:0:4136:e378:8000:63bf:f7f7:f7f7",
-            ),
-            ("2001:2::/48 benchmarking", "2001:2::1"),
-            ("2001:10::/28 deprecated ORCHID", "2001:10::1"),
-            ("2001::/23 unassigned rest", "2001:1ff::1"),
-            ("2001:1::/48 besides its anycast addresses", "2001:1::4"),
-            ("2001:db8::/32 documentation", "2001:db8::1"),
-            (
-                "2001:db8::/32 documentation, top",
-                "2001:db8:ffff:ffff:ffff:ffff:ffff:ffff",
-            ),
-            ("3fff::/20 documentation", "3fff:fff::1"),
-            ("2002::/16 6to4, 10.0.0.1", "2002:0a00:0001::"),
-            ("2002::/16 6to4, 192.168.1.1", "2002:c0a8:0101::1"),
-            ("2002::/16 6to4, 169.254.169.254", "2002:a9fe:a9fe::1"),
-            ("2002::/16 6to4, 127.0.0.1", "2002:7f00:1::"),
-            ("5f00::/16 SRv6 SIDs", "5f00::1"),
-            ("fc00::/7 unique-local", "fc00::1"),
-            ("fc00::/7 unique-local, fd", "fdff:ffff::1"),
-            ("fe80::/10 link-local", "fe80::1"),
-            ("fe80::/10 link-local, top", "febf::1"),
-            ("fec0::/10 site-local (deprecated)", "fec0::1"),
-            ("fec0::/10 site-local (deprecated), top", "feff::1"),
-            ("ff00::/8 multicast", "ff02::1"),
-            ("ff00::/8 multicast, global scope", "ff0e::1"),
-            ("::/8 reserved", "::1:0:0:1"),
-            ("outside 2000::/3, reserved", "4000::1"),
-            ("outside 2000::/3, reserved (1000::/4)", "1000::1"),
-        ];
-        let mut wrong: Vec<String> = private
-            .iter()
-            .filter(|(_, ip)| !is_private(ip.parse().unwrap()))
-            .map(|(range, ip)| format!("{ip} ({range}) should be private"))
-            .collect();
-        let public = [
-            ("IPv4 unicast", "8.8.8.8"),
-            ("IPv4 unicast", "93.184.216.34"),
-            ("just above 0/8", "1.0.0.1"),
-            ("just below 10/8", "9.255.255.255"),
-            ("just above 10/8", "11.0.0.1"),
-            ("just below 100.64/10", "100.63.255.255"),
-            ("just above 100.64/10", "100.128.0.1"),
-            ("just above 172.16/12", "172.32.0.1"),
-            ("just below 192.0.0/24", "191.255.255.255"),
-            ("between 192.0.0/24 and 192.0.2/24", "192.0.1.1"),
-            ("just above 192.0.2/24", "192.0.3.1"),
-            ("AS112-v4 (globally reachable)", "192.31.196.1"),
-            ("AMT (globally reachable)", "192.52.193.1"),
-            ("just below 198.18/15", "198.17.255.255"),
-            ("just above 198.18/15", "198.20.0.1"),
-            ("next to TEST-NET-2", "198.51.101.1"),
-            ("next to TEST-NET-3", "203.0.114.1"),
-            ("just below 224/4", "223.255.255.255"),
-            ("::ffff:0:0/96 IPv4-mapped, public IPv4", "::ffff:8.8.8.8"),
-            ("64:ff9b::/96 NAT64, 8.8.8.8", "64:ff9b::808:808"),
-            ("64:ff9b::/96 NAT64, 93.184.216.34", "64:ff9b::5db8:d822"),
-            ("2002::/16 6to4, 8.8.8.8", "2002:0808:0808::"),
-            ("2002::/16 6to4, 8.8.8.8 with a subnet", "2002:808:808:1::1"),
-            ("2001:1::1 PCP anycast (globally reachable)", "2001:1::1"),
-            ("2001:1::2 TURN anycast (globally reachable)", "2001:1::2"),
-            ("2001:1::3 DNS-SD SRP anycast (globally reachable)", "2001:1::3"),
-            ("2001:3::/32 AMT (globally reachable)", "2001:3::1"),
-            ("2001:4:112::/48 AS112-v6 (globally reachable)", "2001:4:112::1"),
-            ("2001:20::/28 ORCHIDv2 (globally reachable)", "2001:20::1"),
-            ("2001:30::/28 DRIP (globally reachable)", "2001:3f::1"),
-            ("just above 2001::/23", "2001:200::1"),
-            ("global unicast", "2606:4700::1111"),
-            ("global unicast", "2a00:1450:4001:80b::200e"),
-            ("just below 2001:db8::/32", "2001:db7::1"),
-            ("just above 2001:db8::/32", "2001:db9::1"),
-            ("AS112 direct delegation (globally reachable)", "2620:4f:8000::1"),
-            ("just below 3fff::/20", "3ffe::1"),
-            ("top of 2000::/3, past 3fff::/20", "3fff:1000::1"),
-        ];
-        wrong.extend(
-            public
-                .iter()
-                .filter(|(_, ip)| is_private(ip.parse().unwrap()))
-                .map(|(range, ip)| format!("{ip} ({range}) should be public")),
-        );
+        let wrong = misjudged(SPECIAL_PURPOSE, true);
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    }
+
+    #[test]
+    fn addresses_beside_special_purpose_ranges_are_public() {
+        let wrong = misjudged(GLOBAL, false);
         assert!(wrong.is_empty(), "{}", wrong.join("\n"));
     }
 

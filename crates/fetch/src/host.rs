@@ -1,4 +1,5 @@
-//! Per-host politeness state: concurrency permits, request spacing, robots cache.
+//! Per-host politeness state: concurrency permits, request spacing, robots
+//! cache, and why a host is waited for ([`PauseReason`], [`PausedHost`]).
 
 use std::time::Duration;
 
@@ -7,8 +8,6 @@ use texting_robots::Robot;
 use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio::time::Instant;
 use url::Url;
-
-use crate::PauseReason;
 
 /// Identity of a host for politeness: scheme + host + port, because two ports
 /// on one machine are usually two servers with separate capacity, and robots.txt
@@ -35,6 +34,64 @@ pub fn politeness_key(url: &Url) -> String {
         url.host_str().unwrap_or(""),
         url.port_or_known_default().unwrap_or(0)
     )
+}
+
+/// Why a host is waited for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PauseReason {
+    /// robots.txt answered 429/5xx or timed out: the host's pages wait.
+    RobotsUnavailable,
+    /// robots.txt could not be connected to: the host's pages fail.
+    Unreachable,
+    /// The server asked for a pause (Retry-After).
+    RetryAfter,
+    /// A request is waiting before its retry.
+    Backoff,
+}
+
+impl PauseReason {
+    /// A stable short label (`robots_unavailable`, `unreachable`,
+    /// `retry_after`, `backoff`), for metrics labels.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PauseReason::RobotsUnavailable => "robots_unavailable",
+            PauseReason::Unreachable => "unreachable",
+            PauseReason::RetryAfter => "retry_after",
+            PauseReason::Backoff => "backoff",
+        }
+    }
+
+    /// What it means, for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            PauseReason::RobotsUnavailable => "robots.txt unavailable",
+            PauseReason::Unreachable => "unreachable, its pages fail",
+            PauseReason::RetryAfter => "Retry-After",
+            PauseReason::Backoff => "retry backoff",
+        }
+    }
+}
+
+/// A host the fetcher is waiting for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PausedHost {
+    /// `scheme://host:port`.
+    pub host: String,
+    pub reason: PauseReason,
+    /// Time left before the host is tried again.
+    pub left: Duration,
+}
+
+impl std::fmt::Display for PausedHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}, {} s left)",
+            self.host,
+            self.reason.describe(),
+            self.left.as_secs_f64().ceil()
+        )
+    }
 }
 
 /// What robots.txt says about a host, as cached.
