@@ -1,5 +1,5 @@
 //! HTTP exchanges as an archive keeps them (WARC request and response
-//! records): recorded only when the caller asks ([`crate::Fetcher::recording`]),
+//! records): recorded only when the caller asks ([`crate::Fetcher::set_recording`]),
 //! so a crawl that archives nothing pays nothing.
 
 use std::net::SocketAddr;
