@@ -233,23 +233,7 @@ pub fn bench(mut args: BenchArgs, settings: &Settings) -> Result<()> {
         args.batch = 5_000;
         args.index = 50_000;
     }
-    let exe = std::env::current_exe().context("cannot find the crawl binary")?;
-    let mut server = Command::new(exe)
-        .args(["__serve-site", "--pages", &args.pages.to_string()])
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("cannot start the bench site")?;
-    let mut line = String::new();
-    if let Some(out) = server.stdout.take() {
-        BufReader::new(out).read_line(&mut line)?;
-    }
-    let port: u16 = match line.trim().parse() {
-        Ok(p) => p,
-        Err(_) => {
-            let _ = server.kill();
-            bail!("bench site did not report its port (got {line:?})");
-        }
-    };
+    let (mut server, port) = start_site(args.pages)?;
     let tmp = tempfile::tempdir()?;
     let dir = args.dir.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     let seeds = dir.join("seeds.txt");
@@ -261,22 +245,7 @@ pub fn bench(mut args: BenchArgs, settings: &Settings) -> Result<()> {
         let _ = server.wait();
         return result;
     }
-    let mut cfg = settings.config.clone();
-    cfg.store.data_dir = dir.join("data");
-    cfg.crawl.out_dir = dir.join("out");
-    cfg.crawl.concurrency = args.concurrency;
-    cfg.crawl.max_depth = 1_000;
-    cfg.fetch.per_host_delay_ms = 0;
-    cfg.fetch.per_host_concurrency = args.concurrency;
-    cfg.fetch.concurrency = args.concurrency;
-    // Nothing of the user's is written to: no archive unless `--warc`
-    // (then in DIR), and the local mode unless `--redis`.
-    cfg.output.warc_dir = if args.warc {
-        dir.join("warc")
-    } else {
-        PathBuf::new()
-    };
-    cfg.redis.url.clear();
+    let cfg = local_config(&args, settings, &dir);
     let cpu0 = cpu_seconds();
     let t0 = Instant::now();
     // RSS over the run: it must stay flat while the frontier grows.
@@ -305,6 +274,79 @@ pub fn bench(mut args: BenchArgs, settings: &Settings) -> Result<()> {
     let _ = server.kill();
     let _ = server.wait();
     let stats = result?.stats;
+    print_crawl(&args, &stats, (wall, cpu), &dir);
+    if !samples.is_empty() {
+        let at = |q: usize| samples[(samples.len() - 1) * q / 4] as f64 / 1024.0;
+        println!(
+            "RSS at 0/25/50/75/100% of the run   {:.0} / {:.0} / {:.0} / {:.0} / {:.0} MB",
+            at(0),
+            at(1),
+            at(2),
+            at(3),
+            at(4)
+        );
+    }
+    if args.batch > 0 {
+        bench_batch(args.batch, &dir, &settings.config)?;
+    }
+    if args.index > 0 {
+        bench_index(args.index, &settings.config)?;
+    }
+    Ok(())
+}
+
+/// Starts the generated site of `pages` pages (`crawl __serve-site`, a
+/// child process); returns it and the port it listens on.
+fn start_site(pages: usize) -> Result<(std::process::Child, u16)> {
+    let exe = std::env::current_exe().context("cannot find the crawl binary")?;
+    let mut server = Command::new(exe)
+        .args(["__serve-site", "--pages", &pages.to_string()])
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("cannot start the bench site")?;
+    let mut line = String::new();
+    if let Some(out) = server.stdout.take() {
+        BufReader::new(out).read_line(&mut line)?;
+    }
+    match line.trim().parse() {
+        Ok(p) => Ok((server, p)),
+        Err(_) => {
+            let _ = server.kill();
+            bail!("bench site did not report its port (got {line:?})");
+        }
+    }
+}
+
+/// The local crawl's settings: the user's, writing under `dir`, unthrottled
+/// on the bench site.
+fn local_config(args: &BenchArgs, settings: &Settings, dir: &std::path::Path) -> Config {
+    let mut cfg = settings.config.clone();
+    cfg.store.data_dir = dir.join("data");
+    cfg.crawl.out_dir = dir.join("out");
+    cfg.crawl.concurrency = args.concurrency;
+    cfg.crawl.max_depth = 1_000;
+    cfg.fetch.per_host_delay_ms = 0;
+    cfg.fetch.per_host_concurrency = args.concurrency;
+    cfg.fetch.concurrency = args.concurrency;
+    // Nothing of the user's is written to: no archive unless `--warc`
+    // (then in DIR), and the local mode unless `--redis`.
+    cfg.output.warc_dir = if args.warc {
+        dir.join("warc")
+    } else {
+        PathBuf::new()
+    };
+    cfg.redis.url.clear();
+    cfg
+}
+
+/// The local crawl's report: its counters, rate, CPU (`wall` and `cpu`
+/// seconds), peak memory and archive size.
+fn print_crawl(
+    args: &BenchArgs,
+    stats: &crate::stats::Stats,
+    (wall, cpu): (f64, f64),
+    dir: &std::path::Path,
+) {
     println!("site pages        {}", args.pages);
     println!("fetched           {}", stats.fetched);
     println!(
@@ -334,24 +376,6 @@ pub fn bench(mut args: BenchArgs, settings: &Settings) -> Result<()> {
             bytes as f64 / 1e3 / (stats.fetched.max(1) as f64)
         );
     }
-    if !samples.is_empty() {
-        let at = |q: usize| samples[(samples.len() - 1) * q / 4] as f64 / 1024.0;
-        println!(
-            "RSS at 0/25/50/75/100% of the run   {:.0} / {:.0} / {:.0} / {:.0} / {:.0} MB",
-            at(0),
-            at(1),
-            at(2),
-            at(3),
-            at(4)
-        );
-    }
-    if args.batch > 0 {
-        bench_batch(args.batch, &dir, &settings.config)?;
-    }
-    if args.index > 0 {
-        bench_index(args.index, &settings.config)?;
-    }
-    Ok(())
 }
 
 /// The dedup index alone, without the text work: `n` generated documents
@@ -491,6 +515,9 @@ fn peak_kb_of(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// The Redis namespace of `crawl bench --redis`.
+const SHARED_NAMESPACE: &str = "bench";
+
 /// `crawl bench --redis URL --workers N`: N `crawl --redis` processes
 /// share the crawl of the generated site; reports the merged counters.
 fn bench_shared(
@@ -500,84 +527,15 @@ fn bench_shared(
     dir: &std::path::Path,
     seeds: &std::path::Path,
 ) -> Result<()> {
-    const NAMESPACE: &str = "bench";
-    let kind = if args.tiers == "replicated" {
-        crate::config::SharedTiersKind::Replicated
-    } else {
-        crate::config::SharedTiersKind::Redis
-    };
-    // Emptied whatever kind of store used it last.
-    crate::backend::redis::frontier::clear_namespace(url, NAMESPACE).with_context(|| {
-        format!(
-            "Redis at {} is unreachable",
-            crate::backend::redis::frontier::redact(url)
-        )
-    })?;
-    let store = crate::backend::redis::SharedStore::open(url, NAMESPACE, kind).with_context(|| {
-        format!(
-            "Redis at {} is unreachable",
-            crate::backend::redis::frontier::redact(url)
-        )
-    })?;
-    store.clear().context("cannot clear the bench namespace")?;
+    let store = empty_shared_store(url, &args.tiers)?;
     let exe = std::env::current_exe().context("cannot find the crawl binary")?;
-    let c = args.concurrency.to_string();
-    let cap = (args.concurrency * args.workers.max(1)).to_string();
     let cpu0 = children_cpu_seconds();
     let t0 = Instant::now();
     let mut children = Vec::new();
     for w in 0..args.workers.max(1) {
-        let log = std::fs::File::create(dir.join(format!("w{w}.log")))?;
-        let mut cmd = Command::new(&exe);
-        // The user's settings first: the bench's own `--set`s come later
-        // and win, as flags do.
-        if let Some(file) = &settings.file {
-            cmd.arg("--config").arg(file);
-        }
-        for s in &settings.sets {
-            cmd.arg("--set").arg(format!("{}={}", s.key, s.value));
-        }
-        let child = cmd
-            .arg("--seeds")
-            .arg(seeds)
-            .arg("--out")
-            .arg(dir.join("out"))
-            .args(["--redis", url, "--worker-id", &format!("w{w}")])
-            .args(["--set", &format!("redis.namespace={NAMESPACE}")])
-            .args(["--set", &format!("redis.tiers={}", args.tiers)])
-            .args(["--set", "fetch.per_host_delay_ms=0"])
-            .args(["--set", &format!("fetch.per_host_concurrency={cap}")])
-            .args(["--set", &format!("fetch.concurrency={c}")])
-            .args(["--set", &format!("crawl.concurrency={c}")])
-            .args(["--set", "crawl.max_depth=1000"])
-            // No archive of the user's is written to.
-            .args(["--set", "output.warc_dir="])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .context("cannot start a bench worker")?;
-        children.push(child);
+        children.push(spawn_worker(&exe, args, settings, (url, w), seeds, dir)?);
     }
-    let mut peak_kb = vec![0u64; children.len()];
-    let mut failed = Vec::new();
-    loop {
-        let mut running = 0;
-        for (i, ch) in children.iter_mut().enumerate() {
-            match ch.try_wait()? {
-                None => {
-                    running += 1;
-                    peak_kb[i] = peak_kb[i].max(peak_kb_of(ch.id()));
-                }
-                Some(st) if !st.success() && !failed.contains(&i) => failed.push(i),
-                Some(_) => {}
-            }
-        }
-        if running == 0 {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    let (peak_kb, failed) = wait_for_workers(&mut children)?;
     let wall = t0.elapsed().as_secs_f64();
     let cpu = children_cpu_seconds() - cpu0;
     if !failed.is_empty() {
@@ -586,7 +544,7 @@ fn bench_shared(
             dir.display()
         );
     }
-    let f = crate::backend::redis::frontier::RedisFrontier::open(url, NAMESPACE)?;
+    let f = crate::backend::redis::frontier::RedisFrontier::open(url, SHARED_NAMESPACE)?;
     let counters = f.counters()?;
     let get = |k: &str| counters.get(k).copied().unwrap_or(0);
     let fetched = get("fetched");
@@ -619,4 +577,97 @@ fn bench_shared(
         println!("redis memory      {:.1} MB", m as f64 / 1e6);
     }
     Ok(())
+}
+
+/// The bench namespace in Redis at `url`, emptied, with tiers of the
+/// `tiers` kind (`--tiers`).
+fn empty_shared_store(url: &str, tiers: &str) -> Result<crate::backend::redis::SharedStore> {
+    let kind = if tiers == "replicated" {
+        crate::config::SharedTiersKind::Replicated
+    } else {
+        crate::config::SharedTiersKind::Redis
+    };
+    // Emptied whatever kind of store used it last.
+    crate::backend::redis::frontier::clear_namespace(url, SHARED_NAMESPACE).with_context(|| {
+        format!(
+            "Redis at {} is unreachable",
+            crate::backend::redis::frontier::redact(url)
+        )
+    })?;
+    let store = crate::backend::redis::SharedStore::open(url, SHARED_NAMESPACE, kind).with_context(|| {
+        format!(
+            "Redis at {} is unreachable",
+            crate::backend::redis::frontier::redact(url)
+        )
+    })?;
+    store.clear().context("cannot clear the bench namespace")?;
+    Ok(store)
+}
+
+/// Starts bench worker `w`: `crawl --redis URL` on the bench namespace,
+/// its log in `dir/wN.log`.
+fn spawn_worker(
+    exe: &std::path::Path,
+    args: &BenchArgs,
+    settings: &Settings,
+    (url, w): (&str, usize),
+    seeds: &std::path::Path,
+    dir: &std::path::Path,
+) -> Result<std::process::Child> {
+    let c = args.concurrency.to_string();
+    let cap = (args.concurrency * args.workers.max(1)).to_string();
+    let log = std::fs::File::create(dir.join(format!("w{w}.log")))?;
+    let mut cmd = Command::new(exe);
+    // The user's settings first: the bench's own `--set`s come later
+    // and win, as flags do.
+    if let Some(file) = &settings.file {
+        cmd.arg("--config").arg(file);
+    }
+    for s in &settings.sets {
+        cmd.arg("--set").arg(format!("{}={}", s.key, s.value));
+    }
+    cmd.arg("--seeds")
+        .arg(seeds)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .args(["--redis", url, "--worker-id", &format!("w{w}")])
+        .args(["--set", &format!("redis.namespace={SHARED_NAMESPACE}")])
+        .args(["--set", &format!("redis.tiers={}", args.tiers)])
+        .args(["--set", "fetch.per_host_delay_ms=0"])
+        .args(["--set", &format!("fetch.per_host_concurrency={cap}")])
+        .args(["--set", &format!("fetch.concurrency={c}")])
+        .args(["--set", &format!("crawl.concurrency={c}")])
+        .args(["--set", "crawl.max_depth=1000"])
+        // No archive of the user's is written to.
+        .args(["--set", "output.warc_dir="])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .context("cannot start a bench worker")
+}
+
+/// Waits for the bench workers to exit; returns each one's peak RSS (kB)
+/// and which of them failed.
+fn wait_for_workers(children: &mut [std::process::Child]) -> Result<(Vec<u64>, Vec<usize>)> {
+    let mut peak_kb = vec![0u64; children.len()];
+    let mut failed = Vec::new();
+    loop {
+        let mut running = 0;
+        for (i, ch) in children.iter_mut().enumerate() {
+            match ch.try_wait()? {
+                None => {
+                    running += 1;
+                    peak_kb[i] = peak_kb[i].max(peak_kb_of(ch.id()));
+                }
+                Some(st) if !st.success() && !failed.contains(&i) => failed.push(i),
+                Some(_) => {}
+            }
+        }
+        if running == 0 {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Ok((peak_kb, failed))
 }

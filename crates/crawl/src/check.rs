@@ -15,7 +15,7 @@ use simcrawl_dedup::{Nominated, RedbReadOnlyStore, Tier};
 use url::Url;
 
 use crate::config::Config;
-use crate::daemon::worker::{Outcome, Signer, process_entry};
+use crate::daemon::worker::{Outcome, PageResult, Signer, process_entry};
 use crate::dust::Dust;
 use crate::frontier::Entry;
 use crate::template::Templates;
@@ -242,40 +242,7 @@ fn explain<S: simcrawl_dedup::Store + 'static>(
             .collect::<Vec<_>>()
             .join(", ")
     });
-    let signer: Signer = {
-        let d = deduper.clone();
-        Arc::new(move |doc| d.sign(doc))
-    };
-    let stages = crate::daemon::page_stages(
-        cfg,
-        std::slice::from_ref(&url),
-        signer,
-        canon,
-        templates.clone(),
-        Arc::new(Mutex::new(Dust::load(
-            &cfg.crawl.dust,
-            None,
-            deduper.canonicalizer().clone(),
-        )?)),
-    )?;
-    let entry = Entry {
-        seq: 0,
-        url: url.clone(),
-        depth: 0,
-        attempts: 0,
-        not_before_ms: 0,
-        revisit: None,
-        listing: false,
-        nest: 0,
-        via: None,
-        waited: false,
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
-    let outcome = runtime.block_on(process_entry(stages, entry));
+    let outcome = fetch_as_crawl(cfg, &url, deduper, &templates, canon)?;
     let mut report = Report {
         url: url.to_string(),
         robots: "allowed",
@@ -305,22 +272,88 @@ fn explain<S: simcrawl_dedup::Store + 'static>(
     };
     let p = match outcome {
         Outcome::Page(p) => p,
+        other => {
+            not_a_page(other, &mut report);
+            return Ok(report);
+        }
+    };
+    fill_page_facts(&mut report, &p);
+    let e = deduper.explain(&p.sig)?;
+    report.candidates = e.candidates.iter().map(candidate_line).collect();
+    let k = deduper.config().max_distance;
+    let min = p.sig.min_similarity.unwrap_or(deduper.config().min_similarity);
+    report.verdict = verdict_line(e.verdict, &p, &report.candidates, k, min);
+    report.differs = differences(&report, &p, &templates);
+    Ok(report)
+}
+
+/// Runs the crawl's own page stages on `url` (robots.txt, fetch, clean,
+/// template, signature), signing with `deduper` and writing nothing.
+fn fetch_as_crawl<S: simcrawl_dedup::Store + 'static>(
+    cfg: &Config,
+    url: &Url,
+    deduper: &Arc<simcrawl_dedup::Deduper<S>>,
+    templates: &Templates,
+    canon: simcrawl_dedup::Canonicalizer,
+) -> Result<Outcome> {
+    let signer: Signer = {
+        let d = deduper.clone();
+        Arc::new(move |doc| d.sign(doc))
+    };
+    let stages = crate::daemon::page_stages(
+        cfg,
+        std::slice::from_ref(url),
+        signer,
+        canon,
+        templates.clone(),
+        Arc::new(Mutex::new(Dust::load(
+            &cfg.crawl.dust,
+            None,
+            deduper.canonicalizer().clone(),
+        )?)),
+    )?;
+    let entry = Entry {
+        seq: 0,
+        url: url.clone(),
+        depth: 0,
+        attempts: 0,
+        not_before_ms: 0,
+        revisit: None,
+        listing: false,
+        nest: 0,
+        via: None,
+        waited: false,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    Ok(runtime.block_on(process_entry(stages, entry)))
+}
+
+/// Why an outcome that is not a page has no verdict, in `report` (a page
+/// is [`explain`]'s to judge: nothing here).
+fn not_a_page(outcome: Outcome, report: &mut Report) {
+    match outcome {
+        Outcome::Page(_) => {}
         Outcome::Failed { kind, error, .. } => {
             if kind == "robots_disallowed" {
                 report.robots = "disallowed";
             }
             report.verdict.reason = format!("{kind}: {error}");
-            return Ok(report);
         }
         Outcome::Rewritten { .. } | Outcome::NotModified { .. } => {
             report.verdict.reason = "not fetched: a learnt URL rewrite rule maps it elsewhere".into();
-            return Ok(report);
         }
         Outcome::Listing { pages, .. } => {
             report.verdict.reason = format!("a sitemap or feed listing {} pages, not a page", pages.len());
-            return Ok(report);
         }
-    };
+    }
+}
+
+/// The fetched page's facts in `report`: status, title, text, signature.
+fn fill_page_facts(report: &mut Report, p: &PageResult) {
     report.status = Some(p.status);
     report.final_url = Some(p.final_url.to_string());
     report.title = Some(p.title.clone());
@@ -330,24 +363,33 @@ fn explain<S: simcrawl_dedup::Store + 'static>(
     report.features = Some(p.sig.features);
     report.fingerprint = p.sig.fingerprint.map(|f| f.to_string());
     report.lang = p.lang;
-    let e = deduper.explain(&p.sig)?;
-    report.candidates = e
-        .candidates
-        .iter()
-        .map(|c| CandidateLine {
-            url: c.url.clone(),
-            tier: match c.nominated {
-                Nominated::Title => "title",
-                Nominated::Fingerprint => "simhash",
-                Nominated::Band => "band",
-            },
-            distance: c.distance,
-            similarity: c.similarity.map(|s| (s * 1000.0).round() / 1000.0),
-        })
-        .collect();
-    let k = deduper.config().max_distance;
-    let min = p.sig.min_similarity.unwrap_or(deduper.config().min_similarity);
-    report.verdict = match e.verdict {
+}
+
+/// A candidate as the report lists it.
+fn candidate_line(c: &simcrawl_dedup::Candidate) -> CandidateLine {
+    CandidateLine {
+        url: c.url.clone(),
+        tier: match c.nominated {
+            Nominated::Title => "title",
+            Nominated::Fingerprint => "simhash",
+            Nominated::Band => "band",
+        },
+        distance: c.distance,
+        similarity: c.similarity.map(|s| (s * 1000.0).round() / 1000.0),
+    }
+}
+
+/// The verdict line: the tiers' `verdict` on page `p`, told with its tier
+/// and resemblance, or why it is unique (the best of `candidates`; `k` and
+/// `min`: the distance and resemblance a duplicate needs).
+fn verdict_line(
+    verdict: Option<simcrawl_dedup::Duplicate>,
+    p: &PageResult,
+    candidates: &[CandidateLine],
+    k: u32,
+    min: f64,
+) -> VerdictLine {
+    match verdict {
         _ if p.noindex => VerdictLine {
             kind: "unique",
             tier: None,
@@ -383,8 +425,7 @@ fn explain<S: simcrawl_dedup::Store + 'static>(
             }
         }
         None => {
-            let best = report
-                .candidates
+            let best = candidates
                 .first()
                 .map(|c| {
                     format!(
@@ -402,9 +443,7 @@ fn explain<S: simcrawl_dedup::Store + 'static>(
                 reason: format!("no kept page within distance {k} and resemblance >= {min} ({best})"),
             }
         }
-    };
-    report.differs = differences(&report, &p, &templates);
-    Ok(report)
+    }
 }
 
 /// Why the fresh verdict of `r` may not be the one the crawl recorded:

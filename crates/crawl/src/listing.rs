@@ -322,27 +322,18 @@ fn parse_xml(body: &[u8], at: &Url, max_urls: usize) -> Result<Listing, ListingE
     // Local names of the open elements.
     let mut path: Vec<Vec<u8>> = Vec::new();
     let mut text = String::new();
-    let mut item = Listed {
-        url: at.clone(),
-        lastmod: None,
-        changefreq: None,
-        priority: None,
+    let mut item = Item {
+        listed: Listed {
+            url: at.clone(),
+            lastmod: None,
+            changefreq: None,
+            priority: None,
+        },
+        url: None,
     };
-    let mut item_url: Option<String> = None;
     let mut buf = Vec::new();
-    let xml_err = |reader: &quick_xml::Reader<&[u8]>, e: &dyn std::fmt::Display| {
-        let position = reader.error_position();
-        let before = &body[..usize::try_from(position).unwrap_or(usize::MAX).min(body.len())];
-        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
-        let column = before.len() - before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) + 1;
-        ListingError::Xml {
-            url: at.to_string(),
-            position,
-            line,
-            column,
-            reason: e.to_string(),
-        }
-    };
+    let xml_err =
+        |reader: &quick_xml::Reader<&[u8]>, e: &dyn std::fmt::Display| xml_error(body, at, reader, e);
     loop {
         let ev = reader
             .read_event_into(&mut buf)
@@ -351,36 +342,30 @@ fn parse_xml(body: &[u8], at: &Url, max_urls: usize) -> Result<Listing, ListingE
             Event::Start(e) => {
                 let name = e.local_name().as_ref().to_vec();
                 if path.is_empty() {
-                    l.kind = match &name[..] {
-                        b"urlset" => Kind::UrlSet,
-                        b"sitemapindex" => Kind::SitemapIndex,
-                        b"rss" | b"RDF" => Kind::Rss,
-                        b"feed" => Kind::Atom,
-                        _ => {
-                            return Err(xml_err(
-                                &reader,
-                                &format!(
-                                    "<{}> is not a sitemap (<urlset>, <sitemapindex>) nor a feed (<rss>, <feed>)",
-                                    String::from_utf8_lossy(&name)
-                                ),
-                            ));
-                        }
-                    };
+                    l.kind = root_kind(&name).ok_or_else(|| {
+                        xml_err(
+                            &reader,
+                            &format!(
+                                "<{}> is not a sitemap (<urlset>, <sitemapindex>) nor a feed (<rss>, <feed>)",
+                                String::from_utf8_lossy(&name)
+                            ),
+                        )
+                    })?;
                 }
                 if matches!(&name[..], b"url" | b"sitemap" | b"item" | b"entry") {
-                    item_url = None;
-                    item.lastmod = None;
-                    item.changefreq = None;
-                    item.priority = None;
+                    item.url = None;
+                    item.listed.lastmod = None;
+                    item.listed.changefreq = None;
+                    item.listed.priority = None;
                 }
                 if l.kind == Kind::Atom && &name[..] == b"link" {
-                    atom_link(&e, &mut item_url);
+                    atom_link(&e, &mut item.url);
                 }
                 path.push(name);
                 text.clear();
             }
             Event::Empty(e) if l.kind == Kind::Atom && e.local_name().as_ref() == b"link" => {
-                atom_link(&e, &mut item_url);
+                atom_link(&e, &mut item.url);
             }
             Event::Text(t) => {
                 text.push_str(&t.decode().map_err(|e| xml_err(&reader, &e))?);
@@ -391,38 +376,7 @@ fn parse_xml(body: &[u8], at: &Url, max_urls: usize) -> Result<Listing, ListingE
             Event::GeneralRef(r) => push_ref(&mut text, &r),
             Event::End(_) => {
                 let Some(name) = path.pop() else { continue };
-                let value = text.trim();
-                match (&name[..], l.kind) {
-                    (b"loc", Kind::UrlSet | Kind::SitemapIndex) | (b"link", Kind::Rss)
-                        if !value.is_empty() =>
-                    {
-                        item_url = Some(value.to_string());
-                    }
-                    (b"lastmod", _) => item.lastmod = parse_w3c_date(value),
-                    (b"changefreq", _) => item.changefreq = Some(value.to_ascii_lowercase()),
-                    (b"priority", _) => item.priority = value.parse().ok(),
-                    (b"url" | b"item" | b"entry", _) => {
-                        if let Some(u) = item_url.take() {
-                            match at.join(&u) {
-                                Ok(url) if matches!(url.scheme(), "http" | "https") => {
-                                    l.push_page(Listed { url, ..item.clone() }, max_urls);
-                                }
-                                _ => l.problems.push(format!("{at}: not an http(s) URL: {u:?}")),
-                            }
-                        }
-                    }
-                    (b"sitemap", Kind::SitemapIndex) => {
-                        if let Some(u) = item_url.take() {
-                            match at.join(&u) {
-                                Ok(url) if matches!(url.scheme(), "http" | "https") => {
-                                    l.push_listing(url, max_urls)
-                                }
-                                _ => l.problems.push(format!("{at}: not an http(s) URL: {u:?}")),
-                            }
-                        }
-                    }
-                    _ => {}
-                }
+                end_element(&mut l, &mut item, &name, text.trim(), at, max_urls);
                 text.clear();
             }
             // Cut short (a download that stopped, a truncated file): an
@@ -444,6 +398,84 @@ fn parse_xml(body: &[u8], at: &Url, max_urls: usize) -> Result<Listing, ListingE
         buf.clear();
     }
     Ok(l)
+}
+
+/// The entry (`<url>`, `<sitemap>`, `<item>`, `<entry>`) being read: its
+/// facts so far, and its URL as written.
+struct Item {
+    listed: Listed,
+    url: Option<String>,
+}
+
+/// What a listing is, by its root element (`None`: not a listing).
+fn root_kind(name: &[u8]) -> Option<Kind> {
+    match name {
+        b"urlset" => Some(Kind::UrlSet),
+        b"sitemapindex" => Some(Kind::SitemapIndex),
+        b"rss" | b"RDF" => Some(Kind::Rss),
+        b"feed" => Some(Kind::Atom),
+        _ => None,
+    }
+}
+
+/// The element `name` ended, with the text `value`: a fact of the entry
+/// being read, or the end of an entry, which is listed (a page, or a
+/// sitemap of an index).
+fn end_element(l: &mut Listing, item: &mut Item, name: &[u8], value: &str, at: &Url, max_urls: usize) {
+    match (name, l.kind) {
+        (b"loc", Kind::UrlSet | Kind::SitemapIndex) | (b"link", Kind::Rss) if !value.is_empty() => {
+            item.url = Some(value.to_string());
+        }
+        (b"lastmod", _) => item.listed.lastmod = parse_w3c_date(value),
+        (b"changefreq", _) => item.listed.changefreq = Some(value.to_ascii_lowercase()),
+        (b"priority", _) => item.listed.priority = value.parse().ok(),
+        (b"url" | b"item" | b"entry", _) => {
+            if let Some(u) = item.url.take() {
+                match at.join(&u) {
+                    Ok(url) if matches!(url.scheme(), "http" | "https") => {
+                        l.push_page(
+                            Listed {
+                                url,
+                                ..item.listed.clone()
+                            },
+                            max_urls,
+                        );
+                    }
+                    _ => l.problems.push(format!("{at}: not an http(s) URL: {u:?}")),
+                }
+            }
+        }
+        (b"sitemap", Kind::SitemapIndex) => {
+            if let Some(u) = item.url.take() {
+                match at.join(&u) {
+                    Ok(url) if matches!(url.scheme(), "http" | "https") => l.push_listing(url, max_urls),
+                    _ => l.problems.push(format!("{at}: not an http(s) URL: {u:?}")),
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A parse error of the listing at `at`, where `reader` stopped in `body`
+/// (its line and column, for people).
+fn xml_error(
+    body: &[u8],
+    at: &Url,
+    reader: &quick_xml::Reader<&[u8]>,
+    e: &dyn std::fmt::Display,
+) -> ListingError {
+    let position = reader.error_position();
+    let before = &body[..usize::try_from(position).unwrap_or(usize::MAX).min(body.len())];
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let column = before.len() - before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) + 1;
+    ListingError::Xml {
+        url: at.to_string(),
+        position,
+        line,
+        column,
+        reason: e.to_string(),
+    }
 }
 
 /// An Atom `<link href>` of an entry: the one with no `rel` or

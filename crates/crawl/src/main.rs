@@ -548,19 +548,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             out,
             data_dir,
             common,
-        }) => {
-            let cfg = common.load()?.config;
-            let summary = batch::run(
-                &cfg,
-                &batch::BatchArgs {
-                    inputs: input,
-                    out,
-                    data_dir,
-                },
-            )?;
-            eprintln!("{summary}");
-            Ok(ExitCode::SUCCESS)
-        }
+        }) => run_dedup(
+            batch::BatchArgs {
+                inputs: input,
+                out,
+                data_dir,
+            },
+            &common,
+        ),
         Some(Command::Eval {
             input,
             crawled,
@@ -571,35 +566,19 @@ fn run(cli: Cli) -> Result<ExitCode> {
             ambiguous,
             show,
             common,
-        }) => {
-            if let (Some(out), Some(pages)) = (crawled, pages) {
-                let report = eval::crawled::run(&eval::crawled::CrawledArgs {
-                    out,
-                    pages,
-                    labels,
-                    near,
-                    ambiguous,
-                    show,
-                })?;
-                println!("{report}");
-                return Ok(ExitCode::SUCCESS);
-            }
-            let input = input.context("--input or --crawled is required")?;
-            let cfg = common.load()?.config;
-            let report = eval::run(
-                &cfg,
-                &eval::EvalArgs {
-                    input,
-                    labels,
-                    sweep,
-                    near,
-                    ambiguous,
-                    show,
-                },
-            )?;
-            println!("{report}");
-            Ok(ExitCode::SUCCESS)
-        }
+        }) => run_eval(
+            input,
+            crawled.zip(pages),
+            eval::EvalArgs {
+                input: PathBuf::new(),
+                labels,
+                sweep,
+                near,
+                ambiguous,
+                show,
+            },
+            &common,
+        ),
         Some(Command::Fingerprint { files, html, common }) => {
             let cfg = common.load()?.config;
             let empty = tools::fingerprint(&cfg, &files, tools::Input::from_html_flag(html))?;
@@ -620,26 +599,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
             tools::distance(&cfg, &a, &b, tools::Input::from_html_flag(html), top)?;
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Report { dir, open, clusters }) => {
-            let limits = report::Limits {
-                clusters,
-                ..report::Limits::default()
-            };
-            let (r, path) = report::write(&dir, limits)?;
-            eprintln!(
-                "report of {} kept, {} dropped, {} errors written to {}",
-                r.kept,
-                r.dropped.total(),
-                r.errors,
-                path.display()
-            );
-            println!("{}", path.display());
-            if open {
-                opener::open(&path)
-                    .with_context(|| format!("cannot open {} in a browser", path.display()))?;
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        Some(Command::Report { dir, open, clusters }) => run_report(&dir, open, clusters),
         Some(Command::ServeSite { pages }) => {
             bench::serve_site(pages)?;
             Ok(ExitCode::SUCCESS)
@@ -648,59 +608,20 @@ fn run(cli: Cli) -> Result<ExitCode> {
             redis,
             namespace,
             common,
-        }) => {
-            let cfg = common.load()?.config;
-            let url = redis.unwrap_or(cfg.redis.url);
-            if url.is_empty() {
-                anyhow::bail!("crawl stats: give --redis URL (or redis.url in the settings)");
-            }
-            backend::redis::print_stats(&url, &namespace.unwrap_or(cfg.redis.namespace))?;
-            Ok(ExitCode::SUCCESS)
-        }
+        }) => run_stats(redis, namespace, &common),
         Some(Command::Status {
             data_dir,
             json,
             common,
-        }) => {
-            let data_dir = match data_dir {
-                Some(d) => d,
-                None => common.load()?.config.store.data_dir,
-            };
-            let status = status::run(&data_dir)?;
-            if json {
-                println!("{}", serde_json::to_string(&status)?);
-            } else {
-                print!("{}", status::human(&status));
-            }
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(Command::Bench(args)) => {
-            // `--config` and `--set` are global flags: given after `bench`,
-            // clap hands them to the top level's.
-            let common = &cli.crawl.common;
-            let settings = bench::Settings {
-                config: common.load()?.config,
-                file: common.config.clone(),
-                sets: common.set.clone(),
-            };
-            bench::bench(args, &settings)?;
-            Ok(ExitCode::SUCCESS)
-        }
+        }) => run_status(data_dir, json, &common),
+        // `--config` and `--set` are global flags: given after `bench`,
+        // clap hands them to the top level's.
+        Some(Command::Bench(args)) => run_bench(args, &cli.crawl.common),
         Some(Command::Config {
             default,
             common,
             overrides,
-        }) => {
-            let text = if default {
-                config::DEFAULT_FILE.to_string()
-            } else {
-                let mut effective = common.load()?;
-                overrides.apply(&mut effective);
-                effective.to_toml()?
-            };
-            std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes())?;
-            Ok(ExitCode::SUCCESS)
-        }
+        }) => run_config(default, &common, overrides),
         Some(Command::Completions { shell }) => {
             let mut cmd = cli_command();
             // Into a buffer first: clap_complete panics on a closed pipe.
@@ -714,70 +635,184 @@ fn run(cli: Cli) -> Result<ExitCode> {
             json,
             common,
             overrides,
-        }) => {
-            let mut effective = common.load()?;
-            overrides.apply(&mut effective);
-            let report = check::run(&effective.config, &url)?;
-            if json {
-                println!("{}", serde_json::to_string(&report)?);
-            } else {
-                print!("{}", check::human(&report));
-            }
-            Ok(if check::failed(&report) {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
+        }) => run_check(&url, json, &common, overrides),
         Some(Command::Revisit {
             all,
             common,
             overrides,
-        }) => {
-            let mut effective = common.load()?;
-            overrides.apply(&mut effective);
-            let visits = if all {
-                daemon::Visits::All
-            } else {
-                daemon::Visits::Due
-            };
-            let run = run_crawl(effective.config, None, daemon::Start::Resume, visits)?;
-            eprintln!("{}", run.revisit_summary());
-            eprintln!("{}", run.ended.line(&run.stats));
-            Ok(ExitCode::from(run.ended.exit_code()))
-        }
-        None => {
-            let a = cli.crawl;
-            let seeds = a
-                .seeds
-                .context("nothing to do: give --seeds FILE to crawl, or a subcommand (see --help)")?;
-            let mut effective = a.common.load()?;
-            a.overrides.apply(&mut effective);
-            let cfg = effective.config;
-            let stats::Run { stats, ended, .. } = run_crawl(
-                cfg,
-                Some(&seeds),
-                if a.fresh {
-                    daemon::Start::Fresh
-                } else if a.add_seeds {
-                    daemon::Start::AddSeeds
-                } else {
-                    daemon::Start::Resume
-                },
-                if a.forever {
-                    daemon::Visits::Forever
-                } else {
-                    daemon::Visits::Crawl
-                },
-            )?;
-            eprintln!("{stats}");
-            if let Some(rules) = dust::summary(&stats.dust_rules) {
-                eprintln!("{rules}");
-            }
-            eprintln!("{}", ended.line(&stats));
-            Ok(ExitCode::from(ended.exit_code()))
-        }
+        }) => run_revisit(all, &common, overrides),
+        None => run_default_crawl(cli.crawl),
     }
+}
+
+/// `crawl dedup`: a batch of documents through the tiers.
+fn run_dedup(args: batch::BatchArgs, common: &Common) -> Result<ExitCode> {
+    let cfg = common.load()?.config;
+    let summary = batch::run(&cfg, &args)?;
+    eprintln!("{summary}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `crawl bench`, with the top level's `--config` and `--set` (`common`).
+fn run_bench(args: bench::BenchArgs, common: &Common) -> Result<ExitCode> {
+    let settings = bench::Settings {
+        config: common.load()?.config,
+        file: common.config.clone(),
+        sets: common.set.clone(),
+    };
+    bench::bench(args, &settings)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `crawl eval`: over a crawl's output (`crawled`: the out dir and the
+/// pages it was crawled from), else over `--input`; `args` holds the rest
+/// of the flags (its `input` is filled here).
+fn run_eval(
+    input: Option<PathBuf>,
+    crawled: Option<(PathBuf, PathBuf)>,
+    args: eval::EvalArgs,
+    common: &Common,
+) -> Result<ExitCode> {
+    if let Some((out, pages)) = crawled {
+        let report = eval::crawled::run(&eval::crawled::CrawledArgs {
+            out,
+            pages,
+            labels: args.labels,
+            near: args.near,
+            ambiguous: args.ambiguous,
+            show: args.show,
+        })?;
+        println!("{report}");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let input = input.context("--input or --crawled is required")?;
+    let cfg = common.load()?.config;
+    let report = eval::run(&cfg, &eval::EvalArgs { input, ..args })?;
+    println!("{report}");
+    Ok(ExitCode::SUCCESS)
+}
+/// `crawl report`: writes the HTML report of an out dir, and opens it.
+fn run_report(dir: &std::path::Path, open: bool, clusters: usize) -> Result<ExitCode> {
+    let limits = report::Limits {
+        clusters,
+        ..report::Limits::default()
+    };
+    let (r, path) = report::write(dir, limits)?;
+    eprintln!(
+        "report of {} kept, {} dropped, {} errors written to {}",
+        r.kept,
+        r.dropped.total(),
+        r.errors,
+        path.display()
+    );
+    println!("{}", path.display());
+    if open {
+        opener::open(&path).with_context(|| format!("cannot open {} in a browser", path.display()))?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `crawl stats`: the shared crawl's counters in Redis.
+fn run_stats(redis: Option<String>, namespace: Option<String>, common: &Common) -> Result<ExitCode> {
+    let cfg = common.load()?.config;
+    let url = redis.unwrap_or(cfg.redis.url);
+    if url.is_empty() {
+        anyhow::bail!("crawl stats: give --redis URL (or redis.url in the settings)");
+    }
+    backend::redis::print_stats(&url, &namespace.unwrap_or(cfg.redis.namespace))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `crawl status`: the local store's state, for people or as JSON.
+fn run_status(data_dir: Option<PathBuf>, json: bool, common: &Common) -> Result<ExitCode> {
+    let data_dir = match data_dir {
+        Some(d) => d,
+        None => common.load()?.config.store.data_dir,
+    };
+    let status = status::run(&data_dir)?;
+    if json {
+        println!("{}", serde_json::to_string(&status)?);
+    } else {
+        print!("{}", status::human(&status));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `crawl config`: the default settings file, or the effective settings.
+fn run_config(default: bool, common: &Common, overrides: Overrides) -> Result<ExitCode> {
+    let text = if default {
+        config::DEFAULT_FILE.to_string()
+    } else {
+        let mut effective = common.load()?;
+        overrides.apply(&mut effective);
+        effective.to_toml()?
+    };
+    std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `crawl check URL`: what a crawl would do with one page; exit 1 when it fails.
+fn run_check(url: &str, json: bool, common: &Common, overrides: Overrides) -> Result<ExitCode> {
+    let mut effective = common.load()?;
+    overrides.apply(&mut effective);
+    let report = check::run(&effective.config, url)?;
+    if json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print!("{}", check::human(&report));
+    }
+    Ok(if check::failed(&report) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `crawl revisit`: visits the stored pages that are due (or all of them).
+fn run_revisit(all: bool, common: &Common, overrides: Overrides) -> Result<ExitCode> {
+    let mut effective = common.load()?;
+    overrides.apply(&mut effective);
+    let visits = if all {
+        daemon::Visits::All
+    } else {
+        daemon::Visits::Due
+    };
+    let run = run_crawl(effective.config, None, daemon::Start::Resume, visits)?;
+    eprintln!("{}", run.revisit_summary());
+    eprintln!("{}", run.ended.line(&run.stats));
+    Ok(ExitCode::from(run.ended.exit_code()))
+}
+
+/// `crawl --seeds FILE` (no subcommand): the crawl itself.
+fn run_default_crawl(a: CrawlArgs) -> Result<ExitCode> {
+    let seeds = a
+        .seeds
+        .context("nothing to do: give --seeds FILE to crawl, or a subcommand (see --help)")?;
+    let mut effective = a.common.load()?;
+    a.overrides.apply(&mut effective);
+    let cfg = effective.config;
+    let stats::Run { stats, ended, .. } = run_crawl(
+        cfg,
+        Some(&seeds),
+        if a.fresh {
+            daemon::Start::Fresh
+        } else if a.add_seeds {
+            daemon::Start::AddSeeds
+        } else {
+            daemon::Start::Resume
+        },
+        if a.forever {
+            daemon::Visits::Forever
+        } else {
+            daemon::Visits::Crawl
+        },
+    )?;
+    eprintln!("{stats}");
+    if let Some(rules) = dust::summary(&stats.dust_rules) {
+        eprintln!("{rules}");
+    }
+    eprintln!("{}", ended.line(&stats));
+    Ok(ExitCode::from(ended.exit_code()))
 }
 
 /// Runs a crawl to completion (or until stopped) on the backend the settings

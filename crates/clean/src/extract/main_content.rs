@@ -171,12 +171,26 @@ pub(crate) fn select_texts(walk: &Walk<'_>, main_content: bool, cap: usize) -> T
     }
 }
 
-/// The main content.
-fn select_text(walk: &Walk<'_>, cap: usize) -> String {
-    let els = &walk.els;
-    let n = els.len();
+/// Subtree totals over everything (template included), which protect mis-marked
+/// wrappers from their class names.
+struct PageTotals {
+    /// Chars per subtree.
+    all: Vec<u64>,
+    /// Link chars per subtree.
+    all_link: Vec<u64>,
+    /// Chars of the whole page.
+    total: u64,
+    /// Paragraph text per subtree (blocks with a real paragraph).
+    para: Vec<u64>,
+    /// The deepest semantic content marker's paragraph text per subtree.
+    sem_para: Vec<u64>,
+    /// Paragraph text of the whole page.
+    para_total: u64,
+}
 
-    // Subtree totals over everything, to protect mis-marked wrappers.
+/// Subtree totals over everything, to protect mis-marked wrappers.
+fn page_totals(els: &[El]) -> PageTotals {
+    let n = els.len();
     let mut all = vec![0u64; n];
     let mut all_link = vec![0u64; n];
     for i in (0..n).rev() {
@@ -207,46 +221,81 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> String {
         }
     }
     let para_total: u64 = (0..n).filter(|&i| els[i].parent == NONE).map(|i| para[i]).sum();
+    PageTotals {
+        all,
+        all_link,
+        total,
+        para,
+        sem_para,
+        para_total,
+    }
+}
 
-    // Effective template marks, inherited downwards (parents precede children). A
-    // class name is a weaker signal than a tag: a class-marked element is kept when
-    // it holds most of the page's paragraph text with few links, or wraps the page's
-    // article markup (`<article>`, `articleBody`, `entry-content`) holding a fair
-    // share of it. Themes name whole-page wrappers `content-with-sidebar`.
+/// Which elements are template: effective template marks, inherited downwards
+/// (parents precede children). A class name is a weaker signal than a tag: a
+/// class-marked element is kept when it holds most of the page's paragraph text with
+/// few links, or wraps the page's article markup (`<article>`, `articleBody`,
+/// `entry-content`) holding a fair share of it. Themes name whole-page wrappers
+/// `content-with-sidebar`.
+fn template_marks(els: &[El], t: &PageTotals) -> Vec<bool> {
+    let n = els.len();
     let mut boiler = vec![false; n];
     for i in 0..n {
         let e = &els[i];
-        let protected = (all[i] * 2 > total && all_link[i] * 10 < all[i] * 3)
-            || (para[i] * 2 > para_total && all_link[i] * 10 < all[i] * 4)
-            || sem_para[i] * 4 > para_total;
+        let protected = (t.all[i] * 2 > t.total && t.all_link[i] * 10 < t.all[i] * 3)
+            || (t.para[i] * 2 > t.para_total && t.all_link[i] * 10 < t.all[i] * 4)
+            || t.sem_para[i] * 4 > t.para_total;
         let marked = e.tag_boiler || (e.class_boiler && !protected);
         boiler[i] = marked || parent_of(els, i).is_some_and(|p| boiler[p]);
     }
+    boiler
+}
 
-    // Subtree totals without template parts.
-    let mut sub = vec![0u64; n];
-    let mut sub_link = vec![0u64; n];
-    for i in (0..n).rev() {
-        if boiler[i] {
-            continue;
+/// Subtree totals without template parts.
+struct ContentTotals {
+    sub: Vec<u64>,
+    sub_link: Vec<u64>,
+}
+
+impl ContentTotals {
+    fn new(els: &[El], boiler: &[bool]) -> Self {
+        let n = els.len();
+        let mut sub = vec![0u64; n];
+        let mut sub_link = vec![0u64; n];
+        for i in (0..n).rev() {
+            if boiler[i] {
+                continue;
+            }
+            sub[i] += u64::from(els[i].own_chars);
+            sub_link[i] += u64::from(els[i].own_link_chars);
+            if let Some(p) = parent_of(els, i) {
+                sub[p] += sub[i];
+                sub_link[p] += sub_link[i];
+            }
         }
-        sub[i] += u64::from(els[i].own_chars);
-        sub_link[i] += u64::from(els[i].own_link_chars);
-        if let Some(p) = parent_of(els, i) {
-            sub[p] += sub[i];
-            sub_link[p] += sub_link[i];
-        }
+        ContentTotals { sub, sub_link }
     }
-    let nonlink = |i: usize| sub[i].saturating_sub(sub_link[i]);
-    let density = |i: usize| {
-        if sub[i] == 0 {
+
+    /// Non-link, non-template chars of `i`'s subtree.
+    fn nonlink(&self, i: usize) -> u64 {
+        self.sub[i].saturating_sub(self.sub_link[i])
+    }
+
+    /// The share of `i`'s non-template text that is link text (1 when it has none).
+    fn density(&self, i: usize) -> f64 {
+        if self.sub[i] == 0 {
             1.0
         } else {
-            sub_link[i] as f64 / sub[i] as f64
+            self.sub_link[i] as f64 / self.sub[i] as f64
         }
-    };
+    }
+}
 
-    // Paragraph scores.
+/// Readability-style paragraph scores: every block with a real paragraph scores
+/// 1 + its commas + 1 per 100 chars (max 3), credited to itself, its parent, half
+/// to its grandparent and a sixth to the next.
+fn paragraph_scores(els: &[El], boiler: &[bool]) -> Vec<f64> {
+    let n = els.len();
     let mut score = vec![0f64; n];
     for i in 0..n {
         let e = &els[i];
@@ -262,27 +311,34 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> String {
             up = parent_of(els, p);
         }
     }
+    score
+}
+
+/// The best-scored block, its score scaled by (1 - link density).
+fn best_scored_block(els: &[El], boiler: &[bool], score: &[f64], c: &ContentTotals) -> Option<(usize, f64)> {
     let mut top: Option<(usize, f64)> = None;
-    for i in 0..n {
+    for i in 0..els.len() {
         if boiler[i] || !els[i].block || score[i] <= 0.0 {
             continue;
         }
-        let f = score[i] * (1.0 - density(i));
+        let f = score[i] * (1.0 - c.density(i));
         // `>=`: on a tie the deeper (later) element wins, e.g. a <div> holding <br>-
         // separated text rather than its otherwise empty wrapper.
         if top.is_none_or(|(_, best)| f >= best) {
             top = Some((i, f));
         }
     }
+    top
+}
 
-    // Semantic markup, when it covers a fair share of what the scoring found.
-    let top_nonlink = top.map_or(0, |(t, _)| nonlink(t));
+/// Body containers (`articleBody`, `entry-content` ...): every outermost one with
+/// real text, in page order; none unless together they cover a fair share of what
+/// the scoring found (`top_nonlink`). Templates split one article into several of
+/// them around ads and embeds (`article__body` chunks), so taking only the largest
+/// loses the rest of the article.
+fn body_containers(els: &[El], boiler: &[bool], c: &ContentTotals, top_nonlink: u64) -> Vec<usize> {
+    let n = els.len();
     let mut roots: Vec<usize> = Vec::new();
-
-    // Body containers (`articleBody`, `entry-content` ...): every outermost one with
-    // real text, in page order. Templates split one article into several of them
-    // around ads and embeds (`article__body` chunks), so taking only the largest
-    // loses the rest of the article.
     let mut last = (0..n).collect::<Vec<usize>>();
     for i in (0..n).rev() {
         if let Some(p) = parent_of(els, i) {
@@ -291,7 +347,7 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> String {
     }
     let best_body = (0..n)
         .filter(|&i| els[i].semantic == Semantic::Body && !boiler[i])
-        .map(nonlink)
+        .map(|i| c.nonlink(i))
         .max()
         .unwrap_or(0);
     let mut covered_until = 0usize;
@@ -300,7 +356,7 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> String {
         if i < covered_until || els[i].semantic != Semantic::Body || boiler[i] {
             continue;
         }
-        let v = nonlink(i);
+        let v = c.nonlink(i);
         if v >= MIN_BODY_CHUNK_CHARS && v * 10 >= best_body {
             roots.push(i);
             body_sum += v;
@@ -310,35 +366,82 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> String {
     if body_sum < 50 || body_sum * 2 < top_nonlink {
         roots.clear();
     }
+    roots
+}
 
+/// A dominant `<article>`, else the largest `<main>`/`role=main`, when it covers a
+/// fair share of what the scoring found (`top_nonlink`).
+fn dominant_landmark(els: &[El], boiler: &[bool], c: &ContentTotals, top_nonlink: u64) -> Option<usize> {
     for level in [Semantic::Article, Semantic::Main] {
-        if !roots.is_empty() {
-            break;
-        }
         let mut best: Option<usize> = None;
         let mut second = 0u64;
-        for i in 0..n {
+        for i in 0..els.len() {
             if els[i].semantic != level || boiler[i] {
                 continue;
             }
             match best {
-                Some(b) if nonlink(i) <= nonlink(b) => second = second.max(nonlink(i)),
+                Some(b) if c.nonlink(i) <= c.nonlink(b) => second = second.max(c.nonlink(i)),
                 Some(b) => {
-                    second = second.max(nonlink(b));
+                    second = second.max(c.nonlink(b));
                     best = Some(i);
                 }
                 None => best = Some(i),
             }
         }
         if let Some(b) = best {
-            let v = nonlink(b);
+            let v = c.nonlink(b);
             // Several <article>s of similar size are a listing, not one article.
             let dominant = level != Semantic::Article || v >= second * 2;
             if dominant && v >= 50 && v * 2 >= top_nonlink {
-                roots.push(b);
-                break;
+                return Some(b);
             }
         }
+    }
+    None
+}
+
+/// The best-scored block `t` (score `best`) and its siblings that score comparably:
+/// they belong to the same article (content split across several containers).
+fn scored_block_and_siblings(
+    els: &[El],
+    boiler: &[bool],
+    score: &[f64],
+    c: &ContentTotals,
+    (t, best): (usize, f64),
+) -> Vec<usize> {
+    let mut roots = vec![t];
+    if let Some(p) = parent_of(els, t) {
+        let threshold = (best * 0.2).max(10.0);
+        for i in p + 1..els.len() {
+            if i == t || els[i].parent != p as u32 || boiler[i] {
+                continue;
+            }
+            let f = score[i] * (1.0 - c.density(i));
+            let long_paragraph = els[i].para_chars >= 80 && c.density(i) < 0.25;
+            if f >= threshold || long_paragraph {
+                roots.push(i);
+            }
+        }
+    }
+    roots
+}
+
+/// The main content.
+fn select_text(walk: &Walk<'_>, cap: usize) -> String {
+    let els = &walk.els;
+    let n = els.len();
+    let boiler = template_marks(els, &page_totals(els));
+    let content = ContentTotals::new(els, &boiler);
+    let score = paragraph_scores(els, &boiler);
+    let top = best_scored_block(els, &boiler, &score, &content);
+
+    // Semantic markup, when it covers a fair share of what the scoring found.
+    let top_nonlink = top.map_or(0, |(t, _)| content.nonlink(t));
+    let mut roots = body_containers(els, &boiler, &content, top_nonlink);
+    if roots.is_empty()
+        && let Some(b) = dominant_landmark(els, &boiler, &content, top_nonlink)
+    {
+        roots.push(b);
     }
 
     // Inside the semantic part, a scored block holding most of its text is tighter
@@ -346,30 +449,15 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> String {
     if let (&[root], Some((t, _))) = (roots.as_slice(), top)
         && t != root
         && is_descendant(els, t, root)
-        && nonlink(t) * 4 >= nonlink(root) * 3
+        && content.nonlink(t) * 4 >= content.nonlink(root) * 3
     {
         roots.clear();
     }
 
     if roots.is_empty()
-        && let Some((t, best)) = top
+        && let Some(top) = top
     {
-        roots.push(t);
-        // Siblings that score comparably belong to the same article (content split
-        // across several containers).
-        if let Some(p) = parent_of(els, t) {
-            let threshold = (best * 0.2).max(10.0);
-            for i in p + 1..n {
-                if i == t || els[i].parent != p as u32 || boiler[i] {
-                    continue;
-                }
-                let f = score[i] * (1.0 - density(i));
-                let long_paragraph = els[i].para_chars >= 80 && density(i) < 0.25;
-                if f >= threshold || long_paragraph {
-                    roots.push(i);
-                }
-            }
-        }
+        roots = scored_block_and_siblings(els, &boiler, &score, &content, top);
     }
 
     // Fail-safe for dedup: a chosen block holding only a small share of the page's
@@ -377,15 +465,18 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> String {
     // would make distinct pages identical. Then the page's visible text minus its
     // template is returned instead: more template-like text, but never two distinct
     // pages reduced to the same small box.
-    let main_chars: u64 = roots.iter().map(|&r| nonlink(r)).sum();
-    let page_chars: u64 = (0..n).filter(|&i| els[i].parent == NONE).map(nonlink).sum();
+    let main_chars: u64 = roots.iter().map(|&r| content.nonlink(r)).sum();
+    let page_chars: u64 = (0..n)
+        .filter(|&i| els[i].parent == NONE)
+        .map(|i| content.nonlink(i))
+        .sum();
     if main_chars * FAILSAFE_SHARE_DEN >= page_chars * FAILSAFE_SHARE_NUM {
         let text = render(walk, &roots, Some(&boiler), cap);
         if nonws_len(&text) >= MIN_MAIN_CHARS {
             return text;
         }
     }
-    let template = without_menus(walk, &boiler, &sub, &sub_link);
+    let template = without_menus(walk, &boiler, &content.sub, &content.sub_link);
     let text = render_all(walk, Some(&template), cap);
     if nonws_len(&text) >= MIN_MAIN_CHARS {
         return text;

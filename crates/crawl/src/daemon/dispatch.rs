@@ -89,57 +89,25 @@ pub async fn dispatch<S: Source>(
     loop {
         if !stopping {
             if window.wants_refill() {
-                window = tokio::task::spawn_blocking(move || {
-                    let mut w = window;
-                    w.refill().map(|()| w)
-                })
-                .await
-                .context("frontier reader failed")??;
+                window = refilled(window).await?;
             }
-            // Backpressure: results waiting for the writer count too, so a
-            // writer slower than the network bounds memory instead of
-            // queueing without limit.
-            while tasks.len() < s.concurrency
-                && window.in_flight() < s.concurrency * IN_FLIGHT_PER_TASK
-                && let Some(entry) = window.next()
-            {
-                let (stages, tx) = (stages.clone(), out_tx.clone());
-                let seq = entry.seq;
-                let handle = tasks.spawn(async move {
-                    let o = process_entry(stages, entry).await;
-                    let _ = tx.send(o);
-                });
-                task_seq.insert(handle.id(), seq);
-            }
+            spawn_tasks(
+                &mut window,
+                &mut tasks,
+                &mut task_seq,
+                (&stages, &out_tx),
+                s.concurrency,
+            );
         }
         if window.in_flight() == 0 && (stopping || window.is_finished()) {
             break;
         }
         tokio::select! {
             Some(joined) = tasks.join_next_with_id(), if !tasks.is_empty() => {
-                let (id, failed) = match joined {
-                    Ok((id, ())) => (id, None),
-                    Err(e) => (e.id(), Some(e)),
-                };
-                if let Some(seq) = task_seq.remove(&id) {
-                    window.released(seq);
-                    if let Some(e) = failed {
-                        // No outcome will reach the writer: let the page go
-                        // for this run (it stays in the stored frontier and
-                        // is fetched again by the next one).
-                        warn!(seq, "page task failed: {e}");
-                        window.done(seq);
-                    }
-                }
+                task_ended(&mut window, &mut task_seq, joined);
             }
             msg = done_rx.recv() => match msg {
-                Some(Ok(c)) => {
-                    for seq in c.seqs { window.done(seq); }
-                    // A requeued page comes back under a new seq; its first
-                    // attempt does not count against the page budget.
-                    window.requeued(c.requeued);
-                    if c.added > 0 || c.requeued > 0 { window.poke(); }
-                }
+                Some(Ok(c)) => committed(&mut window, c),
                 Some(Err(e)) => return Err(e),
                 None => bail!("the writer stopped unexpectedly"),
             },
@@ -159,10 +127,7 @@ pub async fn dispatch<S: Source>(
                     break;
                 }
                 let st = shared.lock().clone();
-                let rate = (st.fetched - s.base_fetched) as f64 / started.elapsed().as_secs_f64().max(1e-9);
-                let mut waits = crate::progress::waiting_for(&stages.fetcher.paused_hosts());
-                waits.push_str(&stages.retry_waits.describe());
-                let line = format!("{}  ({rate:.0} pages/s this run, {} queued in memory, {} in flight){waits}", st, window.pending(), window.in_flight());
+                let line = progress_line(&st, &s, started, &stages, &window);
                 if progress.is_bar() {
                     progress.message(line);
                 } else if last_log.elapsed() >= LOG_EVERY {
@@ -178,6 +143,109 @@ pub async fn dispatch<S: Source>(
         None if window.budget_spent() => Ended::MaxPages,
         None => Ended::Finished,
     };
+    wind_down(&stages, window, tasks, out_tx, done_rx).await?;
+    Ok(ended)
+}
+
+/// The window with more entries loaded (or leased), off the reactor.
+async fn refilled<S: Source>(window: S) -> Result<S> {
+    tokio::task::spawn_blocking(move || {
+        let mut w = window;
+        w.refill().map(|()| w)
+    })
+    .await
+    .context("frontier reader failed")?
+}
+
+/// Starts a page task for each entry the window hands out, within the
+/// concurrency limit. Backpressure: results waiting for the writer count
+/// too, so a writer slower than the network bounds memory instead of
+/// queueing without limit.
+fn spawn_tasks<S: Source>(
+    window: &mut S,
+    tasks: &mut JoinSet<()>,
+    task_seq: &mut HashMap<tokio::task::Id, u64>,
+    (stages, out_tx): (&Arc<PageStages>, &std_mpsc::Sender<Outcome>),
+    concurrency: usize,
+) {
+    while tasks.len() < concurrency
+        && window.in_flight() < concurrency * IN_FLIGHT_PER_TASK
+        && let Some(entry) = window.next()
+    {
+        let (stages, tx) = (stages.clone(), out_tx.clone());
+        let seq = entry.seq;
+        let handle = tasks.spawn(async move {
+            let o = process_entry(stages, entry).await;
+            let _ = tx.send(o);
+        });
+        task_seq.insert(handle.id(), seq);
+    }
+}
+
+/// A page task ended: its entry's fetch is over.
+fn task_ended<S: Source>(
+    window: &mut S,
+    task_seq: &mut HashMap<tokio::task::Id, u64>,
+    joined: Result<(tokio::task::Id, ()), tokio::task::JoinError>,
+) {
+    let (id, failed) = match joined {
+        Ok((id, ())) => (id, None),
+        Err(e) => (e.id(), Some(e)),
+    };
+    if let Some(seq) = task_seq.remove(&id) {
+        window.released(seq);
+        if let Some(e) = failed {
+            // No outcome will reach the writer: let the page go
+            // for this run (it stays in the stored frontier and
+            // is fetched again by the next one).
+            warn!(seq, "page task failed: {e}");
+            window.done(seq);
+        }
+    }
+}
+
+/// The writer committed `c`.
+fn committed<S: Source>(window: &mut S, c: Committed) {
+    for seq in c.seqs {
+        window.done(seq);
+    }
+    // A requeued page comes back under a new seq; its first
+    // attempt does not count against the page budget.
+    window.requeued(c.requeued);
+    if c.added > 0 || c.requeued > 0 {
+        window.poke();
+    }
+}
+
+/// The progress line: the counters, this run's rate, the window and what
+/// pages wait for.
+fn progress_line<S: Source>(
+    st: &Stats,
+    s: &Dispatch,
+    started: Instant,
+    stages: &PageStages,
+    window: &S,
+) -> String {
+    let rate = (st.fetched - s.base_fetched) as f64 / started.elapsed().as_secs_f64().max(1e-9);
+    let mut waits = crate::progress::waiting_for(&stages.fetcher.paused_hosts());
+    waits.push_str(&stages.retry_waits.describe());
+    format!(
+        "{}  ({rate:.0} pages/s this run, {} queued in memory, {} in flight){waits}",
+        st,
+        window.pending(),
+        window.in_flight()
+    )
+}
+
+/// After the loop: stops the tasks left, waits for the writer's last
+/// commits and closes the window.
+async fn wind_down<S: Source>(
+    stages: &PageStages,
+    window: S,
+    mut tasks: JoinSet<()>,
+    out_tx: std_mpsc::Sender<Outcome>,
+    mut done_rx: mpsc::UnboundedReceiver<Result<Committed, anyhow::Error>>,
+) -> Result<()> {
     // Requeued pages whose retry was not due yet: the process that would
     // have tried them is about to exit, so say where they are.
     let waiting = stages.retry_waits.len();
@@ -199,5 +267,5 @@ pub async fn dispatch<S: Source>(
     })
     .await
     .context("frontier closer failed")??;
-    Ok(ended)
+    Ok(())
 }

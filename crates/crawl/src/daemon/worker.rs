@@ -527,73 +527,33 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
     if entry.listing {
         return process_listing(stages, entry, Vec::new()).await;
     }
-    // DUST: a URL a learnt rule rewrites is not fetched; one a candidate
-    // rule would rewrite waits (briefly) for the verdicts of its probes. A
-    // revisit is not a new URL: its page is in the index (kept or a copy)
-    // and only its visits keep that record true, so no rule folds it (a
-    // folded revisit left the schedule for good).
-    let waiting = std::time::Instant::now();
-    while entry.revisit.is_none() {
-        let force = waiting.elapsed() >= PROBE_WAIT;
-        let admitted = {
-            let mut dust = stages.dust.lock();
-            if dust.fold(&entry.url).is_some() {
-                return Outcome::Rewritten { entry };
-            }
-            dust.admit_fetch(&entry.url, force)
-        };
-        if admitted {
-            break;
-        }
-        tokio::time::sleep(PROBE_POLL).await;
+    if folded_by_dust(&stages, &entry).await {
+        return Outcome::Rewritten { entry };
     }
-    let scope_stages = stages.clone();
-    let allow = move |u: &Url| scope_stages.scope.allows(u);
-    // A host whose robots.txt answered 5xx or could not be reached is
-    // unavailable for a while (the fetcher says how long); the page waits
-    // for it a few times before it counts as failed. The per-host limit of
-    // the frontier window bounds how many tasks can wait on one host.
-    let mut waits = 0;
     let started = std::time::Instant::now();
     let mut exchanges = Vec::new();
-    let fetched = loop {
-        let (result, tape) = match &entry.revisit {
-            Some(r) => {
-                stages
-                    .fetcher
-                    .fetch_conditional(&entry.url, &allow, &r.since)
-                    .await
-            }
-            None => stages.fetcher.fetch_recorded(&entry.url, &allow).await,
-        };
-        exchanges.extend(tape);
-        match result {
-            Ok(f) => break f,
-            Err(simcrawl_fetch::FetchError::RobotsUnavailable { retry_in, .. }) if waits < ROBOTS_WAITS => {
-                waits += 1;
-                tokio::time::sleep(retry_in).await;
-            }
-            // A seed (or link) that is a feed: read as one.
-            Err(simcrawl_fetch::FetchError::ContentType { content_type, .. })
-                if stages.feeds && is_feed_type(&content_type) =>
-            {
-                let listing = Entry {
-                    listing: true,
-                    ..entry
-                };
-                return process_listing(stages, listing, exchanges).await;
-            }
-            Err(e) => {
-                return Outcome::Failed {
-                    entry,
-                    kind: e.kind(),
-                    error: e.to_string(),
-                    transient: e.is_transient(),
-                    took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                    exchanges,
-                    status: e.status(),
-                };
-            }
+    let fetched = match fetch_waiting_for_robots(&stages, &entry, &mut exchanges).await {
+        Ok(f) => f,
+        // A seed (or link) that is a feed: read as one.
+        Err(simcrawl_fetch::FetchError::ContentType { content_type, .. })
+            if stages.feeds && is_feed_type(&content_type) =>
+        {
+            let listing = Entry {
+                listing: true,
+                ..entry
+            };
+            return process_listing(stages, listing, exchanges).await;
+        }
+        Err(e) => {
+            return Outcome::Failed {
+                entry,
+                kind: e.kind(),
+                error: e.to_string(),
+                transient: e.is_transient(),
+                took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                exchanges,
+                status: e.status(),
+            };
         }
     };
     // A feed or sitemap served as a page (a seed, a link): read as one,
@@ -610,19 +570,7 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
         return read_listing_off_reactor(stages, listing, fetched, exchanges).await;
     }
     // XML that is neither: refused by its type, as without feeds.
-    if fetched
-        .content_type
-        .as_deref()
-        .is_some_and(simcrawl_fetch::is_listing_type)
-        && !stages
-            .fetcher
-            .config()
-            .content_type_allowed(fetched.content_type.as_deref())
-    {
-        let e = simcrawl_fetch::FetchError::ContentType {
-            url: fetched.final_url.clone(),
-            content_type: fetched.content_type.clone().unwrap_or_default(),
-        };
+    if let Some(e) = refused_listing_type(&stages, &fetched) {
         return Outcome::Failed {
             entry,
             kind: e.kind(),
@@ -634,20 +582,117 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
         };
     }
     if fetched.status == 304 {
-        let mut exchanges = exchanges;
-        if let Some(head) = fetched.head {
-            exchanges.push(simcrawl_fetch::Exchange {
-                head: *head,
-                body: Vec::new(),
-                truncated: false,
-            });
-        }
-        return Outcome::NotModified {
-            entry,
-            validators: fetched.validators,
-            exchanges,
-        };
+        return not_modified(entry, fetched, exchanges);
     }
+    clean_and_sign_off_reactor(stages, entry, fetched, exchanges).await
+}
+
+/// DUST: a URL a learnt rule rewrites is not fetched (true: it is folded);
+/// one a candidate rule would rewrite waits (briefly) for the verdicts of
+/// its probes. A revisit is not a new URL: its page is in the index (kept
+/// or a copy) and only its visits keep that record true, so no rule folds
+/// it (a folded revisit left the schedule for good).
+async fn folded_by_dust(stages: &PageStages, entry: &Entry) -> bool {
+    let waiting = std::time::Instant::now();
+    while entry.revisit.is_none() {
+        let force = waiting.elapsed() >= PROBE_WAIT;
+        let admitted = {
+            let mut dust = stages.dust.lock();
+            if dust.fold(&entry.url).is_some() {
+                return true;
+            }
+            dust.admit_fetch(&entry.url, force)
+        };
+        if admitted {
+            break;
+        }
+        tokio::time::sleep(PROBE_POLL).await;
+    }
+    false
+}
+
+/// Fetches the entry's page (conditionally, for a revisit), recording the
+/// exchanges in `exchanges`. A host whose robots.txt answered 5xx or could
+/// not be reached is unavailable for a while (the fetcher says how long);
+/// the page waits for it a few times before it counts as failed. The
+/// per-host limit of the frontier window bounds how many tasks can wait on
+/// one host.
+async fn fetch_waiting_for_robots(
+    stages: &Arc<PageStages>,
+    entry: &Entry,
+    exchanges: &mut Vec<simcrawl_fetch::Exchange>,
+) -> Result<simcrawl_fetch::Fetched, simcrawl_fetch::FetchError> {
+    let scope_stages = stages.clone();
+    let allow = move |u: &Url| scope_stages.scope.allows(u);
+    let mut waits = 0;
+    loop {
+        let (result, tape) = match &entry.revisit {
+            Some(r) => {
+                stages
+                    .fetcher
+                    .fetch_conditional(&entry.url, &allow, &r.since)
+                    .await
+            }
+            None => stages.fetcher.fetch_recorded(&entry.url, &allow).await,
+        };
+        exchanges.extend(tape);
+        match result {
+            Err(simcrawl_fetch::FetchError::RobotsUnavailable { retry_in, .. }) if waits < ROBOTS_WAITS => {
+                waits += 1;
+                tokio::time::sleep(retry_in).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The error that refuses a fetched sitemap or feed type the crawl does not
+/// read as a listing, unless the settings accept the type as a page.
+fn refused_listing_type(
+    stages: &PageStages,
+    fetched: &simcrawl_fetch::Fetched,
+) -> Option<simcrawl_fetch::FetchError> {
+    let refused = fetched
+        .content_type
+        .as_deref()
+        .is_some_and(simcrawl_fetch::is_listing_type)
+        && !stages
+            .fetcher
+            .config()
+            .content_type_allowed(fetched.content_type.as_deref());
+    refused.then(|| simcrawl_fetch::FetchError::ContentType {
+        url: fetched.final_url.clone(),
+        content_type: fetched.content_type.clone().unwrap_or_default(),
+    })
+}
+
+/// A revisit answered 304: the page did not change.
+fn not_modified(
+    entry: Entry,
+    fetched: simcrawl_fetch::Fetched,
+    mut exchanges: Vec<simcrawl_fetch::Exchange>,
+) -> Outcome {
+    if let Some(head) = fetched.head {
+        exchanges.push(simcrawl_fetch::Exchange {
+            head: *head,
+            body: Vec::new(),
+            truncated: false,
+        });
+    }
+    Outcome::NotModified {
+        entry,
+        validators: fetched.validators,
+        exchanges,
+    }
+}
+
+/// [`clean_and_sign`] on the blocking pool.
+async fn clean_and_sign_off_reactor(
+    stages: Arc<PageStages>,
+    entry: Entry,
+    fetched: simcrawl_fetch::Fetched,
+    exchanges: Vec<simcrawl_fetch::Exchange>,
+) -> Outcome {
     let fetched_at = now_secs();
     let job_stages = stages.clone();
     let job_entry = entry.clone();
@@ -685,9 +730,9 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
 fn clean_and_sign(
     stages: &PageStages,
     entry: Entry,
-    mut fetched: simcrawl_fetch::Fetched,
+    fetched: simcrawl_fetch::Fetched,
     fetched_at: u64,
-    mut exchanges: Vec<simcrawl_fetch::Exchange>,
+    exchanges: Vec<simcrawl_fetch::Exchange>,
 ) -> Outcome {
     let page = match stages
         .cleaner
@@ -696,41 +741,10 @@ fn clean_and_sign(
         Ok(p) => p,
         Err(e) => {
             let error = format!("cannot clean {}: {e}", fetched.final_url);
-            // Fetched all the same: its response is archived.
-            if let Some(head) = fetched.head.take() {
-                exchanges.push(simcrawl_fetch::Exchange {
-                    head: *head,
-                    body: std::mem::take(&mut fetched.body),
-                    truncated: fetched.truncated,
-                });
-            }
-            return Outcome::Failed {
-                entry,
-                kind: "clean",
-                error,
-                transient: false,
-                took_ms: 0,
-                exchanges,
-                status: None,
-            };
+            return not_cleaned(entry, fetched, exchanges, error);
         }
     };
-    let follow = stages.follow_nofollow || !page.meta_nofollow;
-    // Canonical forms are computed here, on the worker pool, so the
-    // single writer only does store lookups.
-    let mut links: Vec<Candidate> = Vec::new();
-    if follow {
-        let mut seen = HashSet::new();
-        for l in &page.links {
-            if (stages.follow_nofollow || !l.nofollow)
-                && stages.scope.allows(&l.url)
-                && let Some(c) = Candidate::new(&stages.canon, l.url.clone())
-                && seen.insert(c.canonical().digest())
-            {
-                links.push(c);
-            }
-        }
-    }
+    let links = links_to_follow(stages, &page);
     // Judged on the text that makes the page what it is, without the host's
     // template once learnt (crate::identity).
     let id = crate::identity::identity_of(
@@ -778,15 +792,7 @@ fn clean_and_sign(
         exchanges,
     };
     let url_key = crate::revisit::url_key(&stages.canon, &entry.url);
-    // What the page says its canonical URL is: its HTML, else its Link
-    // header.
-    let declared = page.canonical.clone().or_else(|| {
-        fetched.link.iter().find_map(|v| {
-            crate::canonical::from_link_header(v, &fetched.final_url)
-                .into_iter()
-                .next()
-        })
-    });
+    let declared = declared_canonical(&page, &fetched);
     let wait_for = stages.canonicals.wait_for(
         &entry,
         &fetched.final_url,
@@ -827,6 +833,66 @@ fn clean_and_sign(
         url_key,
         wait_for,
     }))
+}
+
+/// A page the cleaner refused (`error`): failed.
+fn not_cleaned(
+    entry: Entry,
+    mut fetched: simcrawl_fetch::Fetched,
+    mut exchanges: Vec<simcrawl_fetch::Exchange>,
+    error: String,
+) -> Outcome {
+    // Fetched all the same: its response is archived.
+    if let Some(head) = fetched.head.take() {
+        exchanges.push(simcrawl_fetch::Exchange {
+            head: *head,
+            body: std::mem::take(&mut fetched.body),
+            truncated: fetched.truncated,
+        });
+    }
+    Outcome::Failed {
+        entry,
+        kind: "clean",
+        error,
+        transient: false,
+        took_ms: 0,
+        exchanges,
+        status: None,
+    }
+}
+
+/// The page's links the crawl follows (none under `<meta name=robots
+/// content=nofollow>` unless told to), in scope, each canonical URL once.
+/// Canonical forms are computed here, on the worker pool, so the single
+/// writer only does store lookups.
+fn links_to_follow(stages: &PageStages, page: &simcrawl_clean::Page) -> Vec<Candidate> {
+    let follow = stages.follow_nofollow || !page.meta_nofollow;
+    let mut links: Vec<Candidate> = Vec::new();
+    if follow {
+        let mut seen = HashSet::new();
+        for l in &page.links {
+            if (stages.follow_nofollow || !l.nofollow)
+                && stages.scope.allows(&l.url)
+                && let Some(c) = Candidate::new(&stages.canon, l.url.clone())
+                && seen.insert(c.canonical().digest())
+            {
+                links.push(c);
+            }
+        }
+    }
+    links
+}
+
+/// What the page says its canonical URL is: its HTML, else its Link
+/// header.
+fn declared_canonical(page: &simcrawl_clean::Page, fetched: &simcrawl_fetch::Fetched) -> Option<Url> {
+    page.canonical.clone().or_else(|| {
+        fetched.link.iter().find_map(|v| {
+            crate::canonical::from_link_header(v, &fetched.final_url)
+                .into_iter()
+                .next()
+        })
+    })
 }
 
 /// Whether a body is a feed or sitemap by its first element (`<rss`,

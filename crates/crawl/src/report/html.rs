@@ -272,9 +272,23 @@ fn suspects_html(r: &Report, o: &mut String) {
 /// The whole page.
 pub fn render(r: &Report) -> String {
     let mut o = String::with_capacity(64 * 1024);
+    let lines = r.kept + r.dropped.total() + r.errors;
+    head_html(r, lines, &mut o);
+    suspects_html(r, &mut o);
+    summary_html(r, lines, &mut o);
+    similarity_html(r, &mut o);
+    clusters_html(r, &mut o);
+    hosts_html(r, &mut o);
+    patterns_html(r, &mut o);
+    errors_html(r, &mut o);
+    timeline_html(r, &mut o);
+    let _ = write!(o, "</main><script>{SCRIPT}</script></body></html>");
+    o
+}
+
+/// The page's head, title line and navigation, up to the start of `<main>`.
+fn head_html(r: &Report, lines: u64, o: &mut String) {
     let dir = r.dir.display().to_string();
-    let dropped = r.dropped.total();
-    let lines = r.kept + dropped + r.errors;
     let _ = write!(
         o,
         "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>simcrawl report: {}</title><style>{STYLE}</style></head><body data-status=\"loading\">",
@@ -300,9 +314,11 @@ pub fn render(r: &Report) -> String {
         o.push_str("<a href=\"#timeline\">Over time</a>");
     }
     o.push_str("</nav><main>");
-    suspects_html(r, &mut o);
+}
 
-    // Summary.
+/// Summary: the counts of kept, dropped (per tier) and errors, and stats.json.
+fn summary_html(r: &Report, lines: u64, o: &mut String) {
+    let dropped = r.dropped.total();
     o.push_str("<h2 id=\"summary\">Summary</h2><div class=\"cards\">");
     o.push_str(&card("", "count-lines", lines, "pages judged (output lines)"));
     o.push_str(&card(
@@ -354,8 +370,10 @@ pub fn render(r: &Report) -> String {
         }
         o.push_str("</div>");
     }
+}
 
-    // Similarity and distance of dropped pages.
+/// Similarity and distance of dropped pages.
+fn similarity_html(r: &Report, o: &mut String) {
     o.push_str("<h2 id=\"similarity\">How similar the dropped pages were</h2><div class=\"two\"><div><p class=\"note\">Estimated resemblance to the kept page (the value that decided; exact copies are 1.0)</p>");
     let sim: Vec<(String, u64)> = r
         .similarity
@@ -374,8 +392,10 @@ pub fn render(r: &Report) -> String {
     let every = (dist.len() / 16).max(1);
     o.push_str(&bars("chart-distance", &dist, every, "#805ad5"));
     o.push_str("</div></div>");
+}
 
-    // Clusters.
+/// Clusters: the largest, each with its first copies.
+fn clusters_html(r: &Report, o: &mut String) {
     let _ = write!(
         o,
         "<h2 id=\"clusters\">Duplicate clusters</h2><p class=\"note\"><span id=\"cluster-count\" data-value=\"{0}\">{1}</span> kept pages have dropped copies; the largest <span id=\"clusters-listed\">{2}</span> are listed (<span id=\"clusters-shown\">{2}</span> shown), each with its first copies.</p><input type=\"search\" id=\"cluster-search\" placeholder=\"filter by URL or title\"><div id=\"cluster-list\">",
@@ -384,11 +404,13 @@ pub fn render(r: &Report) -> String {
         r.clusters.len()
     );
     for (i, c) in r.clusters.iter().enumerate() {
-        cluster_html(c, i < 3, &mut o);
+        cluster_html(c, i < 3, o);
     }
     o.push_str("</div>");
+}
 
-    // Hosts.
+/// Hosts: those with the most output lines.
+fn hosts_html(r: &Report, o: &mut String) {
     let _ = write!(
         o,
         "<h2 id=\"hosts\">Hosts</h2><p class=\"note\">{} hosts; the {} with the most output lines:</p><table id=\"host-table\"><tr><th>host</th><th class=\"n\">lines</th><th class=\"n\">kept</th><th class=\"n\">url</th><th class=\"n\">title</th><th class=\"n\">content</th><th class=\"n\">errors</th><th class=\"n\">dropped + errors</th></tr>",
@@ -410,8 +432,10 @@ pub fn render(r: &Report) -> String {
         );
     }
     o.push_str("</table>");
+}
 
-    // URL patterns.
+/// URL patterns behind the duplicates.
+fn patterns_html(r: &Report, o: &mut String) {
     o.push_str("<h2 id=\"patterns\">URL patterns behind the duplicates</h2><p class=\"note\">How each dropped URL differs from its kept page's. A rewrite that recurs on one host is a duplicate URL space: fix it on the site (redirect, canonical link) or stop the crawler from following it.</p><table id=\"pattern-table\"><tr><th>host</th><th>rewrite</th><th class=\"n\">dropped</th><th>example (dropped &rarr; kept)</th></tr>");
     for p in &r.patterns {
         let _ = write!(
@@ -425,8 +449,10 @@ pub fn render(r: &Report) -> String {
         );
     }
     o.push_str("</table>");
+}
 
-    // Errors.
+/// Errors, per kind with examples.
+fn errors_html(r: &Report, o: &mut String) {
     o.push_str("<h2 id=\"errors\">Errors</h2>");
     if r.error_kinds.is_empty() {
         o.push_str("<p class=\"note\">None.</p>");
@@ -450,8 +476,10 @@ pub fn render(r: &Report) -> String {
         }
         o.push_str("</table>");
     }
+}
 
-    // Timeline.
+/// Timeline: kept pages over time.
+fn timeline_html(r: &Report, o: &mut String) {
     if !r.timeline.is_empty() {
         let first = r.timeline[0].0;
         let _ = write!(
@@ -467,9 +495,6 @@ pub fn render(r: &Report) -> String {
         let every = (rows.len() / 10).max(1);
         o.push_str(&bars("chart-timeline", &rows, every, "#2f855a"));
     }
-
-    let _ = write!(o, "</main><script>{SCRIPT}</script></body></html>");
-    o
 }
 
 #[cfg(test)]

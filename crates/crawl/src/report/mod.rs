@@ -399,6 +399,27 @@ fn each_line<T: Send>(
     }
 }
 
+/// What the outputs add up to beyond the report's own counters, while they
+/// are read.
+#[derive(Default)]
+struct Tally {
+    hosts: HashMap<String, HostRow>,
+    clusters: HashMap<String, ClusterAcc>,
+    patterns: HashMap<(String, String), PatternAcc>,
+    large: Vec<LargeDrop>,
+}
+
+/// What kept.jsonl says that the report needs.
+#[derive(Default)]
+struct KeptFacts {
+    /// The kept pages' size and text that a suspicious drop needs.
+    partner_facts: HashMap<String, (Option<usize>, Option<String>)>,
+    /// The listed clusters' titles.
+    titles: HashMap<String, String>,
+    /// When each kept page was fetched.
+    times: Vec<u64>,
+}
+
 /// Reads the outputs in `dir` and aggregates them.
 pub fn build(dir: &Path, limits: Limits) -> Result<Report> {
     let mut r = Report {
@@ -406,12 +427,61 @@ pub fn build(dir: &Path, limits: Limits) -> Result<Report> {
         distance: vec![0; 65],
         ..Report::default()
     };
-    let mut hosts: HashMap<String, HostRow> = HashMap::new();
-    let mut clusters: HashMap<String, ClusterAcc> = HashMap::new();
-    let mut patterns: HashMap<(String, String), PatternAcc> = HashMap::new();
-    let mut large: Vec<LargeDrop> = Vec::new();
+    let mut t = Tally::default();
+    let found_dups = read_duplicates(dir, limits, &mut r, &mut t)?;
 
-    let found_dups = each_line(
+    r.cluster_count = t.clusters.len() as u64;
+    let mut top: Vec<(String, ClusterAcc)> = std::mem::take(&mut t.clusters).into_iter().collect();
+    top.sort_by(|a, b| b.1.size.cmp(&a.1.size).then_with(|| a.0.cmp(&b.0)));
+    top.truncate(limits.clusters);
+    let listed: HashSet<&str> = top.iter().map(|(k, _)| k.as_str()).collect();
+    // The kept pages whose size or text a suspicious drop needs.
+    let partners: HashSet<String> = r
+        .suspects
+        .iter()
+        .map(|s| s.kept.clone())
+        .chain(t.large.iter().map(|l| l.row.kept.clone()))
+        .collect();
+    let mut kept = KeptFacts::default();
+    let found_kept = read_kept(dir, &listed, &partners, &mut r, &mut t.hosts, &mut kept)?;
+    let found_errors = read_errors(dir, limits, &mut r, &mut t.hosts)?;
+
+    if !(found_dups || found_kept || found_errors) {
+        anyhow::bail!(
+            "{} holds no kept.jsonl, duplicates.jsonl or errors.jsonl: give the --out directory of a crawl or of `crawl dedup`",
+            dir.display()
+        );
+    }
+    r.stats = read_stats(dir)?;
+
+    resolve_suspects(&mut r, t.large, &kept.partner_facts, limits);
+
+    r.clusters = top
+        .into_iter()
+        .map(|(kept_url, acc)| Cluster {
+            title: kept.titles.remove(&kept_url),
+            kept: kept_url,
+            size: acc.size,
+            members: acc.members,
+        })
+        .collect();
+
+    r.host_count = t.hosts.len() as u64;
+    let mut host_rows: Vec<HostRow> = t.hosts.into_values().collect();
+    host_rows.sort_by(|a, b| b.fetched().cmp(&a.fetched()).then_with(|| a.host.cmp(&b.host)));
+    host_rows.truncate(limits.hosts);
+    r.hosts = host_rows;
+    r.patterns = pattern_rows(t.patterns, limits);
+
+    (r.timeline, r.bucket_secs) = timeline(&kept.times);
+    let last = r.distance.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
+    r.distance.truncate(last);
+    Ok(r)
+}
+
+/// Reads duplicates.jsonl into the report and the tally; returns whether it exists.
+fn read_duplicates(dir: &Path, limits: Limits, r: &mut Report, t: &mut Tally) -> Result<bool> {
+    each_line(
         &dir.join("duplicates.jsonl"),
         |line| {
             let d = serde_json::from_slice::<DupLine>(line).ok()?;
@@ -423,85 +493,95 @@ pub fn build(dir: &Path, limits: Limits) -> Result<Report> {
                 r.unreadable += 1;
                 return;
             };
-            let tier = Tier::parse(&d.tier);
-            r.dropped.add(tier);
-            if let Some(s) = d.similarity.filter(|s| s.is_finite()) {
-                let bin = ((s.clamp(0.0, 1.0) * 20.0) as usize).min(19);
-                r.similarity[bin] += 1;
-            }
-            if let Some(dist) = d.distance {
-                r.distance[(dist as usize).min(64)] += 1;
-            }
-            if let (Some(chars), Some(features)) = (d.chars, d.features) {
-                let reasons: Vec<&'static str> = d.suspects(None).into_iter().map(Suspect::as_str).collect();
-                let row = SuspectRow {
-                    url: d.url.clone(),
-                    kept: d.duplicate_of.clone(),
-                    tier,
-                    similarity: d.similarity,
-                    reasons,
-                    chars,
-                    kept_chars: None,
-                    features,
-                    excerpt: d.excerpt.clone().unwrap_or_default(),
-                    kept_excerpt: None,
-                    line: n,
-                };
-                let mut listed = None;
-                if !row.reasons.is_empty() {
-                    for reason in &row.reasons {
-                        *r.suspect_counts.entry(reason).or_default() += 1;
-                    }
-                    if r.suspects.len() < limits.suspects {
-                        listed = Some(r.suspects.len());
-                        r.suspects.push(row.clone());
-                    }
-                }
-                if chars >= 2000 {
-                    large.push(LargeDrop { row, listed });
-                }
-            }
-            let host = host_of(&d.url);
-            host_row(&mut hosts, host).dropped.add(tier);
-            let acc = match clusters.get_mut(d.duplicate_of.as_str()) {
-                Some(acc) => acc,
-                None => clusters.entry(d.duplicate_of.clone()).or_default(),
-            };
-            acc.size += 1;
-            if acc.members.len() < limits.members {
-                acc.members.push(Member {
-                    url: d.url.clone(),
-                    tier,
-                    similarity: d.similarity,
-                    distance: d.distance,
-                    line: n,
-                });
-            }
-            let p = patterns.entry((host.to_string(), rewrite)).or_default();
-            if p.count == 0 {
-                p.example = (d.url.clone(), d.duplicate_of.clone());
-            }
-            p.count += 1;
+            add_drop(r, t, limits, n, d, rewrite);
         },
-    )?;
+    )
+}
 
-    r.cluster_count = clusters.len() as u64;
-    let mut top: Vec<(String, ClusterAcc)> = clusters.into_iter().collect();
-    top.sort_by(|a, b| b.1.size.cmp(&a.1.size).then_with(|| a.0.cmp(&b.0)));
-    top.truncate(limits.clusters);
-    let listed: HashSet<&str> = top.iter().map(|(k, _)| k.as_str()).collect();
-    // The kept pages whose size or text a suspicious drop needs.
-    let partners: HashSet<String> = r
-        .suspects
-        .iter()
-        .map(|s| s.kept.clone())
-        .chain(large.iter().map(|l| l.row.kept.clone()))
-        .collect();
-    let mut partner_facts: HashMap<String, (Option<usize>, Option<String>)> = HashMap::new();
-    let mut titles: HashMap<String, String> = HashMap::new();
-    let mut times: Vec<u64> = Vec::new();
+/// Counts one dropped page (line `n` of duplicates.jsonl): its tier and
+/// scores, whether it looks suspicious, its host, cluster and URL pattern.
+fn add_drop(r: &mut Report, t: &mut Tally, limits: Limits, n: u64, d: DupLine, rewrite: String) {
+    let tier = Tier::parse(&d.tier);
+    r.dropped.add(tier);
+    if let Some(s) = d.similarity.filter(|s| s.is_finite()) {
+        let bin = ((s.clamp(0.0, 1.0) * 20.0) as usize).min(19);
+        r.similarity[bin] += 1;
+    }
+    if let Some(dist) = d.distance {
+        r.distance[(dist as usize).min(64)] += 1;
+    }
+    if let Some(row) = suspect_row(&d, tier, n) {
+        let mut listed = None;
+        if !row.reasons.is_empty() {
+            for reason in &row.reasons {
+                *r.suspect_counts.entry(reason).or_default() += 1;
+            }
+            if r.suspects.len() < limits.suspects {
+                listed = Some(r.suspects.len());
+                r.suspects.push(row.clone());
+            }
+        }
+        if row.chars >= 2000 {
+            t.large.push(LargeDrop { row, listed });
+        }
+    }
+    let host = host_of(&d.url);
+    host_row(&mut t.hosts, host).dropped.add(tier);
+    let acc = match t.clusters.get_mut(d.duplicate_of.as_str()) {
+        Some(acc) => acc,
+        None => t.clusters.entry(d.duplicate_of.clone()).or_default(),
+    };
+    acc.size += 1;
+    if acc.members.len() < limits.members {
+        acc.members.push(Member {
+            url: d.url.clone(),
+            tier,
+            similarity: d.similarity,
+            distance: d.distance,
+            line: n,
+        });
+    }
+    let p = t.patterns.entry((host.to_string(), rewrite)).or_default();
+    if p.count == 0 {
+        p.example = (d.url.clone(), d.duplicate_of.clone());
+    }
+    p.count += 1;
+}
 
-    let found_kept = each_line(
+/// A dropped page (line `n`) as a row of the suspects' table, with the reasons
+/// it looks suspicious (none: it does not); `None` when the line has no size.
+fn suspect_row(d: &DupLine, tier: Tier, n: u64) -> Option<SuspectRow> {
+    let (Some(chars), Some(features)) = (d.chars, d.features) else {
+        return None;
+    };
+    let reasons: Vec<&'static str> = d.suspects(None).into_iter().map(Suspect::as_str).collect();
+    Some(SuspectRow {
+        url: d.url.clone(),
+        kept: d.duplicate_of.clone(),
+        tier,
+        similarity: d.similarity,
+        reasons,
+        chars,
+        kept_chars: None,
+        features,
+        excerpt: d.excerpt.clone().unwrap_or_default(),
+        kept_excerpt: None,
+        line: n,
+    })
+}
+
+/// Reads kept.jsonl: counts the kept pages per host, and keeps the titles of
+/// the `listed` clusters' pages, the `partners`' size and text and the fetch
+/// times in `kept`; returns whether it exists.
+fn read_kept(
+    dir: &Path,
+    listed: &HashSet<&str>,
+    partners: &HashSet<String>,
+    r: &mut Report,
+    hosts: &mut HashMap<String, HostRow>,
+    kept: &mut KeptFacts,
+) -> Result<bool> {
+    each_line(
         &dir.join("kept.jsonl"),
         |line| {
             let k = serde_json::from_slice::<KeptLine>(line).ok()?;
@@ -516,20 +596,29 @@ pub fn build(dir: &Path, limits: Limits) -> Result<Report> {
                 return;
             };
             if let Some(f) = facts {
-                partner_facts.insert(url.clone(), f);
+                kept.partner_facts.insert(url.clone(), f);
             }
             r.kept += 1;
-            host_row(&mut hosts, host_of(&url)).kept += 1;
+            host_row(hosts, host_of(&url)).kept += 1;
             if let Some(t) = fetched_at {
-                times.push(t);
+                kept.times.push(t);
             }
             if let Some(title) = title {
-                titles.insert(url, title);
+                kept.titles.insert(url, title);
             }
         },
-    )?;
+    )
+}
 
-    let found_errors = each_line(
+/// Reads errors.jsonl: counts per host and per kind, with a few examples of
+/// each kind; returns whether it exists.
+fn read_errors(
+    dir: &Path,
+    limits: Limits,
+    r: &mut Report,
+    hosts: &mut HashMap<String, HostRow>,
+) -> Result<bool> {
+    each_line(
         &dir.join("errors.jsonl"),
         |line| serde_json::from_slice::<ErrorLine>(line).ok(),
         |_, parsed| {
@@ -539,7 +628,7 @@ pub fn build(dir: &Path, limits: Limits) -> Result<Report> {
             };
             r.errors += 1;
             if let Some(url) = e.url.as_deref() {
-                host_row(&mut hosts, host_of(url)).errors += 1;
+                host_row(hosts, host_of(url)).errors += 1;
             }
             let kind = e.kind.unwrap_or_else(|| "malformed line".to_string());
             let k = r.error_kinds.entry(kind).or_default();
@@ -553,43 +642,24 @@ pub fn build(dir: &Path, limits: Limits) -> Result<Report> {
                 k.examples.push((at, e.error.unwrap_or_default()));
             }
         },
-    )?;
+    )
+}
 
-    if !(found_dups || found_kept || found_errors) {
-        anyhow::bail!(
-            "{} holds no kept.jsonl, duplicates.jsonl or errors.jsonl: give the --out directory of a crawl or of `crawl dedup`",
-            dir.display()
-        );
-    }
-
+/// The run's stats.json, when it has one.
+fn read_stats(dir: &Path) -> Result<Option<serde_json::Map<String, serde_json::Value>>> {
     let stats_path = dir.join("stats.json");
-    if stats_path.exists() {
-        let text = std::fs::read_to_string(&stats_path)
-            .with_context(|| format!("cannot read {}", stats_path.display()))?;
-        r.stats = Some(
-            serde_json::from_str(&text)
-                .with_context(|| format!("{} is not a JSON object", stats_path.display()))?,
-        );
+    if !stats_path.exists() {
+        return Ok(None);
     }
+    let text = std::fs::read_to_string(&stats_path)
+        .with_context(|| format!("cannot read {}", stats_path.display()))?;
+    Ok(Some(serde_json::from_str(&text).with_context(|| {
+        format!("{} is not a JSON object", stats_path.display())
+    })?))
+}
 
-    resolve_suspects(&mut r, large, &partner_facts, limits);
-
-    r.clusters = top
-        .into_iter()
-        .map(|(kept, acc)| Cluster {
-            title: titles.remove(&kept),
-            kept,
-            size: acc.size,
-            members: acc.members,
-        })
-        .collect();
-
-    r.host_count = hosts.len() as u64;
-    let mut host_rows: Vec<HostRow> = hosts.into_values().collect();
-    host_rows.sort_by(|a, b| b.fetched().cmp(&a.fetched()).then_with(|| a.host.cmp(&b.host)));
-    host_rows.truncate(limits.hosts);
-    r.hosts = host_rows;
-
+/// The URL patterns of the drops, most frequent first.
+fn pattern_rows(patterns: HashMap<(String, String), PatternAcc>, limits: Limits) -> Vec<PatternRow> {
     let mut pattern_rows: Vec<PatternRow> = patterns
         .into_iter()
         .map(|((host, rewrite), acc)| PatternRow {
@@ -606,12 +676,7 @@ pub fn build(dir: &Path, limits: Limits) -> Result<Report> {
             .then_with(|| a.rewrite.cmp(&b.rewrite))
     });
     pattern_rows.truncate(limits.patterns);
-    r.patterns = pattern_rows;
-
-    (r.timeline, r.bucket_secs) = timeline(&times);
-    let last = r.distance.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
-    r.distance.truncate(last);
-    Ok(r)
+    pattern_rows
 }
 
 /// Gives the listed suspicious drops their kept page's size and text, and
