@@ -60,7 +60,7 @@ impl Dust {
     }
 
     /// [`Dust::fold`], and the learnt rules that made it (host and rule),
-    /// under which the caller records `url` ([`Rewrites::record`]) so that
+    /// under which the caller records `url` ([`Rewrites::record`](super::Rewrites::record)) so that
     /// it is fetched after all if one of them is withdrawn. Configured rules
     /// are not named: they are never withdrawn.
     pub fn fold_by(&self, url: &Url) -> Option<(Fold, Vec<(String, Rule)>)> {

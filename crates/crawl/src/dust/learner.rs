@@ -256,7 +256,7 @@ impl Dust {
     /// the rule is learnt when `min_examples` examples exist among all.
     ///
     /// The images of kept URLs under a rule in force are shared too: a
-    /// worker folds a URL as a copy of a kept page ([`Fold::Known`]) only
+    /// worker folds a URL as a copy of a kept page ([`Fold::Known`](super::Fold::Known)) only
     /// if it knows that page's URL, and the pages of a duplicate space are
     /// kept by all workers.
     pub fn share_examples(&mut self) {

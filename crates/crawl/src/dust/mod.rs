@@ -34,7 +34,7 @@
 //! transaction that withdraws the rule. Rewrites past the bound are counted
 //! (`dust_unrecorded` in stats.json), not recorded.
 //!
-//! Rules, blocks and records live in a [`LearnStore`]: the local crawl's
+//! Rules, blocks and records live in a [`LearnStore`](crate::learn::LearnStore): the local crawl's
 //! redb state, or Redis for the workers of a shared crawl, each of which
 //! learns from its own verdicts, publishes what it learns with its
 //! acknowledgements and takes up the others' ([`Dust::merge`]).

@@ -7,7 +7,7 @@
 //! Crawl): gzip, zstd and lz4 members, WARC/1.0 and 1.1, HTTP heads parsed,
 //! and payloads still transfer- or content-encoded (as wget and Common
 //! Crawl store them) decoded, to `fetch.max_body_bytes` and no further, as
-//! the crawl's fetcher does ([`read::read_payload`]); ours store the decoded body
+//! the crawl's fetcher does (`read_payload` in [`read`]); ours store the decoded body
 //! and name the codings `X-Crawler-*`, so nothing is decoded twice. A `revisit` record
 //! (identical payload) is a copy of the page its original was judged as,
 //! without parsing anything: found by its payload digest, else by

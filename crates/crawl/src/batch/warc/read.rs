@@ -20,7 +20,7 @@ pub(super) enum Item {
         file: usize,
         content_type: Option<String>,
         body: Vec<u8>,
-        /// `body` is cut short ([`FromRecord::truncated`]).
+        /// `body` is cut short ([`FromRecord::truncated`](crate::output::lines::FromRecord::truncated)).
         truncated: bool,
         /// Why its payload cannot be judged (a coding that does not decode).
         problem: Option<String>,
@@ -336,7 +336,7 @@ fn uri(v: &str) -> String {
 }
 
 /// How later revisit records may name a record: what it is stored under
-/// in [`Originals`].
+/// in [`Originals`](super::Originals).
 #[derive(Debug)]
 pub(super) struct Refs {
     /// `WARC-Payload-Digest`.
