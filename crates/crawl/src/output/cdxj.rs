@@ -505,8 +505,27 @@ fn surt_bytes(raw: &[u8]) -> Option<Vec<u8>> {
         .map(|q| alpha_reorder_query(&strip_query_session_id(&q).to_ascii_lowercase()))
         .filter(|q| !q.is_empty());
 
+    Some(surt_key(
+        &scheme,
+        host.as_deref(),
+        port,
+        path.as_deref(),
+        query.as_deref(),
+    ))
+}
+
+/// The SURT key from the canonicalized parts of a URL: host labels
+/// reversed and joined by `,`, ended by `)` (the scheme instead when there
+/// is no host), then the path and the query.
+fn surt_key(
+    scheme: &[u8],
+    host: Option<&[u8]>,
+    port: Option<u16>,
+    path: Option<&[u8]>,
+    query: Option<&[u8]>,
+) -> Vec<u8> {
     let mut s = Vec::new();
-    match &host {
+    match host {
         Some(h) => {
             let mut labels: Vec<&[u8]> = h.split(|&b| b == b'.').collect();
             labels.reverse();
@@ -517,20 +536,20 @@ fn surt_bytes(raw: &[u8]) -> Option<Vec<u8>> {
             s.push(b')');
         }
         None => {
-            s.extend(&scheme);
+            s.extend(scheme);
             s.push(b':');
         }
     }
-    match &path {
+    match path {
         Some(p) => s.extend(p),
         None if query.is_some() => s.push(b'/'),
         None => {}
     }
-    if let Some(q) = &query {
+    if let Some(q) = query {
         s.push(b'?');
         s.extend(q);
     }
-    Some(s)
+    s
 }
 
 /// A regex of this module's constant patterns.

@@ -122,6 +122,9 @@
 //! Under Redis Cluster every key of the namespace carries the `{NS}` hash
 //! tag, so the log lives on one master, as with `RedisStore`.
 
+mod log;
+mod snapshot;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -133,7 +136,9 @@ use super::memory::MemState;
 use super::oplog::{self, Overlay, Pending};
 use super::redis::{backoff, classify, clear_namespace, connect_namespace, for_each_key, open_client};
 use super::{ReadTables, RedisOptions, Store, Tables};
-use crate::error::{DivergedReplica, Error, Result};
+use crate::error::{Error, Result};
+use log::{Divergence, Gap, Reply, other_history, shorter};
+use snapshot::{SnapshotDone, log_snapshot};
 
 /// The layout marker of a replicated namespace.
 const LAYOUT: &str = "replicated-2";
@@ -154,7 +159,7 @@ const MAX_ENTRIES: usize = 512;
 const MAX_REPLY_BYTES: usize = 16 << 20;
 
 /// Lua helpers of the log scripts, put before them by [`script_source`]: see `replicated/lua/log_fns.lua`.
-const LOG_FNS: &str = include_str!("replicated/lua/log_fns.lua");
+const LOG_FNS: &str = include_str!("lua/log_fns.lua");
 
 /// Snapshot chunk size.
 const CHUNK: usize = 4 << 20;
@@ -166,16 +171,16 @@ const TURN_MS: u64 = 2_000;
 const COMPACT_MS: u64 = 600_000;
 
 /// The commit script, after [`LOG_FNS`]: see `replicated/lua/commit.lua` (KEYS, ARGV, replies).
-const COMMIT: &str = include_str!("replicated/lua/commit.lua");
+const COMMIT: &str = include_str!("lua/commit.lua");
 
 /// The catch-up script, after [`LOG_FNS`]: see `replicated/lua/since.lua` (KEYS, ARGV, replies).
-const SINCE: &str = include_str!("replicated/lua/since.lua");
+const SINCE: &str = include_str!("lua/since.lua");
 
 /// The snapshot install script, after [`LOG_FNS`]: see `replicated/lua/install.lua` (KEYS, ARGV, replies).
-const INSTALL: &str = include_str!("replicated/lua/install.lua");
+const INSTALL: &str = include_str!("lua/install.lua");
 
 /// The upgrade from [`LAYOUT_V1`]: see `replicated/lua/upgrade.lua` (KEYS, ARGV, replies).
-const UPGRADE: &str = include_str!("replicated/lua/upgrade.lua");
+const UPGRADE: &str = include_str!("lua/upgrade.lua");
 
 /// A log script's source: [`LOG_FNS`] (with [`CHAIN0`]) and `body`.
 fn script_source(body: &str) -> String {
@@ -199,7 +204,7 @@ fn next_chain(prev: &str, token: &str, seq: u64) -> String {
 }
 
 /// Deletes a lease or turn of ours: see `replicated/lua/release.lua` (KEYS, ARGV, replies).
-const RELEASE: &str = include_str!("replicated/lua/release.lua");
+const RELEASE: &str = include_str!("lua/release.lua");
 
 /// Key names of one namespace.
 #[derive(Debug)]
@@ -230,26 +235,6 @@ impl Keys {
             prefix: p,
         }
     }
-}
-
-/// Where a replica and the log part ways: the log ends before its
-/// position or holds another history there.
-#[derive(Clone, Debug)]
-struct Divergence {
-    position: u64,
-    /// The replica's chain value at `position`.
-    expected: String,
-    /// What the log has instead, as a phrase ("has chain value X there").
-    found: String,
-}
-
-/// Why a replica cannot follow the log from its position.
-enum Gap {
-    /// A snapshot trimmed the entries after its position: it is behind,
-    /// not wrong.
-    Trimmed,
-    /// The log lost entries it applied.
-    Lost(Divergence),
 }
 
 /// This process's copy of the state, and where in the log it is.
@@ -324,104 +309,6 @@ impl std::fmt::Debug for ReplicatedStore {
             .field("options", &self.options)
             .finish_non_exhaustive()
     }
-}
-
-/// A reply of the log scripts.
-enum Reply {
-    Appended {
-        end: u64,
-        cb: u64,
-        snap_cb: u64,
-        snap_bytes: u64,
-    },
-    Entries {
-        entries: Vec<Vec<u8>>,
-        /// The chain value after the last of them.
-        chain: String,
-    },
-    UpToDate,
-    NotYourTurn,
-    Trimmed,
-    Shorter {
-        end: u64,
-    },
-    /// The log's chain value at the caller's position is `found` (none:
-    /// the chain list has no value there).
-    OtherHistory {
-        found: Option<String>,
-    },
-    /// The log and the chain list differ in length.
-    Unchained {
-        entries: u64,
-        chains: u64,
-    },
-}
-
-fn text(v: &Value) -> Result<String> {
-    match v {
-        Value::BulkString(b) => Ok(String::from_utf8_lossy(b).into_owned()),
-        other => Err(Error::Corrupt(format!(
-            "log script replied {other:?} for a chain value"
-        ))),
-    }
-}
-
-fn int(v: &Value) -> Result<u64> {
-    match v {
-        Value::Int(n) if *n >= 0 => Ok(*n as u64),
-        other => Err(Error::Corrupt(format!("log script replied {other:?}"))),
-    }
-}
-
-fn parse(v: Value) -> Result<Reply> {
-    let Value::Array(items) = v else {
-        return Err(Error::Corrupt(format!("log script replied {v:?}")));
-    };
-    let num = |i: usize| {
-        items
-            .get(i)
-            .map_or(Err(Error::Corrupt("short log script reply".into())), int)
-    };
-    Ok(match num(0)? {
-        1 if items.len() == 5 => Reply::Appended {
-            end: num(1)?,
-            cb: num(2)?,
-            snap_cb: num(3)?,
-            snap_bytes: num(4)?,
-        },
-        1 => Reply::UpToDate,
-        0 => {
-            let entries = match items.get(2) {
-                Some(Value::Array(e)) => e
-                    .iter()
-                    .map(|x| match x {
-                        Value::BulkString(b) => Ok(b.clone()),
-                        other => Err(Error::Corrupt(format!("log entry {other:?}"))),
-                    })
-                    .collect::<Result<Vec<_>>>()?,
-                other => return Err(Error::Corrupt(format!("log entries {other:?}"))),
-            };
-            let chain = items.get(3).map_or(
-                Err(Error::Corrupt("log entries without a chain value".into())),
-                text,
-            )?;
-            Reply::Entries { entries, chain }
-        }
-        2 => Reply::NotYourTurn,
-        3 => Reply::Trimmed,
-        4 => Reply::Shorter { end: num(1)? },
-        5 => Reply::OtherHistory {
-            found: match items.get(2) {
-                None | Some(Value::Nil) => None,
-                Some(v) => Some(text(v)?),
-            },
-        },
-        6 => Reply::Unchained {
-            entries: num(1)?,
-            chains: num(2)?,
-        },
-        other => return Err(Error::Corrupt(format!("log script code {other}"))),
-    })
 }
 
 impl ReplicatedStore {
@@ -712,329 +599,6 @@ impl ReplicatedStore {
         }
     }
 
-    /// The error of a replica that diverged (see the module docs).
-    fn diverged(&self, d: &Divergence) -> Error {
-        Error::Diverged(Box::new(DivergedReplica {
-            url: self.url.clone(),
-            namespace: self.options.namespace.clone(),
-            replica: self.token.clone(),
-            position: d.position,
-            expected: d.expected.clone(),
-            found: d.found.clone(),
-        }))
-    }
-
-    /// The refusal of a log whose chain list is out of step with it.
-    fn unchained(&self, entries: u64, chains: u64) -> Error {
-        Error::Config(format!(
-            "the log of Redis namespace {:?} at {} has {entries} entries but {chains} chain values: a process of an \
-             older simcrawl (store layout {LAYOUT_V1}) appends to it, or the server dropped some of its keys \
-             (maxmemory with an eviction policy); stop the older processes and restart this one, set \
-             maxmemory-policy noeviction, or clear the namespace (crawl --fresh) to start over",
-            self.options.namespace, self.url
-        ))
-    }
-
-    /// Runs one command on the replica's connection (connecting first if
-    /// it has none). A failed connection is dropped.
-    fn query<T: redis::FromRedisValue>(
-        &self,
-        r: &mut Replica,
-        cmd: &redis::Cmd,
-        maybe_applied: bool,
-    ) -> Result<T> {
-        self.round_trips.fetch_add(1, Ordering::Relaxed);
-        let conn = self.conn(r)?;
-        cmd.query(conn).map_err(|e| self.lose(r, e, maybe_applied))
-    }
-
-    fn conn<'r>(&self, r: &'r mut Replica) -> Result<&'r mut Connection> {
-        if r.conn.is_none() {
-            let c = connect_namespace(&self.client, &self.options, &self.url)
-                .map_err(|e| classify(&self.url, e, false).0)?;
-            r.conn = Some(c);
-        }
-        r.conn
-            .as_mut()
-            .ok_or_else(|| Error::Corrupt("no connection".into()))
-    }
-
-    fn lose(&self, r: &mut Replica, e: redis::RedisError, maybe_applied: bool) -> Error {
-        let (error, reroute) = classify(&self.url, e, maybe_applied);
-        if reroute || matches!(error, Error::Disconnected { .. }) {
-            r.conn = None;
-        }
-        error
-    }
-
-    fn script(
-        &self,
-        r: &mut Replica,
-        script: &redis::Script,
-        args: &[&[u8]],
-        maybe_applied: bool,
-    ) -> Result<Reply> {
-        let mut inv = script.key(&self.keys.log);
-        inv.key(&self.keys.head);
-        inv.key(&self.keys.turn);
-        inv.key(&self.keys.chain);
-        for a in args {
-            inv.arg(*a);
-        }
-        self.round_trips.fetch_add(1, Ordering::Relaxed);
-        let conn = self.conn(r)?;
-        let v: Value = match inv.invoke(conn) {
-            Ok(v) => v,
-            Err(e) => {
-                let sent = !e.is_connection_refusal();
-                return Err(self.lose(r, e, maybe_applied && sent));
-            }
-        };
-        parse(v)
-    }
-
-    /// Applies `entries` (the log from `r.pos` on) to the replica; `chain`
-    /// is the log's chain value after the last of them.
-    fn apply(&self, r: &mut Replica, entries: Vec<Vec<u8>>, chain: String) -> Result<()> {
-        for e in entries {
-            if let Err(err) = oplog::apply(&e, &mut r.mem) {
-                r.valid = false;
-                return Err(err);
-            }
-            r.pos += 1;
-            r.cb += e.len() as u64;
-        }
-        r.chain = chain;
-        Ok(())
-    }
-
-    /// Applies the log's entries after `r.pos` until none is left;
-    /// reloads when the replica is invalid, its position was trimmed or
-    /// the log lost entries it applied (or refuses, see
-    /// [`ReplicatedStore::resync_diverged`]).
-    fn catch_up(&self, r: &mut Replica) -> Result<()> {
-        if let Some(d) = &r.refused {
-            return Err(self.diverged(d));
-        }
-        if !r.valid {
-            return self.load(r);
-        }
-        match self.follow(r)? {
-            None => Ok(()),
-            Some(gap) => self.recover(r, gap),
-        }
-    }
-
-    /// Applies the log's entries after `r.pos` until none is left, or
-    /// says why the replica cannot follow the log from where it is.
-    fn follow(&self, r: &mut Replica) -> Result<Option<Gap>> {
-        loop {
-            let pos = r.pos.to_string();
-            let (max, bytes) = (MAX_ENTRIES.to_string(), MAX_REPLY_BYTES.to_string());
-            let chain = r.chain.clone();
-            match self.script(
-                r,
-                &self.since,
-                &[pos.as_bytes(), max.as_bytes(), bytes.as_bytes(), chain.as_bytes()],
-                false,
-            )? {
-                Reply::Entries { entries, chain } => self.apply(r, entries, chain)?,
-                Reply::UpToDate | Reply::Appended { .. } | Reply::NotYourTurn => return Ok(None),
-                Reply::Trimmed => return Ok(Some(Gap::Trimmed)),
-                Reply::Shorter { end } => return Ok(Some(Gap::Lost(shorter(r, end)))),
-                Reply::OtherHistory { found } => return Ok(Some(Gap::Lost(other_history(r, found)))),
-                Reply::Unchained { entries, chains } => return Err(self.unchained(entries, chains)),
-            }
-        }
-    }
-
-    /// Gets past a [`Gap`]: reloads a replica that is behind a snapshot;
-    /// one that diverged is reloaded too (counted and logged) or refused,
-    /// as [`ReplicatedStore::resync_diverged`] says.
-    fn recover(&self, r: &mut Replica, gap: Gap) -> Result<()> {
-        match gap {
-            Gap::Trimmed => self.load(r),
-            Gap::Lost(d) => {
-                if !self.resync {
-                    let e = self.diverged(&d);
-                    tracing::error!(url = %self.url, "{e}");
-                    r.refused = Some(d);
-                    return Err(e);
-                }
-                tracing::warn!(
-                    url = %self.url,
-                    "replica {} of Redis namespace {:?} at {} has diverged from the shared log: at position {} its \
-                     history has chain value {}, while the log {}; resyncing (this replica drops its state and \
-                     loads the log's; what the log lost is lost for every process)",
-                    self.token,
-                    self.options.namespace,
-                    self.url,
-                    d.position,
-                    d.expected,
-                    d.found
-                );
-                self.resyncs.fetch_add(1, Ordering::Relaxed);
-                self.load(r)
-            }
-        }
-    }
-
-    /// Rebuilds the replica from the snapshot and the log after it.
-    fn load(&self, r: &mut Replica) -> Result<()> {
-        // A server that lost its data lost the marker too.
-        let _: Value = self.query(
-            r,
-            redis::cmd("SET").arg(&self.keys.layout).arg(LAYOUT).arg("NX"),
-            false,
-        )?;
-        let mut last_gap = None;
-        let mut lost = 0;
-        for attempt in 0..self.options.max_attempts.max(1) {
-            r.valid = false;
-            r.mem = MemState::default();
-            type Head = (
-                Option<u64>,
-                Option<u64>,
-                Option<u64>,
-                Option<u64>,
-                Option<String>,
-                Option<String>,
-            );
-            let head: Head = self.query(
-                r,
-                redis::cmd("HMGET")
-                    .arg(&self.keys.head)
-                    .arg("snap_gen")
-                    .arg("snap_pos")
-                    .arg("snap_cb")
-                    .arg("snap_n")
-                    .arg("snap_chain")
-                    .arg("bc"),
-                false,
-            )?;
-            let (pos, cb, chain) = match head {
-                (Some(generation), Some(pos), Some(cb), Some(n), chain, _) => {
-                    let Some(chain) = chain else {
-                        return Err(Error::Config(format!(
-                            "the snapshot of Redis namespace {:?} at {} has no chain value: it was written by an \
-                             older simcrawl (layout {LAYOUT_V1}) after this namespace was upgraded to {LAYOUT}; \
-                             stop the older processes and clear the namespace (crawl --fresh) to start over",
-                            self.options.namespace, self.url
-                        )));
-                    };
-                    let mut complete = true;
-                    for i in 0..n {
-                        let key = format!("{}{generation}:{i}", self.keys.chunk_prefix);
-                        let chunk: Option<Vec<u8>> = self.query(r, redis::cmd("GET").arg(&key), false)?;
-                        let Some(chunk) = chunk else {
-                            // Replaced by a newer snapshot while we read.
-                            complete = false;
-                            break;
-                        };
-                        oplog::apply(&chunk, &mut r.mem)?;
-                    }
-                    if !complete {
-                        backoff(attempt);
-                        continue;
-                    }
-                    (pos, cb, chain)
-                }
-                // No snapshot yet: the log starts at 0, with the chain
-                // value of an empty state (or of a namespace upgraded
-                // from the layout before the chain).
-                (.., base_chain) => (0, 0, base_chain.unwrap_or_else(|| CHAIN0.to_string())),
-            };
-            r.pos = pos;
-            r.cb = cb;
-            r.chain = chain;
-            r.refused = None;
-            r.valid = true;
-            match self.follow(r)? {
-                None => return Ok(()),
-                // A newer snapshot trimmed the log, or the server lost
-                // data, while this one was read: read again.
-                Some(gap) => {
-                    if matches!(gap, Gap::Lost(_)) {
-                        lost += 1;
-                    }
-                    last_gap = Some(gap);
-                    r.valid = false;
-                    if lost >= 3 {
-                        // Not a loss racing the load: the snapshot itself
-                        // is not the log's.
-                        break;
-                    }
-                    backoff(attempt);
-                }
-            }
-        }
-        match last_gap {
-            Some(Gap::Lost(d)) => Err(Error::Corrupt(format!(
-                "the state of Redis namespace {:?} at {} loaded from its snapshot (or from the start of its log) \
-                 does not match its log: at position {} the loaded state has chain value {}, the log {}",
-                self.options.namespace, self.url, d.position, d.expected, d.found
-            ))),
-            _ => Err(Error::Contention {
-                url: self.url.clone(),
-                attempts: self.options.max_attempts,
-            }),
-        }
-    }
-
-    /// Starts writing the replica as a new snapshot, unless another
-    /// process (or this one) is writing one: the state is dumped here,
-    /// under the replica's lock (~1 s at 1M documents); the upload and the
-    /// install run in a thread of their own, on a connection of their own,
-    /// so checks go on meanwhile.
-    fn compact(&self, r: &mut Replica) -> Result<()> {
-        let mut running = self.snapshot.lock();
-        if running.as_ref().is_some_and(|h| !h.is_finished()) {
-            return Ok(());
-        }
-        if let Some(done) = running.take() {
-            log_snapshot(&self.url, done);
-        }
-        if !self.lease(r, &self.keys.compacting, COMPACT_MS)? {
-            // Another process is writing one: ask again in a while.
-            r.last_compaction = Some(Instant::now());
-            return Ok(());
-        }
-        let generation: u64 = self.query(
-            r,
-            redis::cmd("HINCRBY").arg(&self.keys.head).arg("gen").arg(1),
-            false,
-        )?;
-        let started = Instant::now();
-        let mut chunks: Vec<Vec<u8>> = Vec::new();
-        r.mem.dump(CHUNK, &mut |c| {
-            chunks.push(c);
-            Ok(())
-        })?;
-        let job = SnapshotJob {
-            client: self.client.clone(),
-            options: self.options.clone(),
-            url: self.url.clone(),
-            log: self.keys.log.clone(),
-            chain_key: self.keys.chain.clone(),
-            head: self.keys.head.clone(),
-            chunk_prefix: self.keys.chunk_prefix.clone(),
-            compacting: self.keys.compacting.clone(),
-            token: self.token.clone(),
-            generation,
-            pos: r.pos,
-            cb: r.cb,
-            chain: r.chain.clone(),
-            chunks,
-            started,
-        };
-        let handle = std::thread::Builder::new()
-            .name("simcrawl-snapshot".into())
-            .spawn(move || job.run())
-            .map_err(Error::storage)?;
-        *running = Some(handle);
-        Ok(())
-    }
-
     /// Waits for the snapshot this process is writing, if any: its error,
     /// if it failed. (Dropping the store waits too.)
     pub fn finish_snapshot(&self) -> Result<()> {
@@ -1044,30 +608,6 @@ impl ReplicatedStore {
             Some(Ok(outcome)) => outcome.map(drop),
             Some(Err(_)) => Err(Error::Corrupt("the snapshot thread panicked".into())),
         }
-    }
-
-    /// Takes `key` for this process for `ms` unless another holds it.
-    fn lease(&self, r: &mut Replica, key: &str, ms: u64) -> Result<bool> {
-        let taken: Option<String> = self.query(
-            r,
-            redis::cmd("SET")
-                .arg(key)
-                .arg(&self.token)
-                .arg("NX")
-                .arg("PX")
-                .arg(ms),
-            false,
-        )?;
-        Ok(taken.is_some())
-    }
-
-    fn release_lease(&self, r: &mut Replica, key: &str) -> Result<()> {
-        let mut inv = self.release.key(key);
-        inv.arg(&self.token);
-        self.round_trips.fetch_add(1, Ordering::Relaxed);
-        let conn = self.conn(r)?;
-        let _: i64 = inv.invoke(conn).map_err(|e| self.lose(r, e, false))?;
-        Ok(())
     }
 
     /// One transaction: run `f` on the replica with its writes aside,
@@ -1182,111 +722,6 @@ impl ReplicatedStore {
     }
 }
 
-/// A snapshot being written: the dumped state, and what the upload needs.
-struct SnapshotJob {
-    client: redis::Client,
-    options: RedisOptions,
-    url: String,
-    log: String,
-    chain_key: String,
-    head: String,
-    chunk_prefix: String,
-    compacting: String,
-    token: String,
-    generation: u64,
-    pos: u64,
-    cb: u64,
-    /// The chain value at `pos`: the install checks the log has it there.
-    chain: String,
-    chunks: Vec<Vec<u8>>,
-    started: Instant,
-}
-
-/// What a finished snapshot thread did: (generation, position, chunks,
-/// bytes, the install script's reply (see [`INSTALL`]), seconds).
-type SnapshotDone = (u64, u64, usize, u64, i64, f64);
-
-impl SnapshotJob {
-    /// Uploads the chunks (expiring until installed), installs them, and
-    /// releases the lease whatever happened.
-    fn run(self) -> Result<SnapshotDone> {
-        let fail = |e: redis::RedisError| classify(&self.url, e, false).0;
-        let mut conn = connect_namespace(&self.client, &self.options, &self.url).map_err(fail)?;
-        let outcome = self.upload(&mut conn);
-        let released = redis::Script::new(RELEASE)
-            .key(&self.compacting)
-            .arg(&self.token)
-            .invoke::<i64>(&mut conn)
-            .map_err(fail);
-        let done = outcome?;
-        released?;
-        Ok(done)
-    }
-
-    fn upload(&self, conn: &mut Connection) -> Result<SnapshotDone> {
-        let fail = |e: redis::RedisError| classify(&self.url, e, false).0;
-        let key = |i: usize| format!("{}{}:{i}", self.chunk_prefix, self.generation);
-        let bytes: u64 = self.chunks.iter().map(|c| c.len() as u64).sum();
-        for (i, c) in self.chunks.iter().enumerate() {
-            redis::cmd("SET")
-                .arg(key(i))
-                .arg(c)
-                .arg("PX")
-                .arg(COMPACT_MS)
-                .query::<Value>(conn)
-                .map_err(fail)?;
-        }
-        let installed: i64 = redis::Script::new(&script_source(INSTALL))
-            .key(&self.log)
-            .key(&self.head)
-            .key(&self.chain_key)
-            .arg(self.generation)
-            .arg(self.pos)
-            .arg(self.cb)
-            .arg(self.chunks.len())
-            .arg(bytes)
-            .arg(&self.chunk_prefix)
-            .arg(&self.chain)
-            .invoke(conn)
-            .map_err(fail)?;
-        if installed != 1 {
-            // A newer snapshot got in first: this one is not needed.
-            for i in 0..self.chunks.len() {
-                redis::cmd("UNLINK")
-                    .arg(key(i))
-                    .query::<Value>(conn)
-                    .map_err(fail)?;
-            }
-        }
-        Ok((
-            self.generation,
-            self.pos,
-            self.chunks.len(),
-            bytes,
-            installed,
-            self.started.elapsed().as_secs_f64(),
-        ))
-    }
-}
-
-fn log_snapshot(url: &str, done: std::thread::JoinHandle<Result<SnapshotDone>>) {
-    match done.join() {
-        Ok(Ok((generation, pos, chunks, bytes, installed, secs))) => tracing::info!(
-            url,
-            "snapshot {generation} at log position {pos}: {chunks} chunks, {:.1} MB, {} in {secs:.1} s",
-            bytes as f64 / 1e6,
-            match installed {
-                1 => "installed",
-                -2 => "not installed, the log has another history at its position (this replica diverged)",
-                -1 => "not installed, a chunk expired before the install",
-                _ => "superseded by a newer one",
-            }
-        ),
-        Ok(Err(e)) => tracing::warn!(url, "writing a snapshot failed: {e}"),
-        Err(_) => tracing::warn!(url, "the snapshot thread panicked"),
-    }
-}
-
 impl Drop for ReplicatedStore {
     /// A snapshot being written is finished, so a clean shutdown leaves
     /// it installed.
@@ -1317,27 +752,6 @@ impl Store for ReplicatedStore {
 
     fn location(&self) -> Option<&Path> {
         Some(&self.location)
-    }
-}
-
-/// The divergence of a replica whose position is past the log's `end`.
-fn shorter(r: &Replica, end: u64) -> Divergence {
-    Divergence {
-        position: r.pos,
-        expected: r.chain.clone(),
-        found: format!("ends at position {end}, before it (the server lost entries)"),
-    }
-}
-
-/// The divergence of a replica whose chain value is not the log's.
-fn other_history(r: &Replica, found: Option<String>) -> Divergence {
-    Divergence {
-        position: r.pos,
-        expected: r.chain.clone(),
-        found: match found {
-            Some(c) => format!("has chain value {c} there (another history: the server lost entries)"),
-            None => "has no chain value there".into(),
-        },
     }
 }
 
@@ -1382,41 +796,5 @@ mod tests {
         for o in &others {
             assert_ne!(&c, o);
         }
-    }
-
-    /// The replies that say a replica diverged or the chain list is out
-    /// of step parse into their own variants; entries carry their chain.
-    #[test]
-    fn replies_of_a_lost_history_are_told_apart() {
-        let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
-        match parse(Value::Array(vec![Value::Int(5), Value::Int(7), bulk("abc")])).unwrap() {
-            Reply::OtherHistory { found } => assert_eq!(found.as_deref(), Some("abc")),
-            _ => panic!("not OtherHistory"),
-        }
-        match parse(Value::Array(vec![Value::Int(5), Value::Int(7), Value::Nil])).unwrap() {
-            Reply::OtherHistory { found } => assert_eq!(found, None),
-            _ => panic!("not OtherHistory"),
-        }
-        match parse(Value::Array(vec![Value::Int(6), Value::Int(9), Value::Int(8)])).unwrap() {
-            Reply::Unchained { entries, chains } => assert_eq!((entries, chains), (9, 8)),
-            _ => panic!("not Unchained"),
-        }
-        let entries = Value::Array(vec![bulk("e1"), bulk("e2")]);
-        match parse(Value::Array(vec![
-            Value::Int(0),
-            Value::Int(9),
-            entries,
-            bulk("c2"),
-        ]))
-        .unwrap()
-        {
-            Reply::Entries { entries, chain } => assert_eq!((entries.len(), chain.as_str()), (2, "c2")),
-            _ => panic!("not Entries"),
-        }
-        // Entries without their chain value are a broken reply, not a
-        // position to go on from.
-        let entries = Value::Array(vec![bulk("e1")]);
-        assert!(parse(Value::Array(vec![Value::Int(0), Value::Int(9), entries])).is_err());
-        assert!(script_source(SINCE).starts_with(&format!("local CHAIN0 = '{CHAIN0}'")));
     }
 }

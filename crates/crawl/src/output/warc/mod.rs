@@ -1,0 +1,499 @@
+//! The WARC archive of a crawl (`--warc DIR`, docs/WARC.md): every HTTP
+//! exchange as `request` and `response` records, byte-identical payloads as
+//! `revisit` records, the verdict of each dropped copy as a `metadata`
+//! record.
+//!
+//! Crash safety is the JSON-lines outputs' ([`crate::output::sinks`]): the archive's
+//! position (file serial, byte offset after the last whole record) is
+//! stored with each checkpoint; on resume the file is cut back to it and
+//! files begun after it are deleted, so a record written after the last
+//! checkpoint (possibly torn) disappears with the state it belonged to, and
+//! is written again when its page is fetched again. Every record is its own
+//! gzip member, so a cut at a record boundary leaves a valid file.
+//!
+//! Revisits are found in an index of the set's originals kept next to its
+//! files (`PREFIX-originals.redb`, [`index::Index`]): opening the writer reads no
+//! archive, and its memory does not grow with the payloads archived.
+//!
+//! Each finished file gets its CDXJ index beside it (`X.cdxj`,
+//! [`crate::output::cdxj`]): made by reading the file back once it is rotated
+//! (on a thread of its own) or when the crawl ends. A file being written
+//! has no index: opening the set at a checkpoint removes the index of the
+//! file it writes on (and of files it deletes) before cutting it, and
+//! indexes any finished file found without one (a kill between a rotation
+//! and its index, a set from before indexes), so after kill -9 and resume
+//! every index describes exactly the records of its file.
+//!
+//! The writer is ours (about what `warcio`'s writer does): the `warc` crate
+//! (0.4) gzips a whole file as one stream, where WARC tools index records by
+//! the offset of their own gzip member.
+
+mod index;
+mod record;
+mod set;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use anyhow::{Context, Result, bail};
+use serde::{Deserialize, Serialize};
+use simcrawl_fetch::{Exchange, ResponseHead};
+
+use crate::output::cdxj;
+use index::{Index, Original};
+pub use record::Prepared;
+use record::{Record, encode, one_line, record_id, sha1_label, warc_date};
+pub use set::{cut_gone, set_exists};
+use set::{index_or_warn, new_path, open_at, remove_indexes_from, set_files, sync_dir};
+
+/// What is archived of a page the title or content tier drops.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NearDuplicates {
+    /// Its request, response and the metadata record of its verdict.
+    #[default]
+    Response,
+    /// Only the metadata record of its verdict (for archives of unique
+    /// content only).
+    Metadata,
+}
+
+/// `[output]` settings of the archive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WarcSettings {
+    /// Directory of the WARC files; empty: no archive.
+    pub warc_dir: PathBuf,
+    /// A file is closed, and the next begun, before a record would start
+    /// past this many bytes.
+    pub warc_max_bytes: u64,
+    /// What is archived of near-duplicates: "response" or "metadata".
+    pub warc_near_duplicates: NearDuplicates,
+    /// File names begin with it: `PREFIX-TIMESTAMP-SERIAL.warc.gz`.
+    pub warc_prefix: String,
+}
+
+impl Default for WarcSettings {
+    fn default() -> Self {
+        WarcSettings {
+            warc_dir: PathBuf::new(),
+            warc_max_bytes: 1_000_000_000,
+            warc_near_duplicates: NearDuplicates::Response,
+            warc_prefix: "simcrawl".into(),
+        }
+    }
+}
+
+impl WarcSettings {
+    /// Whether a crawl archives at all.
+    pub fn enabled(&self) -> bool {
+        !self.warc_dir.as_os_str().is_empty()
+    }
+}
+
+/// Where the archive stands: the file's serial and the bytes of it that
+/// hold whole records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarcAt {
+    pub serial: u64,
+    pub offset: u64,
+}
+
+/// The revisit profile of a payload identical to an earlier one.
+pub const IDENTICAL_PAYLOAD: &str = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
+
+/// The verdict of a page that is a copy, as its metadata record says it.
+#[derive(Debug, Clone, Copy)]
+pub struct CopyNote<'a> {
+    /// "url", "title" or "content".
+    pub tier: &'a str,
+    /// The kept page it copies.
+    pub of: &'a str,
+    pub similarity: Option<f64>,
+    /// What the page was judged on (`crate::identity::Basis`), when judged.
+    pub basis: Option<&'a str>,
+}
+
+/// One WARC set being written (see the module documentation).
+#[derive(Debug)]
+pub struct WarcSink {
+    settings: WarcSettings,
+    /// The `warcinfo` fields after the standard ones: the crawl's settings.
+    info: String,
+    path: PathBuf,
+    out: BufWriter<File>,
+    at: WarcAt,
+    synced: u64,
+    /// Where it was opened: what [`WarcSink::cut_to`] goes back to when
+    /// no checkpoint recorded a position.
+    began: WarcAt,
+    /// Where the current file's warcinfo record ends.
+    first_record_end: u64,
+    /// Payload digest -> its first response, for revisit records: those
+    /// synced to the archive, persisted.
+    index: Index,
+    /// Those written since the last sync, with where their record ends:
+    /// committed to `index` by the next sync.
+    pending: HashMap<[u8; 20], (WarcAt, Original)>,
+    /// The CDXJ indexing of rotated files, off the writer thread.
+    indexing: Vec<std::thread::JoinHandle<()>>,
+    /// The current file is indexed ([`WarcSink::close`]): a record written
+    /// after that removes its index first.
+    closed: bool,
+}
+
+impl WarcSink {
+    /// Opens the archive at `at` (a checkpoint's position, cutting what
+    /// came after it), or begins a new file after the files already there
+    /// (`None`). `info` are the `warcinfo` fields describing the crawl.
+    pub fn open(settings: &WarcSettings, info: String, at: Option<WarcAt>) -> Result<WarcSink> {
+        Self::open_with(settings, info, at, None)
+    }
+
+    /// [`WarcSink::open`] with the set's index already open (`cut_to`:
+    /// redb opens a file once per process).
+    fn open_with(
+        settings: &WarcSettings,
+        info: String,
+        at: Option<WarcAt>,
+        index: Option<Index>,
+    ) -> Result<WarcSink> {
+        let dir = &settings.warc_dir;
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let index = match index {
+            Some(i) => i,
+            None => Index::open(settings)?,
+        };
+        let files = set_files(dir, &settings.warc_prefix)?;
+        let (path, at) = match at {
+            Some(at) => {
+                let Some((_, path)) = files.iter().find(|(s, _)| *s == at.serial) else {
+                    bail!(
+                        "the WARC file of serial {} ({}-*-{:05}.warc.gz) is missing from {}, where the \
+                         crawl's last checkpoint left {} bytes of it: it was moved or deleted outside \
+                         the crawl; put it back, or use --fresh to start over",
+                        at.serial,
+                        settings.warc_prefix,
+                        at.serial,
+                        dir.display(),
+                        at.offset
+                    );
+                };
+                // The file written on again, and those deleted, lose their
+                // CDXJ index first (an index names only finished files).
+                remove_indexes_from(dir, &settings.warc_prefix, at.serial)?;
+                // Files begun after the checkpoint hold only records that
+                // are written again.
+                for (s, p) in &files {
+                    if *s > at.serial {
+                        std::fs::remove_file(p).with_context(|| format!("cannot delete {}", p.display()))?;
+                    }
+                }
+                (path.clone(), at)
+            }
+            None => {
+                let serial = files.last().map_or(0, |(s, _)| s + 1);
+                (new_path(settings, serial), WarcAt { serial, offset: 0 })
+            }
+        };
+        // Finished files without their CDXJ index (a kill before it was
+        // written, a set from before indexes) are indexed now.
+        for (s, p) in &files {
+            if *s < at.serial && !cdxj::index_path(p).exists() {
+                index_or_warn(p);
+            }
+        }
+        // Before anything is written past `at` again.
+        index.cut(at)?;
+        let mut sink = WarcSink {
+            settings: settings.clone(),
+            info,
+            out: BufWriter::new(open_at(&path, at.offset)?),
+            path,
+            at,
+            synced: at.offset,
+            began: at,
+            first_record_end: 0,
+            index,
+            pending: HashMap::new(),
+            indexing: Vec::new(),
+            closed: false,
+        };
+        if at.offset == 0 {
+            sink.write_warcinfo()?;
+        }
+        Ok(sink)
+    }
+
+    /// The position of the records written so far (not necessarily synced).
+    #[cfg(test)]
+    fn position(&self) -> WarcAt {
+        self.at
+    }
+
+    /// Flushes and fsyncs; returns the position now safe to record.
+    pub fn sync(&mut self) -> Result<WarcAt> {
+        if self.at.offset != self.synced {
+            self.flush()?;
+            self.out
+                .get_ref()
+                .sync_data()
+                .with_context(|| format!("cannot sync {}", self.path.display()))?;
+            self.synced = self.at.offset;
+            // Their records are in the archive for good now.
+            self.index.add(&self.pending)?;
+            self.pending.clear();
+        }
+        Ok(self.at)
+    }
+
+    /// Flushes to the OS; returns the position written so far.
+    pub fn flush(&mut self) -> Result<WarcAt> {
+        self.out
+            .flush()
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
+        Ok(self.at)
+    }
+
+    /// Takes back everything after `at` (a checkpoint at or before the
+    /// last sync), across rotations; `None`: everything this sink wrote
+    /// (no checkpoint recorded a position yet).
+    pub fn cut_to(&mut self, at: Option<WarcAt>) -> Result<()> {
+        let at = at.unwrap_or(self.began);
+        if at.serial > self.at.serial || (at.serial == self.at.serial && at.offset > self.synced) {
+            bail!(
+                "cannot cut the WARC archive to file {} at {} bytes: it is at file {}, {} bytes synced",
+                at.serial,
+                at.offset,
+                self.at.serial,
+                self.synced
+            );
+        }
+        self.flush()?;
+        // A rotated file's index is written before the file may be cut.
+        self.join_indexing();
+        let began = self.began;
+        let mut reopened = WarcSink::open_with(
+            &self.settings,
+            std::mem::take(&mut self.info),
+            Some(at),
+            Some(self.index.clone()),
+        )?;
+        reopened.began = began;
+        *self = reopened;
+        self.out
+            .get_ref()
+            .sync_data()
+            .with_context(|| format!("cannot sync {}", self.path.display()))?;
+        Ok(())
+    }
+
+    /// Syncs, and indexes the current file (CDXJ) now that nothing more is
+    /// written to it; waits for the indexing of rotated files. An index
+    /// that cannot be written is a warning: the archive is whole without it,
+    /// and a resume writes it.
+    pub fn close(&mut self) -> Result<WarcAt> {
+        let at = self.sync()?;
+        self.join_indexing();
+        if !self.closed {
+            index_or_warn(&self.path);
+            self.closed = true;
+        }
+        Ok(at)
+    }
+
+    fn join_indexing(&mut self) {
+        for h in self.indexing.drain(..) {
+            if h.join().is_err() {
+                tracing::warn!("the CDXJ indexing of a rotated WARC file panicked");
+            }
+        }
+    }
+
+    /// The exchanges of a fetch besides its page (robots.txt, redirect
+    /// hops, error responses): a request and a response (or revisit)
+    /// record each.
+    pub fn exchanges(&mut self, list: &[Exchange]) -> Result<()> {
+        for e in list {
+            self.response(&e.head, &e.body, e.truncated)?;
+        }
+        Ok(())
+    }
+
+    /// A page's own response (prepared off the writer thread), and the
+    /// metadata record of its verdict when it is a copy (`note`). With
+    /// `warc_near_duplicates = "metadata"`, a copy found by the title or
+    /// content tier gets its metadata record only.
+    pub fn page(&mut self, prepared: &Prepared, note: Option<CopyNote<'_>>) -> Result<()> {
+        let metadata_only = self.settings.warc_near_duplicates == NearDuplicates::Metadata
+            && note.is_some_and(|n| n.tier != "url");
+        let concurrent = if metadata_only {
+            None
+        } else {
+            self.put(prepared)?;
+            Some(prepared.id.as_str())
+        };
+        if let Some(n) = note {
+            self.metadata(&prepared.uri, &prepared.date, concurrent, &n)?;
+        }
+        Ok(())
+    }
+
+    /// A request record and a response record (a revisit record when an
+    /// earlier response had the same payload).
+    fn response(&mut self, head: &ResponseHead, body: &[u8], truncated: bool) -> Result<()> {
+        let p = Prepared::new(head, body, truncated)?;
+        self.put(&p)
+    }
+
+    fn put(&mut self, p: &Prepared) -> Result<()> {
+        self.rotate_if_full()?;
+        self.write_member(&p.request)?;
+        let original = match self.pending.get(&p.payload_digest) {
+            _ if p.empty => None,
+            Some((_, o)) => Some(o.clone()),
+            None => self.index.get(&p.payload_digest)?,
+        };
+        match original {
+            Some(orig) => {
+                let mut rec = Record::new("revisit", &p.id, &p.date);
+                rec.field("WARC-Target-URI", &p.uri);
+                rec.field("WARC-Profile", IDENTICAL_PAYLOAD);
+                rec.field("WARC-Refers-To-Target-URI", &orig.uri);
+                rec.field("WARC-Refers-To-Date", &orig.date);
+                rec.field("WARC-Refers-To", &orig.id);
+                if let Some(ip) = &p.ip {
+                    rec.field("WARC-IP-Address", ip);
+                }
+                rec.field("WARC-Payload-Digest", &sha1_label(&p.payload_digest));
+                rec.field("Content-Type", "application/http; msgtype=response");
+                let z = encode(rec, &[&p.http])?;
+                self.write_member(&z)?;
+            }
+            None => {
+                self.write_member(&p.response)?;
+                if !p.empty {
+                    self.pending.insert(
+                        p.payload_digest,
+                        (
+                            self.at,
+                            Original {
+                                uri: p.uri.clone(),
+                                date: p.date.clone(),
+                                id: p.id.clone(),
+                            },
+                        ),
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn metadata(&mut self, uri: &str, date: &str, concurrent: Option<&str>, n: &CopyNote<'_>) -> Result<()> {
+        let mut fields = format!(
+            "simcrawl-verdict: duplicate\r\nsimcrawl-tier: {}\r\nsimcrawl-duplicate-of: {}\r\n",
+            n.tier,
+            one_line(n.of)
+        );
+        if let Some(s) = n.similarity {
+            fields.push_str(&format!("simcrawl-similarity: {s:.3}\r\n"));
+        }
+        if let Some(b) = n.basis {
+            fields.push_str(&format!("simcrawl-basis: {b}\r\n"));
+        }
+        let id = record_id();
+        let mut rec = Record::new("metadata", &id, date);
+        rec.field("WARC-Target-URI", uri);
+        if let Some(c) = concurrent {
+            rec.field("WARC-Concurrent-To", c);
+        }
+        rec.field("Content-Type", "application/warc-fields");
+        let z = encode(rec, &[fields.as_bytes()])?;
+        self.write_member(&z)
+    }
+
+    fn write_warcinfo(&mut self) -> Result<()> {
+        let name = self
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let fields = format!(
+            "software: simcrawl/{}\r\nformat: WARC File Format 1.1\r\nconformsTo: \
+             http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n{}",
+            env!("CARGO_PKG_VERSION"),
+            self.info
+        );
+        let mut rec = Record::new("warcinfo", &record_id(), &warc_date(SystemTime::now()));
+        rec.field("WARC-Filename", &name);
+        rec.field("Content-Type", "application/warc-fields");
+        let z = encode(rec, &[fields.as_bytes()])?;
+        self.write_member(&z)?;
+        self.first_record_end = self.at.offset;
+        Ok(())
+    }
+
+    /// Begins the next file when this one holds more than its share and
+    /// more than its warcinfo record.
+    fn rotate_if_full(&mut self) -> Result<()> {
+        if self.at.offset < self.settings.warc_max_bytes || self.warcinfo_only() {
+            return Ok(());
+        }
+        self.sync()?;
+        // The finished file is indexed by reading it back, off the writer
+        // thread (one inflation of the file: roughly a second per 100 MB).
+        self.indexing.retain(|h| !h.is_finished());
+        let finished = self.path.clone();
+        let spawned = std::thread::Builder::new()
+            .name("warc-cdxj".into())
+            .spawn(move || index_or_warn(&finished));
+        match spawned {
+            Ok(h) => self.indexing.push(h),
+            Err(e) => {
+                tracing::warn!("cannot start the CDXJ indexing thread ({e}); indexing inline");
+                index_or_warn(&self.path);
+            }
+        }
+        let serial = self.at.serial + 1;
+        let path = new_path(&self.settings, serial);
+        self.out = BufWriter::new(open_at(&path, 0)?);
+        sync_dir(&self.settings.warc_dir)?;
+        self.path = path;
+        self.at = WarcAt { serial, offset: 0 };
+        self.synced = 0;
+        self.write_warcinfo()
+    }
+
+    fn warcinfo_only(&self) -> bool {
+        self.at.offset == self.first_record_end
+    }
+
+    /// Appends one record's gzip member.
+    fn write_member(&mut self, z: &[u8]) -> Result<()> {
+        if self.closed {
+            cdxj::remove_index(&self.path)
+                .with_context(|| format!("cannot delete the index of {}", self.path.display()))?;
+            self.closed = false;
+        }
+        self.out
+            .write_all(z)
+            .with_context(|| format!("cannot write {}", self.path.display()))?;
+        self.at.offset += z.len() as u64;
+        Ok(())
+    }
+}
+
+/// No indexing thread outlives its sink: a sink opened again in the same
+/// process may cut the file that thread reads, and its index must not land
+/// after that.
+impl Drop for WarcSink {
+    fn drop(&mut self) {
+        self.join_indexing();
+    }
+}
