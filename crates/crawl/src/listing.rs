@@ -13,9 +13,8 @@ use std::io::Read;
 use quick_xml::events::Event;
 use url::Url;
 
-/// The sitemap protocol's limits (sitemaps.org): URLs per file, bytes
-/// uncompressed.
-pub const MAX_URLS: usize = 50_000;
+/// The sitemap protocol's limit on bytes uncompressed (sitemaps.org; its
+/// limit on URLs is `crate::config::SITEMAP_MAX_URLS`).
 pub const MAX_BYTES: usize = simcrawl_fetch::LISTING_MAX_BYTES;
 
 /// How far a crawl follows listings into listings, and how many it reads
@@ -40,10 +39,6 @@ impl Bounds {
             per_host
         };
         Bounds { max_nest, per_host }
-    }
-
-    pub fn of(c: &crate::config::CrawlConfig) -> Bounds {
-        Bounds::new(c.max_listing_depth, c.max_listings_per_host, c.max_pages)
     }
 
     /// Whether a listing at `nest` is past `crawl.max_listing_depth`: not
@@ -530,6 +525,7 @@ fn parse_w3c_date(s: &str) -> Option<u64> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::config::SITEMAP_MAX_URLS as MAX_URLS;
 
     fn at() -> Url {
         Url::parse("https://e.org/sitemaps/s.xml").unwrap()

@@ -12,13 +12,14 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use simcrawl_dedup::{Commit, Deduper, Document, MemoryStore, RedbStore, Signature, UrlTier, Verdict};
+use simcrawl_dedup::{Commit, Deduper, Document, MemoryStore, RedbStore, Signature, Tier, UrlTier, Verdict};
 use tracing::{info, warn};
 
 use crate::backend::local::learn::RedbLearn;
 use crate::backend::local::state;
 use crate::config::Config;
 use crate::output::lines::ErrorLine;
+use crate::output::lines::{DuplicateLine, KeptLine};
 use crate::output::sinks::{Offsets, Outputs, VerdictCounts};
 use crate::progress::Progress;
 use crate::template::{Save, Templates};
@@ -562,11 +563,38 @@ fn emit(
             Ok(doc) => match verdicts.next() {
                 Some(v) => {
                     run.p.verdicts.record(&v);
-                    crate::output::record::document(&mut run.outputs, v, doc, run.write_normalized, *line)?;
+                    document(&mut run.outputs, v, doc, run.write_normalized, *line)?;
                 }
                 None => bail!("internal error: fewer verdicts than documents"),
             },
         }
     }
     Ok(())
+}
+
+/// The line of one document of `crawl dedup` (input line `line`): its
+/// `title` as written, and the normalized one when asked for
+/// (`crawl.write_normalized`), with what it was judged on.
+fn document(
+    outputs: &mut Outputs,
+    v: Verdict,
+    doc: &ParsedDoc,
+    write_normalized: bool,
+    line: u64,
+) -> Result<()> {
+    let judged = Some(doc.judged());
+    match v {
+        Verdict::Unique { fingerprint, .. } => outputs.kept.write(&KeptLine {
+            line: Some(line),
+            judged,
+            title_normalized: write_normalized.then_some(doc.title_normalized.as_str()),
+            ..KeptLine::new(&doc.url, &doc.title, fingerprint)
+        }),
+        Verdict::Duplicate(d) => outputs.duplicates.write(&DuplicateLine {
+            line: Some(line),
+            judged: judged.filter(|_| d.tier != Tier::Url),
+            ..DuplicateLine::new(&doc.url, &d)
+        }),
+        _ => Ok(()), // non_exhaustive in simcrawl-dedup
+    }
 }

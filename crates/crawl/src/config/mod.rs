@@ -207,6 +207,19 @@ pub struct CrawlConfig {
     pub dust: crate::dust::DustSettings,
 }
 
+/// URLs per sitemap file in the sitemap protocol (sitemaps.org): the
+/// default of `crawl.sitemap_max_urls` (here, not in `crate::listing`,
+/// which reads the settings: one direction between the two).
+pub const SITEMAP_MAX_URLS: usize = 50_000;
+
+/// The listing bounds of a crawl's settings. Here, not in
+/// `crate::listing`, which the settings name: one direction between them.
+impl crate::listing::Bounds {
+    pub fn of(c: &CrawlConfig) -> crate::listing::Bounds {
+        crate::listing::Bounds::new(c.max_listing_depth, c.max_listings_per_host, c.max_pages)
+    }
+}
+
 impl Default for CrawlConfig {
     fn default() -> Self {
         CrawlConfig {
@@ -229,7 +242,7 @@ impl Default for CrawlConfig {
             languages: Vec::new(),
             sitemaps: true,
             feeds: true,
-            sitemap_max_urls: crate::listing::MAX_URLS,
+            sitemap_max_urls: SITEMAP_MAX_URLS,
             max_listing_depth: 3,
             max_listings_per_host: 1_000,
             dust: crate::dust::DustSettings::default(),

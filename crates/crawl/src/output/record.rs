@@ -7,7 +7,7 @@
 use anyhow::Result;
 use simcrawl_dedup::{Tier, Verdict};
 
-use super::lines::{DuplicateLine, ErrorLine, KeptLine};
+use super::lines::{DuplicateLine, ErrorLine};
 use super::sinks::Outputs;
 use super::warc::CopyNote;
 use crate::daemon::worker::PageResult;
@@ -156,32 +156,5 @@ impl Recorder<'_> {
             }
             Some(_) => Ok(()), // non_exhaustive in simcrawl-dedup
         }
-    }
-}
-
-/// The line of one document of `crawl dedup` (input line `line`): its
-/// `title` as written, and the normalized one when asked for
-/// (`crawl.write_normalized`), with what it was judged on.
-pub fn document(
-    outputs: &mut Outputs,
-    v: Verdict,
-    doc: &crate::batch::ParsedDoc,
-    write_normalized: bool,
-    line: u64,
-) -> Result<()> {
-    let judged = Some(doc.judged());
-    match v {
-        Verdict::Unique { fingerprint, .. } => outputs.kept.write(&KeptLine {
-            line: Some(line),
-            judged,
-            title_normalized: write_normalized.then_some(doc.title_normalized.as_str()),
-            ..KeptLine::new(&doc.url, &doc.title, fingerprint)
-        }),
-        Verdict::Duplicate(d) => outputs.duplicates.write(&DuplicateLine {
-            line: Some(line),
-            judged: judged.filter(|_| d.tier != Tier::Url),
-            ..DuplicateLine::new(&doc.url, &d)
-        }),
-        _ => Ok(()), // non_exhaustive in simcrawl-dedup
     }
 }
