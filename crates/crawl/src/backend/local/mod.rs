@@ -29,7 +29,7 @@ use crate::daemon::{Start, Tiers, Visits, drive, page_stages, remove_if_exists, 
 use crate::dust::Dust;
 use crate::frontier::{Candidate, Entry};
 use crate::output::sinks::Outputs;
-use crate::stats::Run;
+use crate::stats::{Run, Stats};
 use crate::template::Templates;
 
 /// The redb frontier: the in-memory [`Window`] over the stored frontier,
@@ -138,15 +138,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<R
             scope_seeds,
         } => (job, seeds, scope_seeds),
     };
-    // The learners load (and convert what earlier versions saved) in one
-    // transaction.
-    let (templates, dust) = crate::backend::local::learn::with_store(deduper.store().database(), |store| {
-        let templates = Templates::load(&cfg.template, Some(&mut *store))?;
-        let dust = Dust::load(&cfg.crawl.dust, Some(store), deduper.canonicalizer().clone())
-            .context("invalid [crawl.dust] settings")?;
-        Ok((templates, dust))
-    })?;
-    let dust = Arc::new(Mutex::new(dust));
+    let (templates, dust) = load_learners(&cfg, &deduper)?;
     // The archive's position is in the checkpoint from its first record
     // on (committed with the seeds below), so that a crash before the first
     // commit leaves no file the resumed crawl does not know.
@@ -207,16 +199,34 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<R
     deduper.flush()?;
     let stats = shared.lock().clone();
     let ended = ended.judge(&before, &stats);
-    if let Some(mut job) = job {
-        job.ended = how_it_ended(&deduper, &cfg, &stats)?;
-        job.ended_at_ms = crate::frontier::now_ms();
-        deduper
-            .store()
-            .write_with(Commit::Durable, |txn, _| job.put(&mut state::open(txn)?))
-            .context("cannot record how the crawl ended")?;
+    if let Some(job) = job {
+        record_end(&deduper, &cfg, job, &stats)?;
     }
     write_stats(&out_dir, &stats, ended)?;
     Ok(Run { stats, before, ended })
+}
+
+/// The learners (site templates, DUST rules), loaded (and what earlier
+/// versions saved converted) in one transaction.
+fn load_learners(cfg: &Config, deduper: &Tiers) -> Result<(Templates, Arc<Mutex<Dust>>)> {
+    let (templates, dust) = crate::backend::local::learn::with_store(deduper.store().database(), |store| {
+        let templates = Templates::load(&cfg.template, Some(&mut *store))?;
+        let dust = Dust::load(&cfg.crawl.dust, Some(store), deduper.canonicalizer().clone())
+            .context("invalid [crawl.dust] settings")?;
+        Ok((templates, dust))
+    })?;
+    Ok((templates, Arc::new(Mutex::new(dust))))
+}
+
+/// Records how the crawl of `job` ended (`stats`: its counters at the end).
+fn record_end(deduper: &Tiers, cfg: &Config, mut job: job::Job, stats: &Stats) -> Result<()> {
+    job.ended = how_it_ended(deduper, cfg, stats)?;
+    job.ended_at_ms = crate::frontier::now_ms();
+    deduper
+        .store()
+        .write_with(Commit::Durable, |txn, _| job.put(&mut state::open(txn)?))
+        .context("cannot record how the crawl ended")?;
+    Ok(())
 }
 
 /// What `crawl revisit` says when no page is due: when the next one is
@@ -331,27 +341,7 @@ fn begin_job(
     }
     let given = job::seed_list(seeds);
     let Some(stored) = stored else {
-        if cp.stats.fetched > 0 {
-            // A crawl from before job records: it is taken to be this one
-            // (as every crawl was), and recorded as such from now on.
-            if !outputs_cover(&cfg.crawl.out_dir, &cp.offsets) && !any_output(&cfg.crawl.out_dir) {
-                return Err(job::JobError::OutputsUnknown {
-                    data_dir: data_dir.clone(),
-                    requested: cfg.crawl.out_dir.clone(),
-                }
-                .into());
-            }
-            info!(
-                fetched = cp.stats.fetched,
-                kept = cp.stats.verdicts.kept,
-                "resuming an interrupted crawl (recorded from now on as the crawl of these seeds and settings)"
-            );
-        }
-        return Ok(Begin::Run {
-            job: Some(job::Job::new(cfg, &given)?),
-            seeds: Some(given),
-            scope_seeds: seeds.to_vec(),
-        });
+        return begin_unrecorded(cfg, seeds, given, cp);
     };
     let stored_seeds = job::load_seeds(db)?;
     let adding = start == Start::AddSeeds;
@@ -430,6 +420,32 @@ fn begin_job(
         job: Some(job),
         seeds: (all != stored_seeds).then_some(all),
         scope_seeds,
+    })
+}
+
+/// [`begin_job`] in a data directory with no crawl recorded (`given`: the
+/// seed list of `seeds`): a new crawl, or one from before job records.
+fn begin_unrecorded(cfg: &Config, seeds: &[Url], given: BTreeSet<String>, cp: &Checkpoint) -> Result<Begin> {
+    if cp.stats.fetched > 0 {
+        // A crawl from before job records: it is taken to be this one
+        // (as every crawl was), and recorded as such from now on.
+        if !outputs_cover(&cfg.crawl.out_dir, &cp.offsets) && !any_output(&cfg.crawl.out_dir) {
+            return Err(job::JobError::OutputsUnknown {
+                data_dir: cfg.store.data_dir.clone(),
+                requested: cfg.crawl.out_dir.clone(),
+            }
+            .into());
+        }
+        info!(
+            fetched = cp.stats.fetched,
+            kept = cp.stats.verdicts.kept,
+            "resuming an interrupted crawl (recorded from now on as the crawl of these seeds and settings)"
+        );
+    }
+    Ok(Begin::Run {
+        job: Some(job::Job::new(cfg, &given)?),
+        seeds: Some(given),
+        scope_seeds: seeds.to_vec(),
     })
 }
 

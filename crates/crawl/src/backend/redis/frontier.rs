@@ -91,15 +91,11 @@
 //! link queued meanwhile cannot be fetched as well.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
 use parking_lot::Mutex;
 use redis::Value;
-use tracing::{info, warn};
-use url::Url;
-
-use crate::frontier::Entry;
 
 /// The `helpers` script: `src/backend/redis/lua/helpers.lua` (what it does, its
 /// ARGV and replies are in the file).
@@ -121,176 +117,11 @@ const RENEW: &str = include_str!("lua/renew.lua");
 /// ARGV and replies are in the file).
 const ACK: &str = include_str!("lua/ack.lua");
 
-/// The host part of a queue key: the fetcher's politeness key (scheme, host
-/// and port), so that politeness applies to what one server sees.
-pub use simcrawl_fetch::politeness_key as host_key;
-
-/// Where a queued entry's URL stands in the URL tier.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Claim {
-    /// Claimed already (an entry requeued or given back by the worker that
-    /// claimed it): fetched without a claim.
-    Held,
-    /// To be claimed by the worker that leases it. The token is the entry's
-    /// own and is recorded with the claim, so that a claim this entry made
-    /// before (by a worker whose lease then expired, or in a commit whose
-    /// reply was lost) is told from another entry's: the first is fetched,
-    /// the second dropped. Entries of older crawls have an empty token.
-    Pending(String),
-}
-
-/// A page's queue entry as stored: `c ATTEMPTS DEPTH URL` ([`Claim::Held`])
-/// or `n ATTEMPTS DEPTH URL TOKEN` ([`Claim::Pending`]); a serialized URL
-/// has no spaces.
-pub fn encode_entry(claim: &Claim, attempts: u32, depth: u32, url: &Url) -> String {
-    encode_kind(claim, attempts, depth, url, None, None)
-}
-
-/// [`encode_entry`] for a page (`listing` `None`) or a sitemap or feed
-/// (`crate::listing`) at its nest (`Entry::nest`): the same with the flag
-/// `cl` / `nl`, or `clN` / `nlN` for a nest N > 0. The flag's first
-/// letter is the claim, so the `lease` script's reclaim (which rewrites
-/// that letter only) keeps the rest; a listing is leased, claimed,
-/// acknowledged and given back like a page.
-///
-/// `via`, what led to the URL (`Entry::via`), ends the entry as ` <VIA`:
-/// a URL holds no space, a claim token never starts with `<`, and an entry
-/// without a token then has 4 spaces, which the `lease` script's reclaim
-/// reads as "has a token" and so leaves alone (only an `n` entry without
-/// a token, of versions before tokens, is rewritten there; `c` entries
-/// are held already).
-pub fn encode_kind(
-    claim: &Claim,
-    attempts: u32,
-    depth: u32,
-    url: &Url,
-    listing: Option<u32>,
-    via: Option<&str>,
-) -> String {
-    let l = match listing {
-        None => String::new(),
-        Some(0) => "l".to_string(),
-        Some(nest) => format!("l{nest}"),
-    };
-    let mut s = match claim {
-        Claim::Held => format!("c{l} {attempts} {depth} {}", url.as_str()),
-        Claim::Pending(token) => format!("n{l} {attempts} {depth} {} {token}", url.as_str()),
-    };
-    if let Some(via) = via.filter(|v| !v.is_empty() && !v.contains(char::is_whitespace)) {
-        s.push_str(" <");
-        s.push_str(via);
-    }
-    s
-}
-
-/// `e` as stored again (given back, requeued), its claim now held.
-pub fn encode_again(e: &Entry, attempts: u32) -> String {
-    let s = encode_kind(
-        &Claim::Held,
-        attempts,
-        e.depth,
-        &e.url,
-        e.listing.then_some(e.nest),
-        e.via.as_deref(),
-    );
-    if e.waited {
-        // `ck`: the flag's first letter stays the claim (see `encode_kind`).
-        format!("ck{}", &s[1..])
-    } else {
-        s
-    }
-}
-
-/// A leased entry: its claim, and the entry (its `seq` is the lease id).
-pub fn decode_entry(id: u64, s: &str) -> Option<(Claim, Entry)> {
-    let mut parts = s.splitn(5, ' ');
-    let flag = parts.next()?;
-    let attempts = parts.next()?.parse().ok()?;
-    let depth = parts.next()?.parse().ok()?;
-    let url = Url::parse(parts.next()?).ok()?;
-    let mut token = "";
-    let mut via = None;
-    for field in parts.next().unwrap_or("").split(' ').filter(|f| !f.is_empty()) {
-        match field.strip_prefix('<') {
-            Some(v) => via = Some(v.to_string()),
-            None => token = field,
-        }
-    }
-    let (flag, kind) = flag.split_at_checked(1)?;
-    // `k`: put back once behind its page's declared canonical.
-    let (waited, kind) = match kind.strip_prefix('k') {
-        Some(rest) => (true, rest),
-        None => (false, kind),
-    };
-    let (listing, nest) = match kind.strip_prefix('l') {
-        Some("") => (true, 0),
-        Some(n) => (true, n.parse().ok()?),
-        None if kind.is_empty() => (false, 0),
-        None => return None,
-    };
-    let claim = match flag {
-        "c" => Claim::Held,
-        "n" => Claim::Pending(token.to_string()),
-        _ => return None,
-    };
-    Some((
-        claim,
-        Entry {
-            seq: id,
-            url,
-            depth,
-            attempts,
-            not_before_ms: 0,
-            revisit: None,
-            listing,
-            nest,
-            via,
-            waited,
-        },
-    ))
-}
-
-/// The URL as recorded by the claim of an entry with `token`.
-pub fn claimed_as(url: &Url, token: &str) -> String {
-    if token.is_empty() {
-        url.to_string()
-    } else {
-        format!("{} {token}", url.as_str())
-    }
-}
-
-/// Whether a URL recorded as `first` was claimed by the entry with
-/// `token` (see [`Claim::Pending`]).
-pub fn claimed_by(first: &str, token: &str) -> bool {
-    !token.is_empty() && first.rsplit_once(' ').is_some_and(|(_, t)| t == token)
-}
-
-/// Tokens for new entries ([`Claim::Pending`]): a random prefix per
-/// process and a counter, unique across workers and restarts.
-#[derive(Debug)]
-pub struct Tokens {
-    prefix: u64,
-    next: u64,
-}
-
-impl Tokens {
-    pub fn new() -> Tokens {
-        use std::hash::BuildHasher;
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        Tokens {
-            prefix: std::hash::RandomState::new().hash_one((std::process::id(), nanos)),
-            next: 0,
-        }
-    }
-
-    /// A token never handed out before.
-    pub fn next(&mut self) -> String {
-        self.next += 1;
-        format!("{:x}.{:x}", self.prefix, self.next)
-    }
-}
+pub use super::entry::{
+    Claim, Tokens, claimed_as, claimed_by, decode_entry, encode_again, encode_entry, encode_kind, host_key,
+};
+use super::retry::is_connection_error;
+pub use super::retry::{RedisGone, retry};
 
 /// What one `lease` call found.
 #[derive(Debug, Default, Clone)]
@@ -746,199 +577,13 @@ impl RedisFrontier {
     }
 }
 
-/// Whether a Redis error means the connection is gone (so the operation
-/// may succeed on a new one once the server is back).
-fn is_connection_error(e: &redis::RedisError) -> bool {
-    e.is_io_error() || e.is_connection_dropped() || e.is_timeout() || e.is_connection_refusal()
-}
-
-/// Replies of a server that is up but not serving yet: still loading its
-/// data after a restart, or a replica or cluster in the middle of a
-/// failover.
-const NOT_READY: [&str; 4] = ["LOADING", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN"];
-
-/// Whether `e` may pass once Redis is reachable again: a connection error
-/// of the frontier's or of the store's, a server still loading its data
-/// after a restart, or a store transaction that kept conflicting.
-pub fn is_transient(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<redis::RedisError>()
-            .is_some_and(|r| is_connection_error(r) || r.code().is_some_and(|code| NOT_READY.contains(&code)))
-            || (c.downcast_ref::<simcrawl_dedup::Error>().is_some()
-                && (NOT_READY.iter().any(|n| c.to_string().contains(n))
-                    || c.to_string().contains("busy loading")))
-            || c.downcast_ref::<simcrawl_dedup::Error>()
-                .is_some_and(simcrawl_dedup::Error::is_transient)
-            || c.downcast_ref::<std::io::Error>().is_some_and(|io| {
-                matches!(
-                    io.kind(),
-                    std::io::ErrorKind::ConnectionRefused
-                        | std::io::ErrorKind::ConnectionReset
-                        | std::io::ErrorKind::ConnectionAborted
-                        | std::io::ErrorKind::BrokenPipe
-                        | std::io::ErrorKind::TimedOut
-                )
-            })
-    })
-}
-
-/// A stop signal arrived while Redis was unreachable: the crawl ends as
-/// `redis_gone` (`crate::stats::Ended::RedisGone`), found by this type in
-/// the error's chain.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "{what}: stopped by a signal while Redis at {url} was unavailable (what was not acknowledged \
-     is done again by another worker, or by this one restarted)"
-)]
-pub struct RedisGone {
-    what: String,
-    url: String,
-}
-
-/// First and longest wait between two attempts while Redis is away.
-const RETRY_FIRST: Duration = Duration::from_millis(100);
-const RETRY_MAX: Duration = Duration::from_secs(2);
-/// How often a retry's wait looks for a stop signal.
-const RETRY_POLL: Duration = Duration::from_millis(50);
-
-/// Runs `op` until it succeeds or fails for a reason that will not pass:
-/// while Redis is unreachable the caller pauses here (logged once when it
-/// starts and once when it ends), retrying with exponential backoff.
-pub fn retry<T>(what: &str, url: &str, mut op: impl FnMut() -> Result<T>) -> Result<T> {
-    let mut wait = RETRY_FIRST;
-    let mut since: Option<Instant> = None;
-    loop {
-        match op() {
-            Ok(v) => {
-                if let Some(t) = since {
-                    info!(
-                        "Redis at {url} is back after {:.1} s: {what} done, crawl continues",
-                        t.elapsed().as_secs_f64()
-                    );
-                }
-                return Ok(v);
-            }
-            Err(e) if is_transient(&e) => {
-                if since.is_none() {
-                    warn!("Redis at {url} unavailable ({what}: {e:#}); pausing, retrying with backoff");
-                    since = Some(Instant::now());
-                }
-                // A stop signal ends the wait: nothing unacknowledged is
-                // lost (its leases expire and another worker, or this one
-                // restarted, does the pages again; lines past the last
-                // acknowledgement are cut).
-                let until = Instant::now() + wait;
-                while Instant::now() < until {
-                    if crate::daemon::signals::stop_requested() {
-                        return Err(e.context(RedisGone {
-                            what: what.to_string(),
-                            url: url.to_string(),
-                        }));
-                    }
-                    std::thread::sleep(RETRY_POLL.min(until.saturating_duration_since(Instant::now())));
-                }
-                wait = (wait * 2).min(RETRY_MAX);
-            }
-            Err(e) => return Err(e.context(format!("{what} (Redis at {url})"))),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
+    use url::Url;
 
-    #[test]
-    fn entries_read_back_and_bad_ones_are_refused() {
-        let url = Url::parse("http://example.com:8080/a?b=1%20c").unwrap();
-        let s = encode_entry(&Claim::Pending("ab.1".into()), 2, 7, &url);
-        assert_eq!(s, "n 2 7 http://example.com:8080/a?b=1%20c ab.1");
-        let (claim, e) = decode_entry(42, &s).unwrap();
-        assert_eq!(claim, Claim::Pending("ab.1".into()));
-        assert_eq!((e.seq, e.attempts, e.depth, e.url), (42, 2, 7, url.clone()));
-        let held = encode_entry(&Claim::Held, 0, 1, &url);
-        assert_eq!(decode_entry(1, &held).unwrap().0, Claim::Held);
-        // An entry of an older crawl, without a token.
-        let (claim, _) = decode_entry(1, "n 0 0 http://a/").unwrap();
-        assert_eq!(claim, Claim::Pending(String::new()));
-        // A claim is the entry's own only when it recorded the entry's token.
-        let first = claimed_as(&url, "ab.1");
-        assert!(claimed_by(&first, "ab.1"));
-        assert!(!claimed_by(&first, "ab.2"));
-        assert!(!claimed_by(url.as_str(), ""));
-        assert!(!claimed_by(&claimed_as(&url, ""), ""));
-        let mut tokens = Tokens::new();
-        let (t1, t2) = (tokens.next(), tokens.next());
-        assert_ne!(t1, t2);
-        assert_ne!(Tokens::new().next(), t1, "another process's tokens differ");
-        assert!(!t1.contains(' '));
-        assert!(!e.listing);
-        // A sitemap or feed: the same, flagged; the lease script's reclaim
-        // rewrites the first letter only, which keeps the flag.
-        let l = encode_kind(&Claim::Pending("ab.2".into()), 0, 3, &url, Some(0), None);
-        assert_eq!(l, "nl 0 3 http://example.com:8080/a?b=1%20c ab.2");
-        let (claim, e) = decode_entry(7, &l).unwrap();
-        assert_eq!(
-            (claim, e.listing, e.depth),
-            (Claim::Pending("ab.2".into()), true, 3)
-        );
-        let again = encode_again(&e, 1);
-        assert_eq!(again, "cl 1 3 http://example.com:8080/a?b=1%20c");
-        let reclaimed = format!("c{}", &l[1..]);
-        assert!(decode_entry(7, &reclaimed).unwrap().1.listing);
-        // One found in another keeps its nest through the trip and a reclaim.
-        let nested = encode_again(&Entry { nest: 4, ..e.clone() }, 0);
-        assert_eq!(nested, "cl4 0 3 http://example.com:8080/a?b=1%20c");
-        assert_eq!(decode_entry(7, &nested).unwrap().1.nest, 4);
-        // What led to it rides at the end, with a token or without, and
-        // through a requeue; a reclaimed `c` entry with it is left alone
-        // by the lease script (4 spaces: "has a token").
-        let page = "http://example.com:8080/list?p=2";
-        let v = encode_kind(&Claim::Pending("ab.3".into()), 0, 2, &url, None, Some(page));
-        assert_eq!(v, format!("n 0 2 {} ab.3 <{page}", url.as_str()));
-        let (claim, e) = decode_entry(9, &v).unwrap();
-        assert_eq!(
-            (claim, e.via.as_deref()),
-            (Claim::Pending("ab.3".into()), Some(page))
-        );
-        let again = encode_again(&e, 1);
-        assert_eq!(again, format!("c 1 2 {} <{page}", url.as_str()));
-        assert_eq!(again.matches(' ').count(), 4);
-        let (claim, back) = decode_entry(9, &again).unwrap();
-        assert_eq!(
-            (claim, back.via.as_deref(), back.url.clone()),
-            (Claim::Held, Some(page), url.clone())
-        );
-        assert_eq!(decode_entry(9, &held).unwrap().1.via, None);
-        // Put back behind its canonical: `ck`, through a requeue and a
-        // reclaim (which rewrites the first letter only).
-        let waited = encode_again(
-            &Entry {
-                waited: true,
-                ..back.clone()
-            },
-            0,
-        );
-        assert_eq!(waited, format!("ck 0 2 {} <{page}", url.as_str()));
-        let (claim, w) = decode_entry(9, &waited).unwrap();
-        assert_eq!(
-            (claim, w.waited, w.listing, w.via.as_deref()),
-            (Claim::Held, true, false, Some(page))
-        );
-        assert!(!back.waited);
-        assert!(decode_entry(1, "clx 0 0 http://a/").is_none());
-        assert!(decode_entry(1, "cx 0 0 http://a/").is_none());
-        assert!(decode_entry(1, "xl 0 0 http://a/").is_none());
-        assert!(decode_entry(1, "x 0 0 http://a/").is_none());
-        assert!(decode_entry(1, "n zero 0 http://a/").is_none());
-        assert!(decode_entry(1, "n 0 0 not a url").is_none());
-        assert_eq!(host_key(&url), "http://example.com:8080");
-        assert_eq!(
-            host_key(&Url::parse("https://Example.com/x").unwrap()),
-            "https://example.com:443"
-        );
-    }
+    use super::*;
+    use crate::frontier::Entry;
 
     /// A lease request of worker `w` holding nothing.
     fn ask(w: &str, n: usize, cap: usize, lease_ms: u64, delay_ms: u64, budget: u64) -> LeaseRequest<'_> {
@@ -1330,21 +975,6 @@ mod tests {
         // Out: a's second lease from `a1` and c's new ones.
         assert_eq!(leases, 1 + c.entries.len() as u64, "{c:?}");
         clear_namespace(&url, &ns).unwrap();
-    }
-
-    #[test]
-    fn a_server_loading_its_data_is_waited_for_other_errors_are_not() {
-        let loading = simcrawl_dedup::Error::Storage(
-            "Redis at redis://h/0: LOADING: Redis is loading the dataset in memory".into(),
-        );
-        assert!(is_transient(&anyhow::Error::new(loading).context("check pages")));
-        let refused = std::io::Error::from(std::io::ErrorKind::ConnectionRefused);
-        assert!(is_transient(&anyhow::Error::new(refused)));
-        let config = simcrawl_dedup::Error::Config("bands 0".into());
-        assert!(!is_transient(&anyhow::Error::new(config)));
-        assert!(!is_transient(&anyhow::anyhow!(
-            "unexpected reply from the lease script"
-        )));
     }
 
     #[test]
