@@ -487,9 +487,11 @@ impl Writer {
     }
 
     /// The pages waiting behind `p`'s URL learn whether they copy it.
-    fn tell_canonicals(&self, deduper: &Tiers, p: &PageResult) {
-        if let Ok(c) = deduper.canonicalizer().from_url(p.entry.url.clone()) {
-            self.canonicals.fetched(c.digest(), &p.sig);
+    /// (Its URL's canonical digest comes with the page: the page task
+    /// computed it, off the writer thread.)
+    fn tell_canonicals(&self, p: &PageResult) {
+        if let Some(key) = p.url_key {
+            self.canonicals.fetched(key.to_be_bytes(), &p.sig);
         }
     }
 
@@ -506,7 +508,7 @@ impl Writer {
         c: &Candidate,
     ) -> simcrawl_dedup::Result<u64> {
         self.dust.lock().probe_done(&p.entry.url, false);
-        self.tell_canonicals(deduper, p);
+        self.tell_canonicals(p);
         self.canonicals.waits(&p.entry, &p.sig, c);
         let queued = frontier::enqueue(
             deduper,
@@ -668,7 +670,7 @@ impl Writer {
         }
         let kept = matches!(verdict, Some(Verdict::Unique { .. }));
         self.dust.lock().probe_done(&p.entry.url, kept);
-        self.tell_canonicals(deduper, p);
+        self.tell_canonicals(p);
         for (at, problem) in &p.listing_problems {
             self.recorder()
                 .listing_problem(at, Some(p.entry.url.as_str()), problem)

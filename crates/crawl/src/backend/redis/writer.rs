@@ -316,11 +316,12 @@ impl RedisWriter {
     fn observe(&mut self, batch: &[Outcome], pages: &[&PageResult], v: &Verdicts) {
         let (redirected, waiting) = (&v.redirected, &v.waiting);
         for (i, p) in pages.iter().enumerate() {
-            // The pages waiting behind this URL learn whether they copy it.
+            // The pages waiting behind this URL learn whether they copy it
+            // (its canonical digest computed by the page task).
             if !redirected[i]
-                && let Ok(c) = self.deduper.canonicalizer().from_url(p.entry.url.clone())
+                && let Some(key) = p.url_key
             {
-                self.canonicals.fetched(c.digest(), &p.sig);
+                self.canonicals.fetched(key.to_be_bytes(), &p.sig);
             }
             if redirected[i] || waiting[i] {
                 self.dust.lock().probe_done(&p.entry.url, false);
