@@ -232,18 +232,7 @@ mod tests {
     }
 
     fn entry(url: &str) -> Entry {
-        Entry {
-            seq: 1,
-            url: u(url),
-            depth: 1,
-            attempts: 0,
-            not_before_ms: 0,
-            revisit: None,
-            listing: false,
-            nest: 0,
-            via: None,
-            waited: false,
-        }
+        Entry::new(1, u(url), 1)
     }
 
     #[test]

@@ -312,18 +312,7 @@ fn fetch_as_crawl<S: simcrawl_dedup::Store + 'static>(
             deduper.canonicalizer().clone(),
         )?)),
     )?;
-    let entry = Entry {
-        seq: 0,
-        url: url.clone(),
-        depth: 0,
-        attempts: 0,
-        not_before_ms: 0,
-        revisit: None,
-        listing: false,
-        nest: 0,
-        via: None,
-        waited: false,
-    };
+    let entry = Entry::new(0, url.clone(), 0);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -43,6 +43,26 @@ pub struct Entry {
     pub waited: bool,
 }
 
+impl Entry {
+    /// A page entry of `url` at `depth` under `seq`: never tried, due at
+    /// once, found by no page. Every kind of entry starts from it (struct
+    /// update syntax), so a new field is set in one place.
+    pub fn new(seq: u64, url: Url, depth: u32) -> Entry {
+        Entry {
+            seq,
+            url,
+            depth,
+            attempts: 0,
+            not_before_ms: 0,
+            revisit: None,
+            listing: false,
+            nest: 0,
+            via: None,
+            waited: false,
+        }
+    }
+}
+
 /// What a revisit entry carries: the validators its page's last fetch
 /// stored (sent back as a conditional request), and whether the page must
 /// be judged again whatever its text (the page it copied changed or is

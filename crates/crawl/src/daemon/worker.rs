@@ -85,6 +85,25 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// The fetch of `entry`, started at `started`, failed with `e` (after
+    /// the `exchanges` it made).
+    fn fetch_failed(
+        entry: Entry,
+        e: &simcrawl_fetch::FetchError,
+        started: std::time::Instant,
+        exchanges: Vec<simcrawl_fetch::Exchange>,
+    ) -> Outcome {
+        Outcome::Failed {
+            entry,
+            kind: e.kind(),
+            error: e.to_string(),
+            transient: e.is_transient(),
+            took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            exchanges,
+            status: e.status(),
+        }
+    }
+
     /// The URL of the entry it is the outcome of.
     pub fn url(&self) -> &Url {
         match self {
@@ -349,17 +368,7 @@ async fn process_listing(
     exchanges.extend(tape);
     let fetched = match result {
         Ok(f) => f,
-        Err(e) => {
-            return Outcome::Failed {
-                entry,
-                kind: e.kind(),
-                error: e.to_string(),
-                transient: e.is_transient(),
-                took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                exchanges,
-                status: e.status(),
-            };
-        }
+        Err(e) => return Outcome::fetch_failed(entry, &e, started, exchanges),
     };
     read_listing_off_reactor(stages, entry, fetched, exchanges).await
 }
@@ -544,17 +553,7 @@ pub async fn process_entry(stages: Arc<PageStages>, entry: Entry) -> Outcome {
             };
             return process_listing(stages, listing, exchanges).await;
         }
-        Err(e) => {
-            return Outcome::Failed {
-                entry,
-                kind: e.kind(),
-                error: e.to_string(),
-                transient: e.is_transient(),
-                took_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                exchanges,
-                status: e.status(),
-            };
-        }
+        Err(e) => return Outcome::fetch_failed(entry, &e, started, exchanges),
     };
     // A feed or sitemap served as a page (a seed, a link): read as one,
     // from this answer (the fetcher reads feed types' bodies for this)

@@ -185,16 +185,12 @@ fn decode_body(seq: u64, bytes: &[u8]) -> Option<Entry> {
     }
     let url = Url::parse(std::str::from_utf8(rest).ok()?).ok()?;
     Some(Entry {
-        seq,
-        url,
-        depth,
         attempts,
         not_before_ms,
         revisit,
         listing: matches!(mark, Some(LISTING_MARK | NESTED_LISTING_MARK)),
         nest,
-        via: None,
-        waited: false,
+        ..Entry::new(seq, url, depth)
     })
 }
 
@@ -400,18 +396,7 @@ pub fn wait_behind_canonical(
 /// A page entry of `url` at `depth` under `seq`, never tried, due at once,
 /// found by no page: what the kinds of entry start from.
 fn fresh(seq: u64, url: &Url, depth: u32) -> Entry {
-    Entry {
-        seq,
-        url: url.clone(),
-        depth,
-        attempts: 0,
-        not_before_ms: 0,
-        revisit: None,
-        listing: false,
-        nest: 0,
-        via: None,
-        waited: false,
-    }
+    Entry::new(seq, url.clone(), depth)
 }
 
 /// `e` (whose `seq` is `next_seq`) at the end of the frontier.
@@ -712,16 +697,9 @@ mod tests {
         let mut w = Window::default();
         let url = Url::parse("http://example.com/").unwrap();
         let later = Entry {
-            seq: 0,
-            url: url.clone(),
-            depth: 0,
             attempts: 1,
             not_before_ms: now_ms() + 60_000,
-            revisit: None,
-            listing: false,
-            nest: 0,
-            via: None,
-            waited: false,
+            ..Entry::new(0, url.clone(), 0)
         };
         let now = Entry {
             seq: 1,
@@ -741,16 +719,8 @@ mod tests {
         (
             host_key(&url),
             Entry {
-                seq,
-                url,
-                depth: 0,
-                attempts: 0,
                 not_before_ms,
-                revisit: None,
-                listing: false,
-                nest: 0,
-                via: None,
-                waited: false,
+                ..Entry::new(seq, url, 0)
             },
         )
     }

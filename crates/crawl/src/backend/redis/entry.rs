@@ -122,16 +122,12 @@ pub fn decode_entry(id: u64, s: &str) -> Option<(Claim, Entry)> {
     Some((
         claim,
         Entry {
-            seq: id,
-            url,
-            depth,
             attempts,
-            not_before_ms: 0,
-            revisit: None,
             listing,
             nest,
             via,
             waited,
+            ..Entry::new(id, url, depth)
         },
     ))
 }

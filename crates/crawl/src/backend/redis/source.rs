@@ -329,19 +329,7 @@ mod tests {
         .unwrap();
         let entry = |u: &str, token: &str| {
             let url = Url::parse(u).unwrap();
-            let e = Entry {
-                seq: 0,
-                url,
-                depth: 0,
-                attempts: 0,
-                not_before_ms: 0,
-                revisit: None,
-                listing: false,
-                nest: 0,
-                via: None,
-                waited: false,
-            };
-            (e, token.to_string())
+            (Entry::new(0, url, 0), token.to_string())
         };
         let claim = |entries: &[(Entry, String)]| {
             let canon: Vec<Option<CanonicalUrl>> = entries
