@@ -59,7 +59,14 @@ pub struct Canonicals {
     /// The pages waiting behind each canonical (its canonical digest):
     /// their host and signature, compared with the canonical's when it is
     /// judged. At most [`MAX_HELD`] in all.
-    held: Mutex<HashMap<[u8; 16], Vec<Held>>>,
+    held: Mutex<Waiting>,
+}
+
+/// The pages waiting behind each canonical, and how many in all.
+#[derive(Debug, Default)]
+struct Waiting {
+    by_canonical: HashMap<[u8; 16], Vec<Held>>,
+    count: usize,
 }
 
 /// A page waiting behind its canonical, as far as telling whether it is a
@@ -102,14 +109,17 @@ impl Canonicals {
         }
     }
 
-    /// The canonical the page of `entry` (fetched from `final_url`) must
-    /// wait for, given what it `declared`: `None` when it is judged now
+    /// The canonical the page of `entry` (fetched from `final_url`; `own`:
+    /// the digest of its URL's canonical form, which the page task computed
+    /// already) must wait for, given what it `declared`: `None` when it is
+    /// judged now
     /// (none declared, the URL itself or its redirect target, out of
     /// scope, a revisit, already put back once, or a host whose canonicals
     /// proved wrong).
     pub fn wait_for(
         &self,
         entry: &Entry,
+        own: Option<u128>,
         final_url: &Url,
         declared: Option<&Url>,
         canon: &Canonicalizer,
@@ -120,8 +130,13 @@ impl Canonicals {
         }
         let c = Candidate::new(canon, declared?.clone())?;
         let digest = c.canonical().digest();
-        let same = |u: &Url| canon.from_url(u.clone()).is_ok_and(|own| own.digest() == digest);
-        if same(&entry.url) || same(final_url) || !scope.allows(c.url()) {
+        let redirected_to_it = || {
+            final_url != &entry.url
+                && canon
+                    .from_url(final_url.clone())
+                    .is_ok_and(|f| f.digest() == digest)
+        };
+        if own == Some(u128::from_be_bytes(digest)) || redirected_to_it() || !scope.allows(c.url()) {
             return None;
         }
         let host = host_of(&entry.url);
@@ -135,14 +150,18 @@ impl Canonicals {
     /// remembered until `c` is fetched ([`Canonicals::fetched`]).
     pub fn waits(&self, entry: &Entry, sig: &simcrawl_dedup::Signature, c: &Candidate) {
         let mut held = self.held.lock();
-        if held.values().map(Vec::len).sum::<usize>() >= MAX_HELD {
+        if held.count >= MAX_HELD {
             return;
         }
-        held.entry(c.canonical().digest()).or_default().push(Held {
-            host: host_of(&entry.url),
-            title: sig.title_digest,
-            fingerprint: sig.fingerprint,
-        });
+        held.count += 1;
+        held.by_canonical
+            .entry(c.canonical().digest())
+            .or_default()
+            .push(Held {
+                host: host_of(&entry.url),
+                title: sig.title_digest,
+                fingerprint: sig.fingerprint,
+            });
     }
 
     /// The page whose URL has the canonical digest `digest` was fetched
@@ -154,11 +173,11 @@ impl Canonicals {
     pub fn fetched(&self, digest: [u8; 16], sig: &simcrawl_dedup::Signature) {
         let waiting = {
             let mut held = self.held.lock();
-            if held.is_empty() {
-                return;
-            }
-            match held.remove(&digest) {
-                Some(w) => w,
+            match held.by_canonical.remove(&digest) {
+                Some(w) => {
+                    held.count -= w.len();
+                    w
+                }
                 None => return,
             }
         };
@@ -256,41 +275,52 @@ mod tests {
     #[test]
     fn a_page_waits_for_another_canonical_once_and_distrust_ends_it_per_host() {
         let canon = Canonicalizer::default();
+        let key = |e: &Entry| crate::revisit::url_key(&canon, &e.url);
         let seed = u("http://a.test/");
         let scope = ScopeRules::new(&CrawlConfig::default(), std::slice::from_ref(&seed)).unwrap();
         let c = Canonicals::new(true);
         let copy = entry("http://a.test/tomatoes-copy.html");
         let declared = u("http://a.test/tomatoes.html");
-        let wait = c.wait_for(&copy, &copy.url, Some(&declared), &canon, &scope);
+        let wait = c.wait_for(&copy, key(&copy), &copy.url, Some(&declared), &canon, &scope);
         assert_eq!(wait.as_ref().map(|w| w.url().clone()), Some(declared.clone()));
         // Itself (the canonical form: a fragment, the redirect target), out
         // of scope, none, or already put back once: judged now.
         let itself = u("http://a.test/tomatoes-copy.html#top");
         assert!(
-            c.wait_for(&copy, &copy.url, Some(&itself), &canon, &scope)
+            c.wait_for(&copy, key(&copy), &copy.url, Some(&itself), &canon, &scope)
                 .is_none()
         );
         assert!(
-            c.wait_for(&copy, &declared, Some(&declared), &canon, &scope)
+            c.wait_for(&copy, key(&copy), &declared, Some(&declared), &canon, &scope)
                 .is_none()
         );
         assert!(
-            c.wait_for(&copy, &copy.url, Some(&u("http://b.test/x")), &canon, &scope)
+            c.wait_for(
+                &copy,
+                key(&copy),
+                &copy.url,
+                Some(&u("http://b.test/x")),
+                &canon,
+                &scope
+            )
+            .is_none()
+        );
+        assert!(
+            c.wait_for(&copy, key(&copy), &copy.url, None, &canon, &scope)
                 .is_none()
         );
-        assert!(c.wait_for(&copy, &copy.url, None, &canon, &scope).is_none());
         let waited = Entry {
             waited: true,
             ..copy.clone()
         };
         assert!(
-            c.wait_for(&waited, &copy.url, Some(&declared), &canon, &scope)
+            c.wait_for(&waited, key(&waited), &copy.url, Some(&declared), &canon, &scope)
                 .is_none()
         );
         // Off: never.
         let off = Canonicals::new(false);
         assert!(
-            off.wait_for(&copy, &copy.url, Some(&declared), &canon, &scope)
+            off.wait_for(&copy, key(&copy), &copy.url, Some(&declared), &canon, &scope)
                 .is_none()
         );
         // A host whose waiting pages prove not to be copies of their
@@ -314,7 +344,7 @@ mod tests {
         }
         for i in 0..DISTRUST_AFTER {
             assert!(
-                c.wait_for(&copy, &copy.url, Some(&declared), &canon, &scope)
+                c.wait_for(&copy, key(&copy), &copy.url, Some(&declared), &canon, &scope)
                     .is_some(),
                 "{i}"
             );
@@ -323,7 +353,7 @@ mod tests {
             c.fetched(digest, &sig(3, 0));
         }
         assert!(
-            c.wait_for(&copy, &copy.url, Some(&declared), &canon, &scope)
+            c.wait_for(&copy, key(&copy), &copy.url, Some(&declared), &canon, &scope)
                 .is_none()
         );
         // Another host is trusted still; a fingerprint 3 bits away is a copy.
@@ -331,15 +361,29 @@ mod tests {
         let scope_b = ScopeRules::new(&CrawlConfig::default(), &[u("http://b.test/")]).unwrap();
         let to_b = u("http://b.test/y");
         let w = c
-            .wait_for(&other_host, &other_host.url, Some(&to_b), &canon, &scope_b)
+            .wait_for(
+                &other_host,
+                key(&other_host),
+                &other_host.url,
+                Some(&to_b),
+                &canon,
+                &scope_b,
+            )
             .unwrap();
         for _ in 0..2 * DISTRUST_AFTER {
             c.waits(&other_host, &sig(4, 0b111), &w);
             c.fetched(w.canonical().digest(), &sig(5, 0));
         }
         assert!(
-            c.wait_for(&other_host, &other_host.url, Some(&to_b), &canon, &scope_b)
-                .is_some()
+            c.wait_for(
+                &other_host,
+                key(&other_host),
+                &other_host.url,
+                Some(&to_b),
+                &canon,
+                &scope_b
+            )
+            .is_some()
         );
         // A canonical judged with nothing waiting: nothing learnt.
         c.fetched([0; 16], &sig(9, 9));

@@ -794,6 +794,7 @@ fn clean_and_sign(
     let declared = declared_canonical(&page, &fetched);
     let wait_for = stages.canonicals.wait_for(
         &entry,
+        url_key,
         &fetched.final_url,
         declared.as_ref(),
         &stages.canon,
