@@ -402,17 +402,20 @@ fn evict_rare(blocks: &mut HashMap<u64, u32>, max: usize) {
     let idx = counts.len() - keep;
     counts.select_nth_unstable(idx);
     let threshold = counts[idx];
-    let mut room_at_threshold = keep - blocks.values().filter(|&&c| c > threshold).count();
-    blocks.retain(|_, c| {
-        if *c > threshold {
-            true
-        } else if *c == threshold && room_at_threshold > 0 {
-            room_at_threshold -= 1;
-            true
-        } else {
-            false
-        }
-    });
+    let room_at_threshold = keep - blocks.values().filter(|&&c| c > threshold).count();
+    // Which of the blocks at the threshold stay is decided by their digests,
+    // never by the map's (randomly seeded) order: the same pages must learn
+    // the same template in every run, or `crawl dedup` of one corpus judges
+    // a page on different text from one run to the next.
+    let mut tied: Vec<u64> = blocks
+        .iter()
+        .filter(|&(_, &c)| c == threshold)
+        .map(|(&d, _)| d)
+        .collect();
+    tied.sort_unstable();
+    tied.truncate(room_at_threshold);
+    let tied: HashSet<u64> = tied.into_iter().collect();
+    blocks.retain(|d, c| *c > threshold || (*c == threshold && tied.contains(d)));
 }
 
 #[cfg(test)]
@@ -491,6 +494,31 @@ mod tests {
             l.observe(&last, &format!("shared template line\nfresh {i}"));
         }
         assert!(l.is_template(&last, "shared template line"));
+    }
+
+    #[test]
+    fn eviction_keeps_the_same_blocks_in_every_learner() {
+        // Blocks tied at the eviction threshold: which stay must not depend
+        // on a map's seed (two learners fed the same pages learn the same).
+        let learn = || {
+            let mut l = TemplateLearner::new(TemplateConfig {
+                max_blocks_per_host: 16,
+                min_pages: 2,
+                ..TemplateConfig::default()
+            })
+            .unwrap();
+            for i in 0..40 {
+                l.observe("h.example", &format!("line a{i}\nline b{i}\nline c{i}"));
+            }
+            let mut kept: Vec<u64> = l.hosts["h.example"].blocks.keys().copied().collect();
+            kept.sort_unstable();
+            kept
+        };
+        let first = learn();
+        assert!(!first.is_empty() && first.len() <= 16);
+        for _ in 0..8 {
+            assert_eq!(learn(), first);
+        }
     }
 
     #[test]
