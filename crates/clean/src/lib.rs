@@ -46,6 +46,7 @@ pub mod template;
 pub use config::{ChineseVariant, CleanConfig, Step};
 pub use decode::{Decoded, EncodingSource, decode};
 pub use error::CleanError;
+pub use normalize::fold_whitespace::visible_chars;
 pub use normalize::{Normalizer, Pipeline};
 pub use template::{HostBlocks, HostChanges, TemplateConfig, TemplateLearner};
 

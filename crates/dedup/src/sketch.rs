@@ -189,10 +189,22 @@ fn normalized(text: &str) -> impl Iterator<Item = char> + '_ {
     })
 }
 
+/// The hash of a shingle (five chars `w`, 21 bits each).
 #[inline]
 fn shingle_hash(w: &[u32; SHINGLE_CHARS]) -> u64 {
     let hi = (u64::from(w[0]) << 42) | (u64::from(w[1]) << 21) | u64::from(w[2]);
     let lo = (u64::from(w[3]) << 21) | u64::from(w[4]);
+    packed_hash(hi, lo)
+}
+
+/// Bits of the first three chars of a window, and of the last two.
+const HI_MASK: u64 = (1 << 63) - 1;
+const LO_MASK: u64 = (1 << 42) - 1;
+
+/// [`shingle_hash`] of a window packed into `hi` (chars 0 to 2) and `lo`
+/// (chars 3 and 4).
+#[inline]
+fn packed_hash(hi: u64, lo: u64) -> u64 {
     fmix64(hi ^ fmix64(lo ^ SEED_A))
 }
 
@@ -200,23 +212,26 @@ impl Sketch {
     /// The sketch of a text, or `None` when it has no letters or digits.
     pub fn of(text: &str) -> Option<Sketch> {
         let mut mins = [u64::MAX; SKETCH_BINS];
-        let mut window = [0u32; SHINGLE_CHARS];
         let mut digest = TextDigest::new();
+        // The window of the last [`SHINGLE_CHARS`] chars, packed as
+        // [`shingle_hash`] reads it (21 bits a char): `hi` holds the first
+        // three, `lo` the last two; it starts as chars 0, as the array did.
+        let (mut hi, mut lo) = (0u64, 0u64);
         let mut seen = 0usize;
         for c in normalized(text) {
-            let c = c as u32;
-            digest.push(c);
-            window.copy_within(1.., 0);
-            window[SHINGLE_CHARS - 1] = c;
+            let c = u64::from(c as u32);
+            digest.push(c as u32);
+            hi = ((hi << 21) | (lo >> 21)) & HI_MASK;
+            lo = ((lo << 21) | c) & LO_MASK;
             seen += 1;
             if seen >= SHINGLE_CHARS {
-                add(&mut mins, shingle_hash(&window));
+                add(&mut mins, packed_hash(hi, lo));
             }
         }
         match seen {
             0 => return None,
             // Too short for one shingle: the whole text is its only shingle.
-            n if n < SHINGLE_CHARS => add(&mut mins, shingle_hash(&window)),
+            n if n < SHINGLE_CHARS => add(&mut mins, packed_hash(hi, lo)),
             _ => {}
         }
         densify(&mut mins);
@@ -477,11 +492,8 @@ pub fn exact_resemblance(a: &str, b: &str) -> f64 {
 
 #[inline]
 fn add(mins: &mut [u64; SKETCH_BINS], h: u64) {
-    let bin = (h >> 57) as usize;
-    let v = h & VALUE_MASK;
-    if v < mins[bin] {
-        mins[bin] = v;
-    }
+    let slot = &mut mins[(h >> 57) as usize];
+    *slot = (*slot).min(h & VALUE_MASK);
 }
 
 /// Optimal densification: an empty bin takes the value of the first
@@ -535,6 +547,50 @@ mod tests {
             return std::iter::once(chars).collect();
         }
         chars.windows(SHINGLE_CHARS).map(|w| w.to_vec()).collect()
+    }
+
+    /// [`Sketch::of`] as it was first written: the window an array, shifted
+    /// a char at a time. The packed window must give the same sketch.
+    fn sketch_reference(text: &str) -> Option<Sketch> {
+        let mut mins = [u64::MAX; SKETCH_BINS];
+        let mut window = [0u32; SHINGLE_CHARS];
+        let mut digest = TextDigest::new();
+        let mut seen = 0usize;
+        for c in normalized(text) {
+            let c = c as u32;
+            digest.push(c);
+            window.copy_within(1.., 0);
+            window[SHINGLE_CHARS - 1] = c;
+            seen += 1;
+            if seen >= SHINGLE_CHARS {
+                add(&mut mins, shingle_hash(&window));
+            }
+        }
+        match seen {
+            0 => return None,
+            n if n < SHINGLE_CHARS => add(&mut mins, shingle_hash(&window)),
+            _ => {}
+        }
+        densify(&mut mins);
+        let mut bins = [0u16; SKETCH_BINS];
+        for (b, m) in bins.iter_mut().zip(mins) {
+            *b = (m & 0xffff) as u16;
+        }
+        Some(Sketch {
+            bins,
+            digest: digest.finish(),
+            bits: 16,
+        })
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        #[test]
+        fn the_packed_window_signs_as_the_array_did(
+            text in "[a-zA-Z0-9 中文字é\u{10FFFF}\u{1F600}\u{20000}，。ÀΩ]{0,60}"
+        ) {
+            proptest::prop_assert_eq!(Sketch::of(&text), sketch_reference(&text));
+        }
     }
 
     fn jaccard(a: &str, b: &str) -> f64 {

@@ -17,47 +17,140 @@ pub struct FoldWhitespace {
     pub single_line: bool,
 }
 
+/// Whether `text` is folded already: no white space but single separators
+/// (a space, or a newline where lines are kept) between non-white chars.
+///
+/// A few passes over the bytes that the compiler turns into vector code
+/// (this runs on every text, and most are folded already): no other ASCII
+/// white space, no two separators in a row, none at either end, and no
+/// non-ASCII white space at all.
 fn is_folded(text: &str, single_line: bool) -> bool {
     let bytes = text.as_bytes();
-    let mut prev_ws = true; // start of text: leading whitespace is not folded
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        // Non-ASCII white space starts with 0xC2 (NEL, NBSP), 0xE1 (U+1680), 0xE2
-        // (U+2000..) or 0xE3 (U+3000): other chars need no decoding.
-        let c = if b < 0x80 {
-            char::from(b)
-        } else if matches!(b, 0xC2 | 0xE1..=0xE3) {
-            match text.get(i..).and_then(|s| s.chars().next()) {
-                Some(c) => c,
-                None => return false,
-            }
-        } else {
-            prev_ws = false;
-            i += if b < 0xE0 {
-                2
-            } else if b < 0xF0 {
-                3
-            } else {
-                4
-            };
-            continue;
-        };
-        i += c.len_utf8();
-        if c == '\n' && !single_line {
-            if prev_ws {
-                return false;
-            }
-            prev_ws = true;
-        } else if c.is_whitespace() {
-            if prev_ws || c != ' ' {
-                return false;
-            }
-            prev_ws = true;
-        } else {
-            prev_ws = false;
+    let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) else {
+        return true;
+    };
+    let sep = |b: u8| b == b' ' || (b == b'\n' && !single_line);
+    if sep(first) || sep(last) {
+        return false;
+    }
+    let other_ascii_space = |b: u8| matches!(b, b'\t'..=b'\r') && !(b == b'\n' && !single_line);
+    let pairs = bytes.iter().zip(&bytes[1..]);
+    !any_in_blocks(bytes, |b| other_ascii_space(*b))
+        && !pairs.fold(false, |found, (&a, &b)| found | (sep(a) & sep(b)))
+        && !has_wide_space(bytes)
+}
+
+/// Whether `pred` holds for a byte, read in blocks without a branch per
+/// byte (so the compiler can vectorize), stopping at the first block found.
+#[inline]
+fn any_in_blocks(bytes: &[u8], pred: impl Fn(&u8) -> bool) -> bool {
+    let mut blocks = bytes.chunks_exact(64);
+    for block in &mut blocks {
+        if block.iter().fold(false, |found, b| found | pred(b)) {
+            return true;
         }
     }
-    !prev_ws || text.is_empty()
+    blocks.remainder().iter().any(pred)
+}
+
+/// Whether UTF-8 `bytes` hold white space beyond ASCII: U+0085, U+00A0,
+/// U+1680, U+2000 to U+200A, U+2028, U+2029, U+202F, U+205F, U+3000 (every
+/// char `char::is_whitespace` takes), told by their bytes without decoding.
+pub(crate) fn has_wide_space(bytes: &[u8]) -> bool {
+    wide_spaces(bytes, true) > 0
+}
+
+/// How many chars of non-ASCII white space UTF-8 `bytes` hold (the first
+/// one only, with `first`).
+fn wide_spaces(bytes: &[u8], first: bool) -> usize {
+    if !any_in_blocks(bytes, |&b| matches!(b, 0xC2 | 0xE1..=0xE3)) {
+        return 0;
+    }
+    let at = |i: usize| bytes.get(i).copied().unwrap_or(0);
+    let mut n = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let wide = match b {
+            0xC2 => matches!(at(i + 1), 0x85 | 0xA0),
+            0xE1 => at(i + 1) == 0x9A && at(i + 2) == 0x80,
+            0xE2 => match at(i + 1) {
+                0x80 => matches!(at(i + 2), 0x80..=0x8A | 0xA8 | 0xA9 | 0xAF),
+                0x81 => at(i + 2) == 0x9F,
+                _ => false,
+            },
+            0xE3 => at(i + 1) == 0x80 && at(i + 2) == 0x80,
+            _ => false,
+        };
+        if wide {
+            n += 1;
+            if first {
+                return n;
+            }
+        }
+    }
+    n
+}
+
+/// Characters of `text` that are not white space (`char::is_whitespace`),
+/// counted on the bytes: a `text` line's `chars` in `crawl dedup`.
+///
+/// ```
+/// assert_eq!(simcrawl_clean::visible_chars(" 中文\u{3000}text\u{a0}!\n"), 7);
+/// ```
+#[must_use]
+pub fn visible_chars(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    // Chars start at every byte but continuation bytes (0x80 to 0xBF).
+    let counted = bytes.iter().fold(0usize, |n, &b| {
+        n + usize::from((b as i8) >= -0x40 && !matches!(b, b'\t'..=b'\r' | b' '))
+    });
+    counted - wide_spaces(bytes, false)
+}
+
+/// `text` folded: its words (runs of chars that are not white space) joined
+/// by one space, or by one newline where a newline lies between them and
+/// lines are kept. One pass over the bytes that copies each word whole: only
+/// the lead bytes of non-ASCII white space are decoded (as in [`is_folded`]).
+fn fold(text: &str, single_line: bool) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    // What separates the word about to start from the last one written.
+    let (mut space, mut newline) = (false, false);
+    let mut word_start: Option<usize> = None;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let (ws, len) = if b < 0x80 {
+            (matches!(b, b'\t'..=b'\r' | b' '), 1)
+        } else if matches!(b, 0xC2 | 0xE1..=0xE3) {
+            match text.get(i..).and_then(|s| s.chars().next()) {
+                Some(c) => (c.is_whitespace(), c.len_utf8()),
+                None => (false, 1),
+            }
+        } else {
+            (false, 1)
+        };
+        if ws {
+            if let Some(start) = word_start.take() {
+                out.push_str(&text[start..i]);
+            }
+            space = true;
+            newline |= b == b'\n' && !single_line;
+        } else if word_start.is_none() {
+            if !out.is_empty() {
+                if newline {
+                    out.push('\n');
+                } else if space {
+                    out.push(' ');
+                }
+            }
+            (space, newline) = (false, false);
+            word_start = Some(i);
+        }
+        i += len;
+    }
+    if let Some(start) = word_start {
+        out.push_str(&text[start..]);
+    }
+    out
 }
 
 impl Normalizer for FoldWhitespace {
@@ -69,30 +162,7 @@ impl Normalizer for FoldWhitespace {
         if is_folded(&text, self.single_line) {
             return text;
         }
-        let mut out = String::with_capacity(text.len());
-        if self.single_line {
-            for w in text.split_whitespace() {
-                if !out.is_empty() {
-                    out.push(' ');
-                }
-                out.push_str(w);
-            }
-        } else {
-            for line in text.split('\n') {
-                let mut words = line.split_whitespace();
-                if let Some(first) = words.next() {
-                    if !out.is_empty() {
-                        out.push('\n');
-                    }
-                    out.push_str(first);
-                    for w in words {
-                        out.push(' ');
-                        out.push_str(w);
-                    }
-                }
-            }
-        }
-        Cow::Owned(out)
+        Cow::Owned(fold(&text, self.single_line))
     }
 }
 
@@ -127,6 +197,113 @@ mod tests {
         assert!(!is_folded("中文\u{3000}字", false));
         assert!(!is_folded("é\u{a0}x", true));
         assert!(is_folded("é 中 x\nok", false));
+    }
+
+    /// The folding as it was first written (split on lines, then on white
+    /// space): [`fold`] must give the same text.
+    fn reference(text: &str, single_line: bool) -> String {
+        let mut out = String::new();
+        if single_line {
+            for w in text.split_whitespace() {
+                if !out.is_empty() {
+                    out.push(' ');
+                }
+                out.push_str(w);
+            }
+        } else {
+            for line in text.split('\n') {
+                let mut words = line.split_whitespace();
+                if let Some(first) = words.next() {
+                    if !out.is_empty() {
+                        out.push('\n');
+                    }
+                    out.push_str(first);
+                    for w in words {
+                        out.push(' ');
+                        out.push_str(w);
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+        #[test]
+        fn fold_is_the_reference_folding(
+            text in "[ab中é \t\n\r\u{0b}\u{0c}\u{85}\u{a0}\u{1680}\u{2000}\u{200a}\u{200b}\u{2028}\u{2029}\u{202f}\u{205f}\u{3000}\u{3001}\u{e1}\u{1e00}\u{2010}]{0,30}"
+        ) {
+            for single_line in [false, true] {
+                proptest::prop_assert_eq!(fold(&text, single_line), reference(&text, single_line));
+            }
+        }
+    }
+
+    #[test]
+    fn fold_keeps_lines_and_words_as_the_reference() {
+        for t in [
+            "\n\n a \r\n b\u{3000}c \n\n",
+            "中\u{2028}文",
+            "x",
+            "  ",
+            "a\u{85}b\nc",
+        ] {
+            for single_line in [false, true] {
+                assert_eq!(fold(t, single_line), reference(t, single_line), "{t:?}");
+            }
+        }
+        assert_eq!(fold(" a \r\n\n b  c\n", false), "a\nb c");
+    }
+
+    #[test]
+    fn wide_spaces_are_every_non_ascii_white_space() {
+        for c in (0x80..=0x10_FFFF).filter_map(char::from_u32) {
+            let s = format!("x{c}y");
+            assert_eq!(has_wide_space(s.as_bytes()), c.is_whitespace(), "{c:?}");
+            assert_eq!(visible_chars(&s), if c.is_whitespace() { 2 } else { 3 }, "{c:?}");
+        }
+        for c in (0..0x80).filter_map(char::from_u32) {
+            let s = format!("x{c}y");
+            assert_eq!(visible_chars(&s), if c.is_whitespace() { 2 } else { 3 }, "{c:?}");
+        }
+    }
+
+    /// [`is_folded`] as it was first written (a walk over the chars).
+    fn folded_reference(text: &str, single_line: bool) -> bool {
+        let mut prev_ws = true;
+        for c in text.chars() {
+            if c == '\n' && !single_line {
+                if prev_ws {
+                    return false;
+                }
+                prev_ws = true;
+            } else if c.is_whitespace() {
+                if prev_ws || c != ' ' {
+                    return false;
+                }
+                prev_ws = true;
+            } else {
+                prev_ws = false;
+            }
+        }
+        !prev_ws || text.is_empty()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+        #[test]
+        fn is_folded_is_the_reference_check(
+            text in "[ab中é \n\t\r\u{85}\u{a0}\u{2000}\u{3000}\u{3001}]{0,12}",
+            long in 0usize..3,
+        ) {
+            // Long texts cross the 64-byte blocks.
+            let text = format!("{}{text}{}", "word ".repeat(long * 20).trim_start(), "x".repeat(long * 30));
+            for single_line in [false, true] {
+                proptest::prop_assert_eq!(is_folded(&text, single_line), folded_reference(&text, single_line), "{:?}", text);
+            }
+            proptest::prop_assert_eq!(visible_chars(&text), text.chars().filter(|c| !c.is_whitespace()).count());
+        }
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! `crawl dedup`: the three tiers over a JSON-lines corpus, or over the
 //! HTML responses of WARC files ([`warc`]).
 
+mod lines;
 mod warc;
 
 use crate::daemon::worker::PageFacts;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -24,12 +24,13 @@ use crate::output::sinks::{Offsets, Outputs, VerdictCounts};
 use crate::progress::Progress;
 use crate::template::{Save, Templates};
 
-/// Lines per transaction and checkpoint.
+/// Lines per transaction and checkpoint (with `--data-dir`).
 const CHUNK: usize = 2048;
 
-/// Read buffer over the input: lines are read one by one, and a large
-/// buffer turns them into few read calls on corpora of hundreds of MB.
-const READ_BUFFER: usize = 1 << 20;
+/// Lines per chunk in memory, where a chunk is only a unit of work: small
+/// enough that reading, signing and judging overlap from the first lines
+/// on, large enough that handing chunks over costs nothing measurable.
+const CHUNK_MEMORY: usize = 256;
 
 /// One input line.
 #[derive(Debug, Deserialize)]
@@ -209,6 +210,13 @@ fn summary(p: &BatchProgress, docs: u64, secs: f64, what: &str, resumed: Option<
 /// `crawl dedup` of a JSON-lines corpus.
 fn run_lines(cfg: &Config, args: &BatchArgs, input: &std::path::Path) -> Result<String> {
     let started = Instant::now();
+    let input_name = input.display().to_string();
+    // In memory a run starts at the first line: reading starts before the
+    // tiers are set up (they wait for jieba's dictionary).
+    let read_early = match (&args.data_dir, File::open(input)) {
+        (None, Ok(file)) => Some(lines::spawn(file, input_name.clone(), (0, 0), CHUNK_MEMORY)?),
+        _ => None,
+    };
     let (backend, templates, cleaner) = open(cfg, args.data_dir.as_deref())?;
     let input_abs =
         std::fs::canonicalize(input).with_context(|| format!("cannot read input {}", input.display()))?;
@@ -226,38 +234,21 @@ fn run_lines(cfg: &Config, args: &BatchArgs, input: &std::path::Path) -> Result<
 
     let file = File::open(input).with_context(|| format!("cannot read input {}", input.display()))?;
     let total = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut reader = BufReader::with_capacity(READ_BUFFER, file);
-    std::io::Seek::seek(&mut reader, std::io::SeekFrom::Start(run.p.bytes))
-        .with_context(|| format!("cannot seek in {}", input.display()))?;
     let progress = Progress::bytes(total, "dedup");
     progress.set(run.p.bytes);
     let resumed_lines = run.p.lines;
-    let input_name = input.display().to_string();
-
-    let mut chunk: Vec<(u64, String)> = Vec::with_capacity(CHUNK);
-    let mut chunk_bytes = 0u64;
-    let mut line_no = run.p.lines;
-    loop {
-        let mut buf = Vec::new();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .with_context(|| format!("cannot read {}", input.display()))?;
-        if n > 0 {
-            line_no += 1;
-            chunk_bytes += n as u64;
-            let text = String::from_utf8_lossy(&buf)
-                .trim_end_matches(['\n', '\r'])
-                .to_string();
-            chunk.push((line_no, text));
-        }
-        if chunk.len() >= CHUNK || (n == 0 && !chunk.is_empty()) {
-            process(&backend, &mut run, &chunk, chunk_bytes, &input_name)?;
-            progress.set(run.p.bytes);
-            chunk.clear();
-            chunk_bytes = 0;
-        }
-        if n == 0 {
-            break;
+    let chunks = match read_early {
+        Some(chunks) => chunks,
+        None => lines::spawn(file, input_name.clone(), (run.p.bytes, run.p.lines), CHUNK)?,
+    };
+    match &backend {
+        Backend::Memory(d) => judge_overlapped(d, &mut run, &chunks, &progress, &input_name)?,
+        Backend::Redb(_) => {
+            for chunk in chunks {
+                let chunk = chunk?;
+                process(&backend, &mut run, &chunk.lines, chunk.bytes, &input_name)?;
+                progress.set(run.p.bytes);
+            }
         }
     }
     // Done: forget the progress record so the next run starts anew.
@@ -327,11 +318,6 @@ fn tidy_title(title: &str) -> String {
     title.split_ascii_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// Characters (not whitespace) of a text: a `text` line's `chars`.
-fn visible_chars(text: &str) -> usize {
-    text.chars().filter(|c| !c.is_whitespace()).count()
-}
-
 pub(crate) fn parse_line(
     d: &Deduper<impl simcrawl_dedup::Store>,
     cleaner: &simcrawl_clean::Cleaner,
@@ -364,7 +350,7 @@ fn signed(
     sig.min_similarity = basis.min_similarity();
     let (host, hint, chars) = match &c.html {
         Some(h) => (h.host.as_str(), h.lang_hint.as_deref(), h.visible_chars),
-        None => ("", None, visible_chars(&c.text)),
+        None => ("", None, simcrawl_clean::visible_chars(&c.text)),
     };
     let facts = PageFacts::judged_on(basis, text, &sig, chars);
     ParsedDoc {
@@ -447,11 +433,65 @@ fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, 
 fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64, input: &str) -> Result<()> {
     let cleaned = clean_all(&run.cleaner, chunk);
     judge_chunk(backend, run, cleaned, |run, parsed, verdicts, _| {
-        emit(run, chunk, parsed, verdicts, input)?;
+        let to = (&mut run.outputs, &mut run.p, run.write_normalized);
+        emit(to, chunk, parsed, verdicts, input)?;
         run.p.lines += chunk.len() as u64;
         run.p.bytes += bytes;
         Ok(())
     })
+}
+
+/// The chunks of an in-memory run, each cleaned and signed (on every core)
+/// while the chunk before it is judged and written: signing never waits
+/// for a verdict (a page's identity depends on the pages before it, not on
+/// their verdicts, and chunks are still signed in order), so the verdicts
+/// and lines are those of one chunk after the other.
+fn judge_overlapped(
+    d: &Deduper<MemoryStore>,
+    run: &mut Run,
+    chunks: &std::sync::mpsc::Receiver<Result<lines::Chunk>>,
+    progress: &Progress,
+    input: &str,
+) -> Result<()> {
+    let (cleaner, templates, lang) = (&run.cleaner, &run.templates, &run.lang);
+    let (outputs, p, write_normalized) = (&mut run.outputs, &mut run.p, run.write_normalized);
+    let mut signed: Option<(lines::Chunk, Vec<Parsed>)> = None;
+    loop {
+        // None: the input is done.
+        let next = chunks.recv().ok().transpose()?;
+        let (parsed, judged) = rayon::join(
+            || {
+                next.as_ref()
+                    .map(|c| sign_all(d, (templates, lang), clean_all(cleaner, &c.lines)))
+            },
+            || -> Result<()> {
+                let Some((chunk, parsed)) = signed.take() else {
+                    return Ok(());
+                };
+                let sigs: Vec<Signature> = parsed
+                    .iter()
+                    .filter_map(|p| p.as_ref().ok().map(|x| x.sig.clone()))
+                    .collect();
+                let verdicts = d.check_batch(&sigs, UrlTier::Check)?;
+                emit(
+                    (&mut *outputs, &mut *p, write_normalized),
+                    &chunk.lines,
+                    &parsed,
+                    verdicts,
+                    input,
+                )?;
+                p.lines += chunk.lines.len() as u64;
+                p.bytes += chunk.bytes;
+                Ok(())
+            },
+        );
+        judged?;
+        progress.set(p.bytes);
+        match (next, parsed) {
+            (Some(chunk), Some(parsed)) => signed = Some((chunk, parsed)),
+            _ => return Ok(()),
+        }
+    }
 }
 
 /// Signs a chunk's cleaned documents, judges them in order and hands the
@@ -545,8 +585,10 @@ fn sign_all(
         .collect()
 }
 
+/// The lines of a chunk's documents, written to the outputs, and counted
+/// in the progress (`write_normalized`: `crawl.write_normalized`).
 fn emit(
-    run: &mut Run,
+    (outputs, progress, write_normalized): (&mut Outputs, &mut BatchProgress, bool),
     chunk: &[(u64, String)],
     parsed: &[Parsed],
     verdicts: Vec<Verdict>,
@@ -557,13 +599,13 @@ fn emit(
         match p {
             Err(e) => {
                 warn!("{input}:{line}: {e}; line skipped");
-                run.p.errors += 1;
-                run.outputs.errors.write(&ErrorLine::input_line(*line, e))?;
+                progress.errors += 1;
+                outputs.errors.write(&ErrorLine::input_line(*line, e))?;
             }
             Ok(doc) => match verdicts.next() {
                 Some(v) => {
-                    run.p.verdicts.record(&v);
-                    document(&mut run.outputs, v, doc, run.write_normalized, *line)?;
+                    progress.verdicts.record(&v);
+                    document(outputs, v, doc, write_normalized, *line)?;
                 }
                 None => bail!("internal error: fewer verdicts than documents"),
             },

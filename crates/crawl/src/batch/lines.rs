@@ -1,0 +1,141 @@
+//! The lines of a JSON-lines corpus, read on a thread of their own: the
+//! next chunk is read while the one before is cleaned and signed, and the
+//! first one while the dictionaries load (docs/BENCHMARKS.md, "Batch and
+//! against Python").
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+use anyhow::{Context, Result};
+
+/// Read buffer over the input: lines are read one by one, and a large
+/// buffer turns them into few read calls on corpora of hundreds of MB.
+const READ_BUFFER: usize = 1 << 20;
+
+/// Chunks read ahead of the one being judged.
+const AHEAD: usize = 2;
+
+/// Consecutive input lines (numbered from 1), and the bytes they took.
+#[derive(Debug, Default)]
+pub(super) struct Chunk {
+    pub lines: Vec<(u64, String)>,
+    pub bytes: u64,
+}
+
+/// Starts reading `file` (named `name` in errors) from byte `from`, whose
+/// line is `after_line + 1`, in chunks of `per_chunk` lines. The chunks
+/// come in order; a read error comes as the last item; the channel closes
+/// at the end of the input. Dropping the receiver stops the reader.
+pub(super) fn spawn(
+    file: File,
+    name: String,
+    (from, after_line): (u64, u64),
+    per_chunk: usize,
+) -> Result<Receiver<Result<Chunk>>> {
+    let (tx, rx) = sync_channel(AHEAD);
+    std::thread::Builder::new()
+        .name("dedup-read".into())
+        .spawn(move || {
+            if let Err(e) = read(file, &name, (from, after_line), per_chunk, &tx) {
+                // The receiver may be gone: then nobody is waiting for it.
+                let _ = tx.send(Err(e));
+            }
+        })
+        .context("cannot start the thread that reads the input")?;
+    Ok(rx)
+}
+
+fn read(
+    file: File,
+    name: &str,
+    (from, after_line): (u64, u64),
+    per_chunk: usize,
+    tx: &SyncSender<Result<Chunk>>,
+) -> Result<()> {
+    let mut reader = BufReader::with_capacity(READ_BUFFER, file);
+    reader
+        .seek(SeekFrom::Start(from))
+        .with_context(|| format!("cannot seek in {name}"))?;
+    let mut line_no = after_line;
+    let mut chunk = Chunk::default();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .with_context(|| format!("cannot read {name}"))?;
+        if n > 0 {
+            line_no += 1;
+            chunk.bytes += n as u64;
+            chunk.lines.push((line_no, line_text(&buf)));
+        }
+        if chunk.lines.len() >= per_chunk || (n == 0 && !chunk.lines.is_empty()) {
+            let full = std::mem::replace(
+                &mut chunk,
+                Chunk {
+                    lines: Vec::with_capacity(per_chunk),
+                    bytes: 0,
+                },
+            );
+            if tx.send(Ok(full)).is_err() {
+                return Ok(()); // the run stopped
+            }
+        }
+        if n == 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// An input line as text, without its line break: invalid UTF-8 replaced.
+pub(super) fn line_text(line: &[u8]) -> String {
+    let mut end = line.len();
+    while end > 0 && matches!(line[end - 1], b'\n' | b'\r') {
+        end -= 1;
+    }
+    String::from_utf8_lossy(&line[..end]).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_line_loses_its_break_and_keeps_the_rest() {
+        assert_eq!(line_text(b"{\"a\": 1}\r\n"), "{\"a\": 1}");
+        assert_eq!(line_text(b"x\n\r\n"), "x");
+        assert_eq!(line_text(b" x \n"), " x ");
+        assert_eq!(line_text(b"\xff\xfeok\xe4\n"), "\u{fffd}\u{fffd}ok\u{fffd}");
+        assert_eq!(line_text(b""), "");
+    }
+
+    #[test]
+    fn chunks_come_in_order_from_the_resume_point() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("in.jsonl");
+        let mut f = File::create(&path).unwrap();
+        for i in 1..=7 {
+            writeln!(f, "line {i}").unwrap();
+        }
+        write!(f, "last, no break").unwrap();
+        drop(f);
+        let whole = std::fs::metadata(&path).unwrap().len();
+        let rx = spawn(File::open(&path).unwrap(), "in".into(), (0, 0), 3).unwrap();
+        let chunks: Vec<Chunk> = rx.iter().map(Result::unwrap).collect();
+        assert_eq!(
+            chunks.iter().map(|c| c.lines.len()).collect::<Vec<_>>(),
+            [3, 3, 2]
+        );
+        assert_eq!(chunks.iter().map(|c| c.bytes).sum::<u64>(), whole);
+        assert_eq!(chunks[2].lines[1], (8, "last, no break".to_string()));
+        // From the start of line 3 ("line 1\n" and "line 2\n" are 7 bytes each).
+        let rx = spawn(File::open(&path).unwrap(), "in".into(), (14, 2), 100).unwrap();
+        let rest: Vec<Chunk> = rx.iter().map(Result::unwrap).collect();
+        assert_eq!(rest.len(), 1);
+        assert_eq!(rest[0].lines[0], (3, "line 3".to_string()));
+        assert_eq!(rest[0].lines.len(), 6);
+    }
+}
