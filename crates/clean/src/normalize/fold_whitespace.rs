@@ -33,7 +33,7 @@ fn is_folded(text: &str, single_line: bool) -> bool {
     if sep(first) || sep(last) {
         return false;
     }
-    let other_ascii_space = |b: u8| matches!(b, b'\t'..=b'\r') && !(b == b'\n' && !single_line);
+    let other_ascii_space = |b: u8| matches!(b, b'\t'..=b'\r') && (single_line || b != b'\n');
     let pairs = bytes.iter().zip(&bytes[1..]);
     !any_in_blocks(bytes, |b| other_ascii_space(*b))
         && !pairs.fold(false, |found, (&a, &b)| found | (sep(a) & sep(b)))
