@@ -27,9 +27,10 @@ use crate::template::{Save, Templates};
 /// Lines per transaction and checkpoint (with `--data-dir`).
 const CHUNK: usize = 2048;
 
-/// Lines per chunk in memory, where a chunk is only a unit of work: small
-/// enough that reading, signing and judging overlap from the first lines
-/// on, large enough that handing chunks over costs nothing measurable.
+/// Lines per chunk in memory, where a chunk is only a unit of work (the
+/// verdicts do not depend on it): small, so that reading, signing and
+/// judging overlap from the first lines on and fewer texts are held at
+/// once; each chunk costs a hand-over between threads and a rayon split.
 const CHUNK_MEMORY: usize = 256;
 
 /// One input line.
