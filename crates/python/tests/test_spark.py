@@ -1,0 +1,240 @@
+"""simcrawl.spark in Spark local mode: the verdicts of ``crawl dedup``.
+
+Needs pyspark and a Java runtime (scripts/test-python.sh installs pyspark;
+scripts/install-deps.sh the JRE); without pyspark the module is skipped.
+One SparkSession (``local[2]``) serves every test of the module."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark")
+
+import simcrawl  # noqa: E402
+from simcrawl.spark import Options, dedup, session, summary  # noqa: E402
+
+Verdicts = dict[str, tuple[Any, ...]]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    s = session("local[2]", app="simcrawl-tests")
+    s.sparkContext.setLogLevel("ERROR")
+    yield s
+    s.stop()
+
+
+WORDS = (
+    "river valley drought summer heat record farmers water reservoir rain storm forecast harvest rice wheat "
+    "market price export ship port train bridge tunnel city council budget school teacher student library "
+    "museum painting music concert theatre film actor director novel poem author history war peace treaty "
+    "king queen castle village mountain lake forest bird fish tiger panda bamboo tea silk paper printing"
+).split()
+
+
+def sentence(rng: random.Random, n: int = 14) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)) + "."
+
+
+def corpus(seed: int = 7, n: int = 240) -> list[dict[str, Any]]:
+    """Originals, exact and edited copies (also under another title and a
+    tracking-parameter URL), chains of edits, same-title different pages,
+    Chinese copies, rows without text or URL."""
+    rng = random.Random(seed)
+    docs: list[dict[str, Any]] = []
+    originals: list[dict[str, Any]] = []
+    for i in range(n):
+        kind = rng.random()
+        if originals and kind < 0.15:
+            o = rng.choice(originals)
+            docs.append({"url": f"http://mirror{i % 5}.example/{i}", "title": o["title"], "text": o["text"]})
+        elif originals and kind < 0.3:
+            o = rng.choice(originals)
+            words = o["text"].split()
+            for _ in range(rng.randint(1, 6)):
+                words[rng.randrange(len(words))] = rng.choice(WORDS)
+            docs.append({"url": f"http://edit.example/{i}", "title": rng.choice(["", o["title"]]), "text": " ".join(words)})
+        elif originals and kind < 0.36:
+            o = rng.choice(originals)
+            docs.append({"url": o["url"] + "?utm_source=x", "title": "moved", "text": sentence(rng, 30)})
+        elif kind < 0.42:
+            docs.append({"url": f"http://site.example/index{i}", "title": "Index", "text": sentence(rng, 40)})
+        elif kind < 0.45:
+            docs.append({"url": f"http://cn.example/{i}", "title": "长江流域遭遇罕见高温干旱", "text": "长江流域遭遇罕见高温干旱，" * rng.randint(1, 3) + sentence(rng, 8)})
+        elif kind < 0.47:
+            docs.append({"url": f"http://bad.example/{i}", "title": "no text"})
+        elif kind < 0.48:
+            docs.append({"url": "", "title": "no url", "text": sentence(rng)})
+        else:
+            d = {"url": f"http://news{i % 7}.example/a/{i}", "title": f"story {i}", "text": " ".join(sentence(rng) for _ in range(6))}
+            originals.append(d)
+            docs.append(d)
+    return docs
+
+
+def sequential(docs: list[dict[str, Any]]) -> Verdicts:
+    """The verdicts of one in-memory Deduper fed in order: what `crawl
+    dedup` gives (tests/test_front_ends.py checks the two agree)."""
+    d = simcrawl.Deduper()
+    out: Verdicts = {}
+    for i, doc in enumerate(docs):
+        if not doc.get("url") or doc.get("text") is None:
+            out[str(i)] = ("error",)
+            continue
+        v = d.check(doc["url"], doc.get("title") or "", doc["text"])
+        out[str(i)] = (v.kept, v.tier, v.duplicate_of, None if v.similarity is None else round(v.similarity, 3), v.distance)
+    return out
+
+
+def run(spark: Any, docs: list[dict[str, Any]], id: str | None = "i", **opts: Any) -> list[dict[str, Any]]:
+    rows = [{"i": i, "url": d.get("url"), "title": d.get("title"), "text": d.get("text")} for i, d in enumerate(docs)]
+    df = spark.createDataFrame(rows, "i long, url string, title string, text string")
+    if opts.pop("shuffle", False):
+        df = df.repartition(5)
+    out = dedup(df, id=id, options=Options(**opts))
+    return [r.asDict() for r in out.orderBy("order").collect()]
+
+
+def as_verdicts(rows: list[dict[str, Any]]) -> Verdicts:
+    out: Verdicts = {}
+    for r in rows:
+        if r["error"] is not None:
+            out[str(r["i"])] = ("error",)
+        else:
+            out[str(r["i"])] = (r["kept"], r["tier"], r["duplicate_of"], r["similarity"], r["distance"])
+    return out
+
+
+def assert_lossless(rows: list[dict[str, Any]]) -> None:
+    """Every row dropped by the title or content tier names a kept row, by
+    order and URL; a URL-tier duplicate names the first row of its URL."""
+    by_order = {r["order"]: r for r in rows}
+    for r in rows:
+        if r["kept"] is False:
+            partner = by_order[r["duplicate_of_order"]]
+            assert partner["url"] == r["duplicate_of"], r
+            assert partner["order"] < r["order"], r
+            if r["tier"] != "url":
+                assert partner["kept"] is True, (r, partner)
+
+
+def test_verdicts_equal_crawl_dedups(spark: Any) -> None:
+    docs = corpus()
+    rows = run(spark, docs)
+    got = as_verdicts(rows)
+    want = sequential(docs)
+    assert got == want
+    dropped = [v for v in got.values() if v[0] is False]
+    tiers = {v[1] for v in dropped}
+    assert {"url", "title", "content"} <= tiers, tiers
+    assert_lossless(rows)
+
+
+def test_partitioning_does_not_change_verdicts(spark: Any) -> None:
+    docs = corpus(seed=11, n=200)
+    a = as_verdicts(run(spark, docs, partitions=1, batch=7))
+    b = as_verdicts(run(spark, docs, partitions=9, batch=512, shuffle=True))
+    assert a == b
+    assert a == sequential(docs)
+
+
+def template_corpus(n: int) -> list[dict[str, Any]]:
+    """A template shared by every page of a site: one title, one long
+    boilerplate, a line of its own per page; every tenth page copied."""
+    rng = random.Random(3)
+    boiler = " ".join(sentence(rng) for _ in range(3))
+    docs: list[dict[str, Any]] = []
+    for i in range(n):
+        own = " ".join(sentence(rng, 20) for _ in range(4))
+        docs.append({"url": f"http://tpl.example/p{i}", "title": "Namespace Members", "text": boiler + " " + own})
+        if i % 10 == 0:
+            docs.append({"url": f"http://copy.example/p{i}", "title": "Namespace Members", "text": boiler + " " + own})
+    return docs
+
+
+def test_oversized_group_streams_and_spills(spark: Any, tmp_path: Path) -> None:
+    """A title shared by every page makes one component of them all; with
+    the thresholds forced low, its block keys are linked as stars and it is
+    judged against an on-disk index, with the same verdicts."""
+    docs = template_corpus(1100)
+    spill = tmp_path / "spill"
+    rows = run(spark, docs, oversized=3, spill_rows=100, spill_dir=str(spill), batch=64)
+    got = as_verdicts(rows)
+    assert got == sequential(docs)
+    assert max(r["component"] for r in rows) == 0  # one component, rooted at the first row
+    assert sum(1 for r in rows if r["kept"] is False) >= 110
+    assert_lossless(rows)
+    # The on-disk indexes are removed once their component is judged.
+    assert not spill.exists() or not any(spill.iterdir())
+
+
+def test_summary_and_no_id(spark: Any) -> None:
+    docs = corpus(seed=5, n=120)
+    df = spark.createDataFrame(
+        [{"url": d.get("url"), "title": d.get("title"), "text": d.get("text")} for d in docs],
+        "url string, title string, text string",
+    ).coalesce(1)
+    out = dedup(df)
+    s = summary(out)
+    want = sequential(docs)
+    assert s["documents"] == len(docs)
+    assert s["kept"] == sum(1 for v in want.values() if v[0] is True)
+    assert s["bad_rows"] == sum(1 for v in want.values() if v[0] == "error")
+
+
+def crawl_bin() -> Path | None:
+    value = os.environ.get("SIMCRAWL_CRAWL_BIN")
+    return Path(value) if value and Path(value).is_file() else None
+
+
+def load_lines(out: Path) -> Verdicts:
+    v: Verdicts = {}
+    for line in (out / "kept.jsonl").read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        v[r["url"]] = ("kept",)
+    for line in (out / "duplicates.jsonl").read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        v[r["url"]] = (r["tier"], r["duplicate_of"], r.get("similarity"), r.get("distance"))
+    return v
+
+
+def test_cli_on_the_eval_set_equals_crawl_dedup(tmp_path: Path) -> None:
+    """The labelled set (SIMCRAWL_EVAL_SET, built by scripts/test.sh): the
+    command's kept.jsonl and duplicates.jsonl are crawl dedup's, and crawl
+    eval scores them 0 unique pages lost, recall >= 0.95."""
+    eval_dir = os.environ.get("SIMCRAWL_EVAL_SET")
+    binary = crawl_bin()
+    if not eval_dir or not (Path(eval_dir) / "docs.jsonl").is_file() or binary is None:
+        pytest.skip("needs SIMCRAWL_EVAL_SET and SIMCRAWL_CRAWL_BIN (scripts/test.sh sets both)")
+    docs = Path(eval_dir) / "docs.jsonl"
+    ours, theirs = tmp_path / "spark", tmp_path / "crawl"
+    subprocess.run(
+        [sys.executable, "-m", "simcrawl.spark", "--input", str(docs), "--out", str(ours), "--single", "--master", "local[2]"],
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run([str(binary), "dedup", "--input", str(docs), "--out", str(theirs)], check=True, capture_output=True)
+    a, b = load_lines(ours), load_lines(theirs)
+    assert len(a) == len(b) > 5000
+    differ = [u for u in a if a[u] != b.get(u)]
+    assert not differ, differ[:5]
+    score = subprocess.run(
+        [str(binary), "eval", "--crawled", str(ours), "--pages", str(Path(eval_dir) / "meta.jsonl"), "--labels", str(Path(eval_dir) / "pairs.jsonl")],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    table = [line for line in (score.stdout + score.stderr).splitlines() if line.startswith("|")]
+    header = [c.strip() for c in table[0].strip("|").split("|")]
+    total = next(dict(zip(header, (c.strip() for c in row.strip("|").split("|")))) for row in table if "| all |" in row)
+    assert int(total["unique lost"]) == 0, total
+    assert float(total["component recall"]) >= 0.95, total
