@@ -62,20 +62,32 @@ def corpus(seed: int = 7, n: int = 240) -> list[dict[str, Any]]:
             words = o["text"].split()
             for _ in range(rng.randint(1, 6)):
                 words[rng.randrange(len(words))] = rng.choice(WORDS)
-            docs.append({"url": f"http://edit.example/{i}", "title": rng.choice(["", o["title"]]), "text": " ".join(words)})
+            docs.append(
+                {"url": f"http://edit.example/{i}", "title": rng.choice(["", o["title"]]), "text": " ".join(words)}
+            )
         elif originals and kind < 0.36:
             o = rng.choice(originals)
             docs.append({"url": o["url"] + "?utm_source=x", "title": "moved", "text": sentence(rng, 30)})
         elif kind < 0.42:
             docs.append({"url": f"http://site.example/index{i}", "title": "Index", "text": sentence(rng, 40)})
         elif kind < 0.45:
-            docs.append({"url": f"http://cn.example/{i}", "title": "长江流域遭遇罕见高温干旱", "text": "长江流域遭遇罕见高温干旱，" * rng.randint(1, 3) + sentence(rng, 8)})
+            docs.append(
+                {
+                    "url": f"http://cn.example/{i}",
+                    "title": "长江流域遭遇罕见高温干旱",
+                    "text": "长江流域遭遇罕见高温干旱，" * rng.randint(1, 3) + sentence(rng, 8),
+                }
+            )
         elif kind < 0.47:
             docs.append({"url": f"http://bad.example/{i}", "title": "no text"})
         elif kind < 0.48:
             docs.append({"url": "", "title": "no url", "text": sentence(rng)})
         else:
-            d = {"url": f"http://news{i % 7}.example/a/{i}", "title": f"story {i}", "text": " ".join(sentence(rng) for _ in range(6))}
+            d = {
+                "url": f"http://news{i % 7}.example/a/{i}",
+                "title": f"story {i}",
+                "text": " ".join(sentence(rng) for _ in range(6)),
+            }
             originals.append(d)
             docs.append(d)
     return docs
@@ -91,7 +103,13 @@ def sequential(docs: list[dict[str, Any]]) -> Verdicts:
             out[str(i)] = ("error",)
             continue
         v = d.check(doc["url"], doc.get("title") or "", doc["text"])
-        out[str(i)] = (v.kept, v.tier, v.duplicate_of, None if v.similarity is None else round(v.similarity, 3), v.distance)
+        out[str(i)] = (
+            v.kept,
+            v.tier,
+            v.duplicate_of,
+            None if v.similarity is None else round(v.similarity, 3),
+            v.distance,
+        )
     return out
 
 
@@ -218,7 +236,18 @@ def test_cli_on_the_eval_set_equals_crawl_dedup(tmp_path: Path) -> None:
     docs = Path(eval_dir) / "docs.jsonl"
     ours, theirs = tmp_path / "spark", tmp_path / "crawl"
     subprocess.run(
-        [sys.executable, "-m", "simcrawl.spark", "--input", str(docs), "--out", str(ours), "--single", "--master", "local[2]"],
+        [
+            sys.executable,
+            "-m",
+            "simcrawl.spark",
+            "--input",
+            str(docs),
+            "--out",
+            str(ours),
+            "--single",
+            "--master",
+            "local[2]",
+        ],
         check=True,
         capture_output=True,
     )
@@ -228,7 +257,16 @@ def test_cli_on_the_eval_set_equals_crawl_dedup(tmp_path: Path) -> None:
     differ = [u for u in a if a[u] != b.get(u)]
     assert not differ, differ[:5]
     score = subprocess.run(
-        [str(binary), "eval", "--crawled", str(ours), "--pages", str(Path(eval_dir) / "meta.jsonl"), "--labels", str(Path(eval_dir) / "pairs.jsonl")],
+        [
+            str(binary),
+            "eval",
+            "--crawled",
+            str(ours),
+            "--pages",
+            str(Path(eval_dir) / "meta.jsonl"),
+            "--labels",
+            str(Path(eval_dir) / "pairs.jsonl"),
+        ],
         check=True,
         capture_output=True,
         text=True,

@@ -160,9 +160,7 @@ def dedup(
 
     keys = good.select("order", F.explode("keys").alias("key"))
     blocks = good.where(F.col("fp").isNotNull()).select("order", "fp", F.explode("blocks").alias("block"))
-    edges = _graph.star_edges(keys, "key").unionByName(
-        _graph.near_edges(blocks, signer.max_distance, opts.oversized)
-    )
+    edges = _graph.star_edges(keys, "key").unionByName(_graph.near_edges(blocks, signer.max_distance, opts.oversized))
     comps = _graph.components(edges).persist(StorageLevel.MEMORY_AND_DISK)
     sizes = comps.groupBy("component").agg(F.count("*").alias("size"))
 

@@ -90,9 +90,11 @@ def write_single(out: DataFrame, path: str) -> None:
     1-based)."""
     cols = sorted({*_KEPT, *_DUP, "kept", "error", "order"})
     rows = out.select(*cols).orderBy("order").toLocalIterator()
-    with open(os.path.join(path, "kept.jsonl"), "w", encoding="utf-8") as k, open(
-        os.path.join(path, "duplicates.jsonl"), "w", encoding="utf-8"
-    ) as d, open(os.path.join(path, "errors.jsonl"), "w", encoding="utf-8") as e:
+    with (
+        open(os.path.join(path, "kept.jsonl"), "w", encoding="utf-8") as k,
+        open(os.path.join(path, "duplicates.jsonl"), "w", encoding="utf-8") as d,
+        open(os.path.join(path, "errors.jsonl"), "w", encoding="utf-8") as e,
+    ):
         for line, r in enumerate(rows, start=1):
             if r["error"] is not None:
                 e.write(json.dumps({"line": line, "error": r["error"]}, ensure_ascii=False) + "\n")

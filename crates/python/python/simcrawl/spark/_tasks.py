@@ -44,9 +44,7 @@ def sign_partition(config: Config, batch: int) -> Any:
 
         def flush() -> Iterator[SignedRow]:
             signed = s.sign([(u or "", t, x) for _, u, t, x in buf])
-            for (order, url, _, _), (sig, title, simhash, fp, blocks, keys, features, chars, error) in zip(
-                buf, signed
-            ):
+            for (order, url, _, _), (sig, title, simhash, fp, blocks, keys, features, chars, error) in zip(buf, signed):
                 yield (order, url, title, sig, simhash, fp, blocks, keys, features, chars, error)
 
         for order, url, title, text in rows:
