@@ -1,0 +1,48 @@
+#!/usr/bin/env python3
+"""A synthetic corpus for simcrawl.spark's scaling runs (scripts/spark-scale.sh).
+
+    spark_synth.py N OUT.jsonl [SEED]
+
+N {"url", "title", "text"} lines: about 80% original texts of 120 to 200
+words drawn from a Zipf-like vocabulary of 20,000 made-up words, 10% exact
+copies under another URL, 8% copies with a few words edited, 2% pages of one
+site sharing the title "Index" (one large title group). Deterministic for a
+seed.
+"""
+
+import json
+import random
+import sys
+
+n = int(sys.argv[1])
+out = sys.argv[2]
+rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 1)
+syll = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "qu", "do", "fe", "gi", "hu", "ja"]
+vocab = ["".join(rng.choice(syll) for _ in range(rng.randint(2, 4))) for _ in range(20000)]
+weights = [1.0 / (i + 1) ** 0.8 for i in range(len(vocab))]
+originals: list[tuple[str, str]] = []
+with open(out, "w", encoding="utf-8") as f:
+    for i in range(n):
+        r = rng.random()
+        if originals and r < 0.10:
+            title, text = rng.choice(originals)
+            doc = {"url": f"http://mirror{i % 97}.example/{i}", "title": title, "text": text}
+        elif originals and r < 0.18:
+            title, text = rng.choice(originals)
+            words = text.split()
+            for _ in range(rng.randint(1, 5)):
+                words[rng.randrange(len(words))] = rng.choice(vocab)
+            doc = {"url": f"http://edit{i % 89}.example/{i}", "title": title, "text": " ".join(words)}
+        else:
+            text = " ".join(rng.choices(vocab, weights, k=rng.randint(120, 200)))
+            if r < 0.20:
+                title = "Index"
+                url = f"http://portal.example/index/{i}"
+            else:
+                title = " ".join(rng.choices(vocab, k=5))
+                url = f"http://site{i % 1009}.example/a/{i}"
+            originals.append((title, text))
+            if len(originals) > 50000:
+                originals.pop(rng.randrange(len(originals)))
+            doc = {"url": url, "title": title, "text": text}
+        f.write(json.dumps(doc) + "\n")
