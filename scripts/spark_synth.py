@@ -4,7 +4,10 @@
     spark_synth.py N OUT.jsonl [SEED]
 
 N {"url", "title", "text"} lines: about 80% original texts of 120 to 200
-words drawn from a Zipf-like vocabulary of 20,000 made-up words, 10% exact
+words drawn uniformly from a vocabulary of 20,000 made-up words (a
+Zipf-weighted draw makes every SimHash alike: the common words outweigh the
+rest, so random texts land within 3 bits of each other and the whole corpus
+becomes one component), 10% exact
 copies under another URL, 8% copies with a few words edited, 2% pages of one
 site sharing the title "Index" (one large title group). Deterministic for a
 seed.
@@ -19,7 +22,6 @@ out = sys.argv[2]
 rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 1)
 syll = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "qu", "do", "fe", "gi", "hu", "ja"]
 vocab = ["".join(rng.choice(syll) for _ in range(rng.randint(2, 4))) for _ in range(20000)]
-weights = [1.0 / (i + 1) ** 0.8 for i in range(len(vocab))]
 originals: list[tuple[str, str]] = []
 with open(out, "w", encoding="utf-8") as f:
     for i in range(n):
@@ -34,7 +36,7 @@ with open(out, "w", encoding="utf-8") as f:
                 words[rng.randrange(len(words))] = rng.choice(vocab)
             doc = {"url": f"http://edit{i % 89}.example/{i}", "title": title, "text": " ".join(words)}
         else:
-            text = " ".join(rng.choices(vocab, weights, k=rng.randint(120, 200)))
+            text = " ".join(rng.choices(vocab, k=rng.randint(120, 200)))
             if r < 0.20:
                 title = "Index"
                 url = f"http://portal.example/index/{i}"
