@@ -4,7 +4,9 @@
     spark_synth.py N OUT.jsonl [SEED]
 
 N {"url", "title", "text"} lines: about 80% original texts of 120 to 200
-words drawn uniformly from a vocabulary of 20,000 made-up words (a
+words drawn uniformly from a vocabulary of 20,000 made-up words of
+random letters (words of a few syllables share too many 5-grams: their
+sketches collide in the bands and link everything; a
 Zipf-weighted draw makes every SimHash alike: the common words outweigh the
 rest, so random texts land within 3 bits of each other and the whole corpus
 becomes one component), 10% exact
@@ -20,8 +22,8 @@ import sys
 n = int(sys.argv[1])
 out = sys.argv[2]
 rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 1)
-syll = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "qu", "do", "fe", "gi", "hu", "ja"]
-vocab = ["".join(rng.choice(syll) for _ in range(rng.randint(2, 4))) for _ in range(20000)]
+letters = "abcdefghijklmnopqrstuvwxyz"
+vocab = ["".join(rng.choice(letters) for _ in range(rng.randint(4, 10))) for _ in range(20000)]
 originals: list[tuple[str, str]] = []
 with open(out, "w", encoding="utf-8") as f:
     for i in range(n):
