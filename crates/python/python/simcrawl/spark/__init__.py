@@ -103,6 +103,10 @@ class Options:
     """An in-memory judge holding this many documents is renewed at the next component."""
     batch: int = 512
     """Rows per call into the Rust core."""
+    driver_edges: int = 1_000_000
+    """A candidate graph of at most this many edges is resolved into
+    components on the driver (union-find) instead of in Spark rounds; a
+    larger one is resolved in rounds until it is this small."""
 
 
 def _order_column(df: DataFrame, id: str | None) -> DataFrame:
@@ -161,12 +165,10 @@ def dedup(
     keys = good.select("order", F.explode("keys").alias("key"))
     blocks = good.where(F.col("fp").isNotNull()).select("order", "fp", F.explode("blocks").alias("block"))
     edges = _graph.star_edges(keys, "key").unionByName(_graph.near_edges(blocks, signer.max_distance, opts.oversized))
-    comps = _graph.components(edges).persist(StorageLevel.MEMORY_AND_DISK)
-    sizes = comps.groupBy("component").agg(F.count("*").alias("size"))
+    comps = _graph.components(edges, opts.driver_edges).persist(StorageLevel.MEMORY_AND_DISK)
 
     to_judge = (
         good.join(comps, "order")
-        .join(sizes, "component")
         .select("component", "order", "size", "sig")
         .repartition(opts.partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 200), "component")
         .sortWithinPartitions("component", "order")
@@ -178,7 +180,7 @@ def dedup(
 
     verdicts = (
         signed.join(judged, "order", "left")
-        .join(comps, "order", "left")
+        .join(comps.select("order", "component"), "order", "left")
         .select(
             "order",
             # A row alone in its component meets nothing: kept.

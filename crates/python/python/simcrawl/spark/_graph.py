@@ -8,16 +8,21 @@ block-index table (compared pair by pair in a small block group; a group of
 more than ``oversized`` rows is linked as a star too: a superset of the
 edges, which can only make a component larger, never change a verdict).
 
-Components come from the alternating large-star / small-star algorithm
-(Kiveris et al., "Connected Components in MapReduce and Beyond", SoCC
-2014): O(log n) rounds of joins and aggregations, no GraphFrames.
+Components: a graph of up to ``driver_edges`` edges is collected and
+resolved by union-find on the driver (one job); a larger one goes through
+the alternating large-star / small-star rounds (Kiveris et al., "Connected
+Components in MapReduce and Beyond", SoCC 2014: O(log n) rounds of joins
+and aggregations, no GraphFrames) until it is that small.
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 Col = Any
@@ -76,16 +81,65 @@ def _checksum(edges: DataFrame) -> tuple[int, int]:
     return int(row["n"]), int(row["h"] or 0)
 
 
-def components(edges: DataFrame, max_rounds: int = 100) -> DataFrame:
-    """``(order, component)`` for every vertex of ``edges`` (columns ``a``,
-    ``b``): the component is its smallest vertex.
+def union_find(pairs: Iterable[tuple[int, int]]) -> dict[int, int]:
+    """Every vertex of ``pairs`` to the smallest vertex of its component
+    (union by smaller root, path halving)."""
+    parent: dict[int, int] = {}
 
-    Each round is a large-star step (every vertex's larger neighbours are
-    linked to the smallest vertex of its neighbourhood) and a small-star
-    step (every vertex's smaller neighbours, and itself, are linked to the
-    smallest of them). Both keep connectivity; at the fixed point every
-    component is a star around its smallest vertex."""
-    e = _oriented(edges).localCheckpoint()
+    def find(x: int) -> int:
+        while True:
+            p = parent[x]
+            if p == x:
+                return x
+            g = parent[p]
+            parent[x] = g
+            x = g
+
+    for a, b in pairs:
+        parent.setdefault(a, a)
+        parent.setdefault(b, b)
+        ra, rb = find(a), find(b)
+        if ra < rb:
+            parent[rb] = ra
+        elif rb < ra:
+            parent[ra] = rb
+    return {v: find(v) for v in parent}
+
+
+_COMPONENTS = "order long, component long, size long"
+
+
+def _on_driver(spark: SparkSession, pairs: Iterable[tuple[int, int]]) -> DataFrame:
+    roots = union_find(pairs)
+    sizes = Counter(roots.values())
+    rows = [(v, r, sizes[r]) for v, r in roots.items()]
+    return spark.createDataFrame(rows, _COMPONENTS)
+
+
+def components(edges: DataFrame, driver_edges: int = 1_000_000, max_rounds: int = 100) -> DataFrame:
+    """``(order, component, size)`` for every vertex of ``edges`` (columns
+    ``a``, ``b``): the component is its smallest vertex, ``size`` its
+    number of vertices.
+
+    A graph of at most ``driver_edges`` edges (once each) is collected and
+    resolved on the driver by union-find: one job, where Spark's rounds
+    would be two jobs each. A larger one goes through large-star /
+    small-star rounds until it is that small (or converges). Each round is
+    a large-star step (every vertex's larger neighbours are linked to the
+    smallest vertex of its neighbourhood) and a small-star step (every
+    vertex's smaller neighbours, and itself, are linked to the smallest of
+    them). Both keep connectivity; at the fixed point every component is a
+    star around its smallest vertex."""
+    spark = edges.sparkSession
+    e = _oriented(edges).persist(StorageLevel.MEMORY_AND_DISK)
+    n = e.count()
+    if n <= driver_edges:
+        found = _on_driver(spark, ((r[0], r[1]) for r in e.collect()))
+        e.unpersist()
+        return found
+    first = e
+    e = e.localCheckpoint()
+    first.unpersist()
     last = _checksum(e)
     for _ in range(max_rounds):
         both = e.select(F.col("a").alias("u"), F.col("b").alias("v")).unionByName(
@@ -109,6 +163,8 @@ def components(edges: DataFrame, max_rounds: int = 100) -> DataFrame:
         )
         e = _oriented(small.select("e.a", "e.b")).localCheckpoint()
         now = _checksum(e)
+        if now[0] <= driver_edges:
+            return _on_driver(spark, ((r[0], r[1]) for r in e.collect()))
         if now == last:
             break
         last = now
@@ -117,4 +173,6 @@ def components(edges: DataFrame, max_rounds: int = 100) -> DataFrame:
     # At the fixed point every edge is (smallest vertex, member).
     roots = e.select(F.col("a").alias("order"), F.col("a").alias("component"))
     members = e.select(F.col("b").alias("order"), F.col("a").alias("component"))
-    return roots.unionByName(members).distinct()
+    found = roots.unionByName(members).distinct()
+    sizes = found.groupBy("component").agg(F.count("*").alias("size"))
+    return found.join(sizes, "component").select("order", "component", "size")
