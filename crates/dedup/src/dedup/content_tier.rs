@@ -8,6 +8,14 @@ use crate::fingerprint::Fingerprint;
 use crate::sketch::{SKETCH_BINS, Sketch};
 use crate::store::{DocId, DocRecord, Prefetch, ReadTables, Store};
 
+/// What a content lookup compares: the text a document is judged on, or
+/// its article across sites ([`Signature::article`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Against {
+    Text,
+    Article,
+}
+
 /// Candidates from the band index verified per check, newest first: bounds
 /// the work a page sharing many bands with a large site costs.
 pub const BAND_CANDIDATES: usize = 256;
@@ -43,6 +51,7 @@ impl<S: Store> Deduper<S> {
         sig: &Signature,
         band_keys: &[u64],
         cutoff: u64,
+        against: Against,
     ) -> Result<Option<Match>> {
         let live = |id: DocId| -> Result<Option<DocRecord>> {
             Ok(t.doc(id)?.filter(|rec| rec.inserted_at >= cutoff))
@@ -55,13 +64,16 @@ impl<S: Store> Deduper<S> {
             checked.insert(id);
             if let Some(rec) = live(id)? {
                 let m = Match::new(id, Some(fp), Some(sketch), rec);
-                if m.similarity >= min && sig.admits(&m) && best.as_ref().is_none_or(|b| m.better_than(b)) {
+                if m.similarity >= min
+                    && sig.admits(&m, against)
+                    && best.as_ref().is_none_or(|b| m.better_than(b))
+                {
                     best = Some(m);
                 }
             }
         }
         // An exact copy is at SimHash distance 0: the bands add nothing.
-        let exact = sig.min_similarity.is_some_and(|m| m >= 1.0);
+        let exact = against == Against::Text && sig.min_similarity.is_some_and(|m| m >= 1.0);
         if best.is_some() || self.config.bands == 0 || exact {
             return Ok(best);
         }
@@ -78,7 +90,10 @@ impl<S: Store> Deduper<S> {
         {
             if let Some(rec) = live(id)? {
                 let m = Match::new(id, Some(fp), Some(sketch), rec);
-                if m.similarity >= min && sig.admits(&m) && best.as_ref().is_none_or(|b| m.better_than(b)) {
+                if m.similarity >= min
+                    && sig.admits(&m, against)
+                    && best.as_ref().is_none_or(|b| m.better_than(b))
+                {
                     best = Some(m);
                 }
             }
@@ -112,8 +127,10 @@ impl<S: Store> Deduper<S> {
             t.prefetch(&keys)?;
             let mut out = Vec::new();
             for (d, id) in self.hits(t, fp)? {
+                // An article alone is not a document of its own.
                 if let Some(rec) = t.doc(id)?
                     && rec.inserted_at >= cutoff
+                    && !rec.article.is_some_and(|a| a.only)
                 {
                     out.push((d, rec.url));
                 }

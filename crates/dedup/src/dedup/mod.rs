@@ -17,6 +17,7 @@ mod url_tier;
 mod verify;
 
 pub use self::compare::Comparison;
+use self::content_tier::Against;
 pub use self::content_tier::BAND_CANDIDATES;
 pub use self::embed::STORE_FILE;
 pub use self::explain::{Candidate, Explanation, Nominated};
@@ -25,6 +26,8 @@ pub use self::title_tier::{TITLE_CANDIDATES, TitlePolicy, normalize_title, title
 pub use self::url_tier::{UrlTier, UrlVerdict};
 
 use std::sync::Arc;
+
+use crate::article::{Article, PageScripts};
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -34,7 +37,7 @@ use crate::features::{FeatureConfig, Features};
 use crate::fingerprint::Fingerprint;
 use crate::index::BlockLayout;
 use crate::sketch::{SKETCH_BINS, Sketch};
-use crate::store::{DocId, DocRecord, Prefetch, ReadTables, Store, Tables};
+use crate::store::{ArticleMark, DocId, DocRecord, Prefetch, ReadTables, Store, Tables};
 
 /// Version of the on-disk layout; bumped when records change shape.
 /// Format 2 added the resemblance sketch to every document and the band
@@ -275,6 +278,37 @@ pub struct Signature {
     /// # Ok::<(), simcrawl_dedup::Error>(())
     /// ```
     pub min_similarity: Option<f64>,
+    /// The page's article, when it has one ([`crate::article`]): another
+    /// site's page with the same article is a copy, whatever else either
+    /// page shows. Not serialized: a signature sent to another process is
+    /// judged on its text alone.
+    ///
+    /// ```
+    /// use simcrawl_dedup::{Article, Deduper, Document, PageScripts, Verdict};
+    /// let d = Deduper::in_memory()?;
+    /// let story = "The council met on Tuesday and approved the budget for the new bridge after a \
+    ///     debate that lasted well into the night; the vote was close, seven to six, and the \
+    ///     mayor said work would start in the spring once the contracts are signed.";
+    /// let frame = |site: &str| format!("{site} home sport weather. {site} is the best news site. \
+    ///     Read our other stories about trains, boats, planes, gardens and schools in the region.");
+    /// // The original, judged on everything it shows (its article is under
+    /// // half of it), and a copy inside another site's template.
+    /// let sign = |url: &str, site: &str| {
+    ///     let page = format!("{} {story} {}", frame(site), frame(site));
+    ///     let mut sig = d.sign(&Document::new(url, "", &page));
+    ///     sig.article = d.article(story, PageScripts::of(&page));
+    ///     sig
+    /// };
+    /// assert!(d.check_signed(&sign("http://a.example/1", "Alpha"))?.is_unique());
+    /// let copy = d.check_signed(&sign("http://b.example/7", "Beta"))?;
+    /// assert_eq!(copy.partner(), Some("http://a.example/1"));
+    /// assert!(copy.duplicate().is_some_and(|dup| dup.article));
+    /// // On the same site, one article in two pages is two sibling pages.
+    /// assert!(d.check_signed(&sign("http://a.example/2", "Alpha"))?.is_unique());
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub article: Article,
 }
 
 /// The decision about one document.
@@ -423,6 +457,10 @@ pub struct Duplicate {
     /// [`Verdict::Unique`]).
     #[cfg_attr(feature = "serde", serde(default))]
     pub url_skipped: bool,
+    /// Matched on its article, against another site's page with the same
+    /// article ([`Signature::article`]).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub article: bool,
 }
 
 impl Duplicate {
@@ -676,7 +714,29 @@ impl<S: Store> Deduper<S> {
             sketch: Sketch::of(doc.text).map(|s| s.narrow(self.sketch_bits)),
             features,
             min_similarity: None,
+            article: Article::None,
         }
+    }
+
+    /// The [`Article`] of a page with article text `text`, signed
+    /// separately from what the page is judged on, and the scripts of the
+    /// whole page (`Article::None` when the text has no features).
+    pub fn article(&self, text: &str, scripts: PageScripts) -> Article {
+        let (fingerprint, _) = self.features.fingerprint_counted_bits(text, self.config.bits);
+        match (fingerprint, Sketch::of(text)) {
+            (Some(fingerprint), Some(sketch)) => Article::Separate {
+                fingerprint,
+                sketch: sketch.narrow(self.sketch_bits),
+                scripts,
+            },
+            _ => Article::None,
+        }
+    }
+
+    /// Title and content tiers of a signature made by [`Deduper::sign`]
+    /// (and perhaps given an [`Article`]), in its own transaction.
+    pub fn check_signed(&self, sig: &Signature) -> Result<Verdict> {
+        self.write(|t| self.check_in(t, sig, UrlTier::Skip))
     }
 
     /// All three tiers: URL, then title, then content. An invalid URL skips
@@ -729,6 +789,15 @@ impl<S: Store> Deduper<S> {
                 p.blocks.extend(self.layout.keys(fp.low()));
                 p.bands.extend(self.band_keys(sketch));
                 p.documents += 1;
+                // Kept, its article is a record of its own.
+                if let Article::Separate {
+                    fingerprint, sketch, ..
+                } = &sig.article
+                {
+                    p.blocks.extend(self.layout.keys(fingerprint.low()));
+                    p.bands.extend(self.band_keys(sketch));
+                    p.documents += 1;
+                }
             }
         }
         p
@@ -763,10 +832,39 @@ impl<S: Store> Deduper<S> {
                 return Ok(None);
             };
             let (band_keys, bands) = self.band_key_array(sketch);
-            Ok(self
-                .content_match(t, fp, sketch, sig, &band_keys[..bands], cutoff)?
-                .map(|m| m.into_content_duplicate(fp)))
+            self.content_or_article(t, fp, sketch, sig, &band_keys[..bands], cutoff)
         })
+    }
+
+    /// The content tier on the text a document is judged on, then on its
+    /// article across sites ([`Signature::article`]).
+    fn content_or_article(
+        &self,
+        t: &dyn ReadTables,
+        fp: Fingerprint,
+        sketch: &Sketch,
+        sig: &Signature,
+        band_keys: &[u64],
+        cutoff: u64,
+    ) -> Result<Option<Duplicate>> {
+        if let Some(m) = self.content_match(t, fp, sketch, sig, band_keys, cutoff, Against::Text)? {
+            return Ok(Some(m.into_content_duplicate(fp)));
+        }
+        let Article::Separate {
+            fingerprint: afp,
+            sketch: article,
+            ..
+        } = &sig.article
+        else {
+            return Ok(None);
+        };
+        let (keys, n) = self.band_key_array(article);
+        Ok(self
+            .content_match(t, *afp, article, sig, &keys[..n], cutoff, Against::Article)?
+            .map(|m| Duplicate {
+                article: true,
+                ..m.into_content_duplicate(fp)
+            }))
     }
 
     /// The tiers inside a caller's transaction; check-and-insert is atomic
@@ -804,11 +902,8 @@ impl<S: Store> Deduper<S> {
         // Computed once: looked up now, indexed under if the page is kept.
         let (band_keys, bands) = self.band_key_array(sketch);
         let band_keys = &band_keys[..bands];
-        if let Some(m) = self.content_match(&*t, fp, sketch, sig, band_keys, cutoff)? {
-            return Ok(Verdict::Duplicate(Duplicate {
-                url_skipped,
-                ..m.into_content_duplicate(fp)
-            }));
+        if let Some(dup) = self.content_or_article(&*t, fp, sketch, sig, band_keys, cutoff)? {
+            return Ok(Verdict::Duplicate(Duplicate { url_skipped, ..dup }));
         }
         let id = t.next_doc_id()?;
         let rec = DocRecord {
@@ -817,6 +912,10 @@ impl<S: Store> Deduper<S> {
             title: sig.title_digest.map(u128::to_be_bytes),
             sketch: sketch.clone(),
             url: sig.url.clone(),
+            article: match sig.article {
+                Article::Text(scripts) => Some(ArticleMark { only: false, scripts }),
+                _ => None,
+            },
         };
         t.put_doc(id, rec)?;
         for (table, key) in self.layout.keys(fp.low()) {
@@ -828,11 +927,49 @@ impl<S: Store> Deduper<S> {
         if let Some(td) = sig.title_digest {
             t.add_title(td, id)?;
         }
+        if let Article::Separate {
+            fingerprint,
+            sketch,
+            scripts,
+        } = &sig.article
+        {
+            self.insert_article(t, sig, (*fingerprint, sketch, *scripts), now)?;
+        }
         Ok(Verdict::Unique {
             id: Some(id),
             fingerprint: Some(fp),
             url_skipped,
         })
+    }
+
+    /// Indexes the article of a kept page judged on another text, as a
+    /// record of its own that only another site's article matches.
+    fn insert_article(
+        &self,
+        t: &mut dyn Tables,
+        sig: &Signature,
+        (fp, sketch, scripts): (Fingerprint, &Sketch, PageScripts),
+        now: u64,
+    ) -> Result<()> {
+        let id = t.next_doc_id()?;
+        t.put_doc(
+            id,
+            DocRecord {
+                fingerprint: fp,
+                inserted_at: now,
+                title: None,
+                sketch: sketch.clone(),
+                url: sig.url.clone(),
+                article: Some(ArticleMark { only: true, scripts }),
+            },
+        )?;
+        for (table, key) in self.layout.keys(fp.low()) {
+            t.add_block(table, key, fp, id)?;
+        }
+        for key in self.band_keys(sketch) {
+            t.add_band(key, id)?;
+        }
+        Ok(())
     }
 
     fn cutoff(&self) -> u64 {

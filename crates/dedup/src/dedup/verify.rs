@@ -1,7 +1,9 @@
 //! Verification: a candidate of any tier decides only when the sketches
 //! show enough resemblance.
 
+use super::content_tier::Against;
 use super::{Duplicate, Signature, Tier};
+use crate::article::{ARTICLE_MIN_SIMILARITY, Article, PageScripts, other_site};
 use crate::fingerprint::Fingerprint;
 use crate::sketch::Sketch;
 use crate::store::{DocId, DocRecord};
@@ -9,7 +11,28 @@ use crate::store::{DocId, DocRecord};
 impl Signature {
     /// Whether `m` is similar enough to decide for this signature, beyond
     /// the tier's own threshold (checked by the caller).
-    pub(super) fn admits(&self, m: &Match) -> bool {
+    pub(super) fn admits(&self, m: &Match, against: Against) -> bool {
+        let article = m.rec.article;
+        match against {
+            // Only another site's article matches an article alone.
+            Against::Text if article.is_some_and(|a| a.only) => match (&self.article, article) {
+                (Article::Text(mine), Some(theirs)) => self.same_story(m, *mine, theirs.scripts),
+                _ => false,
+            },
+            Against::Text => self.admits_text(m),
+            Against::Article => match (self.article.scripts(), article) {
+                (Some(mine), Some(theirs)) => self.same_story(m, mine, theirs.scripts),
+                _ => false,
+            },
+        }
+    }
+
+    /// One article on two sites, in the same scripts, near-duplicate.
+    fn same_story(&self, m: &Match, mine: PageScripts, theirs: PageScripts) -> bool {
+        m.similarity >= ARTICLE_MIN_SIMILARITY && other_site(&self.url, &m.rec.url) && !mine.apart(theirs)
+    }
+
+    fn admits_text(&self, m: &Match) -> bool {
         match self.min_similarity {
             None => true,
             Some(min) if min >= 1.0 => self.sketch.as_ref().is_some_and(|s| s.same_text(&m.rec.sketch)),
@@ -55,6 +78,7 @@ impl Match {
             similarity: Some(self.similarity),
             fingerprint: Some(fp),
             url_skipped: false,
+            article: self.rec.article.is_some_and(|a| a.only),
         }
     }
 }
