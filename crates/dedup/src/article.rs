@@ -65,7 +65,8 @@ impl Article {
 
 /// Which scripts a page is written in: those that hold at least a tenth of
 /// its letters (`major`) and those that hold any real part of them, a
-/// hundredth (`present`), one bit per script family.
+/// hundredth (`present`), one bit per script family (a Han, kana or Hangul
+/// character counted as three letters).
 ///
 /// ```
 /// use simcrawl_dedup::PageScripts;
@@ -103,8 +104,14 @@ impl PageScripts {
         let mut counts = [0usize; 8];
         let mut total = 0usize;
         for c in text.chars().filter(|c| c.is_alphabetic()) {
-            counts[family(c).trailing_zeros() as usize] += 1;
-            total += 1;
+            let f = family(c).trailing_zeros() as usize;
+            // A Han, kana or Hangul character says about what a word of
+            // four or five letters says: counted as three, the Chinese
+            // headings of a page around an untranslated English chapter
+            // are a tenth of it, as they are of what a reader sees.
+            let weight = if f == 5 || f == 6 { 3 } else { 1 };
+            counts[f] += weight;
+            total += weight;
         }
         let mut s = PageScripts::default();
         for (bit, &n) in counts.iter().enumerate() {
@@ -191,5 +198,15 @@ mod tests {
         let orig = PageScripts::of("気象台は寒波の警報を出した 北の地方では気温が下がる iPhone news");
         assert!(!copy.apart(orig));
         assert_eq!(PageScripts::from_bytes(copy.to_bytes()), copy);
+    }
+
+    #[test]
+    fn chinese_headings_around_an_english_chapter_are_a_translation() {
+        // The handbook's zh-TW "packaging system" chapter: 330 Han
+        // characters of headings and navigation around 3,400 letters of
+        // untranslated English (docs/EVAL.md, "Articles across sites").
+        let zh_tw = format!("{} {}", "套件系統工具與基本原則".repeat(30), "the package ".repeat(340));
+        let en = "the package ".repeat(400);
+        assert!(PageScripts::of(&zh_tw).apart(PageScripts::of(&en)));
     }
 }

@@ -14,6 +14,7 @@
 mod support;
 
 mod batch_cli;
+mod articles;
 mod canonical;
 mod check;
 mod cli;
