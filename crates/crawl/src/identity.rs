@@ -35,6 +35,11 @@
 //!    template is judged on its own text, template included, and is a copy
 //!    only of a page with exactly that text.
 //!
+//! A page judged on something other than its main text still carries
+//! that text as its *article* ([`Identity::article`]): another site's page
+//! with the same article is its copy (a story inside another site's
+//! template, issue 35; `simcrawl_dedup::Article`).
+//!
 //! The host's template is learnt from the own texts (so a footer or notice
 //! the markup does not declare is learnt wherever it sits) and is left out
 //! of the main text as well. Learning it from the main texts only (which

@@ -45,8 +45,8 @@ pub enum Article {
     Separate {
         /// SimHash of the article.
         fingerprint: Fingerprint,
-        /// Resemblance sketch of the article.
-        sketch: Sketch,
+        /// Resemblance sketch of the article (boxed: most pages have none).
+        sketch: Box<Sketch>,
         /// The scripts of the whole page.
         scripts: PageScripts,
     },
@@ -205,7 +205,11 @@ mod tests {
         // The handbook's zh-TW "packaging system" chapter: 330 Han
         // characters of headings and navigation around 3,400 letters of
         // untranslated English (docs/EVAL.md, "Articles across sites").
-        let zh_tw = format!("{} {}", "套件系統工具與基本原則".repeat(30), "the package ".repeat(340));
+        let zh_tw = format!(
+            "{} {}",
+            "套件系統工具與基本原則".repeat(30),
+            "the package ".repeat(340)
+        );
         let en = "the package ".repeat(400);
         assert!(PageScripts::of(&zh_tw).apart(PageScripts::of(&en)));
     }

@@ -15,13 +15,18 @@ use crate::support::{field, gibberish, path_of, site_crawl, tempdir};
 /// teaser paragraphs (not links) and a footer around the story.
 fn news_page(seed: u64, title: &str, story: &str, links: &[&str]) -> String {
     let side: String = (0..8)
-        .map(|i| format!("<div class=\"teaser\"><p>{}</p></div>", gibberish(seed * 100 + i, 35)))
+        .map(|i| {
+            format!(
+                "<div class=\"teaser\"><p>{}</p></div>",
+                gibberish(seed * 100 + i, 35)
+            )
+        })
         .collect();
-    let nav: String = links.iter().map(|l| format!("<a href=\"{l}\">{l}</a> ")).collect();
-    let paragraphs: String = story
-        .split(". ")
-        .map(|p| format!("<p>{p}.</p>"))
+    let nav: String = links
+        .iter()
+        .map(|l| format!("<a href=\"{l}\">{l}</a> "))
         .collect();
+    let paragraphs: String = story.split(". ").map(|p| format!("<p>{p}.</p>")).collect();
     format!(
         "<!doctype html><html><head><title>{title}</title></head><body>\
          <div class=\"masthead\"><p>{}</p>{nav}</div>\
@@ -34,7 +39,12 @@ fn news_page(seed: u64, title: &str, story: &str, links: &[&str]) -> String {
 
 fn site(seed: u64, story: String, other: String) -> Server {
     Server::start(move |req: &Request| match req.path.as_str() {
-        "/" => Reply::html(news_page(seed, "Front", &gibberish(seed + 7, 60), &["/story.html", "/other.html"])),
+        "/" => Reply::html(news_page(
+            seed,
+            "Front",
+            &gibberish(seed + 7, 60),
+            &["/story.html", "/other.html"],
+        )),
         "/story.html" => Reply::html(news_page(seed, "Bridge vote", &story, &[])),
         "/other.html" => Reply::html(news_page(seed, "Harbour fire", &other, &[])),
         _ => Reply::status(404),
@@ -75,19 +85,38 @@ fn a_story_in_another_sites_template_is_dropped_by_its_article() {
     let (kept, dups) = (dirs.kept(), dirs.duplicates());
     // Everything else is kept: the front pages and the other stories,
     // though each shares its site's template with the story.
-    for (host, path) in [("alpha", "/"), ("beta", "/"), ("alpha", "/other.html"), ("beta", "/other.html")] {
-        assert!(line(&kept, host, path).is_some(), "{host}{path} not kept\n{dups:?}\n{}", dirs.log());
+    for (host, path) in [
+        ("alpha", "/"),
+        ("beta", "/"),
+        ("alpha", "/other.html"),
+        ("beta", "/other.html"),
+    ] {
+        assert!(
+            line(&kept, host, path).is_some(),
+            "{host}{path} not kept\n{dups:?}\n{}",
+            dirs.log()
+        );
     }
     // One copy of the story is kept, the other dropped for it by article.
-    let (a, b) = (line(&dups, "alpha", "/story.html"), line(&dups, "beta", "/story.html"));
+    let (a, b) = (
+        line(&dups, "alpha", "/story.html"),
+        line(&dups, "beta", "/story.html"),
+    );
     let (dropped, of) = match (a, b) {
         (Some(d), None) => (d, "beta.test"),
         (None, Some(d)) => (d, "alpha.test"),
-        _ => panic!("exactly one copy of the story must be dropped: {dups:?}\n{}", dirs.log()),
+        _ => panic!(
+            "exactly one copy of the story must be dropped: {dups:?}\n{}",
+            dirs.log()
+        ),
     };
     assert!(field(dropped, "duplicate_of").contains(of), "{dropped}");
     assert_eq!(path_of(field(dropped, "duplicate_of")), "/story.html");
     assert_eq!(dropped["article"], Value::Bool(true), "{dropped}");
-    assert_eq!(field(dropped, "basis"), "page", "judged on its template: {dropped}");
+    assert_eq!(
+        field(dropped, "basis"),
+        "page",
+        "judged on its template: {dropped}"
+    );
     assert_eq!(dups.len(), 1, "{dups:?}");
 }

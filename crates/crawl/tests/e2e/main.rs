@@ -13,8 +13,8 @@
 #[path = "../support/mod.rs"]
 mod support;
 
-mod batch_cli;
 mod articles;
+mod batch_cli;
 mod canonical;
 mod check;
 mod cli;

@@ -2,11 +2,12 @@
 //! candidates over the sketch, verified by resemblance.
 
 use super::verify::Match;
-use super::{Deduper, Signature};
+use super::{Deduper, Duplicate, Signature};
+use crate::article::{Article, PageScripts};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::sketch::{SKETCH_BINS, Sketch};
-use crate::store::{DocId, DocRecord, Prefetch, ReadTables, Store};
+use crate::store::{ArticleMark, DocId, DocRecord, Prefetch, ReadTables, Store, Tables};
 
 /// What a content lookup compares: the text a document is judged on, or
 /// its article across sites ([`Signature::article`]).
@@ -46,8 +47,7 @@ impl<S: Store> Deduper<S> {
     pub(super) fn content_match(
         &self,
         t: &dyn ReadTables,
-        fp: Fingerprint,
-        sketch: &Sketch,
+        (fp, sketch): (Fingerprint, &Sketch),
         sig: &Signature,
         band_keys: &[u64],
         cutoff: u64,
@@ -99,6 +99,74 @@ impl<S: Store> Deduper<S> {
             }
         }
         Ok(best)
+    }
+
+    /// The content tier on the text a document is judged on, then on its
+    /// article across sites ([`Signature::article`]).
+    pub(super) fn content_or_article(
+        &self,
+        t: &dyn ReadTables,
+        fp: Fingerprint,
+        sketch: &Sketch,
+        sig: &Signature,
+        band_keys: &[u64],
+        cutoff: u64,
+    ) -> Result<Option<Duplicate>> {
+        if let Some(m) = self.content_match(t, (fp, sketch), sig, band_keys, cutoff, Against::Text)? {
+            return Ok(Some(m.into_content_duplicate(fp)));
+        }
+        let Article::Separate {
+            fingerprint: afp,
+            sketch: article,
+            ..
+        } = &sig.article
+        else {
+            return Ok(None);
+        };
+        let (keys, n) = self.band_key_array(article);
+        Ok(self
+            .content_match(
+                t,
+                (*afp, article.as_ref()),
+                sig,
+                &keys[..n],
+                cutoff,
+                Against::Article,
+            )?
+            .map(|m| Duplicate {
+                article: true,
+                ..m.into_content_duplicate(fp)
+            }))
+    }
+
+    /// Indexes the article of a kept page judged on another text, as a
+    /// record of its own that only another site's article matches.
+    pub(super) fn insert_article(
+        &self,
+        t: &mut dyn Tables,
+        sig: &Signature,
+        (fp, sketch, scripts): (Fingerprint, &Sketch, PageScripts),
+        now: u64,
+    ) -> Result<()> {
+        let id = t.next_doc_id()?;
+        t.put_doc(
+            id,
+            DocRecord {
+                fingerprint: fp,
+                inserted_at: now,
+                title: None,
+                sketch: sketch.clone(),
+                url: sig.url.clone(),
+                article: Some(ArticleMark { only: true, scripts }),
+            },
+        )?;
+        for (table, key) in self.layout.keys(fp.low()) {
+            t.add_block(table, key, fp, id)?;
+        }
+        for key in self.band_keys(sketch) {
+            t.add_band(key, id)?;
+        }
+        Ok(())
     }
 
     /// Every stored fingerprint within the maximum distance of `fp`, nearest

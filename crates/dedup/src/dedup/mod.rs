@@ -17,7 +17,6 @@ mod url_tier;
 mod verify;
 
 pub use self::compare::Comparison;
-use self::content_tier::Against;
 pub use self::content_tier::BAND_CANDIDATES;
 pub use self::embed::STORE_FILE;
 pub use self::explain::{Candidate, Explanation, Nominated};
@@ -284,27 +283,27 @@ pub struct Signature {
     /// judged on its text alone.
     ///
     /// ```
-    /// use simcrawl_dedup::{Article, Deduper, Document, PageScripts, Verdict};
+    /// use simcrawl_dedup::{Deduper, Document, PageScripts};
     /// let d = Deduper::in_memory()?;
     /// let story = "The council met on Tuesday and approved the budget for the new bridge after a \
     ///     debate that lasted well into the night; the vote was close, seven to six, and the \
     ///     mayor said work would start in the spring once the contracts are signed.";
-    /// let frame = |site: &str| format!("{site} home sport weather. {site} is the best news site. \
-    ///     Read our other stories about trains, boats, planes, gardens and schools in the region.");
-    /// // The original, judged on everything it shows (its article is under
-    /// // half of it), and a copy inside another site's template.
-    /// let sign = |url: &str, site: &str| {
-    ///     let page = format!("{} {story} {}", frame(site), frame(site));
+    /// // Three templates, each judged with the story (it is under half of
+    /// // what the page shows): what sets pages apart is their template.
+    /// let frame = |w: &str| (0..80).map(|i| format!("{w}{i} ")).collect::<String>();
+    /// let sign = |url: &str, template: &str| {
+    ///     let page = format!("{} {story} {}", frame(template), frame(&template.replace(' ', "x")));
     ///     let mut sig = d.sign(&Document::new(url, "", &page));
     ///     sig.article = d.article(story, PageScripts::of(&page));
     ///     sig
     /// };
-    /// assert!(d.check_signed(&sign("http://a.example/1", "Alpha"))?.is_unique());
-    /// let copy = d.check_signed(&sign("http://b.example/7", "Beta"))?;
+    /// assert!(d.check_signed(&sign("http://a.example/1", "harbour violin"))?.is_unique());
+    /// // A copy inside another site's template: dropped by its article.
+    /// let copy = d.check_signed(&sign("http://b.example/7", "granite pepper"))?;
     /// assert_eq!(copy.partner(), Some("http://a.example/1"));
     /// assert!(copy.duplicate().is_some_and(|dup| dup.article));
     /// // On the same site, one article in two pages is two sibling pages.
-    /// assert!(d.check_signed(&sign("http://a.example/2", "Alpha"))?.is_unique());
+    /// assert!(d.check_signed(&sign("http://a.example/2", "lantern meadow"))?.is_unique());
     /// # Ok::<(), simcrawl_dedup::Error>(())
     /// ```
     #[cfg_attr(feature = "serde", serde(skip))]
@@ -458,8 +457,9 @@ pub struct Duplicate {
     #[cfg_attr(feature = "serde", serde(default))]
     pub url_skipped: bool,
     /// Matched on its article, against another site's page with the same
-    /// article ([`Signature::article`]).
-    #[cfg_attr(feature = "serde", serde(default))]
+    /// article ([`Signature::article`]). Serialized only when true, so the
+    /// verdicts of documents without articles read as before.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "std::ops::Not::not"))]
     pub article: bool,
 }
 
@@ -726,7 +726,7 @@ impl<S: Store> Deduper<S> {
         match (fingerprint, Sketch::of(text)) {
             (Some(fingerprint), Some(sketch)) => Article::Separate {
                 fingerprint,
-                sketch: sketch.narrow(self.sketch_bits),
+                sketch: Box::new(sketch.narrow(self.sketch_bits)),
                 scripts,
             },
             _ => Article::None,
@@ -836,37 +836,6 @@ impl<S: Store> Deduper<S> {
         })
     }
 
-    /// The content tier on the text a document is judged on, then on its
-    /// article across sites ([`Signature::article`]).
-    fn content_or_article(
-        &self,
-        t: &dyn ReadTables,
-        fp: Fingerprint,
-        sketch: &Sketch,
-        sig: &Signature,
-        band_keys: &[u64],
-        cutoff: u64,
-    ) -> Result<Option<Duplicate>> {
-        if let Some(m) = self.content_match(t, fp, sketch, sig, band_keys, cutoff, Against::Text)? {
-            return Ok(Some(m.into_content_duplicate(fp)));
-        }
-        let Article::Separate {
-            fingerprint: afp,
-            sketch: article,
-            ..
-        } = &sig.article
-        else {
-            return Ok(None);
-        };
-        let (keys, n) = self.band_key_array(article);
-        Ok(self
-            .content_match(t, *afp, article, sig, &keys[..n], cutoff, Against::Article)?
-            .map(|m| Duplicate {
-                article: true,
-                ..m.into_content_duplicate(fp)
-            }))
-    }
-
     /// The tiers inside a caller's transaction; check-and-insert is atomic
     /// because the transaction is.
     ///
@@ -933,43 +902,13 @@ impl<S: Store> Deduper<S> {
             scripts,
         } = &sig.article
         {
-            self.insert_article(t, sig, (*fingerprint, sketch, *scripts), now)?;
+            self.insert_article(t, sig, (*fingerprint, sketch.as_ref(), *scripts), now)?;
         }
         Ok(Verdict::Unique {
             id: Some(id),
             fingerprint: Some(fp),
             url_skipped,
         })
-    }
-
-    /// Indexes the article of a kept page judged on another text, as a
-    /// record of its own that only another site's article matches.
-    fn insert_article(
-        &self,
-        t: &mut dyn Tables,
-        sig: &Signature,
-        (fp, sketch, scripts): (Fingerprint, &Sketch, PageScripts),
-        now: u64,
-    ) -> Result<()> {
-        let id = t.next_doc_id()?;
-        t.put_doc(
-            id,
-            DocRecord {
-                fingerprint: fp,
-                inserted_at: now,
-                title: None,
-                sketch: sketch.clone(),
-                url: sig.url.clone(),
-                article: Some(ArticleMark { only: true, scripts }),
-            },
-        )?;
-        for (table, key) in self.layout.keys(fp.low()) {
-            t.add_block(table, key, fp, id)?;
-        }
-        for key in self.band_keys(sketch) {
-            t.add_band(key, id)?;
-        }
-        Ok(())
     }
 
     fn cutoff(&self) -> u64 {
