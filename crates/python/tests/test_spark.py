@@ -19,7 +19,8 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 
 import simcrawl  # noqa: E402
-from simcrawl.spark import Options, dedup, session, summary  # noqa: E402
+from pyspark import StorageLevel  # noqa: E402
+from simcrawl.spark import Options, dedup, session, shuffle_partitions, summary  # noqa: E402
 from simcrawl.spark.__main__ import main as cli_main  # noqa: E402
 from simcrawl.spark._graph import union_find  # noqa: E402
 
@@ -195,6 +196,30 @@ def test_oversized_group_streams_and_spills(spark: Any, tmp_path: Path) -> None:
     assert_lossless(rows)
     # The on-disk indexes are removed once their component is judged.
     assert not spill.exists() or not any(spill.iterdir())
+
+
+def test_shuffle_partitions_grow_with_the_input() -> None:
+    # Never fewer than the session's; one per `per` rows beyond that.
+    assert shuffle_partitions(100_000, 8, 25_000) == 8
+    assert shuffle_partitions(300_000, 8, 25_000) == 12
+    assert shuffle_partitions(1_000_000, 8, 25_000) == 40
+    assert shuffle_partitions(1_000_001, 8, 25_000) == 41
+    assert shuffle_partitions(1_000_000, 200, 25_000) == 200
+
+
+def test_more_shuffle_partitions_and_memory_storage_keep_verdicts(spark: Any) -> None:
+    """The automatic shuffle partitions (here one per 10 rows: 30 for 300
+    rows) are set on the session; with them, and with the intermediates
+    persisted in memory instead of on disk, the verdicts are unchanged."""
+    docs = corpus(seed=17, n=300)
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        rows = run(spark, docs, rows_per_partition=10, storage=StorageLevel.MEMORY_AND_DISK)
+        assert spark.conf.get("spark.sql.shuffle.partitions") == str(max(int(before), 30))
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+    assert as_verdicts(rows) == sequential(docs)
+    assert_lossless(rows)
 
 
 def test_union_find_names_each_component_by_its_smallest_vertex() -> None:

@@ -24,10 +24,11 @@ How (docs: crates/python/README.md, "Spark"):
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark import StorageLevel
@@ -37,7 +38,7 @@ from pyspark.sql import types as T
 
 from simcrawl.spark import _graph, _tasks
 
-__all__ = ["VERDICT_COLUMNS", "Options", "dedup", "summary"]
+__all__ = ["VERDICT_COLUMNS", "Options", "dedup", "shuffle_partitions", "summary"]
 
 VERDICT_COLUMNS = (
     "order",
@@ -107,6 +108,27 @@ class Options:
     """A candidate graph of at most this many edges is resolved into
     components on the driver (union-find) instead of in Spark rounds; a
     larger one is resolved in rounds until it is this small."""
+    shuffle_partitions: int | None = None
+    """``spark.sql.shuffle.partitions`` for the job's group-bys and joins
+    (set on the session, which keeps it: the result is lazy). Default: the
+    session's, raised to one per ``rows_per_partition`` input rows."""
+    rows_per_partition: int = 25_000
+    """Input rows per shuffle partition when ``shuffle_partitions`` is
+    automatic: each row gives about 16 key rows to the candidate graph, so a
+    partition's aggregation holds about 400k of them whatever the input."""
+    storage: StorageLevel = field(default_factory=lambda: StorageLevel.DISK_ONLY)
+    """How the input, its signatures, the components and the result are
+    persisted. On disk by default: cached blocks held in memory take
+    execution memory from the graph's aggregations (storage below half of
+    Spark's unified memory is never evicted for them)."""
+
+
+def shuffle_partitions(rows: int, configured: int, per: int) -> int:
+    """The job's shuffle partitions for ``rows`` input rows: the session's
+    ``configured`` count, raised to one partition per ``per`` rows, so that
+    a partition of the graph's aggregations holds a bounded number of rows
+    as the input grows (adaptive execution merges the ones that are small)."""
+    return max(configured, math.ceil(rows / max(per, 1)))
 
 
 def _order_column(df: DataFrame, id: str | None) -> DataFrame:
@@ -155,22 +177,27 @@ def dedup(
             raise ValueError(f"no column {c!r} in the input (columns: {df.columns})")
     spark = df.sparkSession
     signer = _tasks.signer(config)  # checks the config on the driver
-    base = _order_column(df, id).persist(StorageLevel.MEMORY_AND_DISK)
+    base = _order_column(df, id).persist(opts.storage)
+    # One pass: fills the persisted input and sizes the shuffles.
+    parts = opts.shuffle_partitions or shuffle_partitions(
+        base.count(), int(spark.conf.get("spark.sql.shuffle.partitions") or 200), opts.rows_per_partition
+    )
+    spark.conf.set("spark.sql.shuffle.partitions", str(parts))
     title_col = F.col(title).cast("string") if title else F.lit(None).cast("string")
     rows = base.select("order", F.col(url).cast("string"), title_col, F.col(text).cast("string"))
     signed_rdd = rows.rdd.mapPartitions(_tasks.sign_partition(config, opts.batch))
-    signed = spark.createDataFrame(signed_rdd, _SIGNED).persist(StorageLevel.MEMORY_AND_DISK)
+    signed = spark.createDataFrame(signed_rdd, _SIGNED).persist(opts.storage)
     good = signed.where(F.col("error").isNull())
 
     keys = good.select("order", F.explode("keys").alias("key"))
     blocks = good.where(F.col("fp").isNotNull()).select("order", "fp", F.explode("blocks").alias("block"))
     edges = _graph.star_edges(keys, "key").unionByName(_graph.near_edges(blocks, signer.max_distance, opts.oversized))
-    comps = _graph.components(edges, opts.driver_edges).persist(StorageLevel.MEMORY_AND_DISK)
+    comps = _graph.components(edges, opts.driver_edges, storage=opts.storage).persist(opts.storage)
 
     to_judge = (
         good.join(comps, "order")
         .select("component", "order", "size", "sig")
-        .repartition(opts.partitions or int(spark.conf.get("spark.sql.shuffle.partitions") or 200), "component")
+        .repartition(opts.partitions or parts, "component")
         .sortWithinPartitions("component", "order")
     )
     judged_rdd = to_judge.rdd.mapPartitions(
@@ -199,7 +226,7 @@ def dedup(
             "title_tidy",
         )
     )
-    return base.join(verdicts, "order").persist(StorageLevel.MEMORY_AND_DISK)
+    return base.join(verdicts, "order").persist(opts.storage)
 
 
 def summary(out: DataFrame, started: float | None = None) -> dict[str, Any]:

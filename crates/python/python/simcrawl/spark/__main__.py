@@ -57,6 +57,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--config", default=None, help="crawl.toml-shaped settings file (readable on the executors)")
     p.add_argument("--master", default=None, help="Spark master when not run by spark-submit (default local[*])")
     p.add_argument("--partitions", type=int, default=None, help="partitions of the judging stage")
+    p.add_argument(
+        "--shuffle-partitions",
+        type=int,
+        default=None,
+        help=f"spark.sql.shuffle.partitions (default: the session's, at least 1 per {Options.rows_per_partition} rows)",
+    )
     p.add_argument("--oversized", type=int, default=Options.oversized, help="block-key group linked as a star")
     p.add_argument("--spill-rows", type=int, default=Options.spill_rows, help="component judged on disk above")
     p.add_argument("--single", action="store_true", help="also write kept.jsonl etc. as crawl dedup does")
@@ -124,7 +130,12 @@ def main(argv: list[str] | None = None) -> int:
     spark = session(args.master or (None if "SPARK_ENV_LOADED" in os.environ else "local[*]"))
     df = read(spark, args)
     title = args.title if args.title in df.columns else None
-    opts = Options(partitions=args.partitions, oversized=args.oversized, spill_rows=args.spill_rows)
+    opts = Options(
+        partitions=args.partitions,
+        oversized=args.oversized,
+        spill_rows=args.spill_rows,
+        shuffle_partitions=args.shuffle_partitions,
+    )
     out = dedup(df, text=args.text, title=title, url=args.url, id=args.id, config=args.config, options=opts)
     tidy = F.coalesce(F.col("title_tidy"), F.lit(""))
     good = out.where(F.col("error").isNull())

@@ -109,14 +109,24 @@ def union_find(pairs: Iterable[tuple[int, int]]) -> dict[int, int]:
 _COMPONENTS = "order long, component long, size long"
 
 
-def _on_driver(spark: SparkSession, pairs: Iterable[tuple[int, int]]) -> DataFrame:
-    roots = union_find(pairs)
+def _on_driver(spark: SparkSession, edges: DataFrame) -> DataFrame:
+    """Components of ``edges`` by union-find on the driver. The edges are
+    streamed a partition at a time (``toLocalIterator``), never collected
+    whole: the driver holds the union-find's map and the rows it sends
+    back, about 2 vertices per edge."""
+    roots = union_find((int(r[0]), int(r[1])) for r in edges.toLocalIterator())
     sizes = Counter(roots.values())
     rows = [(v, r, sizes[r]) for v, r in roots.items()]
+    del roots, sizes
     return spark.createDataFrame(rows, _COMPONENTS)
 
 
-def components(edges: DataFrame, driver_edges: int = 1_000_000, max_rounds: int = 100) -> DataFrame:
+def components(
+    edges: DataFrame,
+    driver_edges: int = 1_000_000,
+    max_rounds: int = 100,
+    storage: StorageLevel = StorageLevel.DISK_ONLY,
+) -> DataFrame:
     """``(order, component, size)`` for every vertex of ``edges`` (columns
     ``a``, ``b``): the component is its smallest vertex, ``size`` its
     number of vertices.
@@ -129,12 +139,13 @@ def components(edges: DataFrame, driver_edges: int = 1_000_000, max_rounds: int 
     smallest vertex of its neighbourhood) and a small-star step (every
     vertex's smaller neighbours, and itself, are linked to the smallest of
     them). Both keep connectivity; at the fixed point every component is a
-    star around its smallest vertex."""
+    star around its smallest vertex. ``storage``: how the edges are
+    persisted while they are counted and read."""
     spark = edges.sparkSession
-    e = _oriented(edges).persist(StorageLevel.MEMORY_AND_DISK)
+    e = _oriented(edges).persist(storage)
     n = e.count()
     if n <= driver_edges:
-        found = _on_driver(spark, ((r[0], r[1]) for r in e.collect()))
+        found = _on_driver(spark, e)
         e.unpersist()
         return found
     first = e
@@ -164,7 +175,7 @@ def components(edges: DataFrame, driver_edges: int = 1_000_000, max_rounds: int 
         e = _oriented(small.select("e.a", "e.b")).localCheckpoint()
         now = _checksum(e)
         if now[0] <= driver_edges:
-            return _on_driver(spark, ((r[0], r[1]) for r in e.collect()))
+            return _on_driver(spark, e)
         if now == last:
             break
         last = now
