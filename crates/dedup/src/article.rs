@@ -15,7 +15,9 @@
 //! So a page also carries its article when it has one, and the article
 //! matches only **another site's** article: across sites two pages with one
 //! article are one story in two frames; within a site they are siblings.
-//! Across sites a translation can still carry an untranslated block, so a
+//! One path on two hosts is one site's page in two places (a mirror, a
+//! language version on its own host), not another site. Across sites a
+//! translation can still carry an untranslated block, so a
 //! page written in a script its partner does not have at all is not a copy
 //! of it ([`PageScripts::foreign_to`]), and an article must reach
 //! [`ARTICLE_MIN_SIMILARITY`] (the labels' own near-duplicate line), not
@@ -166,9 +168,22 @@ pub(crate) fn site(url: &str) -> &str {
     host.strip_prefix("www.").unwrap_or(host)
 }
 
-/// Whether two URLs are on different sites ([`site`], case-insensitive).
+/// A URL's path and query, without its fragment: what names a page within
+/// its site.
+fn page_path(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let path = rest.find(['/', '?']).map_or("", |i| &rest[i..]);
+    path.split_once('#').map_or(path, |(p, _)| p)
+}
+
+/// Whether two URLs are pages of different sites for the article rule:
+/// different [`site`]s (case-insensitive), and not the same path on both.
+/// One path on two hosts is one site's page served twice: a mirror, or a
+/// language version on its own host (`man.zh-cn` and `man.zh-tw`, a
+/// handbook per language), whose translations of one text are judged by
+/// everything they show, not by a block they share.
 pub(crate) fn other_site(a: &str, b: &str) -> bool {
-    !site(a).eq_ignore_ascii_case(site(b))
+    !site(a).eq_ignore_ascii_case(site(b)) && page_path(a) != page_path(b)
 }
 
 #[cfg(test)]
@@ -178,7 +193,17 @@ mod tests {
     #[test]
     fn sites_ignore_port_www_and_case() {
         assert!(!other_site("http://www.A.test:8080/x", "https://a.test/y"));
-        assert!(other_site("http://news-a.test/x", "http://news-b.test/x"));
+        assert!(other_site(
+            "http://news-a.test/story/1",
+            "http://news-b.test/news/1-2"
+        ));
+        // One path on two hosts: one site's page in two places.
+        assert!(!other_site(
+            "http://man.zh-cn.test/man1/tar.1.html",
+            "http://man.zh-tw.test/man1/tar.1.html#x"
+        ));
+        assert!(other_site("http://a.test/p?id=1", "http://b.test/p?id=2"));
+        assert_eq!(page_path("http://h.test"), "");
         assert!(!other_site("http://u@h.test/x", "http://h.test"));
         assert_eq!(site("http://[::1]:80/x"), "[::1]");
     }

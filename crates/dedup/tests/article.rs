@@ -58,7 +58,7 @@ fn a_page_judged_on_its_article_matches_an_original_judged_on_its_template() {
     let d = Deduper::in_memory().unwrap();
     assert!(check(&d, &page(&d, "http://a.test/1", "Alpha", STORY)).is_unique());
     // A copy whose article is all it shows: judged on it (`Article::Text`).
-    let mut sig = d.sign(&Document::new("http://b.test/1", "", STORY));
+    let mut sig = d.sign(&Document::new("http://b.test/7", "", STORY));
     sig.article = Article::Text(PageScripts::of(STORY));
     let v = check(&d, &sig);
     assert_eq!(v.partner(), Some("http://a.test/1"));
@@ -77,12 +77,15 @@ fn siblings_on_one_site_and_translations_are_not_copies() {
     assert!(check(&d, &page(&d, "http://a.test/1", "Alpha", STORY)).is_unique());
     // Same site (port and www. aside): siblings sharing a block.
     assert!(check(&d, &page(&d, "http://www.a.test:8080/2", "Alpha sports", STORY)).is_unique());
+    // One path on another host: the same site's page in another language
+    // (or a mirror), judged by what it shows, not by the block it shares.
+    assert!(check(&d, &page(&d, "http://zh-tw.a.test/1", "Alpha zh-tw", STORY)).is_unique());
     // Another site, but the page around the block is Russian: a
     // translation that kept a block untranslated.
     let ru = "Совет собрался во вторник и утвердил бюджет нового моста после долгих споров, \
               которые продолжались до поздней ночи; голосование было близким.";
     let shown = format!("{ru} {STORY} {ru}");
-    let mut sig = d.sign(&Document::new("http://ru.test/1", "", &shown));
+    let mut sig = d.sign(&Document::new("http://ru.test/world/3", "", &shown));
     sig.article = d.article(STORY, PageScripts::of(&shown));
     assert!(check(&d, &sig).is_unique());
 }

@@ -1,21 +1,13 @@
 //! The content tier: SimHash block-index candidates and LSH band-index
 //! candidates over the sketch, verified by resemblance.
 
-use super::verify::Match;
+use super::verify::{Against, Match};
 use super::{Deduper, Duplicate, Signature};
 use crate::article::{Article, PageScripts};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::sketch::{SKETCH_BINS, Sketch};
 use crate::store::{ArticleMark, DocId, DocRecord, Prefetch, ReadTables, Store, Tables};
-
-/// What a content lookup compares: the text a document is judged on, or
-/// its article across sites ([`Signature::article`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Against {
-    Text,
-    Article,
-}
 
 /// Candidates from the band index verified per check, newest first: bounds
 /// the work a page sharing many bands with a large site costs.

@@ -1,12 +1,19 @@
 //! Verification: a candidate of any tier decides only when the sketches
 //! show enough resemblance.
 
-use super::content_tier::Against;
 use super::{Duplicate, Signature, Tier};
 use crate::article::{ARTICLE_MIN_SIMILARITY, Article, PageScripts, other_site};
 use crate::fingerprint::Fingerprint;
 use crate::sketch::Sketch;
 use crate::store::{DocId, DocRecord};
+
+/// What a content lookup compares: the text a document is judged on, or
+/// its article across sites ([`Signature::article`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Against {
+    Text,
+    Article,
+}
 
 impl Signature {
     /// Whether `m` is similar enough to decide for this signature, beyond
