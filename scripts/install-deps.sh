@@ -4,7 +4,8 @@
 # zstd), python3 with venv, pip and libpython (demo site server,
 # labelled-set builder, the Python package's tests), chromium and a CJK
 # font (the report's browser test and screenshots), redis-server (the Redis
-# store's tests), nginx (the revisit tests). Without root or apt-get
+# store's tests), nginx (the revisit tests), a Java runtime (Spark local
+# mode for simcrawl.spark's tests). Without root or apt-get
 # it only says what is missing; the tests that need a missing tool then say
 # they skip.
 set -euo pipefail
@@ -31,6 +32,8 @@ command -v redis-server >/dev/null || need+=(redis-server)   # the Redis store's
 command -v redis-cli >/dev/null || need+=(redis-tools)
 # Another tool's WARC files for `crawl dedup --input` (crates/crawl/tests/e2e/warc.rs).
 command -v wget >/dev/null || need+=(wget)
+# Java for Spark local mode (simcrawl.spark's tests, scripts/test-python.sh).
+command -v java >/dev/null || need+=(openjdk-17-jre-headless)
 fc-list 2>/dev/null | grep -i 'wqy\|noto.*cjk' >/dev/null || need+=(fonts-wqy-zenhei)
 # The 32-bit check of the dedup crate (scripts/feature-check.sh): zstd's C
 # part built with -m32 needs the 32-bit C headers.

@@ -27,8 +27,10 @@ if ! "$VENV/bin/python" -c 'import sys; assert sys.version_info >= (3, 9)' 2>/de
   rm -rf "$VENV"
   "$PY" -m venv "$VENV"
 fi
+# pyspark (pinned: the version simcrawl.spark is tested with; it runs on the
+# JRE scripts/install-deps.sh installs) for tests/test_spark.py.
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
-  "maturin>=1.9,<2" "scrapy>=2.11" "pytest>=7" "mypy>=1.10" "ruff>=0.6"
+  "maturin>=1.9,<2" "scrapy>=2.11" "pytest>=7" "mypy>=1.10" "ruff>=0.6" "pyspark==3.5.9"
 
 # The Python sources: lint, format and strict typing (settings in
 # crates/python/pyproject.toml; the extension's types are its .pyi stub).

@@ -334,6 +334,7 @@ mod tests {
             sketch: None,
             features: 0,
             min_similarity: None,
+            article: simcrawl_dedup::Article::None,
         };
         let target = wait.unwrap();
         let digest = target.canonical().digest();

@@ -298,7 +298,7 @@ fn fetch_as_crawl<S: simcrawl_dedup::Store + 'static>(
 ) -> Result<Outcome> {
     let signer: Signer = {
         let d = deduper.clone();
-        Arc::new(move |doc| d.sign(doc))
+        Arc::new(move |doc, article| crate::identity::sign_page(&d, doc, article))
     };
     let stages = crate::daemon::page_stages(
         cfg,

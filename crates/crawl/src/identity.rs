@@ -35,6 +35,11 @@
 //!    template is judged on its own text, template included, and is a copy
 //!    only of a page with exactly that text.
 //!
+//! A page judged on something other than its main text still carries
+//! that text as its *article* ([`Identity::article`]): another site's page
+//! with the same article is its copy (a story inside another site's
+//! template, issue 35; `simcrawl_dedup::Article`).
+//!
 //! The host's template is learnt from the own texts (so a footer or notice
 //! the markup does not declare is learnt wherever it sits) and is left out
 //! of the main text as well. Learning it from the main texts only (which
@@ -44,6 +49,7 @@
 use std::borrow::Cow;
 
 use serde::Serialize;
+use simcrawl_dedup::{Article, PageScripts};
 
 use crate::template::Templates;
 
@@ -132,6 +138,56 @@ pub struct Identity<'a> {
     pub basis: Basis,
     /// Some of the host's learnt template was left out.
     pub template_stripped: bool,
+    /// The page's article when it is judged on something else: its main
+    /// text (without the learnt template) when that has [`MIN_OWN_CHARS`]
+    /// letters and digits. Another site's page with the same article is a
+    /// copy ([`simcrawl_dedup::Article`]): a story inside another site's
+    /// template is judged on the template, and matches its original only
+    /// by its article (issue 35).
+    pub article: Option<Cow<'a, str>>,
+}
+
+/// What a page offers the article rule, before signing.
+#[derive(Debug, Clone, Copy)]
+pub enum ArticleText<'a> {
+    /// No article (a `text` line, or too little main text).
+    None,
+    /// The page is judged on its article; the scripts of its own text.
+    Judged(PageScripts),
+    /// The page is judged on something else; its article, and the scripts
+    /// of its own text.
+    Separate(&'a str, PageScripts),
+}
+
+impl<'a> Identity<'a> {
+    /// The page's [`ArticleText`], the scripts taken from its own text
+    /// `own` (everything it shows outside declared template).
+    pub fn article_text(&'a self, own: &str) -> ArticleText<'a> {
+        article_text(self.basis, self.article.as_deref(), own)
+    }
+}
+
+fn article_text<'a>(basis: Basis, article: Option<&'a str>, own: &str) -> ArticleText<'a> {
+    match (article, basis) {
+        (_, Basis::Main) => ArticleText::Judged(PageScripts::of(own)),
+        (Some(a), _) => ArticleText::Separate(a, PageScripts::of(own)),
+        (None, _) => ArticleText::None,
+    }
+}
+
+/// A page's signature with its article ([`Identity::article_text`]).
+pub fn sign_page<S: simcrawl_dedup::Store>(
+    d: &simcrawl_dedup::Deduper<S>,
+    doc: &simcrawl_dedup::Document<'_>,
+    article: ArticleText<'_>,
+) -> simcrawl_dedup::Signature {
+    let mut sig = d.sign(doc);
+    sig.article = match article {
+        ArticleText::None => Article::None,
+        ArticleText::Judged(scripts) => Article::Text(scripts),
+        ArticleText::Separate(text, scripts) => d.article(text, scripts),
+    };
+    sig
 }
 
 fn own_chars(text: &str) -> usize {
@@ -172,8 +228,10 @@ pub fn identity_of<'a>(
             template_stripped: main_own.is_some(),
             text: main_own.map_or(Cow::Borrowed(main), Cow::Owned),
             basis: Basis::Main,
+            article: None,
         };
     }
+    let article = (m >= MIN_OWN_CHARS).then(|| main_own.map_or(Cow::Borrowed(main), Cow::Owned));
     let basis = if p >= MIN_OWN_CHARS {
         Basis::Page
     } else if p > 0 || page_own.is_none() {
@@ -186,11 +244,13 @@ pub fn identity_of<'a>(
             text: Cow::Owned(text),
             basis,
             template_stripped: true,
+            article,
         },
         _ => Identity {
             text: Cow::Borrowed(own),
             basis,
             template_stripped: false,
+            article,
         },
     }
 }
@@ -205,6 +265,21 @@ pub struct InOrder<'a> {
     pub own_link_chars: usize,
 }
 
+/// An [`Identity`] owned, for [`identities_in_order`].
+#[derive(Debug, Clone)]
+pub struct InOrderIdentity {
+    pub text: String,
+    pub basis: Basis,
+    pub article: Option<String>,
+}
+
+impl InOrderIdentity {
+    /// [`Identity::article_text`].
+    pub fn article_text<'a>(&'a self, own: &str) -> ArticleText<'a> {
+        article_text(self.basis, self.article.as_deref(), own)
+    }
+}
+
 /// For a sequence of pages (`None` for a line that is not one), in order:
 /// each page's identity with what was learnt from the pages before it, and
 /// the page observed. Observing does not depend on verdicts, so this is
@@ -212,12 +287,16 @@ pub struct InOrder<'a> {
 pub fn identities_in_order<'a>(
     templates: &Templates,
     pages: impl Iterator<Item = Option<InOrder<'a>>>,
-) -> Vec<Option<(String, Basis)>> {
+) -> Vec<Option<InOrderIdentity>> {
     pages
         .map(|p| {
             let p = p?;
             let id = identity_of(templates, p.host, p.main, (p.own, p.own_link_chars));
-            let out = (id.text.into_owned(), id.basis);
+            let out = InOrderIdentity {
+                text: id.text.into_owned(),
+                basis: id.basis,
+                article: id.article.map(Cow::into_owned),
+            };
             templates.observe(p.host, p.own);
             Some(out)
         })

@@ -728,6 +728,7 @@ fn populate_in<S: Store>(
                             title: None,
                             sketch,
                             url: format!("u{i}"),
+                            article: None,
                         },
                     )?;
                     blocks.extend(layout.keys(fp).map(|(table, key)| (table, key, fp, i)));
@@ -776,6 +777,7 @@ fn new_signature(rng: &mut StdRng, serial: &mut u64) -> Signature {
         sketch: Some(random_sketch(rng)),
         features: 64,
         min_similarity: None,
+        article: simcrawl_dedup::Article::None,
     }
 }
 

@@ -35,6 +35,7 @@
 #[doc = include_str!("../README.md")]
 struct ReadmeExample;
 
+pub mod article;
 pub mod canonical;
 mod dedup;
 mod digest;
@@ -47,6 +48,7 @@ pub mod scripts;
 pub mod sketch;
 pub mod store;
 
+pub use article::{ARTICLE_MIN_SIMILARITY, Article, PageScripts};
 pub use canonical::{CANONICAL_VERSION, CanonicalUrl, Canonicalizer, UrlConfig, UrlError};
 pub use dedup::{
     BAND_CANDIDATES, Candidate, Comparison, DEFAULT_MIN_SIMILARITY, DEFAULT_TITLE_MIN_SIMILARITY,

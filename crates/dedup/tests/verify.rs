@@ -48,6 +48,7 @@ fn load<S: Store>(d: &Deduper<S>, stored: &[Stored]) {
                         title: None,
                         sketch,
                         url: format!("u{i}"),
+                        article: None,
                     },
                 )?;
                 for (table, key) in layout.keys(s.fp) {
@@ -98,6 +99,7 @@ fn check<S: Store>(d: &Deduper<S>, stored: &[Stored], queries: &[Stored]) {
             sketch: Some(sketch_of(q, d.sketch_bits())),
             features: 64,
             min_similarity: None,
+            article: simcrawl_dedup::Article::None,
         };
         let got = d
             .lookup(&sig)

@@ -120,6 +120,8 @@ macro_rules! on_store {
     };
 }
 
+mod spark;
+
 /// Counts of this object's verdicts since it was opened (the store's own
 /// counts survive reopening; these are per process).
 #[derive(Default)]
@@ -697,6 +699,8 @@ fn _simcrawl(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDeduper>()?;
     m.add_class::<PyVerdict>()?;
     m.add_class::<PyPage>()?;
+    m.add_class::<spark::PySigner>()?;
+    m.add_class::<spark::PyJudge>()?;
     m.add_function(wrap_pyfunction!(distance, m)?)?;
     m.add_function(wrap_pyfunction!(canonical_url, m)?)?;
     m.add("SimcrawlError", m.py().get_type::<SimcrawlError>())?;

@@ -335,7 +335,16 @@ pub(crate) fn parse_line(
         )
     });
     let judged = id.as_ref().map(|id| (id.text.as_ref(), id.basis));
-    Ok(signed(d, &crate::lang::Declared::default(), &c, judged))
+    let article = match (&id, &c.html) {
+        (Some(id), Some(h)) => id.article_text(&h.own),
+        _ => crate::identity::ArticleText::None,
+    };
+    Ok(signed(
+        d,
+        &crate::lang::Declared::default(),
+        &c,
+        (judged, article),
+    ))
 }
 
 /// `c` signed on `judged` (its identity's text and basis; `None`: a
@@ -344,10 +353,13 @@ fn signed(
     d: &Deduper<impl simcrawl_dedup::Store>,
     lang: &crate::lang::Declared,
     c: &Cleaned,
-    judged: Option<(&str, crate::identity::Basis)>,
+    (judged, article): (
+        Option<(&str, crate::identity::Basis)>,
+        crate::identity::ArticleText<'_>,
+    ),
 ) -> ParsedDoc {
     let (text, basis) = judged.unwrap_or((c.text.as_str(), crate::identity::Basis::Text));
-    let mut sig = d.sign(&Document::new(&c.url, &c.title, text));
+    let mut sig = crate::identity::sign_page(d, &Document::new(&c.url, &c.title, text), article);
     sig.min_similarity = basis.min_similarity();
     let (host, hint, chars) = match &c.html {
         Some(h) => (h.host.as_str(), h.lang_hint.as_deref(), h.visible_chars),
@@ -581,7 +593,12 @@ fn sign_all(
         .zip(identities)
         .map(|(c, id)| {
             let c = c?;
-            Ok(signed(d, lang, &c, id.as_ref().map(|(t, b)| (t.as_str(), *b))))
+            let article = match (&id, &c.html) {
+                (Some(id), Some(h)) => id.article_text(&h.own),
+                _ => crate::identity::ArticleText::None,
+            };
+            let judged = id.as_ref().map(|id| (id.text.as_str(), id.basis));
+            Ok(signed(d, lang, &c, (judged, article)))
         })
         .collect()
 }

@@ -304,7 +304,7 @@ impl PageResult {
 
 /// Signs a document with the tiers' settings (`Deduper::sign`), whatever
 /// store the tiers live in: page tasks only sign, verdicts are the writer's.
-pub type Signer = Arc<dyn Fn(&Document<'_>) -> Signature + Send + Sync>;
+pub type Signer = Arc<dyn Fn(&Document<'_>, crate::identity::ArticleText<'_>) -> Signature + Send + Sync>;
 
 /// What every page task shares: the fetcher, the cleaner, the signer and
 /// the crawl's link rules.
@@ -752,7 +752,10 @@ fn clean_and_sign(
         &page.text,
         (&page.own_text, page.own_link_chars),
     );
-    let mut sig = (stages.sign)(&Document::new(entry.url.as_str(), &page.title, &id.text));
+    let mut sig = (stages.sign)(
+        &Document::new(entry.url.as_str(), &page.title, &id.text),
+        id.article_text(&page.own_text),
+    );
     sig.min_similarity = id.basis.min_similarity();
     let facts = PageFacts::of(&id, &sig, page.visible_chars);
     let template_stripped = id.template_stripped;

@@ -451,6 +451,7 @@ mod tests {
             fingerprint: None,
             of_id: None,
             url_skipped: false,
+            article: false,
         })
     }
 

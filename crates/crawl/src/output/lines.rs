@@ -198,6 +198,11 @@ pub struct DuplicateLine<'a> {
     /// rounded by [`round3`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub similarity: Option<f64>,
+    /// Content tier: `true` when the page was matched on its article
+    /// against another site's page with the same article
+    /// (`simcrawl_dedup::Article`); the similarity is the articles'.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub article: bool,
     /// `crawl dedup`: the input line number (1-based).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub line: Option<u64>,
@@ -220,6 +225,7 @@ impl<'a> DuplicateLine<'a> {
             duplicate_of: &d.of,
             distance: d.distance,
             similarity: d.similarity.map(round3),
+            article: d.article,
             line: None,
             record: None,
             judged: None,
@@ -237,6 +243,7 @@ impl<'a> DuplicateLine<'a> {
             duplicate_of: of,
             distance: None,
             similarity: None,
+            article: false,
             line: None,
             record: None,
             judged: None,
@@ -335,6 +342,7 @@ mod tests {
             fingerprint: None,
             of_id: None,
             url_skipped: false,
+            article: false,
         }
     }
 

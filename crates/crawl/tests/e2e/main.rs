@@ -13,6 +13,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod articles;
 mod batch_cli;
 mod canonical;
 mod check;

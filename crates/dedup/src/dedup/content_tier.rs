@@ -1,12 +1,13 @@
 //! The content tier: SimHash block-index candidates and LSH band-index
 //! candidates over the sketch, verified by resemblance.
 
-use super::verify::Match;
-use super::{Deduper, Signature};
+use super::verify::{Against, Match};
+use super::{Deduper, Duplicate, Signature};
+use crate::article::{Article, PageScripts};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::sketch::{SKETCH_BINS, Sketch};
-use crate::store::{DocId, DocRecord, Prefetch, ReadTables, Store};
+use crate::store::{ArticleMark, DocId, DocRecord, Prefetch, ReadTables, Store, Tables};
 
 /// Candidates from the band index verified per check, newest first: bounds
 /// the work a page sharing many bands with a large site costs.
@@ -38,11 +39,11 @@ impl<S: Store> Deduper<S> {
     pub(super) fn content_match(
         &self,
         t: &dyn ReadTables,
-        fp: Fingerprint,
-        sketch: &Sketch,
+        (fp, sketch): (Fingerprint, &Sketch),
         sig: &Signature,
         band_keys: &[u64],
         cutoff: u64,
+        against: Against,
     ) -> Result<Option<Match>> {
         let live = |id: DocId| -> Result<Option<DocRecord>> {
             Ok(t.doc(id)?.filter(|rec| rec.inserted_at >= cutoff))
@@ -55,13 +56,16 @@ impl<S: Store> Deduper<S> {
             checked.insert(id);
             if let Some(rec) = live(id)? {
                 let m = Match::new(id, Some(fp), Some(sketch), rec);
-                if m.similarity >= min && sig.admits(&m) && best.as_ref().is_none_or(|b| m.better_than(b)) {
+                if m.similarity >= min
+                    && sig.admits(&m, against)
+                    && best.as_ref().is_none_or(|b| m.better_than(b))
+                {
                     best = Some(m);
                 }
             }
         }
         // An exact copy is at SimHash distance 0: the bands add nothing.
-        let exact = sig.min_similarity.is_some_and(|m| m >= 1.0);
+        let exact = against == Against::Text && sig.min_similarity.is_some_and(|m| m >= 1.0);
         if best.is_some() || self.config.bands == 0 || exact {
             return Ok(best);
         }
@@ -78,12 +82,83 @@ impl<S: Store> Deduper<S> {
         {
             if let Some(rec) = live(id)? {
                 let m = Match::new(id, Some(fp), Some(sketch), rec);
-                if m.similarity >= min && sig.admits(&m) && best.as_ref().is_none_or(|b| m.better_than(b)) {
+                if m.similarity >= min
+                    && sig.admits(&m, against)
+                    && best.as_ref().is_none_or(|b| m.better_than(b))
+                {
                     best = Some(m);
                 }
             }
         }
         Ok(best)
+    }
+
+    /// The content tier on the text a document is judged on, then on its
+    /// article across sites ([`Signature::article`]).
+    pub(super) fn content_or_article(
+        &self,
+        t: &dyn ReadTables,
+        fp: Fingerprint,
+        sketch: &Sketch,
+        sig: &Signature,
+        band_keys: &[u64],
+        cutoff: u64,
+    ) -> Result<Option<Duplicate>> {
+        if let Some(m) = self.content_match(t, (fp, sketch), sig, band_keys, cutoff, Against::Text)? {
+            return Ok(Some(m.into_content_duplicate(fp)));
+        }
+        let Article::Separate {
+            fingerprint: afp,
+            sketch: article,
+            ..
+        } = &sig.article
+        else {
+            return Ok(None);
+        };
+        let (keys, n) = self.band_key_array(article);
+        Ok(self
+            .content_match(
+                t,
+                (*afp, article.as_ref()),
+                sig,
+                &keys[..n],
+                cutoff,
+                Against::Article,
+            )?
+            .map(|m| Duplicate {
+                article: true,
+                ..m.into_content_duplicate(fp)
+            }))
+    }
+
+    /// Indexes the article of a kept page judged on another text, as a
+    /// record of its own that only another site's article matches.
+    pub(super) fn insert_article(
+        &self,
+        t: &mut dyn Tables,
+        sig: &Signature,
+        (fp, sketch, scripts): (Fingerprint, &Sketch, PageScripts),
+        now: u64,
+    ) -> Result<()> {
+        let id = t.next_doc_id()?;
+        t.put_doc(
+            id,
+            DocRecord {
+                fingerprint: fp,
+                inserted_at: now,
+                title: None,
+                sketch: sketch.clone(),
+                url: sig.url.clone(),
+                article: Some(ArticleMark { only: true, scripts }),
+            },
+        )?;
+        for (table, key) in self.layout.keys(fp.low()) {
+            t.add_block(table, key, fp, id)?;
+        }
+        for key in self.band_keys(sketch) {
+            t.add_band(key, id)?;
+        }
+        Ok(())
     }
 
     /// Every stored fingerprint within the maximum distance of `fp`, nearest
@@ -112,8 +187,10 @@ impl<S: Store> Deduper<S> {
             t.prefetch(&keys)?;
             let mut out = Vec::new();
             for (d, id) in self.hits(t, fp)? {
+                // An article alone is not a document of its own.
                 if let Some(rec) = t.doc(id)?
                     && rec.inserted_at >= cutoff
+                    && !rec.article.is_some_and(|a| a.only)
                 {
                     out.push((d, rec.url));
                 }

@@ -25,6 +25,8 @@ pub use self::title_tier::{TITLE_CANDIDATES, TitlePolicy, normalize_title, title
 pub use self::url_tier::{UrlTier, UrlVerdict};
 
 use std::sync::Arc;
+
+use crate::article::{Article, PageScripts};
 use std::sync::atomic::AtomicU64;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -34,7 +36,7 @@ use crate::features::{FeatureConfig, Features};
 use crate::fingerprint::Fingerprint;
 use crate::index::BlockLayout;
 use crate::sketch::{SKETCH_BINS, Sketch};
-use crate::store::{DocId, DocRecord, Prefetch, ReadTables, Store, Tables};
+use crate::store::{ArticleMark, DocId, DocRecord, Prefetch, ReadTables, Store, Tables};
 
 /// Version of the on-disk layout; bumped when records change shape.
 /// Format 2 added the resemblance sketch to every document and the band
@@ -275,6 +277,37 @@ pub struct Signature {
     /// # Ok::<(), simcrawl_dedup::Error>(())
     /// ```
     pub min_similarity: Option<f64>,
+    /// The page's article, when it has one ([`crate::article`]): another
+    /// site's page with the same article is a copy, whatever else either
+    /// page shows. Not serialized: a signature sent to another process is
+    /// judged on its text alone.
+    ///
+    /// ```
+    /// use simcrawl_dedup::{Deduper, Document, PageScripts};
+    /// let d = Deduper::in_memory()?;
+    /// let story = "The council met on Tuesday and approved the budget for the new bridge after a \
+    ///     debate that lasted well into the night; the vote was close, seven to six, and the \
+    ///     mayor said work would start in the spring once the contracts are signed.";
+    /// // Three templates, each judged with the story (it is under half of
+    /// // what the page shows): what sets pages apart is their template.
+    /// let frame = |w: &str| (0..80).map(|i| format!("{w}{i} ")).collect::<String>();
+    /// let sign = |url: &str, template: &str| {
+    ///     let page = format!("{} {story} {}", frame(template), frame(&template.replace(' ', "x")));
+    ///     let mut sig = d.sign(&Document::new(url, "", &page));
+    ///     sig.article = d.article(story, PageScripts::of(&page));
+    ///     sig
+    /// };
+    /// assert!(d.check_signed(&sign("http://a.example/1", "harbour violin"))?.is_unique());
+    /// // A copy inside another site's template: dropped by its article.
+    /// let copy = d.check_signed(&sign("http://b.example/7", "granite pepper"))?;
+    /// assert_eq!(copy.partner(), Some("http://a.example/1"));
+    /// assert!(copy.duplicate().is_some_and(|dup| dup.article));
+    /// // On the same site, one article in two pages is two sibling pages.
+    /// assert!(d.check_signed(&sign("http://a.example/2", "lantern meadow"))?.is_unique());
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub article: Article,
 }
 
 /// The decision about one document.
@@ -423,6 +456,11 @@ pub struct Duplicate {
     /// [`Verdict::Unique`]).
     #[cfg_attr(feature = "serde", serde(default))]
     pub url_skipped: bool,
+    /// Matched on its article, against another site's page with the same
+    /// article ([`Signature::article`]). Serialized only when true, so the
+    /// verdicts of documents without articles read as before.
+    #[cfg_attr(feature = "serde", serde(default, skip_serializing_if = "std::ops::Not::not"))]
+    pub article: bool,
 }
 
 impl Duplicate {
@@ -676,7 +714,29 @@ impl<S: Store> Deduper<S> {
             sketch: Sketch::of(doc.text).map(|s| s.narrow(self.sketch_bits)),
             features,
             min_similarity: None,
+            article: Article::None,
         }
+    }
+
+    /// The [`Article`] of a page with article text `text`, signed
+    /// separately from what the page is judged on, and the scripts of the
+    /// whole page (`Article::None` when the text has no features).
+    pub fn article(&self, text: &str, scripts: PageScripts) -> Article {
+        let (fingerprint, _) = self.features.fingerprint_counted_bits(text, self.config.bits);
+        match (fingerprint, Sketch::of(text)) {
+            (Some(fingerprint), Some(sketch)) => Article::Separate {
+                fingerprint,
+                sketch: Box::new(sketch.narrow(self.sketch_bits)),
+                scripts,
+            },
+            _ => Article::None,
+        }
+    }
+
+    /// Title and content tiers of a signature made by [`Deduper::sign`]
+    /// (and perhaps given an [`Article`]), in its own transaction.
+    pub fn check_signed(&self, sig: &Signature) -> Result<Verdict> {
+        self.write(|t| self.check_in(t, sig, UrlTier::Skip))
     }
 
     /// All three tiers: URL, then title, then content. An invalid URL skips
@@ -729,6 +789,15 @@ impl<S: Store> Deduper<S> {
                 p.blocks.extend(self.layout.keys(fp.low()));
                 p.bands.extend(self.band_keys(sketch));
                 p.documents += 1;
+                // Kept, its article is a record of its own.
+                if let Article::Separate {
+                    fingerprint, sketch, ..
+                } = &sig.article
+                {
+                    p.blocks.extend(self.layout.keys(fingerprint.low()));
+                    p.bands.extend(self.band_keys(sketch));
+                    p.documents += 1;
+                }
             }
         }
         p
@@ -763,9 +832,7 @@ impl<S: Store> Deduper<S> {
                 return Ok(None);
             };
             let (band_keys, bands) = self.band_key_array(sketch);
-            Ok(self
-                .content_match(t, fp, sketch, sig, &band_keys[..bands], cutoff)?
-                .map(|m| m.into_content_duplicate(fp)))
+            self.content_or_article(t, fp, sketch, sig, &band_keys[..bands], cutoff)
         })
     }
 
@@ -804,11 +871,8 @@ impl<S: Store> Deduper<S> {
         // Computed once: looked up now, indexed under if the page is kept.
         let (band_keys, bands) = self.band_key_array(sketch);
         let band_keys = &band_keys[..bands];
-        if let Some(m) = self.content_match(&*t, fp, sketch, sig, band_keys, cutoff)? {
-            return Ok(Verdict::Duplicate(Duplicate {
-                url_skipped,
-                ..m.into_content_duplicate(fp)
-            }));
+        if let Some(dup) = self.content_or_article(&*t, fp, sketch, sig, band_keys, cutoff)? {
+            return Ok(Verdict::Duplicate(Duplicate { url_skipped, ..dup }));
         }
         let id = t.next_doc_id()?;
         let rec = DocRecord {
@@ -817,6 +881,10 @@ impl<S: Store> Deduper<S> {
             title: sig.title_digest.map(u128::to_be_bytes),
             sketch: sketch.clone(),
             url: sig.url.clone(),
+            article: match sig.article {
+                Article::Text(scripts) => Some(ArticleMark { only: false, scripts }),
+                _ => None,
+            },
         };
         t.put_doc(id, rec)?;
         for (table, key) in self.layout.keys(fp.low()) {
@@ -827,6 +895,14 @@ impl<S: Store> Deduper<S> {
         }
         if let Some(td) = sig.title_digest {
             t.add_title(td, id)?;
+        }
+        if let Article::Separate {
+            fingerprint,
+            sketch,
+            scripts,
+        } = &sig.article
+        {
+            self.insert_article(t, sig, (*fingerprint, sketch.as_ref(), *scripts), now)?;
         }
         Ok(Verdict::Unique {
             id: Some(id),

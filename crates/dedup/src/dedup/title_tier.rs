@@ -76,7 +76,7 @@ impl<S: Store> Deduper<S> {
             }
             same_host += usize::from(host_of(&rec.url).eq_ignore_ascii_case(host));
             let m = Match::new(id, sig.fingerprint, sig.sketch.as_ref(), rec);
-            if !sig.admits(&m) {
+            if !sig.admits(&m, super::verify::Against::Text) {
                 continue;
             }
             if best.as_ref().is_none_or(|b| m.better_than(b)) {
@@ -106,6 +106,7 @@ impl<S: Store> Deduper<S> {
             of_id: Some(best.id),
             fingerprint: sig.fingerprint,
             url_skipped: false,
+            article: false,
         }))
     }
 }

@@ -202,6 +202,7 @@ impl<S: Store> Deduper<S> {
                     similarity: None,
                     fingerprint: sig.fingerprint,
                     url_skipped: false,
+                    article: false,
                 })),
             },
             _ => {

@@ -2,14 +2,44 @@
 //! show enough resemblance.
 
 use super::{Duplicate, Signature, Tier};
+use crate::article::{ARTICLE_MIN_SIMILARITY, Article, PageScripts, other_site};
 use crate::fingerprint::Fingerprint;
 use crate::sketch::Sketch;
 use crate::store::{DocId, DocRecord};
 
+/// What a content lookup compares: the text a document is judged on, or
+/// its article across sites ([`Signature::article`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Against {
+    Text,
+    Article,
+}
+
 impl Signature {
     /// Whether `m` is similar enough to decide for this signature, beyond
     /// the tier's own threshold (checked by the caller).
-    pub(super) fn admits(&self, m: &Match) -> bool {
+    pub(super) fn admits(&self, m: &Match, against: Against) -> bool {
+        let article = m.rec.article;
+        match against {
+            // Only another site's article matches an article alone.
+            Against::Text if article.is_some_and(|a| a.only) => match (&self.article, article) {
+                (Article::Text(mine), Some(theirs)) => self.same_story(m, *mine, theirs.scripts),
+                _ => false,
+            },
+            Against::Text => self.admits_text(m),
+            Against::Article => match (self.article.scripts(), article) {
+                (Some(mine), Some(theirs)) => self.same_story(m, mine, theirs.scripts),
+                _ => false,
+            },
+        }
+    }
+
+    /// One article on two sites, in the same scripts, near-duplicate.
+    fn same_story(&self, m: &Match, mine: PageScripts, theirs: PageScripts) -> bool {
+        m.similarity >= ARTICLE_MIN_SIMILARITY && other_site(&self.url, &m.rec.url) && !mine.apart(theirs)
+    }
+
+    fn admits_text(&self, m: &Match) -> bool {
         match self.min_similarity {
             None => true,
             Some(min) if min >= 1.0 => self.sketch.as_ref().is_some_and(|s| s.same_text(&m.rec.sketch)),
@@ -55,6 +85,7 @@ impl Match {
             similarity: Some(self.similarity),
             fingerprint: Some(fp),
             url_skipped: false,
+            article: self.rec.article.is_some_and(|a| a.only),
         }
     }
 }

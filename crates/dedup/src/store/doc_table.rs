@@ -171,6 +171,7 @@ mod tests {
             title: None,
             sketch: Sketch::from_bins([0; crate::sketch::SKETCH_BINS], 0),
             url: format!("u{id}"),
+            article: None,
         }
     }
 

@@ -165,19 +165,35 @@ pub struct DocRecord {
     pub sketch: Sketch,
     /// Its URL, reported as `duplicate_of` for later copies.
     pub url: String,
+    /// The record is of its page's article (see [`crate::Article`]):
+    /// another site's page with the same article is a copy of it.
+    pub article: Option<ArticleMark>,
+}
+
+/// What a record of a page's article keeps beside its sketch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArticleMark {
+    /// The record holds the article alone: its page was judged on another
+    /// text, so only another site's article may match it.
+    pub only: bool,
+    /// The scripts of the whole page: a page in a script its partner does
+    /// not have is a translation around an untranslated block.
+    pub scripts: crate::article::PageScripts,
 }
 
 impl DocRecord {
     /// Byte encoding: fingerprint (low half), time, flags, title digest
     /// (flag 1), the fingerprint's upper half (flag 2, 128 bits only),
-    /// sketch (one byte a bin under flag 4, two otherwise), URL. A record
-    /// with a 64-bit fingerprint and a 16-bit sketch has the bytes it had
-    /// before either option existed.
+    /// the page's scripts (flag 8: a record of its page's article; flag 16:
+    /// of the article alone), sketch (one byte a bin under flag 4, two
+    /// otherwise), URL. A record with a 64-bit fingerprint and a 16-bit
+    /// sketch and no article has the bytes it had before any option existed.
     pub fn encode(&self) -> Vec<u8> {
         // Exactly its length: the memory store keeps this buffer as is.
         let len = 17
             + 16 * usize::from(self.title.is_some())
             + 8 * usize::from(self.fingerprint.high().is_some())
+            + 2 * usize::from(self.article.is_some())
             + self.sketch.encoded_len()
             + self.url.len();
         let mut out = Vec::with_capacity(len);
@@ -187,13 +203,18 @@ impl DocRecord {
         out.push(
             u8::from(self.title.is_some())
                 | u8::from(high.is_some()) << 1
-                | u8::from(self.sketch.bits() == 8) << 2,
+                | u8::from(self.sketch.bits() == 8) << 2
+                | u8::from(self.article.is_some()) << 3
+                | u8::from(self.article.is_some_and(|a| a.only)) << 4,
         );
         if let Some(t) = self.title {
             out.extend_from_slice(&t);
         }
         if let Some(h) = high {
             out.extend_from_slice(&h.to_le_bytes());
+        }
+        if let Some(a) = self.article {
+            out.extend_from_slice(&a.scripts.to_bytes());
         }
         self.sketch.encode_into(&mut out);
         out.extend_from_slice(self.url.as_bytes());
@@ -214,7 +235,8 @@ impl DocRecord {
         let low = u64_at(0)?;
         let at = u64_at(8)?;
         let flags = *bytes.get(16).ok_or_else(bad)?;
-        if flags > 7 {
+        // Flag 16 (article alone) only with flag 8 (article).
+        if flags > 31 || flags & 24 == 16 {
             return Err(bad());
         }
         let mut rest = 17;
@@ -232,6 +254,20 @@ impl DocRecord {
         } else {
             Fingerprint::new(low)
         };
+        let article = if flags & 8 == 8 {
+            let b: [u8; 2] = bytes
+                .get(rest..rest + 2)
+                .ok_or_else(bad)?
+                .try_into()
+                .map_err(|_| bad())?;
+            rest += 2;
+            Some(ArticleMark {
+                only: flags & 16 == 16,
+                scripts: crate::article::PageScripts::from_bytes(b),
+            })
+        } else {
+            None
+        };
         let sketch_end = rest
             + if flags & 4 == 4 {
                 Sketch::ENCODED_LEN_NARROW
@@ -248,6 +284,7 @@ impl DocRecord {
             title,
             sketch,
             url,
+            article,
         })
     }
 }
@@ -474,6 +511,7 @@ mod tests {
             title,
             sketch: Sketch::from_bins([7; crate::sketch::SKETCH_BINS], 42),
             url: "http://a.example/页".to_string(),
+            article: None,
         }
     }
 
@@ -503,6 +541,23 @@ mod tests {
     }
 
     #[test]
+    fn article_records_round_trip_and_cost_two_bytes() {
+        let plain = record(Fingerprint::new(5), Some([3; 16]));
+        for only in [false, true] {
+            let scripts = crate::PageScripts::of("the story 故事");
+            let rec = DocRecord {
+                article: Some(ArticleMark { only, scripts }),
+                ..plain.clone()
+            };
+            let bytes = rec.encode();
+            assert_eq!(bytes.len(), plain.encode().len() + 2);
+            assert_eq!(bytes[16] & 24, if only { 24 } else { 8 });
+            assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
+            assert_eq!(bytes.capacity(), bytes.len());
+        }
+    }
+
+    #[test]
     fn a_64_bit_record_keeps_the_format_of_stores_written_before_128_bits() {
         // The layout every existing store holds: fingerprint, time, title
         // flag 0 or 1 (+ digest), sketch, URL.
@@ -513,9 +568,12 @@ mod tests {
         assert_eq!(bytes.len(), 33 + Sketch::ENCODED_LEN + rec.url.len());
         let wide = record(Fingerprint::wide(6 << 64 | 5), None).encode();
         assert_eq!((wide[16], &wide[17..25]), (2, &6u64.to_le_bytes()[..]));
-        let mut bad = bytes.clone();
-        bad[16] = 8;
-        assert!(DocRecord::decode(&bad).is_err());
+        // Flags beyond 31, and "article alone" without "article": refused.
+        for flags in [32, 16, 17] {
+            let mut bad = bytes.clone();
+            bad[16] = flags;
+            assert!(DocRecord::decode(&bad).is_err(), "flags {flags}");
+        }
         // An 8-bit sketch: flag 4, 128 bytes fewer.
         let mut narrow = rec.clone();
         narrow.sketch = narrow.sketch.narrow(8);

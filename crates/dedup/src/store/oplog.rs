@@ -659,6 +659,7 @@ mod tests {
             title: None,
             sketch: Sketch::from_bins([id as u16; SKETCH_BINS], u128::from(id)),
             url: format!("u{id}"),
+            article: None,
         }
     }
 

@@ -162,3 +162,35 @@ def distance(a: Fingerprint, b: Fingerprint) -> int:
 def canonical_url(url: str) -> str:
     """The canonical form of a URL, as the URL tier keys it under the
     default settings (Deduper.canonical_url applies a Deduper's own)."""
+
+SignedTuple = tuple[bytes | None, str | None, str | None, int | None, list[int], list[int], int, int, str | None]
+"""A signed row: (signature, title as written, simhash, low 64 bits of the
+SimHash, block-index keys, band/title/URL keys, features, chars, error)."""
+
+JudgedTuple = tuple[bool, str | None, str | None, int | None, int | None, float | None]
+"""A judged row: (kept, tier, duplicate_of, duplicate_of_order, distance,
+similarity)."""
+
+class Signer:
+    """Signs rows as ``crawl dedup`` signs its input lines (simcrawl.spark)."""
+
+    def __init__(self, config: Mapping[str, Any] | str | os.PathLike[str] | None = None) -> None: ...
+    @property
+    def max_distance(self) -> int:
+        """The SimHash distance at or under which two rows are near (k)."""
+    def sign(self, rows: list[tuple[str, str | None, str | None]]) -> list[SignedTuple]:
+        """One tuple per (url, title, text) row; a row crawl dedup would
+        skip has only its error."""
+
+class Judge:
+    """Runs the tiers over signed rows, in the order given (simcrawl.spark)."""
+
+    def __init__(
+        self,
+        config: Mapping[str, Any] | str | os.PathLike[str] | None = None,
+        path: str | os.PathLike[str] | None = None,
+    ) -> None: ...
+    def check(self, rows: list[tuple[bytes, int]]) -> list[JudgedTuple]:
+        """(signature, order) rows judged in order against those before."""
+    def kept(self) -> int:
+        """Documents kept so far."""

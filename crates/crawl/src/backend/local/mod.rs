@@ -161,7 +161,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<R
 
     let signer: Signer = {
         let d = deduper.clone();
-        Arc::new(move |doc| d.sign(doc))
+        Arc::new(move |doc, article| crate::identity::sign_page(&d, doc, article))
     };
     let canon = deduper.canonicalizer().clone();
     let stages = page_stages(&cfg, seeds, signer, canon, templates.clone(), dust.clone())?;

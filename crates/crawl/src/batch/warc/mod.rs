@@ -510,6 +510,7 @@ fn revisit(run: &mut Run, originals: &mut Originals<'_>, names: &[String], item:
                 fingerprint: None,
                 of_id: None,
                 url_skipped: false,
+                article: false,
             };
             run.p.verdicts.record_duplicate(Tier::Content);
             run.outputs.duplicates.write(&DuplicateLine {

@@ -1,0 +1,124 @@
+//! End-to-end: one story inside two sites' templates (issue 35). Each page
+//! is judged on everything it shows (its article is under half of it), so
+//! the two pages only match by their articles, across sites; a different
+//! story in the same template is kept.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::support::server::{Reply, Request, Server};
+use crate::support::{field, gibberish, path_of, site_crawl, tempdir};
+
+/// A news page of a site whose template is `seed`'s words: a masthead,
+/// teaser paragraphs (not links) and a footer around the story.
+fn news_page(seed: u64, title: &str, story: &str, links: &[&str]) -> String {
+    let side: String = (0..8)
+        .map(|i| {
+            format!(
+                "<div class=\"teaser\"><p>{}</p></div>",
+                gibberish(seed * 100 + i, 35)
+            )
+        })
+        .collect();
+    let nav: String = links
+        .iter()
+        .map(|l| format!("<a href=\"{l}\">{l}</a> "))
+        .collect();
+    let paragraphs: String = story.split(". ").map(|p| format!("<p>{p}.</p>")).collect();
+    format!(
+        "<!doctype html><html><head><title>{title}</title></head><body>\
+         <div class=\"masthead\"><p>{}</p>{nav}</div>\
+         <div class=\"content\"><h1>{title}</h1><article>{paragraphs}</article></div>\
+         <div class=\"more\">{side}</div><div class=\"legal\"><p>{}</p></div></body></html>",
+        gibberish(seed, 20),
+        gibberish(seed + 1, 40)
+    )
+}
+
+/// A news site; its story is at `story_path` (two sites do not name their
+/// pages alike: one path on two hosts is one site's page served twice).
+fn site(seed: u64, story_path: &'static str, story: String, other: String) -> Server {
+    Server::start(move |req: &Request| match req.path.as_str() {
+        "/" => Reply::html(news_page(
+            seed,
+            "Front",
+            &gibberish(seed + 7, 60),
+            &[story_path, "/other.html"],
+        )),
+        p if p == story_path => Reply::html(news_page(seed, "Bridge vote", &story, &[])),
+        "/other.html" => Reply::html(news_page(seed, "Harbour fire", &other, &[])),
+        _ => Reply::status(404),
+    })
+}
+
+fn sentences(seed: u64) -> String {
+    (0..12)
+        .map(|i| gibberish(seed * 1000 + i, 18))
+        .collect::<Vec<_>>()
+        .join(". ")
+}
+
+fn line<'a>(lines: &'a [Value], host: &str, path: &str) -> Option<&'a Value> {
+    lines
+        .iter()
+        .find(|v| field(v, "url").contains(host) && path_of(field(v, "url")) == path)
+}
+
+#[test]
+fn a_story_in_another_sites_template_is_dropped_by_its_article() {
+    let story = sentences(1);
+    let alpha = site(10, "/story.html", story.clone(), sentences(2));
+    let beta = site(20, "/news/bridge-vote.html", story, sentences(3));
+    let port = |s: &Server| s.base().rsplit(':').next().unwrap().to_string();
+    let dir = tempdir("e2e-articles-");
+    let alpha_root = format!("http://alpha.test:{}/", port(&alpha));
+    let dirs = site_crawl(dir.path(), &alpha_root, 1, "");
+    std::fs::write(
+        &dirs.seeds,
+        format!("{alpha_root}\nhttp://beta.test:{}/\n", port(&beta)),
+    )
+    .unwrap();
+    let mut config = std::fs::read_to_string(&dirs.config).unwrap();
+    config.push_str("\n[fetch.resolve]\n\"alpha.test\" = [\"127.0.0.1\"]\n\"beta.test\" = [\"127.0.0.1\"]\n");
+    std::fs::write(&dirs.config, config).unwrap();
+    dirs.run_ok(Duration::from_secs(60));
+    let (kept, dups) = (dirs.kept(), dirs.duplicates());
+    // Everything else is kept: the front pages and the other stories,
+    // though each shares its site's template with the story.
+    for (host, path) in [
+        ("alpha", "/"),
+        ("beta", "/"),
+        ("alpha", "/other.html"),
+        ("beta", "/other.html"),
+    ] {
+        assert!(
+            line(&kept, host, path).is_some(),
+            "{host}{path} not kept\n{dups:?}\n{}",
+            dirs.log()
+        );
+    }
+    // One copy of the story is kept, the other dropped for it by article.
+    let (a, b) = (
+        line(&dups, "alpha", "/story.html"),
+        line(&dups, "beta", "/news/bridge-vote.html"),
+    );
+    let (dropped, of, of_path) = match (a, b) {
+        (Some(d), None) => (d, "beta.test", "/news/bridge-vote.html"),
+        (None, Some(d)) => (d, "alpha.test", "/story.html"),
+        _ => panic!(
+            "exactly one copy of the story must be dropped: {dups:?}\n{}",
+            dirs.log()
+        ),
+    };
+    assert!(field(dropped, "duplicate_of").contains(of), "{dropped}");
+    assert_eq!(path_of(field(dropped, "duplicate_of")), of_path);
+    assert_eq!(dropped["article"], Value::Bool(true), "{dropped}");
+    assert_eq!(
+        field(dropped, "basis"),
+        "page",
+        "judged on its template: {dropped}"
+    );
+    assert_eq!(dups.len(), 1, "{dups:?}");
+}
