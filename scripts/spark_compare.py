@@ -13,37 +13,35 @@ same URL, at the same distance and similarity. Exits 1 on any difference.
 import glob
 import json
 import sys
+from collections.abc import Iterator
+from typing import Any
 
-Verdict = tuple[object, ...]
+Verdict = tuple[Any, ...]
 
 
-def verdict(r: dict[str, object]) -> Verdict:
+def verdict(r: dict[str, Any]) -> Verdict:
     return (r["tier"], r["duplicate_of"], r.get("distance"), r.get("similarity"))
 
 
-def spark(out: str) -> dict[str, Verdict]:
-    v: dict[str, Verdict] = {}
-    for f in glob.glob(out + "/kept/*.json"):
-        for line in open(f, encoding="utf-8"):
-            v[json.loads(line)["url"]] = ("kept",)
-    for f in glob.glob(out + "/duplicates/*.json"):
-        for line in open(f, encoding="utf-8"):
-            r = json.loads(line)
-            v[r["url"]] = verdict(r)
+def records(paths: list[str]) -> Iterator[dict[str, Any]]:
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                yield json.loads(line)
+
+
+def verdicts(kept: list[str], dropped: list[str]) -> dict[str, Verdict]:
+    v: dict[str, Verdict] = {r["url"]: ("kept",) for r in records(kept)}
+    v.update((r["url"], verdict(r)) for r in records(dropped))
     return v
 
 
-def dedup(out: str) -> dict[str, Verdict]:
-    v: dict[str, Verdict] = {}
-    for line in open(out + "/kept.jsonl", encoding="utf-8"):
-        v[json.loads(line)["url"]] = ("kept",)
-    for line in open(out + "/duplicates.jsonl", encoding="utf-8"):
-        r = json.loads(line)
-        v[r["url"]] = verdict(r)
-    return v
-
-
-a, b = spark(sys.argv[1]), dedup(sys.argv[2])
+spark_out, crawl_out = sys.argv[1], sys.argv[2]
+a = verdicts(glob.glob(spark_out + "/kept/*.json"), glob.glob(spark_out + "/duplicates/*.json"))
+b = verdicts([crawl_out + "/kept.jsonl"], [crawl_out + "/duplicates.jsonl"])
 differ = [k for k in b.keys() | a.keys() if a.get(k) != b.get(k)]
-print(f"{len(a)} simcrawl.spark rows, {len(b)} crawl dedup rows, {len(b) - len(differ)} identical, {len(differ)} differ {sorted(differ)[:5]}")
+same = len(b.keys() | a.keys()) - len(differ)
+print(
+    f"{len(a)} simcrawl.spark rows, {len(b)} crawl dedup rows: {same} identical, {len(differ)} differ {sorted(differ)[:5]}"
+)
 sys.exit(1 if differ else 0)
