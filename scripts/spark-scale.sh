@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # simcrawl.spark in Spark local mode over generated corpora of growing size
 # (docs/SPARK.md "Scaling"): time, peak memory, and the verdict counts of
-# `crawl dedup` over the same file. Not part of CI (minutes to an hour).
+# `crawl dedup` over the same file, and the two compared row by row
+# (scripts/spark_compare.py). Not part of CI (minutes to an hour).
 #
 #   scripts/spark-scale.sh [SIZES...]        # default: 100000 300000 1000000
 #
@@ -69,4 +70,5 @@ for n in $SIZES; do
   read -r cwall crss <"$work/ctime-$n"
   echo "docs $n: spark $MASTER wall ${wall}s JVM peak RSS $((jvm / 1024)) MiB, all processes $((tree / 1024)) MiB at most; $(tail -1 "$work/log-$n")"
   echo "docs $n: crawl dedup wall ${cwall}s peak RSS $((crss / 1024)) MiB; $(tail -1 "$work/clog-$n")"
+  echo "docs $n: verdicts: $(python3 scripts/spark_compare.py "$work/out-$n" "$work/crawl-$n" || true)"
 done

@@ -167,7 +167,9 @@ def dedup(
     ``component`` (rows that could meet) and ``order``; ``title_tidy``: the
     title as ``crawl dedup`` writes it. ``config``: None, a dict shaped
     like crawl.toml or the path of a TOML file (readable on the
-    executors). The result is persisted; :func:`summary` counts it."""
+    executors). The result is persisted (``Options.storage``, on disk by
+    default); :func:`summary` counts it. Sets the session's
+    ``spark.sql.shuffle.partitions`` (``Options.shuffle_partitions``)."""
     opts = options or Options()
     taken = [c for c in (*VERDICT_COLUMNS, "title_tidy") if c in df.columns]
     if taken:
