@@ -79,7 +79,11 @@ fn siblings_on_one_site_and_translations_are_not_copies() {
     assert!(check(&d, &page(&d, "http://www.a.test:8080/2", "Alpha sports", STORY)).is_unique());
     // One path on another host: the same site's page in another language
     // (or a mirror), judged by what it shows, not by the block it shares.
-    assert!(check(&d, &page(&d, "http://zh-tw.a.test/1", "Alpha zh-tw", STORY)).is_unique());
+    let d2 = Deduper::in_memory().unwrap();
+    assert!(check(&d2, &page(&d2, "http://a.test/1", "Alpha", STORY)).is_unique());
+    assert!(check(&d2, &page(&d2, "http://zh-tw.a.test/1", "Alpha zh-tw", STORY)).is_unique());
+    // ... where another path on another site is a copy.
+    assert!(check(&d2, &page(&d2, "http://b.test/1/", "Beta", STORY)).is_duplicate());
     // Another site, but the page around the block is Russian: a
     // translation that kept a block untranslated.
     let ru = "Совет собрался во вторник и утвердил бюджет нового моста после долгих споров, \
