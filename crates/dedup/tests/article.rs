@@ -103,3 +103,25 @@ fn a_different_story_in_the_same_template_is_kept() {
         known yet, though an electrical fault in the old wiring is suspected by the inspectors.";
     assert!(check(&d, &page(&d, "http://b.test/1", "Alpha", other)).is_unique());
 }
+
+#[test]
+fn with_articles_off_no_article_is_indexed_or_matched() {
+    let d = Deduper::new(
+        simcrawl_dedup::MemoryStore::new(),
+        simcrawl_dedup::DedupConfig {
+            articles: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    assert!(check(&d, &page(&d, "http://a.test/1", "Alpha", STORY)).is_unique());
+    // One record (the page), none for its article.
+    assert_eq!(d.stats().unwrap().documents, 1);
+    assert!(check(&d, &page(&d, "http://b.test/9", "Beta", STORY)).is_unique());
+    assert_eq!(d.article(STORY, PageScripts::of(STORY)), Article::None);
+    // On, the same two pages: two records for the first, and a copy.
+    let on = Deduper::in_memory().unwrap();
+    assert!(check(&on, &page(&on, "http://a.test/1", "Alpha", STORY)).is_unique());
+    assert_eq!(on.stats().unwrap().documents, 2);
+    assert!(check(&on, &page(&on, "http://b.test/9", "Beta", STORY)).is_duplicate());
+}

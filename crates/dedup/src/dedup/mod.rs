@@ -116,6 +116,12 @@ pub struct DedupConfig {
     /// forever). In config files a duration such as `"7d"`.
     #[serde(with = "window_serde")]
     pub window: Option<Duration>,
+    /// Index each kept page's article ([`Signature::article`]), so that
+    /// another site's page with the same article is its copy. `false`:
+    /// [`Deduper::article`] gives [`Article::None`] and no article record
+    /// is written (records written before still count); one record less
+    /// for each kept page judged on something other than its article.
+    pub articles: bool,
     /// How text becomes features.
     pub features: FeatureConfig,
     /// The URL tier: which query parameters are tracking
@@ -179,6 +185,7 @@ impl Default for DedupConfig {
             band_rows: 4,
             sketch_bits: None,
             window: None,
+            articles: true,
             features: FeatureConfig::default(),
             url: UrlConfig::default(),
         }
@@ -722,6 +729,9 @@ impl<S: Store> Deduper<S> {
     /// separately from what the page is judged on, and the scripts of the
     /// whole page (`Article::None` when the text has no features).
     pub fn article(&self, text: &str, scripts: PageScripts) -> Article {
+        if !self.config.articles {
+            return Article::None;
+        }
         let (fingerprint, _) = self.features.fingerprint_counted_bits(text, self.config.bits);
         match (fingerprint, Sketch::of(text)) {
             (Some(fingerprint), Some(sketch)) => Article::Separate {
@@ -882,7 +892,7 @@ impl<S: Store> Deduper<S> {
             sketch: sketch.clone(),
             url: sig.url.clone(),
             article: match sig.article {
-                Article::Text(scripts) => Some(ArticleMark { only: false, scripts }),
+                Article::Text(scripts) if self.config.articles => Some(ArticleMark { only: false, scripts }),
                 _ => None,
             },
         };
