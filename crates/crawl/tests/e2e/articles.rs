@@ -66,6 +66,73 @@ fn line<'a>(lines: &'a [Value], host: &str, path: &str) -> Option<&'a Value> {
         .find(|v| field(v, "url").contains(host) && path_of(field(v, "url")) == path)
 }
 
+/// The two story pages' lines among `dups` (each `None` when kept): one
+/// must be dropped, by article, for the other.
+fn assert_one_story_dropped_by_article(dups: &[Value], log: &dyn Fn() -> String) {
+    let (a, b) = (
+        line(dups, "alpha", "/story.html"),
+        line(dups, "beta", "/news/bridge-vote.html"),
+    );
+    let (dropped, of, of_path) = match (a, b) {
+        (Some(d), None) => (d, "beta.test", "/news/bridge-vote.html"),
+        (None, Some(d)) => (d, "alpha.test", "/story.html"),
+        _ => panic!(
+            "exactly one copy of the story must be dropped: {dups:?}\n{}",
+            log()
+        ),
+    };
+    assert!(field(dropped, "duplicate_of").contains(of), "{dropped}");
+    assert_eq!(path_of(field(dropped, "duplicate_of")), of_path);
+    assert_eq!(dropped["article"], Value::Bool(true), "{dropped}");
+    assert_eq!(
+        field(dropped, "basis"),
+        "page",
+        "judged on its template: {dropped}"
+    );
+    assert_eq!(dups.len(), 1, "{dups:?}");
+}
+
+/// The same two sites crawled by two workers sharing a real Redis (the
+/// tiers in Redis): the article record is shared like any other.
+#[test]
+fn workers_sharing_redis_drop_a_story_by_its_article() {
+    let Some(url) = crate::redis::redis_url("workers_sharing_redis_drop_a_story_by_its_article") else {
+        return;
+    };
+    let story = sentences(1);
+    let alpha = site(10, "/story.html", story.clone(), sentences(2));
+    let beta = site(20, "/news/bridge-vote.html", story, sentences(3));
+    let port = |s: &Server| s.base().rsplit(':').next().unwrap().to_string();
+    let dir = tempdir("e2e-articles-redis-");
+    let ns = crate::redis::namespace("articles");
+    let alpha_root = format!("http://alpha.test:{}/", port(&alpha));
+    let shared = crate::redis::Shared::new(dir.path(), &alpha_root, &url, &ns, 2000);
+    std::fs::write(
+        &shared.seeds,
+        format!("{alpha_root}\nhttp://beta.test:{}/\n", port(&beta)),
+    )
+    .unwrap();
+    let mut config = std::fs::read_to_string(&shared.config).unwrap();
+    config.push_str("\n[fetch.resolve]\n\"alpha.test\" = [\"127.0.0.1\"]\n\"beta.test\" = [\"127.0.0.1\"]\n");
+    std::fs::write(&shared.config, config).unwrap();
+    let workers = ["w1", "w2"];
+    let mut children: Vec<_> = workers.iter().map(|w| shared.spawn(w)).collect();
+    shared.wait_ok(&mut children, &workers);
+    let lines = shared.lines(&workers);
+    let dups: Vec<Value> = lines
+        .iter()
+        .filter(|(_, f, _)| *f == "duplicates")
+        .map(|(_, _, v)| v.clone())
+        .collect();
+    let kept: Vec<Value> = lines
+        .iter()
+        .filter(|(_, f, _)| *f == "kept")
+        .map(|(_, _, v)| v.clone())
+        .collect();
+    assert_eq!(kept.len(), 5, "{kept:?}\n{}", shared.logs(&workers));
+    assert_one_story_dropped_by_article(&dups, &|| shared.logs(&workers));
+}
+
 #[test]
 fn a_story_in_another_sites_template_is_dropped_by_its_article() {
     let story = sentences(1);
@@ -100,25 +167,5 @@ fn a_story_in_another_sites_template_is_dropped_by_its_article() {
         );
     }
     // One copy of the story is kept, the other dropped for it by article.
-    let (a, b) = (
-        line(&dups, "alpha", "/story.html"),
-        line(&dups, "beta", "/news/bridge-vote.html"),
-    );
-    let (dropped, of, of_path) = match (a, b) {
-        (Some(d), None) => (d, "beta.test", "/news/bridge-vote.html"),
-        (None, Some(d)) => (d, "alpha.test", "/story.html"),
-        _ => panic!(
-            "exactly one copy of the story must be dropped: {dups:?}\n{}",
-            dirs.log()
-        ),
-    };
-    assert!(field(dropped, "duplicate_of").contains(of), "{dropped}");
-    assert_eq!(path_of(field(dropped, "duplicate_of")), of_path);
-    assert_eq!(dropped["article"], Value::Bool(true), "{dropped}");
-    assert_eq!(
-        field(dropped, "basis"),
-        "page",
-        "judged on its template: {dropped}"
-    );
-    assert_eq!(dups.len(), 1, "{dups:?}");
+    assert_one_story_dropped_by_article(&dups, &|| dirs.log());
 }
