@@ -17,21 +17,10 @@ pages with no page of their story kept (**stories lost**).
 """
 
 import argparse
-import json
 import os
-import re
 from collections import defaultdict
 
-PORT = re.compile(r"^(https?://[^/:]+):\d+")
-
-
-def strip(u):
-    return PORT.sub(r"\1", u)
-
-
-def read(path):
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+from genre_losses import read, strip
 
 
 def lang_of(page):

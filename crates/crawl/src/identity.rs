@@ -163,15 +163,22 @@ impl<'a> Identity<'a> {
     /// The page's [`ArticleText`], the scripts taken from its own text
     /// `own` (everything it shows outside declared template).
     pub fn article_text(&'a self, own: &str) -> ArticleText<'a> {
-        article_text(self.basis, self.article.as_deref(), own)
+        match (&self.article, self.basis) {
+            (_, Basis::Main) => ArticleText::Judged(PageScripts::of(own)),
+            (Some(a), _) => ArticleText::Separate(a, PageScripts::of(own)),
+            (None, _) => ArticleText::None,
+        }
     }
-}
 
-fn article_text<'a>(basis: Basis, article: Option<&'a str>, own: &str) -> ArticleText<'a> {
-    match (article, basis) {
-        (_, Basis::Main) => ArticleText::Judged(PageScripts::of(own)),
-        (Some(a), _) => ArticleText::Separate(a, PageScripts::of(own)),
-        (None, _) => ArticleText::None,
+    /// The identity with its texts owned: kept past the texts it was
+    /// taken from ([`identities_in_order`]).
+    pub fn into_owned(self) -> Identity<'static> {
+        Identity {
+            text: Cow::Owned(self.text.into_owned()),
+            basis: self.basis,
+            template_stripped: self.template_stripped,
+            article: self.article.map(|a| Cow::Owned(a.into_owned())),
+        }
     }
 }
 
@@ -265,21 +272,6 @@ pub struct InOrder<'a> {
     pub own_link_chars: usize,
 }
 
-/// An [`Identity`] owned, for [`identities_in_order`].
-#[derive(Debug, Clone)]
-pub struct InOrderIdentity {
-    pub text: String,
-    pub basis: Basis,
-    pub article: Option<String>,
-}
-
-impl InOrderIdentity {
-    /// [`Identity::article_text`].
-    pub fn article_text<'a>(&'a self, own: &str) -> ArticleText<'a> {
-        article_text(self.basis, self.article.as_deref(), own)
-    }
-}
-
 /// For a sequence of pages (`None` for a line that is not one), in order:
 /// each page's identity with what was learnt from the pages before it, and
 /// the page observed. Observing does not depend on verdicts, so this is
@@ -287,16 +279,12 @@ impl InOrderIdentity {
 pub fn identities_in_order<'a>(
     templates: &Templates,
     pages: impl Iterator<Item = Option<InOrder<'a>>>,
-) -> Vec<Option<InOrderIdentity>> {
+) -> Vec<Option<Identity<'static>>> {
     pages
         .map(|p| {
             let p = p?;
             let id = identity_of(templates, p.host, p.main, (p.own, p.own_link_chars));
-            let out = InOrderIdentity {
-                text: id.text.into_owned(),
-                basis: id.basis,
-                article: id.article.map(Cow::into_owned),
-            };
+            let out = id.into_owned();
             templates.observe(p.host, p.own);
             Some(out)
         })

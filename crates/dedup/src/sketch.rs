@@ -234,16 +234,22 @@ impl Sketch {
             n if n < SHINGLE_CHARS => add(&mut mins, packed_hash(hi, lo)),
             _ => {}
         }
+        Some(Sketch::from_mins(mins, digest))
+    }
+
+    /// The sketch of a text whose bins' minimum hashes are `mins` (empty
+    /// bins densified here) and whose text digest is `digest`.
+    fn from_mins(mut mins: [u64; SKETCH_BINS], digest: TextDigest) -> Sketch {
         densify(&mut mins);
         let mut bins = [0u16; SKETCH_BINS];
         for (b, m) in bins.iter_mut().zip(mins) {
             *b = (m & 0xffff) as u16;
         }
-        Some(Sketch {
+        Sketch {
             bins,
             digest: digest.finish(),
             bits: 16,
-        })
+        }
     }
 
     /// This sketch keeping `bits` bits of each bin: 16 (itself) or 8 (the
@@ -571,16 +577,7 @@ mod tests {
             n if n < SHINGLE_CHARS => add(&mut mins, shingle_hash(&window)),
             _ => {}
         }
-        densify(&mut mins);
-        let mut bins = [0u16; SKETCH_BINS];
-        for (b, m) in bins.iter_mut().zip(mins) {
-            *b = (m & 0xffff) as u16;
-        }
-        Some(Sketch {
-            bins,
-            digest: digest.finish(),
-            bits: 16,
-        })
+        Some(Sketch::from_mins(mins, digest))
     }
 
     proptest::proptest! {

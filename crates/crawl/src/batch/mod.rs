@@ -334,31 +334,24 @@ pub(crate) fn parse_line(
             (&h.own, h.own_link_chars),
         )
     });
-    let judged = id.as_ref().map(|id| (id.text.as_ref(), id.basis));
-    let article = match (&id, &c.html) {
-        (Some(id), Some(h)) => id.article_text(&h.own),
-        _ => crate::identity::ArticleText::None,
-    };
-    Ok(signed(
-        d,
-        &crate::lang::Declared::default(),
-        &c,
-        (judged, article),
-    ))
+    Ok(signed(d, &crate::lang::Declared::default(), &c, id.as_ref()))
 }
 
-/// `c` signed on `judged` (its identity's text and basis; `None`: a
-/// `text` line, judged on its text as given).
+/// `c` signed on its identity `id` (its text and basis, and its article;
+/// `None`: a `text` line, judged on its text as given).
 fn signed(
     d: &Deduper<impl simcrawl_dedup::Store>,
     lang: &crate::lang::Declared,
     c: &Cleaned,
-    (judged, article): (
-        Option<(&str, crate::identity::Basis)>,
-        crate::identity::ArticleText<'_>,
-    ),
+    id: Option<&crate::identity::Identity<'_>>,
 ) -> ParsedDoc {
-    let (text, basis) = judged.unwrap_or((c.text.as_str(), crate::identity::Basis::Text));
+    let (text, basis) = id.map_or((c.text.as_str(), crate::identity::Basis::Text), |id| {
+        (id.text.as_ref(), id.basis)
+    });
+    let article = match (id, &c.html) {
+        (Some(id), Some(h)) => id.article_text(&h.own),
+        _ => crate::identity::ArticleText::None,
+    };
     let mut sig = crate::identity::sign_page(d, &Document::new(&c.url, &c.title, text), article);
     sig.min_similarity = basis.min_similarity();
     let (host, hint, chars) = match &c.html {
@@ -593,12 +586,7 @@ fn sign_all(
         .zip(identities)
         .map(|(c, id)| {
             let c = c?;
-            let article = match (&id, &c.html) {
-                (Some(id), Some(h)) => id.article_text(&h.own),
-                _ => crate::identity::ArticleText::None,
-            };
-            let judged = id.as_ref().map(|id| (id.text.as_str(), id.basis));
-            Ok(signed(d, lang, &c, (judged, article)))
+            Ok(signed(d, lang, &c, id.as_ref()))
         })
         .collect()
 }

@@ -141,21 +141,33 @@ impl<S: Store> Deduper<S> {
         now: u64,
     ) -> Result<()> {
         let id = t.next_doc_id()?;
-        t.put_doc(
-            id,
-            DocRecord {
-                fingerprint: fp,
-                inserted_at: now,
-                title: None,
-                sketch: sketch.clone(),
-                url: sig.url.clone(),
-                article: Some(ArticleMark { only: true, scripts }),
-            },
-        )?;
+        let rec = DocRecord {
+            fingerprint: fp,
+            inserted_at: now,
+            title: None,
+            sketch: sketch.clone(),
+            url: sig.url.clone(),
+            article: Some(ArticleMark { only: true, scripts }),
+        };
+        self.index_record(t, id, rec, self.band_keys(sketch))
+    }
+
+    /// Stores a kept record under `id` and indexes it by its SimHash blocks
+    /// and `bands` (its sketch's band keys): a page's record and its
+    /// article's alike.
+    pub(super) fn index_record(
+        &self,
+        t: &mut dyn Tables,
+        id: DocId,
+        rec: DocRecord,
+        bands: impl Iterator<Item = u64>,
+    ) -> Result<()> {
+        let fp = rec.fingerprint;
+        t.put_doc(id, rec)?;
         for (table, key) in self.layout.keys(fp.low()) {
             t.add_block(table, key, fp, id)?;
         }
-        for key in self.band_keys(sketch) {
+        for key in bands {
             t.add_band(key, id)?;
         }
         Ok(())

@@ -896,13 +896,7 @@ impl<S: Store> Deduper<S> {
                 _ => None,
             },
         };
-        t.put_doc(id, rec)?;
-        for (table, key) in self.layout.keys(fp.low()) {
-            t.add_block(table, key, fp, id)?;
-        }
-        for &key in band_keys {
-            t.add_band(key, id)?;
-        }
+        self.index_record(t, id, rec, band_keys.iter().copied())?;
         if let Some(td) = sig.title_digest {
             t.add_title(td, id)?;
         }

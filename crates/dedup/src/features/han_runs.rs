@@ -73,16 +73,8 @@ pub(super) fn han_text_words<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::super::is_valid_word;
+    use super::super::tests::jieba_valid_words;
     use super::*;
-
-    fn jieba_valid_words(text: &str) -> Vec<&str> {
-        jieba()
-            .cut(text, false)
-            .into_iter()
-            .map(|t| t.word)
-            .filter(|w| is_valid_word(w))
-            .collect()
-    }
 
     fn han_valid_words(text: &str) -> Vec<&str> {
         let mut out = Vec::new();
