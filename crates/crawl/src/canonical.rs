@@ -335,6 +335,7 @@ mod tests {
             features: 0,
             min_similarity: None,
             article: simcrawl_dedup::Article::None,
+            extent: None,
         };
         let target = wait.unwrap();
         let digest = target.canonical().digest();

@@ -729,6 +729,7 @@ fn populate_in<S: Store>(
                             sketch,
                             url: format!("u{i}"),
                             article: None,
+                            extent: None,
                         },
                     )?;
                     blocks.extend(layout.keys(fp).map(|(table, key)| (table, key, fp, i)));
@@ -778,6 +779,7 @@ fn new_signature(rng: &mut StdRng, serial: &mut u64) -> Signature {
         features: 64,
         min_similarity: None,
         article: simcrawl_dedup::Article::None,
+        extent: None,
     }
 }
 

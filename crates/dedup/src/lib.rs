@@ -40,6 +40,7 @@ pub mod canonical;
 mod dedup;
 mod digest;
 pub mod error;
+pub mod extent;
 pub mod features;
 pub mod fingerprint;
 pub mod hash;
@@ -57,6 +58,7 @@ pub use dedup::{
     normalize_title, title_digest,
 };
 pub use error::{DivergedReplica, Error, OpenError, Result};
+pub use extent::{Extent, PAGE_MIN_SIMILARITY};
 pub use features::{Extractor, Feature, FeatureConfig, Features, Scripts};
 pub use fingerprint::Fingerprint;
 pub use index::BlockLayout;

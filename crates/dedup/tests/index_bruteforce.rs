@@ -28,6 +28,7 @@ fn load<S: Store, T: Copy>(d: &Deduper<S>, m: u32, k: u32, stored: &[T], fp: fn(
                     sketch: Sketch::from_bins([i as u16; 128], i as u128),
                     url: format!("u{i}"),
                     article: None,
+                    extent: None,
                 };
                 t.put_doc(id, rec)?;
                 for (table, key) in layout.keys(fp.low()) {

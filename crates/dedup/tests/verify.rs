@@ -49,6 +49,7 @@ fn load<S: Store>(d: &Deduper<S>, stored: &[Stored]) {
                         sketch,
                         url: format!("u{i}"),
                         article: None,
+                        extent: None,
                     },
                 )?;
                 for (table, key) in layout.keys(s.fp) {
@@ -100,6 +101,7 @@ fn check<S: Store>(d: &Deduper<S>, stored: &[Stored], queries: &[Stored]) {
             features: 64,
             min_similarity: None,
             article: simcrawl_dedup::Article::None,
+            extent: None,
         };
         let got = d
             .lookup(&sig)

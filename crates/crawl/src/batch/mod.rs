@@ -354,6 +354,7 @@ fn signed(
     };
     let mut sig = crate::identity::sign_page(d, &Document::new(&c.url, &c.title, text), article);
     sig.min_similarity = basis.min_similarity();
+    sig.extent = c.html.as_ref().map(|h| simcrawl_dedup::Extent::of(&h.own));
     let (host, hint, chars) = match &c.html {
         Some(h) => (h.host.as_str(), h.lang_hint.as_deref(), h.visible_chars),
         None => ("", None, simcrawl_clean::visible_chars(&c.text)),

@@ -757,6 +757,9 @@ fn clean_and_sign(
         id.article_text(&page.own_text),
     );
     sig.min_similarity = id.basis.min_similarity();
+    // How much the page shows: a page of its host is not its copy if
+    // far smaller or larger (simcrawl_dedup::extent).
+    sig.extent = Some(simcrawl_dedup::Extent::of(&page.own_text));
     let facts = PageFacts::of(&id, &sig, page.visible_chars);
     let template_stripped = id.template_stripped;
     drop(id);

@@ -148,6 +148,7 @@ impl<S: Store> Deduper<S> {
             sketch: sketch.clone(),
             url: sig.url.clone(),
             article: Some(ArticleMark { only: true, scripts }),
+            extent: None,
         };
         self.index_record(t, id, rec, self.band_keys(sketch))
     }

@@ -32,6 +32,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::canonical::{Canonicalizer, UrlConfig};
 use crate::error::{Error, Result};
+use crate::extent::Extent;
 use crate::features::{FeatureConfig, Features};
 use crate::fingerprint::Fingerprint;
 use crate::index::BlockLayout;
@@ -315,6 +316,34 @@ pub struct Signature {
     /// ```
     #[cfg_attr(feature = "serde", serde(skip))]
     pub article: Article,
+    /// The page's [`Extent`], how much it shows (`None`: not a page, or not
+    /// known): a crawler sets it. Set, the record keeps it, and a page of
+    /// the same host is not a copy of it when their extents are too far
+    /// apart for the two to be [`crate::PAGE_MIN_SIMILARITY`] alike
+    /// ([`crate::extent`]).
+    ///
+    /// ```
+    /// use simcrawl_dedup::{Deduper, Document, Extent, Signature};
+    /// let d = Deduper::in_memory()?;
+    /// let list: String = (0..40).map(|i| format!("member{i}() : std::chrono\n")).collect();
+    /// let page = |url: &str, shows: &str| -> Signature {
+    ///     let mut sig = d.sign(&Document::new(url, "", &list));
+    ///     sig.extent = Some(Extent::of(&format!("{shows}\n{list}")));
+    ///     sig
+    /// };
+    /// // The "all members" page also shows a long introduction.
+    /// let intro = "Here is a list of all documented members, with links to the documentation \
+    ///     of the namespace each belongs to, sorted by name; operators are listed under o, \
+    ///     literals under their suffix, and deprecated members are marked as such.";
+    /// assert!(d.check_signed(&page("http://h.example/all_o", intro))?.is_unique());
+    /// let functions = page("http://h.example/func_o", "");
+    /// assert!(d.check_signed(&functions)?.is_unique(), "the same list, a different page");
+    /// let mirror = page("http://h.example/all_o?print", intro);
+    /// assert!(!d.check_signed(&mirror)?.is_unique(), "the same page again");
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub extent: Option<Extent>,
 }
 
 /// The decision about one document.
@@ -722,6 +751,7 @@ impl<S: Store> Deduper<S> {
             features,
             min_similarity: None,
             article: Article::None,
+            extent: None,
         }
     }
 
@@ -895,6 +925,7 @@ impl<S: Store> Deduper<S> {
                 Article::Text(scripts) if self.config.articles => Some(ArticleMark { only: false, scripts }),
                 _ => None,
             },
+            extent: sig.extent,
         };
         self.index_record(t, id, rec, band_keys.iter().copied())?;
         if let Some(td) = sig.title_digest {

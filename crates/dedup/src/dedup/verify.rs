@@ -2,7 +2,8 @@
 //! show enough resemblance.
 
 use super::{Duplicate, Signature, Tier};
-use crate::article::{ARTICLE_MIN_SIMILARITY, Article, PageScripts, other_site};
+use crate::article::{ARTICLE_MIN_SIMILARITY, Article, PageScripts, other_site, site};
+use crate::extent::PAGE_MIN_SIMILARITY;
 use crate::fingerprint::Fingerprint;
 use crate::sketch::Sketch;
 use crate::store::{DocId, DocRecord};
@@ -40,11 +41,28 @@ impl Signature {
     }
 
     fn admits_text(&self, m: &Match) -> bool {
+        if self.shows_more_than(m) {
+            return false;
+        }
         match self.min_similarity {
             None => true,
             Some(min) if min >= 1.0 => self.sketch.as_ref().is_some_and(|s| s.same_text(&m.rec.sketch)),
             Some(min) => m.similarity >= min,
         }
+    }
+}
+
+impl Signature {
+    /// Whether this page and `m`'s, pages of one host, differ too much in
+    /// size for either to be the other's copy, however alike the texts they
+    /// are judged on ([`crate::extent`]). API references asked for it
+    /// (doxygen's member and function lists, one inside the other).
+    fn shows_more_than(&self, m: &Match) -> bool {
+        let (Some(mine), Some(theirs)) = (self.extent, m.rec.extent) else {
+            return false;
+        };
+        mine.resemblance_at_most(theirs) < PAGE_MIN_SIMILARITY
+            && site(&self.url).eq_ignore_ascii_case(site(&m.rec.url))
     }
 }
 

@@ -172,6 +172,7 @@ mod tests {
             sketch: Sketch::from_bins([0; crate::sketch::SKETCH_BINS], 0),
             url: format!("u{id}"),
             article: None,
+            extent: None,
         }
     }
 

@@ -168,6 +168,10 @@ pub struct DocRecord {
     /// The record is of its page's article (see [`crate::Article`]):
     /// another site's page with the same article is a copy of it.
     pub article: Option<ArticleMark>,
+    /// How much its page showed beyond the text recorded
+    /// ([`crate::extent`]); `None` for a text and for records written
+    /// before extents existed.
+    pub extent: Option<crate::extent::Extent>,
 }
 
 /// What a record of a page's article keeps beside its sketch.
@@ -185,8 +189,8 @@ impl DocRecord {
     /// Byte encoding: fingerprint (low half), time, flags, title digest
     /// (flag 1), the fingerprint's upper half (flag 2, 128 bits only),
     /// the page's scripts (flag 8: a record of its page's article; flag 16:
-    /// of the article alone), sketch (one byte a bin under flag 4, two
-    /// otherwise), URL. A record with a 64-bit fingerprint and a 16-bit
+    /// of the article alone), the page's extent (flag 32, two bytes),
+    /// sketch (one byte a bin under flag 4, two otherwise), URL. A record with a 64-bit fingerprint and a 16-bit
     /// sketch and no article has the bytes it had before any option existed.
     pub fn encode(&self) -> Vec<u8> {
         // Exactly its length: the memory store keeps this buffer as is.
@@ -194,6 +198,7 @@ impl DocRecord {
             + 16 * usize::from(self.title.is_some())
             + 8 * usize::from(self.fingerprint.high().is_some())
             + 2 * usize::from(self.article.is_some())
+            + 2 * usize::from(self.extent.is_some())
             + self.sketch.encoded_len()
             + self.url.len();
         let mut out = Vec::with_capacity(len);
@@ -205,7 +210,8 @@ impl DocRecord {
                 | u8::from(high.is_some()) << 1
                 | u8::from(self.sketch.bits() == 8) << 2
                 | u8::from(self.article.is_some()) << 3
-                | u8::from(self.article.is_some_and(|a| a.only)) << 4,
+                | u8::from(self.article.is_some_and(|a| a.only)) << 4
+                | u8::from(self.extent.is_some()) << 5,
         );
         if let Some(t) = self.title {
             out.extend_from_slice(&t);
@@ -215,6 +221,9 @@ impl DocRecord {
         }
         if let Some(a) = self.article {
             out.extend_from_slice(&a.scripts.to_bytes());
+        }
+        if let Some(e) = self.extent {
+            out.extend_from_slice(&e.to_bytes());
         }
         self.sketch.encode_into(&mut out);
         out.extend_from_slice(self.url.as_bytes());
@@ -236,7 +245,7 @@ impl DocRecord {
         let at = u64_at(8)?;
         let flags = *bytes.get(16).ok_or_else(bad)?;
         // Flag 16 (article alone) only with flag 8 (article).
-        if flags > 31 || flags & 24 == 16 {
+        if flags > 63 || flags & 24 == 16 {
             return Err(bad());
         }
         let mut rest = 17;
@@ -268,6 +277,17 @@ impl DocRecord {
         } else {
             None
         };
+        let extent = if flags & 32 == 32 {
+            let b: [u8; 2] = bytes
+                .get(rest..rest + 2)
+                .ok_or_else(bad)?
+                .try_into()
+                .map_err(|_| bad())?;
+            rest += 2;
+            Some(crate::extent::Extent::from_bytes(b))
+        } else {
+            None
+        };
         let sketch_end = rest
             + if flags & 4 == 4 {
                 Sketch::ENCODED_LEN_NARROW
@@ -285,6 +305,7 @@ impl DocRecord {
             sketch,
             url,
             article,
+            extent,
         })
     }
 }
@@ -512,6 +533,7 @@ mod tests {
             sketch: Sketch::from_bins([7; crate::sketch::SKETCH_BINS], 42),
             url: "http://a.example/页".to_string(),
             article: None,
+            extent: None,
         }
     }
 
@@ -547,6 +569,7 @@ mod tests {
             let scripts = crate::PageScripts::of("the story 故事");
             let rec = DocRecord {
                 article: Some(ArticleMark { only, scripts }),
+                extent: None,
                 ..plain.clone()
             };
             let bytes = rec.encode();
@@ -554,6 +577,35 @@ mod tests {
             assert_eq!(bytes[16] & 24, if only { 24 } else { 8 });
             assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
             assert_eq!(bytes.capacity(), bytes.len());
+        }
+    }
+
+    #[test]
+    fn a_page_extent_round_trips_in_two_bytes_with_an_article_or_without() {
+        let plain = record(Fingerprint::new(5), Some([3; 16]));
+        let extent = crate::Extent { shingles: 812 };
+        for article in [
+            None,
+            Some(ArticleMark {
+                only: false,
+                scripts: crate::PageScripts::of("text 文字"),
+            }),
+        ] {
+            let base = DocRecord {
+                article,
+                ..plain.clone()
+            };
+            let rec = DocRecord {
+                extent: Some(extent),
+                ..base.clone()
+            };
+            let bytes = rec.encode();
+            assert_eq!(bytes.len(), base.encode().len() + 2);
+            assert_eq!(bytes[16] & 32, 32);
+            assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
+            // Cut inside the extent: refused.
+            let at = 33 + 2 * usize::from(article.is_some());
+            assert!(DocRecord::decode(&bytes[..at + 1]).is_err());
         }
     }
 
@@ -568,8 +620,8 @@ mod tests {
         assert_eq!(bytes.len(), 33 + Sketch::ENCODED_LEN + rec.url.len());
         let wide = record(Fingerprint::wide(6 << 64 | 5), None).encode();
         assert_eq!((wide[16], &wide[17..25]), (2, &6u64.to_le_bytes()[..]));
-        // Flags beyond 31, and "article alone" without "article": refused.
-        for flags in [32, 16, 17] {
+        // Flags beyond 63, and "article alone" without "article": refused.
+        for flags in [64, 128, 16, 17] {
             let mut bad = bytes.clone();
             bad[16] = flags;
             assert!(DocRecord::decode(&bad).is_err(), "flags {flags}");

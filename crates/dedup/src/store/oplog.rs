@@ -660,6 +660,7 @@ mod tests {
             sketch: Sketch::from_bins([id as u16; SKETCH_BINS], u128::from(id)),
             url: format!("u{id}"),
             article: None,
+            extent: None,
         }
     }
 
