@@ -242,7 +242,7 @@ fn suspects_html(r: &Report, o: &mut String) {
         .collect();
     let _ = write!(
         o,
-        "<h2 id=\"suspects\">Verdicts to check</h2><p class=\"note\"><span id=\"suspect-count\" data-value=\"{total}\">{}</span> reasons to look at a drop ({}): <b>larger</b>, the dropped page shows three times the text of the kept one (a part of it matched); <b>template</b>, its own text is all its site's learnt template (it matched on template); <b>few_features</b>, the verdict rests on fewer than {} features. The first {} are listed, largest mismatch first.</p><table id=\"suspect-table\"><tr><th>why</th><th>dropped page, and the text it was judged on</th><th>kept page, and its text</th><th class=\"n\">similarity</th></tr>",
+        "<h2 id=\"suspects\">Verdicts to check</h2><p class=\"note\"><span id=\"suspect-count\" data-value=\"{total}\">{}</span> reasons to look at a drop ({}): <b>larger</b>, the dropped page shows three times the text of the kept one (a part of it matched); <b>template</b>, its own text is all its site's learnt template (it matched on template); <b>few_features</b>, the verdict rests on fewer than {} features. Under each reason, the verdict's class: how the two URLs are related (same host, one path on two hosts, two sites) and what the dropped page was judged on (main text, page, thin, template, or its article alone). The first {} are listed, largest mismatch first.</p><table id=\"suspect-table\"><tr><th>why</th><th>dropped page, and the text it was judged on</th><th>kept page, and its text</th><th class=\"n\">similarity</th></tr>",
         num(total),
         why.join(", "),
         crate::output::lines::FEW_FEATURES,
@@ -251,8 +251,9 @@ fn suspects_html(r: &Report, o: &mut String) {
     for s in &r.suspects {
         let _ = write!(
             o,
-            "<tr class=\"suspect\"><td>{}</td><td>{} <span class=\"note\">{} chars, {} features, {} line {}</span><div class=\"excerpt\">{}</div></td><td>{} <span class=\"note\">{}</span><div class=\"excerpt\">{}</div></td><td class=\"n\">{}</td></tr>",
+            "<tr class=\"suspect\"><td>{}<div class=\"note pair\">{}</div></td><td>{} <span class=\"note\">{} chars, {} features, {} line {}</span><div class=\"excerpt\">{}</div></td><td>{} <span class=\"note\">{}</span><div class=\"excerpt\">{}</div></td><td class=\"n\">{}</td></tr>",
             s.reasons.join(", "),
+            esc(&verdict_class(s)),
             link(&s.url),
             num(s.chars as u64),
             s.features,
@@ -267,6 +268,17 @@ fn suspects_html(r: &Report, o: &mut String) {
         );
     }
     o.push_str("</table>");
+}
+
+/// A suspect verdict's class: how its URLs are related and what the
+/// dropped page was judged on ("same host, main"; "two sites, article").
+pub(super) fn verdict_class(s: &super::SuspectRow) -> String {
+    let judged = if s.article { "article" } else { s.basis.as_str() };
+    [s.pair.label(), judged]
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The whole page.

@@ -9,6 +9,7 @@
 //! listed.
 
 mod html;
+mod pair;
 mod patterns;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -208,6 +209,12 @@ pub struct SuspectRow {
     pub kept_excerpt: Option<String>,
     /// Its 1-based line in `duplicates.jsonl`.
     pub line: u64,
+    /// How the two URLs are related, what the dropped page was judged on
+    /// (`basis`), and whether it matched by its article alone: the class
+    /// of the verdict, for a person telling where a rule fails.
+    pub pair: pair::Pair,
+    pub basis: String,
+    pub article: bool,
 }
 
 /// Everything the page shows.
@@ -288,6 +295,9 @@ pub(crate) struct DupLine {
     pub features: Option<usize>,
     #[serde(default)]
     pub excerpt: Option<String>,
+    /// Dropped as another site's copy by its article alone.
+    #[serde(default)]
+    pub article: bool,
 }
 
 impl DupLine {
@@ -567,6 +577,9 @@ fn suspect_row(d: &DupLine, tier: Tier, n: u64) -> Option<SuspectRow> {
         excerpt: d.excerpt.clone().unwrap_or_default(),
         kept_excerpt: None,
         line: n,
+        pair: pair::Pair::of(&d.url, &d.duplicate_of),
+        basis: d.basis.clone().unwrap_or_default(),
+        article: d.article,
     })
 }
 
@@ -780,6 +793,38 @@ mod tests {
             let mut s = lines.join("\n");
             s.push('\n');
             std::fs::write(dir.join(name), s).unwrap();
+        }
+    }
+
+    #[test]
+    fn each_verdict_to_check_says_how_its_pages_are_related_and_what_was_judged() {
+        let dir = tempfile::tempdir().unwrap();
+        write_outputs(
+            dir.path(),
+            &[],
+            &[
+                r#"{"url":"http://b.test/world/9","tier":"content","duplicate_of":"http://a.test/news/1","similarity":0.9,"basis":"page","chars":3000,"features":8,"excerpt":"story","article":true}"#,
+                r#"{"url":"http://man.zh-tw.test/man1/tar.1.html","tier":"title","duplicate_of":"http://man.zh-cn.test/man1/tar.1.html","similarity":0.8,"basis":"main","chars":3000,"features":8,"excerpt":"tar"}"#,
+                r#"{"url":"http://a.test/x","tier":"content","duplicate_of":"http://www.a.test:8080/y","similarity":0.95,"basis":"thin","chars":300,"features":8,"excerpt":"x"}"#,
+            ],
+            &[],
+        );
+        let r = build(dir.path(), Limits::default()).unwrap();
+        let classes: Vec<String> = r.suspects.iter().map(html::verdict_class).collect();
+        assert_eq!(
+            classes,
+            [
+                "two sites, article",
+                "one path, two hosts, main",
+                "same host, thin"
+            ]
+        );
+        let page = html::render(&r);
+        for c in &classes {
+            assert!(
+                page.contains(&format!("<div class=\"note pair\">{c}</div>")),
+                "{c}"
+            );
         }
     }
 

@@ -263,31 +263,24 @@ impl DocRecord {
         } else {
             Fingerprint::new(low)
         };
-        let article = if flags & 8 == 8 {
+        // The two bytes at `rest` when `flag` is set, `rest` moved past them.
+        let mut two_bytes = |flag: u8| -> Result<Option<[u8; 2]>> {
+            if flags & flag == 0 {
+                return Ok(None);
+            }
             let b: [u8; 2] = bytes
                 .get(rest..rest + 2)
                 .ok_or_else(bad)?
                 .try_into()
                 .map_err(|_| bad())?;
             rest += 2;
-            Some(ArticleMark {
-                only: flags & 16 == 16,
-                scripts: crate::article::PageScripts::from_bytes(b),
-            })
-        } else {
-            None
+            Ok(Some(b))
         };
-        let extent = if flags & 32 == 32 {
-            let b: [u8; 2] = bytes
-                .get(rest..rest + 2)
-                .ok_or_else(bad)?
-                .try_into()
-                .map_err(|_| bad())?;
-            rest += 2;
-            Some(crate::extent::Extent::from_bytes(b))
-        } else {
-            None
-        };
+        let article = two_bytes(8)?.map(|b| ArticleMark {
+            only: flags & 16 == 16,
+            scripts: crate::article::PageScripts::from_bytes(b),
+        });
+        let extent = two_bytes(32)?.map(crate::extent::Extent::from_bytes);
         let sketch_end = rest
             + if flags & 4 == 4 {
                 Sketch::ENCODED_LEN_NARROW
