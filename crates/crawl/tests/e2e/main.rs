@@ -20,6 +20,7 @@ mod check;
 mod cli;
 mod crawl;
 mod dust;
+mod extents;
 mod jobs;
 mod lang;
 mod listing;
