@@ -16,7 +16,11 @@
 //! A candidate from any tier is only a candidate: a page is a duplicate when
 //! the [`Sketch`] estimates its resemblance to a kept page at
 //! [`DedupConfig::min_similarity`] or more, so pages sharing a title and a
-//! template but not their content are all kept.
+//! template but not their content are all kept. A crawler can say more
+//! about a page than its text: its [`Article`] (a story inside another
+//! site's template is matched by it across sites) and its [`Extent`] (a
+//! page of the same host far larger or smaller than it is not its copy,
+//! however alike the texts they are judged on).
 //!
 //! State lives in a [`Store`]: [`RedbStore`] on disk (the default),
 //! [`MemoryStore`], or `RedisStore` (feature `redis`), which many crawler
