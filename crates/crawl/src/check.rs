@@ -118,6 +118,12 @@ pub struct CandidateLine {
     pub tier: &'static str,
     pub distance: Option<u32>,
     pub similarity: Option<f64>,
+    /// Why it cannot be this page's partner though alike enough for a
+    /// tier (`simcrawl_dedup::Refusal`): pages of one host too far apart
+    /// in size, an article matched only from another site, a page with
+    /// too little text of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// The verdict and why.
@@ -365,6 +371,7 @@ fn candidate_line(c: &simcrawl_dedup::Candidate) -> CandidateLine {
         },
         distance: c.distance,
         similarity: c.similarity.map(|s| (s * 1000.0).round() / 1000.0),
+        refused: c.refused.map(|r| r.to_string()),
     }
 }
 
@@ -418,9 +425,12 @@ fn verdict_line(
                 .first()
                 .map(|c| {
                     format!(
-                        "best: {}, {}",
+                        "best: {}, {}{}",
                         c.url,
-                        c.similarity.map_or("-".into(), |s| format!("{s:.3}"))
+                        c.similarity.map_or("-".into(), |s| format!("{s:.3}")),
+                        c.refused
+                            .as_ref()
+                            .map_or(String::new(), |r| format!(", refused: {r}"))
                     )
                 })
                 .unwrap_or_else(|| "no candidate".into());
@@ -545,11 +555,14 @@ pub fn human(r: &Report) -> String {
             line(
                 "",
                 &format!(
-                    "{:<8} distance {:<3} resemblance {:<6} {}",
+                    "{:<8} distance {:<3} resemblance {:<6} {}{}",
                     c.tier,
                     c.distance.map_or("-".into(), |d| d.to_string()),
                     c.similarity.map_or("-".into(), |s| format!("{s:.3}")),
-                    c.url
+                    c.url,
+                    c.refused
+                        .as_ref()
+                        .map_or(String::new(), |r| format!(" (refused: {r})"))
                 ),
             );
         }

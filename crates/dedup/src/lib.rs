@@ -58,8 +58,8 @@ pub use canonical::{CANONICAL_VERSION, CanonicalUrl, Canonicalizer, UrlConfig, U
 pub use dedup::{
     BAND_CANDIDATES, Candidate, Comparison, DEFAULT_MIN_SIMILARITY, DEFAULT_TITLE_MIN_SIMILARITY,
     DedupConfig, Deduper, Document, Duplicate, Explanation, FORMAT_VERSION, Nominated, PURGE_SLICE, Purged,
-    STORE_FILE, Signature, StoreStats, TITLE_CANDIDATES, Tier, TitlePolicy, UrlTier, UrlVerdict, Verdict,
-    normalize_title, title_digest,
+    Refusal, STORE_FILE, Signature, StoreStats, TITLE_CANDIDATES, Tier, TitlePolicy, UrlTier, UrlVerdict,
+    Verdict, normalize_title, title_digest,
 };
 pub use error::{DivergedReplica, Error, OpenError, Result};
 pub use extent::{Extent, PAGE_MIN_SIMILARITY};

@@ -2,7 +2,7 @@
 //! smaller or larger as a whole is not a copy (issue 35,
 //! `simcrawl_dedup::extent`).
 
-use simcrawl_dedup::{Deduper, Document, Extent, MemoryStore, Signature};
+use simcrawl_dedup::{Deduper, Document, Extent, MemoryStore, Refusal, Signature};
 
 /// A member list: lines that repeat a handful of namespaces, as doxygen's
 /// "Namespace Members" pages do.
@@ -105,5 +105,40 @@ fn across_hosts_a_larger_frame_is_no_reason_to_keep_a_copy() -> simcrawl_dedup::
         let v = d.check_signed(&page(&d, copy, &story, Some(&framed)))?;
         assert_eq!(v.partner(), Some(original), "{copy}");
     }
+    Ok(())
+}
+
+#[test]
+fn explain_says_why_a_page_far_larger_is_not_the_partner() -> simcrawl_dedup::Result<()> {
+    let all = member_list(0, 60);
+    let functions = member_list(0, 54);
+    let all_shown = format!("{}{all}", intro(12));
+    let d = Deduper::in_memory()?;
+    assert!(
+        d.check_signed(&page(&d, "http://lib.example/o.html", &all, Some(&all_shown)))?
+            .is_unique()
+    );
+    let sig = page(&d, "http://lib.example/func_o.html", &functions, Some(&functions));
+    let e = d.explain(&sig)?;
+    assert!(e.verdict.is_none());
+    let c = &e.candidates[0];
+    assert!(c.similarity.is_some_and(|s| s >= 0.75), "{c:?}");
+    match c.refused {
+        Some(Refusal::SizesApart { at_most }) => assert!(at_most < 0.65, "{at_most}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        c.refused
+            .is_some_and(|r| r.to_string().contains("too far apart in size"))
+    );
+    // A page with too little text of its own, same size: refused for that.
+    let mut thin = page(&d, "http://lib.example/o2.html", &functions, Some(&all_shown));
+    thin.min_similarity = Some(1.0);
+    let e = d.explain(&thin)?;
+    assert_eq!(e.candidates[0].refused, Some(Refusal::Stricter { min: 1.0 }));
+    // Nothing stops an exact copy of the same size.
+    let e = d.explain(&page(&d, "http://lib.example/o3.html", &all, Some(&all_shown)))?;
+    assert_eq!(e.candidates[0].refused, None);
+    assert!(e.verdict.is_some());
     Ok(())
 }

@@ -85,6 +85,35 @@ fn a_list_inside_a_larger_page_of_its_host_is_kept_and_its_copy_is_not() {
     dirs.run_ok(Duration::from_secs(60));
     let (kept, dups) = (dirs.kept(), dirs.duplicates());
     assert_two_lists_kept_and_the_copy_dropped(&kept, &dups, &|| dirs.log());
+    // `crawl check` on the function list says why the member list, alike
+    // enough by text, is not its partner.
+    let check = Command::new(env!("CARGO_BIN_EXE_crawl"))
+        .arg("check")
+        .arg(format!("{}/members_func_o.html", server.base()))
+        .arg("--config")
+        .arg(&dirs.config)
+        .arg("--data-dir")
+        .arg(&dirs.data)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    let report: Value = serde_json::from_slice(&check.stdout).unwrap();
+    let refused: Vec<&Value> = report["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["url"].as_str().unwrap_or("").contains("members_o.html"))
+        .collect();
+    assert!(!refused.is_empty(), "{report}");
+    for c in refused {
+        let why = c["refused"].as_str().unwrap_or_default();
+        assert!(why.contains("too far apart in size"), "{c}");
+    }
 
     // The same pages as `html` lines of `crawl dedup`, the function list
     // first this time.

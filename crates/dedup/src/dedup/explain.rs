@@ -4,6 +4,7 @@
 
 use super::Deduper;
 use super::title_tier::TITLE_CANDIDATES;
+use super::verify::Match;
 use crate::error::Result;
 use crate::store::{DocId, Prefetch, Store};
 use crate::{Duplicate, Signature};
@@ -30,6 +31,9 @@ pub struct Candidate {
     pub distance: Option<u32>,
     /// Estimated resemblance of the texts (the measure that decides).
     pub similarity: Option<f64>,
+    /// Why it cannot be the partner although it resembles the document
+    /// enough for a tier (`None`: nothing stops it).
+    pub refused: Option<super::Refusal>,
 }
 
 /// The candidates of a document, best first, and the verdict the tiers
@@ -60,6 +64,8 @@ impl<S: Store> Deduper<S> {
     pub fn explain(&self, sig: &Signature) -> Result<Explanation> {
         let verdict = self.lookup(sig)?;
         let cutoff = self.cutoff();
+        // A candidate below both tiers' thresholds decides nothing anyway.
+        let lowest = self.config.min_similarity.min(self.config.title_min_similarity);
         let keys = Prefetch {
             blocks: sig
                 .fingerprint
@@ -98,11 +104,16 @@ impl<S: Store> Deduper<S> {
                 if rec.inserted_at < cutoff {
                     continue;
                 }
+                let m = Match::new(id, sig.fingerprint, sig.sketch.as_ref(), rec);
+                let refused = sig
+                    .refusal(&m)
+                    .filter(|_| sig.sketch.is_some() && m.similarity >= lowest);
                 out.push(Candidate {
-                    distance: sig.fingerprint.map(|f| f.distance(rec.fingerprint)),
-                    similarity: sig.sketch.as_ref().map(|s| s.resemblance(&rec.sketch)),
-                    url: rec.url,
+                    distance: sig.fingerprint.map(|f| f.distance(m.rec.fingerprint)),
+                    similarity: sig.sketch.as_ref().map(|_| m.similarity),
+                    url: m.rec.url,
                     nominated,
+                    refused,
                 });
             }
             Ok(out)

@@ -23,6 +23,7 @@ pub use self::explain::{Candidate, Explanation, Nominated};
 pub use self::purge::{PURGE_SLICE, Purged};
 pub use self::title_tier::{TITLE_CANDIDATES, TitlePolicy, normalize_title, title_digest};
 pub use self::url_tier::{UrlTier, UrlVerdict};
+pub use self::verify::Refusal;
 
 use std::sync::Arc;
 

@@ -23,11 +23,7 @@ impl Signature {
         let article = m.rec.article;
         match against {
             // Only another site's article matches an article alone.
-            Against::Text if article.is_some_and(|a| a.only) => match (&self.article, article) {
-                (Article::Text(mine), Some(theirs)) => self.same_story(m, *mine, theirs.scripts),
-                _ => false,
-            },
-            Against::Text => self.admits_text(m),
+            Against::Text => self.refusal(m).is_none(),
             Against::Article => match (self.article.scripts(), article) {
                 (Some(mine), Some(theirs)) => self.same_story(m, mine, theirs.scripts),
                 _ => false,
@@ -40,29 +36,82 @@ impl Signature {
         m.similarity >= ARTICLE_MIN_SIMILARITY && other_site(&self.url, &m.rec.url) && !mine.apart(theirs)
     }
 
-    fn admits_text(&self, m: &Match) -> bool {
-        if self.shows_more_than(m) {
-            return false;
+    /// Why `m`, compared by text, cannot decide for this signature
+    /// whatever the tier's threshold (`None`: it can). One logic for the
+    /// verdict and for its explanation ([`crate::Deduper::explain`]).
+    pub(super) fn refusal(&self, m: &Match) -> Option<Refusal> {
+        // Only another site's article matches an article alone.
+        if let Some(theirs) = m.rec.article.filter(|a| a.only) {
+            return match &self.article {
+                Article::Text(mine) if self.same_story(m, *mine, theirs.scripts) => None,
+                _ => Some(Refusal::ArticleOnly),
+            };
+        }
+        if let Some(at_most) = self.size_bound(m).filter(|b| *b < PAGE_MIN_SIMILARITY) {
+            return Some(Refusal::SizesApart { at_most });
         }
         match self.min_similarity {
-            None => true,
-            Some(min) if min >= 1.0 => self.sketch.as_ref().is_some_and(|s| s.same_text(&m.rec.sketch)),
-            Some(min) => m.similarity >= min,
+            None => None,
+            Some(min) if min >= 1.0 => {
+                let same = self.sketch.as_ref().is_some_and(|s| s.same_text(&m.rec.sketch));
+                (!same).then_some(Refusal::Stricter { min: 1.0 })
+            }
+            Some(min) => (m.similarity < min).then_some(Refusal::Stricter { min }),
+        }
+    }
+}
+
+/// Why a candidate that resembles a page enough for its tier is not its
+/// partner (`crawl check` shows it beside the candidate).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The kept record is another page's article alone: only another
+    /// site's page with that article matches it ([`crate::article`]).
+    ArticleOnly,
+    /// The two pages, of one host, are too far apart in size to be
+    /// [`crate::PAGE_MIN_SIMILARITY`] alike: at most `at_most`
+    /// ([`crate::extent`]).
+    SizesApart {
+        /// The largest resemblance their sizes allow.
+        at_most: f64,
+    },
+    /// The checked page has too little text of its own and must reach
+    /// `min` (1.0: the same text) ([`Signature::min_similarity`]).
+    Stricter {
+        /// The resemblance it must reach.
+        min: f64,
+    },
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::ArticleOnly => write!(f, "another page's article, matched only from another site"),
+            Refusal::SizesApart { at_most } => write!(
+                f,
+                "pages of one host too far apart in size: at most {at_most:.3} alike"
+            ),
+            Refusal::Stricter { min } if *min >= 1.0 => {
+                write!(f, "too little text of its own: a copy only of the same text")
+            }
+            Refusal::Stricter { min } => write!(f, "too little text of its own: needs {min:.2}"),
         }
     }
 }
 
 impl Signature {
-    /// Whether this page and `m`'s, pages of one host, differ too much in
-    /// size for either to be the other's copy, however alike the texts they
-    /// are judged on ([`crate::extent`]). API references asked for it
-    /// (doxygen's member and function lists, one inside the other).
-    fn shows_more_than(&self, m: &Match) -> bool {
-        let (Some(mine), Some(theirs)) = (self.extent, m.rec.extent) else {
-            return false;
-        };
-        mine.resemblance_at_most(theirs) < PAGE_MIN_SIMILARITY
-            && site(&self.url).eq_ignore_ascii_case(site(&m.rec.url))
+    /// Pages of one host that differ too much in size are not copies,
+    /// however alike the texts they are judged on ([`crate::extent`]). API
+    /// references asked for it (doxygen's member and function lists, one
+    /// inside the other).
+    /// The largest resemblance this page and `m`'s, pages of one host,
+    /// can have by their sizes; `None` across hosts or without extents.
+    fn size_bound(&self, m: &Match) -> Option<f64> {
+        let (mine, theirs) = (self.extent?, m.rec.extent?);
+        site(&self.url)
+            .eq_ignore_ascii_case(site(&m.rec.url))
+            .then(|| mine.resemblance_at_most(theirs))
     }
 }
 
