@@ -156,7 +156,7 @@ impl PageScripts {
 /// The site of a URL for the article rule: its host, lower case, without
 /// port and a leading `www.`. Two pages on one host are siblings, never
 /// one story in two frames.
-pub(crate) fn site(url: &str) -> &str {
+fn site(url: &str) -> &str {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
     let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let authority = &rest[..end];
@@ -176,14 +176,47 @@ fn page_path(url: &str) -> &str {
     path.split_once('#').map_or(path, |(p, _)| p)
 }
 
-/// Whether two URLs are pages of different sites for the article rule:
-/// different [`site`]s (case-insensitive), and not the same path on both.
-/// One path on two hosts is one site's page served twice: a mirror, or a
-/// language version on its own host (`man.zh-cn` and `man.zh-tw`, a
-/// handbook per language), whose translations of one text are judged by
-/// everything they show, not by a block they share.
-pub(crate) fn other_site(a: &str, b: &str) -> bool {
-    !site(a).eq_ignore_ascii_case(site(b)) && page_path(a) != page_path(b)
+/// How two pages' URLs are related: what the rules that look past a
+/// page's text go by (an article matches only [`SiteRelation::OtherSites`],
+/// extents only compare [`SiteRelation::SameHost`]), and what a person
+/// checking a verdict is shown (`crawl report`).
+///
+/// ```
+/// use simcrawl_dedup::SiteRelation;
+/// let of = SiteRelation::of;
+/// assert_eq!(of("http://www.A.test:8080/x", "https://a.test/y"), SiteRelation::SameHost);
+/// assert_eq!(
+///     of("http://man.zh-cn.test/man1/tar.1.html", "http://man.zh-tw.test/man1/tar.1.html#x"),
+///     SiteRelation::SamePath
+/// );
+/// assert_eq!(of("http://a.test/p?id=1", "http://b.test/p?id=2"), SiteRelation::OtherSites);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SiteRelation {
+    /// One host, its port and a leading `www.` ignored, in any case.
+    SameHost,
+    /// One path and query on two hosts: one site's page served twice, a
+    /// mirror or a language version on its own host (`man.zh-cn` and
+    /// `man.zh-tw`, a handbook per language), whose translations of one
+    /// text are judged by everything they show, not by a block they share.
+    SamePath,
+    /// Pages of two sites.
+    OtherSites,
+}
+
+impl SiteRelation {
+    /// The relation of the pages at URLs `a` and `b`, read without parsing
+    /// (a URL as given is compared as it is written).
+    #[must_use]
+    pub fn of(a: &str, b: &str) -> SiteRelation {
+        if site(a).eq_ignore_ascii_case(site(b)) {
+            SiteRelation::SameHost
+        } else if page_path(a) == page_path(b) {
+            SiteRelation::SamePath
+        } else {
+            SiteRelation::OtherSites
+        }
+    }
 }
 
 #[cfg(test)]
@@ -192,6 +225,7 @@ mod tests {
 
     #[test]
     fn sites_ignore_port_www_and_case() {
+        let other_site = |a, b| SiteRelation::of(a, b) == SiteRelation::OtherSites;
         assert!(!other_site("http://www.A.test:8080/x", "https://a.test/y"));
         assert!(other_site(
             "http://news-a.test/story/1",

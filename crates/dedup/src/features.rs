@@ -708,14 +708,20 @@ mod tests {
             .collect()
     }
 
-    fn fast_valid_words(text: &str) -> Vec<&str> {
+    /// The valid words a faster word path `cut` emits for `text`: what is
+    /// compared with [`jieba_valid_words`].
+    pub(super) fn valid_words<'a>(cut: fn(&'a str, &mut dyn FnMut(&'a str)), text: &'a str) -> Vec<&'a str> {
         let mut out = Vec::new();
-        latin_words(text, &mut |w| {
+        cut(text, &mut |w| {
             if is_valid_word(w) {
                 out.push(w);
             }
         });
         out
+    }
+
+    fn fast_valid_words(text: &str) -> Vec<&str> {
+        valid_words(latin_words, text)
     }
 
     proptest::proptest! {

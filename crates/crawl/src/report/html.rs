@@ -274,7 +274,7 @@ fn suspects_html(r: &Report, o: &mut String) {
 /// dropped page was judged on ("same host, main"; "two sites, article").
 pub(super) fn verdict_class(s: &super::SuspectRow) -> String {
     let judged = if s.article { "article" } else { s.basis.as_str() };
-    [s.pair.label(), judged]
+    [super::pair::label(s.pair), judged]
         .into_iter()
         .filter(|p| !p.is_empty())
         .collect::<Vec<_>>()

@@ -212,7 +212,7 @@ pub struct SuspectRow {
     /// How the two URLs are related, what the dropped page was judged on
     /// (`basis`), and whether it matched by its article alone: the class
     /// of the verdict, for a person telling where a rule fails.
-    pub pair: pair::Pair,
+    pub pair: Option<simcrawl_dedup::SiteRelation>,
     pub basis: String,
     pub article: bool,
 }
@@ -577,7 +577,7 @@ fn suspect_row(d: &DupLine, tier: Tier, n: u64) -> Option<SuspectRow> {
         excerpt: d.excerpt.clone().unwrap_or_default(),
         kept_excerpt: None,
         line: n,
-        pair: pair::Pair::of(&d.url, &d.duplicate_of),
+        pair: pair::of(&d.url, &d.duplicate_of),
         basis: d.basis.clone().unwrap_or_default(),
         article: d.article,
     })

@@ -4,50 +4,26 @@
 //! a template and a generated title (siblings taken for copies), one path
 //! on two hosts is a mirror, a language version or another renderer
 //! (translations around an untranslated block), and pages of two sites are
-//! one story in two frames (matched by the article alone).
+//! one story in two frames (matched by the article alone). The relation is
+//! the verdict rules' own ([`SiteRelation`]), so the report names a pair as
+//! the rules saw it.
 
+use simcrawl_dedup::SiteRelation;
 use url::Url;
 
-/// The relation of two pages' URLs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pair {
-    /// One host (port and `www.` ignored).
-    SameHost,
-    /// One path and query on two hosts.
-    OnePathTwoHosts,
-    /// Two sites.
-    TwoSites,
-    /// A URL that does not parse (a `crawl dedup` line's name, say).
-    Unknown,
+/// The relation of the pages at `a` and `b`; `None` when either is not a
+/// URL (a `crawl dedup` line's name, say).
+pub fn of(a: &str, b: &str) -> Option<SiteRelation> {
+    (Url::parse(a).is_ok() && Url::parse(b).is_ok()).then(|| SiteRelation::of(a, b))
 }
 
-impl Pair {
-    /// The relation of the pages at `a` and `b`.
-    pub fn of(a: &str, b: &str) -> Pair {
-        let (Ok(a), Ok(b)) = (Url::parse(a), Url::parse(b)) else {
-            return Pair::Unknown;
-        };
-        let host = |u: &Url| {
-            let h = u.host_str().unwrap_or_default().to_ascii_lowercase();
-            h.strip_prefix("www.").map(str::to_string).unwrap_or(h)
-        };
-        if host(&a) == host(&b) {
-            Pair::SameHost
-        } else if a.path() == b.path() && a.query() == b.query() {
-            Pair::OnePathTwoHosts
-        } else {
-            Pair::TwoSites
-        }
-    }
-
-    /// Its words in the report.
-    pub fn label(self) -> &'static str {
-        match self {
-            Pair::SameHost => "same host",
-            Pair::OnePathTwoHosts => "one path, two hosts",
-            Pair::TwoSites => "two sites",
-            Pair::Unknown => "",
-        }
+/// Its words in the report (nothing for a pair that is not of URLs).
+pub fn label(relation: Option<SiteRelation>) -> &'static str {
+    match relation {
+        Some(SiteRelation::SameHost) => "same host",
+        Some(SiteRelation::SamePath) => "one path, two hosts",
+        Some(SiteRelation::OtherSites) => "two sites",
+        None => "",
     }
 }
 
@@ -57,22 +33,23 @@ mod tests {
 
     #[test]
     fn relations_ignore_port_www_and_case() {
+        let label_of = |a, b| label(of(a, b));
         assert_eq!(
-            Pair::of("http://www.A.test:8080/x", "https://a.test/y"),
-            Pair::SameHost
+            label_of("http://www.A.test:8080/x", "https://a.test/y"),
+            "same host"
         );
         assert_eq!(
-            Pair::of(
+            label_of(
                 "http://man.zh-cn.test/man1/tar.1.html",
                 "http://man.zh-tw.test/man1/tar.1.html"
             ),
-            Pair::OnePathTwoHosts
+            "one path, two hosts"
         );
         assert_eq!(
-            Pair::of("http://a.test/p?id=1", "http://b.test/p?id=2"),
-            Pair::TwoSites
+            label_of("http://a.test/p?id=1", "http://b.test/p?id=2"),
+            "two sites"
         );
-        assert_eq!(Pair::of("doc-17", "http://b.test/"), Pair::Unknown);
-        assert_eq!(Pair::Unknown.label(), "");
+        assert_eq!(of("doc-17", "http://b.test/"), None);
+        assert_eq!(label_of("doc-17", "http://b.test/"), "");
     }
 }

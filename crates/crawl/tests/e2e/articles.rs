@@ -4,6 +4,7 @@
 //! story in the same template is kept.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -60,6 +61,41 @@ fn sentences(seed: u64) -> String {
         .join(". ")
 }
 
+/// The two news sites with one story, served on loopback under the names
+/// `alpha.test` and `beta.test` (each with another story of its own).
+struct TwoSites {
+    _servers: [Server; 2],
+    /// The front pages' URLs, by name.
+    roots: [String; 2],
+}
+
+impl TwoSites {
+    fn start() -> TwoSites {
+        let story = sentences(1);
+        let alpha = site(10, "/story.html", story.clone(), sentences(2));
+        let beta = site(20, "/news/bridge-vote.html", story, sentences(3));
+        let port = |s: &Server| s.base().rsplit(':').next().unwrap().to_string();
+        let roots = [
+            format!("http://alpha.test:{}/", port(&alpha)),
+            format!("http://beta.test:{}/", port(&beta)),
+        ];
+        TwoSites {
+            _servers: [alpha, beta],
+            roots,
+        }
+    }
+
+    /// A crawl's seeds file and settings pointed at both sites.
+    fn seed(&self, seeds: &Path, config: &Path) {
+        std::fs::write(seeds, format!("{}\n{}\n", self.roots[0], self.roots[1])).unwrap();
+        let mut text = std::fs::read_to_string(config).unwrap();
+        text.push_str(
+            "\n[fetch.resolve]\n\"alpha.test\" = [\"127.0.0.1\"]\n\"beta.test\" = [\"127.0.0.1\"]\n",
+        );
+        std::fs::write(config, text).unwrap();
+    }
+}
+
 fn line<'a>(lines: &'a [Value], host: &str, path: &str) -> Option<&'a Value> {
     lines
         .iter()
@@ -99,22 +135,11 @@ fn workers_sharing_redis_drop_a_story_by_its_article() {
     let Some(url) = crate::redis::redis_url("workers_sharing_redis_drop_a_story_by_its_article") else {
         return;
     };
-    let story = sentences(1);
-    let alpha = site(10, "/story.html", story.clone(), sentences(2));
-    let beta = site(20, "/news/bridge-vote.html", story, sentences(3));
-    let port = |s: &Server| s.base().rsplit(':').next().unwrap().to_string();
+    let sites = TwoSites::start();
     let dir = tempdir("e2e-articles-redis-");
     let ns = crate::redis::namespace("articles");
-    let alpha_root = format!("http://alpha.test:{}/", port(&alpha));
-    let shared = crate::redis::Shared::new(dir.path(), &alpha_root, &url, &ns, 2000);
-    std::fs::write(
-        &shared.seeds,
-        format!("{alpha_root}\nhttp://beta.test:{}/\n", port(&beta)),
-    )
-    .unwrap();
-    let mut config = std::fs::read_to_string(&shared.config).unwrap();
-    config.push_str("\n[fetch.resolve]\n\"alpha.test\" = [\"127.0.0.1\"]\n\"beta.test\" = [\"127.0.0.1\"]\n");
-    std::fs::write(&shared.config, config).unwrap();
+    let shared = crate::redis::Shared::new(dir.path(), &sites.roots[0], &url, &ns, 2000);
+    sites.seed(&shared.seeds, &shared.config);
     let workers = ["w1", "w2"];
     let mut children: Vec<_> = workers.iter().map(|w| shared.spawn(w)).collect();
     shared.wait_ok(&mut children, &workers);
@@ -135,21 +160,10 @@ fn workers_sharing_redis_drop_a_story_by_its_article() {
 
 #[test]
 fn a_story_in_another_sites_template_is_dropped_by_its_article() {
-    let story = sentences(1);
-    let alpha = site(10, "/story.html", story.clone(), sentences(2));
-    let beta = site(20, "/news/bridge-vote.html", story, sentences(3));
-    let port = |s: &Server| s.base().rsplit(':').next().unwrap().to_string();
+    let sites = TwoSites::start();
     let dir = tempdir("e2e-articles-");
-    let alpha_root = format!("http://alpha.test:{}/", port(&alpha));
-    let dirs = site_crawl(dir.path(), &alpha_root, 1, "");
-    std::fs::write(
-        &dirs.seeds,
-        format!("{alpha_root}\nhttp://beta.test:{}/\n", port(&beta)),
-    )
-    .unwrap();
-    let mut config = std::fs::read_to_string(&dirs.config).unwrap();
-    config.push_str("\n[fetch.resolve]\n\"alpha.test\" = [\"127.0.0.1\"]\n\"beta.test\" = [\"127.0.0.1\"]\n");
-    std::fs::write(&dirs.config, config).unwrap();
+    let dirs = site_crawl(dir.path(), &sites.roots[0], 1, "");
+    sites.seed(&dirs.seeds, &dirs.config);
     dirs.run_ok(Duration::from_secs(60));
     let (kept, dups) = (dirs.kept(), dirs.duplicates());
     // Everything else is kept: the front pages and the other stories,

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::support::server::{Reply, Request, Server};
-use crate::support::{field, gibberish, path_of, site_crawl, tempdir};
+use crate::support::{CRAWL, field, gibberish, path_of, read_jsonl, site_crawl, tempdir};
 
 /// A doxygen-like "Namespace Members" page: `intro` links above a list of
 /// the first `n` members.
@@ -87,7 +87,7 @@ fn a_list_inside_a_larger_page_of_its_host_is_kept_and_its_copy_is_not() {
     assert_two_lists_kept_and_the_copy_dropped(&kept, &dups, &|| dirs.log());
     // `crawl check` on the function list says why the member list, alike
     // enough by text, is not its partner.
-    let check = Command::new(env!("CARGO_BIN_EXE_crawl"))
+    let check = Command::new(CRAWL)
         .arg("check")
         .arg(format!("{}/members_func_o.html", server.base()))
         .arg("--config")
@@ -131,7 +131,7 @@ fn a_list_inside_a_larger_page_of_its_host_is_kept_and_its_copy_is_not() {
         .collect();
     std::fs::write(&input, docs).unwrap();
     let out = dir.path().join("batch");
-    let o = Command::new(env!("CARGO_BIN_EXE_crawl"))
+    let o = Command::new(CRAWL)
         .arg("dedup")
         .arg("--input")
         .arg(&input)
@@ -140,14 +140,10 @@ fn a_list_inside_a_larger_page_of_its_host_is_kept_and_its_copy_is_not() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let read = |name: &str| -> Vec<Value> {
-        std::fs::read_to_string(out.join(name))
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect()
-    };
-    let (kept, dups) = (read("kept.jsonl"), read("duplicates.jsonl"));
+    let (kept, dups) = (
+        read_jsonl(&out.join("kept.jsonl")),
+        read_jsonl(&out.join("duplicates.jsonl")),
+    );
     assert_two_lists_kept_and_the_copy_dropped(&kept, &dups, &|| {
         String::from_utf8_lossy(&o.stderr).into_owned()
     });

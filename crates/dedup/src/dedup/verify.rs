@@ -2,7 +2,7 @@
 //! show enough resemblance.
 
 use super::{Duplicate, Signature, Tier};
-use crate::article::{ARTICLE_MIN_SIMILARITY, Article, PageScripts, other_site, site};
+use crate::article::{ARTICLE_MIN_SIMILARITY, Article, PageScripts, SiteRelation};
 use crate::extent::PAGE_MIN_SIMILARITY;
 use crate::fingerprint::Fingerprint;
 use crate::sketch::Sketch;
@@ -33,7 +33,9 @@ impl Signature {
 
     /// One article on two sites, in the same scripts, near-duplicate.
     fn same_story(&self, m: &Match, mine: PageScripts, theirs: PageScripts) -> bool {
-        m.similarity >= ARTICLE_MIN_SIMILARITY && other_site(&self.url, &m.rec.url) && !mine.apart(theirs)
+        m.similarity >= ARTICLE_MIN_SIMILARITY
+            && SiteRelation::of(&self.url, &m.rec.url) == SiteRelation::OtherSites
+            && !mine.apart(theirs)
     }
 
     /// Why `m`, compared by text, cannot decide for this signature
@@ -109,8 +111,7 @@ impl Signature {
     /// can have by their sizes; `None` across hosts or without extents.
     fn size_bound(&self, m: &Match) -> Option<f64> {
         let (mine, theirs) = (self.extent?, m.rec.extent?);
-        site(&self.url)
-            .eq_ignore_ascii_case(site(&m.rec.url))
+        (SiteRelation::of(&self.url, &m.rec.url) == SiteRelation::SameHost)
             .then(|| mine.resemblance_at_most(theirs))
     }
 }

@@ -72,18 +72,11 @@ pub(super) fn han_text_words<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::super::is_valid_word;
-    use super::super::tests::jieba_valid_words;
+    use super::super::tests::{jieba_valid_words, valid_words};
     use super::*;
 
     fn han_valid_words(text: &str) -> Vec<&str> {
-        let mut out = Vec::new();
-        han_text_words(text, &mut |w| {
-            if is_valid_word(w) {
-                out.push(w);
-            }
-        });
-        out
+        valid_words(han_text_words, text)
     }
 
     proptest::proptest! {
