@@ -174,6 +174,10 @@ pub fn run(cfg: &Config, url: &str) -> Result<Report> {
         ))
     })?;
     let job = crate::backend::local::job::Job::load(store.database())?;
+    // The profile the crawl was built with, as the crawl itself adopts it.
+    let mut cfg = cfg.clone();
+    crate::backend::local::state::adopt_recorded_defaults(&store, &mut cfg)?;
+    let cfg = &cfg;
     let deduper = Arc::new(
         crate::backend::local::state::open_deduper(store, cfg)
             .map_err(|e| crate::backend::local::job::explain_refusal(e, job.as_ref(), cfg))?,
@@ -200,6 +204,9 @@ fn run_shared(cfg: &Config, url: Url) -> Result<Report> {
     let store = crate::backend::redis::SharedStore::open(&r.url, &r.namespace, r.tiers)
         .map_err(anyhow::Error::new)
         .with_context(|| format!("cannot open the shared crawl state in Redis at {shown}"))?;
+    let mut cfg = cfg.clone();
+    crate::backend::local::state::adopt_recorded_defaults(&store, &mut cfg)?;
+    let cfg = &cfg;
     let deduper = Arc::new(crate::backend::local::state::open_deduper(store, cfg)?);
     let frontier = Arc::new(
         RedisFrontier::open(&r.url, &r.namespace)

@@ -122,7 +122,7 @@ fn open(
     cfg: &Config,
     data_dir: Option<&std::path::Path>,
 ) -> Result<(Backend, Templates, simcrawl_clean::Cleaner)> {
-    let cleaner = simcrawl_clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?;
+    let mut clean = cfg.clean.clone();
     let backend = match data_dir {
         None => Backend::Memory(with_clock_offset(state::open_deduper(MemoryStore::new(), cfg)?)?),
         Some(dir) => {
@@ -132,9 +132,14 @@ fn open(
                 .redb_options(std::time::Duration::from_millis(cfg.store.sync_interval_ms))?;
             let store = RedbStore::open_opts(&path, options)
                 .with_context(|| format!("cannot open the index in {}", dir.display()))?;
-            Backend::Redb(with_clock_offset(state::open_deduper(store, cfg)?)?)
+            // An index of an earlier version keeps the profile it was built with.
+            let mut cfg = cfg.clone();
+            state::adopt_recorded_defaults(&store, &mut cfg)?;
+            clean = cfg.clean.clone();
+            Backend::Redb(with_clock_offset(state::open_deduper(store, &cfg)?)?)
         }
     };
+    let cleaner = simcrawl_clean::Cleaner::new(clean).context("invalid [clean] settings")?;
     let templates = match &backend {
         Backend::Redb(d) => crate::backend::local::learn::with_store(d.store().database(), |store| {
             Templates::load(&cfg.template, Some(store))

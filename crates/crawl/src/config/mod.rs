@@ -28,6 +28,11 @@ pub struct Config {
     pub output: crate::output::warc::WarcSettings,
     /// When crawled pages are visited again (`crawl revisit`, `--forever`).
     pub revisit: crate::revisit::RevisitSettings,
+    /// Whether `clean.convert_chinese` was given (file or `--set`) rather
+    /// than left to its default: only a default gives way to the profile an
+    /// existing index was built with (`state::adopt_recorded_defaults`).
+    #[serde(skip)]
+    pub chinese_given: bool,
 }
 
 /// `[redis]`: the shared mode, where many `crawl` processes (on one machine
@@ -470,6 +475,9 @@ impl Config {
         }
         let mut sources = BTreeMap::new();
         let set_keys: BTreeSet<&str> = sets.iter().map(|s| s.key.as_str()).collect();
+        config.chinese_given = ["clean.convert_chinese", "clean.chinese_variant"]
+            .iter()
+            .any(|k| set_keys.contains(k) || lookup(&file, k).is_some());
         let effective = shown(&config)?;
         let mut leaves = Vec::new();
         leaf_keys(&effective, "", &mut leaves);

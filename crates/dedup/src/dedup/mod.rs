@@ -669,6 +669,26 @@ impl<S: Store> Deduper<S> {
         Ok(deduper)
     }
 
+    /// The parameters `store` recorded when an index was first opened on it
+    /// (what [`Deduper::params`] and the embedder's extra parameters said
+    /// then, one `name=value` per line), without opening it; `None` for a
+    /// store that holds no index yet. An embedder whose own defaults
+    /// changed reads it to keep an existing index on the settings it was
+    /// built with instead of having it refused.
+    ///
+    /// ```
+    /// use simcrawl_dedup::{Deduper, DedupConfig, MemoryStore};
+    /// let store = MemoryStore::new();
+    /// assert_eq!(Deduper::recorded_params(&store)?, None);
+    /// let d = Deduper::with_params(store, DedupConfig::default(), &[("clean", "3f2a")])?;
+    /// let recorded = Deduper::recorded_params(d.store())?.unwrap_or_default();
+    /// assert!(recorded.lines().any(|l| l == "clean=3f2a"));
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    pub fn recorded_params(store: &S) -> Result<Option<String>> {
+        params::stored_params(store)
+    }
+
     /// Replaces the clock (seconds since the epoch); for tests of the window
     /// and for replaying corpora with their own timestamps.
     pub fn with_clock(mut self, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Self {

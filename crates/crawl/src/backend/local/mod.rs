@@ -95,7 +95,7 @@ impl Source for LocalSource {
 }
 
 /// The single-machine crawl: frontier, tiers and checkpoints in one redb file.
-pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<Run> {
+pub fn run(mut cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<Run> {
     let data_dir = cfg.store.data_dir.clone();
     let out_dir = cfg.crawl.out_dir.clone();
     let db_path = data_dir.join("index.redb");
@@ -110,6 +110,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<R
     let store = RedbStore::open_opts(&db_path, cfg.store.redb_options(Duration::MAX)?)
         .with_context(|| format!("cannot open the crawl state in {}", data_dir.display()))?;
     let stored_job = job::Job::load(store.database())?;
+    state::adopt_recorded_defaults(&store, &mut cfg)?;
     let deduper = Arc::new(
         state::open_deduper(store, &cfg).map_err(|e| job::explain_refusal(e, stored_job.as_ref(), &cfg))?,
     );

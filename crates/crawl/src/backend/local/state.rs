@@ -4,7 +4,9 @@
 use anyhow::{Context, Result};
 use md5::{Digest, Md5};
 use redb::{ReadableDatabase, Table, TableDefinition, WriteTransaction};
+use simcrawl_clean::ChineseVariant;
 use simcrawl_dedup::{Deduper, Store};
+use tracing::warn;
 
 use crate::config::Config;
 
@@ -32,6 +34,55 @@ pub fn recorded_params(cfg: &Config) -> Result<Vec<(&'static str, String)>> {
         ("frontier_records", FRONTIER_RECORDS.to_string()),
         ("checkpoint_records", CHECKPOINT_RECORDS.to_string()),
     ])
+}
+
+/// `[clean] convert_chinese` defaults of earlier versions, newest first.
+/// An index built under one of them keeps it while the setting is left
+/// unset, so that changing the default does not make every existing data
+/// directory refuse to resume (`t2s` was the default until Taiwan
+/// vocabulary was folded too, issue 35).
+const FORMER_CHINESE_DEFAULTS: [ChineseVariant; 1] = [ChineseVariant::T2s];
+
+/// Puts back the Chinese profile an existing index was built with, when
+/// these settings leave it to a default that has changed since and that is
+/// the only difference in `[clean]`: the index keeps matching its own
+/// fingerprints, and the log says how to fold Taiwan vocabulary (a fresh
+/// data directory). Call it before building the cleaner and opening the
+/// tiers; a new store, a setting the user gave, or any other difference
+/// leaves `cfg` as it is (the opening then refuses, naming it).
+pub fn adopt_recorded_defaults<S: Store>(store: &S, cfg: &mut Config) -> Result<()> {
+    if cfg.chinese_given {
+        return Ok(());
+    }
+    let Some(recorded) = Deduper::recorded_params(store)? else {
+        return Ok(());
+    };
+    let Some(stored) = recorded.lines().find_map(|l| l.strip_prefix("clean=")) else {
+        return Ok(());
+    };
+    let digest = |c: &Config| -> Result<String> {
+        let params = recorded_params(c)?;
+        Ok(params.into_iter().next().map(|(_, v)| v).unwrap_or_default())
+    };
+    if digest(cfg)? == stored {
+        return Ok(());
+    }
+    for former in FORMER_CHINESE_DEFAULTS {
+        let mut then = cfg.clone();
+        then.clean.convert_chinese = former;
+        if digest(&then)? == stored {
+            warn!(
+                "this index was built with clean.convert_chinese = \"{}\", the default of earlier versions: \
+                 keeping it (the default is now \"{}\", which also folds Taiwan vocabulary; a fresh data \
+                 directory or namespace gets it, and setting clean.convert_chinese silences this)",
+                former.name(),
+                cfg.clean.convert_chinese.name()
+            );
+            cfg.clean.convert_chinese = former;
+            return Ok(());
+        }
+    }
+    Ok(())
 }
 
 /// Opens the dedup tiers over `store` with the crawl's recorded parameters:
@@ -172,10 +223,56 @@ mod tests {
     /// (since before the normalizer steps got one name each, issue 13): renaming a
     /// step or a key must not change it, or existing data directories would refuse
     /// to resume with the same settings.
+    ///
+    /// The default Chinese profile changed from `t2s` to `t2s_tw` (issue 35): the
+    /// first digest is what every data directory built before holds, which
+    /// [`adopt_recorded_defaults`] must recognise.
     #[test]
     fn the_clean_digest_of_the_defaults_is_the_stored_one() {
-        let digest = recorded_params(&Config::default()).unwrap()[0].clone();
+        let mut former = Config::default();
+        former.clean.convert_chinese = ChineseVariant::T2s;
+        let digest = recorded_params(&former).unwrap()[0].clone();
         assert_eq!(digest, ("clean", "4c5784360f16e323f59a2f24aacccc01".to_owned()));
+        let digest = recorded_params(&Config::default()).unwrap()[0].clone();
+        assert_eq!(digest, ("clean", DEFAULT_DIGEST.to_owned()));
+    }
+
+    const DEFAULT_DIGEST: &str = "e1741999f3e8c3bc5888f9130d88526a";
+
+    /// An index built under the former default, opened with the setting left
+    /// unset: it keeps `t2s` and opens; given explicitly, the new profile is
+    /// kept and the index refuses it, naming `clean`.
+    #[test]
+    fn an_index_of_the_former_chinese_default_keeps_it_unless_told_otherwise() {
+        use simcrawl_dedup::MemoryStore;
+        let mut former = Config::default();
+        former.clean.convert_chinese = ChineseVariant::T2s;
+        let store = open_deduper(MemoryStore::new(), &former).unwrap().into_store();
+
+        let mut cfg = Config::default();
+        adopt_recorded_defaults(&store, &mut cfg).unwrap();
+        assert_eq!(cfg.clean.convert_chinese, ChineseVariant::T2s);
+        let store = open_deduper(store, &cfg).unwrap().into_store();
+
+        let mut given = Config::default();
+        given.chinese_given = true;
+        adopt_recorded_defaults(&store, &mut given).unwrap();
+        assert_eq!(given.clean.convert_chinese, ChineseVariant::T2sTw);
+        let e = open_deduper(store, &given).unwrap_err();
+        assert!(format!("{e:#}").contains("clean: stored"), "{e:#}");
+
+        // Another difference in [clean] is not the former default: refused as before.
+        let store = open_deduper(MemoryStore::new(), &former).unwrap().into_store();
+        let mut other = Config::default();
+        other.clean.lowercase = false;
+        adopt_recorded_defaults(&store, &mut other).unwrap();
+        assert_eq!(other.clean.convert_chinese, ChineseVariant::T2sTw);
+        assert!(open_deduper(store, &other).is_err());
+
+        // A new index takes the new default.
+        let mut fresh = Config::default();
+        adopt_recorded_defaults(&MemoryStore::new(), &mut fresh).unwrap();
+        assert_eq!(fresh.clean.convert_chinese, ChineseVariant::T2sTw);
     }
 
     #[test]

@@ -101,8 +101,8 @@ struct Learners {
 }
 
 /// Runs this process as one worker of the crawl shared through Redis.
-pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Run> {
-    let r = &cfg.redis;
+pub fn run(mut cfg: Config, seeds: &[Url], start: Start) -> Result<Run> {
+    let r = cfg.redis.clone();
     let worker = worker_id(&r.worker_id)?;
     let shown = frontier::redact(&r.url);
     let (store, frontier) = open_shared(&cfg, &shown)?;
@@ -113,6 +113,7 @@ pub fn run(cfg: Config, seeds: &[Url], start: Start) -> Result<Run> {
         );
         store.clear().context("cannot clear the shared crawl state")?;
     }
+    state::adopt_recorded_defaults(&store, &mut cfg)?;
     let deduper = Arc::new(state::open_deduper(store, &cfg)?);
     let out_dir = cfg.crawl.out_dir.join(&worker);
     // Before anything in it is touched: one live process per directory.
