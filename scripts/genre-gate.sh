@@ -7,7 +7,8 @@
 # 2. batch: `crawl dedup` over the set's docs.jsonl (`html` lines), its
 #    outputs scored the same way.
 # SET_DIR is made by scripts/build-html-gate.sh, build-news-set.sh or
-# build-multilang-set.sh. --labels picks the truth (default SET_DIR/pairs.jsonl;
+# build-multilang-set.sh. --labels picks the truth (default SET_DIR/pairs_tw2sp.jsonl
+# where the set has one, else SET_DIR/pairs.jsonl;
 # the news set scores copies by story_pairs.jsonl, the article text).
 set -euo pipefail
 if [ $# -lt 2 ]; then
@@ -25,6 +26,8 @@ if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then
     shift
 fi
 LABELS=$SET/pairs.jsonl
+# zh-TW/zh-CN pairs also scored through OpenCC tw2sp (scripts/tw2sp_labels.py).
+[ -f "$SET/pairs_tw2sp.jsonl" ] && LABELS=$SET/pairs_tw2sp.jsonl
 if [ "${1:-}" = "--labels" ]; then
     LABELS=$2
     shift 2

@@ -53,4 +53,8 @@ start=$(date +%s.%N)
     --data-dir "$OUT/data" "$@" 2>"$OUT/crawl.log"
 end=$(date +%s.%N)
 echo "crawled in $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s" >&2
-"$BIN" eval --crawled "$OUT/crawl" --pages "$GATE/pages.jsonl" --labels "$GATE/pairs.jsonl"
+# The truth: pairs_tw2sp.jsonl where the set has one (zh-TW/zh-CN pairs also
+# scored through OpenCC tw2sp, scripts/tw2sp_labels.py), else pairs.jsonl.
+LABELS=$GATE/pairs.jsonl
+[ -f "$GATE/pairs_tw2sp.jsonl" ] && LABELS=$GATE/pairs_tw2sp.jsonl
+"$BIN" eval --crawled "$OUT/crawl" --pages "$GATE/pages.jsonl" --labels "$LABELS"

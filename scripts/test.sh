@@ -42,6 +42,18 @@ if [ "$(cat "$GATE_DIR/.stamp" 2>/dev/null)" != "$stamp" ]; then
 fi
 SIMCRAWL_HTML_GATE=$(cd "$GATE_DIR" && pwd)
 export SIMCRAWL_HTML_GATE
+# Both sets' second truth, which their gates score: zh-TW/zh-CN pairs also
+# through OpenCC tw2sp (scripts/tw2sp_labels.py, issue 35), remade when the
+# script or the set changes.
+. scripts/lib/debian-docs.sh
+python_venv "${EVAL_VENV:-$HOME/.cache/simcrawl-eval-venv}"
+for dir in "$SIMCRAWL_EVAL_SET" "$SIMCRAWL_HTML_GATE"; do
+  stamp=$(cat scripts/tw2sp_labels.py scripts/eval_set.py "$dir/.stamp" | sha256sum | cut -c1-16)
+  if [ "$(cat "$dir/.tw2sp-stamp" 2>/dev/null)" != "$stamp" ]; then
+    "${EVAL_VENV:-$HOME/.cache/simcrawl-eval-venv}/bin/python" scripts/tw2sp_labels.py "$dir"
+    echo "$stamp" >"$dir/.tw2sp-stamp"
+  fi
+done
 # A throwaway Redis server (installed with apt-get when missing) for the
 # dedup crate's Redis store tests and the crawler's shared mode
 # (crates/crawl/tests/e2e/redis.rs: several `crawl --redis` workers),

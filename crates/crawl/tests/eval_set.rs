@@ -31,11 +31,20 @@ fn defaults_lose_no_unique_page_and_find_the_copies() {
         return;
     };
     let dir = std::path::Path::new(&dir);
+    // The truth the issue defines: zh-TW/zh-CN pairs also scored through
+    // OpenCC tw2sp (scripts/tw2sp_labels.py; scripts/test.sh writes it).
+    let labels = dir.join("pairs_tw2sp.jsonl");
+    assert!(
+        labels.exists(),
+        "no {}: run scripts/tw2sp_labels.py {}",
+        labels.display(),
+        dir.display()
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_crawl"))
         .args(["eval", "--input"])
         .arg(dir.join("docs.jsonl"))
         .arg("--labels")
-        .arg(dir.join("pairs.jsonl"))
+        .arg(labels)
         .output()
         .unwrap();
     let report = String::from_utf8_lossy(&out.stdout);
