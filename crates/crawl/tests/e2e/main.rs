@@ -31,6 +31,7 @@ mod private;
 mod redis;
 mod report_browser;
 mod revisit;
+mod taiwan;
 mod template;
 mod waits;
 mod warc;
