@@ -13,7 +13,8 @@
 //!             <article><p>這是一篇關於開放資料的新聞報導，內容很長很長。</p></article></body></html>";
 //! let page = simcrawl_clean::Page::parse(html.as_bytes(), Some("text/html; charset=utf-8"), &url)?;
 //! assert_eq!(page.title, "开放 api");
-//! assert_eq!(page.text, "这是一篇关于开放资料的新闻报导,内容很长很长。");
+//! // Taiwan words too: 資料 is mainland 数据.
+//! assert_eq!(page.text, "这是一篇关于开放数据的新闻报导,内容很长很长。");
 //! // What people read, index and train on: the page as it wrote it.
 //! assert_eq!(page.raw_title, "開放　ＡＰＩ");
 //! assert_eq!(page.raw_text, "這是一篇關於開放資料的新聞報導，內容很長很長。");
