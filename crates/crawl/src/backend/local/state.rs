@@ -254,8 +254,10 @@ mod tests {
         assert_eq!(cfg.clean.convert_chinese, ChineseVariant::T2s);
         let store = open_deduper(store, &cfg).unwrap().into_store();
 
-        let mut given = Config::default();
-        given.chinese_given = true;
+        let mut given = Config {
+            chinese_given: true,
+            ..Config::default()
+        };
         adopt_recorded_defaults(&store, &mut given).unwrap();
         assert_eq!(given.clean.convert_chinese, ChineseVariant::T2sTw);
         let e = open_deduper(store, &given).unwrap_err();
