@@ -55,9 +55,12 @@ PY
 # Quality of the verdicts compared, when the corpus is the labelled set.
 DIR=$(dirname "$CORPUS")
 if [ -f "$DIR/pairs.jsonl" ] && [ -f "$DIR/meta.jsonl" ]; then
+  # zh-TW/zh-CN pairs also through tw2sp where the set has them (scripts/tw2sp_labels.py).
+  LABELS=$DIR/pairs.jsonl
+  [ -f "$DIR/pairs_tw2sp.jsonl" ] && LABELS=$DIR/pairs_tw2sp.jsonl
   for tool in "crawl dedup:$out/o1" "rensa:$out/rensa1"; do
     echo "$tool" | cut -d: -f1
-    target/release/crawl eval --crawled "${tool#*:}" --pages "$DIR/meta.jsonl" --labels "$DIR/pairs.jsonl" \
+    target/release/crawl eval --crawled "${tool#*:}" --pages "$DIR/meta.jsonl" --labels "$LABELS" \
       | grep -E '^\| (source|all) '
   done
 fi

@@ -99,6 +99,8 @@ PY
   "$VENV/bin/python" scripts/textdedup_verdicts.py "$pq" "$work/$name-td" "$work/$name-td-verdicts" 2>/dev/null
   meta=$(dirname "$corpus")/meta.jsonl
   pairs=$(dirname "$corpus")/pairs.jsonl
+  # zh-TW/zh-CN pairs also through tw2sp where the set has them (scripts/tw2sp_labels.py).
+  [ -f "$(dirname "$corpus")/pairs_tw2sp.jsonl" ] && pairs=$(dirname "$corpus")/pairs_tw2sp.jsonl
   if [ -f "$meta" ] && [ -f "$pairs" ]; then
     for who in ours td-verdicts; do
       echo "crawl eval --crawled $name-$who:"
