@@ -174,14 +174,13 @@ pub fn run(cfg: &Config, url: &str) -> Result<Report> {
         ))
     })?;
     let job = crate::backend::local::job::Job::load(store.database())?;
-    // The profile the crawl was built with, as the crawl itself adopts it.
+    // Opening may put back the profile the crawl was built with.
     let mut cfg = cfg.clone();
-    crate::backend::local::state::adopt_recorded_defaults(&store, &mut cfg)?;
-    let cfg = &cfg;
     let deduper = Arc::new(
-        crate::backend::local::state::open_deduper(store, cfg)
-            .map_err(|e| crate::backend::local::job::explain_refusal(e, job.as_ref(), cfg))?,
+        crate::backend::local::state::open_deduper(store, &mut cfg)
+            .map_err(|e| crate::backend::local::job::explain_refusal(e, job.as_ref(), &cfg))?,
     );
+    let cfg = &cfg;
     let canon = deduper.canonicalizer().clone();
     let (templates, dust) =
         crate::backend::local::learn::with_snapshot(deduper.store().database(), |store| {
@@ -205,9 +204,8 @@ fn run_shared(cfg: &Config, url: Url) -> Result<Report> {
         .map_err(anyhow::Error::new)
         .with_context(|| format!("cannot open the shared crawl state in Redis at {shown}"))?;
     let mut cfg = cfg.clone();
-    crate::backend::local::state::adopt_recorded_defaults(&store, &mut cfg)?;
+    let deduper = Arc::new(crate::backend::local::state::open_deduper(store, &mut cfg)?);
     let cfg = &cfg;
-    let deduper = Arc::new(crate::backend::local::state::open_deduper(store, cfg)?);
     let frontier = Arc::new(
         RedisFrontier::open(&r.url, &r.namespace)
             .with_context(|| format!("Redis at {shown} is unreachable: cannot read the shared crawl"))?,

@@ -122,9 +122,14 @@ fn open(
     cfg: &Config,
     data_dir: Option<&std::path::Path>,
 ) -> Result<(Backend, Templates, simcrawl_clean::Cleaner)> {
-    let mut clean = cfg.clean.clone();
+    // An index of an earlier version keeps the profile it was built with:
+    // the cleaner is built from the settings the index opened with.
+    let mut cfg = cfg.clone();
     let backend = match data_dir {
-        None => Backend::Memory(with_clock_offset(state::open_deduper(MemoryStore::new(), cfg)?)?),
+        None => Backend::Memory(with_clock_offset(state::open_deduper(
+            MemoryStore::new(),
+            &mut cfg,
+        )?)?),
         Some(dir) => {
             let path = dir.join("index.redb");
             let options = cfg
@@ -132,14 +137,10 @@ fn open(
                 .redb_options(std::time::Duration::from_millis(cfg.store.sync_interval_ms))?;
             let store = RedbStore::open_opts(&path, options)
                 .with_context(|| format!("cannot open the index in {}", dir.display()))?;
-            // An index of an earlier version keeps the profile it was built with.
-            let mut cfg = cfg.clone();
-            state::adopt_recorded_defaults(&store, &mut cfg)?;
-            clean = cfg.clean.clone();
-            Backend::Redb(with_clock_offset(state::open_deduper(store, &cfg)?)?)
+            Backend::Redb(with_clock_offset(state::open_deduper(store, &mut cfg)?)?)
         }
     };
-    let cleaner = simcrawl_clean::Cleaner::new(clean).context("invalid [clean] settings")?;
+    let cleaner = simcrawl_clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?;
     let templates = match &backend {
         Backend::Redb(d) => crate::backend::local::learn::with_store(d.store().database(), |store| {
             Templates::load(&cfg.template, Some(store))

@@ -30,7 +30,7 @@ pub struct Config {
     pub revisit: crate::revisit::RevisitSettings,
     /// Whether `clean.convert_chinese` was given (file or `--set`) rather
     /// than left to its default: only a default gives way to the profile an
-    /// existing index was built with (`state::adopt_recorded_defaults`).
+    /// existing index was built with (`state::open_deduper`).
     #[serde(skip)]
     pub chinese_given: bool,
 }
@@ -475,9 +475,6 @@ impl Config {
         }
         let mut sources = BTreeMap::new();
         let set_keys: BTreeSet<&str> = sets.iter().map(|s| s.key.as_str()).collect();
-        config.chinese_given = ["clean.convert_chinese", "clean.chinese_variant"]
-            .iter()
-            .any(|k| set_keys.contains(k) || lookup(&file, k).is_some());
         let effective = shown(&config)?;
         let mut leaves = Vec::new();
         leaf_keys(&effective, "", &mut leaves);
@@ -494,6 +491,9 @@ impl Config {
             };
             sources.insert(key, source);
         }
+        config.chinese_given = sources
+            .get("clean.convert_chinese")
+            .is_some_and(|s| *s != Source::Default);
         Ok(Effective { config, sources })
     }
 }
@@ -905,6 +905,10 @@ mod tests {
                 .unwrap()
                 .contains("convert_chinese = \"off\"  # --set")
         );
+        // Given under its former name is given: an index's recorded profile
+        // does not replace it (state::adopt_recorded_defaults).
+        assert!(e.config.chinese_given);
+        assert!(!Config::load_with(None, &[]).unwrap().config.chinese_given);
     }
 
     #[test]

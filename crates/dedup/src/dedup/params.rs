@@ -135,7 +135,7 @@ pub(super) fn stored_params<S: Store>(store: &S) -> Result<Option<String>> {
 }
 
 /// The value of `name` in recorded parameters.
-fn recorded<'p>(params: &'p str, name: &str) -> Option<&'p str> {
+pub(super) fn recorded<'p>(params: &'p str, name: &str) -> Option<&'p str> {
     params
         .lines()
         .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix('=')))

@@ -110,9 +110,9 @@ pub fn run(mut cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Resu
     let store = RedbStore::open_opts(&db_path, cfg.store.redb_options(Duration::MAX)?)
         .with_context(|| format!("cannot open the crawl state in {}", data_dir.display()))?;
     let stored_job = job::Job::load(store.database())?;
-    state::adopt_recorded_defaults(&store, &mut cfg)?;
     let deduper = Arc::new(
-        state::open_deduper(store, &cfg).map_err(|e| job::explain_refusal(e, stored_job.as_ref(), &cfg))?,
+        state::open_deduper(store, &mut cfg)
+            .map_err(|e| job::explain_refusal(e, stored_job.as_ref(), &cfg))?,
     );
     let mut cp = Checkpoint::load(deduper.store().database())?;
     let begun = begin_job(

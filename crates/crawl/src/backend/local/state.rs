@@ -4,7 +4,7 @@
 use anyhow::{Context, Result};
 use md5::{Digest, Md5};
 use redb::{ReadableDatabase, Table, TableDefinition, WriteTransaction};
-use simcrawl_clean::ChineseVariant;
+use simcrawl_clean::{ChineseVariant, CleanConfig};
 use simcrawl_dedup::{Deduper, Store};
 use tracing::warn;
 
@@ -26,14 +26,18 @@ pub const CHECKPOINT_RECORDS: u32 = 2;
 /// parameters: a digest of the `[clean]` settings (they change the text
 /// every fingerprint is computed from) and the versions of its own records.
 pub fn recorded_params(cfg: &Config) -> Result<Vec<(&'static str, String)>> {
-    let clean = serde_json::to_string(&cfg.clean).context("cannot serialize the [clean] settings")?;
-    let digest: [u8; 16] = Md5::digest(clean.as_bytes()).into();
-    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
     Ok(vec![
-        ("clean", hex),
+        ("clean", clean_digest(&cfg.clean)?),
         ("frontier_records", FRONTIER_RECORDS.to_string()),
         ("checkpoint_records", CHECKPOINT_RECORDS.to_string()),
     ])
+}
+
+/// The digest of `[clean]` settings the index records (`clean=`).
+fn clean_digest(clean: &CleanConfig) -> Result<String> {
+    let json = serde_json::to_string(clean).context("cannot serialize the [clean] settings")?;
+    let digest: [u8; 16] = Md5::digest(json.as_bytes()).into();
+    Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// `[clean] convert_chinese` defaults of earlier versions, newest first.
@@ -47,30 +51,24 @@ const FORMER_CHINESE_DEFAULTS: [ChineseVariant; 1] = [ChineseVariant::T2s];
 /// these settings leave it to a default that has changed since and that is
 /// the only difference in `[clean]`: the index keeps matching its own
 /// fingerprints, and the log says how to fold Taiwan vocabulary (a fresh
-/// data directory). Call it before building the cleaner and opening the
-/// tiers; a new store, a setting the user gave, or any other difference
-/// leaves `cfg` as it is (the opening then refuses, naming it).
-pub fn adopt_recorded_defaults<S: Store>(store: &S, cfg: &mut Config) -> Result<()> {
+/// data directory). A new store, a setting the user gave, or any other
+/// difference leaves `cfg` as it is (the opening then refuses, naming it).
+fn adopt_recorded_defaults<S: Store>(store: &S, cfg: &mut Config) -> Result<()> {
     if cfg.chinese_given {
         return Ok(());
     }
-    let Some(recorded) = Deduper::recorded_params(store)? else {
+    let Some(stored) = Deduper::recorded_param(store, "clean")? else {
         return Ok(());
     };
-    let Some(stored) = recorded.lines().find_map(|l| l.strip_prefix("clean=")) else {
-        return Ok(());
-    };
-    let digest = |c: &Config| -> Result<String> {
-        let params = recorded_params(c)?;
-        Ok(params.into_iter().next().map(|(_, v)| v).unwrap_or_default())
-    };
-    if digest(cfg)? == stored {
+    if clean_digest(&cfg.clean)? == stored {
         return Ok(());
     }
     for former in FORMER_CHINESE_DEFAULTS {
-        let mut then = cfg.clone();
-        then.clean.convert_chinese = former;
-        if digest(&then)? == stored {
+        let then = CleanConfig {
+            convert_chinese: former,
+            ..cfg.clean.clone()
+        };
+        if clean_digest(&then)? == stored {
             warn!(
                 "this index was built with clean.convert_chinese = \"{}\", the default of earlier versions: \
                  keeping it (the default is now \"{}\", which also folds Taiwan vocabulary; a fresh data \
@@ -87,8 +85,12 @@ pub fn adopt_recorded_defaults<S: Store>(store: &S, cfg: &mut Config) -> Result<
 
 /// Opens the dedup tiers over `store` with the crawl's recorded parameters:
 /// a data directory built under other `[clean]` settings or by a crawl with
-/// other record versions is refused, naming each difference.
-pub fn open_deduper<S: Store>(store: S, cfg: &Config) -> Result<Deduper<S>> {
+/// other record versions is refused, naming each difference. First, `cfg`
+/// takes the Chinese profile an existing index was built with where it was
+/// left to a default that changed since ([`adopt_recorded_defaults`]):
+/// build the cleaner from `cfg` after this.
+pub fn open_deduper<S: Store>(store: S, cfg: &mut Config) -> Result<Deduper<S>> {
+    adopt_recorded_defaults(&store, cfg)?;
     let params = recorded_params(cfg)?;
     let extra: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
     Ok(Deduper::with_params(store, cfg.dedup.clone(), &extra)?)
@@ -161,7 +163,7 @@ mod tests {
         .unwrap();
         d.flush().unwrap();
         drop(d);
-        open_deduper(simcrawl_dedup::RedbStore::open(&path).unwrap(), &cfg).unwrap_err()
+        open_deduper(simcrawl_dedup::RedbStore::open(&path).unwrap(), &mut cfg.clone()).unwrap_err()
     }
 
     #[test]
@@ -182,10 +184,10 @@ mod tests {
     /// that says so, not resumed with keys that no longer match.
     #[test]
     fn a_store_keyed_by_older_canonical_urls_is_refused() {
-        let cfg = Config::default();
+        let mut cfg = Config::default();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.redb");
-        let d = open_deduper(simcrawl_dedup::RedbStore::open(&path).unwrap(), &cfg).unwrap();
+        let d = open_deduper(simcrawl_dedup::RedbStore::open(&path).unwrap(), &mut cfg).unwrap();
         let old: String = d
             .params()
             .lines()
@@ -195,7 +197,7 @@ mod tests {
         d.store().write(|t| t.set_meta("params", old.as_bytes())).unwrap();
         d.flush().unwrap();
         drop(d);
-        let e = open_deduper(simcrawl_dedup::RedbStore::open(&path).unwrap(), &cfg).unwrap_err();
+        let e = open_deduper(simcrawl_dedup::RedbStore::open(&path).unwrap(), &mut cfg).unwrap_err();
         let text = format!("{e:#}");
         assert!(
             text.contains("keyed by URL canonicalization version 1") && text.contains("new data directory"),
@@ -247,33 +249,34 @@ mod tests {
         use simcrawl_dedup::MemoryStore;
         let mut former = Config::default();
         former.clean.convert_chinese = ChineseVariant::T2s;
-        let store = open_deduper(MemoryStore::new(), &former).unwrap().into_store();
+        let store = open_deduper(MemoryStore::new(), &mut former.clone())
+            .unwrap()
+            .into_store();
 
         let mut cfg = Config::default();
-        adopt_recorded_defaults(&store, &mut cfg).unwrap();
+        let store = open_deduper(store, &mut cfg).unwrap().into_store();
         assert_eq!(cfg.clean.convert_chinese, ChineseVariant::T2s);
-        let store = open_deduper(store, &cfg).unwrap().into_store();
 
         let mut given = Config {
             chinese_given: true,
             ..Config::default()
         };
-        adopt_recorded_defaults(&store, &mut given).unwrap();
+        let e = open_deduper(store, &mut given).unwrap_err();
         assert_eq!(given.clean.convert_chinese, ChineseVariant::T2sTw);
-        let e = open_deduper(store, &given).unwrap_err();
         assert!(format!("{e:#}").contains("clean: stored"), "{e:#}");
 
         // Another difference in [clean] is not the former default: refused as before.
-        let store = open_deduper(MemoryStore::new(), &former).unwrap().into_store();
+        let store = open_deduper(MemoryStore::new(), &mut former)
+            .unwrap()
+            .into_store();
         let mut other = Config::default();
         other.clean.lowercase = false;
-        adopt_recorded_defaults(&store, &mut other).unwrap();
+        assert!(open_deduper(store, &mut other).is_err());
         assert_eq!(other.clean.convert_chinese, ChineseVariant::T2sTw);
-        assert!(open_deduper(store, &other).is_err());
 
         // A new index takes the new default.
         let mut fresh = Config::default();
-        adopt_recorded_defaults(&MemoryStore::new(), &mut fresh).unwrap();
+        open_deduper(MemoryStore::new(), &mut fresh).unwrap();
         assert_eq!(fresh.clean.convert_chinese, ChineseVariant::T2sTw);
     }
 

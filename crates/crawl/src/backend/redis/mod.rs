@@ -113,8 +113,7 @@ pub fn run(mut cfg: Config, seeds: &[Url], start: Start) -> Result<Run> {
         );
         store.clear().context("cannot clear the shared crawl state")?;
     }
-    state::adopt_recorded_defaults(&store, &mut cfg)?;
-    let deduper = Arc::new(state::open_deduper(store, &cfg)?);
+    let deduper = Arc::new(state::open_deduper(store, &mut cfg)?);
     let out_dir = cfg.crawl.out_dir.join(&worker);
     // Before anything in it is touched: one live process per directory.
     let _lock = DirLock::take(&out_dir, &worker)?;
