@@ -26,7 +26,7 @@ the section's pages (the seeds are the /index.html pages); pages are
 
 Outputs: those of scripts/apiref_set.py (write_set): site/, seeds.txt,
 pages.jsonl (plus "name", "renderer"), pairs.jsonl, docs.jsonl, summary.json.
-Truth: scripts/html_gate.py's.  pairs_tw2sp.jsonl is a second truth for
+Truth: scripts/html_gate.py's.  pairs_tw2sp.jsonl (scripts/tw2sp_labels.py) is a second truth for
 `genre-gate.sh --labels`: a zh-tw/zh-cn pair also compared with the zh-tw
 text through OpenCC tw2sp first (the larger resemblance counts).  Symlinked pages and `.so` stubs are left
 out (exact copies of another page), as scripts/eval_set.py does.
@@ -42,6 +42,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import apiref_set as ar
+import tw2sp_labels
 
 LANGS = {"": "en", "zh_CN": "zh-cn", "zh_TW": "zh-tw", "de": "de", "fr": "fr", "ja": "ja"}
 EN_OTHERS = 150  # English pages without a kept translation
@@ -147,42 +148,8 @@ def main():
     for source in dict.fromkeys(c[0] for c in chosen):
         print(f"{source}: {sum(1 for p in pages if p['source'] == source)} pages", file=sys.stderr)
     pages += indexes
-    urls, extracted, inter, union = ar.write_set(args.out, pages, seeds, args.versions, args.seed, args.jobs)
-    tw2sp_labels(args.out, pages, urls, extracted, inter, union)
-
-
-def tw2sp_labels(out, pages, urls, extracted, inter, union):
-    """pairs_tw2sp.jsonl: pairs.jsonl, but a zh-tw page against a zh-cn page
-    scores the larger of its resemblance and the one with the zh-tw text
-    converted by OpenCC tw2sp (Taiwan phrases: 檔案 -> 文件) before the
-    normalization; pairs.jsonl's plain t2s leaves Taiwan vocabulary apart."""
-    import json
-
-    import numpy as np
-    import opencc
-
-    import eval_set as es
-
-    tw = opencc.OpenCC("tw2sp.json")
-    norm = es.Normalizer()
-    norms = [norm(tw.convert(t) if p["lang"] == "zh-tw" else t) for p, (_, t) in zip(pages, extracted)]
-    inter2, union2, _, _, _ = es.all_resemblances(norms)
-    is_tw = np.array([p["lang"] == "zh-tw" for p in pages])
-    is_cn = np.array([p["lang"] == "zh-cn" for p in pages])
-    mixed = np.triu((is_tw[:, None] & is_cn[None, :]) | (is_cn[:, None] & is_tw[None, :]), 1)
-    better = mixed & (inter2 * union > inter * union2)
-    inter = np.where(better, inter2, inter)
-    union = np.where(better, union2, union)
-    ii, jj = np.nonzero(np.triu(inter * es.LISTED[1] >= es.LISTED[0] * union, 1))
-    labels = {"near": 0, "ambiguous": 0, "distinct": 0}
-    with open(os.path.join(out, "pairs_tw2sp.jsonl"), "w", encoding="utf-8") as f:
-        for i, j in zip(ii.tolist(), jj.tolist()):
-            it, un = int(inter[i, j]), int(union[i, j])
-            lab = es.label_of(it, un)
-            labels[lab] += 1
-            f.write(json.dumps({"a": urls[i], "b": urls[j], "jaccard": (it * 10**6 // un) / 10**6,
-                                "label": lab}) + "\n")
-    print(f"pairs_tw2sp.jsonl: {labels} ({int(better.sum())} zh-tw/zh-cn pairs scored higher by tw2sp)")
+    ar.write_set(args.out, pages, seeds, args.versions, args.seed, args.jobs)
+    tw2sp_labels.write_labels(args.out)
 
 
 if __name__ == "__main__":

@@ -46,11 +46,12 @@ export SIMCRAWL_HTML_GATE
 # through OpenCC tw2sp (scripts/tw2sp_labels.py, issue 35), remade when the
 # script or the set changes.
 . scripts/lib/debian-docs.sh
-python_venv "${EVAL_VENV:-$HOME/.cache/simcrawl-eval-venv}"
+TRUTH_VENV=${EVAL_VENV:-$HOME/.cache/simcrawl-eval-venv}
+python_venv "$TRUTH_VENV"
 for dir in "$SIMCRAWL_EVAL_SET" "$SIMCRAWL_HTML_GATE"; do
-  stamp=$(cat scripts/tw2sp_labels.py scripts/eval_set.py "$dir/.stamp" | sha256sum | cut -c1-16)
+  stamp=$(cat scripts/tw2sp_labels.py scripts/eval_set.py scripts/html_gate.py "$dir/.stamp" | sha256sum | cut -c1-16)
   if [ "$(cat "$dir/.tw2sp-stamp" 2>/dev/null)" != "$stamp" ]; then
-    "${EVAL_VENV:-$HOME/.cache/simcrawl-eval-venv}/bin/python" scripts/tw2sp_labels.py "$dir"
+    "$TRUTH_VENV/bin/python" scripts/tw2sp_labels.py "$dir"
     echo "$stamp" >"$dir/.tw2sp-stamp"
   fi
 done

@@ -12,7 +12,7 @@ SET is a set of HTML pages (pages.jsonl with url and lang, site/HOST/PATH:
 scripts/build-html-gate.sh) or of texts (docs.jsonl with url and text,
 meta.jsonl with url and lang: scripts/build-eval-set.sh). The truth measure
 is the builders' own (eval_set.Normalizer, character 5-gram Jaccard over
-the visible text). scripts/build-manpage-set.sh writes the same file itself.
+the visible text). scripts/manpage_set.py calls write_labels on the set it built.
 """
 
 import json
@@ -56,10 +56,8 @@ def chinese_texts(root):
     ]
 
 
-def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    root = sys.argv[1]
+def write_labels(root):
+    """Writes ROOT/pairs_tw2sp.jsonl and says what it holds."""
     docs = chinese_texts(root)
     tw = opencc.OpenCC("tw2sp.json")
     norm = es.Normalizer()
@@ -91,6 +89,12 @@ def main():
     near = sum(1 for p in out if p["label"] == "near")
     print(f"{root}/pairs_tw2sp.jsonl: {len(out)} pairs ({near} near), {raised} zh-tw/zh-cn pairs scored higher "
           f"by tw2sp, {added} listed only by it ({len(docs)} Chinese pages)")
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    write_labels(sys.argv[1])
 
 
 if __name__ == "__main__":
