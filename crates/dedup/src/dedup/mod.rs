@@ -669,29 +669,6 @@ impl<S: Store> Deduper<S> {
         Ok(deduper)
     }
 
-    /// The value of parameter `name` that `store` recorded when an index
-    /// was first opened on it (one of [`Deduper::params`], or an extra
-    /// parameter of the embedder), without opening it; `None` for a store
-    /// that holds no index yet or did not record `name`. An embedder whose
-    /// own defaults changed reads it to keep an existing index on the
-    /// settings it was built with instead of having it refused.
-    ///
-    /// ```
-    /// use simcrawl_dedup::{Deduper, DedupConfig, MemoryStore};
-    /// let store = MemoryStore::new();
-    /// assert_eq!(Deduper::recorded_param(&store, "clean")?, None);
-    /// let d = Deduper::with_params(store, DedupConfig::default(), &[("clean", "3f2a")])?;
-    /// assert_eq!(Deduper::recorded_param(d.store(), "clean")?.as_deref(), Some("3f2a"));
-    /// # Ok::<(), simcrawl_dedup::Error>(())
-    /// ```
-    pub fn recorded_param(store: &S, name: &str) -> Result<Option<String>> {
-        let recorded = params::stored_params(store)?;
-        Ok(recorded
-            .as_deref()
-            .and_then(|p| params::recorded(p, name))
-            .map(str::to_owned))
-    }
-
     /// Replaces the clock (seconds since the epoch); for tests of the window
     /// and for replaying corpora with their own timestamps.
     pub fn with_clock(mut self, clock: impl Fn() -> u64 + Send + Sync + 'static) -> Self {

@@ -10,6 +10,29 @@ use crate::store::Store;
 const META_PARAMS: &str = "params";
 
 impl<S: Store> Deduper<S> {
+    /// The value of parameter `name` that `store` recorded when an index
+    /// was first opened on it (one of [`Deduper::params`], or an extra
+    /// parameter of the embedder), without opening it; `None` for a store
+    /// that holds no index yet or did not record `name`. An embedder whose
+    /// own defaults changed reads it to keep an existing index on the
+    /// settings it was built with instead of having it refused.
+    ///
+    /// ```
+    /// use simcrawl_dedup::{Deduper, DedupConfig, MemoryStore};
+    /// let store = MemoryStore::new();
+    /// assert_eq!(Deduper::recorded_param(&store, "clean")?, None);
+    /// let d = Deduper::with_params(store, DedupConfig::default(), &[("clean", "3f2a")])?;
+    /// assert_eq!(Deduper::recorded_param(d.store(), "clean")?.as_deref(), Some("3f2a"));
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    pub fn recorded_param(store: &S, name: &str) -> Result<Option<String>> {
+        let params = stored_params(store)?;
+        Ok(params
+            .as_deref()
+            .and_then(|p| recorded(p, name))
+            .map(str::to_owned))
+    }
+
     /// The parameters a store records, one `name=value` per line: every
     /// input that changes a digest, a fingerprint or a sketch, then those
     /// the embedding program added ([`Deduper::with_params`]).
@@ -135,7 +158,7 @@ pub(super) fn stored_params<S: Store>(store: &S) -> Result<Option<String>> {
 }
 
 /// The value of `name` in recorded parameters.
-pub(super) fn recorded<'p>(params: &'p str, name: &str) -> Option<&'p str> {
+fn recorded<'p>(params: &'p str, name: &str) -> Option<&'p str> {
     params
         .lines()
         .find_map(|l| l.strip_prefix(name).and_then(|v| v.strip_prefix('=')))
