@@ -9,8 +9,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export SIMCRAWL_FUZZ_CASES=${1:-100000}
+# Random seeds: the test command fixes one (scripts/test.sh), this run explores.
+unset PROPTEST_RNG_SEED
 cargo test --release -p simcrawl-clean --test fuzz
 cargo test --release -p simcrawl-dedup --test fuzz
 cargo test --release -p simcrawl-dedup --test canonical_props
 cargo test --release -p simcrawl-fetch robots_fuzz
 cargo test --release -p simcrawl --test fuzz_batch
+# The normalizers' own properties (idempotence, stability after two runs),
+# 512 cases a run: repeated here with fresh seeds.
+for _ in $(seq 1 $(( (SIMCRAWL_FUZZ_CASES + 511) / 512 < 50 ? (SIMCRAWL_FUZZ_CASES + 511) / 512 : 50 ))); do
+    cargo test --release -q -p simcrawl-clean --lib normalize::proptests
+done
