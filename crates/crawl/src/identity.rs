@@ -198,7 +198,9 @@ pub fn sign_page<S: simcrawl_dedup::Store>(
 }
 
 fn own_chars(text: &str) -> usize {
-    text.chars().filter(|c| c.is_alphanumeric()).count()
+    text.chars()
+        .filter(|&c| simcrawl_dedup::letters::is_alphanumeric(c))
+        .count()
 }
 
 /// The identity of a page of `host` with main text `main` and own text

@@ -63,7 +63,7 @@ fn by_scripts(sample: &str) -> Option<Option<&'static str>> {
             '\u{3040}'..='\u{30ff}' => kana += 1,
             '\u{ac00}'..='\u{d7af}' | '\u{1100}'..='\u{11ff}' => hangul += 1,
             '\u{4e00}'..='\u{9fff}' | '\u{3400}'..='\u{4dbf}' | '\u{f900}'..='\u{faff}' => han += 1,
-            c if c.is_alphabetic() => letters += 1,
+            c if simcrawl_dedup::letters::is_alphabetic(c) => letters += 1,
             _ => {}
         }
     }

@@ -105,7 +105,7 @@ impl PageScripts {
     pub fn of(text: &str) -> PageScripts {
         let mut counts = [0usize; 8];
         let mut total = 0usize;
-        for c in text.chars().filter(|c| c.is_alphabetic()) {
+        for c in text.chars().filter(|&c| crate::letters::is_alphabetic(c)) {
             let f = family(c).trailing_zeros() as usize;
             // A Han, kana or Hangul character says about what a word of
             // four or five letters says: counted as three, the Chinese

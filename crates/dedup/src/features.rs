@@ -17,6 +17,7 @@
 //! of the content tier.
 
 mod han_runs;
+mod spaced;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Read};
@@ -29,6 +30,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::digest::{hex, md5_of, md5_of_bytes};
 use crate::fingerprint::Fingerprint;
 use crate::hash::{token_hash, token_hash_wide};
+use crate::letters;
 use crate::scripts;
 
 /// The stop word list shipped with the crate (Chinese function words, then
@@ -495,7 +497,7 @@ impl Features {
                 scripts::foreign_runs(text, |run| scripts::unicode_words(run, &mut count));
             }
         } else if every_script {
-            scripts::unicode_words_with(text, &mut count, &mut |word, emit| latin_words(word, emit));
+            spaced::every_script_words(text, &mut count);
         } else {
             latin_words(text, &mut count);
         }
@@ -521,7 +523,7 @@ const FALLBACK_SHINGLE: usize = 3;
 fn shingles(text: &str, n: usize, emit: &mut dyn FnMut(&str, f64)) {
     // Only letters and digits take part, so punctuation and spacing
     // differences between copies do not change the shingles.
-    let kept: String = text.chars().filter(|c| c.is_alphanumeric()).collect();
+    let kept: String = text.chars().filter(|&c| letters::is_alphanumeric(c)).collect();
     let starts: Vec<usize> = kept.char_indices().map(|(i, _)| i).chain([kept.len()]).collect();
     let mut counts: FxHashMap<&str, u32> = FxHashMap::default();
     if starts.len() <= n {
@@ -597,7 +599,7 @@ fn is_valid_word(w: &str) -> bool {
     let mut letters = 0usize;
     for c in w.chars() {
         chars += 1;
-        if is_cjk(c) || c.is_alphabetic() {
+        if is_cjk(c) || letters::is_alphabetic(c) {
             letters += 1;
         }
     }

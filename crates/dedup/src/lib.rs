@@ -49,6 +49,7 @@ pub mod features;
 pub mod fingerprint;
 pub mod hash;
 pub mod index;
+pub mod letters;
 pub mod scripts;
 pub mod sketch;
 pub mod store;

@@ -83,9 +83,9 @@ pub(crate) fn foreign_runs<'a>(text: &'a str, mut f: impl FnMut(&'a str)) {
         match (foreign, start) {
             (true, None) => {
                 start = Some(i);
-                letter = c.is_alphabetic();
+                letter = crate::letters::is_alphabetic(c);
             }
-            (true, Some(_)) => letter |= c.is_alphabetic(),
+            (true, Some(_)) => letter |= crate::letters::is_alphabetic(c),
             (false, Some(s)) => {
                 if letter {
                     f(&text[s..i]);

@@ -177,7 +177,7 @@ fn normalized(text: &str) -> impl Iterator<Item = char> + '_ {
         let keep = if c.is_ascii() {
             c.is_ascii_alphanumeric()
         } else {
-            c.is_alphanumeric()
+            crate::letters::is_alphanumeric(c)
         };
         if !keep {
             None

@@ -1,0 +1,95 @@
+//! Whether a char is a letter or a digit, answered from a table for the
+//! Basic Multilingual Plane.
+//!
+//! Every text the crawl judges is read a char at a time several times
+//! (its words, its sketch, its scripts, how much of it a page says), and
+//! `char::is_alphabetic` answers a non-ASCII char by a search through
+//! Unicode's ranges: 4.5% of the crawl's CPU on the Debian handbook, a
+//! site in a dozen scripts (docs/BENCHMARKS.md, "Letters from a table").
+//! Here a bit per BMP char (8 KB per property, built from the standard
+//! library's own answers on first use) answers in one load; chars beyond
+//! the BMP, rare in text, still ask the standard library. The answers are
+//! the standard library's, char for char (`tests::same_answers_as_std`),
+//! so nothing a store recorded changes.
+
+use std::sync::OnceLock;
+
+/// Bits for U+0000 to U+FFFF.
+type Plane = [u64; 1024];
+
+fn table(slot: &'static OnceLock<Box<Plane>>, property: fn(char) -> bool) -> &'static Plane {
+    slot.get_or_init(|| {
+        let mut bits = Box::new([0u64; 1024]);
+        for c in (0..=0xFFFFu32).filter_map(char::from_u32) {
+            if property(c) {
+                let u = c as usize;
+                bits[u >> 6] |= 1 << (u & 63);
+            }
+        }
+        bits
+    })
+}
+
+#[inline]
+fn lookup(plane: &Plane, u: u32) -> bool {
+    (plane[(u >> 6) as usize] >> (u & 63)) & 1 == 1
+}
+
+/// `char::is_alphabetic`, from a table for the BMP.
+///
+/// ```
+/// use simcrawl_dedup::letters::is_alphabetic;
+/// assert!(is_alphabetic('ж') && is_alphabetic('中') && is_alphabetic('a'));
+/// assert!(!is_alphabetic('7') && !is_alphabetic('—'));
+/// ```
+#[inline]
+#[must_use]
+pub fn is_alphabetic(c: char) -> bool {
+    static ALPHABETIC: OnceLock<Box<Plane>> = OnceLock::new();
+    let u = c as u32;
+    if u < 0x80 {
+        c.is_ascii_alphabetic()
+    } else if u <= 0xFFFF {
+        lookup(table(&ALPHABETIC, char::is_alphabetic), u)
+    } else {
+        c.is_alphabetic()
+    }
+}
+
+/// `char::is_alphanumeric`, from a table for the BMP.
+///
+/// ```
+/// use simcrawl_dedup::letters::is_alphanumeric;
+/// assert!(is_alphanumeric('٣') && is_alphanumeric('é') && is_alphanumeric('7'));
+/// assert!(!is_alphanumeric(' ') && !is_alphanumeric('’'));
+/// ```
+#[inline]
+#[must_use]
+pub fn is_alphanumeric(c: char) -> bool {
+    static ALPHANUMERIC: OnceLock<Box<Plane>> = OnceLock::new();
+    let u = c as u32;
+    if u < 0x80 {
+        c.is_ascii_alphanumeric()
+    } else if u <= 0xFFFF {
+        lookup(table(&ALPHANUMERIC, char::is_alphanumeric), u)
+    } else {
+        c.is_alphanumeric()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_answers_as_std() {
+        let mut letters = 0;
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            assert_eq!(is_alphabetic(c), c.is_alphabetic(), "{c:?}");
+            assert_eq!(is_alphanumeric(c), c.is_alphanumeric(), "{c:?}");
+            letters += usize::from(is_alphabetic(c));
+        }
+        // The tables hold real answers: Unicode has over 100,000 letters.
+        assert!(letters > 100_000, "{letters}");
+    }
+}
