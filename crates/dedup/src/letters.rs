@@ -5,7 +5,7 @@
 //! (its words, its sketch, its scripts, how much of it a page says), and
 //! `char::is_alphabetic` answers a non-ASCII char by a search through
 //! Unicode's ranges: 4.5% of the crawl's CPU on the Debian handbook, a
-//! site in a dozen scripts (docs/BENCHMARKS.md, "Letters from a table").
+//! site in a dozen scripts (docs/BENCHMARKS.md, "Spaced text and letters").
 //! Here a bit per BMP char (8 KB per property, built from the standard
 //! library's own answers on first use) answers in one load; chars beyond
 //! the BMP, rare in text, still ask the standard library. The answers are

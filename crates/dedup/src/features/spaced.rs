@@ -24,7 +24,7 @@ fn breaks_around(b: u8) -> bool {
 ///
 /// An English page with one accented name, a dash or a curly quote took
 /// the segmenter over all of it: 12.6% of the crawl's CPU on the Debian
-/// handbook (docs/BENCHMARKS.md, "Words of spaced text"). Why it is the
+/// handbook (docs/BENCHMARKS.md, "Spaced text and letters"). Why it is the
 /// same cut:
 /// - A field of ASCII only between [`breaks_around`] bytes is bounded by
 ///   word breaks on both sides whatever surrounds it, so the segmenter cuts
