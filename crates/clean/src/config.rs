@@ -206,6 +206,26 @@ impl Default for CleanConfig {
 }
 
 impl CleanConfig {
+    /// A digest of every setting (MD5 of their JSON, hex), for an index to
+    /// record: a text cleaned under other settings signs differently, so
+    /// the `crawl` binary and the Python `Deduper` refuse an index built
+    /// under another digest rather than mix fingerprints.
+    ///
+    /// ```
+    /// use simcrawl_clean::{ChineseVariant, CleanConfig};
+    /// let d = CleanConfig::default().digest()?;
+    /// assert_eq!(d.len(), 32);
+    /// let t2s = CleanConfig { convert_chinese: ChineseVariant::T2s, ..CleanConfig::default() };
+    /// assert_ne!(t2s.digest()?, d);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn digest(&self) -> Result<String, serde_json::Error> {
+        use md5::{Digest, Md5};
+        let json = serde_json::to_string(self)?;
+        let digest: [u8; 16] = Md5::digest(json.as_bytes()).into();
+        Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
     /// Whether `step` is switched on (independently of `order`).
     #[must_use]
     pub fn enabled(&self, step: Step) -> bool {

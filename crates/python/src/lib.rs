@@ -16,7 +16,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use serde::Deserialize;
-use simcrawl_clean::{CleanConfig, Cleaner};
+use simcrawl_clean::{ChineseVariant, CleanConfig, Cleaner};
 use simcrawl_dedup::{
     CanonicalUrl, Canonicalizer, DedupConfig, Deduper, Document, Fingerprint, MemoryStore, RedbStore,
     Store as _, Tier, UrlVerdict, Verdict,
@@ -31,11 +31,45 @@ create_exception!(
 );
 
 /// The store file inside a `path` directory: the name the `crawl` binary
-/// uses. The two do not share a directory yet: the binary records a digest
-/// of its `[clean]` settings and the versions of its own records, which a
-/// Deduper does not, so each refuses the other's index with a message
-/// naming those parameters (never a silent mix).
+/// uses. The two do not share a directory yet: the binary records the
+/// versions of its own records, which a Deduper does not, so each refuses
+/// the other's index with a message naming those parameters (never a
+/// silent mix). Both record the digest of their `[clean]` settings
+/// ([`CleanConfig::digest`], parameter `clean`).
 const STORE_FILE: &str = "index.redb";
+
+/// The `[clean] convert_chinese` default of the wheels that recorded no
+/// `[clean]` digest (before the Taiwan vocabulary default, issue 35).
+const FORMER_CHINESE_DEFAULT: ChineseVariant = ChineseVariant::T2s;
+
+/// Opens (or creates) the index in `dir` for `clean`, recording the
+/// digest of the `[clean]` settings in a new index and refusing one built
+/// under another. An index of an earlier wheel recorded none: it is opened
+/// as before, and when `chinese_given` is false it keeps the Chinese
+/// profile those wheels defaulted to (the second value says so, for a
+/// warning), since the default changed and a silent change would sign its
+/// Taiwan pages apart from their earlier copies.
+fn open_index(
+    dir: &Path,
+    dedup: DedupConfig,
+    clean: &mut CleanConfig,
+    chinese_given: bool,
+) -> Result<(Deduper<RedbStore>, bool), String> {
+    let db = RedbStore::open(dir.join(STORE_FILE)).map_err(|e| e.to_string())?;
+    let recorded = |name| Deduper::recorded_param(&db, name).map_err(|e| e.to_string());
+    if recorded("format")?.is_some() && recorded("clean")?.is_none() {
+        let adopted = !chinese_given && clean.convert_chinese != FORMER_CHINESE_DEFAULT;
+        if adopted {
+            clean.convert_chinese = FORMER_CHINESE_DEFAULT;
+        }
+        return Ok((Deduper::new(db, dedup).map_err(|e| e.to_string())?, adopted));
+    }
+    let digest = clean
+        .digest()
+        .map_err(|e| format!("cannot serialize the [clean] settings: {e}"))?;
+    let d = Deduper::with_params(db, dedup, &[("clean", &digest)]).map_err(|e| e.to_string())?;
+    Ok((d, false))
+}
 
 /// A Rust error as a Python `SimcrawlError`, with the full message.
 fn py_err(e: impl std::fmt::Display) -> PyErr {
@@ -49,6 +83,10 @@ fn py_err(e: impl std::fmt::Display) -> PyErr {
 struct Settings {
     dedup: DedupConfig,
     clean: CleanConfig,
+    /// Whether `clean.convert_chinese` (or its former name) was given,
+    /// rather than left to the default ([`open_index`]).
+    #[serde(skip)]
+    chinese_given: bool,
     // The crawl binary's own tables: accepted (and ignored) so that one
     // crawl.toml configures both, while a misspelt table is still an error.
     store: Option<serde::de::IgnoredAny>,
@@ -69,6 +107,12 @@ impl Settings {
             .map_err(|e| format!("cannot read config file {}: {e}", path.display()))?;
         let mut settings: Settings =
             toml::from_str(&text).map_err(|e| format!("invalid config file {}: {e}", path.display()))?;
+        let table: toml::Table =
+            toml::from_str(&text).map_err(|e| format!("invalid config file {}: {e}", path.display()))?;
+        settings.chinese_given = table
+            .get("clean")
+            .and_then(|c| c.as_table())
+            .is_some_and(|c| c.contains_key("convert_chinese") || c.contains_key("chinese_variant"));
         let base = path.parent().unwrap_or(Path::new("."));
         if let Some(sw) = &settings.dedup.features.stop_words
             && sw.is_relative()
@@ -93,7 +137,15 @@ impl Settings {
                 .import("json")?
                 .call_method1("dumps", (config,))?
                 .extract()?;
-            return serde_json::from_str(&json).map_err(|e| py_err(format!("invalid config: {e}")));
+            let mut settings: Settings =
+                serde_json::from_str(&json).map_err(|e| py_err(format!("invalid config: {e}")))?;
+            let value: serde_json::Value =
+                serde_json::from_str(&json).map_err(|e| py_err(format!("invalid config: {e}")))?;
+            settings.chinese_given = value
+                .get("clean")
+                .and_then(|c| c.as_object())
+                .is_some_and(|c| c.contains_key("convert_chinese") || c.contains_key("chinese_variant"));
+            return Ok(settings);
         }
         let path: PathBuf = config.extract().map_err(|_| {
             pyo3::exceptions::PyTypeError::new_err(
@@ -398,24 +450,40 @@ impl PyDeduper {
     #[pyo3(signature = (path=None, config=None))]
     fn new(py: Python<'_>, path: Option<PathBuf>, config: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let settings = Settings::from_py(config)?;
-        let Settings { dedup, clean, .. } = settings;
-        let (store, cleaner) = py
+        let Settings {
+            dedup,
+            mut clean,
+            chinese_given,
+            ..
+        } = settings;
+        let (store, cleaner, adopted) = py
             .detach(|| -> Result<_, String> {
                 // Building the cleaner loads OpenCC, the deduper jieba:
                 // both take a while, and neither needs the GIL.
-                let cleaner = Cleaner::new(clean).map_err(|e| e.to_string())?;
-                let store = match &path {
-                    None => {
-                        Store::Memory(Deduper::new(MemoryStore::new(), dedup).map_err(|e| e.to_string())?)
-                    }
+                let (store, adopted) = match &path {
+                    None => (
+                        Store::Memory(Deduper::new(MemoryStore::new(), dedup).map_err(|e| e.to_string())?),
+                        false,
+                    ),
                     Some(dir) => {
-                        let db = RedbStore::open(dir.join(STORE_FILE)).map_err(|e| e.to_string())?;
-                        Store::Redb(Deduper::new(db, dedup).map_err(|e| e.to_string())?)
+                        let (d, adopted) = open_index(dir, dedup, &mut clean, chinese_given)?;
+                        (Store::Redb(d), adopted)
                     }
                 };
-                Ok((store, cleaner))
+                let cleaner = Cleaner::new(clean).map_err(|e| e.to_string())?;
+                Ok((store, cleaner, adopted))
             })
             .map_err(SimcrawlError::new_err)?;
+        if adopted {
+            let msg = format!(
+                "simcrawl: the index in {} was built by an earlier version, which recorded no [clean] \
+                 settings and converted Chinese with t2s: keeping t2s for it (the default is now \
+                 t2s_tw, which also folds Taiwan vocabulary; give clean.convert_chinese to choose, \
+                 or start a new index to use it)",
+                path.as_deref().unwrap_or(Path::new("")).display()
+            );
+            py.import("warnings")?.call_method1("warn", (msg,))?;
+        }
         Ok(PyDeduper {
             inner: RwLock::new(Some(store)),
             cleaner,
@@ -721,6 +789,65 @@ mod tests {
         // list unless a file is named).
         assert_eq!(s.dedup, DedupConfig::default());
         assert_eq!(s.clean, CleanConfig::default());
+    }
+
+    /// An index of an earlier wheel (no `clean` recorded) keeps the former
+    /// Chinese default unless the settings name one; a new index records
+    /// its `[clean]` digest and refuses other settings, naming `clean`.
+    #[test]
+    fn indexes_record_their_clean_settings_and_old_ones_keep_t2s() {
+        let dir = tempfile::tempdir().unwrap();
+        // As the earlier wheels opened it.
+        let db = RedbStore::open(dir.path().join(STORE_FILE)).unwrap();
+        drop(Deduper::new(db, DedupConfig::default()).unwrap());
+        let mut clean = CleanConfig::default();
+        assert_eq!(clean.convert_chinese, ChineseVariant::T2sTw);
+        let (d, adopted) = open_index(dir.path(), DedupConfig::default(), &mut clean, false).unwrap();
+        assert!(adopted);
+        assert_eq!(clean.convert_chinese, ChineseVariant::T2s);
+        assert!(!d.params().contains("clean="));
+        drop(d);
+        // Named in the settings: taken as given, nothing adopted.
+        let mut given = CleanConfig::default();
+        let (d, adopted) = open_index(dir.path(), DedupConfig::default(), &mut given, true).unwrap();
+        assert!(!adopted);
+        assert_eq!(given.convert_chinese, ChineseVariant::T2sTw);
+        drop(d);
+
+        let new = tempfile::tempdir().unwrap();
+        let mut clean = CleanConfig::default();
+        let (d, adopted) = open_index(new.path(), DedupConfig::default(), &mut clean, false).unwrap();
+        assert!(!adopted);
+        assert!(
+            d.params()
+                .contains(&format!("clean={}\n", clean.digest().unwrap()))
+        );
+        drop(d);
+        let mut t2s = CleanConfig {
+            convert_chinese: ChineseVariant::T2s,
+            ..CleanConfig::default()
+        };
+        let e = open_index(new.path(), DedupConfig::default(), &mut t2s, true)
+            .err()
+            .unwrap();
+        assert!(e.contains("clean"), "{e}");
+        // The same settings reopen it.
+        let mut again = CleanConfig::default();
+        assert!(open_index(new.path(), DedupConfig::default(), &mut again, false).is_ok());
+    }
+
+    #[test]
+    fn settings_say_whether_the_chinese_profile_was_given() {
+        let s: Settings = serde_json::from_str(r#"{"clean": {"nfkc": false}}"#).unwrap();
+        assert!(!s.chinese_given);
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "[clean]\nchinese_variant = \"t2s\"\n").unwrap();
+        let s = Settings::from_file(&file).unwrap();
+        assert!(s.chinese_given);
+        assert_eq!(s.clean.convert_chinese, ChineseVariant::T2s);
+        std::fs::write(&file, "[clean]\nnfkc = true\n").unwrap();
+        assert!(!Settings::from_file(&file).unwrap().chinese_given);
     }
 
     #[test]

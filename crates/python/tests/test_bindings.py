@@ -311,6 +311,12 @@ def test_store_persists_across_reopen(tmp_path: Path) -> None:
     # A store refuses settings that change fingerprints.
     with pytest.raises(SimcrawlError, match="other parameters"):
         Deduper(store, config={"dedup": {"blocks": 6}})
+    # ... and [clean] settings that change what is signed: a page of
+    # Taiwan text cleaned with t2s signs apart from one cleaned with t2s_tw.
+    with pytest.raises(SimcrawlError, match="clean: stored"):
+        Deduper(store, config={"clean": {"convert_chinese": "t2s"}})
+    with Deduper(store, config={"clean": {"convert_chinese": "t2s_tw"}}) as same:
+        assert same.stats()["documents"] == 1
 
 
 def test_store_is_flushed_when_dropped_without_close(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 //! they commit in the same transaction as the dedup tiers.
 
 use anyhow::{Context, Result};
-use md5::{Digest, Md5};
 use redb::{ReadableDatabase, Table, TableDefinition, WriteTransaction};
 use simcrawl_clean::{ChineseVariant, CleanConfig};
 use simcrawl_dedup::{Deduper, Store};
@@ -35,9 +34,7 @@ pub fn recorded_params(cfg: &Config) -> Result<Vec<(&'static str, String)>> {
 
 /// The digest of `[clean]` settings the index records (`clean=`).
 fn clean_digest(clean: &CleanConfig) -> Result<String> {
-    let json = serde_json::to_string(clean).context("cannot serialize the [clean] settings")?;
-    let digest: [u8; 16] = Md5::digest(json.as_bytes()).into();
-    Ok(digest.iter().map(|b| format!("{b:02x}")).collect())
+    clean.digest().context("cannot serialize the [clean] settings")
 }
 
 /// `[clean] convert_chinese` defaults of earlier versions, newest first.
