@@ -17,8 +17,23 @@ use std::sync::OnceLock;
 /// Bits for U+0000 to U+FFFF.
 type Plane = [u64; 1024];
 
-fn table(slot: &'static OnceLock<Box<Plane>>, property: fn(char) -> bool) -> &'static Plane {
-    slot.get_or_init(|| {
+/// `property(c)`, from the bits `slot` holds for the BMP (built on first
+/// use), ASCII by `ascii` and the other planes by `property` itself.
+#[inline]
+fn answer(
+    c: char,
+    slot: &'static OnceLock<Box<Plane>>,
+    ascii: fn(&char) -> bool,
+    property: fn(char) -> bool,
+) -> bool {
+    let u = c as u32;
+    if u < 0x80 {
+        return ascii(&c);
+    }
+    if u > 0xFFFF {
+        return property(c);
+    }
+    let plane = slot.get_or_init(|| {
         let mut bits = Box::new([0u64; 1024]);
         for c in (0..=0xFFFFu32).filter_map(char::from_u32) {
             if property(c) {
@@ -27,11 +42,7 @@ fn table(slot: &'static OnceLock<Box<Plane>>, property: fn(char) -> bool) -> &'s
             }
         }
         bits
-    })
-}
-
-#[inline]
-fn lookup(plane: &Plane, u: u32) -> bool {
+    });
     (plane[(u >> 6) as usize] >> (u & 63)) & 1 == 1
 }
 
@@ -46,14 +57,7 @@ fn lookup(plane: &Plane, u: u32) -> bool {
 #[must_use]
 pub fn is_alphabetic(c: char) -> bool {
     static ALPHABETIC: OnceLock<Box<Plane>> = OnceLock::new();
-    let u = c as u32;
-    if u < 0x80 {
-        c.is_ascii_alphabetic()
-    } else if u <= 0xFFFF {
-        lookup(table(&ALPHABETIC, char::is_alphabetic), u)
-    } else {
-        c.is_alphabetic()
-    }
+    answer(c, &ALPHABETIC, char::is_ascii_alphabetic, char::is_alphabetic)
 }
 
 /// `char::is_alphanumeric`, from a table for the BMP.
@@ -67,14 +71,12 @@ pub fn is_alphabetic(c: char) -> bool {
 #[must_use]
 pub fn is_alphanumeric(c: char) -> bool {
     static ALPHANUMERIC: OnceLock<Box<Plane>> = OnceLock::new();
-    let u = c as u32;
-    if u < 0x80 {
-        c.is_ascii_alphanumeric()
-    } else if u <= 0xFFFF {
-        lookup(table(&ALPHANUMERIC, char::is_alphanumeric), u)
-    } else {
-        c.is_alphanumeric()
-    }
+    answer(
+        c,
+        &ALPHANUMERIC,
+        char::is_ascii_alphanumeric,
+        char::is_alphanumeric,
+    )
 }
 
 #[cfg(test)]
