@@ -583,11 +583,18 @@ fn latin_words<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
                 emit(token.word);
             }
         } else {
-            for word in run.split(|c: char| !c.is_ascii_alphanumeric()) {
-                if word.len() >= 2 {
-                    emit(word);
-                }
-            }
+            ascii_words(run, emit);
+        }
+    }
+}
+
+/// The runs of ASCII letters and digits of two chars or more in `text`:
+/// jieba's cut of a run without `+` or `#` ([`latin_words`]), and the
+/// segmenter's of a field of ASCII only (`spaced::every_script_words`).
+fn ascii_words<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
+    for word in text.split(|c: char| !c.is_ascii_alphanumeric()) {
+        if word.len() >= 2 {
+            emit(word);
         }
     }
 }

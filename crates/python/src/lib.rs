@@ -98,6 +98,12 @@ struct Settings {
     revisit: Option<serde::de::IgnoredAny>,
 }
 
+/// Whether a `[clean]` table holding the keys `has` says names the Chinese
+/// profile, under its name or its former one (`chinese_variant`).
+fn names_chinese_profile(has: impl Fn(&str) -> bool) -> bool {
+    has("convert_chinese") || has("chinese_variant")
+}
+
 impl Settings {
     /// Reads a TOML file; relative paths in it (stop words) are resolved
     /// from the file's directory when they do not exist from the current
@@ -112,7 +118,7 @@ impl Settings {
         settings.chinese_given = table
             .get("clean")
             .and_then(|c| c.as_table())
-            .is_some_and(|c| c.contains_key("convert_chinese") || c.contains_key("chinese_variant"));
+            .is_some_and(|c| names_chinese_profile(|k| c.contains_key(k)));
         let base = path.parent().unwrap_or(Path::new("."));
         if let Some(sw) = &settings.dedup.features.stop_words
             && sw.is_relative()
@@ -144,7 +150,7 @@ impl Settings {
             settings.chinese_given = value
                 .get("clean")
                 .and_then(|c| c.as_object())
-                .is_some_and(|c| c.contains_key("convert_chinese") || c.contains_key("chinese_variant"));
+                .is_some_and(|c| names_chinese_profile(|k| c.contains_key(k)));
             return Ok(settings);
         }
         let path: PathBuf = config.extract().map_err(|_| {

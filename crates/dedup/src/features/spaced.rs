@@ -2,7 +2,7 @@
 //! by the Unicode word segmenter only where the text needs it
 //! ([`every_script_words`]).
 
-use super::latin_words;
+use super::{ascii_words, latin_words};
 use crate::scripts;
 
 /// The ASCII bytes around which the Unicode word rules (UAX #29) always
@@ -34,7 +34,7 @@ fn breaks_around(b: u8) -> bool {
 ///   other char that could join a word (`.` `'` `:` `,` `_`) is not
 ///   alphanumeric; `+` and `#` always stand alone, so [`latin_words`] never
 ///   sees them in a segment and never asks jieba. Its words are therefore
-///   the field's runs of ASCII letters and digits of two chars or more.
+///   the field's [`ascii_words`].
 /// - Every other field goes to the segmenter, in one span with its
 ///   neighbouring fields and the white space around them: the segmenter's
 ///   rules look one char beyond a break to tell whether a segment is a word
@@ -89,15 +89,6 @@ pub(super) fn every_script_words<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str
 /// The segmenter's cut, its ASCII segments cut by [`latin_words`].
 fn segment<'a>(span: &'a str, emit: &mut dyn FnMut(&'a str)) {
     scripts::unicode_words_with(span, emit, &mut |word, emit| latin_words(word, emit));
-}
-
-/// The runs of ASCII letters and digits of two chars or more.
-fn ascii_words<'a>(field: &'a str, emit: &mut dyn FnMut(&'a str)) {
-    for word in field.split(|c: char| !c.is_ascii_alphanumeric()) {
-        if word.len() >= 2 {
-            emit(word);
-        }
-    }
 }
 
 #[cfg(test)]
