@@ -62,12 +62,31 @@ pub struct SledStore {
     sync_interval: Duration,
 }
 
+/// How long [`SledStore::open`] waits for a lock still held by a store of
+/// the same directory that is being dropped.
+const LOCK_WAIT: Duration = Duration::from_secs(2);
+
 impl SledStore {
     /// Opens or creates the store directory at `path`; syncs at most once a
     /// second (and on [`Store::flush`]).
+    ///
+    /// A store dropped a moment ago may still be locked: sled releases its
+    /// file lock from its flusher thread, after the drop returns. So a
+    /// lock held elsewhere is waited for up to [`LOCK_WAIT`] (reopening in
+    /// the same process, as a test or a tool that reopens under other
+    /// settings does), and then reported.
     pub fn open(path: impl AsRef<Path>) -> Result<SledStore> {
         let path = path.as_ref().to_path_buf();
-        let tree = sled::Config::new().path(&path).open().map_err(|e| {
+        let until = Instant::now() + LOCK_WAIT;
+        let mut opened = sled::Config::new().path(&path).open();
+        while let Err(sled::Error::Io(io)) = &opened
+            && io.to_string().contains("could not acquire lock")
+            && Instant::now() < until
+        {
+            std::thread::sleep(Duration::from_millis(10));
+            opened = sled::Config::new().path(&path).open();
+        }
+        let tree = opened.map_err(|e| {
             let source: Box<dyn std::error::Error + Send + Sync> = match e {
                 sled::Error::Io(io) => Box::new(io),
                 other => Box::new(other),
@@ -337,5 +356,28 @@ impl Tables for SledTables<'_> {
     fn remove_doc(&mut self, id: DocId) -> Result<()> {
         self.set(key(DOC, &id.to_be_bytes()), None);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A store dropped and reopened at once opens (sled's flusher thread
+    /// may still hold the lock when the drop returns: CI once failed on
+    /// it), and what it wrote is there.
+    #[test]
+    fn a_store_reopens_right_after_its_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.sled");
+        for round in 0..20u8 {
+            let store = SledStore::open(&path).unwrap();
+            store.write(|t| t.set_meta("round", &[round])).unwrap();
+            store.flush().unwrap();
+            drop(store);
+            let again = SledStore::open(&path).unwrap();
+            assert_eq!(again.read(|t| t.meta("round")).unwrap(), Some(vec![round]));
+        }
     }
 }
