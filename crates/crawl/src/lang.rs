@@ -8,8 +8,8 @@
 //! is long enough, and the crawl's CPU per page is the budget. Measured on
 //! the labelled set (docs/EVAL.md, "Language"): 92.7% right, none wrong
 //! between Chinese and English the other way, about 51 us per page.
-//! In the crawl, a host's declared language spares whatlang once it has
-//! proven true ([`Declared`]).
+//! In the crawl, whatlang is spared on a host's pages of one declared
+//! language once its answer on them has proven steady ([`Declared`]).
 //! Only an answer whatlang calls reliable is given; Chinese in either
 //! script is `zh`. Codes are ISO 639-1 where one exists, else whatlang's
 //! ISO 639-3.
@@ -19,7 +19,7 @@ pub const SAMPLE_BYTES: usize = 2048;
 
 /// The language of `text`, when it is clear, on a page that declares
 /// none: the crawl asks [`Declared::detect`], which is this when nothing
-/// is declared or the declaration has not proven true.
+/// is declared or no answer has proven steady on the host's pages.
 #[cfg(test)]
 pub fn detect(text: &str) -> Option<&'static str> {
     detect_in(text, SAMPLE_BYTES)
@@ -88,12 +88,12 @@ fn by_trigrams(sample: &str) -> Option<&'static str> {
     info.is_reliable().then(|| iso639_1(info.lang().code()))
 }
 
-/// Pages whatlang must agree with in a row before a host's declared
-/// language is trusted.
+/// Pages in a row whatlang must give one answer on, among a host's pages
+/// of one declared language, before that answer is trusted.
 const TRUST_AFTER: u32 = 16;
 
 /// While trusted, whatlang still reads every this many pages: one that
-/// disagrees ends the trust.
+/// answers otherwise ends the trust.
 const RECHECK_EVERY: u32 = 8;
 
 /// (host, declared language) pairs remembered at most; past it, pages of
@@ -101,15 +101,23 @@ const RECHECK_EVERY: u32 = 8;
 const MAX_PAIRS: usize = 16_384;
 
 /// Page languages, with whatlang spared on the pages of a site whose
-/// declaration has proven true. whatlang was 9% of the crawl's CPU on an English documentation
-/// site (issue 28; its cost is mostly fixed per candidate language, so a
-/// smaller sample saves little). A site's pages mostly declare their
-/// language (`<html lang>`, `Content-Language`), but declarations are
-/// often wrong (a translated site's untranslated pages, a template's
-/// default), so one is trusted only per host and only after whatlang
-/// agreed with it on [`TRUST_AFTER`] of its pages in a row; then whatlang
-/// runs on one page in [`RECHECK_EVERY`], and a disagreement (or a page it
-/// cannot call) ends the trust until it is earned again. The CJK script
+/// pages of one declaration have proven to be in one language. whatlang
+/// was 9% of the crawl's CPU on an English documentation site (issue 28;
+/// its cost is mostly fixed per candidate language, so a smaller sample
+/// saves little). A site's pages mostly declare their language (`<html
+/// lang>`, `Content-Language`), but declarations are often wrong (a
+/// translated site's untranslated pages, a template's default), so what is
+/// trusted is not the declaration but whatlang's own answer on the host's
+/// pages of that declaration: once it gave one answer on [`TRUST_AFTER`]
+/// of them in a row, that answer is given without reading the page, and
+/// whatlang reads one page in [`RECHECK_EVERY`]; another answer ends the
+/// trust until it is earned again. The answer is mostly the declaration;
+/// it is English on the untranslated pages of a help system declared
+/// Chinese (LibreOffice's zh-CN and zh-TW help: 1,150 of its 2,034 pages
+/// that reach whatlang, which read every one of them while only a
+/// declaration confirmed was trusted). A page whatlang cannot call (too
+/// little text) is no evidence either way: it neither breaks a run nor
+/// extends it, and a recheck waits for a page it can call. The CJK script
 /// count always runs: it is cheap and decides before any declaration.
 #[derive(Debug, Default)]
 pub struct Declared {
@@ -119,17 +127,41 @@ pub struct Declared {
 
 #[derive(Debug, Default, Clone, Copy)]
 struct Tally {
-    /// Pages in a row whatlang answered as declared.
+    /// whatlang's latest answer on the pair's pages.
+    answer: Option<&'static str>,
+    /// Pages in a row whatlang gave that answer on.
     agreed: u32,
-    /// Pages answered by trust since whatlang last read one.
+    /// Pages answered by trust since whatlang last called one.
     trusted: u32,
+}
+
+impl Tally {
+    /// The answer to give without reading the page, if it has proven steady
+    /// and the crawl keeps it.
+    fn trusted_answer(&self, keep: &[String]) -> Option<&'static str> {
+        self.answer.filter(|a| {
+            self.agreed >= TRUST_AFTER && self.trusted + 1 < RECHECK_EVERY && keeps(keep, a)
+        })
+    }
+
+    /// What whatlang answered on one of the pair's pages.
+    fn read(&mut self, got: Option<&'static str>) {
+        let Some(got) = got else { return };
+        if self.answer == Some(got) {
+            self.agreed = self.agreed.saturating_add(1);
+        } else {
+            self.answer = Some(got);
+            self.agreed = 1;
+        }
+        self.trusted = 0;
+    }
 }
 
 impl Declared {
     /// The language of `text` on a page of `host` that declares `hint`.
     /// `keep` is the crawl's language filter (`crawl.languages`; empty:
-    /// all are kept): a declaration it would filter out is never taken at
-    /// its word, so trust is never the reason a page is dropped (whatlang
+    /// all are kept): an answer it would filter out is never given on
+    /// trust, so trust is never the reason a page is dropped (whatlang
     /// reads the page, and that reading is the host's recheck).
     pub fn detect(
         &self,
@@ -154,12 +186,10 @@ impl Declared {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(t) = tallies.get_mut(&key)
-                && t.agreed >= TRUST_AFTER
-                && t.trusted + 1 < RECHECK_EVERY
-                && keeps(keep, declared)
+                && let Some(answer) = t.trusted_answer(keep)
             {
                 t.trusted += 1;
-                return Some(declared);
+                return Some(answer);
             }
         }
         let got = by_trigrams(sample);
@@ -168,13 +198,7 @@ impl Declared {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if tallies.len() < MAX_PAIRS || tallies.contains_key(&key) {
-            let t = tallies.entry(key).or_default();
-            t.agreed = if got == Some(declared) {
-                t.agreed.saturating_add(1)
-            } else {
-                0
-            };
-            t.trusted = 0;
+            tallies.entry(key).or_default().read(got);
         }
         got
     }
@@ -352,13 +376,53 @@ mod tests {
         assert_eq!(declared_code(" DE_at "), Some("de"));
         assert_eq!(declared_code("x-klingon"), None);
         assert_eq!(declared_code(""), None);
-        // A declaration whatlang never agrees with is never trusted.
+        // A declaration whatlang never agrees with: whatlang's own answer
+        // is what is trusted, never the declaration.
         for i in 0..2 * TRUST_AFTER as usize {
             assert_eq!(
                 d.detect("c.example", Some("de"), &prose(i, false), &[]),
                 Some("en")
             );
         }
+    }
+
+    #[test]
+    fn the_steady_answer_on_untranslated_pages_is_trusted() {
+        // A help system declared Chinese whose untranslated pages are
+        // English: after TRUST_AFTER of them, English is answered on trust
+        // (a French page among them shows it was not read) ...
+        let d = Declared::default();
+        for i in 0..TRUST_AFTER as usize {
+            assert_eq!(d.detect("h.example", Some("zh-CN"), &prose(i, false), &[]), Some("en"));
+        }
+        assert_eq!(d.detect("h.example", Some("zh-CN"), &prose(0, true), &[]), Some("en"));
+        // ... but never where the crawl would drop English pages, and never
+        // for the other declaration of the same host.
+        assert_eq!(
+            d.detect("h.example", Some("zh-CN"), &prose(0, true), &["zh".to_string()]),
+            Some("fr")
+        );
+        assert_eq!(d.detect("h.example", Some("zh-TW"), &prose(0, true), &[]), Some("fr"));
+    }
+
+    #[test]
+    fn pages_whatlang_cannot_call_neither_prove_nor_break_a_run() {
+        let d = Declared::default();
+        // Short pages between the English ones: the run still counts to
+        // TRUST_AFTER (before, each of them started it again).
+        for i in 0..TRUST_AFTER as usize {
+            assert_eq!(d.detect("s.example", Some("en"), "ok", &[]), None);
+            assert_eq!(d.detect("s.example", Some("en"), &prose(i, false), &[]), Some("en"));
+        }
+        // Trusted: the pages up to the recheck are not read.
+        for _ in 0..RECHECK_EVERY - 1 {
+            assert_eq!(d.detect("s.example", Some("en"), &prose(0, true), &[]), Some("en"));
+        }
+        // The recheck falls on a short page: it reads nothing, so the next
+        // page is read too, and a French one ends the trust.
+        assert_eq!(d.detect("s.example", Some("en"), "ok", &[]), None);
+        assert_eq!(d.detect("s.example", Some("en"), &prose(0, true), &[]), Some("fr"));
+        assert_eq!(d.detect("s.example", Some("en"), &prose(1, false), &[]), Some("en"));
     }
 
     #[test]
