@@ -57,29 +57,54 @@ fn sample_of(text: &str, bytes: usize) -> &str {
 /// `zh` (`ja` with kana among them, `ko` with Hangul), and only the rest
 /// goes to whatlang.
 fn by_scripts(sample: &str) -> Option<Option<&'static str>> {
-    let (mut han, mut kana, mut hangul, mut letters) = (0usize, 0usize, 0usize, 0usize);
-    for c in sample.chars() {
-        match c {
-            '\u{3040}'..='\u{30ff}' => kana += 1,
-            '\u{ac00}'..='\u{d7af}' | '\u{1100}'..='\u{11ff}' => hangul += 1,
-            '\u{4e00}'..='\u{9fff}' | '\u{3400}'..='\u{4dbf}' | '\u{f900}'..='\u{faff}' => han += 1,
-            c if simcrawl_dedup::letters::is_alphabetic(c) => letters += 1,
-            _ => {}
+    Letters::of(sample).by_scripts()
+}
+
+/// The letters of a sample, by script.
+#[derive(Debug, Clone, Copy, Default)]
+struct Letters {
+    han: usize,
+    kana: usize,
+    hangul: usize,
+    /// Letters of every other script.
+    other: usize,
+}
+
+impl Letters {
+    fn of(sample: &str) -> Letters {
+        let mut n = Letters::default();
+        for c in sample.chars() {
+            match c {
+                '\u{3040}'..='\u{30ff}' => n.kana += 1,
+                '\u{ac00}'..='\u{d7af}' | '\u{1100}'..='\u{11ff}' => n.hangul += 1,
+                '\u{4e00}'..='\u{9fff}' | '\u{3400}'..='\u{4dbf}' | '\u{f900}'..='\u{faff}' => n.han += 1,
+                c if simcrawl_dedup::letters::is_alphabetic(c) => n.other += 1,
+                _ => {}
+            }
         }
+        n
     }
-    let cjk = han + kana + hangul;
-    // Enough of them to say what the page is for a reader: a fifth of its
-    // letters, or 50 (a Latin-heavy page with a paragraph of Chinese).
-    if cjk >= 50 || (cjk >= 10 && cjk * 5 >= cjk + letters) {
-        return Some(Some(if hangul * 2 > cjk {
-            "ko"
-        } else if kana * 10 >= han + kana {
-            "ja"
-        } else {
-            "zh"
-        }));
+
+    fn all(&self) -> usize {
+        self.han + self.kana + self.hangul + self.other
     }
-    None
+
+    /// See [`by_scripts`].
+    fn by_scripts(&self) -> Option<Option<&'static str>> {
+        let cjk = self.han + self.kana + self.hangul;
+        // Enough of them to say what the page is for a reader: a fifth of its
+        // letters, or 50 (a Latin-heavy page with a paragraph of Chinese).
+        if cjk >= 50 || (cjk >= 10 && cjk * 5 >= self.all()) {
+            return Some(Some(if self.hangul * 2 > cjk {
+                "ko"
+            } else if self.kana * 10 >= self.han + self.kana {
+                "ja"
+            } else {
+                "zh"
+            }));
+        }
+        None
+    }
 }
 
 /// whatlang's answer, when it calls it reliable.
@@ -95,6 +120,12 @@ const TRUST_AFTER: u32 = 16;
 /// While trusted, whatlang still reads every this many pages: one that
 /// answers otherwise ends the trust.
 const RECHECK_EVERY: u32 = 8;
+
+/// Letters a page needs for its language to be given on trust when that
+/// language is not the one it declares: below it whatlang mostly calls
+/// nothing (on the LibreOffice help, a third of the pages it could not
+/// call, and a tenth of those it could).
+const TRUST_MIN_LETTERS: usize = 100;
 
 /// (host, declared language) pairs remembered at most; past it, pages of
 /// new pairs are detected as if undeclared.
@@ -171,12 +202,19 @@ impl Declared {
         keep: &[String],
     ) -> Option<&'static str> {
         let sample = sample_of(text, SAMPLE_BYTES);
-        if let Some(answer) = by_scripts(sample) {
+        let letters = Letters::of(sample);
+        if let Some(answer) = letters.by_scripts() {
             return answer;
         }
         let Some(declared) = hint.and_then(declared_code) else {
             return by_trigrams(sample);
         };
+        // A page too short for whatlang to call takes the host's answer on
+        // trust only where that answer is also its declaration: two
+        // witnesses. An answer against the declaration (the untranslated
+        // pages of a translated site) is no evidence about a page of a few
+        // words, which may be one of the translated ones: it is read.
+        let short = letters.all() < TRUST_MIN_LETTERS;
         let key = format!("{host} {declared}");
         {
             // A poisoned lock only means another page panicked mid-update:
@@ -187,6 +225,7 @@ impl Declared {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(t) = tallies.get_mut(&key)
                 && let Some(answer) = t.trusted_answer(keep)
+                && (!short || answer == declared)
             {
                 t.trusted += 1;
                 return Some(answer);
@@ -396,7 +435,10 @@ mod tests {
             assert_eq!(d.detect("h.example", Some("zh-CN"), &prose(i, false), &[]), Some("en"));
         }
         assert_eq!(d.detect("h.example", Some("zh-CN"), &prose(0, true), &[]), Some("en"));
-        // ... but never where the crawl would drop English pages, and never
+        // ... but not on a page of a few words, which may be a translated
+        // one (read: whatlang calls nothing) ...
+        assert_eq!(d.detect("h.example", Some("zh-CN"), "ok", &[]), None);
+        // ... and never where the crawl would drop English pages, and never
         // for the other declaration of the same host.
         assert_eq!(
             d.detect("h.example", Some("zh-CN"), &prose(0, true), &["zh".to_string()]),
@@ -405,22 +447,31 @@ mod tests {
         assert_eq!(d.detect("h.example", Some("zh-TW"), &prose(0, true), &[]), Some("fr"));
     }
 
+    /// Over [`TRUST_MIN_LETTERS`] letters, and still nothing whatlang
+    /// calls (it reads a guess at Slovenian, unreliable).
+    fn uncallable() -> String {
+        "abc def ghi jkl mno pqr stu vwx yz ".repeat(4)
+    }
+
     #[test]
     fn pages_whatlang_cannot_call_neither_prove_nor_break_a_run() {
         let d = Declared::default();
-        // Short pages between the English ones: the run still counts to
-        // TRUST_AFTER (before, each of them started it again).
+        assert_eq!(d.detect("s.example", Some("en"), &uncallable(), &[]), None);
+        // Uncallable pages between the English ones: the run still counts
+        // to TRUST_AFTER (before, each of them started it again).
         for i in 0..TRUST_AFTER as usize {
-            assert_eq!(d.detect("s.example", Some("en"), "ok", &[]), None);
+            assert_eq!(d.detect("s.example", Some("en"), &uncallable(), &[]), None);
             assert_eq!(d.detect("s.example", Some("en"), &prose(i, false), &[]), Some("en"));
         }
-        // Trusted: the pages up to the recheck are not read.
-        for _ in 0..RECHECK_EVERY - 1 {
+        // Trusted: the pages up to the recheck are not read, short ones
+        // included (the answer is also their declaration).
+        assert_eq!(d.detect("s.example", Some("en"), "ok", &[]), Some("en"));
+        for _ in 0..RECHECK_EVERY - 2 {
             assert_eq!(d.detect("s.example", Some("en"), &prose(0, true), &[]), Some("en"));
         }
-        // The recheck falls on a short page: it reads nothing, so the next
-        // page is read too, and a French one ends the trust.
-        assert_eq!(d.detect("s.example", Some("en"), "ok", &[]), None);
+        // The recheck falls on a page it cannot call: it reads nothing, so
+        // the next page is read too, and a French one ends the trust.
+        assert_eq!(d.detect("s.example", Some("en"), &uncallable(), &[]), None);
         assert_eq!(d.detect("s.example", Some("en"), &prose(0, true), &[]), Some("fr"));
         assert_eq!(d.detect("s.example", Some("en"), &prose(1, false), &[]), Some("en"));
     }
