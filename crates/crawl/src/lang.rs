@@ -8,8 +8,9 @@
 //! is long enough, and the crawl's CPU per page is the budget. Measured on
 //! the labelled set (docs/EVAL.md, "Language"): 92.7% right, none wrong
 //! between Chinese and English the other way, about 51 us per page.
-//! In the crawl, whatlang is spared on a host's pages of one declared
-//! language once its answer on them has proven steady ([`Declared`]).
+//! In the crawl, whatlang is spared on a section of a site (its pages of
+//! one declared language, or under one directory) once its answer on them
+//! has proven steady ([`SiteLanguages`]).
 //! Only an answer whatlang calls reliable is given; Chinese in either
 //! script is `zh`. Codes are ISO 639-1 where one exists, else whatlang's
 //! ISO 639-3.
@@ -17,9 +18,9 @@
 /// Bytes of text looked at: enough for a reliable answer, a bounded cost.
 pub const SAMPLE_BYTES: usize = 2048;
 
-/// The language of `text`, when it is clear, on a page that declares
-/// none: the crawl asks [`Declared::detect`], which is this when nothing
-/// is declared or no answer has proven steady on the host's pages.
+/// The language of `text`, when it is clear: the crawl asks
+/// [`SiteLanguages::detect`], which is this until an answer has proven
+/// steady on the page's section.
 #[cfg(test)]
 pub fn detect(text: &str) -> Option<&'static str> {
     detect_in(text, SAMPLE_BYTES)
@@ -30,7 +31,9 @@ pub fn detect(text: &str) -> Option<&'static str> {
 #[cfg(test)]
 fn detect_in(text: &str, sample_bytes: usize) -> Option<&'static str> {
     let sample = sample_of(text, sample_bytes);
-    by_scripts(sample).unwrap_or_else(|| by_trigrams(sample))
+    Letters::of(sample)
+        .by_scripts()
+        .unwrap_or_else(|| by_trigrams(sample))
 }
 
 /// Whether a crawl whose `crawl.languages` is `keep` keeps pages in
@@ -48,7 +51,8 @@ fn sample_of(text: &str, bytes: usize) -> &str {
     &text[..end]
 }
 
-/// The answer of the CJK script count, when it decides.
+/// The letters of a sample, by script: the CJK script count, which
+/// decides before whatlang ([`Letters::by_scripts`]).
 ///
 /// Chinese, Japanese and Korean are told by their scripts first: a Chinese
 /// technical page is half commands and options in Latin letters, on which
@@ -56,11 +60,6 @@ fn sample_of(text: &str, bytes: usize) -> &str {
 /// docs/EVAL.md, "Language"). So a sample with enough Han characters is
 /// `zh` (`ja` with kana among them, `ko` with Hangul), and only the rest
 /// goes to whatlang.
-fn by_scripts(sample: &str) -> Option<Option<&'static str>> {
-    Letters::of(sample).by_scripts()
-}
-
-/// The letters of a sample, by script.
 #[derive(Debug, Clone, Copy, Default)]
 struct Letters {
     han: usize,
@@ -89,7 +88,7 @@ impl Letters {
         self.han + self.kana + self.hangul + self.other
     }
 
-    /// See [`by_scripts`].
+    /// The answer of the CJK script count, when it decides.
     fn by_scripts(&self) -> Option<Option<&'static str>> {
         let cjk = self.han + self.kana + self.hangul;
         // Enough of them to say what the page is for a reader: a fifth of its
@@ -113,8 +112,8 @@ fn by_trigrams(sample: &str) -> Option<&'static str> {
     info.is_reliable().then(|| iso639_1(info.lang().code()))
 }
 
-/// Pages in a row whatlang must give one answer on, among a host's pages
-/// of one declared language, before that answer is trusted.
+/// Pages in a row whatlang must give one answer on, among the pages of
+/// one section of a site, before that answer is trusted.
 const TRUST_AFTER: u32 = 16;
 
 /// While trusted, whatlang still reads every this many pages: one that
@@ -127,38 +126,43 @@ const RECHECK_EVERY: u32 = 8;
 /// call, and a tenth of those it could).
 const TRUST_MIN_LETTERS: usize = 100;
 
-/// (host, declared language) pairs remembered at most; past it, pages of
-/// new pairs are detected as if undeclared.
-const MAX_PAIRS: usize = 16_384;
+/// Sections remembered at most; past it, pages of new sections are read
+/// as if nothing were trusted.
+const MAX_SECTIONS: usize = 16_384;
 
-/// Page languages, with whatlang spared on the pages of a site whose
-/// pages of one declaration have proven to be in one language. whatlang
-/// was 9% of the crawl's CPU on an English documentation site (issue 28;
-/// its cost is mostly fixed per candidate language, so a smaller sample
-/// saves little). A site's pages mostly declare their language (`<html
-/// lang>`, `Content-Language`), but declarations are often wrong (a
-/// translated site's untranslated pages, a template's default), so what is
-/// trusted is not the declaration but whatlang's own answer on the host's
-/// pages of that declaration: once it gave one answer on [`TRUST_AFTER`]
-/// of them in a row, that answer is given without reading the page, and
-/// whatlang reads one page in [`RECHECK_EVERY`]; another answer ends the
-/// trust until it is earned again. The answer is mostly the declaration;
-/// it is English on the untranslated pages of a help system declared
-/// Chinese (LibreOffice's zh-CN and zh-TW help: 1,150 of its 2,034 pages
-/// that reach whatlang, which read every one of them while only a
-/// declaration confirmed was trusted). A page whatlang cannot call (too
-/// little text) is no evidence either way: it neither breaks a run nor
-/// extends it, and a recheck waits for a page it can call. The CJK script
-/// count always runs: it is cheap and decides before any declaration.
+/// Page languages, with whatlang spared on the pages of a section of a
+/// site once they have proven to be in one language. whatlang was 9% of
+/// the crawl's CPU on an English documentation site (issue 28; its cost is
+/// mostly fixed per candidate language, so a smaller sample saves little).
+///
+/// A *section* is a host's pages of one declared language (`<html lang>`,
+/// `Content-Language`), or, on a page that declares none, its host's pages
+/// under the same first directory of the path (`/de-DE/`, `/docs/`): the
+/// DocBook manuals of many languages declare nothing and keep each
+/// language under a directory of its own. What is trusted is never the
+/// declaration, which is often wrong (a translated site's untranslated
+/// pages, a template's default), but whatlang's own answer: once it gave
+/// one answer on [`TRUST_AFTER`] of a section's pages in a row, that answer
+/// is given without reading the page, and whatlang reads one page in
+/// [`RECHECK_EVERY`]; another answer ends the trust until it is earned
+/// again. The answer is mostly the declaration; it is English on the
+/// untranslated pages of a help system declared Chinese (LibreOffice's
+/// zh-CN and zh-TW help: 1,150 of its 2,034 pages that reach whatlang,
+/// which read every one of them while only a confirmed declaration was
+/// trusted). A page whatlang cannot call is no evidence either way: it
+/// neither breaks a run nor extends it, and a recheck waits for a page it
+/// can call. The CJK script count always runs: it is cheap and decides
+/// before any trust.
 #[derive(Debug, Default)]
-pub struct Declared {
-    /// Keyed by host and declared language (`"host lang"`).
+pub struct SiteLanguages {
+    /// Keyed by host and declared language (`"host lang"`), or host and
+    /// first directory (`"host /dir"`).
     tallies: std::sync::Mutex<std::collections::HashMap<String, Tally>>,
 }
 
 #[derive(Debug, Default, Clone, Copy)]
 struct Tally {
-    /// whatlang's latest answer on the pair's pages.
+    /// whatlang's latest answer on the section's pages.
     answer: Option<&'static str>,
     /// Pages in a row whatlang gave that answer on.
     agreed: u32,
@@ -170,12 +174,11 @@ impl Tally {
     /// The answer to give without reading the page, if it has proven steady
     /// and the crawl keeps it.
     fn trusted_answer(&self, keep: &[String]) -> Option<&'static str> {
-        self.answer.filter(|a| {
-            self.agreed >= TRUST_AFTER && self.trusted + 1 < RECHECK_EVERY && keeps(keep, a)
-        })
+        self.answer
+            .filter(|a| self.agreed >= TRUST_AFTER && self.trusted + 1 < RECHECK_EVERY && keeps(keep, a))
     }
 
-    /// What whatlang answered on one of the pair's pages.
+    /// What whatlang answered on one of the section's pages.
     fn read(&mut self, got: Option<&'static str>) {
         let Some(got) = got else { return };
         if self.answer == Some(got) {
@@ -188,15 +191,25 @@ impl Tally {
     }
 }
 
-impl Declared {
-    /// The language of `text` on a page of `host` that declares `hint`.
-    /// `keep` is the crawl's language filter (`crawl.languages`; empty:
-    /// all are kept): an answer it would filter out is never given on
-    /// trust, so trust is never the reason a page is dropped (whatlang
-    /// reads the page, and that reading is the host's recheck).
+/// The first directory of a URL path (`/de-DE/ch01.html` -> `de-DE`;
+/// `/index.html` -> ``).
+fn first_directory(path: &str) -> &str {
+    let path = path.strip_prefix('/').unwrap_or(path);
+    match path.split_once('/') {
+        Some((dir, _)) => dir,
+        None => "",
+    }
+}
+
+impl SiteLanguages {
+    /// The language of `text` on a page at `path` of `host` that declares
+    /// `hint`. `keep` is the crawl's language filter (`crawl.languages`;
+    /// empty: all are kept): an answer it would filter out is never given
+    /// on trust, so trust is never the reason a page is dropped (whatlang
+    /// reads the page, and that reading is the section's recheck).
     pub fn detect(
         &self,
-        host: &str,
+        (host, path): (&str, &str),
         hint: Option<&str>,
         text: &str,
         keep: &[String],
@@ -206,16 +219,23 @@ impl Declared {
         if let Some(answer) = letters.by_scripts() {
             return answer;
         }
-        let Some(declared) = hint.and_then(declared_code) else {
+        // A text without a site (a `text` line of `crawl dedup`) is in no
+        // section: a corpus mixes sources.
+        if host.is_empty() {
             return by_trigrams(sample);
-        };
-        // A page too short for whatlang to call takes the host's answer on
-        // trust only where that answer is also its declaration: two
+        }
+        let declared = hint.and_then(declared_code);
+        // A page too short for whatlang to call takes its section's answer
+        // on trust only where that answer is also its declaration: two
         // witnesses. An answer against the declaration (the untranslated
-        // pages of a translated site) is no evidence about a page of a few
-        // words, which may be one of the translated ones: it is read.
+        // pages of a translated site), or without one, is no evidence about
+        // a page of a few words, which may be one of the translated ones:
+        // it is read.
         let short = letters.all() < TRUST_MIN_LETTERS;
-        let key = format!("{host} {declared}");
+        let key = match declared {
+            Some(d) => format!("{host} {d}"),
+            None => format!("{host} /{}", first_directory(path)),
+        };
         {
             // A poisoned lock only means another page panicked mid-update:
             // the tallies are still plain numbers.
@@ -225,7 +245,7 @@ impl Declared {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(t) = tallies.get_mut(&key)
                 && let Some(answer) = t.trusted_answer(keep)
-                && (!short || answer == declared)
+                && (!short || Some(answer) == declared)
             {
                 t.trusted += 1;
                 return Some(answer);
@@ -236,7 +256,7 @@ impl Declared {
             .tallies
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if tallies.len() < MAX_PAIRS || tallies.contains_key(&key) {
+        if tallies.len() < MAX_SECTIONS || tallies.contains_key(&key) {
             tallies.entry(key).or_default().read(got);
         }
         got
@@ -346,71 +366,77 @@ mod tests {
 
     #[test]
     fn a_declaration_is_trusted_only_once_proven_and_rechecked() {
-        let d = Declared::default();
+        let d = SiteLanguages::default();
         // Not yet proven: every page is read, and a French page declared
         // English is French.
         assert_eq!(
-            d.detect("a.example", Some("en-US"), &prose(0, true), &[]),
+            d.detect(("a.example", "/p.html"), Some("en-US"), &prose(0, true), &[]),
             Some("fr")
         );
         for i in 0..TRUST_AFTER as usize {
             assert_eq!(
-                d.detect("a.example", Some("en-US"), &prose(i, false), &[]),
+                d.detect(("a.example", "/p.html"), Some("en-US"), &prose(i, false), &[]),
                 Some("en")
             );
         }
         // Proven: the next French pages are taken at their word, until the
         // recheck reads one and the trust ends.
         let answers: Vec<_> = (0..RECHECK_EVERY as usize + 1)
-            .map(|i| d.detect("a.example", Some("en"), &prose(i, true), &[]))
+            .map(|i| d.detect(("a.example", "/p.html"), Some("en"), &prose(i, true), &[]))
             .collect();
         let trusted = RECHECK_EVERY as usize - 1;
         assert!(answers[..trusted].iter().all(|a| *a == Some("en")), "{answers:?}");
         assert_eq!(answers[trusted], Some("fr"), "{answers:?}");
         assert_eq!(answers[trusted + 1], Some("fr"), "{answers:?}");
-        // Another host, or no declaration, is read as ever.
+        // Another host, or no declaration (another section), is read as ever.
         assert_eq!(
-            d.detect("b.example", Some("en"), &prose(0, true), &[]),
+            d.detect(("b.example", "/p.html"), Some("en"), &prose(0, true), &[]),
             Some("fr")
         );
-        assert_eq!(d.detect("a.example", None, &prose(0, true), &[]), Some("fr"));
+        assert_eq!(
+            d.detect(("a.example", "/p.html"), None, &prose(0, true), &[]),
+            Some("fr")
+        );
     }
 
     #[test]
     fn a_trusted_declaration_never_filters_a_page_out() {
-        let d = Declared::default();
+        let d = SiteLanguages::default();
         let keep = vec!["fr".to_string()];
         for i in 0..TRUST_AFTER as usize {
             assert_eq!(
-                d.detect("a.example", Some("en"), &prose(i, false), &keep),
+                d.detect(("a.example", "/p.html"), Some("en"), &prose(i, false), &keep),
                 Some("en")
             );
         }
         // English is proven, but the crawl keeps only French: a French page
         // declared English is read, not taken for English and dropped.
         assert_eq!(
-            d.detect("a.example", Some("en"), &prose(0, true), &keep),
+            d.detect(("a.example", "/p.html"), Some("en"), &prose(0, true), &keep),
             Some("fr")
         );
         // Without the filter the same trust answers English.
         for i in 0..TRUST_AFTER as usize {
-            d.detect("b.example", Some("en"), &prose(i, false), &[]);
+            d.detect(("b.example", "/p.html"), Some("en"), &prose(i, false), &[]);
         }
         assert_eq!(
-            d.detect("b.example", Some("en"), &prose(0, true), &[]),
+            d.detect(("b.example", "/p.html"), Some("en"), &prose(0, true), &[]),
             Some("en")
         );
     }
 
     #[test]
     fn scripts_decide_before_any_declaration_and_unknown_tags_are_ignored() {
-        let d = Declared::default();
+        let d = SiteLanguages::default();
         for i in 0..2 * TRUST_AFTER as usize {
-            d.detect("a.example", Some("en"), &prose(i, false), &[]);
+            d.detect(("a.example", "/p.html"), Some("en"), &prose(i, false), &[]);
         }
         let chinese = "长江流域遭遇罕见高温干旱，多地启动抗旱应急响应。气象部门预计，未来一周仍将持续晴热天气，\
                        农业和供水部门正在加紧调度水源，保障群众生活用水和农田灌溉。";
-        assert_eq!(d.detect("a.example", Some("en"), chinese, &[]), Some("zh"));
+        assert_eq!(
+            d.detect(("a.example", "/p.html"), Some("en"), chinese, &[]),
+            Some("zh")
+        );
         assert_eq!(declared_code("en-US"), Some("en"));
         assert_eq!(declared_code(" DE_at "), Some("de"));
         assert_eq!(declared_code("x-klingon"), None);
@@ -419,10 +445,41 @@ mod tests {
         // is what is trusted, never the declaration.
         for i in 0..2 * TRUST_AFTER as usize {
             assert_eq!(
-                d.detect("c.example", Some("de"), &prose(i, false), &[]),
+                d.detect(("c.example", "/p.html"), Some("de"), &prose(i, false), &[]),
                 Some("en")
             );
         }
+    }
+
+    #[test]
+    fn pages_that_declare_nothing_are_trusted_by_directory() {
+        // A manual of many languages that declares none: each language
+        // directory earns its own trust.
+        let d = SiteLanguages::default();
+        for i in 0..TRUST_AFTER as usize {
+            assert_eq!(
+                d.detect(("m.example", "/fr-FR/ch01.html"), None, &prose(i, true), &[]),
+                Some("fr")
+            );
+        }
+        // Not read: an English page of the French directory is answered French ...
+        assert_eq!(
+            d.detect(("m.example", "/fr-FR/ch02.html"), None, &prose(0, false), &[]),
+            Some("fr")
+        );
+        // ... while other directories, the root and a short page are read.
+        assert_eq!(
+            d.detect(("m.example", "/en-US/ch01.html"), None, &prose(0, false), &[]),
+            Some("en")
+        );
+        assert_eq!(
+            d.detect(("m.example", "/index.html"), None, &prose(0, false), &[]),
+            Some("en")
+        );
+        assert_eq!(d.detect(("m.example", "/fr-FR/ch03.html"), None, "ok", &[]), None);
+        assert_eq!(first_directory("/de-DE/html/ch01.html"), "de-DE");
+        assert_eq!(first_directory("/ch01.html"), "");
+        assert_eq!(first_directory(""), "");
     }
 
     #[test]
@@ -430,21 +487,35 @@ mod tests {
         // A help system declared Chinese whose untranslated pages are
         // English: after TRUST_AFTER of them, English is answered on trust
         // (a French page among them shows it was not read) ...
-        let d = Declared::default();
+        let d = SiteLanguages::default();
         for i in 0..TRUST_AFTER as usize {
-            assert_eq!(d.detect("h.example", Some("zh-CN"), &prose(i, false), &[]), Some("en"));
+            assert_eq!(
+                d.detect(("h.example", "/p.html"), Some("zh-CN"), &prose(i, false), &[]),
+                Some("en")
+            );
         }
-        assert_eq!(d.detect("h.example", Some("zh-CN"), &prose(0, true), &[]), Some("en"));
+        assert_eq!(
+            d.detect(("h.example", "/p.html"), Some("zh-CN"), &prose(0, true), &[]),
+            Some("en")
+        );
         // ... but not on a page of a few words, which may be a translated
         // one (read: whatlang calls nothing) ...
-        assert_eq!(d.detect("h.example", Some("zh-CN"), "ok", &[]), None);
+        assert_eq!(d.detect(("h.example", "/p.html"), Some("zh-CN"), "ok", &[]), None);
         // ... and never where the crawl would drop English pages, and never
         // for the other declaration of the same host.
         assert_eq!(
-            d.detect("h.example", Some("zh-CN"), &prose(0, true), &["zh".to_string()]),
+            d.detect(
+                ("h.example", "/p.html"),
+                Some("zh-CN"),
+                &prose(0, true),
+                &["zh".to_string()]
+            ),
             Some("fr")
         );
-        assert_eq!(d.detect("h.example", Some("zh-TW"), &prose(0, true), &[]), Some("fr"));
+        assert_eq!(
+            d.detect(("h.example", "/p.html"), Some("zh-TW"), &prose(0, true), &[]),
+            Some("fr")
+        );
     }
 
     /// Over [`TRUST_MIN_LETTERS`] letters, and still nothing whatlang
@@ -455,25 +526,49 @@ mod tests {
 
     #[test]
     fn pages_whatlang_cannot_call_neither_prove_nor_break_a_run() {
-        let d = Declared::default();
-        assert_eq!(d.detect("s.example", Some("en"), &uncallable(), &[]), None);
+        let d = SiteLanguages::default();
+        assert_eq!(
+            d.detect(("s.example", "/p.html"), Some("en"), &uncallable(), &[]),
+            None
+        );
         // Uncallable pages between the English ones: the run still counts
         // to TRUST_AFTER (before, each of them started it again).
         for i in 0..TRUST_AFTER as usize {
-            assert_eq!(d.detect("s.example", Some("en"), &uncallable(), &[]), None);
-            assert_eq!(d.detect("s.example", Some("en"), &prose(i, false), &[]), Some("en"));
+            assert_eq!(
+                d.detect(("s.example", "/p.html"), Some("en"), &uncallable(), &[]),
+                None
+            );
+            assert_eq!(
+                d.detect(("s.example", "/p.html"), Some("en"), &prose(i, false), &[]),
+                Some("en")
+            );
         }
         // Trusted: the pages up to the recheck are not read, short ones
         // included (the answer is also their declaration).
-        assert_eq!(d.detect("s.example", Some("en"), "ok", &[]), Some("en"));
+        assert_eq!(
+            d.detect(("s.example", "/p.html"), Some("en"), "ok", &[]),
+            Some("en")
+        );
         for _ in 0..RECHECK_EVERY - 2 {
-            assert_eq!(d.detect("s.example", Some("en"), &prose(0, true), &[]), Some("en"));
+            assert_eq!(
+                d.detect(("s.example", "/p.html"), Some("en"), &prose(0, true), &[]),
+                Some("en")
+            );
         }
         // The recheck falls on a page it cannot call: it reads nothing, so
         // the next page is read too, and a French one ends the trust.
-        assert_eq!(d.detect("s.example", Some("en"), &uncallable(), &[]), None);
-        assert_eq!(d.detect("s.example", Some("en"), &prose(0, true), &[]), Some("fr"));
-        assert_eq!(d.detect("s.example", Some("en"), &prose(1, false), &[]), Some("en"));
+        assert_eq!(
+            d.detect(("s.example", "/p.html"), Some("en"), &uncallable(), &[]),
+            None
+        );
+        assert_eq!(
+            d.detect(("s.example", "/p.html"), Some("en"), &prose(0, true), &[]),
+            Some("fr")
+        );
+        assert_eq!(
+            d.detect(("s.example", "/p.html"), Some("en"), &prose(1, false), &[]),
+            Some("en")
+        );
     }
 
     #[test]

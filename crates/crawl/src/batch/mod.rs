@@ -96,7 +96,7 @@ struct Run {
     templates: Templates,
     /// The language of each document, as the crawl tells it (trusting a
     /// host's declared language once its pages have proven it).
-    lang: crate::lang::Declared,
+    lang: crate::lang::SiteLanguages,
     /// `crawl.write_normalized`: kept lines also carry the normalized title.
     write_normalized: bool,
 }
@@ -235,7 +235,7 @@ fn run_lines(cfg: &Config, args: &BatchArgs, input: &std::path::Path) -> Result<
         p,
         cleaner,
         templates,
-        lang: crate::lang::Declared::default(),
+        lang: crate::lang::SiteLanguages::default(),
         write_normalized: cfg.crawl.write_normalized,
     };
 
@@ -340,14 +340,14 @@ pub(crate) fn parse_line(
             (&h.own, h.own_link_chars),
         )
     });
-    Ok(signed(d, &crate::lang::Declared::default(), &c, id.as_ref()))
+    Ok(signed(d, &crate::lang::SiteLanguages::default(), &c, id.as_ref()))
 }
 
 /// `c` signed on its identity `id` (its text and basis, and its article;
 /// `None`: a `text` line, judged on its text as given).
 fn signed(
     d: &Deduper<impl simcrawl_dedup::Store>,
-    lang: &crate::lang::Declared,
+    lang: &crate::lang::SiteLanguages,
     c: &Cleaned,
     id: Option<&crate::identity::Identity<'_>>,
 ) -> ParsedDoc {
@@ -361,9 +361,13 @@ fn signed(
     let mut sig = crate::identity::sign_page(d, &Document::new(&c.url, &c.title, text), article);
     sig.min_similarity = basis.min_similarity();
     sig.extent = c.html.as_ref().map(|h| simcrawl_dedup::Extent::of(&h.own));
-    let (host, hint, chars) = match &c.html {
-        Some(h) => (h.host.as_str(), h.lang_hint.as_deref(), h.visible_chars),
-        None => ("", None, simcrawl_clean::visible_chars(&c.text)),
+    let (place, hint, chars) = match &c.html {
+        Some(h) => (
+            (h.host.as_str(), h.path.as_str()),
+            h.lang_hint.as_deref(),
+            h.visible_chars,
+        ),
+        None => (("", ""), None, simcrawl_clean::visible_chars(&c.text)),
     };
     let facts = PageFacts::judged_on(basis, text, &sig, chars);
     ParsedDoc {
@@ -372,7 +376,7 @@ fn signed(
         title_normalized: c.title.clone(),
         sig,
         facts,
-        lang: lang.detect(host, hint, &c.text, &[]),
+        lang: lang.detect(place, hint, &c.text, &[]),
     }
 }
 
@@ -392,6 +396,9 @@ struct Cleaned {
 #[derive(Debug)]
 struct HtmlTexts {
     host: String,
+    /// The path of its URL (languages are told by site section,
+    /// `crate::lang::SiteLanguages`).
+    path: String,
     own: String,
     /// The page's declared language (`<html lang>`, `Content-Language`).
     lang_hint: Option<String>,
@@ -425,6 +432,7 @@ fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, 
             let host = crate::template::host_of(&base).to_owned();
             let texts = HtmlTexts {
                 host,
+                path: base.path().to_owned(),
                 own: page.own_text,
                 lang_hint: page.lang_hint,
                 visible_chars: page.visible_chars,
@@ -572,7 +580,7 @@ fn clean_all(cleaner: &simcrawl_clean::Cleaner, chunk: &[(u64, String)]) -> Vec<
 /// before, then observed (crate::identity).
 fn sign_all(
     d: &Deduper<impl simcrawl_dedup::Store>,
-    (templates, lang): (&Templates, &crate::lang::Declared),
+    (templates, lang): (&Templates, &crate::lang::SiteLanguages),
     cleaned: Vec<Result<Cleaned, String>>,
 ) -> Vec<Parsed> {
     let identities = crate::identity::identities_in_order(

@@ -177,7 +177,7 @@ pub(crate) fn page_stages(
         respect_noindex: cfg.crawl.respect_noindex,
         write_normalized: cfg.crawl.write_normalized,
         languages: cfg.crawl.languages.clone(),
-        lang: crate::lang::Declared::default(),
+        lang: crate::lang::SiteLanguages::default(),
         templates,
         parsing: tokio::sync::Semaphore::new(parse_slots as usize),
         parse_slots,

@@ -328,7 +328,7 @@ pub struct PageStages {
     /// `crawl.languages`: the languages kept (empty: all).
     pub languages: Vec<String>,
     /// Page languages, spared where a host's declaration proved true.
-    pub lang: crate::lang::Declared,
+    pub lang: crate::lang::SiteLanguages,
     pub templates: Templates,
     /// Pages parsed at once: one per core. More would not go faster (the
     /// work is CPU-bound) but would hold more parsed documents in memory at
@@ -765,7 +765,7 @@ fn clean_and_sign(
     drop(id);
     let (listings, listing_problems) = listings_of(stages, &fetched.final_url, &page.feeds);
     let lang = stages.lang.detect(
-        host_of(&fetched.final_url),
+        (host_of(&fetched.final_url), fetched.final_url.path()),
         page.lang_hint.as_deref(),
         &page.text,
         &stages.languages,

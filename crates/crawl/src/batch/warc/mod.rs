@@ -114,7 +114,7 @@ pub(super) fn run(cfg: &crate::config::Config, args: &super::BatchArgs, files: &
         p,
         cleaner,
         templates,
-        lang: crate::lang::Declared::default(),
+        lang: crate::lang::SiteLanguages::default(),
         write_normalized: cfg.crawl.write_normalized,
     };
     let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
@@ -290,6 +290,7 @@ fn clean(
         text: page.text,
         html: Some(HtmlTexts {
             host: crate::template::host_of(&base).to_owned(),
+            path: base.path().to_owned(),
             own: page.own_text,
             lang_hint: page.lang_hint,
             visible_chars: page.visible_chars,
