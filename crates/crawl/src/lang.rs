@@ -67,6 +67,8 @@ struct Letters {
     hangul: usize,
     /// Letters of every other script.
     other: usize,
+    /// Those of them outside ASCII (accented Latin, Cyrillic, Arabic...).
+    other_beyond_ascii: usize,
 }
 
 impl Letters {
@@ -77,11 +79,23 @@ impl Letters {
                 '\u{3040}'..='\u{30ff}' => n.kana += 1,
                 '\u{ac00}'..='\u{d7af}' | '\u{1100}'..='\u{11ff}' => n.hangul += 1,
                 '\u{4e00}'..='\u{9fff}' | '\u{3400}'..='\u{4dbf}' | '\u{f900}'..='\u{faff}' => n.han += 1,
-                c if simcrawl_dedup::letters::is_alphabetic(c) => n.other += 1,
+                c if c.is_ascii_alphabetic() => n.other += 1,
+                c if !c.is_ascii() && simcrawl_dedup::letters::is_alphabetic(c) => {
+                    n.other += 1;
+                    n.other_beyond_ascii += 1;
+                }
                 _ => {}
             }
         }
         n
+    }
+
+    /// Per mille of the non-CJK letters that are not ASCII: a profile of
+    /// the writing, cheap to take, that tells most languages of one script
+    /// apart from English (Vietnamese ~30%, Polish ~7%, Swedish ~4%,
+    /// English ~0).
+    fn beyond_ascii_per_mille(&self) -> u16 {
+        (self.other_beyond_ascii * 1000 / self.other.max(1)) as u16
     }
 
     fn all(&self) -> usize {
@@ -126,6 +140,13 @@ const RECHECK_EVERY: u32 = 8;
 /// call, and a tenth of those it could).
 const TRUST_MIN_LETTERS: usize = 100;
 
+/// How far (per mille of non-CJK letters beyond ASCII) a page may be
+/// from the pages that proved a section's answer and still take it on
+/// trust: a translated page among untranslated ones (a Vietnamese or
+/// Swedish chapter of a manual whose other pages are English) is read.
+/// Names and loan words move an English page by a few per mille.
+const PROFILE_SLACK: u16 = 15;
+
 /// Sections remembered at most; past it, pages of new sections are read
 /// as if nothing were trusted.
 const MAX_SECTIONS: usize = 16_384;
@@ -168,24 +189,35 @@ struct Tally {
     agreed: u32,
     /// Pages answered by trust since whatlang last called one.
     trusted: u32,
+    /// The lowest and highest [`Letters::beyond_ascii_per_mille`] of the
+    /// pages of the run.
+    profile: (u16, u16),
 }
 
 impl Tally {
-    /// The answer to give without reading the page, if it has proven steady
-    /// and the crawl keeps it.
-    fn trusted_answer(&self, keep: &[String]) -> Option<&'static str> {
-        self.answer
-            .filter(|a| self.agreed >= TRUST_AFTER && self.trusted + 1 < RECHECK_EVERY && keeps(keep, a))
+    /// The answer to give without reading a page of letters `letters`, if
+    /// it has proven steady, the crawl keeps it and the page is written
+    /// like the pages that proved it.
+    fn trusted_answer(&self, keep: &[String], letters: &Letters) -> Option<&'static str> {
+        let p = letters.beyond_ascii_per_mille();
+        let (low, high) = self.profile;
+        let like = p + PROFILE_SLACK >= low && p <= high + PROFILE_SLACK;
+        self.answer.filter(|a| {
+            self.agreed >= TRUST_AFTER && self.trusted + 1 < RECHECK_EVERY && like && keeps(keep, a)
+        })
     }
 
     /// What whatlang answered on one of the section's pages.
-    fn read(&mut self, got: Option<&'static str>) {
+    fn read(&mut self, got: Option<&'static str>, letters: &Letters) {
         let Some(got) = got else { return };
+        let p = letters.beyond_ascii_per_mille();
         if self.answer == Some(got) {
             self.agreed = self.agreed.saturating_add(1);
+            self.profile = (self.profile.0.min(p), self.profile.1.max(p));
         } else {
             self.answer = Some(got);
             self.agreed = 1;
+            self.profile = (p, p);
         }
         self.trusted = 0;
     }
@@ -244,7 +276,7 @@ impl SiteLanguages {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(t) = tallies.get_mut(&key)
-                && let Some(answer) = t.trusted_answer(keep)
+                && let Some(answer) = t.trusted_answer(keep, &letters)
                 && (!short || Some(answer) == declared)
             {
                 t.trusted += 1;
@@ -257,7 +289,7 @@ impl SiteLanguages {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if tallies.len() < MAX_SECTIONS || tallies.contains_key(&key) {
-            tallies.entry(key).or_default().read(got);
+            tallies.entry(key).or_default().read(got, &letters);
         }
         got
     }
@@ -355,23 +387,25 @@ fn iso639_1(code: &'static str) -> &'static str {
 mod tests {
     use super::*;
 
-    /// English and French texts long enough for whatlang to call them.
-    fn prose(i: usize, french: bool) -> String {
+    /// English and Dutch texts long enough for whatlang to call them (Dutch
+    /// for being written in ASCII, as English is: see
+    /// `a_page_written_unlike_its_section_is_read`).
+    fn prose(i: usize, dutch: bool) -> String {
         let en = "The city council approved the new budget on Tuesday. Spending on parks, libraries and \
                   roads will rise, while the property tax stays the same for another year.";
-        let fr = "Le conseil municipal a approuvé mardi le nouveau budget. Les dépenses pour les parcs, \
-                  les bibliothèques et les routes vont augmenter, mais la taxe foncière reste la même.";
-        format!("{} Page {i}.", if french { fr } else { en })
+        let nl = "De gemeenteraad heeft dinsdag de nieuwe begroting goedgekeurd. De uitgaven voor parken, \
+                  bibliotheken en wegen stijgen, terwijl de onroerendezaakbelasting nog een jaar gelijk blijft.";
+        format!("{} Page {i}.", if dutch { nl } else { en })
     }
 
     #[test]
     fn a_declaration_is_trusted_only_once_proven_and_rechecked() {
         let d = SiteLanguages::default();
-        // Not yet proven: every page is read, and a French page declared
-        // English is French.
+        // Not yet proven: every page is read, and a Dutch page declared
+        // English is Dutch.
         assert_eq!(
             d.detect(("a.example", "/p.html"), Some("en-US"), &prose(0, true), &[]),
-            Some("fr")
+            Some("nl")
         );
         for i in 0..TRUST_AFTER as usize {
             assert_eq!(
@@ -379,41 +413,41 @@ mod tests {
                 Some("en")
             );
         }
-        // Proven: the next French pages are taken at their word, until the
+        // Proven: the next Dutch pages are taken at their word, until the
         // recheck reads one and the trust ends.
         let answers: Vec<_> = (0..RECHECK_EVERY as usize + 1)
             .map(|i| d.detect(("a.example", "/p.html"), Some("en"), &prose(i, true), &[]))
             .collect();
         let trusted = RECHECK_EVERY as usize - 1;
         assert!(answers[..trusted].iter().all(|a| *a == Some("en")), "{answers:?}");
-        assert_eq!(answers[trusted], Some("fr"), "{answers:?}");
-        assert_eq!(answers[trusted + 1], Some("fr"), "{answers:?}");
+        assert_eq!(answers[trusted], Some("nl"), "{answers:?}");
+        assert_eq!(answers[trusted + 1], Some("nl"), "{answers:?}");
         // Another host, or no declaration (another section), is read as ever.
         assert_eq!(
             d.detect(("b.example", "/p.html"), Some("en"), &prose(0, true), &[]),
-            Some("fr")
+            Some("nl")
         );
         assert_eq!(
             d.detect(("a.example", "/p.html"), None, &prose(0, true), &[]),
-            Some("fr")
+            Some("nl")
         );
     }
 
     #[test]
     fn a_trusted_declaration_never_filters_a_page_out() {
         let d = SiteLanguages::default();
-        let keep = vec!["fr".to_string()];
+        let keep = vec!["nl".to_string()];
         for i in 0..TRUST_AFTER as usize {
             assert_eq!(
                 d.detect(("a.example", "/p.html"), Some("en"), &prose(i, false), &keep),
                 Some("en")
             );
         }
-        // English is proven, but the crawl keeps only French: a French page
+        // English is proven, but the crawl keeps only Dutch: a Dutch page
         // declared English is read, not taken for English and dropped.
         assert_eq!(
             d.detect(("a.example", "/p.html"), Some("en"), &prose(0, true), &keep),
-            Some("fr")
+            Some("nl")
         );
         // Without the filter the same trust answers English.
         for i in 0..TRUST_AFTER as usize {
@@ -452,20 +486,49 @@ mod tests {
     }
 
     #[test]
+    fn a_page_written_unlike_its_section_is_read() {
+        // English proven: a French page (accented letters) or a Vietnamese
+        // one is read at once, not answered English on trust.
+        let fr = "Le conseil municipal a approuvé mardi le nouveau budget. Les dépenses pour les parcs, \
+                  les bibliothèques et les routes vont augmenter, mais la taxe foncière reste la même.";
+        let vi = "Hội đồng thành phố đã thông qua ngân sách mới vào thứ Ba. Chi tiêu cho công viên, \
+                  thư viện và đường sá sẽ tăng, trong khi thuế tài sản vẫn giữ nguyên thêm một năm nữa.";
+        let d = SiteLanguages::default();
+        for i in 0..TRUST_AFTER as usize {
+            d.detect(("v.example", "/p.html"), Some("en"), &prose(i, false), &[]);
+        }
+        assert_eq!(
+            d.detect(("v.example", "/p.html"), Some("en"), fr, &[]),
+            Some("fr")
+        );
+        for i in 0..TRUST_AFTER as usize {
+            d.detect(("v.example", "/p.html"), Some("en"), &prose(i, false), &[]);
+        }
+        assert_eq!(
+            d.detect(("v.example", "/p.html"), Some("en"), vi, &[]),
+            Some("vi")
+        );
+        let per_mille = |t: &str| Letters::of(t).beyond_ascii_per_mille();
+        assert_eq!(per_mille(&prose(0, false)), 0);
+        assert!(per_mille(fr) > 2 * PROFILE_SLACK, "{}", per_mille(fr));
+        assert!(per_mille(vi) > 200, "{}", per_mille(vi));
+    }
+
+    #[test]
     fn pages_that_declare_nothing_are_trusted_by_directory() {
         // A manual of many languages that declares none: each language
         // directory earns its own trust.
         let d = SiteLanguages::default();
         for i in 0..TRUST_AFTER as usize {
             assert_eq!(
-                d.detect(("m.example", "/fr-FR/ch01.html"), None, &prose(i, true), &[]),
-                Some("fr")
+                d.detect(("m.example", "/nl-NL/ch01.html"), None, &prose(i, true), &[]),
+                Some("nl")
             );
         }
-        // Not read: an English page of the French directory is answered French ...
+        // Not read: an English page of the Dutch directory is answered Dutch ...
         assert_eq!(
-            d.detect(("m.example", "/fr-FR/ch02.html"), None, &prose(0, false), &[]),
-            Some("fr")
+            d.detect(("m.example", "/nl-NL/ch02.html"), None, &prose(0, false), &[]),
+            Some("nl")
         );
         // ... while other directories, the root and a short page are read.
         assert_eq!(
@@ -476,7 +539,7 @@ mod tests {
             d.detect(("m.example", "/index.html"), None, &prose(0, false), &[]),
             Some("en")
         );
-        assert_eq!(d.detect(("m.example", "/fr-FR/ch03.html"), None, "ok", &[]), None);
+        assert_eq!(d.detect(("m.example", "/nl-NL/ch03.html"), None, "ok", &[]), None);
         assert_eq!(first_directory("/de-DE/html/ch01.html"), "de-DE");
         assert_eq!(first_directory("/ch01.html"), "");
         assert_eq!(first_directory(""), "");
@@ -486,7 +549,7 @@ mod tests {
     fn the_steady_answer_on_untranslated_pages_is_trusted() {
         // A help system declared Chinese whose untranslated pages are
         // English: after TRUST_AFTER of them, English is answered on trust
-        // (a French page among them shows it was not read) ...
+        // (a Dutch page among them shows it was not read) ...
         let d = SiteLanguages::default();
         for i in 0..TRUST_AFTER as usize {
             assert_eq!(
@@ -510,11 +573,11 @@ mod tests {
                 &prose(0, true),
                 &["zh".to_string()]
             ),
-            Some("fr")
+            Some("nl")
         );
         assert_eq!(
             d.detect(("h.example", "/p.html"), Some("zh-TW"), &prose(0, true), &[]),
-            Some("fr")
+            Some("nl")
         );
     }
 
@@ -556,14 +619,14 @@ mod tests {
             );
         }
         // The recheck falls on a page it cannot call: it reads nothing, so
-        // the next page is read too, and a French one ends the trust.
+        // the next page is read too, and a Dutch one ends the trust.
         assert_eq!(
             d.detect(("s.example", "/p.html"), Some("en"), &uncallable(), &[]),
             None
         );
         assert_eq!(
             d.detect(("s.example", "/p.html"), Some("en"), &prose(0, true), &[]),
-            Some("fr")
+            Some("nl")
         );
         assert_eq!(
             d.detect(("s.example", "/p.html"), Some("en"), &prose(1, false), &[]),
