@@ -65,6 +65,16 @@ pub struct TemplateConfig {
     /// A stripped text shorter than this (in chars) is not stripped at all
     /// (default 20).
     pub min_kept_chars: usize,
+    /// Pages of a host after which its template *settles* (default 50; 0: it
+    /// never does): what counts as template is then the set its blocks made at
+    /// that moment, for [`Self::settle_for_pages`] more pages, so sibling pages
+    /// judged far apart in a crawl are signed with the same lines left out. The
+    /// counts go on meanwhile, and the set is taken again from them at the end
+    /// of each stretch: a redesigned site is followed.
+    pub settle_pages: u32,
+    /// Pages of a host a settled template holds before it is taken again from
+    /// the counts (default 500).
+    pub settle_for_pages: u32,
 }
 
 impl Default for TemplateConfig {
@@ -75,6 +85,8 @@ impl Default for TemplateConfig {
             min_pages: 5,
             min_share: 0.5,
             min_kept_chars: 20,
+            settle_pages: 50,
+            settle_for_pages: 500,
         }
     }
 }
@@ -84,6 +96,11 @@ impl TemplateConfig {
         if self.max_hosts == 0 || self.max_blocks_per_host == 0 || self.min_pages == 0 {
             return Err(CleanError::InvalidConfig(
                 "template max_hosts, max_blocks_per_host and min_pages must be positive".to_owned(),
+            ));
+        }
+        if self.settle_pages > 0 && self.settle_for_pages == 0 {
+            return Err(CleanError::InvalidConfig(
+                "template settle_for_pages must be positive when settle_pages is".to_owned(),
             ));
         }
         if !(self.min_share > 0.0 && self.min_share <= 1.0) {
@@ -107,6 +124,17 @@ pub struct HostBlocks {
     last_seen: u64,
     /// Block digest -> pages it was on.
     blocks: HashMap<u64, u32>,
+    /// The settled template (see [`TemplateConfig::settle_pages`]): its
+    /// blocks' digests, sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    settled: Vec<u64>,
+    /// Pages observed when it settled (0: not settled).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    settled_at: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Hosts whose entry changed since the last [`TemplateLearner::take_changes`].
@@ -161,6 +189,12 @@ fn digest(block: &str) -> u64 {
     h ^= h >> 33;
     h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
     h ^ (h >> 33)
+}
+
+/// Pages a block must be on, of a host's `pages`, to be template.
+fn need(pages: u32, min_share: f64) -> u32 {
+    // At most `pages` or 2 (min_share <= 1): the cast cannot truncate.
+    (f64::from(pages) * min_share).ceil().max(2.0) as u32
 }
 
 /// The blocks of a text: its non-empty lines, trimmed.
@@ -290,6 +324,24 @@ impl TemplateLearner {
         if entry.blocks.len() > max_blocks {
             evict_rare(&mut entry.blocks, max_blocks);
         }
+        let (settle, stretch) = (self.config.settle_pages, self.config.settle_for_pages);
+        let due = if entry.settled_at == 0 {
+            entry.pages >= settle
+        } else {
+            entry.pages >= entry.settled_at.saturating_add(stretch)
+        };
+        if settle > 0 && due && entry.pages >= self.config.min_pages {
+            let need = need(entry.pages, self.config.min_share);
+            let mut settled: Vec<u64> = entry
+                .blocks
+                .iter()
+                .filter(|&(_, &c)| c >= need)
+                .map(|(&d, _)| d)
+                .collect();
+            settled.sort_unstable();
+            entry.settled = settled;
+            entry.settled_at = entry.pages;
+        }
     }
 
     /// Whether `block` (one line of a cleaned text) is part of `host`'s template.
@@ -301,11 +353,15 @@ impl TemplateLearner {
     }
 
     fn frequent(&self, h: &HostBlocks, d: u64) -> bool {
+        if self.config.settle_pages > 0 && h.settled_at > 0 {
+            return h.settled.binary_search(&d).is_ok();
+        }
         if h.pages < self.config.min_pages {
             return false;
         }
-        let need = (f64::from(h.pages) * self.config.min_share).ceil().max(2.0);
-        h.blocks.get(&d).is_some_and(|&c| f64::from(c) >= need)
+        h.blocks
+            .get(&d)
+            .is_some_and(|&c| c >= need(h.pages, self.config.min_share))
     }
 
     /// `text` without the lines that are `host`'s template; `text` itself when the host
@@ -422,6 +478,64 @@ fn evict_rare(blocks: &mut HashMap<u64, u32>, max: usize) {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn a_template_settles_for_a_stretch_then_follows_the_counts() {
+        let settled = |settle_pages| {
+            TemplateLearner::new(TemplateConfig {
+                min_pages: 3,
+                settle_pages,
+                settle_for_pages: 20,
+                ..TemplateConfig::default()
+            })
+            .unwrap()
+        };
+        let (mut l, mut never) = (settled(10), settled(0));
+        for i in 0..10 {
+            let page = format!("site menu\ncontent of page {i}");
+            l.observe("h", &page);
+            never.observe("h", &page);
+        }
+        assert!(l.is_template("h", "site menu"));
+        // Settled: a block on the next 10 pages (half of all) is not template
+        // yet, while a learner that never settles takes it at once.
+        for i in 0..10 {
+            let page = format!("new sidebar\nmore of page {i}");
+            l.observe("h", &page);
+            never.observe("h", &page);
+        }
+        assert!(l.is_template("h", "site menu"));
+        assert!(!l.is_template("h", "new sidebar"));
+        assert!(never.is_template("h", "new sidebar"));
+        assert_eq!(
+            l.strip("h", "site menu\nnew sidebar\nthe page itself"),
+            "new sidebar\nthe page itself"
+        );
+        // At the end of the stretch (page 30) the set is taken again from
+        // the counts: the redesign's block is template, the old menu (on 10
+        // pages of 30) no longer.
+        for i in 0..10 {
+            l.observe("h", &format!("new sidebar\nreport {i}"));
+        }
+        assert!(l.is_template("h", "new sidebar"));
+        assert!(!l.is_template("h", "site menu"));
+        // The settled set is part of the saved state.
+        let back = TemplateLearner::from_hosts(
+            l.config().clone(),
+            [("h".to_owned(), l.host_state("h").unwrap().clone())],
+        )
+        .unwrap();
+        assert!(back.is_template("h", "new sidebar"));
+        assert!(!back.is_template("h", "site menu"));
+        // settle_pages without a stretch is refused.
+        assert!(
+            TemplateLearner::new(TemplateConfig {
+                settle_for_pages: 0,
+                ..TemplateConfig::default()
+            })
+            .is_err()
+        );
+    }
 
     fn learner() -> TemplateLearner {
         TemplateLearner::new(TemplateConfig {

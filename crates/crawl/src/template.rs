@@ -7,6 +7,10 @@
 //! each block was. The text a page is signed with (its resemblance sketch, SimHash and
 //! exact digest) is its cleaned text without its host's template blocks; the page is
 //! observed after its verdict, so the first pages of a host are judged without it.
+//! After `settle_pages` pages the host's template settles for `settle_for_pages`
+//! more (the learner's counts go on and the set is taken again after each
+//! stretch): a page's signed text then no longer depends on how many pages of
+//! its host came before it (issue 35, docs/EVAL.md).
 //! The text written to `kept.jsonl` stays the page's full text.
 //!
 //! The learner's state lives in the store, one entry per host
@@ -54,6 +58,12 @@ pub struct TemplateSettings {
     /// A page left with fewer characters than this once its template is removed is
     /// judged on its full text (20).
     pub min_kept_chars: usize,
+    /// Pages of a host after which its template settles for a stretch (50; 0:
+    /// never).
+    pub settle_pages: u32,
+    /// Pages a settled template holds before it is taken again from the
+    /// counts (500).
+    pub settle_for_pages: u32,
     /// Hosts remembered at once; the least recently seen go first (10 000).
     pub max_hosts: usize,
     /// Block digests remembered per host; the rarest go first (2048).
@@ -70,6 +80,8 @@ impl Default for TemplateSettings {
             min_pages: c.min_pages,
             min_share: c.min_share,
             min_kept_chars: c.min_kept_chars,
+            settle_pages: c.settle_pages,
+            settle_for_pages: c.settle_for_pages,
             max_hosts: c.max_hosts,
             max_blocks_per_host: c.max_blocks_per_host,
             save_interval_ms: 5000,
@@ -87,6 +99,8 @@ impl TemplateSettings {
             min_pages: self.min_pages,
             min_share: self.min_share,
             min_kept_chars: self.min_kept_chars,
+            settle_pages: self.settle_pages,
+            settle_for_pages: self.settle_for_pages,
         }
     }
 }
