@@ -124,17 +124,19 @@ pub struct HostBlocks {
     last_seen: u64,
     /// Block digest -> pages it was on.
     blocks: HashMap<u64, u32>,
-    /// The settled template (see [`TemplateConfig::settle_pages`]): its
-    /// blocks' digests, sorted.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    settled: Vec<u64>,
-    /// Pages observed when it settled (0: not settled).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    settled_at: u32,
+    /// The settled template, once there is one (see
+    /// [`TemplateConfig::settle_pages`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    settled: Option<Settled>,
 }
 
-fn is_zero(n: &u32) -> bool {
-    *n == 0
+/// A host's template as it was when it settled.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+struct Settled {
+    /// Pages of the host observed then.
+    at: u32,
+    /// Its blocks' digests, sorted.
+    blocks: Vec<u64>,
 }
 
 /// Hosts whose entry changed since the last [`TemplateLearner::take_changes`].
@@ -325,22 +327,23 @@ impl TemplateLearner {
             evict_rare(&mut entry.blocks, max_blocks);
         }
         let (settle, stretch) = (self.config.settle_pages, self.config.settle_for_pages);
-        let due = if entry.settled_at == 0 {
-            entry.pages >= settle
-        } else {
-            entry.pages >= entry.settled_at.saturating_add(stretch)
+        let due = match &entry.settled {
+            None => entry.pages >= settle,
+            Some(s) => entry.pages >= s.at.saturating_add(stretch),
         };
         if settle > 0 && due && entry.pages >= self.config.min_pages {
             let need = need(entry.pages, self.config.min_share);
-            let mut settled: Vec<u64> = entry
+            let mut blocks: Vec<u64> = entry
                 .blocks
                 .iter()
                 .filter(|&(_, &c)| c >= need)
                 .map(|(&d, _)| d)
                 .collect();
-            settled.sort_unstable();
-            entry.settled = settled;
-            entry.settled_at = entry.pages;
+            blocks.sort_unstable();
+            entry.settled = Some(Settled {
+                at: entry.pages,
+                blocks,
+            });
         }
     }
 
@@ -353,8 +356,10 @@ impl TemplateLearner {
     }
 
     fn frequent(&self, h: &HostBlocks, d: u64) -> bool {
-        if self.config.settle_pages > 0 && h.settled_at > 0 {
-            return h.settled.binary_search(&d).is_ok();
+        if self.config.settle_pages > 0
+            && let Some(settled) = &h.settled
+        {
+            return settled.blocks.binary_search(&d).is_ok();
         }
         if h.pages < self.config.min_pages {
             return false;
