@@ -7,7 +7,8 @@ share of wall time says what more cores can give, by Amdahl).
 Runs the command, samples /proc/PID/task/*/stat every 50 ms, and prints the
 command's pages/s, CPU-per-page and wall lines, then the six busiest thread
 names with their CPU seconds and share of wall time (tokio workers share one
-name and are summed). Linux only.
+name and are summed; threads of child processes, such as the bench's site
+server, are listed as `child:NAME`; THREAD_CPU_TOP=N lists N). Linux only.
 """
 
 import collections
@@ -17,8 +18,22 @@ import sys
 import time
 
 
-def snapshot(pid, hz):
+def children(pid):
+    """The direct children of `pid` (the bench's site server is one)."""
+    kids = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                kids += [int(c) for c in f.read().split()]
+    except OSError:
+        pass
+    return kids
+
+
+def snapshot(pid, hz, prefix=""):
     out = {}
+    for kid in children(pid):
+        out.update(snapshot(kid, hz, prefix="child:"))
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except OSError:
@@ -29,7 +44,7 @@ def snapshot(pid, hz):
                 comm = f.read().strip()
             with open(f"/proc/{pid}/task/{tid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            out[(tid, comm)] = (int(fields[11]) + int(fields[12])) / hz
+            out[(tid, prefix + comm)] = (int(fields[11]) + int(fields[12])) / hz
         except OSError:
             pass
     return out
@@ -51,10 +66,17 @@ def main():
         if any(k in line for k in ("pages/s", "cpu per page", "wall")):
             print(line)
     by = collections.Counter()
+    count = collections.Counter()
+    busiest = collections.Counter()
     for (_, comm), cpu in last.items():
         by[comm] += cpu
-    for comm, cpu in by.most_common(6):
-        print(f"  thread {comm:16s} {cpu:6.2f} s CPU, {100 * cpu / wall:5.1f}% of wall")
+        count[comm] += 1
+        busiest[comm] = max(busiest[comm], cpu)
+    for comm, cpu in by.most_common(int(os.environ.get("THREAD_CPU_TOP", "6"))):
+        line = f"  thread {comm:16s} {cpu:6.2f} s CPU, {100 * cpu / wall:5.1f}% of wall"
+        if count[comm] > 1:
+            line += f" ({count[comm]} threads, busiest {100 * busiest[comm] / wall:.1f}%)"
+        print(line)
     sys.exit(p.returncode)
 
 

@@ -247,6 +247,7 @@ pub fn bench(mut args: BenchArgs, settings: &Settings) -> Result<()> {
     }
     let cfg = local_config(&args, settings, &dir);
     let cpu0 = cpu_seconds();
+    let busy0 = crate::daemon::commit::WRITER_BUSY_NS.load(std::sync::atomic::Ordering::Relaxed);
     let t0 = Instant::now();
     // RSS over the run: it must stay flat while the frontier grows.
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -274,7 +275,16 @@ pub fn bench(mut args: BenchArgs, settings: &Settings) -> Result<()> {
     let _ = server.kill();
     let _ = server.wait();
     let stats = result?.stats;
+    let busy = crate::daemon::commit::WRITER_BUSY_NS
+        .load(std::sync::atomic::Ordering::Relaxed)
+        .saturating_sub(busy0);
     print_crawl(&args, &stats, (wall, cpu), &dir);
+    // The serial stage's share of the wall time (issue 37): near 100%, the
+    // writer is what more cores wait for.
+    println!(
+        "writer busy       {:.1}% of wall",
+        busy as f64 / 1e7 / wall.max(1e-9)
+    );
     if !samples.is_empty() {
         let at = |q: usize| samples[(samples.len() - 1) * q / 4] as f64 / 1024.0;
         println!(

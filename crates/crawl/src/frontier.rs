@@ -146,6 +146,12 @@ impl ScopeRules {
 pub struct Candidate {
     pub(crate) url: Url,
     pub(crate) canonical: CanonicalUrl,
+    /// When the URL tier first saw it, as the page task read it on a
+    /// snapshot of the store ([`simcrawl_dedup::Deduper::urls_first_seen`]):
+    /// the writer skips a link known this way instead of looking it up in
+    /// its transaction. `None`: not known then (or not asked), so the
+    /// writer's own check decides.
+    pub(crate) known_since: Option<u64>,
 }
 
 impl Candidate {
@@ -154,7 +160,11 @@ impl Candidate {
     pub fn new(canon: &Canonicalizer, mut url: Url) -> Option<Candidate> {
         url.set_fragment(None);
         let canonical = canon.from_url(url.clone()).ok()?;
-        Some(Candidate { url, canonical })
+        Some(Candidate {
+            url,
+            canonical,
+            known_since: None,
+        })
     }
 
     /// The canonical form (the URL tier's key).

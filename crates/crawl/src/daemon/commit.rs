@@ -26,6 +26,20 @@ pub const MAX_GROUP: usize = 4096;
 /// spider-rs"); 3 ms is nothing next to a fetch, and a crawl that has gone
 /// quiet still commits its last results within it.
 const GATHER_GROUP: usize = 32;
+
+/// Time the writer threads of this process spent working (commits, purges,
+/// making commits durable), not waiting for results, in nanoseconds. The
+/// writer is the crawl's one serial stage: `crawl bench` prints this over
+/// the wall time, and a share near 100% means more cores cannot help
+/// (issue 37; by Amdahl, 2 cores at share `s` give at most `2 / s` times
+/// as many pages on many).
+pub static WRITER_BUSY_NS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Adds the time since `since` to [`WRITER_BUSY_NS`].
+fn busy_since(since: std::time::Instant) {
+    let ns = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    WRITER_BUSY_NS.fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
+}
 const GATHER_WAIT: std::time::Duration = std::time::Duration::from_millis(3);
 
 /// The writer thread: group commits until every sender is gone, then the
@@ -67,12 +81,14 @@ pub fn writer_loop<W: Commits>(
         let first = match next {
             Ok(o) => o,
             Err(std_mpsc::RecvTimeoutError::Timeout) => {
+                let t = std::time::Instant::now();
                 if w.durable_due_in().is_some_and(|d| d.is_zero())
                     && let Err(e) = w.make_durable()
                 {
                     let _ = tx.send(Err(e));
                     return;
                 }
+                busy_since(t);
                 continue;
             }
             Err(std_mpsc::RecvTimeoutError::Disconnected) => break,
@@ -97,11 +113,13 @@ pub fn writer_loop<W: Commits>(
                 }
             }
         }
+        let t = std::time::Instant::now();
         if let Err(e) = w.between_commits() {
             let _ = tx.send(Err(e));
             return;
         }
         let r = w.commit(batch);
+        busy_since(t);
         let failed = r.is_err();
         if tx.send(r).is_err() || failed {
             return;

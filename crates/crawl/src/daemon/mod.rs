@@ -184,6 +184,7 @@ pub(crate) fn page_stages(
         dust,
         retry_waits: crate::progress::RetryWaits::default(),
         canonicals: Arc::new(crate::canonical::Canonicals::new(cfg.crawl.canonical_first)),
+        url_probe: std::sync::OnceLock::new(),
     }))
 }
 

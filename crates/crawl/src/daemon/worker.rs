@@ -143,6 +143,10 @@ pub struct PageResult {
     /// dropped once signed).
     pub normalized: Option<Box<Normalized>>,
     pub links: Vec<Candidate>,
+    /// The URL's images under the URL rewrite rules (`crate::dust`),
+    /// computed here so that the writer only looks them up if the page is
+    /// kept; `None` when the crawl learns no rules.
+    pub url_images: Option<crate::dust::UrlImages>,
     pub sig: Signature,
     pub bytes: usize,
     pub truncated: bool,
@@ -346,7 +350,16 @@ pub struct PageStages {
     /// Declared canonicals: which pages wait behind theirs
     /// (`crate::canonical`); the writer tells it what became of them.
     pub canonicals: Arc<crate::canonical::Canonicals>,
+    /// Reads when the URL tier first saw each link, on a snapshot of the
+    /// store, so that the single writer does not look up the links it
+    /// already knows (most of a page's links on a crawl under way). Set by
+    /// the local backend, whose store can be read beside the writer.
+    pub url_probe: std::sync::OnceLock<UrlProbe>,
 }
+
+/// See [`PageStages::url_probe`]: the first-seen time of each canonical URL,
+/// `None` where not seen (or on an error: the writer's check decides).
+pub type UrlProbe = Arc<dyn Fn(&[simcrawl_dedup::CanonicalUrl]) -> Vec<Option<u64>> + Send + Sync>;
 
 fn now_secs() -> u64 {
     SystemTime::now()
@@ -743,7 +756,13 @@ fn clean_and_sign(
             return not_cleaned(entry, fetched, exchanges, error);
         }
     };
-    let links = links_to_follow(stages, &page);
+    let mut links = links_to_follow(stages, &page);
+    if let Some(probe) = stages.url_probe.get() {
+        let canonicals: Vec<_> = links.iter().map(|l| l.canonical().clone()).collect();
+        for (l, at) in links.iter_mut().zip(probe(&canonicals)) {
+            l.known_since = at;
+        }
+    }
     // Judged on the text that makes the page what it is, without the host's
     // template once learnt (crate::identity).
     let id = crate::identity::identity_of(
@@ -814,6 +833,12 @@ fn clean_and_sign(
             text: page.text,
         })
     });
+    let url_images = stages
+        .dust
+        .lock()
+        .is_enabled()
+        .then(|| crate::dust::UrlImages::of(&stages.canon, &entry.url))
+        .flatten();
     Outcome::Page(Box::new(PageResult {
         final_url: fetched.final_url,
         status: fetched.status,
@@ -821,6 +846,7 @@ fn clean_and_sign(
         text: page.raw_text,
         normalized,
         links,
+        url_images,
         sig,
         bytes,
         truncated: fetched.truncated,

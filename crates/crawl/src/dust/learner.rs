@@ -9,7 +9,7 @@ use tracing::{info, warn};
 use url::Url;
 
 use super::state::{Learnt, parse_rule_key, rule_key};
-use super::{Dust, Rule, digest, host_key, rules_for_pair};
+use super::{Dust, Rule, UrlImages, digest, host_key, rules_for_pair};
 
 /// Kept URLs of one host, for counter-examples: their digests, and per
 /// rule the digest each maps to.
@@ -136,23 +136,38 @@ impl Dust {
     /// A page at `url` was kept: remembered, and checked as a
     /// counter-example of every rule that would merge it with another kept
     /// page.
+    #[cfg(test)]
     pub fn observe_kept(&mut self, url: &Url) {
+        self.observe_kept_as(url, None);
+    }
+
+    /// [`Dust::observe_kept`] with the URL's images computed beforehand
+    /// (by the page task, off the writer thread: [`UrlImages::of`]); they
+    /// are computed here when missing or made under other settings.
+    pub fn observe_kept_as(&mut self, url: &Url, images: Option<&UrlImages>) {
         if !self.enabled {
             return;
         }
-        let (Some(host), Some(me)) = (host_key(url), digest(&self.canon, url)) else {
-            return;
+        let computed;
+        let images = match images {
+            Some(i) if i.canon == self.canon.tracking_digest() => i,
+            _ => {
+                let Some(i) = UrlImages::of(&self.canon, url) else {
+                    return;
+                };
+                computed = i;
+                &computed
+            }
         };
+        let (host, me) = (images.host.clone(), images.me);
         let mut countered: Vec<Rule> = Vec::new();
         let remember = self.tracked < self.max_urls;
         let track = self.tracks.entry(host.clone()).or_default();
         if let Some(from) = track.images.get(&me) {
             countered.extend(from.iter().filter(|(_, o)| *o != me).map(|(r, _)| r.clone()));
         }
-        for r in Rule::candidates(url) {
-            let Some(image) = r.apply(url).and_then(|u| digest(&self.canon, &u)) else {
-                continue;
-            };
+        for (r, image) in &images.images {
+            let (r, image) = (r.clone(), *image);
             let seen = track.kept.contains(&image)
                 || track
                     .images
@@ -179,6 +194,12 @@ impl Dust {
         for r in countered {
             self.counter(&host, r, url);
         }
+    }
+
+    /// Whether it learns at all (`crawl.dust.enabled`): page tasks compute
+    /// [`UrlImages`] only then.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled
     }
 
     fn counter(&mut self, host: &str, rule: Rule, url: &Url) {
@@ -337,6 +358,41 @@ mod tests {
     use super::*;
     use crate::dust::Fold;
     use crate::dust::tests_support::{dust, u};
+
+    /// The images a page task computes stand for those the learner would
+    /// compute: the same counter-examples block the same rule. Images
+    /// made under other URL settings are not trusted but computed again.
+    #[test]
+    fn images_computed_beforehand_learn_what_the_learner_would() {
+        let canon = simcrawl_dedup::Canonicalizer::default();
+        let other = simcrawl_dedup::Canonicalizer::new(&simcrawl_dedup::UrlConfig {
+            tracking_params: vec!["sid".into()],
+        })
+        .unwrap();
+        let elsewhere = u("http://z.test/x");
+        let run = |given: &dyn Fn(&Url) -> Option<UrlImages>| {
+            let mut d = dust(2);
+            // Both spellings kept: distinct pages, so collapsing the
+            // slashes would merge them.
+            for k in ["http://a.test/s/0", "http://a.test//s/0", "http://a.test/s/1"] {
+                let k = u(k);
+                d.observe_kept_as(&k, given(&k).as_ref());
+            }
+            d.observe_duplicate(&u("http://a.test//s/1"), "http://a.test/s/1");
+            d.observe_duplicate(&u("http://a.test//s/2"), "http://a.test/s/2");
+            d.observe_duplicate(&u("http://a.test//s/3"), "http://a.test/s/3");
+            d.learnt().len()
+        };
+        let computed = run(&|_| None);
+        assert_eq!(computed, 0, "the kept pair counters the rule");
+        assert_eq!(run(&|k| UrlImages::of(&canon, k)), computed);
+        // Trusted images are used as given: another URL's miss the
+        // counter-example, and the rule is learnt...
+        assert_eq!(run(&|_| UrlImages::of(&canon, &elsewhere)), 1);
+        // ...but images made under other settings are computed again.
+        assert_eq!(run(&|_| UrlImages::of(&other, &elsewhere)), computed);
+        assert!(dust(2).is_enabled());
+    }
 
     #[test]
     fn a_rule_is_learnt_after_enough_distinct_examples() {

@@ -111,6 +111,40 @@ fn digest(canon: &Canonicalizer, url: &Url) -> Option<u64> {
     Some(u64::from_le_bytes(b))
 }
 
+/// What [`Dust::observe_kept`] needs of a kept page's URL: its host, its
+/// digest and its image under every candidate rule. Pure functions of the
+/// URL (a canonical form and an MD5 each), so the page task computes them
+/// and the writer, the crawl's one serial stage, only looks them up.
+#[derive(Debug, Clone)]
+pub struct UrlImages {
+    /// [`Canonicalizer::tracking_digest`] of the settings they were made
+    /// under.
+    pub(super) canon: String,
+    pub(super) host: String,
+    pub(super) me: u64,
+    pub(super) images: Vec<(Rule, u64)>,
+}
+
+impl UrlImages {
+    /// `None` for a URL without a host or canonical form (nothing to learn).
+    pub fn of(canon: &Canonicalizer, url: &Url) -> Option<UrlImages> {
+        let (host, me) = (host_key(url)?, digest(canon, url)?);
+        let images = Rule::candidates(url)
+            .into_iter()
+            .filter_map(|r| {
+                let image = r.apply(url).and_then(|u| digest(canon, &u))?;
+                Some((r, image))
+            })
+            .collect();
+        Some(UrlImages {
+            canon: canon.tracking_digest(),
+            host,
+            me,
+            images,
+        })
+    }
+}
+
 /// The learner and rewriter of one crawl (see the module documentation).
 #[derive(Debug, Default)]
 pub struct Dust {

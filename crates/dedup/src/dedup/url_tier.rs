@@ -112,6 +112,72 @@ impl<S: Store> Deduper<S> {
         })
     }
 
+    /// When the URL tier first saw each of `canonicals`, read on one
+    /// snapshot without recording anything: `None` for a URL it has not
+    /// seen within the window. For a crawler whose page tasks run beside a
+    /// single writer: they ask about a page's links in parallel, and the
+    /// writer skips the links already known instead of looking each up
+    /// again in its transaction. A URL is only ever removed from the tier
+    /// when it leaves the window (a purge), so an answer stays true for as
+    /// long as [`Deduper::still_in_window`] says so of its time. A link
+    /// recorded after the snapshot reads as `None`: the writer's own check
+    /// then finds it.
+    ///
+    /// `canonicals` must come from [`Deduper::canonicalizer`] (or an equal
+    /// one); a form made under another tracking list is refused with
+    /// [`UrlError::OtherSettings`].
+    ///
+    /// ```
+    /// use simcrawl_dedup::{CanonicalUrl, Deduper};
+    /// let d = Deduper::in_memory()?;
+    /// d.check_url("http://a.example/seen")?;
+    /// let links = [
+    ///     d.canonicalizer().parse("http://a.example/seen#top")?,
+    ///     d.canonicalizer().parse("http://a.example/new")?,
+    /// ];
+    /// let seen = d.urls_first_seen(&links)?;
+    /// assert!(seen[0].is_some_and(|t| d.still_in_window(t)));
+    /// assert_eq!(seen[1], None);
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    pub fn urls_first_seen(&self, canonicals: &[CanonicalUrl]) -> Result<Vec<Option<u64>>> {
+        if let Some(c) = canonicals.iter().find(|c| !c.made_by(&self.canon)) {
+            return Err(UrlError::OtherSettings {
+                url: c.as_str().to_string(),
+            }
+            .into());
+        }
+        let digests: Vec<u128> = canonicals
+            .iter()
+            .map(|c| u128::from_be_bytes(c.digest()))
+            .collect();
+        let cutoff = self.cutoff();
+        self.store.read(|t| {
+            t.prefetch(&crate::store::Prefetch {
+                urls: digests.clone(),
+                ..Default::default()
+            })?;
+            digests
+                .iter()
+                .map(|&d| Ok(t.url(d)?.map(|rec| rec.first_seen).filter(|&at| at >= cutoff)))
+                .collect()
+        })
+    }
+
+    /// Whether a URL first seen at `first_seen` (a time from
+    /// [`Deduper::urls_first_seen`]) is still within the window now, so
+    /// still in the URL tier: always with no window (`dedup.window`).
+    ///
+    /// ```
+    /// use simcrawl_dedup::Deduper;
+    /// let d = Deduper::in_memory()?;
+    /// assert!(d.still_in_window(0), "no window: a URL is known for good");
+    /// # Ok::<(), simcrawl_dedup::Error>(())
+    /// ```
+    pub fn still_in_window(&self, first_seen: u64) -> bool {
+        first_seen >= self.cutoff()
+    }
+
     /// The URL tier: records the canonical URL and says whether it was seen.
     ///
     /// Recorded without a document, so the fetch-then-check flow works: a

@@ -166,6 +166,15 @@ pub fn run(mut cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Resu
     };
     let canon = deduper.canonicalizer().clone();
     let stages = page_stages(&cfg, seeds, signer, canon, templates.clone(), dust.clone())?;
+    let probe: crate::daemon::worker::UrlProbe = {
+        let d = deduper.clone();
+        Arc::new(move |links| {
+            d.urls_first_seen(links)
+                .unwrap_or_else(|_| vec![None; links.len()])
+        })
+    };
+    // Unset only here, just made: `set` cannot fail.
+    let _ = stages.url_probe.set(probe);
     let shared = Arc::new(Mutex::new(cp.stats.clone()));
     let base_fetched = cp.stats.fetched;
     let writer = Writer::new(

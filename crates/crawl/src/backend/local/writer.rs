@@ -663,7 +663,7 @@ impl Writer {
             // its kept page's; a kept page may be a counter-example.
             let mut dust = self.dust.lock();
             match v {
-                Verdict::Unique { .. } => dust.observe_kept(&p.entry.url),
+                Verdict::Unique { .. } => dust.observe_kept_as(&p.entry.url, p.url_images.as_ref()),
                 Verdict::Duplicate(d) => dust.observe_duplicate(&p.entry.url, &d.of),
                 _ => {} // non_exhaustive in simcrawl-dedup
             }
@@ -720,6 +720,13 @@ impl Writer {
                     }
                     None => None,
                 };
+                // Known to the URL tier when the page task read it: a URL
+                // leaves the tier only by leaving the window, so it is
+                // still known if its time is still within it.
+                if rewritten.is_none() && link.known_since.is_some_and(|at| deduper.still_in_window(at)) {
+                    self.cp.stats.verdicts.record_duplicate(Tier::Url);
+                    continue;
+                }
                 let link = rewritten.as_ref().unwrap_or(link);
                 if frontier::enqueue(
                     deduper,

@@ -335,7 +335,7 @@ impl RedisWriter {
             // its kept page's; a kept page may be a counter-example.
             let mut dust = self.dust.lock();
             match &v.verdicts[i] {
-                Some(Verdict::Unique { .. }) => dust.observe_kept(&p.entry.url),
+                Some(Verdict::Unique { .. }) => dust.observe_kept_as(&p.entry.url, p.url_images.as_ref()),
                 Some(Verdict::Duplicate(d)) => dust.observe_duplicate(&p.entry.url, &d.of),
                 _ => {} // non_exhaustive in simcrawl-dedup
             }
