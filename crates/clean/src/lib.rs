@@ -49,7 +49,7 @@ pub use decode::{Decoded, EncodingSource, decode};
 pub use error::CleanError;
 pub use normalize::fold_whitespace::visible_chars;
 pub use normalize::{Normalizer, Pipeline};
-pub use template::{HostBlocks, HostChanges, TemplateConfig, TemplateLearner};
+pub use template::{HostBlocks, HostChanges, PageBlocks, TemplateConfig, TemplateLearner};
 
 /// A link found on a page, resolved to an absolute http(s) URL.
 #[derive(Debug, Clone, PartialEq, Eq)]

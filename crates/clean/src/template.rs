@@ -200,6 +200,46 @@ fn need(pages: u32, min_share: f64) -> u32 {
 }
 
 /// The blocks of a text: its non-empty lines, trimmed.
+/// The distinct blocks of one page's text as [`TemplateLearner::observe`]
+/// counts them (their digests, in order of first appearance). Hashing a
+/// page's lines is the costly part of observing it and needs nothing of
+/// the learner, so whoever reads the page can do it, and the learner's
+/// owner only counts: a crawl's page tasks compute them in parallel, and
+/// its one writer thread, which observes pages in the order it judges
+/// them, holds the learner's lock for less time.
+///
+/// ```
+/// use simcrawl_clean::{PageBlocks, TemplateConfig, TemplateLearner};
+/// let mut a = TemplateLearner::new(TemplateConfig::default())?;
+/// let mut b = TemplateLearner::new(TemplateConfig::default())?;
+/// let page = "首页 | 关于我们\n正文第一段。\n首页 | 关于我们\n";
+/// a.observe("help.example", page);
+/// b.observe_blocks("help.example", &PageBlocks::of(page));
+/// assert_eq!(a.host_state("help.example"), b.host_state("help.example"));
+/// assert_eq!(PageBlocks::of(page).len(), 2, "a repeated block counts once");
+/// # Ok::<(), simcrawl_clean::CleanError>(())
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PageBlocks(Vec<u64>);
+
+impl PageBlocks {
+    /// The blocks of `text` (one per non-blank line, trimmed).
+    pub fn of(text: &str) -> PageBlocks {
+        let mut seen = HashSet::new();
+        PageBlocks(blocks(text).map(digest).filter(|d| seen.insert(*d)).collect())
+    }
+
+    /// How many distinct blocks the page has.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether the page has no block (a blank text).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 fn blocks(text: &str) -> impl Iterator<Item = &str> {
     text.lines().map(str::trim).filter(|l| !l.is_empty())
 }
@@ -306,6 +346,12 @@ impl TemplateLearner {
     /// Records one page of `host` (its cleaned text, one block per line). A block
     /// repeated within the page counts once.
     pub fn observe(&mut self, host: &str, text: &str) {
+        self.observe_blocks(host, &PageBlocks::of(text));
+    }
+
+    /// [`Self::observe`] of a page whose blocks were computed beforehand
+    /// ([`PageBlocks::of`] its text): the same counts.
+    pub fn observe_blocks(&mut self, host: &str, page: &PageBlocks) {
         self.clock += 1;
         if !self.hosts.contains_key(host) && self.hosts.len() >= self.config.max_hosts {
             self.evict_hosts();
@@ -315,13 +361,9 @@ impl TemplateLearner {
         let entry = self.hosts.entry(host.to_owned()).or_default();
         entry.pages = entry.pages.saturating_add(1);
         entry.last_seen = self.clock;
-        let mut seen = HashSet::new();
-        for b in blocks(text) {
-            let d = digest(b);
-            if seen.insert(d) {
-                let c = entry.blocks.entry(d).or_insert(0);
-                *c = c.saturating_add(1);
-            }
+        for &d in &page.0 {
+            let c = entry.blocks.entry(d).or_insert(0);
+            *c = c.saturating_add(1);
         }
         if entry.blocks.len() > max_blocks {
             evict_rare(&mut entry.blocks, max_blocks);

@@ -205,6 +205,21 @@ impl Templates {
         }
     }
 
+    /// [`Templates::observe`] of the blocks of a page's text, computed
+    /// by its page task: the writer only counts them, and holds the
+    /// learner's lock (which page tasks read) for less time.
+    pub fn observe_blocks(&self, host: &str, page: &simcrawl_clean::PageBlocks) {
+        if let Some(inner) = &self.inner {
+            inner.learner.write().observe_blocks(host, page);
+        }
+    }
+
+    /// Whether pages are learnt from at all (`template.enabled`): page
+    /// tasks compute their [`simcrawl_clean::PageBlocks`] only then.
+    pub fn is_learning(&self) -> bool {
+        self.inner.is_some()
+    }
+
     /// Whether hosts were observed or evicted since the last save.
     pub fn has_changes(&self) -> bool {
         self.inner

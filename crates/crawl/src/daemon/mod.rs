@@ -185,6 +185,7 @@ pub(crate) fn page_stages(
         retry_waits: crate::progress::RetryWaits::default(),
         canonicals: Arc::new(crate::canonical::Canonicals::new(cfg.crawl.canonical_first)),
         url_probe: std::sync::OnceLock::new(),
+        writer_load: Arc::new(crate::daemon::commit::WriterLoad::new()),
     }))
 }
 
@@ -202,7 +203,10 @@ pub(crate) fn drive<S: Source, W: Commits>(
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     let writer_thread = std::thread::Builder::new()
         .name("crawl-writer".into())
-        .spawn(move || writer_loop(writer, out_rx, done_tx))
+        .spawn({
+            let stages = stages.clone();
+            move || writer_loop(writer, out_rx, done_tx, &stages.writer_load)
+        })
         .context("cannot start the writer thread")?;
 
     let runtime = tokio::runtime::Builder::new_multi_thread()

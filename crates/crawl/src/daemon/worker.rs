@@ -155,8 +155,13 @@ pub struct PageResult {
     pub noindex: bool,
     /// It was signed without its host's template blocks.
     pub template_stripped: bool,
-    /// The page's own visible text: what its host's template is learnt from.
+    /// The page's own visible text (`crawl check` tells what its host's
+    /// template removes from it now).
     pub own_text: String,
+    /// The blocks of that text: what its host's template is learnt from
+    /// (hashed here, off the writer thread, which only counts them; empty
+    /// when no template is learnt).
+    pub own_blocks: simcrawl_clean::PageBlocks,
     /// What the page was judged on (`crate::identity`), and the facts a
     /// person checking its verdict needs.
     pub facts: PageFacts,
@@ -355,6 +360,9 @@ pub struct PageStages {
     /// already knows (most of a page's links on a crawl under way). Set by
     /// the local backend, whose store can be read beside the writer.
     pub url_probe: std::sync::OnceLock<UrlProbe>,
+    /// Whether the writer is what the crawl waits for: `url_probe` is
+    /// used only then (it saves the writer time but costs more in all).
+    pub writer_load: Arc<crate::daemon::commit::WriterLoad>,
 }
 
 /// See [`PageStages::url_probe`]: the first-seen time of each canonical URL,
@@ -757,7 +765,9 @@ fn clean_and_sign(
         }
     };
     let mut links = links_to_follow(stages, &page);
-    if let Some(probe) = stages.url_probe.get() {
+    if let Some(probe) = stages.url_probe.get()
+        && stages.writer_load.saturated()
+    {
         let canonicals: Vec<_> = links.iter().map(|l| l.canonical().clone()).collect();
         for (l, at) in links.iter_mut().zip(probe(&canonicals)) {
             l.known_since = at;
@@ -833,6 +843,11 @@ fn clean_and_sign(
             text: page.text,
         })
     });
+    let own_blocks = if stages.templates.is_learning() {
+        simcrawl_clean::PageBlocks::of(&page.own_text)
+    } else {
+        simcrawl_clean::PageBlocks::default()
+    };
     let url_images = stages
         .dust
         .lock()
@@ -854,6 +869,7 @@ fn clean_and_sign(
         noindex: stages.respect_noindex && page.meta_noindex,
         template_stripped,
         own_text: page.own_text,
+        own_blocks,
         facts,
         entry,
         archived,

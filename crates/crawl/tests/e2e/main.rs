@@ -36,3 +36,4 @@ mod template;
 mod waits;
 mod warc;
 mod warc_input;
+mod writer;

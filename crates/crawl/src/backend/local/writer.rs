@@ -109,6 +109,9 @@ pub struct Writer {
     /// every [`TICK_EVERY`].
     forever: bool,
     last_tick: Instant,
+    /// Links this run skipped as known to the URL tier when their page
+    /// task read it (`PageStages::url_probe`), logged at the end.
+    known_links: u64,
 }
 
 /// How often a crawl that runs `--forever` looks for pages due.
@@ -153,6 +156,7 @@ impl Writer {
             revisit: RevisitSettings::default(),
             forever: false,
             last_tick: Instant::now(),
+            known_links: 0,
         }
     }
 
@@ -629,7 +633,8 @@ impl Writer {
             return Ok(0);
         }
         // Observed once judged: a page never counts towards its own template.
-        self.templates.observe(host_of(&p.final_url), &p.own_text);
+        self.templates
+            .observe_blocks(host_of(&p.final_url), &p.own_blocks);
         // Not kept, not indexed: no verdict (a "noindex" line).
         let verdict = if p.noindex || p.filtered_lang {
             None
@@ -725,6 +730,7 @@ impl Writer {
                 // still known if its time is still within it.
                 if rewritten.is_none() && link.known_since.is_some_and(|at| deduper.still_in_window(at)) {
                     self.cp.stats.verdicts.record_duplicate(Tier::Url);
+                    self.known_links += 1;
                     continue;
                 }
                 let link = rewritten.as_ref().unwrap_or(link);
@@ -765,6 +771,12 @@ impl Commits for Writer {
             .context("cannot purge expired entries")
     }
     fn finish(&mut self) -> Result<()> {
+        if self.known_links > 0 {
+            tracing::debug!(
+                links = self.known_links,
+                "links known to their page tasks, not looked up by the writer"
+            );
+        }
         save_templates(&self.templates, self.deduper.store())?;
         self.make_durable()?;
         // The last WARC file's CDXJ index (the run writes nothing more).

@@ -330,7 +330,8 @@ impl RedisWriter {
                 }
                 continue;
             }
-            self.templates.observe(host_of(&p.final_url), &p.own_text);
+            self.templates
+                .observe_blocks(host_of(&p.final_url), &p.own_blocks);
             // DUST: a copy is evidence for the rewrite between its URL and
             // its kept page's; a kept page may be a counter-example.
             let mut dust = self.dust.lock();

@@ -1,0 +1,91 @@
+//! The writer thread and the work page tasks take off it when it is what
+//! the crawl waits for (issue 37): the verdicts must be the writer's own.
+
+use std::collections::BTreeSet;
+
+use crate::support::server::{Reply, Request, Server};
+use crate::support::{field, gibberish, page, path_of};
+
+/// `n` pages under `/p/`, each linking to its two children, the first
+/// page, the next one and one far away, so that most links are known by
+/// the time their page is judged; every fifth page repeats the text of the
+/// one before (content duplicates).
+fn mesh_site(n: usize) -> Server {
+    Server::start(move |req: &Request| {
+        let Some(i) = req
+            .path
+            .strip_prefix("/p/")
+            .and_then(|p| p.parse::<usize>().ok())
+            .filter(|&i| i < n)
+        else {
+            return Reply::status(404);
+        };
+        let links: Vec<String> = [2 * i + 1, 2 * i + 2, 0, (i + 1) % n, (i * 7 + 3) % n]
+            .iter()
+            .filter(|&&t| t < n)
+            .map(|t| format!("/p/{t}"))
+            .collect();
+        let text_of = if i % 5 == 4 { i - 1 } else { i };
+        Reply::html(page(
+            &format!("Page {i}"),
+            &gibberish(100 + text_of as u64, 60),
+            &links,
+        ))
+    })
+}
+
+/// What a crawl of the mesh says: pages fetched, URL-tier hits, kept and
+/// dropped counts, every URL with a line, and the debug log.
+fn crawl_mesh(server: &Server, saturated: bool) -> (u64, u64, usize, usize, BTreeSet<String>, String) {
+    let dir = crate::support::tempdir("e2e-writer-");
+    let dirs = crate::support::site_crawl(dir.path(), &format!("{}/p/0", server.base()), 4, "");
+    let mut c = dirs.command();
+    c.args(["--log-level", "debug"]);
+    if saturated {
+        c.env("SIMCRAWL_TEST_WRITER_SATURATED", "1");
+    }
+    let out = c.output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{}; stderr:\n{log}", out.status);
+    let stats = dirs.stats();
+    let (kept, dups) = (dirs.kept(), dirs.duplicates());
+    let urls = kept
+        .iter()
+        .chain(&dups)
+        .map(|v| path_of(field(v, "url")).to_string())
+        .collect();
+    (
+        stats["fetched"].as_u64().unwrap(),
+        stats["dup_url"].as_u64().unwrap(),
+        kept.len(),
+        dups.len(),
+        urls,
+        log,
+    )
+}
+
+#[test]
+fn links_known_to_page_tasks_leave_the_verdicts_as_the_writer_gives_them() {
+    let server = mesh_site(80);
+    let (fetched, url_hits, kept, dups, urls, log) = crawl_mesh(&server, false);
+    assert_eq!(fetched, 80);
+    assert_eq!((kept, dups), (64, 16), "every fifth page is a copy");
+    assert_eq!(urls.len(), 80);
+    assert!(
+        !log.contains("links known to their page tasks"),
+        "a writer not saturated looks every link up itself:\n{log}"
+    );
+    let (fetched2, url_hits2, kept2, dups2, urls2, log2) = crawl_mesh(&server, true);
+    let known: u64 = log2
+        .lines()
+        .find(|l| l.contains("links known to their page tasks"))
+        .and_then(|l| l.split("links=").nth(1))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no count of known links in the log:\n{log2}"));
+    assert!(known > 0 && known <= url_hits2, "{known} of {url_hits2}");
+    assert_eq!(
+        (fetched2, url_hits2, kept2, dups2, urls2),
+        (fetched, url_hits, kept, dups, urls)
+    );
+}
