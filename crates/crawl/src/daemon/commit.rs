@@ -10,6 +10,7 @@ use std::sync::mpsc as std_mpsc;
 use anyhow::Result;
 use tokio::sync::mpsc;
 
+use super::load::{LoadWindow, WriterLoad};
 use super::worker::Outcome;
 use crate::backend::{Commits, Committed};
 
@@ -26,6 +27,7 @@ pub const MAX_GROUP: usize = 4096;
 /// spider-rs"); 3 ms is nothing next to a fetch, and a crawl that has gone
 /// quiet still commits its last results within it.
 const GATHER_GROUP: usize = 32;
+const GATHER_WAIT: std::time::Duration = std::time::Duration::from_millis(3);
 
 /// Time the writer threads of this process spent working (commits, purges,
 /// making commits durable), not waiting for results, in nanoseconds. The
@@ -42,90 +44,6 @@ fn busy_since(since: std::time::Instant, window: &mut LoadWindow) {
     WRITER_BUSY_NS.fetch_add(ns, std::sync::atomic::Ordering::Relaxed);
     window.busy += took;
 }
-
-/// The writer's busy share over which [`WriterLoad`] turns on, and under
-/// which it turns off again: apart, so that the work page tasks take over
-/// (which lowers the share) does not switch it back and forth.
-const SATURATED_ON: f64 = 0.8;
-const SATURATED_OFF: f64 = 0.6;
-
-/// How often the writer's busy share is taken.
-const LOAD_WINDOW: std::time::Duration = std::time::Duration::from_millis(500);
-
-/// Whether the writer thread, the crawl's one serial stage, is what the
-/// crawl waits for. Page tasks then take over work that saves the writer
-/// time but costs more in all (a read transaction per page to look up its
-/// links, `PageStages::url_probe`): worth it when the writer bounds the
-/// crawl (many cores: docs/BENCHMARKS.md, "By core count"), a loss when
-/// the cores are the bound (2 cores, where the writer is busy ~half the
-/// time).
-#[derive(Debug, Default)]
-pub struct WriterLoad {
-    saturated: std::sync::atomic::AtomicBool,
-}
-
-impl WriterLoad {
-    /// Not saturated until measured so; debug builds read
-    /// `SIMCRAWL_TEST_WRITER_SATURATED` to start saturated, for the
-    /// end-to-end test of the work page tasks take over.
-    pub fn new() -> WriterLoad {
-        let load = WriterLoad::default();
-        #[cfg(debug_assertions)]
-        if std::env::var_os("SIMCRAWL_TEST_WRITER_SATURATED").is_some() {
-            load.saturated.store(true, std::sync::atomic::Ordering::Relaxed);
-        }
-        load
-    }
-
-    /// Whether the writer was busy most of the last window.
-    pub fn saturated(&self) -> bool {
-        self.saturated.load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// The writer was busy `share` of the last window.
-    fn update(&self, share: f64) {
-        #[cfg(debug_assertions)]
-        if std::env::var_os("SIMCRAWL_TEST_WRITER_SATURATED").is_some() {
-            return;
-        }
-        let was = self.saturated();
-        let now = if was {
-            share >= SATURATED_OFF
-        } else {
-            share >= SATURATED_ON
-        };
-        if now != was {
-            self.saturated.store(now, std::sync::atomic::Ordering::Relaxed);
-            tracing::debug!(share, saturated = now, "writer load");
-        }
-    }
-}
-
-/// The writer's busy time since `start`, read into [`WriterLoad`] every
-/// [`LOAD_WINDOW`].
-struct LoadWindow {
-    start: std::time::Instant,
-    busy: std::time::Duration,
-}
-
-impl LoadWindow {
-    fn new() -> LoadWindow {
-        LoadWindow {
-            start: std::time::Instant::now(),
-            busy: std::time::Duration::ZERO,
-        }
-    }
-
-    /// Tells `load` the share of the window once it is over, and starts the next.
-    fn roll(&mut self, load: &WriterLoad) {
-        let took = self.start.elapsed();
-        if took >= LOAD_WINDOW {
-            load.update(self.busy.as_secs_f64() / took.as_secs_f64());
-            *self = LoadWindow::new();
-        }
-    }
-}
-const GATHER_WAIT: std::time::Duration = std::time::Duration::from_millis(3);
 
 /// The writer thread: group commits until every sender is gone, then the
 /// last learnt templates and a final durable commit.
@@ -244,38 +162,6 @@ pub fn join_writer(handle: std::thread::JoinHandle<()>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn writer_load_turns_on_when_busy_and_off_only_well_below() {
-        let load = WriterLoad::default();
-        assert!(!load.saturated());
-        load.update(0.7);
-        assert!(!load.saturated(), "0.7 is under the bar to turn on");
-        load.update(0.85);
-        assert!(load.saturated());
-        load.update(0.7);
-        assert!(load.saturated(), "0.7 is over the bar to turn off");
-        load.update(0.5);
-        assert!(!load.saturated());
-    }
-
-    #[test]
-    fn a_window_reports_its_share_once_over() {
-        let load = WriterLoad::default();
-        let mut w = LoadWindow {
-            start: std::time::Instant::now() - LOAD_WINDOW,
-            busy: LOAD_WINDOW.mul_f64(0.9),
-        };
-        w.roll(&load);
-        assert!(load.saturated(), "busy 90% of a window");
-        assert_eq!(w.busy, std::time::Duration::ZERO, "the next window starts empty");
-        let mut w = LoadWindow {
-            start: std::time::Instant::now(),
-            busy: LOAD_WINDOW,
-        };
-        w.roll(&WriterLoad::default());
-        assert_eq!(w.busy, LOAD_WINDOW, "a window not over yet is kept");
-    }
 
     #[test]
     fn a_writer_panic_is_an_error_naming_it() {

@@ -23,6 +23,7 @@
 
 pub(crate) mod commit;
 pub(crate) mod dispatch;
+pub(crate) mod load;
 pub(crate) mod signals;
 pub(crate) mod worker;
 
@@ -185,7 +186,7 @@ pub(crate) fn page_stages(
         retry_waits: crate::progress::RetryWaits::default(),
         canonicals: Arc::new(crate::canonical::Canonicals::new(cfg.crawl.canonical_first)),
         url_probe: std::sync::OnceLock::new(),
-        writer_load: Arc::new(crate::daemon::commit::WriterLoad::new()),
+        writer_load: Arc::new(crate::daemon::load::WriterLoad::new()),
     }))
 }
 

@@ -362,7 +362,7 @@ pub struct PageStages {
     pub url_probe: std::sync::OnceLock<UrlProbe>,
     /// Whether the writer is what the crawl waits for: `url_probe` is
     /// used only then (it saves the writer time but costs more in all).
-    pub writer_load: Arc<crate::daemon::commit::WriterLoad>,
+    pub writer_load: Arc<crate::daemon::load::WriterLoad>,
 }
 
 /// See [`PageStages::url_probe`]: the first-seen time of each canonical URL,
