@@ -764,15 +764,7 @@ fn clean_and_sign(
             return not_cleaned(entry, fetched, exchanges, error);
         }
     };
-    let mut links = links_to_follow(stages, &page);
-    if let Some(probe) = stages.url_probe.get()
-        && stages.writer_load.saturated()
-    {
-        let canonicals: Vec<_> = links.iter().map(|l| l.canonical().clone()).collect();
-        for (l, at) in links.iter_mut().zip(probe(&canonicals)) {
-            l.known_since = at;
-        }
-    }
+    let links = links_to_follow(stages, &page);
     // Judged on the text that makes the page what it is, without the host's
     // template once learnt (crate::identity).
     let id = crate::identity::identity_of(
@@ -843,17 +835,7 @@ fn clean_and_sign(
             text: page.text,
         })
     });
-    let own_blocks = if stages.templates.is_learning() {
-        simcrawl_clean::PageBlocks::of(&page.own_text)
-    } else {
-        simcrawl_clean::PageBlocks::default()
-    };
-    let url_images = stages
-        .dust
-        .lock()
-        .is_enabled()
-        .then(|| crate::dust::UrlImages::of(&stages.canon, &entry.url))
-        .flatten();
+    let (own_blocks, url_images) = for_the_learners(stages, &entry.url, &page.own_text);
     Outcome::Page(Box::new(PageResult {
         final_url: fetched.final_url,
         status: fetched.status,
@@ -909,6 +891,29 @@ fn not_cleaned(
     }
 }
 
+/// What the writer's learners take from a page, computed here so that the
+/// writer only counts it: the blocks of its own text (templates) and its
+/// URL's images under the rewrite rules (DUST); each empty when that
+/// learner is off.
+fn for_the_learners(
+    stages: &PageStages,
+    url: &Url,
+    own_text: &str,
+) -> (simcrawl_clean::PageBlocks, Option<crate::dust::UrlImages>) {
+    let blocks = if stages.templates.is_learning() {
+        simcrawl_clean::PageBlocks::of(own_text)
+    } else {
+        simcrawl_clean::PageBlocks::default()
+    };
+    let images = stages
+        .dust
+        .lock()
+        .is_enabled()
+        .then(|| crate::dust::UrlImages::of(&stages.canon, url))
+        .flatten();
+    (blocks, images)
+}
+
 /// The page's links the crawl follows (none under `<meta name=robots
 /// content=nofollow>` unless told to), in scope, each canonical URL once.
 /// Canonical forms are computed here, on the worker pool, so the single
@@ -926,6 +931,16 @@ fn links_to_follow(stages: &PageStages, page: &simcrawl_clean::Page) -> Vec<Cand
             {
                 links.push(c);
             }
+        }
+    }
+    // While the writer is what the crawl waits for, the links it knows
+    // already are read here, on a snapshot (`PageStages::url_probe`).
+    if let Some(probe) = stages.url_probe.get()
+        && stages.writer_load.saturated()
+    {
+        let canonicals: Vec<_> = links.iter().map(|l| l.canonical().clone()).collect();
+        for (l, at) in links.iter_mut().zip(probe(&canonicals)) {
+            l.known_since = at;
         }
     }
     links
