@@ -199,7 +199,6 @@ fn need(pages: u32, min_share: f64) -> u32 {
     (f64::from(pages) * min_share).ceil().max(2.0) as u32
 }
 
-/// The blocks of a text: its non-empty lines, trimmed.
 /// The distinct blocks of one page's text as [`TemplateLearner::observe`]
 /// counts them (their digests, in order of first appearance). Hashing a
 /// page's lines is the costly part of observing it and needs nothing of
@@ -240,6 +239,7 @@ impl PageBlocks {
     }
 }
 
+/// The blocks of a text: its non-empty lines, trimmed.
 fn blocks(text: &str) -> impl Iterator<Item = &str> {
     text.lines().map(str::trim).filter(|l| !l.is_empty())
 }

@@ -23,6 +23,8 @@ const LOAD_WINDOW: std::time::Duration = std::time::Duration::from_millis(500);
 #[derive(Debug, Default)]
 pub struct WriterLoad {
     saturated: std::sync::atomic::AtomicBool,
+    /// Saturated for good, whatever is measured (the end-to-end test).
+    forced: bool,
 }
 
 impl WriterLoad {
@@ -30,12 +32,11 @@ impl WriterLoad {
     /// `SIMCRAWL_TEST_WRITER_SATURATED` to start saturated, for the
     /// end-to-end test of the work page tasks take over.
     pub fn new() -> WriterLoad {
-        let load = WriterLoad::default();
-        #[cfg(debug_assertions)]
-        if std::env::var_os("SIMCRAWL_TEST_WRITER_SATURATED").is_some() {
-            load.saturated.store(true, std::sync::atomic::Ordering::Relaxed);
+        let forced = cfg!(debug_assertions) && std::env::var_os("SIMCRAWL_TEST_WRITER_SATURATED").is_some();
+        WriterLoad {
+            saturated: std::sync::atomic::AtomicBool::new(forced),
+            forced,
         }
-        load
     }
 
     /// Whether the writer was busy most of the last window.
@@ -45,8 +46,7 @@ impl WriterLoad {
 
     /// The writer was busy `share` of the last window.
     fn update(&self, share: f64) {
-        #[cfg(debug_assertions)]
-        if std::env::var_os("SIMCRAWL_TEST_WRITER_SATURATED").is_some() {
+        if self.forced {
             return;
         }
         let was = self.saturated();

@@ -150,7 +150,7 @@ impl Dust {
         }
         let computed;
         let images = match images {
-            Some(i) if i.canon == self.canon.tracking_digest() => i,
+            Some(i) if i.canon == self.canon_digest => i,
             _ => {
                 let Some(i) = UrlImages::of(&self.canon, url) else {
                     return;

@@ -176,6 +176,9 @@ pub struct Dust {
     dirty: BTreeSet<(String, Rule)>,
     /// The URL tier's canonical forms, which name URLs here.
     canon: Canonicalizer,
+    /// `canon`'s [`Canonicalizer::tracking_digest`], taken once: the
+    /// writer compares it with each kept page's [`UrlImages`].
+    canon_digest: String,
     /// Workers of a shared crawl: examples observed since the last
     /// [`Dust::take_examples`] (rule key, URL digest), pooled with the
     /// other workers' ([`Dust::share_examples`]). `None`: one learner.

@@ -66,6 +66,7 @@ impl Dust {
             enabled: settings.enabled,
             min_examples: settings.min_examples.max(1),
             max_urls: settings.max_urls,
+            canon_digest: canon.tracking_digest(),
             canon,
             max_recorded: settings.max_recorded,
             ..Dust::default()

@@ -461,12 +461,7 @@ const BIG: usize = 2000;
 /// answer takes 2 ms, so the crawl is still running when it is interrupted.
 fn big_site() -> Server {
     Server::start(|req: &Request| {
-        let Some(i) = req
-            .path
-            .strip_prefix("/p/")
-            .and_then(|n| n.parse::<usize>().ok())
-            .filter(|&i| i < BIG)
-        else {
+        let Some(i) = crate::support::generated_page(&req.path, BIG) else {
             return Reply::status(404);
         };
         std::thread::sleep(Duration::from_millis(2));

@@ -49,12 +49,7 @@ fn site_page(i: usize) -> String {
 fn site(delay: Duration) -> Server {
     Server::start(move |req: &Request| {
         std::thread::sleep(delay);
-        match req
-            .path
-            .strip_prefix("/p/")
-            .and_then(|n| n.parse::<usize>().ok())
-            .filter(|&n| n < PAGES)
-        {
+        match crate::support::generated_page(&req.path, PAGES) {
             Some(n) => Reply::html(site_page(n)),
             None => Reply::status(404),
         }
@@ -697,12 +692,7 @@ fn politeness_and_the_page_budget_hold_across_workers_together() {
         }
         std::thread::sleep(Duration::from_millis(30));
         op.lock().unwrap().0 -= 1;
-        match req
-            .path
-            .strip_prefix("/p/")
-            .and_then(|n| n.parse::<usize>().ok())
-            .filter(|&n| n < PAGES)
-        {
+        match crate::support::generated_page(&req.path, PAGES) {
             Some(n) => Reply::html(site_page(n)),
             None => Reply::status(404),
         }

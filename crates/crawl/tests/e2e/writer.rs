@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use crate::support::server::{Reply, Request, Server};
-use crate::support::{field, gibberish, page, path_of};
+use crate::support::{field, generated_page, gibberish, page, path_of};
 
 /// `n` pages under `/p/`, each linking to its two children, the first
 /// page, the next one and one far away, so that most links are known by
@@ -12,12 +12,7 @@ use crate::support::{field, gibberish, page, path_of};
 /// one before (content duplicates).
 fn mesh_site(n: usize) -> Server {
     Server::start(move |req: &Request| {
-        let Some(i) = req
-            .path
-            .strip_prefix("/p/")
-            .and_then(|p| p.parse::<usize>().ok())
-            .filter(|&i| i < n)
-        else {
+        let Some(i) = generated_page(&req.path, n) else {
             return Reply::status(404);
         };
         let links: Vec<String> = [2 * i + 1, 2 * i + 2, 0, (i + 1) % n, (i * 7 + 3) % n]

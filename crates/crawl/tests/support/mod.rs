@@ -314,6 +314,14 @@ pub fn path_of(url: &str) -> String {
     }
 }
 
+/// The page a request path names on a generated site of `pages` pages
+/// served under `/p/N`: `N`, or `None` (a 404) for any other path.
+pub fn generated_page(path: &str, pages: usize) -> Option<usize> {
+    path.strip_prefix("/p/")
+        .and_then(|n| n.parse::<usize>().ok())
+        .filter(|&n| n < pages)
+}
+
 /// Counts of each value in `items`.
 pub fn multiset<I: IntoIterator<Item = String>>(items: I) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();

@@ -101,15 +101,8 @@ impl<S: Store> Deduper<S> {
     /// # Ok::<(), simcrawl_dedup::Error>(())
     /// ```
     pub fn url_seen(&self, url: &str) -> Result<bool> {
-        let digest = u128::from_be_bytes(self.canon.parse(url)?.digest());
-        let cutoff = self.cutoff();
-        self.store.read(|t| {
-            t.prefetch(&crate::store::Prefetch {
-                urls: vec![digest],
-                ..Default::default()
-            })?;
-            Ok(t.url(digest)?.is_some_and(|rec| rec.first_seen >= cutoff))
-        })
+        let seen = self.urls_first_seen(&[self.canon.parse(url)?])?;
+        Ok(seen.first().is_some_and(Option::is_some))
     }
 
     /// When the URL tier first saw each of `canonicals`, read on one
