@@ -22,6 +22,20 @@
 //! sets is at most the ratio of their sizes. Across hosts it does not
 //! apply: a story inside another site's frame shows more by nature, and its
 //! article is what counts ([`crate::article`]).
+//!
+//! Sizes alone let two pages of one size through. A page judged on a
+//! block extraction picks can share that block with a page that says
+//! something else around it: an English manual page's character table
+//! and a Japanese translation's (0.97 alike by the table, 0.53 by
+//! everything shown), a `Peekable` and a `Drain` page of one rustdoc
+//! whose trait listings match. So the extent also carries an
+//! [`Outline`] of what the page shows, a 64-byte MinHash of the same
+//! shingles taken in the pass that counts them, and a page of the same
+//! host is not a copy of one whose outline is less than
+//! [`PAGE_MIN_SIMILARITY`] alike with its own: the rule the sizes bound,
+//! estimated. Across hosts neither applies.
+
+use crate::sketch::OUTLINE_BINS;
 
 /// The resemblance two pages of one host must be able to reach on
 /// everything they show for one to be the other's copy: halfway between
@@ -37,11 +51,12 @@ pub const PAGE_MIN_SIMILARITY: f64 = 0.65;
 /// ```
 /// use simcrawl_dedup::Extent;
 /// // The list of all members, and the list of its functions.
-/// let members = Extent { shingles: 284 };
-/// let functions = Extent { shingles: 177 };
+/// let members = Extent { shingles: 284, outline: None };
+/// let functions = Extent { shingles: 177, outline: None };
 /// assert!(functions.resemblance_at_most(members) < 0.65);
 /// // A page and its copy with a longer footer note.
-/// assert!(Extent { shingles: 1000 }.resemblance_at_most(Extent { shingles: 1090 }) > 0.9);
+/// let (page, copy) = (Extent { shingles: 1000, outline: None }, Extent { shingles: 1090, outline: None });
+/// assert!(page.resemblance_at_most(copy) > 0.9);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -49,6 +64,75 @@ pub struct Extent {
     /// Distinct 5-grams of everything the page shows outside declared
     /// template.
     pub shingles: u32,
+    /// A MinHash of those 5-grams (`None`: a record written before
+    /// outlines, or a page that shows no letter or digit).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub outline: Option<Outline>,
+}
+
+/// What a page shows, coarsely: a one-permutation MinHash of its 5-grams
+/// in 64 bins of 8 bits (64 bytes in a record; the [`crate::Sketch`] a
+/// page is judged by has 128). It only has to tell pages that are 0.8 or
+/// more alike from pages under 0.65: at 0.8 its estimate errs by 0.05
+/// (one standard deviation), so a copy falls under 0.65 about once in a
+/// thousand pairs, and only when its judged text matched too.
+///
+/// ```
+/// use simcrawl_dedup::Extent;
+/// let story = "The council approved the new budget on Tuesday after a long debate about schools, roads \
+///     and the harbour. Teachers will get four more classrooms, the ring road gets new lights, and the \
+///     old quay is to be rebuilt before winter. The mayor said the vote was the closest in ten years.";
+/// let other = "Heavy rain closed the mountain pass overnight and the ferry to the islands was cancelled \
+///     until Friday. Farmers in the valley moved their herds uphill, and the school bus ran a shorter loop. \
+///     The weather office expects two more days of storms, with gusts strong enough to keep boats in port.";
+/// let page = Extent::of(story);
+/// let copy = Extent::of(&format!("{story} Share this story."));
+/// let apart = Extent::of(&format!("{story} {other}"));
+/// let alike = |a: Extent, b: Extent| a.outline.unwrap().resemblance(&b.outline.unwrap());
+/// assert!(alike(page, copy) > 0.8);
+/// assert!(alike(page, apart) < 0.65);
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct Outline {
+    bins: [u8; OUTLINE_BINS],
+}
+
+/// Bytes of an [`Outline`] in a record.
+pub const OUTLINE_BYTES: usize = OUTLINE_BINS;
+
+impl std::fmt::Debug for Outline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Outline(")?;
+        for b in &self.bins[..8] {
+            write!(f, "{b:02x}")?;
+        }
+        write!(f, "..)")
+    }
+}
+
+impl Outline {
+    /// The estimated resemblance (Jaccard index of 5-gram sets) of the two
+    /// pages: the share of bins that agree, less the 1 in 256 that agree
+    /// by chance.
+    #[must_use]
+    pub fn resemblance(&self, other: &Outline) -> f64 {
+        let same = self.bins.iter().zip(&other.bins).filter(|(a, b)| a == b).count();
+        let p = same as f64 / OUTLINE_BINS as f64;
+        let chance = 1.0 / 256.0;
+        ((p - chance) / (1.0 - chance)).clamp(0.0, 1.0)
+    }
+
+    /// Its bytes in a record, read back by [`Outline::from_bytes`].
+    #[must_use]
+    pub fn to_bytes(&self) -> [u8; OUTLINE_BYTES] {
+        self.bins
+    }
+
+    /// The outline of [`Outline::to_bytes`].
+    #[must_use]
+    pub fn from_bytes(bins: [u8; OUTLINE_BYTES]) -> Outline {
+        Outline { bins }
+    }
 }
 
 impl Extent {
@@ -56,13 +140,22 @@ impl Extent {
     ///
     /// ```
     /// use simcrawl_dedup::Extent;
-    /// assert_eq!(Extent::of("abcdefg"), Extent { shingles: 3 });
+    /// assert_eq!(Extent::of("abcdefg").shingles, 3);
+    /// assert!(Extent::of("，。").outline.is_none());
     /// ```
     #[must_use]
     pub fn of(text: &str) -> Extent {
+        let (shingles, outline) = crate::sketch::count_and_outline(text);
         Extent {
-            shingles: crate::sketch::shingle_count(text),
+            shingles,
+            outline: outline.map(|bins| Outline { bins }),
         }
+    }
+
+    /// How alike the two pages' outlines say they are, when both have one.
+    #[must_use]
+    pub fn outline_resemblance(&self, other: &Extent) -> Option<f64> {
+        Some(self.outline?.resemblance(&other.outline?))
     }
 
     /// The largest resemblance (Jaccard index of 5-gram sets) two pages
@@ -90,7 +183,34 @@ impl Extent {
     pub(crate) fn from_bytes(b: [u8; 2]) -> Extent {
         Extent {
             shingles: u32::from(u16::from_le_bytes(b)),
+            outline: None,
         }
+    }
+}
+
+/// An outline as the hexadecimal text of its 64 bytes.
+#[cfg(feature = "serde")]
+impl serde::Serialize for Outline {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let hex: String = self.bins.iter().map(|b| format!("{b:02x}")).collect();
+        s.serialize_str(&hex)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Outline {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Outline, D::Error> {
+        let hex = <String as serde::Deserialize>::deserialize(d)?;
+        let bad =
+            || serde::de::Error::custom(format!("invalid outline of {} hex digits (want 128)", hex.len()));
+        if hex.len() != 2 * OUTLINE_BYTES || !hex.is_ascii() {
+            return Err(bad());
+        }
+        let mut bins = [0u8; OUTLINE_BYTES];
+        for (i, b) in bins.iter_mut().enumerate() {
+            *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
+        }
+        Ok(Outline { bins })
     }
 }
 
@@ -100,7 +220,11 @@ mod tests {
 
     #[test]
     fn the_bound_is_the_size_ratio_either_way() {
-        let (a, b) = (Extent { shingles: 300 }, Extent { shingles: 500 });
+        let sized = |shingles| Extent {
+            shingles,
+            outline: None,
+        };
+        let (a, b) = (sized(300), sized(500));
         assert!((a.resemblance_at_most(b) - 0.6).abs() < 1e-12);
         assert!((b.resemblance_at_most(a) - 0.6).abs() < 1e-12);
         assert_eq!(Extent::default().resemblance_at_most(Extent::default()), 1.0);
@@ -109,9 +233,12 @@ mod tests {
 
     #[test]
     fn bytes_round_trip_and_saturate() {
-        let e = Extent { shingles: 1234 };
+        let sized = |shingles| Extent {
+            shingles,
+            outline: None,
+        };
+        let e = sized(1234);
         assert_eq!(Extent::from_bytes(e.to_bytes()), e);
-        let huge = Extent { shingles: 1 << 20 };
-        assert_eq!(Extent::from_bytes(huge.to_bytes()), Extent { shingles: 65_535 });
+        assert_eq!(Extent::from_bytes(sized(1 << 20).to_bytes()), sized(65_535));
     }
 }

@@ -89,22 +89,37 @@ fn pages_of_one_size_are_still_copies() -> simcrawl_dedup::Result<()> {
 }
 
 #[test]
-fn across_hosts_a_larger_frame_is_no_reason_to_keep_a_copy() -> simcrawl_dedup::Result<()> {
+fn across_sites_a_larger_frame_is_no_reason_to_keep_a_copy() -> simcrawl_dedup::Result<()> {
     let story = member_list(100, 40);
     let framed = format!("{}{story}", intro(40));
-    for copy in [
-        "http://man2html.example/man4/ttyS.4.html",
+    let original = "http://mandoc.example/man4/ttyS.4.html";
+    let d = Deduper::in_memory()?;
+    assert!(
+        d.check_signed(&page(&d, original, &story, Some(&story)))?
+            .is_unique()
+    );
+    // Another site's page with the story inside its own, larger frame.
+    let v = d.check_signed(&page(
+        &d,
         "http://news-b.example/world/1234",
-    ] {
-        let d = Deduper::in_memory()?;
-        let original = "http://mandoc.example/man4/ttyS.4.html";
-        assert!(
-            d.check_signed(&page(&d, original, &story, Some(&story)))?
-                .is_unique()
-        );
-        let v = d.check_signed(&page(&d, copy, &story, Some(&framed)))?;
-        assert_eq!(v.partner(), Some(original), "{copy}");
-    }
+        &story,
+        Some(&framed),
+    ))?;
+    assert_eq!(v.partner(), Some(original));
+    // Nor is one path on another host: the same manual page inside
+    // another generator's frame.
+    let d = Deduper::in_memory()?;
+    assert!(
+        d.check_signed(&page(&d, original, &story, Some(&story)))?
+            .is_unique()
+    );
+    let v = d.check_signed(&page(
+        &d,
+        "http://man2html.example/man4/ttyS.4.html",
+        &story,
+        Some(&framed),
+    ))?;
+    assert_eq!(v.partner(), Some(original));
     Ok(())
 }
 
@@ -140,5 +155,119 @@ fn explain_says_why_a_page_far_larger_is_not_the_partner() -> simcrawl_dedup::Re
     let e = d.explain(&page(&d, "http://lib.example/o3.html", &all, Some(&all_shown)))?;
     assert_eq!(e.candidates[0].refused, None);
     assert!(e.verdict.is_some());
+    Ok(())
+}
+
+/// A table of character codes, as a charset manual page shows it.
+fn code_table() -> String {
+    (0xa0..0x100)
+        .map(|c: u32| format!("{c:o} {c} {c:x} LATIN LETTER NUMBER {c} OF THE TABLE\n"))
+        .collect()
+}
+
+/// `n` words of prose of its own for each `seed` (pseudo-random words).
+fn prose(seed: u64, n: usize) -> String {
+    let mut state = seed;
+    (0..n)
+        .map(|_| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            format!("{:x} ", state >> 44)
+        })
+        .collect()
+}
+
+#[test]
+fn pages_of_one_host_alike_by_a_shared_block_but_not_by_all_they_show_are_kept() -> simcrawl_dedup::Result<()>
+{
+    // Both pages are judged on the table extraction picks; what they show
+    // around it differs: a page and its translation, two reference pages
+    // with one listing.
+    let table = code_table();
+    let a = format!("{}{table}", prose(1, 400));
+    let b = format!("{}{table}", prose(2, 400));
+    let (ea, eb) = (Extent::of(&a), Extent::of(&b));
+    assert!(
+        ea.resemblance_at_most(eb) > 0.9,
+        "same sizes: the size bound lets them through"
+    );
+    let alike = ea.outline_resemblance(&eb);
+    assert!(
+        alike.is_some_and(|r| r < simcrawl_dedup::PAGE_MIN_SIMILARITY),
+        "{alike:?}"
+    );
+    for order in [[0, 1], [1, 0]] {
+        let pages = [
+            ("http://man.example/man7/koi8-r.7.html", &a),
+            ("http://man.example/man7/cp1251.7.html", &b),
+        ];
+        let d = Deduper::in_memory()?;
+        for i in order {
+            let (url, shown) = pages[i];
+            assert!(
+                d.check_signed(&page(&d, url, &table, Some(shown)))?.is_unique(),
+                "{url}"
+            );
+        }
+        // Explained: refused for what the pages show.
+        let (url, shown) = pages[order[1]];
+        let e = d.explain(&page(&d, &format!("{url}?again"), &table, Some(shown)))?;
+        let refused: Vec<_> = e.candidates.iter().map(|c| c.refused).collect();
+        assert!(
+            refused
+                .iter()
+                .any(|r| matches!(r, Some(Refusal::ShowsApart { alike }) if *alike < 0.65)),
+            "{refused:?}"
+        );
+    }
+    // The same page shown twice on its host is still a copy.
+    let d = Deduper::in_memory()?;
+    assert!(
+        d.check_signed(&page(&d, "http://man.example/a.html", &table, Some(&a)))?
+            .is_unique()
+    );
+    let v = d.check_signed(&page(&d, "http://man.example/a.html?x=1", &table, Some(&a)))?;
+    assert_eq!(v.partner(), Some("http://man.example/a.html"));
+    Ok(())
+}
+
+#[test]
+fn at_one_path_on_two_hosts_a_shared_block_is_not_a_copy_but_a_near_duplicate_text_is()
+-> simcrawl_dedup::Result<()> {
+    // A manual page and its translation on their own hosts: judged on the
+    // table they share (with a few lines each of their own), below the
+    // near-duplicate line, and showing different prose around it.
+    let table = code_table();
+    let (a_text, b_text) = (
+        format!("{table}{}", prose(3, 60)),
+        format!("{table}{}", prose(4, 60)),
+    );
+    let (a_shown, b_shown) = (
+        format!("{}{a_text}", prose(1, 400)),
+        format!("{}{b_text}", prose(2, 400)),
+    );
+    let (a_url, b_url) = (
+        "http://man.en.example/man7/koi8-r.7.html",
+        "http://man.ja.example/man7/koi8-r.7.html",
+    );
+    let d = Deduper::in_memory()?;
+    assert!(
+        d.check_signed(&page(&d, a_url, &a_text, Some(&a_shown)))?
+            .is_unique()
+    );
+    let e = d.explain(&page(&d, b_url, &b_text, Some(&b_shown)))?;
+    let c = &e.candidates[0];
+    assert!(
+        c.similarity
+            .is_some_and(|s| (0.75..simcrawl_dedup::ARTICLE_MIN_SIMILARITY).contains(&s)),
+        "{c:?}"
+    );
+    assert!(matches!(c.refused, Some(Refusal::ShowsApart { .. })), "{c:?}");
+    assert!(
+        d.check_signed(&page(&d, b_url, &b_text, Some(&b_shown)))?
+            .is_unique()
+    );
+    // The same text in the other host's different frame: a copy.
+    let v = d.check_signed(&page(&d, b_url, &a_text, Some(&b_shown)))?;
+    assert_eq!(v.partner(), Some(a_url));
     Ok(())
 }

@@ -52,6 +52,9 @@ impl Signature {
         if let Some(at_most) = self.size_bound(m).filter(|b| *b < PAGE_MIN_SIMILARITY) {
             return Some(Refusal::SizesApart { at_most });
         }
+        if let Some(alike) = self.shown_alike(m).filter(|r| *r < PAGE_MIN_SIMILARITY) {
+            return Some(Refusal::ShowsApart { alike });
+        }
         match self.min_similarity {
             None => None,
             Some(min) if min >= 1.0 => {
@@ -78,6 +81,13 @@ pub enum Refusal {
         /// The largest resemblance their sizes allow.
         at_most: f64,
     },
+    /// The two pages, of one site, are alike by the text they are judged
+    /// on but not by everything they show: `alike`, estimated from their
+    /// outlines ([`crate::Outline`]).
+    ShowsApart {
+        /// The estimated resemblance of everything they show.
+        alike: f64,
+    },
     /// The checked page has too little text of its own and must reach
     /// `min` (1.0: the same text) ([`Signature::min_similarity`]).
     Stricter {
@@ -93,6 +103,10 @@ impl std::fmt::Display for Refusal {
             Refusal::SizesApart { at_most } => write!(
                 f,
                 "pages of one host too far apart in size: at most {at_most:.3} alike"
+            ),
+            Refusal::ShowsApart { alike } => write!(
+                f,
+                "pages of one site alike by the text judged, not by all they show: {alike:.3} alike"
             ),
             Refusal::Stricter { min } if *min >= 1.0 => {
                 write!(f, "too little text of its own: a copy only of the same text")
@@ -113,6 +127,33 @@ impl Signature {
         let (mine, theirs) = (self.extent?, m.rec.extent?);
         (SiteRelation::of(&self.url, &m.rec.url) == SiteRelation::SameHost)
             .then(|| mine.resemblance_at_most(theirs))
+    }
+}
+
+impl Signature {
+    /// How alike everything this page and `m`'s show is, by their
+    /// outlines, where that decides: `None` without outlines, across
+    /// sites, and for one path on two hosts when the texts judged are
+    /// near-duplicates.
+    ///
+    /// - One host: the frame is the same, so what two pages show differs
+    ///   by what they say.
+    /// - One path on two hosts (a mirror, a language version on its own
+    ///   host, one manual rendered by two generators): a judged text under
+    ///   [`ARTICLE_MIN_SIMILARITY`] (the near-duplicate line) is a block
+    ///   the two pages share, as a table a translation keeps; at or above
+    ///   it the page is that text in another frame, as a story on two
+    ///   news sites that happen to give it one path.
+    /// - Other sites: a copy inside another site's frame shows that frame,
+    ///   and its article is what counts ([`crate::article`]).
+    fn shown_alike(&self, m: &Match) -> Option<f64> {
+        let (mine, theirs) = (self.extent?, m.rec.extent?);
+        let decides = match SiteRelation::of(&self.url, &m.rec.url) {
+            SiteRelation::SameHost => true,
+            SiteRelation::SamePath => m.similarity < ARTICLE_MIN_SIMILARITY,
+            SiteRelation::OtherSites => false,
+        };
+        decides.then(|| mine.outline_resemblance(&theirs)).flatten()
     }
 }
 

@@ -189,16 +189,18 @@ impl DocRecord {
     /// Byte encoding: fingerprint (low half), time, flags, title digest
     /// (flag 1), the fingerprint's upper half (flag 2, 128 bits only),
     /// the page's scripts (flag 8: a record of its page's article; flag 16:
-    /// of the article alone), the page's extent (flag 32, two bytes),
-    /// sketch (one byte a bin under flag 4, two otherwise), URL. A record with a 64-bit fingerprint and a 16-bit
+    /// of the article alone), the page's extent (flag 32, two bytes) and
+    /// its outline (flag 64, [`crate::OUTLINE_BYTES`]), sketch (one byte a bin under flag 4, two otherwise), URL. A record with a 64-bit fingerprint and a 16-bit
     /// sketch and no article has the bytes it had before any option existed.
     pub fn encode(&self) -> Vec<u8> {
+        let outline = self.extent.and_then(|e| e.outline);
         // Exactly its length: the memory store keeps this buffer as is.
         let len = 17
             + 16 * usize::from(self.title.is_some())
             + 8 * usize::from(self.fingerprint.high().is_some())
             + 2 * usize::from(self.article.is_some())
             + 2 * usize::from(self.extent.is_some())
+            + crate::OUTLINE_BYTES * usize::from(outline.is_some())
             + self.sketch.encoded_len()
             + self.url.len();
         let mut out = Vec::with_capacity(len);
@@ -211,7 +213,8 @@ impl DocRecord {
                 | u8::from(self.sketch.bits() == 8) << 2
                 | u8::from(self.article.is_some()) << 3
                 | u8::from(self.article.is_some_and(|a| a.only)) << 4
-                | u8::from(self.extent.is_some()) << 5,
+                | u8::from(self.extent.is_some()) << 5
+                | u8::from(outline.is_some()) << 6,
         );
         if let Some(t) = self.title {
             out.extend_from_slice(&t);
@@ -224,6 +227,9 @@ impl DocRecord {
         }
         if let Some(e) = self.extent {
             out.extend_from_slice(&e.to_bytes());
+        }
+        if let Some(o) = outline {
+            out.extend_from_slice(&o.to_bytes());
         }
         self.sketch.encode_into(&mut out);
         out.extend_from_slice(self.url.as_bytes());
@@ -244,8 +250,9 @@ impl DocRecord {
         let low = u64_at(0)?;
         let at = u64_at(8)?;
         let flags = *bytes.get(16).ok_or_else(bad)?;
-        // Flag 16 (article alone) only with flag 8 (article).
-        if flags > 63 || flags & 24 == 16 {
+        // Flag 16 (article alone) only with flag 8 (article), flag 64
+        // (outline) only with flag 32 (extent).
+        if flags > 127 || flags & 24 == 16 || flags & 96 == 64 {
             return Err(bad());
         }
         let mut rest = 17;
@@ -280,7 +287,18 @@ impl DocRecord {
             only: flags & 16 == 16,
             scripts: crate::article::PageScripts::from_bytes(b),
         });
-        let extent = two_bytes(32)?.map(crate::extent::Extent::from_bytes);
+        let mut extent = two_bytes(32)?.map(crate::extent::Extent::from_bytes);
+        if flags & 64 == 64 {
+            let b: [u8; crate::OUTLINE_BYTES] = bytes
+                .get(rest..rest + crate::OUTLINE_BYTES)
+                .ok_or_else(bad)?
+                .try_into()
+                .map_err(|_| bad())?;
+            rest += crate::OUTLINE_BYTES;
+            if let Some(e) = &mut extent {
+                e.outline = Some(crate::Outline::from_bytes(b));
+            }
+        }
         let sketch_end = rest
             + if flags & 4 == 4 {
                 Sketch::ENCODED_LEN_NARROW
@@ -576,7 +594,10 @@ mod tests {
     #[test]
     fn a_page_extent_round_trips_in_two_bytes_with_an_article_or_without() {
         let plain = record(Fingerprint::new(5), Some([3; 16]));
-        let extent = crate::Extent { shingles: 812 };
+        let extent = crate::Extent {
+            shingles: 812,
+            outline: None,
+        };
         for article in [
             None,
             Some(ArticleMark {
@@ -603,6 +624,34 @@ mod tests {
     }
 
     #[test]
+    fn an_outline_follows_the_extent_and_records_without_one_still_read() {
+        let plain = record(Fingerprint::new(5), Some([3; 16]));
+        let shown =
+            crate::Extent::of("A page that shows a table of character codes and a paragraph about them.");
+        assert!(shown.outline.is_some());
+        let rec = DocRecord {
+            extent: Some(shown),
+            ..plain.clone()
+        };
+        let bytes = rec.encode();
+        let sized = DocRecord {
+            extent: Some(crate::Extent {
+                outline: None,
+                ..shown
+            }),
+            ..plain
+        };
+        assert_eq!(bytes.len(), sized.encode().len() + crate::OUTLINE_BYTES);
+        assert_eq!(bytes[16] & 96, 96);
+        assert_eq!(bytes.capacity(), bytes.len());
+        assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
+        // A record written before outlines reads as a page without one.
+        assert_eq!(DocRecord::decode(&sized.encode()).unwrap(), sized);
+        // Cut inside the outline: refused.
+        assert!(DocRecord::decode(&bytes[..35 + 10]).is_err());
+    }
+
+    #[test]
     fn a_64_bit_record_keeps_the_format_of_stores_written_before_128_bits() {
         // The layout every existing store holds: fingerprint, time, title
         // flag 0 or 1 (+ digest), sketch, URL.
@@ -613,8 +662,9 @@ mod tests {
         assert_eq!(bytes.len(), 33 + Sketch::ENCODED_LEN + rec.url.len());
         let wide = record(Fingerprint::wide(6 << 64 | 5), None).encode();
         assert_eq!((wide[16], &wide[17..25]), (2, &6u64.to_le_bytes()[..]));
-        // Flags beyond 63, and "article alone" without "article": refused.
-        for flags in [64, 128, 16, 17] {
+        // Flags beyond 127, "article alone" without "article" and an
+        // outline without an extent: refused.
+        for flags in [64, 65, 128, 16, 17] {
             let mut bad = bytes.clone();
             bad[16] = flags;
             assert!(DocRecord::decode(&bad).is_err(), "flags {flags}");
