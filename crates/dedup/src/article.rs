@@ -16,7 +16,11 @@
 //! matches only **another site's** article: across sites two pages with one
 //! article are one story in two frames; within a site they are siblings.
 //! One path on two hosts is one site's page in two places (a mirror, a
-//! language version on its own host), not another site. Across sites a
+//! language version on its own host), not another site: there an article
+//! matches only when the two pages are also alike by everything they show
+//! ([`crate::Outline`]), a page judged on its main text and its twin
+//! judged on all it shows. A front page (`/`, `/index.html`) is every
+//! site's, so two hosts' front pages are two sites. Across sites a
 //! translation can still carry an untranslated block, so a
 //! page written in a script its partner does not have at all is not a copy
 //! of it ([`PageScripts::foreign_to`]), and an article must reach
@@ -176,9 +180,28 @@ fn page_path(url: &str) -> &str {
     path.split_once('#').map_or(path, |(p, _)| p)
 }
 
+/// Whether a page path is a site's front page (`/`, `/index.html`, ...):
+/// every site has one, so two hosts' front pages are two sites, not one
+/// site in two places (the news gate's front pages of two sites that list
+/// the same syndicated stories: 0.96 alike as shown, in two frames).
+fn is_front_page(path: &str) -> bool {
+    let path = path.trim_start_matches('/');
+    path.is_empty()
+        || path.split_once('.').is_some_and(|(name, ext)| {
+            ["index", "default", "home", "main"]
+                .iter()
+                .any(|n| name.eq_ignore_ascii_case(n))
+                && ["html", "htm", "php", "asp", "aspx", "jsp", "shtml"]
+                    .iter()
+                    .any(|e| ext.eq_ignore_ascii_case(e))
+        })
+}
+
 /// How two pages' URLs are related: what the rules that look past a
-/// page's text go by (an article matches only [`SiteRelation::OtherSites`],
-/// extents only compare [`SiteRelation::SameHost`]), and what a person
+/// page's text go by (an article matches across [`SiteRelation::OtherSites`], and
+/// at [`SiteRelation::SamePath`] when the pages show the same,
+/// sizes only compare [`SiteRelation::SameHost`], outlines
+/// the pages of one site: not [`SiteRelation::OtherSites`]), and what a person
 /// checking a verdict is shown (`crawl report`).
 ///
 /// ```
@@ -190,12 +213,15 @@ fn page_path(url: &str) -> &str {
 ///     SiteRelation::SamePath
 /// );
 /// assert_eq!(of("http://a.test/p?id=1", "http://b.test/p?id=2"), SiteRelation::OtherSites);
+/// // Two sites' front pages.
+/// assert_eq!(of("http://a.test/index.html", "http://b.test/index.html"), SiteRelation::OtherSites);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SiteRelation {
     /// One host, its port and a leading `www.` ignored, in any case.
     SameHost,
-    /// One path and query on two hosts: one site's page served twice, a
+    /// One path and query on two hosts, other than a front page: one
+    /// site's page served twice, a
     /// mirror or a language version on its own host (`man.zh-cn` and
     /// `man.zh-tw`, a handbook per language), whose translations of one
     /// text are judged by everything they show, not by a block they share.
@@ -211,7 +237,7 @@ impl SiteRelation {
     pub fn of(a: &str, b: &str) -> SiteRelation {
         if site(a).eq_ignore_ascii_case(site(b)) {
             SiteRelation::SameHost
-        } else if page_path(a) == page_path(b) {
+        } else if page_path(a) == page_path(b) && !is_front_page(page_path(a)) {
             SiteRelation::SamePath
         } else {
             SiteRelation::OtherSites
@@ -237,6 +263,19 @@ mod tests {
             "http://man.zh-tw.test/man1/tar.1.html#x"
         ));
         assert!(other_site("http://a.test/p?id=1", "http://b.test/p?id=2"));
+        // Every site has a front page: two of them are two sites.
+        for front in ["", "/", "/index.html", "/Default.aspx", "/home.php"] {
+            let (a, b) = (format!("http://a.test{front}"), format!("http://b.test{front}"));
+            assert_eq!(SiteRelation::of(&a, &b), SiteRelation::OtherSites, "{front}");
+        }
+        assert!(!other_site(
+            "http://a.test/man7/index.html",
+            "http://b.test/man7/index.html"
+        ));
+        assert!(!other_site(
+            "http://a.test/index.php?p=5",
+            "http://b.test/index.php?p=5"
+        ));
         assert_eq!(page_path("http://h.test"), "");
         assert!(!other_site("http://u@h.test/x", "http://h.test"));
         assert_eq!(site("http://[::1]:80/x"), "[::1]");

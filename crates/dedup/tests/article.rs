@@ -125,3 +125,49 @@ fn with_articles_off_no_article_is_indexed_or_matched() {
     assert_eq!(on.stats().unwrap().documents, 2);
     assert!(check(&on, &page(&on, "http://b.test/9", "Beta", STORY)).is_duplicate());
 }
+
+/// A page at `url` showing `shown`, judged on all of it, with `story` as
+/// its article and the extent of what it shows.
+fn shown_page(d: &Deduper<simcrawl_dedup::MemoryStore>, url: &str, shown: &str) -> Signature {
+    let mut sig = d.sign(&Document::new(url, "", shown));
+    sig.article = d.article(STORY, PageScripts::of(shown));
+    sig.extent = Some(simcrawl_dedup::Extent::of(shown));
+    sig
+}
+
+#[test]
+fn one_path_on_two_hosts_matches_by_article_only_when_the_pages_show_the_same() {
+    // One manual page on two hosts: one judged on its main text (the
+    // story is most of what it shows), its twin on everything it shows
+    // (the same note beside the story, under the share that makes a main
+    // text the page's identity on its host): their judged texts differ,
+    // their articles and what they show do not.
+    let note = "This page is part of the system manual of the release; the index lists its other \
+        sections, the authors and the license, and each section says which package installs it \
+        and which options of the program it describes were added in which version.";
+    let shown = format!("{note} {STORY}");
+    let d = Deduper::in_memory().unwrap();
+    let mut main = d.sign(&Document::new("http://man.example/man7/x.7.html", "", STORY));
+    main.article = Article::Text(PageScripts::of(&shown));
+    main.extent = Some(simcrawl_dedup::Extent::of(&shown));
+    assert!(check(&d, &main).is_unique());
+    let twin = check(
+        &d,
+        &shown_page(
+            &d,
+            "http://mirror.example/man7/x.7.html",
+            &format!("{shown} {note}"),
+        ),
+    );
+    assert_eq!(twin.partner(), Some("http://man.example/man7/x.7.html"));
+    assert!(twin.duplicate().unwrap().article);
+    // The same article at one path on a host whose page shows much more
+    // of its own (another site that happens to use the path, a
+    // translation around a kept block): not a copy.
+    let framed = format!("{} {STORY} {}", frame("Beta"), frame("Gamma"));
+    let other = check(
+        &d,
+        &shown_page(&d, "http://news-b.example/man7/x.7.html", &framed),
+    );
+    assert!(other.is_unique(), "{other:?}");
+}

@@ -271,3 +271,36 @@ fn at_one_path_on_two_hosts_a_shared_block_is_not_a_copy_but_a_near_duplicate_te
     assert_eq!(v.partner(), Some(a_url));
     Ok(())
 }
+
+#[test]
+fn at_one_path_on_two_hosts_a_translation_around_the_same_table_is_not_a_copy() -> simcrawl_dedup::Result<()>
+{
+    // Both judged on the very same table (1.0 alike); the Japanese page's
+    // prose is its own.
+    let table = code_table();
+    let mut state = 5u64;
+    let ja_prose: String = (0..900)
+        .map(|_| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            char::from_u32(0x4E00 + (state >> 40) as u32 % 2000).unwrap_or('字')
+        })
+        .collect();
+    let (en, ja) = (format!("{}{table}", prose(1, 400)), format!("{ja_prose}{table}"));
+    let signed = |d: &Deduper<MemoryStore>, url: &str, shown: &str| {
+        let mut sig = page(d, url, &table, Some(shown));
+        sig.article = simcrawl_dedup::Article::Text(simcrawl_dedup::PageScripts::of(shown));
+        sig
+    };
+    let d = Deduper::in_memory()?;
+    assert!(
+        d.check_signed(&signed(&d, "http://man.en.example/man7/cp1252.7.html", &en))?
+            .is_unique()
+    );
+    let v = d.check_signed(&signed(&d, "http://man.ja.example/man7/cp1252.7.html", &ja))?;
+    assert!(v.is_unique(), "{v:?}");
+    // The English page again on a mirror, in its own frame: a copy.
+    let mirror = format!("{}{en}", intro(2));
+    let v = d.check_signed(&signed(&d, "http://mirror.example/man7/cp1252.7.html", &mirror))?;
+    assert_eq!(v.partner(), Some("http://man.en.example/man7/cp1252.7.html"));
+    Ok(())
+}

@@ -31,11 +31,25 @@ impl Signature {
         }
     }
 
-    /// One article on two sites, in the same scripts, near-duplicate.
+    /// One article on two sites, in the same scripts, near-duplicate; or
+    /// on one site in two places (one path on two hosts) when the two
+    /// pages are also alike by everything they show: a page judged on its
+    /// main text and its twin judged on everything it shows (their main
+    /// texts' share of the page on either side of the line), which
+    /// compare by their articles only.
     fn same_story(&self, m: &Match, mine: PageScripts, theirs: PageScripts) -> bool {
-        m.similarity >= ARTICLE_MIN_SIMILARITY
-            && SiteRelation::of(&self.url, &m.rec.url) == SiteRelation::OtherSites
-            && !mine.apart(theirs)
+        if m.similarity < ARTICLE_MIN_SIMILARITY || mine.apart(theirs) {
+            return false;
+        }
+        match SiteRelation::of(&self.url, &m.rec.url) {
+            SiteRelation::OtherSites => true,
+            SiteRelation::SamePath => self
+                .extent
+                .zip(m.rec.extent)
+                .and_then(|(a, b)| a.outline_resemblance(&b))
+                .is_some_and(|r| r >= PAGE_MIN_SIMILARITY),
+            SiteRelation::SameHost => false,
+        }
     }
 
     /// Why `m`, compared by text, cannot decide for this signature
@@ -134,26 +148,37 @@ impl Signature {
     /// How alike everything this page and `m`'s show is, by their
     /// outlines, where that decides: `None` without outlines, across
     /// sites, and for one path on two hosts when the texts judged are
-    /// near-duplicates.
+    /// near-duplicates in one language.
     ///
     /// - One host: the frame is the same, so what two pages show differs
     ///   by what they say.
     /// - One path on two hosts (a mirror, a language version on its own
     ///   host, one manual rendered by two generators): a judged text under
     ///   [`ARTICLE_MIN_SIMILARITY`] (the near-duplicate line) is a block
-    ///   the two pages share, as a table a translation keeps; at or above
-    ///   it the page is that text in another frame, as a story on two
-    ///   news sites that happen to give it one path.
+    ///   the two pages share; so is any judged text of a translation (a
+    ///   script one page has and the other has not: a character table a
+    ///   Japanese manual page keeps from the English one). A near-duplicate
+    ///   judged text in one language is that text in another frame, as a
+    ///   story on two news sites that happen to give it one path.
     /// - Other sites: a copy inside another site's frame shows that frame,
     ///   and its article is what counts ([`crate::article`]).
     fn shown_alike(&self, m: &Match) -> Option<f64> {
         let (mine, theirs) = (self.extent?, m.rec.extent?);
         let decides = match SiteRelation::of(&self.url, &m.rec.url) {
             SiteRelation::SameHost => true,
-            SiteRelation::SamePath => m.similarity < ARTICLE_MIN_SIMILARITY,
+            SiteRelation::SamePath => m.similarity < ARTICLE_MIN_SIMILARITY || self.translation_of(m),
             SiteRelation::OtherSites => false,
         };
         decides.then(|| mine.outline_resemblance(&theirs)).flatten()
+    }
+
+    /// Whether one of the two pages holds a tenth of its letters in a
+    /// script the other has next to none of ([`PageScripts::apart`]).
+    fn translation_of(&self, m: &Match) -> bool {
+        match (self.article.scripts(), m.rec.article) {
+            (Some(mine), Some(theirs)) => mine.apart(theirs.scripts),
+            _ => false,
+        }
     }
 }
 
