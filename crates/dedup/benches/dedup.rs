@@ -593,15 +593,8 @@ fn fingerprint_benches(c: &mut Criterion) {
                 }
             })
         });
-        // A page's extent: its size alone, and with the outline taken in
-        // the same pass (what the crawl pays per page since the outline).
-        g.bench_function("shingle_count", |b| {
-            b.iter(|| {
-                for d in &docs {
-                    black_box(simcrawl_dedup::sketch::shingle_count(black_box(d)));
-                }
-            })
-        });
+        // A page's extent: its size and outline, one pass (what the crawl
+        // pays per page beside the sketch).
         g.bench_function("extent", |b| {
             b.iter(|| {
                 for d in &docs {
