@@ -540,3 +540,38 @@ fn check_says_a_template_learnt_since_changes_the_text_judged() {
         "{text}"
     );
 }
+
+/// A worker of a shared crawl is judged on the whole crawl: one whose
+/// only page failed while another fetched the site exits 0 (exit status 4
+/// would fail a script running the workers); a shared crawl of which
+/// nothing could be fetched ends every worker with 4.
+#[test]
+fn a_shared_worker_whose_own_pages_failed_is_judged_on_the_whole_crawl() {
+    let Some(url) = crate::redis::redis_url("a_shared_worker_whose_own_pages_failed") else {
+        return;
+    };
+    let server = Server::start(|req: &crate::support::server::Request| match req.path.as_str() {
+        "/" => Reply::html(page("Home", &gibberish(41, 60), &[])),
+        _ => Reply::status(404),
+    });
+    let dir = tempdir("e2e-shared-judged-");
+    let ns = crate::redis::namespace("judged");
+    let s = crate::redis::Shared::new(dir.path(), &format!("{}/", server.base()), &url, &ns, 10_000);
+    let mut first = vec![s.spawn("j1")];
+    s.wait_ok(&mut first, &["j1"]);
+    // A second worker joins the finished crawl with a seed that is gone:
+    // everything it fetches fails, the crawl fetched its site.
+    std::fs::write(&s.seeds, format!("{}/gone\n", server.base())).unwrap();
+    let mut second = vec![s.spawn("j2")];
+    s.wait_ok(&mut second, &["j1", "j2"]);
+    let log = s.logs(&["j2"]);
+    assert!(log.contains("fetched 1 ") && log.contains("errors 1"), "{log}");
+    assert!(log.contains("crawl ended (finished)"), "{log}");
+    // Nothing of a shared crawl fetched: status 4.
+    let dir = tempdir("e2e-shared-nothing-");
+    let ns = crate::redis::namespace("nothing");
+    let s = crate::redis::Shared::new(dir.path(), &format!("{}/gone", server.base()), &url, &ns, 10_000);
+    let mut only = s.spawn("n1");
+    let status = wait_for(&mut only, Duration::from_secs(40)).expect("the worker ends");
+    assert_eq!(status.code(), Some(4), "{}", s.logs(&["n1"]));
+}

@@ -191,12 +191,35 @@ pub fn run(mut cfg: Config, seeds: &[Url], start: Start) -> Result<Run> {
         Err(e) => return Err(e),
     };
     let stats = shared_stats.lock().clone();
-    let ended = ended.judge(&before, &stats);
+    let ended = judge_shared(ended, &before, &stats, &shared.frontier);
     write_stats(&out_dir, &stats, ended)?;
     // The crawl is over: whatever a gone worker wrote past its last
     // acknowledgement was taken back and written by another.
     cut_gone_workers(&shared.frontier, &cfg.crawl.out_dir, &cfg.output, &shared.worker)?;
     Ok(Run { stats, before, ended })
+}
+
+/// How a worker's run ended ([`Ended::judge`]), with "nothing fetched"
+/// judged on the whole shared crawl: a worker whose only pages failed
+/// while the others fetched the site has not failed (its exit status 4
+/// would fail a script that runs the workers), so the merged counters
+/// decide. When they cannot be read, the worker's own judgement stands.
+fn judge_shared(ended: Ended, before: &Stats, mine: &Stats, frontier: &RedisFrontier) -> Ended {
+    let judged = ended.judge(before, mine);
+    if judged != Ended::NothingFetched {
+        return judged;
+    }
+    match frontier.counters() {
+        Ok(c) => {
+            let all = stats_from_counters(&c);
+            let failed: u64 = all.errors.values().sum();
+            if all.fetched > failed { ended } else { judged }
+        }
+        Err(e) => {
+            warn!("cannot read the shared crawl's counters to judge how it ended: {e:#}");
+            judged
+        }
+    }
 }
 
 /// Opens the shared crawl state (the tiers' store) and the shared frontier
