@@ -253,6 +253,24 @@ fn verdicts_serialize_with_stable_field_names_and_round_trip() {
         serde_json::from_str::<simcrawl_dedup::Signature>(&text.replace("\"sketch\":\"", "\"sketch\":\"zz"))
             .is_err()
     );
+    // A page's extent and outline travel with its signature; a signature
+    // written before outlines (no `outline` field) still reads.
+    let mut page = d.sign(&Document::new("http://e.example/", "", ARTICLE_B));
+    page.extent = Some(simcrawl_dedup::Extent::of(ARTICLE_B));
+    let text = serde_json::to_string(&page).unwrap();
+    let back: simcrawl_dedup::Signature = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, page);
+    let outline = serde_json::to_value(page.extent.unwrap().outline.unwrap()).unwrap();
+    assert_eq!(outline.as_str().map(str::len), Some(128), "{outline}");
+    let old: simcrawl_dedup::Extent = serde_json::from_str(r#"{"shingles": 12}"#).unwrap();
+    assert_eq!(
+        old,
+        simcrawl_dedup::Extent {
+            shingles: 12,
+            outline: None
+        }
+    );
+    assert!(serde_json::from_str::<simcrawl_dedup::Outline>(r#""00ff""#).is_err());
 }
 
 #[test]
