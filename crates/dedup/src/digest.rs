@@ -22,6 +22,21 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The bytes of [`hex`]'s text (either case), or `None` for an odd
+/// length or a character that is not a hex digit. Read where values
+/// travel as hex (sketches and outlines under `serde`).
+#[cfg(feature = "serde")]
+pub(crate) fn from_hex(text: &str) -> Option<Vec<u8>> {
+    // `from_str_radix` alone would take a sign ("+f").
+    if !text.len().is_multiple_of(2) || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -32,5 +47,15 @@ mod tests {
         assert_eq!(hex(&md5_of_bytes(b"abc")), "900150983cd24fb0d6963f7d28e17f72");
         assert_eq!(md5_of("abc"), md5_of_bytes(b"abc"));
         assert_eq!(hex(&[0x00, 0x0f, 0xff]), "000fff");
+    }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn hex_reads_back() {
+        assert_eq!(from_hex("000fFf"), Some(vec![0x00, 0x0f, 0xff]));
+        assert_eq!(from_hex(""), Some(vec![]));
+        for bad in ["0", "0g", "+1", "é0"] {
+            assert_eq!(from_hex(bad), None, "{bad}");
+        }
     }
 }

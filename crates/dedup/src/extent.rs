@@ -192,8 +192,7 @@ impl Extent {
 #[cfg(feature = "serde")]
 impl serde::Serialize for Outline {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let hex: String = self.bins.iter().map(|b| format!("{b:02x}")).collect();
-        s.serialize_str(&hex)
+        s.serialize_str(&crate::digest::hex(&self.bins))
     }
 }
 
@@ -201,16 +200,12 @@ impl serde::Serialize for Outline {
 impl<'de> serde::Deserialize<'de> for Outline {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Outline, D::Error> {
         let hex = <String as serde::Deserialize>::deserialize(d)?;
-        let bad =
-            || serde::de::Error::custom(format!("invalid outline of {} hex digits (want 128)", hex.len()));
-        if hex.len() != 2 * OUTLINE_BYTES || !hex.is_ascii() {
-            return Err(bad());
-        }
-        let mut bins = [0u8; OUTLINE_BYTES];
-        for (i, b) in bins.iter_mut().enumerate() {
-            *b = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).map_err(|_| bad())?;
-        }
-        Ok(Outline { bins })
+        crate::digest::from_hex(&hex)
+            .and_then(|bytes| <[u8; OUTLINE_BYTES]>::try_from(bytes).ok())
+            .map(Outline::from_bytes)
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!("invalid outline of {} hex digits (want 128)", hex.len()))
+            })
     }
 }
 

@@ -17,8 +17,7 @@ pub(super) mod sketch {
             Some(k) => {
                 let mut bytes = Vec::with_capacity(k.encoded_len());
                 k.encode_into(&mut bytes);
-                let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-                s.serialize_some(&hex)
+                s.serialize_some(&crate::digest::hex(&bytes))
             }
         }
     }
@@ -27,16 +26,10 @@ pub(super) mod sketch {
         let Some(hex) = Option::<String>::deserialize(d)? else {
             return Ok(None);
         };
-        let bad = || serde::de::Error::custom(format!("invalid sketch of {} hex digits", hex.len()));
-        if hex.len() % 2 != 0 || !hex.is_ascii() {
-            return Err(bad());
-        }
-        let bytes = (0..hex.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16))
-            .collect::<Result<Vec<u8>, _>>()
-            .map_err(|_| bad())?;
-        Sketch::decode(&bytes).map(Some).ok_or_else(bad)
+        crate::digest::from_hex(&hex)
+            .and_then(|bytes| Sketch::decode(&bytes))
+            .map(Some)
+            .ok_or_else(|| serde::de::Error::custom(format!("invalid sketch of {} hex digits", hex.len())))
     }
 }
 
