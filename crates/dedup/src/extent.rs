@@ -117,9 +117,7 @@ impl Outline {
     #[must_use]
     pub fn resemblance(&self, other: &Outline) -> f64 {
         let same = self.bins.iter().zip(&other.bins).filter(|(a, b)| a == b).count();
-        let p = same as f64 / OUTLINE_BINS as f64;
-        let chance = 1.0 / 256.0;
-        ((p - chance) / (1.0 - chance)).clamp(0.0, 1.0)
+        crate::sketch::matching_bins_resemblance(same, OUTLINE_BINS, 8)
     }
 
     /// Its bytes in a record, read back by [`Outline::from_bytes`].

@@ -217,6 +217,16 @@ pub fn shingle_count(text: &str) -> u32 {
     count_and_outline(text).0
 }
 
+/// The resemblance `same` bins of `bins` that agree estimate, each bin
+/// keeping `bits` bits of a minimum: two different minima agree on b
+/// bits by chance 1 time in 2^b, which is taken out (Li and König).
+/// Sketches and outlines both read their bins so.
+pub(crate) fn matching_bins_resemblance(same: usize, bins: usize, bits: u32) -> f64 {
+    let p = same as f64 / bins as f64;
+    let chance = 1.0 / f64::from(1u32 << bits);
+    ((p - chance) / (1.0 - chance)).clamp(0.0, 1.0)
+}
+
 /// Bins of an outline ([`count_and_outline`]).
 pub(crate) const OUTLINE_BINS: usize = 64;
 
@@ -422,10 +432,7 @@ impl Sketch {
             .zip(&other.bins)
             .filter(|&(a, b)| (a ^ b) & mask == 0)
             .count();
-        let p = same as f64 / SKETCH_BINS as f64;
-        // Two different minima agree on b bits by chance 1 time in 2^b.
-        let chance = 1.0 / f64::from(1u32 << bits);
-        ((p - chance) / (1.0 - chance)).clamp(0.0, 1.0)
+        matching_bins_resemblance(same, SKETCH_BINS, u32::from(bits))
     }
 
     /// How many distinct values the bins hold, counted on their low byte
@@ -680,8 +687,8 @@ mod tests {
             let (_, oa) = count_and_outline(&a);
             let (_, ob) = count_and_outline(&b);
             let (oa, ob) = (oa.unwrap(), ob.unwrap());
-            let same = oa.iter().zip(&ob).filter(|(x, y)| x == y).count() as f64 / OUTLINE_BINS as f64;
-            let est = ((same - 1.0 / 256.0) / (1.0 - 1.0 / 256.0)).max(0.0);
+            let same = oa.iter().zip(&ob).filter(|(x, y)| x == y).count();
+            let est = matching_bins_resemblance(same, OUTLINE_BINS, 8);
             let err = est - exact_resemblance(&a, &b);
             far += usize::from(err.abs() > 0.15);
             errors.push(err);
