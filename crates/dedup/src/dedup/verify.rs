@@ -20,14 +20,12 @@ impl Signature {
     /// Whether `m` is similar enough to decide for this signature, beyond
     /// the tier's own threshold (checked by the caller).
     pub(super) fn admits(&self, m: &Match, against: Against) -> bool {
-        let article = m.rec.article;
         match against {
             // Only another site's article matches an article alone.
             Against::Text => self.refusal(m).is_none(),
-            Against::Article => match (self.article.scripts(), article) {
-                (Some(mine), Some(theirs)) => self.same_story(m, mine, theirs.scripts),
-                _ => false,
-            },
+            Against::Article => self
+                .both_scripts(m)
+                .is_some_and(|(mine, theirs)| self.same_story(m, mine, theirs)),
         }
     }
 
@@ -63,11 +61,8 @@ impl Signature {
                 _ => Some(Refusal::ArticleOnly),
             };
         }
-        if let Some(at_most) = self.size_bound(m).filter(|b| *b < PAGE_MIN_SIMILARITY) {
-            return Some(Refusal::SizesApart { at_most });
-        }
-        if let Some(alike) = self.shown_alike(m).filter(|r| *r < PAGE_MIN_SIMILARITY) {
-            return Some(Refusal::ShowsApart { alike });
+        if let Some(r) = self.shown_refusal(m) {
+            return Some(r);
         }
         match self.min_similarity {
             None => None,
@@ -131,25 +126,17 @@ impl std::fmt::Display for Refusal {
 }
 
 impl Signature {
-    /// Pages of one host that differ too much in size are not copies,
-    /// however alike the texts they are judged on ([`crate::extent`]). API
-    /// references asked for it (doxygen's member and function lists, one
-    /// inside the other).
-    /// The largest resemblance this page and `m`'s, pages of one host,
-    /// can have by their sizes; `None` across hosts or without extents.
-    fn size_bound(&self, m: &Match) -> Option<f64> {
-        let (mine, theirs) = (self.extent?, m.rec.extent?);
-        (SiteRelation::of(&self.url, &m.rec.url) == SiteRelation::SameHost)
-            .then(|| mine.resemblance_at_most(theirs))
-    }
-}
-
-impl Signature {
-    /// How alike everything this page and `m`'s show is, by their
-    /// outlines, where that decides: `None` without outlines, across
-    /// sites, and for one path on two hosts when the texts judged are
-    /// near-duplicates in one language.
+    /// Why `m` cannot be this page's partner by what the two pages show
+    /// ([`crate::extent`]), when both carry their extents (`None`: no such
+    /// reason). The two pages' relation is read once for both rules.
     ///
+    /// **Sizes**, pages of one host: two that differ too much in size are
+    /// not copies, however alike the texts they are judged on. API
+    /// references asked for it (doxygen's member and function lists, one
+    /// inside the other). Across hosts a frame of another site's own makes
+    /// one page larger by nature.
+    ///
+    /// **Outlines**, where they decide:
     /// - One host: the frame is the same, so what two pages show differs
     ///   by what they say.
     /// - One path on two hosts (a mirror, a language version on its own
@@ -162,23 +149,30 @@ impl Signature {
     ///   story on two news sites that happen to give it one path.
     /// - Other sites: a copy inside another site's frame shows that frame,
     ///   and its article is what counts ([`crate::article`]).
-    fn shown_alike(&self, m: &Match) -> Option<f64> {
+    fn shown_refusal(&self, m: &Match) -> Option<Refusal> {
         let (mine, theirs) = (self.extent?, m.rec.extent?);
-        let decides = match SiteRelation::of(&self.url, &m.rec.url) {
+        let relation = SiteRelation::of(&self.url, &m.rec.url);
+        if relation == SiteRelation::SameHost {
+            let at_most = mine.resemblance_at_most(theirs);
+            if at_most < PAGE_MIN_SIMILARITY {
+                return Some(Refusal::SizesApart { at_most });
+            }
+        }
+        let decides = match relation {
             SiteRelation::SameHost => true,
-            SiteRelation::SamePath => m.similarity < ARTICLE_MIN_SIMILARITY || self.translation_of(m),
+            SiteRelation::SamePath => {
+                m.similarity < ARTICLE_MIN_SIMILARITY || self.both_scripts(m).is_some_and(|(a, b)| a.apart(b))
+            }
             SiteRelation::OtherSites => false,
         };
-        decides.then(|| mine.outline_resemblance(&theirs)).flatten()
+        let alike = mine.outline_resemblance(&theirs).filter(|_| decides)?;
+        (alike < PAGE_MIN_SIMILARITY).then_some(Refusal::ShowsApart { alike })
     }
 
-    /// Whether one of the two pages holds a tenth of its letters in a
-    /// script the other has next to none of ([`PageScripts::apart`]).
-    fn translation_of(&self, m: &Match) -> bool {
-        match (self.article.scripts(), m.rec.article) {
-            (Some(mine), Some(theirs)) => mine.apart(theirs.scripts),
-            _ => false,
-        }
+    /// The scripts of this page and of `m`'s, when both carry them (pages
+    /// with an article, [`crate::Article`]).
+    fn both_scripts(&self, m: &Match) -> Option<(PageScripts, PageScripts)> {
+        Some((self.article.scripts()?, m.rec.article?.scripts))
     }
 }
 
