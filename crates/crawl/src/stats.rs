@@ -175,6 +175,12 @@ impl Stats {
         serde_json::from_value(serde_json::Value::Object(fields)).unwrap_or_default()
     }
 
+    /// Whether every page these counters fetched failed (none counts as
+    /// all failed: a crawl judges that only once it tried some).
+    pub fn every_fetch_failed(&self) -> bool {
+        self.errors.values().sum::<u64>() >= self.fetched
+    }
+
     /// A page whose fetch failed for good: fetched, and one more error of
     /// its kind (both backends' writers count failures so).
     pub fn count_failure(&mut self, kind: &str) {
@@ -275,8 +281,7 @@ impl Ended {
             return self;
         }
         let tried = now.fetched.saturating_sub(before.fetched);
-        let failed: u64 = now.errors.values().sum();
-        if tried > 0 && failed >= now.fetched {
+        if tried > 0 && now.every_fetch_failed() {
             Ended::NothingFetched
         } else {
             self

@@ -210,11 +210,8 @@ fn judge_shared(ended: Ended, before: &Stats, mine: &Stats, frontier: &RedisFron
         return judged;
     }
     match frontier.counters() {
-        Ok(c) => {
-            let all = stats_from_counters(&c);
-            let failed: u64 = all.errors.values().sum();
-            if all.fetched > failed { ended } else { judged }
-        }
+        Ok(c) if !stats_from_counters(&c).every_fetch_failed() => ended,
+        Ok(_) => judged,
         Err(e) => {
             warn!("cannot read the shared crawl's counters to judge how it ended: {e:#}");
             judged
