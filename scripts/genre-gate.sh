@@ -8,8 +8,9 @@
 #    outputs scored the same way.
 # SET_DIR is made by scripts/build-html-gate.sh, build-news-set.sh or
 # build-multilang-set.sh. --labels picks the truth (default SET_DIR/pairs_tw2sp.jsonl
-# where the set has one, else SET_DIR/pairs.jsonl;
-# the news set scores copies by story_pairs.jsonl, the article text).
+# where the set has one, SET_DIR/combined_pairs.jsonl where the set has
+# that (the news set: story pages by their article text, listings by the
+# page), else SET_DIR/pairs.jsonl).
 set -euo pipefail
 if [ $# -lt 2 ]; then
     echo "usage: $0 SET_DIR OUT_DIR [CRAWL_BIN] [--labels FILE] [--set KEY=VALUE ...]" >&2
@@ -28,6 +29,8 @@ fi
 LABELS=$SET/pairs.jsonl
 # zh-TW/zh-CN pairs also scored through OpenCC tw2sp (scripts/tw2sp_labels.py).
 [ -f "$SET/pairs_tw2sp.jsonl" ] && LABELS=$SET/pairs_tw2sp.jsonl
+# The news set: story truth between story pages, page truth with listings.
+[ -f "$SET/combined_pairs.jsonl" ] && LABELS=$SET/combined_pairs.jsonl
 if [ "${1:-}" = "--labels" ]; then
     LABELS=$2
     shift 2

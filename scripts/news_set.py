@@ -36,6 +36,9 @@ Outputs (in --out):
   story_pairs.jsonl  {"a", "b", "jaccard", "label"} for every pair >= 0.3 by
                      the ARTICLE text as placed (the story truth, the label
                      that matters for news)
+  combined_pairs.jsonl  story_pairs.jsonl's label for two story pages,
+                     pairs.jsonl's for a pair with an index or teaser page:
+                     what scripts/genre-gate.sh scores the set by
   docs.jsonl         {"url", "title", "html"} per page: `crawl dedup --input`
   summary.json       counts per source, labels, checks
 
@@ -432,6 +435,28 @@ VARIANTS = ["same-title", "retitled", "cut-last", "syndication-line", "retitled+
             "retitled+syndication-line"]
 
 
+STORY_KINDS = ("original", "copy")
+
+
+def write_combined(out, kinds):
+    """combined_pairs.jsonl, the label the gate scores the set by: two story
+    pages (an original or a copy) are compared by their article text as
+    placed (story_pairs.jsonl: a copy inside another site's template is the
+    same story, two stories in one template are not), a pair with an index
+    or a teaser page by the whole visible text (pairs.jsonl: a listing has no
+    article). Pairs neither file lists are below 0.3 by their own measure."""
+    def story(u):
+        return kinds.get(u) in STORY_KINDS
+
+    with open(os.path.join(out, "combined_pairs.jsonl"), "w", encoding="utf-8") as f:
+        for name, want in (("story_pairs.jsonl", True), ("pairs.jsonl", False)):
+            with open(os.path.join(out, name), encoding="utf-8") as src:
+                for line in src:
+                    d = json.loads(line)
+                    if (story(d["a"]) and story(d["b"])) == want:
+                        f.write(line)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
@@ -636,6 +661,7 @@ def main():
     w_inter, w_union, w_sizes, w_labels = all_pairs([t for _, t in extracted], os.path.join(args.out, "pairs.jsonl"))
     s_inter, s_union, _, s_labels = all_pairs([p["article"] for p in pages],
                                               os.path.join(args.out, "story_pairs.jsonl"))
+    write_combined(args.out, {p["url"]: p["kind"] for p in pages})
 
     # Checks: copies of one story >= 0.8 by story text, different stories
     # < 0.5; the template's own story is gone from its copies.

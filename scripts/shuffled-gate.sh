@@ -7,7 +7,8 @@
 #
 # usage: scripts/shuffled-gate.sh SET_DIR ORDERS NAME=BIN [NAME=BIN ...]
 #   e.g. scripts/shuffled-gate.sh target/apiref-set 5 before=/tmp/old/crawl after=target/release/crawl
-# Labels: SET_DIR/pairs_tw2sp.jsonl when present, else SET_DIR/pairs.jsonl
+# Labels: SET_DIR/pairs_tw2sp.jsonl or SET_DIR/combined_pairs.jsonl (the
+# news set) when present, else SET_DIR/pairs.jsonl
 # (LABELS=FILE overrides). Prints one line per order and build (dropped,
 # unique lost, recall >= 300 chars, false drops), then the sums.
 set -euo pipefail
@@ -22,6 +23,7 @@ shift 2
 if [ -z "${LABELS:-}" ]; then
     LABELS=$SET/pairs.jsonl
     [ -f "$SET/pairs_tw2sp.jsonl" ] && LABELS=$SET/pairs_tw2sp.jsonl
+    [ -f "$SET/combined_pairs.jsonl" ] && LABELS=$SET/combined_pairs.jsonl
 fi
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT

@@ -42,6 +42,24 @@ if [ "$(cat "$GATE_DIR/.stamp" 2>/dev/null)" != "$stamp" ]; then
 fi
 SIMCRAWL_HTML_GATE=$(cd "$GATE_DIR" && pwd)
 export SIMCRAWL_HTML_GATE
+# The multi-genre gate's sets (crates/crawl/tests/genre_gate.rs, docs/EVAL.md
+# "Genres"): API references, man pages, syndicated news, a multilingual
+# manual; each built once per version of its builder into
+# target/genre/NAME unless SIMCRAWL_GENRE_SETS names the folder of them.
+GENRE_DIR=${SIMCRAWL_GENRE_SETS:-target/genre}
+for set in apiref:build-apiref-set.sh:apiref_set.py manpages:build-manpage-set.sh:manpage_set.py \
+           news:build-news-set.sh:news_set.py multilang:build-multilang-set.sh:multilang_set.py; do
+  IFS=: read -r name builder helper <<<"$set"
+  stamp=$(cat "scripts/$builder" "scripts/$helper" scripts/eval_set.py scripts/tw2sp_labels.py \
+    scripts/lib/debian-docs.sh | sha256sum | cut -c1-16)
+  if [ "$(cat "$GENRE_DIR/$name/.stamp" 2>/dev/null)" != "$stamp" ]; then
+    rm -rf "${GENRE_DIR:?}/$name"
+    bash "scripts/$builder" "$GENRE_DIR/$name"
+    echo "$stamp" >"$GENRE_DIR/$name/.stamp"
+  fi
+done
+SIMCRAWL_GENRE_SETS=$(cd "$GENRE_DIR" && pwd)
+export SIMCRAWL_GENRE_SETS
 # Both sets' second truth, which their gates score: zh-TW/zh-CN pairs also
 # through OpenCC tw2sp (scripts/tw2sp_labels.py, issue 35), remade when the
 # script or the set changes.

@@ -258,7 +258,8 @@ enum Command {
         /// kept page at least this close is a unique page lost).
         #[arg(long, default_value_t = 0.5)]
         ambiguous: f64,
-        /// Print up to N lost pages per setting.
+        /// Print up to N lost pages per setting (with --crawled: up to N
+        /// lost pages and N false drops).
         #[arg(long, default_value_t = 10)]
         show: usize,
         #[command(flatten)]

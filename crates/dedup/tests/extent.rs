@@ -289,3 +289,48 @@ fn at_one_path_on_two_hosts_a_translation_around_the_same_table_is_not_a_copy() 
     assert_eq!(v.partner(), Some("http://man.en.example/man7/cp1252.7.html"));
     Ok(())
 }
+
+#[test]
+fn across_sites_a_translation_around_the_same_table_is_not_a_copy() -> simcrawl_dedup::Result<()> {
+    // An English character table and a Japanese page on another site at
+    // another path, both judged on the same table: only the Japanese
+    // prose is its own, in a script the English page has none of.
+    let table = code_table();
+    let mut state = 7u64;
+    let ja_prose: String = (0..900)
+        .map(|_| {
+            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            char::from_u32(0x3041 + (state >> 40) as u32 % 80).unwrap_or('あ')
+        })
+        .collect();
+    let (en, ja) = (format!("{}{table}", prose(1, 400)), format!("{ja_prose}{table}"));
+    let signed = |d: &Deduper<MemoryStore>, url: &str, text: &str, shown: &str| {
+        let mut sig = page(d, url, text, Some(shown));
+        sig.article = simcrawl_dedup::Article::Text(simcrawl_dedup::PageScripts::of(text));
+        sig
+    };
+    let (en_url, ja_url) = (
+        "http://man.en.example/man7/cp1252.7.html",
+        "http://man.ja.example/man7/iso_8859-1.7.html",
+    );
+    // 350 kana of its own beside the table: alike enough for the content
+    // tier (0.75), under the near-duplicate line (0.8).
+    let ja_text = format!("{}{table}", ja_prose.chars().take(350).collect::<String>());
+    let d = Deduper::in_memory()?;
+    assert!(d.check_signed(&signed(&d, en_url, &table, &en))?.is_unique());
+    let e = d.explain(&signed(&d, ja_url, &ja_text, &ja))?;
+    let c = &e.candidates[0];
+    assert!(c.similarity.is_some_and(|s| (0.75..0.8).contains(&s)), "{c:?}");
+    assert_eq!(c.refused, Some(Refusal::ScriptsApart), "{c:?}");
+    assert!(
+        c.refused
+            .is_some_and(|r| r.to_string().contains("different scripts"))
+    );
+    let v = d.check_signed(&signed(&d, ja_url, &ja_text, &ja))?;
+    assert!(v.is_unique(), "{v:?}");
+    // The English table on a third site, in that site's frame: a copy.
+    let copy = format!("{}{table}", intro(3));
+    let v = d.check_signed(&signed(&d, "http://tables.example/cp1252.html", &table, &copy))?;
+    assert_eq!(v.partner(), Some(en_url));
+    Ok(())
+}

@@ -166,12 +166,15 @@ impl SourceRow {
 }
 
 /// The scores of a crawl: one row per source and the total, and the lost
-/// pages to look at.
+/// pages and false drops to look at.
 #[derive(Debug)]
 pub struct CrawlScores {
     pub rows: BTreeMap<String, SourceRow>,
     pub total: SourceRow,
     pub lost: Vec<String>,
+    /// Drops whose named partner resembles them below [`FALSE_DROP_BELOW`],
+    /// each with both URLs: what a gate checks against its known cases.
+    pub false_drops: Vec<String>,
     /// Lines whose URL is no labelled page (e.g. a folder URL).
     pub unlabelled: usize,
 }
@@ -280,6 +283,7 @@ fn aggregate(
     let source_of = |r: usize| pages[reached[r]].source.clone();
     let mut clusters = UnionFind::new(n);
     let mut lost = Vec::new();
+    let mut false_drops = Vec::new();
     for r in 0..n {
         let row = rows.entry(source_of(r)).or_default();
         row.reached += 1;
@@ -299,6 +303,15 @@ fn aggregate(
             // A partner that was not reached is `r` itself: resemblance 0.
             if j(r, o) < FALSE_DROP_BELOW {
                 row.false_drops += 1;
+                if false_drops.len() < args.show {
+                    false_drops.push(format!(
+                        "false drop: {} (tier {tier}, estimated {}, exact {:.3} with {})",
+                        pages[reached[r]].url,
+                        similarity.map_or("-".into(), |s| format!("{s:.3}")),
+                        j(r, o),
+                        pages[*of].url
+                    ));
+                }
             }
             if !resembling_kept[r] {
                 row.lost += 1;
@@ -351,6 +364,7 @@ fn aggregate(
         rows,
         total,
         lost,
+        false_drops,
         unlabelled,
     }
 }
@@ -405,7 +419,7 @@ pub fn run(args: &CrawledArgs) -> Result<String> {
         out.push_str(&line(name, r));
     }
     out.push_str(&line("all", &s.total));
-    for l in &s.lost {
+    for l in s.lost.iter().chain(&s.false_drops) {
         writeln!(out, "  {l}")?;
     }
     Ok(out)
@@ -504,6 +518,13 @@ mod tests {
         assert_eq!((a.false_drops, b.false_drops), (0, 1));
         assert_eq!(s.unlabelled, 1, "the folder URL names no page");
         assert!(s.lost[0].contains("http://b.test/y.html"), "{:?}", s.lost);
+        assert_eq!(s.false_drops.len(), 1, "{:?}", s.false_drops);
+        assert!(
+            s.false_drops[0].starts_with("false drop: http://b.test/y.html ")
+                && s.false_drops[0].ends_with("exact 0.000 with http://b.test/x.html)"),
+            "{:?}",
+            s.false_drops
+        );
         let report = run(&args).unwrap();
         assert!(report.contains("| B | 3 | 2 | 1 | 1 |"), "{report}");
         assert!(

@@ -1,0 +1,271 @@
+//! The multi-genre gate (issue 35; docs/EVAL.md, "Genres"): beside the
+//! documentation of the HTML gate (`html_gate.rs`), real API references of
+//! five generators, man pages of several languages and renderers,
+//! syndicated news inside other sites' templates, and a manual in fourteen
+//! languages, each judged on both paths users run: crawled over loopback
+//! with the defaults, and through `crawl dedup` over the same pages as
+//! `html` lines (`scripts/genre-gate.sh`). On every genre and path no unique
+//! page may be lost, the near-duplicate components holding a page of 300
+//! characters or more must be found, and no page may be dropped for a
+//! partner it does not resemble (a false drop) beyond the few named in
+//! [`GENRES`], each with why it is still there.
+//!
+//! `scripts/test.sh` builds the sets with their builders
+//! (`scripts/build-{apiref,manpage,news,multilang}-set.sh`) into one folder
+//! and points `SIMCRAWL_GENRE_SETS` at it; without the variable the test
+//! says so and passes only outside CI.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One genre of the gate and what it must meet.
+struct Genre {
+    /// Its folder under `SIMCRAWL_GENRE_SETS` (as `scripts/test.sh` names it).
+    set: &'static str,
+    /// Recall over components holding a page of >= 300 characters, on each
+    /// path: the issue's 0.95, except where the measured figure is below it
+    /// and the reason is known (see each genre).
+    min_recall: f64,
+    /// The false drops still made, as the pairs of pages they name (either
+    /// way round): the gate fails on any other. Crawl verdicts depend on the
+    /// order pages arrive in, so a run may show some of these or none.
+    known_false_drops: &'static [(&'static str, &'static str)],
+    /// The news set's copy recall (`scripts/news_copy_recall.py`): copies of
+    /// one story dropped over the copies beyond one, on each path.
+    min_copy_recall: Option<f64>,
+}
+
+const GENRES: &[Genre] = &[
+    Genre {
+        set: "apiref",
+        // Recall reads 0.925-0.966 with the order pages arrive in, on
+        // both paths (the crawl's fetch order, `crawl dedup` over shuffled
+        // lines): which pages come before a host's template is learnt
+        // decides whether some sibling pages are judged on their own text
+        // (docs/EVAL.md, "the crawl's recall on API references").
+        min_recall: 0.92,
+        // Two Doxygen source listings of libstdc++ headers: exact 0.622 by
+        // the visible text, estimated 0.757 by the 8-bit sketch (its error
+        // at 128 bins).
+        known_false_drops: &[(
+            "http://libstdcxx.doxygen.test/a20447_source.html",
+            "http://libstdcxx.doxygen.test/a01514_source.html",
+        )],
+        min_copy_recall: None,
+    },
+    Genre {
+        set: "manpages",
+        min_recall: 0.95,
+        // One man page rendered by groff and by man2html on two hosts: the
+        // same manual text (0.80 by the main text) inside each renderer's
+        // chrome, which on a page this short (about 460 characters) puts
+        // the visible texts at 0.59-0.63.
+        known_false_drops: &[
+            (
+                "http://man.en.test/man4/ttyS.4.html",
+                "http://man2html.en.test/man4/ttyS.4.html",
+            ),
+            (
+                "http://man.en.test/man3/clockid_t.3type.html",
+                "http://man2html.en.test/man3/clockid_t.3type.html",
+            ),
+        ],
+        min_copy_recall: None,
+    },
+    Genre {
+        set: "news",
+        // Components over the combined labels chain stories together
+        // through index and teaser pages, so this recall says little about
+        // copies (docs/eval-news.md); copy recall is the measure for news.
+        min_recall: 0.80,
+        // Two sites' front pages listing the same stories under the same
+        // title: the same list (main texts identical), exact 0.641 by the
+        // whole visible text.
+        known_false_drops: &[(
+            "http://news-a.test/index.html",
+            "http://blog-comwrap-com.test/index.html",
+        )],
+        min_copy_recall: Some(0.95),
+    },
+    Genre {
+        set: "multilang",
+        min_recall: 0.95,
+        known_false_drops: &[],
+        min_copy_recall: None,
+    },
+];
+
+/// The cells of the `| all | ... |` rows of a report, in order: pages,
+/// reached, dropped, unique lost, component recall, recall (>= 300 chars),
+/// pair recall, false drops, then the suspects.
+fn total_rows(report: &str) -> Vec<Vec<f64>> {
+    report
+        .lines()
+        .filter(|l| l.starts_with("| all |"))
+        .map(|row| {
+            row.split('|')
+                .map(str::trim)
+                .filter(|c| !c.is_empty() && *c != "all")
+                .map(|c| c.parse().unwrap_or_else(|_| panic!("cell {c:?} in {row}")))
+                .collect()
+        })
+        .collect()
+}
+
+/// The two pages a `false drop: A (...) with B)` line of `crawl eval
+/// --crawled` names.
+fn false_drop_pair(line: &str) -> Option<(&str, &str)> {
+    let rest = line.trim().strip_prefix("false drop: ")?;
+    let (dropped, rest) = rest.split_once(' ')?;
+    let partner = rest.rsplit_once(" with ")?.1.strip_suffix(')')?;
+    Some((dropped, partner))
+}
+
+/// What `genre` got wrong on both paths, in words (empty: it passes).
+fn judge(genre: &Genre, set: &Path, out: &Path) -> Vec<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/genre-gate.sh");
+    let run = Command::new("bash")
+        .arg(script)
+        .arg(set)
+        .arg(out)
+        .arg(env!("CARGO_BIN_EXE_crawl"))
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&run.stdout).into_owned();
+    let name = genre.set;
+    if !run.status.success() {
+        let log = std::fs::read_to_string(out.join("crawl-run/crawl.log")).unwrap_or_default();
+        return vec![format!(
+            "{name}: genre-gate.sh failed:\n{report}\n{}\n{log}",
+            String::from_utf8_lossy(&run.stderr)
+        )];
+    }
+    let mut wrong = Vec::new();
+    let rows = total_rows(&report);
+    if rows.len() != 2 {
+        return vec![format!("{name}: expected a crawl and a batch row:\n{report}")];
+    }
+    for (path, row) in ["crawl", "crawl dedup"].iter().zip(&rows) {
+        if row[1] < row[0] * 0.95 {
+            wrong.push(format!("{name}, {path}: reached {} of {} pages", row[1], row[0]));
+        }
+        if row[2] < 100.0 {
+            wrong.push(format!("{name}, {path}: {} drops, too few to score", row[2]));
+        }
+        if row[3] != 0.0 {
+            wrong.push(format!("{name}, {path}: {} unique pages lost", row[3]));
+        }
+        if row[5] < genre.min_recall {
+            wrong.push(format!(
+                "{name}, {path}: recall (>= 300 chars) {} < {}",
+                row[5], genre.min_recall
+            ));
+        }
+    }
+    let known = |a: &str, b: &str| {
+        genre
+            .known_false_drops
+            .iter()
+            .any(|&(x, y)| (x, y) == (a, b) || (y, x) == (a, b))
+    };
+    let listed: Vec<(&str, &str)> = report.lines().filter_map(false_drop_pair).collect();
+    let counted: f64 = rows.iter().map(|r| r[7]).sum();
+    if listed.len() as f64 != counted {
+        wrong.push(format!(
+            "{name}: {counted} false drops counted, {} listed",
+            listed.len()
+        ));
+    }
+    for (a, b) in listed {
+        if !known(a, b) {
+            wrong.push(format!("{name}: false drop {a} for {b}"));
+        }
+    }
+    if let Some(min) = genre.min_copy_recall {
+        wrong.extend(copy_recall_failures(name, set, out, min));
+    }
+    if !wrong.is_empty() {
+        wrong.push(format!("{name}'s report:\n{report}"));
+    }
+    wrong
+}
+
+/// Copy recall below `min` on either path, and story pages dropped for a
+/// page of another story (`scripts/news_copy_recall.py`).
+fn copy_recall_failures(name: &str, set: &Path, out: &Path, min: f64) -> Vec<String> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/news_copy_recall.py");
+    let run = Command::new("python3")
+        .arg(script)
+        .arg(set)
+        .arg(out)
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&run.stdout).into_owned();
+    if !run.status.success() {
+        return vec![format!(
+            "{name}: news_copy_recall.py failed: {}",
+            String::from_utf8_lossy(&run.stderr)
+        )];
+    }
+    // stories, pages beyond one, dropped, copy recall, wrong drops, stories lost
+    let rows: Vec<Vec<f64>> = total_rows(&report).into_iter().filter(|r| r.len() == 6).collect();
+    if rows.len() != 2 {
+        return vec![format!("{name}: expected two copy-recall rows:\n{report}")];
+    }
+    let mut wrong = Vec::new();
+    for (path, row) in ["crawl", "crawl dedup"].iter().zip(&rows) {
+        if row[3] < min {
+            wrong.push(format!(
+                "{name}, {path}: copy recall {} < {min}\n{report}",
+                row[3]
+            ));
+        }
+        if row[5] != 0.0 {
+            wrong.push(format!("{name}, {path}: {} stories lost\n{report}", row[5]));
+        }
+    }
+    wrong
+}
+
+#[test]
+fn every_genre_keeps_its_unique_pages_and_finds_its_copies_on_both_paths() {
+    let Ok(sets) = std::env::var("SIMCRAWL_GENRE_SETS") else {
+        assert!(
+            std::env::var("CI").is_err(),
+            "CI must run the genre gate: set SIMCRAWL_GENRE_SETS (scripts/test.sh does)"
+        );
+        eprintln!("SIMCRAWL_GENRE_SETS not set: see scripts/test.sh for how the sets are built");
+        return;
+    };
+    let dir = tempfile::Builder::new()
+        .prefix("genre_gate")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    // One genre after another: their crawls would compete for two cores
+    // (and time out fetches) if run side by side.
+    let mut wrong = Vec::new();
+    for genre in GENRES {
+        let set = PathBuf::from(&sets).join(genre.set);
+        assert!(
+            set.join("pages.jsonl").is_file(),
+            "{}: no labelled set (pages.jsonl)",
+            set.display()
+        );
+        wrong.extend(judge(genre, &set, &dir.path().join(genre.set)));
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn false_drop_lines_name_both_pages() {
+    let line = "  false drop: http://a.test/x.html (tier title, estimated 1.000, exact 0.641 with http://b.test/index.html)";
+    assert_eq!(
+        false_drop_pair(line),
+        Some(("http://a.test/x.html", "http://b.test/index.html"))
+    );
+    assert_eq!(
+        false_drop_pair("  lost: http://a.test/x.html (tier content)"),
+        None
+    );
+}
