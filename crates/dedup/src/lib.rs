@@ -48,6 +48,7 @@ pub mod extent;
 pub mod features;
 pub mod fingerprint;
 pub mod hash;
+pub mod identity;
 pub mod index;
 pub mod letters;
 pub mod scripts;

@@ -10,16 +10,18 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use serde::Deserialize;
+use simcrawl_clean::template::{TemplateConfig, TemplateLearner};
 use simcrawl_clean::{ChineseVariant, CleanConfig, Cleaner};
+use simcrawl_dedup::identity::{identity_of, sign_page};
 use simcrawl_dedup::{
-    CanonicalUrl, Canonicalizer, DedupConfig, Deduper, Document, Fingerprint, MemoryStore, RedbStore,
-    Store as _, Tier, UrlVerdict, Verdict,
+    CanonicalUrl, Canonicalizer, DedupConfig, Deduper, Document, Extent, Fingerprint, MemoryStore, RedbStore,
+    Store as _, Tier, UrlTier, UrlVerdict, Verdict,
 };
 
 create_exception!(
@@ -385,6 +387,10 @@ struct PyDeduper {
     /// the write lock, so it waits for checks in flight.
     inner: RwLock<Option<Store>>,
     cleaner: Cleaner,
+    /// Each host's template as learnt from the pages `check_html` was given,
+    /// in memory (a reopened store starts learning again): its lines are
+    /// left out of the texts a page is judged on, as the crawler does.
+    templates: Mutex<TemplateLearner>,
     path: Option<PathBuf>,
     counters: Counters,
 }
@@ -414,6 +420,43 @@ impl PyDeduper {
             Some("title") => self.counters.duplicate_title.fetch_add(1, Ordering::Relaxed),
             Some(_) => self.counters.duplicate_content.fetch_add(1, Ordering::Relaxed),
         };
+    }
+
+    /// A cleaned page checked on its identity, as the crawler and `crawl
+    /// dedup` judge an `html` line ([`simcrawl_dedup::identity`]): on its
+    /// main text when that is what it says, else on everything it shows
+    /// (at a stricter resemblance when that is little), with its article
+    /// for copies inside other sites' templates and its extent for pages
+    /// of one site that share a block. Its host's template, as learnt from
+    /// the pages before it, is left out; the page is then learnt from.
+    fn check_page(
+        store: &Store,
+        templates: &Mutex<TemplateLearner>,
+        (url, parsed): (&str, &url::Url),
+        page: &simcrawl_clean::Page,
+        url_tier: bool,
+    ) -> Result<Verdict, String> {
+        let host = parsed.host_str().unwrap_or("");
+        let id = {
+            let learnt = templates.lock();
+            identity_of(&page.text, (&page.own_text, page.own_link_chars), |t| {
+                learnt.own_lines(host, t)
+            })
+            .into_owned()
+        };
+        templates.lock().observe(host, &page.own_text);
+        let article = id.article_text(&page.own_text);
+        let tier = if url_tier { UrlTier::Check } else { UrlTier::Skip };
+        let verdicts = on_store!(store, d => {
+            let mut sig = sign_page(d, &Document::new(url, &page.title, &id.text), article);
+            sig.min_similarity = id.basis.min_similarity();
+            sig.extent = Some(Extent::of(&page.own_text));
+            d.check_batch(std::slice::from_ref(&sig), tier)
+        });
+        verdicts
+            .map_err(|e| e.to_string())?
+            .pop()
+            .ok_or_else(|| "internal error: no verdict".to_string())
     }
 
     fn check_doc(store: &Store, doc: &Document<'_>, url_tier: bool) -> Result<Verdict, String> {
@@ -493,6 +536,10 @@ impl PyDeduper {
         Ok(PyDeduper {
             inner: RwLock::new(Some(store)),
             cleaner,
+            templates: Mutex::new(
+                TemplateLearner::new(TemplateConfig::default())
+                    .map_err(|e| SimcrawlError::new_err(e.to_string()))?,
+            ),
             path,
             counters: Counters::default(),
         })
@@ -598,7 +645,12 @@ impl PyDeduper {
 
     /// Cleans an HTML page (decodes it by its content type, meta tags or
     /// content; keeps the main content; folds width, case and traditional
-    /// to simplified Chinese) and checks its title and text as check() does.
+    /// to simplified Chinese) and checks it as `crawl dedup` checks an
+    /// `html` line: on its main text when that is what the page says, else
+    /// on everything it shows outside declared template, with the rules
+    /// that keep a page of a site that only shares a block with another
+    /// (its extent) and find a story inside another site's template (its
+    /// article). No host template is learnt.
     #[pyo3(signature = (url, html, content_type=None, *, url_tier=true))]
     fn check_html(
         &self,
@@ -614,7 +666,7 @@ impl PyDeduper {
             let page = cleaner
                 .parse(html, content_type.as_deref(), &parsed)
                 .map_err(|e| e.to_string())?;
-            let v = Self::check_doc(s, &Document::new(&url, &page.title, &page.text), url_tier)?;
+            let v = Self::check_page(s, &self.templates, (&url, &parsed), &page, url_tier)?;
             Ok(PyVerdict::from_verdict(&url, v))
         })?;
         self.count(&v);
