@@ -2,9 +2,9 @@
 //! on, and why) with the crawl's learnt templates: what each host repeats
 //! is left out of the texts compared.
 
-pub use simcrawl_dedup::identity::{ArticleText, Basis, Identity, sign_page};
 #[cfg(test)]
 pub use simcrawl_dedup::identity::THIN_MIN_SIMILARITY;
+pub use simcrawl_dedup::identity::{ArticleText, Basis, Identity, sign_page};
 
 use crate::template::Templates;
 

@@ -10,13 +10,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::RwLock;
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use serde::Deserialize;
-use simcrawl_clean::template::{TemplateConfig, TemplateLearner};
+use simcrawl_clean::template::{PageBlocks, TemplateConfig, TemplateLearner};
 use simcrawl_clean::{ChineseVariant, CleanConfig, Cleaner};
 use simcrawl_dedup::identity::{identity_of, sign_page};
 use simcrawl_dedup::{
@@ -390,7 +390,7 @@ struct PyDeduper {
     /// Each host's template as learnt from the pages `check_html` was given,
     /// in memory (a reopened store starts learning again): its lines are
     /// left out of the texts a page is judged on, as the crawler does.
-    templates: Mutex<TemplateLearner>,
+    templates: RwLock<TemplateLearner>,
     path: Option<PathBuf>,
     counters: Counters,
 }
@@ -431,20 +431,23 @@ impl PyDeduper {
     /// the pages before it, is left out; the page is then learnt from.
     fn check_page(
         store: &Store,
-        templates: &Mutex<TemplateLearner>,
+        templates: &RwLock<TemplateLearner>,
         (url, parsed): (&str, &url::Url),
         page: &simcrawl_clean::Page,
         url_tier: bool,
     ) -> Result<Verdict, String> {
         let host = parsed.host_str().unwrap_or("");
         let id = {
-            let learnt = templates.lock();
+            let learnt = templates.read();
             identity_of(&page.text, (&page.own_text, page.own_link_chars), |t| {
                 learnt.own_lines(host, t)
             })
             .into_owned()
         };
-        templates.lock().observe(host, &page.own_text);
+        // The blocks are hashed before the lock: checks on other threads
+        // read the learner meanwhile.
+        let blocks = PageBlocks::of(&page.own_text);
+        templates.write().observe_blocks(host, &blocks);
         let article = id.article_text(&page.own_text);
         let tier = if url_tier { UrlTier::Check } else { UrlTier::Skip };
         let verdicts = on_store!(store, d => {
@@ -536,7 +539,7 @@ impl PyDeduper {
         Ok(PyDeduper {
             inner: RwLock::new(Some(store)),
             cleaner,
-            templates: Mutex::new(
+            templates: RwLock::new(
                 TemplateLearner::new(TemplateConfig::default())
                     .map_err(|e| SimcrawlError::new_err(e.to_string()))?,
             ),
