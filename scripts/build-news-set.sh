@@ -9,7 +9,9 @@
 # BENCH_DIR defaults to shared/data/article-extraction-benchmark beside the
 # checkout (or /work/shared/...). Writes OUTDIR/site/HOST/..., seeds.txt,
 # pages.jsonl, pairs.jsonl (whole-page truth), story_pairs.jsonl (article
-# truth: the label for news), docs.jsonl and summary.json.
+# truth: the label for news), combined_pairs.jsonl (story truth between
+# story pages, whole-page truth with listings: what scripts/genre-gate.sh
+# scores by), docs.jsonl and summary.json.
 #
 # Fetches debian-handbook (translated sections as extra stories in ten
 # languages) with apt like scripts/build-html-gate.sh, and uses the venv of
@@ -60,4 +62,4 @@ python_venv "$VENV"
 PYTHONPATH=$HERE "$VENV/bin/python" "$HERE/news_set.py" --out "$OUT" --bench "$BENCH" \
     --handbook "$ROOT/usr/share/doc/debian-handbook/html" \
     --seed "${NEWS_SEED:-35}" --jobs "${EVAL_JOBS:-2}"
-echo "wrote $OUT/site, seeds.txt, pages.jsonl, pairs.jsonl, story_pairs.jsonl, docs.jsonl, summary.json" >&2
+echo "wrote $OUT/site, seeds.txt, pages.jsonl, pairs.jsonl, story_pairs.jsonl, combined_pairs.jsonl, docs.jsonl, summary.json" >&2
