@@ -301,28 +301,25 @@ fn aggregate(
             let o = pos.get(of).copied().unwrap_or(r);
             clusters.union(r, o);
             // A partner that was not reached is `r` itself: resemblance 0.
-            if j(r, o) < FALSE_DROP_BELOW {
+            let exact = j(r, o);
+            let named = |what: &str| {
+                format!(
+                    "{what}: {} (tier {tier}, estimated {}, exact {exact:.3} with {})",
+                    pages[reached[r]].url,
+                    similarity.map_or("-".into(), |s| format!("{s:.3}")),
+                    pages[*of].url
+                )
+            };
+            if exact < FALSE_DROP_BELOW {
                 row.false_drops += 1;
                 if false_drops.len() < args.show {
-                    false_drops.push(format!(
-                        "false drop: {} (tier {tier}, estimated {}, exact {:.3} with {})",
-                        pages[reached[r]].url,
-                        similarity.map_or("-".into(), |s| format!("{s:.3}")),
-                        j(r, o),
-                        pages[*of].url
-                    ));
+                    false_drops.push(named("false drop"));
                 }
             }
             if !resembling_kept[r] {
                 row.lost += 1;
                 if lost.len() < args.show {
-                    lost.push(format!(
-                        "lost: {} (tier {tier}, estimated {}, exact {:.3} with {})",
-                        pages[reached[r]].url,
-                        similarity.map_or("-".into(), |s| format!("{s:.3}")),
-                        j(r, o),
-                        pages[*of].url
-                    ));
+                    lost.push(named("lost"));
                 }
             }
         }
