@@ -653,7 +653,8 @@ impl PyDeduper {
     /// on everything it shows outside declared template, with the rules
     /// that keep a page of a site that only shares a block with another
     /// (its extent) and find a story inside another site's template (its
-    /// article). No host template is learnt.
+    /// article). Each host's template is learnt from the pages given, in
+    /// this object's memory, and left out of the texts compared.
     #[pyo3(signature = (url, html, content_type=None, *, url_tier=true))]
     fn check_html(
         &self,

@@ -128,8 +128,10 @@ class Deduper:
         url_tier: bool = True,
     ) -> Verdict:
         """Clean an HTML page (decode, main content, normalize) and check it
-        as check() does. ``content_type``: the Content-Type header, for the
-        charset."""
+        as ``crawl dedup`` checks an ``html`` line: on its main text when that
+        is what the page says, else on everything it shows outside declared
+        template; each host's template is learnt from the pages given.
+        ``content_type``: the Content-Type header, for the charset."""
     def clean(self, url: str, html: bytes, content_type: str | None = None) -> Page:
         """Clean an HTML page without checking it."""
     def fingerprint(self, text: str) -> str | None:
