@@ -38,6 +38,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "DOWNLOADER_MIDDLEWARES": {"simcrawl.scrapy.SimcrawlMiddleware": 540},
         "SIMCRAWL_DROP": False,
     },
+    # The URL tier alone (no content checks): what the dupefilter costs.
+    "simcrawl-dupefilter": {
+        "DUPEFILTER_CLASS": "simcrawl.scrapy.SimcrawlDupeFilter",
+    },
     "simcrawl-nothreads": {
         "DUPEFILTER_CLASS": "simcrawl.scrapy.SimcrawlDupeFilter",
         "DOWNLOADER_MIDDLEWARES": {"simcrawl.scrapy.SimcrawlMiddleware": 540},
