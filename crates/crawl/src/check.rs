@@ -309,7 +309,7 @@ fn fetch_as_crawl<S: simcrawl_dedup::Store + 'static>(
 ) -> Result<Outcome> {
     let signer: Signer = {
         let d = deduper.clone();
-        Arc::new(move |doc, article| crate::identity::sign_page(&d, doc, article))
+        Arc::new(move |page, id, own| crate::identity::sign_page(&d, page, id, own))
     };
     let stages = crate::daemon::page_stages(
         cfg,

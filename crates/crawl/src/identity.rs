@@ -4,7 +4,7 @@
 
 #[cfg(test)]
 pub use simcrawl_dedup::identity::THIN_MIN_SIMILARITY;
-pub use simcrawl_dedup::identity::{ArticleText, Basis, Identity, sign_page};
+pub use simcrawl_dedup::identity::{Basis, Identity, sign_page};
 
 use crate::template::Templates;
 

@@ -16,8 +16,12 @@
 //! says so and passes only outside CI.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod gate_report;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use gate_report::total_rows;
 
 /// One genre of the gate and what it must meet.
 struct Genre {
@@ -95,23 +99,6 @@ const GENRES: &[Genre] = &[
         min_copy_recall: None,
     },
 ];
-
-/// The cells of the `| all | ... |` rows of a report, in order: pages,
-/// reached, dropped, unique lost, component recall, recall (>= 300 chars),
-/// pair recall, false drops, then the suspects.
-fn total_rows(report: &str) -> Vec<Vec<f64>> {
-    report
-        .lines()
-        .filter(|l| l.starts_with("| all |"))
-        .map(|row| {
-            row.split('|')
-                .map(str::trim)
-                .filter(|c| !c.is_empty() && *c != "all")
-                .map(|c| c.parse().unwrap_or_else(|_| panic!("cell {c:?} in {row}")))
-                .collect()
-        })
-        .collect()
-}
 
 /// The two pages a `false drop: A (...) with B)` line of `crawl eval
 /// --crawled` names.

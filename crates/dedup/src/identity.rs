@@ -26,7 +26,7 @@
 //!    when that has at least [`MIN_OWN_CHARS`]. The own text is the visible
 //!    text outside what the page declares template (`nav`, `header`,
 //!    `footer`, `aside`, ARIA landmark roles), link text and script-toggled
-//!    (`hidden`) variants included ([`simcrawl_clean::Page::own_text`]);
+//!    (`hidden`) variants included (simcrawl-clean's `Page::own_text`);
 //! 3. [`Basis::Thin`]: else (too little text of its own for the tiers'
 //!    thresholds to say anything) that same short text, and it is a copy
 //!    only of a page with nearly the same text ([`THIN_MIN_SIMILARITY`]): a
@@ -167,31 +167,10 @@ pub struct Identity<'a> {
     pub article: Option<Cow<'a, str>>,
 }
 
-/// What a page offers the article rule, before signing.
-#[derive(Debug, Clone, Copy)]
-pub enum ArticleText<'a> {
-    /// No article (a `text` line, or too little main text).
-    None,
-    /// The page is judged on its article; the scripts of its own text.
-    Judged(PageScripts),
-    /// The page is judged on something else; its article, and the scripts
-    /// of its own text.
-    Separate(&'a str, PageScripts),
-}
-
 impl<'a> Identity<'a> {
-    /// The page's [`ArticleText`], the scripts taken from its own text
-    /// `own` (everything it shows outside declared template).
-    pub fn article_text(&'a self, own: &str) -> ArticleText<'a> {
-        match (&self.article, self.basis) {
-            (_, Basis::Main) => ArticleText::Judged(PageScripts::of(own)),
-            (Some(a), _) => ArticleText::Separate(a, PageScripts::of(own)),
-            (None, _) => ArticleText::None,
-        }
-    }
-
     /// The identity with its texts owned: kept past the texts it was
-    /// taken from ([`identities_in_order`]).
+    /// taken from (a crawler that identifies pages in order and signs
+    /// them later).
     pub fn into_owned(self) -> Identity<'static> {
         Identity {
             text: Cow::Owned(self.text.into_owned()),
@@ -202,35 +181,43 @@ impl<'a> Identity<'a> {
     }
 }
 
-/// A page's signature with its article ([`Identity::article_text`]): what
-/// [`Deduper::check_signed`] judges, once the caller has set the basis's
-/// [`Signature::min_similarity`] and the page's [`Signature::extent`].
+/// The signature of a page at `url` titled `title`, identified as `id`,
+/// showing `own` (its text outside declared template): signed on the
+/// identity's text, with its article (the page's scripts, and its main
+/// text when it is judged on something else), the stricter resemblance
+/// its basis asks ([`Basis::min_similarity`]) and its extent
+/// ([`crate::Extent`]). Every path that judges pages signs them here, so
+/// none judges a page on less.
 ///
 /// ```
 /// use simcrawl_dedup::identity::{identity_of, sign_page};
-/// use simcrawl_dedup::{Deduper, Document, Extent};
+/// use simcrawl_dedup::Deduper;
 /// let d = Deduper::in_memory().unwrap();
 /// let story = "The council approved the budget on Tuesday after a long debate. ".repeat(8);
 /// let judge = |url: &str, frame: &str| {
 ///     let own = format!("{frame}\n{story}");
 ///     let id = identity_of(&story, (&own, 0), |_| None);
-///     let mut sig = sign_page(&d, &Document::new(url, "Budget approved", &id.text), id.article_text(&own));
-///     sig.min_similarity = id.basis.min_similarity();
-///     sig.extent = Some(Extent::of(&own));
-///     d.check_signed(&sig).unwrap()
+///     d.check_signed(&sign_page(&d, (url, "Budget approved"), &id, &own)).unwrap()
 /// };
 /// assert!(judge("http://news-a.example/budget", "News A: home, world, sport").is_unique());
 /// // The story inside another site's frame is a copy.
 /// let v = judge("http://news-b.example/2024/budget", "News B: politics, business");
 /// assert_eq!(v.partner(), Some("http://news-a.example/budget"));
 /// ```
-pub fn sign_page<S: Store>(d: &Deduper<S>, doc: &Document<'_>, article: ArticleText<'_>) -> Signature {
-    let mut sig = d.sign(doc);
-    sig.article = match article {
-        ArticleText::None => Article::None,
-        ArticleText::Judged(scripts) => Article::Text(scripts),
-        ArticleText::Separate(text, scripts) => d.article(text, scripts),
+pub fn sign_page<S: Store>(
+    d: &Deduper<S>,
+    (url, title): (&str, &str),
+    id: &Identity<'_>,
+    own: &str,
+) -> Signature {
+    let mut sig = d.sign(&Document::new(url, title, &id.text));
+    sig.article = match (&id.article, id.basis) {
+        (_, Basis::Main) => Article::Text(PageScripts::of(own)),
+        (Some(article), _) => d.article(article, PageScripts::of(own)),
+        (None, _) => Article::None,
     };
+    sig.min_similarity = id.basis.min_similarity();
+    sig.extent = Some(crate::Extent::of(own));
     sig
 }
 

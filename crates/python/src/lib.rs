@@ -20,7 +20,7 @@ use simcrawl_clean::template::{PageBlocks, TemplateConfig, TemplateLearner};
 use simcrawl_clean::{ChineseVariant, CleanConfig, Cleaner};
 use simcrawl_dedup::identity::{identity_of, sign_page};
 use simcrawl_dedup::{
-    CanonicalUrl, Canonicalizer, DedupConfig, Deduper, Document, Extent, Fingerprint, MemoryStore, RedbStore,
+    CanonicalUrl, Canonicalizer, DedupConfig, Deduper, Document, Fingerprint, MemoryStore, RedbStore,
     Store as _, Tier, UrlTier, UrlVerdict, Verdict,
 };
 
@@ -442,18 +442,14 @@ impl PyDeduper {
             identity_of(&page.text, (&page.own_text, page.own_link_chars), |t| {
                 learnt.own_lines(host, t)
             })
-            .into_owned()
         };
         // The blocks are hashed before the lock: checks on other threads
         // read the learner meanwhile.
         let blocks = PageBlocks::of(&page.own_text);
         templates.write().observe_blocks(host, &blocks);
-        let article = id.article_text(&page.own_text);
         let tier = if url_tier { UrlTier::Check } else { UrlTier::Skip };
         let verdicts = on_store!(store, d => {
-            let mut sig = sign_page(d, &Document::new(url, &page.title, &id.text), article);
-            sig.min_similarity = id.basis.min_similarity();
-            sig.extent = Some(Extent::of(&page.own_text));
+            let sig = sign_page(d, (url, &page.title), &id, &page.own_text);
             d.check_batch(std::slice::from_ref(&sig), tier)
         });
         verdicts

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
-use simcrawl_dedup::{CanonicalUrl, Canonicalizer, Document, Duplicate, Fingerprint, Signature};
+use simcrawl_dedup::{CanonicalUrl, Canonicalizer, Duplicate, Fingerprint, Signature};
 use url::Url;
 
 use crate::dust::Dust;
@@ -313,7 +313,7 @@ impl PageResult {
 
 /// Signs a document with the tiers' settings (`Deduper::sign`), whatever
 /// store the tiers live in: page tasks only sign, verdicts are the writer's.
-pub type Signer = Arc<dyn Fn(&Document<'_>, crate::identity::ArticleText<'_>) -> Signature + Send + Sync>;
+pub type Signer = Arc<dyn Fn((&str, &str), &crate::identity::Identity<'_>, &str) -> Signature + Send + Sync>;
 
 /// What every page task shares: the fetcher, the cleaner, the signer and
 /// the crawl's link rules.
@@ -773,14 +773,9 @@ fn clean_and_sign(
         &page.text,
         (&page.own_text, page.own_link_chars),
     );
-    let mut sig = (stages.sign)(
-        &Document::new(entry.url.as_str(), &page.title, &id.text),
-        id.article_text(&page.own_text),
-    );
-    sig.min_similarity = id.basis.min_similarity();
-    // How much the page shows: a page of its host is not its copy if
-    // far smaller or larger (simcrawl_dedup::extent).
-    sig.extent = Some(simcrawl_dedup::Extent::of(&page.own_text));
+    // With its article, its basis's bar and how much it shows
+    // (simcrawl_dedup::identity::sign_page).
+    let sig = (stages.sign)((entry.url.as_str(), &page.title), &id, &page.own_text);
     let facts = PageFacts::of(&id, &sig, page.visible_chars);
     let template_stripped = id.template_stripped;
     drop(id);

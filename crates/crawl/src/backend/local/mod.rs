@@ -162,7 +162,7 @@ pub fn run(mut cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Resu
 
     let signer: Signer = {
         let d = deduper.clone();
-        Arc::new(move |doc, article| crate::identity::sign_page(&d, doc, article))
+        Arc::new(move |page, id, own| crate::identity::sign_page(&d, page, id, own))
     };
     let canon = deduper.canonicalizer().clone();
     let stages = page_stages(&cfg, seeds, signer, canon, templates.clone(), dust.clone())?;

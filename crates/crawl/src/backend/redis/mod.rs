@@ -151,7 +151,7 @@ pub fn run(mut cfg: Config, seeds: &[Url], start: Start) -> Result<Run> {
     let learners = load_learners(&cfg, &shared)?;
     let signer: Signer = {
         let d = shared.deduper.clone();
-        Arc::new(move |doc, article| crate::identity::sign_page(&d, doc, article))
+        Arc::new(move |page, id, own| crate::identity::sign_page(&d, page, id, own))
     };
     let canon = shared.deduper.canonicalizer().clone();
     let stages = page_stages(
