@@ -251,8 +251,9 @@ impl SiteLanguages {
         if let Some(answer) = letters.by_scripts() {
             return answer;
         }
-        // A text without a site (a `text` line of `crawl dedup` whose URL
-        // has no host) is in no section.
+        // A text without a site (a `text` line of `crawl dedup`) is in no
+        // section: a corpus mixes sources, and a line's language must not
+        // depend on which lines the parallel signing read before it.
         if host.is_empty() {
             return by_trigrams(sample);
         }

@@ -354,30 +354,17 @@ fn signed(
     let (text, basis) = id.map_or((c.text.as_str(), crate::identity::Basis::Text), |id| {
         (id.text.as_ref(), id.basis)
     });
-    let article = match (id, &c.html) {
-        (Some(id), Some(h)) => id.article_text(&h.own),
-        _ => crate::identity::ArticleText::None,
+    let sig = match (id, &c.html) {
+        (Some(id), Some(h)) => crate::identity::sign_page(d, (&c.url, &c.title), id, &h.own),
+        _ => d.sign(&Document::new(&c.url, &c.title, text)),
     };
-    let mut sig = crate::identity::sign_page(d, &Document::new(&c.url, &c.title, text), article);
-    sig.min_similarity = basis.min_similarity();
-    sig.extent = c.html.as_ref().map(|h| simcrawl_dedup::Extent::of(&h.own));
-    // A `text` line's language section is its URL's host and first
-    // directory, as for a crawled page that declares no language: a corpus
-    // of many sites keeps them apart, and whatlang is spared on the lines
-    // of a site once they have proven one language (crate::lang).
-    let site = c.html.is_none().then(|| url::Url::parse(&c.url).ok()).flatten();
-    let (place, hint, chars) = match (&c.html, &site) {
-        (Some(h), _) => (
+    let (place, hint, chars) = match &c.html {
+        Some(h) => (
             (h.host.as_str(), h.path.as_str()),
             h.lang_hint.as_deref(),
             h.visible_chars,
         ),
-        (None, Some(u)) => (
-            (crate::template::host_of(u), u.path()),
-            None,
-            simcrawl_clean::visible_chars(&c.text),
-        ),
-        (None, None) => (("", ""), None, simcrawl_clean::visible_chars(&c.text)),
+        None => (("", ""), None, simcrawl_clean::visible_chars(&c.text)),
     };
     let facts = PageFacts::judged_on(basis, text, &sig, chars);
     ParsedDoc {
