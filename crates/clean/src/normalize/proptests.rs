@@ -23,6 +23,12 @@
 //!   (NFKC would reorder or compose them) and can join the two halves of a phrase
 //!   after `convert_chinese`; lower-casing turns `&AMp;` into an entity. Each needs
 //!   the next run's earlier step once.
+//!
+//! The two compose: in the default pipeline a run can first make a Taiwan word
+//! (a line join puts 程式 next to what made it a phrase) that the next run maps
+//! and the one after maps again (`"程式\n贉"`: 程序, then 进程). So the default
+//! pipelines are held to a fixed point after three runs, `f⁴(s) == f³(s)`: still
+//! no endless chain or cycle.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::OnceLock;
@@ -216,14 +222,16 @@ fn idempotent(name: &str) -> bool {
     !name.starts_with(Step::ConvertChinese.name())
 }
 
-/// Every default pipeline changes `s` at most once more on a second run:
-/// `f(f(f(s))) == f(f(s))`.
-fn stable_after_two_runs(s: &str) -> Result<(), proptest::test_runner::TestCaseError> {
+/// Every default pipeline reaches a fixed point within three runs:
+/// `f⁴(s) == f³(s)` (the module documentation says why not two).
+fn stable_after_three_runs(s: &str) -> Result<(), proptest::test_runner::TestCaseError> {
     for (name, p) in pipelines() {
-        let once = p.run(s).into_owned();
-        let twice = p.run(&once).into_owned();
-        let thrice = p.run(&twice).into_owned();
-        proptest::prop_assert_eq!(&twice, &thrice, "{} on {:?}", name, s);
+        let mut runs = vec![p.run(s).into_owned()];
+        for _ in 0..3 {
+            let next = p.run(runs.last().map_or("", String::as_str)).into_owned();
+            runs.push(next);
+        }
+        proptest::prop_assert_eq!(&runs[2], &runs[3], "{} on {:?}", name, s);
     }
     Ok(())
 }
@@ -248,16 +256,16 @@ proptest! {
     /// The weaker property (see the module documentation); and idempotent on text
     /// that holds none of the chars behind its exceptions.
     #[test]
-    fn the_default_pipeline_is_stable_after_two_runs(s in text()) {
-        stable_after_two_runs(&s)?;
+    fn the_default_pipeline_is_stable_after_three_runs(s in text()) {
+        stable_after_three_runs(&s)?;
     }
 
     /// Even plain text is not always idempotent in one run: OpenCC's t2s
     /// dictionaries chain in context ("么麼" -> "幺麽" -> "幺么"), so the
-    /// property is stability after two runs here too.
+    /// property is stability after three runs here too.
     #[test]
     fn the_default_pipeline_is_stable_on_plain_text(s in plain_text()) {
-        stable_after_two_runs(&s)?;
+        stable_after_three_runs(&s)?;
     }
 
     /// The NFKC step normalizes only the runs of chars that may change: the result
