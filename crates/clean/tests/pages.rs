@@ -410,6 +410,41 @@ fn invisible_content_is_not_text() {
     assert_eq!(page.raw_title, "");
 }
 
+/// Bootstrap's `hidden` and `d-none` classes hide an element on every
+/// screen: a news template's schema.org metadata after a short story (image
+/// URL, author, dates) is not the story's last paragraph. `hidden-xs` hides
+/// on small screens only, so its text stays.
+#[test]
+fn hidden_classes_are_not_main_text() {
+    let story = "<p>It was the shot to the head heard round the world, in the closing seconds of the game.</p>\
+                 <p>The quarterback did not suffer a concussion, and the league suspended the defensive end.</p>";
+    let html = format!(
+        r#"<html><body><nav><a href="/">Home</a></nav><article><div class="entry-content">{story}</div>
+        <span class="hidden"><span itemprop="url">http://example.com/wp-content/uploads/2018/10/photo.jpeg</span>
+        <span itemprop="author">jdadmin</span> 2018-10-12 06:43:54</span>
+        <div class="note d-none">a variant no screen shows</div>
+        <p class="hidden-xs">Shown on larger screens: the byline of the story, with its date.</p></article></body></html>"#
+    );
+    let page = Page::parse(html.as_bytes(), None, &url("http://x.example/story")).unwrap();
+    assert!(page.text.contains("suspended the defensive end"), "{}", page.text);
+    assert!(
+        !page.text.contains("wp-content"),
+        "schema.org span in the main text: {}",
+        page.text
+    );
+    let whole = Cleaner::new(CleanConfig {
+        main_content: false,
+        ..CleanConfig::default()
+    })
+    .unwrap();
+    let all = whole
+        .parse(html.as_bytes(), None, &url("http://x.example/story"))
+        .unwrap();
+    assert!(!all.text.contains("jdadmin"), "{}", all.text);
+    assert!(!all.text.contains("no screen shows"), "{}", all.text);
+    assert!(all.text.contains("shown on larger screens"), "{}", all.text);
+}
+
 // ---------------------------------------------------------------- size limits
 
 fn big_page(target: usize) -> String {

@@ -336,9 +336,22 @@ impl<'a> Marks<'a> {
         m
     }
 
-    /// Whether the element's text is hidden from readers.
+    /// Whether the element's text is hidden from readers: the `hidden`
+    /// attribute, `aria-hidden`, an inline `display: none`, or the class
+    /// that CSS frameworks define as `display: none` for every screen
+    /// (Bootstrap's `hidden` and `d-none`; `hidden-xs` hides on one screen
+    /// size only and is not one). News templates put schema.org metadata
+    /// (image URLs, author, dates) in such a span after the article, and
+    /// it read as the article's last paragraph: a short story and its copy
+    /// on another site were then 0.66 alike (issue 35).
     fn hidden(&self) -> bool {
         if self.hidden {
+            return true;
+        }
+        if self
+            .class
+            .is_some_and(|c| has_token(c, "hidden") || has_token(c, "d-none"))
+        {
             return true;
         }
         if self
