@@ -20,15 +20,14 @@ pub const SAMPLE_BYTES: usize = 2048;
 
 /// The language of `text`, when it is clear: the crawl asks
 /// [`SiteLanguages::detect`], which is this until an answer has proven
-/// steady on the page's section.
-#[cfg(test)]
+/// steady on the page's section; a text in no site (a `text` line of
+/// `crawl dedup`) is told by this alone.
 pub fn detect(text: &str) -> Option<&'static str> {
     detect_in(text, SAMPLE_BYTES)
 }
 
 /// [`detect`] on the first `sample_bytes` of `text` (the accuracy test
 /// compares sample sizes).
-#[cfg(test)]
 fn detect_in(text: &str, sample_bytes: usize) -> Option<&'static str> {
     let sample = sample_of(text, sample_bytes);
     Letters::of(sample)
@@ -43,7 +42,7 @@ pub fn keeps(keep: &[String], lang: &str) -> bool {
 }
 
 /// The first `bytes` of `text`, cut at a character boundary.
-fn sample_of(text: &str, bytes: usize) -> &str {
+pub fn sample_of(text: &str, bytes: usize) -> &str {
     let mut end = text.len().min(bytes);
     while !text.is_char_boundary(end) {
         end -= 1;

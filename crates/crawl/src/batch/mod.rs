@@ -309,12 +309,37 @@ pub(crate) struct ParsedDoc {
     /// `lang`).
     pub facts: PageFacts,
     pub lang: Option<&'static str>,
+    /// What telling the language of an `html` line needs: told in input
+    /// order after the parallel signing ([`ParsedDoc::tell_language`]).
+    ask: Option<LangAsk>,
+}
+
+/// An `html` line's place, declared language and the start of its text:
+/// what [`crate::lang::SiteLanguages::detect`] reads.
+#[derive(Debug)]
+struct LangAsk {
+    host: String,
+    path: String,
+    hint: Option<String>,
+    sample: String,
 }
 
 impl ParsedDoc {
     /// Its verdict line's `basis`, `chars`, `features`, `excerpt`, `lang`.
     pub fn judged(&self) -> crate::output::lines::Judged<'_> {
         self.facts.judged(self.lang)
+    }
+
+    /// Tells the language of an `html` line (a `text` line's is told when
+    /// it is signed). A site's pages share what `lang` learns of its
+    /// sections, so they are told one after the other in input order:
+    /// told in the parallel signing, a page's `lang` depended on which
+    /// pages another thread had read first (21 of 2,450 API reference
+    /// lines changed between two runs).
+    fn tell_language(&mut self, lang: &crate::lang::SiteLanguages) {
+        if let Some(ask) = self.ask.take() {
+            self.lang = lang.detect((&ask.host, &ask.path), ask.hint.as_deref(), &ask.sample, &[]);
+        }
     }
 }
 
@@ -340,14 +365,15 @@ pub(crate) fn parse_line(
             (&h.own, h.own_link_chars),
         )
     });
-    Ok(signed(d, &crate::lang::SiteLanguages::default(), &c, id.as_ref()))
+    let mut doc = signed(d, &c, id.as_ref());
+    doc.tell_language(&crate::lang::SiteLanguages::default());
+    Ok(doc)
 }
 
 /// `c` signed on its identity `id` (its text and basis, and its article;
 /// `None`: a `text` line, judged on its text as given).
 fn signed(
     d: &Deduper<impl simcrawl_dedup::Store>,
-    lang: &crate::lang::SiteLanguages,
     c: &Cleaned,
     id: Option<&crate::identity::Identity<'_>>,
 ) -> ParsedDoc {
@@ -358,13 +384,39 @@ fn signed(
         (Some(id), Some(h)) => crate::identity::sign_page(d, (&c.url, &c.title), id, &h.own),
         _ => d.sign(&Document::new(&c.url, &c.title, text)),
     };
-    let (place, hint, chars) = match &c.html {
+    let (lang, ask, chars) = match &c.html {
         Some(h) => (
-            (h.host.as_str(), h.path.as_str()),
-            h.lang_hint.as_deref(),
+            None,
+            Some(LangAsk {
+                host: h.host.clone(),
+                path: h.path.clone(),
+                hint: h.lang_hint.clone(),
+                sample: crate::lang::sample_of(&c.text, crate::lang::SAMPLE_BYTES).to_owned(),
+            }),
             h.visible_chars,
         ),
-        None => (("", ""), None, simcrawl_clean::visible_chars(&c.text)),
+        // A `text` line's section is its URL's host and first directory,
+        // as for a crawled page that declares no language: a corpus of many
+        // sites keeps them apart, and whatlang is spared on the lines of a
+        // site once they have proven one language (`crate::lang`).
+        None => match url::Url::parse(&c.url) {
+            Ok(u) if u.host_str().is_some() => (
+                None,
+                Some(LangAsk {
+                    host: crate::template::host_of(&u).to_owned(),
+                    path: u.path().to_owned(),
+                    hint: None,
+                    sample: crate::lang::sample_of(&c.text, crate::lang::SAMPLE_BYTES).to_owned(),
+                }),
+                simcrawl_clean::visible_chars(&c.text),
+            ),
+            // A text in no site: told from itself alone, here in parallel.
+            _ => (
+                crate::lang::detect(&c.text),
+                None,
+                simcrawl_clean::visible_chars(&c.text),
+            ),
+        },
     };
     let facts = PageFacts::judged_on(basis, text, &sig, chars);
     ParsedDoc {
@@ -373,7 +425,8 @@ fn signed(
         title_normalized: c.title.clone(),
         sig,
         facts,
-        lang: lang.detect(place, hint, &c.text, &[]),
+        lang,
+        ask,
     }
 }
 
@@ -593,14 +646,18 @@ fn sign_all(
             })
         }),
     );
-    cleaned
+    let mut parsed: Vec<Parsed> = cleaned
         .into_par_iter()
         .zip(identities)
         .map(|(c, id)| {
             let c = c?;
-            Ok(signed(d, lang, &c, id.as_ref()))
+            Ok(signed(d, &c, id.as_ref()))
         })
-        .collect()
+        .collect();
+    for doc in parsed.iter_mut().flatten() {
+        doc.tell_language(lang);
+    }
+    parsed
 }
 
 /// The lines of a chunk's documents, written to the outputs, and counted
@@ -656,5 +713,65 @@ fn document(
             ..DuplicateLine::new(&doc.url, &d)
         }),
         _ => Ok(()), // non_exhaustive in simcrawl-dedup
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A site's `html` lines get the languages that telling them one by
+    /// one in input order gives, however the signing is spread over
+    /// threads: the pages of one section share what `lang` learns of it
+    /// (trust once proven, a recheck every few pages), so told in the
+    /// parallel signing a page's `lang` moved between runs.
+    #[test]
+    fn html_lines_are_told_their_language_in_input_order() {
+        let en = "The city council approved the new budget on Tuesday. Spending on parks, libraries and \
+                  roads will rise, while the property tax stays the same for another year.";
+        let nl = "De gemeenteraad heeft dinsdag de nieuwe begroting goedgekeurd. De uitgaven voor parken, \
+                  bibliotheken en wegen stijgen, terwijl de onroerendezaakbelasting nog een jaar gelijk blijft.";
+        // English pages prove the section; Dutch pages written in ASCII,
+        // declared English, then take its answer on trust or are read,
+        // depending on which pages came before them.
+        let lines: Vec<(u64, String)> = (0..96)
+            .map(|i| {
+                let text = if i >= 24 && i % 3 == 0 { nl } else { en };
+                let html = format!(
+                    "<html lang=\"en\"><head><title>Page {i}</title></head><body><main><p>{text} Page {i}.</p></main></body></html>"
+                );
+                let line = serde_json::json!({"url": format!("http://site.test/news/{i}.html"), "html": html});
+                (i, line.to_string())
+            })
+            .collect();
+        let cleaner = simcrawl_clean::Cleaner::new(simcrawl_clean::CleanConfig::default()).unwrap();
+        let told = |parsed: &[Parsed]| -> Vec<Option<&'static str>> {
+            parsed.iter().map(|p| p.as_ref().unwrap().lang).collect()
+        };
+        // One by one, in input order: the reference.
+        let expected: Vec<Option<&'static str>> = {
+            let lang = crate::lang::SiteLanguages::default();
+            lines
+                .iter()
+                .map(|(_, l)| {
+                    let c = clean_line(&cleaner, l).unwrap();
+                    let h = c.html.as_ref().unwrap();
+                    lang.detect((&h.host, &h.path), h.lang_hint.as_deref(), &c.text, &[])
+                })
+                .collect()
+        };
+        assert!(
+            expected.contains(&Some("nl")) && expected.contains(&Some("en")),
+            "{expected:?}"
+        );
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap();
+        for _ in 0..5 {
+            let d = Deduper::in_memory().unwrap();
+            let templates = Templates::load(&crate::template::TemplateSettings::default(), None).unwrap();
+            let lang = crate::lang::SiteLanguages::default();
+            let parsed = pool.install(|| sign_all(&d, (&templates, &lang), clean_all(&cleaner, &lines)));
+            assert_eq!(told(&parsed), expected);
+        }
     }
 }
