@@ -96,6 +96,9 @@ export SIMCRAWL_WARC_CHECK
 SIMCRAWL_CDXJ_INDEXER=$WARC_VENV/bin/cdxj-indexer
 export SIMCRAWL_CDXJ_INDEXER
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings
+# The library crates' API docs (what embedders read) build without a
+# warning: no broken or private intra-doc link.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked -p simcrawl-dedup -p simcrawl-clean -p simcrawl-fetch
 # The crawl crate enables the dedup crate's optional Redis store, so this
 # also runs the store's own tests (tests/redis.rs: processes, failures,
 # the cluster) against the servers started above.

@@ -24,8 +24,9 @@ use icu_segmenter::{WordSegmenter, WordSegmenterBorrowed};
 
 use crate::digest::{hex, md5_of};
 
-/// The segmenter of [`unicode_words`], recorded by stores (with a digest
-/// of how it cuts [`PROBE`]) next to jieba's: another release may cut
+/// The segmenter that cuts the words of scripts jieba does not know,
+/// recorded by stores (with a digest of how it cuts a fixed probe text in
+/// a dozen scripts) next to jieba's: another release may cut
 /// words differently.
 pub const UNICODE_SEGMENTER_VERSION: &str = "icu_segmenter 2";
 

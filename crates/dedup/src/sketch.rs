@@ -197,7 +197,7 @@ const COUNT_BITS: usize = 16_384;
 /// The number of distinct 5-grams of a text's letters and digits (lower
 /// case, the shingles its [`Sketch`] is made of), by linear counting
 /// (Whang, Vander-Zanden and Taylor 1990): each shingle sets one bit of
-/// [`COUNT_BITS`], and `-m ln(zero bits / m)` estimates how many set them.
+/// 16,384, and `-m ln(zero bits / m)` estimates how many set them.
 /// A page's size as resemblance counts it, which its length is not: a list
 /// that repeats `std::chrono` a hundred times has few distinct shingles.
 /// One cheap pass: a multiply-shift of the packed window picks the bit.

@@ -8,7 +8,7 @@
 //! the config are allowed by name.
 //!
 //! The check runs where the connection is made: the client's resolver
-//! ([`GuardedResolver`]) drops private addresses from every DNS answer, so a
+//! (`GuardedResolver`) drops private addresses from every DNS answer, so a
 //! name that resolved to a public address when the link was judged and to a
 //! private one at connect time (DNS rebinding) still never reaches the
 //! private address. IP-literal hosts are not resolved, so [`Policy::check`]
