@@ -13,18 +13,18 @@ use crate::template::Templates;
 /// link text.
 #[cfg(test)]
 pub fn identity<'a>(templates: &Templates, host: &str, main: &'a str, own: &'a str) -> Identity<'a> {
-    identity_of(templates, host, main, (own, 0))
+    identity_of(templates, ("http://h/page.html", host), main, (own, 0))
 }
 
-/// [`simcrawl_dedup::identity::identity_of`] with `host`'s template as
-/// learnt so far left out.
+/// [`simcrawl_dedup::identity::identity_of`] of the page at `url`, with
+/// `host`'s template as learnt so far left out.
 pub fn identity_of<'a>(
     templates: &Templates,
-    host: &str,
+    (url, host): (&str, &str),
     main: &'a str,
     (own, own_link_chars): (&'a str, usize),
 ) -> Identity<'a> {
-    simcrawl_dedup::identity::identity_of(main, (own, own_link_chars), |text| {
+    simcrawl_dedup::identity::identity_of(url, main, (own, own_link_chars), |text| {
         templates.own_lines(host, text)
     })
 }
@@ -33,6 +33,7 @@ pub fn identity_of<'a>(
 /// lines): its host, main and own text.
 #[derive(Debug, Clone, Copy)]
 pub struct InOrder<'a> {
+    pub url: &'a str,
     pub host: &'a str,
     pub main: &'a str,
     pub own: &'a str,
@@ -50,7 +51,7 @@ pub fn identities_in_order<'a>(
     pages
         .map(|p| {
             let p = p?;
-            let id = identity_of(templates, p.host, p.main, (p.own, p.own_link_chars));
+            let id = identity_of(templates, (p.url, p.host), p.main, (p.own, p.own_link_chars));
             let out = id.into_owned();
             templates.observe(p.host, p.own);
             Some(out)
@@ -174,7 +175,12 @@ mod tests {
             .collect();
         let main = article("the harbour");
         let own = format!("{main}\n{teasers}");
-        let id = identity_of(&learnt(&[]), "h", &main, (&own, chars_of(&teasers)));
+        let id = identity_of(
+            &learnt(&[]),
+            ("http://h/page.html", "h"),
+            &main,
+            (&own, chars_of(&teasers)),
+        );
         assert_eq!((id.basis, id.text.as_ref()), (Basis::Main, main.as_str()));
         // Counted as text, the same teasers keep the page on everything.
         assert_eq!(identity(&learnt(&[]), "h", &main, &own).basis, Basis::Page);
@@ -187,7 +193,12 @@ mod tests {
         let toc = links(60);
         let intro = article("the type system");
         let own = format!("{intro}\n{toc}");
-        let id = identity_of(&learnt(&[]), "h", &intro, (&own, chars_of(&toc)));
+        let id = identity_of(
+            &learnt(&[]),
+            ("http://h/page.html", "h"),
+            &intro,
+            (&own, chars_of(&toc)),
+        );
         assert_eq!(id.basis, Basis::Page);
     }
 
@@ -198,7 +209,7 @@ mod tests {
         let shared = article("date functions");
         let own = format!("{shared}\n{}\n{}", article("yearfrac"), article("its arguments"));
         assert_eq!(
-            identity_of(&learnt(&[]), "h", &shared, (&own, 0)).basis,
+            identity_of(&learnt(&[]), ("http://h/page.html", "h"), &shared, (&own, 0)).basis,
             Basis::Page
         );
     }

@@ -41,6 +41,14 @@
 //! with the same article is its copy (a story inside another site's
 //! template, issue 35; `simcrawl_dedup::Article`).
 //!
+//! A site's **front page** (`/`, `/index.html`, ...) is judged as if it had
+//! no main text: on all it shows (2. to 4.), with no article. It is the
+//! site's listing, and the one block of prose extraction finds there is
+//! the theme's (an author box, a notice), which every site built on that
+//! theme shows: two news sites sharing a WordPress theme had front pages
+//! with one main text, the author box, and different stories (0.64 alike
+//! as shown), and one was dropped for the other (issue 35).
+//!
 //! A crawler that learns each host's template (its repeated lines) passes
 //! the lines it would leave out ([`identity_of`]'s `own_lines`); the
 //! simcrawl crawler learns it from the own texts (so a footer or notice
@@ -53,13 +61,13 @@
 //! use simcrawl_dedup::identity::{identity_of, Basis};
 //! let story = "The council approved the budget on Tuesday after a long debate. ".repeat(8);
 //! let own = format!("Home News Sport\n{story}\nContact us");
-//! let id = identity_of(&story, (&own, 0), |_| None);
+//! let id = identity_of("http://news.example/budget", &story, (&own, 0), |_| None);
 //! assert_eq!(id.basis, Basis::Main);
 //! // A page that is mostly links around a short notice is judged on all it shows.
 //! let links = "Chapter one: installing\nChapter two: configuring\n".repeat(20);
 //! let notice = "This manual is licensed under the GPL.";
 //! let own = format!("{notice}\n{links}");
-//! let id = identity_of(notice, (&own, 0), |_| None);
+//! let id = identity_of("http://docs.example/manual/", notice, (&own, 0), |_| None);
 //! assert_eq!(id.basis, Basis::Page);
 //! ```
 
@@ -196,7 +204,7 @@ impl<'a> Identity<'a> {
 /// let story = "The council approved the budget on Tuesday after a long debate. ".repeat(8);
 /// let judge = |url: &str, frame: &str| {
 ///     let own = format!("{frame}\n{story}");
-///     let id = identity_of(&story, (&own, 0), |_| None);
+///     let id = identity_of(url, &story, (&own, 0), |_| None);
 ///     d.check_signed(&sign_page(&d, (url, "Budget approved"), &id, &own)).unwrap()
 /// };
 /// assert!(judge("http://news-a.example/budget", "News A: home, world, sport").is_unique());
@@ -227,7 +235,7 @@ fn own_chars(text: &str) -> usize {
         .count()
 }
 
-/// The identity of a page with main text `main` and own text `own` (both
+/// The identity of the page at `url` with main text `main` and own text `own` (both
 /// normalized, one block per line), `own_link_chars` characters of which
 /// are link text (simcrawl-clean's `Page::own_link_chars`); `own_lines`
 /// gives a text without its host's learnt template (`None`: nothing of it
@@ -239,10 +247,17 @@ fn own_chars(text: &str) -> usize {
 /// main text (a function's description beside a shared block, the
 /// translated tables of a partly translated page) still counts.
 pub fn identity_of<'a>(
+    url: &str,
     main: &'a str,
     (own, own_link_chars): (&'a str, usize),
     own_lines: impl Fn(&str) -> Option<String>,
 ) -> Identity<'a> {
+    // A site's front page is its listing: no block of it is its identity.
+    let main = if crate::article::is_front_page_url(url) {
+        ""
+    } else {
+        main
+    };
     let main_own = own_lines(main);
     let page_own = own_lines(own);
     let m = own_chars(main_own.as_deref().unwrap_or(main));

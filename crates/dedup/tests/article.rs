@@ -171,3 +171,86 @@ fn one_path_on_two_hosts_matches_by_article_only_when_the_pages_show_the_same() 
     );
     assert!(other.is_unique(), "{other:?}");
 }
+
+/// Two sites built on one theme: their front pages list different stories
+/// (link text), and main-content extraction picks the theme's one block of
+/// prose (an author box) on both. A front page is its site's listing, so
+/// it is judged on all it shows and has no article (`identity_of`), and
+/// its title (a slogan every site's front page carries) does not lower
+/// the bar (the title tier): the two are kept. A story page in the same
+/// frames is still judged on its story, and its copy found.
+#[test]
+fn front_pages_sharing_a_theme_are_judged_on_all_they_show() {
+    use simcrawl_dedup::identity::{Basis, identity_of, sign_page};
+    let bio = "As inbound sales manager Moritz connects online marketing with the sales team; after \
+               training in dialogue marketing he studied business administration in Mannheim and \
+               has been part of the team since May 2017, responsible for the inbound sales processes. \
+               Before that he spent three years at an agency in Karlsruhe, where he ran campaigns for \
+               publishers and learnt how a newsroom turns readers into subscribers, one offer at a time.";
+    // The site's headlines (link text), then the theme's box.
+    let listing = |site: &str| {
+        let links = frame(site).split(' ').take(25).collect::<Vec<_>>().join(" ");
+        (format!("{links}\n{bio}"), links.len() + 1)
+    };
+    let judge = |d: &Deduper<simcrawl_dedup::MemoryStore>, url: &str, title: &str, site: &str| {
+        let (own, link_chars) = listing(site);
+        let id = identity_of(url, bio, (&own, link_chars), |_| None);
+        (id.basis, check(d, &sign_page(d, (url, title), &id, &own)))
+    };
+    let d = Deduper::in_memory().unwrap();
+    for (url, site) in [
+        ("http://blog-a.test/", "Alpha"),
+        ("http://news-b.test/index.html", "Beta"),
+    ] {
+        let (basis, v) = judge(&d, url, "Latest stories", site);
+        assert_eq!(basis, Basis::Page, "{url}");
+        assert!(v.is_unique(), "{url}: {v:?}");
+    }
+    // Not front pages: the same shape is a story page, judged on its
+    // story, and another site's copy of it is found.
+    let d = Deduper::in_memory().unwrap();
+    let (basis, v) = judge(&d, "http://blog-a.test/2019/bio.html", "Moritz", "Alpha");
+    assert_eq!(basis, Basis::Main);
+    assert!(v.is_unique());
+    let (_, v) = judge(&d, "http://news-b.test/news/bio.html", "Moritz", "Beta");
+    assert_eq!(v.partner(), Some("http://blog-a.test/2019/bio.html"));
+}
+
+/// A front page's title is its site's slogan: two front pages titled
+/// alike are copies only at the content tier's resemblance, not at the
+/// title tier's lower one (the same title lowers it for other pages).
+#[test]
+fn a_front_pages_title_does_not_lower_the_bar() {
+    use simcrawl_dedup::DedupConfig;
+    let config = DedupConfig::default();
+    assert!(config.title_min_similarity < config.min_similarity);
+    // A text and the edit of it that falls between the two thresholds.
+    let base: Vec<String> = (0..80).map(|i| format!("word{i}")).collect();
+    let probe = Deduper::in_memory().unwrap();
+    let sketch = |t: &str| probe.sign(&Document::new("http://p/", "", t)).sketch.unwrap();
+    let a = base.join(" ");
+    let b = (1..40)
+        .map(|k| {
+            let mut edited = base.clone();
+            edited.iter_mut().skip(80 - k).for_each(|w| w.push_str("ed"));
+            edited.join(" ")
+        })
+        .find(|b| {
+            let r = sketch(&a).resemblance(&sketch(b));
+            r >= config.title_min_similarity && r < config.min_similarity
+        })
+        .unwrap();
+    for (first, second, dropped) in [
+        ("http://a.test/story.html", "http://b.test/story.html", true),
+        ("http://a.test/", "http://b.test/index.html", false),
+    ] {
+        let d = Deduper::in_memory().unwrap();
+        assert!(
+            d.check(&Document::new(first, "Latest stories", &a))
+                .unwrap()
+                .is_unique()
+        );
+        let v = d.check(&Document::new(second, "Latest stories", &b)).unwrap();
+        assert_eq!(v.is_duplicate(), dropped, "{second}: {v:?}");
+    }
+}

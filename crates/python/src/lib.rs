@@ -439,7 +439,7 @@ impl PyDeduper {
         let host = parsed.host_str().unwrap_or("");
         let id = {
             let learnt = templates.read();
-            identity_of(&page.text, (&page.own_text, page.own_link_chars), |t| {
+            identity_of(url, &page.text, (&page.own_text, page.own_link_chars), |t| {
                 learnt.own_lines(host, t)
             })
         };

@@ -360,7 +360,7 @@ pub(crate) fn parse_line(
     let id = c.html.as_ref().map(|h| {
         crate::identity::identity_of(
             &crate::template::Templates::default(),
-            &h.host,
+            (&c.url, &h.host),
             &c.text,
             (&h.own, h.own_link_chars),
         )
@@ -639,6 +639,7 @@ fn sign_all(
             let c = c.as_ref().ok()?;
             let h = c.html.as_ref()?;
             Some(crate::identity::InOrder {
+                url: &c.url,
                 host: &h.host,
                 main: &c.text,
                 own: &h.own,

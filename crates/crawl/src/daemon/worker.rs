@@ -769,7 +769,7 @@ fn clean_and_sign(
     // template once learnt (crate::identity).
     let id = crate::identity::identity_of(
         &stages.templates,
-        host_of(&fetched.final_url),
+        (entry.url.as_str(), host_of(&fetched.final_url)),
         &page.text,
         (&page.own_text, page.own_link_chars),
     );

@@ -20,7 +20,12 @@ pub const TITLE_CANDIDATES: usize = 64;
 /// the content tier's `min_similarity` holds. Sibling reference pages
 /// sharing one generated title were dropped as copies of each other at
 /// 0.70-0.75 (issue 35, docs/eval-apiref.md); a title two pages of a host
-/// share (a page and its edited copy) still lowers it.
+/// share (a page and its edited copy) still lowers it. A front page's
+/// title (`/`, `/index.html`) is its site's name or slogan ("Latest
+/// stories", "Home"), carried by every such site's front page, and does
+/// not lower it either: two news sites' front pages with that title and
+/// the same teaser links were dropped one for the other at 0.71 while 0.3
+/// alike as shown (issue 35).
 pub const TEMPLATE_TITLE_PAGES: usize = 2;
 
 /// The host part of a URL as written (`scheme://host:port`), compared
@@ -89,7 +94,9 @@ impl<S: Store> Deduper<S> {
         let is_dup = match self.config.title_policy {
             TitlePolicy::Strict => true,
             TitlePolicy::Confirm => {
-                let min = if same_host >= TEMPLATE_TITLE_PAGES {
+                let generic =
+                    same_host >= TEMPLATE_TITLE_PAGES || crate::article::is_front_page_url(&sig.url);
+                let min = if generic {
                     self.config.title_min_similarity.max(self.config.min_similarity)
                 } else {
                     self.config.title_min_similarity
