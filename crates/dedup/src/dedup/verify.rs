@@ -148,13 +148,17 @@ impl Signature {
     /// - One host: the frame is the same, so what two pages show differs
     ///   by what they say.
     /// - One path on two hosts (a mirror, a language version on its own
-    ///   host, one manual rendered by two generators): a judged text under
-    ///   [`ARTICLE_MIN_SIMILARITY`] (the near-duplicate line) is a block
-    ///   the two pages share; so is any judged text of a translation (a
-    ///   script one page has and the other has not: a character table a
-    ///   Japanese manual page keeps from the English one). A near-duplicate
-    ///   judged text in one language is that text in another frame, as a
-    ///   story on two news sites that happen to give it one path.
+    ///   host, one manual rendered by two generators): one site's page in
+    ///   two places, a copy only when alike by all it shows, as on one
+    ///   host. A judged text alike is often a block the two pages share:
+    ///   the untranslated table of a translation, or one manual page's text
+    ///   inside groff's and man2html's chrome (a short page whose chrome is
+    ///   most of what it shows: 0.59 alike as shown, 0.80 by the judged
+    ///   text). Until 2026-11-29 a judged text at or above
+    ///   [`ARTICLE_MIN_SIMILARITY`] in one script skipped this, for a story
+    ///   on two news sites that happen to give it one path; man pages asked
+    ///   for the rule without that exception, and it cost one news copy of
+    ///   332 (docs/EVAL.md, "Issue 35, seventh round").
     /// - Other sites: a copy inside another site's frame shows that frame,
     ///   and its article is what counts ([`crate::article`]).
     ///
@@ -185,13 +189,8 @@ impl Signature {
                 return Some(Refusal::SizesApart { at_most });
             }
         }
-        let decides = match relation {
-            SiteRelation::SameHost => true,
-            SiteRelation::SamePath => {
-                m.similarity < ARTICLE_MIN_SIMILARITY || self.both_scripts(m).is_some_and(|(a, b)| a.apart(b))
-            }
-            SiteRelation::OtherSites => false,
-        };
+        // One site, on one host or at one path on two.
+        let decides = relation != SiteRelation::OtherSites;
         let alike = mine.outline_resemblance(&theirs).filter(|_| decides)?;
         (alike < PAGE_MIN_SIMILARITY).then_some(Refusal::ShowsApart { alike })
     }
