@@ -42,6 +42,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "simcrawl-dupefilter": {
         "DUPEFILTER_CLASS": "simcrawl.scrapy.SimcrawlDupeFilter",
     },
+    # Every check in the thread pool, small pages too (the default before
+    # SIMCRAWL_INLINE_BYTES).
+    "simcrawl-pool": {
+        "DUPEFILTER_CLASS": "simcrawl.scrapy.SimcrawlDupeFilter",
+        "DOWNLOADER_MIDDLEWARES": {"simcrawl.scrapy.SimcrawlMiddleware": 540},
+        "SIMCRAWL_INLINE_BYTES": 0,
+    },
     "simcrawl-nothreads": {
         "DUPEFILTER_CLASS": "simcrawl.scrapy.SimcrawlDupeFilter",
         "DOWNLOADER_MIDDLEWARES": {"simcrawl.scrapy.SimcrawlMiddleware": 540},

@@ -161,18 +161,37 @@ def test_store_persists_between_crawls(site: Site, tmp_path: Path, mode_name: st
     assert second["stats"]["simcrawl/dropped/url"] >= 10
 
 
+# Where the checks run: every one in the pool, small pages on the event
+# loop and the rest in the pool (the default), every one on the loop.
+RUNNERS: dict[str, dict[str, Any]] = {
+    "pool": {"SIMCRAWL_THREADS": True, "SIMCRAWL_INLINE_BYTES": 0},
+    "small pages inline": {"SIMCRAWL_THREADS": True, "SIMCRAWL_INLINE_BYTES": 1500},
+    "inline": {"SIMCRAWL_THREADS": False},
+}
+
+
 @pytest.mark.parametrize("mode_name", list(MODES))
-@pytest.mark.parametrize("threads", [True, False])
-def test_drop_off_annotates_without_dropping(site: Site, tmp_path: Path, threads: bool, mode_name: str) -> None:
+@pytest.mark.parametrize("runner", list(RUNNERS))
+def test_drop_off_annotates_without_dropping(site: Site, tmp_path: Path, runner: str, mode_name: str) -> None:
     r = crawl(
         site,
         tmp_path,
-        {**ORDERED, **SIMCRAWL, **mode(mode_name), "SIMCRAWL_DROP": False, "SIMCRAWL_THREADS": threads},
+        {**ORDERED, **SIMCRAWL, **mode(mode_name), "SIMCRAWL_DROP": False, **RUNNERS[runner]},
     )
     assert [d["url"] for d in r["dropped"]] == [site.url + "/private/draft.html"]
     kept = paths([i["url"] for i in r["items"]], site)
     assert {"/copy/article.html", "/repost.html", "/article-trad.html"} <= set(kept)
     assert r["stats"]["simcrawl/dropped/title"] == 3 and r["stats"]["simcrawl/dropped/content"] == 1
+    # Which checks went to the pool: all, those of pages over 1,500
+    # bytes (the site has both), none.
+    in_pool = r["stats"].get("simcrawl/checked_in_pool", 0)
+    checked = r["stats"]["simcrawl/checked"]
+    if runner == "pool":
+        assert in_pool == checked
+    elif runner == "inline":
+        assert in_pool == 0
+    else:
+        assert 0 < in_pool < checked, (in_pool, checked)
 
 
 @pytest.mark.parametrize("mode_name", list(MODES))
