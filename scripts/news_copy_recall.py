@@ -17,6 +17,7 @@ pages with no page of their story kept (**stories lost**).
 """
 
 import argparse
+import json
 import os
 from collections import defaultdict
 
@@ -83,11 +84,45 @@ def main():
             c, dr = by_variant[v]
             print(f"| {v} | {c} | {dr} |")
         print()
+        if name == "crawl dedup":
+            before_template(args.set, stories, dups)
         if args.list:
             print("kept beyond one (story, url, basis, chars, article chars, page chars):")
             for m in missed:
                 print("- " + " ".join(str(x) for x in m))
             print()
+
+
+def before_template(set_dir, stories, dups, min_pages=5):
+    """`crawl dedup` judges the lines in input order: a story page that
+    comes after another page of its story is a copy to drop, and it comes
+    before its host's template could be learnt when it is among the first
+    `min_pages` pages of its host (the learner's `template.min_pages`).
+    Prints the share dropped on either side (issue 35: copies on sites
+    whose first pages arrive before any template could be learnt)."""
+    with open(os.path.join(set_dir, "docs.jsonl"), encoding="utf-8") as f:
+        order = [json.loads(line)["url"] for line in f]
+    index = {u: i for i, u in enumerate(order)}
+    seen = defaultdict(int)
+    place = {}
+    for u in order:
+        host = u.split("/")[2]
+        place[u] = seen[host]
+        seen[host] += 1
+    counts = defaultdict(lambda: [0, 0])  # copies, dropped
+    for urls in stories.values():
+        for u in sorted(urls, key=lambda u: index.get(u, len(order)))[1:]:
+            if u not in place:
+                continue
+            c = counts[place[u] < min_pages]
+            c[0] += 1
+            c[1] += u in dups
+    print("| later pages of a story, by their place on their host (input order) | copies | dropped | recall |")
+    print("|---|---|---|---|")
+    for early, label in ((True, f"among its host's first {min_pages} (no template yet)"), (False, "later")):
+        c, d = counts[early]
+        print(f"| {label} | {c} | {d} | {d / max(c, 1):.3f} |")
+    print()
 
 
 if __name__ == "__main__":
