@@ -232,11 +232,7 @@ fn same_template_different_articles_do_not_look_alike() {
     let sim = similarity(&a1.text, &a2.text);
     assert!(sim < 0.1, "similarity {sim}");
     // Without main-content extraction the template dominates.
-    let whole = Cleaner::new(CleanConfig {
-        main_content: false,
-        ..CleanConfig::default()
-    })
-    .unwrap();
+    let whole = whole_page_cleaner();
     let u = url("https://news.example.com/");
     let w1 = whole
         .parse(&fixture("template_a_article1.html"), None, &u)
@@ -389,6 +385,15 @@ fn title_falls_back_to_h1() {
     assert!(!page.meta_nofollow && !page.meta_noindex);
 }
 
+/// A cleaner whose text is the whole page, not its main content.
+fn whole_page_cleaner() -> Cleaner {
+    Cleaner::new(CleanConfig {
+        main_content: false,
+        ..CleanConfig::default()
+    })
+    .unwrap()
+}
+
 #[test]
 fn invisible_content_is_not_text() {
     let html = r#"<html><head><style>p{}</style></head><body>
@@ -398,12 +403,7 @@ fn invisible_content_is_not_text() {
         <div hidden>hidden attr</div><div style="display: none">display none</div>
         <span aria-hidden="true">aria hidden</span><!-- comment text -->
         <p>visible<br>two</p></body></html>"#;
-    let whole = Cleaner::new(CleanConfig {
-        main_content: false,
-        ..CleanConfig::default()
-    })
-    .unwrap();
-    let page = whole
+    let page = whole_page_cleaner()
         .parse(html.as_bytes(), None, &url("http://x.example/"))
         .unwrap();
     assert_eq!(page.text, "visible one\nvisible\ntwo");
@@ -432,12 +432,7 @@ fn hidden_classes_are_not_main_text() {
         "schema.org span in the main text: {}",
         page.text
     );
-    let whole = Cleaner::new(CleanConfig {
-        main_content: false,
-        ..CleanConfig::default()
-    })
-    .unwrap();
-    let all = whole
+    let all = whole_page_cleaner()
         .parse(html.as_bytes(), None, &url("http://x.example/story"))
         .unwrap();
     assert!(!all.text.contains("jdadmin"), "{}", all.text);
