@@ -250,9 +250,8 @@ impl SiteLanguages {
         if let Some(answer) = letters.by_scripts() {
             return answer;
         }
-        // A text without a site (a `text` line of `crawl dedup`) is in no
-        // section: a corpus mixes sources, and a line's language must not
-        // depend on which lines the parallel signing read before it.
+        // A text without a site is in no section: its own text tells it
+        // (`crawl dedup` tells such lines by `detect` alone).
         if host.is_empty() {
             return by_trigrams(sample);
         }

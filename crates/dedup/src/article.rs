@@ -184,11 +184,6 @@ fn page_path(url: &str) -> &str {
 /// every site has one, so two hosts' front pages are two sites, not one
 /// site in two places (the news gate's front pages of two sites that list
 /// the same syndicated stories: 0.96 alike as shown, in two frames).
-/// Whether `url` is its site's front page ([`is_front_page`]).
-pub(crate) fn is_front_page_url(url: &str) -> bool {
-    is_front_page(page_path(url))
-}
-
 fn is_front_page(path: &str) -> bool {
     let path = path.trim_start_matches('/');
     path.is_empty()
@@ -200,6 +195,11 @@ fn is_front_page(path: &str) -> bool {
                     .iter()
                     .any(|e| ext.eq_ignore_ascii_case(e))
         })
+}
+
+/// Whether `url` is its site's front page ([`is_front_page`]).
+pub(crate) fn is_front_page_url(url: &str) -> bool {
+    is_front_page(page_path(url))
 }
 
 /// How two pages' URLs are related: what the rules that look past a

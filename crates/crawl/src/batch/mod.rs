@@ -309,13 +309,14 @@ pub(crate) struct ParsedDoc {
     /// `lang`).
     pub facts: PageFacts,
     pub lang: Option<&'static str>,
-    /// What telling the language of an `html` line needs: told in input
-    /// order after the parallel signing ([`ParsedDoc::tell_language`]).
+    /// What telling the language of a line in a site's section needs:
+    /// told in input order after the parallel signing
+    /// ([`ParsedDoc::tell_language`]).
     ask: Option<LangAsk>,
 }
 
-/// An `html` line's place, declared language and the start of its text:
-/// what [`crate::lang::SiteLanguages::detect`] reads.
+/// A line's section (host, path, declared language) and the start of its
+/// text: what [`crate::lang::SiteLanguages::detect`] reads.
 #[derive(Debug)]
 struct LangAsk {
     host: String,
@@ -330,9 +331,9 @@ impl ParsedDoc {
         self.facts.judged(self.lang)
     }
 
-    /// Tells the language of an `html` line (a `text` line's is told when
-    /// it is signed). A site's pages share what `lang` learns of its
-    /// sections, so they are told one after the other in input order:
+    /// Tells the language of a line in a site's section (one in no site is
+    /// told when it is signed). A site's pages share what `lang` learns of
+    /// its sections, so they are told one after the other in input order:
     /// told in the parallel signing, a page's `lang` depended on which
     /// pages another thread had read first (21 of 2,450 API reference
     /// lines changed between two runs).
@@ -384,39 +385,34 @@ fn signed(
         (Some(id), Some(h)) => crate::identity::sign_page(d, (&c.url, &c.title), id, &h.own),
         _ => d.sign(&Document::new(&c.url, &c.title, text)),
     };
-    let (lang, ask, chars) = match &c.html {
-        Some(h) => (
+    let chars = c
+        .html
+        .as_ref()
+        .map_or_else(|| simcrawl_clean::visible_chars(&c.text), |h| h.visible_chars);
+    // Its section: an `html` line's host, path and declared language; a
+    // `text` line's URL's host and path, as for a crawled page that
+    // declares no language (a corpus of many sites keeps them apart, and
+    // whatlang is spared on the lines of a site once they have proven one
+    // language, `crate::lang`).
+    let section = match &c.html {
+        Some(h) => Some((h.host.clone(), h.path.clone(), h.lang_hint.clone())),
+        None => url::Url::parse(&c.url)
+            .ok()
+            .filter(|u| u.host_str().is_some())
+            .map(|u| (crate::template::host_of(&u).to_owned(), u.path().to_owned(), None)),
+    };
+    let (lang, ask) = match section {
+        Some((host, path, hint)) => (
             None,
             Some(LangAsk {
-                host: h.host.clone(),
-                path: h.path.clone(),
-                hint: h.lang_hint.clone(),
+                host,
+                path,
+                hint,
                 sample: crate::lang::sample_of(&c.text, crate::lang::SAMPLE_BYTES).to_owned(),
             }),
-            h.visible_chars,
         ),
-        // A `text` line's section is its URL's host and first directory,
-        // as for a crawled page that declares no language: a corpus of many
-        // sites keeps them apart, and whatlang is spared on the lines of a
-        // site once they have proven one language (`crate::lang`).
-        None => match url::Url::parse(&c.url) {
-            Ok(u) if u.host_str().is_some() => (
-                None,
-                Some(LangAsk {
-                    host: crate::template::host_of(&u).to_owned(),
-                    path: u.path().to_owned(),
-                    hint: None,
-                    sample: crate::lang::sample_of(&c.text, crate::lang::SAMPLE_BYTES).to_owned(),
-                }),
-                simcrawl_clean::visible_chars(&c.text),
-            ),
-            // A text in no site: told from itself alone, here in parallel.
-            _ => (
-                crate::lang::detect(&c.text),
-                None,
-                simcrawl_clean::visible_chars(&c.text),
-            ),
-        },
+        // A text in no site: told from itself alone, here in parallel.
+        None => (crate::lang::detect(&c.text), None),
     };
     let facts = PageFacts::judged_on(basis, text, &sig, chars);
     ParsedDoc {
