@@ -210,12 +210,11 @@ fn copy_recall_failures(name: &str, set: &Path, out: &Path, min: f64) -> Vec<Str
 
 #[test]
 fn every_genre_keeps_its_unique_pages_and_finds_its_copies_on_both_paths() {
-    let Ok(sets) = std::env::var("SIMCRAWL_GENRE_SETS") else {
-        assert!(
-            std::env::var("CI").is_err(),
-            "CI must run the genre gate: set SIMCRAWL_GENRE_SETS (scripts/test.sh does)"
-        );
-        eprintln!("SIMCRAWL_GENRE_SETS not set: see scripts/test.sh for how the sets are built");
+    let Some(sets) = gate_report::labelled_set(
+        "SIMCRAWL_GENRE_SETS",
+        "genre gate",
+        "see scripts/test.sh for how the sets are built",
+    ) else {
         return;
     };
     let dir = tempfile::Builder::new()

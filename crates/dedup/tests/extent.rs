@@ -161,14 +161,26 @@ fn code_table() -> String {
         .collect()
 }
 
+/// `n` pseudo-random states for each `seed` (a linear congruential
+/// generator: use their high bits).
+fn draws(seed: u64, n: usize) -> impl Iterator<Item = u64> {
+    let mut state = seed;
+    (0..n).map(move |_| {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        state
+    })
+}
+
 /// `n` words of prose of its own for each `seed` (pseudo-random words).
 fn prose(seed: u64, n: usize) -> String {
-    let mut state = seed;
-    (0..n)
-        .map(|_| {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            format!("{:x} ", state >> 44)
-        })
+    draws(seed, n).map(|d| format!("{:x} ", d >> 44)).collect()
+}
+
+/// `n` characters of prose of its own for each `seed`, drawn from the
+/// `span` characters from `first` (Han ideographs, kana).
+fn cjk_prose(seed: u64, n: usize, first: u32, span: u32) -> String {
+    draws(seed, n)
+        .map(|d| char::from_u32(first + (d >> 40) as u32 % span).unwrap_or('字'))
         .collect()
 }
 
@@ -282,13 +294,7 @@ fn at_one_path_on_two_hosts_a_translation_around_the_same_table_is_not_a_copy() 
     // Both judged on the very same table (1.0 alike); the Japanese page's
     // prose is its own.
     let table = code_table();
-    let mut state = 5u64;
-    let ja_prose: String = (0..900)
-        .map(|_| {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            char::from_u32(0x4E00 + (state >> 40) as u32 % 2000).unwrap_or('字')
-        })
-        .collect();
+    let ja_prose = cjk_prose(5, 900, 0x4E00, 2000);
     let (en, ja) = (format!("{}{table}", prose(1, 400)), format!("{ja_prose}{table}"));
     let signed = |d: &Deduper<MemoryStore>, url: &str, shown: &str| {
         let mut sig = page(d, url, &table, Some(shown));
@@ -315,13 +321,7 @@ fn across_sites_a_translation_around_the_same_table_is_not_a_copy() -> simcrawl_
     // another path, both judged on the same table: only the Japanese
     // prose is its own, in a script the English page has none of.
     let table = code_table();
-    let mut state = 7u64;
-    let ja_prose: String = (0..900)
-        .map(|_| {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
-            char::from_u32(0x3041 + (state >> 40) as u32 % 80).unwrap_or('あ')
-        })
-        .collect();
+    let ja_prose = cjk_prose(7, 900, 0x3041, 80);
     let (en, ja) = (format!("{}{table}", prose(1, 400)), format!("{ja_prose}{table}"));
     let signed = |d: &Deduper<MemoryStore>, url: &str, text: &str, shown: &str| {
         let mut sig = page(d, url, text, Some(shown));

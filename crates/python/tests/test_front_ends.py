@@ -140,26 +140,32 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def crawl_dedup(docs: Path, out: Path, timeout: int) -> Path:
+    """``crawl dedup`` of ``docs`` into ``out``, which it returns; the run
+    must succeed."""
+    proc = subprocess.run(
+        [str(crawl_bin()), "dedup", "--input", str(docs), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return out
+
+
 @pytest.mark.parametrize("name", ["article-benchmark", "usr-share-doc"])
 def test_deduper_defaults_keep_what_crawl_dedup_keeps(name: str, tmp_path: Path) -> None:
-    binary = crawl_bin()
     docs = corpus(name)
     path = tmp_path / "docs.jsonl"
     path.write_text("".join(json.dumps(d, ensure_ascii=False) + "\n" for d in docs), encoding="utf-8")
 
-    proc = subprocess.run(
-        [str(binary), "dedup", "--input", str(path), "--out", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    assert read_jsonl(tmp_path / "out" / "errors.jsonl") == []
+    out = crawl_dedup(path, tmp_path / "out", timeout=900)
+    assert read_jsonl(out / "errors.jsonl") == []
     # Line number -> (kept, tier, duplicate_of, fingerprint).
     binary_verdicts: dict[int, tuple[bool, str | None, str | None, str | None]] = {}
-    for k in read_jsonl(tmp_path / "out" / "kept.jsonl"):
+    for k in read_jsonl(out / "kept.jsonl"):
         binary_verdicts[k["line"]] = (True, None, None, k.get("simhash"))
-    for dup in read_jsonl(tmp_path / "out" / "duplicates.jsonl"):
+    for dup in read_jsonl(out / "duplicates.jsonl"):
         binary_verdicts[dup["line"]] = (False, dup["tier"], dup["duplicate_of"], None)
 
     d = Deduper()
@@ -199,16 +205,9 @@ def test_check_html_judges_pages_as_crawl_dedup_does(name: str, tmp_path: Path) 
     copy the same partner. ``check_html`` judged every page on its main text
     alone before; on these sets that lost 3 and 22 unique pages
     (``scripts/python_gate.py --main-text``, docs/EVAL.md)."""
-    binary = crawl_bin()
     docs_path = genre_set(name) / "docs.jsonl"
-    proc = subprocess.run(
-        [str(binary), "dedup", "--input", str(docs_path), "--out", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    binary_drops = {(d["url"], d["tier"], d["duplicate_of"]) for d in read_jsonl(tmp_path / "out" / "duplicates.jsonl")}
+    out = crawl_dedup(docs_path, tmp_path / "out", timeout=1800)
+    binary_drops = {(d["url"], d["tier"], d["duplicate_of"]) for d in read_jsonl(out / "duplicates.jsonl")}
     assert len(binary_drops) >= 100, len(binary_drops)
 
     d = Deduper()
