@@ -1458,3 +1458,260 @@ fn upgrade_from_the_layout_before_the_chain(url: &str, with_snapshot: bool) {
     assert!(err.to_string().contains("older simcrawl"), "{err}");
     d.store().clear().unwrap();
 }
+
+/// A spread of `x` over 64 bits (splitmix64's finalizer).
+fn spread(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A namespace written by the layout before this one (layout 2: records in
+/// hashes `d:`, a list per block key `b:`, 2^18 band buckets of 4-byte
+/// tags `l:`), built here byte for byte as that layout wrote it, is
+/// converted when opened: every record, posting and band entry reads back
+/// through the new layout, with the band entries still oldest first, the
+/// count and the insertion order kept, and no old key left. A second open
+/// finds the marker and converts nothing.
+#[test]
+fn a_namespace_of_layout_2_is_converted_when_opened() {
+    use simcrawl_dedup::store::DocRecord;
+    use simcrawl_dedup::{BlockLayout, Fingerprint, Sketch};
+    let Some(url) = common::redis_url("a_namespace_of_layout_2_is_converted_when_opened") else {
+        return;
+    };
+    let ns = format!("layout2-{}", std::process::id());
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut c = client.get_connection().unwrap();
+    simcrawl_dedup::store::clear_namespace(&mut c, &ns).unwrap();
+    let key = |rest: &[u8]| {
+        let mut k = format!("{{{ns}}}:").into_bytes();
+        k.extend_from_slice(rest);
+        k
+    };
+    let id5 = |id: u64| id.to_be_bytes()[3..].to_vec();
+    let layout = BlockLayout::new(4, 3).unwrap();
+    const DOCS: u64 = 150; // three record buckets, the last one partly filled
+    let mut docs = Vec::new();
+    for id in 0..DOCS {
+        let text = format!("document number {id} of the layout two namespace, {}", spread(id));
+        let rec = DocRecord {
+            fingerprint: Fingerprint::new(spread(id ^ 0xabc)),
+            inserted_at: 1_700_000_000 + id,
+            title: None,
+            sketch: Sketch::of(&text).unwrap().narrow(8),
+            url: format!("http://a.example/{id}"),
+            article: None,
+            extent: None,
+        };
+        let fp = rec.fingerprint.low();
+        let mut pipe = redis::pipe();
+        pipe.cmd("HSET")
+            .arg(key(format!("d:{}", id >> 6).as_bytes()))
+            .arg((id & 63).to_string())
+            .arg(rec.encode());
+        pipe.cmd("ZADD").arg(key(b"o")).arg(id >> 6).arg(id >> 6);
+        for (t, k) in layout.keys(fp) {
+            let mut name = vec![b'b', b':', t as u8];
+            name.extend_from_slice(&k.to_be_bytes());
+            let mut entry = fp.to_be_bytes().to_vec();
+            entry.extend(id5(id));
+            pipe.cmd("APPEND").arg(key(&name)).arg(entry);
+        }
+        // Two band keys of its own and one it shares with its neighbour
+        // (ids 2k and 2k + 1), which must stay in that order.
+        let bands = [spread(id << 8), spread((id << 8) | 1), spread(1 << 40 | (id / 2))];
+        for b in bands {
+            let mut name = vec![b'l', b':'];
+            name.extend_from_slice(&((b >> 46) as u32).to_be_bytes()[1..]);
+            let mut entry = ((b >> 16) as u32).to_be_bytes().to_vec();
+            entry.extend(id5(id));
+            pipe.cmd("APPEND").arg(key(&name)).arg(entry);
+        }
+        pipe.query::<()>(&mut c).unwrap();
+        docs.push((id, rec, bands));
+    }
+    redis::pipe()
+        .cmd("SET")
+        .arg(key(b"c"))
+        .arg(DOCS)
+        .cmd("SET")
+        .arg(key(b"n"))
+        .arg(DOCS)
+        .cmd("SET")
+        .arg(key(b"m:layout"))
+        .arg("2")
+        .query::<()>(&mut c)
+        .unwrap();
+
+    let store = RedisStore::open_with(&url, common::redis_options(&ns)).unwrap();
+    let marker: String = redis::cmd("GET").arg(key(b"m:layout")).query(&mut c).unwrap();
+    assert_eq!(marker, "3");
+    let names: Vec<Vec<u8>> = redis::cmd("KEYS").arg(key(b"*")).query(&mut c).unwrap();
+    let prefix = key(b"").len();
+    for n in &names {
+        assert!(
+            !matches!(n[prefix..].first(), Some(b'd' | b'b' | b'l')),
+            "old key left: {}",
+            String::from_utf8_lossy(n)
+        );
+    }
+    assert!(names.len() > 3, "{names:?}");
+    store
+        .read(|t| {
+            assert_eq!(t.doc_count()?, DOCS);
+            for (id, rec, bands) in &docs {
+                assert_eq!(t.doc(*id)?.as_ref(), Some(rec), "record {id}");
+                let fp = rec.fingerprint;
+                let keys: Vec<(usize, u64)> = layout.keys(fp.low()).collect();
+                let mut near = Vec::new();
+                t.near_all(&keys, fp, 3, &mut near)?;
+                assert!(near.contains(&(0, *id)), "postings of {id}: {near:?}");
+                for (i, b) in bands.iter().enumerate() {
+                    let mut ids = Vec::new();
+                    t.band_docs(*b, &mut ids)?;
+                    let want = if i < 2 {
+                        vec![*id]
+                    } else {
+                        (id / 2 * 2..(id / 2 * 2 + 2).min(DOCS)).collect()
+                    };
+                    assert_eq!(ids, want, "band {i} of {id}");
+                }
+            }
+            let mut oldest = Vec::new();
+            t.oldest_docs(70, &mut oldest)?;
+            let ids: Vec<u64> = oldest.iter().map(|(id, _)| *id).collect();
+            assert_eq!(ids, (0..70).collect::<Vec<_>>());
+            Ok(())
+        })
+        .unwrap();
+    drop(store);
+    let again = RedisStore::open_with(&url, common::redis_options(&ns)).unwrap();
+    assert_eq!(again.read(|t| t.doc_count()).unwrap(), DOCS);
+    again.clear().unwrap();
+}
+
+/// Records written out of id order (a transaction's records land in the
+/// middle of their bucket, others replace or empty slots) read back as
+/// written, through the server-side read and through the oldest-first
+/// scan, and the document count follows exactly what was filled and
+/// emptied.
+#[test]
+fn records_written_in_any_order_read_back_and_count_exactly() {
+    use simcrawl_dedup::store::DocRecord;
+    use simcrawl_dedup::{Fingerprint, Sketch};
+    let Some(store) = common::redis_store("records_written_in_any_order") else {
+        return;
+    };
+    let rec = |id: u64, url: &str| DocRecord {
+        fingerprint: Fingerprint::new(spread(id)),
+        inserted_at: 1_700_000_000 + id,
+        title: None,
+        sketch: Sketch::of(&format!("the text of record {id}, {}", spread(id))).unwrap(),
+        url: url.to_string(),
+        article: None,
+        extent: None,
+    };
+    // Descending, then ascending into the gaps left, in three transactions.
+    let first: Vec<u64> = (0..140).rev().filter(|id| id % 3 != 1).collect();
+    let second: Vec<u64> = (0..140).filter(|id| id % 3 == 1).collect();
+    for ids in [&first, &second] {
+        store
+            .write(|t| {
+                for &id in ids.iter() {
+                    t.put_doc(id, rec(id, &format!("http://a.example/{id}")))?;
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+    // Replace one record with a longer URL, remove every fifth.
+    store
+        .write(|t| {
+            t.put_doc(70, rec(70, &format!("http://a.example/{}", "long/".repeat(100))))?;
+            for id in (0..140).step_by(5) {
+                t.remove_doc(id)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    store
+        .read(|t| {
+            for id in 0..140u64 {
+                // 70 was replaced, then removed.
+                let want = if id % 5 == 0 {
+                    None
+                } else {
+                    Some(rec(id, &format!("http://a.example/{id}")))
+                };
+                assert_eq!(t.doc(id)?, want, "record {id}");
+            }
+            assert_eq!(t.doc_count()?, 140 - 28);
+            let mut oldest = Vec::new();
+            t.oldest_docs(200, &mut oldest)?;
+            let ids: Vec<u64> = oldest.iter().map(|(id, _)| *id).collect();
+            assert_eq!(ids, (0..140).filter(|id| id % 5 != 0).collect::<Vec<_>>());
+            Ok(())
+        })
+        .unwrap();
+    store
+        .write(|t| {
+            t.put_doc(
+                71,
+                rec(71, &format!("http://a.example/{}", "longer/".repeat(100))),
+            )?;
+            Ok(())
+        })
+        .unwrap();
+    // Ascending ids after every record of their bucket: appended (the
+    // commit script's short path), in two transactions and one at a time.
+    for ids in [200..230u64, 230..250, 250..251, 251..256] {
+        store
+            .write(|t| {
+                for id in ids.clone() {
+                    t.put_doc(id, rec(id, &format!("http://b.example/{id}")))?;
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+    store
+        .read(|t| {
+            for id in 200..256u64 {
+                assert_eq!(
+                    t.doc(id)?,
+                    Some(rec(id, &format!("http://b.example/{id}"))),
+                    "record {id}"
+                );
+            }
+            assert_eq!(t.doc(199)?, None);
+            assert_eq!(t.doc(256)?, None);
+            Ok(())
+        })
+        .unwrap();
+    let fresh = RedisStore::open_with(store.url(), common::redis_options(&ns_of(&store))).unwrap();
+    fresh
+        .read(|t| {
+            assert_eq!(
+                t.doc(71)?,
+                Some(rec(71, &format!("http://a.example/{}", "longer/".repeat(100))))
+            );
+            assert_eq!(t.doc(72)?, Some(rec(72, "http://a.example/72")));
+            assert_eq!(t.doc(69)?, Some(rec(69, "http://a.example/69")));
+            assert_eq!(t.doc_count()?, 140 - 28 + 56);
+            Ok(())
+        })
+        .unwrap();
+    store.clear().unwrap();
+}
+
+/// The namespace a store was opened on, from its location.
+fn ns_of(s: &RedisStore) -> String {
+    let loc = s.location().unwrap().to_string_lossy().into_owned();
+    loc.rsplit("(namespace ")
+        .next()
+        .unwrap()
+        .trim_end_matches(')')
+        .to_string()
+}

@@ -794,9 +794,9 @@ mod replicated_store {
         // The two layouts refuse each other's namespaces, naming the layout.
         let e = simcrawl_dedup::RedisStore::open_with(&url, common::redis_options(&ns)).unwrap_err();
         assert!(e.to_string().contains("replicated-2"), "{e}");
-        let other = common::redis_store("layout2").unwrap();
+        let other = common::redis_store("layout3").unwrap();
         let e = ReplicatedStore::open_with(&url, common::redis_options(&other_ns(&other))).unwrap_err();
-        assert!(e.to_string().contains("layout 2"), "{e}");
+        assert!(e.to_string().contains("layout 3"), "{e}");
         open().clear().unwrap();
         other.clear().unwrap();
     }

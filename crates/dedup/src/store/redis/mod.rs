@@ -18,45 +18,67 @@
 //!
 //! | key | type | content |
 //! | --- | --- | --- |
-//! | `{NS}:m:NAME` | string | metadata (`params`; `layout`, this layout's number: 2) |
+//! | `{NS}:m:NAME` | string | metadata (`params`; `layout`, this layout's number: 3; `migrating`, held while a namespace of layout 2 is converted) |
 //! | `{NS}:n` | string | the next document id (`INCRBY`) |
 //! | `{NS}:v` | hash | version stripe (0 to 65535) -> number of the commit that last wrote it, see *Atomicity* |
 //! | `{NS}:vc` | string | commits so far (`INCR`), the source of those numbers |
 //! | `{NS}:u:DIGEST16` | string | URL tier: first seen (u64 LE) + URL as first given |
 //! | `{NS}:ut` | sorted set | member DIGEST16, score first seen: the URL purge's index |
 //! | `{NS}:t:DIGEST16` | sorted set | title tier: member `ID` (decimal), score id |
-//! | `{NS}:b:T KEY8` | string | block table `T` (one byte), block key: packed entries FP8 + ID5 |
-//! | `{NS}:l:BUCKET3` | string | LSH bands whose key starts with these 18 bits: packed entries TAG4 (key bits 16-47) + ID5 |
-//! | `{NS}:d:BUCKET` | hash | records of documents `64 x BUCKET` to `64 x BUCKET + 63`: field id mod 64 (decimal), value [`DocRecord::encode`](super::DocRecord::encode) |
+//! | `{NS}:k:T BUCKET2` | string | block table `T` (one byte), the low 14 bits of the block key: packed entries FP8 + ID5 |
+//! | `{NS}:j:BUCKET3` | string | LSH bands whose key starts with these 16 bits: packed 7-byte entries, TAG20 (key bits 16-35) + ID36 |
+//! | `{NS}:r:BUCKET` | string | records of documents `64 x BUCKET` to `64 x BUCKET + 63`: 64 4-byte big-endian ends, then the records ([`DocRecord::encode`](super::DocRecord::encode)) in slot order |
 //! | `{NS}:o` | sorted set | member and score `BUCKET`: the record buckets in insertion order, for purging the oldest |
 //! | `{NS}:c` | string | the number of stored documents |
 //!
-//! Why this layout (layout 2; layout 1 kept a sorted set per block key
+//! Why this layout (layout 3; layout 1 kept a sorted set per block key
 //! and band bucket, a string per record and a sorted set of every id, at
-//! 807 bytes per document; see docs/BENCHMARKS.md, "Redis store"):
+//! 807 bytes per document; layout 2 a hash per 64 records, a list per
+//! block key and 2^18 band buckets of 9-byte entries, at 451; see
+//! docs/BENCHMARKS.md, "Redis store"):
 //!
-//! - Block lists and band buckets are *packed strings*, 13 and 9 bytes an
-//!   entry, read for a whole batch with one `MGET` and written whole with
-//!   `MSET` at the commit. Redis' cost is mostly per command: a sorted
-//!   set entry cost a command to read and one to write (~14 of each per
-//!   document); one `MGET` of 14,000 keys costs about what 14,000 hash
-//!   lookups cost. A packed entry also takes less memory than a listpack
-//!   entry with its score. Reading a whole list is what a check does
-//!   anyway (every candidate of a block key is compared), and a band
-//!   bucket holds ~40 entries at 1M documents (2^18 buckets; 360 bytes).
-//!   Measured, the commands saved are paid back in bytes: a whole-value
-//!   rewrite passes ~4 KB per new document through the commit script's
-//!   arguments, so one process checks no faster than with layout 1; the
-//!   gain is memory (see *Memory*).
-//! - Records are 64 to a hash: one key (~70 bytes of Redis overhead) per
-//!   64 documents instead of one each, and since ids are handed out in
-//!   insertion order the buckets in `{NS}:o` are the insertion order
-//!   (one entry per 64 documents instead of a sorted-set entry, ~100
-//!   bytes, per document). With `hash-max-listpack-value` raised above
-//!   the record size (about 300 + URL bytes; the default is 64) the hashes
-//!   stay listpacks and save ~50 more bytes per document.
-//! - Band keys are 64-bit hashes, nearly all distinct: a key per band would
-//!   cost a Redis key per band per document, hence the 2^18 buckets.
+//! - Redis spends ~90 bytes on a key whatever its value (its entry in the
+//!   keyspace, the key's name, the value's object) and rounds every value
+//!   up to an allocator size class. So the layout has few keys, each
+//!   holding many entries packed in a string: 65,536 block lists (four
+//!   tables of 2^14), 65,536 band buckets and one record string per 64
+//!   documents, about 2 keys per 10 documents at 1M. Layout 2 had 2^18
+//!   block keys and 2^18 band buckets, 52 bytes per document in keys
+//!   alone at 1M.
+//! - Block lists and band buckets are read for a whole batch with one
+//!   `MGET`. Redis' cost is mostly per command: one `MGET` of 14,000 keys
+//!   costs about what 14,000 hash lookups cost. Reading a whole list is
+//!   what a check does anyway (every candidate is compared); a list now
+//!   also holds other block keys' postings (filtered out by their Hamming
+//!   distance) and a bucket other bands (filtered by their tag): ~60
+//!   postings and ~150 band entries at 1M documents, 1 KB each.
+//! - New entries are appended on the server (`APPENDX` in the commit
+//!   script: the value `GET`, extended and `SET` whole, since Redis' own
+//!   `APPEND` leaves a string up to twice the room it needs); a list that
+//!   lost entries (a purge, a band's cap) is written whole, as the value
+//!   the transaction read minus its removals.
+//! - Records are 64 to a string, by id: one key per 64 documents, and
+//!   since ids are handed out in insertion order the buckets in `{NS}:o`
+//!   are the insertion order (one entry per 64 documents). A check reads
+//!   the one record it needs with a script (`lua/read_record.lua`: two
+//!   `GETRANGE`s), not the bucket. Layout 2's hash of records cost ~60
+//!   bytes of hash-table overhead per record unless the server's
+//!   `hash-max-listpack-value` was raised above the record's size.
+//! - A band entry is 7 bytes: 20 bits of tag (36 with the bucket's 16, a
+//!   false match in ~7,000 lookups at 1M documents, one more candidate to
+//!   verify) and a 36-bit id (68 billion ids per namespace, gaps
+//!   included; beyond, inserts fail with [`Error::Storage`]).
+//!
+//! What it costs: a check reads and appends more bytes than in layout 2.
+//! Measured at 1M documents, alternating with layout 2 in one session:
+//! 0.71-0.88x the checks per second (the larger the batch, the closer),
+//! the same speed for bulk loads; the memory is 0.76x. Crawls that want
+//! the speed run [`super::ReplicatedStore`], whose checks are in memory.
+//!
+//! A namespace of layout 2 is converted when opened (`migrate.rs`): each
+//! old key's entries appended to its new key and the old key deleted in
+//! one script call, so a conversion killed midway resumes at the next
+//! open. Stop every process of the older version first.
 //!
 //! The window is applied by [`crate::Deduper::purge_expired`], which
 //! removes each expired document's exact entries, as on every store. Keys
@@ -165,25 +187,25 @@
 //! title (docs/BENCHMARKS.md, "Redis store"; `MEMORY USAGE` of every key,
 //! per document):
 //!
-//! | part | bytes per document, 8-bit sketch (new indexes) | 16-bit sketch |
+//! | part | bytes per document (layout 3) | layout 2 |
 //! | --- | --- | --- |
-//! | records (`d:`; 168-byte values with the 144-byte sketch; 296 with the 272-byte one) | 234 (193 with `hash-max-listpack-value 256`) | 362 (321 with `hash-max-listpack-value 512`) |
-//! | band buckets (`l:`; 10 entries of 9 bytes + key overhead) | 114 | 114 |
-//! | block lists (`b:`; 4 entries of 13 bytes + key overhead) | 77 | 77 |
-//! | version stripes (`v`, fixed ~3 MB) and insertion order (`o`) | 5 | 5 |
-//! | `used_memory` growth per document (whole 1M; second half) | 441; 399 | 579; 527 |
+//! | records (`r:`; 168-byte records with the 8-bit sketch's 144 bytes) | 193 | 234 |
+//! | band buckets (`j:`; 10 entries of 7 bytes + keys) | 83 | 114 |
+//! | block lists (`k:`; 4 entries of 13 bytes + keys) | 61 | 77 |
+//! | version stripes (`v`, fixed ~3 MB) and insertion order (`o`) | 4 | 5 |
+//! | `used_memory` growth per document (whole 1M; second half) | 344; 331 | 451; 399 |
 //!
 //! The URL and title tiers add, per document having them: URL record 168,
 //! URL first-seen index 120, a distinct title 115. A crawled page's
-//! record also holds its extent and outline (66 bytes, [`crate::Extent`]);
-//! the bench's texts have none. The record, with the
+//! record also holds its extent and outline (66 bytes, [`crate::Extent`])
+//! and a longer URL; the bench's texts have none. The record, with the
 //! sketch every candidate is verified against, is the largest part, so
 //! the 200 bytes per document of issue 9 are out of reach while the
-//! sketch is kept in Redis. Layout 1 took 808 bytes per document on the
-//! same bench (16-bit sketches).
+//! sketch is kept in Redis.
 
 mod conn;
 mod layout;
+mod migrate;
 mod tables;
 mod tx;
 
@@ -197,7 +219,7 @@ use redis::{Connection, Value};
 pub(super) use self::conn::{backoff, classify, for_each_key, open_client};
 pub use self::conn::{clear_namespace, connect_namespace, redact};
 use self::layout::{Keys, LAYOUT, part_of};
-use self::tx::COMMIT;
+use self::tx::{COMMIT, READ_RECORD};
 use super::{ReadTables, Store, Tables};
 use crate::error::{Error, Result};
 
@@ -280,6 +302,8 @@ pub struct RedisStore {
     conflicts: AtomicU64,
     round_trips: AtomicU64,
     commit: redis::Script,
+    /// `lua/read_record.lua`: its hash, for `EVALSHA` in read pipelines.
+    read_record: redis::Script,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -313,6 +337,7 @@ impl RedisStore {
             conflicts: AtomicU64::new(0),
             round_trips: AtomicU64::new(0),
             commit: redis::Script::new(COMMIT),
+            read_record: redis::Script::new(READ_RECORD),
         };
         let mut conn = store.connect().map_err(|e| match e {
             Error::Disconnected { url, source, .. } => Error::Unreachable { url, source },

@@ -3,7 +3,10 @@
 
 use redis::Value;
 
-use super::layout::{DOC_BUCKET_BITS, DOC_BUCKET_MASK, band_tag, bucket_of, check_id, decimal_id, num};
+use super::layout::{
+    DOC_BUCKET_BITS, DOC_SLOTS, band_tag, block_bucket, bucket_of, bucket_record, check_band_id, check_id,
+    decimal_id, num,
+};
 use super::tx::{Key, Op, Tx, Val, bulk, members};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -15,7 +18,7 @@ impl ReadTables for Tx<'_> {
             Vec::with_capacity(keys.urls.len() + keys.titles.len() + keys.blocks.len() + keys.bands.len());
         wanted.extend(keys.urls.iter().map(|&d| Key::Url(d)));
         wanted.extend(keys.titles.iter().map(|&d| Key::Title(d)));
-        wanted.extend(keys.blocks.iter().map(|&(t, k)| Key::Block(t, k)));
+        wanted.extend(keys.blocks.iter().map(|&(t, k)| Key::Block(t, block_bucket(k))));
         wanted.extend(keys.bands.iter().map(|&b| Key::Bucket(bucket_of(b))));
         let (next, end) = self.ids.get();
         let reserve = (keys.documents as u64).saturating_sub(end - next);
@@ -54,7 +57,9 @@ impl ReadTables for Tx<'_> {
     }
 
     fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()> {
-        self.with(Key::Block(table, key), |v| {
+        // The whole list: postings of other block keys in the same bucket
+        // too, which the caller's Hamming filter rejects.
+        self.with(Key::Block(table, block_bucket(key)), |v| {
             if let Val::Block(list) = v {
                 out.extend(list.iter().map(|&(fp, id)| (Fingerprint::new(fp), id)));
             }
@@ -65,7 +70,7 @@ impl ReadTables for Tx<'_> {
     /// [`BAND_POSTINGS`] (a bucket written blind by a bulk load may hold
     /// more until its next write).
     fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()> {
-        let tag = u32::from_be_bytes(band_tag(key));
+        let tag = band_tag(key);
         self.with(Key::Bucket(bucket_of(key)), |v| {
             if let Val::Bucket(entries) = v {
                 let mut ids: Vec<DocId> = entries.iter().filter(|e| e.0 == tag).map(|e| e.1).collect();
@@ -110,14 +115,14 @@ impl ReadTables for Tx<'_> {
         self.fetch(&keys, crate::TITLE_CANDIDATES, 0)
     }
 
-    /// The oldest buckets from `{NS}:o`, then every record of each
-    /// (`HGETALL`), until `limit` documents are found. Records this
-    /// transaction wrote or removed are seen as it left them. Two
+    /// The oldest buckets from `{NS}:o`, then every record of each (the
+    /// bucket's whole value), until `limit` documents are found. Records
+    /// this transaction wrote or removed are seen as it left them. Two
     /// processes purging the same documents at once both remove them
-    /// (harmlessly); the document count is kept by `HDEL`'s own count, so
-    /// it stays exact.
+    /// (harmlessly); the commit script counts only the slots it empties,
+    /// so the document count stays exact.
     fn oldest_docs(&self, limit: usize, out: &mut Vec<(DocId, DocRecord)>) -> Result<()> {
-        let per_bucket = DOC_BUCKET_MASK as usize + 1;
+        let per_bucket = DOC_SLOTS;
         let mut from = 0usize;
         let mut ids: Vec<DocId> = Vec::new();
         while ids.len() < limit {
@@ -138,22 +143,21 @@ impl ReadTables for Tx<'_> {
             from += buckets.len();
             let mut pipe = redis::pipe();
             for &b in &buckets {
-                pipe.cmd("HGETALL").arg(self.keys().doc(b << DOC_BUCKET_BITS).0);
+                pipe.cmd("GET").arg(self.keys().doc_bucket(b));
             }
             let replies = self.query(&pipe)?;
             let mut cache = self.cache.borrow_mut();
             for (&b, reply) in buckets.iter().zip(replies) {
-                let mut fields = members(reply)?.into_iter();
-                while let (Some(f), Some(v)) = (fields.next(), fields.next()) {
-                    let low = decimal_id(&f)?;
-                    if low > DOC_BUCKET_MASK {
-                        return Err(Error::Corrupt(format!("document field {low} in bucket {b}")));
-                    }
-                    let id = (b << DOC_BUCKET_BITS) | low;
+                let Some(value) = bulk(reply)? else { continue };
+                for slot in 0..DOC_SLOTS {
+                    let Some(rec) = bucket_record(&value, slot)? else {
+                        continue;
+                    };
+                    let id = (b << DOC_BUCKET_BITS) | slot as u64;
                     ids.push(id);
                     // This transaction's own view of a record wins.
                     if let std::collections::hash_map::Entry::Vacant(e) = cache.entry(Key::Doc(id)) {
-                        e.insert(Val::Doc(Some(Box::new(DocRecord::decode(&v)?))));
+                        e.insert(Val::Doc(Some(Box::new(DocRecord::decode(rec)?))));
                     }
                 }
             }
@@ -242,12 +246,15 @@ impl Tables for Tx<'_> {
 
     fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
         check_id(id)?;
-        self.record_packed(Key::Block(table, key), Op::AddPosting(fp.low(), id));
+        self.record_packed(Key::Block(table, block_bucket(key)), Op::AddPosting(fp.low(), id));
         Ok(())
     }
 
     fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
-        self.record_packed(Key::Block(table, key), Op::RemovePosting(fp.low(), id));
+        self.record_packed(
+            Key::Block(table, block_bucket(key)),
+            Op::RemovePosting(fp.low(), id),
+        );
         Ok(())
     }
 
@@ -255,27 +262,27 @@ impl Tables for Tx<'_> {
     /// entries beyond [`BAND_POSTINGS`] (the commit rewrites the bucket
     /// from its validated value, so the cap holds however it was written).
     fn add_band(&mut self, key: u64, id: DocId) -> Result<()> {
-        check_id(id)?;
-        let tag = u32::from_be_bytes(band_tag(key));
+        check_band_id(id)?;
+        let tag = band_tag(key);
         self.record_packed(Key::Bucket(bucket_of(key)), Op::AddTagged(tag, id));
         Ok(())
     }
 
     fn remove_band(&mut self, key: u64, id: DocId) -> Result<()> {
-        let tag = u32::from_be_bytes(band_tag(key));
+        let tag = band_tag(key);
         self.record_packed(Key::Bucket(bucket_of(key)), Op::RemoveTagged(tag, id));
         Ok(())
     }
 
     fn put_doc(&mut self, id: DocId, rec: DocRecord) -> Result<()> {
-        let (hash, field) = self.keys().doc(id);
+        let (bucket, slot) = self.keys().doc(id);
         let cmd = vec![
-            b"HSETC".to_vec(),
-            hash,
+            b"RSETC".to_vec(),
+            bucket,
             self.keys().order(),
             self.keys().count(),
             num(id >> DOC_BUCKET_BITS),
-            field,
+            num(slot),
             rec.encode(),
         ];
         self.record(Key::Doc(id), Op::PutDoc(Box::new(rec.clone())), cmd);
@@ -283,14 +290,14 @@ impl Tables for Tx<'_> {
     }
 
     fn remove_doc(&mut self, id: DocId) -> Result<()> {
-        let (hash, field) = self.keys().doc(id);
+        let (bucket, slot) = self.keys().doc(id);
         let cmd = vec![
-            b"HDELC".to_vec(),
-            hash,
+            b"RDELC".to_vec(),
+            bucket,
             self.keys().order(),
             self.keys().count(),
             num(id >> DOC_BUCKET_BITS),
-            field,
+            num(slot),
         ];
         self.record(Key::Doc(id), Op::DelDoc, cmd);
         Ok(())

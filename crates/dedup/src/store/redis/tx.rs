@@ -10,7 +10,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::RedisStore;
 use super::conn::backoff;
-use super::layout::{BAND_TAG, Keys, decimal_id, pack, unpack};
+use super::layout::{Keys, decimal_id, pack, pack_bands, unpack, unpack_bands};
 use crate::error::{Error, Result};
 use crate::store::{BAND_POSTINGS, DocId, DocRecord, NEXT_ID_META, UrlRecord};
 
@@ -85,8 +85,10 @@ pub(super) fn members(v: Value) -> Result<Vec<Vec<u8>>> {
 pub(super) enum Key {
     Url(u128),
     Title(u128),
-    Block(usize, u64),
-    /// A band bucket (`{NS}:l:BUCKET3`), by number.
+    /// A block table's list (`{NS}:k:T BUCKET2`), by table and block
+    /// bucket ([`super::layout::block_bucket`]).
+    Block(usize, u16),
+    /// A band bucket (`{NS}:j:BUCKET3`), by number.
     Bucket(u32),
     Doc(DocId),
     Meta(String),
@@ -123,8 +125,31 @@ pub(super) enum Val {
 pub(super) fn encode_packed(val: &Val) -> Result<Vec<u8>> {
     match val {
         Val::Block(entries) => pack(entries.iter().map(|&(fp, id)| (fp.to_be_bytes(), id))),
-        Val::Bucket(entries) => pack(entries.iter().map(|&(tag, id)| (tag.to_be_bytes(), id))),
+        Val::Bucket(entries) => pack_bands(entries.iter().copied()),
         _ => Err(Error::Corrupt("not a packed value".into())),
+    }
+}
+
+/// The packed bytes of a value's last `n` entries: what a transaction that
+/// only added `n` entries to a list appends to it (`APPENDX`).
+fn encode_tail(val: &Val, n: usize) -> Result<Vec<u8>> {
+    match val {
+        Val::Block(entries) => pack(
+            entries[entries.len().saturating_sub(n)..]
+                .iter()
+                .map(|&(fp, id)| (fp.to_be_bytes(), id)),
+        ),
+        Val::Bucket(entries) => pack_bands(entries[entries.len().saturating_sub(n)..].iter().copied()),
+        _ => Err(Error::Corrupt("not a packed value".into())),
+    }
+}
+
+/// Entries of a packed value ([`Val::Block`], [`Val::Bucket`]).
+fn packed_len(val: &Val) -> usize {
+    match val {
+        Val::Block(e) => e.len(),
+        Val::Bucket(e) => e.len(),
+        _ => 0,
     }
 }
 
@@ -164,9 +189,11 @@ impl Val {
             (Val::Block(v), Op::RemovePosting(fp, id)) => v.retain(|e| *e != (*fp, *id)),
             (Val::Bucket(v), Op::AddTagged(tag, id)) => {
                 v.push((*tag, *id));
-                // The band's oldest entries beyond its cap go.
-                let mut same: Vec<DocId> = v.iter().filter(|e| e.0 == *tag).map(|e| e.1).collect();
-                if same.len() > BAND_POSTINGS {
+                // The band's oldest entries beyond its cap go (counted
+                // first: a bucket holds ~150 entries, rarely many of one
+                // band).
+                if v.iter().filter(|e| e.0 == *tag).count() > BAND_POSTINGS {
+                    let mut same: Vec<DocId> = v.iter().filter(|e| e.0 == *tag).map(|e| e.1).collect();
                     same.sort_unstable();
                     let gone = &same[..same.len() - BAND_POSTINGS];
                     v.retain(|e| e.0 != *tag || !gone.contains(&e.1));
@@ -185,6 +212,10 @@ impl Val {
 /// The commit script: see `lua/commit.lua` (its KEYS, ARGV and replies).
 pub(super) const COMMIT: &str = include_str!("lua/commit.lua");
 
+/// The script reading one record of a record bucket: see
+/// `lua/read_record.lua`.
+pub(super) const READ_RECORD: &str = include_str!("lua/read_record.lua");
+
 /// Most items (members, keys, pairs) one merged command carries: the
 /// commit script passes a command's arguments through Lua's stack, which
 /// holds 8000.
@@ -194,10 +225,10 @@ const MERGE_ITEMS: usize = 2000;
 /// one key (its second argument); per key, consecutive `ZADD`s (or
 /// `ZREM`s) become one, in order; keys written by exactly one `SET` are
 /// set together by `MSET`, keys only deleted by one `DEL`; consecutive
-/// `HSETC`s (`HDELC`s) of one bucket hash become one. Commands on
+/// `RSETC`s (`RDELC`s) of one record bucket become one. Commands on
 /// different keys are independent, so only each key's own order is kept.
 /// A batch of 1000 new documents then costs a few `MSET`s for its ~14,000
-/// block lists and band buckets, ~16 `HSETC`s for its records, and one
+/// block lists and band buckets, ~16 `RSETC`s for its records, and one
 /// command per title, instead of ~15 commands per document.
 fn merge_writes<'w>(writes: impl IntoIterator<Item = &'w Vec<Vec<u8>>>) -> Vec<Vec<Vec<u8>>> {
     let mut order: Vec<&[u8]> = Vec::new();
@@ -238,8 +269,8 @@ fn merge_writes<'w>(writes: impl IntoIterator<Item = &'w Vec<Vec<u8>>>) -> Vec<V
             let shape = match verb.as_slice() {
                 b"ZADD" => Some((2, 2)),
                 b"ZREM" => Some((2, 1)),
-                b"HSETC" => Some((5, 2)),
-                b"HDELC" => Some((5, 1)),
+                b"RSETC" => Some((5, 2)),
+                b"RDELC" => Some((5, 1)),
                 _ => None,
             };
             if let Some((prefix, arity)) = shape {
@@ -296,8 +327,12 @@ pub(super) struct Tx<'a> {
     written: FxHashSet<u32>,
     /// Queued write commands, run by the commit script.
     writes: RefCell<Vec<Vec<Vec<u8>>>>,
-    /// Packed keys written: set whole at the commit.
+    /// Packed keys written: set whole at the commit, or appended to when
+    /// this transaction only added entries.
     dirty: FxHashSet<Key>,
+    /// Entries of each packed key as read, before this transaction's own
+    /// writes were applied.
+    read_len: RefCell<FxHashMap<Key, usize>>,
     /// Document ids reserved and not yet handed out: [next, end).
     pub(super) ids: Cell<(DocId, DocId)>,
     /// Ids the next reservation takes (doubling, for transactions that
@@ -317,6 +352,7 @@ impl<'a> Tx<'a> {
             written: FxHashSet::default(),
             writes: RefCell::new(Vec::new()),
             dirty: FxHashSet::default(),
+            read_len: RefCell::new(FxHashMap::default()),
             ids: Cell::new((0, 0)),
             chunk: Cell::new(1),
             round_trips: Cell::new(0),
@@ -361,8 +397,21 @@ impl<'a> Tx<'a> {
                 let val = cache
                     .get(k)
                     .ok_or_else(|| Error::Corrupt("a written key is missing".into()))?;
-                let bytes = encode_packed(val)?;
                 let rk = self.redis_key(k);
+                // Only added to: the new entries are appended on the
+                // server, which holds the value read (its stripe is
+                // validated), rather than the whole list sent back.
+                let ops = self.ops.get(k).map_or(&[][..], Vec::as_slice);
+                let adds = ops
+                    .iter()
+                    .filter(|op| matches!(op, Op::AddPosting(..) | Op::AddTagged(..)))
+                    .count();
+                let read = self.read_len.borrow().get(k).copied();
+                if adds == ops.len() && adds > 0 && read.is_some_and(|r| r + adds == packed_len(val)) {
+                    packed.push(vec![b"APPENDX".to_vec(), rk, encode_tail(val, adds)?]);
+                    continue;
+                }
+                let bytes = encode_packed(val)?;
                 packed.push(if bytes.is_empty() {
                     vec![b"DEL".to_vec(), rk]
                 } else {
@@ -465,6 +514,12 @@ impl<'a> Tx<'a> {
             }
             pipe.add_command(mget);
         }
+        // Records are read by a script (one record, not its bucket), loaded
+        // first in the same pipeline: a restarted server has none.
+        let reads_docs = todo.iter().any(|k| matches!(k, Key::Doc(_)));
+        if reads_docs {
+            pipe.cmd("SCRIPT").arg("LOAD").arg(READ_RECORD);
+        }
         for k in &todo {
             let rk = self.redis_key(k);
             match k {
@@ -473,7 +528,11 @@ impl<'a> Tx<'a> {
                     pipe.cmd("GET").arg(rk);
                 }
                 Key::Doc(id) => {
-                    pipe.cmd("HGET").arg(rk).arg(self.keys().doc(*id).1);
+                    pipe.cmd("EVALSHA")
+                        .arg(self.store.read_record.get_hash())
+                        .arg(1)
+                        .arg(rk)
+                        .arg(self.keys().doc(*id).1);
                 }
                 Key::Title(_) => {
                     // One more than wanted (and than this transaction
@@ -516,12 +575,18 @@ impl<'a> Tx<'a> {
                 other => return Err(Error::Corrupt(format!("MGET replied {other:?}"))),
             };
         }
+        if reads_docs {
+            next()?;
+        }
         let mut pairs: Vec<(&Key, Value)> = packed.iter().copied().zip(values).collect();
         for k in &todo {
             pairs.push((*k, next()?));
         }
         for (k, reply) in pairs {
             let mut val = self.decode(k, reply, title_limit)?;
+            if k.packed() {
+                self.read_len.borrow_mut().insert(k.clone(), packed_len(&val));
+            }
             for op in self.ops.get(k).into_iter().flatten() {
                 val.apply(op);
             }
@@ -580,8 +645,7 @@ impl<'a> Tx<'a> {
             }
             Key::Bucket(_) => {
                 let bytes = bulk(reply)?.unwrap_or_default();
-                let entries = unpack(&bytes, BAND_TAG, "band bucket")?;
-                Val::Bucket(entries.into_iter().map(|(tag, id)| (tag as u32, id)).collect())
+                Val::Bucket(unpack_bands(&bytes)?)
             }
         })
     }
@@ -650,7 +714,7 @@ impl<'a> Tx<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::layout::{ID_BYTES, check_id};
+    use super::super::layout::{BAND_ENTRY, ID_BYTES, check_band_id, check_id};
     use super::*;
 
     #[test]
@@ -713,16 +777,18 @@ mod tests {
         assert_eq!(bytes.len(), 3 * (8 + ID_BYTES));
         let Val::Block(want) = &block else { unreachable!() };
         assert_eq!(&unpack(&bytes, 8, "block")?, want);
-        let bucket = Val::Bucket(vec![(u32::MAX, 7), (0, 1 << 20)]);
+        let bucket = Val::Bucket(vec![((1 << 20) - 1, 7), (0, (1 << 36) - 1), (0x5_4321, 1 << 20)]);
         let bytes = encode_packed(&bucket)?;
-        assert_eq!(bytes.len(), 2 * (BAND_TAG + ID_BYTES));
-        assert_eq!(
-            unpack(&bytes, BAND_TAG, "bucket")?,
-            vec![(u64::from(u32::MAX), 7), (0, 1 << 20)]
-        );
-        assert!(unpack(&bytes[1..], BAND_TAG, "bucket").is_err());
+        assert_eq!(bytes.len(), 3 * BAND_ENTRY);
+        let Val::Bucket(want) = &bucket else {
+            unreachable!()
+        };
+        assert_eq!(&unpack_bands(&bytes)?, want);
+        assert!(unpack_bands(&bytes[1..]).is_err());
+        assert!(encode_packed(&Val::Bucket(vec![(1, 1 << 36)])).is_err());
         assert!(encode_packed(&Val::Block(vec![(1, 1 << 40)])).is_err());
         assert!(check_id(1 << 40).is_err() && check_id((1 << 40) - 1).is_ok());
+        assert!(check_band_id(1 << 36).is_err() && check_band_id((1 << 36) - 1).is_ok());
         Ok(())
     }
 }

@@ -10,15 +10,65 @@
 -- KEYS[1]: the version hash, KEYS[2]: the commit counter.
 -- ARGV: n, then n (stripe, version) pairs, then m, then m stripes to bump,
 -- then the writes, each as its argument count followed by its arguments
--- (merged by `merge_writes` in ../tx.rs). Two writes are this script's
--- own: `HSETC hash order count bucket field value...` stores records in a
--- bucket hash, adds to the count what `HSET` says it added and lists the
--- bucket in the order index; `HDELC hash order count bucket field...`
--- removes them, subtracts what `HDEL` removed and unlists the bucket once
--- empty.
+-- (merged by `merge_writes` in ../tx.rs). Three writes are this script's
+-- own: `RSETC key order count bucket slot record...` stores records in a
+-- record bucket (see `bucket_record` in ../layout.rs: a header of 64
+-- 4-byte big-endian ends, then the records in slot order), adds to the
+-- count the slots it filled and lists the bucket in the order index;
+-- `RDELC key order count bucket slot...` empties slots, subtracts those
+-- that held a record and deletes and unlists the bucket once empty;
+-- `APPENDX key bytes` appends to a packed list. Each rebuilds its value
+-- and `SET`s it whole: Redis' own `APPEND` and `SETRANGE` grow a string
+-- to twice what it needs, and these values only ever grow a little.
 --
 -- Returns 1 when the writes were applied, 0 when a version read had
 -- changed (nothing written: the transaction runs again).
+
+local HEADER = 256
+
+-- The records of a bucket value (false: none), by slot 0 to 63.
+local function split(value)
+  local recs = {}
+  if not value then return recs end
+  local prev = 0
+  for s = 0, 63 do
+    local e = struct.unpack('>I4', value, 4 * s + 1)
+    if e > prev then recs[s] = string.sub(value, HEADER + prev + 1, HEADER + e) end
+    prev = e
+  end
+  return recs
+end
+
+-- The bucket value of records by slot; nil when there are none.
+local function join(recs)
+  local head, body, len = {}, {}, 0
+  for s = 0, 63 do
+    local r = recs[s]
+    if r then
+      body[#body + 1] = r
+      len = len + #r
+    end
+    head[s + 1] = struct.pack('>I4', len)
+  end
+  if len == 0 then return nil end
+  return table.concat(head) .. table.concat(body)
+end
+
+-- Whether the (slot, record) pairs ARGV[from..to] all go after every
+-- record of the bucket value, in ascending slots: then they are appended.
+local function appends(value, args, from, to)
+  local first = tonumber(args[from])
+  local prev = first - 1
+  for j = from, to, 2 do
+    local s = tonumber(args[j])
+    if s <= prev then return false end
+    prev = s
+  end
+  if not value then return true end
+  local total = #value - HEADER
+  if first == 0 then return total == 0 end
+  return struct.unpack('>I4', value, 4 * (first - 1) + 1) == total
+end
 
 local v = KEYS[1]
 local CH = 2000
@@ -54,16 +104,72 @@ local nargs = #ARGV
 while i <= nargs do
   local argc = tonumber(ARGV[i])
   local verb = ARGV[i + 1]
-  if verb == 'HSETC' then
-    local h, o, c, b = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
-    local added = redis.call('HSET', h, unpack(ARGV, i + 6, i + argc))
+  if verb == 'RSETC' then
+    local k, o, c, b = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
+    local value = redis.call('GET', k)
+    local added = 0
+    if appends(value, ARGV, i + 6, i + argc) then
+      -- Ids come in ascending order, so new records usually go after
+      -- every record of their bucket: appended, the header's ends from
+      -- the first new slot on rewritten, nothing split.
+      value = value or string.rep('\0', HEADER)
+      local ends = {}
+      local total = #value - HEADER
+      local body = {string.sub(value, HEADER + 1)}
+      local from = tonumber(ARGV[i + 6])
+      for j = i + 6, i + argc, 2 do
+        local s = tonumber(ARGV[j])
+        total = total + #ARGV[j + 1]
+        body[#body + 1] = ARGV[j + 1]
+        ends[s] = total
+        added = added + 1
+      end
+      -- The ends from `from` on, in runs: each new slot's end repeated up
+      -- to the next new slot (one `struct.pack` a record, not a slot).
+      local head = {string.sub(value, 1, 4 * from)}
+      local slots = {}
+      for j = i + 6, i + argc, 2 do slots[#slots + 1] = tonumber(ARGV[j]) end
+      slots[#slots + 1] = 64
+      for r = 1, #slots - 1 do
+        head[#head + 1] = string.rep(struct.pack('>I4', ends[slots[r]]), slots[r + 1] - slots[r])
+      end
+      redis.call('SET', k, table.concat(head) .. table.concat(body))
+    else
+      local recs = split(value)
+      for j = i + 6, i + argc, 2 do
+        local s = tonumber(ARGV[j])
+        if not recs[s] then added = added + 1 end
+        recs[s] = ARGV[j + 1]
+      end
+      redis.call('SET', k, join(recs))
+    end
     if added > 0 then redis.call('INCRBY', c, added) end
     redis.call('ZADD', o, b, b)
-  elseif verb == 'HDELC' then
-    local h, o, c, b = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
-    local gone = redis.call('HDEL', h, unpack(ARGV, i + 6, i + argc))
+  elseif verb == 'RDELC' then
+    local k, o, c, b = ARGV[i + 2], ARGV[i + 3], ARGV[i + 4], ARGV[i + 5]
+    local recs = split(redis.call('GET', k))
+    local gone = 0
+    for j = i + 6, i + argc do
+      local s = tonumber(ARGV[j])
+      if recs[s] then gone = gone + 1 end
+      recs[s] = nil
+    end
     if gone > 0 then redis.call('DECRBY', c, gone) end
-    if redis.call('EXISTS', h) == 0 then redis.call('ZREM', o, b) end
+    local left = join(recs)
+    if left then
+      if gone > 0 then redis.call('SET', k, left) end
+    else
+      redis.call('DEL', k)
+      redis.call('ZREM', o, b)
+    end
+  elseif verb == 'APPENDX' then
+    local k = ARGV[i + 2]
+    local cur = redis.call('GET', k)
+    if cur then
+      redis.call('SET', k, cur .. ARGV[i + 3])
+    else
+      redis.call('SET', k, ARGV[i + 3])
+    end
   else
     redis.call(unpack(ARGV, i + 1, i + argc))
   end
