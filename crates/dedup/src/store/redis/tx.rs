@@ -489,19 +489,7 @@ impl<'a> Tx<'a> {
             return Ok(());
         }
         let mut pipe = redis::pipe();
-        let mut stripes: Vec<u32> = Vec::new();
-        {
-            let versions = self.versions.borrow();
-            let mut seen = FxHashSet::default();
-            for k in &todo {
-                if !matches!(k, Key::Doc(_)) {
-                    let s = stripe(&self.redis_key(k));
-                    if !versions.contains_key(&s) && seen.insert(s) {
-                        stripes.push(s);
-                    }
-                }
-            }
-        }
+        let stripes = self.unread_stripes(&todo);
         if !stripes.is_empty() {
             pipe.cmd("HMGET").arg(self.keys().versions()).arg(&stripes);
         }
@@ -521,29 +509,7 @@ impl<'a> Tx<'a> {
             pipe.cmd("SCRIPT").arg("LOAD").arg(READ_RECORD);
         }
         for k in &todo {
-            let rk = self.redis_key(k);
-            match k {
-                Key::Block(..) | Key::Bucket(_) => {}
-                Key::Url(_) | Key::Meta(_) => {
-                    pipe.cmd("GET").arg(rk);
-                }
-                Key::Doc(id) => {
-                    pipe.cmd("EVALSHA")
-                        .arg(self.store.read_record.get_hash())
-                        .arg(1)
-                        .arg(rk)
-                        .arg(self.keys().doc(*id).1);
-                }
-                Key::Title(_) => {
-                    // One more than wanted (and than this transaction
-                    // removes), to learn whether older ids exist.
-                    pipe.cmd("ZRANGE")
-                        .arg(rk)
-                        .arg(0)
-                        .arg(title_limit + self.removes(k))
-                        .arg("REV");
-                }
-            }
+            self.queue_read(&mut pipe, k, title_limit);
         }
         if reserve > 0 {
             pipe.cmd("INCRBY").arg(self.keys().counter()).arg(reserve);
@@ -604,6 +570,51 @@ impl<'a> Tx<'a> {
         }
         self.cache.borrow_mut().extend(fetched);
         Ok(())
+    }
+
+    /// The version stripes of `keys` this transaction has not read yet
+    /// (records have none), each once.
+    fn unread_stripes(&self, keys: &[&Key]) -> Vec<u32> {
+        let versions = self.versions.borrow();
+        let mut seen = FxHashSet::default();
+        let mut stripes = Vec::new();
+        for k in keys {
+            if !matches!(k, Key::Doc(_)) {
+                let s = stripe(&self.redis_key(k));
+                if !versions.contains_key(&s) && seen.insert(s) {
+                    stripes.push(s);
+                }
+            }
+        }
+        stripes
+    }
+
+    /// Queues the read of one key that is not a packed list (those go in
+    /// one `MGET`): one reply each, in the order queued.
+    fn queue_read(&self, pipe: &mut Pipeline, key: &Key, title_limit: usize) {
+        let rk = self.redis_key(key);
+        match key {
+            Key::Block(..) | Key::Bucket(_) => {}
+            Key::Url(_) | Key::Meta(_) => {
+                pipe.cmd("GET").arg(rk);
+            }
+            Key::Doc(id) => {
+                pipe.cmd("EVALSHA")
+                    .arg(self.store.read_record.get_hash())
+                    .arg(1)
+                    .arg(rk)
+                    .arg(self.keys().doc(*id).1);
+            }
+            Key::Title(_) => {
+                // One more than wanted (and than this transaction removes),
+                // to learn whether older ids exist.
+                pipe.cmd("ZRANGE")
+                    .arg(rk)
+                    .arg(0)
+                    .arg(title_limit + self.removes(key))
+                    .arg("REV");
+            }
+        }
     }
 
     /// Removals this transaction made from `key` (a title list fetches that
