@@ -18,6 +18,8 @@
 
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use crate::config::ChineseVariant;
 
 const TS_CHARACTERS: &str = include_str!("../../data/opencc/TSCharacters.txt");
@@ -55,21 +57,29 @@ fn parse_dict(text: &str) -> HashMap<&str, &str> {
     map
 }
 
+/// The longest phrase (in chars) a step matches: the OpenCC dictionaries'
+/// longest is far shorter; this was the lookahead's bound before.
+const MAX_PHRASE_CHARS: usize = 33;
+
 /// One step of the chain: a group of dictionaries merged into one lookup structure.
 struct ChainStep {
     /// BMP code point -> index in `values`, or [`NONE`].
     bmp: Vec<u16>,
     /// Single-char keys outside the BMP.
-    astral: HashMap<char, u16>,
+    astral: FxHashMap<char, u16>,
     values: Vec<Box<str>>,
-    /// Keys of two chars or more.
-    phrases: HashMap<Box<str>, Box<str>>,
+    /// Keys of two chars or more. Fx, not SipHash: the keys are the
+    /// dictionaries' own (no input inserts one), and every phrase-start
+    /// char of a Chinese text costs a lookup or more (SipHash was 3% of a
+    /// batch's CPU on the labelled texts).
+    phrases: FxHashMap<Box<str>, Box<str>>,
+    /// Per char that starts a phrase: bit `n` set when a phrase of `n`
+    /// chars starts with it, so that only those lengths are looked up.
+    phrase_lens: FxHashMap<char, u64>,
     /// Bit per BMP char: some phrase starts with it.
     phrase_start: Vec<u64>,
     /// Some phrase starts with a char outside the BMP.
     astral_phrase_start: bool,
-    /// The longest phrase, in chars.
-    max_phrase_chars: usize,
     /// Some key starts with an ASCII char (none does in the OpenCC dictionaries, so
     /// ASCII is skipped byte by byte).
     ascii_keys: bool,
@@ -94,12 +104,12 @@ impl ChainStep {
         }
         let mut step = ChainStep {
             bmp: vec![NONE; 0x1_0000],
-            astral: HashMap::new(),
+            astral: FxHashMap::default(),
             values: Vec::new(),
-            phrases: HashMap::new(),
+            phrases: FxHashMap::default(),
+            phrase_lens: FxHashMap::default(),
             phrase_start: vec![0; 0x1_0000 / 64],
             astral_phrase_start: false,
-            max_phrase_chars: 0,
             ascii_keys: false,
         };
         for (k, v) in merged {
@@ -124,7 +134,11 @@ impl ChainStep {
                     }
                 }
             } else {
-                step.max_phrase_chars = step.max_phrase_chars.max(k.chars().count());
+                let chars = k.chars().count();
+                // Phrases of up to MAX_PHRASE_CHARS chars are matched.
+                if chars <= MAX_PHRASE_CHARS {
+                    *step.phrase_lens.entry(first).or_default() |= 1 << chars;
+                }
                 let u = first as usize;
                 match step.phrase_start.get_mut(u / 64) {
                     Some(w) => *w |= 1 << (u % 64),
@@ -156,23 +170,31 @@ impl ChainStep {
     }
 
     /// The longest phrase at the start of `s` (which starts with a phrase-start
-    /// char): its length in bytes and its value.
+    /// char): its length in bytes and its value. Only the lengths some phrase
+    /// starting with that char has are looked up, longest first.
     fn phrase_at<'s>(&'s self, s: &str) -> Option<(usize, &'s str)> {
-        // Byte ends of the first 2..=max_phrase_chars chars, longest first.
-        let mut ends = [0usize; 32];
+        let first = s.chars().next()?;
+        let mut lens = self.phrase_lens.get(&first).copied().unwrap_or(0);
+        if lens == 0 {
+            return None;
+        }
+        let longest = (63 - lens.leading_zeros()) as usize;
+        // `ends[n]`: the byte end of the first n chars.
+        let mut ends = [0usize; MAX_PHRASE_CHARS + 1];
         let mut n = 0;
-        for (i, c) in s
-            .char_indices()
-            .skip(1)
-            .take(self.max_phrase_chars.min(ends.len()))
-        {
+        for (i, c) in s.char_indices().take(longest) {
+            n += 1;
             if let Some(e) = ends.get_mut(n) {
                 *e = i + c.len_utf8();
-                n += 1;
             }
         }
-        // `ends[k]` is the end of the first k + 2 chars.
-        for &end in ends.get(..n)?.iter().rev() {
+        while lens != 0 {
+            let len = (63 - lens.leading_zeros()) as usize;
+            lens &= !(1u64 << len);
+            if len > n {
+                continue;
+            }
+            let end = ends.get(len).copied()?;
             if let Some((key, v)) = s.get(..end).and_then(|k| self.phrases.get_key_value(k)) {
                 return Some((key.len(), v));
             }
