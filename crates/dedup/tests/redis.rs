@@ -1467,24 +1467,17 @@ fn spread(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// A namespace written by the layout before this one (layout 2: records in
-/// hashes `d:`, a list per block key `b:`, 2^18 band buckets of 4-byte
-/// tags `l:`), built here byte for byte as that layout wrote it, is
-/// converted when opened: every record, posting and band entry reads back
-/// through the new layout, with the band entries still oldest first, the
-/// count and the insertion order kept, and no old key left. A second open
-/// finds the marker and converts nothing.
-#[test]
-fn a_namespace_of_layout_2_is_converted_when_opened() {
+/// One document of a namespace written in layout 2: its record and its
+/// three band keys.
+type Layout2Doc = (u64, simcrawl_dedup::store::DocRecord, [u64; 3]);
+
+/// Writes `docs` documents into namespace `ns` byte for byte as layout 2
+/// (records in hashes `d:`, a list per block key `b:`, 2^18 band buckets of
+/// 4-byte tags `l:`) wrote them, marker included; returns what it wrote.
+fn write_layout_2(c: &mut redis::Connection, ns: &str, docs: u64) -> Vec<Layout2Doc> {
     use simcrawl_dedup::store::DocRecord;
     use simcrawl_dedup::{BlockLayout, Fingerprint, Sketch};
-    let Some(url) = common::redis_url("a_namespace_of_layout_2_is_converted_when_opened") else {
-        return;
-    };
-    let ns = format!("layout2-{}", std::process::id());
-    let client = redis::Client::open(url.as_str()).unwrap();
-    let mut c = client.get_connection().unwrap();
-    simcrawl_dedup::store::clear_namespace(&mut c, &ns).unwrap();
+    simcrawl_dedup::store::clear_namespace(c, ns).unwrap();
     let key = |rest: &[u8]| {
         let mut k = format!("{{{ns}}}:").into_bytes();
         k.extend_from_slice(rest);
@@ -1492,9 +1485,8 @@ fn a_namespace_of_layout_2_is_converted_when_opened() {
     };
     let id5 = |id: u64| id.to_be_bytes()[3..].to_vec();
     let layout = BlockLayout::new(4, 3).unwrap();
-    const DOCS: u64 = 150; // three record buckets, the last one partly filled
-    let mut docs = Vec::new();
-    for id in 0..DOCS {
+    let mut written = Vec::new();
+    for id in 0..docs {
         let text = format!("document number {id} of the layout two namespace, {}", spread(id));
         let rec = DocRecord {
             fingerprint: Fingerprint::new(spread(id ^ 0xabc)),
@@ -1529,21 +1521,48 @@ fn a_namespace_of_layout_2_is_converted_when_opened() {
             entry.extend(id5(id));
             pipe.cmd("APPEND").arg(key(&name)).arg(entry);
         }
-        pipe.query::<()>(&mut c).unwrap();
-        docs.push((id, rec, bands));
+        pipe.query::<()>(c).unwrap();
+        written.push((id, rec, bands));
     }
     redis::pipe()
         .cmd("SET")
         .arg(key(b"c"))
-        .arg(DOCS)
+        .arg(docs)
         .cmd("SET")
         .arg(key(b"n"))
-        .arg(DOCS)
+        .arg(docs)
         .cmd("SET")
         .arg(key(b"m:layout"))
         .arg("2")
-        .query::<()>(&mut c)
+        .query::<()>(c)
         .unwrap();
+    written
+}
+
+/// A namespace written by the layout before this one (layout 2: records in
+/// hashes `d:`, a list per block key `b:`, 2^18 band buckets of 4-byte
+/// tags `l:`), built here byte for byte as that layout wrote it, is
+/// converted when opened: every record, posting and band entry reads back
+/// through the new layout, with the band entries still oldest first, the
+/// count and the insertion order kept, and no old key left. A second open
+/// finds the marker and converts nothing.
+#[test]
+fn a_namespace_of_layout_2_is_converted_when_opened() {
+    use simcrawl_dedup::BlockLayout;
+    let Some(url) = common::redis_url("a_namespace_of_layout_2_is_converted_when_opened") else {
+        return;
+    };
+    let ns = format!("layout2-{}", std::process::id());
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let key = |rest: &[u8]| {
+        let mut k = format!("{{{ns}}}:").into_bytes();
+        k.extend_from_slice(rest);
+        k
+    };
+    let layout = BlockLayout::new(4, 3).unwrap();
+    const DOCS: u64 = 150; // three record buckets, the last one partly filled
+    let docs = write_layout_2(&mut c, &ns, DOCS);
 
     let store = RedisStore::open_with(&url, common::redis_options(&ns)).unwrap();
     let marker: String = redis::cmd("GET").arg(key(b"m:layout")).query(&mut c).unwrap();
@@ -1714,4 +1733,46 @@ fn ns_of(s: &RedisStore) -> String {
         .unwrap()
         .trim_end_matches(')')
         .to_string()
+}
+
+/// Processes that open a layout 2 namespace at the same moment: one
+/// converts it (under `m:migrating`), the others wait for the marker; all
+/// then read the same converted documents, and nothing is converted twice
+/// (a band or posting appended twice would show as a duplicate entry).
+#[test]
+fn concurrent_opens_of_a_layout_2_namespace_convert_it_once() {
+    let Some(url) = common::redis_url("concurrent_opens_of_a_layout_2_namespace_convert_it_once") else {
+        return;
+    };
+    let ns = format!("layout2-race-{}", std::process::id());
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut c = client.get_connection().unwrap();
+    const DOCS: u64 = 600;
+    let docs = write_layout_2(&mut c, &ns, DOCS);
+    let stores: Vec<RedisStore> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| RedisStore::open_with(&url, common::redis_options(&ns)).unwrap()))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for store in &stores {
+        store
+            .read(|t| {
+                assert_eq!(t.doc_count()?, DOCS);
+                for (id, rec, bands) in docs.iter().step_by(7) {
+                    assert_eq!(t.doc(*id)?.as_ref(), Some(rec), "record {id}");
+                    let mut ids = Vec::new();
+                    t.band_docs(bands[0], &mut ids)?;
+                    assert_eq!(ids, vec![*id], "band of {id}");
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+    let lock: Option<String> = redis::cmd("GET")
+        .arg(format!("{{{ns}}}:m:migrating"))
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(lock, None, "the conversion's lock is released");
+    stores[0].clear().unwrap();
 }
