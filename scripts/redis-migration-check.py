@@ -4,6 +4,13 @@
   (open it with a layout 3 RedisStore, which converts it)
   redis-migration-check.py after PORT    # compares: records byte for byte, block postings, band entries in order
 Needs redis-py (pip install redis). Writes /tmp/mig_before.pkl."""
+import collections
+import pickle
+import struct
+import sys
+
+import redis
+
 r = redis.Redis(port=int(sys.argv[2]))
 P = b"{bench}:"
 mode = sys.argv[1]
