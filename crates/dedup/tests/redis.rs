@@ -1471,6 +1471,29 @@ fn spread(x: u64) -> u64 {
 /// three band keys.
 type Layout2Doc = (u64, simcrawl_dedup::store::DocRecord, [u64; 3]);
 
+/// Key `rest` of namespace `ns`, as the store names it.
+fn ns_key(ns: &str, rest: &[u8]) -> Vec<u8> {
+    let mut k = format!("{{{ns}}}:").into_bytes();
+    k.extend_from_slice(rest);
+    k
+}
+
+/// The test server, a connection to it and namespace `ns` (this process's
+/// own) filled with `docs` documents in layout 2 ([`write_layout_2`]);
+/// `None` when the test is skipped.
+fn layout_2_namespace(
+    test: &str,
+    ns: &str,
+    docs: u64,
+) -> Option<(String, String, redis::Connection, Vec<Layout2Doc>)> {
+    let url = common::redis_url(test)?;
+    let ns = format!("{ns}-{}", std::process::id());
+    let client = redis::Client::open(url.as_str()).unwrap();
+    let mut c = client.get_connection().unwrap();
+    let written = write_layout_2(&mut c, &ns, docs);
+    Some((url, ns, c, written))
+}
+
 /// Writes `docs` documents into namespace `ns` byte for byte as layout 2
 /// (records in hashes `d:`, a list per block key `b:`, 2^18 band buckets of
 /// 4-byte tags `l:`) wrote them, marker included; returns what it wrote.
@@ -1478,11 +1501,7 @@ fn write_layout_2(c: &mut redis::Connection, ns: &str, docs: u64) -> Vec<Layout2
     use simcrawl_dedup::store::DocRecord;
     use simcrawl_dedup::{BlockLayout, Fingerprint, Sketch};
     simcrawl_dedup::store::clear_namespace(c, ns).unwrap();
-    let key = |rest: &[u8]| {
-        let mut k = format!("{{{ns}}}:").into_bytes();
-        k.extend_from_slice(rest);
-        k
-    };
+    let key = |rest: &[u8]| ns_key(ns, rest);
     let id5 = |id: u64| id.to_be_bytes()[3..].to_vec();
     let layout = BlockLayout::new(4, 3).unwrap();
     let mut written = Vec::new();
@@ -1549,20 +1568,16 @@ fn write_layout_2(c: &mut redis::Connection, ns: &str, docs: u64) -> Vec<Layout2
 #[test]
 fn a_namespace_of_layout_2_is_converted_when_opened() {
     use simcrawl_dedup::BlockLayout;
-    let Some(url) = common::redis_url("a_namespace_of_layout_2_is_converted_when_opened") else {
+    const DOCS: u64 = 150; // three record buckets, the last one partly filled
+    let Some((url, ns, mut c, docs)) = layout_2_namespace(
+        "a_namespace_of_layout_2_is_converted_when_opened",
+        "layout2",
+        DOCS,
+    ) else {
         return;
     };
-    let ns = format!("layout2-{}", std::process::id());
-    let client = redis::Client::open(url.as_str()).unwrap();
-    let mut c = client.get_connection().unwrap();
-    let key = |rest: &[u8]| {
-        let mut k = format!("{{{ns}}}:").into_bytes();
-        k.extend_from_slice(rest);
-        k
-    };
+    let key = |rest: &[u8]| ns_key(&ns, rest);
     let layout = BlockLayout::new(4, 3).unwrap();
-    const DOCS: u64 = 150; // three record buckets, the last one partly filled
-    let docs = write_layout_2(&mut c, &ns, DOCS);
 
     let store = RedisStore::open_with(&url, common::redis_options(&ns)).unwrap();
     let marker: String = redis::cmd("GET").arg(key(b"m:layout")).query(&mut c).unwrap();
@@ -1741,14 +1756,14 @@ fn ns_of(s: &RedisStore) -> String {
 /// (a band or posting appended twice would show as a duplicate entry).
 #[test]
 fn concurrent_opens_of_a_layout_2_namespace_convert_it_once() {
-    let Some(url) = common::redis_url("concurrent_opens_of_a_layout_2_namespace_convert_it_once") else {
+    const DOCS: u64 = 600;
+    let Some((url, ns, mut c, docs)) = layout_2_namespace(
+        "concurrent_opens_of_a_layout_2_namespace_convert_it_once",
+        "layout2-race",
+        DOCS,
+    ) else {
         return;
     };
-    let ns = format!("layout2-race-{}", std::process::id());
-    let client = redis::Client::open(url.as_str()).unwrap();
-    let mut c = client.get_connection().unwrap();
-    const DOCS: u64 = 600;
-    let docs = write_layout_2(&mut c, &ns, DOCS);
     let stores: Vec<RedisStore> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..4)
             .map(|_| s.spawn(|| RedisStore::open_with(&url, common::redis_options(&ns)).unwrap()))
@@ -1770,7 +1785,7 @@ fn concurrent_opens_of_a_layout_2_namespace_convert_it_once() {
             .unwrap();
     }
     let lock: Option<String> = redis::cmd("GET")
-        .arg(format!("{{{ns}}}:m:migrating"))
+        .arg(ns_key(&ns, b"m:migrating"))
         .query(&mut c)
         .unwrap();
     assert_eq!(lock, None, "the conversion's lock is released");

@@ -169,11 +169,10 @@ impl ChainStep {
         self.values.get(usize::from(idx)).map(|v| &**v)
     }
 
-    /// The longest phrase at the start of `s` (which starts with a phrase-start
-    /// char): its length in bytes and its value. Only the lengths some phrase
+    /// The longest phrase at the start of `s` (which starts with `first`, a
+    /// phrase-start char): its length in bytes and its value. Only the lengths some phrase
     /// starting with that char has are looked up, longest first.
-    fn phrase_at<'s>(&'s self, s: &str) -> Option<(usize, &'s str)> {
-        let first = s.chars().next()?;
+    fn phrase_at<'s>(&'s self, first: char, s: &str) -> Option<(usize, &'s str)> {
         let mut lens = self.phrase_lens.get(&first).copied().unwrap_or(0);
         if lens == 0 {
             return None;
@@ -215,7 +214,7 @@ impl ChainStep {
                 break;
             };
             if self.starts_phrase(c)
-                && let Some((len, v)) = text.get(i..).and_then(|s| self.phrase_at(s))
+                && let Some((len, v)) = text.get(i..).and_then(|s| self.phrase_at(c, s))
             {
                 out.push_str(text.get(copied..i).unwrap_or_default());
                 out.push_str(v);

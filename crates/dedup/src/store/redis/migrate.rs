@@ -63,7 +63,7 @@ impl RedisStore {
     pub(super) fn migrate_from_2(&self, conn: &mut Connection) -> Result<()> {
         let k = &self.keys;
         let lock = k.meta("migrating");
-        let token = format!("{}-{}", std::process::id(), fastrand_token());
+        let token = lock_token();
         let started = Instant::now();
         loop {
             let layout: Option<String> = redis::cmd("GET")
@@ -106,41 +106,43 @@ impl RedisStore {
         let mut converted = 0u64;
         let mut result = Ok(());
         super::conn::for_each_key(conn, &self.options.namespace, |conn, keys| {
-            let old: Vec<Vec<u8>> = keys
+            // Each key named once: what it was in layout 2, if anything.
+            let old: Vec<(Vec<u8>, Old)> = keys
                 .into_iter()
-                .filter(|key| old_kind(&key[prefix.len().min(key.len())..]).is_some())
+                .filter_map(|key| {
+                    let kind = old_kind(key.get(prefix.len()..)?)?;
+                    Some((key, kind))
+                })
                 .collect();
             if old.is_empty() {
                 return Ok(());
             }
             let mut pipe = redis::pipe();
-            for key in &old {
-                match old_kind(&key[prefix.len()..]) {
-                    Some(Old::Records(_)) => pipe.cmd("HGETALL").arg(key),
+            for (key, kind) in &old {
+                match kind {
+                    Old::Records(_) => pipe.cmd("HGETALL").arg(key),
                     _ => pipe.cmd("GET").arg(key),
                 };
             }
             let replies: Vec<Value> = pipe.query(conn)?;
             let mut pipe = redis::pipe();
             pipe.cmd("SCRIPT").arg("LOAD").arg(CONVERT).ignore();
-            for (key, reply) in old.iter().zip(replies) {
-                let conversions = match self.convert(&key[prefix.len()..], key, reply) {
+            for ((key, kind), reply) in old.iter().zip(replies) {
+                let c = match self.convert(kind, key, reply) {
                     Ok(c) => c,
                     Err(e) => {
                         result = Err(e);
                         return Ok(());
                     }
                 };
-                if let Some(c) = conversions {
-                    pipe.cmd("EVALSHA")
-                        .arg(convert.get_hash())
-                        .arg(2)
-                        .arg(&c.old)
-                        .arg(&c.new)
-                        .arg(&c.bytes)
-                        .arg(if c.set { "set" } else { "append" })
-                        .ignore();
-                }
+                pipe.cmd("EVALSHA")
+                    .arg(convert.get_hash())
+                    .arg(2)
+                    .arg(&c.old)
+                    .arg(&c.new)
+                    .arg(&c.bytes)
+                    .arg(if c.set { "set" } else { "append" })
+                    .ignore();
             }
             pipe.query::<()>(conn)?;
             converted += old.len() as u64;
@@ -165,60 +167,57 @@ impl RedisStore {
         Ok(())
     }
 
-    /// What one old key (`rest`: its name after `{NS}:`) becomes. An old
-    /// band bucket (18 bits) feeds one new one (its top 16), and each band
-    /// key's entries all come from one old bucket, so their order (oldest
-    /// first, which the cap relies on) is kept.
-    fn convert(&self, rest: &[u8], key: &[u8], reply: Value) -> Result<Option<Conversion>> {
+    /// What old key `key`, of kind `kind`, becomes. An old band bucket
+    /// (18 bits) feeds one new one (its top 16), and each band key's
+    /// entries all come from one old bucket, so their order (oldest first,
+    /// which the cap relies on) is kept.
+    fn convert(&self, kind: &Old, key: &[u8], reply: Value) -> Result<Conversion> {
         let k = &self.keys;
         let bad = |what: &str| Error::Corrupt(format!("layout 2 {what} {:?}", String::from_utf8_lossy(key)));
-        Ok(match old_kind(rest) {
-            Some(Old::Records(bucket)) => {
+        Ok(match *kind {
+            Old::Records(bucket) => {
                 let mut records: [Option<Vec<u8>>; DOC_SLOTS] = std::array::from_fn(|_| None);
                 let mut fields = members(reply)?.into_iter();
                 while let (Some(f), Some(v)) = (fields.next(), fields.next()) {
                     let slot = decimal_id(&f)? as usize;
                     *records.get_mut(slot).ok_or_else(|| bad("record field"))? = Some(v);
                 }
-                Some(Conversion {
+                Conversion {
                     old: key.to_vec(),
                     new: k.doc_bucket(bucket),
                     bytes: build_bucket(&records),
                     set: true,
-                })
+                }
             }
-            Some(Old::Block(table, block_key)) => {
+            Old::Block(table, block_key) => {
                 let bytes = bulk(reply)?.unwrap_or_default();
                 if !bytes.len().is_multiple_of(8 + ID_BYTES) {
                     return Err(bad("block list"));
                 }
-                Some(Conversion {
+                Conversion {
                     old: key.to_vec(),
                     new: k.block(table, block_bucket(block_key)),
                     bytes,
                     set: false,
-                })
-            }
-            Some(Old::Bands(old_bucket)) => {
-                let bytes = bulk(reply)?.unwrap_or_default();
-                let entries = unpack(&bytes, 4, "layout 2 band bucket")?;
-                let mut new_bucket = None;
-                let mut packed = Vec::with_capacity(entries.len());
-                for (tag, id) in entries {
-                    // The band key's top 48 bits: 18 from the bucket, 32
-                    // from the tag (bits 16 to 47), overlapping in 2.
-                    let key = (u64::from(old_bucket) >> 2 << 48) | (tag << 16);
-                    new_bucket = Some(bucket_of(key));
-                    packed.push((band_tag(key), id));
                 }
-                Some(Conversion {
-                    old: key.to_vec(),
-                    new: k.band_bucket(new_bucket.unwrap_or(old_bucket >> 2)),
-                    bytes: pack_bands(packed)?,
-                    set: false,
-                })
             }
-            None => None,
+            Old::Bands(old_bucket) => {
+                let bytes = bulk(reply)?.unwrap_or_default();
+                // The band key's top 48 bits: 18 from the bucket, 32 from
+                // the tag (bits 16 to 47), overlapping in 2.
+                let top = u64::from(old_bucket) >> 2 << 48;
+                let entries = unpack(&bytes, 4, "layout 2 band bucket")?;
+                Conversion {
+                    old: key.to_vec(),
+                    new: k.band_bucket(bucket_of(top)),
+                    bytes: pack_bands(
+                        entries
+                            .into_iter()
+                            .map(|(tag, id)| (band_tag(top | tag << 16), id)),
+                    )?,
+                    set: false,
+                }
+            }
         })
     }
 }
@@ -245,10 +244,11 @@ fn old_kind(rest: &[u8]) -> Option<Old> {
     }
 }
 
-/// A token telling this migration's lock from another process's.
-fn fastrand_token() -> u64 {
+/// A value telling this migration's lock from another process's: the
+/// process id and the time.
+fn lock_token() -> String {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    t ^ (u64::from(std::process::id()) << 32)
+        .map_or(0, |d| d.as_nanos());
+    format!("{}-{t}", std::process::id())
 }

@@ -123,11 +123,7 @@ pub(super) enum Val {
 
 /// The packed bytes of a block list or band bucket (empty: delete the key).
 pub(super) fn encode_packed(val: &Val) -> Result<Vec<u8>> {
-    match val {
-        Val::Block(entries) => pack(entries.iter().map(|&(fp, id)| (fp.to_be_bytes(), id))),
-        Val::Bucket(entries) => pack_bands(entries.iter().copied()),
-        _ => Err(Error::Corrupt("not a packed value".into())),
-    }
+    encode_tail(val, packed_len(val))
 }
 
 /// The packed bytes of a value's last `n` entries: what a transaction that

@@ -113,25 +113,20 @@ while i <= nargs do
       -- every record of their bucket: appended, the header's ends from
       -- the first new slot on rewritten, nothing split.
       value = value or string.rep('\0', HEADER)
-      local ends = {}
       local total = #value - HEADER
       local body = {string.sub(value, HEADER + 1)}
-      local from = tonumber(ARGV[i + 6])
+      -- The header up to the first new slot stays; from there the ends go
+      -- in runs: each new slot's end repeated up to the next new slot (one
+      -- `struct.pack` a record, not a slot).
+      local head = {string.sub(value, 1, 4 * tonumber(ARGV[i + 6]))}
       for j = i + 6, i + argc, 2 do
         local s = tonumber(ARGV[j])
+        local next_slot = 64
+        if j + 2 <= i + argc then next_slot = tonumber(ARGV[j + 2]) end
         total = total + #ARGV[j + 1]
         body[#body + 1] = ARGV[j + 1]
-        ends[s] = total
+        head[#head + 1] = string.rep(struct.pack('>I4', total), next_slot - s)
         added = added + 1
-      end
-      -- The ends from `from` on, in runs: each new slot's end repeated up
-      -- to the next new slot (one `struct.pack` a record, not a slot).
-      local head = {string.sub(value, 1, 4 * from)}
-      local slots = {}
-      for j = i + 6, i + argc, 2 do slots[#slots + 1] = tonumber(ARGV[j]) end
-      slots[#slots + 1] = 64
-      for r = 1, #slots - 1 do
-        head[#head + 1] = string.rep(struct.pack('>I4', ends[slots[r]]), slots[r + 1] - slots[r])
       end
       redis.call('SET', k, table.concat(head) .. table.concat(body))
     else
