@@ -8,25 +8,37 @@
 //! control bytes and the bucket in two different cache lines. Measured,
 //! that made memory-store checks 2x slower than without bands.
 //!
-//! This table is open addressing over 8-byte slots (key tag, ids) with
-//! Robin Hood linear probing: a lookup, hit or miss, reads one or two
-//! adjacent slots (usually one cache line), and the insert that follows a
-//! check's lookup finds that line still cached. Almost every key lists one
-//! document, stored inline in its slot; keys shared by several documents
-//! point to a list kept aside.
+//! This table is open addressing with Robin Hood linear probing: a lookup,
+//! hit or miss, reads one or two adjacent slots (usually one cache line),
+//! and the insert that follows a check's lookup finds that line still
+//! cached. Almost every key lists one document, stored inline in its slot;
+//! keys shared by several documents point to a list kept aside.
 //!
-//! A slot keeps 32 bits of its key (the low ones; band keys are hashes)
-//! and 32 bits of ids: the table is most of a long crawl's memory (ten
-//! keys per kept page), and 16-byte slots made it 256 MB per million
-//! documents (issue 28). Two keys that agree on their low 32 bits share a
-//! slot: each one's documents become candidates of the other's. A lookup
-//! of a key not in the table meets another key's tag with probability
-//! keys / 2^32: one band lookup in 430 at 1M documents (10M keys), one in
-//! 43 at 10M. Such a candidate costs one verification (its record read,
-//! two sketches compared) and is rejected like any other false candidate
-//! of LSH; the check's candidates are capped at 256, newest first, so a
-//! real one is not crowded out. Ids of 2^31 and beyond (not handed out in
-//! practice: ids count up from 0) are kept in a list of one.
+//! The table tells keys apart by 32 bits of them (the low ones; band keys
+//! are hashes), mixed into a *slot hash* by a bijection. Two keys that
+//! agree on those bits share a slot: each one's documents become
+//! candidates of the other's. A lookup of a key not in the table meets
+//! another key's hash with probability keys / 2^32: one band lookup in 430
+//! at 1M documents (10M keys), one in 43 at 10M. Such a candidate costs one
+//! verification (its record read, two sketches compared) and is rejected
+//! like any other false candidate of LSH; the check's candidates are
+//! capped at 256, newest first, so a real one is not crowded out.
+//!
+//! The table is most of a long crawl's memory (ten keys per kept page), so
+//! a slot stores no more of its hash than its position does not already
+//! say (quotienting): the top bits of the hash are its home slot, found
+//! from the slot's position and its displacement, which the slot keeps.
+//! Up to 2^25 slots a slot is 8 bytes (32 bits of ids, the rest hash and
+//! displacement); from 2^26 slots (53M keys, 5.4M kept pages with ten
+//! bands) it is 5 bytes: 28 bits of ids, the 6 or fewer hash bits left
+//! and a displacement of up to 63 slots or more. With 16-byte slots the
+//! table was 256 MB per million documents (issue 28), with 8-byte slots a
+//! 10M-page crawl needed 1 GB for it; 5-byte slots make that 640 MiB. The
+//! rare key whose displacement would not fit waits in a small overflow
+//! map, looked into only when not empty. Ids of 2^27 and beyond (not
+//! handed out in practice: ids count up from 0) are kept in a list of one.
+
+use std::collections::BTreeMap;
 
 use super::{DocId, push_capped};
 
@@ -34,49 +46,201 @@ use super::{DocId, push_capped};
 const EMPTY: u32 = u32::MAX;
 
 /// Set in `Slot::ids` when the rest is an index into [`BandIndex::lists`]
-/// rather than a document id. A document id with this bit set or beyond
-/// (never assigned in practice: ids count up from 0) is kept in a list of
-/// one.
+/// rather than a document id.
 const LIST: u32 = 1 << 31;
 
-/// Lists at most: an index must not make `Slot::ids` read as [`EMPTY`].
-/// Reached only past two billion distinct keys shared by several
-/// documents; a key that would need another list then keeps the documents
-/// it has (a missed candidate, never a wrong one).
-const MAX_LISTS: usize = (EMPTY & !LIST) as usize;
+/// Bits of ids a slot keeps: a list flag and 27 bits of id or list index.
+/// Document ids from `1 << 27` on are kept in a list of one.
+const ID_BITS: u32 = 28;
 
-/// Multiplier spreading a key over the table (Fibonacci hashing: the top
-/// bits of the product). Band keys are hashes already; this also spreads
-/// keys that are not.
-const SPREAD: u64 = 0x9e37_79b9_7f4a_7c15;
+/// Ids kept inline in a slot are below this.
+const INLINE_IDS: u64 = 1 << (ID_BITS - 1);
+
+/// Lists at most: an index must fit beside the list flag of a compact
+/// slot and not read as an empty one. Reached only past 134M distinct keys
+/// shared by several documents; a key that would need another list then
+/// keeps the documents it has (a missed candidate, never a wrong one).
+const MAX_LISTS: usize = (1 << (ID_BITS - 1)) - 1;
+
+/// Bits of a band key the table tells keys apart by.
+const HASH_BITS: u32 = 32;
+
+/// Odd multiplier mixing a key's bits into its slot hash (Fibonacci
+/// hashing: the top bits of the product, which depend on all of the key's
+/// bits, pick the home slot). Band keys are hashes already; this also
+/// spreads keys that are not. Odd, so the mix is a bijection and a slot's
+/// hash gives its key back ([`UNMIX`]).
+const MIX: u32 = 0x9e37_79b9;
+
+/// The inverse of [`MIX`] modulo 2^32 (Newton's iteration: each step
+/// doubles the correct low bits, five steps reach 32 from 1... 3).
+const UNMIX: u32 = {
+    let mut x = MIX;
+    let mut i = 0;
+    while i < 5 {
+        x = x.wrapping_mul(2u32.wrapping_sub(MIX.wrapping_mul(x)));
+        i += 1;
+    }
+    x
+};
 
 /// Fewest slots a non-empty table has.
 const MIN_SLOTS: usize = 16;
 
-/// One table entry: a band key's tag (see [`tag`]) and its documents.
-/// Empty when `ids` is [`EMPTY`]; otherwise `ids` is a document id, or
-/// [`LIST`] | list index.
+/// Fewest displacement bits a slot keeps: a table's slots narrow only when
+/// they keep room for them (to 6 bytes from 2^18 slots, to 5 bytes from
+/// 2^26, with 32 hash bits). Robin Hood probing at 80% load displaces
+/// almost no key more than a few dozen slots; the rare one beyond 63 goes
+/// to the overflow.
+const MIN_COMPACT_DISPLACEMENT_BITS: u32 = 6;
+
+/// One table entry as the algorithms see it: the key's slot hash and its
+/// documents. Empty when `ids` is [`EMPTY`]; otherwise `ids` is a document
+/// id, or [`LIST`] | list index.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
-    key: u32,
+    hash: u32,
     ids: u32,
-}
-
-/// The part of a band key a slot keeps (see the module's notes).
-fn tag(key: u64) -> u32 {
-    key as u32
 }
 
 /// A document id as `Slot::ids` holds it inline, if it fits.
 fn inline_id(id: DocId) -> Option<u32> {
-    u32::try_from(id).ok().filter(|&i| i & LIST == 0)
+    if id < INLINE_IDS {
+        u32::try_from(id).ok()
+    } else {
+        None
+    }
 }
 
 impl Slot {
-    const VACANT: Slot = Slot { key: 0, ids: EMPTY };
+    const VACANT: Slot = Slot { hash: 0, ids: EMPTY };
 
     fn is_empty(self) -> bool {
         self.ids == EMPTY
+    }
+}
+
+/// How slots of a table of `1 << order` slots are stored: `width` bytes,
+/// little-endian, holding from the low end the ids (complemented, so that
+/// zeroed memory is all empty slots), the hash bits below the home slot's
+/// (`rem_bits`), and the displacement from the home slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Layout {
+    order: u32,
+    width: usize,
+    id_bits: u32,
+    rem_bits: u32,
+    dib_bits: u32,
+    /// The masks of the fields above and of a whole slot, computed once:
+    /// lookups are a few instructions around a cache miss, and the fewer
+    /// they are, the more lookups the processor overlaps.
+    id_mask: u64,
+    rem_mask: u64,
+    word_mask: u64,
+}
+
+impl Layout {
+    /// The layout of a table of `1 << order` slots telling keys apart by
+    /// `hash_bits` bits: the narrowest slot with room for the ids, the
+    /// hash bits the position does not say, and a displacement of at least
+    /// [`MIN_COMPACT_DISPLACEMENT_BITS`].
+    fn new(order: u32, hash_bits: u32) -> Layout {
+        let rem_bits = hash_bits.saturating_sub(order);
+        let id_bits = ID_BITS;
+        let width = [5, 6]
+            .into_iter()
+            .find(|&w| id_bits + rem_bits + MIN_COMPACT_DISPLACEMENT_BITS <= w * 8)
+            .unwrap_or(8) as usize;
+        let dib_bits = (width as u32 * 8 - id_bits - rem_bits).min(32);
+        Layout {
+            order,
+            width,
+            id_bits,
+            rem_bits,
+            dib_bits,
+            id_mask: (1u64 << id_bits) - 1,
+            rem_mask: (1u64 << rem_bits) - 1,
+            word_mask: if width == 8 {
+                u64::MAX
+            } else {
+                (1u64 << (width * 8)) - 1
+            },
+        }
+    }
+
+    fn slots(self) -> usize {
+        1 << self.order
+    }
+
+    /// Bytes a table of this layout takes: its slots and 8 bytes more, so
+    /// that every slot can be read as one unaligned 8-byte word.
+    fn bytes(self) -> usize {
+        self.slots().saturating_mul(self.width).saturating_add(8)
+    }
+
+    fn max_displacement(self) -> usize {
+        ((1u64 << self.dib_bits) - 1) as usize
+    }
+
+    /// The slot at `at` from its word.
+    fn decode(self, word: u64, at: usize) -> Slot {
+        let Some(ids) = self.ids(word) else {
+            return Slot::VACANT;
+        };
+        let upper = word >> self.id_bits;
+        let home = (at as u64).wrapping_sub(upper >> self.rem_bits) & (self.slots() as u64 - 1);
+        Slot {
+            hash: ((home << self.rem_bits) | (upper & self.rem_mask)) as u32,
+            ids,
+        }
+    }
+
+    /// The `Slot::ids` of a word, `None` for an empty slot.
+    fn ids(self, word: u64) -> Option<u32> {
+        let field = word & self.id_mask;
+        if field == 0 {
+            return None;
+        }
+        let field = (field ^ self.id_mask) as u32;
+        let flag = 1u32 << (self.id_bits - 1);
+        Some(if field & flag != 0 {
+            LIST | (field & !flag)
+        } else {
+            field
+        })
+    }
+
+    /// The displacement a non-empty word says.
+    fn displacement(self, word: u64) -> usize {
+        (word >> self.id_bits >> self.rem_bits) as usize
+    }
+
+    /// What a word holding `hash` at displacement `dist` has above its
+    /// ids: a key matches without decoding the slot.
+    fn upper(self, hash: u32, dist: usize) -> u64 {
+        (u64::from(hash) & self.rem_mask) | ((dist as u64) << self.rem_bits)
+    }
+
+    /// The word of `slot` at `at`, if its displacement fits.
+    fn encode(self, slot: Slot, at: usize) -> Option<u64> {
+        if slot.is_empty() {
+            return Some(0);
+        }
+        let dib = at.wrapping_sub(self.home(slot.hash)) & (self.slots() - 1);
+        if dib > self.max_displacement() {
+            return None;
+        }
+        let flag = 1u64 << (self.id_bits - 1);
+        let field = if slot.ids & LIST != 0 {
+            flag | u64::from(slot.ids & !LIST)
+        } else {
+            u64::from(slot.ids)
+        };
+        Some((field ^ self.id_mask) | (self.upper(slot.hash, dib) << self.id_bits))
+    }
+
+    fn home(self, hash: u32) -> usize {
+        (u64::from(hash) >> self.rem_bits) as usize
     }
 }
 
@@ -84,10 +248,9 @@ impl Slot {
 /// advised to use transparent huge pages; smaller ones live on the heap.
 const MAPPED_BYTES: usize = 4 << 20;
 
-/// The slots' memory: one word per slot, the complement of the key's tag
-/// (high half) and `ids` (low half), so that zeroed memory is all empty
-/// slots: a new table needs no pass writing [`EMPTY`] over it, and its
-/// pages are touched only as keys arrive.
+/// The slots' bytes ([`Layout`] says how to read them). Zeroed memory is
+/// all empty slots: a new table needs no pass writing empty slots over it,
+/// and its pages are touched only as keys arrive.
 ///
 /// Large tables are an anonymous mapping advised to use transparent huge
 /// pages, because every lookup lands on a random slot of a table of
@@ -98,23 +261,23 @@ const MAPPED_BYTES: usize = 4 << 20;
 /// mapping still works, on ordinary pages.
 #[derive(Debug)]
 enum SlotArray {
-    Heap(Vec<u64>),
-    /// The first `slots` words of `map` are the table; the rest of the
+    Heap(Vec<u8>),
+    /// The first `bytes` bytes of `map` are the table; the rest of the
     /// mapping is address space kept for doublings in place
     /// ([`SlotArray::grow`]), never touched until then, so it costs no
     /// memory.
     Mapped {
         map: memmap2::MmapMut,
-        slots: usize,
+        bytes: usize,
     },
 }
 
-/// A mapped table reserves address space for this many times its slots,
+/// A mapped table reserves address space for this many times its bytes,
 /// so that it doubles in place ([`SlotArray::grow`]) up to that size. A
 /// copy holds the old table and the new one at once (1.5x the new one):
 /// in a long crawl the table's doublings to 512 MB and 1 GB were the
 /// crawl's peak RSS. The first mapped table (4 MB) reserves 2 GB of
-/// address space, enough for 270M band keys (27M kept pages with ten
+/// address space, enough for 340M band keys (34M kept pages with ten
 /// bands) without a copy. Address space costs no memory until touched.
 const RESERVE: usize = 512;
 
@@ -135,17 +298,16 @@ impl Default for SlotArray {
 }
 
 impl SlotArray {
-    /// `slots` empty slots.
-    fn new(slots: usize) -> SlotArray {
-        let bytes = slots.saturating_mul(8);
+    /// `bytes` zero bytes.
+    fn new(bytes: usize) -> SlotArray {
         if bytes >= MAPPED_BYTES {
             // The reserve is address space only (`MAP_NORESERVE`: not
             // charged against swap); where even that is refused, the table
             // takes exactly its size.
             let reserve = if strict_overcommit() { 1 } else { RESERVE };
-            // At most 64 GB of address space (8G keys), at least the table.
-            // Computed in u64: 1 << 36 overflows a 32-bit usize, where the
-            // reserve then falls back to the table's own size.
+            // At most 64 GB of address space, at least the table. Computed
+            // in u64: 1 << 36 overflows a 32-bit usize, where the reserve
+            // then falls back to the table's own size.
             let len = (bytes as u64)
                 .saturating_mul(reserve as u64)
                 .min(1 << 36)
@@ -162,28 +324,28 @@ impl SlotArray {
                     // Advice only: without it the table is merely slower.
                     let _ = map.advise(memmap2::Advice::HugePage);
                 }
-                return SlotArray::Mapped { map, slots };
+                return SlotArray::Mapped { map, bytes };
             }
         }
         // Also the fallback when mapping fails: `vec!` reports a failed
         // allocation as ever.
-        SlotArray::Heap(vec![0; slots])
+        SlotArray::Heap(vec![0; bytes])
     }
 
-    /// Makes the table `slots` long, keeping its words, if that can be
+    /// Makes the table `bytes` long, keeping its bytes, if that can be
     /// done without a copy: a heap table below [`MAPPED_BYTES`], a mapped
-    /// one within its reserve. The new words are zero (empty slots).
-    fn grow(&mut self, slots: usize) -> bool {
+    /// one within its reserve. The new bytes are zero.
+    fn grow(&mut self, bytes: usize) -> bool {
         match self {
-            SlotArray::Heap(v) if slots.saturating_mul(8) < MAPPED_BYTES => {
-                v.resize(slots, 0);
+            SlotArray::Heap(v) if bytes < MAPPED_BYTES => {
+                v.resize(bytes, 0);
                 true
             }
             SlotArray::Heap(_) => false,
-            SlotArray::Mapped { map, slots: have } => {
+            SlotArray::Mapped { map, bytes: have } => {
                 // Past the old end the mapping was never written: zero.
-                if slots.saturating_mul(8) <= map.len() {
-                    *have = slots;
+                if bytes <= map.len() {
+                    *have = bytes;
                     true
                 } else {
                     false
@@ -192,51 +354,42 @@ impl SlotArray {
         }
     }
 
-    fn words(&self) -> &[u64] {
+    fn bytes(&self) -> &[u8] {
         match self {
             SlotArray::Heap(v) => v,
-            // A mapping is page aligned and a multiple of 8 bytes long, so
-            // the cast cannot fail; `slots` is within it (checked when set).
-            SlotArray::Mapped { map, slots } => {
-                let words: &[u64] = bytemuck::cast_slice(map);
-                &words[..*slots]
-            }
+            // `bytes` is within the mapping (checked when set).
+            SlotArray::Mapped { map, bytes } => &map[..*bytes],
         }
     }
 
-    fn words_mut(&mut self) -> &mut [u64] {
+    fn bytes_mut(&mut self) -> &mut [u8] {
         match self {
             SlotArray::Heap(v) => v,
-            SlotArray::Mapped { map, slots } => {
-                let words: &mut [u64] = bytemuck::cast_slice_mut(map);
-                &mut words[..*slots]
-            }
+            SlotArray::Mapped { map, bytes } => &mut map[..*bytes],
         }
-    }
-
-    fn len(&self) -> usize {
-        self.words().len()
     }
 
     fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.bytes().is_empty()
     }
 
-    fn get(&self, at: usize) -> Slot {
-        let w = !self.words()[at];
-        Slot {
-            key: (w >> 32) as u32,
-            ids: w as u32,
+    /// The word of slot `at` in `layout` (its bytes and the ones after,
+    /// masked off).
+    #[inline]
+    fn word(&self, at: usize, layout: Layout) -> u64 {
+        let start = at * layout.width;
+        let mut word = [0u8; 8];
+        if let Some(b) = self.bytes().get(start..start + 8) {
+            word.copy_from_slice(b);
         }
+        u64::from_le_bytes(word) & layout.word_mask
     }
 
-    fn set(&mut self, at: usize, slot: Slot) {
-        self.words_mut()[at] = !((u64::from(slot.key) << 32) | u64::from(slot.ids));
-    }
-
-    fn set_ids(&mut self, at: usize, ids: u32) {
-        let key = self.get(at).key;
-        self.set(at, Slot { key, ids });
+    fn set_word(&mut self, at: usize, layout: Layout, word: u64) {
+        let start = at * layout.width;
+        if let Some(b) = self.bytes_mut().get_mut(start..start + layout.width) {
+            b.copy_from_slice(&word.to_le_bytes()[..layout.width]);
+        }
     }
 }
 
@@ -245,31 +398,60 @@ impl SlotArray {
 /// keeps them here too, derived from its documents (see
 /// [`super::Store::rebuild_bands`]), so a check adds no B-tree writes for
 /// them.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct BandIndex {
     /// Power-of-two many slots (or none), Robin Hood ordered: along a probe
     /// run, slots are sorted by their distance from their home slot, so a
     /// lookup stops as soon as it passes where its key would be.
     slots: SlotArray,
-    /// Occupied slots.
+    /// How `slots` is laid out (meaningless while it is empty).
+    layout: Layout,
+    /// Keys indexed, in the table or in `overflow`.
     len: usize,
-    /// `64 - log2(slots.len())`: a key's home slot is the top bits of
-    /// `key * SPREAD`.
-    shift: u32,
+    /// Bits of a key told apart: [`HASH_BITS`]; fewer in tests, so that
+    /// small tables reach the compact layout.
+    hash_bits: u32,
+    /// The low `hash_bits` bits set.
+    hash_mask: u32,
+    /// Keys whose displacement did not fit their slot: hash -> ids.
+    overflow: BTreeMap<u32, u32>,
     /// Ids of keys listing more than one document, oldest first.
     lists: Vec<Vec<DocId>>,
     /// Indices of `lists` entries no key uses, for reuse.
     free_lists: Vec<usize>,
 }
 
+impl Default for BandIndex {
+    fn default() -> Self {
+        BandIndex::with_hash_bits(HASH_BITS)
+    }
+}
+
 impl BandIndex {
+    fn with_hash_bits(hash_bits: u32) -> BandIndex {
+        BandIndex {
+            slots: SlotArray::default(),
+            layout: Layout::new(0, hash_bits),
+            len: 0,
+            hash_bits,
+            hash_mask: if hash_bits >= 32 {
+                u32::MAX
+            } else {
+                (1 << hash_bits) - 1
+            },
+            overflow: BTreeMap::new(),
+            lists: Vec::new(),
+            free_lists: Vec::new(),
+        }
+    }
+
     /// An index with room for `keys` band keys before it grows: rebuilding
     /// one from stored documents knows how many there will be.
     #[cfg_attr(not(any(test, feature = "redb")), allow(dead_code))] // the redb store only
     pub(crate) fn with_capacity(keys: usize) -> BandIndex {
         let mut index = BandIndex::default();
         if keys > 0 {
-            index.resize(slots_for(keys));
+            index.resize(index.order_for(keys));
         }
         index
     }
@@ -289,25 +471,31 @@ impl BandIndex {
     /// wait for their misses together rather than one after the other.
     pub(crate) fn each_of(&self, keys: &[u64], mut f: impl FnMut(u64, &[DocId])) {
         const CHUNK: usize = 16;
-        if self.slots.is_empty() {
+        if self.len == 0 {
             for &key in keys {
                 f(key, &[]);
             }
             return;
         }
         for chunk in keys.chunks(CHUNK) {
-            let mut first = [Slot::VACANT; CHUNK];
-            for (slot, &key) in first.iter_mut().zip(chunk) {
-                *slot = self.slots.get(self.home(tag(key)));
+            let layout = self.layout;
+            let mut first = [0u64; CHUNK];
+            for (word, &key) in first.iter_mut().zip(chunk) {
+                *word = self.slots.word(layout.home(self.hash(key)), layout);
             }
-            for (&slot, &key) in first.iter().zip(chunk) {
+            for (&word, &key) in first.iter().zip(chunk) {
+                let hash = self.hash(key);
                 // Most lookups end at the home slot: empty, or the key.
-                let ids = if slot.is_empty() {
-                    None
-                } else if slot.key == tag(key) {
-                    Some(slot.ids)
+                let ids = if word & layout.id_mask == 0 {
+                    if self.overflow.is_empty() {
+                        None
+                    } else {
+                        self.overflow.get(&hash).copied()
+                    }
+                } else if word >> layout.id_bits == layout.upper(hash, 0) {
+                    layout.ids(word)
                 } else {
-                    self.find(tag(key)).map(|at| self.slots.get(at).ids)
+                    self.ids_of(hash)
                 };
                 match ids {
                     None => f(key, &[]),
@@ -320,15 +508,14 @@ impl BandIndex {
 
     /// Adds `id` under `key`, dropping the oldest beyond [`BAND_POSTINGS`](super::BAND_POSTINGS).
     pub(crate) fn add(&mut self, key: u64, id: DocId) {
-        let key = tag(key);
-        if let Some(at) = self.find(key) {
-            let ids = self.slots.get(at).ids;
+        let hash = self.hash(key);
+        if let Some(ids) = self.ids_of(hash) {
             if ids & LIST == 0 {
                 let mut list = Vec::with_capacity(2);
                 list.push(DocId::from(ids));
                 push_capped(&mut list, id);
                 if let Some(ids) = self.new_list(list) {
-                    self.slots.set_ids(at, ids);
+                    self.set_ids(hash, ids);
                 }
             } else if let Some(list) = self.lists.get_mut(list_index(ids)) {
                 push_capped(list, id);
@@ -338,25 +525,39 @@ impl BandIndex {
         let Some(ids) = inline_id(id).or_else(|| self.new_list(vec![id])) else {
             return;
         };
-        if (self.len + 1) * 5 > self.slots.len() * 4 {
-            let grown = (self.slots.len() * 2).max(MIN_SLOTS);
-            if self.slots.is_empty() || !self.slots.grow(grown) {
-                self.resize(grown);
+        let slots = if self.slots.is_empty() {
+            0
+        } else {
+            self.layout.slots()
+        };
+        // A table as large as its hashes are many never grows: it has a
+        // slot for each of them.
+        if (self.len + 1) * 5 > slots * 4 && (slots == 0 || self.layout.order < self.hash_bits) {
+            let order = if slots == 0 {
+                MIN_SLOTS.trailing_zeros()
             } else {
-                self.spread_doubled();
+                self.layout.order + 1
+            };
+            let old = self.layout;
+            let new = Layout::new(order, self.hash_bits);
+            if slots == 0 || !self.slots.grow(new.bytes()) {
+                self.resize(order);
+            } else {
+                self.layout = new;
+                self.spread_doubled(old);
             }
         }
-        self.place(Slot { key, ids });
+        self.place(Slot { hash, ids });
         self.len += 1;
     }
 
     /// Removes `id` from `key` (nothing if it is not there).
     pub(crate) fn remove(&mut self, key: u64, id: DocId) {
-        let Some(at) = self.find(tag(key)) else { return };
-        let ids = self.slots.get(at).ids;
+        let hash = self.hash(key);
+        let Some(ids) = self.ids_of(hash) else { return };
         if ids & LIST == 0 {
             if DocId::from(ids) == id {
-                self.delete(at);
+                self.delete(hash);
             }
             return;
         }
@@ -368,14 +569,14 @@ impl BandIndex {
         match list.as_slice() {
             [] => {
                 self.free_list(index);
-                self.delete(at);
+                self.delete(hash);
             }
             // Back to the common case: inline, and the list is reused (an
             // id too large to sit inline stays in its list of one).
             &[only] => {
                 if let Some(only) = inline_id(only) {
                     self.free_list(index);
-                    self.slots.set_ids(at, only);
+                    self.set_ids(hash, only);
                 }
             }
             _ => {}
@@ -393,22 +594,29 @@ impl BandIndex {
     // builds.
     #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn for_each(&self, mut f: impl FnMut(u64, &[DocId])) {
-        let n = self.slots.len();
-        for i in 0..n {
-            // An odd multiplier permutes 0..n when n is a power of two.
-            let at = i.wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as usize) & n.wrapping_sub(1);
-            let slot = self.slots.get(at);
-            if slot.is_empty() {
-                continue;
-            }
-            // The tag stands for the key: added back, it lands where the
-            // key did.
-            let key = u64::from(slot.key);
-            if slot.ids & LIST == 0 {
-                f(key, &[DocId::from(slot.ids)]);
-            } else if let Some(list) = self.lists.get(list_index(slot.ids)) {
+        let mut each = |hash: u32, ids: u32| {
+            // The key's bits the table keeps stand for the key: added back,
+            // it lands where the key did.
+            let key = u64::from(self.unhash(hash));
+            if ids & LIST == 0 {
+                f(key, &[DocId::from(ids)]);
+            } else if let Some(list) = self.lists.get(list_index(ids)) {
                 f(key, list);
             }
+        };
+        if !self.slots.is_empty() {
+            let n = self.layout.slots();
+            for i in 0..n {
+                // An odd multiplier permutes 0..n when n is a power of two.
+                let at = i.wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as usize) & n.wrapping_sub(1);
+                let slot = self.slot(at);
+                if !slot.is_empty() {
+                    each(slot.hash, slot.ids);
+                }
+            }
+        }
+        for (&hash, &ids) in &self.overflow {
+            each(hash, ids);
         }
     }
 
@@ -418,38 +626,77 @@ impl BandIndex {
         self.len
     }
 
-    fn home(&self, key: u32) -> usize {
-        (u64::from(key).wrapping_mul(SPREAD) >> self.shift) as usize
+    /// The slot hash of `key`: its low `hash_bits` bits, mixed.
+    #[inline]
+    fn hash(&self, key: u64) -> u32 {
+        ((key as u32) & self.hash_mask).wrapping_mul(MIX) & self.hash_mask
+    }
+
+    /// The key bits `hash` stands for.
+    fn unhash(&self, hash: u32) -> u32 {
+        hash.wrapping_mul(UNMIX) & self.hash_mask
+    }
+
+    /// Smallest table order holding `keys` keys at most 80% full.
+    fn order_for(&self, keys: usize) -> u32 {
+        let slots = (keys.saturating_mul(5) / 4 + 1)
+            .next_power_of_two()
+            .max(MIN_SLOTS);
+        slots
+            .trailing_zeros()
+            .min(self.hash_bits.max(MIN_SLOTS.trailing_zeros()))
+    }
+
+    fn slot(&self, at: usize) -> Slot {
+        self.slot_in(at, self.layout)
+    }
+
+    fn slot_in(&self, at: usize, layout: Layout) -> Slot {
+        layout.decode(self.slots.word(at, layout), at)
+    }
+
+    /// Writes `slot` at `at`; false (and nothing written) when its
+    /// displacement does not fit the layout.
+    fn set(&mut self, at: usize, slot: Slot) -> bool {
+        let layout = self.layout;
+        match layout.encode(slot, at) {
+            Some(word) => {
+                self.slots.set_word(at, layout, word);
+                true
+            }
+            None => false,
+        }
     }
 
     fn mask(&self) -> usize {
-        self.slots.len() - 1
+        self.layout.slots() - 1
     }
 
-    /// How far slot `at`, holding `key`, is from that key's home slot.
-    fn displacement(&self, key: u32, at: usize) -> usize {
-        at.wrapping_sub(self.home(key)) & self.mask()
+    /// How far slot `at`, holding `hash`, is from that hash's home slot.
+    fn displacement(&self, hash: u32, at: usize) -> usize {
+        at.wrapping_sub(self.layout.home(hash)) & self.mask()
     }
 
-    /// The slot holding `key`.
-    fn find(&self, key: u32) -> Option<usize> {
+    /// The slot holding `hash` (not one in the overflow), and its word.
+    fn find(&self, hash: u32) -> Option<(usize, u64)> {
         if self.slots.is_empty() {
             return None;
         }
+        let layout = self.layout;
         let mask = self.mask();
-        let mut at = self.home(key);
+        let mut at = layout.home(hash);
         let mut dist = 0usize;
         loop {
-            let slot = self.slots.get(at);
-            if slot.is_empty() {
+            let word = self.slots.word(at, layout);
+            if word & layout.id_mask == 0 {
                 return None;
             }
-            if slot.key == key {
-                return Some(at);
+            if word >> layout.id_bits == layout.upper(hash, dist) {
+                return Some((at, word));
             }
             // Robin Hood order: a key is never further from home than the
             // key sitting where it would be.
-            if self.displacement(slot.key, at) < dist {
+            if layout.displacement(word) < dist {
                 return None;
             }
             at = (at + 1) & mask;
@@ -457,7 +704,31 @@ impl BandIndex {
         }
     }
 
-    /// Inserts a slot whose key is not in the table (which has room):
+    /// The ids of `hash`, in the table or the overflow.
+    fn ids_of(&self, hash: u32) -> Option<u32> {
+        match self.find(hash) {
+            Some((_, word)) => self.layout.ids(word),
+            None if self.overflow.is_empty() => None,
+            None => self.overflow.get(&hash).copied(),
+        }
+    }
+
+    /// Replaces the ids of `hash`, which is indexed.
+    fn set_ids(&mut self, hash: u32, ids: u32) {
+        match self.find(hash) {
+            // Same slot, same displacement: it fits.
+            Some((at, _)) => {
+                let _ = self.set(at, Slot { hash, ids });
+            }
+            None => {
+                if let Some(have) = self.overflow.get_mut(&hash) {
+                    *have = ids;
+                }
+            }
+        }
+    }
+
+    /// Inserts a slot whose hash is not in the table (which has room):
     /// Robin Hood, each slot passed that is nearer its home than the one
     /// being placed gives way and is placed further on.
     fn place(&mut self, moving: Slot) {
@@ -468,21 +739,26 @@ impl BandIndex {
     /// [`BandIndex::place`]; with `wrap` false it stops at the table's
     /// end and returns the slot still carried there (the one placed, or
     /// one it displaced), to be placed once the table's start is in order.
+    /// A slot carried further than its layout can say goes to the
+    /// overflow: the table without it is in Robin Hood order.
     fn place_run(&mut self, mut moving: Slot, wrap: bool) -> Option<Slot> {
+        let layout = self.layout;
         let mask = self.mask();
-        let mut at = self.home(moving.key);
+        let mut at = layout.home(moving.hash);
         let mut dist = 0usize;
         loop {
-            let here = self.slots.get(at);
-            if here.is_empty() {
-                self.slots.set(at, moving);
-                return None;
-            }
-            let theirs = self.displacement(here.key, at);
-            if theirs < dist {
-                self.slots.set(at, moving);
-                moving = here;
-                dist = theirs;
+            let word = self.slots.word(at, layout);
+            let empty = word & layout.id_mask == 0;
+            if empty || layout.displacement(word) < dist {
+                if !self.set(at, moving) {
+                    self.overflow.insert(moving.hash, moving.ids);
+                    return None;
+                }
+                if empty {
+                    return None;
+                }
+                moving = layout.decode(word, at);
+                dist = layout.displacement(word);
             }
             if !wrap && at == mask {
                 return Some(moving);
@@ -492,62 +768,82 @@ impl BandIndex {
         }
     }
 
-    /// Empties slot `at`, shifting the rest of its probe run back one slot
-    /// (no tombstones: lookups stay as short as right after inserting).
-    fn delete(&mut self, mut at: usize) {
+    /// Removes `hash` from the index. In the table, the rest of its probe
+    /// run shifts back one slot (no tombstones: lookups stay as short as
+    /// right after inserting).
+    fn delete(&mut self, hash: u32) {
+        let Some((mut at, _)) = self.find(hash) else {
+            if self.overflow.remove(&hash).is_some() {
+                self.len -= 1;
+            }
+            return;
+        };
         let mask = self.mask();
         loop {
             let next = (at + 1) & mask;
-            let slot = self.slots.get(next);
-            if slot.is_empty() || self.displacement(slot.key, next) == 0 {
-                self.slots.set(at, Slot::VACANT);
+            let slot = self.slot(next);
+            if slot.is_empty() || self.displacement(slot.hash, next) == 0 {
+                let _ = self.set(at, Slot::VACANT);
                 break;
             }
-            self.slots.set(at, slot);
+            // One slot nearer its home: its displacement fits.
+            let _ = self.set(at, slot);
             at = next;
         }
         self.len -= 1;
     }
 
-    /// Rebuilds the table with `slots` slots (a power of two holding `len`).
-    fn resize(&mut self, slots: usize) {
-        let old = std::mem::replace(&mut self.slots, SlotArray::new(slots));
-        self.shift = 64 - slots.trailing_zeros();
-        for at in 0..old.len() {
-            let slot = old.get(at);
-            if !slot.is_empty() {
-                self.place(slot);
+    /// Rebuilds the table with `1 << order` slots (holding `len`).
+    fn resize(&mut self, order: u32) {
+        let new = Layout::new(order, self.hash_bits);
+        let old_layout = self.layout;
+        let old = std::mem::replace(&mut self.slots, SlotArray::new(new.bytes()));
+        self.layout = new;
+        if !old.is_empty() {
+            for at in 0..old_layout.slots() {
+                let slot = old_layout.decode(old.word(at, old_layout), at);
+                if !slot.is_empty() {
+                    self.place(slot);
+                }
             }
+        }
+        self.replace_overflow();
+    }
+
+    /// Places the overflow's keys again, in a table that just grew.
+    fn replace_overflow(&mut self) {
+        for (hash, ids) in std::mem::take(&mut self.overflow) {
+            self.place(Slot { hash, ids });
         }
     }
 
     /// Moves every key to its place in a table just doubled in place
-    /// ([`SlotArray::grow`]; the old slots are the first half).
+    /// ([`SlotArray::grow`]; the old slots, laid out as `old`, are the
+    /// first bytes).
     ///
     /// A key's home in the doubled table is 2h or 2h + 1 for its old home
-    /// h (the top bits of one product, one bit more), and a slot is never
-    /// before its home. So walking the old half from its end, a key at
-    /// old slot p = h + d (d: its displacement) moves to 2h or beyond,
-    /// which is at or after p whenever d <= h: it lands on slots already
-    /// moved or never used, and the keys not yet moved, all before p, are
-    /// not disturbed. The few keys that break that (d > h near the start,
-    /// and probe runs that wrapped around the old end), and keys whose
-    /// new run would wrap around the new end, wait aside and are placed
-    /// last, when the whole table is in the new layout.
-    fn spread_doubled(&mut self) {
-        let half = self.slots.len() / 2;
-        let old_shift = self.shift;
-        self.shift -= 1;
-        let old_home = |key: u32| (u64::from(key).wrapping_mul(SPREAD) >> old_shift) as usize;
+    /// h (one hash bit more), and a slot is never before its home. So
+    /// walking the old slots from the last, a key at old slot p = h + d
+    /// (d: its displacement) moves to 2h or beyond, whose bytes are at or
+    /// after p's whenever 2h * new width >= p * old width (d <= h for
+    /// slots of one size, 4d <= h when 8-byte slots turn into 5-byte
+    /// ones): it lands on slots already moved or never used, and the keys
+    /// not yet moved, all before p, are not disturbed. The few keys that
+    /// break that (large displacements near the start, and probe runs
+    /// that wrapped around the old end), and keys whose new run would
+    /// wrap around the new end, wait aside and are placed last, when the
+    /// whole table is in the new layout.
+    fn spread_doubled(&mut self, old: Layout) {
         let mut aside = Vec::new();
-        for p in (0..half).rev() {
-            let slot = self.slots.get(p);
+        for p in (0..old.slots()).rev() {
+            let slot = self.slot_in(p, old);
             if slot.is_empty() {
                 continue;
             }
-            self.slots.set(p, Slot::VACANT);
-            let h = old_home(slot.key);
-            if h > p || p - h > h {
+            self.slots.set_word(p, old, 0);
+            let h = old.home(slot.hash);
+            let fits = h <= p && 2 * h * self.layout.width >= p * old.width;
+            if !fits {
                 aside.push(slot);
             } else if let Some(carried) = self.place_run(slot, false) {
                 aside.push(carried);
@@ -556,6 +852,7 @@ impl BandIndex {
         for slot in aside {
             self.place(slot);
         }
+        self.replace_overflow();
     }
 
     /// Stores a list of ids; returns the `Slot::ids` value pointing to it
@@ -589,14 +886,6 @@ fn list_index(ids: u32) -> usize {
     (ids & !LIST) as usize
 }
 
-/// Slots for `keys` keys: a power of two at most 80% full.
-#[cfg_attr(not(any(test, feature = "redb")), allow(dead_code))] // the redb store only
-fn slots_for(keys: usize) -> usize {
-    (keys.saturating_mul(5) / 4 + 1)
-        .next_power_of_two()
-        .max(MIN_SLOTS)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -605,24 +894,43 @@ mod tests {
     use std::collections::HashMap;
 
     /// The reference: a plain map of lists, capped the same way, keyed by
-    /// what the index tells keys apart by (their low 32 bits).
-    #[derive(Default)]
-    struct Model(HashMap<u32, Vec<DocId>>);
+    /// what the index tells keys apart by (their low `bits` bits).
+    struct Model {
+        bits: u32,
+        map: HashMap<u64, Vec<DocId>>,
+    }
+
+    impl Default for Model {
+        fn default() -> Self {
+            Model::with_bits(HASH_BITS)
+        }
+    }
 
     impl Model {
+        fn with_bits(bits: u32) -> Self {
+            Model {
+                bits,
+                map: HashMap::new(),
+            }
+        }
+        fn id(&self, key: u64) -> u64 {
+            key & ((1u64 << self.bits) - 1)
+        }
         fn add(&mut self, key: u64, id: DocId) {
-            push_capped(self.0.entry(key as u32).or_default(), id);
+            let k = self.id(key);
+            push_capped(self.map.entry(k).or_default(), id);
         }
         fn remove(&mut self, key: u64, id: DocId) {
-            if let Some(v) = self.0.get_mut(&(key as u32)) {
+            let k = self.id(key);
+            if let Some(v) = self.map.get_mut(&k) {
                 v.retain(|&x| x != id);
                 if v.is_empty() {
-                    self.0.remove(&(key as u32));
+                    self.map.remove(&k);
                 }
             }
         }
         fn get(&self, key: u64) -> Vec<DocId> {
-            self.0.get(&(key as u32)).cloned().unwrap_or_default()
+            self.map.get(&self.id(key)).cloned().unwrap_or_default()
         }
     }
 
@@ -652,6 +960,8 @@ mod tests {
             1 => Just(u64::MAX),
             1 => Just(list),
             1 => Just(list - 1),
+            1 => Just(INLINE_IDS - 1),
+            1 => Just(INLINE_IDS),
             1 => Just(1 << 63),
             1 => Just(u64::from(u32::MAX))
         ]
@@ -671,7 +981,7 @@ mod tests {
             index.get(k, &mut out);
             assert_eq!(out, model.get(k), "key {k}");
         }
-        assert_eq!(index.len(), model.0.len());
+        assert_eq!(index.len(), model.map.len());
     }
 
     proptest! {
@@ -705,7 +1015,7 @@ mod tests {
 
     #[test]
     fn a_mapped_table_works_as_a_heap_one() {
-        let mut index = BandIndex::with_capacity(400_000);
+        let mut index = BandIndex::with_capacity(800_000);
         assert!(matches!(index.slots, SlotArray::Mapped { .. }));
         let mut model = Model::default();
         // Small keys collide on purpose: lists and probe runs on the map.
@@ -737,7 +1047,7 @@ mod tests {
         let mut index = BandIndex::default();
         let mut model = Model::default();
         let last: Vec<u64> = (0u64..)
-            .filter(|&k| (k as u32 as u64).wrapping_mul(SPREAD) >> 60 == 15)
+            .filter(|&k| (k as u32).wrapping_mul(MIX) >> 28 == 15)
             .take(13)
             .collect();
         for (i, &k) in last.iter().enumerate() {
@@ -745,15 +1055,15 @@ mod tests {
             model.add(k, i as u64);
             if i == 11 {
                 assert_eq!(
-                    (index.slots.len(), index.slots.get(0).is_empty()),
+                    (index.layout.slots(), index.slot(0).is_empty()),
                     (16, false),
                     "wrapped"
                 );
             }
         }
-        assert_eq!(index.slots.len(), 32);
+        assert_eq!(index.layout.slots(), 32);
         check_same(&index, &model, last.iter().copied());
-        let mut index = BandIndex::with_capacity(400_000);
+        let mut index = BandIndex::with_capacity(800_000);
         let SlotArray::Mapped { map, .. } = &index.slots else {
             panic!("not mapped")
         };
@@ -770,7 +1080,7 @@ mod tests {
             index.add(key(i), i);
             model.add(key(i), i);
         }
-        assert_eq!(index.slots.len(), 1 << 21, "two doublings");
+        assert_eq!(index.layout.slots(), 1 << 21, "a doubling");
         // (A kernel with strict overcommit gives no reserve: copies.)
         let SlotArray::Mapped { map, .. } = &index.slots else {
             panic!("not mapped")
@@ -783,6 +1093,183 @@ mod tests {
             model.remove(key(i), i);
         }
         check_same(&index, &model, (0..1_500_100u64).map(key));
+    }
+
+    /// Keys spread over all bits, and some that differ only above the
+    /// bits a table of `bits` bits tells apart.
+    fn spread_key(i: u64) -> u64 {
+        if i.is_multiple_of(7) {
+            i % 11
+        } else {
+            crate::hash::fmix64(i)
+        }
+    }
+
+    /// Every key of the index reported once by `for_each`, with its ids.
+    fn check_for_each(index: &BandIndex, model: &Model) {
+        let mut seen = HashMap::new();
+        index.for_each(|key, ids| {
+            assert!(
+                seen.insert(model.id(key), ids.to_vec()).is_none(),
+                "key {key} twice"
+            );
+        });
+        assert_eq!(seen, model.map);
+    }
+
+    /// A table that tells keys apart by 20 bits narrows its slots from 8
+    /// bytes to 6 at 64 slots and to 5 at 16,384: it answers as the map
+    /// through the changes, its doublings and its removals, and gives its
+    /// keys back whole.
+    #[test]
+    fn narrowing_tables_answer_as_the_map() {
+        let mut index = BandIndex::with_hash_bits(20);
+        let mut model = Model::with_bits(20);
+        let ids = |i: u64| if i.is_multiple_of(13) { INLINE_IDS + i } else { i };
+        let mut widths = Vec::new();
+        for i in 0..8_000u64 {
+            index.add(spread_key(i), ids(i));
+            model.add(spread_key(i), ids(i));
+            if widths.last() != Some(&index.layout.width) {
+                widths.push(index.layout.width);
+            }
+        }
+        assert_eq!(widths, [8, 6, 5]);
+        assert_eq!(index.layout.order, 14);
+        check_same(&index, &model, (0..8_100u64).map(spread_key));
+        check_for_each(&index, &model);
+        for i in (0..8_000u64).step_by(3) {
+            index.remove(spread_key(i), ids(i));
+            model.remove(spread_key(i), ids(i));
+        }
+        check_same(&index, &model, (0..8_100u64).map(spread_key));
+        check_for_each(&index, &model);
+    }
+
+    /// Keys displaced further than a compact slot can say wait in the
+    /// overflow: found, updated and removed there, and placed in the
+    /// table again when it doubles.
+    #[test]
+    fn keys_displaced_too_far_wait_in_the_overflow() {
+        let mut index = BandIndex::with_hash_bits(16);
+        let mut model = Model::with_bits(16);
+        for i in 0..500u64 {
+            index.add(crate::hash::fmix64(i), i);
+            model.add(crate::hash::fmix64(i), i);
+        }
+        assert_eq!(
+            (index.layout.order, index.layout.width, index.layout.dib_bits),
+            (10, 5, 6)
+        );
+        // Every hash of two neighbouring home slots (64 each): a probe run
+        // of 128 and more, whose tail cannot say its displacement in 6 bits.
+        let crowd: Vec<u64> = (0u32..128)
+            .map(|r| u64::from(index.unhash((300 << 6) + r)))
+            .collect();
+        for (i, &k) in crowd.iter().enumerate() {
+            index.add(k, 10_000 + i as u64);
+            model.add(k, 10_000 + i as u64);
+        }
+        assert_eq!(index.layout.order, 10, "no doubling yet");
+        assert!(!index.overflow.is_empty(), "some keys overflowed");
+        let every = || (0..500u64).map(crate::hash::fmix64).chain(crowd.iter().copied());
+        check_same(&index, &model, every());
+        check_for_each(&index, &model);
+        // A second id and a removal, on overflowed keys among others.
+        for (i, &k) in crowd.iter().enumerate().step_by(2) {
+            index.add(k, 20_000 + i as u64);
+            model.add(k, 20_000 + i as u64);
+        }
+        for (i, &k) in crowd.iter().enumerate().step_by(3) {
+            index.remove(k, 10_000 + i as u64);
+            model.remove(k, 10_000 + i as u64);
+        }
+        check_same(&index, &model, every());
+        // Doubling gives the crowd two more home bits' room.
+        for i in 500..900u64 {
+            index.add(crate::hash::fmix64(i), i);
+            model.add(crate::hash::fmix64(i), i);
+        }
+        assert_eq!(index.layout.order, 11);
+        check_same(
+            &index,
+            &model,
+            (0..900u64).map(crate::hash::fmix64).chain(crowd.iter().copied()),
+        );
+        check_for_each(&index, &model);
+    }
+
+    /// An overflowed key is found when its home slot has emptied.
+    #[test]
+    fn overflowed_keys_outlive_their_probe_run() {
+        let mut index = BandIndex::with_hash_bits(16);
+        for i in 0..500u64 {
+            index.add(crate::hash::fmix64(i), i);
+        }
+        let crowd: Vec<u64> = (0u32..128)
+            .map(|r| u64::from(index.unhash((300 << 6) + r)))
+            .collect();
+        for (i, &k) in crowd.iter().enumerate() {
+            index.add(k, 10_000 + i as u64);
+        }
+        let waiting: Vec<(u32, u32)> = index.overflow.iter().map(|(&h, &ids)| (h, ids)).collect();
+        assert!(!waiting.is_empty());
+        for (i, &k) in crowd.iter().enumerate() {
+            if !index.overflow.contains_key(&index.hash(k)) {
+                index.remove(k, 10_000 + i as u64);
+            }
+        }
+        for i in 0..500u64 {
+            index.remove(crate::hash::fmix64(i), i);
+        }
+        assert_eq!(index.len(), waiting.len());
+        let mut out = Vec::new();
+        for &(hash, ids) in &waiting {
+            let key = u64::from(index.unhash(hash));
+            assert!(index.slot(index.layout.home(hash)).is_empty(), "home emptied");
+            out.clear();
+            index.get(key, &mut out);
+            assert_eq!(out, [DocId::from(ids)]);
+        }
+    }
+
+    /// A mapped table of 6-byte slots doubles in place into 5-byte ones
+    /// (here at 2^22 slots, telling 28 bits apart).
+    #[test]
+    fn a_mapped_table_narrows_in_place() {
+        let mut index = BandIndex::with_hash_bits(28);
+        index.resize(21);
+        assert_eq!(index.layout.width, 6);
+        let SlotArray::Mapped { map, .. } = &index.slots else {
+            panic!("not mapped")
+        };
+        let reserved = map.as_ptr();
+        let mut model = Model::with_bits(28);
+        for i in 0..2_000_000u64 {
+            index.add(spread_key(i), i);
+            model.add(spread_key(i), i);
+        }
+        assert_eq!((index.layout.order, index.layout.width), (22, 5));
+        let SlotArray::Mapped { map, .. } = &index.slots else {
+            panic!("not mapped")
+        };
+        if !strict_overcommit() {
+            assert_eq!(map.as_ptr(), reserved, "doubled in place");
+        }
+        for i in (0..2_000_000u64).step_by(5) {
+            index.remove(spread_key(i), i);
+            model.remove(spread_key(i), i);
+        }
+        check_same(&index, &model, (0..2_000_100u64).map(spread_key));
+    }
+
+    #[test]
+    fn the_mix_is_undone() {
+        assert_eq!(MIX.wrapping_mul(UNMIX), 1);
+        let index = BandIndex::with_hash_bits(16);
+        for key in [0u32, 1, 77, 0xffff] {
+            assert_eq!(index.unhash(index.hash(u64::from(key))), key);
+        }
     }
 
     #[test]
@@ -822,17 +1309,42 @@ mod tests {
 mod timing {
     use super::*;
 
-    /// Not a test: ns per lookup in a 10M-key index, one key at a time vs
-    /// ten together (`cargo test --release -p simcrawl-dedup --lib
-    /// bands::timing -- --ignored --nocapture`).
+    /// Not a test: ns per lookup in a 10M-key index (`BANDS_TIMING_KEYS`
+    /// keys: 60000000 for a compact table), one key at a time vs ten
+    /// together, and the index's resident memory (`cargo test --release
+    /// -p simcrawl-dedup --lib bands::timing -- --ignored --nocapture`).
     #[test]
     #[ignore]
     fn lookup_ns() {
+        let keys: u64 = std::env::var("BANDS_TIMING_KEYS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(10_000_000);
         let key = |i: u64| crate::hash::fmix64(i ^ 0x5555);
+        let rss = || {
+            let s = std::fs::read_to_string("/proc/self/smaps_rollup").unwrap_or_default();
+            let field = |name: &str| {
+                s.lines()
+                    .find(|l| l.starts_with(name))
+                    .map(str::to_owned)
+                    .unwrap_or_default()
+            };
+            format!("{} {}", field("Rss:"), field("AnonHugePages:"))
+        };
+        let before = rss();
+        let t = std::time::Instant::now();
         let mut index = BandIndex::default();
-        for i in 0..10_000_000u64 {
+        for i in 0..keys {
             index.add(key(i), i);
         }
+        println!(
+            "{keys} keys: built in {:.1} s, {} slots of {} bytes, {} overflowed; {before} -> {}",
+            t.elapsed().as_secs_f64(),
+            index.layout.slots(),
+            index.layout.width,
+            index.overflow.len(),
+            rss()
+        );
         let queries: Vec<u64> = (0..2_000_000u64).map(|i| key(i + 20_000_000)).collect();
         let mut out = Vec::new();
         for round in 0..3 {
