@@ -276,9 +276,10 @@ enum SlotArray {
 /// so that it doubles in place ([`SlotArray::grow`]) up to that size. A
 /// copy holds the old table and the new one at once (1.5x the new one):
 /// in a long crawl the table's doublings to 512 MB and 1 GB were the
-/// crawl's peak RSS. The first mapped table (4 MB) reserves 2 GB of
-/// address space, enough for 340M band keys (34M kept pages with ten
-/// bands) without a copy. Address space costs no memory until touched.
+/// crawl's peak RSS. The first mapped table (2^20 slots of 6 bytes, 6 MB)
+/// reserves 3 GB of address space, enough for 2^29 slots of 5 bytes: 430M
+/// band keys (43M kept pages with ten bands) without a copy. Address space
+/// costs no memory until touched.
 const RESERVE: usize = 512;
 
 /// Whether the kernel charges every mapping against a commit limit
@@ -826,8 +827,8 @@ impl BandIndex {
     /// walking the old slots from the last, a key at old slot p = h + d
     /// (d: its displacement) moves to 2h or beyond, whose bytes are at or
     /// after p's whenever 2h * new width >= p * old width (d <= h for
-    /// slots of one size, 4d <= h when 8-byte slots turn into 5-byte
-    /// ones): it lands on slots already moved or never used, and the keys
+    /// slots of one size, 2d <= h from 8 bytes to 6, 3d <= 2h from 6 to
+    /// 5): it lands on slots already moved or never used, and the keys
     /// not yet moved, all before p, are not disturbed. The few keys that
     /// break that (large displacements near the start, and probe runs
     /// that wrapped around the old end), and keys whose new run would
