@@ -1014,6 +1014,59 @@ mod tests {
         }
     }
 
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(40))]
+        /// Tables telling 12 bits apart: 5-byte slots from 64 slots, a
+        /// table that stops growing at 4,096 (one slot per hash) and fills
+        /// up, runs longer than a slot can say, in the overflow.
+        #[test]
+        fn narrow_and_full_tables_match_the_map(
+            ops in prop::collection::vec((0u64..6_000, 0u64..50, prop::bool::weighted(0.8)), 0..8_000)
+        ) {
+            let mut index = BandIndex::with_hash_bits(12);
+            let mut model = Model::with_bits(12);
+            for &(k, i, add) in &ops {
+                let key = crate::hash::fmix64(k);
+                if add {
+                    index.add(key, i);
+                    model.add(key, i);
+                } else {
+                    index.remove(key, i);
+                    model.remove(key, i);
+                }
+            }
+            prop_assert!(index.layout.order <= 12);
+            check_same(&index, &model, (0u64..6_000).map(crate::hash::fmix64));
+            check_for_each(&index, &model);
+        }
+    }
+
+    /// A table with a slot for every hash stops growing and fills up.
+    #[test]
+    fn a_table_of_every_hash_fills_up() {
+        let mut index = BandIndex::with_hash_bits(8);
+        let mut model = Model::with_bits(8);
+        let keys: Vec<u64> = (0u32..256).map(|h| u64::from(index.unhash(h))).collect();
+        for (i, &k) in keys.iter().enumerate() {
+            index.add(k, i as u64);
+            model.add(k, i as u64);
+        }
+        assert_eq!((index.layout.order, index.len()), (8, 256));
+        check_same(&index, &model, keys.iter().copied());
+        for (i, &k) in keys.iter().enumerate().step_by(2) {
+            index.add(k, 1_000 + i as u64);
+            model.add(k, 1_000 + i as u64);
+            index.remove(k, i as u64);
+            model.remove(k, i as u64);
+        }
+        for (i, &k) in keys.iter().enumerate().skip(1).step_by(4) {
+            index.remove(k, i as u64);
+            model.remove(k, i as u64);
+        }
+        check_same(&index, &model, keys.iter().copied());
+        check_for_each(&index, &model);
+    }
+
     #[test]
     fn a_mapped_table_works_as_a_heap_one() {
         let mut index = BandIndex::with_capacity(800_000);
