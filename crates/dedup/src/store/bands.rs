@@ -28,14 +28,14 @@
 //! a slot stores no more of its hash than its position does not already
 //! say (quotienting): the top bits of the hash are its home slot, found
 //! from the slot's position and its displacement, which the slot keeps.
-//! Up to 2^25 slots a slot is 8 bytes (32 bits of ids, the rest hash and
-//! displacement); from 2^26 slots (53M keys, 5.4M kept pages with ten
-//! bands) it is 5 bytes: 28 bits of ids, the 6 or fewer hash bits left
-//! and a displacement of up to 63 slots or more. With 16-byte slots the
-//! table was 256 MB per million documents (issue 28), with 8-byte slots a
-//! 10M-page crawl needed 1 GB for it; 5-byte slots make that 640 MiB. The
+//! A slot holds 28 bits of ids, the hash bits below its home slot's and
+//! its displacement, in the narrowest of 8, 6 and 5 bytes that leaves the
+//! displacement 6 bits or more: 8 bytes up to 2^17 slots, 6 from 2^18, 5
+//! from 2^26 (53M keys, 5.4M kept pages with ten bands). With 16-byte
+//! slots the table was 256 MB per million documents (issue 28); with 8-byte
+//! ones a 10M-page crawl needed 1 GB for it, with 5-byte ones 640 MiB. The
 //! rare key whose displacement would not fit waits in a small overflow
-//! map, looked into only when not empty. Ids of 2^27 and beyond (not
+//! map, looked into only when it is not empty. Ids of 2^27 and beyond (not
 //! handed out in practice: ids count up from 0) are kept in a list of one.
 
 use std::collections::BTreeMap;
@@ -72,8 +72,9 @@ const HASH_BITS: u32 = 32;
 /// hash gives its key back ([`UNMIX`]).
 const MIX: u32 = 0x9e37_79b9;
 
-/// The inverse of [`MIX`] modulo 2^32 (Newton's iteration: each step
-/// doubles the correct low bits, five steps reach 32 from 1... 3).
+/// The inverse of [`MIX`] modulo 2^32 (Newton's iteration: an odd number
+/// is its own inverse to 3 bits, and each step doubles the bits that are
+/// right, so five steps give all 32).
 const UNMIX: u32 = {
     let mut x = MIX;
     let mut i = 0;
