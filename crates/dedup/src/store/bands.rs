@@ -169,6 +169,7 @@ impl Layout {
         }
     }
 
+    #[inline]
     fn slots(self) -> usize {
         1 << self.order
     }
@@ -184,6 +185,7 @@ impl Layout {
     }
 
     /// The slot at `at` from its word.
+    #[inline]
     fn decode(self, word: u64, at: usize) -> Slot {
         let Some(ids) = self.ids(word) else {
             return Slot::VACANT;
@@ -197,6 +199,7 @@ impl Layout {
     }
 
     /// The `Slot::ids` of a word, `None` for an empty slot.
+    #[inline]
     fn ids(self, word: u64) -> Option<u32> {
         let field = word & self.id_mask;
         if field == 0 {
@@ -212,12 +215,14 @@ impl Layout {
     }
 
     /// The displacement a non-empty word says.
+    #[inline]
     fn displacement(self, word: u64) -> usize {
         (word >> self.id_bits >> self.rem_bits) as usize
     }
 
     /// What a word holding `hash` at displacement `dist` has above its
     /// ids: a key matches without decoding the slot.
+    #[inline]
     fn upper(self, hash: u32, dist: usize) -> u64 {
         (u64::from(hash) & self.rem_mask) | ((dist as u64) << self.rem_bits)
     }
@@ -240,6 +245,7 @@ impl Layout {
         Some((field ^ self.id_mask) | (self.upper(slot.hash, dib) << self.id_bits))
     }
 
+    #[inline]
     fn home(self, hash: u32) -> usize {
         (u64::from(hash) >> self.rem_bits) as usize
     }
@@ -356,6 +362,7 @@ impl SlotArray {
         }
     }
 
+    #[inline]
     fn bytes(&self) -> &[u8] {
         match self {
             SlotArray::Heap(v) => v,
@@ -364,6 +371,7 @@ impl SlotArray {
         }
     }
 
+    #[inline]
     fn bytes_mut(&mut self) -> &mut [u8] {
         match self {
             SlotArray::Heap(v) => v,
@@ -387,10 +395,17 @@ impl SlotArray {
         u64::from_le_bytes(word) & layout.word_mask
     }
 
+    /// Writes slot `at`'s bytes, keeping the bytes after them that its
+    /// 8-byte word covers: one fixed-size load and store, where copying
+    /// `width` bytes would be a call to `memcpy`.
+    #[inline]
     fn set_word(&mut self, at: usize, layout: Layout, word: u64) {
         let start = at * layout.width;
-        if let Some(b) = self.bytes_mut().get_mut(start..start + layout.width) {
-            b.copy_from_slice(&word.to_le_bytes()[..layout.width]);
+        if let Some(b) = self.bytes_mut().get_mut(start..start + 8) {
+            let mut have = [0u8; 8];
+            have.copy_from_slice(b);
+            let merged = (u64::from_le_bytes(have) & !layout.word_mask) | (word & layout.word_mask);
+            b.copy_from_slice(&merged.to_le_bytes());
         }
     }
 }
@@ -511,13 +526,13 @@ impl BandIndex {
     /// Adds `id` under `key`, dropping the oldest beyond [`BAND_POSTINGS`](super::BAND_POSTINGS).
     pub(crate) fn add(&mut self, key: u64, id: DocId) {
         let hash = self.hash(key);
-        if let Some(ids) = self.ids_of(hash) {
+        if let Some((at, ids)) = self.locate(hash) {
             if ids & LIST == 0 {
                 let mut list = Vec::with_capacity(2);
                 list.push(DocId::from(ids));
                 push_capped(&mut list, id);
                 if let Some(ids) = self.new_list(list) {
-                    self.set_ids(hash, ids);
+                    self.set_ids(at, hash, ids);
                 }
             } else if let Some(list) = self.lists.get_mut(list_index(ids)) {
                 push_capped(list, id);
@@ -556,10 +571,12 @@ impl BandIndex {
     /// Removes `id` from `key` (nothing if it is not there).
     pub(crate) fn remove(&mut self, key: u64, id: DocId) {
         let hash = self.hash(key);
-        let Some(ids) = self.ids_of(hash) else { return };
+        let Some((at, ids)) = self.locate(hash) else {
+            return;
+        };
         if ids & LIST == 0 {
             if DocId::from(ids) == id {
-                self.delete(hash);
+                self.delete(at, hash);
             }
             return;
         }
@@ -571,14 +588,14 @@ impl BandIndex {
         match list.as_slice() {
             [] => {
                 self.free_list(index);
-                self.delete(hash);
+                self.delete(at, hash);
             }
             // Back to the common case: inline, and the list is reused (an
             // id too large to sit inline stays in its list of one).
             &[only] => {
                 if let Some(only) = inline_id(only) {
                     self.free_list(index);
-                    self.set_ids(hash, only);
+                    self.set_ids(at, hash, only);
                 }
             }
             _ => {}
@@ -680,6 +697,7 @@ impl BandIndex {
     }
 
     /// The slot holding `hash` (not one in the overflow), and its word.
+    #[inline]
     fn find(&self, hash: u32) -> Option<(usize, u64)> {
         if self.slots.is_empty() {
             return None;
@@ -708,18 +726,23 @@ impl BandIndex {
 
     /// The ids of `hash`, in the table or the overflow.
     fn ids_of(&self, hash: u32) -> Option<u32> {
+        self.locate(hash).map(|(_, ids)| ids)
+    }
+
+    /// Where `hash` is (its slot, or `None` for the overflow) and its ids.
+    fn locate(&self, hash: u32) -> Option<(Option<usize>, u32)> {
         match self.find(hash) {
-            Some((_, word)) => self.layout.ids(word),
+            Some((at, word)) => self.layout.ids(word).map(|ids| (Some(at), ids)),
             None if self.overflow.is_empty() => None,
-            None => self.overflow.get(&hash).copied(),
+            None => self.overflow.get(&hash).map(|&ids| (None, ids)),
         }
     }
 
-    /// Replaces the ids of `hash`, which is indexed.
-    fn set_ids(&mut self, hash: u32, ids: u32) {
-        match self.find(hash) {
+    /// Replaces the ids of `hash`, found at `at` by [`BandIndex::locate`].
+    fn set_ids(&mut self, at: Option<usize>, hash: u32, ids: u32) {
+        match at {
             // Same slot, same displacement: it fits.
-            Some((at, _)) => {
+            Some(at) => {
                 let _ = self.set(at, Slot { hash, ids });
             }
             None => {
@@ -770,26 +793,28 @@ impl BandIndex {
         }
     }
 
-    /// Removes `hash` from the index. In the table, the rest of its probe
-    /// run shifts back one slot (no tombstones: lookups stay as short as
-    /// right after inserting).
-    fn delete(&mut self, hash: u32) {
-        let Some((mut at, _)) = self.find(hash) else {
+    /// Removes `hash`, found at `at` by [`BandIndex::locate`], from the
+    /// index. In the table, the rest of its probe run shifts back one slot
+    /// (no tombstones: lookups stay as short as right after inserting);
+    /// a slot one nearer its home says a displacement one less.
+    fn delete(&mut self, at: Option<usize>, hash: u32) {
+        let Some(mut at) = at else {
             if self.overflow.remove(&hash).is_some() {
                 self.len -= 1;
             }
             return;
         };
+        let layout = self.layout;
         let mask = self.mask();
+        let one_nearer = 1u64 << (layout.id_bits + layout.rem_bits);
         loop {
             let next = (at + 1) & mask;
-            let slot = self.slot(next);
-            if slot.is_empty() || self.displacement(slot.hash, next) == 0 {
-                let _ = self.set(at, Slot::VACANT);
+            let word = self.slots.word(next, layout);
+            if word & layout.id_mask == 0 || layout.displacement(word) == 0 {
+                self.slots.set_word(at, layout, 0);
                 break;
             }
-            // One slot nearer its home: its displacement fits.
-            let _ = self.set(at, slot);
+            self.slots.set_word(at, layout, word - one_nearer);
             at = next;
         }
         self.len -= 1;
