@@ -691,11 +691,6 @@ impl BandIndex {
         self.layout.slots() - 1
     }
 
-    /// How far slot `at`, holding `hash`, is from that hash's home slot.
-    fn displacement(&self, hash: u32, at: usize) -> usize {
-        at.wrapping_sub(self.layout.home(hash)) & self.mask()
-    }
-
     /// The slot holding `hash` (not one in the overflow), and its word.
     #[inline]
     fn find(&self, hash: u32) -> Option<(usize, u64)> {
