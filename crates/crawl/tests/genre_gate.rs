@@ -52,10 +52,37 @@ const GENRES: &[Genre] = &[
         // Two Doxygen source listings of libstdc++ headers: exact 0.622 by
         // the visible text, estimated 0.757 by the 8-bit sketch (its error
         // at 128 bins).
-        known_false_drops: &[(
-            "http://libstdcxx.doxygen.test/a20447_source.html",
-            "http://libstdcxx.doxygen.test/a01514_source.html",
-        )],
+        //
+        // rustdoc's `core::iter::Peekable` against the `alloc` iterators
+        // (`vec::IntoIter`, `vec::Drain`, `string::Drain`,
+        // `vec::DrainFilter`): 0.63-0.64 exact by the visible text (their
+        // trait listings), while `Peekable` resembles `Cloned` and `Copied`
+        // at 0.81, so its text is a near-duplicate of pages kept anyway. The
+        // outline (64 bins) decides these and lands on either side of 0.65
+        // (docs/EVAL.md, "sixth round"): one CI crawl of eight on
+        // 2026-11-29 dropped it for `vec::IntoIter`.
+        known_false_drops: &[
+            (
+                "http://libstdcxx.doxygen.test/a20447_source.html",
+                "http://libstdcxx.doxygen.test/a01514_source.html",
+            ),
+            (
+                "http://rust.rustdoc.test/core/iter/struct.Peekable.html",
+                "http://rust.rustdoc.test/alloc/vec/struct.IntoIter.html",
+            ),
+            (
+                "http://rust.rustdoc.test/core/iter/struct.Peekable.html",
+                "http://rust.rustdoc.test/alloc/vec/struct.Drain.html",
+            ),
+            (
+                "http://rust.rustdoc.test/core/iter/struct.Peekable.html",
+                "http://rust.rustdoc.test/alloc/string/struct.Drain.html",
+            ),
+            (
+                "http://rust.rustdoc.test/core/iter/struct.Peekable.html",
+                "http://rust.rustdoc.test/alloc/vec/struct.DrainFilter.html",
+            ),
+        ],
         min_copy_recall: None,
     },
     Genre {
