@@ -35,26 +35,32 @@
 //! slots the table was 256 MB per million documents (issue 28); with 8-byte
 //! ones a 10M-page crawl needed 1 GB for it, with 5-byte ones 640 MiB. The
 //! rare key whose displacement would not fit waits in a small overflow
-//! map, looked into only when it is not empty. Ids of 2^27 and beyond (not
+//! map, which a lookup that misses the table asks when it is not empty.
+//! Ids of 2^27 and beyond (not
 //! handed out in practice: ids count up from 0) are kept in a list of one.
 
 use std::collections::BTreeMap;
 
 use super::{DocId, push_capped};
 
-/// `Slot::ids` of an empty slot.
-const EMPTY: u32 = u32::MAX;
-
 /// Set in `Slot::ids` when the rest is an index into [`BandIndex::lists`]
 /// rather than a document id.
 const LIST: u32 = 1 << 31;
 
-/// Bits of ids a slot keeps: a list flag and 27 bits of id or list index.
-/// Document ids from `1 << 27` on are kept in a list of one.
+/// Bits of ids a slot keeps, the low ones of its word at every width: a
+/// list flag ([`ID_FLAG`]) and 27 bits of id or list index, complemented
+/// so that zeroed memory is all empty slots. Document ids from `1 << 27`
+/// on are kept in a list of one.
 const ID_BITS: u32 = 28;
 
+/// The ids field of a slot's word.
+const ID_MASK: u64 = (1 << ID_BITS) - 1;
+
+/// The list flag within the ids field.
+const ID_FLAG: u32 = 1 << (ID_BITS - 1);
+
 /// Ids kept inline in a slot are below this.
-const INLINE_IDS: u64 = 1 << (ID_BITS - 1);
+const INLINE_IDS: u64 = ID_FLAG as u64;
 
 /// Lists at most: an index must fit beside the list flag of a compact
 /// slot and not read as an empty one. Reached only past 134M distinct keys
@@ -96,8 +102,7 @@ const MIN_SLOTS: usize = 16;
 const MIN_COMPACT_DISPLACEMENT_BITS: u32 = 6;
 
 /// One table entry as the algorithms see it: the key's slot hash and its
-/// documents. Empty when `ids` is [`EMPTY`]; otherwise `ids` is a document
-/// id, or [`LIST`] | list index.
+/// documents, a document id or [`LIST`] | list index.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
     hash: u32,
@@ -113,29 +118,19 @@ fn inline_id(id: DocId) -> Option<u32> {
     }
 }
 
-impl Slot {
-    const VACANT: Slot = Slot { hash: 0, ids: EMPTY };
-
-    fn is_empty(self) -> bool {
-        self.ids == EMPTY
-    }
-}
-
 /// How slots of a table of `1 << order` slots are stored: `width` bytes,
-/// little-endian, holding from the low end the ids (complemented, so that
-/// zeroed memory is all empty slots), the hash bits below the home slot's
-/// (`rem_bits`), and the displacement from the home slot.
+/// little-endian, holding from the low end the ids ([`ID_BITS`]), the hash
+/// bits below the home slot's (`rem_bits`), and the displacement from the
+/// home slot.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Layout {
     order: u32,
     width: usize,
-    id_bits: u32,
     rem_bits: u32,
     dib_bits: u32,
-    /// The masks of the fields above and of a whole slot, computed once:
+    /// The masks of the hash bits and of a whole slot, computed once:
     /// lookups are a few instructions around a cache miss, and the fewer
     /// they are, the more lookups the processor overlaps.
-    id_mask: u64,
     rem_mask: u64,
     word_mask: u64,
 }
@@ -147,19 +142,16 @@ impl Layout {
     /// [`MIN_COMPACT_DISPLACEMENT_BITS`].
     fn new(order: u32, hash_bits: u32) -> Layout {
         let rem_bits = hash_bits.saturating_sub(order);
-        let id_bits = ID_BITS;
         let width = [5, 6]
             .into_iter()
-            .find(|&w| id_bits + rem_bits + MIN_COMPACT_DISPLACEMENT_BITS <= w * 8)
+            .find(|&w| ID_BITS + rem_bits + MIN_COMPACT_DISPLACEMENT_BITS <= w * 8)
             .unwrap_or(8) as usize;
-        let dib_bits = (width as u32 * 8 - id_bits - rem_bits).min(32);
+        let dib_bits = (width as u32 * 8 - ID_BITS - rem_bits).min(32);
         Layout {
             order,
             width,
-            id_bits,
             rem_bits,
             dib_bits,
-            id_mask: (1u64 << id_bits) - 1,
             rem_mask: (1u64 << rem_bits) - 1,
             word_mask: if width == 8 {
                 u64::MAX
@@ -184,40 +176,22 @@ impl Layout {
         ((1u64 << self.dib_bits) - 1) as usize
     }
 
-    /// The slot at `at` from its word.
+    /// The slot at `at` from its word, `None` for an empty slot.
     #[inline]
-    fn decode(self, word: u64, at: usize) -> Slot {
-        let Some(ids) = self.ids(word) else {
-            return Slot::VACANT;
-        };
-        let upper = word >> self.id_bits;
+    fn decode(self, word: u64, at: usize) -> Option<Slot> {
+        let ids = ids(word)?;
+        let upper = word >> ID_BITS;
         let home = (at as u64).wrapping_sub(upper >> self.rem_bits) & (self.slots() as u64 - 1);
-        Slot {
+        Some(Slot {
             hash: ((home << self.rem_bits) | (upper & self.rem_mask)) as u32,
             ids,
-        }
-    }
-
-    /// The `Slot::ids` of a word, `None` for an empty slot.
-    #[inline]
-    fn ids(self, word: u64) -> Option<u32> {
-        let field = word & self.id_mask;
-        if field == 0 {
-            return None;
-        }
-        let field = (field ^ self.id_mask) as u32;
-        let flag = 1u32 << (self.id_bits - 1);
-        Some(if field & flag != 0 {
-            LIST | (field & !flag)
-        } else {
-            field
         })
     }
 
     /// The displacement a non-empty word says.
     #[inline]
     fn displacement(self, word: u64) -> usize {
-        (word >> self.id_bits >> self.rem_bits) as usize
+        (word >> ID_BITS >> self.rem_bits) as usize
     }
 
     /// What a word holding `hash` at displacement `dist` has above its
@@ -229,26 +203,37 @@ impl Layout {
 
     /// The word of `slot` at `at`, if its displacement fits.
     fn encode(self, slot: Slot, at: usize) -> Option<u64> {
-        if slot.is_empty() {
-            return Some(0);
-        }
         let dib = at.wrapping_sub(self.home(slot.hash)) & (self.slots() - 1);
         if dib > self.max_displacement() {
             return None;
         }
-        let flag = 1u64 << (self.id_bits - 1);
         let field = if slot.ids & LIST != 0 {
-            flag | u64::from(slot.ids & !LIST)
+            ID_FLAG | (slot.ids & !LIST)
         } else {
-            u64::from(slot.ids)
+            slot.ids
         };
-        Some((field ^ self.id_mask) | (self.upper(slot.hash, dib) << self.id_bits))
+        Some((u64::from(field) ^ ID_MASK) | (self.upper(slot.hash, dib) << ID_BITS))
     }
 
     #[inline]
     fn home(self, hash: u32) -> usize {
         (u64::from(hash) >> self.rem_bits) as usize
     }
+}
+
+/// The `Slot::ids` of a slot's word, `None` for an empty slot.
+#[inline]
+fn ids(word: u64) -> Option<u32> {
+    let field = word & ID_MASK;
+    if field == 0 {
+        return None;
+    }
+    let field = (field ^ ID_MASK) as u32;
+    Some(if field & ID_FLAG != 0 {
+        LIST | (field & !ID_FLAG)
+    } else {
+        field
+    })
 }
 
 /// Tables at least this large (bytes) get their own memory mapping,
@@ -503,14 +488,10 @@ impl BandIndex {
             for (&word, &key) in first.iter().zip(chunk) {
                 let hash = self.hash(key);
                 // Most lookups end at the home slot: empty, or the key.
-                let ids = if word & layout.id_mask == 0 {
-                    if self.overflow.is_empty() {
-                        None
-                    } else {
-                        self.overflow.get(&hash).copied()
-                    }
-                } else if word >> layout.id_bits == layout.upper(hash, 0) {
-                    layout.ids(word)
+                let ids = if word & ID_MASK == 0 {
+                    self.overflowed(hash)
+                } else if word >> ID_BITS == layout.upper(hash, 0) {
+                    ids(word)
                 } else {
                     self.ids_of(hash)
                 };
@@ -628,8 +609,7 @@ impl BandIndex {
             for i in 0..n {
                 // An odd multiplier permutes 0..n when n is a power of two.
                 let at = i.wrapping_mul(0x9e37_79b9_7f4a_7c15_u64 as usize) & n.wrapping_sub(1);
-                let slot = self.slot(at);
-                if !slot.is_empty() {
+                if let Some(slot) = self.slot(at) {
                     each(slot.hash, slot.ids);
                 }
             }
@@ -666,11 +646,11 @@ impl BandIndex {
             .min(self.hash_bits.max(MIN_SLOTS.trailing_zeros()))
     }
 
-    fn slot(&self, at: usize) -> Slot {
+    fn slot(&self, at: usize) -> Option<Slot> {
         self.slot_in(at, self.layout)
     }
 
-    fn slot_in(&self, at: usize, layout: Layout) -> Slot {
+    fn slot_in(&self, at: usize, layout: Layout) -> Option<Slot> {
         layout.decode(self.slots.word(at, layout), at)
     }
 
@@ -703,10 +683,10 @@ impl BandIndex {
         let mut dist = 0usize;
         loop {
             let word = self.slots.word(at, layout);
-            if word & layout.id_mask == 0 {
+            if word & ID_MASK == 0 {
                 return None;
             }
-            if word >> layout.id_bits == layout.upper(hash, dist) {
+            if word >> ID_BITS == layout.upper(hash, dist) {
                 return Some((at, word));
             }
             // Robin Hood order: a key is never further from home than the
@@ -727,9 +707,21 @@ impl BandIndex {
     /// Where `hash` is (its slot, or `None` for the overflow) and its ids.
     fn locate(&self, hash: u32) -> Option<(Option<usize>, u32)> {
         match self.find(hash) {
-            Some((at, word)) => self.layout.ids(word).map(|ids| (Some(at), ids)),
-            None if self.overflow.is_empty() => None,
-            None => self.overflow.get(&hash).map(|&ids| (None, ids)),
+            Some((at, word)) => ids(word).map(|ids| (Some(at), ids)),
+            None => self.overflowed(hash).map(|ids| (None, ids)),
+        }
+    }
+
+    /// The ids of `hash` in the overflow. Asked after every miss of the
+    /// table, so an empty overflow (almost always) answers before any
+    /// search (asking the map itself made an insert ~10 ns slower in
+    /// `bands::timing`).
+    #[inline]
+    fn overflowed(&self, hash: u32) -> Option<u32> {
+        if self.overflow.is_empty() {
+            None
+        } else {
+            self.overflow.get(&hash).copied()
         }
     }
 
@@ -768,17 +760,20 @@ impl BandIndex {
         let mut dist = 0usize;
         loop {
             let word = self.slots.word(at, layout);
-            let empty = word & layout.id_mask == 0;
-            if empty || layout.displacement(word) < dist {
+            if word & ID_MASK == 0 || layout.displacement(word) < dist {
                 if !self.set(at, moving) {
                     self.overflow.insert(moving.hash, moving.ids);
                     return None;
                 }
-                if empty {
-                    return None;
+                // Decoded only when it gives way.
+                match layout.decode(word, at) {
+                    // It took an empty slot: placed.
+                    None => return None,
+                    Some(here) => {
+                        moving = here;
+                        dist = layout.displacement(word);
+                    }
                 }
-                moving = layout.decode(word, at);
-                dist = layout.displacement(word);
             }
             if !wrap && at == mask {
                 return Some(moving);
@@ -801,11 +796,11 @@ impl BandIndex {
         };
         let layout = self.layout;
         let mask = self.mask();
-        let one_nearer = 1u64 << (layout.id_bits + layout.rem_bits);
+        let one_nearer = 1u64 << (ID_BITS + layout.rem_bits);
         loop {
             let next = (at + 1) & mask;
             let word = self.slots.word(next, layout);
-            if word & layout.id_mask == 0 || layout.displacement(word) == 0 {
+            if word & ID_MASK == 0 || layout.displacement(word) == 0 {
                 self.slots.set_word(at, layout, 0);
                 break;
             }
@@ -823,8 +818,7 @@ impl BandIndex {
         self.layout = new;
         if !old.is_empty() {
             for at in 0..old_layout.slots() {
-                let slot = old_layout.decode(old.word(at, old_layout), at);
-                if !slot.is_empty() {
+                if let Some(slot) = old_layout.decode(old.word(at, old_layout), at) {
                     self.place(slot);
                 }
             }
@@ -858,10 +852,9 @@ impl BandIndex {
     fn spread_doubled(&mut self, old: Layout) {
         let mut aside = Vec::new();
         for p in (0..old.slots()).rev() {
-            let slot = self.slot_in(p, old);
-            if slot.is_empty() {
+            let Some(slot) = self.slot_in(p, old) else {
                 continue;
-            }
+            };
             self.slots.set_word(p, old, 0);
             let h = old.home(slot.hash);
             let fits = h <= p && 2 * h * self.layout.width >= p * old.width;

@@ -221,7 +221,7 @@ fn tables_doubled_in_place_answer_as_before() {
         model.add(k, i as u64);
         if i == 11 {
             assert_eq!(
-                (index.layout.slots(), index.slot(0).is_empty()),
+                (index.layout.slots(), index.slot(0).is_none()),
                 (16, false),
                 "wrapped"
             );
@@ -392,7 +392,7 @@ fn overflowed_keys_outlive_their_probe_run() {
     let mut out = Vec::new();
     for &(hash, ids) in &waiting {
         let key = u64::from(index.unhash(hash));
-        assert!(index.slot(index.layout.home(hash)).is_empty(), "home emptied");
+        assert!(index.slot(index.layout.home(hash)).is_none(), "home emptied");
         out.clear();
         index.get(key, &mut out);
         assert_eq!(out, [DocId::from(ids)]);
