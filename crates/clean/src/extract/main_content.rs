@@ -46,6 +46,11 @@ const FAILSAFE_SHARE_NUM: u64 = 1;
 const FAILSAFE_SHARE_DEN: u64 = 4;
 /// A block that is mostly links with fewer other chars than this is a menu.
 const MENU_MAX_NONLINK_CHARS: u64 = 100;
+/// A paragraph this long (non-link chars) outside a flat page's `<pre>`
+/// blocks, and at least half as long as they are, is prose of its own: the
+/// page is not a message in a frame (a header field listing message ids
+/// is as long, beside a message several times longer).
+const LONG_PROSE_CHARS: u64 = 200;
 /// Below this many chars of main text, fall back to the whole page.
 const MIN_MAIN_CHARS: usize = 10;
 
@@ -460,6 +465,17 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> String {
         roots = scored_block_and_siblings(els, &boiler, &score, &content, top);
     }
 
+    // A flat page (the choice holds nearly all the page's text: the scoring
+    // found no narrower container) whose `<pre>` blocks hold a fair share of
+    // it is a mail archive's message page, a plain-text document or a
+    // listing: the preformatted text is what its author wrote, the rest is
+    // header fields, thread links and prev/next subjects (MHonArc, Pipermail
+    // and public-inbox all put the message in a `<pre>`;
+    // docs/eval-mailarchive.md).
+    if let Some(pres) = flat_page_preformatted(els, &boiler, &content, &roots) {
+        roots = pres;
+    }
+
     // Fail-safe for dedup: a chosen block holding only a small share of the page's
     // text (a notice box repeated on every page of a help system, a cookie banner)
     // would make distinct pages identical. Then the page's visible text minus its
@@ -482,6 +498,62 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> String {
         return text;
     }
     render_all(walk, None, cap)
+}
+
+/// The `<pre>` blocks of a flat page (see `select_text`) when they are one
+/// run (children of the body with next to nothing between them: a
+/// message's parts and its attachments' captions), hold at least the
+/// fail-safe's share of its non-link text, and no other block is a long
+/// paragraph of prose ([`LONG_PROSE_CHARS`]). A man page's synopsis and
+/// examples are `<pre>` blocks too, but with its sections between them.
+fn flat_page_preformatted(els: &[El], boiler: &[bool], c: &ContentTotals, roots: &[usize]) -> Option<Vec<usize>> {
+    // the page's `<body>` (or its root): no element around the content;
+    // the choice is it, or blocks of it (a best block and its siblings)
+    let top_level = |i: usize| parent_of(els, i).is_none_or(|p| parent_of(els, p).is_none());
+    let root = match roots {
+        &[r] if top_level(r) => r,
+        &[r, ..] => parent_of(els, r).filter(|&p| top_level(p) && roots.iter().all(|&i| els[i].parent == els[r].parent))?,
+        [] => return None,
+    };
+    let page_chars: u64 = (0..els.len())
+        .filter(|&i| els[i].parent == NONE)
+        .map(|i| c.nonlink(i))
+        .sum();
+    let chosen: u64 = roots.iter().map(|&r| c.nonlink(r)).sum();
+    if chosen * 10 < page_chars * 9 {
+        return None;
+    }
+    let mut pres = Vec::new();
+    // non-link text of the children between the first `<pre>` and the
+    // current one, counted into `between` when another `<pre>` follows
+    let (mut gap, mut between) = (0u64, 0u64);
+    let mut in_pre = vec![false; els.len()];
+    let mut longest_other = 0u32;
+    for i in root + 1..els.len() {
+        let Some(up) = parent_of(els, i) else { continue };
+        in_pre[i] = in_pre[up] || els[up].preformatted;
+        if boiler[i] || els[i].hidden || in_pre[i] || !(up == root || is_descendant(els, up, root)) {
+            continue;
+        }
+        if up == root && els[i].preformatted {
+            between += gap;
+            gap = 0;
+            pres.push(i);
+            continue;
+        }
+        if up == root && !pres.is_empty() {
+            gap += c.nonlink(i);
+        }
+        // prose has commas; a header field of message ids or a base64
+        // face image has none
+        if els[i].block && els[i].para_commas > 0 {
+            longest_other = longest_other.max(els[i].para_chars);
+        }
+    }
+    let pre_chars: u64 = pres.iter().map(|&p| c.nonlink(p)).sum();
+    let one_run = !pres.is_empty() && between * 10 <= pre_chars;
+    let prose_beside = u64::from(longest_other) >= (pre_chars / 2).max(LONG_PROSE_CHARS);
+    (one_run && pre_chars * FAILSAFE_SHARE_DEN >= page_chars * FAILSAFE_SHARE_NUM && !prose_beside).then_some(pres)
 }
 
 /// The template marks plus menus: blocks that are mostly links with little other

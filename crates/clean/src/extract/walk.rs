@@ -89,6 +89,9 @@ pub(crate) struct El {
     /// (a help system un-hides the variant of a paragraph that fits the
     /// reader's module by script), but counts nowhere and is not main text.
     pub hidden: bool,
+    /// A `<pre>`: text laid out by its author (a mail's body in every mail
+    /// archive, a listing, a plain-text document), never a notice box.
+    pub preformatted: bool,
     /// Text chars (non-whitespace) of text nodes directly inside.
     pub own_chars: u32,
     /// The part of `own_chars` inside links.
@@ -193,6 +196,7 @@ impl<'a> Walker<'a> {
             tag_boiler,
             class_boiler,
             hidden,
+            preformatted: name == "pre",
             own_chars: 0,
             own_link_chars: 0,
             para_chars: 0,
