@@ -44,11 +44,12 @@ SIMCRAWL_HTML_GATE=$(cd "$GATE_DIR" && pwd)
 export SIMCRAWL_HTML_GATE
 # The multi-genre gate's sets (crates/crawl/tests/genre_gate.rs, docs/EVAL.md
 # "Genres"): API references, man pages, syndicated news, a multilingual
-# manual; each built once per version of its builder into
+# manual, mailing-list archives; each built once per version of its builder into
 # target/genre/NAME unless SIMCRAWL_GENRE_SETS names the folder of them.
 GENRE_DIR=${SIMCRAWL_GENRE_SETS:-target/genre}
 for set in apiref:build-apiref-set.sh:apiref_set.py manpages:build-manpage-set.sh:manpage_set.py \
-           news:build-news-set.sh:news_set.py multilang:build-multilang-set.sh:multilang_set.py; do
+           news:build-news-set.sh:news_set.py multilang:build-multilang-set.sh:multilang_set.py \
+           mail:build-mailarchive-set.sh:mailarchive_set.py; do
   IFS=: read -r name builder helper <<<"$set"
   stamp=$(cat "scripts/$builder" "scripts/$helper" scripts/eval_set.py scripts/tw2sp_labels.py \
     scripts/lib/debian-docs.sh | sha256sum | cut -c1-16)

@@ -15,8 +15,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let page = cleaner.parse(&html, Some("text/html"), &url)?;
         let count = |s: &str| s.chars().filter(|c| c.is_alphanumeric()).count();
         println!("== {path}\ntitle: {}", page.title);
-        println!("-- main ({} letters and digits)\n{}", count(&page.text), page.text);
-        println!("-- own ({} letters and digits, {} link chars)\n{}", count(&page.own_text), page.own_link_chars, page.own_text);
+        println!(
+            "-- main ({} letters and digits)\n{}",
+            count(&page.text),
+            page.text
+        );
+        println!(
+            "-- own ({} letters and digits, {} link chars)\n{}",
+            count(&page.own_text),
+            page.own_link_chars,
+            page.own_text
+        );
     }
     Ok(())
 }

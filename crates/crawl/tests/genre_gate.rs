@@ -1,8 +1,8 @@
 //! The multi-genre gate (issue 35; docs/EVAL.md, "Genres"): beside the
 //! documentation of the HTML gate (`html_gate.rs`), real API references of
 //! five generators, man pages of several languages and renderers,
-//! syndicated news inside other sites' templates, and a manual in fourteen
-//! languages, each judged on both paths users run: crawled over loopback
+//! syndicated news inside other sites' templates, a manual in fourteen
+//! languages, and mailing-list archives (real mail in MHonArc's archives), each judged on both paths users run: crawled over loopback
 //! with the defaults, and through `crawl dedup` over the same pages as
 //! `html` lines (`scripts/genre-gate.sh`). On every genre and path no unique
 //! page may be lost, the near-duplicate components holding a page of 300
@@ -11,7 +11,7 @@
 //! [`GENRES`], each with why it is still there.
 //!
 //! `scripts/test.sh` builds the sets with their builders
-//! (`scripts/build-{apiref,manpage,news,multilang}-set.sh`) into one folder
+//! (`scripts/build-{apiref,manpage,news,multilang,mailarchive}-set.sh`) into one folder
 //! and points `SIMCRAWL_GENRE_SETS` at it; without the variable the test
 //! says so and passes only outside CI.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -35,6 +35,9 @@ struct Genre {
     /// way round): the gate fails on any other. Crawl verdicts depend on the
     /// order pages arrive in, so a run may show some of these or none.
     known_false_drops: &'static [(&'static str, &'static str)],
+    /// Known false drops as groups of pages (one message on several
+    /// archives): a false drop between two pages of one group is known.
+    known_false_drop_groups: &'static [&'static [&'static str]],
     /// The news set's copy recall (`scripts/news_copy_recall.py`): copies of
     /// one story dropped over the copies beyond one, on each path.
     min_copy_recall: Option<f64>,
@@ -83,6 +86,7 @@ const GENRES: &[Genre] = &[
                 "http://rust.rustdoc.test/alloc/vec/struct.DrainFilter.html",
             ),
         ],
+        known_false_drop_groups: &[],
         min_copy_recall: None,
     },
     Genre {
@@ -98,6 +102,7 @@ const GENRES: &[Genre] = &[
             "http://man.en.test/man3/clockid_t.3type.html",
             "http://man2html.en.test/man3/clockid_t.3type.html",
         )],
+        known_false_drop_groups: &[],
         min_copy_recall: None,
     },
     Genre {
@@ -110,12 +115,154 @@ const GENRES: &[Genre] = &[
         // one theme, whose front pages' one main text was the theme's
         // author box, were the last one).
         known_false_drops: &[],
+        known_false_drop_groups: &[],
         min_copy_recall: Some(0.95),
     },
     Genre {
         set: "multilang",
         min_recall: 0.95,
         known_false_drops: &[],
+        known_false_drop_groups: &[],
+        min_copy_recall: None,
+    },
+    Genre {
+        set: "mail",
+        // Copies of one message in a list's archive and in the mirror are
+        // found when extraction takes the message out of its frame; what
+        // is missed (copy recall 0.87-0.89) is short replies (under 200
+        // letters: too short to identify), one path on two hosts (MHonArc
+        // numbers both archives from msg00000, which reads as one site),
+        // and pages whose message is not one run of `<pre>` blocks
+        // (format=flowed mail, a message beside its thread slice):
+        // docs/eval-mailarchive.md. Measured 0.854-0.872 on both paths.
+        min_recall: 0.84,
+        known_false_drops: &[],
+        known_false_drop_groups: &[
+            // Replies in one thread on three archives (its message on each), quoting
+            // the same chain of earlier replies: 0.62-0.64 alike by their
+            // messages, 0.75-0.80 estimated.
+            &[
+                "http://alsa-devel.lists.test/msg00019.html",
+                "http://alsa-devel.lists.test/msg00020.html",
+                "http://alsa-devel.lists.test/msg00025.html",
+                "http://alsa-devel.lists.test/msg00031.html",
+                "http://linux-kernel.lists.test/msg00128.html",
+                "http://linux-kernel.lists.test/msg00129.html",
+                "http://linux-kernel.lists.test/msg00134.html",
+                "http://linux-kernel.lists.test/msg00141.html",
+                "http://mirror.test/msg00136.html",
+                "http://mirror.test/msg00137.html",
+                "http://mirror.test/msg00142.html",
+                "http://mirror.test/msg00149.html",
+            ],
+            // A patch and a reply quoting all of it with a paragraph of comment
+            // (0.634 by the messages).
+            &[
+                "http://linux-cifs.lists.test/msg00003.html",
+                "http://linux-cifs.lists.test/msg00011.html",
+                "http://linux-fsdevel.lists.test/msg00003.html",
+                "http://linux-fsdevel.lists.test/msg00011.html",
+                "http://linux-kernel.lists.test/msg00003.html",
+                "http://linux-kernel.lists.test/msg00011.html",
+                "http://mirror.test/msg00011.html",
+                "http://mirror.test/msg00019.html",
+            ],
+            // An archive's date index and thread index: its messages' subjects
+            // in two orders (0.57-0.65 by the visible text, whose 5-grams
+            // cross from one subject to the next).
+            &[
+                "http://alsa-devel.lists.test/maillist.html",
+                "http://alsa-devel.lists.test/threads.html",
+            ],
+            &[
+                "http://ceph-devel.lists.test/maillist.html",
+                "http://ceph-devel.lists.test/threads.html",
+            ],
+            &[
+                "http://cpufreq.lists.test/maillist.html",
+                "http://cpufreq.lists.test/threads.html",
+            ],
+            &[
+                "http://devel.lists.test/maillist.html",
+                "http://devel.lists.test/threads.html",
+            ],
+            &[
+                "http://e1000-devel.lists.test/maillist.html",
+                "http://e1000-devel.lists.test/threads.html",
+            ],
+            &[
+                "http://linux-bluetooth.lists.test/maillist.html",
+                "http://linux-bluetooth.lists.test/threads.html",
+            ],
+            &[
+                "http://linux-cifs.lists.test/maillist.html",
+                "http://linux-cifs.lists.test/threads.html",
+            ],
+            &[
+                "http://linux-fsdevel.lists.test/maillist.html",
+                "http://linux-fsdevel.lists.test/threads.html",
+            ],
+            &[
+                "http://linux-i2c.lists.test/maillist.html",
+                "http://linux-i2c.lists.test/threads.html",
+            ],
+            &[
+                "http://linux-kernel.lists.test/maillist.html",
+                "http://linux-kernel.lists.test/threads.html",
+            ],
+            &[
+                "http://linux-media.lists.test/maillist.html",
+                "http://linux-media.lists.test/threads.html",
+            ],
+            &[
+                "http://linux-mmc.lists.test/maillist.html",
+                "http://linux-mmc.lists.test/threads.html",
+            ],
+            &[
+                "http://linux-nfs.lists.test/maillist.html",
+                "http://linux-nfs.lists.test/threads.html",
+            ],
+            &[
+                "http://linux-scsi.lists.test/maillist.html",
+                "http://linux-scsi.lists.test/threads.html",
+            ],
+            &[
+                "http://linuxppc-dev.lists.test/maillist.html",
+                "http://linuxppc-dev.lists.test/threads.html",
+            ],
+            &[
+                "http://mirror.test/maillist.html",
+                "http://mirror.test/threads.html",
+            ],
+            &[
+                "http://netdev.lists.test/maillist.html",
+                "http://netdev.lists.test/threads.html",
+            ],
+            &[
+                "http://notmuch.lists.test/maillist.html",
+                "http://notmuch.lists.test/threads.html",
+            ],
+            &[
+                "http://ocfs2-devel.lists.test/maillist.html",
+                "http://ocfs2-devel.lists.test/threads.html",
+            ],
+            &[
+                "http://platform-driver-x86.lists.test/maillist.html",
+                "http://platform-driver-x86.lists.test/threads.html",
+            ],
+            &[
+                "http://samba-technical.lists.test/maillist.html",
+                "http://samba-technical.lists.test/threads.html",
+            ],
+            &[
+                "http://user-mode-linux-user.lists.test/maillist.html",
+                "http://user-mode-linux-user.lists.test/threads.html",
+            ],
+            &[
+                "http://xen-devel.lists.test/maillist.html",
+                "http://xen-devel.lists.test/threads.html",
+            ],
+        ],
         min_copy_recall: None,
     },
 ];
@@ -175,6 +322,10 @@ fn judge(genre: &Genre, set: &Path, out: &Path) -> Vec<String> {
             .known_false_drops
             .iter()
             .any(|&(x, y)| (x, y) == (a, b) || (y, x) == (a, b))
+            || genre
+                .known_false_drop_groups
+                .iter()
+                .any(|g| g.contains(&a) && g.contains(&b))
     };
     let listed: Vec<(&str, &str)> = report.lines().filter_map(false_drop_pair).collect();
     let counted: f64 = rows.iter().map(|r| r[7]).sum();

@@ -46,11 +46,12 @@ const FAILSAFE_SHARE_NUM: u64 = 1;
 const FAILSAFE_SHARE_DEN: u64 = 4;
 /// A block that is mostly links with fewer other chars than this is a menu.
 const MENU_MAX_NONLINK_CHARS: u64 = 100;
-/// A paragraph this long (non-link chars) outside a flat page's `<pre>`
-/// blocks, and at least half as long as they are, is prose of its own: the
-/// page is not a message in a frame (a header field listing message ids
-/// is as long, beside a message several times longer).
-const LONG_PROSE_CHARS: u64 = 200;
+/// A paragraph with a comma this long (non-link chars) outside a flat
+/// page's `<pre>` blocks, and at least half as long as they are, is prose of
+/// its own: the page is not a message in a frame (a header field listing
+/// message ids, with no comma, is as long beside a message several times
+/// longer; an introduction above a listing is prose).
+const LONG_PROSE_CHARS: u64 = 100;
 /// Below this many chars of main text, fall back to the whole page.
 const MIN_MAIN_CHARS: usize = 10;
 
@@ -506,13 +507,19 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> String {
 /// fail-safe's share of its non-link text, and no other block is a long
 /// paragraph of prose ([`LONG_PROSE_CHARS`]). A man page's synopsis and
 /// examples are `<pre>` blocks too, but with its sections between them.
-fn flat_page_preformatted(els: &[El], boiler: &[bool], c: &ContentTotals, roots: &[usize]) -> Option<Vec<usize>> {
+fn flat_page_preformatted(
+    els: &[El],
+    boiler: &[bool],
+    c: &ContentTotals,
+    roots: &[usize],
+) -> Option<Vec<usize>> {
     // the page's `<body>` (or its root): no element around the content;
     // the choice is it, or blocks of it (a best block and its siblings)
     let top_level = |i: usize| parent_of(els, i).is_none_or(|p| parent_of(els, p).is_none());
     let root = match roots {
         &[r] if top_level(r) => r,
-        &[r, ..] => parent_of(els, r).filter(|&p| top_level(p) && roots.iter().all(|&i| els[i].parent == els[r].parent))?,
+        &[r, ..] => parent_of(els, r)
+            .filter(|&p| top_level(p) && roots.iter().all(|&i| els[i].parent == els[r].parent))?,
         [] => return None,
     };
     let page_chars: u64 = (0..els.len())
@@ -553,7 +560,8 @@ fn flat_page_preformatted(els: &[El], boiler: &[bool], c: &ContentTotals, roots:
     let pre_chars: u64 = pres.iter().map(|&p| c.nonlink(p)).sum();
     let one_run = !pres.is_empty() && between * 10 <= pre_chars;
     let prose_beside = u64::from(longest_other) >= (pre_chars / 2).max(LONG_PROSE_CHARS);
-    (one_run && pre_chars * FAILSAFE_SHARE_DEN >= page_chars * FAILSAFE_SHARE_NUM && !prose_beside).then_some(pres)
+    (one_run && pre_chars * FAILSAFE_SHARE_DEN >= page_chars * FAILSAFE_SHARE_NUM && !prose_beside)
+        .then_some(pres)
 }
 
 /// The template marks plus menus: blocks that are mostly links with little other
