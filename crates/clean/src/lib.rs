@@ -92,6 +92,14 @@ pub struct Page {
     /// are links, so a crawler can tell what a page *says* of its own from
     /// what it *links to* when it decides which text is its identity.
     pub own_link_chars: usize,
+    /// The main text is a message shown in an archive's frame: a flat page
+    /// whose text is one run of `<pre>` blocks (MHonArc, Pipermail,
+    /// public-inbox). The header fields, thread links and prev/next
+    /// subjects around it are shared by the messages of one thread, not by
+    /// the whole host, so no learnt template takes them out, and judged with
+    /// them two replies of one thread looked alike; the page is judged on
+    /// its message ([`Page::judged_own`]).
+    pub framed: bool,
     /// Characters (not counting whitespace) of the page's whole visible text,
     /// template included: its size as a reader sees it, to tell a page from
     /// a much smaller one it is said to copy.
@@ -115,6 +123,31 @@ pub struct Page {
 }
 
 impl Page {
+    /// What the page has of its own to be judged on, and how much of it is
+    /// link text: its own text, or its main text when that is a message in
+    /// an archive's frame ([`Page::framed`]). A crawler still learns its
+    /// host's template from [`Page::own_text`].
+    ///
+    /// ```
+    /// let url = url::Url::parse("http://lists.example/msg00001.html").unwrap();
+    /// let html = "<html><body><ul><li><em>From</em>: Ann</li><li><em>Date</em>: Mon</li></ul>\
+    ///     <pre>Thanks, applied to the tree, and queued for the next release with the fix.\n\
+    ///     It builds and the tests pass on both machines here, so it goes out today.</pre>\
+    ///     <ul><li>Prev by Date: <a href=\"msg00000.html\">Re: the patch</a></li></ul></body></html>";
+    /// let page = simcrawl_clean::Page::parse(html.as_bytes(), Some("text/html"), &url).unwrap();
+    /// assert!(page.framed);
+    /// assert_eq!(page.judged_own().0, page.text);
+    /// assert!(page.own_text.contains("prev by date"));
+    /// ```
+    #[must_use]
+    pub fn judged_own(&self) -> (&str, usize) {
+        if self.framed {
+            (&self.text, 0)
+        } else {
+            (&self.own_text, self.own_link_chars)
+        }
+    }
+
     /// Cleans a page with the default configuration, using a cleaner built once per
     /// process on first use.
     pub fn parse(bytes: &[u8], content_type: Option<&str>, url: &Url) -> Result<Page, CleanError> {
@@ -234,6 +267,7 @@ impl Cleaner {
             raw_text: ex.text,
             own_text,
             own_link_chars: ex.own_link_chars,
+            framed: ex.framed,
             visible_chars: ex.visible_chars,
             links: ex.links,
             canonical: ex.canonical,

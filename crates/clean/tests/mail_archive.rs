@@ -53,11 +53,18 @@ fn one_message_in_two_archives_has_one_main_text() {
     let mirror = page("mirror.html");
     assert_eq!(list.text, mirror.text);
     assert_ne!(list.own_text, mirror.own_text);
+    // Judged on the message, not on the frame (which a crawler still
+    // learns its host's template from).
+    assert!(list.framed && mirror.framed);
+    assert_eq!(list.judged_own(), mirror.judged_own());
+    assert_eq!(list.judged_own().0, list.text);
 }
 
 #[test]
 fn a_flat_man_page_keeps_its_sections_beside_its_pre_blocks() {
     let p = page("man2html-lgamma.html");
+    assert!(!p.framed);
+    assert_eq!(p.judged_own(), (p.own_text.as_str(), p.own_link_chars));
     assert!(p.text.contains("log gamma function"), "{}", p.text);
     assert!(p.text.contains("description"), "{}", p.text);
 }
@@ -77,6 +84,7 @@ fn a_flat_page_with_prose_beside_its_listing_keeps_the_prose() {
         .unwrap()
         .parse(html.as_bytes(), Some("text/html"), &url)
         .unwrap();
+    assert!(!p.framed);
     assert!(p.text.contains("why the listing below"), "{}", p.text);
     assert!(p.text.contains("println"), "{}", p.text);
 }

@@ -36,8 +36,11 @@ pub struct InOrder<'a> {
     pub url: &'a str,
     pub host: &'a str,
     pub main: &'a str,
+    /// What its host's template is learnt from.
     pub own: &'a str,
-    pub own_link_chars: usize,
+    /// What it is judged on, with its link chars
+    /// (`simcrawl_clean::Page::judged_own`).
+    pub judged_own: (&'a str, usize),
 }
 
 /// For a sequence of pages (`None` for a line that is not one), in order:
@@ -51,7 +54,7 @@ pub fn identities_in_order<'a>(
     pages
         .map(|p| {
             let p = p?;
-            let id = identity_of(templates, (p.url, p.host), p.main, (p.own, p.own_link_chars));
+            let id = identity_of(templates, (p.url, p.host), p.main, p.judged_own);
             let out = id.into_owned();
             templates.observe(p.host, p.own);
             Some(out)

@@ -439,9 +439,7 @@ impl PyDeduper {
         let host = parsed.host_str().unwrap_or("");
         let id = {
             let learnt = templates.read();
-            identity_of(url, &page.text, (&page.own_text, page.own_link_chars), |t| {
-                learnt.own_lines(host, t)
-            })
+            identity_of(url, &page.text, page.judged_own(), |t| learnt.own_lines(host, t))
         };
         // The blocks are hashed before the lock: checks on other threads
         // read the learner meanwhile.
@@ -449,7 +447,7 @@ impl PyDeduper {
         templates.write().observe_blocks(host, &blocks);
         let tier = if url_tier { UrlTier::Check } else { UrlTier::Skip };
         let verdicts = on_store!(store, d => {
-            let sig = sign_page(d, (url, &page.title), &id, &page.own_text);
+            let sig = sign_page(d, (url, &page.title), &id, page.judged_own().0);
             d.check_batch(std::slice::from_ref(&sig), tier)
         });
         verdicts

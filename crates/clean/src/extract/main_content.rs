@@ -141,6 +141,9 @@ pub(crate) struct Texts {
     pub own: String,
     /// Characters (not whitespace) of `own` that are link text.
     pub own_link_chars: usize,
+    /// The main text is a message in an archive's frame
+    /// (`flat_page_preformatted`).
+    pub framed: bool,
 }
 
 /// Picks the main content (or everything when `main_content` is off) and
@@ -151,9 +154,10 @@ pub(crate) fn select_texts(walk: &Walk<'_>, main_content: bool, cap: usize) -> T
             main: render_all(walk, None, cap),
             own: render_all_with(walk, None, Hidden::Show, cap),
             own_link_chars: walk.els.iter().map(|e| e.own_link_chars as usize).sum(),
+            framed: false,
         };
     }
-    let main = select_text(walk, cap);
+    let (main, message) = select_text(walk, cap);
     // Only what the page itself declares template (tags and ARIA roles):
     // class names are guesses, good enough to choose a main block, not to
     // say what a page does not own (a section whose id ends in `-tools`
@@ -174,6 +178,7 @@ pub(crate) fn select_texts(walk: &Walk<'_>, main_content: bool, cap: usize) -> T
         main,
         own,
         own_link_chars,
+        framed: message.is_some(),
     }
 }
 
@@ -433,7 +438,7 @@ fn scored_block_and_siblings(
 }
 
 /// The main content.
-fn select_text(walk: &Walk<'_>, cap: usize) -> String {
+fn select_text(walk: &Walk<'_>, cap: usize) -> (String, Option<Vec<usize>>) {
     let els = &walk.els;
     let n = els.len();
     let boiler = template_marks(els, &page_totals(els));
@@ -466,15 +471,16 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> String {
         roots = scored_block_and_siblings(els, &boiler, &score, &content, top);
     }
 
-    // A flat page (the choice holds nearly all the page's text: the scoring
-    // found no narrower container) whose `<pre>` blocks hold a fair share of
-    // it is a mail archive's message page, a plain-text document or a
+    // A flat page (the choice is its body or blocks of it: no container
+    // around the content) whose `<pre>` blocks hold a fair share of
+    // its text is a mail archive's message page, a plain-text document or a
     // listing: the preformatted text is what its author wrote, the rest is
     // header fields, thread links and prev/next subjects (MHonArc, Pipermail
     // and public-inbox all put the message in a `<pre>`;
     // docs/eval-mailarchive.md).
-    if let Some(pres) = flat_page_preformatted(els, &boiler, &content, &roots) {
-        roots = pres;
+    let message = flat_page_preformatted(els, &boiler, &content, &roots);
+    if let Some(pres) = &message {
+        roots.clone_from(pres);
     }
 
     // Fail-safe for dedup: a chosen block holding only a small share of the page's
@@ -490,15 +496,15 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> String {
     if main_chars * FAILSAFE_SHARE_DEN >= page_chars * FAILSAFE_SHARE_NUM {
         let text = render(walk, &roots, Some(&boiler), cap);
         if nonws_len(&text) >= MIN_MAIN_CHARS {
-            return text;
+            return (text, message);
         }
     }
     let template = without_menus(walk, &boiler, &content.sub, &content.sub_link);
     let text = render_all(walk, Some(&template), cap);
     if nonws_len(&text) >= MIN_MAIN_CHARS {
-        return text;
+        return (text, None);
     }
-    render_all(walk, None, cap)
+    (render_all(walk, None, cap), None)
 }
 
 /// The `<pre>` blocks of a flat page (see `select_text`) when they are one
@@ -514,7 +520,8 @@ fn flat_page_preformatted(
     roots: &[usize],
 ) -> Option<Vec<usize>> {
     // the page's `<body>` (or its root): no element around the content;
-    // the choice is it, or blocks of it (a best block and its siblings)
+    // the choice is it, or blocks of it (a best block and its siblings:
+    // the message itself when it is long)
     let top_level = |i: usize| parent_of(els, i).is_none_or(|p| parent_of(els, p).is_none());
     let root = match roots {
         &[r] if top_level(r) => r,
@@ -526,10 +533,6 @@ fn flat_page_preformatted(
         .filter(|&i| els[i].parent == NONE)
         .map(|i| c.nonlink(i))
         .sum();
-    let chosen: u64 = roots.iter().map(|&r| c.nonlink(r)).sum();
-    if chosen * 10 < page_chars * 9 {
-        return None;
-    }
     let mut pres = Vec::new();
     // non-link text of the children between the first `<pre>` and the
     // current one, counted into `between` when another `<pre>` follows

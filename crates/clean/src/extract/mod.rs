@@ -39,6 +39,8 @@ pub(crate) struct Extracted {
     pub own_text: String,
     /// Characters (not whitespace) of `own_text` that are link text.
     pub own_link_chars: usize,
+    /// The main text is a message in an archive's frame ([`crate::Page::framed`]).
+    pub framed: bool,
     /// Non-whitespace characters of the page's visible text.
     pub visible_chars: usize,
     pub links: Vec<Link>,
@@ -143,6 +145,7 @@ pub(crate) fn extract(html: &Html, url: &Url, opts: &ExtractOptions) -> Extracte
         text: texts.main,
         own_text: texts.own,
         own_link_chars: texts.own_link_chars,
+        framed: texts.framed,
         visible_chars: walk.els.iter().map(|e| e.own_chars as usize).sum(),
         links,
         canonical,

@@ -363,7 +363,7 @@ pub(crate) fn parse_line(
             &crate::template::Templates::default(),
             (&c.url, &h.host),
             &c.text,
-            (&h.own, h.own_link_chars),
+            h.judged_own(&c.text),
         )
     });
     let mut doc = signed(d, &c, id.as_ref());
@@ -382,7 +382,7 @@ fn signed(
         (id.text.as_ref(), id.basis)
     });
     let sig = match (id, &c.html) {
-        (Some(id), Some(h)) => crate::identity::sign_page(d, (&c.url, &c.title), id, &h.own),
+        (Some(id), Some(h)) => crate::identity::sign_page(d, (&c.url, &c.title), id, h.judged_own(&c.text).0),
         _ => d.sign(&Document::new(&c.url, &c.title, text)),
     };
     let chars = c
@@ -452,6 +452,21 @@ struct HtmlTexts {
     visible_chars: usize,
     /// Characters of `own` that are link text (`crate::identity`).
     own_link_chars: usize,
+    /// Its main text is a message in an archive's frame
+    /// (`simcrawl_clean::Page::framed`).
+    framed: bool,
+}
+
+impl HtmlTexts {
+    /// `simcrawl_clean::Page::judged_own` of the page whose main text is
+    /// `main`.
+    fn judged_own<'a>(&'a self, main: &'a str) -> (&'a str, usize) {
+        if self.framed {
+            (main, 0)
+        } else {
+            (&self.own, self.own_link_chars)
+        }
+    }
 }
 
 fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, String> {
@@ -483,6 +498,7 @@ fn clean_line(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, 
                 lang_hint: page.lang_hint,
                 visible_chars: page.visible_chars,
                 own_link_chars: page.own_link_chars,
+                framed: page.framed,
             };
             (title, raw_title, page.text, Some(texts))
         }
@@ -639,7 +655,7 @@ fn sign_all(
                 host: &h.host,
                 main: &c.text,
                 own: &h.own,
-                own_link_chars: h.own_link_chars,
+                judged_own: h.judged_own(&c.text),
             })
         }),
     );

@@ -767,15 +767,18 @@ fn clean_and_sign(
     let links = links_to_follow(stages, &page);
     // Judged on the text that makes the page what it is, without the host's
     // template once learnt (crate::identity).
+    // (A message in an archive's frame has its message as its own text:
+    // `simcrawl_clean::Page::judged_own`.)
+    let judged_own = page.judged_own();
     let id = crate::identity::identity_of(
         &stages.templates,
         (entry.url.as_str(), host_of(&fetched.final_url)),
         &page.text,
-        (&page.own_text, page.own_link_chars),
+        judged_own,
     );
     // With its article, its basis's bar and how much it shows
     // (simcrawl_dedup::identity::sign_page).
-    let sig = (stages.sign)((entry.url.as_str(), &page.title), &id, &page.own_text);
+    let sig = (stages.sign)((entry.url.as_str(), &page.title), &id, judged_own.0);
     let facts = PageFacts::of(&id, &sig, page.visible_chars);
     let template_stripped = id.template_stripped;
     drop(id);

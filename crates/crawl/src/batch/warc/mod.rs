@@ -295,6 +295,7 @@ fn clean(
             lang_hint: page.lang_hint,
             visible_chars: page.visible_chars,
             own_link_chars: page.own_link_chars,
+            framed: page.framed,
         }),
     })
 }
