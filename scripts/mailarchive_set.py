@@ -42,14 +42,14 @@ import html as h
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
 import apiref_set as ar
 import eval_set as es
-import html_gate as hg
+import html_gate  # noqa: F401  (registers es.TEMPLATES["none"]: nothing is template)
+import news_set as ns
 
 CORPORA = ("lkml", "default")
 IDXSIZE = 40
@@ -260,7 +260,7 @@ def main():
         print(f"{host}: {len(msgs)} messages, {len(rendered)} pages", file=sys.stderr)
 
     bodies = [p.pop("body") for p in pages]
-    urls, extracted, w_inter, w_union = ar.write_set(args.out, pages, seeds, args.versions, 0, args.jobs)
+    urls, extracted, _, _ = ar.write_set(args.out, pages, seeds, args.versions, 0, args.jobs)
     # the message as shown; an index page by its whole text
     texts = [b if b is not None else t for b, (_, t) in zip(bodies, extracted)]
     norm = es.Normalizer()
@@ -271,13 +271,7 @@ def main():
             it, un = int(inter[i, j]), int(union[i, j])
             f.write(json.dumps({"a": urls[i], "b": urls[j], "jaccard": (it * 10**6 // un) / 10**6,
                                 "label": es.label_of(it, un)}) + "\n")
-    with open(os.path.join(args.out, "combined_pairs.jsonl"), "w", encoding="utf-8") as f:
-        for name, want in (("message_pairs.jsonl", True), ("pairs.jsonl", False)):
-            with open(os.path.join(args.out, name), encoding="utf-8") as src:
-                for line in src:
-                    d = json.loads(line)
-                    if (kinds[d["a"]] == "message" and kinds[d["b"]] == "message") == want:
-                        f.write(line)
+    ns.write_combined(args.out, kinds, "message_pairs.jsonl", ("message",))
     # what the labels say about copies and replies
     n = len(pages)
     same = [(i, j) for i in range(n) for j in range(i + 1, n)

@@ -438,18 +438,20 @@ VARIANTS = ["same-title", "retitled", "cut-last", "syndication-line", "retitled+
 STORY_KINDS = ("original", "copy")
 
 
-def write_combined(out, kinds):
+def write_combined(out, kinds, story_file="story_pairs.jsonl", story_kinds=STORY_KINDS):
     """combined_pairs.jsonl, the label the gate scores the set by: two story
     pages (an original or a copy) are compared by their article text as
     placed (story_pairs.jsonl: a copy inside another site's template is the
     same story, two stories in one template are not), a pair with an index
     or a teaser page by the whole visible text (pairs.jsonl: a listing has no
-    article). Pairs neither file lists are below 0.3 by their own measure."""
+    article). Pairs neither file lists are below 0.3 by their own measure.
+    The mail set (scripts/mailarchive_set.py) passes its message pages'
+    kind and labels file: the same rule."""
     def story(u):
-        return kinds.get(u) in STORY_KINDS
+        return kinds.get(u) in story_kinds
 
     with open(os.path.join(out, "combined_pairs.jsonl"), "w", encoding="utf-8") as f:
-        for name, want in (("story_pairs.jsonl", True), ("pairs.jsonl", False)):
+        for name, want in ((story_file, True), ("pairs.jsonl", False)):
             with open(os.path.join(out, name), encoding="utf-8") as src:
                 for line in src:
                     d = json.loads(line)
