@@ -122,6 +122,23 @@ pub struct Page {
     pub meta_noindex: bool,
 }
 
+/// [`Page::judged_own`] for a caller that kept a page's parts but not the
+/// page (`framed`, its main text, its own text and that text's link chars):
+/// one rule wherever a page is judged.
+///
+/// ```
+/// assert_eq!(simcrawl_clean::judged_own(true, "the message", ("frame and message", 5)), ("the message", 0));
+/// assert_eq!(simcrawl_clean::judged_own(false, "main", ("own text", 3)), ("own text", 3));
+/// ```
+#[must_use]
+pub fn judged_own<'a>(
+    framed: bool,
+    main: &'a str,
+    (own, own_link_chars): (&'a str, usize),
+) -> (&'a str, usize) {
+    if framed { (main, 0) } else { (own, own_link_chars) }
+}
+
 impl Page {
     /// What the page has of its own to be judged on, and how much of it is
     /// link text: its own text, or its main text when that is a message in
@@ -141,11 +158,7 @@ impl Page {
     /// ```
     #[must_use]
     pub fn judged_own(&self) -> (&str, usize) {
-        if self.framed {
-            (&self.text, 0)
-        } else {
-            (&self.own_text, self.own_link_chars)
-        }
+        judged_own(self.framed, &self.text, (&self.own_text, self.own_link_chars))
     }
 
     /// Cleans a page with the default configuration, using a cleaner built once per

@@ -157,7 +157,7 @@ pub(crate) fn select_texts(walk: &Walk<'_>, main_content: bool, cap: usize) -> T
             framed: false,
         };
     }
-    let (main, message) = select_text(walk, cap);
+    let (main, framed) = select_text(walk, cap);
     // Only what the page itself declares template (tags and ARIA roles):
     // class names are guesses, good enough to choose a main block, not to
     // say what a page does not own (a section whose id ends in `-tools`
@@ -178,7 +178,7 @@ pub(crate) fn select_texts(walk: &Walk<'_>, main_content: bool, cap: usize) -> T
         main,
         own,
         own_link_chars,
-        framed: message.is_some(),
+        framed,
     }
 }
 
@@ -437,8 +437,9 @@ fn scored_block_and_siblings(
     roots
 }
 
-/// The main content.
-fn select_text(walk: &Walk<'_>, cap: usize) -> (String, Option<Vec<usize>>) {
+/// The main content, and whether it is a message taken out of its archive's
+/// frame (`flat_page_preformatted`).
+fn select_text(walk: &Walk<'_>, cap: usize) -> (String, bool) {
     let els = &walk.els;
     let n = els.len();
     let boiler = template_marks(els, &page_totals(els));
@@ -478,10 +479,17 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> (String, Option<Vec<usize>>) {
     // header fields, thread links and prev/next subjects (MHonArc, Pipermail
     // and public-inbox all put the message in a `<pre>`;
     // docs/eval-mailarchive.md).
-    let message = flat_page_preformatted(els, &boiler, &content, &roots);
-    if let Some(pres) = &message {
-        roots.clone_from(pres);
-    }
+    let page_chars: u64 = (0..n)
+        .filter(|&i| els[i].parent == NONE)
+        .map(|i| content.nonlink(i))
+        .sum();
+    let framed = match flat_page_preformatted(els, &boiler, &content, (&roots, page_chars)) {
+        Some(pres) => {
+            roots = pres;
+            true
+        }
+        None => false,
+    };
 
     // Fail-safe for dedup: a chosen block holding only a small share of the page's
     // text (a notice box repeated on every page of a help system, a cookie banner)
@@ -489,22 +497,18 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> (String, Option<Vec<usize>>) {
     // template is returned instead: more template-like text, but never two distinct
     // pages reduced to the same small box.
     let main_chars: u64 = roots.iter().map(|&r| content.nonlink(r)).sum();
-    let page_chars: u64 = (0..n)
-        .filter(|&i| els[i].parent == NONE)
-        .map(|i| content.nonlink(i))
-        .sum();
     if main_chars * FAILSAFE_SHARE_DEN >= page_chars * FAILSAFE_SHARE_NUM {
         let text = render(walk, &roots, Some(&boiler), cap);
         if nonws_len(&text) >= MIN_MAIN_CHARS {
-            return (text, message);
+            return (text, framed);
         }
     }
     let template = without_menus(walk, &boiler, &content.sub, &content.sub_link);
     let text = render_all(walk, Some(&template), cap);
     if nonws_len(&text) >= MIN_MAIN_CHARS {
-        return (text, None);
+        return (text, false);
     }
-    (render_all(walk, None, cap), None)
+    (render_all(walk, None, cap), false)
 }
 
 /// The `<pre>` blocks of a flat page (see `select_text`) when they are one
@@ -517,7 +521,7 @@ fn flat_page_preformatted(
     els: &[El],
     boiler: &[bool],
     c: &ContentTotals,
-    roots: &[usize],
+    (roots, page_chars): (&[usize], u64),
 ) -> Option<Vec<usize>> {
     // the page's `<body>` (or its root): no element around the content;
     // the choice is it, or blocks of it (a best block and its siblings:
@@ -529,20 +533,18 @@ fn flat_page_preformatted(
             .filter(|&p| top_level(p) && roots.iter().all(|&i| els[i].parent == els[r].parent))?,
         [] => return None,
     };
-    let page_chars: u64 = (0..els.len())
-        .filter(|&i| els[i].parent == NONE)
-        .map(|i| c.nonlink(i))
-        .sum();
     let mut pres = Vec::new();
     // non-link text of the children between the first `<pre>` and the
     // current one, counted into `between` when another `<pre>` follows
     let (mut gap, mut between) = (0u64, 0u64);
-    let mut in_pre = vec![false; els.len()];
+    // elements come after their parents: inside the body, inside a `<pre>`
+    let (mut under, mut in_pre) = (vec![false; els.len()], vec![false; els.len()]);
     let mut longest_other = 0u32;
     for i in root + 1..els.len() {
         let Some(up) = parent_of(els, i) else { continue };
+        under[i] = up == root || under[up];
         in_pre[i] = in_pre[up] || els[up].preformatted;
-        if boiler[i] || els[i].hidden || in_pre[i] || !(up == root || is_descendant(els, up, root)) {
+        if boiler[i] || els[i].hidden || in_pre[i] || !under[i] {
             continue;
         }
         if up == root && els[i].preformatted {

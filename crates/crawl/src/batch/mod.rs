@@ -461,11 +461,7 @@ impl HtmlTexts {
     /// `simcrawl_clean::Page::judged_own` of the page whose main text is
     /// `main`.
     fn judged_own<'a>(&'a self, main: &'a str) -> (&'a str, usize) {
-        if self.framed {
-            (main, 0)
-        } else {
-            (&self.own, self.own_link_chars)
-        }
+        simcrawl_clean::judged_own(self.framed, main, (&self.own, self.own_link_chars))
     }
 }
 
