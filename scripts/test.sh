@@ -113,4 +113,8 @@ cargo test --workspace --locked
 # The optional sled store of the dedup crate, against the same tests.
 cargo test -p simcrawl-dedup --features sled --locked
 # The `simcrawl` Python wheel (crates/python) and its Scrapy integration.
+# Its front-end test runs the `crawl` binary `cargo test --workspace` has
+# just built, instead of building it again with another feature set (48 s).
+SIMCRAWL_CRAWL_BIN=${SIMCRAWL_CRAWL_BIN:-$(cd "${CARGO_TARGET_DIR:-target}" && pwd)/debug/crawl}
+export SIMCRAWL_CRAWL_BIN
 bash scripts/test-python.sh
