@@ -9,6 +9,9 @@
 use std::path::Path;
 use std::process::Command;
 
+#[allow(dead_code)]
+mod support;
+
 const PAGES: &[(&str, &str)] = &[
     (
         "http://alsa-devel.lists.test/msg00006.html",
@@ -51,22 +54,16 @@ fn replies_of_one_thread_are_kept_and_a_mirrored_reply_is_dropped() {
         .output()
         .unwrap();
     assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-    let drops: Vec<(String, String)> = std::fs::read_to_string(out.join("duplicates.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            (
-                v["url"].as_str().unwrap().to_owned(),
-                v["duplicate_of"].as_str().unwrap().to_owned(),
-            )
-        })
+    let drops = support::read_jsonl(&out.join("duplicates.jsonl"));
+    let drops: Vec<(&str, &str)> = drops
+        .iter()
+        .map(|v| (support::field(v, "url"), support::field(v, "duplicate_of")))
         .collect();
     assert_eq!(
         drops,
-        vec![(
-            "http://mirror.test/msg00115.html".to_owned(),
-            "http://alsa-devel.lists.test/msg00008.html".to_owned()
+        [(
+            "http://mirror.test/msg00115.html",
+            "http://alsa-devel.lists.test/msg00008.html"
         )]
     );
 }

@@ -437,9 +437,11 @@ impl PyDeduper {
         url_tier: bool,
     ) -> Result<Verdict, String> {
         let host = parsed.host_str().unwrap_or("");
+        // Its own text, or its message when framed (`Page::judged_own`).
+        let judged_own = page.judged_own();
         let id = {
             let learnt = templates.read();
-            identity_of(url, &page.text, page.judged_own(), |t| learnt.own_lines(host, t))
+            identity_of(url, &page.text, judged_own, |t| learnt.own_lines(host, t))
         };
         // The blocks are hashed before the lock: checks on other threads
         // read the learner meanwhile.
@@ -447,7 +449,7 @@ impl PyDeduper {
         templates.write().observe_blocks(host, &blocks);
         let tier = if url_tier { UrlTier::Check } else { UrlTier::Skip };
         let verdicts = on_store!(store, d => {
-            let sig = sign_page(d, (url, &page.title), &id, page.judged_own().0);
+            let sig = sign_page(d, (url, &page.title), &id, judged_own.0);
             d.check_batch(std::slice::from_ref(&sig), tier)
         });
         verdicts
