@@ -31,7 +31,7 @@ export LC_ALL=C.UTF-8 PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive
 
 # shellcheck source=scripts/lib/debian-docs.sh
 . "$HERE/lib/debian-docs.sh"
-install_tools python3 python3-venv mhonarc curl xz-utils
+install_tools python3 python3-venv mhonarc public-inbox libplack-perl git curl xz-utils
 python_venv "$VENV"
 
 # notmuch 0.37 is bookworm's; its test corpora have not changed in years.
@@ -49,7 +49,7 @@ fi
 SRC=$CACHE/notmuch-0.37
 [ -d "$SRC/test/corpora" ] || tar -xJf "$TARBALL" -C "$CACHE"
 
-VERSIONS="{\"notmuch\": \"0.37\", \"mhonarc\": \"$(dpkg-query -W -f '${Version}' mhonarc)\"}"
+VERSIONS="{\"notmuch\": \"0.37\", \"mhonarc\": \"$(dpkg-query -W -f '${Version}' mhonarc)\", \"public-inbox\": \"$(dpkg-query -W -f '${Version}' public-inbox)\"}"
 PYTHONPATH=$HERE "$VENV/bin/python" "$HERE/mailarchive_set.py" --out "$OUT" \
     --corpora "$SRC/test/corpora" --versions "$VERSIONS" --jobs "${EVAL_JOBS:-2}"
 echo "wrote $OUT/site, seeds.txt, pages.jsonl, pairs.jsonl, message_pairs.jsonl, combined_pairs.jsonl, docs.jsonl, summary.json" >&2

@@ -7,7 +7,8 @@ exact resemblance of every pair of pages.
 Called by scripts/build-mailarchive-set.sh, which fetches notmuch's source
 package from Debian (its test corpora are real mail: threads of the Linux
 kernel's lists and of the notmuch list, replies quoting each other, patches
-and their reviews) and installs MHonArc.  See docs/eval-mailarchive.md.
+and their reviews) and installs MHonArc and public-inbox.  See
+docs/eval-mailarchive.md.
 
 Archives (what the genre looks like on the web):
   LIST.lists.test  one archive per list (linux-kernel, linux-cifs, notmuch,
@@ -18,8 +19,14 @@ Archives (what the genre looks like on the web):
   mirror.test      every list again, another layout: a banner, the thread
                    around the message (MHonArc's thread slice, so the chrome
                    changes from page to page), the body, a footer.
-Each archive has date and thread index pages of 40 messages (seeds: the
-first of each).  Links leaving the set point to "#".
+  lore.test        every list again as public-inbox (lore.kernel.org's
+                   archiver) shows it: lore.test/LIST/index.html and one
+                   page per message, the header block and body in one
+                   <pre>, then the thread's overview and reply
+                   instructions after an <hr> (thread views not fetched).
+Each MHonArc archive has date and thread index pages of 40 messages
+(seeds: the first of each; on lore.test each inbox's index).  Links
+leaving the set point to "#".
 
 Labels (both by scripts/eval_set.py's truth: character 5-grams after NFKC,
 OpenCC t2s, lower case, letters and digits only; near >= 0.8):
@@ -42,9 +49,13 @@ import html as h
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.parse
+import urllib.request
 
 import apiref_set as ar
 import eval_set as es
@@ -217,6 +228,122 @@ def render(messages, rc_text, workdir):
     return pages
 
 
+LORE = "lore.test"
+# public-inbox escapes a Message-ID in its URLs as an RFC 3986 path segment.
+PI_SAFE = "-._~!$&'()*+,;=:@"
+# public-inbox writes attributes unquoted where it can (href=raw).
+PI_HREF = re.compile(r'(href|src)=("[^"]*"|[^\s>]+)', re.I)
+PI_BODY = re.compile(r"<pre\s+id=b>(.*?)</pre>", re.S | re.I)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pi_slug(mid, taken):
+    """A file name for a Message-ID (the gate's server serves .html files)."""
+    base = re.sub(r"[^A-Za-z0-9._@-]", "_", mid)[:80]
+    slug, n = base, 1
+    while slug in taken:
+        n += 1
+        slug = f"{base}-{n}"
+    taken.add(slug)
+    return slug
+
+
+def render_public_inbox(archives, workdir, jobs):
+    """public-inbox (the archiver behind lore.kernel.org), one inbox per
+    list, served by its own PSGI application on loopback and fetched page
+    by page: {path: (html, kind, message_id, body)}. Paths are
+    LIST/index.html (the inbox's thread list) and LIST/SLUG.html (a
+    message); links between fetched pages are rewritten to those paths,
+    every other link to "#"."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cfg = os.path.join(workdir, "config")
+    env = dict(os.environ, PI_CONFIG=cfg, HOME=workdir)
+    addrs = {name: f"{name}@lists.test" for name in archives}
+    for name in sorted(archives):
+        subprocess.run(["public-inbox-init", "-V2", "-L", "basic", name, os.path.join(workdir, name),
+                        f"http://{LORE}/{name}", addrs[name]], env=env, check=True, capture_output=True)
+    subprocess.run(["git", "config", "-f", cfg, "publicinboxmda.spamcheck", "none"], env=env, check=True)
+
+    def deliver(name):
+        """The messages the inbox took: its default filter refuses HTML
+        mail, as vger's lists do."""
+        took = []
+        for raw in archives[name]:
+            r = subprocess.run(["public-inbox-mda", "--no-precheck"], input=raw, capture_output=True,
+                               env=dict(env, ORIGINAL_RECIPIENT=addrs[name]), check=False)
+            if r.returncode == 0:
+                took.append(raw)
+            elif b"plain-text" not in r.stderr:
+                raise RuntimeError(f"public-inbox-mda into {name} failed: {r.stderr[:300]!r}")
+        return name, took
+
+    with ThreadPoolExecutor(max(1, jobs)) as ex:
+        archives = dict(ex.map(deliver, sorted(archives)))
+    app = os.path.join(workdir, "app.psgi")
+    with open(app, "w", encoding="utf-8") as f:
+        f.write("use PublicInbox::WWW; my $www = PublicInbox::WWW->new; sub { $www->call(@_) };\n")
+    port = free_port()
+    server = subprocess.Popen(["plackup", "-p", str(port), "-o", "127.0.0.1", app], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"{base}/{sorted(archives)[0]}/", timeout=5).read()
+                break
+            except OSError:
+                time.sleep(0.2)
+        fetched = {}  # server path -> (our path, html, kind, mid, body)
+        for name in sorted(archives):
+            taken = set()
+            wanted = [(f"/{name}/", f"{name}/index.html", "index", None)]
+            seen = set()
+            for raw in archives[name]:
+                msg = email.message_from_bytes(raw, policy=email.policy.compat32)
+                mid = (msg.get("Message-ID") or "").strip().strip("<>")
+                if not mid or mid in seen:
+                    continue
+                seen.add(mid)
+                quoted = urllib.parse.quote(mid, safe=PI_SAFE)
+                wanted.append((f"/{name}/{quoted}/", f"{name}/{pi_slug(mid, taken)}.html", "message", mid))
+            for server_path, path, kind, mid in wanted:
+                with urllib.request.urlopen(base + server_path, timeout=30) as r:
+                    page = r.read().decode("utf-8", errors="replace")
+                body = None
+                if kind == "message":
+                    m = PI_BODY.search(page)
+                    # the message below its header lines
+                    body = text_of_fragment(m.group(1).split("\n\n", 1)[-1]) if m else ""
+                fetched[server_path] = (path, page, kind, mid, body)
+    finally:
+        server.terminate()
+        server.wait()
+    ours = {urllib.parse.unquote(sp): "/" + v[0] for sp, v in fetched.items()}
+    pages = {}
+    for server_path, (path, page, kind, mid, body) in fetched.items():
+        def fix(m, server_path=server_path):
+            url = h.unescape(m.group(2).strip('"'))
+            if url.startswith("#"):
+                return m.group(0)
+            target = urllib.parse.urljoin(f"http://x{server_path}", url)
+            parts = urllib.parse.urlsplit(target)
+            # a thread's views (flat T/, nested t/) are not fetched: a
+            # link to one leads to the message it is about
+            path = re.sub(r"/[Tt]/$", "/", urllib.parse.unquote(parts.path))
+            local = ours.get(path) if parts.netloc == "x" and not parts.query else None
+            if local is None:
+                return f'{m.group(1)}="#"'
+            return f'{m.group(1)}="{local}"'
+        pages[path] = (PI_HREF.sub(fix, page), kind, mid, body)
+    return pages
+
+
 def text_of_fragment(fragment):
     p = es.TextExtractor(es.TEMPLATES["none"])
     p.feed(fragment)
@@ -259,6 +386,14 @@ def main():
         seeds += [f"http://{host}/maillist.html", f"http://{host}/threads.html"]
         print(f"{host}: {len(msgs)} messages, {len(rendered)} pages", file=sys.stderr)
 
+    with tempfile.TemporaryDirectory() as tmp:
+        lore = render_public_inbox(archives, tmp, args.jobs)
+    for path, (page, kind, mid, body) in sorted(lore.items()):
+        pages.append({"host": LORE, "path": path, "source": "mail-public-inbox", "lang": "en", "html": page,
+                      "kind": kind, "message_id": mid, "body": body})
+    seeds += [f"http://{LORE}/{name}/index.html" for name in sorted(archives)]
+    print(f"{LORE}: {len(lore)} pages", file=sys.stderr)
+
     bodies = [p.pop("body") for p in pages]
     urls, extracted, _, _ = ar.write_set(args.out, pages, seeds, args.versions, 0, args.jobs)
     # the message as shown; an index page by its whole text
@@ -284,7 +419,9 @@ def main():
     for i, j in listed:
         if pages[i]["kind"] == pages[j]["kind"] == "message" and pages[i]["message_id"] != pages[j]["message_id"]:
             msg_labels[es.label_of(int(inter[i, j]), int(union[i, j]))] += 1
-    summary.update({"messages": len(mail), "archives": {host: len(m) for host, _, _, m in plan},
+    archived = {host: len(m) for host, _, _, m in plan}
+    archived[LORE] = sum(1 for p in pages if p["host"] == LORE and p["kind"] == "message")
+    summary.update({"messages": len(mail), "archives": archived,
                     "copy_pairs": len(same), "copy_pairs_below_0_8": len(low),
                     "different_message_pairs_by_message_text": msg_labels})
     with open(summary_path, "w", encoding="utf-8") as f:

@@ -7,7 +7,11 @@
 //! Fixtures (`tests/fixtures/mail/`): one real message of the Linux sound
 //! list (from the test corpus of notmuch 0.37, Debian's source package)
 //! rendered by MHonArc 2.6.19 as a list archive and as the mirror of the
-//! gate's mail set (`scripts/build-mailarchive-set.sh`); lgamma(3) from
+//! gate's mail set (`scripts/build-mailarchive-set.sh`), and the same
+//! message served by public-inbox 1.9 (the archiver of lore.kernel.org:
+//! header fields, a blank line and the body in one `<pre>`, then after an
+//! `<hr>` the thread's overview and the reply instructions in `<pre>`
+//! blocks of their own); lgamma(3) from
 //! Debian's manpages package rendered by man2html, a flat page whose
 //! synopsis and examples are `<pre>` blocks with its sections between them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -58,6 +62,70 @@ fn one_message_in_two_archives_has_one_main_text() {
     assert!(list.framed && mirror.framed);
     assert_eq!(list.judged_own(), mirror.judged_own());
     assert_eq!(list.judged_own().0, list.text);
+}
+
+#[test]
+fn public_inbox_shows_the_message_without_its_header_block_and_thread() {
+    let lore = page("public-inbox.html");
+    let list = page("list-archive.html");
+    assert!(lore.framed);
+    assert!(
+        lore.text
+            .starts_with("on sun, 2010-11-14 at 19:05 -0800, joe perches wrote:"),
+        "{}",
+        lore.text
+    );
+    // what the archive adds: the header block above the body, the thread
+    // overview and the reply instructions after the break
+    for frame in [
+        "from: liam girdwood",
+        "message-id:",
+        "thread overview",
+        "reply instructions",
+        "git send-email",
+    ] {
+        assert!(
+            !lore.text.contains(frame),
+            "{frame:?} in the main text: {}",
+            lore.text
+        );
+        assert!(lore.own_text.contains(frame), "{frame:?} not in the own text");
+    }
+    // the body as the list archive shows it
+    assert!(lore.text.contains("acked-by: liam girdwood"), "{}", lore.text);
+    let words = |t: &str| {
+        t.split_whitespace()
+            .map(str::to_owned)
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    let (a, b) = (words(&lore.text), words(&list.text));
+    let shared = a.intersection(&b).count();
+    assert!(
+        shared * 10 >= a.union(&b).count() * 9,
+        "{}\n---\n{}",
+        lore.text,
+        list.text
+    );
+}
+
+#[test]
+fn a_header_block_needs_two_fields_and_a_blank_line() {
+    // A message whose body opens with one in-body field keeps it.
+    let body = "From: Someone Else <else@example.org>\n\nThis patch fixes the driver, \
+        which failed to probe on the older boards because the clock was not enabled, \
+        and it was tested on three of them by the people who reported it.\n"
+        .repeat(3);
+    let html = format!(
+        "<html><head><title>t</title></head><body><pre>{body}</pre><hr><pre>overview</pre></body></html>"
+    );
+    let url = Url::parse("http://archive.test/m.html").unwrap();
+    let p = Cleaner::shared_default()
+        .unwrap()
+        .parse(html.as_bytes(), Some("text/html"), &url)
+        .unwrap();
+    assert!(p.framed);
+    assert!(p.text.starts_with("from: someone else"), "{}", p.text);
+    assert!(!p.text.contains("overview"), "{}", p.text);
 }
 
 #[test]

@@ -30,7 +30,7 @@
 //!
 //! Template parts are skipped inside the chosen content too.
 
-use super::{El, NONE, Renderer, Semantic, Walk};
+use super::{El, Ev, NONE, Renderer, Semantic, Walk};
 
 /// A block is a paragraph when it has at least this many non-link chars.
 const MIN_PARAGRAPH_CHARS: u32 = 20;
@@ -113,6 +113,88 @@ fn render_with(
         }
     }
     r.out
+}
+
+/// A message's `<pre>` blocks without the header block an archive may show
+/// at the top of the first (public-inbox: `From:`, `To:`, `Cc:`, `Subject:`,
+/// `Date:`, `Message-ID:` lines, then a blank line, then the body). Another
+/// archive shows those fields outside the message, or not at all, so a
+/// short reply's copy matched neither way with them in (docs/EVAL.md,
+/// "mailing-list archives").
+fn render_message(walk: &Walk<'_>, pres: &[usize], skip: &[bool], cap: usize) -> String {
+    let start = pres.first().and_then(|&p| header_block_end(walk, p));
+    let mut r = Renderer::new(cap);
+    for &root in pres {
+        let Some(el) = walk.els.get(root) else {
+            continue;
+        };
+        let (s, e) = (el.ev_start as usize, el.ev_end as usize);
+        for (at, ev) in walk.events.iter().enumerate().take(e).skip(s) {
+            let owner = ev.owner() as usize;
+            if skip.get(owner).copied().unwrap_or(false) || walk.els.get(owner).is_some_and(|o| o.hidden) {
+                continue;
+            }
+            match (start, *ev) {
+                (Some((first, _)), _) if at < first => {}
+                (Some((first, from)), Ev::Text { owner, text, pre }) if at == first => r.event(&Ev::Text {
+                    owner,
+                    text: text.get(from..).unwrap_or(""),
+                    pre,
+                }),
+                _ => r.event(ev),
+            }
+            if r.full {
+                return r.out;
+            }
+        }
+    }
+    r.out
+}
+
+/// Where the body starts in a `<pre>` that opens with an RFC 5322 header
+/// block (at least two `Name: value` lines, folded lines indented, up to
+/// the first blank line): the text event and the byte in it.
+fn header_block_end(walk: &Walk<'_>, pre: usize) -> Option<(usize, usize)> {
+    const MAX_HEADER_BYTES: usize = 16 * 1024;
+    let el = walk.els.get(pre)?;
+    let (s, e) = (el.ev_start as usize, el.ev_end as usize);
+    let mut text = String::new();
+    // (event, where its text starts in `text`)
+    let mut starts = Vec::new();
+    for (at, ev) in walk.events.iter().enumerate().take(e).skip(s) {
+        if let Ev::Text { text: t, .. } = ev {
+            starts.push((at, text.len()));
+            text.push_str(t);
+            if text.len() > MAX_HEADER_BYTES {
+                break;
+            }
+        }
+    }
+    // (the HTML parser has made every CRLF an LF)
+    let end = text.find("\n\n")?;
+    let mut fields = 0;
+    for (n, line) in text[..end].split('\n').enumerate() {
+        if line.starts_with([' ', '\t']) && n > 0 {
+            continue;
+        }
+        let name = line.split_once(':')?.0;
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return None;
+        }
+        fields += 1;
+    }
+    if fields < 2 {
+        return None;
+    }
+    let body = end + 2;
+    let &(at, begin) = starts.iter().rev().find(|&&(_, b)| b <= body)?;
+    let t = match walk.events.get(at)? {
+        Ev::Text { text, .. } => *text,
+        _ => return None,
+    };
+    let from = body - begin;
+    t.is_char_boundary(from.min(t.len()))
+        .then_some((at, from.min(t.len())))
 }
 
 fn render_all(walk: &Walk<'_>, skip: Option<&[bool]>, cap: usize) -> String {
@@ -496,9 +578,15 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> (String, bool) {
     // would make distinct pages identical. Then the page's visible text minus its
     // template is returned instead: more template-like text, but never two distinct
     // pages reduced to the same small box.
+    // (`flat_page_preformatted` applied it to the page up to the message's
+    // end)
     let main_chars: u64 = roots.iter().map(|&r| content.nonlink(r)).sum();
-    if main_chars * FAILSAFE_SHARE_DEN >= page_chars * FAILSAFE_SHARE_NUM {
-        let text = render(walk, &roots, Some(&boiler), cap);
+    if framed || main_chars * FAILSAFE_SHARE_DEN >= page_chars * FAILSAFE_SHARE_NUM {
+        let text = if framed {
+            render_message(walk, &roots, &boiler, cap)
+        } else {
+            render(walk, &roots, Some(&boiler), cap)
+        };
         if nonws_len(&text) >= MIN_MAIN_CHARS {
             return (text, framed);
         }
@@ -517,6 +605,13 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> (String, bool) {
 /// fail-safe's share of its non-link text, and no other block is a long
 /// paragraph of prose ([`LONG_PROSE_CHARS`]). A man page's synopsis and
 /// examples are `<pre>` blocks too, but with its sections between them.
+///
+/// An `<hr>` after the run ends it, and the fail-safe's share is of the
+/// page up to there: public-inbox (lore.kernel.org's archiver) follows the
+/// message's `<pre>` with a break, then the thread's overview and the reply
+/// instructions in `<pre>` blocks of their own, together often larger than
+/// a short reply; MHonArc and Pipermail close the message with a break
+/// too. A `<pre>` that is mostly links (a search form's) is not part of it.
 fn flat_page_preformatted(
     els: &[El],
     boiler: &[bool],
@@ -540,6 +635,10 @@ fn flat_page_preformatted(
     // elements come after their parents: inside the body, inside a `<pre>`
     let (mut under, mut in_pre) = (vec![false; els.len()], vec![false; els.len()]);
     let mut longest_other = 0u32;
+    let mut ended = false;
+    // non-link text of the body's children after the break that ends the
+    // message: the archive's thread and reply sections
+    let mut after = 0u64;
     for i in root + 1..els.len() {
         let Some(up) = parent_of(els, i) else { continue };
         under[i] = up == root || under[up];
@@ -547,13 +646,26 @@ fn flat_page_preformatted(
         if boiler[i] || els[i].hidden || in_pre[i] || !under[i] {
             continue;
         }
+        // a thematic break after the message ends it: public-inbox puts
+        // the thread's overview and the reply instructions in `<pre>`
+        // blocks of their own after an `<hr>`
+        if up == root && els[i].rule && !pres.is_empty() {
+            ended = true;
+        }
+        if up == root && ended {
+            after += c.nonlink(i);
+        }
         if up == root && els[i].preformatted {
+            // mostly links: navigation (a form's search box), not the message
+            if ended || c.sub_link[i] > c.nonlink(i) {
+                continue;
+            }
             between += gap;
             gap = 0;
             pres.push(i);
             continue;
         }
-        if up == root && !pres.is_empty() {
+        if up == root && !pres.is_empty() && !ended {
             gap += c.nonlink(i);
         }
         // prose has commas; a header field of message ids or a base64
@@ -565,8 +677,8 @@ fn flat_page_preformatted(
     let pre_chars: u64 = pres.iter().map(|&p| c.nonlink(p)).sum();
     let one_run = !pres.is_empty() && between * 10 <= pre_chars;
     let prose_beside = u64::from(longest_other) >= (pre_chars / 2).max(LONG_PROSE_CHARS);
-    (one_run && pre_chars * FAILSAFE_SHARE_DEN >= page_chars * FAILSAFE_SHARE_NUM && !prose_beside)
-        .then_some(pres)
+    let shown = page_chars.saturating_sub(after);
+    (one_run && pre_chars * FAILSAFE_SHARE_DEN >= shown * FAILSAFE_SHARE_NUM && !prose_beside).then_some(pres)
 }
 
 /// The template marks plus menus: blocks that are mostly links with little other

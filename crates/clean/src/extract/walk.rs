@@ -92,6 +92,9 @@ pub(crate) struct El {
     /// A `<pre>`: text laid out by its author (a mail's body in every mail
     /// archive, a listing, a plain-text document), never a notice box.
     pub preformatted: bool,
+    /// An `<hr>`: a thematic break, which ends a run of `<pre>` blocks (a
+    /// message archive's message, then its thread and reply sections).
+    pub rule: bool,
     /// Text chars (non-whitespace) of text nodes directly inside.
     pub own_chars: u32,
     /// The part of `own_chars` inside links.
@@ -197,6 +200,7 @@ impl<'a> Walker<'a> {
             class_boiler,
             hidden,
             preformatted: name == "pre",
+            rule: name == "hr",
             own_chars: 0,
             own_link_chars: 0,
             para_chars: 0,
