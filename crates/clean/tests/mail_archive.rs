@@ -11,7 +11,8 @@
 //! message served by public-inbox 1.9 (the archiver of lore.kernel.org:
 //! header fields, a blank line and the body in one `<pre>`, then after an
 //! `<hr>` the thread's overview and the reply instructions in `<pre>`
-//! blocks of their own); lgamma(3) from
+//! blocks of their own); a reply on the linux-fsdevel archive whose header
+//! fields include a long `Organization` and `Cc` list; lgamma(3) from
 //! Debian's manpages package rendered by man2html, a flat page whose
 //! synopsis and examples are `<pre>` blocks with its sections between them.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -126,6 +127,35 @@ fn a_header_block_needs_two_fields_and_a_blank_line() {
     assert!(p.framed);
     assert!(p.text.starts_with("from: someone else"), "{}", p.text);
     assert!(!p.text.contains("overview"), "{}", p.text);
+}
+
+#[test]
+fn header_fields_with_commas_are_not_prose_beside_the_message() {
+    // `Organization: Red Hat UK Ltd. Registered Address: ..., Windsor,
+    // Berkshire, ...` and a `Cc` list are longer than half this short
+    // reply, and have commas, but they are fields, not an introduction.
+    let p = page("list-archive-long-fields.html");
+    assert!(p.framed);
+    assert!(p.text.starts_with("suresh jayaraman wrote:"), "{}", p.text);
+    assert!(!p.text.contains("organization:"), "{}", p.text);
+    assert!(p.own_text.contains("organization: red hat uk ltd"));
+}
+
+#[test]
+fn prose_that_opens_with_a_word_and_a_colon_is_still_prose() {
+    let prose = "Note: this page explains, in a long paragraph of its own, why the listing \
+        below matters, what each of its parts does, and how a reader should run it, step by \
+        step, with the caveats that apply on older systems, where the defaults differ.";
+    let listing = "fn main() {\n    println!(\"hello\");\n}\n".repeat(12);
+    let html =
+        format!("<html><head><title>t</title></head><body><p>{prose}</p><pre>{listing}</pre></body></html>");
+    let url = Url::parse("http://docs.test/listing.html").unwrap();
+    let p = Cleaner::shared_default()
+        .unwrap()
+        .parse(html.as_bytes(), Some("text/html"), &url)
+        .unwrap();
+    assert!(!p.framed);
+    assert!(p.text.contains("why the listing"), "{}", p.text);
 }
 
 #[test]

@@ -565,7 +565,7 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> (String, bool) {
         .filter(|&i| els[i].parent == NONE)
         .map(|i| content.nonlink(i))
         .sum();
-    let framed = match flat_page_preformatted(els, &boiler, &content, (&roots, page_chars)) {
+    let framed = match flat_page_preformatted(walk, &boiler, &content, (&roots, page_chars)) {
         Some(pres) => {
             roots = pres;
             true
@@ -613,11 +613,12 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> (String, bool) {
 /// a short reply; MHonArc and Pipermail close the message with a break
 /// too. A `<pre>` that is mostly links (a search form's) is not part of it.
 fn flat_page_preformatted(
-    els: &[El],
+    walk: &Walk<'_>,
     boiler: &[bool],
     c: &ContentTotals,
     (roots, page_chars): (&[usize], u64),
 ) -> Option<Vec<usize>> {
+    let els = &walk.els;
     // the page's `<body>` (or its root): no element around the content;
     // the choice is it, or blocks of it (a best block and its siblings:
     // the message itself when it is long)
@@ -669,8 +670,9 @@ fn flat_page_preformatted(
             gap += c.nonlink(i);
         }
         // prose has commas; a header field of message ids or a base64
-        // face image has none
-        if els[i].block && els[i].para_commas > 0 {
+        // face image has none, and a field that has (a `Cc` list, an
+        // `Organization`'s address) is a field, not prose
+        if els[i].block && els[i].para_commas > 0 && !is_mail_field(walk, i) {
             longest_other = longest_other.max(els[i].para_chars);
         }
     }
@@ -679,6 +681,60 @@ fn flat_page_preformatted(
     let prose_beside = u64::from(longest_other) >= (pre_chars / 2).max(LONG_PROSE_CHARS);
     let shown = page_chars.saturating_sub(after);
     (one_run && pre_chars * FAILSAFE_SHARE_DEN >= shown * FAILSAFE_SHARE_NUM && !prose_beside).then_some(pres)
+}
+
+/// Header fields a mail archive shows (RFC 5322's, and the registered
+/// families by prefix), lower case.
+const MAIL_FIELDS: &[&str] = &[
+    "from",
+    "to",
+    "cc",
+    "bcc",
+    "subject",
+    "date",
+    "sender",
+    "reply-to",
+    "organization",
+    "message-id",
+    "in-reply-to",
+    "references",
+    "user-agent",
+    "mail-followup-to",
+    "envelope-to",
+    "delivered-to",
+    "return-path",
+    "archived-at",
+    "mime-version",
+];
+const MAIL_FIELD_PREFIXES: &[&str] = &["x-", "list-", "content-", "resent-", "thread-"];
+
+/// Whether block `i`'s text is a mail header field (`Name: value`, the
+/// name one of [`MAIL_FIELDS`]).
+fn is_mail_field(walk: &Walk<'_>, i: usize) -> bool {
+    let Some(el) = walk.els.get(i) else {
+        return false;
+    };
+    let mut head = String::new();
+    for ev in walk
+        .events
+        .get(el.ev_start as usize..el.ev_end as usize)
+        .unwrap_or(&[])
+    {
+        if let Ev::Text { text, .. } = ev {
+            head.push_str(text);
+            if head.len() >= 48 {
+                break;
+            }
+        }
+    }
+    let Some((name, _)) = head.trim_start().split_once(':') else {
+        return false;
+    };
+    let name = name.trim_end().to_ascii_lowercase();
+    if name.contains(char::is_whitespace) {
+        return false;
+    }
+    MAIL_FIELDS.contains(&name.as_str()) || MAIL_FIELD_PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
 /// The template marks plus menus: blocks that are mostly links with little other
