@@ -353,3 +353,68 @@ fn across_sites_a_translation_around_the_same_table_is_not_a_copy() -> simcrawl_
     assert_eq!(v.partner(), Some(en_url));
     Ok(())
 }
+
+/// Two pages of one host judged on all they show, with one judged text
+/// (estimated 1.0 alike), whose sizes allow at most `at_most`.
+fn sized_pair(
+    d: &Deduper<MemoryStore>,
+    (a, b): (&str, &str),
+    (small, large): (u32, u32),
+) -> (Signature, Signature) {
+    let text = member_list(small as usize, 40);
+    let mut first = d.sign(&Document::new(a, "", &text));
+    let mut second = d.sign(&Document::new(b, "", &text));
+    first.extent = Some(Extent {
+        shingles: small,
+        outline: None,
+    });
+    second.extent = Some(Extent {
+        shingles: large,
+        outline: None,
+    });
+    (first, second)
+}
+
+#[test]
+fn an_estimate_above_what_the_sizes_allow_is_bounded_by_them() -> simcrawl_dedup::Result<()> {
+    // 1000 and 1400 distinct 5-grams are at most 0.714 alike: over the
+    // sizes rule's 0.65, under the content tier's 0.75.
+    let d = Deduper::new(MemoryStore::new(), simcrawl_dedup::DedupConfig::default())?;
+    let (first, second) = sized_pair(&d, ("http://h.test/a.html", "http://h.test/b.html"), (1000, 1400));
+    assert!(d.check_signed(&first)?.is_unique());
+    let v = d.check_signed(&second)?;
+    assert!(v.is_unique(), "{v:?}");
+    // `crawl check` shows the estimate and why it does not decide.
+    let shown = d.explain(&second)?;
+    let Some(c) = shown.candidates.iter().find(|c| c.url == "http://h.test/a.html") else {
+        panic!("no candidate: {shown:?}");
+    };
+    assert!(c.similarity.is_some_and(|s| s >= 0.99), "{c:?}");
+    match c.refused {
+        Some(Refusal::SizesApart { at_most }) => {
+            assert!((at_most - 1000.0 / 1400.0).abs() < 1e-9, "{at_most}")
+        }
+        other => panic!("{other:?}"),
+    }
+    Ok(())
+}
+
+#[test]
+fn the_size_bound_leaves_other_hosts_and_main_texts_alone() -> simcrawl_dedup::Result<()> {
+    let d = Deduper::new(MemoryStore::new(), simcrawl_dedup::DedupConfig::default())?;
+    // Another site: a copy inside a larger frame.
+    let (first, second) = sized_pair(
+        &d,
+        ("http://h.test/a.html", "http://other.test/a.html"),
+        (1000, 1400),
+    );
+    assert!(d.check_signed(&first)?.is_unique());
+    assert!(d.check_signed(&second)?.is_duplicate());
+    // One host, the second judged on its main text: what it shows does not
+    // bound how alike its main text is.
+    let (first, mut second) = sized_pair(&d, ("http://m.test/a.html", "http://m.test/b.html"), (2000, 2800));
+    second.article = simcrawl_dedup::Article::Text(simcrawl_dedup::PageScripts::of("member list"));
+    assert!(d.check_signed(&first)?.is_unique());
+    assert!(d.check_signed(&second)?.is_duplicate());
+    Ok(())
+}

@@ -55,7 +55,7 @@ impl<S: Store> Deduper<S> {
         for (_, id) in self.hits(t, fp)? {
             checked.insert(id);
             if let Some(rec) = live(id)? {
-                let m = Match::new(id, Some(fp), Some(sketch), rec);
+                let m = sig.bounded(Match::new(id, Some(fp), Some(sketch), rec), against);
                 if m.similarity >= min
                     && sig.admits(&m, against)
                     && best.as_ref().is_none_or(|b| m.better_than(b))
@@ -81,7 +81,7 @@ impl<S: Store> Deduper<S> {
             .take(BAND_CANDIDATES)
         {
             if let Some(rec) = live(id)? {
-                let m = Match::new(id, Some(fp), Some(sketch), rec);
+                let m = sig.bounded(Match::new(id, Some(fp), Some(sketch), rec), against);
                 if m.similarity >= min
                     && sig.admits(&m, against)
                     && best.as_ref().is_none_or(|b| m.better_than(b))

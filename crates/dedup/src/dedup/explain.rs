@@ -105,12 +105,20 @@ impl<S: Store> Deduper<S> {
                     continue;
                 }
                 let m = Match::new(id, sig.fingerprint, sig.sketch.as_ref(), rec);
+                let estimated = m.similarity;
+                // an estimate the two sizes cannot reach counts as their bound
+                let m = sig.bounded(m, super::verify::Against::Text);
+                let bound = (m.similarity < estimated && m.similarity < self.config.min_similarity)
+                    .then_some(super::Refusal::SizesApart {
+                        at_most: m.similarity,
+                    });
                 let refused = sig
                     .refusal(&m)
-                    .filter(|_| sig.sketch.is_some() && m.similarity >= lowest);
+                    .or(bound)
+                    .filter(|_| sig.sketch.is_some() && estimated >= lowest);
                 out.push(Candidate {
                     distance: sig.fingerprint.map(|f| f.distance(m.rec.fingerprint)),
-                    similarity: sig.sketch.as_ref().map(|_| m.similarity),
+                    similarity: sig.sketch.as_ref().map(|_| estimated),
                     url: m.rec.url,
                     nominated,
                     refused,

@@ -80,7 +80,10 @@ impl<S: Store> Deduper<S> {
                 continue;
             }
             same_host += usize::from(host_of(&rec.url).eq_ignore_ascii_case(host));
-            let m = Match::new(id, sig.fingerprint, sig.sketch.as_ref(), rec);
+            let m = sig.bounded(
+                Match::new(id, sig.fingerprint, sig.sketch.as_ref(), rec),
+                super::verify::Against::Text,
+            );
             if !sig.admits(&m, super::verify::Against::Text) {
                 continue;
             }
