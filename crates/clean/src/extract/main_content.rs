@@ -120,7 +120,7 @@ fn render_with(
 /// `Date:`, `Message-ID:` lines, then a blank line, then the body). Another
 /// archive shows those fields outside the message, or not at all, so a
 /// short reply's copy matched neither way with them in (docs/EVAL.md,
-/// "mailing-list archives").
+/// "Issue 35, ninth round: a second archiver").
 fn render_message(walk: &Walk<'_>, pres: &[usize], skip: &[bool], cap: usize) -> String {
     let start = pres.first().and_then(|&p| header_block_end(walk, p));
     let mut r = Renderer::new(cap);
@@ -709,7 +709,7 @@ const MAIL_FIELDS: &[&str] = &[
 const MAIL_FIELD_PREFIXES: &[&str] = &["x-", "list-", "content-", "resent-", "thread-"];
 
 /// Whether block `i`'s text is a mail header field (`Name: value`, the
-/// name one of [`MAIL_FIELDS`]).
+/// name one of [`MAIL_FIELDS`] or of their families).
 fn is_mail_field(walk: &Walk<'_>, i: usize) -> bool {
     let Some(el) = walk.els.get(i) else {
         return false;
