@@ -49,7 +49,6 @@ import html as h
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -61,6 +60,7 @@ import apiref_set as ar
 import eval_set as es
 import html_gate  # noqa: F401  (registers es.TEMPLATES["none"]: nothing is template)
 import news_set as ns
+from spider_compare import free_port
 
 CORPORA = ("lkml", "default")
 IDXSIZE = 40
@@ -234,12 +234,6 @@ PI_SAFE = "-._~!$&'()*+,;=:@"
 # public-inbox writes attributes unquoted where it can (href=raw).
 PI_HREF = re.compile(r'(href|src)=("[^"]*"|[^\s>]+)', re.I)
 PI_BODY = re.compile(r"<pre\s+id=b>(.*?)</pre>", re.S | re.I)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def pi_slug(mid, taken):

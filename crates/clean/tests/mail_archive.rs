@@ -20,16 +20,20 @@
 use simcrawl_clean::{Cleaner, Page};
 use url::Url;
 
+/// A page of `html` at `url`, cleaned with the default settings.
+fn parse(html: &[u8], url: &str) -> Page {
+    let url = Url::parse(url).unwrap();
+    Cleaner::shared_default()
+        .unwrap()
+        .parse(html, Some("text/html"), &url)
+        .unwrap()
+}
+
 fn page(name: &str) -> Page {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/mail")
         .join(name);
-    let html = std::fs::read(path).unwrap();
-    let url = Url::parse("http://archive.test/msg00002.html").unwrap();
-    Cleaner::shared_default()
-        .unwrap()
-        .parse(&html, Some("text/html"), &url)
-        .unwrap()
+    parse(&std::fs::read(path).unwrap(), "http://archive.test/msg00002.html")
 }
 
 #[test]
@@ -119,11 +123,7 @@ fn a_header_block_needs_two_fields_and_a_blank_line() {
     let html = format!(
         "<html><head><title>t</title></head><body><pre>{body}</pre><hr><pre>overview</pre></body></html>"
     );
-    let url = Url::parse("http://archive.test/m.html").unwrap();
-    let p = Cleaner::shared_default()
-        .unwrap()
-        .parse(html.as_bytes(), Some("text/html"), &url)
-        .unwrap();
+    let p = parse(html.as_bytes(), "http://archive.test/m.html");
     assert!(p.framed);
     assert!(p.text.starts_with("from: someone else"), "{}", p.text);
     assert!(!p.text.contains("overview"), "{}", p.text);
@@ -149,11 +149,7 @@ fn prose_that_opens_with_a_word_and_a_colon_is_still_prose() {
     let listing = "fn main() {\n    println!(\"hello\");\n}\n".repeat(12);
     let html =
         format!("<html><head><title>t</title></head><body><p>{prose}</p><pre>{listing}</pre></body></html>");
-    let url = Url::parse("http://docs.test/listing.html").unwrap();
-    let p = Cleaner::shared_default()
-        .unwrap()
-        .parse(html.as_bytes(), Some("text/html"), &url)
-        .unwrap();
+    let p = parse(html.as_bytes(), "http://docs.test/listing.html");
     assert!(!p.framed);
     assert!(p.text.contains("why the listing"), "{}", p.text);
 }
@@ -177,11 +173,7 @@ fn a_flat_page_with_prose_beside_its_listing_keeps_the_prose() {
         "<html><head><title>t</title></head><body><h1>A listing</h1><p>{prose}</p>\
          <pre>{listing}</pre></body></html>"
     );
-    let url = Url::parse("http://docs.test/listing.html").unwrap();
-    let p = Cleaner::shared_default()
-        .unwrap()
-        .parse(html.as_bytes(), Some("text/html"), &url)
-        .unwrap();
+    let p = parse(html.as_bytes(), "http://docs.test/listing.html");
     assert!(!p.framed);
     assert!(p.text.contains("why the listing below"), "{}", p.text);
     assert!(p.text.contains("println"), "{}", p.text);

@@ -80,14 +80,17 @@ enum Hidden {
 }
 
 fn render(walk: &Walk<'_>, roots: &[usize], skip: Option<&[bool]>, cap: usize) -> String {
-    render_with(walk, roots, skip, Hidden::Skip, cap)
+    render_with(walk, roots, skip, Hidden::Skip, None, cap)
 }
 
+/// Renders `roots`' events; `from` (an event and a byte in its text)
+/// starts the rendering there instead of at the first root's start.
 fn render_with(
     walk: &Walk<'_>,
     roots: &[usize],
     skip: Option<&[bool]>,
     hidden: Hidden,
+    from: Option<(usize, usize)>,
     cap: usize,
 ) -> String {
     let mut r = Renderer::new(cap);
@@ -96,7 +99,7 @@ fn render_with(
             continue;
         };
         let (s, e) = (el.ev_start as usize, el.ev_end as usize);
-        for ev in walk.events.get(s..e).unwrap_or(&[]) {
+        for (at, ev) in walk.events.iter().enumerate().take(e).skip(s) {
             let owner = ev.owner() as usize;
             if let Some(skip) = skip
                 && skip.get(owner).copied().unwrap_or(false)
@@ -106,7 +109,15 @@ fn render_with(
             if hidden == Hidden::Skip && walk.els.get(owner).is_some_and(|o| o.hidden) {
                 continue;
             }
-            r.event(ev);
+            match (from, *ev) {
+                (Some((first, _)), _) if at < first => {}
+                (Some((first, byte)), Ev::Text { owner, text, pre }) if at == first => r.event(&Ev::Text {
+                    owner,
+                    text: text.get(byte..).unwrap_or(""),
+                    pre,
+                }),
+                _ => r.event(ev),
+            }
             if r.full {
                 break;
             }
@@ -122,33 +133,26 @@ fn render_with(
 /// short reply's copy matched neither way with them in (docs/EVAL.md,
 /// "Issue 35, ninth round: a second archiver").
 fn render_message(walk: &Walk<'_>, pres: &[usize], skip: &[bool], cap: usize) -> String {
-    let start = pres.first().and_then(|&p| header_block_end(walk, p));
-    let mut r = Renderer::new(cap);
-    for &root in pres {
-        let Some(el) = walk.els.get(root) else {
-            continue;
-        };
-        let (s, e) = (el.ev_start as usize, el.ev_end as usize);
-        for (at, ev) in walk.events.iter().enumerate().take(e).skip(s) {
-            let owner = ev.owner() as usize;
-            if skip.get(owner).copied().unwrap_or(false) || walk.els.get(owner).is_some_and(|o| o.hidden) {
-                continue;
-            }
-            match (start, *ev) {
-                (Some((first, _)), _) if at < first => {}
-                (Some((first, from)), Ev::Text { owner, text, pre }) if at == first => r.event(&Ev::Text {
-                    owner,
-                    text: text.get(from..).unwrap_or(""),
-                    pre,
-                }),
-                _ => r.event(ev),
-            }
-            if r.full {
-                return r.out;
-            }
-        }
-    }
-    r.out
+    let from = pres.first().and_then(|&p| header_block_end(walk, p));
+    render_with(walk, pres, Some(skip), Hidden::Skip, from, cap)
+}
+
+/// The text events of element `i`, in order, with their index in the
+/// page's events.
+fn text_events<'w>(walk: &'w Walk<'_>, i: usize) -> impl Iterator<Item = (usize, &'w str)> {
+    let (s, e) = walk
+        .els
+        .get(i)
+        .map_or((0, 0), |el| (el.ev_start as usize, el.ev_end as usize));
+    walk.events
+        .iter()
+        .enumerate()
+        .take(e)
+        .skip(s)
+        .filter_map(|(at, ev)| match ev {
+            Ev::Text { text, .. } => Some((at, *text)),
+            _ => None,
+        })
 }
 
 /// Where the body starts in a `<pre>` that opens with an RFC 5322 header
@@ -156,18 +160,14 @@ fn render_message(walk: &Walk<'_>, pres: &[usize], skip: &[bool], cap: usize) ->
 /// the first blank line): the text event and the byte in it.
 fn header_block_end(walk: &Walk<'_>, pre: usize) -> Option<(usize, usize)> {
     const MAX_HEADER_BYTES: usize = 16 * 1024;
-    let el = walk.els.get(pre)?;
-    let (s, e) = (el.ev_start as usize, el.ev_end as usize);
     let mut text = String::new();
     // (event, where its text starts in `text`)
     let mut starts = Vec::new();
-    for (at, ev) in walk.events.iter().enumerate().take(e).skip(s) {
-        if let Ev::Text { text: t, .. } = ev {
-            starts.push((at, text.len()));
-            text.push_str(t);
-            if text.len() > MAX_HEADER_BYTES {
-                break;
-            }
+    for (at, t) in text_events(walk, pre) {
+        starts.push((at, text.len(), t));
+        text.push_str(t);
+        if text.len() > MAX_HEADER_BYTES {
+            break;
         }
     }
     // (the HTML parser has made every CRLF an LF)
@@ -187,14 +187,9 @@ fn header_block_end(walk: &Walk<'_>, pre: usize) -> Option<(usize, usize)> {
         return None;
     }
     let body = end + 2;
-    let &(at, begin) = starts.iter().rev().find(|&&(_, b)| b <= body)?;
-    let t = match walk.events.get(at)? {
-        Ev::Text { text, .. } => *text,
-        _ => return None,
-    };
-    let from = body - begin;
-    t.is_char_boundary(from.min(t.len()))
-        .then_some((at, from.min(t.len())))
+    let &(at, begin, t) = starts.iter().rev().find(|&&(_, b, _)| b <= body)?;
+    let byte = (body - begin).min(t.len());
+    t.is_char_boundary(byte).then_some((at, byte))
 }
 
 fn render_all(walk: &Walk<'_>, skip: Option<&[bool]>, cap: usize) -> String {
@@ -205,7 +200,7 @@ fn render_all_with(walk: &Walk<'_>, skip: Option<&[bool]>, hidden: Hidden, cap: 
     let roots: Vec<usize> = (0..walk.els.len())
         .filter(|&i| walk.els[i].parent == NONE)
         .collect();
-    render_with(walk, &roots, skip, hidden, cap)
+    render_with(walk, &roots, skip, hidden, None, cap)
 }
 
 fn nonws_len(s: &str) -> usize {
@@ -711,20 +706,11 @@ const MAIL_FIELD_PREFIXES: &[&str] = &["x-", "list-", "content-", "resent-", "th
 /// Whether block `i`'s text is a mail header field (`Name: value`, the
 /// name one of [`MAIL_FIELDS`] or of their families).
 fn is_mail_field(walk: &Walk<'_>, i: usize) -> bool {
-    let Some(el) = walk.els.get(i) else {
-        return false;
-    };
     let mut head = String::new();
-    for ev in walk
-        .events
-        .get(el.ev_start as usize..el.ev_end as usize)
-        .unwrap_or(&[])
-    {
-        if let Ev::Text { text, .. } = ev {
-            head.push_str(text);
-            if head.len() >= 48 {
-                break;
-            }
+    for (_, text) in text_events(walk, i) {
+        head.push_str(text);
+        if head.len() >= 48 {
+            break;
         }
     }
     let Some((name, _)) = head.trim_start().split_once(':') else {
