@@ -28,7 +28,8 @@
 # Needs a Debian machine with apt (root or sudo), like build-html-gate.sh: the
 # packages go through `apt-get download` into $EVAL_CACHE/apiref-root; numpy,
 # scipy and opencc into the venv $EVAL_VENV. Environment: EVAL_CACHE,
-# EVAL_VENV, EVAL_SKIP_APT=1, EVAL_JOBS, APIREF_SEED (default 42).
+# EVAL_VENV, EVAL_SKIP_APT=1, EVAL_JOBS, APIREF_SEED (default 42),
+# APIREF_SOURCES (gate, the default, or heldout).
 set -euo pipefail
 
 if [ $# -gt 1 ]; then
@@ -42,17 +43,26 @@ CACHE=${EVAL_CACHE:-$HOME/.cache/simcrawl-eval}
 VENV=${EVAL_VENV:-$HOME/.cache/simcrawl-eval-venv}
 DOC_PKGS="libsdl2-doc libstdc++-12-doc libcommons-lang3-java-doc junit4-doc rust-doc
           libglib2.0-doc python-werkzeug-doc"
+ROOT_NAME=apiref-root
+# APIREF_SOURCES=heldout: a second set from other packages (apiref_set.py
+# HELDOUT_SOURCES), never used to tune a rule; not part of CI.
+SOURCES=${APIREF_SOURCES:-gate}
+if [ "$SOURCES" = heldout ]; then
+    DOC_PKGS="ant-doc crystal-doc cppreference-doc-en-html libeigen3-doc libxerces-c-doc
+              libgtk-3-doc python-jinja2-doc"
+    ROOT_NAME=apiref-heldout-root
+fi
 export LC_ALL=C.UTF-8 PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive
 
 # shellcheck source=scripts/lib/debian-docs.sh
 . "$HERE/lib/debian-docs.sh"
 install_tools python3 python3-venv
 
-ROOT=$CACHE/apiref-root
+ROOT=$CACHE/$ROOT_NAME
 # shellcheck disable=SC2086
 unpack_packages "$ROOT" $DOC_PKGS
 python_venv "$VENV"
 
 PYTHONPATH=$HERE "$VENV/bin/python" "$HERE/apiref_set.py" --out "$OUT" --root "$ROOT" \
-    --seed "${APIREF_SEED:-42}" --versions "$(versions_json)" --jobs "${EVAL_JOBS:-2}"
+    --seed "${APIREF_SEED:-42}" --sources "$SOURCES" --versions "$(versions_json)" --jobs "${EVAL_JOBS:-2}"
 echo "wrote $OUT/site, seeds.txt, pages.jsonl, pairs.jsonl, docs.jsonl, summary.json" >&2

@@ -13,13 +13,14 @@
 //! that say different things.
 //!
 //! So a page also carries its article when it has one, and the article
-//! matches only **another site's** article: across sites two pages with one
-//! article are one story in two frames; within a site they are siblings.
-//! One path on two hosts is one site's page in two places (a mirror, a
-//! language version on its own host), not another site: there an article
-//! matches only when the two pages are also alike by everything they show
-//! ([`crate::Outline`]), a page judged on its main text and its twin
-//! judged on all it shows. A front page (`/`, `/index.html`) is every
+//! matches **another site's** article: across sites two pages with one
+//! article are one story in two frames. Within a site (one host, or one
+//! path on two hosts: a mirror, a language version on its own host) two
+//! pages with one article may be siblings around a block extraction
+//! picks, so there an article matches only when the two pages are also
+//! alike by everything they show ([`crate::Outline`]): a page whose
+//! navigation lists its own neighbours saying what its sibling says, or a
+//! page judged on its main text and its twin judged on all it shows. A front page (`/`, `/index.html`) is every
 //! site's, so two hosts' front pages are two sites. Across sites a
 //! translation can still carry an untranslated block, so a
 //! page written in a script its partner does not have at all is not a copy

@@ -132,7 +132,8 @@ impl<S: Store> Deduper<S> {
     }
 
     /// Indexes the article of a kept page judged on another text, as a
-    /// record of its own that only another site's article matches.
+    /// record of its own that only another page's article matches: on
+    /// another site, or on its own where the pages are alike as shown.
     pub(super) fn insert_article(
         &self,
         t: &mut dyn Tables,
@@ -148,7 +149,9 @@ impl<S: Store> Deduper<S> {
             sketch: sketch.clone(),
             url: sig.url.clone(),
             article: Some(ArticleMark { only: true, scripts }),
-            extent: None,
+            // What its page showed: one site's article matches only where
+            // the pages are also alike as shown (`Signature::same_story`).
+            extent: sig.extent,
         };
         self.index_record(t, id, rec, self.band_keys(sketch))
     }

@@ -178,7 +178,8 @@ pub struct DocRecord {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ArticleMark {
     /// The record holds the article alone: its page was judged on another
-    /// text, so only another site's article may match it.
+    /// text, so only another page's article may match it (on another site,
+    /// or on its own alike as shown).
     pub only: bool,
     /// The scripts of the whole page: a page in a script its partner does
     /// not have is a translation around an untranslated block.
