@@ -31,7 +31,7 @@
 # installed, the man-page packages go through `apt-get download` into
 # $EVAL_CACHE/manpage-root; numpy, scipy and opencc into the venv $EVAL_VENV.
 # Environment: EVAL_CACHE, EVAL_VENV, EVAL_SKIP_APT=1, EVAL_JOBS,
-# MANPAGE_SEED (default 42).
+# MANPAGE_SEED (default 42), MANPAGE_SOURCES (gate, the default, or heldout).
 set -euo pipefail
 
 if [ $# -gt 1 ]; then
@@ -44,13 +44,21 @@ OUT=$(cd "${1:-$HERE/../target/manpage-set}" && pwd)
 CACHE=${EVAL_CACHE:-$HOME/.cache/simcrawl-eval}
 VENV=${EVAL_VENV:-$HOME/.cache/simcrawl-eval-venv}
 MAN_PKGS="manpages manpages-dev manpages-zh manpages-de manpages-fr manpages-ja"
+ROOT_NAME=manpage-root
+# MANPAGE_SOURCES=heldout: a second set in other languages and scripts
+# (manpage_set.py choose_heldout), never used to tune a rule; not in CI.
+SOURCES=${MANPAGE_SOURCES:-gate}
+if [ "$SOURCES" = heldout ]; then
+    MAN_PKGS="manpages manpages-dev manpages-ru manpages-uk manpages-pl manpages-es"
+    ROOT_NAME=manpage-heldout-root
+fi
 export LC_ALL=C.UTF-8 PYTHONHASHSEED=0 DEBIAN_FRONTEND=noninteractive
 
 # shellcheck source=scripts/lib/debian-docs.sh
 . "$HERE/lib/debian-docs.sh"
 install_tools python3 python3-venv mandoc man2html-base
 
-ROOT=$CACHE/manpage-root
+ROOT=$CACHE/$ROOT_NAME
 # shellcheck disable=SC2086
 unpack_packages "$ROOT" $MAN_PKGS
 python_venv "$VENV"
@@ -60,5 +68,5 @@ for tool in mandoc man2html-base; do
 done
 
 PYTHONPATH=$HERE "$VENV/bin/python" "$HERE/manpage_set.py" --out "$OUT" --root "$ROOT" \
-    --seed "${MANPAGE_SEED:-42}" --versions "$VERSIONS" --jobs "${EVAL_JOBS:-2}"
-echo "wrote $OUT/site, seeds.txt, pages.jsonl, pairs.jsonl, pairs_tw2sp.jsonl, docs.jsonl, summary.json" >&2
+    --seed "${MANPAGE_SEED:-42}" --sources "$SOURCES" --versions "$VERSIONS" --jobs "${EVAL_JOBS:-2}"
+echo "wrote $OUT/site, seeds.txt, pages.jsonl, pairs.jsonl, docs.jsonl, summary.json (and pairs_tw2sp.jsonl but for the held-out set)" >&2

@@ -113,6 +113,35 @@ def choose(root, seed):
     return out
 
 
+# A second set (`--sources heldout`, MANPAGE_SOURCES=heldout
+# scripts/build-manpage-set.sh), never used to tune a rule: English and
+# translations in Cyrillic (Russian, Ukrainian) and Latin script (Polish,
+# Spanish), each translation capped, English pages also rendered
+# by man2html.
+HELDOUT_LANGS = {"": "en", "ru": "ru", "uk": "uk", "pl": "pl", "es": "es"}
+HELDOUT_PER_LANG = 160
+
+
+def choose_heldout(root, seed):
+    """(source, lang, host, renderer, name, file) of the held-out set."""
+    names = {lang: pages_of(root, folder) for folder, lang in HELDOUT_LANGS.items()}
+    en = names["en"]
+    picked = {}
+    for lang in ("ru", "uk", "pl", "es"):
+        both = sorted(set(names[lang]) & set(en))
+        rng = random.Random(f"{seed}/heldout/{lang}")
+        picked[lang] = sorted(rng.sample(both, min(HELDOUT_PER_LANG, len(both))))
+    translated = set().union(*picked.values())
+    rng = random.Random(f"{seed}/heldout/en")
+    en_names = sorted(translated | set(rng.sample(sorted(set(en) - translated), EN_OTHERS)))
+    m2h = sorted(random.Random(f"{seed}/heldout/man2html").sample(en_names, MAN2HTML))
+    out = [("en-mandoc", "en", "man.en.test", "mandoc", n, en[n]) for n in en_names]
+    out += [("en-man2html", "en", "man2html.en.test", "man2html", n, en[n]) for n in m2h]
+    for lang, ns in picked.items():
+        out += [(lang, lang, f"man.{lang}.test", "mandoc", n, names[lang][n]) for n in ns]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True)
@@ -120,9 +149,10 @@ def main():
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--versions", default="{}")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--sources", choices=["gate", "heldout"], default="gate")
     args = ap.parse_args()
 
-    chosen = choose(args.root, args.seed)
+    chosen = (choose_heldout if args.sources == "heldout" else choose)(args.root, args.seed)
     with ThreadPoolExecutor(max(1, args.jobs)) as ex:
         rendered = list(ex.map(lambda c: render(c[3], c[5]), chosen))
     pages = []
@@ -149,7 +179,8 @@ def main():
         print(f"{source}: {sum(1 for p in pages if p['source'] == source)} pages", file=sys.stderr)
     pages += indexes
     ar.write_set(args.out, pages, seeds, args.versions, args.seed, args.jobs)
-    tw2sp_labels.write_labels(args.out)
+    if args.sources == "gate":  # the held-out set has no Chinese
+        tw2sp_labels.write_labels(args.out)
 
 
 if __name__ == "__main__":
