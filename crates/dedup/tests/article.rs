@@ -198,90 +198,75 @@ fn reference_page(d: &Deduper<simcrawl_dedup::MemoryStore>, url: &str, chrome: &
     sig
 }
 
-#[test]
-fn on_one_host_a_page_saying_what_its_sibling_says_is_a_copy_when_both_show_about_the_same() {
-    // `std::map::clear` and `std::multimap::clear`: one text, each inside
-    // a navigation listing its own class's members. Judged on navigation
-    // and text (the chrome is template), they are apart; by their articles
-    // the same; by all they show near-duplicates.
-    let chrome = own_words(1, 400);
-    let (nav_a, nav_b) = (own_words(2, 25), own_words(3, 25));
-    let (a, b) = (
-        format!("{chrome} {nav_a} {STORY} {nav_a}"),
-        format!("{chrome} {nav_b} {STORY} {nav_b}"),
-    );
-    let shown = simcrawl_dedup::Extent::of(&a).outline_resemblance(&simcrawl_dedup::Extent::of(&b));
-    assert!(
-        shown.is_some_and(|r| r >= simcrawl_dedup::ARTICLE_MIN_SIMILARITY),
-        "{shown:?}"
-    );
+/// How alike two reference pages with one chrome and these navigations
+/// are by all they show (`STORY` in both).
+fn alike_as_shown(chrome: &str, (nav_a, nav_b): (&str, &str)) -> Option<f64> {
+    let shown = |nav: &str| simcrawl_dedup::Extent::of(&format!("{chrome} {nav} {STORY} {nav}"));
+    shown(nav_a).outline_resemblance(&shown(nav_b))
+}
+
+/// A fresh store: the page at `first` kept, then the verdict on the page
+/// at `second` (same chrome, navigation `nav_b`).
+fn second_of_two(first: &str, second: &str, chrome: &str, (nav_a, nav_b): (&str, &str)) -> Verdict {
     let d = Deduper::in_memory().unwrap();
-    assert!(
-        check(
-            &d,
-            &reference_page(&d, "http://ref.test/map/clear.html", &chrome, &nav_a)
-        )
-        .is_unique()
-    );
-    let sibling = reference_page(&d, "http://ref.test/multimap/clear.html", &chrome, &nav_b);
-    let by_text = d.explain(&sibling).unwrap();
+    assert!(check(&d, &reference_page(&d, first, chrome, nav_a)).is_unique());
+    let sig = reference_page(&d, second, chrome, nav_b);
+    // The texts they are judged on (navigation and text) decide nothing.
+    let by_text = d.explain(&sig).unwrap();
     assert!(
         by_text
             .candidates
             .iter()
             .all(|c| c.similarity.is_none_or(|s| s < 0.75) || c.refused.is_some()),
-        "the judged texts alone decide nothing: {by_text:?}"
+        "{by_text:?}"
     );
-    let v = check(&d, &sibling);
-    assert_eq!(v.partner(), Some("http://ref.test/map/clear.html"));
+    check(&d, &sig)
+}
+
+#[test]
+fn on_one_host_a_page_saying_what_its_sibling_says_is_a_copy_when_both_show_about_the_same() {
+    use simcrawl_dedup::{ARTICLE_MIN_SIMILARITY, PAGE_MIN_SIMILARITY};
+    // `std::map::clear` and `std::multimap::clear`: one text, each inside
+    // a navigation listing its own class's members. Judged on navigation
+    // and text (the chrome is template), they are apart; by their articles
+    // the same; by all they show near-duplicates.
+    let chrome = own_words(1, 400);
+    let navs = (own_words(2, 25), own_words(3, 25));
+    let navs = (navs.0.as_str(), navs.1.as_str());
+    let shown = alike_as_shown(&chrome, navs);
+    assert!(shown.is_some_and(|r| r >= ARTICLE_MIN_SIMILARITY), "{shown:?}");
+    let (map, multimap) = (
+        "http://ref.test/map/clear.html",
+        "http://ref.test/multimap/clear.html",
+    );
+    let v = second_of_two(map, multimap, &chrome, navs);
+    assert_eq!(v.partner(), Some(map));
     assert!(v.duplicate().unwrap().article);
+
+    // The same pair at one path on two hosts, both judged on all they
+    // show: compared by what they were judged on, not by their articles.
+    let twin = second_of_two(map, "http://zh.ref.test/map/clear.html", &chrome, navs);
+    assert!(twin.is_unique(), "{twin:?}");
 
     // Siblings whose navigation is more of what they show: the same text
     // in each (a generator's stock sentence) is a block they share, not
     // the page. Alike as shown under the near-duplicate line (over the
     // 0.65 that decides other verdicts between pages of one site): kept.
     let small = own_words(4, 300);
-    let (nav_c, nav_e) = (own_words(5, 40), own_words(6, 40));
-    let (c, e) = (
-        format!("{small} {nav_c} {STORY} {nav_c}"),
-        format!("{small} {nav_e} {STORY} {nav_e}"),
-    );
-    let shown = simcrawl_dedup::Extent::of(&c).outline_resemblance(&simcrawl_dedup::Extent::of(&e));
+    let navs = (own_words(5, 40), own_words(6, 40));
+    let navs = (navs.0.as_str(), navs.1.as_str());
+    let shown = alike_as_shown(&small, navs);
     assert!(
-        shown.is_some_and(
-            |r| (simcrawl_dedup::PAGE_MIN_SIMILARITY..simcrawl_dedup::ARTICLE_MIN_SIMILARITY).contains(&r)
-        ),
+        shown.is_some_and(|r| (PAGE_MIN_SIMILARITY..ARTICLE_MIN_SIMILARITY).contains(&r)),
         "{shown:?}"
     );
-    let d = Deduper::in_memory().unwrap();
-    assert!(
-        check(
-            &d,
-            &reference_page(&d, "http://ref.test/deque/rend.html", &small, &nav_c)
-        )
-        .is_unique()
-    );
-    let v = check(
-        &d,
-        &reference_page(&d, "http://ref.test/array/rend.html", &small, &nav_e),
+    let v = second_of_two(
+        "http://ref.test/deque/rend.html",
+        "http://ref.test/array/rend.html",
+        &small,
+        navs,
     );
     assert!(v.is_unique(), "{v:?}");
-
-    // The first pair at one path on two hosts, both judged on all they
-    // show: compared by what they were judged on, not by their articles.
-    let d = Deduper::in_memory().unwrap();
-    assert!(
-        check(
-            &d,
-            &reference_page(&d, "http://ref.test/map/clear.html", &chrome, &nav_a)
-        )
-        .is_unique()
-    );
-    let twin = check(
-        &d,
-        &reference_page(&d, "http://zh.ref.test/map/clear.html", &chrome, &nav_b),
-    );
-    assert!(twin.is_unique(), "{twin:?}");
 }
 
 /// Two sites built on one theme: their front pages list different stories
