@@ -136,12 +136,32 @@ fn tag_at(s: &str) -> Option<(usize, bool)> {
         }
     }
     let end = end?;
+    if is_address_or_uri(&s[1..end - 1]) {
+        return None;
+    }
     let name: String = s[name_start..end]
         .chars()
         .take_while(char::is_ascii_alphanumeric)
         .map(|c| c.to_ascii_lowercase())
         .collect();
     Some((end, BLOCK_TAGS.contains(&name.as_str())))
+}
+
+/// Whether what stands between `<` and `>` is an address or a link
+/// written in angle brackets (`<joe@example.org>`, `<https://example.org>`,
+/// `<mailto:joe@example.org>`): text that every copy shows (mail headers
+/// and quotes, changelogs, man pages' authors), not a tag. A tag's name is
+/// never followed by `://`, and an `@` in a tag sits in a quoted or
+/// spaced attribute value. (Anything else in angle brackets, such as the
+/// `<T>` and `<K, V>` of generic types, is still taken for a tag.)
+fn is_address_or_uri(inner: &str) -> bool {
+    let name_len = inner
+        .bytes()
+        .position(|c| !(c.is_ascii_alphanumeric() || c == b'+' || c == b'-' || c == b'.'))
+        .unwrap_or(inner.len());
+    let uri = name_len > 0 && inner[name_len..].starts_with("://");
+    let address = inner.contains('@') && !inner.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '=');
+    uri || address
 }
 
 fn strip_tags(text: &str) -> Option<String> {
@@ -284,6 +304,24 @@ mod tests {
             ("<<b>b>x", "x"),
             ("&am<i></i>p;", "&"),
             ("&#x26;lt;", "<"),
+        ] {
+            assert_eq!(StripMarkup.normalize(Cow::Borrowed(input)), expected, "{input:?}");
+        }
+    }
+
+    /// An address or a link in angle brackets is text, not a tag; tags
+    /// with attributes, self-closing or custom are still tags, and so is
+    /// what generic types put in angle brackets (as before).
+    #[test]
+    fn addresses_in_angle_brackets_are_text() {
+        for (input, expected) in [
+            ("From: Joe Perches <joe@perches.com>", "From: Joe Perches <joe@perches.com>"),
+            ("&lt;joe@perches.com&gt; wrote:", "<joe@perches.com> wrote:"),
+            ("see <https://example.org/a>", "see <https://example.org/a>"),
+            ("<mailto:joe@perches.com>", "<mailto:joe@perches.com>"),
+            ("a<br/>b<x-note class=\"n\">c</x-note><br\n>d", "a bc d"),
+            ("<a href=\"mailto:joe@perches.com\">Joe</a>", "Joe"),
+            ("Map<K, V> and List<T>", "Map and List"),
         ] {
             assert_eq!(StripMarkup.normalize(Cow::Borrowed(input)), expected, "{input:?}");
         }
