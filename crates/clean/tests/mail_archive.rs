@@ -136,7 +136,11 @@ fn header_fields_with_commas_are_not_prose_beside_the_message() {
     // reply, and have commas, but they are fields, not an introduction.
     let p = page("list-archive-long-fields.html");
     assert!(p.framed);
-    assert!(p.text.starts_with("suresh jayaraman <sjayaraman@suse.de> wrote:"), "{}", p.text);
+    assert!(
+        p.text.starts_with("suresh jayaraman <sjayaraman@suse.de> wrote:"),
+        "{}",
+        p.text
+    );
     assert!(!p.text.contains("organization:"), "{}", p.text);
     assert!(p.own_text.contains("organization: red hat uk ltd"));
 }

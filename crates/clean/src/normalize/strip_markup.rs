@@ -160,7 +160,8 @@ fn is_address_or_uri(inner: &str) -> bool {
         .position(|c| !(c.is_ascii_alphanumeric() || c == b'+' || c == b'-' || c == b'.'))
         .unwrap_or(inner.len());
     let uri = name_len > 0 && inner[name_len..].starts_with("://");
-    let address = inner.contains('@') && !inner.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '=');
+    let address = inner.contains('@')
+        && !inner.contains(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '=');
     uri || address
 }
 
@@ -315,7 +316,10 @@ mod tests {
     #[test]
     fn addresses_in_angle_brackets_are_text() {
         for (input, expected) in [
-            ("From: Joe Perches <joe@perches.com>", "From: Joe Perches <joe@perches.com>"),
+            (
+                "From: Joe Perches <joe@perches.com>",
+                "From: Joe Perches <joe@perches.com>",
+            ),
             ("&lt;joe@perches.com&gt; wrote:", "<joe@perches.com> wrote:"),
             ("see <https://example.org/a>", "see <https://example.org/a>"),
             ("<mailto:joe@perches.com>", "<mailto:joe@perches.com>"),

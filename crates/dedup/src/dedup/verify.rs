@@ -32,8 +32,9 @@ impl Signature {
     /// One article on two sites, in the same scripts, near-duplicate; or
     /// on one site (one host, or one path on two hosts) when the two pages
     /// are also alike by everything they show: pages whose main text is
-    /// under [`crate::Extent`]'s share of what they show are judged on all
-    /// of it, and compare by their articles only.
+    /// too small a share of what they show to be their identity are judged
+    /// on all of it ([`crate::identity`]), and compare by their articles
+    /// only.
     ///
     /// On one host that is a page saying what its sibling says inside a
     /// navigation that names each page's own neighbours: the API
