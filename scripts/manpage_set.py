@@ -89,6 +89,17 @@ def render(renderer, path):
     return out
 
 
+def english(en, translated, key):
+    """The English pages of a set: every `translated` name and EN_OTHERS
+    others (seeded by `key`) by mandoc, MAN2HTML of them by man2html too."""
+    rng = random.Random(f"{key}/en")
+    en_names = sorted(translated | set(rng.sample(sorted(set(en) - translated), EN_OTHERS)))
+    m2h = sorted(random.Random(f"{key}/man2html").sample(en_names, MAN2HTML))
+    out = [("en-mandoc", "en", "man.en.test", "mandoc", n, en[n]) for n in en_names]
+    out += [("en-man2html", "en", "man2html.en.test", "man2html", n, en[n]) for n in m2h]
+    return out
+
+
 def choose(root, seed):
     """(source, lang, host, renderer, name, file) of every page to render."""
     names = {lang: pages_of(root, folder) for folder, lang in LANGS.items()}
@@ -100,11 +111,7 @@ def choose(root, seed):
     translated = set(zh_en)
     for lang in ("de", "fr", "ja"):
         translated |= set(names[lang]) & set(en)
-    rng = random.Random(f"{seed}/en")
-    en_names = sorted(translated | set(rng.sample(sorted(set(en) - translated), EN_OTHERS)))
-    m2h = sorted(random.Random(f"{seed}/man2html").sample(en_names, MAN2HTML))
-    out = [("en-mandoc", "en", "man.en.test", "mandoc", n, en[n]) for n in en_names]
-    out += [("en-man2html", "en", "man2html.en.test", "man2html", n, en[n]) for n in m2h]
+    out = english(en, translated, f"{seed}")
     for lang in ("zh-cn", "zh-tw"):
         out += [(lang, lang, f"man.{lang}.test", "mandoc", n, names[lang][n]) for n in zh]
     for lang in ("de", "fr", "ja"):
@@ -131,12 +138,7 @@ def choose_heldout(root, seed):
         both = sorted(set(names[lang]) & set(en))
         rng = random.Random(f"{seed}/heldout/{lang}")
         picked[lang] = sorted(rng.sample(both, min(HELDOUT_PER_LANG, len(both))))
-    translated = set().union(*picked.values())
-    rng = random.Random(f"{seed}/heldout/en")
-    en_names = sorted(translated | set(rng.sample(sorted(set(en) - translated), EN_OTHERS)))
-    m2h = sorted(random.Random(f"{seed}/heldout/man2html").sample(en_names, MAN2HTML))
-    out = [("en-mandoc", "en", "man.en.test", "mandoc", n, en[n]) for n in en_names]
-    out += [("en-man2html", "en", "man2html.en.test", "man2html", n, en[n]) for n in m2h]
+    out = english(en, set().union(*picked.values()), f"{seed}/heldout")
     for lang, ns in picked.items():
         out += [(lang, lang, f"man.{lang}.test", "mandoc", n, names[lang][n]) for n in ns]
     return out

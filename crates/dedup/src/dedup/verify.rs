@@ -45,19 +45,35 @@ impl Signature {
     /// block extraction picks are not alike as shown, so the outline
     /// decides; a record without one (written before its page's extent
     /// was kept beside its article) never matches this way.
+    ///
+    /// How alike as shown:
+    /// - At one path on two hosts, a page and its twin judged on its main
+    ///   text (the record holds that text): [`PAGE_MIN_SIMILARITY`], as
+    ///   for any verdict between pages of one site. Twins both judged on
+    ///   all they show are compared by that, not by their articles:
+    ///   matching their articles dropped the handbook's zh-CN foreword for
+    ///   its zh-TW twin (0.61 alike as shown).
+    /// - On one host: [`ARTICLE_MIN_SIMILARITY`], the near-duplicate line
+    ///   itself. What siblings say alike may be a block a generator
+    ///   repeats in each of them (one iterator's description in the
+    ///   reference of every container): 22 such siblings of a held-out
+    ///   reference, 0.60-0.65 alike as shown, passed an outline asked for
+    ///   0.65 (its standard error is 0.06 there).
     fn same_story(&self, m: &Match, mine: PageScripts, theirs: PageScripts) -> bool {
         if m.similarity < ARTICLE_MIN_SIMILARITY || mine.apart(theirs) {
             return false;
         }
-        match SiteRelation::of(&self.url, &m.rec.url) {
-            SiteRelation::OtherSites => true,
-            relation => shown_min(relation, m).is_some_and(|min| {
-                self.extent
-                    .zip(m.rec.extent)
-                    .and_then(|(a, b)| a.outline_resemblance(&b))
-                    .is_some_and(|r| r >= min)
-            }),
-        }
+        let min_shown = match SiteRelation::of(&self.url, &m.rec.url) {
+            // Across sites a copy shows another site's frame.
+            SiteRelation::OtherSites => return true,
+            SiteRelation::SamePath if m.rec.article.is_some_and(|a| a.only) => return false,
+            SiteRelation::SamePath => PAGE_MIN_SIMILARITY,
+            SiteRelation::SameHost => ARTICLE_MIN_SIMILARITY,
+        };
+        self.extent
+            .zip(m.rec.extent)
+            .and_then(|(a, b)| a.outline_resemblance(&b))
+            .is_some_and(|r| r >= min_shown)
     }
 
     /// Why `m`, compared by text, cannot decide for this signature
@@ -82,30 +98,6 @@ impl Signature {
             }
             Some(min) => (m.similarity < min).then_some(Refusal::Stricter { min }),
         }
-    }
-}
-
-/// How alike as shown two pages of one site with one article must be for
-/// one to be the other's copy ([`Signature::same_story`]); `None`: never.
-/// - At one path on two hosts, a page and its twin judged on its main
-///   text (the record holds that text): [`PAGE_MIN_SIMILARITY`], as for
-///   any verdict between pages of one site. Twins both judged on all they
-///   show are compared by that, not by their articles: matching their
-///   articles dropped the handbook's zh-CN foreword for its zh-TW twin
-///   (0.61 alike as shown).
-/// - On one host: [`ARTICLE_MIN_SIMILARITY`], the near-duplicate line
-///   itself. What siblings say alike may be a block a generator repeats
-///   in each of them (one iterator's description in the reference of
-///   every container): 22 such siblings of a held-out reference, 0.60-0.65
-///   alike as shown, passed an outline asked for 0.65 (its standard error
-///   is 0.06 there).
-fn shown_min(relation: SiteRelation, m: &Match) -> Option<f64> {
-    match relation {
-        // Across sites a copy shows another site's frame: no bar.
-        SiteRelation::OtherSites => Some(0.0),
-        SiteRelation::SamePath if m.rec.article.is_some_and(|a| a.only) => None,
-        SiteRelation::SamePath => Some(PAGE_MIN_SIMILARITY),
-        SiteRelation::SameHost => Some(ARTICLE_MIN_SIMILARITY),
     }
 }
 
