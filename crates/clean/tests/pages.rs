@@ -308,6 +308,47 @@ fn readability_fallback_without_semantic_markup() {
     assert_eq!(page.links.len(), 6);
 }
 
+/// A WordPress theme's "you may also like": whole posts in an `<article>`
+/// that a heading marked `relatedpoststitle` opens, with more text than the
+/// story above it. The section is other pages' teasers, not the page: the
+/// story is the main text (issue 35's news set lost a story "as a copy" of
+/// its site's front page, which shows the same section).
+#[test]
+fn a_section_opened_by_a_related_posts_heading_is_not_the_story() {
+    let story = "Viver uma verdadeira experiencia amorosa e um dos maiores prazeres da vida, e gostar e sentir com a alma.";
+    let teaser = |n: u32| {
+        format!(
+            "<article class=\"fundo postbox post-{n} post type-post\"><div><a class=\"baixar\" href=\"#\">Whatsapp</a></div>\
+             <p>Mensagem {n}: a vida requer da gente otimismo e coragem para esperar o melhor e fazer o melhor acontecer, \
+             sem reclamar na primeira queda, e internalizar o aprendizado adquirido para partir para a luta novamente.</p></article>"
+        )
+    };
+    let related: String = (1..=5).map(teaser).collect();
+    let html = format!(
+        "<html><body><div id=\"conteudo\"><article class=\"fundo postbox post-1 post\"><h1>So quem se ama</h1>\
+         <p>{story}</p></article>\
+         <article class=\"fundo postbox post-2 post\"><h3 class=\"relatedpoststitle\">Voce pode gostar...</h3>{related}</article>\
+         </div></body></html>"
+    );
+    let page = Page::parse(
+        html.as_bytes(),
+        None,
+        &url("https://mensagens.example/quem-se-ama"),
+    )
+    .unwrap();
+    assert!(page.text.contains("viver uma verdadeira"), "{}", page.text);
+    assert!(!page.text.contains("mensagem 3"), "{}", page.text);
+    // Without the heading's mark the teasers outweigh the story and are taken.
+    let unmarked = html.replace("relatedpoststitle", "poststitle");
+    let page = Page::parse(
+        unmarked.as_bytes(),
+        None,
+        &url("https://mensagens.example/quem-se-ama"),
+    )
+    .unwrap();
+    assert!(page.text.contains("mensagem 3"), "{}", page.text);
+}
+
 // ---------------------------------------------------------------- links and meta
 
 #[test]

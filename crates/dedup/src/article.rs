@@ -38,6 +38,12 @@ use crate::sketch::Sketch;
 /// 0.81-1.00 (docs/EVAL.md, "Articles across sites").
 pub const ARTICLE_MIN_SIMILARITY: f64 = 0.8;
 
+/// The resemblance under which two articles are apart: the line the gates
+/// label distinct pages by (0.5). A page with an article of its own is not
+/// the copy of a page whose article is this far from it, or that has none,
+/// however alike all they show (`Refusal::ArticleMissing`).
+pub const ARTICLE_APART: f64 = 0.5;
+
 /// What a checked page says about its article.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub enum Article {
@@ -56,6 +62,9 @@ pub enum Article {
         sketch: Box<Sketch>,
         /// The scripts of the whole page.
         scripts: PageScripts,
+        /// The article's distinct 5-grams ([`crate::sketch::shingle_count`]):
+        /// how much of what the page shows is its story.
+        shingles: u32,
     },
 }
 

@@ -172,6 +172,27 @@ impl Extent {
         }
     }
 
+    /// How many of this page's shingles the other page lacks, estimated
+    /// from how alike the two are (`resemblance`, a Jaccard index of what
+    /// they show): of `a` and `b` shingles, `r (a + b) / (1 + r)` are
+    /// shared.
+    ///
+    /// ```
+    /// use simcrawl_dedup::Extent;
+    /// let story = Extent { shingles: 7000, outline: None };
+    /// let front = Extent { shingles: 6600, outline: None };
+    /// // 0.88 alike: the story page shows some 640 shingles of its own.
+    /// let own = story.own_beyond(front, 0.88);
+    /// assert!((600.0..700.0).contains(&own), "{own}");
+    /// assert_eq!(story.own_beyond(story, 1.0), 0.0);
+    /// ```
+    #[must_use]
+    pub fn own_beyond(self, other: Extent, resemblance: f64) -> f64 {
+        let (a, b) = (f64::from(self.shingles), f64::from(other.shingles));
+        let r = resemblance.clamp(0.0, 1.0);
+        (a - r * (a + b) / (1.0 + r)).max(0.0)
+    }
+
     /// Two bytes in a record, saturated at 65,535 shingles (two pages that
     /// large are compared by their texts alone).
     pub(crate) fn to_bytes(self) -> [u8; 2] {

@@ -55,7 +55,7 @@ pub mod scripts;
 pub mod sketch;
 pub mod store;
 
-pub use article::{ARTICLE_MIN_SIMILARITY, Article, PageScripts, SiteRelation};
+pub use article::{ARTICLE_APART, ARTICLE_MIN_SIMILARITY, Article, PageScripts, SiteRelation};
 pub use canonical::{CANONICAL_VERSION, CanonicalUrl, Canonicalizer, UrlConfig, UrlError};
 pub use dedup::{
     BAND_CANDIDATES, Candidate, Comparison, DEFAULT_MIN_SIMILARITY, DEFAULT_TITLE_MIN_SIMILARITY,

@@ -351,3 +351,51 @@ fn a_front_pages_title_does_not_lower_the_bar() {
         assert_eq!(v.is_duplicate(), dropped, "{second}: {v:?}");
     }
 }
+
+/// A host's first pages, before its template is learnt: the front page
+/// (the template and a few headlines) and a story page (the template and
+/// its story, under the share that would make the story its identity).
+/// Both are judged on all they show, and as shown they are near-duplicates:
+/// the template is most of either. The story page tells a story the front
+/// page does not carry, so it is not its copy (issue 35: a story dropped
+/// "as a copy" of a page of its template's host would be lost had it
+/// existed nowhere else). The same story at another address of the host is
+/// still a copy: its article is the kept page's.
+#[test]
+fn a_story_is_not_a_copy_of_a_page_that_does_not_tell_it() {
+    use simcrawl_dedup::Refusal;
+    use simcrawl_dedup::identity::{Basis, identity_of, sign_page};
+    let template = own_words(11, 400);
+    let judge = |d: &Deduper<simcrawl_dedup::MemoryStore>, url: &str, main: &str, says: &str| {
+        let own = format!("{template}\n{says}");
+        let id = identity_of(url, main, (&own, 0), |_| None);
+        (id.basis, sign_page(d, (url, ""), &id, &own))
+    };
+    let d = Deduper::in_memory().unwrap();
+    let headlines = "Council approves bridge budget. Storm closes harbour.";
+    let (basis, front) = judge(&d, "http://news.test/", "", headlines);
+    assert_eq!(basis, Basis::Page);
+    assert!(check(&d, &front).is_unique());
+
+    let (basis, story) = judge(&d, "http://news.test/2024/bridge.html", STORY, STORY);
+    assert_eq!(basis, Basis::Page, "the template outweighs the story");
+    let e = d.explain(&story).unwrap();
+    let c = &e.candidates[0];
+    assert_eq!(c.url, "http://news.test/");
+    assert!(c.similarity.is_some_and(|s| s >= 0.75), "alike as shown: {c:?}");
+    assert_eq!(c.refused, Some(Refusal::ArticleMissing { alike: None }), "{c:?}");
+    assert!(check(&d, &story).is_unique());
+
+    // The story again under another address of the host: a copy.
+    let (_, again) = judge(&d, "http://news.test/bridge?ref=home", STORY, STORY);
+    assert_eq!(
+        check(&d, &again).partner(),
+        Some("http://news.test/2024/bridge.html")
+    );
+    // Another story of the host is kept.
+    let other = "The harbour stayed closed all weekend as the storm brought waves of six metres to \
+        the breakwater; fishermen moved their boats upriver, the ferry to the islands was cancelled \
+        and the coastguard asked walkers to keep off the cliff paths until Monday.";
+    let (_, other) = judge(&d, "http://news.test/2024/storm.html", other, other);
+    assert!(check(&d, &other).is_unique());
+}

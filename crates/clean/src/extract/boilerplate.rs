@@ -190,6 +190,21 @@ fn token_marks(token: &str) -> TokenMarks {
     m
 }
 
+/// Words of a heading's `class` or `id` that name a list of other pages'
+/// teasers: WordPress related-posts plugins and themes (`relatedposts-title`,
+/// `jp-relatedposts-headline`, `yarpp-related`), "recommended" and "most
+/// popular" boxes.
+const RELATED: &[&str] = &["related", "recommend", "popular", "trending", "youmayalsolike"];
+
+/// Whether a heading's `class` or `id` value names a related-content list
+/// ([`RELATED`], anywhere in a token, any case).
+pub(crate) fn names_related(value: &str) -> bool {
+    value.split_ascii_whitespace().any(|token| {
+        let lower = token.to_ascii_lowercase().replace(['-', '_'], "");
+        RELATED.iter().any(|w| lower.contains(w))
+    })
+}
+
 /// Whether a `class` or `id` value names a template part.
 #[cfg(test)]
 fn is_boilerplate_name(value: &str) -> bool {
@@ -300,6 +315,21 @@ fn is_content_token(token: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn related_headings() {
+        for r in [
+            "relatedpoststitle",
+            "jp-relatedposts-headline",
+            "widget-title Most_Popular",
+            "recommended",
+        ] {
+            assert!(names_related(r), "{r}");
+        }
+        for c in ["entry-title", "post-title", "related", "section-heading"] {
+            assert_eq!(names_related(c), c == "related", "{c}");
+        }
+    }
 
     #[test]
     fn names() {

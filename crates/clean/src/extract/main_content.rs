@@ -320,7 +320,8 @@ fn page_totals(els: &[El]) -> PageTotals {
 }
 
 /// Which elements are template: effective template marks, inherited downwards
-/// (parents precede children). A class name is a weaker signal than a tag: a
+/// (parents precede children). A section a related-content heading opens is
+/// template whatever it holds. A class name is a weaker signal than a tag: a
 /// class-marked element is kept when it holds most of the page's paragraph text with
 /// few links, or wraps the page's article markup (`<article>`, `articleBody`,
 /// `entry-content`) holding a fair share of it. Themes name whole-page wrappers
@@ -333,7 +334,7 @@ fn template_marks(els: &[El], t: &PageTotals) -> Vec<bool> {
         let protected = (t.all[i] * 2 > t.total && t.all_link[i] * 10 < t.all[i] * 3)
             || (t.para[i] * 2 > t.para_total && t.all_link[i] * 10 < t.all[i] * 4)
             || t.sem_para[i] * 4 > t.para_total;
-        let marked = e.tag_boiler || (e.class_boiler && !protected);
+        let marked = e.tag_boiler || e.related || (e.class_boiler && !protected);
         boiler[i] = marked || parent_of(els, i).is_some_and(|p| boiler[p]);
     }
     boiler

@@ -84,6 +84,12 @@ pub(crate) struct El {
     pub semantic: Semantic,
     pub tag_boiler: bool,
     pub class_boiler: bool,
+    /// A section that opens with a heading naming related content
+    /// ([`boilerplate::names_related`]): other pages' teasers, template
+    /// even when they outweigh the article (a WordPress theme's "you may
+    /// also like" made of whole posts, which extraction took for the
+    /// story: issue 35's news set).
+    pub related: bool,
     /// Hidden from readers (`hidden`, `aria-hidden`, `display: none`), itself
     /// or by an ancestor: its text is in the events, for the page's own text
     /// (a help system un-hides the variant of a paragraph that fits the
@@ -190,6 +196,18 @@ impl<'a> Walker<'a> {
         let class_boiler = matches!(name, "figure" | "figcaption")
             || !matches!(name, "body" | "html" | "article" | "main")
                 && boilerplate::is_boilerplate_names(marks.class.unwrap_or(""), marks.id.unwrap_or(""));
+        // A heading naming related content that opens its parent (nothing
+        // before it): the parent is that section.
+        if matches!(name, "h1" | "h2" | "h3" | "h4" | "h5" | "h6")
+            && (marks.class.is_some_and(boilerplate::names_related)
+                || marks.id.is_some_and(boilerplate::names_related))
+            && let Some(p) = parent
+            && p.el.checked_add(1) == Some(idx)
+            && let Some(section) = self.walk.els.get_mut(p.el as usize)
+            && section.own_chars == 0
+        {
+            section.related = true;
+        }
         let hidden = parent.is_some_and(|p| p.hidden) || marks.hidden();
         let ev_start = u32::try_from(self.walk.events.len()).unwrap_or(NONE);
         self.walk.els.push(El {
@@ -198,6 +216,7 @@ impl<'a> Walker<'a> {
             semantic,
             tag_boiler,
             class_boiler,
+            related: false,
             hidden,
             preformatted: name == "pre",
             rule: name == "hr",

@@ -1,9 +1,9 @@
 //! The content tier: SimHash block-index candidates and LSH band-index
 //! candidates over the sketch, verified by resemblance.
 
-use super::verify::{Against, Match};
+use super::verify::{Against, Match, Refusal};
 use super::{Deduper, Duplicate, Signature};
-use crate::article::{Article, PageScripts};
+use crate::article::{ARTICLE_APART, Article, PageScripts};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::sketch::{SKETCH_BINS, Sketch};
@@ -59,6 +59,7 @@ impl<S: Store> Deduper<S> {
                 if m.similarity >= min
                     && sig.admits(&m, against)
                     && best.as_ref().is_none_or(|b| m.better_than(b))
+                    && (against == Against::Article || self.article_refusal(t, sig, &m, cutoff)?.is_none())
                 {
                     best = Some(m);
                 }
@@ -85,9 +86,101 @@ impl<S: Store> Deduper<S> {
                 if m.similarity >= min
                     && sig.admits(&m, against)
                     && best.as_ref().is_none_or(|b| m.better_than(b))
+                    && (against == Against::Article || self.article_refusal(t, sig, &m, cutoff)?.is_none())
                 {
                     best = Some(m);
                 }
+            }
+        }
+        Ok(best)
+    }
+
+    /// Why `m` cannot be the partner of a page with an article of its own
+    /// beside the text it is judged on ([`Article::Separate`]), when the
+    /// partner does not carry that article (`None`: it does, or the page
+    /// has no such article). Read from the partner's record when it was
+    /// judged on its main text, else from its article's record, found
+    /// among the candidates of this page's article.
+    ///
+    /// A page judged on all it shows matches a page that shows about the
+    /// same; when the two differ by the story one of them tells (what it
+    /// shows and the partner lacks is at least half its article,
+    /// [`crate::Extent::own_beyond`]), they are not copies. News asked for it: a host's stories, in its first pages
+    /// before its template is learnt, were dropped for its front page and
+    /// its teaser pages (0.9 alike as shown: the template is most of what
+    /// either shows), and a copy wearing another site's template for that
+    /// site's front page. Had the story existed nowhere else it would have
+    /// been lost (issue 35). Two articles are apart below the labels'
+    /// distinct line ([`ARTICLE_APART`]), a looser line than a copy's: an
+    /// extraction that took a little more or less on one page does not
+    /// set two pages of one story apart.
+    pub(super) fn article_refusal(
+        &self,
+        t: &dyn ReadTables,
+        sig: &Signature,
+        m: &Match,
+        cutoff: u64,
+    ) -> Result<Option<Refusal>> {
+        let Article::Separate {
+            fingerprint: afp,
+            sketch: article,
+            shingles,
+            ..
+        } = &sig.article
+        else {
+            return Ok(None);
+        };
+        // What the page shows that the partner does not must be about its
+        // story's size: a smaller difference is the two pages' extraction
+        // picking different blocks of one text (a manual page rendered by
+        // two generators, 0.95 alike, one of them with no article).
+        let Some((mine, theirs)) = sig.extent.zip(m.rec.extent) else {
+            return Ok(None);
+        };
+        let alike_as_shown = mine.outline_resemblance(&theirs).unwrap_or(0.0).max(m.similarity);
+        if mine.own_beyond(theirs, alike_as_shown) * 2.0 < f64::from(*shingles) {
+            return Ok(None);
+        }
+        let alike = match m.rec.article {
+            // Its record holds its main text: its article.
+            Some(mark) if !mark.only => Some(article.resemblance(&m.rec.sketch)),
+            // An article record is compared by articles already.
+            Some(_) => return Ok(None),
+            None => self.article_of(t, (*afp, article), &m.rec.url, cutoff)?,
+        };
+        Ok(match alike {
+            Some(a) if a >= ARTICLE_APART => None,
+            alike => Some(Refusal::ArticleMissing { alike }),
+        })
+    }
+
+    /// How alike this article is with the article record of the page at
+    /// `url`, if its candidates include one (`None`: that page had no
+    /// article, or one too far from this to be nominated).
+    fn article_of(
+        &self,
+        t: &dyn ReadTables,
+        (fp, sketch): (Fingerprint, &Sketch),
+        url: &str,
+        cutoff: u64,
+    ) -> Result<Option<f64>> {
+        let mut ids: Vec<DocId> = self.hits(t, fp)?.into_iter().map(|(_, id)| id).collect();
+        let (keys, n) = self.band_key_array(sketch);
+        let mut banded = Vec::new();
+        t.band_docs_all(&keys[..n], &mut banded)?;
+        banded.sort_unstable_by(|a, b| b.cmp(a));
+        ids.extend(banded.into_iter().take(BAND_CANDIDATES));
+        ids.sort_unstable();
+        ids.dedup();
+        let mut best: Option<f64> = None;
+        for id in ids {
+            if let Some(rec) = t.doc(id)?
+                && rec.inserted_at >= cutoff
+                && rec.article.is_some_and(|a| a.only)
+                && rec.url == url
+            {
+                let r = sketch.resemblance(&rec.sketch);
+                best = Some(best.map_or(r, |b| b.max(r)));
             }
         }
         Ok(best)

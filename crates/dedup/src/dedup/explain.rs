@@ -112,10 +112,11 @@ impl<S: Store> Deduper<S> {
                     .then_some(super::Refusal::SizesApart {
                         at_most: m.similarity,
                     });
-                let refused = sig
-                    .refusal(&m)
-                    .or(bound)
-                    .filter(|_| sig.sketch.is_some() && estimated >= lowest);
+                let refused = match sig.refusal(&m).or(bound) {
+                    Some(r) => Some(r),
+                    None => self.article_refusal(t, sig, &m, cutoff)?,
+                }
+                .filter(|_| sig.sketch.is_some() && estimated >= lowest);
                 out.push(Candidate {
                     distance: sig.fingerprint.map(|f| f.distance(m.rec.fingerprint)),
                     similarity: sig.sketch.as_ref().map(|_| estimated),

@@ -769,6 +769,7 @@ impl<S: Store> Deduper<S> {
                 fingerprint,
                 sketch: Box::new(sketch.narrow(self.sketch_bits)),
                 scripts,
+                shingles: crate::sketch::shingle_count(text),
             },
             _ => Article::None,
         }
@@ -936,6 +937,7 @@ impl<S: Store> Deduper<S> {
             fingerprint,
             sketch,
             scripts,
+            ..
         } = &sig.article
         {
             self.insert_article(t, sig, (*fingerprint, sketch.as_ref(), *scripts), now)?;

@@ -87,7 +87,9 @@ impl<S: Store> Deduper<S> {
             if !sig.admits(&m, super::verify::Against::Text) {
                 continue;
             }
-            if best.as_ref().is_none_or(|b| m.better_than(b)) {
+            if best.as_ref().is_none_or(|b| m.better_than(b))
+                && self.article_refusal(t, sig, &m, cutoff)?.is_none()
+            {
                 best = Some(m);
             }
         }

@@ -129,6 +129,15 @@ pub enum Refusal {
     /// scripts: a page and its translation sharing a table or code, not
     /// copies ([`crate::PageScripts::apart`]).
     ScriptsApart,
+    /// The checked page has an article of its own beside the text it is
+    /// judged on, and the partner does not carry it: `alike`, how alike
+    /// the partner's article is (`None`: it has none, or none near enough
+    /// to be found). Two pages that differ by the story one of them tells
+    /// are not copies, however alike their templates make them.
+    ArticleMissing {
+        /// The resemblance of the two articles, when the partner has one.
+        alike: Option<f64>,
+    },
     /// The checked page has too little text of its own and must reach
     /// `min` (1.0: the same text) ([`Signature::min_similarity`]).
     Stricter {
@@ -156,6 +165,18 @@ impl std::fmt::Display for Refusal {
                 f,
                 "pages of two sites judged on texts in different scripts: a translation, not a copy"
             ),
+            Refusal::ArticleMissing { alike: Some(a) } => {
+                write!(
+                    f,
+                    "its article is not the partner's: the articles are {a:.3} alike"
+                )
+            }
+            Refusal::ArticleMissing { alike: None } => {
+                write!(
+                    f,
+                    "its article is not the partner's: the partner has no article like it"
+                )
+            }
             Refusal::Stricter { min } if *min >= 1.0 => {
                 write!(f, "too little text of its own: a copy only of the same text")
             }
