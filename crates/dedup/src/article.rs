@@ -27,6 +27,14 @@
 //! of it ([`PageScripts::foreign_to`]), and an article must reach
 //! [`ARTICLE_MIN_SIMILARITY`] (the labels' own near-duplicate line), not
 //! the content tier's lower threshold.
+//!
+//! The article also keeps a page: a page with one of its own is not the
+//! copy of a page that does not carry it, however alike the two are by
+//! all they show, when what it shows beyond that page is about its story's
+//! size (`Refusal::ArticleMissing`). A host's story page and its front
+//! page, before the host's template is learnt, are both judged on all
+//! they show and are alike by the template; only the story tells them
+//! apart.
 
 use crate::fingerprint::Fingerprint;
 use crate::sketch::Sketch;
