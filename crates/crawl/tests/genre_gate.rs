@@ -356,6 +356,15 @@ fn copy_recall_failures(name: &str, set: &Path, out: &Path, min: f64) -> Vec<Str
         if row[5] != 0.0 {
             wrong.push(format!("{name}, {path}: {} stories lost\n{report}", row[5]));
         }
+        // A story dropped for its host's front page or a teaser page is
+        // not lost here (its copies are kept), but would be where it
+        // exists nowhere else (docs/EVAL.md, "Issue 35, eleventh round").
+        if row[4] != 0.0 {
+            wrong.push(format!(
+                "{name}, {path}: {} story pages dropped for a page of another story\n{report}",
+                row[4]
+            ));
+        }
     }
     wrong
 }
