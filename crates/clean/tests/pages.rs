@@ -349,6 +349,35 @@ fn a_section_opened_by_a_related_posts_heading_is_not_the_story() {
     assert!(page.text.contains("mensagem 3"), "{}", page.text);
 }
 
+/// RT's story page: the first paragraph in `article__summary`, the rest in
+/// `article__text` (a body container by its name). The lead is the story's
+/// too: without it a whole copy elsewhere was under the near-duplicate line
+/// against the original (issue 35's news set).
+#[test]
+fn an_articles_lead_set_apart_above_its_body_is_part_of_it() {
+    let lead = "Three people have died during protests in Bolivia against the interim government.";
+    let body = "<p>In addition to the three fatalities at a fuel plant on Tuesday, the public defender said \
+        another 30 people had been injured.</p><p>The ombudsman called on the government to withdraw \
+        military units from all policing operations in order to reduce the violence.</p>";
+    let html = |lead_class: &str| {
+        format!(
+            "<html><body><nav><a href=\"/\">Home</a> <a href=\"/world\">World</a></nav>\
+             <div class=\"article\"><h1 class=\"article__heading\">He died in my hands</h1>\
+             <div class=\"article__date\">20 Nov, 2019</div>\
+             <div class=\"{lead_class}\">{lead}</div><div class=\"article__text text\">{body}</div></div>\
+             <div class=\"footer\">All rights reserved.</div></body></html>"
+        )
+    };
+    let at = url("https://rt.example/news/1/");
+    let page = Page::parse(html("article__summary summary").as_bytes(), None, &at).unwrap();
+    assert!(page.text.starts_with("three people have died"), "{}", page.text);
+    assert!(page.text.contains("the ombudsman called"), "{}", page.text);
+    assert!(!page.text.contains("20 nov"), "{}", page.text);
+    // A block not named a lead stays out, as before.
+    let page = Page::parse(html("article__box").as_bytes(), None, &at).unwrap();
+    assert!(!page.text.contains("three people"), "{}", page.text);
+}
+
 // ---------------------------------------------------------------- links and meta
 
 #[test]

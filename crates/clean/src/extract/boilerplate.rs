@@ -205,6 +205,30 @@ pub(crate) fn names_related(value: &str) -> bool {
     })
 }
 
+/// Name segments of an article's lead, set apart above its body: RT's
+/// `article__summary`, the Guardian's `standfirst`, BBC's
+/// `story-body__introduction`, `article-lead`, `dek`.
+const LEAD: &[&str] = &[
+    "summary",
+    "lead",
+    "lede",
+    "standfirst",
+    "intro",
+    "introduction",
+    "dek",
+    "abstract",
+];
+
+/// Whether a `class` or `id` value names an article's lead ([`LEAD`]: a
+/// whole segment of a token, split at `-`, `_`, any case).
+pub(crate) fn names_lead(value: &str) -> bool {
+    value.split_ascii_whitespace().any(|token| {
+        token
+            .split(['-', '_'])
+            .any(|seg| LEAD.iter().any(|w| seg.eq_ignore_ascii_case(w)))
+    })
+}
+
 /// Whether a `class` or `id` value names a template part.
 #[cfg(test)]
 fn is_boilerplate_name(value: &str) -> bool {
@@ -315,6 +339,26 @@ fn is_content_token(token: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn leads() {
+        for l in [
+            "article__summary summary",
+            "standfirst",
+            "story-body__introduction",
+            "article-lead",
+        ] {
+            assert!(names_lead(l), "{l}");
+        }
+        for c in [
+            "leaderboard",
+            "summary-list-item2",
+            "article__text text",
+            "introjs",
+        ] {
+            assert_eq!(names_lead(c), c.starts_with("summary"), "{c}");
+        }
+    }
 
     #[test]
     fn related_headings() {

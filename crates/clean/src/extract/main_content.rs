@@ -458,6 +458,32 @@ fn body_containers(els: &[El], boiler: &[bool], c: &ContentTotals, top_nonlink: 
     roots
 }
 
+/// The article's lead, when a template sets it apart just above the body
+/// container `body`: the nearest earlier sibling of it (or of an ancestor
+/// up to two levels, within the page's article) that is named a lead
+/// ([`El::lead`]), is not template and holds prose, few links. RT keeps
+/// a story's first paragraph in `article__summary` beside `article__text`;
+/// without it a copy of the story elsewhere, whole, was under the
+/// near-duplicate line against its original (issue 35's news set).
+fn lead_before(els: &[El], boiler: &[bool], c: &ContentTotals, body: usize) -> Option<usize> {
+    let mut child = body;
+    for _ in 0..3 {
+        let parent = parent_of(els, child)?;
+        let lead = (parent + 1..child)
+            .rev()
+            .filter(|&i| els[i].parent == parent as u32)
+            .find(|&i| els[i].lead && !boiler[i] && c.nonlink(i) >= MIN_LEAD_CHARS && c.density(i) < 0.3);
+        if lead.is_some() {
+            return lead;
+        }
+        child = parent;
+    }
+    None
+}
+
+/// Non-link characters a lead must hold: a sentence.
+const MIN_LEAD_CHARS: u64 = 40;
+
 /// A dominant `<article>`, else the largest `<main>`/`role=main`, when it covers a
 /// fair share of what the scoring found (`top_nonlink`).
 fn dominant_landmark(els: &[El], boiler: &[bool], c: &ContentTotals, top_nonlink: u64) -> Option<usize> {
@@ -528,6 +554,11 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> (String, bool) {
     // Semantic markup, when it covers a fair share of what the scoring found.
     let top_nonlink = top.map_or(0, |(t, _)| content.nonlink(t));
     let mut roots = body_containers(els, &boiler, &content, top_nonlink);
+    if let Some(&first) = roots.first()
+        && let Some(lead) = lead_before(els, &boiler, &content, first)
+    {
+        roots.insert(0, lead);
+    }
     if roots.is_empty()
         && let Some(b) = dominant_landmark(els, &boiler, &content, top_nonlink)
     {

@@ -90,6 +90,10 @@ pub(crate) struct El {
     /// also like" made of whole posts, which extraction took for the
     /// story: issue 35's news set).
     pub related: bool,
+    /// Its class or id names an article's lead (`article__summary`,
+    /// `standfirst`, `story-intro`): the paragraph a news template sets
+    /// apart above the article's body ([`boilerplate::names_lead`]).
+    pub lead: bool,
     /// Hidden from readers (`hidden`, `aria-hidden`, `display: none`), itself
     /// or by an ancestor: its text is in the events, for the page's own text
     /// (a help system un-hides the variant of a paragraph that fits the
@@ -217,6 +221,8 @@ impl<'a> Walker<'a> {
             tag_boiler,
             class_boiler,
             related: false,
+            lead: marks.class.is_some_and(boilerplate::names_lead)
+                || marks.id.is_some_and(boilerplate::names_lead),
             hidden,
             preformatted: name == "pre",
             rule: name == "hr",
