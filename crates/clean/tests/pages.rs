@@ -330,23 +330,14 @@ fn a_section_opened_by_a_related_posts_heading_is_not_the_story() {
          <article class=\"fundo postbox post-2 post\"><h3 class=\"relatedpoststitle\">Voce pode gostar...</h3>{related}</article>\
          </div></body></html>"
     );
-    let page = Page::parse(
-        html.as_bytes(),
-        None,
-        &url("https://mensagens.example/quem-se-ama"),
-    )
-    .unwrap();
-    assert!(page.text.contains("viver uma verdadeira"), "{}", page.text);
-    assert!(!page.text.contains("mensagem 3"), "{}", page.text);
+    let at = url("https://mensagens.example/quem-se-ama");
+    let main_text = |html: &str| Page::parse(html.as_bytes(), None, &at).unwrap().text;
+    let text = main_text(&html);
+    assert!(text.contains("viver uma verdadeira"), "{text}");
+    assert!(!text.contains("mensagem 3"), "{text}");
     // Without the heading's mark the teasers outweigh the story and are taken.
-    let unmarked = html.replace("relatedpoststitle", "poststitle");
-    let page = Page::parse(
-        unmarked.as_bytes(),
-        None,
-        &url("https://mensagens.example/quem-se-ama"),
-    )
-    .unwrap();
-    assert!(page.text.contains("mensagem 3"), "{}", page.text);
+    let text = main_text(&html.replace("relatedpoststitle", "poststitle"));
+    assert!(text.contains("mensagem 3"), "{text}");
 }
 
 /// RT's story page: the first paragraph in `article__summary`, the rest in

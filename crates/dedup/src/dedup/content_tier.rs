@@ -146,7 +146,7 @@ impl<S: Store> Deduper<S> {
             Some(mark) if !mark.only => Some(article.resemblance(&m.rec.sketch)),
             // An article record is compared by articles already.
             Some(_) => return Ok(None),
-            None => self.article_of(t, (*afp, article), &m.rec.url, cutoff)?,
+            None => self.article_of(t, (*afp, article), (m.id, &m.rec.url), cutoff)?,
         };
         Ok(match alike {
             Some(a) if a >= ARTICLE_APART => None,
@@ -154,16 +154,30 @@ impl<S: Store> Deduper<S> {
         })
     }
 
-    /// How alike this article is with the article record of the page at
-    /// `url`, if its candidates include one (`None`: that page had no
-    /// article, or one too far from this to be nominated).
+    /// How alike this article is with the article record of the page kept
+    /// as `id` at `url` (`None`: that page had no article, or one too far
+    /// from this to be found). A kept page's article record is written
+    /// right after its own, so it is most often `id + 1` (a store shared
+    /// by several processes hands out ids in blocks, and a block may end
+    /// between the two); else it is looked for among this article's
+    /// candidates, which find it when the two are alike enough to share a
+    /// band or a SimHash block.
     fn article_of(
         &self,
         t: &dyn ReadTables,
         (fp, sketch): (Fingerprint, &Sketch),
-        url: &str,
+        (id, url): (DocId, &str),
         cutoff: u64,
     ) -> Result<Option<f64>> {
+        let its_article = |rec: &DocRecord| {
+            rec.inserted_at >= cutoff && rec.article.is_some_and(|a| a.only) && rec.url == url
+        };
+        if let Some(next) = id.checked_add(1)
+            && let Some(rec) = t.doc(next)?
+            && its_article(&rec)
+        {
+            return Ok(Some(sketch.resemblance(&rec.sketch)));
+        }
         let mut ids: Vec<DocId> = self.hits(t, fp)?.into_iter().map(|(_, id)| id).collect();
         let (keys, n) = self.band_key_array(sketch);
         let mut banded = Vec::new();
@@ -175,9 +189,7 @@ impl<S: Store> Deduper<S> {
         let mut best: Option<f64> = None;
         for id in ids {
             if let Some(rec) = t.doc(id)?
-                && rec.inserted_at >= cutoff
-                && rec.article.is_some_and(|a| a.only)
-                && rec.url == url
+                && its_article(&rec)
             {
                 let r = sketch.resemblance(&rec.sketch);
                 best = Some(best.map_or(r, |b| b.max(r)));
