@@ -120,8 +120,8 @@ pub struct CandidateLine {
     pub similarity: Option<f64>,
     /// Why it cannot be this page's partner though alike enough for a
     /// tier (`simcrawl_dedup::Refusal`): pages of one host too far apart
-    /// in size, an article matched only from another site, a page with
-    /// too little text of its own.
+    /// in size, an article matched only from another site, a story the
+    /// partner does not carry, a page with too little text of its own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
 }
