@@ -99,13 +99,14 @@ impl<S: Store> Deduper<S> {
     /// beside the text it is judged on ([`Article::Separate`]), when the
     /// partner does not carry that article (`None`: it does, or the page
     /// has no such article). Read from the partner's record when it was
-    /// judged on its main text, else from its article's record, found
-    /// among the candidates of this page's article.
+    /// judged on its main text, else from its article's record
+    /// (`article_of`).
     ///
     /// A page judged on all it shows matches a page that shows about the
     /// same; when the two differ by the story one of them tells (what it
     /// shows and the partner lacks is at least half its article,
-    /// [`crate::Extent::own_beyond`]), they are not copies. News asked for it: a host's stories, in its first pages
+    /// [`crate::Extent::own_beyond`]), they are not copies. News asked for
+    /// it: a host's stories, in its first pages
     /// before its template is learnt, were dropped for its front page and
     /// its teaser pages (0.9 alike as shown: the template is most of what
     /// either shows), and a copy wearing another site's template for that
