@@ -45,25 +45,28 @@ impl<S: Store> Deduper<S> {
         cutoff: u64,
         against: Against,
     ) -> Result<Option<Match>> {
-        let live = |id: DocId| -> Result<Option<DocRecord>> {
-            Ok(t.doc(id)?.filter(|rec| rec.inserted_at >= cutoff))
+        let min = self.config.min_similarity;
+        // The candidate `id`, when live and verified, as `best` if better.
+        let consider = |id: DocId, best: &mut Option<Match>| -> Result<()> {
+            let Some(rec) = t.doc(id)?.filter(|rec| rec.inserted_at >= cutoff) else {
+                return Ok(());
+            };
+            let m = sig.bounded(Match::new(id, Some(fp), Some(sketch), rec), against);
+            if m.similarity >= min
+                && sig.admits(&m, against)
+                && best.as_ref().is_none_or(|b| m.better_than(b))
+                && (against == Against::Article || self.article_refusal(t, sig, &m, cutoff)?.is_none())
+            {
+                *best = Some(m);
+            }
+            Ok(())
         };
         let mut ids = Vec::new();
-        let min = self.config.min_similarity;
         let mut best: Option<Match> = None;
         let mut checked = rustc_hash::FxHashSet::default();
         for (_, id) in self.hits(t, fp)? {
             checked.insert(id);
-            if let Some(rec) = live(id)? {
-                let m = sig.bounded(Match::new(id, Some(fp), Some(sketch), rec), against);
-                if m.similarity >= min
-                    && sig.admits(&m, against)
-                    && best.as_ref().is_none_or(|b| m.better_than(b))
-                    && (against == Against::Article || self.article_refusal(t, sig, &m, cutoff)?.is_none())
-                {
-                    best = Some(m);
-                }
-            }
+            consider(id, &mut best)?;
         }
         // An exact copy is at SimHash distance 0: the bands add nothing.
         let exact = against == Against::Text && sig.min_similarity.is_some_and(|m| m >= 1.0);
@@ -81,16 +84,7 @@ impl<S: Store> Deduper<S> {
             .filter(|id| !checked.contains(id))
             .take(BAND_CANDIDATES)
         {
-            if let Some(rec) = live(id)? {
-                let m = sig.bounded(Match::new(id, Some(fp), Some(sketch), rec), against);
-                if m.similarity >= min
-                    && sig.admits(&m, against)
-                    && best.as_ref().is_none_or(|b| m.better_than(b))
-                    && (against == Against::Article || self.article_refusal(t, sig, &m, cutoff)?.is_none())
-                {
-                    best = Some(m);
-                }
-            }
+            consider(id, &mut best)?;
         }
         Ok(best)
     }
