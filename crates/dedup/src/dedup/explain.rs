@@ -112,11 +112,16 @@ impl<S: Store> Deduper<S> {
                     .then_some(super::Refusal::SizesApart {
                         at_most: m.similarity,
                     });
-                let refused = match sig.refusal(&m).or(bound) {
-                    Some(r) => Some(r),
-                    None => self.article_refusal(t, sig, &m, cutoff)?,
-                }
-                .filter(|_| sig.sketch.is_some() && estimated >= lowest);
+                // Only a candidate that could decide is told why it does
+                // not (the article check may read the partner's article).
+                let refused = if sig.sketch.is_some() && estimated >= lowest {
+                    match sig.refusal(&m).or(bound) {
+                        Some(r) => Some(r),
+                        None => self.article_refusal(t, sig, &m, cutoff)?,
+                    }
+                } else {
+                    None
+                };
                 out.push(Candidate {
                     distance: sig.fingerprint.map(|f| f.distance(m.rec.fingerprint)),
                     similarity: sig.sketch.as_ref().map(|_| estimated),
