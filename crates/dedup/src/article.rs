@@ -222,8 +222,8 @@ pub(crate) fn is_front_page_url(url: &str) -> bool {
 
 /// How two pages' URLs are related: what the rules that look past a
 /// page's text go by (an article matches across [`SiteRelation::OtherSites`], and
-/// at [`SiteRelation::SamePath`] when the pages show the same,
-/// sizes only compare [`SiteRelation::SameHost`], outlines
+/// at [`SiteRelation::SamePath`], [`SiteRelation::Mirrors`] or on one host
+/// when the pages show the same, sizes only compare [`SiteRelation::SameHost`], outlines
 /// the pages of one site: not [`SiteRelation::OtherSites`]), and what a person
 /// checking a verdict is shown (`crawl report`).
 ///
@@ -249,6 +249,15 @@ pub enum SiteRelation {
     /// `man.zh-tw`, a handbook per language), whose translations of one
     /// text are judged by everything they show, not by a block they share.
     SamePath,
+    /// Two pages at different paths of two hosts that serve one set of
+    /// paths: the pages' own host also has the other's path, or the other
+    /// host has theirs (a language version on its own host, a mirror). One
+    /// site in two places, so judged as pages of one host are: a page and
+    /// another page's translation sharing a table are not one story in two
+    /// frames. [`SiteRelation::of`] cannot tell it from the URLs alone; a
+    /// deduper that has seen the URLs does
+    /// ([`crate::Deduper`]'s content and title tiers).
+    Mirrors,
     /// Pages of two sites.
     OtherSites,
 }
@@ -268,9 +277,56 @@ impl SiteRelation {
     }
 }
 
+/// For pages at `a` and `b` of two hosts and two paths (neither a front
+/// page, which every site has): `a`'s path on `b`'s host and `b`'s path
+/// on `a`'s host. Either seen says the hosts serve one set of paths
+/// ([`SiteRelation::Mirrors`]).
+pub(crate) fn crossed_urls(a: &str, b: &str) -> Option<[String; 2]> {
+    let (pa, pb) = (page_path(a), page_path(b));
+    if pa == pb || is_front_page(pa) || is_front_page(pb) || site(a).eq_ignore_ascii_case(site(b)) {
+        return None;
+    }
+    fn origin(url: &str) -> Option<&str> {
+        let (scheme, rest) = url.split_once("://")?;
+        let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        url.get(..scheme.len() + 3 + end)
+    }
+    let with_path = |origin: &str, path: &str| {
+        if path.starts_with('/') {
+            format!("{origin}{path}")
+        } else {
+            format!("{origin}/{path}")
+        }
+    };
+    Some([with_path(origin(b)?, pa), with_path(origin(a)?, pb)])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn crossed_urls_swap_the_paths_of_two_hosts() {
+        assert_eq!(
+            crossed_urls(
+                "http://man.pl.test:81/man7/iso_8859-15.7.html#x",
+                "http://man.en.test:81/man7/iso_8859-1.7.html"
+            ),
+            Some([
+                "http://man.en.test:81/man7/iso_8859-15.7.html".to_string(),
+                "http://man.pl.test:81/man7/iso_8859-1.7.html".to_string()
+            ])
+        );
+        assert_eq!(
+            crossed_urls("http://a.test/p?id=1", "https://b.test/q"),
+            Some(["https://b.test/p?id=1".to_string(), "http://a.test/q".to_string()])
+        );
+        // One path, one host, or a front page: nothing to learn.
+        assert_eq!(crossed_urls("http://a.test/x", "http://b.test/x"), None);
+        assert_eq!(crossed_urls("http://a.test/x", "http://www.a.test/y"), None);
+        assert_eq!(crossed_urls("http://a.test/", "http://b.test/y"), None);
+        assert_eq!(crossed_urls("http://a.test/x", "http://b.test/index.html"), None);
+    }
 
     #[test]
     fn sites_ignore_port_www_and_case() {

@@ -399,3 +399,46 @@ fn a_story_is_not_a_copy_of_a_page_that_does_not_tell_it() {
     let (_, other) = judge(&d, "http://news.test/2024/storm.html", other, other);
     assert!(check(&d, &other).is_unique());
 }
+
+/// Two hosts that serve one set of paths are one site in two places (a
+/// language version on its own host): a page of one is not a copy of a
+/// *different* page of the other by a block the two share (man pages in
+/// four languages: a Polish ISO 8859-15 table page, its prose translated,
+/// was dropped for the English ISO 8859-1 page by their common table).
+/// What tells the hosts apart from two news sites is the URL tier: one of
+/// them has been seen serving the other's path.
+#[test]
+fn a_page_of_a_host_mirroring_anothers_paths_is_not_a_copy_by_a_shared_block() {
+    let en = "http://man.en.test/man7/iso_8859-1.7.html";
+    let pl = "http://man.pl.test/man7/iso_8859-15.7.html";
+    let run = |seen: &[&str]| {
+        let d = Deduper::in_memory().unwrap();
+        for url in seen {
+            assert!(!d.check_url(url).unwrap().is_seen());
+        }
+        assert!(check(&d, &page(&d, en, "English prose", STORY)).is_unique());
+        let v = check(&d, &page(&d, pl, "Polish prose", STORY));
+        // A news site republishing the block at a path of its own is
+        // still a copy, whatever the two mirrors are.
+        let news = check(&d, &page(&d, "http://news.test/world/iso.html", "News", STORY));
+        (v, news)
+    };
+    // Nothing known of the hosts: two sites, one block, a copy.
+    let (v, news) = run(&[]);
+    assert_eq!(v.partner(), Some(en));
+    assert!(v.duplicate().unwrap().article);
+    assert_eq!(news.partner(), Some(en));
+    // The English host serves the Polish page's path, or the Polish host
+    // the English page's: one site, two different pages, both kept.
+    for seen in [
+        "http://man.en.test/man7/iso_8859-15.7.html",
+        "http://man.pl.test/man7/iso_8859-1.7.html#top",
+    ] {
+        let (v, news) = run(&[seen]);
+        assert!(v.is_unique(), "{seen}: {v:?}");
+        assert_eq!(news.partner(), Some(en), "{seen}");
+    }
+    // A front page every host has says nothing of the two.
+    let (v, _) = run(&["http://man.en.test/", "http://man.pl.test/index.html"]);
+    assert_eq!(v.partner(), Some(en));
+}

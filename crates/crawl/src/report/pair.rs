@@ -22,6 +22,7 @@ pub fn label(relation: Option<SiteRelation>) -> &'static str {
     match relation {
         Some(SiteRelation::SameHost) => "same host",
         Some(SiteRelation::SamePath) => "one path, two hosts",
+        Some(SiteRelation::Mirrors) => "two hosts of one site",
         Some(SiteRelation::OtherSites) => "two sites",
         None => "",
     }

@@ -51,7 +51,11 @@ impl<S: Store> Deduper<S> {
             let Some(rec) = t.doc(id)?.filter(|rec| rec.inserted_at >= cutoff) else {
                 return Ok(());
             };
-            let m = sig.bounded(Match::new(id, Some(fp), Some(sketch), rec), against);
+            let mut m = sig.bounded(Match::new((id, &sig.url), Some(fp), Some(sketch), rec), against);
+            if m.similarity < min {
+                return Ok(());
+            }
+            m.relation = self.relation(t, &sig.url, &m.rec.url)?;
             if m.similarity >= min
                 && sig.admits(&m, against)
                 && best.as_ref().is_none_or(|b| m.better_than(b))

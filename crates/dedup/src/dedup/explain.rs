@@ -104,10 +104,10 @@ impl<S: Store> Deduper<S> {
                 if rec.inserted_at < cutoff {
                     continue;
                 }
-                let m = Match::new(id, sig.fingerprint, sig.sketch.as_ref(), rec);
+                let m = Match::new((id, &sig.url), sig.fingerprint, sig.sketch.as_ref(), rec);
                 let estimated = m.similarity;
                 // an estimate the two sizes cannot reach counts as their bound
-                let m = sig.bounded(m, super::verify::Against::Text);
+                let mut m = sig.bounded(m, super::verify::Against::Text);
                 let bound = (m.similarity < estimated && m.similarity < self.config.min_similarity)
                     .then_some(super::Refusal::SizesApart {
                         at_most: m.similarity,
@@ -115,6 +115,7 @@ impl<S: Store> Deduper<S> {
                 // Only a candidate that could decide is told why it does
                 // not (the article check may read the partner's article).
                 let refused = if sig.sketch.is_some() && estimated >= lowest {
+                    m.relation = self.relation(t, &sig.url, &m.rec.url)?;
                     match sig.refusal(&m).or(bound) {
                         Some(r) => Some(r),
                         None => self.article_refusal(t, sig, &m, cutoff)?,

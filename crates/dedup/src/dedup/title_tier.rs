@@ -80,10 +80,11 @@ impl<S: Store> Deduper<S> {
                 continue;
             }
             same_host += usize::from(host_of(&rec.url).eq_ignore_ascii_case(host));
-            let m = sig.bounded(
-                Match::new(id, sig.fingerprint, sig.sketch.as_ref(), rec),
+            let mut m = sig.bounded(
+                Match::new((id, &sig.url), sig.fingerprint, sig.sketch.as_ref(), rec),
                 super::verify::Against::Text,
             );
+            m.relation = self.relation(t, &sig.url, &m.rec.url)?;
             if !sig.admits(&m, super::verify::Against::Text) {
                 continue;
             }

@@ -63,12 +63,12 @@ impl Signature {
         if m.similarity < ARTICLE_MIN_SIMILARITY || mine.apart(theirs) {
             return false;
         }
-        let min_shown = match SiteRelation::of(&self.url, &m.rec.url) {
+        let min_shown = match m.relation {
             // Across sites a copy shows another site's frame.
             SiteRelation::OtherSites => return true,
             SiteRelation::SamePath if m.rec.article.is_some_and(|a| a.only) => return false,
             SiteRelation::SamePath => PAGE_MIN_SIMILARITY,
-            SiteRelation::SameHost => ARTICLE_MIN_SIMILARITY,
+            SiteRelation::SameHost | SiteRelation::Mirrors => ARTICLE_MIN_SIMILARITY,
         };
         self.extent
             .zip(m.rec.extent)
@@ -227,7 +227,7 @@ impl Signature {
     /// left in its extracted text in another script (English links around
     /// a Russian story), is still a copy; news asked for that.
     fn shown_refusal(&self, m: &Match) -> Option<Refusal> {
-        let relation = SiteRelation::of(&self.url, &m.rec.url);
+        let relation = m.relation;
         if relation == SiteRelation::OtherSites
             && m.similarity < ARTICLE_MIN_SIMILARITY
             && self.both_scripts(m).is_some_and(|(a, b)| a.apart(b))
@@ -263,7 +263,7 @@ impl Signature {
         if against == Against::Text
             && whole
             && let (Some(mine), Some(theirs)) = (self.extent, m.rec.extent)
-            && SiteRelation::of(&self.url, &m.rec.url) == SiteRelation::SameHost
+            && m.relation == SiteRelation::SameHost
         {
             m.similarity = m.similarity.min(mine.resemblance_at_most(theirs));
         }
@@ -286,12 +286,22 @@ pub(super) struct Match {
     pub(super) similarity: f64,
     /// SimHash distance (`u32::MAX` when it has no fingerprint).
     pub(super) distance: u32,
+    /// How the two pages' URLs are related: [`SiteRelation::of`] until the
+    /// deduper, for a candidate that could decide, learns from its URL tier
+    /// that two sites are one in two places ([`SiteRelation::Mirrors`]).
+    pub(super) relation: SiteRelation,
 }
 
 impl Match {
-    pub(super) fn new(id: DocId, fp: Option<Fingerprint>, sketch: Option<&Sketch>, rec: DocRecord) -> Match {
+    pub(super) fn new(
+        (id, url): (DocId, &str),
+        fp: Option<Fingerprint>,
+        sketch: Option<&Sketch>,
+        rec: DocRecord,
+    ) -> Match {
         Match {
             id,
+            relation: SiteRelation::of(url, &rec.url),
             similarity: sketch.map_or(0.0, |s| s.resemblance(&rec.sketch)),
             distance: fp.map_or(u32::MAX, |f| f.distance(rec.fingerprint)),
             rec,
