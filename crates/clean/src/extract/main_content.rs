@@ -608,7 +608,8 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> (String, bool) {
     // (`flat_page_preformatted` applied it to the page up to the message's
     // end)
     let main_chars: u64 = roots.iter().map(|&r| content.nonlink(r)).sum();
-    if framed || main_chars * FAILSAFE_SHARE_DEN >= page_chars * FAILSAFE_SHARE_NUM {
+    let shown = page_chars.saturating_sub(listing_beside(els, &boiler, &content, &roots));
+    if framed || main_chars * FAILSAFE_SHARE_DEN >= shown * FAILSAFE_SHARE_NUM {
         let text = if framed {
             render_message(walk, &roots, &boiler, cap)
         } else {
@@ -624,6 +625,69 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> (String, bool) {
         return (text, false);
     }
     (render_all(walk, None, cap), false)
+}
+
+/// Teasers in an `<article>` of their own each, at least this many, make a
+/// listing.
+const MIN_LISTED_ARTICLES: usize = 3;
+
+/// The nearest `<article>` holding `i` (or `i` itself), template left out.
+fn enclosing_article(els: &[El], boiler: &[bool], i: usize) -> Option<usize> {
+    let mut at = Some(i);
+    while let Some(a) = at {
+        if els[a].semantic == Semantic::Article && !boiler[a] {
+            return Some(a);
+        }
+        at = parent_of(els, a);
+    }
+    None
+}
+
+/// The non-link text of a listing beside the chosen content (`roots`): the
+/// other outermost `<article>`s, at least [`MIN_LISTED_ARTICLES`], when
+/// the content is inside one `<article>` at least twice the largest of
+/// them (0 otherwise). The fail-safe leaves it out of the page's text: a
+/// story whose template follows it with "more stories", each teaser an
+/// `<article>` with its description (Digg's story pages), held under a
+/// quarter of the page, so the page's main text became all of it, mostly
+/// the listing, and a copy of the story in that template was dropped for
+/// that site's front page (issue 35, a held-out news seed). Teasers of
+/// similar size, with no article twice their size, are a listing page's
+/// own content and still count.
+fn listing_beside(els: &[El], boiler: &[bool], c: &ContentTotals, roots: &[usize]) -> u64 {
+    let Some(story) = roots.first().and_then(|&r| enclosing_article(els, boiler, r)) else {
+        return 0;
+    };
+    if roots.iter().any(|&r| r != story && !is_descendant(els, r, story)) {
+        return 0;
+    }
+    let (mut listed, mut largest, mut count) = (0u64, 0u64, 0usize);
+    for i in 0..els.len() {
+        if els[i].semantic != Semantic::Article
+            || boiler[i]
+            || i == story
+            || is_descendant(els, i, story)
+            || is_descendant(els, story, i)
+        {
+            continue;
+        }
+        // Outermost: not inside another listed article.
+        if parent_of(els, i)
+            .and_then(|p| enclosing_article(els, boiler, p))
+            .is_some_and(|a| !is_descendant(els, story, a))
+        {
+            continue;
+        }
+        let v = c.nonlink(i);
+        listed += v;
+        largest = largest.max(v);
+        count += 1;
+    }
+    if count >= MIN_LISTED_ARTICLES && c.nonlink(story) >= largest * 2 {
+        listed
+    } else {
+        0
+    }
 }
 
 /// The `<pre>` blocks of a flat page (see `select_text`) when they are one
