@@ -410,6 +410,50 @@ fn a_story_followed_by_a_listing_of_teaser_articles_is_the_main_text() {
     assert!(text.contains("story number 3"), "{text}");
 }
 
+/// Elementor wraps every widget's content in `elementor-widget-container`,
+/// the post's own (`elementor-widget-theme-post-content`, a body container
+/// by its name) included. Read as a "widget" it was template, the post was
+/// left empty and the page fell back to everything it shows, menus and all
+/// (issue 35, a held-out news seed), wherever the post held too little of
+/// the page to be kept whatever its class. The wrapper holding the body's
+/// text is the body; a share box inside the body, holding none of its paragraphs,
+/// stays out.
+#[test]
+fn a_body_containers_inner_wrapper_is_not_a_widget() {
+    let story = "<p>The senator moved a motion on Tuesday for the adjournment of the first plenary \
+        session since the recess, after the president read sixteen letters.</p><p>The senate resolved \
+        to observe a minute of silence in honour of the departed, and resumed on Wednesday.</p>";
+    let widget = |class: &str, inner: &str| {
+        format!(
+            "<div class=\"elementor-element elementor-widget {class}\"><div class=\"elementor-widget-container\">{inner}</div></div>"
+        )
+    };
+    let html = format!(
+        "<html><body><div class=\"elementor\">{}{}{}</div></body></html>",
+        widget(
+            "elementor-widget-nav-menu",
+            "<nav><a href=\"/a\">Free courses</a> <a href=\"/b\">Books</a> <a href=\"/c\">Podcast</a></nav>"
+        ),
+        (1..=6)
+            .map(|n| widget(
+                "elementor-widget-text-editor",
+                &format!("<p>Workshop {n}: check out my free workshops, pick your topic, and start watching now.</p>")
+            ))
+            .collect::<String>(),
+        widget(
+            "elementor-widget-theme-post-content",
+            &format!("<div class=\"share-widget\"><p>Share this story with your friends on every network</p></div>{story}")
+        ),
+    );
+    let text = Page::parse(html.as_bytes(), None, &url("https://blog.example/senate"))
+        .unwrap()
+        .text;
+    assert!(text.starts_with("the senator moved a motion"), "{text}");
+    assert!(!text.contains("free courses"), "{text}");
+    assert!(!text.contains("workshops"), "{text}");
+    assert!(!text.contains("share this story"), "{text}");
+}
+
 // ---------------------------------------------------------------- links and meta
 
 #[test]

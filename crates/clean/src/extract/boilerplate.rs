@@ -258,6 +258,29 @@ pub(crate) fn is_boilerplate_names(class: &str, id: &str) -> bool {
     marked_alone && !ok_alone
 }
 
+/// Whether a class and id that mark template ([`is_boilerplate_names`]) do so
+/// only by a generic box word (`widget`): a page builder's wrapper, which
+/// Elementor puts around every widget's content, the post's own included.
+/// Such a box is template beside an article, not as the inner wrapper of a
+/// body container (`main_content::wraps_body`); `comment-list` inside a
+/// `post-entry` says what it holds, and stays template.
+pub(crate) fn names_generic_box(class: &str, id: &str) -> bool {
+    let without = |value: &str| -> String {
+        value
+            .split_ascii_whitespace()
+            .map(|token| {
+                token
+                    .split(['-', '_', ':', '.'])
+                    .filter(|seg| !seg.to_ascii_lowercase().starts_with("widget"))
+                    .collect::<Vec<_>>()
+                    .join("-")
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    is_boilerplate_names(class, id) && !is_boilerplate_names(&without(class), &without(id))
+}
+
 /// Class or id fragments that name an article's body container. Peers rely on the
 /// same vocabulary (trafilatura's `BODY_XPATH`: `post-content`, `entry-content`,
 /// `article-body`, `story-body` ...; WordPress, Drupal and most news CMSs emit them).
@@ -419,6 +442,11 @@ mod tests {
         assert!(is_boilerplate_names("penci-sidebar-content", ""));
         assert!(is_boilerplate_names("sidebar right", "block-1"));
         assert!(!is_boilerplate_names("widget_text", ""));
+        assert!(names_generic_box("elementor-widget-container", ""));
+        assert!(!names_generic_box("widget", "sidebar-widget-3"));
+        assert!(!names_generic_box("comment_container", ""));
+        assert!(!names_generic_box("widget comments-widget", ""));
+        assert!(!names_generic_box("entry-content", ""));
     }
 
     #[test]

@@ -333,11 +333,38 @@ fn template_marks(els: &[El], t: &PageTotals) -> Vec<bool> {
         let e = &els[i];
         let protected = (t.all[i] * 2 > t.total && t.all_link[i] * 10 < t.all[i] * 3)
             || (t.para[i] * 2 > t.para_total && t.all_link[i] * 10 < t.all[i] * 4)
-            || t.sem_para[i] * 4 > t.para_total;
+            || t.sem_para[i] * 4 > t.para_total
+            || wraps_body(els, t, i);
         let marked = e.tag_boiler || e.related || (e.class_boiler && !protected);
         boiler[i] = marked || parent_of(els, i).is_some_and(|p| boiler[p]);
     }
     boiler
+}
+
+/// Whether `i` holds most (three quarters or more) of the paragraph text of a
+/// body container (`post-content` ...) that is its parent or grandparent:
+/// that container's inner wrapper, whatever its class says. Elementor wraps
+/// every widget's content, the post's own included, in
+/// `elementor-widget-container`: as a "widget" it was template, the post
+/// widget was left empty, and the story's page fell back to all it shows
+/// (issue 35, a held-out news seed: copies in that template missed). Only a
+/// box named by a generic word ([`El::generic_box`]) is such a wrapper: a
+/// comment section inside a container named `post-entry` (Enfold's theme)
+/// says what it holds and stays template, as does a share box or a widget
+/// beside the text, which holds little of the body's paragraphs.
+fn wraps_body(els: &[El], t: &PageTotals, i: usize) -> bool {
+    if !els[i].generic_box {
+        return false;
+    }
+    let mut up = parent_of(els, i);
+    for _ in 0..2 {
+        let Some(a) = up else { return false };
+        if els[a].semantic == Semantic::Body {
+            return t.para[a] > 0 && t.para[i] * 4 >= t.para[a] * 3;
+        }
+        up = parent_of(els, a);
+    }
+    false
 }
 
 /// Subtree totals without template parts.

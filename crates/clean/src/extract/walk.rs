@@ -84,6 +84,9 @@ pub(crate) struct El {
     pub semantic: Semantic,
     pub tag_boiler: bool,
     pub class_boiler: bool,
+    /// Its class marks it template only by a generic box word
+    /// ([`boilerplate::names_generic_box`]).
+    pub generic_box: bool,
     /// A section that opens with a heading naming related content
     /// ([`boilerplate::names_related`]): other pages' teasers, template
     /// even when they outweigh the article (a WordPress theme's "you may
@@ -220,6 +223,8 @@ impl<'a> Walker<'a> {
             semantic,
             tag_boiler,
             class_boiler,
+            generic_box: class_boiler
+                && boilerplate::names_generic_box(marks.class.unwrap_or(""), marks.id.unwrap_or("")),
             related: false,
             lead: marks.class.is_some_and(boilerplate::names_lead)
                 || marks.id.is_some_and(boilerplate::names_lead),
