@@ -254,9 +254,11 @@ pub enum SiteRelation {
     /// host has theirs (a language version on its own host, a mirror). One
     /// site in two places, so judged as pages of one host are: a page and
     /// another page's translation sharing a table are not one story in two
-    /// frames. [`SiteRelation::of`] cannot tell it from the URLs alone; a
-    /// deduper that has seen the URLs does
-    /// ([`crate::Deduper`]'s content and title tiers).
+    /// frames. Only articles are told apart this way: pages judged on their
+    /// own text compare as pages of two sites do (two mailing lists
+    /// archived by one program number their messages alike, and a message
+    /// cross-posted to both is a copy). [`SiteRelation::of`] cannot tell it
+    /// from the URLs alone; a deduper that has seen the URLs does.
     Mirrors,
     /// Pages of two sites.
     OtherSites,

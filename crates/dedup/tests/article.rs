@@ -442,3 +442,39 @@ fn a_page_of_a_host_mirroring_anothers_paths_is_not_a_copy_by_a_shared_block() {
     let (v, _) = run(&["http://man.en.test/", "http://man.pl.test/index.html"]);
     assert_eq!(v.partner(), Some(en));
 }
+
+/// ... but pages judged on their own text compare as pages of two sites,
+/// mirrors or not: two mailing lists archived by one program number their
+/// messages alike (`msg00084.html` on both), and a message cross-posted to
+/// both lists is a copy, each in its list's frame.
+#[test]
+fn a_message_cross_posted_to_two_numbered_archives_is_still_a_copy() {
+    use simcrawl_dedup::Extent;
+    let d = Deduper::in_memory().unwrap();
+    let message = |url: &str, list: &str| {
+        let shown = format!("{} {STORY}", frame(list));
+        let mut sig = d.sign(&Document::new(url, "Re: [PATCH] bridge budget", STORY));
+        sig.article = Article::Text(PageScripts::of(&shown));
+        sig.extent = Some(Extent::of(&shown));
+        sig
+    };
+    // Each archive has the other's message numbers.
+    for url in [
+        "http://netdev.lists.test/msg00084.html",
+        "http://lkml.lists.test/msg00009.html",
+    ] {
+        d.check_url(url).unwrap();
+    }
+    let first = message("http://lkml.lists.test/msg00084.html", "lkml");
+    assert!(check(&d, &first).is_unique());
+    let cross = message("http://netdev.lists.test/msg00009.html", "netdev");
+    let e = d.explain(&cross).unwrap();
+    assert!(
+        e.candidates.iter().all(|c| c.refused.is_none()),
+        "the frames differ, the messages do not: {e:?}"
+    );
+    assert_eq!(
+        check(&d, &cross).partner(),
+        Some("http://lkml.lists.test/msg00084.html")
+    );
+}

@@ -55,7 +55,9 @@ impl<S: Store> Deduper<S> {
             if m.similarity < min {
                 return Ok(());
             }
-            m.relation = self.relation(t, &sig.url, &m.rec.url)?;
+            if m.compares_articles(against) {
+                m.relation = self.relation(t, &sig.url, &m.rec.url)?;
+            }
             if m.similarity >= min
                 && sig.admits(&m, against)
                 && best.as_ref().is_none_or(|b| m.better_than(b))

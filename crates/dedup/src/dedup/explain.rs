@@ -115,7 +115,9 @@ impl<S: Store> Deduper<S> {
                 // Only a candidate that could decide is told why it does
                 // not (the article check may read the partner's article).
                 let refused = if sig.sketch.is_some() && estimated >= lowest {
-                    m.relation = self.relation(t, &sig.url, &m.rec.url)?;
+                    if m.compares_articles(super::verify::Against::Text) {
+                        m.relation = self.relation(t, &sig.url, &m.rec.url)?;
+                    }
                     match sig.refusal(&m).or(bound) {
                         Some(r) => Some(r),
                         None => self.article_refusal(t, sig, &m, cutoff)?,

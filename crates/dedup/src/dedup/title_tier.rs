@@ -84,7 +84,9 @@ impl<S: Store> Deduper<S> {
                 Match::new((id, &sig.url), sig.fingerprint, sig.sketch.as_ref(), rec),
                 super::verify::Against::Text,
             );
-            m.relation = self.relation(t, &sig.url, &m.rec.url)?;
+            if m.compares_articles(super::verify::Against::Text) {
+                m.relation = self.relation(t, &sig.url, &m.rec.url)?;
+            }
             if !sig.admits(&m, super::verify::Against::Text) {
                 continue;
             }

@@ -227,7 +227,14 @@ impl Signature {
     /// left in its extracted text in another script (English links around
     /// a Russian story), is still a copy; news asked for that.
     fn shown_refusal(&self, m: &Match) -> Option<Refusal> {
-        let relation = m.relation;
+        // Mirrors are told apart for articles only (`same_story`): two
+        // mailing lists archived by one program number their messages alike
+        // (`msg00084.html` on both), and a message cross-posted to both,
+        // judged on its text, is a copy whatever their frames.
+        let relation = match m.relation {
+            SiteRelation::Mirrors => SiteRelation::OtherSites,
+            r => r,
+        };
         if relation == SiteRelation::OtherSites
             && m.similarity < ARTICLE_MIN_SIMILARITY
             && self.both_scripts(m).is_some_and(|(a, b)| a.apart(b))
@@ -306,6 +313,14 @@ impl Match {
             distance: fp.map_or(u32::MAX, |f| f.distance(rec.fingerprint)),
             rec,
         }
+    }
+
+    /// Whether this match, looked up `against` a text or an article,
+    /// compares two pages' articles (`Signature::same_story` decides): the
+    /// only verdicts that [`SiteRelation::Mirrors`] changes, so the only
+    /// ones for which the deduper asks its URL tier.
+    pub(super) fn compares_articles(&self, against: Against) -> bool {
+        against == Against::Article || self.rec.article.is_some_and(|a| a.only)
     }
 
     /// More similar first, then nearer by SimHash.
