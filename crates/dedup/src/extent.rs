@@ -45,6 +45,21 @@ use crate::sketch::OUTLINE_BINS;
 /// at least 0.8 alike, so their sizes are never this far apart.
 pub const PAGE_MIN_SIMILARITY: f64 = 0.65;
 
+/// The estimate of [`Outline::resemblance`] two pages of one host must
+/// reach for one to be the other's copy: [`PAGE_MIN_SIMILARITY`] plus the
+/// outline's standard error there (64 bins: `sqrt(0.65 * 0.35 / 64)`,
+/// 0.06). At the line itself a pair truly 0.60-0.64 alike passed about one
+/// time in three: sibling references on one host (cppreference's
+/// `deque::rend` for `array::rend`, `map::find` for `set::find`, 0.63-0.64
+/// as shown, the one description each container repeats) were dropped by a
+/// held-out set's crawl and `crawl dedup` alike (issue 35). A copy, 0.8 or
+/// more alike, falls under it about once in forty pairs decided this close;
+/// `crawl dedup` of the API references kept one such pair of 354 drops, and
+/// ten ambiguous ones (0.65-0.77). One path on two hosts keeps the line
+/// itself: a news story republished at the same path by two sites was lost
+/// when it was raised there (docs/EVAL.md, "Issue 35, eleventh round").
+pub const SHOWN_MIN_ON_ONE_HOST: f64 = 0.71;
+
 /// How much a page shows: the distinct 5-grams of its letters and digits
 /// outside the parts it declares template (navigation, header, footer).
 ///

@@ -64,7 +64,7 @@ pub use dedup::{
     Verdict, normalize_title, title_digest,
 };
 pub use error::{DivergedReplica, Error, OpenError, Result};
-pub use extent::{Extent, OUTLINE_BYTES, Outline, PAGE_MIN_SIMILARITY};
+pub use extent::{Extent, OUTLINE_BYTES, Outline, PAGE_MIN_SIMILARITY, SHOWN_MIN_ON_ONE_HOST};
 pub use features::{Extractor, Feature, FeatureConfig, Features, Scripts};
 pub use fingerprint::Fingerprint;
 pub use index::BlockLayout;

@@ -3,7 +3,7 @@
 
 use super::{Duplicate, Signature, Tier};
 use crate::article::{ARTICLE_MIN_SIMILARITY, Article, PageScripts, SiteRelation};
-use crate::extent::PAGE_MIN_SIMILARITY;
+use crate::extent::{PAGE_MIN_SIMILARITY, SHOWN_MIN_ON_ONE_HOST};
 use crate::fingerprint::Fingerprint;
 use crate::sketch::Sketch;
 use crate::store::{DocId, DocRecord};
@@ -198,7 +198,8 @@ impl Signature {
     ///
     /// **Outlines**, where they decide:
     /// - One host: the frame is the same, so what two pages show differs
-    ///   by what they say.
+    ///   by what they say; the estimate must clear the line by its error
+    ///   ([`SHOWN_MIN_ON_ONE_HOST`]).
     /// - One path on two hosts (a mirror, a language version on its own
     ///   host, one manual rendered by two generators): one site's page in
     ///   two places, a copy only when alike by all it shows, as on one
@@ -251,7 +252,12 @@ impl Signature {
         // One site, on one host or at one path on two.
         let decides = relation != SiteRelation::OtherSites;
         let alike = mine.outline_resemblance(&theirs).filter(|_| decides)?;
-        (alike < PAGE_MIN_SIMILARITY).then_some(Refusal::ShowsApart { alike })
+        let min = if relation == SiteRelation::SameHost {
+            SHOWN_MIN_ON_ONE_HOST
+        } else {
+            PAGE_MIN_SIMILARITY
+        };
+        (alike < min).then_some(Refusal::ShowsApart { alike })
     }
 
     /// `m` with its estimated resemblance no higher than the two pages'
