@@ -58,6 +58,13 @@ pub const PAGE_MIN_SIMILARITY: f64 = 0.65;
 /// ten ambiguous ones (0.65-0.77). One path on two hosts keeps the line
 /// itself: a news story republished at the same path by two sites was lost
 /// when it was raised there (docs/EVAL.md, "Issue 35, eleventh round").
+///
+/// ```
+/// use simcrawl_dedup::{PAGE_MIN_SIMILARITY, SHOWN_MIN_ON_ONE_HOST};
+/// let p = PAGE_MIN_SIMILARITY;
+/// let error = (p * (1.0 - p) / 64.0).sqrt(); // 64 bins
+/// assert!((SHOWN_MIN_ON_ONE_HOST - (p + error)).abs() < 0.01);
+/// ```
 pub const SHOWN_MIN_ON_ONE_HOST: f64 = 0.71;
 
 /// How much a page shows: the distinct 5-grams of its letters and digits
