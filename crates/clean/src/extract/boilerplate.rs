@@ -265,6 +265,11 @@ pub(crate) fn is_boilerplate_names(class: &str, id: &str) -> bool {
 /// body container (`main_content::wraps_body`); `comment-list` inside a
 /// `post-entry` says what it holds, and stays template.
 pub(crate) fn names_generic_box(class: &str, id: &str) -> bool {
+    // Without the word, nothing is left out: the names mark as they did.
+    let has_word = |v: &str| v.as_bytes().windows(6).any(|w| w.eq_ignore_ascii_case(b"widget"));
+    if !has_word(class) && !has_word(id) {
+        return false;
+    }
     let without = |value: &str| -> String {
         value
             .split_ascii_whitespace()

@@ -635,8 +635,11 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> (String, bool) {
     // (`flat_page_preformatted` applied it to the page up to the message's
     // end)
     let main_chars: u64 = roots.iter().map(|&r| content.nonlink(r)).sum();
-    let shown = page_chars.saturating_sub(listing_beside(els, &boiler, &content, &roots));
-    if framed || main_chars * FAILSAFE_SHARE_DEN >= shown * FAILSAFE_SHARE_NUM {
+    let trusted = |shown: u64| main_chars * FAILSAFE_SHARE_DEN >= shown * FAILSAFE_SHARE_NUM;
+    if framed
+        || trusted(page_chars)
+        || trusted(page_chars.saturating_sub(listing_beside(els, &boiler, &content, &roots)))
+    {
         let text = if framed {
             render_message(walk, &roots, &boiler, cap)
         } else {

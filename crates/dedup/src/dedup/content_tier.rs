@@ -55,11 +55,8 @@ impl<S: Store> Deduper<S> {
             if m.similarity < min {
                 return Ok(());
             }
-            if m.compares_articles(against) {
-                m.relation = self.relation(t, &sig.url, &m.rec.url)?;
-            }
-            if m.similarity >= min
-                && sig.admits(&m, against)
+            self.place(t, &sig.url, &mut m, against)?;
+            if sig.admits(&m, against)
                 && best.as_ref().is_none_or(|b| m.better_than(b))
                 && (against == Against::Article || self.article_refusal(t, sig, &m, cutoff)?.is_none())
             {

@@ -115,9 +115,7 @@ impl<S: Store> Deduper<S> {
                 // Only a candidate that could decide is told why it does
                 // not (the article check may read the partner's article).
                 let refused = if sig.sketch.is_some() && estimated >= lowest {
-                    if m.compares_articles(super::verify::Against::Text) {
-                        m.relation = self.relation(t, &sig.url, &m.rec.url)?;
-                    }
+                    self.place(t, &sig.url, &mut m, super::verify::Against::Text)?;
                     match sig.refusal(&m).or(bound) {
                         Some(r) => Some(r),
                         None => self.article_refusal(t, sig, &m, cutoff)?,

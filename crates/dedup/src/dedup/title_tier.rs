@@ -84,9 +84,7 @@ impl<S: Store> Deduper<S> {
                 Match::new((id, &sig.url), sig.fingerprint, sig.sketch.as_ref(), rec),
                 super::verify::Against::Text,
             );
-            if m.compares_articles(super::verify::Against::Text) {
-                m.relation = self.relation(t, &sig.url, &m.rec.url)?;
-            }
+            self.place(t, &sig.url, &mut m, super::verify::Against::Text)?;
             if !sig.admits(&m, super::verify::Against::Text) {
                 continue;
             }

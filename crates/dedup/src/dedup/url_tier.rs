@@ -10,6 +10,7 @@
 //! store keeps it without a change of format; it never leaves this module
 //! ([`UrlVerdict::Seen::first`] is the URL as given).
 
+use super::verify::{Against, Match};
 use super::{Deduper, Duplicate, Signature, Tier};
 use crate::article::SiteRelation;
 use crate::canonical::{CanonicalUrl, UrlError};
@@ -228,38 +229,43 @@ impl<S: Store> Deduper<S> {
         }
     }
 
-    /// The URL tier inside [`Deduper::check_in`]: the kept document when a
-    /// document was checked under the signed URL within the window; else
-    /// records it (a record [`Deduper::check_url`] made is this page's own:
-    /// its mark is cleared).
-    /// How the pages at `a` and `b` are related ([`SiteRelation::of`]),
-    /// with what the URL tier knows: two hosts are one site in two places
+    /// `m`'s relation, for a match that compares articles
+    /// ([`Match::compares_articles`]: the only verdicts it changes), with
+    /// what the URL tier knows: two hosts are one site in two places
     /// ([`SiteRelation::Mirrors`]) when either serves the other's page's
     /// path (a URL this store saw within the window, fetched or only
-    /// linked). Man pages in four languages on four hosts asked for it: a
-    /// Polish ISO 8859-15 table page, its prose translated, was dropped
-    /// for the English ISO 8859-1 page by the table they share (0.84
-    /// alike; 0.49 as shown), while the English 8859-15 page had been seen
-    /// at its own path (docs/EVAL.md, "Issue 35, twelfth round").
-    pub(super) fn relation(&self, t: &dyn ReadTables, a: &str, b: &str) -> Result<SiteRelation> {
-        let relation = SiteRelation::of(a, b);
-        if relation != SiteRelation::OtherSites {
-            return Ok(relation);
+    /// linked); `url` is the checked page's. Man pages in four languages on
+    /// four hosts asked for it: a Polish ISO 8859-15 table page, its prose
+    /// translated, was dropped for the English ISO 8859-1 page by the table
+    /// they share (0.84 alike; 0.49 as shown), while the English 8859-15
+    /// page had been seen at its own path (docs/EVAL.md, "Issue 35, twelfth
+    /// round").
+    pub(super) fn place(&self, t: &dyn ReadTables, url: &str, m: &mut Match, against: Against) -> Result<()> {
+        if m.relation != SiteRelation::OtherSites || !m.compares_articles(against) {
+            return Ok(());
         }
         let cutoff = self.cutoff();
-        for url in crate::article::crossed_urls(a, b).into_iter().flatten() {
-            let Ok(canonical) = self.canon.parse(&url) else {
+        for crossed in crate::article::crossed_urls(url, &m.rec.url)
+            .into_iter()
+            .flatten()
+        {
+            let Ok(canonical) = self.canon.parse(&crossed) else {
                 continue;
             };
             if t.url(u128::from_be_bytes(canonical.digest()))?
                 .is_some_and(|rec| rec.first_seen >= cutoff)
             {
-                return Ok(SiteRelation::Mirrors);
+                m.relation = SiteRelation::Mirrors;
+                break;
             }
         }
-        Ok(relation)
+        Ok(())
     }
 
+    /// The URL tier inside [`Deduper::check_in`]: the kept document when a
+    /// document was checked under the signed URL within the window; else
+    /// records it (a record [`Deduper::check_url`] made is this page's own:
+    /// its mark is cleared).
     pub(super) fn url_match(
         &self,
         t: &mut dyn Tables,

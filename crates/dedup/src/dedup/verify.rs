@@ -324,7 +324,7 @@ impl Match {
     /// Whether this match, looked up `against` a text or an article,
     /// compares two pages' articles (`Signature::same_story` decides): the
     /// only verdicts that [`SiteRelation::Mirrors`] changes, so the only
-    /// ones for which the deduper asks its URL tier.
+    /// ones for which the deduper asks its URL tier (`Deduper::place`).
     pub(super) fn compares_articles(&self, against: Against) -> bool {
         against == Against::Article || self.rec.article.is_some_and(|a| a.only)
     }
