@@ -60,7 +60,14 @@ pub struct TemplateConfig {
     /// (default 5): with fewer, every block of the first page would look like template.
     pub min_pages: u32,
     /// Share of the host's observed pages a block must be on to be template
-    /// (default 0.5).
+    /// (default 0.8). A site's frame (menus, footers, notices) is on nearly
+    /// every page of its host; a block on half of them is as often the
+    /// content's own structure, shared by the pages of one kind: the
+    /// headings of every API item (`Returns:`, `Method Summary`, `See
+    /// also`), a man page's sections, a mail's signature separator. Left out
+    /// at half, those made sibling pages that say the same look less alike
+    /// than they are, and by how much depended on which pages a crawl met
+    /// first (issue 35, docs/EVAL.md "Issue 35, thirteenth round").
     pub min_share: f64,
     /// A stripped text shorter than this (in chars) is not stripped at all
     /// (default 20).
@@ -83,7 +90,7 @@ impl Default for TemplateConfig {
             max_hosts: 10_000,
             max_blocks_per_host: 2048,
             min_pages: 5,
-            min_share: 0.5,
+            min_share: 0.8,
             min_kept_chars: 20,
             settle_pages: 50,
             settle_for_pages: 500,
@@ -531,6 +538,7 @@ mod tests {
         let settled = |settle_pages| {
             TemplateLearner::new(TemplateConfig {
                 min_pages: 3,
+                min_share: 0.5,
                 settle_pages,
                 settle_for_pages: 20,
                 ..TemplateConfig::default()
@@ -582,6 +590,40 @@ mod tests {
             })
             .is_err()
         );
+    }
+
+    #[test]
+    fn a_heading_on_most_pages_of_one_kind_is_content_and_the_frame_is_template() {
+        // An API reference: a menu on every page, "Returns:" on the pages of
+        // its functions (6 of 10), the rest its own.
+        let mut l = TemplateLearner::new(TemplateConfig::default()).unwrap();
+        for i in 0..10 {
+            let heading = if i < 6 { "returns:\n" } else { "" };
+            l.observe(
+                "api",
+                &format!("all modules index search\n{heading}what item {i} does"),
+            );
+        }
+        assert!(l.is_template("api", "all modules index search"));
+        assert!(!l.is_template("api", "returns:"));
+        assert_eq!(
+            l.strip("api", "all modules index search\nreturns:\nwhat item 11 does"),
+            "returns:\nwhat item 11 does"
+        );
+        // At half, as before the thirteenth round, the heading went too.
+        let mut half = TemplateLearner::new(TemplateConfig {
+            min_share: 0.5,
+            ..TemplateConfig::default()
+        })
+        .unwrap();
+        for i in 0..10 {
+            let heading = if i < 6 { "returns:\n" } else { "" };
+            half.observe(
+                "api",
+                &format!("all modules index search\n{heading}what item {i} does"),
+            );
+        }
+        assert!(half.is_template("api", "returns:"));
     }
 
     fn learner() -> TemplateLearner {

@@ -53,7 +53,9 @@ pub struct TemplateSettings {
     pub enabled: bool,
     /// Pages of a host observed before any of its blocks counts as template (5).
     pub min_pages: u32,
-    /// Share of the host's observed pages a block must be on to be template (0.5).
+    /// Share of the host's observed pages a block must be on to be template (0.8:
+    /// a frame is on nearly every page; a block on half of them is as often
+    /// the structure of one kind of page, `simcrawl_clean::TemplateConfig`).
     pub min_share: f64,
     /// A page left with fewer characters than this once its template is removed is
     /// judged on its full text (20).
