@@ -596,14 +596,18 @@ mod tests {
     fn a_heading_on_most_pages_of_one_kind_is_content_and_the_frame_is_template() {
         // An API reference: a menu on every page, "Returns:" on the pages of
         // its functions (6 of 10), the rest its own.
-        let mut l = TemplateLearner::new(TemplateConfig::default()).unwrap();
-        for i in 0..10 {
-            let heading = if i < 6 { "returns:\n" } else { "" };
-            l.observe(
-                "api",
-                &format!("all modules index search\n{heading}what item {i} does"),
-            );
-        }
+        let observed = |config: TemplateConfig| {
+            let mut l = TemplateLearner::new(config).unwrap();
+            for i in 0..10 {
+                let heading = if i < 6 { "returns:\n" } else { "" };
+                l.observe(
+                    "api",
+                    &format!("all modules index search\n{heading}what item {i} does"),
+                );
+            }
+            l
+        };
+        let l = observed(TemplateConfig::default());
         assert!(l.is_template("api", "all modules index search"));
         assert!(!l.is_template("api", "returns:"));
         assert_eq!(
@@ -611,18 +615,10 @@ mod tests {
             "returns:\nwhat item 11 does"
         );
         // At half, as before the thirteenth round, the heading went too.
-        let mut half = TemplateLearner::new(TemplateConfig {
+        let half = observed(TemplateConfig {
             min_share: 0.5,
             ..TemplateConfig::default()
-        })
-        .unwrap();
-        for i in 0..10 {
-            let heading = if i < 6 { "returns:\n" } else { "" };
-            half.observe(
-                "api",
-                &format!("all modules index search\n{heading}what item {i} does"),
-            );
-        }
+        });
         assert!(half.is_template("api", "returns:"));
     }
 
