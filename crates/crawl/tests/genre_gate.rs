@@ -46,12 +46,16 @@ struct Genre {
 const GENRES: &[Genre] = &[
     Genre {
         set: "apiref",
-        // Recall reads 0.925-0.966 with the order pages arrive in, on
-        // both paths (the crawl's fetch order, `crawl dedup` over shuffled
+        // Recall read 0.925-0.966 with the order pages arrive in, on both
+        // paths (the crawl's fetch order, `crawl dedup` over shuffled
         // lines): which pages come before a host's template is learnt
         // decides whether some sibling pages are judged on their own text
-        // (docs/EVAL.md, "the crawl's recall on API references").
-        min_recall: 0.92,
+        // (docs/EVAL.md, "the crawl's recall on API references"). Since a
+        // block is template only on 0.8 of a host's pages (the headings
+        // every class page repeats are content, docs/EVAL.md "thirteenth
+        // round"), it reads 0.950-0.956 in the crawl and 0.962 through
+        // `crawl dedup`; the floor keeps a margin for the order.
+        min_recall: 0.93,
         // Two Doxygen source listings of libstdc++ headers: exact 0.622 by
         // the visible text, estimated 0.757 by the 8-bit sketch (its error
         // at 128 bins). Since 2026-12-02 an estimate is bounded by what the
@@ -137,8 +141,8 @@ const GENRES: &[Genre] = &[
         // is missed (copy recall 0.956-0.960) is short replies and messages
         // not in one run of `<pre>` blocks (text/html parts, format=flowed
         // mail): docs/eval-mailarchive.md. Measured 0.950-0.953 on both
-        // paths (2026-12-02).
-        min_recall: 0.93,
+        // paths (2026-12-02), 0.956-0.958 since the thirteenth round.
+        min_recall: 0.94,
         known_false_drops: &[],
         known_false_drop_groups: &[
             // An archive's date index and thread index: its messages' subjects
@@ -171,6 +175,22 @@ const GENRES: &[Genre] = &[
             &[
                 "http://linux-cifs.lists.test/maillist.html",
                 "http://linux-cifs.lists.test/threads.html",
+            ],
+            // Mark Brown's two replies in one thread ("this doesn't apply
+            // against -next", "applied, thanks"), each a line of its own
+            // under the same quoted patch and a header block of the same
+            // delivery route, and their copies on linux-kernel: 0.69-0.70
+            // alike by what they are judged on, so the title tier (0.7 for
+            // one title) may drop one for the other, by the order pages
+            // arrive in (0.73 by the pages, different messages by the
+            // message labels): 2 of 8 crawls of a debug build (docs/EVAL.md
+            // "Issue 35, thirteenth round"). One drop in ~850, within the
+            // issue's 0.2%.
+            &[
+                "http://alsa-devel.lists.test/msg00003.html",
+                "http://alsa-devel.lists.test/msg00005.html",
+                "http://linux-kernel.lists.test/msg00101.html",
+                "http://linux-kernel.lists.test/msg00104.html",
             ],
             &[
                 "http://linux-fsdevel.lists.test/maillist.html",
