@@ -60,8 +60,8 @@ pub struct TemplateConfig {
     /// (default 5): with fewer, every block of the first page would look like template.
     pub min_pages: u32,
     /// Share of the host's observed pages a block must be on to be template
-    /// (default 0.8). A site's frame (menus, footers, notices) is on nearly
-    /// every page of its host; a block on half of them is as often the
+    /// (default 0.8). A site's frame (menus, footers) is on nearly every
+    /// page of its host; a block on half of them is as often the
     /// content's own structure, shared by the pages of one kind: the
     /// headings of every API item (`Returns:`, `Method Summary`, `See
     /// also`), a man page's sections, a mail's signature separator. Left out
