@@ -118,6 +118,10 @@ pub struct CandidateLine {
     pub tier: &'static str,
     pub distance: Option<u32>,
     pub similarity: Option<f64>,
+    /// How alike the two pages are by all they show (their outlines), when
+    /// both carry one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shown: Option<f64>,
     /// Why it cannot be this page's partner though alike enough for a
     /// tier (`simcrawl_dedup::Refusal`): pages of one host too far apart
     /// in size, an article matched only from another site, a story the
@@ -376,6 +380,7 @@ fn candidate_line(c: &simcrawl_dedup::Candidate) -> CandidateLine {
         },
         distance: c.distance,
         similarity: c.similarity.map(|s| (s * 1000.0).round() / 1000.0),
+        shown: c.shown.map(|s| (s * 1000.0).round() / 1000.0),
         refused: c.refused.map(|r| r.to_string()),
     }
 }
@@ -560,10 +565,11 @@ pub fn human(r: &Report) -> String {
             line(
                 "",
                 &format!(
-                    "{:<8} distance {:<3} resemblance {:<6} {}{}",
+                    "{:<8} distance {:<3} resemblance {:<6} as shown {:<6} {}{}",
                     c.tier,
                     c.distance.map_or("-".into(), |d| d.to_string()),
                     c.similarity.map_or("-".into(), |s| format!("{s:.3}")),
+                    c.shown.map_or("-".into(), |s| format!("{s:.3}")),
                     c.url,
                     c.refused
                         .as_ref()

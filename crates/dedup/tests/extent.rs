@@ -226,6 +226,12 @@ fn pages_of_one_host_alike_by_a_shared_block_but_not_by_all_they_show_are_kept()
                 .any(|r| matches!(r, Some(Refusal::ShowsApart { alike }) if *alike < 0.65)),
             "{refused:?}"
         );
+        // The estimate the refusal names is the candidate's `shown`.
+        for c in &e.candidates {
+            if let Some(Refusal::ShowsApart { alike }) = c.refused {
+                assert_eq!(c.shown, Some(alike), "{c:?}");
+            }
+        }
     }
     // The same page shown twice on its host is still a copy.
     let d = Deduper::in_memory()?;

@@ -31,6 +31,12 @@ pub struct Candidate {
     pub distance: Option<u32>,
     /// Estimated resemblance of the texts (the measure that decides).
     pub similarity: Option<f64>,
+    /// How alike the two pages are by everything they show, estimated
+    /// from their outlines ([`crate::Outline`]), when both carry one: the
+    /// measure the rules for pages of one site read beside `similarity`
+    /// (a page judged on its main text may match a sibling by that text
+    /// and not as a reader sees the two).
+    pub shown: Option<f64>,
     /// Why it cannot be the partner although it resembles the document
     /// enough for a tier (`None`: nothing stops it).
     pub refused: Option<super::Refusal>,
@@ -126,6 +132,10 @@ impl<S: Store> Deduper<S> {
                 out.push(Candidate {
                     distance: sig.fingerprint.map(|f| f.distance(m.rec.fingerprint)),
                     similarity: sig.sketch.as_ref().map(|_| estimated),
+                    shown: sig
+                        .extent
+                        .zip(m.rec.extent)
+                        .and_then(|(a, b)| a.outline_resemblance(&b)),
                     url: m.rec.url,
                     nominated,
                     refused,
