@@ -478,3 +478,69 @@ fn a_message_cross_posted_to_two_numbered_archives_is_still_a_copy() {
         Some("http://lkml.lists.test/msg00084.html")
     );
 }
+
+/// A box beside the story (a handbook's "in practice" note) that one
+/// site's extraction leaves out of its article and another's keeps.
+const BOX: &str = "In practice the council has changed the rules for such contracts several \
+    times: the authority now signs each phase apart, and a phase that runs late is put out to \
+    tender again before the next one may begin, which the mayor calls slow but honest.";
+
+/// The story's own site: its page shows the story and the box under a
+/// line of navigation and is judged on all of it; its article (what
+/// extraction took) lacks the box. A news site's copy inside its
+/// template carries story and box as its article.
+fn boxed_story_pages(d: &Deduper<simcrawl_dedup::MemoryStore>) -> (Signature, Signature) {
+    let shown = format!("previous next up the council handbook {STORY} {BOX}");
+    let mut own = d.sign(&Document::new("http://handbook.test/bridge.html", "", &shown));
+    own.article = d.article(STORY, PageScripts::of(&shown));
+    own.extent = Some(simcrawl_dedup::Extent::of(&shown));
+    let framed = format!(
+        "{} {} {STORY} {BOX} {} {}",
+        frame("Beta"),
+        frame("Beta menu"),
+        frame("Beta teasers"),
+        frame("Beta footer")
+    );
+    let mut copy = d.sign(&Document::new("http://news-b.test/story/7.html", "", &framed));
+    copy.article = d.article(&format!("{STORY} {BOX}"), PageScripts::of(&framed));
+    copy.extent = Some(simcrawl_dedup::Extent::of(&framed));
+    (own, copy)
+}
+
+#[test]
+fn a_story_whose_own_site_is_judged_on_all_it_shows_matches_its_copy_in_either_order() {
+    let art = |sig: &Signature| match &sig.article {
+        Article::Separate { sketch, .. } => sketch.as_ref().clone(),
+        other => panic!("{other:?}"),
+    };
+    let d = Deduper::in_memory().unwrap();
+    let (own, copy) = boxed_story_pages(&d);
+    // The two articles are not near-duplicates: the box is what differs.
+    assert!(art(&own).resemblance(&art(&copy)) < simcrawl_dedup::ARTICLE_MIN_SIMILARITY);
+    // The copy first: the story's own page (judged on all it shows) is
+    // the copy's article.
+    assert!(check(&d, &copy).is_unique());
+    let v = check(&d, &own);
+    assert_eq!(v.partner(), Some("http://news-b.test/story/7.html"), "{v:?}");
+    // The story's own page first: the copy's article is all that page shows.
+    let d = Deduper::in_memory().unwrap();
+    let (own, copy) = boxed_story_pages(&d);
+    assert!(check(&d, &own).is_unique());
+    let v = check(&d, &copy);
+    let dup = v.duplicate().unwrap();
+    assert_eq!(
+        (dup.of.as_str(), dup.article),
+        ("http://handbook.test/bridge.html", true)
+    );
+    // The copy's whole page is no near-duplicate of the story's: only its
+    // article decides.
+    let whole = |sig: &Signature| sig.sketch.clone().unwrap();
+    assert!(whole(&own).resemblance(&whole(&copy)) < 0.75);
+    // On one host an article does not match a sibling's whole page this
+    // way: the two pages are not alike as shown.
+    let d = Deduper::in_memory().unwrap();
+    let (own, mut sibling) = boxed_story_pages(&d);
+    sibling.url = "http://handbook.test/other.html".into();
+    assert!(check(&d, &own).is_unique());
+    assert!(check(&d, &sibling).is_unique());
+}

@@ -23,10 +23,26 @@ impl Signature {
         match against {
             // An article alone matches only another page's article.
             Against::Text => self.refusal(m).is_none(),
-            Against::Article => self
-                .both_scripts(m)
-                .is_some_and(|(mine, theirs)| self.same_story(m, mine, theirs)),
+            Against::Article => match self.both_scripts(m) {
+                Some((mine, theirs)) => self.same_story(m, mine, theirs),
+                None => self.article_is_page(m),
+            },
         }
+    }
+
+    /// This page's article is the whole of what another site's page shows
+    /// (its record judged on all of it, without an article of its own):
+    /// the story, kept first on a site whose extraction left part of it
+    /// out (a box beside the text, a note), so that page was judged on all
+    /// it shows. Across sites only, at the near-duplicate line; scripts
+    /// are not compared, as above that line they never decide. News asked
+    /// for it: a manual's section republished inside news templates
+    /// (docs/EVAL.md, "Issue 35, fourteenth round").
+    fn article_is_page(&self, m: &Match) -> bool {
+        m.relation == SiteRelation::OtherSites
+            && m.rec.article.is_none()
+            && m.rec.extent.is_some()
+            && m.similarity >= ARTICLE_MIN_SIMILARITY
     }
 
     /// One article on two sites, in the same scripts, near-duplicate; or
@@ -80,10 +96,17 @@ impl Signature {
     /// whatever the tier's threshold (`None`: it can). One logic for the
     /// verdict and for its explanation ([`crate::Deduper::explain`]).
     pub(super) fn refusal(&self, m: &Match) -> Option<Refusal> {
-        // An article alone matches only another page's article (`same_story`).
+        // An article alone matches only a page that is an article
+        // (`same_story`): one judged on it, or one judged on all it shows
+        // whose article is beside it, as when its extraction left a box of
+        // the story out and the copy's did not.
         if let Some(theirs) = m.rec.article.filter(|a| a.only) {
             return match &self.article {
-                Article::Text(mine) if self.same_story(m, *mine, theirs.scripts) => None,
+                Article::Text(mine) | Article::Separate { scripts: mine, .. }
+                    if self.same_story(m, *mine, theirs.scripts) =>
+                {
+                    None
+                }
                 _ => Some(Refusal::ArticleOnly),
             };
         }
