@@ -113,6 +113,10 @@ fn a_list_inside_a_larger_page_of_its_host_is_kept_and_its_copy_is_not() {
     for c in refused {
         let why = c["refused"].as_str().unwrap_or_default();
         assert!(why.contains("too far apart in size"), "{c}");
+        // How alike the two look as shown (their outlines): a list can be
+        // at most 177/284 alike with the larger one, so never a copy.
+        let shown = c["shown"].as_f64();
+        assert!(shown.is_some_and(|s| (0.0..0.8).contains(&s)), "{c}");
     }
 
     // The same pages as `html` lines of `crawl dedup`, the function list
