@@ -132,10 +132,7 @@ impl<S: Store> Deduper<S> {
                 out.push(Candidate {
                     distance: sig.fingerprint.map(|f| f.distance(m.rec.fingerprint)),
                     similarity: sig.sketch.as_ref().map(|_| estimated),
-                    shown: sig
-                        .extent
-                        .zip(m.rec.extent)
-                        .and_then(|(a, b)| a.outline_resemblance(&b)),
+                    shown: sig.alike_as_shown(&m),
                     url: m.rec.url,
                     nominated,
                     refused,

@@ -86,10 +86,16 @@ impl Signature {
             SiteRelation::SamePath => PAGE_MIN_SIMILARITY,
             SiteRelation::SameHost | SiteRelation::Mirrors => ARTICLE_MIN_SIMILARITY,
         };
+        self.alike_as_shown(m).is_some_and(|r| r >= min_shown)
+    }
+
+    /// How alike this page and `m`'s are by everything they show, from
+    /// their outlines, when both carry one (`crawl check` shows it beside
+    /// each candidate).
+    pub(super) fn alike_as_shown(&self, m: &Match) -> Option<f64> {
         self.extent
             .zip(m.rec.extent)
             .and_then(|(a, b)| a.outline_resemblance(&b))
-            .is_some_and(|r| r >= min_shown)
     }
 
     /// Why `m`, compared by text, cannot decide for this signature
