@@ -297,7 +297,15 @@ fn explain<S: simcrawl_dedup::Store + 'static>(
     report.candidates = e.candidates.iter().map(candidate_line).collect();
     let k = deduper.config().max_distance;
     let min = p.sig.min_similarity.unwrap_or(deduper.config().min_similarity);
-    report.verdict = verdict_line(e.verdict, &p, &report.candidates, k, min);
+    // The title tier confirms at its own resemblance, or the page's
+    // stricter one.
+    let title_min = p
+        .sig
+        .min_similarity
+        .map_or(deduper.config().title_min_similarity, |m| {
+            m.max(deduper.config().title_min_similarity)
+        });
+    report.verdict = verdict_line(e.verdict, &p, &report.candidates, k, (min, title_min));
     report.differs = differences(&report, &p, &templates);
     Ok(report)
 }
@@ -387,13 +395,14 @@ fn candidate_line(c: &simcrawl_dedup::Candidate) -> CandidateLine {
 
 /// The verdict line: the tiers' `verdict` on page `p`, told with its tier
 /// and resemblance, or why it is unique (the best of `candidates`; `k` and
-/// `min`: the distance and resemblance a duplicate needs).
+/// `min`: the distance and resemblance a duplicate needs, by content and
+/// by title).
 fn verdict_line(
     verdict: Option<simcrawl_dedup::Duplicate>,
     p: &PageResult,
     candidates: &[CandidateLine],
     k: u32,
-    min: f64,
+    (min, title_min): (f64, f64),
 ) -> VerdictLine {
     match verdict {
         _ if p.noindex => VerdictLine {
@@ -417,8 +426,9 @@ fn verdict_line(
                 Tier::Content => "content",
                 other => other.as_str(), // non_exhaustive in simcrawl-dedup
             };
+            let needed = if d.tier == Tier::Title { title_min } else { min };
             let reason = format!(
-                "{tier} tier: distance {}, resemblance {} >= {min}",
+                "{tier} tier: distance {}, resemblance {} >= {needed}",
                 d.distance.map_or("-".into(), |x| x.to_string()),
                 d.similarity.map_or("-".into(), |x| format!("{x:.3}"))
             );

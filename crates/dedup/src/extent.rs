@@ -46,24 +46,24 @@ use crate::sketch::OUTLINE_BINS;
 pub const PAGE_MIN_SIMILARITY: f64 = 0.65;
 
 /// The estimate of [`Outline::resemblance`] two pages of one host must
-/// reach for one to be the other's copy: [`PAGE_MIN_SIMILARITY`] plus the
-/// outline's standard error there (64 bins: `sqrt(0.65 * 0.35 / 64)`,
-/// 0.06). At the line itself a pair truly 0.60-0.64 alike passed about one
-/// time in three: sibling references on one host (cppreference's
-/// `deque::rend` for `array::rend`, `map::find` for `set::find`, 0.63-0.64
-/// as shown, the one description each container repeats) were dropped by a
-/// held-out set's crawl and `crawl dedup` alike (issue 35). A copy, 0.8 or
-/// more alike, falls under it about once in forty pairs decided this close;
-/// `crawl dedup` of the API references kept one such pair of 354 drops, and
-/// ten ambiguous ones (0.65-0.77). One path on two hosts keeps the line
+/// reach for one to be the other's copy: [`PAGE_MIN_SIMILARITY`] plus two
+/// standard errors of the outline there (512 bins of one bit:
+/// `sqrt((1 - 0.65²) / 512)`, 0.034). It was set at one error of the
+/// outline of 64 bins of 8 bits outlines had before 2026-12-03 (0.06): at
+/// the line itself a pair truly 0.60-0.64 alike passed about one time in
+/// three: sibling references on one host (cppreference's `deque::rend`
+/// for `array::rend`, `map::find` for `set::find`, 0.63-0.64 as shown, the
+/// one description each container repeats) were dropped by a held-out
+/// set's crawl and `crawl dedup` alike (issue 35). A copy, 0.8 or more
+/// alike, is now 3.4 errors over it. One path on two hosts keeps the line
 /// itself: a news story republished at the same path by two sites was lost
 /// when it was raised there (docs/EVAL.md, "Issue 35, eleventh round").
 ///
 /// ```
 /// use simcrawl_dedup::{PAGE_MIN_SIMILARITY, SHOWN_MIN_ON_ONE_HOST};
 /// let p = PAGE_MIN_SIMILARITY;
-/// let error = (p * (1.0 - p) / 64.0).sqrt(); // 64 bins
-/// assert!((SHOWN_MIN_ON_ONE_HOST - (p + error)).abs() < 0.01);
+/// let error = ((1.0 - p * p) / 512.0).sqrt(); // 512 bins of one bit
+/// assert!((SHOWN_MIN_ON_ONE_HOST - (p + 2.0 * error)).abs() < 0.01);
 /// ```
 pub const SHOWN_MIN_ON_ONE_HOST: f64 = 0.71;
 
@@ -93,11 +93,18 @@ pub struct Extent {
 }
 
 /// What a page shows, coarsely: a one-permutation MinHash of its 5-grams
-/// in 64 bins of 8 bits (64 bytes in a record; the [`crate::Sketch`] a
-/// page is judged by has 128). It only has to tell pages that are 0.8 or
-/// more alike from pages under 0.65: at 0.8 its estimate errs by 0.05
-/// (one standard deviation), so a copy falls under 0.65 about once in a
-/// thousand pairs, and only when its judged text matched too.
+/// in 512 bins of one bit (64 bytes in a record; the [`crate::Sketch`] a
+/// page is judged by has 128 bins of 8 or 16 bits). It only has to tell
+/// pages that are 0.8 or more alike from pages under 0.65: its standard
+/// error is 0.027 at 0.8 and 0.034 at 0.65.
+///
+/// Outlines written before 2026-12-03 hold 64 bins of 8 bits in the same
+/// 64 bytes, an error of 0.06 at 0.65: a man page rendered by mandoc and
+/// by man2html (0.63 alike as shown) was estimated 0.67 and dropped
+/// (docs/EVAL.md, "Issue 35, fifteenth round"). Records keep such outlines
+/// and say which layout they hold; two outlines of different layouts do not
+/// compare ([`Outline::resemblance`] is `None`), so the rules they decide
+/// wait until both pages are checked again.
 ///
 /// ```
 /// use simcrawl_dedup::Extent;
@@ -110,21 +117,31 @@ pub struct Extent {
 /// let page = Extent::of(story);
 /// let copy = Extent::of(&format!("{story} Share this story."));
 /// let apart = Extent::of(&format!("{story} {other}"));
-/// let alike = |a: Extent, b: Extent| a.outline.unwrap().resemblance(&b.outline.unwrap());
+/// let alike = |a: Extent, b: Extent| a.outline_resemblance(&b).unwrap();
 /// assert!(alike(page, copy) > 0.8);
 /// assert!(alike(page, apart) < 0.65);
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct Outline {
-    bins: [u8; OUTLINE_BINS],
+    bins: [u8; OUTLINE_BYTES],
+    layout: Layout,
+}
+
+/// How an outline's 64 bytes hold its bins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// 512 bins of one bit, eight to a byte (since 2026-12-03).
+    Bits,
+    /// 64 bins of one byte (records written before).
+    Bytes,
 }
 
 /// Bytes of an [`Outline`] in a record.
-pub const OUTLINE_BYTES: usize = OUTLINE_BINS;
+pub const OUTLINE_BYTES: usize = OUTLINE_BINS / 8;
 
 impl std::fmt::Debug for Outline {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Outline(")?;
+        write!(f, "Outline({:?}, ", self.layout)?;
         for b in &self.bins[..8] {
             write!(f, "{b:02x}")?;
         }
@@ -134,15 +151,38 @@ impl std::fmt::Debug for Outline {
 
 impl Outline {
     /// The estimated resemblance (Jaccard index of 5-gram sets) of the two
-    /// pages: the share of bins that agree, less the 1 in 256 that agree
-    /// by chance.
+    /// pages: the share of bins that agree, less the share that agree by
+    /// chance (one in two for bits, one in 256 for bytes); `None` when one
+    /// outline was written in the layout before 2026-12-03 and the other
+    /// was not.
+    ///
+    /// ```
+    /// use simcrawl_dedup::{Extent, Outline};
+    /// let page = Extent::of("a table of character codes and a paragraph about them").outline.unwrap();
+    /// assert_eq!(page.resemblance(&page), Some(1.0));
+    /// let old = Outline::from_bytes_before_bits(page.to_bytes());
+    /// assert_eq!(page.resemblance(&old), None);
+    /// ```
     #[must_use]
-    pub fn resemblance(&self, other: &Outline) -> f64 {
-        let same = self.bins.iter().zip(&other.bins).filter(|(a, b)| a == b).count();
-        crate::sketch::matching_bins_resemblance(same, OUTLINE_BINS, 8)
+    pub fn resemblance(&self, other: &Outline) -> Option<f64> {
+        if self.layout != other.layout {
+            return None;
+        }
+        let pairs = self.bins.iter().zip(&other.bins);
+        Some(match self.layout {
+            Layout::Bits => {
+                let differ: u32 = pairs.map(|(a, b)| (a ^ b).count_ones()).sum();
+                crate::sketch::matching_bins_resemblance(OUTLINE_BINS - differ as usize, OUTLINE_BINS, 1)
+            }
+            Layout::Bytes => {
+                let same = pairs.filter(|(a, b)| a == b).count();
+                crate::sketch::matching_bins_resemblance(same, OUTLINE_BYTES, 8)
+            }
+        })
     }
 
-    /// Its bytes in a record, read back by [`Outline::from_bytes`].
+    /// Its bytes in a record, read back by [`Outline::from_bytes`] (or
+    /// [`Outline::from_bytes_before_bits`] when [`Outline::is_before_bits`]).
     #[must_use]
     pub fn to_bytes(&self) -> [u8; OUTLINE_BYTES] {
         self.bins
@@ -151,7 +191,26 @@ impl Outline {
     /// The outline of [`Outline::to_bytes`].
     #[must_use]
     pub fn from_bytes(bins: [u8; OUTLINE_BYTES]) -> Outline {
-        Outline { bins }
+        Outline {
+            bins,
+            layout: Layout::Bits,
+        }
+    }
+
+    /// An outline written before 2026-12-03, of 64 bins of 8 bits: it
+    /// compares only with outlines of its own layout.
+    #[must_use]
+    pub fn from_bytes_before_bits(bins: [u8; OUTLINE_BYTES]) -> Outline {
+        Outline {
+            bins,
+            layout: Layout::Bytes,
+        }
+    }
+
+    /// Whether it holds the layout before 2026-12-03 (64 bins of 8 bits).
+    #[must_use]
+    pub fn is_before_bits(&self) -> bool {
+        self.layout == Layout::Bytes
     }
 }
 
@@ -168,14 +227,15 @@ impl Extent {
         let (shingles, outline) = crate::sketch::count_and_outline(text);
         Extent {
             shingles,
-            outline: outline.map(|bins| Outline { bins }),
+            outline: outline.map(Outline::from_bytes),
         }
     }
 
-    /// How alike the two pages' outlines say they are, when both have one.
+    /// How alike the two pages' outlines say they are, when both have one
+    /// of one layout.
     #[must_use]
     pub fn outline_resemblance(&self, other: &Extent) -> Option<f64> {
-        Some(self.outline?.resemblance(&other.outline?))
+        self.outline?.resemblance(&other.outline?)
     }
 
     /// The largest resemblance (Jaccard index of 5-gram sets) two pages
@@ -229,23 +289,40 @@ impl Extent {
     }
 }
 
-/// An outline as the hexadecimal text of its 64 bytes.
+/// An outline as the hexadecimal text of its 64 bytes, after `b1:` for
+/// the layout of 512 bins of one bit: an outline serialized before
+/// 2026-12-03 (128 hex digits alone) reads back in its own layout.
 #[cfg(feature = "serde")]
 impl serde::Serialize for Outline {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&crate::digest::hex(&self.bins))
+        let hex = crate::digest::hex(&self.bins);
+        match self.layout {
+            Layout::Bits => s.serialize_str(&format!("{BITS_PREFIX}{hex}")),
+            Layout::Bytes => s.serialize_str(&hex),
+        }
     }
 }
+
+/// What a serialized outline of one-bit bins starts with.
+#[cfg(feature = "serde")]
+const BITS_PREFIX: &str = "b1:";
 
 #[cfg(feature = "serde")]
 impl<'de> serde::Deserialize<'de> for Outline {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Outline, D::Error> {
-        let hex = <String as serde::Deserialize>::deserialize(d)?;
-        crate::digest::from_hex(&hex)
+        let text = <String as serde::Deserialize>::deserialize(d)?;
+        let (hex, from): (&str, fn([u8; OUTLINE_BYTES]) -> Outline) = match text.strip_prefix(BITS_PREFIX) {
+            Some(hex) => (hex, Outline::from_bytes),
+            None => (&text, Outline::from_bytes_before_bits),
+        };
+        crate::digest::from_hex(hex)
             .and_then(|bytes| <[u8; OUTLINE_BYTES]>::try_from(bytes).ok())
-            .map(Outline::from_bytes)
+            .map(from)
             .ok_or_else(|| {
-                serde::de::Error::custom(format!("invalid outline of {} hex digits (want 128)", hex.len()))
+                serde::de::Error::custom(format!(
+                    "invalid outline of {} hex digits (want 128, after \"{BITS_PREFIX}\")",
+                    hex.len()
+                ))
             })
     }
 }

@@ -229,17 +229,22 @@ pub(crate) fn matching_bins_resemblance(same: usize, bins: usize, bits: u32) -> 
     ((p - chance) / (1.0 - chance)).clamp(0.0, 1.0)
 }
 
-/// Bins of an outline ([`count_and_outline`]).
-pub(crate) const OUTLINE_BINS: usize = 64;
+/// Bins of an outline ([`count_and_outline`]), one bit each.
+pub(crate) const OUTLINE_BINS: usize = 512;
 
 /// [`shingle_count`] of a text, and in the same pass its outline: a
 /// one-permutation MinHash of the same shingles in [`OUTLINE_BINS`] bins
-/// of 8 bits (densified as [`Sketch`]'s are), or `None` without a letter
-/// or digit. The bin and the order come from the counting hash (its top 6
-/// bits pick the bin, the next 58 order the shingles), so the outline
-/// costs a compare per shingle; each bin's minimum is mixed before its low
-/// byte is kept, as the counting hash's low bits are weak.
-pub(crate) fn count_and_outline(text: &str) -> (u32, Option<[u8; OUTLINE_BINS]>) {
+/// of one bit (densified as [`Sketch`]'s are, packed eight to a byte), or
+/// `None` without a letter or digit. The bin and the order come from the
+/// counting hash (its top 9 bits pick the bin, the next 55 order the
+/// shingles), so the outline costs a compare per shingle; each bin's
+/// minimum is mixed before its low bit is kept, as the counting hash's low
+/// bits are weak. One bit a bin (Li and König's b-bit MinHash) halves what
+/// a bin tells, and eight times the bins in the same 64 bytes more than
+/// make up for it: the estimate's standard error at 0.65 is 0.034, against
+/// 0.060 for the 64 bins of 8 bits outlines had before 2026-12-03.
+pub(crate) fn count_and_outline(text: &str) -> (u32, Option<[u8; OUTLINE_BINS / 8]>) {
+    const BIN_BITS: u32 = OUTLINE_BINS.trailing_zeros();
     let mut bits = [0u64; COUNT_BITS / 64];
     let mut mins = [u64::MAX; OUTLINE_BINS];
     let (mut hi, mut lo) = (0u64, 0u64);
@@ -249,8 +254,8 @@ pub(crate) fn count_and_outline(text: &str) -> (u32, Option<[u8; OUTLINE_BINS]>)
             .wrapping_mul(0xFF51_AFD7_ED55_8CCD);
         let bit = (h >> (64 - COUNT_BITS.trailing_zeros())) as usize;
         bits[bit / 64] |= 1 << (bit % 64);
-        let slot = &mut mins[(h >> 58) as usize];
-        *slot = (*slot).min(h & ((1 << 58) - 1));
+        let slot = &mut mins[(h >> (64 - BIN_BITS)) as usize];
+        *slot = (*slot).min(h & ((1 << (64 - BIN_BITS)) - 1));
     };
     for c in normalized(text) {
         hi = ((hi << 21) | (lo >> 21)) & HI_MASK;
@@ -266,9 +271,9 @@ pub(crate) fn count_and_outline(text: &str) -> (u32, Option<[u8; OUTLINE_BINS]>)
         _ => {}
     }
     densify(&mut mins);
-    let mut outline = [0u8; OUTLINE_BINS];
-    for (b, m) in outline.iter_mut().zip(mins) {
-        *b = (fmix64(m ^ SEED_A) & 0xff) as u8;
+    let mut outline = [0u8; OUTLINE_BINS / 8];
+    for (i, m) in mins.into_iter().enumerate() {
+        outline[i / 8] |= ((fmix64(m ^ SEED_A) & 1) as u8) << (i % 8);
     }
     (linear_count(&bits), Some(outline))
 }
@@ -689,23 +694,25 @@ mod tests {
             let (_, oa) = count_and_outline(&a);
             let (_, ob) = count_and_outline(&b);
             let (oa, ob) = (oa.unwrap(), ob.unwrap());
-            let same = oa.iter().zip(&ob).filter(|(x, y)| x == y).count();
-            let est = matching_bins_resemblance(same, OUTLINE_BINS, 8);
+            let differ: u32 = oa.iter().zip(&ob).map(|(x, y)| (x ^ y).count_ones()).sum();
+            let est = matching_bins_resemblance(OUTLINE_BINS - differ as usize, OUTLINE_BINS, 1);
             let err = est - exact_resemblance(&a, &b);
             far += usize::from(err.abs() > 0.15);
             errors.push(err);
         }
         let mean = errors.iter().sum::<f64>() / errors.len() as f64;
         assert!(mean.abs() < 0.02, "bias {mean}");
-        // One standard deviation is at most 0.0625 (J = 0.5, 64 bins):
-        // 0.15 is 2.4 of them.
-        assert!(far <= 8, "{far} of 200 estimates off by more than 0.15");
+        // One standard deviation is at most 0.044 (J = 0, 512 bins of one
+        // bit): 0.15 is 3.4 of them.
+        assert!(far <= 2, "{far} of 200 estimates off by more than 0.15");
         assert_eq!(count_and_outline("，。"), (0, None));
         let (n, short) = count_and_outline("abc");
         assert_eq!(n, 1);
+        let short = short.unwrap();
+        // One shingle fills every bin with the same bit.
         assert!(
-            short.unwrap().iter().all(|&b| b == short.unwrap()[0]),
-            "one shingle fills every bin"
+            short.iter().all(|&b| b == short[0]) && (short[0] == 0 || short[0] == 0xff),
+            "{short:?}"
         );
     }
 

@@ -191,7 +191,8 @@ impl DocRecord {
     /// (flag 1), the fingerprint's upper half (flag 2, 128 bits only),
     /// the page's scripts (flag 8: a record of its page's article; flag 16:
     /// of the article alone), the page's extent (flag 32, two bytes) and
-    /// its outline (flag 64, [`crate::OUTLINE_BYTES`]), sketch (one byte a bin under flag 4, two otherwise), URL. A record with a 64-bit fingerprint and a 16-bit
+    /// its outline (flag 64, [`crate::OUTLINE_BYTES`]; flag 128: in bins of
+    /// one bit, the layout since 2026-12-03), sketch (one byte a bin under flag 4, two otherwise), URL. A record with a 64-bit fingerprint and a 16-bit
     /// sketch and no article has the bytes it had before any option existed.
     pub fn encode(&self) -> Vec<u8> {
         let outline = self.extent.and_then(|e| e.outline);
@@ -215,7 +216,8 @@ impl DocRecord {
                 | u8::from(self.article.is_some()) << 3
                 | u8::from(self.article.is_some_and(|a| a.only)) << 4
                 | u8::from(self.extent.is_some()) << 5
-                | u8::from(outline.is_some()) << 6,
+                | u8::from(outline.is_some()) << 6
+                | u8::from(outline.is_some_and(|o| !o.is_before_bits())) << 7,
         );
         if let Some(t) = self.title {
             out.extend_from_slice(&t);
@@ -252,8 +254,9 @@ impl DocRecord {
         let at = u64_at(8)?;
         let flags = *bytes.get(16).ok_or_else(bad)?;
         // Flag 16 (article alone) only with flag 8 (article), flag 64
-        // (outline) only with flag 32 (extent).
-        if flags > 127 || flags & 24 == 16 || flags & 96 == 64 {
+        // (outline) only with flag 32 (extent), flag 128 (its bins of one
+        // bit) only with flag 64.
+        if flags & 24 == 16 || flags & 96 == 64 || flags & 192 == 128 {
             return Err(bad());
         }
         let mut rest = 17;
@@ -297,7 +300,11 @@ impl DocRecord {
                 .map_err(|_| bad())?;
             rest += crate::OUTLINE_BYTES;
             if let Some(e) = &mut extent {
-                e.outline = Some(crate::Outline::from_bytes(b));
+                e.outline = Some(if flags & 128 == 128 {
+                    crate::Outline::from_bytes(b)
+                } else {
+                    crate::Outline::from_bytes_before_bits(b)
+                });
             }
         }
         let sketch_end = rest
@@ -643,9 +650,19 @@ mod tests {
             ..plain
         };
         assert_eq!(bytes.len(), sized.encode().len() + crate::OUTLINE_BYTES);
-        assert_eq!(bytes[16] & 96, 96);
+        assert_eq!(bytes[16] & 224, 224);
         assert_eq!(bytes.capacity(), bytes.len());
         assert_eq!(DocRecord::decode(&bytes).unwrap(), rec);
+        // A record written before one-bit bins keeps its outline's layout,
+        // which then compares only with its own.
+        let mut before = bytes.clone();
+        before[16] &= 127;
+        let old = DocRecord::decode(&before).unwrap();
+        let old_outline = old.extent.and_then(|e| e.outline).unwrap();
+        assert!(old_outline.is_before_bits());
+        assert_eq!(old_outline.to_bytes(), shown.outline.unwrap().to_bytes());
+        assert_eq!(old.extent.unwrap().outline_resemblance(&shown), None);
+        assert_eq!(old.encode(), before);
         // A record written before outlines reads as a page without one.
         assert_eq!(DocRecord::decode(&sized.encode()).unwrap(), sized);
         // Cut inside the outline: refused.
@@ -663,9 +680,9 @@ mod tests {
         assert_eq!(bytes.len(), 33 + Sketch::ENCODED_LEN + rec.url.len());
         let wide = record(Fingerprint::wide(6 << 64 | 5), None).encode();
         assert_eq!((wide[16], &wide[17..25]), (2, &6u64.to_le_bytes()[..]));
-        // Flags beyond 127, "article alone" without "article" and an
-        // outline without an extent: refused.
-        for flags in [64, 65, 128, 16, 17] {
+        // One-bit bins without an outline, "article alone" without
+        // "article" and an outline without an extent: refused.
+        for flags in [64, 65, 128, 129, 16, 17, 160] {
             let mut bad = bytes.clone();
             bad[16] = flags;
             assert!(DocRecord::decode(&bad).is_err(), "flags {flags}");
