@@ -297,15 +297,7 @@ fn explain<S: simcrawl_dedup::Store + 'static>(
     report.candidates = e.candidates.iter().map(candidate_line).collect();
     let k = deduper.config().max_distance;
     let min = p.sig.min_similarity.unwrap_or(deduper.config().min_similarity);
-    // The title tier confirms at its own resemblance, or the page's
-    // stricter one.
-    let title_min = p
-        .sig
-        .min_similarity
-        .map_or(deduper.config().title_min_similarity, |m| {
-            m.max(deduper.config().title_min_similarity)
-        });
-    report.verdict = verdict_line(e.verdict, &p, &report.candidates, k, (min, title_min));
+    report.verdict = verdict_line(e.verdict, &p, &report.candidates, k, min);
     report.differs = differences(&report, &p, &templates);
     Ok(report)
 }
@@ -395,14 +387,13 @@ fn candidate_line(c: &simcrawl_dedup::Candidate) -> CandidateLine {
 
 /// The verdict line: the tiers' `verdict` on page `p`, told with its tier
 /// and resemblance, or why it is unique (the best of `candidates`; `k` and
-/// `min`: the distance and resemblance a duplicate needs, by content and
-/// by title).
+/// `min`: the distance and resemblance the content tier needs).
 fn verdict_line(
     verdict: Option<simcrawl_dedup::Duplicate>,
     p: &PageResult,
     candidates: &[CandidateLine],
     k: u32,
-    (min, title_min): (f64, f64),
+    min: f64,
 ) -> VerdictLine {
     match verdict {
         _ if p.noindex => VerdictLine {
@@ -426,9 +417,17 @@ fn verdict_line(
                 Tier::Content => "content",
                 other => other.as_str(), // non_exhaustive in simcrawl-dedup
             };
-            let needed = if d.tier == Tier::Title { title_min } else { min };
+            // Only the content tier's bar is `min`: the title tier's
+            // depends on the title policy and on how many pages of the host
+            // share the title, which the deduper decides and does not
+            // report, so none is named for it.
+            let (same, needed) = match d.tier {
+                Tier::Content => ("", format!(" >= {min}")),
+                Tier::Title => ("the same title, ", String::new()),
+                _ => ("", String::new()),
+            };
             let reason = format!(
-                "{tier} tier: distance {}, resemblance {} >= {needed}",
+                "{tier} tier: {same}distance {}, resemblance {}{needed}",
                 d.distance.map_or("-".into(), |x| x.to_string()),
                 d.similarity.map_or("-".into(), |x| format!("{x:.3}"))
             );
