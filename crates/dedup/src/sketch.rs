@@ -693,9 +693,11 @@ mod tests {
             let (a, b) = (format!("{own_a}{shared}"), format!("{shared}{own_b}"));
             let (_, oa) = count_and_outline(&a);
             let (_, ob) = count_and_outline(&b);
-            let (oa, ob) = (oa.unwrap(), ob.unwrap());
-            let differ: u32 = oa.iter().zip(&ob).map(|(x, y)| (x ^ y).count_ones()).sum();
-            let est = matching_bins_resemblance(OUTLINE_BINS - differ as usize, OUTLINE_BINS, 1);
+            let (oa, ob) = (
+                crate::Outline::from_bytes(oa.unwrap()),
+                crate::Outline::from_bytes(ob.unwrap()),
+            );
+            let est = oa.resemblance(&ob).unwrap();
             let err = est - exact_resemblance(&a, &b);
             far += usize::from(err.abs() > 0.15);
             errors.push(err);
