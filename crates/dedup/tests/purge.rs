@@ -128,8 +128,50 @@ impl<S: Store> Store for Counting<S> {
 const DAY: u64 = 86_400;
 
 store_suite! {
-    all: [purge_reads_only_expired_urls],
+    all: [purge_reads_only_expired_urls, a_url_record_rewritten_keeps_one_time_entry],
     durable: [],
+}
+
+/// The time index the purge reads holds one entry per URL, at its record's
+/// time: a record rewritten at the same time (a crawl clears a URL's
+/// pending mark when its page is fetched) adds none, and one rewritten at
+/// another time moves it.
+fn a_url_record_rewritten_keeps_one_time_entry<S: Store>(open: impl Fn(&str) -> S) {
+    let store = open("index");
+    let (a, b) = (7u128, 9u128);
+    let rec = |t: u64, url: &str| UrlRecord {
+        first_seen: t,
+        url: url.to_string(),
+    };
+    let seen_before = |cutoff: u64| {
+        let mut out = Vec::new();
+        store.read(|t| t.urls_seen_before(cutoff, 100, &mut out)).unwrap();
+        out.sort_unstable();
+        out
+    };
+    store
+        .write(|t| {
+            t.put_url(a, &rec(100, "http://a.example/1#pending"))?;
+            t.put_url(b, &rec(200, "http://b.example/1"))
+        })
+        .unwrap();
+    store
+        .write(|t| t.put_url(a, &rec(100, "http://a.example/1")))
+        .unwrap();
+    assert_eq!(seen_before(u64::MAX), [a, b]);
+    assert_eq!(seen_before(101), [a]);
+    assert_eq!(
+        store.read(|t| t.url(a)).unwrap().map(|r| r.url).as_deref(),
+        Some("http://a.example/1")
+    );
+    // Seen again later: only the new time is indexed.
+    store
+        .write(|t| t.put_url(a, &rec(300, "http://a.example/1")))
+        .unwrap();
+    assert_eq!(seen_before(101), Vec::<u128>::new());
+    assert_eq!(seen_before(301), [a, b]);
+    assert!(store.write(|t| t.remove_url(a)).unwrap());
+    assert_eq!(seen_before(u64::MAX), [b]);
 }
 
 fn purge_reads_only_expired_urls<S: Store>(open: impl Fn(&str) -> S) {

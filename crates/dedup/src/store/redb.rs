@@ -661,12 +661,18 @@ impl Tables for RedbTables<'_> {
             .map_err(Error::storage)?
             .map(|v| UrlRecord::decode(v.value()))
             .transpose()?;
-        if let Some(old) = old
-            && old.first_seen != rec.first_seen
-        {
-            self.url_times
-                .remove((old.first_seen, digest))
-                .map_err(Error::storage)?;
+        match old {
+            // The same time: its entry in the time index is there already.
+            // A crawl rewrites a URL's record once per fetched page (its
+            // pending mark cleared), and this saves the writer thread one
+            // B-tree insert of each (issue 37).
+            Some(old) if old.first_seen == rec.first_seen => return Ok(()),
+            Some(old) => {
+                self.url_times
+                    .remove((old.first_seen, digest))
+                    .map_err(Error::storage)?;
+            }
+            None => {}
         }
         self.url_times
             .insert((rec.first_seen, digest), ())
