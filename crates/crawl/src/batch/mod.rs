@@ -887,16 +887,14 @@ mod tests {
     /// order; every chunk cleaned early is cleaned as `clean_all` would.
     #[test]
     fn chunks_cleaned_while_the_tiers_open_keep_input_order() {
-        let chunk = |first: u64| {
-            lines::Chunk {
-            lines: (first..first + 2)
-                .map(|n| {
-                    let doc = serde_json::json!({"url": format!("http://a.test/{n}"), "text": format!("第{n}篇 text {n}")});
-                    (n, doc.to_string())
-                })
-                .collect(),
+        let line = |n: u64| {
+            let doc =
+                serde_json::json!({"url": format!("http://a.test/{n}"), "text": format!("第{n}篇 text {n}")});
+            (n, doc.to_string())
+        };
+        let chunk = |first: u64| lines::Chunk {
+            lines: (first..first + 2).map(line).collect(),
             bytes: 10,
-        }
         };
         let cfg = Config::default();
         // However many chunks the early phase takes (it ends when the tiers
