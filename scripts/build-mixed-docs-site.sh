@@ -28,4 +28,10 @@ mkdir -p "$1"
 # package) are left out; -L copies what the others point to.
 cp -rL "$PY" "$1/python" 2>/dev/null || true
 cp -rL "$ZH" "$1/zh-CN"
-echo "$1: $(find "$1/python" -name '*.html' | wc -l) English pages, $(find "$1/zh-CN" -name '*.html' | wc -l) Chinese pages" >&2
+EN=$(find "$1/python" -name '*.html' 2>/dev/null | wc -l)
+ZN=$(find "$1/zh-CN" -name '*.html' | wc -l)
+if [ "$EN" -lt 500 ]; then
+    echo "$1/python: $EN pages copied from $PY, expected about 530 (see the cp above without 2>/dev/null)" >&2
+    exit 1
+fi
+echo "$1: $EN English pages, $ZN Chinese pages" >&2
