@@ -2,12 +2,11 @@
 //! off the writer thread ([`Prepared`]), each record its own gzip member,
 //! and the fields they carry.
 
-use std::io::Write;
+use std::cell::RefCell;
 use std::time::SystemTime;
 
-use anyhow::{Context, Result};
-use flate2::Compression;
-use flate2::write::GzEncoder;
+use anyhow::{Context, Result, bail};
+use flate2::{Compress, Compression, FlushCompress, Status};
 use sha1::{Digest, Sha1};
 use simcrawl_fetch::ResponseHead;
 
@@ -70,9 +69,7 @@ impl Prepared {
 }
 
 /// One record (its block the concatenation of `block`) as its own gzip
-/// member, with its block digest and length. Level 1: the fastest, about a
-/// third of the text's size for HTML, where the default level saves a few
-/// per cent more for three times the CPU.
+/// member ([`LEVEL`]), with its block digest and length.
 pub(super) fn encode(mut rec: Record, block: &[&[u8]]) -> Result<Vec<u8>> {
     let len: usize = block.iter().map(|b| b.len()).sum();
     let mut digest = Sha1::new();
@@ -83,12 +80,75 @@ pub(super) fn encode(mut rec: Record, block: &[&[u8]]) -> Result<Vec<u8>> {
     rec.field("WARC-Block-Digest", &sha1_label(&digest));
     rec.field("Content-Length", &len.to_string());
     rec.head.extend_from_slice(b"\r\n");
-    let mut gz = GzEncoder::new(Vec::with_capacity(len / 3 + 512), Compression::fast());
-    gz.write_all(&rec.head)
-        .and_then(|()| block.iter().try_for_each(|b| gz.write_all(b)))
-        .and_then(|()| gz.write_all(b"\r\n\r\n"))
-        .and_then(|()| gz.finish())
-        .context("cannot compress a WARC record")
+    let parts = std::iter::once(rec.head.as_slice())
+        .chain(block.iter().copied())
+        .chain([b"\r\n\r\n".as_slice()]);
+    gzip_member(parts, len + rec.head.len() + 4).context("cannot compress a WARC record")
+}
+
+/// zlib-rs's level 2, its fastest with lazy-free matching and dynamic
+/// Huffman codes: the size miniz_oxide's level 1 gave (within 0.5% on
+/// `crawl bench`'s pages, 10% smaller on a documentation site) at a third
+/// of its CPU with the stream reused. Level 1 is zlib-rs's "quick" mode,
+/// static codes only: cheaper again, but 6-15% larger archives.
+const LEVEL: Compression = Compression::new(2);
+
+thread_local! {
+    /// This thread's gzip stream, reset for each member. A compressor's
+    /// state is a few hundred kilobytes (window, hash chains, buffers):
+    /// allocating and clearing one for each record cost more than
+    /// compressing a page (docs/BENCHMARKS.md, "WARC records on a reused
+    /// compressor"), and records are encoded on the threads that parse
+    /// pages, a handful per process.
+    static GZIP: RefCell<Option<Compress>> = const { RefCell::new(None) };
+}
+
+/// `parts`, concatenated, as one gzip member (header, deflate stream, CRC
+/// and length), on this thread's reused stream. `len` is their total
+/// length, to size the output once for text that compresses.
+pub(super) fn gzip_member<'a>(parts: impl Iterator<Item = &'a [u8]>, len: usize) -> Result<Vec<u8>> {
+    GZIP.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let gz = match slot.as_mut() {
+            Some(gz) => {
+                // Reset before use, not after: a member that failed half way
+                // leaves nothing of itself in the next one.
+                gz.reset();
+                gz
+            }
+            None => slot.insert(Compress::new_gzip(LEVEL, 15)),
+        };
+        let mut out = Vec::with_capacity(len / 3 + 512);
+        for part in parts {
+            deflate(gz, part, &mut out, FlushCompress::None)?;
+        }
+        deflate(gz, &[], &mut out, FlushCompress::Finish)?;
+        Ok(out)
+    })
+}
+
+/// Feeds `input` to `gz`, growing `out` as the stream needs; with
+/// [`FlushCompress::Finish`], until the member's trailer is written.
+fn deflate(gz: &mut Compress, mut input: &[u8], out: &mut Vec<u8>, flush: FlushCompress) -> Result<()> {
+    loop {
+        if out.capacity() - out.len() < 64 {
+            out.reserve(out.capacity().max(4096));
+        }
+        let (in_before, out_before) = (gz.total_in(), out.len());
+        let status = gz.compress_vec(input, out, flush)?;
+        let took = usize::try_from(gz.total_in() - in_before)?;
+        input = &input[took..];
+        let room_left = out.len() < out.capacity();
+        match (flush, status) {
+            (FlushCompress::Finish, Status::StreamEnd) => return Ok(()),
+            (FlushCompress::Finish, _) => {}
+            (_, _) if input.is_empty() && room_left => return Ok(()),
+            _ => {}
+        }
+        if took == 0 && out.len() == out_before && room_left {
+            bail!("the gzip stream made no progress");
+        }
+    }
 }
 
 /// A WARC record's header block being built.

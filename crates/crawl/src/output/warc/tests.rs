@@ -508,3 +508,67 @@ fn metadata_only_keeps_no_response_of_a_near_duplicate() {
     let kinds: Vec<String> = records(dir.path()).into_iter().map(|r| r.0).collect();
     assert_eq!(kinds, ["warcinfo", "metadata", "request", "response", "metadata"]);
 }
+
+/// The members of one thread's reused gzip stream: each inflates, alone, to
+/// exactly its parts (nothing of the member before it), whatever their size
+/// (empty, text, incompressible bytes that outgrow the first output
+/// buffer), and is the same bytes a fresh stream on another thread gives.
+#[test]
+fn each_member_of_the_reused_stream_stands_alone() {
+    let text: Vec<u8> = (0..200_000u32)
+        .flat_map(|i| format!("<p>line {} of a page</p>\n", i % 977).into_bytes())
+        .collect();
+    // xorshift: bytes deflate cannot shrink, so the output grows past the
+    // capacity it was given for text.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let noise: Vec<u8> = (0..300_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let cases: Vec<Vec<&[u8]>> = vec![
+        vec![b"WARC/1.1\r\n\r\n", &text, b"\r\n\r\n"],
+        vec![],
+        vec![b"", b""],
+        vec![&noise, b"tail"],
+        vec![b"short", &text[..1000]],
+    ];
+    let mut here = Vec::new();
+    for parts in &cases {
+        let len = parts.iter().map(|p| p.len()).sum();
+        here.push(gzip_member(parts.iter().copied(), len).unwrap());
+    }
+    let fresh: Vec<Vec<u8>> = std::thread::scope(|s| {
+        cases
+            .iter()
+            .map(|parts| {
+                s.spawn(move || {
+                    let len = parts.iter().map(|p| p.len()).sum();
+                    gzip_member(parts.iter().copied(), len).unwrap()
+                })
+                .join()
+                .unwrap()
+            })
+            .collect()
+    });
+    for ((parts, member), fresh) in cases.iter().zip(&here).zip(&fresh) {
+        let mut inflated = Vec::new();
+        flate2::read::GzDecoder::new(member.as_slice())
+            .read_to_end(&mut inflated)
+            .unwrap();
+        assert_eq!(inflated, parts.concat(), "a member inflates to its parts");
+        assert_eq!(member, fresh, "a reused stream writes what a fresh one does");
+    }
+    // Incompressible input really did outgrow the text-sized buffer.
+    assert!(here[3].len() > noise.len() / 3 + 512);
+    // Text compresses: the level is not "stored".
+    assert!(
+        here[0].len() < text.len() / 4,
+        "{} of {}",
+        here[0].len(),
+        text.len()
+    );
+}
