@@ -1,0 +1,324 @@
+//! Replays the local crawl writer's store traffic per page (see the
+//! workload below, read off `crate::backend::local::writer` and the dedup
+//! crate's redb tables) on redb and on fjall, and prints the CPU per page
+//! of the thread that writes (the crawl's serial stage) and of the whole
+//! process (an LSM tree's flushes and compactions run on threads of their
+//! own), per window of pages as the store grows.
+//!
+//!   store-compare redb|fjall DIR PAGES [WINDOW]
+//!
+//! On redb, `PARTS` picks the table groups the store holds (`u` URL tier
+//! and frontier, `b` block lists, with digits for some tables only, `b01`;
+//! `t` titles and documents; `s` revisit records; default `ubts`), so that
+//! one run per group sizes a store split over files and threads, and
+//! `CACHE_MB` sets redb's cache (default 64, the crawl's).
+//!
+//! Per page (one kept page with one new link, as `crawl bench` has):
+//! - its URL record read and rewritten (the pending mark cleared);
+//! - one new link: its URL record read (a miss), written, and its time
+//!   index entry; a frontier entry appended and the page's own removed;
+//! - the content tier: the four SimHash block lists read, then appended to
+//!   (redb: one value per list, read-modify-write as `RedbTables::add_block`
+//!   does; fjall: one key per posting, read with a prefix scan);
+//! - its title read and added; its document record; its revisit record and
+//!   due-time entry.
+//!
+//! Groups of 32 pages per transaction (redb) or write batch (fjall), and a
+//! durable commit (fsync) every 900 pages: 250 ms at 3,600 pages/s, as the
+//! crawl's `DURABLE_EVERY`.
+
+use std::time::Instant;
+
+const GROUP: u64 = 32;
+const DURABLE_EVERY: u64 = 900;
+
+/// splitmix64: reproducible keys and fingerprints without a dependency.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn key128(tag: u64, n: u64) -> u128 {
+    (u128::from(mix(tag ^ n)) << 64) | u128::from(mix(n.wrapping_mul(31) ^ tag))
+}
+
+/// The page `p`'s fingerprint, its four 16-bit blocks as block-list keys.
+fn blocks(p: u64) -> [u64; 4] {
+    let fp = mix(p ^ 0xb10c);
+    [0, 1, 2, 3].map(|t| (t << 16) | ((fp >> (16 * t)) & 0xffff))
+}
+
+fn cpu_ns(who: i32) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a pointer to a timespec we own.
+    unsafe { libc::clock_gettime(who, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+trait Writer {
+    fn page(&mut self, p: u64);
+    fn commit(&mut self, durable: bool);
+}
+
+mod on_redb {
+    use redb::{
+        Database, Durability, MultimapTableDefinition, ReadableMultimapTable, ReadableTable, TableDefinition,
+        WriteTransaction,
+    };
+
+    const URLS: TableDefinition<u128, &[u8]> = TableDefinition::new("urls");
+    const URL_TIMES: TableDefinition<(u64, u128), ()> = TableDefinition::new("url_times");
+    const TITLES: MultimapTableDefinition<u128, u64> = MultimapTableDefinition::new("titles");
+    const BLOCKS: TableDefinition<u128, &[u8]> = TableDefinition::new("blocks");
+    const DOCS: TableDefinition<u64, &[u8]> = TableDefinition::new("docs");
+    const FRONTIER: TableDefinition<u64, &[u8]> = TableDefinition::new("frontier");
+    const PAGES: TableDefinition<u128, &[u8]> = TableDefinition::new("pages");
+    const DUE: TableDefinition<(u64, u128), ()> = TableDefinition::new("due");
+
+    pub struct Redb {
+        db: Database,
+        txn: Option<WriteTransaction>,
+        /// Which of the writer's table groups this store holds: `u` URL
+        /// tier and frontier, `b` block lists, `t` titles and documents,
+        /// `s` revisit schedule (all by default; one each to size a store
+        /// split across threads).
+        parts: String,
+    }
+
+    impl Redb {
+        pub fn open(path: &std::path::Path, parts: &str) -> Redb {
+            let mb: usize = std::env::var("CACHE_MB")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(64);
+            let db = Database::builder().set_cache_size(mb << 20).create(path).unwrap();
+            Redb {
+                db,
+                txn: None,
+                parts: parts.to_string(),
+            }
+        }
+    }
+
+    impl super::Writer for Redb {
+        fn page(&mut self, p: u64) {
+            if self.txn.is_none() {
+                let mut t = self.db.begin_write().unwrap();
+                t.set_durability(Durability::None).unwrap();
+                self.txn = Some(t);
+            }
+            let txn = self.txn.as_ref().unwrap();
+            let rec = [7u8; 60];
+            let has = |c: char| self.parts.contains(c);
+            if has('u') {
+                let mut urls = txn.open_table(URLS).unwrap();
+                let mut times = txn.open_table(URL_TIMES).unwrap();
+                let own = super::key128(1, p);
+                let _ = urls.get(own).unwrap().map(|v| v.value().len());
+                urls.insert(own, rec.as_slice()).unwrap();
+                let link = super::key128(1, p + 1);
+                let _ = urls.get(link).unwrap().map(|v| v.value().len());
+                urls.insert(link, rec.as_slice()).unwrap();
+                times.insert((p, link), ()).unwrap();
+            }
+            if has('u') {
+                let mut fr = txn.open_table(FRONTIER).unwrap();
+                fr.insert(p + 1, [1u8; 100].as_slice()).unwrap();
+                fr.remove(p).unwrap();
+            }
+            if has('b') {
+                let mut bl = txn.open_table(BLOCKS).unwrap();
+                // Digits in PARTS pick block tables (`b01`: tables 0 and 1).
+                let digits: Vec<u64> = self
+                    .parts
+                    .chars()
+                    .filter_map(|c| c.to_digit(10))
+                    .map(u64::from)
+                    .collect();
+                let keys: Vec<u64> = super::blocks(p)
+                    .into_iter()
+                    .filter(|k| digits.is_empty() || digits.contains(&(k >> 16)))
+                    .collect();
+                for &k in &keys {
+                    let _ = bl.get(u128::from(k)).unwrap().map(|v| v.value().len());
+                }
+                for &k in &keys {
+                    let mut list = match bl.get(u128::from(k)).unwrap() {
+                        Some(v) => v.value().to_vec(),
+                        None => Vec::new(),
+                    };
+                    list.extend_from_slice(&[9u8; 16]);
+                    bl.insert(u128::from(k), list.as_slice()).unwrap();
+                }
+            }
+            if has('t') {
+                let mut titles = txn.open_multimap_table(TITLES).unwrap();
+                let t = super::key128(2, p);
+                let _ = titles.get(t).unwrap().count();
+                titles.insert(t, p).unwrap();
+                let mut docs = txn.open_table(DOCS).unwrap();
+                docs.insert(p, [3u8; 200].as_slice()).unwrap();
+            }
+            if has('s') {
+                let mut pages = txn.open_table(PAGES).unwrap();
+                let mut due = txn.open_table(DUE).unwrap();
+                let k = super::key128(3, p);
+                pages.insert(k, [4u8; 250].as_slice()).unwrap();
+                due.insert((p + 86_400_000, k), ()).unwrap();
+            }
+        }
+
+        fn commit(&mut self, durable: bool) {
+            if let Some(mut t) = self.txn.take() {
+                if durable {
+                    t.set_durability(Durability::Immediate).unwrap();
+                }
+                t.commit().unwrap();
+            }
+        }
+    }
+}
+
+mod on_fjall {
+    use fjall::{Database, Keyspace, KeyspaceCreateOptions, OwnedWriteBatch, PersistMode};
+
+    pub struct Fjall {
+        db: Database,
+        urls: Keyspace,
+        url_times: Keyspace,
+        titles: Keyspace,
+        blocks: Keyspace,
+        docs: Keyspace,
+        frontier: Keyspace,
+        pages: Keyspace,
+        due: Keyspace,
+        batch: Option<OwnedWriteBatch>,
+    }
+
+    impl Fjall {
+        pub fn open(path: &std::path::Path) -> Fjall {
+            let db = Database::builder(path).open().unwrap();
+            let ks = |n: &str| db.keyspace(n, KeyspaceCreateOptions::default).unwrap();
+            Fjall {
+                urls: ks("urls"),
+                url_times: ks("url_times"),
+                titles: ks("titles"),
+                blocks: ks("blocks"),
+                docs: ks("docs"),
+                frontier: ks("frontier"),
+                pages: ks("pages"),
+                due: ks("due"),
+                db,
+                batch: None,
+            }
+        }
+    }
+
+    fn cat(a: &[u8], b: &[u8]) -> Vec<u8> {
+        let mut v = a.to_vec();
+        v.extend_from_slice(b);
+        v
+    }
+
+    impl super::Writer for Fjall {
+        fn page(&mut self, p: u64) {
+            // Reads see the batches committed before (a group's own writes
+            // are not read back in this workload).
+            let mut b = self.batch.take().unwrap_or_else(|| self.db.batch());
+            let rec = [7u8; 60];
+            let own = super::key128(1, p).to_be_bytes();
+            let _ = self.urls.get(own).unwrap().map(|v| v.len());
+            b.insert(&self.urls, own, rec);
+            let link = super::key128(1, p + 1).to_be_bytes();
+            let _ = self.urls.get(link).unwrap().map(|v| v.len());
+            b.insert(&self.urls, link, rec);
+            b.insert(&self.url_times, cat(&p.to_be_bytes(), &link), []);
+            b.insert(&self.frontier, (p + 1).to_be_bytes(), [1u8; 100]);
+            b.remove(&self.frontier, p.to_be_bytes());
+            let keys = super::blocks(p);
+            for k in keys {
+                let _ = self
+                    .blocks
+                    .prefix(k.to_be_bytes())
+                    .map(|g| g.into_inner().unwrap().1.len())
+                    .sum::<usize>();
+            }
+            for k in keys {
+                b.insert(&self.blocks, cat(&k.to_be_bytes(), &p.to_be_bytes()), [9u8; 8]);
+            }
+            let t = super::key128(2, p).to_be_bytes();
+            let _ = self.titles.prefix(t).count();
+            b.insert(&self.titles, cat(&t, &p.to_be_bytes()), []);
+            b.insert(&self.docs, p.to_be_bytes(), [3u8; 200]);
+            let k = super::key128(3, p).to_be_bytes();
+            b.insert(&self.pages, k, [4u8; 250]);
+            b.insert(&self.due, cat(&(p + 86_400_000).to_be_bytes(), &k), []);
+            self.batch = Some(b);
+        }
+
+        fn commit(&mut self, durable: bool) {
+            if let Some(b) = self.batch.take() {
+                b.commit().unwrap();
+            }
+            if durable {
+                self.db.persist(PersistMode::SyncData).unwrap();
+            }
+        }
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        eprintln!("usage: store-compare redb|fjall DIR PAGES [WINDOW]");
+        std::process::exit(2);
+    }
+    let dir = std::path::PathBuf::from(&args[2]);
+    let pages: u64 = args[3].parse().expect("PAGES: a number");
+    let window: u64 = args
+        .get(4)
+        .map_or(20_000, |w| w.parse().expect("WINDOW: a number"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut w: Box<dyn Writer> = match args[1].as_str() {
+        "redb" => Box::new(on_redb::Redb::open(
+            &dir.join("store.redb"),
+            &std::env::var("PARTS").unwrap_or_else(|_| "ubts".into()),
+        )),
+        "fjall" => Box::new(on_fjall::Fjall::open(&dir.join("fjall"))),
+        other => panic!("unknown store {other}"),
+    };
+    println!("store,pages_done,writer_us_per_page,process_us_per_page,wall_us_per_page");
+    let (mut t0, mut p0, mut w0) = (
+        cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID),
+        cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID),
+        Instant::now(),
+    );
+    for p in 0..pages {
+        w.page(p);
+        if (p + 1) % GROUP == 0 {
+            w.commit((p + 1) % DURABLE_EVERY < GROUP);
+        }
+        if (p + 1) % window == 0 {
+            let (t1, p1) = (
+                cpu_ns(libc::CLOCK_THREAD_CPUTIME_ID),
+                cpu_ns(libc::CLOCK_PROCESS_CPUTIME_ID),
+            );
+            let per = |a: u64, b: u64| (b - a) as f64 / window as f64 / 1000.0;
+            println!(
+                "{},{},{:.1},{:.1},{:.1}",
+                args[1],
+                p + 1,
+                per(t0, t1),
+                per(p0, p1),
+                w0.elapsed().as_nanos() as f64 / window as f64 / 1000.0
+            );
+            (t0, p0, w0) = (t1, p1, Instant::now());
+        }
+    }
+    w.commit(true);
+}
