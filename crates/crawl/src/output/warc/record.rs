@@ -10,6 +10,8 @@ use flate2::{Compress, Compression, FlushCompress, Status};
 use sha1::{Digest, Sha1};
 use simcrawl_fetch::ResponseHead;
 
+use crate::output::cdxj::RecordLine;
+
 /// A page's response made ready for the archive where the page is parsed
 /// (digest and compression are the costly part, and the writer thread is
 /// one): its request and response records, each a gzip member, and what a
@@ -27,6 +29,10 @@ pub struct Prepared {
     pub(super) http: Vec<u8>,
     pub(super) request: Vec<u8>,
     pub(super) response: Vec<u8>,
+    /// The CDXJ index line of the response record, but for its place in
+    /// the file: made here, off the writer thread (a revisit record, which
+    /// only a repeated payload gets, has its line made where it is written).
+    pub(super) line: Option<RecordLine>,
 }
 
 impl Prepared {
@@ -54,6 +60,7 @@ impl Prepared {
         }
         rec.field("Content-Type", "application/http; msgtype=response");
         let response = encode(rec, &[&http, body])?;
+        let line = RecordLine::of("response", uri, &date, &sha1_label(&payload_digest), &http);
         Ok(Prepared {
             uri: uri.to_string(),
             date,
@@ -64,6 +71,7 @@ impl Prepared {
             http,
             request,
             response,
+            line,
         })
     }
 }

@@ -74,6 +74,15 @@ pub(super) fn index_or_warn(path: &Path) {
     }
 }
 
+/// Indexes the finished WARC file `path` from the `lines` its writer kept
+/// (see [`cdxj`]); a failure is a warning, as for [`index_or_warn`].
+pub(super) fn index_lines_or_warn(path: &Path, lines: Vec<String>) {
+    match cdxj::write_index_lines(path, lines) {
+        Ok(p) => tracing::debug!(index = %p.display(), "CDXJ index written"),
+        Err(e) => tracing::warn!("no CDXJ index for {}: {e}", path.display()),
+    }
+}
+
 /// Removes the CDXJ indexes (and leftover temporary ones) of the set
 /// `prefix` in `dir` from serial `from` on: of files about to be cut,
 /// written on or deleted, or already gone.

@@ -572,3 +572,88 @@ fn each_member_of_the_reused_stream_stands_alone() {
         text.len()
     );
 }
+
+/// The index of a file the sink wrote whole comes from the lines it kept
+/// as it appended (no reading back), and is the very index a reading back
+/// makes: responses of every kind of head, revisits, metadata records of
+/// copies, exchanges, a URL past ASCII, a record written after the end;
+/// a file the sink went on writing after a resume is read back instead.
+#[test]
+fn an_index_from_the_kept_lines_is_the_one_a_reading_back_makes() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
+    let mut w = WarcSink::open(&s, String::new(), None).unwrap();
+    let note = CopyNote {
+        tier: "content",
+        of: "http://e.org/a",
+        similarity: Some(0.91),
+        basis: Some("article"),
+    };
+    w.page(&prep("http://e.org/a", b"first"), None).unwrap();
+    // The same payload: a revisit record, with its metadata record.
+    w.page(&prep("http://e.org/a?again=1", b"first"), Some(note))
+        .unwrap();
+    w.page(
+        &prep("http://xn--fsq.example/%E4%B8%AD%E6%96%87?q=%C3%A9", b"idn"),
+        None,
+    )
+    .unwrap();
+    let mut odd = head("http://e.org/odd", 404);
+    odd.headers = vec![
+        ("Content-Type".into(), b"text/plain; charset=\"gbk\"".to_vec()),
+        ("content-type".into(), b"text/html".to_vec()),
+        ("X-Bytes".into(), vec![0xe9, b'\r', b'x']),
+    ];
+    w.exchanges(&[
+        Exchange {
+            head: head("http://e.org/robots.txt", 200),
+            body: b"User-agent: *".to_vec(),
+            truncated: false,
+        },
+        Exchange {
+            head: odd,
+            body: Vec::new(),
+            truncated: true,
+        },
+    ])
+    .unwrap();
+    let mut no_type = head("http://e.org/bare", 200);
+    no_type.headers.clear();
+    w.page(&Prepared::new(&no_type, b"bare", false).unwrap(), None)
+        .unwrap();
+    w.close().unwrap();
+    assert!(w.lines.is_some(), "a file the sink began keeps its lines");
+    let kept = w.lines.clone().unwrap();
+    assert_eq!(kept.len(), 6, "five responses and one revisit: {kept:#?}");
+    let path = set_files(dir.path(), "simcrawl").unwrap()[0].1.clone();
+    let read_back = super::super::cdxj::index_lines(&path).unwrap();
+    let mut sorted = kept;
+    sorted.sort_unstable();
+    assert_eq!(sorted, read_back);
+    assert!(read_back.iter().any(|l| l.contains("\"mime\": \"warc/revisit\"")));
+    assert!(read_back.iter().any(|l| l.contains("\"status\": \"404\"")));
+    assert_eq!(indexed(dir.path(), 0).map(|u| u.len()), Some(6));
+    // Lines past the sink's limit: the file is read back instead.
+    let dir2 = tempfile::tempdir().unwrap();
+    let mut small = WarcSink::open(&settings(dir2.path()), String::new(), None).unwrap();
+    small.max_lines_bytes = 500;
+    small.page(&prep("http://e.org/1", b"1"), None).unwrap();
+    assert!(small.lines.is_some(), "one line is under 500 bytes");
+    small.page(&prep("http://e.org/2", b"2"), None).unwrap();
+    small.page(&prep("http://e.org/3", b"3"), None).unwrap();
+    assert!(small.lines.is_none(), "three are over");
+    small.close().unwrap();
+    assert_eq!(indexed(dir2.path(), 0).map(|u| u.len()), Some(3));
+    // Written on after the end: the index names that record too.
+    w.page(&prep("http://e.org/late", b"late"), None).unwrap();
+    let at = w.sync().unwrap();
+    w.close().unwrap();
+    assert_eq!(indexed(dir.path(), 0).map(|u| u.len()), Some(7));
+    drop(w);
+    // A resume goes on writing the file: it is read back at the end.
+    let mut w = WarcSink::open(&s, String::new(), Some(at)).unwrap();
+    assert!(w.lines.is_none());
+    w.page(&prep("http://e.org/resumed", b"resumed"), None).unwrap();
+    w.close().unwrap();
+    assert_eq!(indexed(dir.path(), 0).map(|u| u.len()), Some(8));
+}
