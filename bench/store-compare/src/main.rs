@@ -5,7 +5,7 @@
 //! process (an LSM tree's flushes and compactions run on threads of their
 //! own), per window of pages as the store grows.
 //!
-//!   store-compare redb|fjall DIR PAGES [WINDOW]
+//!   store-compare redb|redb-split|fjall DIR PAGES [WINDOW]
 //!
 //! On redb, `PARTS` picks the table groups the store holds (`u` URL tier
 //! and frontier, `b` block lists, with digits for some tables only, `b01`;
@@ -272,10 +272,27 @@ mod on_fjall {
     }
 }
 
+/// Several stores written one after the other by the same thread.
+struct Split(Vec<on_redb::Redb>);
+
+impl Writer for Split {
+    fn page(&mut self, p: u64) {
+        for w in &mut self.0 {
+            w.page(p);
+        }
+    }
+
+    fn commit(&mut self, durable: bool) {
+        for w in &mut self.0 {
+            w.commit(durable);
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
-        eprintln!("usage: store-compare redb|fjall DIR PAGES [WINDOW]");
+        eprintln!("usage: store-compare redb|redb-split|fjall DIR PAGES [WINDOW]");
         std::process::exit(2);
     }
     let dir = std::path::PathBuf::from(&args[2]);
@@ -290,6 +307,14 @@ fn main() {
             &std::env::var("PARTS").unwrap_or_else(|_| "ubts".into()),
         )),
         "fjall" => Box::new(on_fjall::Fjall::open(&dir.join("fjall"))),
+        // One thread writing five redb files, a table group each (`u`,
+        // `b01`, `b23`, `t`, `s`), each with CACHE_MB of cache.
+        "redb-split" => Box::new(Split(
+            ["u", "b01", "b23", "t", "s"]
+                .iter()
+                .map(|parts| on_redb::Redb::open(&dir.join(format!("{parts}.redb")), parts))
+                .collect(),
+        )),
         other => panic!("unknown store {other}"),
     };
     println!("store,pages_done,writer_us_per_page,process_us_per_page,wall_us_per_page");
