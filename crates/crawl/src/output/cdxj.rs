@@ -207,8 +207,16 @@ impl RecordLine {
     /// The line of a `response` or `revisit` record of `kind` whose WARC
     /// header names `uri`, `date` and `payload_digest` and whose block
     /// begins with the HTTP head `http` (the bytes written there, ending
-    /// in its blank line); `None` for a kind the index leaves out.
-    pub fn of(kind: &str, uri: &str, date: &str, payload_digest: &str, http: &[u8]) -> Option<RecordLine> {
+    /// in its blank line); `None` for a kind the index leaves out. An
+    /// error where a reading back would fail on the same bytes (a header
+    /// line over 64 KiB): the file is then read back, and fails the same.
+    pub fn of(
+        kind: &str,
+        uri: &str,
+        date: &str,
+        payload_digest: &str,
+        http: &[u8],
+    ) -> std::io::Result<Option<RecordLine>> {
         let head = Head {
             kind: Some(kind.to_string()),
             uri: Some(uri.to_string()),
@@ -216,10 +224,10 @@ impl RecordLine {
             payload_digest: Some(payload_digest.to_string()),
             content_type: Some("application/http; msgtype=response".to_string()),
         };
-        // The same parser as a reading back; a head it cannot read gives
-        // the line without status and mime, as there.
-        let http = read_http_head(&mut &http[..]).ok().flatten();
-        line_start(&head, http.as_ref())
+        // The same parser as a reading back: a block that is no HTTP head
+        // gives the line without status and mime, as there.
+        let http = read_http_head(&mut &http[..])?;
+        Ok(line_start(&head, http.as_ref()))
     }
 
     /// The whole line, for the record appended at `offset` of `filename`

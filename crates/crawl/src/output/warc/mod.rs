@@ -346,10 +346,18 @@ impl WarcSink {
     }
 
     /// Writes the record `z` with its index line `line` (but for its
-    /// place, which is known now).
-    fn write_indexed(&mut self, z: &[u8], line: Option<&RecordLine>) -> Result<()> {
+    /// place, which is known now); a line that could not be made (as a
+    /// reading back could not read it) leaves the file to be read back.
+    fn write_indexed(&mut self, z: &[u8], line: &std::io::Result<Option<RecordLine>>) -> Result<()> {
         let offset = self.at.offset;
         self.write_member(z)?;
+        let line = match line {
+            Ok(line) => line.as_ref(),
+            Err(_) => {
+                self.lines = None;
+                None
+            }
+        };
         if let (Some(lines), Some(line)) = (&mut self.lines, line) {
             let line = line.clone().finish(z.len() as u64, offset, &self.filename);
             self.lines_bytes += line.len();
@@ -428,15 +436,14 @@ impl WarcSink {
                 rec.field("WARC-Payload-Digest", &digest);
                 rec.field("Content-Type", "application/http; msgtype=response");
                 let z = encode(rec, &[&p.http])?;
-                let line = self
-                    .lines
-                    .is_some()
-                    .then(|| RecordLine::of("revisit", &p.uri, &p.date, &digest, &p.http))
-                    .flatten();
-                self.write_indexed(&z, line.as_ref())?;
+                let line = match self.lines {
+                    Some(_) => RecordLine::of("revisit", &p.uri, &p.date, &digest, &p.http),
+                    None => Ok(None),
+                };
+                self.write_indexed(&z, &line)?;
             }
             None => {
-                self.write_indexed(&p.response, p.line.as_ref())?;
+                self.write_indexed(&p.response, &p.line)?;
                 if !p.empty {
                     self.pending.insert(
                         p.payload_digest,

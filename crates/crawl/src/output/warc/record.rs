@@ -32,7 +32,7 @@ pub struct Prepared {
     /// The CDXJ index line of the response record, but for its place in
     /// the file: made here, off the writer thread (a revisit record, which
     /// only a repeated payload gets, has its line made where it is written).
-    pub(super) line: Option<RecordLine>,
+    pub(super) line: std::io::Result<Option<RecordLine>>,
 }
 
 impl Prepared {

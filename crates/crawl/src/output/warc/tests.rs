@@ -657,3 +657,24 @@ fn an_index_from_the_kept_lines_is_the_one_a_reading_back_makes() {
     w.close().unwrap();
     assert_eq!(indexed(dir.path(), 0).map(|u| u.len()), Some(8));
 }
+
+/// A header line a reading back cannot read (over 64 KiB) is not indexed
+/// from kept lines either: the file is read back, which fails as it always
+/// did (a warning, the archive whole without its index), so the two ways
+/// never disagree.
+#[test]
+fn a_head_a_reading_back_refuses_leaves_the_file_to_be_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = WarcSink::open(&settings(dir.path()), String::new(), None).unwrap();
+    w.page(&prep("http://e.org/a", b"a"), None).unwrap();
+    assert!(w.lines.is_some());
+    let mut huge = head("http://e.org/huge", 200);
+    huge.headers.push(("X-Huge".into(), vec![b'x'; 70 * 1024]));
+    w.page(&Prepared::new(&huge, b"huge", false).unwrap(), None)
+        .unwrap();
+    assert!(w.lines.is_none(), "the file is left to a reading back");
+    w.close().unwrap();
+    let path = set_files(dir.path(), "simcrawl").unwrap()[0].1.clone();
+    assert!(super::super::cdxj::index_lines(&path).is_err());
+    assert!(!super::super::cdxj::index_path(&path).exists());
+}
