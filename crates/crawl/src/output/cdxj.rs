@@ -8,15 +8,12 @@
 //! as it is.
 //!
 //! A file the crawl wrote whole is indexed from the lines its writer kept
-//! as it appended each record ([`RecordLine`]: made from the same header
-//! bytes, by the same parsers, as a reading back would): reading a
-//! finished file back inflated all of it again, 14% of the writer
-//! thread's CPU in a `--warc` crawl. A file found without an index on a
-//! resume, or written on again after one, is read back, gzip member by
-//! gzip member: the lines can only describe the records the file holds.
-//! `cdxj-indexer` is the reference: the e2e tests compare our files with
-//! its output line for line (docs/WARC.md), and the unit tests compare
-//! every index the writer made with a reading back of its file.
+//! ([`RecordLine`]: the same header bytes through the same parsers as a
+//! reading back; reading back inflated the file again, 14% of the writer
+//! thread's CPU in a `--warc` crawl). Any other file is read back, gzip
+//! member by gzip member. `cdxj-indexer` is the reference: the e2e tests
+//! compare our files with its output line for line (docs/WARC.md), the
+//! unit tests every kept index with a reading back of its file.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -52,19 +49,25 @@ pub fn index_path(warc: &Path) -> PathBuf {
 /// temporary file renamed over it after an fsync, then the directory
 /// synced): an index file, once there, is whole.
 pub fn write_index(warc: &Path) -> Result<PathBuf, IndexError> {
-    write_index_lines(warc, index_lines(warc)?)
+    write_sorted(warc, &index_lines(warc)?)
 }
 
-/// Writes `lines` (unsorted, as a writer kept them) as the index of
-/// `warc`, sorted and without repeats, atomically as [`write_index`] does.
-pub fn write_index_lines(warc: &Path, mut lines: Vec<String>) -> Result<PathBuf, IndexError> {
+/// Writes `lines` (as a writer kept them) as the index of `warc`, as
+/// [`write_index`] does; sorted and deduplicated in place, so more may be
+/// appended and the index written again.
+pub fn write_index_lines(warc: &Path, lines: &mut Vec<String>) -> Result<PathBuf, IndexError> {
     lines.sort_unstable();
     lines.dedup();
+    write_sorted(warc, lines)
+}
+
+/// Writes the sorted `lines` as the index of `warc` (see [`write_index`]).
+fn write_sorted(warc: &Path, lines: &[String]) -> Result<PathBuf, IndexError> {
     let path = index_path(warc);
     let tmp = path.with_extension("cdxj.tmp");
     let write = |p: &Path| -> std::io::Result<()> {
         let mut f = std::io::BufWriter::new(File::create(p)?);
-        for l in &lines {
+        for l in lines {
             f.write_all(l.as_bytes())?;
             f.write_all(b"\n")?;
         }
@@ -198,18 +201,16 @@ fn line_of(head: &Head, http: Option<&HttpHead>, length: u64, offset: u64, filen
 }
 
 /// A record's index line but for where it lies (its gzip member's length
-/// and offset, its file): what a writer knows of a record before it
-/// appends it.
+/// and offset, its file): what a writer knows before it appends it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordLine(String);
 
 impl RecordLine {
     /// The line of a `response` or `revisit` record of `kind` whose WARC
     /// header names `uri`, `date` and `payload_digest` and whose block
-    /// begins with the HTTP head `http` (the bytes written there, ending
-    /// in its blank line); `None` for a kind the index leaves out. An
-    /// error where a reading back would fail on the same bytes (a header
-    /// line over 64 KiB): the file is then read back, and fails the same.
+    /// begins with the HTTP head `http` (ending in its blank line); `None`
+    /// for a kind the index leaves out; an error where a reading back
+    /// fails on the same bytes (a header line over 64 KiB).
     pub fn of(
         kind: &str,
         uri: &str,

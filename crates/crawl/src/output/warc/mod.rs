@@ -50,7 +50,7 @@ use index::{Index, Original};
 pub use record::Prepared;
 use record::{Record, encode, one_line, record_id, sha1_label, warc_date};
 pub use set::{cut_gone, set_exists};
-use set::{index_lines_or_warn, index_or_warn, new_path, open_at, remove_indexes_from, set_files, sync_dir};
+use set::{index_or_warn, new_path, open_at, remove_indexes_from, set_files, sync_dir};
 
 /// What is archived of a page the title or content tier drops.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -164,7 +164,8 @@ pub struct WarcSink {
     /// Bytes of `lines`, and at most how many ([`MAX_KEPT_LINES_BYTES`]).
     lines_bytes: usize,
     max_lines_bytes: usize,
-    /// The current file's name, as its index lines name it.
+    /// The current file's name, as its warcinfo record and its index
+    /// lines give it (set with `path` by [`WarcSink::name_file`]).
     filename: String,
 }
 
@@ -226,7 +227,7 @@ impl WarcSink {
         // written, a set from before indexes) are indexed now.
         for (s, p) in &files {
             if *s < at.serial && !cdxj::index_path(p).exists() {
-                index_or_warn(p);
+                index_or_warn(p, None);
             }
         }
         // Before anything is written past `at` again.
@@ -328,15 +329,13 @@ impl WarcSink {
         let at = self.sync()?;
         self.join_indexing();
         if !self.closed {
-            match &self.lines {
-                Some(lines) => index_lines_or_warn(&self.path, lines.clone()),
-                None => index_or_warn(&self.path),
-            }
+            index_or_warn(&self.path, self.lines.as_mut());
             self.closed = true;
         }
         Ok(at)
     }
 
+    /// Sets `filename` from `path`, each time `path` changes.
     fn name_file(&mut self) {
         self.filename = self
             .path
@@ -486,11 +485,6 @@ impl WarcSink {
     }
 
     fn write_warcinfo(&mut self) -> Result<()> {
-        let name = self
-            .path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
         let fields = format!(
             "software: simcrawl/{}\r\nformat: WARC File Format 1.1\r\nconformsTo: \
              http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n{}",
@@ -498,7 +492,7 @@ impl WarcSink {
             self.info
         );
         let mut rec = Record::new("warcinfo", &record_id(), &warc_date(SystemTime::now()));
-        rec.field("WARC-Filename", &name);
+        rec.field("WARC-Filename", &self.filename);
         rec.field("Content-Type", "application/warc-fields");
         let z = encode(rec, &[fields.as_bytes()])?;
         self.write_member(&z)?;
@@ -517,18 +511,15 @@ impl WarcSink {
         // thread (one inflation of the file: roughly a second per 100 MB).
         self.indexing.retain(|h| !h.is_finished());
         let finished = self.path.clone();
-        let lines = self.lines.take();
+        let mut lines = self.lines.take();
         let spawned = std::thread::Builder::new()
             .name("warc-cdxj".into())
-            .spawn(move || match lines {
-                Some(lines) => index_lines_or_warn(&finished, lines),
-                None => index_or_warn(&finished),
-            });
+            .spawn(move || index_or_warn(&finished, lines.as_mut()));
         match spawned {
             Ok(h) => self.indexing.push(h),
             Err(e) => {
                 tracing::warn!("cannot start the CDXJ indexing thread ({e}); indexing inline");
-                index_or_warn(&self.path);
+                index_or_warn(&self.path, None);
             }
         }
         let serial = self.at.serial + 1;

@@ -97,8 +97,9 @@ pub(super) fn encode(mut rec: Record, block: &[&[u8]]) -> Result<Vec<u8>> {
 /// zlib-rs's level 2, its fastest with dynamic Huffman codes (greedy
 /// matching, no lazy search): the size miniz_oxide's level 1 gave (within
 /// 0.5% on `crawl bench`'s pages, 11% smaller on a documentation site),
-/// and with the stream reused archiving costs 0.28x the CPU it did. Level 1 is zlib-rs's "quick" mode,
-/// static codes only: cheaper again, but 6-15% larger archives.
+/// and with the stream reused archiving costs 0.28x the CPU it did.
+/// Level 1 is zlib-rs's "quick" mode, static codes only: cheaper again,
+/// but 6-15% larger archives.
 const LEVEL: Compression = Compression::new(2);
 
 thread_local! {

@@ -65,19 +65,16 @@ pub(super) fn serial_with(name: &str, prefix: &str, suffix: &str) -> Option<u64>
     serial.parse().ok()
 }
 
-/// Indexes the finished WARC file `path` (CDXJ, beside it); a failure is a
-/// warning (the archive is whole without its index).
-pub(super) fn index_or_warn(path: &Path) {
-    match cdxj::write_index(path) {
-        Ok(p) => tracing::debug!(index = %p.display(), "CDXJ index written"),
-        Err(e) => tracing::warn!("no CDXJ index for {}: {e}", path.display()),
-    }
-}
-
-/// Indexes the finished WARC file `path` from the `lines` its writer kept
-/// (see [`cdxj`]); a failure is a warning, as for [`index_or_warn`].
-pub(super) fn index_lines_or_warn(path: &Path, lines: Vec<String>) {
-    match cdxj::write_index_lines(path, lines) {
+/// Indexes the finished WARC file `path` (CDXJ, beside it): from the
+/// lines its writer `kept` when it has them (see [`cdxj`]), else by
+/// reading it back. A failure is a warning (the archive is whole without
+/// its index).
+pub(super) fn index_or_warn(path: &Path, kept: Option<&mut Vec<String>>) {
+    let written = match kept {
+        Some(lines) => cdxj::write_index_lines(path, lines),
+        None => cdxj::write_index(path),
+    };
+    match written {
         Ok(p) => tracing::debug!(index = %p.display(), "CDXJ index written"),
         Err(e) => tracing::warn!("no CDXJ index for {}: {e}", path.display()),
     }
@@ -160,7 +157,7 @@ pub fn cut_gone(dir: &Path, prefix: &str, at: Option<WarcAt>) -> Result<u64> {
     }
     for (_, path) in set_files(dir, prefix)? {
         if !cdxj::index_path(&path).exists() {
-            index_or_warn(&path);
+            index_or_warn(&path, None);
         }
     }
     Ok(cut)
