@@ -16,6 +16,7 @@
 //! character trigrams, so that no text with a letter or a digit is left out
 //! of the content tier.
 
+mod han_dict;
 mod han_runs;
 mod spaced;
 
@@ -61,21 +62,33 @@ pub fn idf_digest() -> &'static str {
 
 /// [`SEGMENTER_VERSION`] and a digest of how it cuts a fixed probe text
 /// (with and without HMM), recorded by stores.
+///
+/// The cut without HMM is the one fingerprints are made with
+/// (`han_dict`, on the compiled dictionary), made here; the cut with HMM is
+/// jieba-rs's, [`SEGMENTER_PROBE_HMM_CUT`], which a test compares with
+/// the locked jieba-rs: loading jieba-rs's dictionary to cut it again
+/// would cost every process that opens a store 0.14 s of CPU.
 pub fn segmenter_id() -> &'static str {
     static ID: OnceLock<String> = OnceLock::new();
     ID.get_or_init(|| {
-        let j = jieba();
         let mut cut = String::new();
-        for hmm in [false, true] {
-            for token in j.cut(SEGMENTER_PROBE, hmm) {
-                cut.push_str(token.word);
-                cut.push('/');
-            }
-            cut.push('|');
-        }
+        han_dict::cut(SEGMENTER_PROBE, &mut |w| {
+            cut.push_str(w);
+            cut.push('/');
+        });
+        cut.push('|');
+        cut.push_str(SEGMENTER_PROBE_HMM_CUT);
+        cut.push('|');
         format!("{SEGMENTER_VERSION}/{}", hex(&md5_of(&cut)))
     })
 }
+
+/// jieba-rs's cut of [`SEGMENTER_PROBE`] with HMM, each token followed by
+/// `/` (`tests::the_probe_cut_with_hmm_is_jiebas` checks it).
+const SEGMENTER_PROBE_HMM_CUT: &str = "南京市/长江大桥/于/今日/正式/通车/，/小明/硕士/毕业/于/中国科学院/计算所/，/后/在/日本京都大学/深造/。/\
+    他/来到/了/网易/杭研/大厦/，/我们/中出/了/一个/叛徒/。/结婚/的/和/尚未/结婚/的/都/去/了/。/\
+    工信处/女干事/每月/经过/下属/科室/都/要/亲口/交代/24/口/交换机/等/技术性/器件/的/安装/工作/。/\
+    Mixed/ /中英文/ /text/ /with/ /iPhone15/ /和/ /COVID-19/ /疫情/。/";
 
 /// Which features a document is reduced to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
@@ -243,13 +256,14 @@ pub fn jieba_idf() -> &'static IdfTable {
     })
 }
 
-/// Starts loading jieba's dictionary and the IDF table, each on a thread of
-/// its own, and returns at once. A process that will sign documents calls
-/// it first thing: the two loads (about 0.1 s of CPU each) then run side by
-/// side and alongside the rest of its start-up (opening a store, the
-/// cleaner's dictionaries) instead of one after the other when the first
-/// document arrives. Using either meanwhile is safe: the first user loads
-/// it, the others wait for that load.
+/// Starts loading the IDF table on a thread of its own, and returns at
+/// once. A process that will sign documents calls it first thing: the load
+/// (about 0.06 s of CPU) then runs alongside the rest of its start-up
+/// (opening a store, the cleaner's dictionaries) instead of when the first
+/// document arrives. Using the table meanwhile is safe: the first user
+/// loads it, the others wait for that load. jieba's dictionary needs no
+/// loading (it is compiled in, `han_dict`); jieba-rs's own, which only the
+/// `hmm = true` setting uses, loads on its first use.
 ///
 /// ```
 /// simcrawl_dedup::features::preload();
@@ -257,11 +271,6 @@ pub fn jieba_idf() -> &'static IdfTable {
 /// ```
 pub fn preload() {
     // A thread that cannot start only means the load happens on first use.
-    let _ = std::thread::Builder::new()
-        .name("preload-jieba".into())
-        .spawn(|| {
-            jieba();
-        });
     let _ = std::thread::Builder::new().name("preload-idf".into()).spawn(|| {
         jieba_idf();
     });
@@ -579,9 +588,7 @@ fn latin_words<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
         // Run boundaries are ASCII bytes, so they are char boundaries.
         let run = &text[start..i];
         if run.bytes().any(|b| b == b'+' || b == b'#') {
-            for token in jieba().cut(run, false) {
-                emit(token.word);
-            }
+            han_dict::cut_run(run, emit);
         } else {
             ascii_words(run, emit);
         }
@@ -835,6 +842,26 @@ mod tests {
         let idf = jieba_idf().idf("中国");
         let zg = feats.iter().find(|x| x.token == "中国").unwrap();
         assert!((zg.weight - 3.0 * idf).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_segmenter_id_is_the_one_stores_recorded() {
+        // As it was computed when jieba-rs made both cuts: existing stores
+        // open unchanged.
+        let mut cut = String::new();
+        for hmm in [false, true] {
+            for token in jieba().cut(SEGMENTER_PROBE, hmm) {
+                cut.push_str(token.word);
+                cut.push('/');
+            }
+            cut.push('|');
+        }
+        let hmm_cut = cut.split('|').nth(1).unwrap();
+        assert_eq!(hmm_cut, SEGMENTER_PROBE_HMM_CUT);
+        assert_eq!(
+            segmenter_id(),
+            format!("{SEGMENTER_VERSION}/{}", hex(&md5_of(&cut)))
+        );
     }
 
     #[test]

@@ -94,7 +94,13 @@ pub(super) fn line_text(line: &[u8]) -> String {
     while end > 0 && matches!(line[end - 1], b'\n' | b'\r') {
         end -= 1;
     }
-    String::from_utf8_lossy(&line[..end]).into_owned()
+    let line = &line[..end];
+    // Checked first the fast way: nearly every line is valid, and the lossy
+    // decoder walks them char by char (1.5% of `crawl dedup`'s CPU).
+    match std::str::from_utf8(line) {
+        Ok(text) => text.to_owned(),
+        Err(_) => String::from_utf8_lossy(line).into_owned(),
+    }
 }
 
 #[cfg(test)]

@@ -1,13 +1,13 @@
 //! The words jieba cuts from a text with Han in it, with its dictionary
 //! walk kept for the runs of the text that need it ([`han_text_words`]).
 
-use super::{jieba, latin_words};
+use super::{han_dict, latin_words};
 
 /// Whether jieba's default cut takes `c` into a run it segments (its
 /// `RE_HAN_DEFAULT`: its CJK ranges, ASCII letters and digits, `+#&._%-`);
 /// everything else it hands back one character at a time.
 #[inline]
-fn in_jieba_run(c: char) -> bool {
+pub(super) fn in_jieba_run(c: char) -> bool {
     if c.is_ascii() {
         c.is_ascii_alphanumeric() || matches!(c, '+' | '#' | '&' | '.' | '_' | '%' | '-')
     } else {
@@ -30,16 +30,10 @@ fn in_jieba_run(c: char) -> bool {
 /// there why that is the same cut), without walking the dictionary one
 /// letter at a time: Chinese manuals are mostly commands and options, and
 /// those runs were 63% of the characters jieba walked on the labelled set.
-/// Runs holding a Han character go to jieba, consecutive ones in one call.
+/// Runs holding a Han character are cut as jieba cuts them, on its
+/// dictionary compiled in ([`han_dict::cut_run`]).
 /// `tests::han_text_words_cut_as_jieba_does` compares both on random text.
 pub(super) fn han_text_words<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
-    let cut = |from: usize, to: usize, emit: &mut dyn FnMut(&'a str)| {
-        for token in jieba().cut(&text[from..to], false) {
-            emit(token.word);
-        }
-    };
-    // The span of runs with Han in them not cut yet.
-    let mut pending: Option<(usize, usize)> = None;
     let mut chars = text.char_indices().peekable();
     while let Some((start, c)) = chars.next() {
         if !in_jieba_run(c) {
@@ -56,16 +50,10 @@ pub(super) fn han_text_words<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
             chars.next();
         }
         if ascii {
-            if let Some((from, to)) = pending.take() {
-                cut(from, to, emit);
-            }
             latin_words(&text[start..end], emit);
         } else {
-            pending = Some((pending.map_or(start, |(from, _)| from), end));
+            han_dict::cut_run(&text[start..end], emit);
         }
-    }
-    if let Some((from, to)) = pending {
-        cut(from, to, emit);
     }
 }
 

@@ -1,0 +1,135 @@
+//! Builds jieba's dictionary into the tables `features::han_dict` walks, so
+//! that a process cuts Chinese text without loading a dictionary first
+//! (jieba-rs builds its trie at start-up: about 0.14 s of CPU, the largest
+//! part of `crawl dedup`'s start, issue 37).
+//!
+//! The input is jieba-rs 0.11.0's own `dict.txt` (data/jieba_dict.txt.gz,
+//! byte for byte), so both cut the same way; `han_dict`'s tests compare
+//! the two on random and real text.
+//!
+//! Outputs, in `OUT_DIR`, all little-endian:
+//! - `han_slots.bin`: an open-addressing table of 2^SLOT_BITS u64 slots, one
+//!   per trie node (a prefix of a dictionary word). A node's id is its slot.
+//!   Bits 0..21: its last char; 21..42: its parent's slot + 1 (0: the
+//!   root); 42: it has children; 43..56: its word's frequency class + 1
+//!   (0: not a word). 0 is an empty slot.
+//! - `han_root.bin`: 65,536 u32, the slot + 1 of the node of each BMP char
+//!   (0: no word starts with it).
+//! - `han_freqs.bin`: the distinct frequencies, u32, by class.
+//! - `han_dict.rs`: SLOT_BITS and TOTAL_FREQ.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::PathBuf;
+
+const SLOT_BITS: u32 = 20;
+const CHAR_BITS: u32 = 21;
+const KEY_MASK: u64 = (1 << 42) - 1;
+const HAS_CHILDREN: u64 = 1 << 42;
+const CLASS_SHIFT: u32 = 43;
+const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    println!("cargo::rerun-if-changed=data/jieba_dict.txt.gz");
+    println!("cargo::rerun-if-changed=build.rs");
+    let mut text = String::new();
+    let gz = std::fs::read("data/jieba_dict.txt.gz")?;
+    flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text)?;
+    // Words in dictionary order, with their frequency.
+    let mut words: Vec<(Vec<char>, u64)> = Vec::new();
+    let mut index: BTreeMap<Vec<char>, usize> = BTreeMap::new();
+    let mut total: u64 = 0;
+    for line in text.lines() {
+        let mut parts = line.split_ascii_whitespace();
+        let Some(word) = parts.next() else { continue };
+        let freq: u64 = match parts.next() {
+            Some(f) => f.parse()?,
+            None => 0,
+        };
+        let chars: Vec<char> = word.chars().collect();
+        // jieba-rs keeps both records of a repeated word (its total counts
+        // both): the bundled dictionary has none, and this table could not
+        // say so.
+        assert!(
+            index.insert(chars.clone(), words.len()).is_none(),
+            "{word} is listed twice"
+        );
+        words.push((chars, freq));
+    }
+    for (_, f) in &words {
+        total += f;
+    }
+    let mut classes: Vec<u64> = words.iter().map(|w| w.1).collect();
+    classes.sort_unstable();
+    classes.dedup();
+    assert!(classes.len() < (1 << 13), "too many distinct frequencies");
+    // Every node (prefix), shortest first, so that a parent has its slot
+    // before its children are placed.
+    let mut nodes: BTreeMap<(usize, Vec<char>), Option<u64>> = BTreeMap::new();
+    for (chars, freq) in &words {
+        for len in 1..=chars.len() {
+            let e = nodes.entry((len, chars[..len].to_vec())).or_insert(None);
+            if len == chars.len() {
+                *e = Some(*freq);
+            }
+        }
+    }
+    let size = 1usize << SLOT_BITS;
+    assert!(nodes.len() * 2 < size, "the table would be over half full");
+    let mut slots = vec![0u64; size];
+    let mut slot_of: BTreeMap<Vec<char>, usize> = BTreeMap::new();
+    let mut root = vec![0u32; 0x1_0000];
+    for ((len, chars), freq) in &nodes {
+        let c = *chars.last().ok_or("a node without a char")? as u64;
+        let parent = if *len == 1 {
+            0
+        } else {
+            slot_of[&chars[..len - 1]] as u64 + 1
+        };
+        let key = (parent << CHAR_BITS) | c;
+        let mut i = (key.wrapping_mul(MULTIPLIER) >> (64 - SLOT_BITS)) as usize;
+        while slots[i] != 0 {
+            i = (i + 1) & (size - 1);
+        }
+        let class = match freq {
+            Some(f) => {
+                classes
+                    .binary_search(f)
+                    .map_err(|_| "a frequency without a class")? as u64
+                    + 1
+            }
+            None => 0,
+        };
+        slots[i] = key | (class << CLASS_SHIFT);
+        if parent > 0 {
+            slots[parent as usize - 1] |= HAS_CHILDREN;
+        }
+        slot_of.insert(chars.clone(), i);
+        if *len == 1 {
+            let c = c as usize;
+            assert!(c < root.len(), "a word starts outside the BMP");
+            root[c] = i as u32 + 1;
+        }
+        debug_assert_eq!(slots[i] & KEY_MASK, key);
+    }
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("cargo sets OUT_DIR")?);
+    let bytes = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    std::fs::write(out.join("han_slots.bin"), bytes(&slots))?;
+    let root: Vec<u8> = root.iter().flat_map(|x| x.to_le_bytes()).collect();
+    std::fs::write(out.join("han_root.bin"), root)?;
+    let mut freqs = Vec::with_capacity(classes.len() * 4);
+    for &f in &classes {
+        freqs.extend(u32::try_from(f)?.to_le_bytes());
+    }
+    std::fs::write(out.join("han_freqs.bin"), freqs)?;
+    std::fs::write(
+        out.join("han_dict.rs"),
+        format!(
+            "/// Slots of the table: 2^SLOT_BITS.\npub(super) const SLOT_BITS: u32 = {SLOT_BITS};\n\
+             /// The sum of the dictionary's frequencies (jieba's `total`).\npub(super) const TOTAL_FREQ: u64 = {total};\n\
+             /// Words in the dictionary.\n#[allow(dead_code)]\npub(super) const WORDS: usize = {};\n",
+            words.len()
+        ),
+    )?;
+    Ok(())
+}

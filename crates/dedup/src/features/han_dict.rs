@@ -1,0 +1,317 @@
+//! jieba's cut without HMM, on jieba's own dictionary compiled into the
+//! binary (build.rs), so that nothing is loaded before the first text is
+//! cut: jieba-rs builds its trie at start-up, about 0.14 s of CPU, which
+//! was most of `crawl dedup`'s start and of a Python `Deduper()`'s (issue
+//! 37). jieba-rs itself is still what cuts with HMM (`hmm = true`) and the
+//! reference this cut is tested against: the same tokens on random text,
+//! on manual pages and on every sentence of the probe stores record.
+//!
+//! The cut is jieba's: every dictionary word starting at each char of a
+//! run of its class (Han, ASCII letters and digits, `+#&._%-`) is an edge
+//! of a graph, the route maximizing the sum of `ln(freq) - ln(total)` over
+//! its words wins (ties to the longer word), and single ASCII letters and
+//! digits the route leaves alone are joined into one word. Between runs,
+//! each char is a token of its own (`\r\n` one token).
+
+use std::cell::RefCell;
+use std::sync::OnceLock;
+
+use super::han_runs::in_jieba_run;
+
+mod tables {
+    include!(concat!(env!("OUT_DIR"), "/han_dict.rs"));
+}
+
+/// The trie's nodes (build.rs says how a slot is laid out).
+static SLOTS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/han_slots.bin"));
+/// The node of each BMP char that starts a word, as slot + 1.
+static ROOT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/han_root.bin"));
+/// The distinct word frequencies, by class.
+static FREQS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/han_freqs.bin"));
+
+const CHAR_BITS: u32 = 21;
+const KEY_MASK: u64 = (1 << 42) - 1;
+const HAS_CHILDREN: u64 = 1 << 42;
+const CLASS_SHIFT: u32 = 43;
+const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
+const SLOT_MASK: usize = (1 << tables::SLOT_BITS) - 1;
+
+/// Slot `i` of the table (0, an empty slot, past its end).
+#[inline(always)]
+fn slot(i: usize) -> u64 {
+    SLOTS
+        .get(i * 8..i * 8 + 8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// The node of the one-char prefix `c`, and its slot.
+#[inline(always)]
+fn root(c: char) -> Option<(usize, u64)> {
+    let c = c as usize;
+    let v = ROOT
+        .get(c * 4..c * 4 + 4)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u32::from_le_bytes);
+    let i = (v as usize).checked_sub(1)?;
+    Some((i, slot(i)))
+}
+
+/// The child of node `node` (whose slot is `s`) by `c`.
+#[inline(always)]
+fn child(node: usize, s: u64, c: char) -> Option<(usize, u64)> {
+    if s & HAS_CHILDREN == 0 {
+        return None;
+    }
+    let want = ((node as u64 + 1) << CHAR_BITS) | u64::from(c);
+    let mut i = (want.wrapping_mul(MULTIPLIER) >> (64 - tables::SLOT_BITS)) as usize;
+    loop {
+        let s = slot(i);
+        if s == 0 {
+            return None;
+        }
+        if s & KEY_MASK == want {
+            return Some((i, s));
+        }
+        i = (i + 1) & SLOT_MASK;
+    }
+}
+
+/// `ln(freq)` of each frequency class, computed as jieba-rs does, once.
+fn log_freqs() -> &'static [f64] {
+    static LOGS: OnceLock<Vec<f64>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        FREQS
+            .chunks_exact(4)
+            .filter_map(|b| b.try_into().ok())
+            .map(|b| f64::from(u32::from_le_bytes(b)).ln())
+            .collect()
+    })
+}
+
+/// A step of the best route from a char: the char it ends before, and
+/// the log probability of the rest of the run from here.
+#[derive(Clone, Copy)]
+struct Step {
+    prob: f64,
+    end: usize,
+}
+
+/// Buffers reused from run to run on a thread.
+#[derive(Default)]
+struct Scratch {
+    /// Byte offset of each char of the run, and the char.
+    chars: Vec<(usize, char)>,
+    /// Edges of the graph: for each char, where its words end, by their
+    /// frequency's log; `starts[i]..starts[i + 1]` are char `i`'s.
+    edges: Vec<(usize, f64)>,
+    starts: Vec<usize>,
+    route: Vec<Step>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Whether the dictionary holds `word` (jieba-rs's `has_word`).
+#[cfg(test)]
+pub(super) fn has_word(word: &str) -> bool {
+    let mut chars = word.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    let Some(mut at) = root(first) else {
+        return false;
+    };
+    for c in chars {
+        match child(at.0, at.1, c) {
+            Some(next) => at = next,
+            None => return false,
+        }
+    }
+    at.1 >> CLASS_SHIFT != 0
+}
+
+/// The words jieba (without HMM) cuts from `run`, a run of its class
+/// (every char passes [`in_jieba_run`]), in order.
+pub(super) fn cut_run<'a>(run: &'a str, emit: &mut dyn FnMut(&'a str)) {
+    SCRATCH.with(|s| {
+        // A re-entrant call (an `emit` that cuts) gets buffers of its own.
+        match s.try_borrow_mut() {
+            Ok(mut s) => cut_run_with(&mut s, run, emit),
+            Err(_) => cut_run_with(&mut Scratch::default(), run, emit),
+        }
+    });
+}
+
+fn cut_run_with<'a>(s: &mut Scratch, run: &'a str, emit: &mut dyn FnMut(&'a str)) {
+    let Scratch {
+        chars,
+        edges,
+        starts,
+        route,
+    } = s;
+    chars.clear();
+    chars.extend(run.char_indices());
+    let n = chars.len();
+    let logs = log_freqs();
+    // The graph: every dictionary word from every char.
+    edges.clear();
+    starts.clear();
+    for pos in 0..n {
+        starts.push(edges.len());
+        let Some(mut at) = chars.get(pos).and_then(|&(_, c)| root(c)) else {
+            continue;
+        };
+        let mut next = pos + 1;
+        loop {
+            let class = (at.1 >> CLASS_SHIFT) as usize;
+            if let Some(&lf) = class.checked_sub(1).and_then(|c| logs.get(c)) {
+                edges.push((next, lf));
+            }
+            let Some(&(_, c)) = chars.get(next) else { break };
+            match child(at.0, at.1, c) {
+                Some(step) => at = step,
+                None => break,
+            }
+            next += 1;
+        }
+    }
+    starts.push(edges.len());
+    // The best route, from the end (jieba-rs's `calc`, operation for
+    // operation, so that ties fall the same way).
+    let log_total = (tables::TOTAL_FREQ as f64).ln();
+    route.clear();
+    route.resize(n + 1, Step { prob: 0.0, end: n });
+    for idx in (0..n).rev() {
+        let mut best: Option<Step> = None;
+        let from = starts.get(idx).copied().unwrap_or(0);
+        let to = starts.get(idx + 1).copied().unwrap_or(from);
+        for &(end, lf) in edges.get(from..to).unwrap_or_default() {
+            let prob = lf - log_total + route.get(end).map_or(0.0, |r| r.prob);
+            if best.is_none_or(|b| prob > b.prob || (prob == b.prob && end > b.end)) {
+                best = Some(Step { prob, end });
+            }
+        }
+        let fallback = || Step {
+            prob: (0.0 - log_total) + route.get(idx + 1).map_or(0.0, |r| r.prob),
+            end: idx + 1,
+        };
+        route[idx] = best.unwrap_or_else(fallback);
+    }
+    // The cut: single ASCII letters and digits joined.
+    let byte = |i: usize| chars.get(i).map_or(run.len(), |&(b, _)| b);
+    let mut x = 0;
+    let mut left: Option<usize> = None;
+    while x < n {
+        let y = route.get(x).map_or(n, |r| r.end);
+        if y - x == 1 && chars.get(x).is_some_and(|&(_, c)| c.is_ascii_alphanumeric()) {
+            left.get_or_insert(x);
+        } else {
+            if let Some(start) = left.take() {
+                emit(&run[byte(start)..byte(x)]);
+            }
+            emit(&run[byte(x)..byte(y)]);
+        }
+        x = y;
+    }
+    if let Some(start) = left {
+        emit(&run[byte(start)..]);
+    }
+}
+
+/// Every token jieba (without HMM) cuts `text` into, in order: the words
+/// of its runs ([`cut_run`]), and each char between them (`\r\n` as one).
+pub(super) fn cut<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
+    let mut rest = text;
+    while let Some(first) = rest.chars().next() {
+        let matched = in_jieba_run(first);
+        let len = rest
+            .char_indices()
+            .find(|&(_, c)| in_jieba_run(c) != matched)
+            .map_or(rest.len(), |(i, _)| i);
+        let (block, after) = rest.split_at(len);
+        if matched {
+            cut_run(block, emit);
+        } else {
+            let mut i = 0;
+            while let Some(c) = block[i..].chars().next() {
+                let len = if block[i..].starts_with("\r\n") {
+                    2
+                } else {
+                    c.len_utf8()
+                };
+                emit(&block[i..i + len]);
+                i += len;
+            }
+        }
+        rest = after;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::super::jieba;
+    use super::*;
+
+    fn ours(text: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        cut(text, &mut |w| out.push(w));
+        out
+    }
+
+    fn theirs(text: &str) -> Vec<&str> {
+        jieba().cut(text, false).into_iter().map(|t| t.word).collect()
+    }
+
+    #[test]
+    fn the_compiled_dictionary_is_jiebas() {
+        use std::io::Read;
+        assert_eq!(tables::WORDS, 349_045);
+        let gz: &[u8] = include_bytes!("../../data/jieba_dict.txt.gz");
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(gz)
+            .read_to_string(&mut text)
+            .unwrap();
+        let mut words = 0;
+        for w in text.lines().filter_map(|l| l.split_ascii_whitespace().next()) {
+            assert!(has_word(w), "{w}");
+            assert!(jieba().has_word(w), "{w}");
+            // A prefix is a word in both or in neither.
+            let prefix: String = w.chars().take(w.chars().count().div_ceil(2)).collect();
+            assert_eq!(has_word(&prefix), jieba().has_word(&prefix), "{prefix}");
+            words += 1;
+        }
+        assert_eq!(words, tables::WORDS);
+        for w in ["我们的天", "t恤", "卡拉OK", "zzz", ""] {
+            assert_eq!(has_word(w), jieba().has_word(w), "{w}");
+        }
+    }
+
+    #[test]
+    fn cuts_manual_text_as_jieba_does() {
+        let texts = [
+            "南京市长江大桥于今日正式通车，小明硕士毕业于中国科学院计算所，后在日本京都大学深造。",
+            "cursors(3tk) tk built-in commands\r\n-cursor 组件选项允许 tk\n编程者改变特定组件的鼠标光标。x_cursor arrow",
+            "使用 gcc -o a.out main.c 编译c++程序，c#也可以；版本2.0-rc1，50%的用户",
+            "中文abc中文 abc 中文123 t恤衫 卡拉ok厅 T恤衫 卡拉OK厅 a.b_c&d%e-f 𠀀𪛟𪜀 ",
+            "長江大橋 繁體中文也一樣切 ｆｕｌｌ ｗｉｄｔｈ　全角",
+            "",
+            "\r\n\r\n",
+        ];
+        for t in texts {
+            assert_eq!(ours(t), theirs(t), "{t}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        #[test]
+        fn cuts_random_text_as_jieba_does(
+            text in "(中国|北京|天气|编程者|组件|光标|长江|大桥|市长|南京市|研究生|生命|起源|T恤|t恤|卡拉OK|4S店|[中文字的了是在不有人这大学生活国家ab1cSO+#&._%\\- \n\r]|\u{3400}|\u{2A6DF}|\u{2A6E0}|\u{2A700}|\u{2F800}|é|ж|。|，){0,60}"
+        ) {
+            proptest::prop_assert_eq!(ours(&text), theirs(&text));
+        }
+    }
+}
