@@ -12,7 +12,8 @@
 //!   per trie node (a prefix of a dictionary word). A node's id is its slot.
 //!   Bits 0..21: its last char; 21..42: its parent's slot + 1 (0: the
 //!   root); 42: it has children; 43..56: its word's frequency class + 1
-//!   (0: not a word). 0 is an empty slot.
+//!   (0: not a word); 56..64: a filter of its children's chars (one bit
+//!   each, `child_filter`). 0 is an empty slot.
 //! - `han_root.bin`: 65,536 u32, the slot + 1 of the node of each BMP char
 //!   (0: no word starts with it).
 //! - `han_freqs.bin`: the distinct frequencies, u32, by class.
@@ -28,6 +29,13 @@ const KEY_MASK: u64 = (1 << 42) - 1;
 const HAS_CHILDREN: u64 = 1 << 42;
 const CLASS_SHIFT: u32 = 43;
 const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
+const FILTER_MULTIPLIER: u64 = 0xC2B2_AE3D_27D4_EB4F;
+
+/// The bit of a slot's child filter (bits 56..64) that a child by char
+/// `c` sets: a walk tests it before it looks for that child.
+fn child_filter(c: u64) -> u64 {
+    1 << (56 + (c.wrapping_mul(FILTER_MULTIPLIER) >> 61))
+}
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo::rerun-if-changed=data/jieba_dict.txt.gz");
@@ -102,7 +110,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         slots[i] = key | (class << CLASS_SHIFT);
         if parent > 0 {
-            slots[parent as usize - 1] |= HAS_CHILDREN;
+            slots[parent as usize - 1] |= HAS_CHILDREN | child_filter(c);
         }
         slot_of.insert(chars.clone(), i);
         if *len == 1 {

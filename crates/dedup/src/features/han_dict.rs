@@ -31,9 +31,10 @@ static FREQS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/han_freqs.bin"))
 
 const CHAR_BITS: u32 = 21;
 const KEY_MASK: u64 = (1 << 42) - 1;
-const HAS_CHILDREN: u64 = 1 << 42;
 const CLASS_SHIFT: u32 = 43;
+const CLASS_MASK: u64 = (1 << 13) - 1;
 const MULTIPLIER: u64 = 0x9E37_79B9_7F4A_7C15;
+const FILTER_MULTIPLIER: u64 = 0xC2B2_AE3D_27D4_EB4F;
 const SLOT_MASK: usize = (1 << tables::SLOT_BITS) - 1;
 
 /// Slot `i` of the table (0, an empty slot, past its end).
@@ -60,7 +61,10 @@ fn root(c: char) -> Option<(usize, u64)> {
 /// The child of node `node` (whose slot is `s`) by `c`.
 #[inline(always)]
 fn child(node: usize, s: u64, c: char) -> Option<(usize, u64)> {
-    if s & HAS_CHILDREN == 0 {
+    // Most walks end at a char no child has: the filter rules that out
+    // without a probe into the 8 MB table.
+    let bit = 1u64 << (56 + (u64::from(c).wrapping_mul(FILTER_MULTIPLIER) >> 61));
+    if s & bit == 0 {
         return None;
     }
     let want = ((node as u64 + 1) << CHAR_BITS) | u64::from(c);
@@ -129,7 +133,7 @@ pub(super) fn has_word(word: &str) -> bool {
             None => return false,
         }
     }
-    at.1 >> CLASS_SHIFT != 0
+    (at.1 >> CLASS_SHIFT) & CLASS_MASK != 0
 }
 
 /// The words jieba (without HMM) cuts from `run`, a run of its class
@@ -165,7 +169,7 @@ fn cut_run_with<'a>(s: &mut Scratch, run: &'a str, emit: &mut dyn FnMut(&'a str)
         };
         let mut next = pos + 1;
         loop {
-            let class = (at.1 >> CLASS_SHIFT) as usize;
+            let class = ((at.1 >> CLASS_SHIFT) & CLASS_MASK) as usize;
             if let Some(&lf) = class.checked_sub(1).and_then(|c| logs.get(c)) {
                 edges.push((next, lf));
             }
