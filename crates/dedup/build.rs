@@ -18,10 +18,17 @@
 //!   (0: no word starts with it).
 //! - `han_freqs.bin`: the distinct frequencies, u32, by class.
 //! - `han_dict.rs`: SLOT_BITS and TOTAL_FREQ.
+//!
+//! It also compiles jieba's IDF table (data/jieba_idf.txt.gz) into
+//! `idf_slots.bin`, `idf_words.bin`, `idf_values.bin` and `idf_table.rs`
+//! ([`idf_table`] says how), which `features::jieba_idf` reads in place
+//! instead of parsing 270,000 lines into a hash map at start-up (0.05 s).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+include!("src/features/word_hash.rs");
 
 const SLOT_BITS: u32 = 20;
 const CHAR_BITS: u32 = 21;
@@ -39,7 +46,11 @@ fn child_filter(c: u64) -> u64 {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo::rerun-if-changed=data/jieba_dict.txt.gz");
+    println!("cargo::rerun-if-changed=data/jieba_idf.txt.gz");
+    println!("cargo::rerun-if-changed=src/features/word_hash.rs");
     println!("cargo::rerun-if-changed=build.rs");
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("cargo sets OUT_DIR")?);
+    idf_table(&out)?;
     let mut text = String::new();
     let gz = std::fs::read("data/jieba_dict.txt.gz")?;
     flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text)?;
@@ -120,7 +131,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         debug_assert_eq!(slots[i] & KEY_MASK, key);
     }
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("cargo sets OUT_DIR")?);
     let bytes = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     std::fs::write(out.join("han_slots.bin"), bytes(&slots))?;
     let root: Vec<u8> = root.iter().flat_map(|x| x.to_le_bytes()).collect();
@@ -137,6 +147,93 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
              /// The sum of the dictionary's frequencies (jieba's `total`).\npub(super) const TOTAL_FREQ: u64 = {total};\n\
              /// Words in the dictionary.\n#[allow(dead_code)]\npub(super) const WORDS: usize = {};\n",
             words.len()
+        ),
+    )?;
+    Ok(())
+}
+
+/// Slots of the IDF table: 2^19, for 270,132 words (about half full).
+const IDF_SLOT_BITS: u32 = 19;
+
+/// The IDF table: `idf_words.bin` holds the words end to end;
+/// `idf_values.bin` the distinct IDF values (f64 bits, u64), by class;
+/// `idf_slots.bin` 2^IDF_SLOT_BITS u64 slots, placed by [`word_hash`] with
+/// linear probing, each a word's offset in the words (bits 0..22), its
+/// length (22..28), its value's class + 1 (28..40; 0 is an empty slot) and
+/// bits 40..64 of its hash (a tag that rules out most other words before
+/// their bytes are compared). `idf_table.rs` holds the mean IDF, summed as
+/// the table was when it was a hash map filled at start-up (so that words
+/// it lacks weigh what they weighed), and the digest stores record.
+fn idf_table(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    use md5::Digest;
+    let gz = std::fs::read("data/jieba_idf.txt.gz")?;
+    let digest: String = md5::Md5::digest(&gz).iter().map(|b| format!("{b:02x}")).collect();
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text)?;
+    // Parsed as `features::jieba_idf` parsed it, into the map it filled,
+    // whose order of iteration the mean was summed in.
+    let mut map: HashMap<&str, f64, rustc_hash::FxBuildHasher> = HashMap::default();
+    map.reserve(280_000);
+    let mut order: Vec<(&str, f64)> = Vec::new();
+    for line in text.lines() {
+        let mut parts = line.split(' ');
+        if let (Some(w), Some(v)) = (parts.next(), parts.next())
+            && let Ok(v) = v.trim().parse::<f64>()
+        {
+            if map.insert(w, v).is_some() {
+                return Err(format!("{w} is listed twice in the IDF table").into());
+            }
+            order.push((w, v));
+        }
+    }
+    let mean = if map.is_empty() {
+        1.0
+    } else {
+        map.values().sum::<f64>() / map.len() as f64
+    };
+    let mut values: Vec<u64> = order.iter().map(|&(_, v)| v.to_bits()).collect();
+    values.sort_unstable();
+    values.dedup();
+    if values.len() >= (1 << 12) - 1 {
+        return Err("too many distinct IDF values for 12 bits".into());
+    }
+    let size = 1usize << IDF_SLOT_BITS;
+    if order.len() * 2 > size + size / 8 {
+        return Err("the IDF table would be too full".into());
+    }
+    let mut slots = vec![0u64; size];
+    let mut words: Vec<u8> = Vec::new();
+    for (w, v) in order {
+        let offset = words.len() as u64;
+        let len = w.len() as u64;
+        if offset >= 1 << 22 || len >= 1 << 6 {
+            return Err(format!("{w}: the IDF table's words outgrow its slots").into());
+        }
+        words.extend_from_slice(w.as_bytes());
+        let class = values
+            .binary_search(&v.to_bits())
+            .map_err(|_| "an IDF value without a class")? as u64
+            + 1;
+        let h = word_hash(w.as_bytes());
+        let mut i = (h >> (64 - IDF_SLOT_BITS)) as usize;
+        while slots[i] != 0 {
+            i = (i + 1) & (size - 1);
+        }
+        slots[i] = offset | (len << 22) | (class << 28) | ((h & 0xFF_FFFF) << 40);
+    }
+    let le = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    std::fs::write(out.join("idf_slots.bin"), le(&slots))?;
+    std::fs::write(out.join("idf_values.bin"), le(&values))?;
+    std::fs::write(out.join("idf_words.bin"), words)?;
+    std::fs::write(
+        out.join("idf_table.rs"),
+        format!(
+            "/// Slots of the IDF table: 2^IDF_SLOT_BITS.\npub(super) const IDF_SLOT_BITS: u32 = {IDF_SLOT_BITS};\n\
+             /// The mean IDF (its f64 bits).\npub(super) const IDF_MEAN_BITS: u64 = {};\n\
+             /// Words in the table.\n#[allow(dead_code)]\npub(super) const IDF_WORDS: usize = {};\n\
+             /// MD5 of data/jieba_idf.txt.gz, which stores record.\npub(super) const IDF_DIGEST: &str = \"{digest}\";\n",
+            mean.to_bits(),
+            map.len()
         ),
     )?;
     Ok(())

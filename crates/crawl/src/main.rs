@@ -533,16 +533,6 @@ fn error_text(e: &anyhow::Error) -> String {
 }
 
 fn run(cli: Cli) -> Result<ExitCode> {
-    // Commands that sign pages: their dictionaries load while the rest of
-    // the start-up runs (docs/BENCHMARKS.md, "Batch against Python").
-    if matches!(
-        cli.command,
-        None | Some(
-            Command::Dedup { .. } | Command::Revisit { .. } | Command::Check { .. } | Command::Bench(_)
-        )
-    ) {
-        simcrawl_dedup::features::preload();
-    }
     match cli.command {
         Some(Command::Dedup {
             input,

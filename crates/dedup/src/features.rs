@@ -18,17 +18,18 @@
 
 mod han_dict;
 mod han_runs;
+mod idf_table;
 mod spaced;
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use jieba_rs::Jieba;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::digest::{hex, md5_of, md5_of_bytes};
+use crate::digest::{hex, md5_of};
 use crate::fingerprint::Fingerprint;
 use crate::hash::{token_hash, token_hash_wide};
 use crate::letters;
@@ -37,8 +38,6 @@ use crate::scripts;
 /// The stop word list shipped with the crate (Chinese function words, then
 /// English); `config/stopwords.txt` is the same list for users to edit.
 pub const BUNDLED_STOP_WORDS: &str = include_str!("../data/stopwords.txt");
-
-static IDF_GZ: &[u8] = include_bytes!("../data/jieba_idf.txt.gz");
 
 /// The segmenter and the release whose built-in dictionary it uses. Stores
 /// record it: another dictionary cuts words differently, so fingerprints
@@ -56,8 +55,7 @@ const SEGMENTER_PROBE: &str = "南京市长江大桥于今日正式通车，小�
 /// A digest of the bundled IDF table, recorded by stores: TF x IDF weights
 /// decide which words steer a fingerprint.
 pub fn idf_digest() -> &'static str {
-    static DIGEST: OnceLock<String> = OnceLock::new();
-    DIGEST.get_or_init(|| hex(&md5_of_bytes(IDF_GZ)))
+    idf_table::DIGEST
 }
 
 /// [`SEGMENTER_VERSION`] and a digest of how it cuts a fixed probe text
@@ -186,95 +184,32 @@ pub struct Feature {
     pub weight: f64,
 }
 
-/// jieba's IDF table, loaded once per process.
-#[derive(Debug)]
-pub struct IdfTable {
-    /// Keys borrow the inflated table, kept for the life of the process
-    /// (the table is a process-wide static): one allocation, not one per
-    /// word of its 280,000.
-    idf: FxHashMap<&'static str, f64>,
-    mean: f64,
-}
+pub use idf_table::IdfTable;
 
-impl IdfTable {
-    /// The IDF of `word`, or the mean IDF for words the table lacks (an
-    /// unknown word is treated as averagely informative).
-    pub fn idf(&self, word: &str) -> f64 {
-        self.idf.get(word).copied().unwrap_or(self.mean)
-    }
-
-    /// The mean IDF of the table.
-    pub fn mean(&self) -> f64 {
-        self.mean
-    }
-
-    /// Every word of the table: a real vocabulary of about 270,000 words.
-    pub fn words(&self) -> impl Iterator<Item = &str> {
-        self.idf.keys().copied()
-    }
-}
-
-/// The bundled jieba IDF table (decompressed on first use).
+/// The bundled jieba IDF table (compiled in: nothing to load).
 ///
 /// ```
 /// let t = simcrawl_dedup::features::jieba_idf();
 /// assert!(t.idf("光化学") > t.idf("中国"));
 /// ```
 pub fn jieba_idf() -> &'static IdfTable {
-    static TABLE: OnceLock<IdfTable> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        // Sized from the gzip trailer (the inflated size), so the text is
-        // never copied to grow.
-        let size = IDF_GZ
-            .last_chunk::<4>()
-            .map_or(0, |n| u32::from_le_bytes(*n) as usize);
-        let mut text = String::with_capacity(size);
-        // The table is compiled in; failing to inflate it is a build defect,
-        // not an input error, and an empty table still works (mean IDF 1).
-        let ok = flate2::read::GzDecoder::new(IDF_GZ)
-            .read_to_string(&mut text)
-            .is_ok();
-        let mut idf = FxHashMap::default();
-        if ok {
-            let text: &'static str = text.leak();
-            idf.reserve(280_000);
-            for line in text.lines() {
-                let mut parts = line.split(' ');
-                if let (Some(w), Some(v)) = (parts.next(), parts.next())
-                    && let Ok(v) = v.trim().parse::<f64>()
-                {
-                    idf.insert(w, v);
-                }
-            }
-        }
-        let mean = if idf.is_empty() {
-            1.0
-        } else {
-            idf.values().sum::<f64>() / idf.len() as f64
-        };
-        IdfTable { idf, mean }
-    })
+    &idf_table::TABLE
 }
 
-/// Starts loading the IDF table on a thread of its own, and returns at
-/// once. A process that will sign documents calls it first thing: the load
-/// (about 0.06 s of CPU) then runs alongside the rest of its start-up
-/// (opening a store, the cleaner's dictionaries) instead of when the first
-/// document arrives. Using the table meanwhile is safe: the first user
-/// loads it, the others wait for that load. jieba's dictionary needs no
-/// loading (it is compiled in, `han_dict`); jieba-rs's own, which only the
-/// `hmm = true` setting uses, loads on its first use.
+/// Did what a process that signs documents had to do first: start
+/// loading jieba's dictionary and the IDF table (0.2 s of CPU between
+/// them) on threads of their own. Both are compiled in now (`han_dict`,
+/// `idf_table`), so there is nothing left to start early; jieba-rs's own
+/// dictionary, which only the `hmm = true` setting uses, loads on its
+/// first use. Kept so that embedders' calls still build.
 ///
 /// ```
+/// # #![allow(deprecated)]
 /// simcrawl_dedup::features::preload();
 /// assert!(simcrawl_dedup::features::jieba_idf().idf("光化学") > 0.0);
 /// ```
-pub fn preload() {
-    // A thread that cannot start only means the load happens on first use.
-    let _ = std::thread::Builder::new().name("preload-idf".into()).spawn(|| {
-        jieba_idf();
-    });
-}
+#[deprecated(note = "nothing needs loading: jieba's dictionary and the IDF table are compiled in")]
+pub fn preload() {}
 
 /// The shared jieba segmenter: its dictionary takes a noticeable moment to
 /// load, so every extractor in the process uses one.

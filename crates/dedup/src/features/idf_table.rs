@@ -1,0 +1,142 @@
+//! jieba's IDF table, compiled in by build.rs and read in place: nothing is
+//! parsed or hashed at start-up (it used to be 0.05 s of CPU, 270,132 lines
+//! into a hash map, in every process that signs a document).
+
+mod tables {
+    include!(concat!(env!("OUT_DIR"), "/idf_table.rs"));
+}
+
+mod hash {
+    include!("word_hash.rs");
+}
+
+/// The words' slots (build.rs says how a slot is laid out).
+static SLOTS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/idf_slots.bin"));
+/// The words, end to end.
+static WORDS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/idf_words.bin"));
+/// The distinct IDF values (f64 bits), by class.
+static VALUES: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/idf_values.bin"));
+
+const SLOT_MASK: usize = (1 << tables::IDF_SLOT_BITS) - 1;
+
+/// The MD5 of the bundled table's file, as hex: stores record it.
+pub(super) const DIGEST: &str = tables::IDF_DIGEST;
+
+#[inline(always)]
+fn u64_at(bytes: &[u8], i: usize) -> u64 {
+    bytes
+        .get(i * 8..i * 8 + 8)
+        .and_then(|b| b.try_into().ok())
+        .map_or(0, u64::from_le_bytes)
+}
+
+/// The word a slot names, and its IDF (`None` for an empty slot).
+#[inline(always)]
+fn entry(slot: u64) -> Option<(&'static [u8], f64)> {
+    let class = ((slot >> 28) & 0xFFF) as usize;
+    let value = f64::from_bits(u64_at(VALUES, class.checked_sub(1)?));
+    let offset = (slot & 0x3F_FFFF) as usize;
+    let len = ((slot >> 22) & 0x3F) as usize;
+    Some((WORDS.get(offset..offset + len)?, value))
+}
+
+/// jieba's IDF table (`features::jieba_idf`).
+#[derive(Debug)]
+pub struct IdfTable {
+    mean: f64,
+}
+
+/// The one table of the process.
+pub(super) static TABLE: IdfTable = IdfTable {
+    mean: f64::from_bits(tables::IDF_MEAN_BITS),
+};
+
+impl IdfTable {
+    /// The IDF of `word`, or the mean IDF for words the table lacks (an
+    /// unknown word is treated as averagely informative).
+    ///
+    /// ```
+    /// let t = simcrawl_dedup::features::jieba_idf();
+    /// assert!(t.idf("光化学") > t.idf("中国"));
+    /// assert_eq!(t.idf("zzqxjv"), t.mean());
+    /// ```
+    pub fn idf(&self, word: &str) -> f64 {
+        let h = hash::word_hash(word.as_bytes());
+        let tag = h & 0xFF_FFFF;
+        let mut i = (h >> (64 - tables::IDF_SLOT_BITS)) as usize;
+        loop {
+            let slot = u64_at(SLOTS, i);
+            if slot == 0 {
+                return self.mean;
+            }
+            if slot >> 40 == tag
+                && let Some((w, v)) = entry(slot)
+                && w == word.as_bytes()
+            {
+                return v;
+            }
+            i = (i + 1) & SLOT_MASK;
+        }
+    }
+
+    /// The mean IDF of the table.
+    pub fn mean(&self) -> f64 {
+        self.mean
+    }
+
+    /// Every word of the table: a real vocabulary of about 270,000 words,
+    /// in no particular order.
+    pub fn words(&self) -> impl Iterator<Item = &str> {
+        (0..=SLOT_MASK)
+            .filter_map(|i| entry(u64_at(SLOTS, i)))
+            .filter_map(|(w, _)| std::str::from_utf8(w).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::io::Read;
+
+    use rustc_hash::FxHashMap;
+
+    use super::*;
+
+    #[test]
+    fn the_compiled_table_is_the_one_start_up_used_to_build() {
+        // Built as `jieba_idf` built it before it was compiled in.
+        let gz: &[u8] = include_bytes!("../../data/jieba_idf.txt.gz");
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(gz)
+            .read_to_string(&mut text)
+            .unwrap();
+        let mut idf: FxHashMap<&str, f64> = FxHashMap::default();
+        idf.reserve(280_000);
+        for line in text.lines() {
+            let mut parts = line.split(' ');
+            if let (Some(w), Some(v)) = (parts.next(), parts.next())
+                && let Ok(v) = v.trim().parse::<f64>()
+            {
+                idf.insert(w, v);
+            }
+        }
+        let mean = idf.values().sum::<f64>() / idf.len() as f64;
+        assert_eq!(TABLE.mean().to_bits(), mean.to_bits());
+        assert_eq!(idf.len(), tables::IDF_WORDS);
+        for (w, v) in &idf {
+            assert_eq!(TABLE.idf(w).to_bits(), v.to_bits(), "{w}");
+            // A word one byte longer is (nearly always) not in the table.
+            let longer = format!("{w}ж");
+            if !idf.contains_key(longer.as_str()) {
+                assert_eq!(TABLE.idf(&longer).to_bits(), mean.to_bits(), "{longer}");
+            }
+        }
+        let mut words: Vec<&str> = TABLE.words().collect();
+        let mut expected: Vec<&str> = idf.keys().copied().collect();
+        words.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(words, expected);
+        assert_eq!(DIGEST, crate::digest::hex(&crate::digest::md5_of_bytes(gz)));
+        assert_eq!(TABLE.idf(""), mean);
+    }
+}
