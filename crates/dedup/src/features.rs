@@ -445,10 +445,8 @@ impl Features {
         } else {
             latin_words(text, &mut count);
         }
-        let mut weighted: Vec<(&str, f64)> = tf
-            .into_iter()
-            .map(|(w, n)| (w, f64::from(n) * idf.idf(w)))
-            .collect();
+        let mut weighted: Vec<(&str, f64)> = tf.into_iter().map(|(w, n)| (w, f64::from(n))).collect();
+        idf.weigh(&mut weighted);
         let top_n = self.inner.config.top_n;
         if top_n > 0 && weighted.len() > top_n {
             let by_weight = |a: &(&str, f64), b: &(&str, f64)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0));

@@ -30,6 +30,12 @@ fn u64_at(bytes: &[u8], i: usize) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
+/// The slot where a word of hash `h` is looked for first.
+#[inline(always)]
+fn home(h: u64) -> usize {
+    (h >> (64 - tables::IDF_SLOT_BITS)) as usize
+}
+
 /// The word a slot names, and its IDF (`None` for an empty slot).
 #[inline(always)]
 fn entry(slot: u64) -> Option<(&'static [u8], f64)> {
@@ -62,10 +68,42 @@ impl IdfTable {
     /// ```
     pub fn idf(&self, word: &str) -> f64 {
         let h = hash::word_hash(word.as_bytes());
+        self.idf_from(word, h, u64_at(SLOTS, home(h)))
+    }
+
+    /// Multiplies each word's weight by its IDF (`weight * idf`, as
+    /// [`IdfTable::idf`] gives it), looking the words up together: their
+    /// first slots are all read before any is examined. Those reads, in a
+    /// 4 MB table, miss the cache; one after the other they were most of a
+    /// lookup's time, and issued together the processor overlaps them.
+    ///
+    /// ```
+    /// let t = simcrawl_dedup::features::jieba_idf();
+    /// let mut words = [("光化学", 2.0), ("zzqxjv", 1.0)];
+    /// t.weigh(&mut words);
+    /// assert_eq!(words, [("光化学", 2.0 * t.idf("光化学")), ("zzqxjv", t.mean())]);
+    /// ```
+    pub fn weigh(&self, words: &mut [(&str, f64)]) {
+        let firsts: Vec<(u64, u64)> = words
+            .iter()
+            .map(|(w, _)| {
+                let h = hash::word_hash(w.as_bytes());
+                (h, u64_at(SLOTS, home(h)))
+            })
+            .collect();
+        for ((w, weight), (h, first)) in words.iter_mut().zip(firsts) {
+            *weight *= self.idf_from(w, h, first);
+        }
+    }
+
+    /// The IDF of `word`, whose hash is `h` and whose first slot holds
+    /// `first`.
+    #[inline(always)]
+    fn idf_from(&self, word: &str, h: u64, first: u64) -> f64 {
         let tag = h & 0xFF_FFFF;
-        let mut i = (h >> (64 - tables::IDF_SLOT_BITS)) as usize;
+        let mut i = home(h);
+        let mut slot = first;
         loop {
-            let slot = u64_at(SLOTS, i);
             if slot == 0 {
                 return self.mean;
             }
@@ -76,6 +114,7 @@ impl IdfTable {
                 return v;
             }
             i = (i + 1) & SLOT_MASK;
+            slot = u64_at(SLOTS, i);
         }
     }
 
