@@ -51,6 +51,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo::rerun-if-changed=build.rs");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("cargo sets OUT_DIR")?);
     idf_table(&out)?;
+    han_dict(&out)
+}
+
+/// jieba's dictionary as `features::han_dict` reads it (the module's
+/// comment at the top of this file says how).
+fn han_dict(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let mut text = String::new();
     let gz = std::fs::read("data/jieba_dict.txt.gz")?;
     flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text)?;
