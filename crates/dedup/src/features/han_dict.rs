@@ -16,8 +16,6 @@
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
-use super::han_runs::in_jieba_run;
-
 mod tables {
     include!(concat!(env!("OUT_DIR"), "/han_dict.rs"));
 }
@@ -91,6 +89,24 @@ fn log_freqs() -> &'static [f64] {
             .map(|b| f64::from(u32::from_le_bytes(b)).ln())
             .collect()
     })
+}
+
+/// Whether jieba's default cut takes `c` into a run it segments (its
+/// `RE_HAN_DEFAULT`: its CJK ranges, ASCII letters and digits, `+#&._%-`);
+/// everything else it hands back one character at a time.
+#[inline]
+pub(super) fn in_jieba_run(c: char) -> bool {
+    if c.is_ascii() {
+        c.is_ascii_alphanumeric() || matches!(c, '+' | '#' | '&' | '.' | '_' | '%' | '-')
+    } else {
+        matches!(c,
+            '\u{4E00}'..='\u{9FFF}'
+            | '\u{3400}'..='\u{4DBF}'
+            | '\u{F900}'..='\u{FAFF}'
+            | '\u{20000}'..='\u{2A6DF}'
+            | '\u{2A700}'..='\u{2EBEF}'
+            | '\u{2F800}'..='\u{2FA1F}')
+    }
 }
 
 /// A step of the best route from a char: the char it ends before, and

@@ -1,25 +1,8 @@
 //! The words jieba cuts from a text with Han in it, with its dictionary
 //! walk kept for the runs of the text that need it ([`han_text_words`]).
 
-use super::{han_dict, latin_words};
-
-/// Whether jieba's default cut takes `c` into a run it segments (its
-/// `RE_HAN_DEFAULT`: its CJK ranges, ASCII letters and digits, `+#&._%-`);
-/// everything else it hands back one character at a time.
-#[inline]
-pub(super) fn in_jieba_run(c: char) -> bool {
-    if c.is_ascii() {
-        c.is_ascii_alphanumeric() || matches!(c, '+' | '#' | '&' | '.' | '_' | '%' | '-')
-    } else {
-        matches!(c,
-            '\u{4E00}'..='\u{9FFF}'
-            | '\u{3400}'..='\u{4DBF}'
-            | '\u{F900}'..='\u{FAFF}'
-            | '\u{20000}'..='\u{2A6DF}'
-            | '\u{2A700}'..='\u{2EBEF}'
-            | '\u{2F800}'..='\u{2FA1F}')
-    }
-}
+use super::han_dict::{self, in_jieba_run};
+use super::latin_words;
 
 /// The words jieba (without HMM) cuts from a text with Han in it, in the
 /// same order, with its dictionary walk kept for the runs that need it.
