@@ -63,7 +63,7 @@ pub fn idf_digest() -> &'static str {
 ///
 /// The cut without HMM is the one fingerprints are made with
 /// (`han_dict`, on the compiled dictionary), made here; the cut with HMM is
-/// jieba-rs's, [`SEGMENTER_PROBE_HMM_CUT`], which a test compares with
+/// jieba-rs's, kept as a constant (`SEGMENTER_PROBE_HMM_CUT`) that a test compares with
 /// the locked jieba-rs: loading jieba-rs's dictionary to cut it again
 /// would cost every process that opens a store 0.14 s of CPU.
 pub fn segmenter_id() -> &'static str {
