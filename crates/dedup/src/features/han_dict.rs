@@ -158,11 +158,22 @@ pub(super) fn cut_run<'a>(run: &'a str, emit: &mut dyn FnMut(&'a str)) {
     SCRATCH.with(|s| {
         // A re-entrant call (an `emit` that cuts) gets buffers of its own.
         match s.try_borrow_mut() {
-            Ok(mut s) => cut_run_with(&mut s, run, emit),
+            Ok(mut s) => {
+                cut_run_with(&mut s, run, emit);
+                // A thread keeps its buffers, but not those of one huge run
+                // (a page-long line of Han text) for the rest of its life.
+                if s.chars.capacity() > SCRATCH_KEPT_CHARS {
+                    *s = Scratch::default();
+                }
+            }
             Err(_) => cut_run_with(&mut Scratch::default(), run, emit),
         }
     });
 }
+
+/// Chars of run whose buffers a thread keeps for the next run (a few MB
+/// at most between the four buffers).
+const SCRATCH_KEPT_CHARS: usize = 1 << 16;
 
 fn cut_run_with<'a>(s: &mut Scratch, run: &'a str, emit: &mut dyn FnMut(&'a str)) {
     let Scratch {
@@ -323,6 +334,15 @@ mod tests {
         for t in texts {
             assert_eq!(ours(t), theirs(t), "{t}");
         }
+    }
+
+    #[test]
+    fn a_huge_run_is_cut_and_its_buffers_let_go() {
+        let text = "中华人民共和国".repeat(20_000);
+        assert_eq!(ours(&text), theirs(&text));
+        let kept = SCRATCH.with(|s| s.borrow().chars.capacity());
+        assert!(kept <= SCRATCH_KEPT_CHARS, "{kept}");
+        assert_eq!(ours("中国"), ["中国"]);
     }
 
     proptest::proptest! {
