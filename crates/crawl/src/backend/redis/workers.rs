@@ -61,6 +61,11 @@ pub fn worker_id(configured: &str) -> Result<String> {
 /// from a live one's without asking it.
 const LOCK_FILE: &str = ".worker.lock";
 
+/// How long a starting worker waits for its directory's lock: another
+/// worker cutting this one's outputs after a crash holds it for well under
+/// a second (a kill -9 test met that moment when both started at once).
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// This process's hold on its output directory ([`LOCK_FILE`]).
 #[derive(Debug)]
 pub(super) struct DirLock {
@@ -80,7 +85,16 @@ impl DirLock {
             .write(true)
             .open(&path)
             .with_context(|| format!("cannot open {}", path.display()))?;
-        match file.try_lock() {
+        // Another worker that found this one gone holds the lock for the
+        // moment it cuts the gone worker's outputs back (`lock_if_gone`):
+        // a restart waits that out; a live worker holds it for good.
+        let until = std::time::Instant::now() + LOCK_WAIT;
+        let mut tried = file.try_lock();
+        while matches!(tried, Err(std::fs::TryLockError::WouldBlock)) && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            tried = file.try_lock();
+        }
+        match tried {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) => {
                 let mut holder = String::new();
