@@ -24,7 +24,7 @@
 //! ([`idf_table`] says how), which `features::jieba_idf` reads in place
 //! instead of parsing 270,000 lines into a hash map at start-up (0.05 s).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -62,7 +62,7 @@ fn han_dict(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     flate2::read::GzDecoder::new(&gz[..]).read_to_string(&mut text)?;
     // Words in dictionary order, with their frequency.
     let mut words: Vec<(Vec<char>, u64)> = Vec::new();
-    let mut index: BTreeMap<Vec<char>, usize> = BTreeMap::new();
+    let mut seen: BTreeSet<Vec<char>> = BTreeSet::new();
     let mut total: u64 = 0;
     for line in text.lines() {
         let mut parts = line.split_ascii_whitespace();
@@ -75,10 +75,7 @@ fn han_dict(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
         // jieba-rs keeps both records of a repeated word (its total counts
         // both): the bundled dictionary has none, and this table could not
         // say so.
-        assert!(
-            index.insert(chars.clone(), words.len()).is_none(),
-            "{word} is listed twice"
-        );
+        assert!(seen.insert(chars.clone()), "{word} is listed twice");
         words.push((chars, freq));
     }
     for (_, f) in &words {

@@ -82,7 +82,7 @@ pub fn segmenter_id() -> &'static str {
 }
 
 /// jieba-rs's cut of [`SEGMENTER_PROBE`] with HMM, each token followed by
-/// `/` (`tests::the_probe_cut_with_hmm_is_jiebas` checks it).
+/// `/` (`tests::the_segmenter_id_is_the_one_stores_recorded` checks it).
 const SEGMENTER_PROBE_HMM_CUT: &str = "南京市/长江大桥/于/今日/正式/通车/，/小明/硕士/毕业/于/中国科学院/计算所/，/后/在/日本京都大学/深造/。/\
     他/来到/了/网易/杭研/大厦/，/我们/中出/了/一个/叛徒/。/结婚/的/和/尚未/结婚/的/都/去/了/。/\
     工信处/女干事/每月/经过/下属/科室/都/要/亲口/交代/24/口/交换机/等/技术性/器件/的/安装/工作/。/\

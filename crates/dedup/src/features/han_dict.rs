@@ -95,7 +95,7 @@ fn log_freqs() -> &'static [f64] {
 /// `RE_HAN_DEFAULT`: its CJK ranges, ASCII letters and digits, `+#&._%-`);
 /// everything else it hands back one character at a time.
 #[inline]
-pub(super) fn in_jieba_run(c: char) -> bool {
+fn in_jieba_run(c: char) -> bool {
     if c.is_ascii() {
         c.is_ascii_alphanumeric() || matches!(c, '+' | '#' | '&' | '.' | '_' | '%' | '-')
     } else {
@@ -251,9 +251,10 @@ fn cut_run_with<'a>(s: &mut Scratch, run: &'a str, emit: &mut dyn FnMut(&'a str)
     }
 }
 
-/// Every token jieba (without HMM) cuts `text` into, in order: the words
-/// of its runs ([`cut_run`]), and each char between them (`\r\n` as one).
-pub(super) fn cut<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
+/// The blocks jieba splits `text` into before it cuts anything: maximal
+/// runs of its class ([`in_jieba_run`], `true`) and of everything else
+/// (`false`), in order.
+pub(super) fn blocks<'a>(text: &'a str, mut each: impl FnMut(&'a str, bool)) {
     let mut rest = text;
     while let Some(first) = rest.chars().next() {
         let matched = in_jieba_run(first);
@@ -262,22 +263,30 @@ pub(super) fn cut<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
             .find(|&(_, c)| in_jieba_run(c) != matched)
             .map_or(rest.len(), |(i, _)| i);
         let (block, after) = rest.split_at(len);
-        if matched {
-            cut_run(block, emit);
-        } else {
-            let mut i = 0;
-            while let Some(c) = block[i..].chars().next() {
-                let len = if block[i..].starts_with("\r\n") {
-                    2
-                } else {
-                    c.len_utf8()
-                };
-                emit(&block[i..i + len]);
-                i += len;
-            }
-        }
+        each(block, matched);
         rest = after;
     }
+}
+
+/// Every token jieba (without HMM) cuts `text` into, in order: the words
+/// of its runs ([`cut_run`]), and each char between them (`\r\n` as one).
+pub(super) fn cut<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
+    blocks(text, |block, matched| {
+        if matched {
+            cut_run(block, emit);
+            return;
+        }
+        let mut i = 0;
+        while let Some(c) = block[i..].chars().next() {
+            let len = if block[i..].starts_with("\r\n") {
+                2
+            } else {
+                c.len_utf8()
+            };
+            emit(&block[i..i + len]);
+            i += len;
+        }
+    });
 }
 
 #[cfg(test)]

@@ -1,13 +1,13 @@
 //! The words jieba cuts from a text with Han in it, with its dictionary
 //! walk kept for the runs of the text that need it ([`han_text_words`]).
 
-use super::han_dict::{self, in_jieba_run};
+use super::han_dict;
 use super::latin_words;
 
 /// The words jieba (without HMM) cuts from a text with Han in it, in the
 /// same order, with its dictionary walk kept for the runs that need it.
 ///
-/// jieba segments each maximal run of its class ([`in_jieba_run`]) on its
+/// jieba segments each maximal run of its class ([`han_dict::blocks`]) on its
 /// own, and emits what lies between runs one character at a time (never a
 /// valid word). A run of ASCII only is cut as [`latin_words`] cuts it (see
 /// there why that is the same cut), without walking the dictionary one
@@ -17,27 +17,12 @@ use super::latin_words;
 /// dictionary compiled in ([`han_dict::cut_run`]).
 /// `tests::han_text_words_cut_as_jieba_does` compares both on random text.
 pub(super) fn han_text_words<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
-    let mut chars = text.char_indices().peekable();
-    while let Some((start, c)) = chars.next() {
-        if !in_jieba_run(c) {
-            continue;
-        }
-        let mut end = start + c.len_utf8();
-        let mut ascii = c.is_ascii();
-        while let Some(&(i, d)) = chars.peek() {
-            if !in_jieba_run(d) {
-                break;
-            }
-            ascii &= d.is_ascii();
-            end = i + d.len_utf8();
-            chars.next();
-        }
-        if ascii {
-            latin_words(&text[start..end], emit);
-        } else {
-            han_dict::cut_run(&text[start..end], emit);
-        }
-    }
+    // What lies between runs is never a valid word.
+    han_dict::blocks(text, |block, matched| match (matched, block.is_ascii()) {
+        (false, _) => {}
+        (true, true) => latin_words(block, emit),
+        (true, false) => han_dict::cut_run(block, emit),
+    });
 }
 
 #[cfg(test)]
