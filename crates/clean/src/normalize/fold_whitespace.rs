@@ -57,37 +57,59 @@ fn any_in_blocks(bytes: &[u8], pred: impl Fn(&u8) -> bool) -> bool {
 /// U+1680, U+2000 to U+200A, U+2028, U+2029, U+202F, U+205F, U+3000 (every
 /// char `char::is_whitespace` takes), told by their bytes without decoding.
 pub(crate) fn has_wide_space(bytes: &[u8]) -> bool {
-    wide_spaces(bytes, true) > 0
+    wide_spaces(bytes) > 0
 }
 
-/// How many chars of non-ASCII white space UTF-8 `bytes` hold (the first
-/// one only, with `first`).
-fn wide_spaces(bytes: &[u8], first: bool) -> usize {
-    if !any_in_blocks(bytes, |&b| matches!(b, 0xC2 | 0xE1..=0xE3)) {
+/// Whether the bytes `x y z` start the UTF-8 encoding of a white space
+/// char beyond ASCII (`z` is 0 past the end). Only `&` and `|`, so that a
+/// loop over every position compiles to vector code without a branch.
+#[inline(always)]
+fn starts_wide_space(x: u8, y: u8, z: u8) -> bool {
+    // U+0085, U+00A0.
+    (x == 0xC2) & ((y == 0x85) | (y == 0xA0))
+        // U+1680.
+        | (x == 0xE1) & (y == 0x9A) & (z == 0x80)
+        // U+2000 to U+200A, U+2028, U+2029, U+202F; U+205F.
+        | (x == 0xE2)
+            & (((y == 0x80) & ((z.wrapping_sub(0x80) <= 0x0A) | (z == 0xA8) | (z == 0xA9) | (z == 0xAF)))
+                | ((y == 0x81) & (z == 0x9F)))
+        // U+3000.
+        | (x == 0xE3) & (y == 0x80) & (z == 0x80)
+}
+
+/// How many chars of non-ASCII white space UTF-8 `bytes` hold. Every
+/// position is tested, lead byte or not (a continuation byte never starts
+/// a match), in blocks whose counts fit a byte: 2.5x faster than a loop
+/// that branched on each lead byte on Chinese text, whose punctuation
+/// shares those lead bytes (issue 37).
+fn wide_spaces(bytes: &[u8]) -> usize {
+    const BLOCK: usize = 128;
+    let n = bytes.len();
+    if n < 2 || !any_in_blocks(bytes, |&b| matches!(b, 0xC2 | 0xE1..=0xE3)) {
         return 0;
     }
-    let at = |i: usize| bytes.get(i).copied().unwrap_or(0);
-    let mut n = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let wide = match b {
-            0xC2 => matches!(at(i + 1), 0x85 | 0xA0),
-            0xE1 => at(i + 1) == 0x9A && at(i + 2) == 0x80,
-            0xE2 => match at(i + 1) {
-                0x80 => matches!(at(i + 2), 0x80..=0x8A | 0xA8 | 0xA9 | 0xAF),
-                0x81 => at(i + 2) == 0x9F,
-                _ => false,
-            },
-            0xE3 => at(i + 1) == 0x80 && at(i + 2) == 0x80,
-            _ => false,
-        };
-        if wide {
-            n += 1;
-            if first {
-                return n;
-            }
-        }
+    // Position i reads x[i], y[i], z[i]: every position with two bytes
+    // after it here, the last but one below.
+    let (x, y, z) = (&bytes[..n - 2], &bytes[1..n - 1], &bytes[2..]);
+    let mut count = 0;
+    let (mut xs, mut ys, mut zs) = (
+        x.chunks_exact(BLOCK),
+        y.chunks_exact(BLOCK),
+        z.chunks_exact(BLOCK),
+    );
+    for ((x, y), z) in (&mut xs).zip(&mut ys).zip(&mut zs) {
+        let block = x
+            .iter()
+            .zip(y)
+            .zip(z)
+            .fold(0u8, |s, ((&x, &y), &z)| s + u8::from(starts_wide_space(x, y, z)));
+        count += usize::from(block);
     }
-    n
+    let tail = xs.remainder().iter().zip(ys.remainder()).zip(zs.remainder());
+    count += tail
+        .filter(|((x, y), z)| starts_wide_space(**x, **y, **z))
+        .count();
+    count + usize::from(starts_wide_space(bytes[n - 2], bytes[n - 1], 0))
 }
 
 /// Characters of `text` that are not white space (`char::is_whitespace`),
@@ -99,11 +121,16 @@ fn wide_spaces(bytes: &[u8], first: bool) -> usize {
 #[must_use]
 pub fn visible_chars(text: &str) -> usize {
     let bytes = text.as_bytes();
-    // Chars start at every byte but continuation bytes (0x80 to 0xBF).
-    let counted = bytes.iter().fold(0usize, |n, &b| {
-        n + usize::from((b as i8) >= -0x40 && !matches!(b, b'\t'..=b'\r' | b' '))
-    });
-    counted - wide_spaces(bytes, false)
+    // Chars start at every byte but continuation bytes (0x80 to 0xBF);
+    // counted a block at a time in a byte each, as `wide_spaces` does.
+    let starts = |s: u8, &b: &u8| s + u8::from(((b as i8) >= -0x40) & !matches!(b, b'\t'..=b'\r' | b' '));
+    let mut blocks = bytes.chunks_exact(128);
+    let mut counted = 0;
+    for block in &mut blocks {
+        counted += usize::from(block.iter().fold(0u8, starts));
+    }
+    counted += usize::from(blocks.remainder().iter().fold(0u8, starts));
+    counted - wide_spaces(bytes)
 }
 
 /// `text` folded: its words (runs of chars that are not white space) joined
@@ -266,6 +293,27 @@ mod tests {
         for c in (0..0x80).filter_map(char::from_u32) {
             let s = format!("x{c}y");
             assert_eq!(visible_chars(&s), if c.is_whitespace() { 2 } else { 3 }, "{c:?}");
+        }
+        // Runs of them across the counting blocks, each block full of
+        // matches, and one at the very end.
+        let every: String = (0x80..=0x10_FFFF)
+            .filter_map(char::from_u32)
+            .filter(|c| c.is_whitespace())
+            .collect();
+        for text in [
+            "\u{3000}".repeat(300),
+            format!("{}x\u{a0}", every.repeat(40)),
+            format!("中{}文\u{85}", "\u{2029}。".repeat(99)),
+        ] {
+            let wide = text
+                .chars()
+                .filter(|c| !c.is_ascii() && c.is_whitespace())
+                .count();
+            assert_eq!(wide_spaces(text.as_bytes()), wide, "{text:?}");
+            assert_eq!(
+                visible_chars(&text),
+                text.chars().filter(|c| !c.is_whitespace()).count()
+            );
         }
     }
 

@@ -148,85 +148,6 @@ fn open_backend(cfg: &mut Config, data_dir: Option<&std::path::Path>) -> Result<
     })
 }
 
-/// Chunks of an in-memory run cleaned while its tiers were opening, and
-/// the read error that ended the input meanwhile, if one did.
-#[derive(Default)]
-struct Early {
-    cleaned: Vec<(lines::Chunk, Vec<Result<Cleaned, String>>)>,
-    failed: Option<anyhow::Error>,
-}
-
-/// A chunk of an in-memory run, cleaned already or not.
-type MemoryChunk = (lines::Chunk, Option<Vec<Result<Cleaned, String>>>);
-
-impl Early {
-    /// The input of an in-memory run: the chunks cleaned early, the read
-    /// error that ended the input if one did, then the rest of `chunks`,
-    /// in input order.
-    fn then(
-        self,
-        chunks: &std::sync::mpsc::Receiver<Result<lines::Chunk>>,
-    ) -> impl Iterator<Item = Result<MemoryChunk>> {
-        self.cleaned
-            .into_iter()
-            .map(|(c, cleaned)| Ok((c, Some(cleaned))))
-            .chain(self.failed.map(Err))
-            .chain(chunks.iter().map(|c| c.map(|c| (c, None))))
-    }
-}
-
-/// Chunks, and input bytes, cleaned ahead at most while the tiers open: a
-/// bound on the texts held at once, which the overlapped run otherwise
-/// keeps to a few chunks (about 0.15 s of one core cleans fewer on our
-/// corpora; lines of megabytes of HTML reach the byte bound first).
-const EARLY_CHUNKS: usize = 32;
-const EARLY_BYTES: u64 = 64 << 20;
-
-/// [`open`] for an in-memory run, which cleans the first chunks of `chunks`
-/// meanwhile. Opening the tiers used to wait for jieba's dictionary (the
-/// store records how the segmenter cuts a probe text): about 0.15 s of one
-/// core, a fifth of a 2,700-text run's wall time on two (docs/BENCHMARKS.md,
-/// "Cleaning while the tiers open"). The dictionary is compiled in now and
-/// the opening takes milliseconds, so few chunks, if any, are cleaned
-/// early; the overlap costs nothing then, and is kept. A new
-/// memory store records nothing to adopt, so the cleaner built here from
-/// `cfg` is the one [`open`] would build.
-fn open_while_cleaning(
-    cfg: &Config,
-    chunks: &std::sync::mpsc::Receiver<Result<lines::Chunk>>,
-) -> Result<(Backend, Templates, simcrawl_clean::Cleaner, Early)> {
-    let cleaner = simcrawl_clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?;
-    let mut early = Early::default();
-    let backend = std::thread::scope(|s| -> Result<Backend> {
-        let opener = std::thread::Builder::new()
-            .name("dedup-open".into())
-            .spawn_scoped(s, || open_backend(&mut cfg.clone(), None))
-            .context("cannot start the thread that opens the tiers")?;
-        let mut bytes = 0u64;
-        while !opener.is_finished()
-            && early.cleaned.len() < EARLY_CHUNKS
-            && bytes < EARLY_BYTES
-            && early.failed.is_none()
-        {
-            match chunks.recv() {
-                Ok(Ok(c)) => {
-                    bytes += c.bytes;
-                    let cleaned = clean_all(&cleaner, &c.lines);
-                    early.cleaned.push((c, cleaned));
-                }
-                Ok(Err(e)) => early.failed = Some(e),
-                // The input is done.
-                Err(_) => break,
-            }
-        }
-        opener
-            .join()
-            .map_err(|_| anyhow::anyhow!("the thread that opens the tiers panicked"))?
-    })?;
-    let templates = open_templates(cfg, &backend)?;
-    Ok((backend, templates, cleaner, early))
-}
-
 /// The template learner of a run, with what `backend` stored of it.
 fn open_templates(cfg: &Config, backend: &Backend) -> Result<Templates> {
     Ok(match backend {
@@ -306,18 +227,12 @@ fn run_lines(cfg: &Config, args: &BatchArgs, input: &std::path::Path) -> Result<
     let started = Instant::now();
     let input_name = input.display().to_string();
     // In memory a run starts at the first line: reading starts before the
-    // tiers are set up (they wait for jieba's dictionary).
+    // tiers are set up.
     let read_early = match (&args.data_dir, File::open(input)) {
         (None, Ok(file)) => Some(lines::spawn(file, input_name.clone(), (0, 0), CHUNK_MEMORY)?),
         _ => None,
     };
-    let (backend, templates, cleaner, early) = match &read_early {
-        Some(chunks) => open_while_cleaning(cfg, chunks)?,
-        None => {
-            let (backend, templates, cleaner) = open(cfg, args.data_dir.as_deref())?;
-            (backend, templates, cleaner, Early::default())
-        }
-    };
+    let (backend, templates, cleaner) = open(cfg, args.data_dir.as_deref())?;
     let input_abs =
         std::fs::canonicalize(input).with_context(|| format!("cannot read input {}", input.display()))?;
     // Resume an interrupted run of the same input into the same output.
@@ -342,9 +257,8 @@ fn run_lines(cfg: &Config, args: &BatchArgs, input: &std::path::Path) -> Result<
         None => lines::spawn(file, input_name.clone(), (run.p.bytes, run.p.lines), CHUNK)?,
     };
     match &backend {
-        Backend::Memory(d) => judge_overlapped(d, &mut run, early.then(&chunks), &progress, &input_name)?,
+        Backend::Memory(d) => judge_overlapped(d, &mut run, chunks.iter(), &progress, &input_name)?,
         Backend::Redb(_) => {
-            debug_assert!(early.cleaned.is_empty() && early.failed.is_none());
             for chunk in chunks {
                 let chunk = chunk?;
                 process(&backend, &mut run, &chunk.lines, chunk.bytes, &input_name)?;
@@ -622,7 +536,7 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
 fn judge_overlapped(
     d: &Deduper<MemoryStore>,
     run: &mut Run,
-    mut chunks: impl Iterator<Item = Result<MemoryChunk>>,
+    mut chunks: impl Iterator<Item = Result<lines::Chunk>>,
     progress: &Progress,
     input: &str,
 ) -> Result<()> {
@@ -630,18 +544,12 @@ fn judge_overlapped(
     let (outputs, p, write_normalized) = (&mut run.outputs, &mut run.p, run.write_normalized);
     let mut signed: Option<(lines::Chunk, Vec<Parsed>)> = None;
     loop {
-        // None: the input is done. A chunk may come cleaned already
-        // (`open_while_cleaning`).
-        let (next, cleaned) = match chunks.next().transpose()? {
-            Some((c, cleaned)) => (Some(c), cleaned),
-            None => (None, None),
-        };
+        // None: the input is done.
+        let next = chunks.next().transpose()?;
         let (parsed, judged) = rayon::join(
             || {
-                next.as_ref().map(|c| {
-                    let cleaned = cleaned.unwrap_or_else(|| clean_all(cleaner, &c.lines));
-                    sign_all(d, (templates, lang), cleaned)
-                })
+                next.as_ref()
+                    .map(|c| sign_all(d, (templates, lang), clean_all(cleaner, &c.lines)))
             },
             || -> Result<()> {
                 let Some((chunk, parsed)) = signed.take() else {
@@ -881,59 +789,6 @@ mod tests {
             let lang = crate::lang::SiteLanguages::default();
             let parsed = pool.install(|| sign_all(&d, (&templates, &lang), clean_all(&cleaner, &lines)));
             assert_eq!(told(&parsed), expected);
-        }
-    }
-
-    /// The chunks cleaned while the tiers open come first, then a read
-    /// error that ended the input, then the chunks not read yet, in input
-    /// order; every chunk cleaned early is cleaned as `clean_all` would.
-    #[test]
-    fn chunks_cleaned_while_the_tiers_open_keep_input_order() {
-        let line = |n: u64| {
-            let doc =
-                serde_json::json!({"url": format!("http://a.test/{n}"), "text": format!("第{n}篇 text {n}")});
-            (n, doc.to_string())
-        };
-        let chunk = |first: u64| lines::Chunk {
-            lines: (first..first + 2).map(line).collect(),
-            bytes: 10,
-        };
-        let cfg = Config::default();
-        // However many chunks the early phase takes (it ends when the tiers
-        // are open), with and without a read error ending the input.
-        for (read_error, rounds) in [(true, 3), (false, 3)] {
-            for _ in 0..rounds {
-                let (tx, rx) = std::sync::mpsc::sync_channel(8);
-                for i in 0..4 {
-                    tx.send(Ok(chunk(1 + 2 * i))).unwrap();
-                }
-                if read_error {
-                    tx.send(Err(anyhow::anyhow!("disk gone"))).unwrap();
-                }
-                drop(tx);
-                let (backend, _, cleaner, early) = open_while_cleaning(&cfg, &rx).unwrap();
-                assert!(matches!(backend, Backend::Memory(_)));
-                let mut firsts = Vec::new();
-                let mut failed = None;
-                for c in early.then(&rx) {
-                    match c {
-                        Ok((c, cleaned)) => {
-                            if let Some(cleaned) = cleaned {
-                                let again = clean_all(&cleaner, &c.lines);
-                                let text = |v: &[Result<Cleaned, String>]| -> Vec<String> {
-                                    v.iter().map(|x| x.as_ref().unwrap().text.clone()).collect()
-                                };
-                                assert_eq!(text(&cleaned), text(&again));
-                            }
-                            assert!(failed.is_none(), "a chunk after the read error");
-                            firsts.push(c.lines[0].0);
-                        }
-                        Err(e) => failed = Some(e.to_string()),
-                    }
-                }
-                assert_eq!(firsts, [1, 3, 5, 7]);
-                assert_eq!(failed.is_some(), read_error);
-            }
         }
     }
 }
