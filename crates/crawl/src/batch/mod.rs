@@ -549,12 +549,15 @@ fn judge_overlapped(
         let (parsed, judged) = rayon::join(
             || {
                 next.as_ref()
-                    .map(|c| sign_all(d, (templates, lang), clean_all(cleaner, &c.lines)))
+                    .map(|c| clean_and_sign_all(d, (cleaner, templates), &c.lines))
             },
             || -> Result<()> {
-                let Some((chunk, parsed)) = signed.take() else {
+                let Some((chunk, mut parsed)) = signed.take() else {
                     return Ok(());
                 };
+                // In input order, one chunk after the other, while the next
+                // chunk is signed on the other cores.
+                tell_languages(&mut parsed, lang);
                 let sigs: Vec<Signature> = parsed
                     .iter()
                     .filter_map(|p| p.as_ref().ok().map(|x| x.sig.clone()))
@@ -596,7 +599,8 @@ fn judge_chunk(
 ) -> Result<()> {
     match backend {
         Backend::Memory(d) => {
-            let parsed = sign_all(d, (&run.templates, &run.lang), cleaned);
+            let mut parsed = sign_all(d, &run.templates, cleaned);
+            tell_languages(&mut parsed, &run.lang);
             let sigs: Vec<Signature> = parsed
                 .iter()
                 .filter_map(|p| p.as_ref().ok().map(|x| x.sig.clone()))
@@ -605,7 +609,8 @@ fn judge_chunk(
             record(run, &parsed, verdicts, None)?;
         }
         Backend::Redb(d) => {
-            let parsed = sign_all(d, (&run.templates, &run.lang), cleaned);
+            let mut parsed = sign_all(d, &run.templates, cleaned);
+            tell_languages(&mut parsed, &run.lang);
             // Checked inside our own transaction: purge expired entries
             // (dedup.window) between chunks.
             d.purge_if_due()?;
@@ -629,24 +634,25 @@ fn judge_chunk(
 
 /// The lines of a chunk cleaned (in parallel), not signed yet.
 fn clean_all(cleaner: &simcrawl_clean::Cleaner, chunk: &[(u64, String)]) -> Vec<Result<Cleaned, String>> {
-    chunk
-        .par_iter()
-        .map(|(_, line)| {
-            if line.trim().is_empty() {
-                Err("empty line".into())
-            } else {
-                clean_line(cleaner, line)
-            }
-        })
-        .collect()
+    chunk.par_iter().map(|(_, line)| clean(cleaner, line)).collect()
+}
+
+/// One line cleaned, or why it cannot be.
+fn clean(cleaner: &simcrawl_clean::Cleaner, line: &str) -> Result<Cleaned, String> {
+    if line.trim().is_empty() {
+        Err("empty line".into())
+    } else {
+        clean_line(cleaner, line)
+    }
 }
 
 /// Cleaned documents signed: `html` documents, in input order, judged on
 /// their identity with their host's template as learnt from the documents
-/// before, then observed (crate::identity).
+/// before, then observed (crate::identity). Their languages are told
+/// after, in input order ([`tell_languages`]).
 fn sign_all(
     d: &Deduper<impl simcrawl_dedup::Store>,
-    (templates, lang): (&Templates, &crate::lang::SiteLanguages),
+    templates: &Templates,
     cleaned: Vec<Result<Cleaned, String>>,
 ) -> Vec<Parsed> {
     let identities = crate::identity::identities_in_order(
@@ -663,18 +669,76 @@ fn sign_all(
             })
         }),
     );
-    let mut parsed: Vec<Parsed> = cleaned
+    cleaned
         .into_par_iter()
         .zip(identities)
         .map(|(c, id)| {
             let c = c?;
             Ok(signed(d, &c, id.as_ref()))
         })
-        .collect();
+        .collect()
+}
+
+/// The languages of signed documents, told in input order: a site's pages
+/// share what `lang` learns of its sections ([`ParsedDoc::tell_language`]).
+/// Serial, so the overlapped run tells them on the side that judges, while
+/// the next chunk is signed on the other cores: on the signing side the
+/// cores waited for it at the end of every chunk (a tenth of the wall time
+/// on two cores, issue 37).
+fn tell_languages(parsed: &mut [Parsed], lang: &crate::lang::SiteLanguages) {
     for doc in parsed.iter_mut().flatten() {
         doc.tell_language(lang);
     }
-    parsed
+}
+
+/// A chunk's lines cleaned and signed, as [`clean_all`] then [`sign_all`]
+/// would: `text` lines are signed in the same parallel pass that cleans
+/// them (their identity is their text, and no template is involved), so
+/// the cores do not wait for the slowest line of the chunk between the two
+/// passes; `html` lines, whose identities depend on the lines before them,
+/// are signed after, as [`sign_all`] signs them.
+fn clean_and_sign_all(
+    d: &Deduper<impl simcrawl_dedup::Store>,
+    (cleaner, templates): (&simcrawl_clean::Cleaner, &Templates),
+    chunk: &[(u64, String)],
+) -> Vec<Parsed> {
+    /// A line cleaned and, unless it is an `html` line, signed.
+    enum Staged {
+        Signed(Box<ParsedDoc>),
+        Html(Box<Cleaned>),
+    }
+    let staged: Vec<Result<Staged, String>> = chunk
+        .par_iter()
+        .map(|(_, line)| {
+            let c = clean(cleaner, line)?;
+            Ok(match c.html {
+                Some(_) => Staged::Html(Box::new(c)),
+                None => Staged::Signed(Box::new(signed(d, &c, None))),
+            })
+        })
+        .collect();
+    let identities = crate::identity::identities_in_order(
+        templates,
+        staged.iter().map(|s| {
+            let Ok(Staged::Html(c)) = s else { return None };
+            let h = c.html.as_ref()?;
+            Some(crate::identity::InOrder {
+                url: &c.url,
+                host: &h.host,
+                main: &c.text,
+                own: &h.own,
+                judged_own: h.judged_own(&c.text),
+            })
+        }),
+    );
+    staged
+        .into_par_iter()
+        .zip(identities)
+        .map(|(s, id)| match s? {
+            Staged::Signed(doc) => Ok(*doc),
+            Staged::Html(c) => Ok(signed(d, &c, id.as_ref())),
+        })
+        .collect()
 }
 
 /// The lines of a chunk's documents, written to the outputs, and counted
@@ -738,6 +802,62 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    /// The overlapped run's one pass signs every line as the two passes do
+    /// (clean all, then sign all): `text` and `html` lines of one host
+    /// mixed, whose identities depend on the pages before them, an empty
+    /// line and a line that is no JSON.
+    #[test]
+    fn one_pass_signs_as_clean_then_sign() {
+        let body = |i: usize| {
+            format!(
+                "<html><body><nav>Home | News | About | Contact</nav><main><p>Report {i}: the city council \
+                 approved the new budget, and spending on parks rises by {i} percent.</p></main>\
+                 <footer>Copyright City Paper</footer></body></html>"
+            )
+        };
+        let lines: Vec<(u64, String)> = (0..40)
+            .map(|i| {
+                let line = match i % 5 {
+                    0 => serde_json::json!({"url": format!("http://a.test/t/{i}"), "text": format!("第{i}篇 长江流域今年夏季降雨偏多 text {i}")}).to_string(),
+                    1 => String::new(),
+                    2 => "{not json".to_string(),
+                    _ => serde_json::json!({"url": format!("http://a.test/p/{i}.html"), "html": body(i)}).to_string(),
+                };
+                (i as u64, line)
+            })
+            .collect();
+        let cleaner = simcrawl_clean::Cleaner::new(simcrawl_clean::CleanConfig::default()).unwrap();
+        let signed = |fused: bool| -> Vec<String> {
+            let d = Deduper::in_memory().unwrap();
+            let templates = Templates::load(&crate::template::TemplateSettings::default(), None).unwrap();
+            let lang = crate::lang::SiteLanguages::default();
+            // Two chunks: the template learnt in the first serves the second.
+            let mut out = Vec::new();
+            for chunk in lines.chunks(20) {
+                let mut parsed = if fused {
+                    clean_and_sign_all(&d, (&cleaner, &templates), chunk)
+                } else {
+                    sign_all(&d, &templates, clean_all(&cleaner, chunk))
+                };
+                tell_languages(&mut parsed, &lang);
+                out.extend(parsed.iter().map(|p| match p {
+                    Ok(p) => format!(
+                        "{} {:?} {:?} {:?}",
+                        p.url,
+                        p.sig.fingerprint,
+                        p.lang,
+                        p.judged().basis
+                    ),
+                    Err(e) => format!("error {e}"),
+                }));
+            }
+            out
+        };
+        let two_passes = signed(false);
+        assert_eq!(two_passes.iter().filter(|l| l.starts_with("error")).count(), 16);
+        assert_eq!(signed(true), two_passes);
+    }
+
     /// A site's `html` lines get the languages that telling them one by
     /// one in input order gives, however the signing is spread over
     /// threads: the pages of one section share what `lang` learns of it
@@ -787,8 +907,17 @@ mod tests {
             let d = Deduper::in_memory().unwrap();
             let templates = Templates::load(&crate::template::TemplateSettings::default(), None).unwrap();
             let lang = crate::lang::SiteLanguages::default();
-            let parsed = pool.install(|| sign_all(&d, (&templates, &lang), clean_all(&cleaner, &lines)));
+            let mut parsed = pool.install(|| sign_all(&d, &templates, clean_all(&cleaner, &lines)));
+            tell_languages(&mut parsed, &lang);
             assert_eq!(told(&parsed), expected);
+            // The overlapped run's pass, from a fresh start: the same
+            // documents, the same languages.
+            let d = Deduper::in_memory().unwrap();
+            let templates = Templates::load(&crate::template::TemplateSettings::default(), None).unwrap();
+            let lang = crate::lang::SiteLanguages::default();
+            let mut fused = pool.install(|| clean_and_sign_all(&d, (&cleaner, &templates), &lines));
+            tell_languages(&mut fused, &lang);
+            assert_eq!(told(&fused), expected);
         }
     }
 }
