@@ -24,20 +24,23 @@ pub(super) struct Chunk {
 }
 
 /// Starts reading `file` (named `name` in errors) from byte `from`, whose
-/// line is `after_line + 1`, in chunks of `per_chunk` lines. The chunks
+/// line is `after_line + 1`, in chunks of `per_chunk` lines, or fewer when
+/// they reach `max_bytes` of input first (a chunk holds one line at least):
+/// the chunks in flight then hold a bounded number of bytes however large
+/// the lines are. The chunks
 /// come in order; a read error comes as the last item; the channel closes
 /// at the end of the input. Dropping the receiver stops the reader.
 pub(super) fn spawn(
     file: File,
     name: String,
     (from, after_line): (u64, u64),
-    per_chunk: usize,
+    (per_chunk, max_bytes): (usize, u64),
 ) -> Result<Receiver<Result<Chunk>>> {
     let (tx, rx) = sync_channel(AHEAD);
     std::thread::Builder::new()
         .name("dedup-read".into())
         .spawn(move || {
-            if let Err(e) = read(file, &name, (from, after_line), per_chunk, &tx) {
+            if let Err(e) = read(file, &name, (from, after_line), (per_chunk, max_bytes), &tx) {
                 // The receiver may be gone: then nobody is waiting for it.
                 let _ = tx.send(Err(e));
             }
@@ -50,7 +53,7 @@ fn read(
     file: File,
     name: &str,
     (from, after_line): (u64, u64),
-    per_chunk: usize,
+    (per_chunk, max_bytes): (usize, u64),
     tx: &SyncSender<Result<Chunk>>,
 ) -> Result<()> {
     let mut reader = BufReader::with_capacity(READ_BUFFER, file);
@@ -70,7 +73,8 @@ fn read(
             chunk.bytes += n as u64;
             chunk.lines.push((line_no, line_text(&buf)));
         }
-        if chunk.lines.len() >= per_chunk || (n == 0 && !chunk.lines.is_empty()) {
+        let full = chunk.lines.len() >= per_chunk || chunk.bytes >= max_bytes;
+        if (full || n == 0) && !chunk.lines.is_empty() {
             let full = std::mem::replace(
                 &mut chunk,
                 Chunk {
@@ -129,7 +133,7 @@ mod tests {
         write!(f, "last, no break").unwrap();
         drop(f);
         let whole = std::fs::metadata(&path).unwrap().len();
-        let rx = spawn(File::open(&path).unwrap(), "in".into(), (0, 0), 3).unwrap();
+        let rx = spawn(File::open(&path).unwrap(), "in".into(), (0, 0), (3, u64::MAX)).unwrap();
         let chunks: Vec<Chunk> = rx.iter().map(Result::unwrap).collect();
         assert_eq!(
             chunks.iter().map(|c| c.lines.len()).collect::<Vec<_>>(),
@@ -138,10 +142,23 @@ mod tests {
         assert_eq!(chunks.iter().map(|c| c.bytes).sum::<u64>(), whole);
         assert_eq!(chunks[2].lines[1], (8, "last, no break".to_string()));
         // From the start of line 3 ("line 1\n" and "line 2\n" are 7 bytes each).
-        let rx = spawn(File::open(&path).unwrap(), "in".into(), (14, 2), 100).unwrap();
+        let rx = spawn(File::open(&path).unwrap(), "in".into(), (14, 2), (100, u64::MAX)).unwrap();
         let rest: Vec<Chunk> = rx.iter().map(Result::unwrap).collect();
         assert_eq!(rest.len(), 1);
         assert_eq!(rest[0].lines[0], (3, "line 3".to_string()));
         assert_eq!(rest[0].lines.len(), 6);
+        // A chunk ends once it holds 15 bytes (two 7-byte lines and one
+        // more), or at the line bound, whichever comes first; a line longer
+        // than the bound is a chunk of its own.
+        let rx = spawn(File::open(&path).unwrap(), "in".into(), (0, 0), (100, 15)).unwrap();
+        let by_bytes: Vec<Chunk> = rx.iter().map(Result::unwrap).collect();
+        assert_eq!(
+            by_bytes.iter().map(|c| c.lines.len()).collect::<Vec<_>>(),
+            [3, 3, 2]
+        );
+        let rx = spawn(File::open(&path).unwrap(), "in".into(), (0, 0), (2, 1)).unwrap();
+        let tiny: Vec<Chunk> = rx.iter().map(Result::unwrap).collect();
+        assert_eq!(tiny.len(), 8);
+        assert_eq!(tiny.iter().map(|c| c.bytes).sum::<u64>(), whole);
     }
 }

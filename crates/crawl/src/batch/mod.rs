@@ -33,6 +33,12 @@ const CHUNK: usize = 2048;
 /// once; each chunk costs a hand-over between threads and a rayon split.
 const CHUNK_MEMORY: usize = 256;
 
+/// Input bytes per chunk in memory at most: the in-memory pipeline holds
+/// about seven chunks at once (read ahead, cleaned, identified, signed,
+/// judged), so lines of megabytes of HTML end a chunk early rather than
+/// hold hundreds of megabytes.
+const CHUNK_MEMORY_BYTES: u64 = 8 << 20;
+
 /// One input line.
 #[derive(Debug, Deserialize)]
 struct InputDoc {
@@ -229,7 +235,12 @@ fn run_lines(cfg: &Config, args: &BatchArgs, input: &std::path::Path) -> Result<
     // In memory a run starts at the first line: reading starts before the
     // tiers are set up.
     let read_early = match (&args.data_dir, File::open(input)) {
-        (None, Ok(file)) => Some(lines::spawn(file, input_name.clone(), (0, 0), CHUNK_MEMORY)?),
+        (None, Ok(file)) => Some(lines::spawn(
+            file,
+            input_name.clone(),
+            (0, 0),
+            (CHUNK_MEMORY, CHUNK_MEMORY_BYTES),
+        )?),
         _ => None,
     };
     let (backend, templates, cleaner) = open(cfg, args.data_dir.as_deref())?;
@@ -254,7 +265,12 @@ fn run_lines(cfg: &Config, args: &BatchArgs, input: &std::path::Path) -> Result<
     let resumed_lines = run.p.lines;
     let chunks = match read_early {
         Some(chunks) => chunks,
-        None => lines::spawn(file, input_name.clone(), (run.p.bytes, run.p.lines), CHUNK)?,
+        None => lines::spawn(
+            file,
+            input_name.clone(),
+            (run.p.bytes, run.p.lines),
+            (CHUNK, u64::MAX),
+        )?,
     };
     match &backend {
         Backend::Memory(d) => judge_overlapped(d, &mut run, chunks.iter(), &progress, &input_name)?,
@@ -528,11 +544,18 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
     })
 }
 
-/// The chunks of an in-memory run, each cleaned and signed (on every core)
-/// while the chunk before it is judged and written: signing never waits
-/// for a verdict (a page's identity depends on the pages before it, not on
-/// their verdicts, and chunks are still signed in order), so the verdicts
-/// and lines are those of one chunk after the other.
+/// The chunks of an in-memory run, through four stages at once, each
+/// chunk one stage behind the one read after it: cleaned (every core;
+/// `text` lines signed in the same pass), identified (`html` lines, in
+/// order: a page's identity depends on the template learnt from the pages
+/// before it), signed (every core) and judged (in order, its languages told
+/// first, its lines written). The two ordered stages run on one core while
+/// the two parallel ones take the others, so no core waits for a chunk's
+/// slowest line or for a serial pass (issue 37). Signing never waits for a
+/// verdict, and each stage takes the chunks in input order, so the
+/// verdicts and lines are those of one chunk after the other. A read error
+/// ends the input: the chunks read before it are judged and written, then
+/// it is returned.
 fn judge_overlapped(
     d: &Deduper<MemoryStore>,
     run: &mut Run,
@@ -542,45 +565,67 @@ fn judge_overlapped(
 ) -> Result<()> {
     let (cleaner, templates, lang) = (&run.cleaner, &run.templates, &run.lang);
     let (outputs, p, write_normalized) = (&mut run.outputs, &mut run.p, run.write_normalized);
+    let mut cleaned: Option<(lines::Chunk, Vec<Staged>)> = None;
+    let mut identified: Option<(lines::Chunk, Vec<Staged>, Identities)> = None;
     let mut signed: Option<(lines::Chunk, Vec<Parsed>)> = None;
+    let mut failed: Option<anyhow::Error> = None;
     loop {
-        // None: the input is done.
-        let next = chunks.next().transpose()?;
-        let (parsed, judged) = rayon::join(
+        // None: the input is done (or failed).
+        let next = match failed {
+            Some(_) => None,
+            None => chunks.next().transpose().unwrap_or_else(|e| {
+                failed = Some(e);
+                None
+            }),
+        };
+        if next.is_none() && cleaned.is_none() && identified.is_none() && signed.is_none() {
+            return failed.map_or(Ok(()), Err);
+        }
+        let (to_identify, to_sign, to_judge) = (cleaned.take(), identified.take(), signed.take());
+        let ((now_cleaned, now_signed), (now_identified, judged)) = rayon::join(
             || {
-                next.as_ref()
-                    .map(|c| clean_and_sign_all(d, (cleaner, templates), &c.lines))
+                rayon::join(
+                    || {
+                        next.map(|c| {
+                            let staged = clean_stage(d, cleaner, &c.lines);
+                            (c, staged)
+                        })
+                    },
+                    || to_sign.map(|(c, staged, ids)| (c, sign_stage(d, staged, ids))),
+                )
             },
-            || -> Result<()> {
-                let Some((chunk, mut parsed)) = signed.take() else {
-                    return Ok(());
-                };
-                // In input order, one chunk after the other, while the next
-                // chunk is signed on the other cores.
-                tell_languages(&mut parsed, lang);
-                let sigs: Vec<Signature> = parsed
-                    .iter()
-                    .filter_map(|p| p.as_ref().ok().map(|x| x.sig.clone()))
-                    .collect();
-                let verdicts = d.check_batch(&sigs, UrlTier::Check)?;
-                emit(
-                    (&mut *outputs, &mut *p, write_normalized),
-                    &chunk.lines,
-                    &parsed,
-                    verdicts,
-                    input,
-                )?;
-                p.lines += chunk.lines.len() as u64;
-                p.bytes += chunk.bytes;
-                Ok(())
+            || -> (Option<(lines::Chunk, Vec<Staged>, Identities)>, Result<()>) {
+                let now_identified = to_identify.map(|(c, staged)| {
+                    let ids = identify_stage(templates, &staged);
+                    (c, staged, ids)
+                });
+                let judged = (|| -> Result<()> {
+                    let Some((chunk, mut parsed)) = to_judge else {
+                        return Ok(());
+                    };
+                    tell_languages(&mut parsed, lang);
+                    let sigs: Vec<Signature> = parsed
+                        .iter()
+                        .filter_map(|p| p.as_ref().ok().map(|x| x.sig.clone()))
+                        .collect();
+                    let verdicts = d.check_batch(&sigs, UrlTier::Check)?;
+                    emit(
+                        (&mut *outputs, &mut *p, write_normalized),
+                        &chunk.lines,
+                        &parsed,
+                        verdicts,
+                        input,
+                    )?;
+                    p.lines += chunk.lines.len() as u64;
+                    p.bytes += chunk.bytes;
+                    Ok(())
+                })();
+                (now_identified, judged)
             },
         );
         judged?;
         progress.set(p.bytes);
-        match (next, parsed) {
-            (Some(chunk), Some(parsed)) => signed = Some((chunk, parsed)),
-            _ => return Ok(()),
-        }
+        (cleaned, identified, signed) = (now_cleaned, now_identified, now_signed);
     }
 }
 
@@ -691,36 +736,45 @@ fn tell_languages(parsed: &mut [Parsed], lang: &crate::lang::SiteLanguages) {
     }
 }
 
-/// A chunk's lines cleaned and signed, as [`clean_all`] then [`sign_all`]
-/// would: `text` lines are signed in the same parallel pass that cleans
-/// them (their identity is their text, and no template is involved), so
-/// the cores do not wait for the slowest line of the chunk between the two
-/// passes; `html` lines, whose identities depend on the lines before them,
-/// are signed after, as [`sign_all`] signs them.
-fn clean_and_sign_all(
+/// A line of an in-memory run cleaned and, unless it is an `html` line,
+/// signed (or why it cannot be).
+type Staged = Result<StagedDoc, String>;
+
+/// See [`Staged`].
+enum StagedDoc {
+    Signed(Box<ParsedDoc>),
+    Html(Box<Cleaned>),
+}
+
+/// The identities of a chunk's `html` lines (`None` for the others).
+type Identities = Vec<Option<crate::identity::Identity<'static>>>;
+
+/// A chunk's lines cleaned on every core, `text` lines signed in the same
+/// pass (their identity is their text, and no template is involved).
+fn clean_stage(
     d: &Deduper<impl simcrawl_dedup::Store>,
-    (cleaner, templates): (&simcrawl_clean::Cleaner, &Templates),
+    cleaner: &simcrawl_clean::Cleaner,
     chunk: &[(u64, String)],
-) -> Vec<Parsed> {
-    /// A line cleaned and, unless it is an `html` line, signed.
-    enum Staged {
-        Signed(Box<ParsedDoc>),
-        Html(Box<Cleaned>),
-    }
-    let staged: Vec<Result<Staged, String>> = chunk
+) -> Vec<Staged> {
+    chunk
         .par_iter()
         .map(|(_, line)| {
             let c = clean(cleaner, line)?;
             Ok(match c.html {
-                Some(_) => Staged::Html(Box::new(c)),
-                None => Staged::Signed(Box::new(signed(d, &c, None))),
+                Some(_) => StagedDoc::Html(Box::new(c)),
+                None => StagedDoc::Signed(Box::new(signed(d, &c, None))),
             })
         })
-        .collect();
-    let identities = crate::identity::identities_in_order(
+        .collect()
+}
+
+/// The identities of a chunk's `html` lines, in input order, each host's
+/// template learnt from the lines before (as [`sign_all`] learns it).
+fn identify_stage(templates: &Templates, staged: &[Staged]) -> Identities {
+    crate::identity::identities_in_order(
         templates,
         staged.iter().map(|s| {
-            let Ok(Staged::Html(c)) = s else { return None };
+            let Ok(StagedDoc::Html(c)) = s else { return None };
             let h = c.html.as_ref()?;
             Some(crate::identity::InOrder {
                 url: &c.url,
@@ -730,13 +784,17 @@ fn clean_and_sign_all(
                 judged_own: h.judged_own(&c.text),
             })
         }),
-    );
+    )
+}
+
+/// A chunk's `html` lines signed on their identities, on every core.
+fn sign_stage(d: &Deduper<impl simcrawl_dedup::Store>, staged: Vec<Staged>, ids: Identities) -> Vec<Parsed> {
     staged
         .into_par_iter()
-        .zip(identities)
+        .zip(ids)
         .map(|(s, id)| match s? {
-            Staged::Signed(doc) => Ok(*doc),
-            Staged::Html(c) => Ok(signed(d, &c, id.as_ref())),
+            StagedDoc::Signed(doc) => Ok(*doc),
+            StagedDoc::Html(c) => Ok(signed(d, &c, id.as_ref())),
         })
         .collect()
 }
@@ -802,12 +860,72 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
-    /// The overlapped run's one pass signs every line as the two passes do
+    /// A read error ends an in-memory run's input: the chunks read before
+    /// it go through every stage and are written, then the error is
+    /// returned; and with no error, every chunk is written in input order.
+    #[test]
+    fn the_pipeline_writes_every_chunk_read_then_the_read_error() {
+        for (chunks_read, error) in [(1, true), (5, true), (5, false), (0, true)] {
+            let dir = tempfile::tempdir().unwrap();
+            let d = Deduper::in_memory().unwrap();
+            let mut run = Run {
+                outputs: Outputs::open(dir.path(), Offsets::default()).unwrap(),
+                p: BatchProgress::default(),
+                cleaner: simcrawl_clean::Cleaner::new(simcrawl_clean::CleanConfig::default()).unwrap(),
+                templates: Templates::load(&crate::template::TemplateSettings::default(), None).unwrap(),
+                lang: crate::lang::SiteLanguages::default(),
+                write_normalized: false,
+            };
+            let chunk = |k: u64| {
+                lines::Chunk {
+                lines: (2 * k + 1..2 * k + 3)
+                    .map(|n| {
+                        let doc = serde_json::json!({"url": format!("http://a.test/{n}"), "text": format!("第{n}篇 text number {n} of the run")});
+                        (n, doc.to_string())
+                    })
+                    .collect(),
+                bytes: 100,
+            }
+            };
+            let input = (0..chunks_read)
+                .map(|k| Ok(chunk(k)))
+                .chain(error.then(|| Err(anyhow::anyhow!("disk gone"))))
+                .chain([Ok(chunk(99))]);
+            let input: Box<dyn Iterator<Item = Result<lines::Chunk>>> = if error {
+                Box::new(input)
+            } else {
+                Box::new(input.take(chunks_read as usize))
+            };
+            let r = judge_overlapped(&d, &mut run, input, &Progress::bytes(0, "test"), "test");
+            assert_eq!(
+                r.map_err(|e| e.to_string()).err().as_deref(),
+                error.then_some("disk gone")
+            );
+            run.outputs.flush().unwrap();
+            assert_eq!(run.p.lines, 2 * chunks_read);
+            let kept = std::fs::read_to_string(dir.path().join("kept.jsonl")).unwrap();
+            let urls: Vec<String> = kept
+                .lines()
+                .map(|l| {
+                    serde_json::from_str::<serde_json::Value>(l).unwrap()["url"]
+                        .as_str()
+                        .unwrap()
+                        .to_string()
+                })
+                .collect();
+            let expected: Vec<String> = (1..=2 * chunks_read)
+                .map(|n| format!("http://a.test/{n}"))
+                .collect();
+            assert_eq!(urls, expected);
+        }
+    }
+
+    /// The overlapped run's stages sign every line as the two passes do
     /// (clean all, then sign all): `text` and `html` lines of one host
     /// mixed, whose identities depend on the pages before them, an empty
     /// line and a line that is no JSON.
     #[test]
-    fn one_pass_signs_as_clean_then_sign() {
+    fn stages_sign_as_clean_then_sign() {
         let body = |i: usize| {
             format!(
                 "<html><body><nav>Home | News | About | Contact</nav><main><p>Report {i}: the city council \
@@ -835,7 +953,9 @@ mod tests {
             let mut out = Vec::new();
             for chunk in lines.chunks(20) {
                 let mut parsed = if fused {
-                    clean_and_sign_all(&d, (&cleaner, &templates), chunk)
+                    let staged = clean_stage(&d, &cleaner, chunk);
+                    let ids = identify_stage(&templates, &staged);
+                    sign_stage(&d, staged, ids)
                 } else {
                     sign_all(&d, &templates, clean_all(&cleaner, chunk))
                 };
@@ -915,7 +1035,11 @@ mod tests {
             let d = Deduper::in_memory().unwrap();
             let templates = Templates::load(&crate::template::TemplateSettings::default(), None).unwrap();
             let lang = crate::lang::SiteLanguages::default();
-            let mut fused = pool.install(|| clean_and_sign_all(&d, (&cleaner, &templates), &lines));
+            let mut fused = pool.install(|| {
+                let staged = clean_stage(&d, &cleaner, &lines);
+                let ids = identify_stage(&templates, &staged);
+                sign_stage(&d, staged, ids)
+            });
             tell_languages(&mut fused, &lang);
             assert_eq!(told(&fused), expected);
         }
