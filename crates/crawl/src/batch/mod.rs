@@ -566,7 +566,7 @@ fn judge_overlapped(
     let (cleaner, templates, lang) = (&run.cleaner, &run.templates, &run.lang);
     let (outputs, p, write_normalized) = (&mut run.outputs, &mut run.p, run.write_normalized);
     let mut cleaned: Option<(lines::Chunk, Vec<Staged>)> = None;
-    let mut identified: Option<(lines::Chunk, Vec<Staged>, Identities)> = None;
+    let mut identified: Option<Identified> = None;
     let mut signed: Option<(lines::Chunk, Vec<Parsed>)> = None;
     let mut failed: Option<anyhow::Error> = None;
     loop {
@@ -594,7 +594,7 @@ fn judge_overlapped(
                     || to_sign.map(|(c, staged, ids)| (c, sign_stage(d, staged, ids))),
                 )
             },
-            || -> (Option<(lines::Chunk, Vec<Staged>, Identities)>, Result<()>) {
+            || -> (Option<Identified>, Result<()>) {
                 let now_identified = to_identify.map(|(c, staged)| {
                     let ids = identify_stage(templates, &staged);
                     (c, staged, ids)
@@ -748,6 +748,9 @@ enum StagedDoc {
 
 /// The identities of a chunk's `html` lines (`None` for the others).
 type Identities = Vec<Option<crate::identity::Identity<'static>>>;
+
+/// A chunk cleaned and identified, waiting to be signed.
+type Identified = (lines::Chunk, Vec<Staged>, Identities);
 
 /// A chunk's lines cleaned on every core, `text` lines signed in the same
 /// pass (their identity is their text, and no template is involved).
