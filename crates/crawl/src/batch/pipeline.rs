@@ -1,0 +1,293 @@
+//! An in-memory run of `crawl dedup` as a pipeline of four stages over the
+//! chunks of its input (issue 37): the two that run on every core and the
+//! two that must take the documents in input order overlap, each chunk one
+//! stage behind the chunk read after it.
+
+use anyhow::Result;
+use rayon::prelude::*;
+use simcrawl_dedup::{Deduper, MemoryStore, Signature, UrlTier};
+
+use super::{Cleaned, Parsed, ParsedDoc, Run, clean, emit, lines, signed, tell_languages};
+use crate::progress::Progress;
+use crate::template::Templates;
+
+/// The chunks of an in-memory run, through four stages at once, each
+/// chunk one stage behind the one read after it: cleaned (every core;
+/// `text` lines signed in the same pass), identified (`html` lines, in
+/// order: a page's identity depends on the template learnt from the pages
+/// before it), signed (every core) and judged (in order, its languages told
+/// first, its lines written). The two ordered stages run on one core while
+/// the two parallel ones take the others, so no core waits for a chunk's
+/// slowest line or for a serial pass (issue 37). Signing never waits for a
+/// verdict, and each stage takes the chunks in input order, so the
+/// verdicts and lines are those of one chunk after the other. A read error
+/// ends the input: the chunks read before it are judged and written, then
+/// it is returned.
+pub(super) fn judge_overlapped(
+    d: &Deduper<MemoryStore>,
+    run: &mut Run,
+    mut chunks: impl Iterator<Item = Result<lines::Chunk>>,
+    progress: &Progress,
+    input: &str,
+) -> Result<()> {
+    let (cleaner, templates, lang) = (&run.cleaner, &run.templates, &run.lang);
+    let (outputs, p, write_normalized) = (&mut run.outputs, &mut run.p, run.write_normalized);
+    let mut cleaned: Option<(lines::Chunk, Vec<Staged>)> = None;
+    let mut identified: Option<Identified> = None;
+    let mut signed: Option<(lines::Chunk, Vec<Parsed>)> = None;
+    let mut failed: Option<anyhow::Error> = None;
+    loop {
+        // None: the input is done (or failed).
+        let next = match failed {
+            Some(_) => None,
+            None => chunks.next().transpose().unwrap_or_else(|e| {
+                failed = Some(e);
+                None
+            }),
+        };
+        if next.is_none() && cleaned.is_none() && identified.is_none() && signed.is_none() {
+            return failed.map_or(Ok(()), Err);
+        }
+        let (to_identify, to_sign, to_judge) = (cleaned.take(), identified.take(), signed.take());
+        let ((now_cleaned, now_signed), (now_identified, judged)) = rayon::join(
+            || {
+                rayon::join(
+                    || {
+                        next.map(|c| {
+                            let staged = clean_stage(d, cleaner, &c.lines);
+                            (c, staged)
+                        })
+                    },
+                    || to_sign.map(|(c, staged, ids)| (c, sign_stage(d, staged, ids))),
+                )
+            },
+            || -> (Option<Identified>, Result<()>) {
+                let now_identified = to_identify.map(|(c, staged)| {
+                    let ids = identify_stage(templates, &staged);
+                    (c, staged, ids)
+                });
+                let judged = (|| -> Result<()> {
+                    let Some((chunk, mut parsed)) = to_judge else {
+                        return Ok(());
+                    };
+                    tell_languages(&mut parsed, lang);
+                    let sigs: Vec<Signature> = parsed
+                        .iter()
+                        .filter_map(|p| p.as_ref().ok().map(|x| x.sig.clone()))
+                        .collect();
+                    let verdicts = d.check_batch(&sigs, UrlTier::Check)?;
+                    emit(
+                        (&mut *outputs, &mut *p, write_normalized),
+                        &chunk.lines,
+                        &parsed,
+                        verdicts,
+                        input,
+                    )?;
+                    p.lines += chunk.lines.len() as u64;
+                    p.bytes += chunk.bytes;
+                    Ok(())
+                })();
+                (now_identified, judged)
+            },
+        );
+        judged?;
+        progress.set(p.bytes);
+        (cleaned, identified, signed) = (now_cleaned, now_identified, now_signed);
+    }
+}
+
+/// A line of an in-memory run cleaned and, unless it is an `html` line,
+/// signed (or why it cannot be).
+pub(super) type Staged = Result<StagedDoc, String>;
+
+/// See [`Staged`].
+pub(super) enum StagedDoc {
+    Signed(Box<ParsedDoc>),
+    Html(Box<Cleaned>),
+}
+
+/// The identities of a chunk's `html` lines (`None` for the others).
+pub(super) type Identities = Vec<Option<crate::identity::Identity<'static>>>;
+
+/// A chunk cleaned and identified, waiting to be signed.
+type Identified = (lines::Chunk, Vec<Staged>, Identities);
+
+/// A chunk's lines cleaned on every core, `text` lines signed in the same
+/// pass (their identity is their text, and no template is involved).
+pub(super) fn clean_stage(
+    d: &Deduper<impl simcrawl_dedup::Store>,
+    cleaner: &simcrawl_clean::Cleaner,
+    chunk: &[(u64, String)],
+) -> Vec<Staged> {
+    chunk
+        .par_iter()
+        .map(|(_, line)| {
+            let c = clean(cleaner, line)?;
+            Ok(match c.html {
+                Some(_) => StagedDoc::Html(Box::new(c)),
+                None => StagedDoc::Signed(Box::new(signed(d, &c, None))),
+            })
+        })
+        .collect()
+}
+
+/// The identities of a chunk's `html` lines, in input order, each host's
+/// template learnt from the lines before (as [`sign_all`] learns it).
+pub(super) fn identify_stage(templates: &Templates, staged: &[Staged]) -> Identities {
+    crate::identity::identities_in_order(
+        templates,
+        staged.iter().map(|s| {
+            let Ok(StagedDoc::Html(c)) = s else { return None };
+            let h = c.html.as_ref()?;
+            Some(crate::identity::InOrder {
+                url: &c.url,
+                host: &h.host,
+                main: &c.text,
+                own: &h.own,
+                judged_own: h.judged_own(&c.text),
+            })
+        }),
+    )
+}
+
+/// A chunk's `html` lines signed on their identities, on every core.
+pub(super) fn sign_stage(
+    d: &Deduper<impl simcrawl_dedup::Store>,
+    staged: Vec<Staged>,
+    ids: Identities,
+) -> Vec<Parsed> {
+    staged
+        .into_par_iter()
+        .zip(ids)
+        .map(|(s, id)| match s? {
+            StagedDoc::Signed(doc) => Ok(*doc),
+            StagedDoc::Html(c) => Ok(signed(d, &c, id.as_ref())),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::super::{BatchProgress, clean_all, sign_all};
+    use super::*;
+    use crate::output::sinks::{Offsets, Outputs};
+
+    /// A read error ends an in-memory run's input: the chunks read before
+    /// it go through every stage and are written, then the error is
+    /// returned; and with no error, every chunk is written in input order.
+    #[test]
+    fn the_pipeline_writes_every_chunk_read_then_the_read_error() {
+        for (chunks_read, error) in [(1, true), (5, true), (5, false), (0, true)] {
+            let dir = tempfile::tempdir().unwrap();
+            let d = Deduper::in_memory().unwrap();
+            let mut run = Run {
+                outputs: Outputs::open(dir.path(), Offsets::default()).unwrap(),
+                p: BatchProgress::default(),
+                cleaner: simcrawl_clean::Cleaner::new(simcrawl_clean::CleanConfig::default()).unwrap(),
+                templates: Templates::load(&crate::template::TemplateSettings::default(), None).unwrap(),
+                lang: crate::lang::SiteLanguages::default(),
+                write_normalized: false,
+            };
+            let chunk = |k: u64| {
+                lines::Chunk {
+                lines: (2 * k + 1..2 * k + 3)
+                    .map(|n| {
+                        let doc = serde_json::json!({"url": format!("http://a.test/{n}"), "text": format!("第{n}篇 text number {n} of the run")});
+                        (n, doc.to_string())
+                    })
+                    .collect(),
+                bytes: 100,
+            }
+            };
+            let input = (0..chunks_read)
+                .map(|k| Ok(chunk(k)))
+                .chain(error.then(|| Err(anyhow::anyhow!("disk gone"))))
+                .chain([Ok(chunk(99))]);
+            let input: Box<dyn Iterator<Item = Result<lines::Chunk>>> = if error {
+                Box::new(input)
+            } else {
+                Box::new(input.take(chunks_read as usize))
+            };
+            let r = judge_overlapped(&d, &mut run, input, &Progress::bytes(0, "test"), "test");
+            assert_eq!(
+                r.map_err(|e| e.to_string()).err().as_deref(),
+                error.then_some("disk gone")
+            );
+            run.outputs.flush().unwrap();
+            assert_eq!(run.p.lines, 2 * chunks_read);
+            let kept = std::fs::read_to_string(dir.path().join("kept.jsonl")).unwrap();
+            let urls: Vec<String> = kept
+                .lines()
+                .map(|l| {
+                    serde_json::from_str::<serde_json::Value>(l).unwrap()["url"]
+                        .as_str()
+                        .unwrap()
+                        .to_string()
+                })
+                .collect();
+            let expected: Vec<String> = (1..=2 * chunks_read)
+                .map(|n| format!("http://a.test/{n}"))
+                .collect();
+            assert_eq!(urls, expected);
+        }
+    }
+
+    /// The overlapped run's stages sign every line as the two passes do
+    /// (clean all, then sign all): `text` and `html` lines of one host
+    /// mixed, whose identities depend on the pages before them, an empty
+    /// line and a line that is no JSON.
+    #[test]
+    fn stages_sign_as_clean_then_sign() {
+        let body = |i: usize| {
+            format!(
+                "<html><body><nav>Home | News | About | Contact</nav><main><p>Report {i}: the city council \
+                 approved the new budget, and spending on parks rises by {i} percent.</p></main>\
+                 <footer>Copyright City Paper</footer></body></html>"
+            )
+        };
+        let lines: Vec<(u64, String)> = (0..40)
+            .map(|i| {
+                let line = match i % 5 {
+                    0 => serde_json::json!({"url": format!("http://a.test/t/{i}"), "text": format!("第{i}篇 长江流域今年夏季降雨偏多 text {i}")}).to_string(),
+                    1 => String::new(),
+                    2 => "{not json".to_string(),
+                    _ => serde_json::json!({"url": format!("http://a.test/p/{i}.html"), "html": body(i)}).to_string(),
+                };
+                (i as u64, line)
+            })
+            .collect();
+        let cleaner = simcrawl_clean::Cleaner::new(simcrawl_clean::CleanConfig::default()).unwrap();
+        let signed = |fused: bool| -> Vec<String> {
+            let d = Deduper::in_memory().unwrap();
+            let templates = Templates::load(&crate::template::TemplateSettings::default(), None).unwrap();
+            let lang = crate::lang::SiteLanguages::default();
+            // Two chunks: the template learnt in the first serves the second.
+            let mut out = Vec::new();
+            for chunk in lines.chunks(20) {
+                let mut parsed = if fused {
+                    let staged = clean_stage(&d, &cleaner, chunk);
+                    let ids = identify_stage(&templates, &staged);
+                    sign_stage(&d, staged, ids)
+                } else {
+                    sign_all(&d, &templates, clean_all(&cleaner, chunk))
+                };
+                tell_languages(&mut parsed, &lang);
+                out.extend(parsed.iter().map(|p| match p {
+                    Ok(p) => format!(
+                        "{} {:?} {:?} {:?}",
+                        p.url,
+                        p.sig.fingerprint,
+                        p.lang,
+                        p.judged().basis
+                    ),
+                    Err(e) => format!("error {e}"),
+                }));
+            }
+            out
+        };
+        let two_passes = signed(false);
+        assert_eq!(two_passes.iter().filter(|l| l.starts_with("error")).count(), 16);
+        assert_eq!(signed(true), two_passes);
+    }
+}
