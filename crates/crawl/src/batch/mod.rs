@@ -464,6 +464,20 @@ struct Cleaned {
     html: Option<HtmlTexts>,
 }
 
+impl Cleaned {
+    /// What telling its identity in input order needs (`html` lines only).
+    fn in_order(&self) -> Option<crate::identity::InOrder<'_>> {
+        let h = self.html.as_ref()?;
+        Some(crate::identity::InOrder {
+            url: &self.url,
+            host: &h.host,
+            main: &self.text,
+            own: &h.own,
+            judged_own: h.judged_own(&self.text),
+        })
+    }
+}
+
 #[derive(Debug)]
 struct HtmlTexts {
     host: String,
@@ -616,20 +630,8 @@ fn sign_all(
     templates: &Templates,
     cleaned: Vec<Result<Cleaned, String>>,
 ) -> Vec<Parsed> {
-    let identities = crate::identity::identities_in_order(
-        templates,
-        cleaned.iter().map(|c| {
-            let c = c.as_ref().ok()?;
-            let h = c.html.as_ref()?;
-            Some(crate::identity::InOrder {
-                url: &c.url,
-                host: &h.host,
-                main: &c.text,
-                own: &h.own,
-                judged_own: h.judged_own(&c.text),
-            })
-        }),
-    );
+    let identities =
+        crate::identity::identities_in_order(templates, cleaned.iter().map(|c| c.as_ref().ok()?.in_order()));
     cleaned
         .into_par_iter()
         .zip(identities)

@@ -136,16 +136,9 @@ pub(super) fn clean_stage(
 pub(super) fn identify_stage(templates: &Templates, staged: &[Staged]) -> Identities {
     crate::identity::identities_in_order(
         templates,
-        staged.iter().map(|s| {
-            let Ok(StagedDoc::Html(c)) = s else { return None };
-            let h = c.html.as_ref()?;
-            Some(crate::identity::InOrder {
-                url: &c.url,
-                host: &h.host,
-                main: &c.text,
-                own: &h.own,
-                judged_own: h.judged_own(&c.text),
-            })
+        staged.iter().map(|s| match s {
+            Ok(StagedDoc::Html(c)) => c.in_order(),
+            _ => None,
         }),
     )
 }
