@@ -25,11 +25,11 @@ pub(super) struct Chunk {
 
 /// Starts reading `file` (named `name` in errors) from byte `from`, whose
 /// line is `after_line + 1`, in chunks of `per_chunk` lines, or fewer when
-/// they reach `max_bytes` of input first (a chunk holds one line at least):
-/// the chunks in flight then hold a bounded number of bytes however large
-/// the lines are. The chunks
-/// come in order; a read error comes as the last item; the channel closes
-/// at the end of the input. Dropping the receiver stops the reader.
+/// they reach `max_bytes` of input first (a chunk holds one line at least),
+/// so that the chunks in flight hold a bounded number of bytes however
+/// large the lines are. The chunks come in order; a read error comes as
+/// the last item; the channel closes at the end of the input. Dropping the
+/// receiver stops the reader.
 pub(super) fn spawn(
     file: File,
     name: String,
@@ -73,8 +73,8 @@ fn read(
             chunk.bytes += n as u64;
             chunk.lines.push((line_no, line_text(&buf)));
         }
-        let full = chunk.lines.len() >= per_chunk || chunk.bytes >= max_bytes;
-        if (full || n == 0) && !chunk.lines.is_empty() {
+        let ends = chunk.lines.len() >= per_chunk || chunk.bytes >= max_bytes || n == 0;
+        if ends && !chunk.lines.is_empty() {
             let full = std::mem::replace(
                 &mut chunk,
                 Chunk {

@@ -552,10 +552,7 @@ fn process(backend: &Backend, run: &mut Run, chunk: &[(u64, String)], bytes: u64
     let cleaned = clean_all(&run.cleaner, chunk);
     judge_chunk(backend, run, cleaned, |run, parsed, verdicts, _| {
         let to = (&mut run.outputs, &mut run.p, run.write_normalized);
-        emit(to, chunk, parsed, verdicts, input)?;
-        run.p.lines += chunk.len() as u64;
-        run.p.bytes += bytes;
-        Ok(())
+        emit(to, (chunk, bytes), parsed, verdicts, input)
     })
 }
 
@@ -576,11 +573,7 @@ fn judge_chunk(
         Backend::Memory(d) => {
             let mut parsed = sign_all(d, &run.templates, cleaned);
             tell_languages(&mut parsed, &run.lang);
-            let sigs: Vec<Signature> = parsed
-                .iter()
-                .filter_map(|p| p.as_ref().ok().map(|x| x.sig.clone()))
-                .collect();
-            let verdicts = d.check_batch(&sigs, UrlTier::Check)?;
+            let verdicts = verdicts_in_memory(d, &parsed)?;
             record(run, &parsed, verdicts, None)?;
         }
         Backend::Redb(d) => {
@@ -654,11 +647,23 @@ fn tell_languages(parsed: &mut [Parsed], lang: &crate::lang::SiteLanguages) {
     }
 }
 
-/// The lines of a chunk's documents, written to the outputs, and counted
-/// in the progress (`write_normalized`: `crawl.write_normalized`).
+/// The verdicts of a chunk's signed documents against the in-memory
+/// tiers, in order (a document is judged against those before it in the
+/// chunk too).
+fn verdicts_in_memory(d: &Deduper<MemoryStore>, parsed: &[Parsed]) -> Result<Vec<Verdict>> {
+    let sigs: Vec<Signature> = parsed
+        .iter()
+        .filter_map(|p| p.as_ref().ok().map(|x| x.sig.clone()))
+        .collect();
+    Ok(d.check_batch(&sigs, UrlTier::Check)?)
+}
+
+/// The lines of a chunk's documents, written to the outputs, and the chunk
+/// (its lines and input bytes) counted in the progress (`write_normalized`:
+/// `crawl.write_normalized`).
 fn emit(
     (outputs, progress, write_normalized): (&mut Outputs, &mut BatchProgress, bool),
-    chunk: &[(u64, String)],
+    (chunk, bytes): (&[(u64, String)], u64),
     parsed: &[Parsed],
     verdicts: Vec<Verdict>,
     input: &str,
@@ -680,6 +685,8 @@ fn emit(
             },
         }
     }
+    progress.lines += chunk.len() as u64;
+    progress.bytes += bytes;
     Ok(())
 }
 

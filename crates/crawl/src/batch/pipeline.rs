@@ -5,9 +5,11 @@
 
 use anyhow::Result;
 use rayon::prelude::*;
-use simcrawl_dedup::{Deduper, MemoryStore, Signature, UrlTier};
+use simcrawl_dedup::{Deduper, MemoryStore};
 
-use super::{Cleaned, Parsed, ParsedDoc, Run, clean, emit, lines, signed, tell_languages};
+use super::{
+    Cleaned, Parsed, ParsedDoc, Run, clean, emit, lines, signed, tell_languages, verdicts_in_memory,
+};
 use crate::progress::Progress;
 use crate::template::Templates;
 
@@ -66,27 +68,12 @@ pub(super) fn judge_overlapped(
                     let ids = identify_stage(templates, &staged);
                     (c, staged, ids)
                 });
-                let judged = (|| -> Result<()> {
-                    let Some((chunk, mut parsed)) = to_judge else {
-                        return Ok(());
-                    };
+                let judged = to_judge.map_or(Ok(()), |(chunk, mut parsed)| {
                     tell_languages(&mut parsed, lang);
-                    let sigs: Vec<Signature> = parsed
-                        .iter()
-                        .filter_map(|p| p.as_ref().ok().map(|x| x.sig.clone()))
-                        .collect();
-                    let verdicts = d.check_batch(&sigs, UrlTier::Check)?;
-                    emit(
-                        (&mut *outputs, &mut *p, write_normalized),
-                        &chunk.lines,
-                        &parsed,
-                        verdicts,
-                        input,
-                    )?;
-                    p.lines += chunk.lines.len() as u64;
-                    p.bytes += chunk.bytes;
-                    Ok(())
-                })();
+                    let verdicts = verdicts_in_memory(d, &parsed)?;
+                    let to = (&mut *outputs, &mut *p, write_normalized);
+                    emit(to, (&chunk.lines, chunk.bytes), &parsed, verdicts, input)
+                });
                 (now_identified, judged)
             },
         );
