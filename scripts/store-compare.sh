@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The crawl writer's store traffic on one redb file, on several (one per
 # table group, as a writer split across threads would keep them; the five
-# also written by one thread) and on
+# also written by one thread; one file whose transactions two threads
+# share, `redb-threads`) and on
 # fjall (an LSM tree): bench/store-compare replays per page the reads and
 # writes the local writer makes (issue 37, target 1; docs/BENCHMARKS.md
 # "One store or several"). Prints the writing thread's CPU per page by
@@ -26,4 +27,5 @@ echo "store,pages_done,writer_us_per_page,process_us_per_page,wall_us_per_page"
 run "redb-one-file" ubts 64 redb
 for p in u b01 b23 t s; do run "redb-$p" "$p" 16 redb; done
 run "redb-split-one-thread" ubts 16 redb-split
+run "redb-threads-one-file" ubts 64 redb-threads
 run "fjall" ubts 64 fjall

@@ -5,7 +5,7 @@
 //! process (an LSM tree's flushes and compactions run on threads of their
 //! own), per window of pages as the store grows.
 //!
-//!   store-compare redb|redb-split|fjall DIR PAGES [WINDOW]
+//!   store-compare redb|redb-split|redb-threads|fjall DIR PAGES [WINDOW]
 //!
 //! On redb, `PARTS` picks the table groups the store holds (`u` URL tier
 //! and frontier, `b` block lists, with digits for some tables only, `b01`;
@@ -83,6 +83,8 @@ mod on_redb {
     pub struct Redb {
         db: Database,
         txn: Option<WriteTransaction>,
+        /// Wall time spent in commits.
+        commit_ns: u128,
         /// Which of the writer's table groups this store holds: `u` URL
         /// tier and frontier, `b` block lists, `t` titles and documents,
         /// `s` revisit schedule (all by default; one each to size a store
@@ -100,6 +102,7 @@ mod on_redb {
             Redb {
                 db,
                 txn: None,
+                commit_ns: 0,
                 parts: parts.to_string(),
             }
         }
@@ -112,65 +115,7 @@ mod on_redb {
                 t.set_durability(Durability::None).unwrap();
                 self.txn = Some(t);
             }
-            let txn = self.txn.as_ref().unwrap();
-            let rec = [7u8; 60];
-            let has = |c: char| self.parts.contains(c);
-            if has('u') {
-                let mut urls = txn.open_table(URLS).unwrap();
-                let mut times = txn.open_table(URL_TIMES).unwrap();
-                let own = super::key128(1, p);
-                let _ = urls.get(own).unwrap().map(|v| v.value().len());
-                urls.insert(own, rec.as_slice()).unwrap();
-                let link = super::key128(1, p + 1);
-                let _ = urls.get(link).unwrap().map(|v| v.value().len());
-                urls.insert(link, rec.as_slice()).unwrap();
-                times.insert((p, link), ()).unwrap();
-            }
-            if has('u') {
-                let mut fr = txn.open_table(FRONTIER).unwrap();
-                fr.insert(p + 1, [1u8; 100].as_slice()).unwrap();
-                fr.remove(p).unwrap();
-            }
-            if has('b') {
-                let mut bl = txn.open_table(BLOCKS).unwrap();
-                // Digits in PARTS pick block tables (`b01`: tables 0 and 1).
-                let digits: Vec<u64> = self
-                    .parts
-                    .chars()
-                    .filter_map(|c| c.to_digit(10))
-                    .map(u64::from)
-                    .collect();
-                let keys: Vec<u64> = super::blocks(p)
-                    .into_iter()
-                    .filter(|k| digits.is_empty() || digits.contains(&(k >> 16)))
-                    .collect();
-                for &k in &keys {
-                    let _ = bl.get(u128::from(k)).unwrap().map(|v| v.value().len());
-                }
-                for &k in &keys {
-                    let mut list = match bl.get(u128::from(k)).unwrap() {
-                        Some(v) => v.value().to_vec(),
-                        None => Vec::new(),
-                    };
-                    list.extend_from_slice(&[9u8; 16]);
-                    bl.insert(u128::from(k), list.as_slice()).unwrap();
-                }
-            }
-            if has('t') {
-                let mut titles = txn.open_multimap_table(TITLES).unwrap();
-                let t = super::key128(2, p);
-                let _ = titles.get(t).unwrap().count();
-                titles.insert(t, p).unwrap();
-                let mut docs = txn.open_table(DOCS).unwrap();
-                docs.insert(p, [3u8; 200].as_slice()).unwrap();
-            }
-            if has('s') {
-                let mut pages = txn.open_table(PAGES).unwrap();
-                let mut due = txn.open_table(DUE).unwrap();
-                let k = super::key128(3, p);
-                pages.insert(k, [4u8; 250].as_slice()).unwrap();
-                due.insert((p + 86_400_000, k), ()).unwrap();
-            }
+            page_in(self.txn.as_ref().unwrap(), p, &self.parts);
         }
 
         fn commit(&mut self, durable: bool) {
@@ -178,8 +123,159 @@ mod on_redb {
                 if durable {
                     t.set_durability(Durability::Immediate).unwrap();
                 }
+                let c = std::time::Instant::now();
                 t.commit().unwrap();
+                self.commit_ns += c.elapsed().as_nanos();
             }
+        }
+    }
+
+    impl Drop for Redb {
+        fn drop(&mut self) {
+            eprintln!(
+                "commits ({}): {:.2} s of wall",
+                self.parts,
+                self.commit_ns as f64 / 1e9
+            );
+        }
+    }
+
+    /// The page `p`'s reads and writes of the table groups in `parts`, in
+    /// the transaction `txn` (which several threads may share: redb's
+    /// `WriteTransaction` is `Sync` and its tables `Send`).
+    pub fn page_in(txn: &WriteTransaction, p: u64, parts: &str) {
+        let rec = [7u8; 60];
+        let has = |c: char| parts.contains(c);
+        if has('u') {
+            let mut urls = txn.open_table(URLS).unwrap();
+            let mut times = txn.open_table(URL_TIMES).unwrap();
+            let own = super::key128(1, p);
+            let _ = urls.get(own).unwrap().map(|v| v.value().len());
+            urls.insert(own, rec.as_slice()).unwrap();
+            let link = super::key128(1, p + 1);
+            let _ = urls.get(link).unwrap().map(|v| v.value().len());
+            urls.insert(link, rec.as_slice()).unwrap();
+            times.insert((p, link), ()).unwrap();
+        }
+        if has('u') {
+            let mut fr = txn.open_table(FRONTIER).unwrap();
+            fr.insert(p + 1, [1u8; 100].as_slice()).unwrap();
+            fr.remove(p).unwrap();
+        }
+        if has('b') {
+            let mut bl = txn.open_table(BLOCKS).unwrap();
+            // Digits in PARTS pick block tables (`b01`: tables 0 and 1).
+            let digits: Vec<u64> = parts
+                .chars()
+                .filter_map(|c| c.to_digit(10))
+                .map(u64::from)
+                .collect();
+            let keys: Vec<u64> = super::blocks(p)
+                .into_iter()
+                .filter(|k| digits.is_empty() || digits.contains(&(k >> 16)))
+                .collect();
+            for &k in &keys {
+                let _ = bl.get(u128::from(k)).unwrap().map(|v| v.value().len());
+            }
+            for &k in &keys {
+                let mut list = match bl.get(u128::from(k)).unwrap() {
+                    Some(v) => v.value().to_vec(),
+                    None => Vec::new(),
+                };
+                list.extend_from_slice(&[9u8; 16]);
+                bl.insert(u128::from(k), list.as_slice()).unwrap();
+            }
+        }
+        if has('t') {
+            let mut titles = txn.open_multimap_table(TITLES).unwrap();
+            let t = super::key128(2, p);
+            let _ = titles.get(t).unwrap().count();
+            titles.insert(t, p).unwrap();
+            let mut docs = txn.open_table(DOCS).unwrap();
+            docs.insert(p, [3u8; 200].as_slice()).unwrap();
+        }
+        if has('s') {
+            let mut pages = txn.open_table(PAGES).unwrap();
+            let mut due = txn.open_table(DUE).unwrap();
+            let k = super::key128(3, p);
+            pages.insert(k, [4u8; 250].as_slice()).unwrap();
+            due.insert((p + 86_400_000, k), ()).unwrap();
+        }
+    }
+
+    /// One file and one transaction per group, as today's writer, but the
+    /// group's work split by table group over threads that share the
+    /// transaction (`THREADS`, default `ub,ts`: each comma-separated item
+    /// is one thread's table groups); the commit stays serial. Prints the
+    /// share of wall time spent committing at the end.
+    pub struct Threaded {
+        db: Database,
+        groups: Vec<String>,
+        pending: Vec<u64>,
+        pub commit_ns: u128,
+    }
+
+    impl Threaded {
+        pub fn open(path: &std::path::Path, groups: &str) -> Threaded {
+            let mb: usize = std::env::var("CACHE_MB")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(64);
+            Threaded {
+                db: Database::builder().set_cache_size(mb << 20).create(path).unwrap(),
+                groups: groups.split(',').map(str::to_string).collect(),
+                pending: Vec::new(),
+                commit_ns: 0,
+            }
+        }
+    }
+
+    impl Drop for Threaded {
+        fn drop(&mut self) {
+            eprintln!("commits: {:.2} s of wall", self.commit_ns as f64 / 1e9);
+        }
+    }
+
+    impl super::Writer for Threaded {
+        fn page(&mut self, p: u64) {
+            self.pending.push(p);
+        }
+
+        fn commit(&mut self, durable: bool) {
+            if self.pending.is_empty() {
+                return;
+            }
+            let mut t = self.db.begin_write().unwrap();
+            t.set_durability(if durable {
+                Durability::Immediate
+            } else {
+                Durability::None
+            })
+            .unwrap();
+            let (txn, pages) = (&t, &self.pending);
+            std::thread::scope(|s| {
+                let (first, rest) = self.groups.split_first().unwrap();
+                let others: Vec<_> = rest
+                    .iter()
+                    .map(|g| {
+                        s.spawn(move || {
+                            for &p in pages {
+                                page_in(txn, p, g);
+                            }
+                        })
+                    })
+                    .collect();
+                for &p in pages {
+                    page_in(txn, p, first);
+                }
+                for h in others {
+                    h.join().unwrap();
+                }
+            });
+            let c = std::time::Instant::now();
+            t.commit().unwrap();
+            self.commit_ns += c.elapsed().as_nanos();
+            self.pending.clear();
         }
     }
 }
@@ -292,7 +388,7 @@ impl Writer for Split {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
-        eprintln!("usage: store-compare redb|redb-split|fjall DIR PAGES [WINDOW]");
+        eprintln!("usage: store-compare redb|redb-split|redb-threads|fjall DIR PAGES [WINDOW]");
         std::process::exit(2);
     }
     let dir = std::path::PathBuf::from(&args[2]);
@@ -314,6 +410,11 @@ fn main() {
                 .iter()
                 .map(|parts| on_redb::Redb::open(&dir.join(format!("{parts}.redb")), parts))
                 .collect(),
+        )),
+        // One file, the group's work split over threads by table group.
+        "redb-threads" => Box::new(on_redb::Threaded::open(
+            &dir.join("store.redb"),
+            &std::env::var("THREADS").unwrap_or_else(|_| "ub,ts".into()),
         )),
         other => panic!("unknown store {other}"),
     };
