@@ -92,15 +92,20 @@ mod on_redb {
         parts: String,
     }
 
+    /// The redb file at `path`, with `CACHE_MB` of cache (default 64, the
+    /// crawl's).
+    fn open_db(path: &std::path::Path) -> Database {
+        let mb: usize = std::env::var("CACHE_MB")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(64);
+        Database::builder().set_cache_size(mb << 20).create(path).unwrap()
+    }
+
     impl Redb {
         pub fn open(path: &std::path::Path, parts: &str) -> Redb {
-            let mb: usize = std::env::var("CACHE_MB")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(64);
-            let db = Database::builder().set_cache_size(mb << 20).create(path).unwrap();
             Redb {
-                db,
+                db: open_db(path),
                 txn: None,
                 commit_ns: 0,
                 parts: parts.to_string(),
@@ -217,12 +222,8 @@ mod on_redb {
 
     impl Threaded {
         pub fn open(path: &std::path::Path, groups: &str) -> Threaded {
-            let mb: usize = std::env::var("CACHE_MB")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(64);
             Threaded {
-                db: Database::builder().set_cache_size(mb << 20).create(path).unwrap(),
+                db: open_db(path),
                 groups: groups.split(',').map(str::to_string).collect(),
                 pending: Vec::new(),
                 commit_ns: 0,
