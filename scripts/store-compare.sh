@@ -2,7 +2,8 @@
 # The crawl writer's store traffic on one redb file, on several (one per
 # table group, as a writer split across threads would keep them; the five
 # also written by one thread; one file whose transactions two threads
-# share, `redb-threads`) and on
+# share, `redb-threads`; the revisit records through an op log to a side
+# file and thread, `redb-oplog`) and on
 # fjall (an LSM tree): bench/store-compare replays per page the reads and
 # writes the local writer makes (issue 37, target 1; docs/BENCHMARKS.md
 # "One store or several"). Prints the writing thread's CPU per page by
@@ -28,4 +29,5 @@ run "redb-one-file" ubts 64 redb
 for p in u b01 b23 t s; do run "redb-$p" "$p" 16 redb; done
 run "redb-split-one-thread" ubts 16 redb-split
 run "redb-threads-one-file" ubts 64 redb-threads
+run "redb-oplog-revisits" ubts 64 redb-oplog
 run "fjall" ubts 64 fjall

@@ -5,7 +5,7 @@
 //! process (an LSM tree's flushes and compactions run on threads of their
 //! own), per window of pages as the store grows.
 //!
-//!   store-compare redb|redb-split|redb-threads|fjall DIR PAGES [WINDOW]
+//!   store-compare redb|redb-split|redb-threads|redb-oplog|fjall DIR PAGES [WINDOW]
 //!
 //! On redb, `PARTS` picks the table groups the store holds (`u` URL tier
 //! and frontier, `b` block lists, with digits for some tables only, `b01`;
@@ -85,6 +85,8 @@ mod on_redb {
         txn: Option<WriteTransaction>,
         /// Wall time spent in commits.
         commit_ns: u128,
+        /// One past the last page written.
+        end: u64,
         /// Which of the writer's table groups this store holds: `u` URL
         /// tier and frontier, `b` block lists, `t` titles and documents,
         /// `s` revisit schedule (all by default; one each to size a store
@@ -102,6 +104,8 @@ mod on_redb {
         Database::builder().set_cache_size(mb << 20).create(path).unwrap()
     }
 
+    const OPS: TableDefinition<u64, &[u8]> = TableDefinition::new("ops");
+
     impl Redb {
         pub fn open(path: &std::path::Path, parts: &str) -> Redb {
             Redb {
@@ -109,6 +113,32 @@ mod on_redb {
                 txn: None,
                 commit_ns: 0,
                 parts: parts.to_string(),
+                end: 0,
+            }
+        }
+
+        /// One past the last page written.
+        pub fn pages_end(&self) -> u64 {
+            self.end
+        }
+
+        /// Page `p`'s revisit record (and its due time and key) appended to
+        /// the op log, in the open transaction.
+        pub fn log_op(&mut self, p: u64) {
+            if let Some(txn) = &self.txn {
+                let mut ops = txn.open_table(OPS).unwrap();
+                ops.insert(p, [4u8; 250 + 16 + 8].as_slice()).unwrap();
+            }
+        }
+
+        /// Drops the log's ops in `from..to` (applied durably elsewhere).
+        pub fn trim_ops(&mut self, from: u64, to: u64) {
+            if from >= to {
+                return;
+            }
+            if let Some(txn) = &self.txn {
+                let mut ops = txn.open_table(OPS).unwrap();
+                ops.retain_in(from..to, |_, _| false).unwrap();
             }
         }
     }
@@ -121,6 +151,7 @@ mod on_redb {
                 self.txn = Some(t);
             }
             page_in(self.txn.as_ref().unwrap(), p, &self.parts);
+            self.end = p + 1;
         }
 
         fn commit(&mut self, durable: bool) {
@@ -369,6 +400,82 @@ mod on_fjall {
     }
 }
 
+/// The revisit records (`s`) off the writer through an op log: the main
+/// file (`ubt`) appends each page's record to a log table under a
+/// sequential key (an append to the last leaf, where the record's own
+/// table takes a random leaf), a side thread applies the ops of each
+/// committed group to a file of its own (`s`, with the last op applied)
+/// and reports how far it is durable, and the main file drops the log up
+/// to that mark at its own durable commits. One durable point stays the
+/// main file's: an open would replay the log past the side file's mark.
+struct OpLog {
+    main: on_redb::Redb,
+    ops: Option<std::sync::mpsc::Sender<(u64, u64, bool)>>,
+    applied: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    side: Option<std::thread::JoinHandle<()>>,
+    group_start: u64,
+    trimmed: u64,
+}
+
+impl OpLog {
+    fn open(dir: &std::path::Path) -> OpLog {
+        let applied = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (tx, rx) = std::sync::mpsc::channel::<(u64, u64, bool)>();
+        let mut side = on_redb::Redb::open(&dir.join("s.redb"), "s");
+        let mark = applied.clone();
+        let handle = std::thread::spawn(move || {
+            for (from, to, durable) in rx {
+                for p in from..to {
+                    side.page(p);
+                }
+                side.commit(durable);
+                if durable {
+                    mark.store(to, std::sync::atomic::Ordering::Release);
+                }
+            }
+            side.commit(true);
+        });
+        OpLog {
+            main: on_redb::Redb::open(&dir.join("main.redb"), "ubt"),
+            ops: Some(tx),
+            applied,
+            side: Some(handle),
+            group_start: 0,
+            trimmed: 0,
+        }
+    }
+}
+
+impl Writer for OpLog {
+    fn page(&mut self, p: u64) {
+        self.main.page(p);
+        self.main.log_op(p);
+    }
+
+    fn commit(&mut self, durable: bool) {
+        let end = self.main.pages_end();
+        if durable {
+            let mark = self.applied.load(std::sync::atomic::Ordering::Acquire);
+            self.main.trim_ops(self.trimmed, mark);
+            self.trimmed = self.trimmed.max(mark);
+        }
+        self.main.commit(durable);
+        if let Some(tx) = &self.ops {
+            let _ = tx.send((self.group_start, end, durable));
+        }
+        self.group_start = end;
+    }
+}
+
+impl Drop for OpLog {
+    fn drop(&mut self) {
+        self.ops.take();
+        if let Some(h) = self.side.take() {
+            let _ = h.join();
+        }
+    }
+}
+
 /// Several stores written one after the other by the same thread.
 struct Split(Vec<on_redb::Redb>);
 
@@ -389,7 +496,7 @@ impl Writer for Split {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
-        eprintln!("usage: store-compare redb|redb-split|redb-threads|fjall DIR PAGES [WINDOW]");
+        eprintln!("usage: store-compare redb|redb-split|redb-threads|redb-oplog|fjall DIR PAGES [WINDOW]");
         std::process::exit(2);
     }
     let dir = std::path::PathBuf::from(&args[2]);
@@ -412,6 +519,8 @@ fn main() {
                 .map(|parts| on_redb::Redb::open(&dir.join(format!("{parts}.redb")), parts))
                 .collect(),
         )),
+        // The revisit records through an op log to a side file and thread.
+        "redb-oplog" => Box::new(OpLog::open(&dir)),
         // One file, the group's work split over threads by table group.
         "redb-threads" => Box::new(on_redb::Threaded::open(
             &dir.join("store.redb"),
