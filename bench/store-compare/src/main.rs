@@ -85,8 +85,6 @@ mod on_redb {
         txn: Option<WriteTransaction>,
         /// Wall time spent in commits.
         commit_ns: u128,
-        /// One past the last page written.
-        end: u64,
         /// Which of the writer's table groups this store holds: `u` URL
         /// tier and frontier, `b` block lists, `t` titles and documents,
         /// `s` revisit schedule (all by default; one each to size a store
@@ -104,6 +102,17 @@ mod on_redb {
         Database::builder().set_cache_size(mb << 20).create(path).unwrap()
     }
 
+    /// The transaction in `txn`, begun on `db` (not durable) if there is
+    /// none (a function of the two fields, so that a caller may borrow the
+    /// store's other fields beside it).
+    fn begin<'t>(db: &Database, txn: &'t mut Option<WriteTransaction>) -> &'t WriteTransaction {
+        txn.get_or_insert_with(|| {
+            let mut t = db.begin_write().unwrap();
+            t.set_durability(Durability::None).unwrap();
+            t
+        })
+    }
+
     const OPS: TableDefinition<u64, &[u8]> = TableDefinition::new("ops");
 
     impl Redb {
@@ -113,13 +122,7 @@ mod on_redb {
                 txn: None,
                 commit_ns: 0,
                 parts: parts.to_string(),
-                end: 0,
             }
-        }
-
-        /// One past the last page written.
-        pub fn pages_end(&self) -> u64 {
-            self.end
         }
 
         /// Page `p`'s revisit record (and its due time and key) appended to
@@ -145,13 +148,7 @@ mod on_redb {
 
     impl super::Writer for Redb {
         fn page(&mut self, p: u64) {
-            if self.txn.is_none() {
-                let mut t = self.db.begin_write().unwrap();
-                t.set_durability(Durability::None).unwrap();
-                self.txn = Some(t);
-            }
-            page_in(self.txn.as_ref().unwrap(), p, &self.parts);
-            self.end = p + 1;
+            page_in(begin(&self.db, &mut self.txn), p, &self.parts);
         }
 
         fn commit(&mut self, durable: bool) {
@@ -245,26 +242,19 @@ mod on_redb {
     /// is one thread's table groups); the commit stays serial. Prints the
     /// share of wall time spent committing at the end.
     pub struct Threaded {
-        db: Database,
+        /// The file, its transaction and its commits (timed there).
+        store: Redb,
         groups: Vec<String>,
         pending: Vec<u64>,
-        pub commit_ns: u128,
     }
 
     impl Threaded {
         pub fn open(path: &std::path::Path, groups: &str) -> Threaded {
             Threaded {
-                db: open_db(path),
+                store: Redb::open(path, groups),
                 groups: groups.split(',').map(str::to_string).collect(),
                 pending: Vec::new(),
-                commit_ns: 0,
             }
-        }
-    }
-
-    impl Drop for Threaded {
-        fn drop(&mut self) {
-            eprintln!("commits: {:.2} s of wall", self.commit_ns as f64 / 1e9);
         }
     }
 
@@ -277,14 +267,7 @@ mod on_redb {
             if self.pending.is_empty() {
                 return;
             }
-            let mut t = self.db.begin_write().unwrap();
-            t.set_durability(if durable {
-                Durability::Immediate
-            } else {
-                Durability::None
-            })
-            .unwrap();
-            let (txn, pages) = (&t, &self.pending);
+            let (txn, pages) = (begin(&self.store.db, &mut self.store.txn), &self.pending);
             std::thread::scope(|s| {
                 let (first, rest) = self.groups.split_first().unwrap();
                 let others: Vec<_> = rest
@@ -304,9 +287,7 @@ mod on_redb {
                     h.join().unwrap();
                 }
             });
-            let c = std::time::Instant::now();
-            t.commit().unwrap();
-            self.commit_ns += c.elapsed().as_nanos();
+            self.store.commit(durable);
             self.pending.clear();
         }
     }
@@ -413,7 +394,9 @@ struct OpLog {
     ops: Option<std::sync::mpsc::Sender<(u64, u64, bool)>>,
     applied: std::sync::Arc<std::sync::atomic::AtomicU64>,
     side: Option<std::thread::JoinHandle<()>>,
+    /// The pages of the group being written: `group_start..end`.
     group_start: u64,
+    end: u64,
     trimmed: u64,
 }
 
@@ -441,6 +424,7 @@ impl OpLog {
             applied,
             side: Some(handle),
             group_start: 0,
+            end: 0,
             trimmed: 0,
         }
     }
@@ -450,10 +434,10 @@ impl Writer for OpLog {
     fn page(&mut self, p: u64) {
         self.main.page(p);
         self.main.log_op(p);
+        self.end = p + 1;
     }
 
     fn commit(&mut self, durable: bool) {
-        let end = self.main.pages_end();
         if durable {
             let mark = self.applied.load(std::sync::atomic::Ordering::Acquire);
             self.main.trim_ops(self.trimmed, mark);
@@ -461,9 +445,9 @@ impl Writer for OpLog {
         }
         self.main.commit(durable);
         if let Some(tx) = &self.ops {
-            let _ = tx.send((self.group_start, end, durable));
+            let _ = tx.send((self.group_start, self.end, durable));
         }
-        self.group_start = end;
+        self.group_start = self.end;
     }
 }
 
