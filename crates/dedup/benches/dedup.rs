@@ -25,6 +25,10 @@
 //!   library default; an index service would give it more).
 //! - `DEDUP_BENCH_BANDS`: LSH bands over the sketch (default 10, the
 //!   library default; 0 measures verified SimHash candidates only).
+//! - `DEDUP_BENCH_TEXTS`: a JSONL file whose lines' `text` fields the
+//!   fingerprint benches sign instead of the generated corpus (real text:
+//!   the labelled set's `target/eval-set/docs.jsonl`, as `crawl dedup`
+//!   reads it, issue 37); `DEDUP_BENCH_TEXTS_MAX` caps how many (default 400).
 //!
 //! Each store is populated once (directly through `Store::write`, 100k
 //! documents per transaction), shared by its benchmarks and dropped before
@@ -527,8 +531,27 @@ fn corpus(n: usize) -> Vec<String> {
         .collect()
 }
 
+/// The `text` fields of `DEDUP_BENCH_TEXTS`'s lines (at most
+/// `DEDUP_BENCH_TEXTS_MAX`, default 400, spread over the file), or `None`
+/// when it is not set.
+fn texts_from_env() -> Option<Vec<String>> {
+    let path = std::env::var_os("DEDUP_BENCH_TEXTS")?;
+    let max: usize = std::env::var("DEDUP_BENCH_TEXTS_MAX")
+        .ok()
+        .map(|v| v.parse().expect("DEDUP_BENCH_TEXTS_MAX: a number"))
+        .unwrap_or(400);
+    let all = std::fs::read_to_string(&path).expect("DEDUP_BENCH_TEXTS: a readable file");
+    let texts: Vec<String> = all
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v.get("text")?.as_str().map(str::to_owned))
+        .collect();
+    let step = texts.len().div_ceil(max.max(1)).max(1);
+    Some(texts.into_iter().step_by(step).collect())
+}
+
 fn fingerprint_benches(c: &mut Criterion) {
-    let docs = corpus(64);
+    let docs = texts_from_env().unwrap_or_else(|| corpus(64));
     let bytes: usize = docs.iter().map(String::len).sum();
     eprintln!(
         "fingerprint corpus: {} docs, {} bytes ({:.1} KB/doc)",

@@ -208,15 +208,40 @@ impl Fingerprint {
 }
 
 /// Adds one feature's votes: `+w` on each bit its hash sets, `-w` on the others.
+///
+/// Four bits at a time, their signs from [`SIGNS`], in a form the compiler
+/// turns into vector adds: a bit by a branch was 4% of `crawl dedup`'s
+/// instructions (issue 37). Each bit's vote still adds the features' `±w`
+/// one after the other, in the same order, and `x - w` is `x + (-w)` in
+/// IEEE arithmetic, so every sum, and every fingerprint, is the same
+/// (`tests::votes_are_those_bit_by_bit`).
 fn vote(votes: &mut [f64; 64], h: u64, w: f64) {
-    for (bit, vote) in votes.iter_mut().enumerate() {
-        if (h >> bit) & 1 == 1 {
-            *vote += w;
-        } else {
-            *vote -= w;
+    let w = w.to_bits();
+    for (nibble, four) in votes.chunks_exact_mut(4).enumerate() {
+        let signs = SIGNS[((h >> (4 * nibble)) & 0xF) as usize];
+        for (vote, sign) in four.iter_mut().zip(signs) {
+            *vote += f64::from_bits(w ^ sign);
         }
     }
 }
+
+/// For each value of four hash bits, the sign bit each of their votes
+/// takes: set (`-w`) where the hash bit is clear.
+const SIGNS: [[u64; 4]; 16] = {
+    let mut t = [[0u64; 4]; 16];
+    let mut v = 0;
+    while v < 16 {
+        let mut b = 0;
+        while b < 4 {
+            if (v >> b) & 1 == 0 {
+                t[v][b] = 1 << 63;
+            }
+            b += 1;
+        }
+        v += 1;
+    }
+    t
+};
 
 /// The bits whose vote is positive.
 fn elect(votes: &[f64; 64]) -> u64 {
@@ -308,6 +333,36 @@ mod tests {
         assert!("+edcba98765432100123456789abcdef".parse::<Fingerprint>().is_err());
         // A wide one with a zero upper half still prints all 32 digits.
         assert_eq!(Fingerprint::wide(1).to_string().len(), 32);
+    }
+
+    /// The votes as they were added before [`vote`] took four bits at a
+    /// time: bit by bit, `+w` or `-w` by a branch.
+    fn vote_bit_by_bit(votes: &mut [f64; 64], h: u64, w: f64) {
+        for (bit, vote) in votes.iter_mut().enumerate() {
+            if (h >> bit) & 1 == 1 {
+                *vote += w;
+            } else {
+                *vote -= w;
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn votes_are_those_bit_by_bit(
+            features in proptest::collection::vec((proptest::num::u64::ANY, 0.0f64..50.0), 0..64),
+            tiny in proptest::collection::vec((proptest::num::u64::ANY, 1e-300f64..1e-290), 0..8),
+        ) {
+            let (mut ours, mut theirs) = ([0f64; 64], [0f64; 64]);
+            for &(h, w) in features.iter().chain(&tiny) {
+                vote(&mut ours, h, w);
+                vote_bit_by_bit(&mut theirs, h, w);
+            }
+            for (a, b) in ours.iter().zip(&theirs) {
+                proptest::prop_assert_eq!(a.to_bits(), b.to_bits());
+            }
+            proptest::prop_assert_eq!(elect(&ours), elect(&theirs));
+        }
     }
 
     #[test]

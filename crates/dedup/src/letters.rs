@@ -6,26 +6,23 @@
 //! `char::is_alphabetic` answers a non-ASCII char by a search through
 //! Unicode's ranges: 4.5% of the crawl's CPU on the Debian handbook, a
 //! site in a dozen scripts (docs/BENCHMARKS.md, "Spaced text and letters").
-//! Here a bit per BMP char (8 KB per property, built from the standard
-//! library's own answers on first use) answers in one load; chars beyond
+//! Here a bit per BMP char (8 KB per property, compiled from the standard
+//! library's own answers by build.rs, so nothing is computed at start-up:
+//! building them on first use was 43% of the instructions of a
+//! one-document `crawl dedup`, issue 37) answers in one load; chars beyond
 //! the BMP, rare in text, still ask the standard library. The answers are
 //! the standard library's, char for char (`tests::same_answers_as_std`),
 //! so nothing a store recorded changes.
 
-use std::sync::OnceLock;
+/// The letters of the BMP, a bit each (build.rs).
+static ALPHABETIC: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/letters_alphabetic.bin"));
+/// The letters and digits of the BMP, a bit each (build.rs).
+static ALPHANUMERIC: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/letters_alphanumeric.bin"));
 
-/// Bits for U+0000 to U+FFFF.
-type Plane = [u64; 1024];
-
-/// `property(c)`, from the bits `slot` holds for the BMP (built on first
-/// use), ASCII by `ascii` and the other planes by `property` itself.
+/// `property(c)`, from `bits` for the BMP, ASCII by `ascii` and the other
+/// planes by `property` itself.
 #[inline]
-fn answer(
-    c: char,
-    slot: &'static OnceLock<Box<Plane>>,
-    ascii: fn(&char) -> bool,
-    property: fn(char) -> bool,
-) -> bool {
+fn answer(c: char, bits: &'static [u8], ascii: fn(&char) -> bool, property: fn(char) -> bool) -> bool {
     let u = c as u32;
     if u < 0x80 {
         return ascii(&c);
@@ -33,17 +30,8 @@ fn answer(
     if u > 0xFFFF {
         return property(c);
     }
-    let plane = slot.get_or_init(|| {
-        let mut bits = Box::new([0u64; 1024]);
-        for c in (0..=0xFFFFu32).filter_map(char::from_u32) {
-            if property(c) {
-                let u = c as usize;
-                bits[u >> 6] |= 1 << (u & 63);
-            }
-        }
-        bits
-    });
-    (plane[(u >> 6) as usize] >> (u & 63)) & 1 == 1
+    bits.get((u >> 3) as usize)
+        .is_some_and(|b| (b >> (u & 7)) & 1 == 1)
 }
 
 /// `char::is_alphabetic`, from a table for the BMP.
@@ -56,8 +44,7 @@ fn answer(
 #[inline]
 #[must_use]
 pub fn is_alphabetic(c: char) -> bool {
-    static ALPHABETIC: OnceLock<Box<Plane>> = OnceLock::new();
-    answer(c, &ALPHABETIC, char::is_ascii_alphabetic, char::is_alphabetic)
+    answer(c, ALPHABETIC, char::is_ascii_alphabetic, char::is_alphabetic)
 }
 
 /// `char::is_alphanumeric`, from a table for the BMP.
@@ -70,10 +57,9 @@ pub fn is_alphabetic(c: char) -> bool {
 #[inline]
 #[must_use]
 pub fn is_alphanumeric(c: char) -> bool {
-    static ALPHANUMERIC: OnceLock<Box<Plane>> = OnceLock::new();
     answer(
         c,
-        &ALPHANUMERIC,
+        ALPHANUMERIC,
         char::is_ascii_alphanumeric,
         char::is_alphanumeric,
     )
@@ -93,5 +79,6 @@ mod tests {
         }
         // The tables hold real answers: Unicode has over 100,000 letters.
         assert!(letters > 100_000, "{letters}");
+        assert_eq!((ALPHABETIC.len(), ALPHANUMERIC.len()), (8192, 8192));
     }
 }
