@@ -37,8 +37,8 @@ print(f"{sys.argv[1]}: Ir {ir / 1e6:.1f}M  D1 misses {d1 / 1e6:.2f}M  L2 misses 
       f"cost ~ {(ir + 10 * d1 + 40 * ll) / 1e6:.0f}M")
 PY
   if [ "${ANNOTATE:-0}" = 1 ]; then
-    cg_annotate "$work/cg$k.out" 2>/dev/null | awk '/file:function/{f=1; next} f && NF' | head -27 | tail -25 \
-      | awk '{print "    " $1, $NF}'
+    cg_annotate "$work/cg$k.out" 2>/dev/null | awk '/file:function/{f=1; next} f && NF' | head -26 \
+      | awk '{print "    " $1, $NF}' || true
   fi
   if [ "$k" -gt 1 ]; then
     for f in kept duplicates; do

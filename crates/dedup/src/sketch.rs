@@ -165,30 +165,108 @@ impl TextDigest {
 }
 
 /// Lower-cases ASCII quickly and other scripts through Unicode; yields only
-/// letters and digits. A `filter_map`, not a `flat_map` over the same
-/// `Option`: the flattening adapter's state machine was 3.7% of a crawl's
-/// CPU on the Debian handbook (issue 37, target 2).
+/// letters and digits ([`Normalized`] says how it reads the bytes).
 #[inline]
-fn normalized(text: &str) -> impl Iterator<Item = char> + '_ {
-    text.chars().filter_map(|c| {
-        // CJK ideographs are most of a Chinese page: letters, never upper
-        // case, so they skip both Unicode table look-ups.
-        if ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c) {
-            return Some(c);
+fn normalized(text: &str) -> Normalized<'_> {
+    Normalized { text, at: 0 }
+}
+
+/// What [`normalized`] keeps of an ASCII byte: its lower case when it is a
+/// letter or digit, else 0.
+const ASCII_KEPT: [u8; 128] = {
+    let mut t = [0u8; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric() {
+            t[b] = c.to_ascii_lowercase();
         }
-        let keep = if c.is_ascii() {
-            c.is_ascii_alphanumeric()
-        } else {
-            crate::letters::is_alphanumeric(c)
+        b += 1;
+    }
+    t
+};
+
+/// The chars [`normalized`] yields, read on the bytes of the text: an ASCII
+/// byte through [`ASCII_KEPT`]; a char led by 0xE5 to 0xE9 (U+5000 to
+/// U+9FFF, all CJK ideographs: letters, without case) from its three bytes
+/// as it is; any other char decoded and judged by [`kept`]. The same chars
+/// as the filter over every char it replaced (`tests::normalized_keeps_what_the_char_filter_kept`),
+/// with fewer instructions for the bulk of English and Chinese text (issue 37).
+struct Normalized<'t> {
+    text: &'t str,
+    /// Byte offset of the next char.
+    at: usize,
+}
+
+impl Iterator for Normalized<'_> {
+    type Item = char;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<char> {
+        let bytes = self.text.as_bytes();
+        loop {
+            let b = *bytes.get(self.at)?;
+            if b < 0x80 {
+                self.at += 1;
+                match ASCII_KEPT.get(usize::from(b)) {
+                    Some(&k) if k != 0 => return Some(char::from(k)),
+                    _ => continue,
+                }
+            }
+            if (0xE5..=0xE9).contains(&b)
+                && let (Some(&b1), Some(&b2)) = (bytes.get(self.at + 1), bytes.get(self.at + 2))
+            {
+                self.at += 3;
+                let u = (u32::from(b & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F);
+                match char::from_u32(u) {
+                    Some(c) => return Some(c),
+                    None => continue,
+                }
+            }
+            match self.other() {
+                Ok(k) => return k,
+                Err(()) => continue,
+            }
+        }
+    }
+}
+
+impl Normalized<'_> {
+    /// The char at the current offset, which is neither ASCII nor led by
+    /// 0xE5 to 0xE9, stepped over and judged by [`kept`]: `Ok(None)` at the
+    /// end of the text, `Err(())` when it is not kept. Not inlined, so that
+    /// the loop over the common chars stays small enough to be.
+    #[inline(never)]
+    fn other(&mut self) -> Result<Option<char>, ()> {
+        let Some(c) = self.text.get(self.at..).and_then(|s| s.chars().next()) else {
+            return Ok(None);
         };
-        if !keep {
-            None
-        } else if c.is_ascii() || !c.is_uppercase() {
-            Some(c.to_ascii_lowercase())
-        } else {
-            c.to_lowercase().next()
-        }
-    })
+        self.at += c.len_utf8();
+        kept(c).map(Some).ok_or(())
+    }
+}
+
+/// What [`normalized`] makes of `c`: `None` for a char that is not a letter
+/// or digit, else `c` lower-cased (its first lower-case char).
+/// CJK ideographs are most of a Chinese page: letters, never upper case, so
+/// they skip both Unicode table look-ups.
+#[inline]
+fn kept(c: char) -> Option<char> {
+    if ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c) {
+        return Some(c);
+    }
+    let keep = if c.is_ascii() {
+        c.is_ascii_alphanumeric()
+    } else {
+        crate::letters::is_alphanumeric(c)
+    };
+    if !keep {
+        None
+    } else if c.is_ascii() || !c.is_uppercase() {
+        Some(c.to_ascii_lowercase())
+    } else {
+        c.to_lowercase().next()
+    }
 }
 
 /// Bits of the bitmap [`shingle_count`] counts with: 2 KiB, within about
@@ -641,6 +719,43 @@ fn densify<const N: usize>(mins: &mut [u64; N]) {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// The filter over every char that [`normalized`] was before it read
+    /// the bytes.
+    fn normalized_by_chars(text: &str) -> Vec<char> {
+        text.chars().filter_map(kept).collect()
+    }
+
+    #[test]
+    fn normalized_keeps_what_the_char_filter_kept() {
+        // Every char of Unicode alone, and after an ASCII letter.
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            let mut buf = [0u8; 4];
+            let alone = c.encode_utf8(&mut buf);
+            assert_eq!(
+                normalized(alone).collect::<Vec<_>>(),
+                normalized_by_chars(alone),
+                "{c:?}"
+            );
+        }
+        for t in [
+            "",
+            "Ab, c!",
+            "长江流域今年夏季降雨偏多",
+            "Ωmega İstanbul ǅ",
+            "\u{4dc0}\u{4e00}\u{9fff}\u{a000}",
+            "x\u{5000}y",
+        ] {
+            assert_eq!(normalized(t).collect::<Vec<_>>(), normalized_by_chars(t), "{t:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn normalized_reads_random_text_as_the_char_filter(t in "[ -~]{0,20}|[a-zA-Z0-9 中文字é\u{3400}\u{4dbf}\u{4dc0}\u{5000}\u{9fff}\u{a000}İΩ，。😀]{0,30}") {
+            proptest::prop_assert_eq!(normalized(&t).collect::<Vec<_>>(), normalized_by_chars(&t));
+        }
+    }
     use std::collections::HashSet;
 
     fn shingles(text: &str) -> HashSet<Vec<char>> {
