@@ -58,6 +58,10 @@ if [ -f "$DIR/pairs.jsonl" ] && [ -f "$DIR/meta.jsonl" ]; then
   # zh-TW/zh-CN pairs also through tw2sp where the set has them (scripts/tw2sp_labels.py).
   LABELS=$DIR/pairs.jsonl
   [ -f "$DIR/pairs_tw2sp.jsonl" ] && LABELS=$DIR/pairs_tw2sp.jsonl
+  # Without the second truth, a zh-TW page and its mainland edition that
+  # differ by Taiwan vocabulary count as distinct: "unique lost" and false
+  # drops that are not (7 and 264 on the labelled set, 2026-12-04).
+  [ -f "$DIR/pairs_tw2sp.jsonl" ] || echo "note: no $DIR/pairs_tw2sp.jsonl; scripts/tw2sp_labels.py $DIR writes it (numpy and opencc: the venv scripts/build-html-gate.sh makes)" >&2
   for tool in "crawl dedup:$out/o1" "rensa:$out/rensa1"; do
     echo "$tool" | cut -d: -f1
     target/release/crawl eval --crawled "${tool#*:}" --pages "$DIR/meta.jsonl" --labels "$LABELS" \
