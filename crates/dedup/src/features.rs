@@ -676,8 +676,6 @@ fn is_cjk(c: char) -> bool {
     ('\u{4E00}'..='\u{9FFF}').contains(&c)
 }
 
-/// `char::is_uppercase` with fast answers for ASCII and CJK, which have
-/// no case beyond `A-Z`.
 /// Whether `text` has an upper-case char ([`is_upper`]), read on the bytes:
 /// ASCII and the chars from U+3000 to U+9FFF (CJK punctuation, kana, Han:
 /// lead bytes 0xE3 to 0xE9, which have no case) are told without decoding.
@@ -722,6 +720,8 @@ fn has_upper(text: &str) -> bool {
     false
 }
 
+/// `char::is_uppercase` with fast answers for ASCII and CJK, which have
+/// no case beyond `A-Z`.
 fn is_upper(c: char) -> bool {
     if c.is_ascii() {
         c.is_ascii_uppercase()
