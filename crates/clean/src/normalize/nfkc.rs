@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 
+use unicode_normalization::char::canonical_combining_class;
 use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 
 use super::Normalizer;
@@ -22,21 +23,54 @@ fn is_stable(c: char) -> bool {
     )
 }
 
-/// `text.chars().all(is_stable)`, without decoding ASCII and U+5000..U+9FFF.
-fn all_stable(text: &str) -> bool {
+/// `is_nfkc_quick(text.chars())`, with the stable chars passed on their bytes:
+/// ASCII and U+5000..U+9FFF without decoding, the other stable chars without the
+/// two table look-ups (combining class and quick-check property) the crate's check
+/// makes for every char beyond ASCII. A stable char is a starter whose property is
+/// Yes (`tests::stable_chars_are_starters_nfkc_allows`), which is how the crate's
+/// check treats ASCII: its state (the last combining class) goes back to 0, so the
+/// answer is the crate's (`tests::quick_check_answers_as_the_crate_does`).
+/// The crate's check over every char of a Chinese page with one curly quote or
+/// ellipsis beyond the stable set was most of this step's cost (issue 37).
+fn quick_check(text: &str) -> IsNormalized {
     let bytes = text.as_bytes();
+    let mut last_cc = 0u8;
+    let mut result = IsNormalized::Yes;
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
         match b {
-            0x00..=0x7F => i += 1,
-            0xE5..=0xE9 => i += 3,
-            _ => match text.get(i..).and_then(|s| s.chars().next()) {
-                Some(c) if is_stable(c) => i += c.len_utf8(),
-                _ => return false,
-            },
+            0x00..=0x7F => {
+                i += 1;
+                last_cc = 0;
+                continue;
+            }
+            0xE5..=0xE9 => {
+                i += 3;
+                last_cc = 0;
+                continue;
+            }
+            _ => {}
         }
+        let Some(c) = text.get(i..).and_then(|s| s.chars().next()) else {
+            break;
+        };
+        i += c.len_utf8();
+        if is_stable(c) {
+            last_cc = 0;
+            continue;
+        }
+        let cc = canonical_combining_class(c);
+        if last_cc > cc && cc != 0 {
+            return IsNormalized::No;
+        }
+        match is_nfkc_quick(std::iter::once(c)) {
+            IsNormalized::Yes => {}
+            IsNormalized::No => return IsNormalized::No,
+            IsNormalized::Maybe => result = IsNormalized::Maybe,
+        }
+        last_cc = cc;
     }
-    true
+    result
 }
 
 /// Applies NFKC, skipping the work when a quick check says the text is already NFKC.
@@ -49,7 +83,7 @@ impl Normalizer for Nfkc {
     }
 
     fn normalize<'a>(&self, text: Cow<'a, str>) -> Cow<'a, str> {
-        if all_stable(&text) || is_nfkc_quick(text.chars()) == IsNormalized::Yes {
+        if quick_check(&text) == IsNormalized::Yes {
             return text;
         }
         // Normalize only the runs of other chars, each with the char before it (which
@@ -95,6 +129,47 @@ impl Normalizer for Nfkc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stable_chars_are_starters_nfkc_allows() {
+        let stable: Vec<char> = (0..=0x10_FFFF).filter_map(char::from_u32).filter(|&c| is_stable(c)).collect();
+        assert!(stable.len() > 27_000, "{}", stable.len());
+        for c in stable {
+            assert_eq!(canonical_combining_class(c), 0, "{c:?}");
+            assert_eq!(is_nfkc_quick(std::iter::once(c)), IsNormalized::Yes, "{c:?}");
+        }
+    }
+
+    #[test]
+    fn quick_check_answers_as_the_crate_does_on_examples() {
+        for t in [
+            "",
+            "plain ascii",
+            "中文，句号。“引号”……",
+            "cafe\u{301} ok",
+            "a\u{301}\u{316}b",
+            "a\u{316}\u{301}b",
+            "中\u{301}\u{316}",
+            "ﬁnance ①",
+            "ｶﾀｶﾅ\u{3099}",
+            "한국어 텍스트 e\u{301}",
+            "\u{b7}\u{301}\u{300}",
+        ] {
+            assert_eq!(quick_check(t), is_nfkc_quick(t.chars()), "{t:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+        /// Stable chars, starters of other kinds, marks of several classes
+        /// (in and out of order), compatibility chars and Maybe chars.
+        #[test]
+        fn quick_check_answers_as_the_crate_does(
+            text in "[a-c 中文\u{4e00}\u{4dbf}\u{3400}\u{3001}\u{300c}\u{2014}\u{2019}\u{b7}\u{e9}\u{300}\u{301}\u{316}\u{327}\u{5b0}\u{3099}\u{309a}\u{ff76}\u{fb01}\u{2460}\u{2026}\u{1100}\u{1161}\u{11a8}\u{ac00}\u{f900}\u{a0}]{0,24}"
+        ) {
+            proptest::prop_assert_eq!(quick_check(&text), is_nfkc_quick(text.chars()));
+        }
+    }
 
     normalizer_tests!(
         Nfkc,
