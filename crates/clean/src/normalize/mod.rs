@@ -173,28 +173,43 @@ pub(crate) fn map_chars<'a>(text: Cow<'a, str>, f: impl Fn(char) -> CharAction) 
 /// chars starting with any other byte are kept without decoding them, so a scan over
 /// Chinese text (lead bytes 0xE4..=0xE9) is a tight byte loop.
 #[derive(Debug)]
-pub(crate) struct LeadSet(pub(crate) [bool; 256]);
+pub(crate) struct LeadSet {
+    pub(crate) bytes: [bool; 256],
+    /// No ASCII byte is in the set: a scan passes ASCII eight bytes at a
+    /// time ([`skip_ascii`]).
+    no_ascii: bool,
+}
 
 impl LeadSet {
     /// The set of `ranges` of bytes (inclusive).
     pub(crate) const fn new(ranges: &[(u8, u8)]) -> Self {
         let mut t = [false; 256];
+        let mut no_ascii = true;
         let mut r = 0;
         while r < ranges.len() {
             let (lo, hi) = ranges[r];
             let mut b = lo as usize;
             while b <= hi as usize {
                 t[b] = true;
+                no_ascii &= b >= 0x80;
                 b += 1;
             }
             r += 1;
         }
-        Self(t)
+        Self { bytes: t, no_ascii }
+    }
+
+    /// The offset of the next byte at or after `i` that may start a char of
+    /// the set: `i` itself, or past the run of ASCII there when no ASCII
+    /// byte is in the set.
+    #[inline]
+    pub(crate) fn next_candidate(&self, bytes: &[u8], i: usize) -> usize {
+        if self.no_ascii { skip_ascii(bytes, i) } else { i }
     }
 
     #[inline]
     pub(crate) fn contains(&self, b: u8) -> bool {
-        self.0[b as usize]
+        self.bytes[b as usize]
     }
 
     /// Whether the UTF-8 encoding of `c` starts with a byte of the set.
@@ -203,6 +218,26 @@ impl LeadSet {
         let mut buf = [0u8; 4];
         self.contains(c.encode_utf8(&mut buf).as_bytes()[0])
     }
+}
+
+/// The offset of the first byte at or after `i` that is not ASCII (`bytes.len()`
+/// if none), eight bytes at a time: most of an English text and the commands of
+/// a Chinese manual page are ASCII, and a step that changes no ASCII char has
+/// nothing to do there (issue 37).
+#[inline]
+pub(crate) fn skip_ascii(bytes: &[u8], mut i: usize) -> usize {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(Ok(word)) = bytes.get(i..i + 8).map(<[u8; 8]>::try_from) {
+        let high = u64::from_le_bytes(word) & HIGH;
+        if high != 0 {
+            return i + high.trailing_zeros() as usize / 8;
+        }
+        i += 8;
+    }
+    while bytes.get(i).is_some_and(u8::is_ascii) {
+        i += 1;
+    }
+    i
 }
 
 /// Every ASCII byte and lead byte (continuation bytes never start a char).
@@ -221,7 +256,7 @@ pub(crate) fn map_chars_by_lead<'a>(
     let bytes = text.as_bytes();
     while let Some(&b) = bytes.get(i) {
         if !leads.contains(b) {
-            i += 1;
+            i = leads.next_candidate(bytes, i + 1);
             continue;
         }
         let Some(c) = text.get(i..).and_then(|s| s.chars().next()) else {
@@ -275,6 +310,30 @@ pub(crate) mod test_support {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn skip_ascii_stops_at_the_first_byte_beyond_ascii() {
+        let texts = [
+            "",
+            "a",
+            "abcdefgh",
+            "abcdefghi",
+            "abcdefg中",
+            "abcdefgh中",
+            "中",
+            "a中b",
+            "0123456789abcdef\u{e9}xyz",
+        ];
+        for t in texts {
+            let b = t.as_bytes();
+            for i in 0..=b.len() {
+                let expected = (i..b.len()).find(|&k| !b[k].is_ascii()).unwrap_or(b.len());
+                assert_eq!(skip_ascii(b, i), expected, "{t:?} from {i}");
+            }
+        }
+        assert!(!ALL_LEADS.no_ascii);
+        assert!(LeadSet::new(&[(0xE3, 0xE3)]).no_ascii);
+    }
 
     #[test]
     fn default_order_has_all_enabled_steps_but_digits() {

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use unicode_normalization::char::canonical_combining_class;
 use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 
-use super::Normalizer;
+use super::{Normalizer, skip_ascii};
 use crate::config::Step;
 
 /// Chars that NFKC never changes and that never combine with a neighbour: a cheap
@@ -40,7 +40,7 @@ fn quick_check(text: &str) -> IsNormalized {
     while let Some(&b) = bytes.get(i) {
         match b {
             0x00..=0x7F => {
-                i += 1;
+                i = skip_ascii(bytes, i + 1);
                 last_cc = 0;
                 continue;
             }
@@ -96,11 +96,16 @@ impl Normalizer for Nfkc {
         let bytes = text.as_bytes();
         let mut i = 0;
         while let Some(&b) = bytes.get(i) {
-            let (stable, len) = match b {
-                0x00..=0x7F => (true, 1),
-                0xE5..=0xE9 => (true, 3), // U+5000..U+9FFF: CJK ideographs
+            // Stable or not, the bytes it takes, and where the last char of
+            // them starts: a run of ASCII is taken whole.
+            let (stable, len, last) = match b {
+                0x00..=0x7F => {
+                    let end = skip_ascii(bytes, i + 1);
+                    (true, end - i, end - 1 - i)
+                }
+                0xE5..=0xE9 => (true, 3, 0), // U+5000..U+9FFF: CJK ideographs
                 _ => match text.get(i..).and_then(|s| s.chars().next()) {
-                    Some(c) => (is_stable(c), c.len_utf8()),
+                    Some(c) => (is_stable(c), c.len_utf8(), 0),
                     None => break,
                 },
             };
@@ -113,7 +118,7 @@ impl Normalizer for Nfkc {
             } else if run_start.is_none() {
                 run_start = Some(prev_start.filter(|&p| p >= copied).unwrap_or(i));
             }
-            prev_start = Some(i);
+            prev_start = Some(i + last);
             i += len;
         }
         if let Some(s) = run_start {
@@ -132,7 +137,10 @@ mod tests {
 
     #[test]
     fn stable_chars_are_starters_nfkc_allows() {
-        let stable: Vec<char> = (0..=0x10_FFFF).filter_map(char::from_u32).filter(|&c| is_stable(c)).collect();
+        let stable: Vec<char> = (0..=0x10_FFFF)
+            .filter_map(char::from_u32)
+            .filter(|&c| is_stable(c))
+            .collect();
         assert!(stable.len() > 27_000, "{}", stable.len());
         for c in stable {
             assert_eq!(canonical_combining_class(c), 0, "{c:?}");
@@ -154,8 +162,13 @@ mod tests {
             "ｶﾀｶﾅ\u{3099}",
             "한국어 텍스트 e\u{301}",
             "\u{b7}\u{301}\u{300}",
+            "a long run of ascii, then k\u{301} and \u{2026} ...",
+            "abcdefghijk\u{301}\u{316}abcdefgh\u{fb01}",
         ] {
             assert_eq!(quick_check(t), is_nfkc_quick(t.chars()), "{t:?}");
+            // A mark after a long ASCII run composes with the run's last char.
+            let expected: String = t.nfkc().collect();
+            assert_eq!(Nfkc.normalize(Cow::Borrowed(t)), expected, "{t:?}");
         }
     }
 

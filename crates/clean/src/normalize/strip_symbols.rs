@@ -47,7 +47,7 @@ fn first_decorative(text: &str) -> Option<usize> {
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
         if !LEADS.contains(b) {
-            i += 1;
+            i = LEADS.next_candidate(bytes, i + 1);
             continue;
         }
         let c = text.get(i..)?.chars().next()?;
@@ -68,10 +68,56 @@ impl Normalizer for StripSymbols {
         let Some(first) = first_decorative(&text) else {
             return text;
         };
-        let mut out = String::with_capacity(text.len());
-        out.push_str(&text[..first]);
-        let mut gap = false; // a symbol was dropped since the last kept char
-        for c in text[first..].chars() {
+        Cow::Owned(stripped(&text, first))
+    }
+}
+
+/// `text` without its decorative chars, the first at byte `first`: a space
+/// where a run of them stood between two ASCII letters or digits
+/// (`hello🎉world`), so that they stay two words. The kept spans between
+/// runs are copied whole and found by the lead-byte scan: a page with one
+/// bullet took the rest of its text char by char (issue 37).
+fn stripped(text: &str, first: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut from, mut at) = (0, Some(first));
+    while let Some(run) = at {
+        out.push_str(&text[from..run]);
+        let mut i = run;
+        let mut next = text[i..].chars().next();
+        while let Some(c) = next.filter(|&c| is_decorative(c)) {
+            i += c.len_utf8();
+            next = text[i..].chars().next();
+        }
+        if next.is_some_and(|c| c.is_ascii_alphanumeric())
+            && out.chars().next_back().is_some_and(|p| p.is_ascii_alphanumeric())
+        {
+            out.push(' ');
+        }
+        from = i;
+        at = first_decorative(&text[i..]).map(|k| i + k);
+    }
+    out.push_str(&text[from..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lead_set_covers_every_decorative_char() {
+        for c in (0..=0x10_FFFF).filter_map(char::from_u32) {
+            if is_decorative(c) {
+                assert!(LEADS.contains_char(c), "{c:?}");
+            }
+        }
+    }
+
+    /// The char-by-char loop [`stripped`] replaced.
+    fn stripped_char_by_char(text: &str) -> String {
+        let mut out = String::new();
+        let mut gap = false;
+        for c in text.chars() {
             if is_decorative(c) {
                 gap = true;
                 continue;
@@ -85,20 +131,16 @@ impl Normalizer for StripSymbols {
             gap = false;
             out.push(c);
         }
-        Cow::Owned(out)
+        out
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lead_set_covers_every_decorative_char() {
-        for c in (0..=0x10_FFFF).filter_map(char::from_u32) {
-            if is_decorative(c) {
-                assert!(LEADS.contains_char(c), "{c:?}");
-            }
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+        #[test]
+        fn stripped_as_char_by_char(text in "[a-c0-9 中é\u{2022}\u{2190}\u{2500}\u{2605}\u{3030}\u{e600}\u{fe0f}\u{1f389}\u{1f3fd}\u{e0061}\u{f0000}\u{2014}\u{3001}]{0,24}") {
+            let expected = stripped_char_by_char(&text);
+            let got = StripSymbols.normalize(Cow::Borrowed(text.as_str()));
+            proptest::prop_assert_eq!(got.as_ref(), expected.as_str());
         }
     }
 
