@@ -331,8 +331,11 @@ mod tests {
                 assert_eq!(skip_ascii(b, i), expected, "{t:?} from {i}");
             }
         }
-        assert!(!ALL_LEADS.no_ascii);
-        assert!(LeadSet::new(&[(0xE3, 0xE3)]).no_ascii);
+        const { assert!(!ALL_LEADS.no_ascii) };
+        let wide = LeadSet::new(&[(0xE3, 0xE3)]);
+        assert!(wide.no_ascii);
+        // Past the ASCII run to the next lead byte.
+        assert_eq!(wide.next_candidate("abcdefghij\u{3000}".as_bytes(), 1), 10);
     }
 
     #[test]
