@@ -77,16 +77,27 @@ pub(crate) fn is_han(c: char) -> bool {
 /// a time (neither ASCII, Han nor white space) and that holds a letter:
 /// kana, Hangul, Cyrillic in a Chinese page.
 pub(crate) fn foreign_runs<'a>(text: &'a str, mut f: impl FnMut(&'a str)) {
+    let bytes = text.as_bytes();
     let mut start: Option<usize> = None;
     let mut letter = false;
-    for (i, c) in text.char_indices() {
-        let foreign = !c.is_ascii() && !is_han(c) && !c.is_whitespace();
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        // ASCII and U+5000..U+9FFF (Han) end a run, read on their bytes: a
+        // Chinese page's text is mostly both (issue 37).
+        let (foreign, c, next) = match b {
+            0x00..=0x7F => (false, None, skip_ascii(bytes, i + 1)),
+            0xE5..=0xE9 => (false, None, i + 3),
+            _ => match text.get(i..).and_then(|s| s.chars().next()) {
+                Some(c) => (!is_han(c) && !c.is_whitespace(), Some(c), i + c.len_utf8()),
+                None => break,
+            },
+        };
         match (foreign, start) {
             (true, None) => {
                 start = Some(i);
-                letter = crate::letters::is_alphabetic(c);
+                letter = c.is_some_and(crate::letters::is_alphabetic);
             }
-            (true, Some(_)) => letter |= crate::letters::is_alphabetic(c),
+            (true, Some(_)) => letter |= c.is_some_and(crate::letters::is_alphabetic),
             (false, Some(s)) => {
                 if letter {
                     f(&text[s..i]);
@@ -95,12 +106,34 @@ pub(crate) fn foreign_runs<'a>(text: &'a str, mut f: impl FnMut(&'a str)) {
             }
             (false, None) => {}
         }
+        i = next;
     }
     if let Some(s) = start
         && letter
     {
         f(&text[s..]);
     }
+}
+
+/// The offset of the first byte at or after `i` that is not ASCII
+/// (`bytes.len()` if none), eight bytes at a time: scans for the chars
+/// beyond ASCII pass an English text or a manual's commands at a fraction
+/// of a compare a byte (issue 37; the cleaner has its own copy, as neither
+/// crate depends on the other).
+#[inline]
+pub(crate) fn skip_ascii(bytes: &[u8], mut i: usize) -> usize {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(Ok(word)) = bytes.get(i..i + 8).map(<[u8; 8]>::try_from) {
+        let high = u64::from_le_bytes(word) & HIGH;
+        if high != 0 {
+            return i + high.trailing_zeros() as usize / 8;
+        }
+        i += 8;
+    }
+    while bytes.get(i).is_some_and(u8::is_ascii) {
+        i += 1;
+    }
+    i
 }
 
 /// The word-like segments of `text` by ICU's word segmenter (UAX #29, with
@@ -167,6 +200,59 @@ mod tests {
         assert!(burmese.len() >= 2, "{burmese:?}");
         let kana = words("こんにちは、カタカナ");
         assert!(kana.contains(&"カタカナ"), "{kana:?}");
+    }
+
+    /// The char-by-char scan [`foreign_runs`] replaced.
+    fn foreign_runs_by_chars(text: &str) -> Vec<&str> {
+        let (mut runs, mut start, mut letter) = (Vec::new(), None, false);
+        for (i, c) in text.char_indices() {
+            let foreign = !c.is_ascii() && !is_han(c) && !c.is_whitespace();
+            match (foreign, start) {
+                (true, None) => (start, letter) = (Some(i), crate::letters::is_alphabetic(c)),
+                (true, Some(_)) => letter |= crate::letters::is_alphabetic(c),
+                (false, Some(s)) => {
+                    if letter {
+                        runs.push(&text[s..i]);
+                    }
+                    start = None;
+                }
+                (false, None) => {}
+            }
+        }
+        if let Some(s) = start.filter(|_| letter) {
+            runs.push(&text[s..]);
+        }
+        runs
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
+        #[test]
+        fn foreign_runs_as_the_char_scan(text in "[a-c .中文\u{4e00}\u{3400}\u{f900}\u{20000}\u{3042}\u{30a2}\u{ac00}\u{436}\u{e9}\u{300}\u{3000}\u{a0}\u{ff0c}\u{2019}\u{1f600}]{0,30}") {
+            let mut runs = Vec::new();
+            foreign_runs(&text, |r| runs.push(r));
+            proptest::prop_assert_eq!(runs, foreign_runs_by_chars(&text));
+        }
+    }
+
+    #[test]
+    fn skip_ascii_stops_at_the_first_byte_beyond_ascii() {
+        for t in [
+            "",
+            "a",
+            "abcdefgh",
+            "abcdefghi",
+            "abcdefg中",
+            "abcdefgh中",
+            "中",
+            "a中b",
+        ] {
+            let b = t.as_bytes();
+            for i in 0..=b.len() {
+                let expected = (i..b.len()).find(|&k| !b[k].is_ascii()).unwrap_or(b.len());
+                assert_eq!(skip_ascii(b, i), expected, "{t:?} from {i}");
+            }
+        }
     }
 
     #[test]
