@@ -91,13 +91,13 @@ const MAX_PASSES: usize = 16;
 /// One pass: entities decoded, then tags removed; `None` when nothing changed.
 fn strip_once(text: &str) -> Option<String> {
     // Entities first: escaped markup (`&lt;p&gt;`) is leftover markup too.
-    let decoded = if text.contains('&') {
+    let decoded = if memchr::memchr(b'&', text.as_bytes()).is_some() {
         decode_entities(text)
     } else {
         None
     };
     let current = decoded.as_deref().unwrap_or(text);
-    let stripped = if current.contains('<') {
+    let stripped = if memchr::memchr(b'<', current.as_bytes()).is_some() {
         strip_tags(current)
     } else {
         None
@@ -169,7 +169,7 @@ fn strip_tags(text: &str) -> Option<String> {
     let mut out: Option<String> = None;
     let mut copied = 0; // bytes of `text` already handled
     let mut i = 0;
-    while let Some(off) = text[i..].find('<') {
+    while let Some(off) = memchr::memchr(b'<', &text.as_bytes()[i..]) {
         let at = i + off;
         if let Some((len, block)) = tag_at(&text[at..]) {
             let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
@@ -251,7 +251,7 @@ fn decode_entities(text: &str) -> Option<String> {
     let mut out: Option<String> = None;
     let mut copied = 0;
     let mut i = 0;
-    while let Some(off) = text[i..].find('&') {
+    while let Some(off) = memchr::memchr(b'&', &text.as_bytes()[i..]) {
         let at = i + off;
         if let Some((c, c2, len)) = entity_at(&text[at..]) {
             let o = out.get_or_insert_with(|| String::with_capacity(text.len()));
