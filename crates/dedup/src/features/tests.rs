@@ -198,7 +198,7 @@ fn valid_by_chars(w: &str) -> bool {
 
 proptest::proptest! {
     #[test]
-    fn ascii_words_are_judged_as_char_by_char(w in "[a-z0-9\\-/.:_+#%&]{0,6}|[0-9年月日中]{0,4}") {
+    fn ascii_words_are_judged_as_char_by_char(w in "[a-z0-9\\-/.:_+#%&]{0,6}|[0-9年月日号时点分秒中国\u{ff11}\u{3042}é\\-:]{0,4}") {
         proptest::prop_assert_eq!(is_valid_word(&w), valid_by_chars(&w), "{:?}", w);
     }
 }
