@@ -50,6 +50,18 @@ impl Normalizer for FoldWidth {
 mod tests {
     use super::*;
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        /// The lead-set scan (eight bytes at a time where it can) changes
+        /// what a scan of every char changes.
+        #[test]
+        fn the_lead_scan_changes_what_every_char_scan_does(text in crate::normalize::test_support::PER_CHAR_TEXT) {
+            let by_leads = map_chars_by_lead(Cow::Borrowed(text.as_str()), &LEADS, fold);
+            let every = crate::normalize::map_chars(Cow::Borrowed(text.as_str()), fold);
+            proptest::prop_assert_eq!(by_leads, every);
+        }
+    }
+
     #[test]
     fn lead_set_covers_every_changed_char() {
         for c in (0..=0x10_FFFF).filter_map(char::from_u32) {

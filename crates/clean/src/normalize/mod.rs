@@ -175,36 +175,99 @@ pub(crate) fn map_chars<'a>(text: Cow<'a, str>, f: impl Fn(char) -> CharAction) 
 #[derive(Debug)]
 pub(crate) struct LeadSet {
     pub(crate) bytes: [bool; 256],
-    /// No ASCII byte is in the set: a scan passes ASCII eight bytes at a
-    /// time ([`skip_ascii`]).
-    no_ascii: bool,
+    /// Which ASCII bytes are in the set, when a scan can pass eight bytes
+    /// without one at a time ([`LeadSet::next_candidate`]).
+    ascii: AsciiLeads,
 }
+
+/// The ASCII bytes of a [`LeadSet`], for the kinds an eight-byte word can be
+/// tested for at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AsciiLeads {
+    /// None: a word is passed when it is all ASCII.
+    No,
+    /// The C0 controls and DEL (`strip_control`).
+    Controls,
+    /// `A` to `Z` (`lowercase`).
+    Capitals,
+    /// Any other mix: bytes are tested one at a time.
+    Other,
+}
+
+/// The high bit of each byte of a word.
+const HIGH: u64 = 0x8080_8080_8080_8080;
+/// Each byte of a word set to 1.
+const ONES: u64 = 0x0101_0101_0101_0101;
 
 impl LeadSet {
     /// The set of `ranges` of bytes (inclusive).
     pub(crate) const fn new(ranges: &[(u8, u8)]) -> Self {
         let mut t = [false; 256];
-        let mut no_ascii = true;
         let mut r = 0;
         while r < ranges.len() {
             let (lo, hi) = ranges[r];
             let mut b = lo as usize;
             while b <= hi as usize {
                 t[b] = true;
-                no_ascii &= b >= 0x80;
                 b += 1;
             }
             r += 1;
         }
-        Self { bytes: t, no_ascii }
+        // Which of the testable kinds the ASCII half of the set is.
+        let (mut no, mut controls, mut capitals) = (true, true, true);
+        let mut b = 0;
+        while b < 128 {
+            let c = b as u8;
+            no &= !t[b];
+            controls &= t[b] == (c < 0x20 || c == 0x7F);
+            capitals &= t[b] == c.is_ascii_uppercase();
+            b += 1;
+        }
+        let ascii = if no {
+            AsciiLeads::No
+        } else if controls {
+            AsciiLeads::Controls
+        } else if capitals {
+            AsciiLeads::Capitals
+        } else {
+            AsciiLeads::Other
+        };
+        Self { bytes: t, ascii }
     }
 
     /// The offset of the next byte at or after `i` that may start a char of
-    /// the set: `i` itself, or past the run of ASCII there when no ASCII
-    /// byte is in the set.
+    /// the set: past the eight-byte words there that hold none (all ASCII,
+    /// and none of the set's ASCII bytes), else `i` itself. Most of an
+    /// English text and of the commands of a Chinese manual page is such
+    /// words, and a step has nothing to do in them (issue 37).
     #[inline]
-    pub(crate) fn next_candidate(&self, bytes: &[u8], i: usize) -> usize {
-        if self.no_ascii { skip_ascii(bytes, i) } else { i }
+    pub(crate) fn next_candidate(&self, bytes: &[u8], mut i: usize) -> usize {
+        if self.ascii == AsciiLeads::Other {
+            return i;
+        }
+        while let Some(Ok(word)) = bytes.get(i..i + 8).map(<[u8; 8]>::try_from) {
+            let x = u64::from_le_bytes(word);
+            // Each test is exact for a word of ASCII bytes (no carry or
+            // borrow crosses a byte), which the first one makes sure of.
+            let held = match self.ascii {
+                AsciiLeads::Controls => {
+                    // A byte below 0x20 (Bit Twiddling Hacks' `hasless`), or DEL.
+                    let del = x ^ (ONES * 0x7F);
+                    (x.wrapping_sub(ONES * 0x20) & !x) | (del.wrapping_sub(ONES) & !del)
+                }
+                // +0x3F sets the high bit from `A` up, +0x25 from `[` up.
+                AsciiLeads::Capitals => x.wrapping_add(ONES * 0x3F) & !x.wrapping_add(ONES * 0x25),
+                AsciiLeads::No | AsciiLeads::Other => 0,
+            };
+            let flags = (x | held) & HIGH;
+            if flags != 0 {
+                // Carries and borrows only run up, to later bytes: the first
+                // flagged byte is the first beyond ASCII or in the set.
+                return i + flags.trailing_zeros() as usize / 8;
+            }
+            i += 8;
+        }
+        i
     }
 
     #[inline]
@@ -226,7 +289,6 @@ impl LeadSet {
 /// nothing to do there (issue 37).
 #[inline]
 pub(crate) fn skip_ascii(bytes: &[u8], mut i: usize) -> usize {
-    const HIGH: u64 = 0x8080_8080_8080_8080;
     while let Some(Ok(word)) = bytes.get(i..i + 8).map(<[u8; 8]>::try_from) {
         let high = u64::from_le_bytes(word) & HIGH;
         if high != 0 {
@@ -238,6 +300,17 @@ pub(crate) fn skip_ascii(bytes: &[u8], mut i: usize) -> usize {
         i += 1;
     }
     i
+}
+
+/// The bytes of the char that `lead` starts (1 for a byte that starts none).
+#[inline]
+pub(crate) fn utf8_width(lead: u8) -> usize {
+    match lead {
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        0xF0..=0xFF => 4,
+        _ => 1,
+    }
 }
 
 /// Every ASCII byte and lead byte (continuation bytes never start a char).
@@ -256,7 +329,13 @@ pub(crate) fn map_chars_by_lead<'a>(
     let bytes = text.as_bytes();
     while let Some(&b) = bytes.get(i) {
         if !leads.contains(b) {
-            i = leads.next_candidate(bytes, i + 1);
+            // Past a char not in the set: the ASCII words after it tested at
+            // once, a char beyond ASCII passed whole.
+            i = if b < 0x80 {
+                leads.next_candidate(bytes, i + 1)
+            } else {
+                i + utf8_width(b)
+            };
             continue;
         }
         let Some(c) = text.get(i..).and_then(|s| s.chars().next()) else {
@@ -291,6 +370,11 @@ mod proptests;
 #[cfg(test)]
 pub(crate) mod test_support {
     use std::sync::OnceLock;
+
+    /// Text for the per-char steps' lead-set scans: long ASCII runs with and
+    /// without capitals and controls, CJK, full-width forms, Latin-1 and
+    /// format chars, so that words of eight bytes both pass and stop.
+    pub(crate) const PER_CHAR_TEXT: &str = "(abcdefghij|klmnopqrstuvwxyz 0123456789|ABCDE|Xy|\\n|\\t|\\r|\u{7f}|\u{1}|\u{1f}|@|\\[|`|\\{|\u{85}|\u{ad}|\u{c9}|\u{e9}|\u{3000}|中文字|\u{ff21}\u{ff41}|\u{ffe5}|\u{200b}|\u{2028}|\u{feff}|\u{1f600}|\u{130}|\u{3a3}){0,16}";
 
     use super::Pipeline;
     use crate::config::CleanConfig;
@@ -331,11 +415,51 @@ mod tests {
                 assert_eq!(skip_ascii(b, i), expected, "{t:?} from {i}");
             }
         }
-        const { assert!(!ALL_LEADS.no_ascii) };
-        let wide = LeadSet::new(&[(0xE3, 0xE3)]);
-        assert!(wide.no_ascii);
-        // Past the ASCII run to the next lead byte.
-        assert_eq!(wide.next_candidate("abcdefghij\u{3000}".as_bytes(), 1), 10);
+    }
+
+    /// Every set's next candidate is the first byte of the set, or a byte at
+    /// most eight before it, never past one; and the kinds are told right.
+    #[test]
+    fn next_candidate_never_passes_a_byte_of_the_set() {
+        let sets = [
+            (LeadSet::new(&[(0xE3, 0xE3)]), AsciiLeads::No),
+            (
+                LeadSet::new(&[(0x00, 0x1F), (0x7F, 0x7F), (0xC2, 0xC2)]),
+                AsciiLeads::Controls,
+            ),
+            (LeadSet::new(&[(b'A', b'Z'), (0xC2, 0xE2)]), AsciiLeads::Capitals),
+            (LeadSet::new(&[(b'A', b'Y')]), AsciiLeads::Other),
+            (ALL_LEADS, AsciiLeads::Other),
+        ];
+        let texts = [
+            "abcdefghij\u{3000}",
+            "plain lower case text, no capitals here at all\n",
+            "some words Then A capital\tand a tab, \u{7f}del\u{1}",
+            "ZZZZZZZZ@[`{~ 0123456789 ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+            "中文字符，全角：ＡＢＣ end",
+            "",
+        ];
+        for (set, kind) in &sets {
+            assert_eq!(set.ascii, *kind);
+            for t in texts {
+                let b = t.as_bytes();
+                for i in 0..=b.len() {
+                    let next = set.next_candidate(b, i);
+                    let first = (i..b.len()).find(|&k| set.contains(b[k])).unwrap_or(b.len());
+                    assert!(next >= i && next <= first, "{t:?} from {i}: {next} past {first}");
+                    // It stops at a byte in the set or beyond ASCII, or in the
+                    // last seven bytes, left to the byte loop.
+                    if *kind != AsciiLeads::Other {
+                        assert!(
+                            next == first || !b[next].is_ascii() || next + 8 > b.len(),
+                            "{t:?} from {i}: {next}"
+                        );
+                    } else {
+                        assert_eq!(next, i);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

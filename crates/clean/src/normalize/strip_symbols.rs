@@ -47,7 +47,11 @@ fn first_decorative(text: &str) -> Option<usize> {
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
         if !LEADS.contains(b) {
-            i = LEADS.next_candidate(bytes, i + 1);
+            i = if b < 0x80 {
+                LEADS.next_candidate(bytes, i + 1)
+            } else {
+                i + super::utf8_width(b)
+            };
             continue;
         }
         let c = text.get(i..)?.chars().next()?;
