@@ -712,14 +712,24 @@ fn has_upper(text: &str) -> bool {
     let bytes = text.as_bytes();
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
-        if let Some(word) = bytes.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) {
+        if b < 0x80
+            && let Some(word) = bytes.get(i..i + 8).and_then(|w| <[u8; 8]>::try_from(w).ok())
+        {
             let x = u64::from_le_bytes(word);
             // Per byte of ASCII (no carry crosses bytes): +0x3F sets the
             // high bit from `A` up, +0x25 from `[` up; a capital sets the
-            // first and not the second.
+            // first and not the second. Carries only run up, to later
+            // bytes, so the first flagged byte is the first capital or
+            // byte beyond ASCII: the bytes before it are passed.
             let capitals = x.wrapping_add(0x3F3F_3F3F_3F3F_3F3F) & !x.wrapping_add(0x2525_2525_2525_2525);
-            if (x | capitals) & HIGH == 0 {
-                i += 8;
+            let flags = (x | capitals) & HIGH;
+            let pass = if flags == 0 {
+                8
+            } else {
+                flags.trailing_zeros() as usize / 8
+            };
+            if pass > 0 {
+                i += pass;
                 continue;
             }
         }
