@@ -394,15 +394,26 @@ impl Sketch {
         // three, `lo` the last two; it starts as chars 0, as the array did.
         let (mut hi, mut lo) = (0u64, 0u64);
         let mut seen = 0usize;
-        for c in normalized(text) {
+        let mut chars = normalized(text);
+        // The first chars fill the window; every char after them ends a
+        // shingle, with no count to test (issue 37).
+        for c in chars.by_ref() {
             let c = u64::from(c as u32);
             digest.push(c as u32);
             hi = ((hi << 21) | (lo >> 21)) & HI_MASK;
             lo = ((lo << 21) | c) & LO_MASK;
             seen += 1;
-            if seen >= SHINGLE_CHARS {
+            if seen == SHINGLE_CHARS {
                 add(&mut mins, packed_hash(hi, lo));
+                break;
             }
+        }
+        for c in chars {
+            let c = u64::from(c as u32);
+            digest.push(c as u32);
+            hi = ((hi << 21) | (lo >> 21)) & HI_MASK;
+            lo = ((lo << 21) | c) & LO_MASK;
+            add(&mut mins, packed_hash(hi, lo));
         }
         match seen {
             0 => return None,
