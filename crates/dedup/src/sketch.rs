@@ -336,8 +336,7 @@ pub(crate) fn count_and_outline(text: &str) -> (u32, Option<[u8; OUTLINE_BINS / 
         *slot = (*slot).min(h & ((1 << (64 - BIN_BITS)) - 1));
     };
     for c in normalized(text) {
-        hi = ((hi << 21) | (lo >> 21)) & HI_MASK;
-        lo = ((lo << 21) | u64::from(c as u32)) & LO_MASK;
+        (hi, lo) = shifted_in((hi, lo), c);
         seen += 1;
         if seen >= SHINGLE_CHARS {
             set(hi, lo);
@@ -377,6 +376,16 @@ fn shingle_hash(w: &[u32; SHINGLE_CHARS]) -> u64 {
 const HI_MASK: u64 = (1 << 63) - 1;
 const LO_MASK: u64 = (1 << 42) - 1;
 
+/// A window packed as `(hi, lo)` ([`packed_hash`]) with `c` shifted in at
+/// its end and its first char out.
+#[inline(always)]
+fn shifted_in((hi, lo): (u64, u64), c: char) -> (u64, u64) {
+    (
+        ((hi << 21) | (lo >> 21)) & HI_MASK,
+        ((lo << 21) | u64::from(c as u32)) & LO_MASK,
+    )
+}
+
 /// [`shingle_hash`] of a window packed into `hi` (chars 0 to 2) and `lo`
 /// (chars 3 and 4).
 #[inline]
@@ -392,33 +401,29 @@ impl Sketch {
         // The window of the last [`SHINGLE_CHARS`] chars, packed as
         // [`shingle_hash`] reads it (21 bits a char): `hi` holds the first
         // three, `lo` the last two; it starts as chars 0, as the array did.
-        let (mut hi, mut lo) = (0u64, 0u64);
+        let mut window = (0u64, 0u64);
         let mut seen = 0usize;
         let mut chars = normalized(text);
         // The first chars fill the window; every char after them ends a
         // shingle, with no count to test (issue 37).
         for c in chars.by_ref() {
-            let c = u64::from(c as u32);
             digest.push(c as u32);
-            hi = ((hi << 21) | (lo >> 21)) & HI_MASK;
-            lo = ((lo << 21) | c) & LO_MASK;
+            window = shifted_in(window, c);
             seen += 1;
             if seen == SHINGLE_CHARS {
-                add(&mut mins, packed_hash(hi, lo));
+                add(&mut mins, packed_hash(window.0, window.1));
                 break;
             }
         }
         for c in chars {
-            let c = u64::from(c as u32);
             digest.push(c as u32);
-            hi = ((hi << 21) | (lo >> 21)) & HI_MASK;
-            lo = ((lo << 21) | c) & LO_MASK;
-            add(&mut mins, packed_hash(hi, lo));
+            window = shifted_in(window, c);
+            add(&mut mins, packed_hash(window.0, window.1));
         }
         match seen {
             0 => return None,
             // Too short for one shingle: the whole text is its only shingle.
-            n if n < SHINGLE_CHARS => add(&mut mins, packed_hash(hi, lo)),
+            n if n < SHINGLE_CHARS => add(&mut mins, packed_hash(window.0, window.1)),
             _ => {}
         }
         Some(Sketch::from_mins(mins, digest))

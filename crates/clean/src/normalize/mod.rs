@@ -241,33 +241,33 @@ impl LeadSet {
     /// English text and of the commands of a Chinese manual page is such
     /// words, and a step has nothing to do in them (issue 37).
     #[inline]
-    pub(crate) fn next_candidate(&self, bytes: &[u8], mut i: usize) -> usize {
-        if self.ascii == AsciiLeads::Other {
-            return i;
+    fn next_candidate(&self, bytes: &[u8], i: usize) -> usize {
+        match self.ascii {
+            AsciiLeads::Other => i,
+            AsciiLeads::No => skip_ascii(bytes, i),
+            // A byte below 0x20 (Bit Twiddling Hacks' `hasless`), or DEL.
+            AsciiLeads::Controls => pass_words(bytes, i, |x| {
+                let del = x ^ (ONES * 0x7F);
+                (x.wrapping_sub(ONES * 0x20) & !x) | (del.wrapping_sub(ONES) & !del)
+            }),
+            // +0x3F sets the high bit from `A` up, +0x25 from `[` up.
+            AsciiLeads::Capitals => pass_words(bytes, i, |x| {
+                x.wrapping_add(ONES * 0x3F) & !x.wrapping_add(ONES * 0x25)
+            }),
         }
-        while let Some(Ok(word)) = bytes.get(i..i + 8).map(<[u8; 8]>::try_from) {
-            let x = u64::from_le_bytes(word);
-            // Each test is exact for a word of ASCII bytes (no carry or
-            // borrow crosses a byte), which the first one makes sure of.
-            let held = match self.ascii {
-                AsciiLeads::Controls => {
-                    // A byte below 0x20 (Bit Twiddling Hacks' `hasless`), or DEL.
-                    let del = x ^ (ONES * 0x7F);
-                    (x.wrapping_sub(ONES * 0x20) & !x) | (del.wrapping_sub(ONES) & !del)
-                }
-                // +0x3F sets the high bit from `A` up, +0x25 from `[` up.
-                AsciiLeads::Capitals => x.wrapping_add(ONES * 0x3F) & !x.wrapping_add(ONES * 0x25),
-                AsciiLeads::No | AsciiLeads::Other => 0,
-            };
-            let flags = (x | held) & HIGH;
-            if flags != 0 {
-                // Carries and borrows only run up, to later bytes: the first
-                // flagged byte is the first beyond ASCII or in the set.
-                return i + flags.trailing_zeros() as usize / 8;
-            }
-            i += 8;
+    }
+
+    /// Where a scan goes on after the char at `i`, which is not in the set:
+    /// past the ASCII words after it that hold none of the set's bytes
+    /// ([`LeadSet::next_candidate`]) when it is ASCII, else past the whole
+    /// char (its UTF-8 width).
+    #[inline]
+    pub(crate) fn past(&self, bytes: &[u8], i: usize) -> usize {
+        match bytes.get(i) {
+            Some(&b) if b < 0x80 => self.next_candidate(bytes, i + 1),
+            Some(&b) => i + utf8_width(b),
+            None => i,
         }
-        i
     }
 
     #[inline]
@@ -288,16 +288,29 @@ impl LeadSet {
 /// a Chinese manual page are ASCII, and a step that changes no ASCII char has
 /// nothing to do there (issue 37).
 #[inline]
-pub(crate) fn skip_ascii(bytes: &[u8], mut i: usize) -> usize {
-    while let Some(Ok(word)) = bytes.get(i..i + 8).map(<[u8; 8]>::try_from) {
-        let high = u64::from_le_bytes(word) & HIGH;
-        if high != 0 {
-            return i + high.trailing_zeros() as usize / 8;
-        }
-        i += 8;
-    }
+pub(crate) fn skip_ascii(bytes: &[u8], i: usize) -> usize {
+    let mut i = pass_words(bytes, i, |_| 0);
     while bytes.get(i).is_some_and(u8::is_ascii) {
         i += 1;
+    }
+    i
+}
+
+/// The offset of the first flagged byte at or after `i`, eight bytes at a
+/// time: a byte beyond ASCII, or one whose high bit `held` sets in a word of
+/// ASCII bytes (exact there: no carry or borrow crosses a byte). Carries and
+/// borrows only run up, to later bytes, so the first flagged byte of a word
+/// is right even when a byte beyond ASCII follows it. Stops before the last
+/// bytes that do not fill a word.
+#[inline(always)]
+fn pass_words(bytes: &[u8], mut i: usize, held: impl Fn(u64) -> u64) -> usize {
+    while let Some(Ok(word)) = bytes.get(i..i + 8).map(<[u8; 8]>::try_from) {
+        let x = u64::from_le_bytes(word);
+        let flags = (x | held(x)) & HIGH;
+        if flags != 0 {
+            return i + flags.trailing_zeros() as usize / 8;
+        }
+        i += 8;
     }
     i
 }
@@ -329,13 +342,7 @@ pub(crate) fn map_chars_by_lead<'a>(
     let bytes = text.as_bytes();
     while let Some(&b) = bytes.get(i) {
         if !leads.contains(b) {
-            // Past a char not in the set: the ASCII words after it tested at
-            // once, a char beyond ASCII passed whole.
-            i = if b < 0x80 {
-                leads.next_candidate(bytes, i + 1)
-            } else {
-                i + utf8_width(b)
-            };
+            i = leads.past(bytes, i);
             continue;
         }
         let Some(c) = text.get(i..).and_then(|s| s.chars().next()) else {

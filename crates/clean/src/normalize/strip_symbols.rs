@@ -47,11 +47,7 @@ fn first_decorative(text: &str) -> Option<usize> {
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
         if !LEADS.contains(b) {
-            i = if b < 0x80 {
-                LEADS.next_candidate(bytes, i + 1)
-            } else {
-                i + super::utf8_width(b)
-            };
+            i = LEADS.past(bytes, i);
             continue;
         }
         let c = text.get(i..)?.chars().next()?;
