@@ -105,24 +105,28 @@ pub fn sniff(
     )
 }
 
-struct Utf8Check {
+/// Whether the bytes are UTF-8, and enough to count their non-ASCII
+/// characters when a label asks (most pages have none to override).
+struct Utf8Check<'a> {
     valid: bool,
-    non_ascii: usize,
+    bytes: &'a [u8],
 }
 
-impl Utf8Check {
-    fn new(bytes: &[u8]) -> Self {
+impl<'a> Utf8Check<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
         let valid = match std::str::from_utf8(bytes) {
             Ok(_) => true,
             // A page cut at a size limit may end inside a sequence; that is still UTF-8.
             Err(e) => e.error_len().is_none() && e.valid_up_to() + 4 > bytes.len(),
         };
-        let non_ascii = if valid {
-            bytes.iter().filter(|&&b| b >= 0xC0).count()
-        } else {
-            0
-        };
-        Self { valid, non_ascii }
+        Self { valid, bytes }
+    }
+
+    /// Whether the (valid) text has at least `n` non-ASCII characters: a
+    /// count of lead bytes that stops at `n`, since a whole page's count
+    /// was read only against 1 or 8.
+    fn non_ascii_at_least(&self, n: usize) -> bool {
+        self.valid && self.bytes.iter().filter(|&&b| b >= 0xC0).take(n).count() >= n
     }
 }
 
@@ -130,7 +134,7 @@ impl Utf8Check {
 fn labelled(
     enc: &'static Encoding,
     source: EncodingSource,
-    utf8: &Utf8Check,
+    utf8: &Utf8Check<'_>,
 ) -> (&'static Encoding, EncodingSource) {
     // A meta tag cannot say UTF-16: the bytes it was read from were ASCII-compatible.
     let enc = if enc == UTF_16LE || enc == UTF_16BE {
@@ -144,7 +148,7 @@ fn labelled(
     // Single-byte legacy text that happens to be valid UTF-8 is vanishingly rare; a
     // short double-byte (GBK, Big5) text can be, so ask for a few more characters.
     let needed = if enc.is_single_byte() { 1 } else { 8 };
-    if utf8.valid && utf8.non_ascii >= needed {
+    if utf8.non_ascii_at_least(needed) {
         (UTF_8, EncodingSource::Utf8Override)
     } else {
         (enc, source)

@@ -203,8 +203,10 @@ fn render_all_with(walk: &Walk<'_>, skip: Option<&[bool]>, hidden: Hidden, cap: 
     render_with(walk, &roots, skip, hidden, None, cap)
 }
 
-fn nonws_len(s: &str) -> usize {
-    s.chars().filter(|c| !c.is_whitespace()).count()
+/// Whether `s` has at least `n` characters that are not whitespace (a
+/// count that stops there: it was read only against [`MIN_MAIN_CHARS`]).
+fn has_nonws(s: &str, n: usize) -> bool {
+    s.chars().filter(|c| !c.is_whitespace()).take(n).count() >= n
 }
 
 /// The texts of a page: its main content, and its own visible text.
@@ -645,13 +647,13 @@ fn select_text(walk: &Walk<'_>, cap: usize) -> (String, bool) {
         } else {
             render(walk, &roots, Some(&boiler), cap)
         };
-        if nonws_len(&text) >= MIN_MAIN_CHARS {
+        if has_nonws(&text, MIN_MAIN_CHARS) {
             return (text, framed);
         }
     }
     let template = without_menus(walk, &boiler, &content.sub, &content.sub_link);
     let text = render_all(walk, Some(&template), cap);
-    if nonws_len(&text) >= MIN_MAIN_CHARS {
+    if has_nonws(&text, MIN_MAIN_CHARS) {
         return (text, false);
     }
     (render_all(walk, None, cap), false)

@@ -272,19 +272,30 @@ impl Renderer {
         }
     }
 
+    /// The words of `text` split at ASCII whitespace, as `str::split` would,
+    /// found on its bytes: a whitespace byte is never inside a character,
+    /// and decoding every character to find them was the renderer's cost.
     fn words(&mut self, text: &str) {
-        let mut first = true;
-        for w in text.split(|c: char| c.is_ascii_whitespace()) {
-            if !first {
-                self.pending = self.pending.max(Pending::Space);
-            }
-            first = false;
-            if !w.is_empty() {
+        let bytes = text.as_bytes();
+        let mut start = 0;
+        loop {
+            let end = bytes
+                .get(start..)
+                .and_then(|rest| rest.iter().position(u8::is_ascii_whitespace))
+                .map_or(bytes.len(), |p| start + p);
+            if let Some(w) = text.get(start..end)
+                && !w.is_empty()
+            {
                 self.word(w);
                 if self.full {
                     return;
                 }
             }
+            if end >= bytes.len() {
+                return;
+            }
+            self.pending = self.pending.max(Pending::Space);
+            start = end + 1;
         }
     }
 }

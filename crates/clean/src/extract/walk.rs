@@ -58,12 +58,10 @@ pub(crate) enum Semantic {
 }
 
 impl Semantic {
-    /// The marker on an element named `name` with attributes `a`.
-    fn of(name: &str, a: &Marks<'_>) -> Self {
-        if a.itemprop.is_some_and(|v| has_token(v, "articleBody"))
-            || a.class.is_some_and(boilerplate::is_content_name)
-            || a.id.is_some_and(boilerplate::is_content_name)
-        {
+    /// The marker on an element named `name` with attributes `a`, whose
+    /// class and id say `names`.
+    fn of(name: &str, a: &Marks<'_>, names: NameMarks) -> Self {
+        if a.itemprop.is_some_and(|v| has_token(v, "articleBody")) || names.content {
             Self::Body
         } else if name == "article" {
             Self::Article
@@ -173,6 +171,38 @@ pub(super) struct Walker<'a> {
     /// The skipped element (script, style ...) whose subtree the walk is in.
     skipping: Option<NodeId>,
     links: Vec<RawLink<'a>>,
+    /// What each (class, id) pair said: a page repeats a few class values
+    /// on thousands of elements (a highlighted listing's `class="n"` on
+    /// every name), and reading the names was a third of the walk.
+    names: rustc_hash::FxHashMap<(&'a str, &'a str), NameMarks>,
+}
+
+/// What an element's `class` and `id` say about it, whatever its tag.
+#[derive(Debug, Default, Clone, Copy)]
+struct NameMarks {
+    /// They name a template part ([`boilerplate::is_boilerplate_names`]).
+    boiler: bool,
+    /// ... only by a generic box word ([`boilerplate::names_generic_box`]).
+    generic_box: bool,
+    /// They name an article's lead ([`boilerplate::names_lead`]).
+    lead: bool,
+    /// They name an article's body ([`boilerplate::is_content_name`]).
+    content: bool,
+    /// The class hides the element on every screen ([`Marks::hidden`]).
+    hidden: bool,
+}
+
+impl NameMarks {
+    fn of(class: &str, id: &str) -> Self {
+        let boiler = boilerplate::is_boilerplate_names(class, id);
+        Self {
+            boiler,
+            generic_box: boiler && boilerplate::names_generic_box(class, id),
+            lead: boilerplate::names_lead(class) || boilerplate::names_lead(id),
+            content: boilerplate::is_content_name(class) || boilerplate::is_content_name(id),
+            hidden: has_token(class, "hidden") || has_token(class, "d-none"),
+        }
+    }
 }
 
 impl<'a> Walker<'a> {
@@ -194,15 +224,15 @@ impl<'a> Walker<'a> {
         let block = matches!(kind, Kind::Block | Kind::Cell);
         let marks = Marks::of(e);
         let role = marks.role;
-        let semantic = Semantic::of(name, &marks);
+        let names = self.names_of(marks.class, marks.id);
+        let semantic = Semantic::of(name, &marks, names);
         let tag_boiler =
             boilerplate::is_boilerplate_tag(name) || role.is_some_and(boilerplate::is_boilerplate_role);
         // Figures are images with captions and credits, which are not the
         // article's prose; like a class mark, a figure that holds most of
         // the page's text is kept after all.
-        let class_boiler = matches!(name, "figure" | "figcaption")
-            || !matches!(name, "body" | "html" | "article" | "main")
-                && boilerplate::is_boilerplate_names(marks.class.unwrap_or(""), marks.id.unwrap_or(""));
+        let class_boiler =
+            matches!(name, "figure" | "figcaption") || !matches!(name, "body" | "html" | "article" | "main") && names.boiler;
         // A heading naming related content that opens its parent (nothing
         // before it): the parent is that section.
         if matches!(name, "h1" | "h2" | "h3" | "h4" | "h5" | "h6")
@@ -215,7 +245,7 @@ impl<'a> Walker<'a> {
         {
             section.related = true;
         }
-        let hidden = parent.is_some_and(|p| p.hidden) || marks.hidden();
+        let hidden = parent.is_some_and(|p| p.hidden) || marks.hidden(names);
         let ev_start = u32::try_from(self.walk.events.len()).unwrap_or(NONE);
         self.walk.els.push(El {
             parent: parent.map_or(NONE, |p| p.el),
@@ -223,11 +253,9 @@ impl<'a> Walker<'a> {
             semantic,
             tag_boiler,
             class_boiler,
-            generic_box: class_boiler
-                && boilerplate::names_generic_box(marks.class.unwrap_or(""), marks.id.unwrap_or("")),
+            generic_box: class_boiler && names.generic_box,
             related: false,
-            lead: marks.class.is_some_and(boilerplate::names_lead)
-                || marks.id.is_some_and(boilerplate::names_lead),
+            lead: names.lead,
             hidden,
             preformatted: name == "pre",
             rule: name == "hr",
@@ -267,6 +295,15 @@ impl<'a> Walker<'a> {
             Kind::Inline | Kind::Skip => {}
         }
         self.stack.push(frame);
+    }
+
+    /// What a class and id say, computed once per distinct pair on a page.
+    fn names_of(&mut self, class: Option<&'a str>, id: Option<&'a str>) -> NameMarks {
+        if class.is_none() && id.is_none() {
+            return NameMarks::default();
+        }
+        let key = (class.unwrap_or(""), id.unwrap_or(""));
+        *self.names.entry(key).or_insert_with(|| NameMarks::of(key.0, key.1))
     }
 
     /// A text node: counted for its element, its paragraph and its link.
@@ -382,14 +419,11 @@ impl<'a> Marks<'a> {
     /// (image URLs, author, dates) in such a span after the article, and
     /// it read as the article's last paragraph: a short story and its copy
     /// on another site were then 0.66 alike (issue 35).
-    fn hidden(&self) -> bool {
+    fn hidden(&self, names: NameMarks) -> bool {
         if self.hidden {
             return true;
         }
-        if self
-            .class
-            .is_some_and(|c| has_token(c, "hidden") || has_token(c, "d-none"))
-        {
+        if names.hidden {
             return true;
         }
         if self
