@@ -33,11 +33,11 @@ struct ReadmeExample;
 
 use std::sync::{Arc, OnceLock};
 
-use scraper::Html;
 use url::Url;
 
 pub mod config;
 pub mod decode;
+mod dom;
 pub mod error;
 mod extract;
 mod nesting;
@@ -253,7 +253,7 @@ impl Cleaner {
             tracing::debug!(%url, "elements nested deeper than {} flattened", nesting::MAX_DEPTH);
         }
         let html = flattened.as_deref().unwrap_or(html);
-        let doc = parse_document(html);
+        let doc = dom::Dom::parse(html);
         let ex = extract::extract(
             &doc,
             url,
@@ -323,24 +323,6 @@ fn cap_string(s: &mut String, cap: usize) {
         }
         s.truncate(end);
     }
-}
-
-/// `Html::parse_document` into a tree sized for the page: the tree's nodes
-/// sit in one vector, and doubling it as a large page's nodes arrived was
-/// a fiftieth of the cleaning (every node copied up to a dozen times). A
-/// page has about as many nodes as `<`s (each tag opens at most one
-/// element, and text lies between tags). The estimate is capped, so a page
-/// of nothing but `<`s reserves no more than a large real page uses.
-fn parse_document(html: &str) -> Html {
-    use html5ever::tendril::TendrilSink;
-    const MAX_RESERVED_NODES: usize = 1 << 17;
-    let nodes = memchr::memchr_iter(b'<', html.as_bytes()).count();
-    let mut doc = Html::new_document();
-    doc.tree = ego_tree::Tree::with_capacity(
-        scraper::Node::Document,
-        (nodes + nodes / 4 + 16).min(MAX_RESERVED_NODES),
-    );
-    html5ever::driver::parse_document(scraper::HtmlTreeSink::new(doc), html5ever::ParseOpts::default()).one(html)
 }
 
 #[cfg(test)]

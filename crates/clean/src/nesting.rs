@@ -103,9 +103,7 @@ pub fn flatten(html: &str, max_depth: usize) -> Option<String> {
     // the cap cannot exceed it (most pages), and counting one byte is a
     // vectorized pass, far cheaper than the scan below (and stops at the
     // cap).
-    if memchr::memchr_iter(b'<', b).nth(max_depth).is_none() {
-        return None;
-    }
+    memchr::memchr_iter(b'<', b).nth(max_depth)?;
     let mut depth = 0usize;
     // Start tags removed and not yet matched by a removed end tag, by name.
     let mut excess: std::collections::HashMap<String, usize> = std::collections::HashMap::new();

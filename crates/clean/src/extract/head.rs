@@ -4,12 +4,10 @@
 //! element the text walk does not skip; kept apart from the text handlers because
 //! none of it depends on where the element is or what text it holds.
 
-use ego_tree::NodeRef;
-use scraper::node::Element;
-use scraper::{ElementRef, Node};
 use url::Url;
 
 use super::{MAX_TITLE_BYTES, collapse, has_token};
+use crate::dom::{Dom, Element, NodeId};
 
 /// Feeds a page may announce that are kept (a page listing hundreds is not
 /// announcing its feeds).
@@ -23,7 +21,7 @@ pub(super) struct HeadMeta<'a> {
     /// `<meta property="og:title">`, when the title is empty.
     og_title: Option<String>,
     /// The first `<h1>`, the last resort for a title (its text is read only then).
-    first_h1: Option<NodeRef<'a, Node>>,
+    first_h1: Option<NodeId>,
     /// `<base href>`: relative links resolve against it.
     base_href: Option<&'a str>,
     /// `<link rel="canonical" href>`.
@@ -43,12 +41,10 @@ pub(super) struct HeadMeta<'a> {
 
 impl<'a> HeadMeta<'a> {
     /// Looks at one element for metadata.
-    pub(super) fn element(&mut self, node: NodeRef<'a, Node>, e: &'a Element) {
+    pub(super) fn element(&mut self, dom: &Dom, node: NodeId, e: &'a Element) {
         match e.name() {
             "title" if self.title.is_none() => {
-                if let Some(er) = ElementRef::wrap(node) {
-                    self.title = Some(collapse(&er.text().collect::<String>(), MAX_TITLE_BYTES));
-                }
+                self.title = Some(collapse(&dom.text_of(node), MAX_TITLE_BYTES));
             }
             "meta" => self.meta(e),
             "link"
@@ -104,11 +100,10 @@ impl<'a> HeadMeta<'a> {
     }
 
     /// The title: `<title>`, else `og:title`, else the first `<h1>` (empty if none).
-    pub(super) fn title(&mut self) -> String {
+    pub(super) fn title(&mut self, dom: &Dom) -> String {
         let h1 = || {
             self.first_h1
-                .and_then(ElementRef::wrap)
-                .map(|er| collapse(&er.text().collect::<String>(), MAX_TITLE_BYTES))
+                .map(|h1| collapse(&dom.text_of(h1), MAX_TITLE_BYTES))
         };
         self.title
             .take()

@@ -1,6 +1,6 @@
 //! HTML to title, visible text, links and robots hints.
 //!
-//! One iterative pass over scraper's tree (no recursion: a page of a million nested
+//! One iterative pass over the page's tree ([`crate::dom`]; no recursion: a page of a million nested
 //! `<div>`s must not overflow the stack) feeds every node to two collectors: the
 //! page's metadata ([`head`]: title, robots hints, base and canonical URLs, language)
 //! and the text walk ([`walk`]), which records, per element, how much text and link
@@ -13,14 +13,13 @@ mod head;
 mod main_content;
 mod walk;
 
-use ego_tree::iter::Edge;
-use scraper::{Html, Node};
 use url::Url;
 
 use self::head::HeadMeta;
 pub(crate) use self::walk::{El, Ev, Semantic, Walk};
 use self::walk::{RawLink, Walker};
 use crate::Link;
+use crate::dom::{Dom, Edge, NodeData};
 
 /// Marks "no parent".
 pub(crate) const NONE: u32 = u32::MAX;
@@ -107,21 +106,21 @@ fn has_token(value: &str, token: &str) -> bool {
 
 /// Extracts everything from a parsed document, in one walk over its tree that feeds
 /// every node to the metadata collector and the text walk.
-pub(crate) fn extract(html: &Html, url: &Url, opts: &ExtractOptions) -> Extracted {
+pub(crate) fn extract(dom: &Dom, url: &Url, opts: &ExtractOptions) -> Extracted {
     let mut head = HeadMeta::default();
     let mut walker = Walker::default();
-    for edge in html.tree.root().traverse() {
+    for edge in dom.traverse() {
         match edge {
             Edge::Open(_) if walker.is_skipping() => {}
-            Edge::Open(node) => match node.value() {
-                Node::Element(e) => {
-                    head.element(node, e);
+            Edge::Open(node) => match dom.data(node) {
+                NodeData::Element(e) => {
+                    head.element(dom, node, e);
                     walker.open_element(node, e);
                 }
-                Node::Text(t) => walker.text(t),
+                NodeData::Text(t) => walker.text(t),
                 _ => {}
             },
-            Edge::Close(node) => walker.close(node),
+            Edge::Close(node) => walker.close(node, matches!(dom.data(node), NodeData::Element(_))),
         }
     }
     let (walk, raw_links) = walker.finish();
@@ -141,7 +140,7 @@ pub(crate) fn extract(html: &Html, url: &Url, opts: &ExtractOptions) -> Extracte
     let links = resolve_links(raw_links, join, opts.max_links);
     let texts = main_content::select_texts(&walk, opts.main_content, opts.max_text_bytes);
     Extracted {
-        raw_title: head.title(),
+        raw_title: head.title(dom),
         text: texts.main,
         own_text: texts.own,
         own_link_chars: texts.own_link_chars,

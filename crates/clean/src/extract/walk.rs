@@ -4,9 +4,7 @@
 //! [`Walker`] holds what the walk accumulates and has one handler per traversal
 //! event (element opened, text, element closed); [`super::extract`] drives it.
 
-use ego_tree::{NodeId, NodeRef};
-use scraper::Node;
-use scraper::node::Element;
+use crate::dom::{Element, NodeId};
 
 use super::{MAX_LINK_TEXT_BYTES, NONE, boilerplate, has_token, push_collapsed};
 
@@ -212,11 +210,11 @@ impl<'a> Walker<'a> {
     }
 
     /// An element opens: records it, its link, and the line or space it starts.
-    pub(super) fn open_element(&mut self, node: NodeRef<'a, Node>, e: &'a Element) {
+    pub(super) fn open_element(&mut self, node: NodeId, e: &'a Element) {
         let name = e.name();
         let kind = kind_of(name);
         if kind == Kind::Skip {
-            self.skipping = Some(node.id());
+            self.skipping = Some(node);
             return;
         }
         let parent = self.stack.last().copied();
@@ -231,8 +229,8 @@ impl<'a> Walker<'a> {
         // Figures are images with captions and credits, which are not the
         // article's prose; like a class mark, a figure that holds most of
         // the page's text is kept after all.
-        let class_boiler =
-            matches!(name, "figure" | "figcaption") || !matches!(name, "body" | "html" | "article" | "main") && names.boiler;
+        let class_boiler = matches!(name, "figure" | "figcaption")
+            || !matches!(name, "body" | "html" | "article" | "main") && names.boiler;
         // A heading naming related content that opens its parent (nothing
         // before it): the parent is that section.
         if matches!(name, "h1" | "h2" | "h3" | "h4" | "h5" | "h6")
@@ -303,7 +301,10 @@ impl<'a> Walker<'a> {
             return NameMarks::default();
         }
         let key = (class.unwrap_or(""), id.unwrap_or(""));
-        *self.names.entry(key).or_insert_with(|| NameMarks::of(key.0, key.1))
+        *self
+            .names
+            .entry(key)
+            .or_insert_with(|| NameMarks::of(key.0, key.1))
     }
 
     /// A text node: counted for its element, its paragraph and its link.
@@ -345,14 +346,14 @@ impl<'a> Walker<'a> {
     }
 
     /// A node closes: ends a skipped subtree, or an element's line and event range.
-    pub(super) fn close(&mut self, node: NodeRef<'a, Node>) {
+    pub(super) fn close(&mut self, node: NodeId, is_element: bool) {
         if let Some(id) = self.skipping {
-            if id == node.id() {
+            if id == node {
                 self.skipping = None;
             }
             return;
         }
-        if !node.value().is_element() {
+        if !is_element {
             return;
         }
         let Some(frame) = self.stack.pop() else {

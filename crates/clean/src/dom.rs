@@ -1,0 +1,687 @@
+//! The page's tree: html5ever's tree builder writes it, the extractor walks
+//! it once.
+//!
+//! A general DOM (scraper's `Html` over ego-tree) keeps what selectors and
+//! serialization need: per element its id and classes prepared, attributes
+//! sorted, nodes twice this size. The cleaner reads each element once, in
+//! document order, so this tree keeps only the links between nodes, the
+//! element's name, its attributes as the tokenizer made them and the text,
+//! in one vector with `u32` links. What the tree builder asks of a sink
+//! (merging adjacent text, moving nodes, template contents) is done exactly
+//! as scraper does it, so the walk sees the same nodes in the same order
+//! (`examples/clean_dir.rs` digests every output over the evaluation
+//! sites; the test below compares the two trees node by node).
+
+use std::borrow::Cow;
+use std::cell::{Ref, RefCell};
+
+use html5ever::tendril::{StrTendril, TendrilSink};
+use html5ever::tree_builder::{ElementFlags, NodeOrText, QuirksMode, TreeSink};
+use html5ever::{Attribute, QualName, expanded_name, local_name, ns};
+
+/// A node's place in [`Dom::nodes`].
+pub(crate) type NodeId = u32;
+
+/// Marks "no such node" in a link.
+const NIL: NodeId = u32::MAX;
+
+/// The document node: the tree's root.
+pub(crate) const ROOT: NodeId = 0;
+
+/// An element: its name and attributes, as the tree builder made them.
+#[derive(Debug)]
+pub(crate) struct Element {
+    name: QualName,
+    attrs: Vec<Attribute>,
+}
+
+impl Element {
+    /// The local name (`div`): the walk matches on it.
+    pub(crate) fn name(&self) -> &str {
+        &self.name.local
+    }
+
+    /// Every attribute as (local name, value), in the tokenizer's order
+    /// (repeated names were dropped by the tokenizer, the first kept).
+    pub(crate) fn attrs(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.attrs.iter().map(|a| (&*a.name.local, &*a.value))
+    }
+
+    /// The value of the attribute named `name` without a namespace (as
+    /// scraper's `Element::attr` reads it).
+    pub(crate) fn attr(&self, name: &str) -> Option<&str> {
+        self.attrs
+            .iter()
+            .find(|a| a.name.prefix.is_none() && a.name.ns == ns!() && &*a.name.local == name)
+            .map(|a| &*a.value)
+    }
+}
+
+/// What a node is.
+#[derive(Debug)]
+pub(crate) enum NodeData {
+    Document,
+    /// A `<template>`'s contents, its only child.
+    Fragment,
+    Element(Element),
+    Text(StrTendril),
+    /// A comment, doctype or processing instruction: kept in the tree
+    /// because it separates the text around it (two text nodes, not one).
+    Other,
+}
+
+#[derive(Debug)]
+struct Node {
+    parent: NodeId,
+    prev: NodeId,
+    next: NodeId,
+    first: NodeId,
+    last: NodeId,
+    data: NodeData,
+}
+
+impl Node {
+    fn new(data: NodeData) -> Self {
+        Self {
+            parent: NIL,
+            prev: NIL,
+            next: NIL,
+            first: NIL,
+            last: NIL,
+            data,
+        }
+    }
+}
+
+/// A step of a walk in document order: a node is opened, then its
+/// children are walked, then it is closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Edge {
+    Open(NodeId),
+    Close(NodeId),
+}
+
+/// A parsed page.
+#[derive(Debug)]
+pub(crate) struct Dom {
+    nodes: Vec<Node>,
+    /// What [`TreeSink::elem_name`] answers for a node that is not an
+    /// element (the tree builder never asks; no panic if it did).
+    no_name: QualName,
+}
+
+/// A page has about as many nodes as `<`s (each tag opens at most one
+/// element, and text lies between tags): the vector is reserved for them,
+/// since doubling it as a large page's nodes arrived copied every node up
+/// to a dozen times. Capped, so a page of nothing but `<`s reserves no more
+/// than a large real page uses.
+const MAX_RESERVED_NODES: usize = 1 << 17;
+
+impl Dom {
+    /// Parses a whole document, as a browser would (html5ever's tokenizer
+    /// and tree builder).
+    pub(crate) fn parse(html: &str) -> Self {
+        let tags = memchr::memchr_iter(b'<', html.as_bytes()).count();
+        let mut nodes = Vec::with_capacity((tags + tags / 4 + 16).min(MAX_RESERVED_NODES));
+        nodes.push(Node::new(NodeData::Document));
+        let sink = Sink(RefCell::new(Dom {
+            nodes,
+            no_name: QualName::new(None, ns!(), local_name!("")),
+        }));
+        html5ever::driver::parse_document(sink, html5ever::ParseOpts::default()).one(html)
+    }
+
+    /// What node `id` is (a document node for an id out of range, which
+    /// the walk never asks for).
+    pub(crate) fn data(&self, id: NodeId) -> &NodeData {
+        self.nodes
+            .get(id as usize)
+            .map_or(&NodeData::Document, |n| &n.data)
+    }
+
+    /// The whole tree in document order, without recursion (a page of a
+    /// million nested elements must not overflow the stack).
+    pub(crate) fn traverse(&self) -> Traverse<'_> {
+        self.traverse_from(ROOT)
+    }
+
+    /// The subtree under `top`, `top` included, in document order.
+    pub(crate) fn traverse_from(&self, top: NodeId) -> Traverse<'_> {
+        Traverse {
+            dom: self,
+            top,
+            next: Some(Edge::Open(top)),
+        }
+    }
+
+    /// The text of every text node under `id`, concatenated (scraper's
+    /// `ElementRef::text`).
+    pub(crate) fn text_of(&self, id: NodeId) -> String {
+        let mut out = String::new();
+        for edge in self.traverse_from(id) {
+            if let Edge::Open(n) = edge
+                && let NodeData::Text(t) = self.data(n)
+            {
+                out.push_str(t);
+            }
+        }
+        out
+    }
+
+    fn node(&self, id: NodeId) -> Option<&Node> {
+        self.nodes.get(id as usize)
+    }
+
+    fn node_mut(&mut self, id: NodeId) -> Option<&mut Node> {
+        self.nodes.get_mut(id as usize)
+    }
+
+    fn add(&mut self, data: NodeData) -> NodeId {
+        let id = NodeId::try_from(self.nodes.len()).unwrap_or(NIL);
+        self.nodes.push(Node::new(data));
+        id
+    }
+
+    /// Takes `id` out of its parent's children (ego-tree's `detach`).
+    fn detach(&mut self, id: NodeId) {
+        let Some(n) = self.node_mut(id) else { return };
+        let (parent, prev, next) = (n.parent, n.prev, n.next);
+        if parent == NIL {
+            return;
+        }
+        n.parent = NIL;
+        n.prev = NIL;
+        n.next = NIL;
+        if let Some(p) = self.node_mut(prev) {
+            p.next = next;
+        }
+        if let Some(x) = self.node_mut(next) {
+            x.prev = prev;
+        }
+        if let Some(p) = self.node_mut(parent) {
+            if p.first == id {
+                p.first = next;
+            }
+            if p.last == id {
+                p.last = prev;
+            }
+        }
+    }
+
+    /// Makes `child` the last child of `parent` (ego-tree's `append_id`).
+    fn append_child(&mut self, parent: NodeId, child: NodeId) {
+        if parent == child || self.node(child).is_none() {
+            return;
+        }
+        let Some(last) = self.node(parent).map(|p| p.last) else {
+            return;
+        };
+        if last == child {
+            return;
+        }
+        self.detach(child);
+        if let Some(c) = self.node_mut(child) {
+            c.parent = parent;
+            c.prev = last;
+        }
+        if let Some(l) = self.node_mut(last) {
+            l.next = child;
+        }
+        if let Some(p) = self.node_mut(parent) {
+            if p.first == NIL {
+                p.first = child;
+            }
+            p.last = child;
+        }
+    }
+
+    /// Puts `new` just before `sibling`, which has a parent (ego-tree's
+    /// `insert_id_before`).
+    fn insert_before(&mut self, sibling: NodeId, new: NodeId) {
+        if sibling == new || self.node(new).is_none() {
+            return;
+        }
+        self.detach(new);
+        let Some((parent, prev)) = self.node(sibling).map(|s| (s.parent, s.prev)) else {
+            return;
+        };
+        if let Some(n) = self.node_mut(new) {
+            n.parent = parent;
+            n.prev = prev;
+            n.next = sibling;
+        }
+        if let Some(p) = self.node_mut(prev) {
+            p.next = new;
+        }
+        if let Some(s) = self.node_mut(sibling) {
+            s.prev = new;
+        }
+        if let Some(p) = self.node_mut(parent)
+            && p.first == sibling
+        {
+            p.first = new;
+        }
+    }
+
+    /// Appends `text` to the text node `id` when it is one.
+    fn merge_text(&mut self, id: NodeId, text: &StrTendril) -> bool {
+        match self.node_mut(id) {
+            Some(Node {
+                data: NodeData::Text(t),
+                ..
+            }) => {
+                t.push_tendril(text);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// The iterator of [`Dom::traverse`].
+#[derive(Debug)]
+pub(crate) struct Traverse<'a> {
+    dom: &'a Dom,
+    top: NodeId,
+    next: Option<Edge>,
+}
+
+impl Iterator for Traverse<'_> {
+    type Item = Edge;
+
+    fn next(&mut self) -> Option<Edge> {
+        let edge = self.next?;
+        self.next = match edge {
+            Edge::Open(id) => match self.dom.node(id) {
+                Some(n) if n.first != NIL => Some(Edge::Open(n.first)),
+                _ => Some(Edge::Close(id)),
+            },
+            Edge::Close(id) if id == self.top => None,
+            Edge::Close(id) => match self.dom.node(id) {
+                Some(n) if n.next != NIL => Some(Edge::Open(n.next)),
+                Some(n) if n.parent != NIL => Some(Edge::Close(n.parent)),
+                _ => None,
+            },
+        };
+        Some(edge)
+    }
+}
+
+/// The tree builder's view of a [`Dom`] being built.
+struct Sink(RefCell<Dom>);
+
+impl TreeSink for Sink {
+    type Handle = NodeId;
+    type Output = Dom;
+    type ElemName<'a> = Ref<'a, QualName>;
+
+    fn finish(self) -> Dom {
+        self.0.into_inner()
+    }
+
+    fn parse_error(&self, _msg: Cow<'static, str>) {}
+
+    fn get_document(&self) -> NodeId {
+        ROOT
+    }
+
+    fn elem_name<'a>(&'a self, target: &'a NodeId) -> Ref<'a, QualName> {
+        Ref::map(self.0.borrow(), |dom| match dom.node(*target) {
+            Some(Node {
+                data: NodeData::Element(e),
+                ..
+            }) => &e.name,
+            _ => &dom.no_name,
+        })
+    }
+
+    fn create_element(&self, name: QualName, attrs: Vec<Attribute>, _flags: ElementFlags) -> NodeId {
+        let template = name.expanded() == expanded_name!(html "template");
+        let mut dom = self.0.borrow_mut();
+        let id = dom.add(NodeData::Element(Element { name, attrs }));
+        if template {
+            let contents = dom.add(NodeData::Fragment);
+            dom.append_child(id, contents);
+        }
+        id
+    }
+
+    fn create_comment(&self, _text: StrTendril) -> NodeId {
+        self.0.borrow_mut().add(NodeData::Other)
+    }
+
+    fn create_pi(&self, _target: StrTendril, _data: StrTendril) -> NodeId {
+        self.0.borrow_mut().add(NodeData::Other)
+    }
+
+    fn append(&self, parent: &NodeId, child: NodeOrText<NodeId>) {
+        let mut dom = self.0.borrow_mut();
+        match child {
+            NodeOrText::AppendNode(id) => dom.append_child(*parent, id),
+            NodeOrText::AppendText(text) => {
+                let last = dom.node(*parent).map_or(NIL, |p| p.last);
+                if !dom.merge_text(last, &text) {
+                    let id = dom.add(NodeData::Text(text));
+                    dom.append_child(*parent, id);
+                }
+            }
+        }
+    }
+
+    fn append_based_on_parent_node(
+        &self,
+        element: &NodeId,
+        prev_element: &NodeId,
+        child: NodeOrText<NodeId>,
+    ) {
+        let has_parent = self.0.borrow().node(*element).is_some_and(|n| n.parent != NIL);
+        if has_parent {
+            self.append_before_sibling(element, child);
+        } else {
+            self.append(prev_element, child);
+        }
+    }
+
+    fn append_doctype_to_document(&self, _name: StrTendril, _public_id: StrTendril, _system_id: StrTendril) {
+        let mut dom = self.0.borrow_mut();
+        let id = dom.add(NodeData::Other);
+        dom.append_child(ROOT, id);
+    }
+
+    fn get_template_contents(&self, target: &NodeId) -> NodeId {
+        self.0.borrow().node(*target).map_or(NIL, |n| n.first)
+    }
+
+    fn same_node(&self, x: &NodeId, y: &NodeId) -> bool {
+        x == y
+    }
+
+    fn set_quirks_mode(&self, _mode: QuirksMode) {}
+
+    fn append_before_sibling(&self, sibling: &NodeId, new_node: NodeOrText<NodeId>) {
+        let mut dom = self.0.borrow_mut();
+        if let NodeOrText::AppendNode(id) = new_node {
+            dom.detach(id);
+        }
+        let Some((parent, prev)) = dom.node(*sibling).map(|s| (s.parent, s.prev)) else {
+            return;
+        };
+        if parent == NIL {
+            return;
+        }
+        match new_node {
+            NodeOrText::AppendNode(id) => dom.insert_before(*sibling, id),
+            NodeOrText::AppendText(text) => {
+                if !dom.merge_text(prev, &text) {
+                    let id = dom.add(NodeData::Text(text));
+                    dom.insert_before(*sibling, id);
+                }
+            }
+        }
+    }
+
+    fn add_attrs_if_missing(&self, target: &NodeId, attrs: Vec<Attribute>) {
+        let mut dom = self.0.borrow_mut();
+        if let Some(Node {
+            data: NodeData::Element(e),
+            ..
+        }) = dom.node_mut(*target)
+        {
+            for attr in attrs {
+                if !e.attrs.iter().any(|a| a.name == attr.name) {
+                    e.attrs.push(attr);
+                }
+            }
+        }
+    }
+
+    fn remove_from_parent(&self, target: &NodeId) {
+        self.0.borrow_mut().detach(*target);
+    }
+
+    fn reparent_children(&self, node: &NodeId, new_parent: &NodeId) {
+        let mut dom = self.0.borrow_mut();
+        if node == new_parent {
+            return;
+        }
+        let Some((first, last)) = dom.node_mut(*node).map(|n| {
+            let ids = (n.first, n.last);
+            n.first = NIL;
+            n.last = NIL;
+            ids
+        }) else {
+            return;
+        };
+        if first == NIL {
+            return;
+        }
+        let mut child = first;
+        while let Some(c) = dom.node_mut(child) {
+            c.parent = *new_parent;
+            child = c.next;
+        }
+        let old_last = dom.node(*new_parent).map_or(NIL, |p| p.last);
+        if old_last == NIL {
+            if let Some(p) = dom.node_mut(*new_parent) {
+                p.first = first;
+                p.last = last;
+            }
+            return;
+        }
+        if let Some(l) = dom.node_mut(old_last) {
+            l.next = first;
+        }
+        if let Some(f) = dom.node_mut(first) {
+            f.prev = old_last;
+        }
+        if let Some(p) = dom.node_mut(*new_parent) {
+            p.last = last;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The tree as a list of opens and closes with what each node is, for
+    /// comparison with scraper's.
+    fn outline(dom: &Dom) -> Vec<String> {
+        dom.traverse()
+            .map(|edge| match edge {
+                Edge::Open(id) => match dom.data(id) {
+                    NodeData::Document => "doc".to_owned(),
+                    NodeData::Fragment => "fragment".to_owned(),
+                    NodeData::Element(e) => {
+                        let mut attrs: Vec<_> = e.attrs().map(|(k, v)| format!("{k}={v}")).collect();
+                        attrs.sort();
+                        format!("<{} {}>", e.name(), attrs.join(" "))
+                    }
+                    NodeData::Text(t) => format!("{:?}", &**t),
+                    NodeData::Other => "other".to_owned(),
+                },
+                Edge::Close(_) => "/".to_owned(),
+            })
+            .collect()
+    }
+
+    fn scraper_outline(html: &str) -> Vec<String> {
+        use scraper::Node as S;
+        let doc = scraper::Html::parse_document(html);
+        doc.tree
+            .root()
+            .traverse()
+            .map(|edge| match edge {
+                ego_tree::iter::Edge::Open(n) => match n.value() {
+                    S::Document => "doc".to_owned(),
+                    S::Fragment => "fragment".to_owned(),
+                    S::Element(e) => {
+                        let mut attrs: Vec<_> = e.attrs().map(|(k, v)| format!("{k}={v}")).collect();
+                        attrs.sort();
+                        format!("<{} {}>", e.name(), attrs.join(" "))
+                    }
+                    S::Text(t) => format!("{:?}", &**t),
+                    _ => "other".to_owned(),
+                },
+                ego_tree::iter::Edge::Close(_) => "/".to_owned(),
+            })
+            .collect()
+    }
+
+    /// Markup that makes the tree builder use every sink operation:
+    /// misnested formatting (the adoption agency moves and reparents
+    /// nodes), text and tables foster-parented before a table, a second
+    /// `<body>` and `<html>` adding attributes, templates, comments
+    /// between texts, implied elements, foreign content.
+    const TRICKY: &[&str] = &[
+        "<!DOCTYPE html><p>a<b>b<i>c</b>d</i>e</p>",
+        "<table>x<tr>y<td>z</td></tr>w</table>after",
+        "<table><b>bold<tr><td>cell</td></tr>more</b></table>",
+        "<body a=1><p>x</p><body a=2 b=3><html lang=en x=y>",
+        "<template><p>in</p>t</template><p>out</p>",
+        "a<!--c-->b<?pi x?>c",
+        "<a href=1>one<p>two</a>three",
+        "<ul><li>1<li>2<li>3</ul><dl><dt>t<dd>d</dl>",
+        "<svg><a xlink:href=x>s</a><foreignObject><p>f</p></foreignObject></svg><math><mi>m</mi></math>",
+        "<select><option>o<option>p</select><textarea>t&amp;</textarea><title>x</title>",
+        "<div><span>a</div>b</span>c",
+        "<b><b><b><b>x</b></b></b></b><nobr>1<nobr>2",
+        "<p><table><tr><td><p>cell</table>tail",
+        "<frameset><frame></frameset>",
+        "",
+        "<h1>A</h2>B<h3>C",
+        "<form><form><input></form>x",
+        "text only",
+        "<table><tr><td>a<td>b<tr><td>c</table><table>x<caption>y</caption></table>",
+    ];
+
+    #[test]
+    fn the_tree_is_the_one_scraper_builds() {
+        for html in TRICKY {
+            assert_eq!(outline(&Dom::parse(html)), scraper_outline(html), "{html}");
+        }
+    }
+
+    /// Pieces of markup that drive the tree builder's harder rules; any
+    /// sequence of them is a page the two trees must agree on.
+    const PIECES: &[&str] = &[
+        "<b>",
+        "</b>",
+        "<i>",
+        "</i>",
+        "<p>",
+        "</p>",
+        "<div>",
+        "</div>",
+        "<table>",
+        "</table>",
+        "<tr>",
+        "<td>",
+        "</td>",
+        "<caption>",
+        "<colgroup>",
+        "<col>",
+        "text",
+        " ",
+        "\n",
+        "&amp;",
+        "<!--c-->",
+        "<template>",
+        "</template>",
+        "<a href=x>",
+        "</a>",
+        "<li>",
+        "<ul>",
+        "</ul>",
+        "<body x=1>",
+        "<html y=2>",
+        "<select>",
+        "<option>",
+        "</select>",
+        "<svg>",
+        "</svg>",
+        "<math>",
+        "<nobr>",
+        "<form>",
+        "</form>",
+        "<h1>",
+        "</h2>",
+        "<pre>\n",
+        "<frameset>",
+        "<frame>",
+        "<textarea>",
+        "</textarea>",
+        "<script>",
+        "</script>",
+        "<head>",
+        "<title>",
+        "</title>",
+        "<br>",
+        "</br>",
+        "<hr>",
+        "<img src=y>",
+        "<button>",
+        "<dd>",
+        "<dt>",
+        "<!DOCTYPE html>",
+        "<plaintext>",
+        "<noscript>",
+        "</noscript>",
+        "<foreignObject>",
+        "<mi>",
+        "<font color=red>",
+        "</font>",
+        "<marquee>",
+        "</marquee>",
+        "<object>",
+        "<applet>",
+        "<tbody>",
+        "<th>",
+        "<rb>",
+        "<ruby>",
+        "<input>",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        #[test]
+        fn any_sequence_of_markup_builds_scrapers_tree(
+            picks in proptest::collection::vec(0..PIECES.len(), 0..48)
+        ) {
+            let html: String = picks.iter().map(|&i| PIECES[i]).collect();
+            proptest::prop_assert_eq!(outline(&Dom::parse(&html)), scraper_outline(&html), "{}", html);
+        }
+    }
+
+    #[test]
+    fn text_of_concatenates_descendant_text() {
+        let dom = Dom::parse("<h1>A <b>bold</b> <i>x</i></h1>");
+        let h1 = dom
+            .traverse()
+            .find_map(|e| match e {
+                Edge::Open(id) if matches!(dom.data(id), NodeData::Element(e) if e.name() == "h1") => {
+                    Some(id)
+                }
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(dom.text_of(h1), "A bold x");
+    }
+
+    #[test]
+    fn attr_reads_attributes_without_a_namespace() {
+        let dom = Dom::parse("<a href=x class=c>t</a><svg><a xlink:href=y>s</a></svg>");
+        let hrefs: Vec<_> = dom
+            .traverse()
+            .filter_map(|e| match e {
+                Edge::Open(id) => match dom.data(id) {
+                    NodeData::Element(e) if e.name() == "a" => Some(e.attr("href")),
+                    _ => None,
+                },
+                Edge::Close(_) => None,
+            })
+            .collect();
+        assert_eq!(hrefs, vec![Some("x"), None]);
+    }
+}
