@@ -12,6 +12,8 @@
 //! (`examples/clean_dir.rs` digests every output over the evaluation
 //! sites; the test below compares the two trees node by node).
 
+mod tokens;
+
 use std::borrow::Cow;
 use std::cell::{Ref, RefCell};
 
@@ -122,13 +124,24 @@ impl Dom {
     /// and tree builder).
     pub(crate) fn parse(html: &str) -> Self {
         let tags = memchr::memchr_iter(b'<', html.as_bytes()).count();
+        tokens::parse(html, Self::sink(tags)).unwrap_or_else(|| Self::parse_with_html5ever(html, tags))
+    }
+
+    /// The same tree, tokenized by html5ever's own tokenizer: for the
+    /// pages [`tokens`] leaves to it, and the reference it is tested
+    /// against.
+    fn parse_with_html5ever(html: &str, tags: usize) -> Self {
+        html5ever::driver::parse_document(Self::sink(tags), html5ever::ParseOpts::default()).one(html)
+    }
+
+    /// An empty tree to build, reserved for a page with `tags` `<`s.
+    fn sink(tags: usize) -> Sink {
         let mut nodes = Vec::with_capacity((tags + tags / 4 + 16).min(MAX_RESERVED_NODES));
         nodes.push(Node::new(NodeData::Document));
-        let sink = Sink(RefCell::new(Dom {
+        Sink(RefCell::new(Dom {
             nodes,
             no_name: QualName::new(None, ns!(), local_name!("")),
-        }));
-        html5ever::driver::parse_document(sink, html5ever::ParseOpts::default()).one(html)
+        }))
     }
 
     /// What node `id` is (a document node for an id out of range, which
@@ -641,6 +654,21 @@ mod tests {
         "<rb>",
         "<ruby>",
         "<input>",
+        // What the tokenizer of dom/tokens.rs reads itself.
+        "&", "&amp", "&amp;", "&ampx", "&notit;", "&not", "&#", "&#x", "&#x41;", "&#65", "&#150;", "&#0;",
+        "&#xD800;", "&#99999999;", "&nbsp;", "&NotANamedRef;", "&lt", "<", "</", "</>", "< a", "<3", "\r\n",
+        "\r", "\u{FEFF}", "<DIV CLASS=Up>", "<p id=\"a&amp;b\" title='x&notit;y' data=&lt;z>", "<a href=?a=1&b=2>",
+        "<a href='?x=1&amp=2&ampy'>", "<a b c=d e = 'f' g=\"h\"i>", "<a x=1 x=2>", "<a / b=c/>", "<br/>",
+        "<img src=x/>", "<!-- c -->", "<!---->", "<!-- a -- b --->", "<!--->", "<!-->", "<!-- x --!>", "<!--x",
+        "<!DOCTYPE html>", "<!doctype HTML>",
+        "<!DOCTYPE html PUBLIC \"-//W3C//DTD XHTML 1.0 Transitional//EN\" \"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd\">",
+        "<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01 Transitional//EN\">", "<!DOCTYPE html SYSTEM 'about:legacy-compat'>",
+        "<!DOCTYPE>", "<!DOCTYPEhtml>", "<![CDATA[x]]>", "<!x>", "<?xml?>", "<title>a &amp; <b> </title>",
+        "<textarea>\nx&lt;</textarea>", "<style>p>b{}</style>", "<script>if (a<b) x='</p>'</script>",
+        "<script>x<!--y</script>", "</script >", "</style/>", "<xmp><b></xmp>", "<iframe><p></iframe>",
+        "<noscript><p>n</noscript>", "<pre>\n\nx</pre>", "<pre>&#10;x", "<listing>\ny", "</p a=b>", "<a\thref=t\n>",
+        "<Title>T</TITLE>", "<svg><title>s</title><script>v</script></svg>", "<math><mtext><title>t</title>",
+        "中文", "<p 中=文>", "<meta charset=utf-8>", "<meta http-equiv=Content-Type content=\"text/html; charset=gbk\">", "<span class=\"n\">name</span><span class=\"o\">.</span>",
     ];
 
     proptest::proptest! {
@@ -651,6 +679,49 @@ mod tests {
         ) {
             let html: String = picks.iter().map(|&i| PIECES[i]).collect();
             proptest::prop_assert_eq!(outline(&Dom::parse(&html)), scraper_outline(&html), "{}", html);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+        /// The tokenizer of dom/tokens.rs builds the tree html5ever's
+        /// tokenizer builds, on any sequence of the pieces (the pages it
+        /// gives up on are parsed by html5ever's and agree trivially).
+        #[test]
+        fn our_tokenizer_builds_html5evers_tree(
+            picks in proptest::collection::vec(0..PIECES.len(), 0..40)
+        ) {
+            let html: String = picks.iter().map(|&i| PIECES[i]).collect();
+            let ours = outline(&Dom::parse(&html));
+            let theirs = outline(&Dom::parse_with_html5ever(&html, 0));
+            proptest::prop_assert_eq!(ours, theirs, "{:?}", html);
+        }
+    }
+
+    /// Pieces the tokenizer gives up on, alone or before another piece.
+    const GIVE_UP: &[&str] = &[
+        "<!--->", "<!-->", "<!-- x --!>", "<!--x", "<!DOCTYPE>", "<!DOCTYPEhtml>", "<![CDATA[x]]>", "<!x>", "<?xml?>",
+        "<script>x<!--y</script>", "</style/>", "</p a=b>", "<plaintext>", "<", "</", "</br>", "<script>",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2048))]
+        /// Without the pieces it gives up on, the tokenizer reads every
+        /// sequence itself, and builds html5ever's tree.
+        #[test]
+        fn our_tokenizer_reads_the_rest_itself(
+            picks in proptest::collection::vec(0..PIECES.len(), 0..40)
+        ) {
+            let html: String = picks
+                .iter()
+                .map(|&i| PIECES[i])
+                .filter(|p| !GIVE_UP.contains(p))
+                .collect();
+            let ours = tokens::parse(&html, Dom::sink(0));
+            proptest::prop_assert!(ours.is_some(), "gave up on {:?}", html);
+            let ours = outline(&ours.unwrap());
+            let theirs = outline(&Dom::parse_with_html5ever(&html, 0));
+            proptest::prop_assert_eq!(ours, theirs, "{:?}", html);
         }
     }
 

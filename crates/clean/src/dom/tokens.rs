@@ -1,0 +1,563 @@
+//! A tokenizer for the markup real pages are made of, feeding html5ever's
+//! tree builder.
+//!
+//! html5ever's tokenizer pops the input one character at a time and pushes
+//! tag names, attribute names and values a character at a time: on a
+//! documentation site's pages (highlighted code, a tag every few bytes) it
+//! was three fifths of the cleaner's instructions (issue 37, target 2).
+//! This one finds the next `<` or `&` with `memchr`, hands out text and
+//! attribute values as slices of the page's one buffer, and gives the tree
+//! builder the tokens html5ever's tokenizer would give it, following the
+//! WHATWG tokenization states for the markup it knows.
+//!
+//! It knows the data, tag, attribute, comment, DOCTYPE, RCDATA, RAWTEXT
+//! and plain script states, and character references. Anything else (a NUL,
+//! `<![CDATA[`, a bogus comment, a script that opens `<!--`, `<plaintext>`,
+//! a tag or comment cut by the end of the page, a DOCTYPE it cannot read)
+//! is given up on: [`parse`] returns `None` and the page is parsed by
+//! html5ever's own tokenizer instead, so such pages get html5ever's tree
+//! whatever happens. The tree of every other page is the one html5ever's
+//! tokenizer makes (tested on generated markup against it, and over the
+//! evaluation sites by `examples/clean_dir.rs`'s digests).
+
+use html5ever::data::{C1_REPLACEMENTS, NAMED_ENTITIES};
+use html5ever::tendril::StrTendril;
+use html5ever::tokenizer::states::RawKind;
+use html5ever::tokenizer::{
+    CharacterTokens, CommentToken, Doctype, DoctypeToken, EOFToken, EndTag, StartTag, Tag, TagKind, TagToken,
+    Token, TokenSink, TokenSinkResult,
+};
+use html5ever::tree_builder::{TreeBuilder, TreeBuilderOpts, TreeSink};
+use html5ever::{Attribute, LocalName, QualName, ns};
+
+/// The tokenizer met markup it leaves to html5ever.
+#[derive(Debug)]
+pub(super) struct GiveUp;
+
+type Step<T> = Result<T, GiveUp>;
+
+/// Parses `html` into `sink`'s tree, or gives up (see the module docs).
+pub(super) fn parse<S: TreeSink>(html: &str, sink: S) -> Option<S::Output>
+where
+    S::Handle: Clone,
+{
+    if memchr::memchr(0, html.as_bytes()).is_some() {
+        return None;
+    }
+    // Newlines are normalized before tokenizing (the input stream's
+    // preprocessing), as html5ever does as it reads.
+    let normalized;
+    let html = if memchr::memchr(b'\r', html.as_bytes()).is_some() {
+        normalized = html.replace("\r\n", "\n").replace('\r', "\n");
+        normalized.as_str()
+    } else {
+        html
+    };
+    // html5ever's default options drop a leading byte order mark.
+    let html = html.strip_prefix('\u{FEFF}').unwrap_or(html);
+    let builder = TreeBuilder::new(sink, TreeBuilderOpts::default());
+    let mut t = Tokenizer {
+        buf: StrTendril::from_slice(html),
+        src: html.as_bytes(),
+        at: 0,
+        builder: &builder,
+        last_start: None,
+    };
+    t.run().ok()?;
+    builder.end();
+    Some(builder.sink.finish())
+}
+
+struct Tokenizer<'a, B> {
+    /// The page, shared by the text and attribute values handed out.
+    buf: StrTendril,
+    src: &'a [u8],
+    at: usize,
+    builder: &'a B,
+    /// The last start tag's name: raw text ends at its end tag.
+    last_start: Option<LocalName>,
+}
+
+fn is_space(c: u8) -> bool {
+    matches!(c, b'\t' | b'\n' | b'\x0C' | b' ')
+}
+
+impl<B: TokenSink> Tokenizer<'_, B> {
+    fn slice(&self, from: usize, to: usize) -> StrTendril {
+        // Offsets are within the page, which is far under 4 GiB (the
+        // cleaner caps pages).
+        self.buf.subtendril(from as u32, (to - from) as u32)
+    }
+
+    fn peek(&self, off: usize) -> Option<u8> {
+        self.src.get(self.at + off).copied()
+    }
+
+    /// Hands a token to the tree builder and does what it asks.
+    fn emit(&mut self, token: Token) -> Step<()> {
+        match self.builder.process_token(token, 0) {
+            TokenSinkResult::Continue => Ok(()),
+            TokenSinkResult::Script(_) | TokenSinkResult::EncodingIndicator(_) => {
+                // html5ever's driver feeds the tokenizer again after a
+                // script's end tag or a `<meta charset>`, and every feed
+                // drops a byte order mark where it starts.
+                if self.src[self.at..].starts_with("\u{FEFF}".as_bytes()) {
+                    self.at += 3;
+                }
+                Ok(())
+            }
+            TokenSinkResult::Plaintext => Err(GiveUp),
+            TokenSinkResult::RawData(kind) => self.raw(kind),
+        }
+    }
+
+    fn text(&mut self, from: usize, to: usize) -> Step<()> {
+        if from < to {
+            let t = self.slice(from, to);
+            self.emit(CharacterTokens(t))?;
+        }
+        Ok(())
+    }
+
+    fn run(&mut self) -> Step<()> {
+        loop {
+            let start = self.at;
+            let Some(off) = memchr::memchr2(b'<', b'&', &self.src[start..]) else {
+                self.text(start, self.src.len())?;
+                self.at = self.src.len();
+                return self.emit(EOFToken);
+            };
+            let at = start + off;
+            self.text(start, at)?;
+            self.at = at;
+            if self.src[at] == b'&' {
+                self.char_ref_in_text()?;
+            } else {
+                self.tag_open()?;
+            }
+        }
+    }
+
+    /// At a `&` in text: emits what it stands for, or itself.
+    fn char_ref_in_text(&mut self) -> Step<()> {
+        match char_ref(&self.src[self.at..], false) {
+            Some((chars, len)) => {
+                self.emit(CharacterTokens(StrTendril::from_slice(&chars)))?;
+                self.at += len;
+            }
+            None => {
+                self.text(self.at, self.at + 1)?;
+                self.at += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// At a `<`.
+    fn tag_open(&mut self) -> Step<()> {
+        match self.peek(1) {
+            Some(b'!') => self.markup_declaration(),
+            Some(b'/') => match self.peek(2) {
+                Some(c) if c.is_ascii_alphabetic() => {
+                    self.at += 2;
+                    self.tag(EndTag)
+                }
+                // `</>` is dropped; `</` at the end is text; the rest is a
+                // bogus comment.
+                Some(b'>') => {
+                    self.at += 3;
+                    Ok(())
+                }
+                None => {
+                    self.text(self.at, self.src.len())?;
+                    self.at = self.src.len();
+                    Ok(())
+                }
+                Some(_) => Err(GiveUp),
+            },
+            Some(c) if c.is_ascii_alphabetic() => {
+                self.at += 1;
+                self.tag(StartTag)
+            }
+            Some(b'?') => Err(GiveUp),
+            // A `<` that opens nothing is text.
+            _ => {
+                self.text(self.at, self.at + 1)?;
+                self.at += 1;
+                Ok(())
+            }
+        }
+    }
+
+    /// A tag whose name starts at `self.at`, up to its `>`.
+    fn tag(&mut self, kind: TagKind) -> Step<()> {
+        let name = self.name(|c| is_space(c) || c == b'/' || c == b'>')?;
+        let mut tag = Tag {
+            kind,
+            name,
+            self_closing: false,
+            attrs: Vec::new(),
+            had_duplicate_attributes: false,
+        };
+        loop {
+            // Before an attribute's name.
+            while self.peek(0).is_some_and(is_space) {
+                self.at += 1;
+            }
+            match self.peek(0).ok_or(GiveUp)? {
+                b'>' => {
+                    self.at += 1;
+                    break;
+                }
+                b'/' => {
+                    self.at += 1;
+                    if self.peek(0) == Some(b'>') {
+                        self.at += 1;
+                        tag.self_closing = true;
+                        break;
+                    }
+                    // A stray `/` is dropped; the attributes go on.
+                }
+                b'=' => return Err(GiveUp),
+                _ => self.attribute(&mut tag)?,
+            }
+        }
+        if kind == EndTag && (!tag.attrs.is_empty() || tag.self_closing) {
+            return Err(GiveUp);
+        }
+        if kind == StartTag {
+            self.last_start = Some(tag.name.clone());
+        }
+        self.emit(TagToken(tag))
+    }
+
+    /// A tag or attribute name from `self.at` to the first byte `end`
+    /// accepts, ASCII lower-cased.
+    fn name(&mut self, end: impl Fn(u8) -> bool) -> Step<LocalName> {
+        let from = self.at;
+        let len = self.src[from..].iter().position(|&c| end(c)).ok_or(GiveUp)?;
+        self.at = from + len;
+        let raw = std::str::from_utf8(&self.src[from..from + len]).map_err(|_| GiveUp)?;
+        Ok(if raw.bytes().any(|c| c.is_ascii_uppercase()) {
+            LocalName::from(raw.to_ascii_lowercase())
+        } else {
+            LocalName::from(raw)
+        })
+    }
+
+    /// An attribute from its name's first byte to the end of its value.
+    fn attribute(&mut self, tag: &mut Tag) -> Step<()> {
+        let name = self.name(|c| is_space(c) || c == b'/' || c == b'>' || c == b'=')?;
+        while self.peek(0).is_some_and(is_space) {
+            self.at += 1;
+        }
+        let value = if self.peek(0) == Some(b'=') {
+            self.at += 1;
+            while self.peek(0).is_some_and(is_space) {
+                self.at += 1;
+            }
+            match self.peek(0).ok_or(GiveUp)? {
+                q @ (b'"' | b'\'') => {
+                    let from = self.at + 1;
+                    let len = memchr::memchr(q, &self.src[from..]).ok_or(GiveUp)?;
+                    self.at = from + len + 1;
+                    // After a quoted value: a space, `/` or `>`, or (a
+                    // parse error) the next attribute at once.
+                    self.value(from, from + len)
+                }
+                // A missing value: the attribute is empty.
+                b'>' => StrTendril::new(),
+                _ => {
+                    let from = self.at;
+                    let len = self.src[from..]
+                        .iter()
+                        .position(|&c| is_space(c) || c == b'>')
+                        .ok_or(GiveUp)?;
+                    self.at = from + len;
+                    self.value(from, from + len)
+                }
+            }
+        } else {
+            StrTendril::new()
+        };
+        if tag.attrs.iter().any(|a| a.name.local == name) {
+            tag.had_duplicate_attributes = true;
+        } else {
+            tag.attrs.push(Attribute {
+                name: QualName::new(None, ns!(), name),
+                value,
+            });
+        }
+        Ok(())
+    }
+
+    /// An attribute's value between `from` and `to`, references decoded.
+    fn value(&self, from: usize, to: usize) -> StrTendril {
+        let raw = &self.src[from..to];
+        if memchr::memchr(b'&', raw).is_none() {
+            return self.slice(from, to);
+        }
+        let mut out = String::with_capacity(raw.len());
+        let mut i = 0;
+        while let Some(off) = memchr::memchr(b'&', &raw[i..]) {
+            let amp = i + off;
+            out.push_str(utf8(&raw[i..amp]));
+            match char_ref(&raw[amp..], true) {
+                Some((chars, len)) => {
+                    out.push_str(&chars);
+                    i = amp + len;
+                }
+                None => {
+                    out.push('&');
+                    i = amp + 1;
+                }
+            }
+        }
+        out.push_str(utf8(&raw[i..]));
+        StrTendril::from_slice(&out)
+    }
+
+    /// At `<!`: a comment or a DOCTYPE.
+    fn markup_declaration(&mut self) -> Step<()> {
+        let rest = &self.src[self.at + 2..];
+        if rest.starts_with(b"--") {
+            let from = self.at + 4;
+            let body = &self.src[from..];
+            // `<!-->` and `<!--->` close at once, `--!>` closes too: left
+            // to html5ever, as is a comment the page never closes.
+            if body.starts_with(b">") || body.starts_with(b"->") {
+                return Err(GiveUp);
+            }
+            let end = memchr::memmem::find(body, b"-->").ok_or(GiveUp)?;
+            if memchr::memmem::find(&body[..end + 2], b"--!").is_some() {
+                return Err(GiveUp);
+            }
+            let text = self.slice(from, from + end);
+            self.at = from + end + 3;
+            return self.emit(CommentToken(text));
+        }
+        if rest.len() >= 7 && rest[..7].eq_ignore_ascii_case(b"doctype") {
+            self.at += 9;
+            return self.doctype();
+        }
+        Err(GiveUp)
+    }
+
+    /// After `<!DOCTYPE`: a name, and the public and system identifiers of
+    /// the usual forms.
+    fn doctype(&mut self) -> Step<()> {
+        if !self.peek(0).is_some_and(is_space) {
+            return Err(GiveUp);
+        }
+        self.skip_spaces();
+        let from = self.at;
+        let len = self.src[from..]
+            .iter()
+            .position(|&c| is_space(c) || c == b'>')
+            .ok_or(GiveUp)?;
+        if len == 0 {
+            return Err(GiveUp);
+        }
+        self.at = from + len;
+        let name = StrTendril::from_slice(&utf8(&self.src[from..from + len]).to_ascii_lowercase());
+        self.skip_spaces();
+        let mut doctype = Doctype {
+            name: Some(name),
+            public_id: None,
+            system_id: None,
+            force_quirks: false,
+        };
+        let keyword = self.src.get(self.at..self.at + 6).unwrap_or_default();
+        if keyword.eq_ignore_ascii_case(b"public") {
+            self.at += 6;
+            doctype.public_id = Some(self.identifier()?);
+            if self.peek(0).is_some_and(is_space) {
+                self.skip_spaces();
+                if matches!(self.peek(0), Some(b'"' | b'\'')) {
+                    doctype.system_id = Some(self.quoted()?);
+                    self.skip_spaces();
+                }
+            }
+        } else if keyword.eq_ignore_ascii_case(b"system") {
+            self.at += 6;
+            doctype.system_id = Some(self.identifier()?);
+            self.skip_spaces();
+        }
+        if self.peek(0) != Some(b'>') {
+            return Err(GiveUp);
+        }
+        self.at += 1;
+        self.emit(DoctypeToken(doctype))
+    }
+
+    fn skip_spaces(&mut self) {
+        while self.peek(0).is_some_and(is_space) {
+            self.at += 1;
+        }
+    }
+
+    /// Spaces, then a quoted identifier.
+    fn identifier(&mut self) -> Step<StrTendril> {
+        if !self.peek(0).is_some_and(is_space) {
+            return Err(GiveUp);
+        }
+        self.skip_spaces();
+        self.quoted()
+    }
+
+    /// A quoted DOCTYPE identifier (no `>` inside: that ends the DOCTYPE).
+    fn quoted(&mut self) -> Step<StrTendril> {
+        let q = self.peek(0).filter(|&q| q == b'"' || q == b'\'').ok_or(GiveUp)?;
+        let from = self.at + 1;
+        let len = memchr::memchr(q, &self.src[from..]).ok_or(GiveUp)?;
+        if memchr::memchr(b'>', &self.src[from..from + len]).is_some() {
+            return Err(GiveUp);
+        }
+        self.at = from + len + 1;
+        Ok(self.slice(from, from + len))
+    }
+
+    /// After a start tag the tree builder reads as raw text (`<title>`,
+    /// `<style>`, `<script>` ...): its text up to the matching end tag.
+    fn raw(&mut self, kind: RawKind) -> Step<()> {
+        let name = self.last_start.clone().ok_or(GiveUp)?;
+        let from = self.at;
+        let mut search = from;
+        let end = loop {
+            let Some(off) = memchr::memmem::find(&self.src[search..], b"</") else {
+                break self.src.len();
+            };
+            let lt = search + off;
+            let after = lt + 2 + name.len();
+            if self
+                .src
+                .get(lt + 2..after)
+                .is_some_and(|n| n.eq_ignore_ascii_case(name.as_bytes()))
+                && self.src.get(after).is_some_and(|&c| is_space(c) || c == b'/' || c == b'>')
+            {
+                break lt;
+            }
+            search = lt + 2;
+        };
+        match kind {
+            RawKind::Rawtext => self.text(from, end)?,
+            RawKind::ScriptData => {
+                if memchr::memmem::find(&self.src[from..end], b"<!--").is_some() {
+                    return Err(GiveUp);
+                }
+                self.text(from, end)?;
+            }
+            RawKind::Rcdata => {
+                let mut i = from;
+                while let Some(off) = memchr::memchr(b'&', &self.src[i..end]) {
+                    let amp = i + off;
+                    self.text(i, amp)?;
+                    self.at = amp;
+                    match char_ref(&self.src[amp..end], false) {
+                        Some((chars, len)) => {
+                            self.emit(CharacterTokens(StrTendril::from_slice(&chars)))?;
+                            i = amp + len;
+                        }
+                        None => {
+                            self.text(amp, amp + 1)?;
+                            i = amp + 1;
+                        }
+                    }
+                }
+                self.text(i, end)?;
+            }
+            RawKind::ScriptDataEscaped(_) => return Err(GiveUp),
+        }
+        self.at = end;
+        if end < self.src.len() {
+            self.at += 2;
+            self.tag(EndTag)?;
+        }
+        Ok(())
+    }
+}
+
+/// `bytes` as text: they are a slice of the page between ASCII bytes.
+fn utf8(bytes: &[u8]) -> &str {
+    std::str::from_utf8(bytes).unwrap_or_default()
+}
+
+/// The character reference at the start of `s` (which starts with `&`):
+/// what it stands for and how many bytes it takes, or `None` when it is
+/// text. `in_attribute`: the rule for a named reference without `;`
+/// followed by `=` or a letter or digit (left as written in attributes).
+fn char_ref(s: &[u8], in_attribute: bool) -> Option<(String, usize)> {
+    match s.get(1)? {
+        b'#' => numeric_ref(s),
+        c if c.is_ascii_alphanumeric() => named_ref(s, in_attribute),
+        _ => None,
+    }
+}
+
+fn numeric_ref(s: &[u8]) -> Option<(String, usize)> {
+    let (radix, digits_at) = match s.get(2) {
+        Some(b'x' | b'X') => (16, 3),
+        _ => (10, 2),
+    };
+    let digits = s
+        .get(digits_at..)?
+        .iter()
+        .take_while(|c| if radix == 16 { c.is_ascii_hexdigit() } else { c.is_ascii_digit() })
+        .count();
+    if digits == 0 {
+        // `&#` or `&#x` with no digits is text.
+        return None;
+    }
+    let mut n: u32 = 0;
+    for &c in &s[digits_at..digits_at + digits] {
+        let d = char::from(c).to_digit(radix).unwrap_or(0);
+        n = n.saturating_mul(radix).saturating_add(d).min(0x11_0000);
+    }
+    let mut len = digits_at + digits;
+    if s.get(len) == Some(&b';') {
+        len += 1;
+    }
+    let c = match n {
+        0 | 0xD800..=0xDFFF | 0x11_0000.. => '\u{FFFD}',
+        0x80..=0x9F => C1_REPLACEMENTS
+            .get((n - 0x80) as usize)
+            .copied()
+            .flatten()
+            .or_else(|| char::from_u32(n))
+            .unwrap_or('\u{FFFD}'),
+        _ => char::from_u32(n).unwrap_or('\u{FFFD}'),
+    };
+    Some((c.to_string(), len))
+}
+
+fn named_ref(s: &[u8], in_attribute: bool) -> Option<(String, usize)> {
+    // No name in the table is longer than this.
+    const LONGEST: usize = 40;
+    let run = s[1..].iter().take(LONGEST).take_while(|c| c.is_ascii_alphanumeric()).count();
+    let name = utf8(&s[1..=run]);
+    let with_semi = s.get(1 + run) == Some(&b';');
+    // The longest name in the table that the text starts with: the whole
+    // run with its `;`, else a prefix of it (the legacy names, `&amp`,
+    // `&not`, need no `;`).
+    let found = with_semi
+        .then(|| lookup(utf8(&s[1..run + 2])).map(|v| (v, run + 2)))
+        .flatten()
+        .or_else(|| (1..=run).rev().find_map(|k| lookup(&name[..k]).map(|v| (v, k + 1))));
+    let ((a, b), len) = found?;
+    let semi = s[len - 1] == b';';
+    if in_attribute && !semi && s.get(len).is_some_and(|&c| c == b'=' || c.is_ascii_alphanumeric()) {
+        return None;
+    }
+    let mut out = String::new();
+    out.push(char::from_u32(a)?);
+    if b != 0 {
+        out.push(char::from_u32(b)?);
+    }
+    Some((out, len))
+}
+
+/// A name's code points, when it is a whole name (the table also lists
+/// every prefix of every name, with no code points).
+fn lookup(key: &str) -> Option<(u32, u32)> {
+    NAMED_ENTITIES.get(key).copied().filter(|&(a, _)| a != 0)
+}
