@@ -110,6 +110,8 @@ pub(crate) struct Dom {
     /// What [`TreeSink::elem_name`] answers for a node that is not an
     /// element (the tree builder never asks; no panic if it did).
     no_name: QualName,
+    /// See [`Dom::by_html5ever`].
+    by_html5ever: bool,
 }
 
 /// A page has about as many nodes as `<`s (each tag opens at most one
@@ -124,7 +126,17 @@ impl Dom {
     /// and tree builder).
     pub(crate) fn parse(html: &str) -> Self {
         let tags = memchr::memchr_iter(b'<', html.as_bytes()).count();
-        tokens::parse(html, Self::sink(tags)).unwrap_or_else(|| Self::parse_with_html5ever(html, tags))
+        tokens::parse(html, Self::sink(tags)).unwrap_or_else(|| {
+            let mut dom = Self::parse_with_html5ever(html, tags);
+            dom.by_html5ever = true;
+            dom
+        })
+    }
+
+    /// Whether html5ever's tokenizer read the page ([`tokens`] gave up on
+    /// its markup): for logs.
+    pub(crate) fn by_html5ever(&self) -> bool {
+        self.by_html5ever
     }
 
     /// The same tree, tokenized by html5ever's own tokenizer: for the
@@ -141,6 +153,7 @@ impl Dom {
         Sink(RefCell::new(Dom {
             nodes,
             no_name: QualName::new(None, ns!(), local_name!("")),
+            by_html5ever: false,
         }))
     }
 
@@ -663,7 +676,7 @@ mod tests {
         "<!DOCTYPE html>", "<!doctype HTML>",
         "<!DOCTYPE html PUBLIC \"-//W3C//DTD XHTML 1.0 Transitional//EN\" \"http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd\">",
         "<!DOCTYPE HTML PUBLIC \"-//W3C//DTD HTML 4.01 Transitional//EN\">", "<!DOCTYPE html SYSTEM 'about:legacy-compat'>",
-        "<!DOCTYPE>", "<!DOCTYPEhtml>", "<![CDATA[x]]>", "<!x>", "<?xml?>", "<title>a &amp; <b> </title>",
+        "<!DOCTYPE>", "<!DOCTYPEhtml>", "<![CDATA[x]]>", "<!x>", "<?xml?>", "</ x>", "</&>", "<?xml version=\"1.0\" encoding=\"UTF-8\"?>", "<title>a &amp; <b> </title>",
         "<textarea>\nx&lt;</textarea>", "<style>p>b{}</style>", "<script>if (a<b) x='</p>'</script>",
         "<script>x<!--y</script>", "</script >", "</style/>", "<xmp><b></xmp>", "<iframe><p></iframe>",
         "<noscript><p>n</noscript>", "<pre>\n\nx</pre>", "<pre>&#10;x", "<listing>\ny", "</p a=b>", "<a\thref=t\n>",
@@ -700,7 +713,7 @@ mod tests {
 
     /// Pieces the tokenizer gives up on, alone or before another piece.
     const GIVE_UP: &[&str] = &[
-        "<!--->", "<!-->", "<!-- x --!>", "<!--x", "<!DOCTYPE>", "<!DOCTYPEhtml>", "<![CDATA[x]]>", "<!x>", "<?xml?>",
+        "<!--->", "<!-->", "<!-- x --!>", "<!--x", "<!DOCTYPE>", "<!DOCTYPEhtml>", "<![CDATA[x]]>",
         "<script>x<!--y</script>", "</style/>", "</p a=b>", "<plaintext>", "<", "</", "</br>", "<script>",
     ];
 

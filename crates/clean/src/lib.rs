@@ -254,6 +254,9 @@ impl Cleaner {
         }
         let html = flattened.as_deref().unwrap_or(html);
         let doc = dom::Dom::parse(html);
+        if doc.by_html5ever() {
+            tracing::debug!(%url, "markup left to html5ever's tokenizer");
+        }
         let ex = extract::extract(
             &doc,
             url,

@@ -10,10 +10,11 @@
 //! builder the tokens html5ever's tokenizer would give it, following the
 //! WHATWG tokenization states for the markup it knows.
 //!
-//! It knows the data, tag, attribute, comment, DOCTYPE, RCDATA, RAWTEXT
-//! and plain script states, and character references. Anything else (a NUL,
-//! `<![CDATA[`, a bogus comment, a script that opens `<!--`, `<plaintext>`,
-//! a tag or comment cut by the end of the page, a DOCTYPE it cannot read)
+//! It knows the data, tag, attribute, comment, bogus comment, DOCTYPE,
+//! RCDATA, RAWTEXT and plain script states, and character references.
+//! Anything else (a NUL, `<![CDATA[`, a script that opens `<!--`,
+//! `<plaintext>`, a tag or comment cut by the end of the page, a comment
+//! closed by `--!>`, a DOCTYPE it cannot read)
 //! is given up on: [`parse`] returns `None` and the page is parsed by
 //! html5ever's own tokenizer instead, so such pages get html5ever's tree
 //! whatever happens. The tree of every other page is the one html5ever's
@@ -173,13 +174,14 @@ impl<B: TokenSink> Tokenizer<'_, B> {
                     self.at = self.src.len();
                     Ok(())
                 }
-                Some(_) => Err(GiveUp),
+                Some(_) => self.bogus_comment(self.at + 2),
             },
             Some(c) if c.is_ascii_alphabetic() => {
                 self.at += 1;
                 self.tag(StartTag)
             }
-            Some(b'?') => Err(GiveUp),
+            // `<?xml ...?>`, which XHTML pages open with.
+            Some(b'?') => self.bogus_comment(self.at + 1),
             // A `<` that opens nothing is text.
             _ => {
                 self.text(self.at, self.at + 1)?;
@@ -340,7 +342,21 @@ impl<B: TokenSink> Tokenizer<'_, B> {
             self.at += 9;
             return self.doctype();
         }
-        Err(GiveUp)
+        if rest.starts_with(b"[CDATA[") {
+            // Text in foreign content, a bogus comment elsewhere: the tree
+            // builder's state decides.
+            return Err(GiveUp);
+        }
+        self.bogus_comment(self.at + 2)
+    }
+
+    /// Markup that is neither a tag nor a comment (`<?xml ...?>`, `<!x>`,
+    /// `</ x>`): a comment from `from` up to the next `>`.
+    fn bogus_comment(&mut self, from: usize) -> Step<()> {
+        let len = memchr::memchr(b'>', &self.src[from..]).ok_or(GiveUp)?;
+        let text = self.slice(from, from + len);
+        self.at = from + len + 1;
+        self.emit(CommentToken(text))
     }
 
     /// After `<!DOCTYPE`: a name, and the public and system identifiers of
