@@ -449,7 +449,10 @@ impl<B: TokenSink> Tokenizer<'_, B> {
                 .src
                 .get(lt + 2..after)
                 .is_some_and(|n| n.eq_ignore_ascii_case(name.as_bytes()))
-                && self.src.get(after).is_some_and(|&c| is_space(c) || c == b'/' || c == b'>')
+                && self
+                    .src
+                    .get(after)
+                    .is_some_and(|&c| is_space(c) || c == b'/' || c == b'>')
             {
                 break lt;
             }
@@ -518,7 +521,13 @@ fn numeric_ref(s: &[u8]) -> Option<(String, usize)> {
     let digits = s
         .get(digits_at..)?
         .iter()
-        .take_while(|c| if radix == 16 { c.is_ascii_hexdigit() } else { c.is_ascii_digit() })
+        .take_while(|c| {
+            if radix == 16 {
+                c.is_ascii_hexdigit()
+            } else {
+                c.is_ascii_digit()
+            }
+        })
         .count();
     if digits == 0 {
         // `&#` or `&#x` with no digits is text.
@@ -549,7 +558,11 @@ fn numeric_ref(s: &[u8]) -> Option<(String, usize)> {
 fn named_ref(s: &[u8], in_attribute: bool) -> Option<(String, usize)> {
     // No name in the table is longer than this.
     const LONGEST: usize = 40;
-    let run = s[1..].iter().take(LONGEST).take_while(|c| c.is_ascii_alphanumeric()).count();
+    let run = s[1..]
+        .iter()
+        .take(LONGEST)
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .count();
     let name = utf8(&s[1..=run]);
     let with_semi = s.get(1 + run) == Some(&b';');
     // The longest name in the table that the text starts with: the whole
@@ -558,10 +571,18 @@ fn named_ref(s: &[u8], in_attribute: bool) -> Option<(String, usize)> {
     let found = with_semi
         .then(|| lookup(utf8(&s[1..run + 2])).map(|v| (v, run + 2)))
         .flatten()
-        .or_else(|| (1..=run).rev().find_map(|k| lookup(&name[..k]).map(|v| (v, k + 1))));
+        .or_else(|| {
+            (1..=run)
+                .rev()
+                .find_map(|k| lookup(&name[..k]).map(|v| (v, k + 1)))
+        });
     let ((a, b), len) = found?;
     let semi = s[len - 1] == b';';
-    if in_attribute && !semi && s.get(len).is_some_and(|&c| c == b'=' || c.is_ascii_alphanumeric()) {
+    if in_attribute
+        && !semi
+        && s.get(len)
+            .is_some_and(|&c| c == b'=' || c.is_ascii_alphanumeric())
+    {
         return None;
     }
     let mut out = String::new();
