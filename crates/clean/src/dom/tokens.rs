@@ -59,6 +59,7 @@ where
     let builder = TreeBuilder::new(sink, TreeBuilderOpts::default());
     let mut t = Tokenizer {
         buf: StrTendril::from_slice(html),
+        html,
         src: html.as_bytes(),
         at: 0,
         builder: &builder,
@@ -72,6 +73,9 @@ where
 struct Tokenizer<'a, B> {
     /// The page, shared by the text and attribute values handed out.
     buf: StrTendril,
+    /// The page as text and as bytes: names and values are cut from it
+    /// at ASCII delimiters, so slicing the text never fails.
+    html: &'a str,
     src: &'a [u8],
     at: usize,
     builder: &'a B,
@@ -239,7 +243,7 @@ impl<B: TokenSink> Tokenizer<'_, B> {
         let from = self.at;
         let len = self.src[from..].iter().position(|&c| end(c)).ok_or(GiveUp)?;
         self.at = from + len;
-        let raw = std::str::from_utf8(&self.src[from..from + len]).map_err(|_| GiveUp)?;
+        let raw = self.html.get(from..from + len).ok_or(GiveUp)?;
         Ok(if raw.bytes().any(|c| c.is_ascii_uppercase()) {
             LocalName::from(raw.to_ascii_lowercase())
         } else {
@@ -303,7 +307,7 @@ impl<B: TokenSink> Tokenizer<'_, B> {
         let mut i = 0;
         while let Some(off) = memchr::memchr(b'&', &raw[i..]) {
             let amp = i + off;
-            out.push_str(utf8(&raw[i..amp]));
+            out.push_str(self.html.get(from + i..from + amp).unwrap_or_default());
             match char_ref(&raw[amp..], true) {
                 Some((chars, len)) => {
                     out.push_str(&chars);
@@ -315,7 +319,7 @@ impl<B: TokenSink> Tokenizer<'_, B> {
                 }
             }
         }
-        out.push_str(utf8(&raw[i..]));
+        out.push_str(self.html.get(from + i..to).unwrap_or_default());
         StrTendril::from_slice(&out)
     }
 
@@ -375,7 +379,13 @@ impl<B: TokenSink> Tokenizer<'_, B> {
             return Err(GiveUp);
         }
         self.at = from + len;
-        let name = StrTendril::from_slice(&utf8(&self.src[from..from + len]).to_ascii_lowercase());
+        let name = StrTendril::from_slice(
+            &self
+                .html
+                .get(from..from + len)
+                .ok_or(GiveUp)?
+                .to_ascii_lowercase(),
+        );
         self.skip_spaces();
         let mut doctype = Doctype {
             name: Some(name),
