@@ -157,6 +157,11 @@ impl Dom {
         }))
     }
 
+    /// How many nodes the tree has.
+    pub(crate) fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
     /// What node `id` is (a document node for an id out of range, which
     /// the walk never asks for).
     pub(crate) fn data(&self, id: NodeId) -> &NodeData {
@@ -580,6 +585,11 @@ mod tests {
         "<form><form><input></form>x",
         "text only",
         "<table><tr><td>a<td>b<tr><td>c</table><table>x<caption>y</caption></table>",
+        "<script><!--></script>after</script>",
+        "<script><!--<scripts></script>",
+        "<script>x<!--y</script>",
+        "<script>-->--!><!-- -- - </script\t>x",
+        "<script><!--<script>x</script>y-->z</script>w",
     ];
 
     #[test]
@@ -726,7 +736,16 @@ mod tests {
         "<textarea>\nx&lt;</textarea>",
         "<style>p>b{}</style>",
         "<script>if (a<b) x='</p>'</script>",
-        "<script>x<!--y</script>",
+        "<script><!--\nx='</script>'//-->",
+        "<script><!-- <script> </script> --></script>",
+        "<script>a<!--b<SCRIPT>c</script >d-->e</script>",
+        "<script><!--x--></script>",
+        "<script><!---->x</script>",
+        "<script>--> a -- b</script>",
+        "-->",
+        "--",
+        "<script",
+        "</script",
         "</script >",
         "</style/>",
         "<xmp><b></xmp>",
@@ -791,6 +810,8 @@ mod tests {
         "</",
         "</br>",
         "<script>",
+        "<script",
+        "</script",
     ];
 
     proptest::proptest! {
@@ -811,6 +832,29 @@ mod tests {
             let ours = outline(&ours.unwrap());
             let theirs = outline(&Dom::parse_with_html5ever(&html, 0));
             proptest::prop_assert_eq!(ours, theirs, "{:?}", html);
+        }
+    }
+
+    /// The script data states: a script hidden in a comment (javadoc's,
+    /// old pages') ends at its `</script>`, unless the comment holds a
+    /// `<script>` whose end tag it is.
+    #[test]
+    fn scripts_in_comments_are_read_here() {
+        for html in [
+            "<script type=\"text/javascript\"><!--\n try { parent.document.title=\"A\"; } catch(err) {}\n//-->\n</script><p>after</p>",
+            "<script><!--\ndocument.write('<script>x</script>');\n//--></script><p>after</p>",
+            "<script><!--></script><p>after</p>",
+            "<script><!-- a --> b </script><p>after</p>",
+            "<script><!--<script>x</script>--></script><p>after</p>",
+            "<script><!--<script>x</script></script><p>inside</p>",
+        ] {
+            let ours = tokens::parse(html, Dom::sink(0));
+            assert!(ours.is_some(), "{html}");
+            assert_eq!(
+                outline(&ours.unwrap()),
+                outline(&Dom::parse_with_html5ever(html, 0)),
+                "{html}"
+            );
         }
     }
 

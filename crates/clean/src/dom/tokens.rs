@@ -11,9 +11,9 @@
 //! WHATWG tokenization states for the markup it knows.
 //!
 //! It knows the data, tag, attribute, comment, bogus comment, DOCTYPE,
-//! RCDATA, RAWTEXT and plain script states, and character references.
-//! Anything else (a NUL, `<![CDATA[`, a script that opens `<!--`,
-//! `<plaintext>`, a tag or comment cut by the end of the page, a comment
+//! RCDATA, RAWTEXT and script data states (escaped and double escaped
+//! included), and character references.
+//! Anything else (a NUL, `<![CDATA[`, `<plaintext>`, a tag or comment cut by the end of the page, a comment
 //! closed by `--!>`, a DOCTYPE it cannot read)
 //! is given up on: [`parse`] returns `None` and the page is parsed by
 //! html5ever's own tokenizer instead, so such pages get html5ever's tree
@@ -448,34 +448,14 @@ impl<B: TokenSink> Tokenizer<'_, B> {
     fn raw(&mut self, kind: RawKind) -> Step<()> {
         let name = self.last_start.clone().ok_or(GiveUp)?;
         let from = self.at;
-        let mut search = from;
-        let end = loop {
-            let Some(off) = memchr::memmem::find(&self.src[search..], b"</") else {
-                break self.src.len();
-            };
-            let lt = search + off;
-            let after = lt + 2 + name.len();
-            if self
-                .src
-                .get(lt + 2..after)
-                .is_some_and(|n| n.eq_ignore_ascii_case(name.as_bytes()))
-                && self
-                    .src
-                    .get(after)
-                    .is_some_and(|&c| is_space(c) || c == b'/' || c == b'>')
-            {
-                break lt;
-            }
-            search = lt + 2;
+        let end = if kind == RawKind::ScriptData {
+            script_end(self.src, from)
+        } else {
+            end_tag_at(self.src, from, name.as_bytes())
         };
         match kind {
             RawKind::Rawtext => self.text(from, end)?,
-            RawKind::ScriptData => {
-                if memchr::memmem::find(&self.src[from..end], b"<!--").is_some() {
-                    return Err(GiveUp);
-                }
-                self.text(from, end)?;
-            }
+            RawKind::ScriptData => self.text(from, end)?,
             RawKind::Rcdata => {
                 let mut i = from;
                 while let Some(off) = memchr::memchr(b'&', &self.src[i..end]) {
@@ -503,6 +483,108 @@ impl<B: TokenSink> Tokenizer<'_, B> {
             self.tag(EndTag)?;
         }
         Ok(())
+    }
+}
+
+/// Whether `</name` followed by a space, `/` or `>` (an end tag for
+/// `name`, any case) starts at `at`.
+fn is_end_tag(src: &[u8], at: usize, name: &[u8]) -> bool {
+    let after = at + 2 + name.len();
+    src.get(at..at + 2) == Some(b"</")
+        && src
+            .get(at + 2..after)
+            .is_some_and(|n| n.eq_ignore_ascii_case(name))
+        && src
+            .get(after)
+            .is_some_and(|&c| is_space(c) || c == b'/' || c == b'>')
+}
+
+/// Where raw text from `from` ends: at the first end tag for `name`, or at
+/// the end of the page.
+fn end_tag_at(src: &[u8], from: usize, name: &[u8]) -> usize {
+    let mut search = from;
+    while let Some(off) = memchr::memmem::find(&src[search..], b"</") {
+        let lt = search + off;
+        if is_end_tag(src, lt, name) {
+            return lt;
+        }
+        search = lt + 2;
+    }
+    src.len()
+}
+
+/// Where a script's text from `from` ends, by the script data states: at
+/// the first `</script>` outside an escaped `<!-- ... -->` that holds
+/// `<script>` (old pages hide their scripts in comments, and javadoc's
+/// still do), or at the end of the page.
+fn script_end(src: &[u8], from: usize) -> usize {
+    #[derive(PartialEq)]
+    enum State {
+        /// Script data.
+        Data,
+        /// Inside `<!--`.
+        Escaped,
+        /// Inside `<!--` and then `<script>`: `</script>` only returns to
+        /// `Escaped`.
+        Double,
+    }
+    let delimited = |at: usize| {
+        src.get(at)
+            .is_some_and(|&c| is_space(c) || c == b'/' || c == b'>')
+    };
+    let mut state = State::Data;
+    let mut i = from;
+    loop {
+        if state == State::Data {
+            let Some(off) = memchr::memchr(b'<', &src[i..]) else {
+                return src.len();
+            };
+            let lt = i + off;
+            if is_end_tag(src, lt, b"script") {
+                return lt;
+            }
+            if src[lt + 1..].starts_with(b"!--") {
+                // The two dashes count towards a closing `-->`: `<!-->`
+                // opens and closes.
+                state = State::Escaped;
+                i = lt + 2;
+            } else {
+                i = lt + 1;
+            }
+            continue;
+        }
+        let Some(off) = memchr::memchr2(b'<', b'-', &src[i..]) else {
+            return src.len();
+        };
+        let p = i + off;
+        if src[p] == b'-' {
+            let dashes = src[p..].iter().take_while(|&&c| c == b'-').count();
+            i = p + dashes;
+            if dashes >= 2 && src.get(i) == Some(&b'>') {
+                state = State::Data;
+                i += 1;
+            }
+            continue;
+        }
+        if state == State::Escaped {
+            if is_end_tag(src, p, b"script") {
+                return p;
+            }
+            if src
+                .get(p + 1..p + 7)
+                .is_some_and(|n| n.eq_ignore_ascii_case(b"script"))
+                && delimited(p + 7)
+            {
+                state = State::Double;
+                i = p + 7;
+                continue;
+            }
+        } else if is_end_tag(src, p, b"script") {
+            state = State::Escaped;
+            i = p + 8;
+            continue;
+        }
+        i = p + 1;
     }
 }
 

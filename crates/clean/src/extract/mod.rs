@@ -108,7 +108,7 @@ fn has_token(value: &str, token: &str) -> bool {
 /// every node to the metadata collector and the text walk.
 pub(crate) fn extract(dom: &Dom, url: &Url, opts: &ExtractOptions) -> Extracted {
     let mut head = HeadMeta::default();
-    let mut walker = Walker::default();
+    let mut walker = Walker::for_nodes(dom.len());
     for edge in dom.traverse() {
         match edge {
             Edge::Open(_) if walker.is_skipping() => {}
