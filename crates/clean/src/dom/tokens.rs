@@ -21,7 +21,7 @@
 //! tokenizer makes (tested on generated markup against it, and over the
 //! evaluation sites by `examples/clean_dir.rs`'s digests).
 
-use html5ever::data::{C1_REPLACEMENTS, NAMED_ENTITIES};
+use html5ever::data::NAMED_ENTITIES;
 use html5ever::tendril::StrTendril;
 use html5ever::tokenizer::states::RawKind;
 use html5ever::tokenizer::{
@@ -634,17 +634,10 @@ fn numeric_ref(s: &[u8]) -> Option<(String, usize)> {
     if s.get(len) == Some(&b';') {
         len += 1;
     }
-    let c = match n {
-        0 | 0xD800..=0xDFFF | 0x11_0000.. => '\u{FFFD}',
-        0x80..=0x9F => C1_REPLACEMENTS
-            .get((n - 0x80) as usize)
-            .copied()
-            .flatten()
-            .or_else(|| char::from_u32(n))
-            .unwrap_or('\u{FFFD}'),
-        _ => char::from_u32(n).unwrap_or('\u{FFFD}'),
-    };
-    Some((c.to_string(), len))
+    Some((
+        crate::normalize::strip_markup::numeric_reference(n).to_string(),
+        len,
+    ))
 }
 
 fn named_ref(s: &[u8], in_attribute: bool) -> Option<(String, usize)> {

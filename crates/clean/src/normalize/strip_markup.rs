@@ -188,6 +188,23 @@ fn strip_tags(text: &str) -> Option<String> {
     Some(o)
 }
 
+/// The char a numeric reference to code point `n` stands for, as HTML
+/// decodes it: NUL, surrogates and numbers past Unicode are U+FFFD, and
+/// 0x80-0x9F are read as windows-1252 (the tokenizer's rule, shared with
+/// `crate::dom`'s tokenizer).
+pub(crate) fn numeric_reference(n: u32) -> char {
+    match n {
+        0 => '\u{FFFD}',
+        0x80..=0x9F => C1_REPLACEMENTS
+            .get((n - 0x80) as usize)
+            .copied()
+            .flatten()
+            .or_else(|| char::from_u32(n))
+            .unwrap_or('\u{FFFD}'),
+        _ => char::from_u32(n).unwrap_or('\u{FFFD}'),
+    }
+}
+
 /// Decodes one entity at the start of `s` (which begins with `&`): the chars it stands
 /// for and its length in bytes.
 fn entity_at(s: &str) -> Option<(char, Option<char>, usize)> {
@@ -209,17 +226,7 @@ fn entity_at(s: &str) -> Option<(char, Option<char>, usize)> {
             len += 1;
         }
         let n = u32::from_str_radix(&s[digits_start..digits_start + digits], radix).unwrap_or(0x11_0000);
-        let c = match n {
-            0 => '\u{FFFD}',
-            0x80..=0x9F => C1_REPLACEMENTS
-                .get((n - 0x80) as usize)
-                .copied()
-                .flatten()
-                .or_else(|| char::from_u32(n))
-                .unwrap_or('\u{FFFD}'),
-            _ => char::from_u32(n).unwrap_or('\u{FFFD}'),
-        };
-        return Some((c, None, len));
+        return Some((numeric_reference(n), None, len));
     }
     // Named: the longest alphanumeric run, with its `;` if any. The table also holds
     // the legacy names that may appear without `;` (`&amp`, `&nbsp`).
