@@ -5,7 +5,9 @@
 //! counts compare builds on a shared machine (issue 37, target 2).
 //!
 //! Usage: `clean_dir DIR [PASSES]` (`cargo run --release -p simcrawl-clean
-//! --example clean_dir -- target/mixed-docs`).
+//! --example clean_dir -- target/mixed-docs`). With `RUST_LOG=debug` the
+//! cleaner's debug lines go to stderr: among them the pages left to
+//! html5ever's tokenizer or tree builder.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -53,6 +55,12 @@ fn digest(page: &Page, h: &mut impl Hasher) {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let mut args = std::env::args().skip(1);
     let dir = PathBuf::from(args.next().ok_or("usage: clean_dir DIR [PASSES]")?);
     let passes: usize = args.next().map(|p| p.parse()).transpose()?.unwrap_or(1);

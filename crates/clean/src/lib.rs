@@ -254,8 +254,12 @@ impl Cleaner {
         }
         let html = flattened.as_deref().unwrap_or(html);
         let doc = dom::Dom::parse(html);
-        if doc.by_html5ever() {
-            tracing::debug!(%url, "markup left to html5ever's tokenizer");
+        match doc.by_html5ever() {
+            Some(dom::Html5ever::Tokenizer) => tracing::debug!(%url, "markup left to html5ever's tokenizer"),
+            Some(dom::Html5ever::TreeBuilder) => {
+                tracing::debug!(%url, "markup left to html5ever's tree builder")
+            }
+            None => {}
         }
         let ex = extract::extract(
             &doc,

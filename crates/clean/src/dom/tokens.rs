@@ -37,37 +37,75 @@ pub(super) struct GiveUp;
 
 type Step<T> = Result<T, GiveUp>;
 
-/// Parses `html` into `sink`'s tree, or gives up (see the module docs).
+/// Parses `html` into `sink`'s tree with html5ever's tree builder, or
+/// gives up (see the module docs).
 pub(super) fn parse<S: TreeSink>(html: &str, sink: S) -> Option<S::Output>
 where
     S::Handle: Clone,
 {
+    let html = prepared(html)?;
+    let builder = TreeBuilder::new(sink, TreeBuilderOpts::default());
+    run(&html, &builder).ok()?;
+    builder.end();
+    Some(builder.sink.finish())
+}
+
+/// Who gave up on a page [`parse_own`] could not build.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum GaveUp {
+    /// This tokenizer: html5ever's tokenizer must read the page.
+    Tokenizer,
+    /// Our tree builder ([`super::build`]): html5ever's tree builder must
+    /// build it, from this tokenizer's tokens.
+    Builder,
+}
+
+/// Parses `html` into `dom` with our tree builder ([`super::build`]).
+pub(super) fn parse_own(html: &str, dom: super::Dom) -> Result<super::Dom, GaveUp> {
+    let html = prepared(html).ok_or(GaveUp::Tokenizer)?;
+    let builder = super::build::Builder::new(dom);
+    match run(&html, &builder) {
+        Ok(()) => Ok(builder.finish()),
+        Err(GiveUp) if builder.gave_up() => Err(GaveUp::Builder),
+        Err(GiveUp) => Err(GaveUp::Tokenizer),
+    }
+}
+
+/// The page as the tokenizer reads it: newlines normalized and a leading
+/// byte order mark dropped, as html5ever's input stream does; `None` for a
+/// page with a NUL (given up on).
+fn prepared(html: &str) -> Option<std::borrow::Cow<'_, str>> {
     if memchr::memchr(0, html.as_bytes()).is_some() {
         return None;
     }
     // Newlines are normalized before tokenizing (the input stream's
     // preprocessing), as html5ever does as it reads.
-    let normalized;
     let html = if memchr::memchr(b'\r', html.as_bytes()).is_some() {
-        normalized = html.replace("\r\n", "\n").replace('\r', "\n");
-        normalized.as_str()
+        std::borrow::Cow::Owned(html.replace("\r\n", "\n").replace('\r', "\n"))
     } else {
-        html
+        std::borrow::Cow::Borrowed(html)
     };
     // html5ever's default options drop a leading byte order mark.
-    let html = html.strip_prefix('\u{FEFF}').unwrap_or(html);
-    let builder = TreeBuilder::new(sink, TreeBuilderOpts::default());
+    Some(match html {
+        std::borrow::Cow::Borrowed(h) => std::borrow::Cow::Borrowed(h.strip_prefix('\u{FEFF}').unwrap_or(h)),
+        std::borrow::Cow::Owned(h) => match h.strip_prefix('\u{FEFF}') {
+            Some(rest) => std::borrow::Cow::Owned(rest.to_owned()),
+            None => std::borrow::Cow::Owned(h),
+        },
+    })
+}
+
+/// Tokenizes `html` (prepared) into `builder`.
+fn run<B: TokenSink>(html: &str, builder: &B) -> Step<()> {
     let mut t = Tokenizer {
         buf: StrTendril::from_slice(html),
         html,
         src: html.as_bytes(),
         at: 0,
-        builder: &builder,
+        builder,
         last_start: None,
     };
-    t.run().ok()?;
-    builder.end();
-    Some(builder.sink.finish())
+    t.run()
 }
 
 struct Tokenizer<'a, B> {
