@@ -566,6 +566,29 @@ mod tests {
             .collect()
     }
 
+    /// [`outline`] with every element's and attribute's namespace and
+    /// prefix: our builder against html5ever's.
+    fn full_outline(dom: &Dom) -> Vec<String> {
+        dom.traverse()
+            .map(|edge| match edge {
+                Edge::Open(id) => match dom.data(id) {
+                    NodeData::Element(e) => {
+                        let mut attrs: Vec<_> = e
+                            .attrs
+                            .iter()
+                            .map(|a| format!("{:?}={}", a.name, &*a.value))
+                            .collect();
+                        attrs.sort();
+                        format!("<{:?} {}>", e.name, attrs.join(" "))
+                    }
+                    NodeData::Text(t) => format!("{:?}", &**t),
+                    _ => format!("{:?}", std::mem::discriminant(dom.data(id))),
+                },
+                Edge::Close(_) => "/".to_owned(),
+            })
+            .collect()
+    }
+
     fn scraper_outline(html: &str) -> Vec<String> {
         use scraper::Node as S;
         let doc = scraper::Html::parse_document(html);
@@ -917,16 +940,91 @@ mod tests {
     /// to "in body" and after it, tables and their sections, implied end
     /// tags, formatting elements well nested or reopened after a block.
     const OWN_PIECES: &[&str] = &[
-        "<b>", "</b>", "<i>", "</i>", "<code>", "</code>", "<p>", "</p>", "<div>", "</div>",
-        "<table>", "</table>", "<thead>", "<tbody>", "</tbody>", "<tr>", "</tr>", "<td>", "</td>",
-        "<th>", "<caption>", "</caption>", "<colgroup>", "<col>", "text", " ", "\n", "&amp;",
-        "<!--c-->", "<a href=x>", "</a>", "<li>", "<ul>", "</ul>", "<ol>", "</ol>", "<dl>", "<dd>",
-        "<dt>", "</dl>", "<form>", "</form>", "<input type=hidden>", "<h1>", "</h1>", "<h2>",
-        "</h3>", "<pre>\n", "</pre>", "<span class=s>", "</span>", "<br>", "<hr>", "<img src=y>",
-        "<button>", "</button>", "<meta charset=utf-8>", "<link rel=x>", "<title>t</title>",
-        "<script>s</script>", "<style>c</style>", "<head>", "</head>", "<body>", "</body>",
-        "</html>", "<html lang=en>", "<!DOCTYPE html>", "<textarea>\nx</textarea>", "<em>",
-        "</em>", "<strong>", "</strong>", "<section>", "</section>", "<nav>", "</nav>",
+        "<b>",
+        "</b>",
+        "<i>",
+        "</i>",
+        "<code>",
+        "</code>",
+        "<p>",
+        "</p>",
+        "<div>",
+        "</div>",
+        "<table>",
+        "</table>",
+        "<thead>",
+        "<tbody>",
+        "</tbody>",
+        "<tr>",
+        "</tr>",
+        "<td>",
+        "</td>",
+        "<th>",
+        "<caption>",
+        "</caption>",
+        "<colgroup>",
+        "<col>",
+        "text",
+        " ",
+        "\n",
+        "&amp;",
+        "<!--c-->",
+        "<a href=x>",
+        "</a>",
+        "<li>",
+        "<ul>",
+        "</ul>",
+        "<ol>",
+        "</ol>",
+        "<dl>",
+        "<dd>",
+        "<dt>",
+        "</dl>",
+        "<form>",
+        "</form>",
+        "<input type=hidden>",
+        "<h1>",
+        "</h1>",
+        "<h2>",
+        "</h3>",
+        "<pre>\n",
+        "</pre>",
+        "<span class=s>",
+        "</span>",
+        "<br>",
+        "<hr>",
+        "<img src=y>",
+        "<button>",
+        "</button>",
+        "<meta charset=utf-8>",
+        "<link rel=x>",
+        "<title>t</title>",
+        "<script>s</script>",
+        "<style>c</style>",
+        "<head>",
+        "</head>",
+        "<body>",
+        "</body>",
+        "</html>",
+        "<html lang=en>",
+        "<!DOCTYPE html>",
+        "<textarea>\nx</textarea>",
+        "<em>",
+        "</em>",
+        "<strong>",
+        "</strong>",
+        "<section>",
+        "</section>",
+        "<nav>",
+        "</nav>",
+        "<svg viewBox=\"0 0 1 1\" xmlns=\"http://www.w3.org/2000/svg\">",
+        "</svg>",
+        "<g>",
+        "</g>",
+        "<path d=x/>",
+        "<use xlink:href=#i></use>",
+        "<linearGradient>",
+        "</lineargradient>",
     ];
 
     /// Sequences of [`OWN_PIECES`] from a fixed pseudo-random walk: every
@@ -937,22 +1035,24 @@ mod tests {
     fn our_tree_builder_builds_html5evers_tree() {
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = |n: usize| {
-            state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             ((state >> 33) as usize) % n
         };
         let (mut built, runs) = (0, 3000);
         for _ in 0..runs {
             let len = next(30);
             let html: String = (0..len).map(|_| OWN_PIECES[next(OWN_PIECES.len())]).collect();
-            let theirs = outline(&Dom::parse_with_html5ever(&html, 0));
+            let theirs = full_outline(&Dom::parse_with_html5ever(&html, 0));
             match tokens::parse_own(&html, Dom::empty(0)) {
                 Ok(ours) => {
                     built += 1;
-                    assert_eq!(outline(&ours), theirs, "{html:?}");
+                    assert_eq!(full_outline(&ours), theirs, "{html:?}");
                 }
                 Err(who) => assert_eq!(who, tokens::GaveUp::Builder, "{html:?}"),
             }
-            assert_eq!(outline(&Dom::parse(&html)), theirs, "{html:?}");
+            assert_eq!(full_outline(&Dom::parse(&html)), theirs, "{html:?}");
         }
         assert!(built * 2 > runs, "our builder built only {built} of {runs} pages");
     }
@@ -969,12 +1069,13 @@ mod tests {
             "<form action=s><input type=text name=q><button>Go</button></form><table><form><tr><td>c</table>",
             "<html><head><title>x</title></head><body><p>a</p></body></html><!-- end -->\n",
             "<table><caption>Cap</caption><tr><td>1</td></tr></table>",
+            "<button class=theme><svg class=\"icon\" viewBox=\"0 0 24 24\"><use xlink:href=\"#sun\"></use><path d=\"M1 1\"/></svg><span>Theme</span></button>",
         ] {
             let ours = tokens::parse_own(html, Dom::empty(0));
             assert!(ours.is_ok(), "{html}");
             assert_eq!(
-                outline(&ours.unwrap()),
-                outline(&Dom::parse_with_html5ever(html, 0)),
+                full_outline(&ours.unwrap()),
+                full_outline(&Dom::parse_with_html5ever(html, 0)),
                 "{html}"
             );
         }

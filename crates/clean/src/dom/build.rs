@@ -26,7 +26,7 @@ use std::cell::RefCell;
 use html5ever::tendril::StrTendril;
 use html5ever::tokenizer::states::RawKind;
 use html5ever::tokenizer::{Tag, TagKind, Token, TokenSink, TokenSinkResult};
-use html5ever::{Attribute, LocalName, QualName, local_name, ns};
+use html5ever::{Attribute, LocalName, QualName, local_name, namespace_prefix, ns};
 
 use super::{Dom, Element, NIL, Node, NodeData, NodeId, ROOT};
 
@@ -406,6 +406,274 @@ fn content_names_encoding(content: &str) -> bool {
     }
 }
 
+/// html5ever's `adjust_svg_tag_name`: SVG's camel-case element names.
+fn svg_tag_name(name: LocalName) -> LocalName {
+    match name {
+        local_name!("altglyph") => local_name!("altGlyph"),
+        local_name!("altglyphdef") => local_name!("altGlyphDef"),
+        local_name!("altglyphitem") => local_name!("altGlyphItem"),
+        local_name!("animatecolor") => local_name!("animateColor"),
+        local_name!("animatemotion") => local_name!("animateMotion"),
+        local_name!("animatetransform") => local_name!("animateTransform"),
+        local_name!("clippath") => local_name!("clipPath"),
+        local_name!("feblend") => local_name!("feBlend"),
+        local_name!("fecolormatrix") => local_name!("feColorMatrix"),
+        local_name!("fecomponenttransfer") => local_name!("feComponentTransfer"),
+        local_name!("fecomposite") => local_name!("feComposite"),
+        local_name!("feconvolvematrix") => local_name!("feConvolveMatrix"),
+        local_name!("fediffuselighting") => local_name!("feDiffuseLighting"),
+        local_name!("fedisplacementmap") => local_name!("feDisplacementMap"),
+        local_name!("fedistantlight") => local_name!("feDistantLight"),
+        local_name!("fedropshadow") => local_name!("feDropShadow"),
+        local_name!("feflood") => local_name!("feFlood"),
+        local_name!("fefunca") => local_name!("feFuncA"),
+        local_name!("fefuncb") => local_name!("feFuncB"),
+        local_name!("fefuncg") => local_name!("feFuncG"),
+        local_name!("fefuncr") => local_name!("feFuncR"),
+        local_name!("fegaussianblur") => local_name!("feGaussianBlur"),
+        local_name!("feimage") => local_name!("feImage"),
+        local_name!("femerge") => local_name!("feMerge"),
+        local_name!("femergenode") => local_name!("feMergeNode"),
+        local_name!("femorphology") => local_name!("feMorphology"),
+        local_name!("feoffset") => local_name!("feOffset"),
+        local_name!("fepointlight") => local_name!("fePointLight"),
+        local_name!("fespecularlighting") => local_name!("feSpecularLighting"),
+        local_name!("fespotlight") => local_name!("feSpotLight"),
+        local_name!("fetile") => local_name!("feTile"),
+        local_name!("feturbulence") => local_name!("feTurbulence"),
+        local_name!("foreignobject") => local_name!("foreignObject"),
+        local_name!("glyphref") => local_name!("glyphRef"),
+        local_name!("lineargradient") => local_name!("linearGradient"),
+        local_name!("radialgradient") => local_name!("radialGradient"),
+        local_name!("textpath") => local_name!("textPath"),
+        other => other,
+    }
+}
+
+/// html5ever's `adjust_svg_attributes` and `adjust_foreign_attributes`
+/// (in that order) on an SVG element's attributes.
+fn adjust_svg_attributes(attrs: &mut [Attribute]) {
+    for a in attrs {
+        let svg = match a.name.local {
+            local_name!("attributename") => Some(QualName::new(None, ns!(), local_name!("attributeName"))),
+            local_name!("attributetype") => Some(QualName::new(None, ns!(), local_name!("attributeType"))),
+            local_name!("basefrequency") => Some(QualName::new(None, ns!(), local_name!("baseFrequency"))),
+            local_name!("baseprofile") => Some(QualName::new(None, ns!(), local_name!("baseProfile"))),
+            local_name!("calcmode") => Some(QualName::new(None, ns!(), local_name!("calcMode"))),
+            local_name!("clippathunits") => Some(QualName::new(None, ns!(), local_name!("clipPathUnits"))),
+            local_name!("diffuseconstant") => {
+                Some(QualName::new(None, ns!(), local_name!("diffuseConstant")))
+            }
+            local_name!("edgemode") => Some(QualName::new(None, ns!(), local_name!("edgeMode"))),
+            local_name!("filterunits") => Some(QualName::new(None, ns!(), local_name!("filterUnits"))),
+            local_name!("glyphref") => Some(QualName::new(None, ns!(), local_name!("glyphRef"))),
+            local_name!("gradienttransform") => {
+                Some(QualName::new(None, ns!(), local_name!("gradientTransform")))
+            }
+            local_name!("gradientunits") => Some(QualName::new(None, ns!(), local_name!("gradientUnits"))),
+            local_name!("kernelmatrix") => Some(QualName::new(None, ns!(), local_name!("kernelMatrix"))),
+            local_name!("kernelunitlength") => {
+                Some(QualName::new(None, ns!(), local_name!("kernelUnitLength")))
+            }
+            local_name!("keypoints") => Some(QualName::new(None, ns!(), local_name!("keyPoints"))),
+            local_name!("keysplines") => Some(QualName::new(None, ns!(), local_name!("keySplines"))),
+            local_name!("keytimes") => Some(QualName::new(None, ns!(), local_name!("keyTimes"))),
+            local_name!("lengthadjust") => Some(QualName::new(None, ns!(), local_name!("lengthAdjust"))),
+            local_name!("limitingconeangle") => {
+                Some(QualName::new(None, ns!(), local_name!("limitingConeAngle")))
+            }
+            local_name!("markerheight") => Some(QualName::new(None, ns!(), local_name!("markerHeight"))),
+            local_name!("markerunits") => Some(QualName::new(None, ns!(), local_name!("markerUnits"))),
+            local_name!("markerwidth") => Some(QualName::new(None, ns!(), local_name!("markerWidth"))),
+            local_name!("maskcontentunits") => {
+                Some(QualName::new(None, ns!(), local_name!("maskContentUnits")))
+            }
+            local_name!("maskunits") => Some(QualName::new(None, ns!(), local_name!("maskUnits"))),
+            local_name!("numoctaves") => Some(QualName::new(None, ns!(), local_name!("numOctaves"))),
+            local_name!("pathlength") => Some(QualName::new(None, ns!(), local_name!("pathLength"))),
+            local_name!("patterncontentunits") => {
+                Some(QualName::new(None, ns!(), local_name!("patternContentUnits")))
+            }
+            local_name!("patterntransform") => {
+                Some(QualName::new(None, ns!(), local_name!("patternTransform")))
+            }
+            local_name!("patternunits") => Some(QualName::new(None, ns!(), local_name!("patternUnits"))),
+            local_name!("pointsatx") => Some(QualName::new(None, ns!(), local_name!("pointsAtX"))),
+            local_name!("pointsaty") => Some(QualName::new(None, ns!(), local_name!("pointsAtY"))),
+            local_name!("pointsatz") => Some(QualName::new(None, ns!(), local_name!("pointsAtZ"))),
+            local_name!("preservealpha") => Some(QualName::new(None, ns!(), local_name!("preserveAlpha"))),
+            local_name!("preserveaspectratio") => {
+                Some(QualName::new(None, ns!(), local_name!("preserveAspectRatio")))
+            }
+            local_name!("primitiveunits") => Some(QualName::new(None, ns!(), local_name!("primitiveUnits"))),
+            local_name!("refx") => Some(QualName::new(None, ns!(), local_name!("refX"))),
+            local_name!("refy") => Some(QualName::new(None, ns!(), local_name!("refY"))),
+            local_name!("repeatcount") => Some(QualName::new(None, ns!(), local_name!("repeatCount"))),
+            local_name!("repeatdur") => Some(QualName::new(None, ns!(), local_name!("repeatDur"))),
+            local_name!("requiredextensions") => {
+                Some(QualName::new(None, ns!(), local_name!("requiredExtensions")))
+            }
+            local_name!("requiredfeatures") => {
+                Some(QualName::new(None, ns!(), local_name!("requiredFeatures")))
+            }
+            local_name!("specularconstant") => {
+                Some(QualName::new(None, ns!(), local_name!("specularConstant")))
+            }
+            local_name!("specularexponent") => {
+                Some(QualName::new(None, ns!(), local_name!("specularExponent")))
+            }
+            local_name!("spreadmethod") => Some(QualName::new(None, ns!(), local_name!("spreadMethod"))),
+            local_name!("startoffset") => Some(QualName::new(None, ns!(), local_name!("startOffset"))),
+            local_name!("stddeviation") => Some(QualName::new(None, ns!(), local_name!("stdDeviation"))),
+            local_name!("stitchtiles") => Some(QualName::new(None, ns!(), local_name!("stitchTiles"))),
+            local_name!("surfacescale") => Some(QualName::new(None, ns!(), local_name!("surfaceScale"))),
+            local_name!("systemlanguage") => Some(QualName::new(None, ns!(), local_name!("systemLanguage"))),
+            local_name!("tablevalues") => Some(QualName::new(None, ns!(), local_name!("tableValues"))),
+            local_name!("targetx") => Some(QualName::new(None, ns!(), local_name!("targetX"))),
+            local_name!("targety") => Some(QualName::new(None, ns!(), local_name!("targetY"))),
+            local_name!("textlength") => Some(QualName::new(None, ns!(), local_name!("textLength"))),
+            local_name!("viewbox") => Some(QualName::new(None, ns!(), local_name!("viewBox"))),
+            local_name!("viewtarget") => Some(QualName::new(None, ns!(), local_name!("viewTarget"))),
+            local_name!("xchannelselector") => {
+                Some(QualName::new(None, ns!(), local_name!("xChannelSelector")))
+            }
+            local_name!("ychannelselector") => {
+                Some(QualName::new(None, ns!(), local_name!("yChannelSelector")))
+            }
+            local_name!("zoomandpan") => Some(QualName::new(None, ns!(), local_name!("zoomAndPan"))),
+            _ => None,
+        };
+        if let Some(name) = svg {
+            a.name = name;
+        }
+        let foreign = match a.name.local {
+            local_name!("xlink:actuate") => Some(QualName::new(
+                Some(namespace_prefix!("xlink")),
+                ns!(xlink),
+                local_name!("actuate"),
+            )),
+            local_name!("xlink:arcrole") => Some(QualName::new(
+                Some(namespace_prefix!("xlink")),
+                ns!(xlink),
+                local_name!("arcrole"),
+            )),
+            local_name!("xlink:href") => Some(QualName::new(
+                Some(namespace_prefix!("xlink")),
+                ns!(xlink),
+                local_name!("href"),
+            )),
+            local_name!("xlink:role") => Some(QualName::new(
+                Some(namespace_prefix!("xlink")),
+                ns!(xlink),
+                local_name!("role"),
+            )),
+            local_name!("xlink:show") => Some(QualName::new(
+                Some(namespace_prefix!("xlink")),
+                ns!(xlink),
+                local_name!("show"),
+            )),
+            local_name!("xlink:title") => Some(QualName::new(
+                Some(namespace_prefix!("xlink")),
+                ns!(xlink),
+                local_name!("title"),
+            )),
+            local_name!("xlink:type") => Some(QualName::new(
+                Some(namespace_prefix!("xlink")),
+                ns!(xlink),
+                local_name!("type"),
+            )),
+            local_name!("xml:lang") => Some(QualName::new(
+                Some(namespace_prefix!("xml")),
+                ns!(xml),
+                local_name!("lang"),
+            )),
+            local_name!("xml:space") => Some(QualName::new(
+                Some(namespace_prefix!("xml")),
+                ns!(xml),
+                local_name!("space"),
+            )),
+            local_name!("xmlns") => Some(QualName::new(
+                Some(namespace_prefix!("")),
+                ns!(xmlns),
+                local_name!("xmlns"),
+            )),
+            local_name!("xmlns:xlink") => Some(QualName::new(
+                Some(namespace_prefix!("xmlns")),
+                ns!(xmlns),
+                local_name!("xlink"),
+            )),
+            _ => None,
+        };
+        if let Some(name) = foreign {
+            a.name = name;
+        }
+    }
+}
+
+/// The name an SVG element has on the stack of open elements: none of
+/// html5ever's rules for HTML elements matches it by name, as none matches
+/// an element of another namespace; its own name is in the tree.
+const SVG: LocalName = local_name!("");
+
+/// Start tags that break out of foreign content (html5ever's list), and
+/// `<font>` with a presentational attribute.
+fn breaks_out(tag: &Tag) -> bool {
+    matches!(
+        tag.name,
+        local_name!("b")
+            | local_name!("big")
+            | local_name!("blockquote")
+            | local_name!("body")
+            | local_name!("br")
+            | local_name!("center")
+            | local_name!("code")
+            | local_name!("dd")
+            | local_name!("div")
+            | local_name!("dl")
+            | local_name!("dt")
+            | local_name!("em")
+            | local_name!("embed")
+            | local_name!("h1")
+            | local_name!("h2")
+            | local_name!("h3")
+            | local_name!("h4")
+            | local_name!("h5")
+            | local_name!("h6")
+            | local_name!("head")
+            | local_name!("hr")
+            | local_name!("i")
+            | local_name!("img")
+            | local_name!("li")
+            | local_name!("listing")
+            | local_name!("menu")
+            | local_name!("meta")
+            | local_name!("nobr")
+            | local_name!("ol")
+            | local_name!("p")
+            | local_name!("pre")
+            | local_name!("ruby")
+            | local_name!("s")
+            | local_name!("small")
+            | local_name!("span")
+            | local_name!("strong")
+            | local_name!("strike")
+            | local_name!("sub")
+            | local_name!("sup")
+            | local_name!("table")
+            | local_name!("tt")
+            | local_name!("u")
+            | local_name!("ul")
+            | local_name!("var")
+    ) || (tag.name == local_name!("font")
+        && tag.attrs.iter().any(|a| {
+            a.name.ns == ns!()
+                && matches!(
+                    a.name.local,
+                    local_name!("color") | local_name!("face") | local_name!("size")
+                )
+        }))
+}
+
 fn attr(attrs: &[Attribute], name: LocalName) -> Option<&StrTendril> {
     attrs.iter().find(|a| a.name.local == name).map(|a| &a.value)
 }
@@ -451,7 +719,9 @@ impl State {
 
     fn process(&mut self, mut tok: Tok) -> Step<TokenSinkResult<NodeId>> {
         loop {
+            let foreign = !matches!(tok, Tok::Eof) && self.open.last().is_some_and(|(_, n)| *n == SVG);
             let did = match self.mode {
+                _ if foreign => self.in_svg(tok)?,
                 Mode::InBody => self.in_body(tok)?,
                 Mode::Text => self.text(tok)?,
                 Mode::InTable => self.in_table(tok)?,
@@ -922,8 +1192,13 @@ impl State {
             | local_name!("rtc")
             | local_name!("rp")
             | local_name!("rt")
-            | local_name!("math")
-            | local_name!("svg") => Err(GiveUp),
+            | local_name!("math") => Err(GiveUp),
+            local_name!("svg") => {
+                self.reconstruct()?;
+                let mut tag = tag;
+                adjust_svg_attributes(&mut tag.attrs);
+                self.insert_svg(tag)
+            }
             _ => {
                 self.reconstruct()?;
                 self.insert(tag.name, tag.attrs, true);
@@ -1593,6 +1868,92 @@ impl State {
             }
             tok => self.in_body(tok),
         }
+    }
+
+    /// The rules for tokens in foreign content, for SVG (the current node
+    /// is an SVG element). Breaking out of it and HTML integration points
+    /// are given up on.
+    fn in_svg(&mut self, tok: Tok) -> Step<Did> {
+        match tok {
+            Tok::Chars(text) => {
+                self.append_text(text);
+                DONE
+            }
+            Tok::Comment => self.comment_to(self.current()),
+            Tok::Start(mut tag) => {
+                if breaks_out(&tag) {
+                    return Err(GiveUp);
+                }
+                tag.name = svg_tag_name(tag.name);
+                adjust_svg_attributes(&mut tag.attrs);
+                self.insert_svg(tag)
+            }
+            Tok::End(name) => {
+                if matches!(name, local_name!("br") | local_name!("p")) {
+                    return Err(GiveUp);
+                }
+                let mut first = true;
+                let mut at = self.open.len().saturating_sub(1);
+                loop {
+                    if at == 0 {
+                        return DONE;
+                    }
+                    let (id, n) = &self.open[at];
+                    if *n != SVG {
+                        if !first {
+                            return self.by_mode(Tok::End(name));
+                        }
+                    } else if let Some(Node {
+                        data: NodeData::Element(e),
+                        ..
+                    }) = self.dom.node(*id)
+                        && e.name.local.eq_ignore_ascii_case(&name)
+                    {
+                        self.open.truncate(at);
+                        return DONE;
+                    }
+                    first = false;
+                    at -= 1;
+                }
+            }
+            Tok::Eof => Err(GiveUp),
+        }
+    }
+
+    /// A token processed by the rules of the current insertion mode (an
+    /// end tag that left foreign content).
+    fn by_mode(&mut self, tok: Tok) -> Step<Did> {
+        match self.mode {
+            Mode::InBody => self.in_body(tok),
+            Mode::InTable => self.in_table(tok),
+            Mode::InCaption => self.in_caption(tok),
+            Mode::InTableBody => self.in_table_body(tok),
+            Mode::InRow => self.in_row(tok),
+            Mode::InCell => self.in_cell(tok),
+            _ => Err(GiveUp),
+        }
+    }
+
+    /// An SVG element for `tag` (names and attributes adjusted), pushed
+    /// unless the tag closes itself. Its HTML integration points
+    /// (`foreignObject`, `desc`, `title`) are given up on.
+    fn insert_svg(&mut self, tag: Tag) -> Step<Did> {
+        if matches!(
+            tag.name,
+            local_name!("foreignObject") | local_name!("desc") | local_name!("title")
+        ) {
+            return Err(GiveUp);
+        }
+        let parent = self.current();
+        let id = self.dom.add(NodeData::Element(Element {
+            name: QualName::new(None, ns!(svg), tag.name),
+            attrs: tag.attrs,
+        }));
+        self.dom.append_child(parent, id);
+        if !tag.self_closing {
+            self.open.push((id, SVG));
+        }
+        DONE
     }
 
     fn close_cell(&mut self) {
