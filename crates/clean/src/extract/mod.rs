@@ -274,27 +274,57 @@ impl Renderer {
     /// The words of `text` split at ASCII whitespace, as `str::split` would,
     /// found on its bytes: a whitespace byte is never inside a character,
     /// and decoding every character to find them was the renderer's cost.
+    /// Words separated by one space each are what they render to: such a
+    /// run is pushed whole when it fits under the cap, the bulk of a page's
+    /// text in one copy instead of a push and a separator per word (issue
+    /// 37); a run that does not fit goes word by word, as before, so the
+    /// cap cuts where it did ([`Renderer::words_one_by_one`]).
     fn words(&mut self, text: &str) {
         let bytes = text.as_bytes();
-        let mut start = 0;
-        loop {
-            let end = bytes
-                .get(start..)
-                .and_then(|rest| rest.iter().position(u8::is_ascii_whitespace))
-                .map_or(bytes.len(), |p| start + p);
-            if let Some(w) = text.get(start..end)
-                && !w.is_empty()
-            {
-                self.word(w);
+        let mut i = 0;
+        while let Some(&b) = bytes.get(i) {
+            if b.is_ascii_whitespace() {
+                self.pending = self.pending.max(Pending::Space);
+                i += 1;
+                continue;
+            }
+            // A run of words separated by single spaces, from `i` to `j`.
+            let mut j = i;
+            loop {
+                j += bytes
+                    .get(j..)
+                    .and_then(|rest| rest.iter().position(u8::is_ascii_whitespace))
+                    .unwrap_or(bytes.len() - j);
+                match (bytes.get(j), bytes.get(j + 1)) {
+                    (Some(b' '), Some(next)) if !next.is_ascii_whitespace() => j += 1,
+                    _ => break,
+                }
+            }
+            let Some(run) = text.get(i..j) else { return };
+            self.flush();
+            if run.len() <= self.cap.saturating_sub(self.out.len()) {
+                self.out.push_str(run);
+            } else {
+                self.words_one_by_one(run);
                 if self.full {
                     return;
                 }
             }
-            if end >= bytes.len() {
+            i = j;
+        }
+    }
+
+    /// The words of `text` (separated by single spaces, the first one's
+    /// separator already flushed), each pushed under the cap.
+    fn words_one_by_one(&mut self, text: &str) {
+        for (k, w) in text.split(' ').enumerate() {
+            if k > 0 {
+                self.pending = self.pending.max(Pending::Space);
+            }
+            self.word(w);
+            if self.full {
                 return;
             }
-            self.pending = self.pending.max(Pending::Space);
-            start = end + 1;
         }
     }
 }
@@ -308,6 +338,68 @@ mod tests {
         let mut s = String::new();
         assert!(!push_capped(&mut s, "中文字", 7));
         assert_eq!(s, "中文");
+    }
+
+    /// The words pushed by the run as they were one by one, cap included.
+    #[test]
+    fn runs_render_as_words_one_by_one() {
+        fn one_by_one(r: &mut Renderer, text: &str) {
+            let bytes = text.as_bytes();
+            let mut start = 0;
+            loop {
+                let end = bytes[start..]
+                    .iter()
+                    .position(u8::is_ascii_whitespace)
+                    .map_or(bytes.len(), |p| start + p);
+                if start < end {
+                    r.word(&text[start..end]);
+                    if r.full {
+                        return;
+                    }
+                }
+                if end >= bytes.len() {
+                    return;
+                }
+                r.pending = r.pending.max(Pending::Space);
+                start = end + 1;
+            }
+        }
+        let texts = [
+            "a b c",
+            " lead and trail ",
+            "two  spaces\nand\tline",
+            "中文 字 x",
+            "",
+            " ",
+            "word",
+            "a b",
+            "é ü  ö",
+        ];
+        for cap in [0, 1, 2, 3, 5, 8, 13, 100] {
+            for pending in [Pending::Nothing, Pending::Space, Pending::Newline] {
+                for (t1, t2) in texts.iter().zip(texts.iter().rev()) {
+                    let (mut a, mut b) = (Renderer::new(cap), Renderer::new(cap));
+                    for r in [&mut a, &mut b] {
+                        r.out.push_str("x");
+                        r.pending = pending;
+                    }
+                    // As `event` calls it: not once the text is full.
+                    a.words(t1);
+                    if !a.full {
+                        a.words(t2);
+                    }
+                    one_by_one(&mut b, t1);
+                    if !b.full {
+                        one_by_one(&mut b, t2);
+                    }
+                    assert_eq!(
+                        (&a.out, a.full, a.pending),
+                        (&b.out, b.full, b.pending),
+                        "{t1:?} {t2:?} cap {cap}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
