@@ -380,7 +380,7 @@ mod tests {
                 for (t1, t2) in texts.iter().zip(texts.iter().rev()) {
                     let (mut a, mut b) = (Renderer::new(cap), Renderer::new(cap));
                     for r in [&mut a, &mut b] {
-                        r.out.push_str("x");
+                        r.out.push('x');
                         r.pending = pending;
                     }
                     // As `event` calls it: not once the text is full.
