@@ -140,6 +140,9 @@ struct TextDigest {
 }
 
 impl TextDigest {
+    /// The digest before any char ([`Sketch::of`] keeps the same sums in
+    /// locals; the reference sketch in the tests uses these).
+    #[cfg(test)]
     fn new() -> Self {
         TextDigest {
             a: SEED_A,
@@ -148,7 +151,7 @@ impl TextDigest {
         }
     }
 
-    #[inline]
+    #[cfg(test)]
     fn push(&mut self, c: u32) {
         self.a = (self.a ^ u64::from(c))
             .wrapping_mul(0x0000_0100_0000_01b3)
@@ -238,11 +241,24 @@ impl Normalized<'_> {
     /// the loop over the common chars stays small enough to be.
     #[inline(never)]
     fn other(&mut self) -> Result<Option<char>, ()> {
-        let Some(c) = self.text.get(self.at..).and_then(|s| s.chars().next()) else {
+        let (kept, len) = other_char(self.text, self.at);
+        if len == 0 {
             return Ok(None);
-        };
-        self.at += c.len_utf8();
-        kept(c).map(Some).ok_or(())
+        }
+        self.at += len;
+        kept.map(Some).ok_or(())
+    }
+}
+
+/// The char of `text` at byte `at` (neither ASCII nor led by 0xE5 to
+/// 0xE9) as [`kept`] judges it, and its length in bytes (0 at the end of
+/// the text). Not inlined, so that the loops over the common chars stay
+/// small.
+#[inline(never)]
+fn other_char(text: &str, at: usize) -> (Option<char>, usize) {
+    match text.get(at..).and_then(|s| s.chars().next()) {
+        Some(c) => (kept(c), c.len_utf8()),
+        None => (None, 0),
     }
 }
 
@@ -395,38 +411,63 @@ fn packed_hash(hi: u64, lo: u64) -> u64 {
 
 impl Sketch {
     /// The sketch of a text, or `None` when it has no letters or digits.
+    ///
+    /// One loop over the text's bytes with every piece of state in a local
+    /// ([`normalized`]'s chars, [`TextDigest`]'s sums, the shingle window):
+    /// as an iterator and a digest behind references they lived on the
+    /// stack and were loaded and stored for every char (issue 37); the
+    /// chars, sums and shingles are theirs (`tests::of_is_the_iterator_s`).
     pub fn of(text: &str) -> Option<Sketch> {
         let mut mins = [u64::MAX; SKETCH_BINS];
-        let mut digest = TextDigest::new();
+        let bytes = text.as_bytes();
+        let (mut a, mut b, mut n) = (SEED_A, SEED_B, 0u64);
         // The window of the last [`SHINGLE_CHARS`] chars, packed as
         // [`shingle_hash`] reads it (21 bits a char): `hi` holds the first
         // three, `lo` the last two; it starts as chars 0, as the array did.
-        let mut window = (0u64, 0u64);
-        let mut seen = 0usize;
-        let mut chars = normalized(text);
-        // The first chars fill the window; every char after them ends a
-        // shingle, with no count to test (issue 37).
-        for c in chars.by_ref() {
-            digest.push(c as u32);
-            window = shifted_in(window, c);
-            seen += 1;
-            if seen == SHINGLE_CHARS {
-                add(&mut mins, packed_hash(window.0, window.1));
-                break;
+        let (mut hi, mut lo) = (0u64, 0u64);
+        let mut at = 0usize;
+        while let Some(&lead) = bytes.get(at) {
+            // The next kept char, as [`Normalized::next`] reads it.
+            let c = if lead < 0x80 {
+                at += 1;
+                match ASCII_KEPT.get(usize::from(lead)) {
+                    Some(&k) if k != 0 => u32::from(k),
+                    _ => continue,
+                }
+            } else if (0xE5..=0xE9).contains(&lead)
+                && let (Some(&b1), Some(&b2)) = (bytes.get(at + 1), bytes.get(at + 2))
+            {
+                at += 3;
+                (u32::from(lead & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F)
+            } else {
+                let (kept, len) = other_char(text, at);
+                if len == 0 {
+                    break;
+                }
+                at += len;
+                match kept {
+                    Some(c) => c as u32,
+                    None => continue,
+                }
+            };
+            a = (a ^ u64::from(c))
+                .wrapping_mul(0x0000_0100_0000_01b3)
+                .rotate_left(29);
+            b = (b ^ u64::from(c).wrapping_mul(0xff51_afd7_ed55_8ccd)).rotate_left(31);
+            n += 1;
+            hi = ((hi << 21) | (lo >> 21)) & HI_MASK;
+            lo = ((lo << 21) | u64::from(c)) & LO_MASK;
+            if n >= SHINGLE_CHARS as u64 {
+                add(&mut mins, packed_hash(hi, lo));
             }
         }
-        for c in chars {
-            digest.push(c as u32);
-            window = shifted_in(window, c);
-            add(&mut mins, packed_hash(window.0, window.1));
-        }
-        match seen {
+        match n {
             0 => return None,
             // Too short for one shingle: the whole text is its only shingle.
-            n if n < SHINGLE_CHARS => add(&mut mins, packed_hash(window.0, window.1)),
+            n if n < SHINGLE_CHARS as u64 => add(&mut mins, packed_hash(hi, lo)),
             _ => {}
         }
-        Some(Sketch::from_mins(mins, digest))
+        Some(Sketch::from_mins(mins, TextDigest { a, b, n }))
     }
 
     /// The sketch of a text whose bins' minimum hashes are `mins` (empty

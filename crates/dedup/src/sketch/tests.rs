@@ -136,7 +136,7 @@ proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
     #[test]
     fn the_packed_window_signs_as_the_array_did(
-        text in "[a-zA-Z0-9 中文字é\u{10FFFF}\u{1F600}\u{20000}，。ÀΩ]{0,60}"
+        text in "[a-zA-Z0-9 中文字é\u{10FFFF}\u{1F600}\u{20000}，。ÀΩ\u{3400}\u{4e00}\u{3001}\u{ff21}İ_\n-]{0,60}"
     ) {
         proptest::prop_assert_eq!(Sketch::of(&text), sketch_reference(&text));
     }
