@@ -250,6 +250,40 @@ impl Normalized<'_> {
     }
 }
 
+/// Calls `f` with each char [`normalized`] yields, as a code point, in one
+/// loop over the bytes whose state stays in locals (the iterator's lived
+/// behind a reference, loaded and stored for every char).
+#[inline(always)]
+fn each_kept(text: &str, mut f: impl FnMut(u32)) {
+    let bytes = text.as_bytes();
+    let mut at = 0usize;
+    while let Some(&lead) = bytes.get(at) {
+        let c = if lead < 0x80 {
+            at += 1;
+            match ASCII_KEPT.get(usize::from(lead)) {
+                Some(&k) if k != 0 => u32::from(k),
+                _ => continue,
+            }
+        } else if (0xE5..=0xE9).contains(&lead)
+            && let (Some(&b1), Some(&b2)) = (bytes.get(at + 1), bytes.get(at + 2))
+        {
+            at += 3;
+            (u32::from(lead & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F)
+        } else {
+            let (kept, len) = other_char(text, at);
+            if len == 0 {
+                return;
+            }
+            at += len;
+            match kept {
+                Some(c) => c as u32,
+                None => continue,
+            }
+        };
+        f(c);
+    }
+}
+
 /// The char of `text` at byte `at` (neither ASCII nor led by 0xE5 to
 /// 0xE9) as [`kept`] judges it, and its length in bytes (0 at the end of
 /// the text). Not inlined, so that the loops over the common chars stay
@@ -351,13 +385,13 @@ pub(crate) fn count_and_outline(text: &str) -> (u32, Option<[u8; OUTLINE_BINS / 
         let slot = &mut mins[(h >> (64 - BIN_BITS)) as usize];
         *slot = (*slot).min(h & ((1 << (64 - BIN_BITS)) - 1));
     };
-    for c in normalized(text) {
+    each_kept(text, |c| {
         (hi, lo) = shifted_in((hi, lo), c);
         seen += 1;
         if seen >= SHINGLE_CHARS {
             set(hi, lo);
         }
-    }
+    });
     match seen {
         0 => return (0, None),
         n if n < SHINGLE_CHARS => set(hi, lo),
@@ -395,10 +429,10 @@ const LO_MASK: u64 = (1 << 42) - 1;
 /// A window packed as `(hi, lo)` ([`packed_hash`]) with `c` shifted in at
 /// its end and its first char out.
 #[inline(always)]
-fn shifted_in((hi, lo): (u64, u64), c: char) -> (u64, u64) {
+fn shifted_in((hi, lo): (u64, u64), c: u32) -> (u64, u64) {
     (
         ((hi << 21) | (lo >> 21)) & HI_MASK,
-        ((lo << 21) | u64::from(c as u32)) & LO_MASK,
+        ((lo << 21) | u64::from(c)) & LO_MASK,
     )
 }
 
@@ -455,8 +489,7 @@ impl Sketch {
                 .rotate_left(29);
             b = (b ^ u64::from(c).wrapping_mul(0xff51_afd7_ed55_8ccd)).rotate_left(31);
             n += 1;
-            hi = ((hi << 21) | (lo >> 21)) & HI_MASK;
-            lo = ((lo << 21) | u64::from(c)) & LO_MASK;
+            (hi, lo) = shifted_in((hi, lo), c);
             if n >= SHINGLE_CHARS as u64 {
                 add(&mut mins, packed_hash(hi, lo));
             }

@@ -132,8 +132,53 @@ fn shingles_are_counted_within_two_percent_at_every_size() {
     }
 }
 
+/// [`count_and_outline`] as it was written over [`normalized`]'s chars.
+fn count_and_outline_reference(text: &str) -> (u32, Option<[u8; OUTLINE_BINS / 8]>) {
+    let mut bits = [0u64; COUNT_BITS / 64];
+    let mut mins = [u64::MAX; OUTLINE_BINS];
+    let mut window = [0u32; SHINGLE_CHARS];
+    let mut seen = 0usize;
+    let mut set = |w: &[u32; SHINGLE_CHARS]| {
+        let hi = (u64::from(w[0]) << 42) | (u64::from(w[1]) << 21) | u64::from(w[2]);
+        let lo = (u64::from(w[3]) << 21) | u64::from(w[4]);
+        let h = (hi.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ lo.wrapping_mul(0xC2B2_AE3D_27D4_EB4F))
+            .wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+        let bit = (h >> (64 - COUNT_BITS.trailing_zeros())) as usize;
+        bits[bit / 64] |= 1 << (bit % 64);
+        let bin_bits = OUTLINE_BINS.trailing_zeros();
+        let slot = &mut mins[(h >> (64 - bin_bits)) as usize];
+        *slot = (*slot).min(h & ((1 << (64 - bin_bits)) - 1));
+    };
+    for c in normalized(text) {
+        window.copy_within(1.., 0);
+        window[SHINGLE_CHARS - 1] = c as u32;
+        seen += 1;
+        if seen >= SHINGLE_CHARS {
+            set(&window);
+        }
+    }
+    match seen {
+        0 => return (0, None),
+        n if n < SHINGLE_CHARS => set(&window),
+        _ => {}
+    }
+    densify(&mut mins);
+    let mut outline = [0u8; OUTLINE_BINS / 8];
+    for (i, m) in mins.into_iter().enumerate() {
+        outline[i / 8] |= ((fmix64(m ^ SEED_A) & 1) as u8) << (i % 8);
+    }
+    (linear_count(&bits), Some(outline))
+}
+
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+    #[test]
+    fn outlines_count_as_over_the_chars(
+        text in "[a-zA-Z0-9 中文字é\u{10FFFF}\u{1F600}\u{20000}，。ÀΩ\u{3400}\u{4e00}\u{3001}\u{ff21}İ_\n-]{0,80}"
+    ) {
+        proptest::prop_assert_eq!(count_and_outline(&text), count_and_outline_reference(&text));
+    }
+
     #[test]
     fn the_packed_window_signs_as_the_array_did(
         text in "[a-zA-Z0-9 中文字é\u{10FFFF}\u{1F600}\u{20000}，。ÀΩ\u{3400}\u{4e00}\u{3001}\u{ff21}İ_\n-]{0,60}"
