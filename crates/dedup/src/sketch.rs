@@ -445,13 +445,13 @@ fn packed_hash(hi: u64, lo: u64) -> u64 {
 
 impl Sketch {
     /// The sketch of a text, or `None` when it has no letters or digits.
-    ///
-    /// One loop over the text's bytes with every piece of state in a local
-    /// ([`normalized`]'s chars, [`TextDigest`]'s sums, the shingle window):
-    /// as an iterator and a digest behind references they lived on the
-    /// stack and were loaded and stored for every char (issue 37); the
-    /// chars, sums and shingles are theirs (`tests::of_is_the_iterator_s`).
     pub fn of(text: &str) -> Option<Sketch> {
+        // One loop over the text's bytes with every piece of state in a
+        // local (`normalized`'s chars, `TextDigest`'s sums, the shingle
+        // window): as an iterator and a digest behind references they lived
+        // on the stack and were loaded and stored for every char (issue 37).
+        // The chars, sums and shingles are theirs
+        // (`tests::the_packed_window_signs_as_the_array_did`).
         let mut mins = [u64::MAX; SKETCH_BINS];
         let bytes = text.as_bytes();
         let (mut a, mut b, mut n) = (SEED_A, SEED_B, 0u64);
