@@ -35,7 +35,7 @@ mod sets;
 mod svg;
 mod table;
 
-use self::sets::{bounds, is_heading, is_implied_end};
+use self::sets::{bounds, from_head, is_heading, is_implied_end};
 use self::svg::{SVG, adjust_svg_attributes};
 
 /// The builder met markup it leaves to html5ever's tree builder.
@@ -368,15 +368,7 @@ impl State {
                         self.mode = Mode::InBody;
                         DONE
                     }
-                    local_name!("base")
-                    | local_name!("basefont")
-                    | local_name!("bgsound")
-                    | local_name!("link")
-                    | local_name!("meta")
-                    | local_name!("noframes")
-                    | local_name!("script")
-                    | local_name!("style")
-                    | local_name!("title") => {
+                    _ if from_head(&tag.name) => {
                         let head = self.head.ok_or(GiveUp)?;
                         self.open.push((head, local_name!("head")));
                         let did = self.in_head(Tok::Start(tag));

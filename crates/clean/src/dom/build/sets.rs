@@ -376,3 +376,19 @@ pub(super) fn is_formatting_end(n: &LocalName) -> bool {
             | local_name!("u")
     )
 }
+
+/// A table's parts, whose start tags close a caption or a cell.
+pub(super) fn table_part(n: &LocalName) -> bool {
+    matches!(
+        *n,
+        local_name!("caption")
+            | local_name!("col")
+            | local_name!("colgroup")
+            | local_name!("tbody")
+            | local_name!("td")
+            | local_name!("tfoot")
+            | local_name!("th")
+            | local_name!("thead")
+            | local_name!("tr")
+    )
+}

@@ -5,7 +5,9 @@
 
 use html5ever::{LocalName, local_name};
 
-use super::sets::{bounds, table_body_context, table_context, table_row_context, table_section_ends};
+use super::sets::{
+    bounds, table_body_context, table_context, table_part, table_row_context, table_section_ends,
+};
 use super::{DONE, Did, GiveUp, MARKER, Mode, Scope, State, Step, Tok, attr, is_ws};
 
 impl State {
@@ -170,18 +172,7 @@ impl State {
 
     pub(super) fn in_caption(&mut self, tok: Tok) -> Step<Did> {
         let closes = match &tok {
-            Tok::Start(tag) => matches!(
-                tag.name,
-                local_name!("caption")
-                    | local_name!("col")
-                    | local_name!("colgroup")
-                    | local_name!("tbody")
-                    | local_name!("td")
-                    | local_name!("tfoot")
-                    | local_name!("th")
-                    | local_name!("thead")
-                    | local_name!("tr")
-            ),
+            Tok::Start(tag) => table_part(&tag.name),
             Tok::End(name) => matches!(*name, local_name!("table") | local_name!("caption")),
             _ => false,
         };
@@ -274,19 +265,12 @@ impl State {
                 DONE
             }
             tok @ (Tok::Start(_) | Tok::End(local_name!("table"))) if table_section_ends(&tok) => {
-                let outer = self.open.iter().rev().find_map(|(_, n)| {
-                    if matches!(
+                if self.in_table_scope(|n| {
+                    matches!(
                         *n,
                         local_name!("table") | local_name!("tbody") | local_name!("tfoot")
-                    ) {
-                        Some(true)
-                    } else if bounds(Scope::Table, n) {
-                        Some(false)
-                    } else {
-                        None
-                    }
-                });
-                if outer == Some(true) {
+                    )
+                }) {
                     self.pop_until_current(table_body_context);
                     self.open.pop();
                     return Ok(Did::Reprocess(Mode::InTable, tok));
@@ -370,30 +354,8 @@ impl State {
                 }
                 DONE
             }
-            Tok::Start(tag)
-                if matches!(
-                    tag.name,
-                    local_name!("caption")
-                        | local_name!("col")
-                        | local_name!("colgroup")
-                        | local_name!("tbody")
-                        | local_name!("td")
-                        | local_name!("tfoot")
-                        | local_name!("th")
-                        | local_name!("thead")
-                        | local_name!("tr")
-                ) =>
-            {
-                let cell = self.open.iter().rev().find_map(|(_, n)| {
-                    if matches!(*n, local_name!("td") | local_name!("th")) {
-                        Some(true)
-                    } else if bounds(Scope::Table, n) {
-                        Some(false)
-                    } else {
-                        None
-                    }
-                });
-                if cell == Some(true) {
+            Tok::Start(tag) if table_part(&tag.name) => {
+                if self.in_table_scope(|n| matches!(*n, local_name!("td") | local_name!("th"))) {
                     self.close_cell();
                     return Ok(Did::Reprocess(Mode::InRow, Tok::Start(tag)));
                 }
@@ -431,5 +393,18 @@ impl State {
             }
         }
         self.clear_formatting_to_marker();
+    }
+
+    /// Whether an element `is` holds is in table scope.
+    fn in_table_scope(&self, is: impl Fn(&LocalName) -> bool) -> bool {
+        for (_, n) in self.open.iter().rev() {
+            if is(n) {
+                return true;
+            }
+            if bounds(Scope::Table, n) {
+                return false;
+            }
+        }
+        false
     }
 }
