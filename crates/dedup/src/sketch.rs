@@ -453,37 +453,12 @@ impl Sketch {
         // The chars, sums and shingles are theirs
         // (`tests::the_packed_window_signs_as_the_array_did`).
         let mut mins = [u64::MAX; SKETCH_BINS];
-        let bytes = text.as_bytes();
         let (mut a, mut b, mut n) = (SEED_A, SEED_B, 0u64);
         // The window of the last [`SHINGLE_CHARS`] chars, packed as
         // [`shingle_hash`] reads it (21 bits a char): `hi` holds the first
         // three, `lo` the last two; it starts as chars 0, as the array did.
         let (mut hi, mut lo) = (0u64, 0u64);
-        let mut at = 0usize;
-        while let Some(&lead) = bytes.get(at) {
-            // The next kept char, as [`Normalized::next`] reads it.
-            let c = if lead < 0x80 {
-                at += 1;
-                match ASCII_KEPT.get(usize::from(lead)) {
-                    Some(&k) if k != 0 => u32::from(k),
-                    _ => continue,
-                }
-            } else if (0xE5..=0xE9).contains(&lead)
-                && let (Some(&b1), Some(&b2)) = (bytes.get(at + 1), bytes.get(at + 2))
-            {
-                at += 3;
-                (u32::from(lead & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F)
-            } else {
-                let (kept, len) = other_char(text, at);
-                if len == 0 {
-                    break;
-                }
-                at += len;
-                match kept {
-                    Some(c) => c as u32,
-                    None => continue,
-                }
-            };
+        each_kept(text, |c| {
             a = (a ^ u64::from(c))
                 .wrapping_mul(0x0000_0100_0000_01b3)
                 .rotate_left(29);
@@ -493,7 +468,7 @@ impl Sketch {
             if n >= SHINGLE_CHARS as u64 {
                 add(&mut mins, packed_hash(hi, lo));
             }
-        }
+        });
         match n {
             0 => return None,
             // Too short for one shingle: the whole text is its only shingle.
