@@ -78,20 +78,15 @@ fn prepared(html: &str) -> Option<std::borrow::Cow<'_, str>> {
     if memchr::memchr(0, html.as_bytes()).is_some() {
         return None;
     }
+    // html5ever's default options drop a leading byte order mark (the
+    // newline step below can neither make nor remove one).
+    let html = html.strip_prefix('\u{FEFF}').unwrap_or(html);
     // Newlines are normalized before tokenizing (the input stream's
     // preprocessing), as html5ever does as it reads.
-    let html = if memchr::memchr(b'\r', html.as_bytes()).is_some() {
+    Some(if memchr::memchr(b'\r', html.as_bytes()).is_some() {
         std::borrow::Cow::Owned(html.replace("\r\n", "\n").replace('\r', "\n"))
     } else {
         std::borrow::Cow::Borrowed(html)
-    };
-    // html5ever's default options drop a leading byte order mark.
-    Some(match html {
-        std::borrow::Cow::Borrowed(h) => std::borrow::Cow::Borrowed(h.strip_prefix('\u{FEFF}').unwrap_or(h)),
-        std::borrow::Cow::Owned(h) => match h.strip_prefix('\u{FEFF}') {
-            Some(rest) => std::borrow::Cow::Owned(rest.to_owned()),
-            None => std::borrow::Cow::Owned(h),
-        },
     })
 }
 

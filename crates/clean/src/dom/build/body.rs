@@ -5,7 +5,7 @@ use html5ever::tokenizer::states::RawKind;
 use html5ever::{LocalName, local_name};
 
 use super::sets::{
-    bounds, closes_block, from_head, is_formatting, is_formatting_end, is_given_up_in_body, is_heading,
+    closes_block, from_head, is_formatting, is_formatting_end, is_given_up_in_body, is_heading,
     is_ignored_in_body, is_special, is_void_in_body, opens_block,
 };
 use super::{DONE, Did, GiveUp, MARKER, Mode, NIL, Quirks, Scope, State, Step, Tok, adjust_svg_attributes};
@@ -240,23 +240,9 @@ impl State {
                 DONE
             }
             _ if is_heading(&name) => {
-                let mut in_scope = false;
-                for (_, n) in self.open.iter().rev() {
-                    if is_heading(n) {
-                        in_scope = true;
-                        break;
-                    }
-                    if bounds(Scope::Default, n) {
-                        break;
-                    }
-                }
-                if in_scope {
+                if self.scope_has(Scope::Default, |_, n| is_heading(n)) {
                     self.implied_end_tags(None);
-                    while let Some((_, n)) = self.open.pop() {
-                        if is_heading(&n) {
-                            break;
-                        }
-                    }
+                    self.pop_through(is_heading);
                 }
                 DONE
             }

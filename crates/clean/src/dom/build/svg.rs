@@ -6,7 +6,7 @@
 use html5ever::tokenizer::Tag;
 use html5ever::{Attribute, LocalName, QualName, local_name, namespace_prefix, ns};
 
-use super::{DONE, Did, Element, GiveUp, Mode, Node, NodeData, State, Step, Tok};
+use super::{DONE, Did, GiveUp, Mode, Node, NodeData, State, Step, Tok};
 
 /// html5ever's `adjust_svg_tag_name`: SVG's camel-case element names.
 pub(super) fn svg_tag_name(name: LocalName) -> LocalName {
@@ -265,8 +265,9 @@ impl State {
         }
     }
 
-    /// A token processed by the rules of the current insertion mode (an
-    /// end tag that left foreign content).
+    /// A token processed by the rules of the current insertion mode, one of
+    /// the modes of the body and its tables (an end tag that left foreign
+    /// content is processed so too).
     pub(super) fn by_mode(&mut self, tok: Tok) -> Step<Did> {
         match self.mode {
             Mode::InBody => self.in_body(tok),
@@ -289,12 +290,7 @@ impl State {
         ) {
             return Err(GiveUp);
         }
-        let parent = self.current();
-        let id = self.dom.add(NodeData::Element(Element {
-            name: QualName::new(None, ns!(svg), tag.name),
-            attrs: tag.attrs,
-        }));
-        self.dom.append_child(parent, id);
+        let id = self.append_element(QualName::new(None, ns!(svg), tag.name), tag.attrs);
         if !tag.self_closing {
             self.open.push((id, SVG));
         }

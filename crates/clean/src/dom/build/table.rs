@@ -5,9 +5,7 @@
 
 use html5ever::{LocalName, local_name};
 
-use super::sets::{
-    bounds, table_body_context, table_context, table_part, table_row_context, table_section_ends,
-};
+use super::sets::{table_body_context, table_context, table_part, table_row_context, table_section_ends};
 use super::{DONE, Did, GiveUp, MARKER, Mode, Scope, State, Step, Tok, attr, is_ws};
 
 impl State {
@@ -265,7 +263,7 @@ impl State {
                 DONE
             }
             tok @ (Tok::Start(_) | Tok::End(local_name!("table"))) if table_section_ends(&tok) => {
-                if self.in_table_scope(|n| {
+                if self.scope_has(Scope::Table, |_, n| {
                     matches!(
                         *n,
                         local_name!("table") | local_name!("tbody") | local_name!("tfoot")
@@ -355,7 +353,9 @@ impl State {
                 DONE
             }
             Tok::Start(tag) if table_part(&tag.name) => {
-                if self.in_table_scope(|n| matches!(*n, local_name!("td") | local_name!("th"))) {
+                if self.scope_has(Scope::Table, |_, n| {
+                    matches!(*n, local_name!("td") | local_name!("th"))
+                }) {
                     self.close_cell();
                     return Ok(Did::Reprocess(Mode::InRow, Tok::Start(tag)));
                 }
@@ -387,24 +387,7 @@ impl State {
 
     pub(super) fn close_cell(&mut self) {
         self.implied_end_tags(None);
-        while let Some((_, n)) = self.open.pop() {
-            if matches!(n, local_name!("td") | local_name!("th")) {
-                break;
-            }
-        }
+        self.pop_through(|n| matches!(*n, local_name!("td") | local_name!("th")));
         self.clear_formatting_to_marker();
-    }
-
-    /// Whether an element `is` holds is in table scope.
-    fn in_table_scope(&self, is: impl Fn(&LocalName) -> bool) -> bool {
-        for (_, n) in self.open.iter().rev() {
-            if is(n) {
-                return true;
-            }
-            if bounds(Scope::Table, n) {
-                return false;
-            }
-        }
-        false
     }
 }
