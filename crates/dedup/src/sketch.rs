@@ -167,14 +167,7 @@ impl TextDigest {
     }
 }
 
-/// Lower-cases ASCII quickly and other scripts through Unicode; yields only
-/// letters and digits ([`Normalized`] says how it reads the bytes).
-#[inline]
-fn normalized(text: &str) -> Normalized<'_> {
-    Normalized { text, at: 0 }
-}
-
-/// What [`normalized`] keeps of an ASCII byte: its lower case when it is a
+/// What [`each_kept`] keeps of an ASCII byte: its lower case when it is a
 /// letter or digit, else 0.
 const ASCII_KEPT: [u8; 128] = {
     let mut t = [0u8; 128];
@@ -189,70 +182,15 @@ const ASCII_KEPT: [u8; 128] = {
     t
 };
 
-/// The chars [`normalized`] yields, read on the bytes of the text: an ASCII
-/// byte through [`ASCII_KEPT`]; a char led by 0xE5 to 0xE9 (U+5000 to
-/// U+9FFF, all CJK ideographs: letters, without case) from its three bytes
-/// as it is; any other char decoded and judged by [`kept`]. The same chars
-/// as the filter over every char it replaced (`tests::normalized_keeps_what_the_char_filter_kept`),
-/// with fewer instructions for the bulk of English and Chinese text (issue 37).
-struct Normalized<'t> {
-    text: &'t str,
-    /// Byte offset of the next char.
-    at: usize,
-}
-
-impl Iterator for Normalized<'_> {
-    type Item = char;
-
-    #[inline(always)]
-    fn next(&mut self) -> Option<char> {
-        let bytes = self.text.as_bytes();
-        loop {
-            let b = *bytes.get(self.at)?;
-            if b < 0x80 {
-                self.at += 1;
-                match ASCII_KEPT.get(usize::from(b)) {
-                    Some(&k) if k != 0 => return Some(char::from(k)),
-                    _ => continue,
-                }
-            }
-            if (0xE5..=0xE9).contains(&b)
-                && let (Some(&b1), Some(&b2)) = (bytes.get(self.at + 1), bytes.get(self.at + 2))
-            {
-                self.at += 3;
-                let u = (u32::from(b & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F);
-                match char::from_u32(u) {
-                    Some(c) => return Some(c),
-                    None => continue,
-                }
-            }
-            match self.other() {
-                Ok(k) => return k,
-                Err(()) => continue,
-            }
-        }
-    }
-}
-
-impl Normalized<'_> {
-    /// The char at the current offset, which is neither ASCII nor led by
-    /// 0xE5 to 0xE9, stepped over and judged by [`kept`]: `Ok(None)` at the
-    /// end of the text, `Err(())` when it is not kept. Not inlined, so that
-    /// the loop over the common chars stays small enough to be.
-    #[inline(never)]
-    fn other(&mut self) -> Result<Option<char>, ()> {
-        let (kept, len) = other_char(self.text, self.at);
-        if len == 0 {
-            return Ok(None);
-        }
-        self.at += len;
-        kept.map(Some).ok_or(())
-    }
-}
-
-/// Calls `f` with each char [`normalized`] yields, as a code point, in one
-/// loop over the bytes whose state stays in locals (the iterator's lived
-/// behind a reference, loaded and stored for every char).
+/// Calls `f` with each letter and digit of `text`, lower-cased, as a
+/// code point: the chars sketches and outlines are made of. Read on the
+/// bytes: an ASCII byte through [`ASCII_KEPT`]; a char led by 0xE5 to 0xE9
+/// (U+5000 to U+9FFF, all CJK ideographs: letters, without case) from its
+/// three bytes as it is; any other char decoded and judged by [`kept`]. The
+/// same chars as the filter over every char it replaced
+/// (`tests::normalized_keeps_what_the_char_filter_kept`), with fewer
+/// instructions for the bulk of English and Chinese text, and one loop
+/// whose state stays in locals (issue 37).
 #[inline(always)]
 fn each_kept(text: &str, mut f: impl FnMut(u32)) {
     let bytes = text.as_bytes();
@@ -296,7 +234,7 @@ fn other_char(text: &str, at: usize) -> (Option<char>, usize) {
     }
 }
 
-/// What [`normalized`] makes of `c`: `None` for a char that is not a letter
+/// What [`each_kept`] makes of `c`: `None` for a char that is not a letter
 /// or digit, else `c` lower-cased (its first lower-case char).
 /// CJK ideographs are most of a Chinese page: letters, never upper case, so
 /// they skip both Unicode table look-ups.
@@ -447,7 +385,7 @@ impl Sketch {
     /// The sketch of a text, or `None` when it has no letters or digits.
     pub fn of(text: &str) -> Option<Sketch> {
         // One loop over the text's bytes with every piece of state in a
-        // local (`normalized`'s chars, `TextDigest`'s sums, the shingle
+        // local (`each_kept`'s chars, `TextDigest`'s sums, the shingle
         // window): as an iterator and a digest behind references they lived
         // on the stack and were loaded and stored for every char (issue 37).
         // The chars, sums and shingles are theirs
@@ -708,7 +646,8 @@ impl Sketch {
 /// ```
 pub fn exact_resemblance(a: &str, b: &str) -> f64 {
     let set = |text: &str| -> rustc_hash::FxHashSet<u64> {
-        let chars: Vec<u32> = normalized(text).map(|c| c as u32).collect();
+        let mut chars: Vec<u32> = Vec::new();
+        each_kept(text, |c| chars.push(c));
         if chars.is_empty() {
             return Default::default();
         }
