@@ -42,6 +42,7 @@ pub mod error;
 mod extract;
 mod nesting;
 pub mod normalize;
+mod same;
 pub mod template;
 
 pub use config::{ChineseVariant, CleanConfig, Step};

@@ -29,6 +29,8 @@ use std::sync::{Arc, OnceLock};
 use jieba_rs::Jieba;
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::same::Word;
+
 use crate::digest::{hex, md5_of};
 use crate::fingerprint::Fingerprint;
 use crate::hash::{token_hash, token_hash_wide};
@@ -249,7 +251,10 @@ struct Inner {
 /// without hashing it.
 #[derive(Debug)]
 struct StopWords {
-    words: FxHashSet<String>,
+    /// The words by their hash ([`stop_hash`]), compared by
+    /// [`crate::same::same`] rather than `==` (libc's `memcmp`, slow on
+    /// our machines: `crate::same` says why).
+    words: FxHashMap<u64, Vec<Box<str>>>,
     /// A bit per [`stop_key`], set for each stop word's.
     filter: Vec<u64>,
 }
@@ -270,14 +275,25 @@ fn stop_key(w: &str) -> usize {
     (packed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) as usize & (STOP_FILTER_BITS - 1)
 }
 
+/// A stop word's key in [`StopWords::words`].
+#[inline]
+fn stop_hash(w: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut h = rustc_hash::FxHasher::default();
+    h.write(w.as_bytes());
+    h.finish()
+}
+
 impl StopWords {
-    fn new(words: FxHashSet<String>) -> Self {
+    fn new(list: FxHashSet<String>) -> Self {
         let mut filter = vec![0u64; STOP_FILTER_BITS / 64];
-        for w in &words {
-            let k = stop_key(w);
+        let mut words: FxHashMap<u64, Vec<Box<str>>> = FxHashMap::default();
+        for w in list {
+            let k = stop_key(&w);
             if let Some(slot) = filter.get_mut(k / 64) {
                 *slot |= 1 << (k % 64);
             }
+            words.entry(stop_hash(&w)).or_default().push(w.into_boxed_str());
         }
         StopWords { words, filter }
     }
@@ -285,7 +301,11 @@ impl StopWords {
     #[inline]
     fn contains(&self, w: &str) -> bool {
         let k = stop_key(w);
-        self.filter.get(k / 64).is_some_and(|f| f & (1 << (k % 64)) != 0) && self.words.contains(w)
+        self.filter.get(k / 64).is_some_and(|f| f & (1 << (k % 64)) != 0)
+            && self
+                .words
+                .get(&stop_hash(w))
+                .is_some_and(|ws| ws.iter().any(|s| crate::same::same(s.as_bytes(), w.as_bytes())))
     }
 }
 
@@ -468,10 +488,11 @@ impl Features {
 
     fn words<'t>(&self, text: &'t str, emit: &mut dyn FnMut(&str, f64)) {
         let idf = jieba_idf();
-        let mut tf: FxHashMap<&'t str, u32> = FxHashMap::default();
+        // Keyed by `Word`: the order of `&str` keys, compared in place.
+        let mut tf: FxHashMap<Word<'t>, u32> = FxHashMap::default();
         let mut count = |w: &'t str| {
             if is_valid_word(w) && !self.inner.stop_words.contains(w) {
-                *tf.entry(w).or_insert(0) += 1;
+                *tf.entry(Word(w)).or_insert(0) += 1;
             }
         };
         let every_script = self.inner.scripts == Scripts::Unicode && !text.is_ascii();
@@ -492,7 +513,7 @@ impl Features {
         } else {
             latin_words(text, &mut count);
         }
-        let mut weighted: Vec<(&str, f64)> = tf.into_iter().map(|(w, n)| (w, f64::from(n))).collect();
+        let mut weighted: Vec<(&str, f64)> = tf.into_iter().map(|(w, n)| (w.0, f64::from(n))).collect();
         idf.weigh(&mut weighted);
         let top_n = self.inner.config.top_n;
         if top_n > 0 && weighted.len() > top_n {

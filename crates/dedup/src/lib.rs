@@ -51,6 +51,7 @@ pub mod hash;
 pub mod identity;
 pub mod index;
 pub mod letters;
+mod same;
 pub mod scripts;
 pub mod sketch;
 pub mod store;

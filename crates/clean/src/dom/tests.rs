@@ -12,7 +12,7 @@ fn outline(dom: &Dom) -> Vec<String> {
                 NodeData::Element(e) => {
                     let mut attrs: Vec<_> = e.attrs().map(|(k, v)| format!("{k}={v}")).collect();
                     attrs.sort();
-                    format!("<{} {}>", e.name(), attrs.join(" "))
+                    format!("<{} {}>", e.local(), attrs.join(" "))
                 }
                 NodeData::Text(t) => format!("{:?}", &**t),
                 NodeData::Other => "other".to_owned(),
@@ -543,7 +543,7 @@ fn text_of_concatenates_descendant_text() {
     let h1 = dom
         .traverse()
         .find_map(|e| match e {
-            Edge::Open(id) if matches!(dom.data(id), NodeData::Element(e) if e.name() == "h1") => Some(id),
+            Edge::Open(id) if matches!(dom.data(id), NodeData::Element(e) if *e.local() == html5ever::local_name!("h1")) => Some(id),
             _ => None,
         })
         .unwrap();
@@ -557,7 +557,7 @@ fn attr_reads_attributes_without_a_namespace() {
         .traverse()
         .filter_map(|e| match e {
             Edge::Open(id) => match dom.data(id) {
-                NodeData::Element(e) if e.name() == "a" => Some(e.attr("href")),
+                NodeData::Element(e) if *e.local() == html5ever::local_name!("a") => Some(e.attr("href")),
                 _ => None,
             },
             Edge::Close(_) => None,

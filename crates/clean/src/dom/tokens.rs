@@ -335,7 +335,8 @@ fn common_name(raw: &str) -> LocalName {
         .get(name_slot(raw.as_bytes()))
         .and_then(|&i| COMMON_NAMES.get(usize::from(i).checked_sub(1)?));
     match found {
-        Some((name, atom)) if name.as_bytes() == raw.as_bytes() => atom.clone(),
+        // Compared in place, not by `==` (crate::same says why).
+        Some((name, atom)) if crate::same::same(name.as_bytes(), raw.as_bytes()) => atom.clone(),
         _ => LocalName::from(raw),
     }
 }

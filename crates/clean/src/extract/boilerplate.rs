@@ -6,8 +6,17 @@
 //! Chinese portals (`top`, `foot`, `hot`, `rank`, `friend` links).
 
 /// Tags whose whole content is template by definition.
-pub(crate) fn is_boilerplate_tag(name: &str) -> bool {
-    matches!(name, "nav" | "header" | "footer" | "aside" | "menu" | "dialog")
+pub(crate) fn is_boilerplate_tag(name: &html5ever::LocalName) -> bool {
+    use html5ever::local_name;
+    matches!(
+        *name,
+        local_name!("nav")
+            | local_name!("header")
+            | local_name!("footer")
+            | local_name!("aside")
+            | local_name!("menu")
+            | local_name!("dialog")
+    )
 }
 
 /// ARIA landmark roles of template parts.

@@ -4,6 +4,7 @@
 //! element the text walk does not skip; kept apart from the text handlers because
 //! none of it depends on where the element is or what text it holds.
 
+use html5ever::local_name;
 use url::Url;
 
 use super::{MAX_TITLE_BYTES, collapse, has_token};
@@ -42,18 +43,18 @@ pub(super) struct HeadMeta<'a> {
 impl<'a> HeadMeta<'a> {
     /// Looks at one element for metadata.
     pub(super) fn element(&mut self, dom: &Dom, node: NodeId, e: &'a Element) {
-        match e.name() {
-            "title" if self.title.is_none() => {
+        match *e.local() {
+            local_name!("title") if self.title.is_none() => {
                 self.title = Some(collapse(&dom.text_of(node), MAX_TITLE_BYTES));
             }
-            "meta" => self.meta(e),
-            "link"
+            local_name!("meta") => self.meta(e),
+            local_name!("link")
                 if self.canonical_href.is_none()
                     && e.attr("rel").is_some_and(|r| has_token(r, "canonical")) =>
             {
                 self.canonical_href = e.attr("href");
             }
-            "link"
+            local_name!("link")
                 if e.attr("rel").is_some_and(|r| has_token(r, "alternate"))
                     && e.attr("type").is_some_and(|t| {
                         let t = t.trim();
@@ -66,15 +67,15 @@ impl<'a> HeadMeta<'a> {
                     self.feed_hrefs.push(h);
                 }
             }
-            "base" if self.base_href.is_none() => self.base_href = e.attr("href"),
-            "html" if self.html_lang.is_none() => {
+            local_name!("base") if self.base_href.is_none() => self.base_href = e.attr("href"),
+            local_name!("html") if self.html_lang.is_none() => {
                 self.html_lang = e
                     .attr("lang")
                     .map(str::trim)
                     .filter(|l| !l.is_empty())
                     .map(str::to_owned);
             }
-            "h1" if self.first_h1.is_none() => self.first_h1 = Some(node),
+            local_name!("h1") if self.first_h1.is_none() => self.first_h1 = Some(node),
             _ => {}
         }
     }

@@ -109,7 +109,7 @@ impl IdfTable {
             }
             if slot >> 40 == tag
                 && let Some((w, v)) = entry(slot)
-                && w == word.as_bytes()
+                && crate::same::same(w, word.as_bytes())
             {
                 return v;
             }
