@@ -5,6 +5,8 @@
 //! follow Mozilla Readability's "unlikely candidates", extended with names common on
 //! Chinese portals (`top`, `foot`, `hot`, `rank`, `friend` links).
 
+use crate::same::same;
+
 /// Tags whose whole content is template by definition.
 pub(crate) fn is_boilerplate_tag(name: &html5ever::LocalName) -> bool {
     use html5ever::local_name;
@@ -186,12 +188,15 @@ fn token_marks(token: &str) -> TokenMarks {
         let Some(bucket) = vocab.buckets.get(usize::from(lower[0].wrapping_sub(b'a'))) else {
             continue;
         };
+        // Compared in place, not by `starts_with` and `==` (crate::same
+        // says why).
+        let starts = |w: &[u8]| lower.get(..w.len()).is_some_and(|p| same(p, w));
         for &(w, kind) in bucket {
             match kind {
-                Word::Strong if lower.starts_with(w) => m.strong = true,
-                Word::WeakPrefix if lower.starts_with(w) => m.weak = true,
-                Word::WeakExact if raw.len() == w.len() && lower == w => m.weak = true,
-                Word::Ok if raw.len() == w.len() && lower == w => m.ok = true,
+                Word::Strong if starts(w) => m.strong = true,
+                Word::WeakPrefix if starts(w) => m.weak = true,
+                Word::WeakExact if raw.len() == w.len() && same(lower, w) => m.weak = true,
+                Word::Ok if raw.len() == w.len() && same(lower, w) => m.ok = true,
                 _ => {}
             }
         }

@@ -156,7 +156,10 @@ fn the_stop_word_filter_passes_every_stop_word() {
         assert!(stop.contains(w), "{w}");
         // Another word of the same length, filter key and hash bucket
         // is not taken for it.
-        assert!(!stop.contains(&format!("{w}x")) || all.contains(&&*format!("{w}x")), "{w}x");
+        assert!(
+            !stop.contains(&format!("{w}x")) || all.contains(&&*format!("{w}x")),
+            "{w}x"
+        );
     }
     // Words that are not stop words, filtered out or looked up: never in.
     let mut filtered = 0;
