@@ -29,6 +29,42 @@ pub const MAX_GROUP: usize = 4096;
 const GATHER_GROUP: usize = 32;
 const GATHER_WAIT: std::time::Duration = std::time::Duration::from_millis(3);
 
+/// The slice of [`GATHER_WAIT`] the writer sleeps before it looks for
+/// more results. Waiting on the channel itself woke the writer for every
+/// result that came (a futex wait on its side, a futex wake on the
+/// sender's): on `crawl bench` the writer's waits were a third of its
+/// samples (issue 37, docs/BENCHMARKS.md "A group gathered asleep").
+/// Asleep, it is registered with no channel, so a result sent costs its
+/// sender no wake, and the writer wakes once a slice.
+const GATHER_SLICE: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// Adds to `batch` the results that come within [`GATHER_WAIT`], looking
+/// once a [`GATHER_SLICE`], until it holds [`GATHER_GROUP`] or more (at
+/// most [`MAX_GROUP`]) or the channel is closed.
+fn gather<T>(rx: &std_mpsc::Receiver<T>, batch: &mut Vec<T>) {
+    let until = std::time::Instant::now() + GATHER_WAIT;
+    loop {
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        std::thread::sleep(left.min(GATHER_SLICE));
+        loop {
+            if batch.len() >= MAX_GROUP {
+                return;
+            }
+            match rx.try_recv() {
+                Ok(o) => batch.push(o),
+                Err(std_mpsc::TryRecvError::Empty) => break,
+                Err(std_mpsc::TryRecvError::Disconnected) => return,
+            }
+        }
+        if batch.len() >= GATHER_GROUP {
+            return;
+        }
+    }
+}
+
 /// Time the writer threads of this process spent working (commits, purges,
 /// making commits durable), not waiting for results, in nanoseconds. The
 /// writer is the crawl's one serial stage: `crawl bench` prints this over
@@ -110,14 +146,7 @@ pub fn writer_loop<W: Commits>(
         // transaction (page allocation, checksums), and with 2 results per
         // commit they were a tenth of a crawl's CPU.
         if batch.len() < GATHER_GROUP {
-            let until = std::time::Instant::now() + GATHER_WAIT;
-            while batch.len() < GATHER_GROUP {
-                let left = until.saturating_duration_since(std::time::Instant::now());
-                match rx.recv_timeout(left) {
-                    Ok(o) => batch.push(o),
-                    Err(_) => break,
-                }
-            }
+            gather(&rx, &mut batch);
         }
         let t = std::time::Instant::now();
         if let Err(e) = w.between_commits() {
@@ -162,6 +191,51 @@ pub fn join_writer(handle: std::thread::JoinHandle<()>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A group gathers what is queued and what comes while it waits, up
+    /// to [`MAX_GROUP`]; a quiet channel leaves it as it was after
+    /// [`GATHER_WAIT`]; a closed one gives what was queued before it closed.
+    #[test]
+    fn a_group_gathers_what_comes_while_the_writer_sleeps() {
+        let (tx, rx) = std_mpsc::channel();
+        let mut batch = vec![0u32];
+        let sender = std::thread::spawn(move || {
+            for i in 1..=5 {
+                tx.send(i).unwrap_or_default();
+            }
+            std::thread::sleep(std::time::Duration::from_micros(300));
+            for i in 6..=40 {
+                tx.send(i).unwrap_or_default();
+            }
+            tx
+        });
+        gather(&rx, &mut batch);
+        let tx = sender.join().unwrap_or_else(|_| panic!("sender"));
+        // Every result sent came in order, none lost, whatever the slices.
+        let mut rest: Vec<u32> = rx.try_iter().collect();
+        batch.append(&mut rest);
+        assert_eq!(batch, (0..=40).collect::<Vec<_>>());
+
+        let mut quiet = vec![7u32];
+        let t = std::time::Instant::now();
+        gather(&rx, &mut quiet);
+        assert!(t.elapsed() >= GATHER_WAIT, "{:?}", t.elapsed());
+        assert_eq!(quiet, [7]);
+
+        for i in 0..(MAX_GROUP as u32 + 10) {
+            tx.send(i).unwrap_or_default();
+        }
+        drop(tx);
+        let mut full = Vec::new();
+        gather(&rx, &mut full);
+        assert_eq!(full.len(), MAX_GROUP);
+        let mut closed = Vec::new();
+        gather(&rx, &mut closed);
+        assert_eq!(
+            closed,
+            (MAX_GROUP as u32..MAX_GROUP as u32 + 10).collect::<Vec<_>>()
+        );
+    }
 
     #[test]
     fn a_writer_panic_is_an_error_naming_it() {
