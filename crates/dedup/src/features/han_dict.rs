@@ -44,16 +44,60 @@ fn slot(i: usize) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
-/// The node of the one-char prefix `c`, and its slot.
+/// The node of the one-char prefix `c` (its slot is not read).
 #[inline(always)]
-fn root(c: char) -> Option<(usize, u64)> {
+fn root_node(c: char) -> Option<usize> {
     let c = c as usize;
     let v = ROOT
         .get(c * 4..c * 4 + 4)
         .and_then(|b| b.try_into().ok())
         .map_or(0, u32::from_le_bytes);
-    let i = (v as usize).checked_sub(1)?;
+    (v as usize).checked_sub(1)
+}
+
+/// The node of the one-char prefix `c`, and its slot.
+#[inline(always)]
+fn root(c: char) -> Option<(usize, u64)> {
+    let i = root_node(c)?;
     Some((i, slot(i)))
+}
+
+/// The slot where the child of `node` by `c` is looked for first.
+#[inline(always)]
+fn child_home(node: usize, c: char) -> usize {
+    let want = ((node as u64 + 1) << CHAR_BITS) | u64::from(c);
+    (want.wrapping_mul(MULTIPLIER) >> (64 - tables::SLOT_BITS)) as usize
+}
+
+/// How many chars ahead of the walk the graph's first reads are
+/// prefetched ([`prefetch_walk`]).
+const PREFETCH_AHEAD: usize = 8;
+
+/// How many nodes past the root a prefetched walk asks for.
+const PREFETCH_DEPTH: usize = 2;
+
+/// Asks the cache for the two slots a walk from `chars[pos]` reads first,
+/// its root's and its first child's home, without waiting for them: each
+/// walk's reads depend on the one before, so one walk at a time waited
+/// out a miss into the 8 MB table per char, where the walks of the next
+/// chars could be on their way (issue 37). Only the cache is touched.
+#[inline(always)]
+fn prefetch_walk(chars: &[(usize, char)], pos: usize) {
+    if let Some(&(_, c)) = chars.get(pos)
+        && let Some(mut node) = root_node(c)
+    {
+        prefetch_index::prefetch_index(SLOTS, node * 8);
+        // The next nodes where they most often are, at their home slot.
+        for &(_, next) in chars
+            .get(pos + 1..)
+            .unwrap_or_default()
+            .iter()
+            .take(PREFETCH_DEPTH)
+        {
+            node = child_home(node, next);
+            prefetch_index::prefetch_index(SLOTS, node * 8);
+        }
+    }
 }
 
 /// The child of node `node` (whose slot is `s`) by `c`.
@@ -66,7 +110,7 @@ fn child(node: usize, s: u64, c: char) -> Option<(usize, u64)> {
         return None;
     }
     let want = ((node as u64 + 1) << CHAR_BITS) | u64::from(c);
-    let mut i = (want.wrapping_mul(MULTIPLIER) >> (64 - tables::SLOT_BITS)) as usize;
+    let mut i = child_home(node, c);
     loop {
         let s = slot(i);
         if s == 0 {
@@ -189,7 +233,11 @@ fn cut_run_with<'a>(s: &mut Scratch, run: &'a str, emit: &mut dyn FnMut(&'a str)
     // The graph: every dictionary word from every char.
     edges.clear();
     starts.clear();
+    for pos in 0..PREFETCH_AHEAD.min(n) {
+        prefetch_walk(chars, pos);
+    }
     for pos in 0..n {
+        prefetch_walk(chars, pos + PREFETCH_AHEAD);
         starts.push(edges.len());
         let Some(mut at) = chars.get(pos).and_then(|&(_, c)| root(c)) else {
             continue;
