@@ -130,12 +130,23 @@ pub struct HostBlocks {
     /// Logical time of the last observation, for host eviction.
     last_seen: u64,
     /// Block digest -> pages it was on.
-    blocks: HashMap<u64, u32>,
+    blocks: BlockCounts,
     /// The settled template, once there is one (see
     /// [`TemplateConfig::settle_pages`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     settled: Option<Settled>,
 }
+
+/// How the maps of block digests hash them: foldhash, seeded per process.
+/// A crawl's writer thread counts every line of every page it judges
+/// ([`TemplateLearner::observe_blocks`]), and std's SipHash of each digest
+/// was most of that count; a seeded hash still keeps a page's crafted lines
+/// from piling into one bucket. The maps' order is never read (ties are
+/// broken by digest, [`evict_rare`]), so the state is the same.
+type DigestState = foldhash::fast::RandomState;
+
+/// Block digest -> pages it was on ([`DigestState`]).
+type BlockCounts = HashMap<u64, u32, DigestState>;
 
 /// A host's template as it was when it settled.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -231,7 +242,7 @@ pub struct PageBlocks(Vec<u64>);
 impl PageBlocks {
     /// The blocks of `text` (one per non-blank line, trimmed).
     pub fn of(text: &str) -> PageBlocks {
-        let mut seen = HashSet::new();
+        let mut seen: HashSet<u64, DigestState> = HashSet::default();
         PageBlocks(blocks(text).map(digest).filter(|d| seen.insert(*d)).collect())
     }
 
@@ -502,7 +513,7 @@ impl TemplateLearner {
 
 /// Keeps the `max / 2` most frequent digests (ties: arbitrary), so that eviction runs
 /// once per `max / 2` new blocks, not on every page.
-fn evict_rare(blocks: &mut HashMap<u64, u32>, max: usize) {
+fn evict_rare(blocks: &mut BlockCounts, max: usize) {
     let keep = (max / 2).max(1);
     let mut counts: Vec<u32> = blocks.values().copied().collect();
     if counts.len() <= keep {
@@ -524,7 +535,7 @@ fn evict_rare(blocks: &mut HashMap<u64, u32>, max: usize) {
         .collect();
     tied.sort_unstable();
     tied.truncate(room_at_threshold);
-    let tied: HashSet<u64> = tied.into_iter().collect();
+    let tied: HashSet<u64, DigestState> = tied.into_iter().collect();
     blocks.retain(|d, c| *c > threshold || (*c == threshold && tied.contains(d)));
 }
 
