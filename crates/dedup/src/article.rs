@@ -127,16 +127,28 @@ impl PageScripts {
     pub fn of(text: &str) -> PageScripts {
         let mut counts = [0usize; 8];
         let mut total = 0usize;
-        for c in text.chars().filter(|&c| crate::letters::is_alphabetic(c)) {
-            let f = family(c).trailing_zeros() as usize;
-            // A Han, kana or Hangul character says about what a word of
-            // four or five letters says: counted as three, the Chinese
-            // headings of a page around an untranslated English chapter
-            // are a tenth of it, as they are of what a reader sees.
-            let weight = if f == 5 || f == 6 { 3 } else { 1 };
-            counts[f] += weight;
-            total += weight;
-        }
+        // An ASCII letter is Latin (family 0) and weighs 1: a run of ASCII
+        // is counted whole.
+        let mut latin = 0usize;
+        crate::letters::for_each_run(
+            text,
+            |run| latin += run.iter().filter(|b| b.is_ascii_alphabetic()).count(),
+            |c| {
+                if !crate::letters::is_alphabetic(c) {
+                    return;
+                }
+                let f = family(c).trailing_zeros() as usize;
+                // A Han, kana or Hangul character says about what a word of
+                // four or five letters says: counted as three, the Chinese
+                // headings of a page around an untranslated English chapter
+                // are a tenth of it, as they are of what a reader sees.
+                let weight = if f == 5 || f == 6 { 3 } else { 1 };
+                counts[f] += weight;
+                total += weight;
+            },
+        );
+        counts[0] += latin;
+        total += latin;
         let mut s = PageScripts::default();
         for (bit, &n) in counts.iter().enumerate() {
             if n > 0 && n * 10 >= total {
@@ -360,6 +372,37 @@ mod tests {
         assert_eq!(page_path("http://h.test"), "");
         assert!(!other_site("http://u@h.test/x", "http://h.test"));
         assert_eq!(site("http://[::1]:80/x"), "[::1]");
+    }
+
+    #[test]
+    fn scripts_are_counted_as_char_by_char() {
+        // The scripts as they were counted before ASCII runs were read whole.
+        fn char_by_char(text: &str) -> PageScripts {
+            let (mut counts, mut total) = ([0usize; 8], 0usize);
+            for c in text.chars().filter(|&c| c.is_alphabetic()) {
+                let f = family(c).trailing_zeros() as usize;
+                let weight = if f == 5 || f == 6 { 3 } else { 1 };
+                counts[f] += weight;
+                total += weight;
+            }
+            let mut s = PageScripts::default();
+            for (bit, &n) in counts.iter().enumerate() {
+                s.major |= u8::from(n > 0 && n * 10 >= total) << bit;
+                s.present |= u8::from(n > 0 && n * 100 >= total) << bit;
+            }
+            s
+        }
+        let english = "The function returns the number of bytes read. ".repeat(20);
+        for text in [
+            String::new(),
+            english.clone(),
+            format!("{english}第一章 概述"),
+            format!("概述{}", "中文".repeat(40)),
+            format!("Привет мир {english} Ελληνικά ภาษาไทย 한국어 カタカナ"),
+            "ß é ŋ 1 2 3 — “quoted”".to_owned(),
+        ] {
+            assert_eq!(PageScripts::of(&text), char_by_char(&text), "{text}");
+        }
     }
 
     #[test]

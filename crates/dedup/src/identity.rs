@@ -230,9 +230,7 @@ pub fn sign_page<S: Store>(
 }
 
 fn own_chars(text: &str) -> usize {
-    text.chars()
-        .filter(|&c| crate::letters::is_alphanumeric(c))
-        .count()
+    crate::letters::count_alphanumeric(text)
 }
 
 /// The identity of the page at `url` with main text `main` and own text `own` (both
