@@ -132,7 +132,7 @@ impl PageScripts {
         let mut latin = 0usize;
         crate::letters::for_each_run(
             text,
-            |run| latin += run.iter().filter(|b| b.is_ascii_alphabetic()).count(),
+            |run| latin += crate::letters::count_ascii(run, false),
             |c| {
                 if !crate::letters::is_alphabetic(c) {
                     return;
