@@ -65,6 +65,27 @@ pub fn is_alphanumeric(c: char) -> bool {
     )
 }
 
+/// The offset of the first byte at or after `i` that is not ASCII
+/// (`bytes.len()` if none), eight bytes at a time: scans for the chars
+/// beyond ASCII pass an English text or a manual's commands at a fraction
+/// of a compare a byte (issue 37; the cleaner has its own copy, as neither
+/// crate depends on the other).
+#[inline]
+pub(crate) fn skip_ascii(bytes: &[u8], mut i: usize) -> usize {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    while let Some(Ok(word)) = bytes.get(i..i + 8).map(<[u8; 8]>::try_from) {
+        let high = u64::from_le_bytes(word) & HIGH;
+        if high != 0 {
+            return i + high.trailing_zeros() as usize / 8;
+        }
+        i += 8;
+    }
+    while bytes.get(i).is_some_and(u8::is_ascii) {
+        i += 1;
+    }
+    i
+}
+
 /// Reads `text` as its runs of ASCII bytes, each handed whole to
 /// `ascii_run`, and its other chars, each handed to `other`, in order.
 ///
@@ -77,7 +98,7 @@ pub(crate) fn for_each_run(text: &str, mut ascii_run: impl FnMut(&[u8]), mut oth
     let bytes = text.as_bytes();
     let mut at = 0;
     while at < bytes.len() {
-        let end = crate::scripts::skip_ascii(bytes, at);
+        let end = skip_ascii(bytes, at);
         if end > at {
             ascii_run(bytes.get(at..end).unwrap_or_default());
             at = end;

@@ -115,26 +115,8 @@ pub(crate) fn foreign_runs<'a>(text: &'a str, mut f: impl FnMut(&'a str)) {
     }
 }
 
-/// The offset of the first byte at or after `i` that is not ASCII
-/// (`bytes.len()` if none), eight bytes at a time: scans for the chars
-/// beyond ASCII pass an English text or a manual's commands at a fraction
-/// of a compare a byte (issue 37; the cleaner has its own copy, as neither
-/// crate depends on the other).
-#[inline]
-pub(crate) fn skip_ascii(bytes: &[u8], mut i: usize) -> usize {
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    while let Some(Ok(word)) = bytes.get(i..i + 8).map(<[u8; 8]>::try_from) {
-        let high = u64::from_le_bytes(word) & HIGH;
-        if high != 0 {
-            return i + high.trailing_zeros() as usize / 8;
-        }
-        i += 8;
-    }
-    while bytes.get(i).is_some_and(u8::is_ascii) {
-        i += 1;
-    }
-    i
-}
+// `skip_ascii` lives with the letters, which read runs of ASCII too.
+pub(crate) use crate::letters::skip_ascii;
 
 /// The word-like segments of `text` by ICU's word segmenter (UAX #29, with
 /// dictionaries for the scripts written without spaces). A segment of ASCII
