@@ -63,6 +63,21 @@ impl Element {
     }
 }
 
+/// Whether `n` is a heading, `h1` to `h6` (html5ever's `heading_tag`):
+/// the tree builder's rules and the walk's test for a related-content
+/// heading both ask.
+pub(crate) fn is_heading(n: &html5ever::LocalName) -> bool {
+    matches!(
+        *n,
+        local_name!("h1")
+            | local_name!("h2")
+            | local_name!("h3")
+            | local_name!("h4")
+            | local_name!("h5")
+            | local_name!("h6")
+    )
+}
+
 /// What a node is.
 #[derive(Debug)]
 pub(crate) enum NodeData {

@@ -8,15 +8,39 @@
 //! docs/BENCHMARKS.md "Names compared in place"). Compared here, in the
 //! caller, they cost a few instructions a byte.
 
+use std::hash::{Hash, Hasher};
+
 /// Whether `a` and `b` hold the same bytes.
 #[inline]
 pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
+/// A text as a map keys it: hashed exactly as its `&str`, compared by
+/// [`same`] (the dedup crate's `same::Word` for its words).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Text<'a>(pub &'a str);
+
+impl Hash for Text<'_> {
+    #[inline]
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.0.hash(h);
+    }
+}
+
+impl PartialEq for Text<'_> {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        same(self.0.as_bytes(), other.0.as_bytes())
+    }
+}
+
+impl Eq for Text<'_> {}
+
 #[cfg(test)]
 mod tests {
-    use super::same;
+    use super::*;
+    use std::hash::BuildHasher;
 
     #[test]
     fn same_is_byte_equality() {
@@ -34,6 +58,13 @@ mod tests {
         for a in texts {
             for b in texts {
                 assert_eq!(same(a, b), a == b, "{a:?} {b:?}");
+            }
+        }
+        let hasher = rustc_hash::FxBuildHasher;
+        for a in ["", "n", "class", "中文"] {
+            assert_eq!(hasher.hash_one(Text(a)), hasher.hash_one(a), "{a}");
+            for b in ["", "n", "class", "中文"] {
+                assert_eq!(Text(a) == Text(b), a == b, "{a} {b}");
             }
         }
         let long: Vec<u8> = (0..200u8).collect();

@@ -4,13 +4,10 @@
 //! [`Walker`] holds what the walk accumulates and has one handler per traversal
 //! event (element opened, text, element closed); [`super::extract`] drives it.
 
-use std::collections::hash_map::Entry;
-use std::hash::Hasher;
-
 use html5ever::{LocalName, local_name};
 
-use crate::dom::{Element, NodeId};
-use crate::same::same;
+use crate::dom::{Element, NodeId, is_heading};
+use crate::same::Text;
 
 use super::{MAX_LINK_TEXT_BYTES, NONE, boilerplate, has_token, push_collapsed};
 
@@ -233,25 +230,13 @@ pub(super) struct Walker<'a> {
     /// The skipped element (script, style ...) whose subtree the walk is in.
     skipping: Option<NodeId>,
     links: Vec<RawLink<'a>>,
-    /// What each (class, id) pair said, by the pair's hash: a page repeats
-    /// a few class values on thousands of elements (a highlighted listing's
-    /// `class="n"` on every name), and reading the names was a third of the
-    /// walk.
-    names: rustc_hash::FxHashMap<u64, NamedPair>,
-    /// The pairs' text, end to end: a hit is checked against its copy
-    /// here with [`same`]. Keyed by the pair itself, the map compared keys
-    /// with `==`, libc's `memcmp`: 12% of the cleaner's time on the zh/en
-    /// docs mix for 1% of its instructions (`crate::same` says why).
-    name_text: String,
-}
-
-/// A (class, id) pair's place in [`Walker::name_text`], and what it said.
-#[derive(Debug, Clone, Copy)]
-struct NamedPair {
-    at: usize,
-    class_len: usize,
-    id_len: usize,
-    marks: NameMarks,
+    /// What each (class, id) pair said: a page repeats a few class values
+    /// on thousands of elements (a highlighted listing's `class="n"` on
+    /// every name), and reading the names was a third of the walk. Keyed
+    /// by [`Text`], compared by `same`: `==` on the keys, libc's `memcmp`,
+    /// was 12% of the cleaner's time on the zh/en docs mix for 1% of its
+    /// instructions (`crate::same` says why).
+    names: rustc_hash::FxHashMap<(Text<'a>, Text<'a>), NameMarks>,
 }
 
 /// What an element's `class` and `id` say about it, whatever its tag.
@@ -324,16 +309,9 @@ impl<'a> Walker<'a> {
             ) && names.boiler;
         // A heading naming related content that opens its parent (nothing
         // before it): the parent is that section.
-        if matches!(
-            *name,
-            local_name!("h1")
-                | local_name!("h2")
-                | local_name!("h3")
-                | local_name!("h4")
-                | local_name!("h5")
-                | local_name!("h6")
-        ) && (marks.class.is_some_and(boilerplate::names_related)
-            || marks.id.is_some_and(boilerplate::names_related))
+        if is_heading(name)
+            && (marks.class.is_some_and(boilerplate::names_related)
+                || marks.id.is_some_and(boilerplate::names_related))
             && let Some(p) = parent
             && p.el.checked_add(1) == Some(idx)
             && let Some(section) = self.walk.els.get_mut(p.el as usize)
@@ -398,39 +376,11 @@ impl<'a> Walker<'a> {
         if class.is_none() && id.is_none() {
             return NameMarks::default();
         }
-        let (class, id) = (class.unwrap_or(""), id.unwrap_or(""));
-        let mut h = rustc_hash::FxHasher::default();
-        h.write(class.as_bytes());
-        h.write_u8(0xFF);
-        h.write(id.as_bytes());
-        match self.names.entry(h.finish()) {
-            Entry::Occupied(e) => {
-                let p = e.get();
-                let text = |from: usize, len: usize| self.name_text.get(from..from + len);
-                // Compared in place, not by `==` (crate::same says why).
-                if text(p.at, p.class_len).is_some_and(|t| same(t.as_bytes(), class.as_bytes()))
-                    && text(p.at + p.class_len, p.id_len).is_some_and(|t| same(t.as_bytes(), id.as_bytes()))
-                {
-                    p.marks
-                } else {
-                    // Another pair with the same 64-bit hash: said afresh.
-                    NameMarks::of(class, id)
-                }
-            }
-            Entry::Vacant(v) => {
-                let marks = NameMarks::of(class, id);
-                let at = self.name_text.len();
-                self.name_text.push_str(class);
-                self.name_text.push_str(id);
-                v.insert(NamedPair {
-                    at,
-                    class_len: class.len(),
-                    id_len: id.len(),
-                    marks,
-                });
-                marks
-            }
-        }
+        let key = (Text(class.unwrap_or("")), Text(id.unwrap_or("")));
+        *self
+            .names
+            .entry(key)
+            .or_insert_with(|| NameMarks::of(key.0.0, key.1.0))
     }
 
     /// A text node: counted for its element, its paragraph and its link.

@@ -76,8 +76,9 @@ const PREFETCH_AHEAD: usize = 8;
 /// How many nodes past the root a prefetched walk asks for.
 const PREFETCH_DEPTH: usize = 2;
 
-/// Asks the cache for the two slots a walk from `chars[pos]` reads first,
-/// its root's and its first child's home, without waiting for them: each
+/// Asks the cache for the slots a walk from `chars[pos]` reads first, its
+/// root's and the next [`PREFETCH_DEPTH`] nodes' home slots (where they
+/// most often are), without waiting for them: each
 /// walk's reads depend on the one before, so one walk at a time waited
 /// out a miss into the 8 MB table per char, where the walks of the next
 /// chars could be on their way (issue 37). Only the cache is touched.
@@ -87,7 +88,6 @@ fn prefetch_walk(chars: &[(usize, char)], pos: usize) {
         && let Some(mut node) = root_node(c)
     {
         prefetch_index::prefetch_index(SLOTS, node * 8);
-        // The next nodes where they most often are, at their home slot.
         for &(_, next) in chars
             .get(pos + 1..)
             .unwrap_or_default()

@@ -154,8 +154,7 @@ fn the_stop_word_filter_passes_every_stop_word() {
     assert!(all.len() > 500, "{}", all.len());
     for w in &all {
         assert!(stop.contains(w), "{w}");
-        // Another word of the same length, filter key and hash bucket
-        // is not taken for it.
+        // A longer word the map does not hold is not taken for it.
         assert!(
             !stop.contains(&format!("{w}x")) || all.contains(&&*format!("{w}x")),
             "{w}x"

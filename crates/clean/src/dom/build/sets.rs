@@ -94,17 +94,8 @@ pub(super) fn is_special(n: &LocalName) -> bool {
     )
 }
 
-pub(super) fn is_heading(n: &LocalName) -> bool {
-    matches!(
-        *n,
-        local_name!("h1")
-            | local_name!("h2")
-            | local_name!("h3")
-            | local_name!("h4")
-            | local_name!("h5")
-            | local_name!("h6")
-    )
-}
+// `h1` to `h6`: the walk tests them too, so they live with the tree.
+pub(super) use crate::dom::is_heading;
 
 /// html5ever's `cursory_implied_end`.
 pub(super) fn is_implied_end(n: &LocalName) -> bool {
