@@ -22,6 +22,7 @@ mod idf_table;
 mod spaced;
 
 use std::collections::BTreeSet;
+use std::collections::hash_map::Entry;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -489,10 +490,17 @@ impl Features {
     fn words<'t>(&self, text: &'t str, emit: &mut dyn FnMut(&str, f64)) {
         let idf = jieba_idf();
         // Keyed by `Word`: the order of `&str` keys, compared in place.
-        let mut tf: FxHashMap<Word<'t>, u32> = FxHashMap::default();
+        // Each word's count and its IDF hash, taken when the word is first
+        // seen ([`IdfTable::prefetch`]).
+        let mut tf: FxHashMap<Word<'t>, (u32, u64)> = FxHashMap::default();
         let mut count = |w: &'t str| {
             if is_valid_word(w) && !self.inner.stop_words.contains(w) {
-                *tf.entry(Word(w)).or_insert(0) += 1;
+                match tf.entry(Word(w)) {
+                    Entry::Occupied(mut seen) => seen.get_mut().0 += 1,
+                    Entry::Vacant(new) => {
+                        new.insert((1, idf.prefetch(w)));
+                    }
+                }
             }
         };
         let every_script = self.inner.scripts == Scripts::Unicode && !text.is_ascii();
@@ -513,8 +521,13 @@ impl Features {
         } else {
             latin_words(text, &mut count);
         }
-        let mut weighted: Vec<(&str, f64)> = tf.into_iter().map(|(w, n)| (w.0, f64::from(n))).collect();
-        idf.weigh(&mut weighted);
+        let mut weighted: Vec<(&str, f64)> = Vec::with_capacity(tf.len());
+        let mut hashes: Vec<u64> = Vec::with_capacity(tf.len());
+        for (w, (n, h)) in tf {
+            weighted.push((w.0, f64::from(n)));
+            hashes.push(h);
+        }
+        idf.weigh_hashed(&mut weighted, &hashes);
         let top_n = self.inner.config.top_n;
         if top_n > 0 && weighted.len() > top_n {
             let by_weight = |a: &(&str, f64), b: &(&str, f64)| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(b.0));
