@@ -61,6 +61,16 @@ fn parse_dict(text: &str) -> HashMap<&str, &str> {
 /// longest is far shorter; this was the lookahead's bound before.
 const MAX_PHRASE_CHARS: usize = 33;
 
+/// Words of [`ChainStep::pairs`]: 2^17 bits, a few per phrase.
+const PAIR_WORDS: usize = (1 << 17) / 64;
+
+/// The bit of [`ChainStep::pairs`] for a phrase starting with `a` then `b`.
+#[inline]
+fn pair_bit(a: char, b: char) -> usize {
+    let h = ((u64::from(a) << 21) | u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> (64 - 17)) as usize
+}
+
 /// One step of the chain: a group of dictionaries merged into one lookup structure.
 struct ChainStep {
     /// BMP code point -> index in `values`, or [`NONE`].
@@ -78,6 +88,12 @@ struct ChainStep {
     phrase_lens: FxHashMap<char, u64>,
     /// Bit per BMP char: some phrase starts with it.
     phrase_start: Vec<u64>,
+    /// Bit per hash of a phrase's first two chars ([`pair_bit`]): most
+    /// phrase-start chars of a text are followed by a char no phrase
+    /// follows them with, and this rules those out before the chars after
+    /// them are decoded and each length is looked up (`phrase_at` was most
+    /// of the converter's time on the labelled texts, issue 37).
+    pairs: Vec<u64>,
     /// Some phrase starts with a char outside the BMP.
     astral_phrase_start: bool,
     /// Some key starts with an ASCII char (none does in the OpenCC dictionaries, so
@@ -109,6 +125,7 @@ impl ChainStep {
             phrases: FxHashMap::default(),
             phrase_lens: FxHashMap::default(),
             phrase_start: vec![0; 0x1_0000 / 64],
+            pairs: vec![0; PAIR_WORDS],
             astral_phrase_start: false,
             ascii_keys: false,
         };
@@ -138,6 +155,12 @@ impl ChainStep {
                 // Phrases of up to MAX_PHRASE_CHARS chars are matched.
                 if chars <= MAX_PHRASE_CHARS {
                     *step.phrase_lens.entry(first).or_default() |= 1 << chars;
+                }
+                if let Some(second) = rest.chars().next() {
+                    let bit = pair_bit(first, second);
+                    if let Some(w) = step.pairs.get_mut(bit / 64) {
+                        *w |= 1 << (bit % 64);
+                    }
                 }
                 let u = first as usize;
                 match step.phrase_start.get_mut(u / 64) {
@@ -175,6 +198,15 @@ impl ChainStep {
     fn phrase_at<'s>(&'s self, first: char, s: &str) -> Option<(usize, &'s str)> {
         let mut lens = self.phrase_lens.get(&first).copied().unwrap_or(0);
         if lens == 0 {
+            return None;
+        }
+        let second = s.get(first.len_utf8()..).and_then(|r| r.chars().next())?;
+        let bit = pair_bit(first, second);
+        if self
+            .pairs
+            .get(bit / 64)
+            .is_none_or(|w| w & (1 << (bit % 64)) == 0)
+        {
             return None;
         }
         let longest = (63 - lens.leading_zeros()) as usize;
