@@ -176,11 +176,7 @@ pub fn writer_loop<W: Commits>(
 /// last durable commit, so running the same command again resumes.
 pub fn join_writer(handle: std::thread::JoinHandle<()>) -> Result<()> {
     handle.join().map_err(|payload| {
-        let msg = payload
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "no message".to_string());
+        let msg = super::cpu::panic_message(payload.as_ref());
         anyhow::anyhow!(
             "the writer thread panicked ({msg}); outputs and state are kept as of the last \
              durable commit: run the same command again to resume"

@@ -23,7 +23,7 @@ use crate::stats::{Ended, Stats};
 
 /// Page tasks of one host at once, per connection the fetcher allows it
 /// (`fetch.per_host_concurrency`): while some of a host's tasks clean and
-/// sign their page on the blocking pool, as many wait for its connections,
+/// sign their page on the CPU pool, as many wait for its connections,
 /// so they stay busy; more would only queue inside the fetcher.
 pub const TASKS_PER_HOST_CONNECTION: usize = 2;
 

@@ -5,8 +5,8 @@
 //! - [`dispatch`]: the frontier feeds page tasks (async, polite), within the
 //!   concurrency limits, until the frontier is done, the budget spent or a
 //!   signal ([`signals`]) stops the crawl;
-//! - [`worker`]: each task fetches its page, then cleans and signs it on the
-//!   blocking pool (CPU work off the reactor);
+//! - [`worker`]: each task fetches its page, then cleans and signs it on
+//!   the CPU pool ([`cpu`]: rayon's, off the reactor);
 //! - [`commit`]: one writer thread takes the results as they come, in
 //!   groups (whatever is ready: groups grow with load and no result waits
 //!   for a timer), and hands each group to the backend's
@@ -22,6 +22,7 @@
 //! same code for both.
 
 pub(crate) mod commit;
+pub(crate) mod cpu;
 pub(crate) mod dispatch;
 pub(crate) mod load;
 pub(crate) mod signals;

@@ -1,5 +1,5 @@
 //! One frontier entry through the page stages: fetch (async, polite), then
-//! clean, extract links and sign (CPU work, on the blocking pool). The
+//! clean, extract links and sign (CPU work, on the CPU pool). The
 //! result goes to the writer, which alone judges it against the tiers.
 
 use std::collections::HashSet;
@@ -706,7 +706,7 @@ fn not_modified(
     }
 }
 
-/// [`clean_and_sign`] on the blocking pool.
+/// [`clean_and_sign`] on the CPU pool ([`super::cpu`]).
 async fn clean_and_sign_off_reactor(
     stages: Arc<PageStages>,
     entry: Entry,
@@ -728,7 +728,7 @@ async fn clean_and_sign_off_reactor(
         1
     };
     let _parsing = stages.parsing.acquire_many(slots).await.ok();
-    let job = tokio::task::spawn_blocking(move || {
+    let job = super::cpu::on_cpu_pool(move || {
         clean_and_sign(&job_stages, job_entry, fetched, fetched_at, exchanges)
     });
     match job.await {
