@@ -16,7 +16,13 @@
 # target 4's figures (Redis bytes per document, the 10M-page crawl's RSS)
 # take their own long runs (docs/BENCHMARKS.md gives the commands).
 #
-#   bash scripts/issue37-targets.sh [ROUNDS]     (default 5; about 15 minutes)
+#   bash scripts/issue37-targets.sh [ROUNDS] [OLD_BIN]   (default 5 rounds; about 15 minutes)
+#
+# With OLD_BIN (an earlier build of `crawl`, copied out of target/), each
+# measurement alternates it with this build, so one run gives a change's
+# before and after: `crawl bench` without `--warc`, spider-rs's rounds,
+# and the batch rounds with rensa (scripts/batch_alternate.py; the
+# verdicts are then not scored nor Python run).
 #
 # Needs the release build, target/eval-set (scripts/build-eval-set.sh) and
 # spider's build (scripts/spider-compare.sh builds it once); builds the
@@ -24,7 +30,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
+OLD=${2:-}
 BIN=target/release/crawl
+[ -z "$OLD" ] || [ -x "$OLD" ] || { echo "$OLD: not an executable crawl build" >&2; exit 2; }
 SPIDER=target/spider-compare/release/spider-compare
 [ -f target/eval-set/docs.jsonl ] || { echo "target/eval-set/docs.jsonl: missing (bash scripts/build-eval-set.sh target/eval-set)" >&2; exit 2; }
 if [ ! -x "$SPIDER" ]; then
@@ -45,11 +53,27 @@ for r in $(seq "$ROUNDS"); do
       grep -E '^(pages/s|cpu per page)|crawl-writer' | tr -s ' ' | tr '\n' ' ')
     echo "round $r ${warc:-(no WARC)}: $line"
   done
+  if [ -n "$OLD" ]; then
+    rm -rf "$work/bench"
+    line=$(python3 scripts/thread-cpu.py "$OLD" bench --pages 20000 --batch 0 --index 0 --dir "$work/bench" 2>&1 |
+      grep -E '^(pages/s|cpu per page)|crawl-writer' | tr -s ' ' | tr '\n' ' ')
+    echo "round $r OLD (no WARC): $line"
+  fi
 done
 echo
 echo "## 2. CPU per site page against spider-rs, zh/en documentation mix"
-python3 scripts/spider_compare.py --crawl "crawl=$BIN" --spider "spider=$SPIDER" \
+old_crawl=()
+[ -z "$OLD" ] || old_crawl=(--crawl "old=$OLD")
+python3 scripts/spider_compare.py --crawl "crawl=$BIN" "${old_crawl[@]}" --spider "spider=$SPIDER" \
   --site target/mixed-docs --rounds "$ROUNDS" | grep -v '^{'
 echo
-echo "## 3. batch: crawl dedup, rensa, Python (labelled texts)"
-bash scripts/batch-vs-python.sh target/eval-set/docs.jsonl "$ROUNDS"
+if [ -n "$OLD" ]; then
+  echo "## 3. batch: crawl dedup (this build, OLD) against rensa (labelled texts)"
+  [ -x target/py-baseline-venv/bin/python ] || python3 -m venv target/py-baseline-venv
+  target/py-baseline-venv/bin/python -c 'import rensa' 2>/dev/null ||
+    target/py-baseline-venv/bin/pip install -q rensa==0.5.0
+  python3 scripts/batch_alternate.py "$ROUNDS" target/eval-set/docs.jsonl "$BIN" "$OLD"
+else
+  echo "## 3. batch: crawl dedup, rensa, Python (labelled texts)"
+  bash scripts/batch-vs-python.sh target/eval-set/docs.jsonl "$ROUNDS"
+fi
