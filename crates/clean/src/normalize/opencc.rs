@@ -91,8 +91,9 @@ struct ChainStep {
     /// Bit per hash of a phrase's first two chars ([`pair_bit`]): most
     /// phrase-start chars of a text are followed by a char no phrase
     /// follows them with, and this rules those out before the chars after
-    /// them are decoded and each length is looked up (`phrase_at` was most
-    /// of the converter's time on the labelled texts, issue 37).
+    /// them are decoded and each length is looked up (the converter's share
+    /// of `crawl dedup`'s samples on the labelled texts went from 8.3% to
+    /// 7.3%, issue 37).
     pairs: Vec<u64>,
     /// Some phrase starts with a char outside the BMP.
     astral_phrase_start: bool,
