@@ -41,15 +41,15 @@ fn home(h: u64) -> usize {
 fn entry(slot: u64) -> Option<(&'static [u8], f64)> {
     let class = ((slot >> 28) & 0xFFF) as usize;
     let value = f64::from_bits(u64_at(VALUES, class.checked_sub(1)?));
-    let offset = (slot & 0x3F_FFFF) as usize;
+    let offset = word_offset(slot);
     let len = ((slot >> 22) & 0x3F) as usize;
     Some((WORDS.get(offset..offset + len)?, value))
 }
 
 /// Where in [`WORDS`] the word a full slot names starts.
 #[inline(always)]
-fn entry_offset(slot: u64) -> Option<usize> {
-    (slot != 0).then_some((slot & 0x3F_FFFF) as usize)
+fn word_offset(slot: u64) -> usize {
+    (slot & 0x3F_FFFF) as usize
 }
 
 /// jieba's IDF table (`features::jieba_idf`).
@@ -90,16 +90,8 @@ impl IdfTable {
     /// assert_eq!(words, [("光化学", 2.0 * t.idf("光化学")), ("zzqxjv", t.mean())]);
     /// ```
     pub fn weigh(&self, words: &mut [(&str, f64)]) {
-        let firsts: Vec<(u64, u64)> = words
-            .iter()
-            .map(|(w, _)| {
-                let h = hash::word_hash(w.as_bytes());
-                (h, u64_at(SLOTS, home(h)))
-            })
-            .collect();
-        for ((w, weight), (h, first)) in words.iter_mut().zip(firsts) {
-            *weight *= self.idf_from(w, h, first);
-        }
+        let hashes: Vec<u64> = words.iter().map(|(w, _)| hash::word_hash(w.as_bytes())).collect();
+        self.weigh_hashed(words, &hashes);
     }
 
     /// The hash [`IdfTable::weigh_hashed`] takes for `word`, its home
@@ -123,8 +115,8 @@ impl IdfTable {
             .map(|&h| {
                 let first = u64_at(SLOTS, home(h));
                 // The word the slot names is read next: asked for now.
-                if let Some(offset) = entry_offset(first) {
-                    prefetch_index::prefetch_index(WORDS, offset);
+                if first != 0 {
+                    prefetch_index::prefetch_index(WORDS, word_offset(first));
                 }
                 first
             })
