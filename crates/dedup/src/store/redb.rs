@@ -12,8 +12,13 @@
 //! commit. After a crash the store is at its last durable commit, never in
 //! between.
 
+mod behind;
+#[cfg(test)]
+mod tests;
+
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
@@ -24,9 +29,10 @@ use redb::{
 };
 use rustc_hash::FxHashMap;
 
+use self::behind::{Backlog, Behind, BlockOp, BlockOps, MAX_BEHIND, TxnBlockOps};
 use super::{
-    BandIndex, DocId, DocRecord, POSTING, ReadTables, Store, Tables, UrlRecord, block_key, decode_postings,
-    posting, push_capped, within, without_posting,
+    BandIndex, DocId, DocRecord, ReadTables, Store, Tables, UrlRecord, block_key, decode_postings, posting,
+    push_capped, within,
 };
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -85,6 +91,11 @@ pub struct RedbStore {
     /// the band index before the previous transaction's entries are in it,
     /// and keep a copy of a document committed a moment before.
     writer: Mutex<()>,
+    /// Block-list changes committed but not yet in `dedup_blocks`
+    /// (`behind`): written there by the next durable commit. Held for
+    /// writing across each commit, and for reading while a reader begins
+    /// its snapshot, so that a snapshot and the changes it lacks agree.
+    backlog: RwLock<Backlog>,
 }
 
 /// How a write transaction of [`RedbStore::write_with`] is committed.
@@ -169,6 +180,7 @@ impl RedbStore {
             sync_interval: options.sync_interval,
             last_sync: Mutex::new(Instant::now()),
             writer: Mutex::new(()),
+            backlog: RwLock::new(Backlog::default()),
         };
         // Create the tables up front so read paths never meet a missing table.
         store.write(|_| Ok(()))?;
@@ -200,14 +212,35 @@ impl RedbStore {
             Durability::None
         })
         .map_err(Error::storage)?;
-        let (result, pending) = {
-            let mut tables = RedbTables::open(&txn, &self.bands)?;
+        // Only writers change the backlog, under `writer`: it is the same
+        // from here to the commit.
+        let held = self.backlog.read().ops.clone();
+        let (result, pending, blocks, written) = {
+            let held = held.read();
+            let mut tables = RedbTables::open(&txn, &self.bands, &held)?;
             let r = f(&txn, &mut tables);
-            (r, std::mem::take(&mut tables.pending))
+            // Written now: at a durable commit, and when too many are held.
+            let write = r.is_ok() && (durable || held.len() + tables.blocks_txn.len >= MAX_BEHIND);
+            let r = match r {
+                Ok(value) if write => tables.write_behind().map(|()| value),
+                r => r,
+            };
+            let blocks = std::mem::take(&mut tables.blocks_txn);
+            (r, std::mem::take(&mut tables.pending), blocks, write)
         };
         match result {
             Ok(value) => {
-                txn.commit().map_err(Error::storage)?;
+                {
+                    let mut backlog = self.backlog.write();
+                    txn.commit().map_err(Error::storage)?;
+                    backlog.commits += 1;
+                    if written {
+                        backlog.ops = Arc::default();
+                    } else if blocks.len > 0 {
+                        let commit = backlog.commits;
+                        backlog.ops.write().extend(commit, blocks);
+                    }
+                }
                 if durable {
                     *self.last_sync.lock() = Instant::now();
                 }
@@ -232,13 +265,34 @@ impl RedbStore {
     }
 }
 
+/// A store dropped with block-list changes held (no durable commit since
+/// them) writes them first: redb's close keeps the commits that made them,
+/// and their lists must not be missing from the file.
+impl Drop for RedbStore {
+    fn drop(&mut self) {
+        if self.backlog.read().ops.read().len() == 0 {
+            return;
+        }
+        if let Err(e) = self.flush() {
+            tracing::warn!(path = %self.path.display(), error = %e, "cannot write the block lists held in memory");
+        }
+    }
+}
+
 impl Store for RedbStore {
     fn write<R>(&self, mut f: impl FnMut(&mut dyn Tables) -> Result<R>) -> Result<R> {
         self.write_with(Commit::Periodic, |_, t| f(t))
     }
 
     fn read<R>(&self, mut f: impl FnMut(&dyn ReadTables) -> Result<R>) -> Result<R> {
-        let tables = RedbReadTables::new(&self.bands, self.db.begin_read().map_err(Error::storage)?);
+        let (txn, behind) = {
+            let backlog = self.backlog.read();
+            (
+                self.db.begin_read().map_err(Error::storage)?,
+                Behind::of(&backlog),
+            )
+        };
+        let tables = RedbReadTables::new(&self.bands, txn).behind(behind);
         f(&tables)
     }
 
@@ -406,6 +460,10 @@ pub struct RedbTables<'t> {
     shared_bands: &'t RwLock<BandIndex>,
     /// Band changes of this transaction, by key, in order.
     pending: FxHashMap<u64, Vec<BandOp>>,
+    /// Block-list changes of earlier commits, not in `blocks` yet.
+    held: &'t BlockOps,
+    /// Block-list changes of this transaction.
+    blocks_txn: TxnBlockOps,
     meta: Table<'t, &'static str, &'static [u8]>,
     urls: Table<'t, u128, &'static [u8]>,
     url_times: Table<'t, (u64, u128), ()>,
@@ -420,6 +478,9 @@ pub struct RedbTables<'t> {
 struct RedbReadTables<'s> {
     bands: &'s RwLock<BandIndex>,
     txn: ReadTransaction,
+    /// Block-list changes committed before the snapshot and not in its
+    /// table (none for a read-only store: its file is durable).
+    behind: Option<Behind>,
     meta: OnceCell<ReadOnlyTable<&'static str, &'static [u8]>>,
     urls: OnceCell<ReadOnlyTable<u128, &'static [u8]>>,
     url_times: OnceCell<ReadOnlyTable<(u64, u128), ()>>,
@@ -434,6 +495,7 @@ impl<'s> RedbReadTables<'s> {
         RedbReadTables {
             bands,
             txn,
+            behind: None,
             meta: OnceCell::new(),
             urls: OnceCell::new(),
             url_times: OnceCell::new(),
@@ -454,6 +516,33 @@ fn lazy<T>(cell: &OnceCell<T>, open: impl FnOnce() -> Result<T, redb::TableError
 }
 
 impl RedbReadTables<'_> {
+    /// These tables with `behind` added to the snapshot's block lists.
+    fn behind(mut self, behind: Behind) -> Self {
+        self.behind = Some(behind);
+        self
+    }
+
+    /// Calls `f` with the posting list of block `k`, if any.
+    fn with_block(&self, k: u128, f: &mut dyn FnMut(&[u8])) -> Result<()> {
+        let stored = self.blocks()?.get(k).map_err(Error::storage)?;
+        let held = self.behind.as_ref().map(|b| (b.ops.read(), b.upto));
+        match held {
+            Some((ops, upto)) if ops.touches(k) => {
+                let mut list = stored.map(|v| v.value().to_vec()).unwrap_or_default();
+                behind::apply(&mut list, ops.of(k, upto));
+                if !list.is_empty() {
+                    f(&list);
+                }
+            }
+            _ => {
+                if let Some(v) = stored {
+                    f(v.value());
+                }
+            }
+        }
+        Ok(())
+    }
+
     fn meta(&self) -> Result<&ReadOnlyTable<&'static str, &'static [u8]>> {
         lazy(&self.meta, || self.txn.open_table(META))
     }
@@ -480,6 +569,51 @@ impl RedbReadTables<'_> {
 }
 
 impl RedbTables<'_> {
+    /// Calls `f` with the posting list of block `k`, if any: the table's,
+    /// with the changes held and this transaction's on top.
+    fn with_block(&self, k: u128, f: &mut dyn FnMut(&[u8])) -> Result<()> {
+        let stored = self.blocks.get(k).map_err(Error::storage)?;
+        let txn = self.blocks_txn.of(k);
+        if txn.is_empty() && !self.held.touches(k) {
+            if let Some(v) = stored {
+                f(v.value());
+            }
+            return Ok(());
+        }
+        let mut list = stored.map(|v| v.value().to_vec()).unwrap_or_default();
+        behind::apply(&mut list, self.held.of(k, u64::MAX));
+        behind::apply(&mut list, txn);
+        if !list.is_empty() {
+            f(&list);
+        }
+        Ok(())
+    }
+
+    /// Writes the changes held and this transaction's into the table, in
+    /// key order: each list read and written once.
+    fn write_behind(&mut self) -> Result<()> {
+        let mut keys: Vec<u128> = self
+            .held
+            .keys()
+            .chain(self.blocks_txn.by_key.keys().copied())
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for k in keys {
+            let stored = self.blocks.get(k).map_err(Error::storage)?;
+            let existed = stored.is_some();
+            let mut list = stored.map(|v| v.value().to_vec()).unwrap_or_default();
+            behind::apply(&mut list, self.held.of(k, u64::MAX));
+            behind::apply(&mut list, self.blocks_txn.of(k));
+            if !list.is_empty() {
+                self.blocks.insert(k, list.as_slice()).map_err(Error::storage)?;
+            } else if existed {
+                self.blocks.remove(k).map_err(Error::storage)?;
+            }
+        }
+        Ok(())
+    }
+
     fn meta(&self) -> Result<&Table<'_, &'static str, &'static [u8]>> {
         Ok(&self.meta)
     }
@@ -491,9 +625,6 @@ impl RedbTables<'_> {
     }
     fn titles(&self) -> Result<&MultimapTable<'_, u128, u64>> {
         Ok(&self.titles)
-    }
-    fn blocks(&self) -> Result<&Table<'_, u128, &'static [u8]>> {
-        Ok(&self.blocks)
     }
     fn docs(&self) -> Result<&Table<'_, u64, &'static [u8]>> {
         Ok(&self.docs)
@@ -520,10 +651,16 @@ impl RedbTables<'_> {
 
 impl<'t> RedbTables<'t> {
     /// Opens (creating if needed) the dedup tables on `txn`.
-    fn open(txn: &'t WriteTransaction, bands: &'t RwLock<BandIndex>) -> Result<RedbTables<'t>> {
+    fn open(
+        txn: &'t WriteTransaction,
+        bands: &'t RwLock<BandIndex>,
+        held: &'t BlockOps,
+    ) -> Result<RedbTables<'t>> {
         Ok(RedbTables {
             shared_bands: bands,
             pending: FxHashMap::default(),
+            held,
+            blocks_txn: TxnBlockOps::default(),
             meta: txn.open_table(META).map_err(Error::storage)?,
             urls: txn.open_table(URLS).map_err(Error::storage)?,
             url_times: txn.open_table(URL_TIMES).map_err(Error::storage)?,
@@ -572,14 +709,9 @@ macro_rules! impl_read_tables {
             }
 
             fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()> {
-                if let Some(list) = self
-                    .blocks()?
-                    .get(block_key(table, key))
-                    .map_err(Error::storage)?
-                {
-                    out.extend(decode_postings(list.value()));
-                }
-                Ok(())
+                self.with_block(block_key(table, key), &mut |list| {
+                    out.extend(decode_postings(list))
+                })
             }
 
             /// Scans each posting list in place, in the page it was read
@@ -592,11 +724,10 @@ macro_rules! impl_read_tables {
                 max: u32,
                 out: &mut Vec<(u32, DocId)>,
             ) -> Result<()> {
-                let blocks = self.blocks()?;
                 for &(table, key) in keys {
-                    if let Some(list) = blocks.get(block_key(table, key)).map_err(Error::storage)? {
-                        out.extend(within(fp, max, decode_postings(list.value())));
-                    }
+                    self.with_block(block_key(table, key), &mut |list| {
+                        out.extend(within(fp, max, decode_postings(list)))
+                    })?;
                 }
                 Ok(())
             }
@@ -702,42 +833,17 @@ impl Tables for RedbTables<'_> {
         Ok(())
     }
 
+    /// Held until the next durable commit writes it (`behind`).
     fn add_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
-        let k = block_key(table, key);
-        // Sized for the new entry at once: no reallocation of a list of
-        // a few kilobytes.
-        let mut list = match self.blocks.get(k).map_err(Error::storage)? {
-            Some(v) => {
-                let mut list = Vec::with_capacity(v.value().len() + POSTING);
-                list.extend_from_slice(v.value());
-                list
-            }
-            None => Vec::with_capacity(POSTING),
-        };
-        list.extend_from_slice(&posting(fp, id));
-        self.blocks.insert(k, list.as_slice()).map_err(Error::storage)?;
+        self.blocks_txn
+            .push(block_key(table, key), BlockOp::Add(posting(fp, id)));
         Ok(())
     }
 
+    /// Held until the next durable commit writes it (`behind`).
     fn remove_block(&mut self, table: usize, key: u64, fp: Fingerprint, id: DocId) -> Result<()> {
-        let k = block_key(table, key);
-        let Some(list) = self
-            .blocks
-            .get(k)
-            .map_err(Error::storage)?
-            .map(|v| v.value().to_vec())
-        else {
-            return Ok(());
-        };
-        match without_posting(&list, &posting(fp, id)) {
-            Some(kept) if kept.is_empty() => {
-                self.blocks.remove(k).map_err(Error::storage)?;
-            }
-            Some(kept) => {
-                self.blocks.insert(k, kept.as_slice()).map_err(Error::storage)?;
-            }
-            None => {}
-        }
+        self.blocks_txn
+            .push(block_key(table, key), BlockOp::Remove(posting(fp, id)));
         Ok(())
     }
 
