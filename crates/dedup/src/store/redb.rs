@@ -11,6 +11,11 @@
 //! between are visible at once and become durable with the next durable
 //! commit. After a crash the store is at its last durable commit, never in
 //! between.
+//!
+//! The SimHash block lists are written behind (`behind`): the changes of
+//! commits that are not durable stay in memory, where every reader and the
+//! next writer see them, and the next durable commit writes them all into
+//! the table. Each durable state therefore holds every list it needs.
 
 mod behind;
 #[cfg(test)]
