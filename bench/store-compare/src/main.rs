@@ -5,7 +5,7 @@
 //! process (an LSM tree's flushes and compactions run on threads of their
 //! own), per window of pages as the store grows.
 //!
-//!   store-compare redb|redb-split|redb-threads|redb-oplog|fjall DIR PAGES [WINDOW]
+//!   store-compare redb|redb-split|redb-threads|redb-oplog|redb-behind|redb-behind-side|fjall DIR PAGES [WINDOW]
 //!
 //! On redb, `PARTS` picks the table groups the store holds (`u` URL tier
 //! and frontier, `b` block lists, with digits for some tables only, `b01`;
@@ -114,6 +114,49 @@ mod on_redb {
     }
 
     const OPS: TableDefinition<u64, &[u8]> = TableDefinition::new("ops");
+
+    /// The open transaction of `w` (begun if there is none).
+    pub fn txn(w: &mut Redb) -> &WriteTransaction {
+        begin(&w.db, &mut w.txn)
+    }
+
+    /// Reads the block lists `keys` in a write transaction.
+    pub fn read_blocks(txn: &WriteTransaction, keys: &[u64]) {
+        let bl = txn.open_table(BLOCKS).unwrap();
+        for &k in keys {
+            let _ = bl.get(u128::from(k)).unwrap().map(|v| v.value().len());
+        }
+    }
+
+    /// Reads the block lists `keys` in a snapshot (of a file that may not
+    /// have the table yet).
+    pub fn read_blocks_snapshot(txn: &redb::ReadTransaction, keys: &[u64]) {
+        let Ok(bl) = txn.open_table(BLOCKS) else { return };
+        for &k in keys {
+            let _ = bl.get(u128::from(k)).unwrap().map(|v| v.value().len());
+        }
+    }
+
+    /// Appends the postings `held` to their lists, in key order.
+    pub fn apply_blocks(txn: &WriteTransaction, held: &std::collections::HashMap<u64, Vec<u8>>) {
+        let mut bl = txn.open_table(BLOCKS).unwrap();
+        let mut keys: Vec<u64> = held.keys().copied().collect();
+        keys.sort_unstable();
+        for k in keys {
+            let mut list = match bl.get(u128::from(k)).unwrap() {
+                Some(v) => v.value().to_vec(),
+                None => Vec::new(),
+            };
+            list.extend_from_slice(&held[&k]);
+            bl.insert(u128::from(k), list.as_slice()).unwrap();
+        }
+    }
+
+    /// Appends a group's block changes (`bytes`) to the log under `seq`.
+    pub fn log_blocks(txn: &WriteTransaction, seq: u64, bytes: &[u8]) {
+        let mut ops = txn.open_table(OPS).unwrap();
+        ops.insert(seq, bytes).unwrap();
+    }
 
     impl Redb {
         pub fn open(path: &std::path::Path, parts: &str) -> Redb {
@@ -460,6 +503,130 @@ impl Drop for OpLog {
     }
 }
 
+/// The block lists written behind (issue 37): each page's four postings
+/// are held in memory (its lists read from the table, and from what is
+/// held) and written at the durable commits, in key order, either into the
+/// same file (`side: false`, as the dedup crate's redb store now does) or
+/// by a thread of its own into a file of its own (`side: true`: the main
+/// file logs each group's postings under a sequential key, the side thread
+/// writes each durable commit's batch and makes it durable, and the main
+/// file drops the log up to what the side file holds; the writer reads the
+/// lists from a snapshot of the side file).
+struct Behind {
+    main: on_redb::Redb,
+    held: std::collections::HashMap<u64, Vec<u8>>,
+    /// This group's postings, for the log (side file only).
+    group: Vec<u8>,
+    seq: u64,
+    side: Option<SideBlocks>,
+}
+
+/// A durable commit's block-list batch: the last group in it, and the
+/// postings to append, by list.
+type Batch = (u64, std::collections::HashMap<u64, Vec<u8>>);
+
+struct SideBlocks {
+    db: std::sync::Arc<redb::Database>,
+    snapshot: Option<redb::ReadTransaction>,
+    batches: Option<std::sync::mpsc::Sender<Batch>>,
+    applied: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    trimmed: u64,
+}
+
+impl Behind {
+    fn open(dir: &std::path::Path, side: bool) -> Behind {
+        let side = side.then(|| {
+            let db = std::sync::Arc::new(redb::Database::create(dir.join("b.redb")).unwrap());
+            let applied = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+            let (tx, rx) = std::sync::mpsc::channel::<Batch>();
+            let (db2, mark) = (db.clone(), applied.clone());
+            let thread = std::thread::spawn(move || {
+                for (upto, batch) in rx {
+                    let txn = db2.begin_write().unwrap();
+                    on_redb::apply_blocks(&txn, &batch);
+                    txn.commit().unwrap();
+                    mark.store(upto, std::sync::atomic::Ordering::Release);
+                }
+            });
+            SideBlocks {
+                db,
+                snapshot: None,
+                batches: Some(tx),
+                applied,
+                thread: Some(thread),
+                trimmed: 0,
+            }
+        });
+        Behind {
+            main: on_redb::Redb::open(&dir.join("main.redb"), "uts"),
+            held: std::collections::HashMap::new(),
+            group: Vec::new(),
+            seq: 0,
+            side,
+        }
+    }
+}
+
+impl Writer for Behind {
+    fn page(&mut self, p: u64) {
+        self.main.page(p);
+        let keys = blocks(p);
+        match &mut self.side {
+            None => on_redb::read_blocks(on_redb::txn(&mut self.main), &keys),
+            Some(side) => {
+                let db = side.db.clone();
+                let snap = side
+                    .snapshot
+                    .get_or_insert_with(|| redb::ReadableDatabase::begin_read(&*db).unwrap());
+                on_redb::read_blocks_snapshot(snap, &keys);
+            }
+        }
+        for k in keys {
+            let _ = self.held.get(&k).map(Vec::len);
+            self.held.entry(k).or_default().extend_from_slice(&[9u8; 16]);
+            if self.side.is_some() {
+                self.group.extend_from_slice(&k.to_le_bytes());
+                self.group.extend_from_slice(&[9u8; 16]);
+            }
+        }
+    }
+
+    fn commit(&mut self, durable: bool) {
+        self.seq += 1;
+        if let Some(side) = &mut self.side {
+            let txn = on_redb::txn(&mut self.main);
+            on_redb::log_blocks(txn, self.seq, &self.group);
+            self.group.clear();
+            if durable {
+                let mark = side.applied.load(std::sync::atomic::Ordering::Acquire);
+                self.main.trim_ops(side.trimmed, mark + 1);
+                side.trimmed = side.trimmed.max(mark + 1);
+            }
+            // A new snapshot of the side file for the next group.
+            side.snapshot = None;
+        } else if durable {
+            on_redb::apply_blocks(on_redb::txn(&mut self.main), &self.held);
+        }
+        self.main.commit(durable);
+        if durable {
+            let batch = std::mem::take(&mut self.held);
+            if let Some(tx) = self.side.as_ref().and_then(|s| s.batches.as_ref()) {
+                let _ = tx.send((self.seq, batch));
+            }
+        }
+    }
+}
+
+impl Drop for SideBlocks {
+    fn drop(&mut self) {
+        self.batches.take();
+        if let Some(h) = self.thread.take() {
+            let _ = h.join();
+        }
+    }
+}
+
 /// Several stores written one after the other by the same thread.
 struct Split(Vec<on_redb::Redb>);
 
@@ -480,7 +647,9 @@ impl Writer for Split {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
-        eprintln!("usage: store-compare redb|redb-split|redb-threads|redb-oplog|fjall DIR PAGES [WINDOW]");
+        eprintln!(
+            "usage: store-compare redb|redb-split|redb-threads|redb-oplog|redb-behind|redb-behind-side|fjall DIR PAGES [WINDOW]"
+        );
         std::process::exit(2);
     }
     let dir = std::path::PathBuf::from(&args[2]);
@@ -505,6 +674,10 @@ fn main() {
         )),
         // The revisit records through an op log to a side file and thread.
         "redb-oplog" => Box::new(OpLog::open(&dir)),
+        // The block lists written behind, at the durable commits: into the
+        // same file, or by a thread of its own into a file of its own.
+        "redb-behind" => Box::new(Behind::open(&dir, false)),
+        "redb-behind-side" => Box::new(Behind::open(&dir, true)),
         // One file, the group's work split over threads by table group.
         "redb-threads" => Box::new(on_redb::Threaded::open(
             &dir.join("store.redb"),
