@@ -90,8 +90,8 @@ impl Default for RedisSettings {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
-    /// Directory of the embedded store (`index.redb`): dedup tiers, frontier
-    /// and checkpoints.
+    /// Directory of the embedded store (`index.redb` and its block lists'
+    /// `index.blocks.redb`): dedup tiers, frontier and checkpoints.
     pub data_dir: PathBuf,
     /// Longest time between two fsyncs of the store during `crawl dedup`.
     pub sync_interval_ms: u64,

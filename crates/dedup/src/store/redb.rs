@@ -18,6 +18,7 @@
 //! the table. Each durable state therefore holds every list it needs.
 
 mod behind;
+mod side;
 #[cfg(test)]
 mod tests;
 
@@ -35,6 +36,7 @@ use redb::{
 use rustc_hash::FxHashMap;
 
 use self::behind::{Backlog, Behind, BlockOp, BlockOps, MAX_BEHIND, TxnBlockOps};
+use self::side::{Home, ReadOnlySide, SideBlocks};
 use super::{
     BandIndex, DocId, DocRecord, ReadTables, Store, Tables, UrlRecord, block_key, decode_postings, posting,
     push_capped, within,
@@ -101,6 +103,9 @@ pub struct RedbStore {
     /// writing across each commit, and for reading while a reader begins
     /// its snapshot, so that a snapshot and the changes it lacks agree.
     backlog: RwLock<Backlog>,
+    /// The block lists' own file and thread (`side`); `None` for an index
+    /// whose lists are in this file (written before side files).
+    side: Option<SideBlocks>,
 }
 
 /// How a write transaction of [`RedbStore::write_with`] is committed.
@@ -178,19 +183,52 @@ impl RedbStore {
                     source: crate::error::redb_cause(other),
                 })),
             })?;
-        let store = RedbStore {
+        // Create the tables up front so read paths never meet a missing table.
+        {
+            let mut txn = db.begin_write().map_err(Error::storage)?;
+            txn.set_durability(Durability::Immediate)
+                .map_err(Error::storage)?;
+            RedbTables::open(&txn, &RwLock::new(BandIndex::default()), HeldView::default())?;
+            txn.commit().map_err(Error::storage)?;
+        }
+        let (side, commits) = match SideBlocks::open(&db, &path)? {
+            Home::InFile => (None, 0),
+            Home::Side(side, commits) => (Some(side), commits),
+        };
+        Ok(RedbStore {
             bands: RwLock::new(BandIndex::default()),
             db,
             path,
             sync_interval: options.sync_interval,
             last_sync: Mutex::new(Instant::now()),
             writer: Mutex::new(()),
-            backlog: RwLock::new(Backlog::default()),
-        };
-        // Create the tables up front so read paths never meet a missing table.
-        store.write(|_| Ok(()))?;
-        store.flush()?;
-        Ok(store)
+            backlog: RwLock::new(Backlog {
+                commits,
+                ..Backlog::default()
+            }),
+            side,
+        })
+    }
+
+    /// The file beside the store file `path` that keeps its SimHash block
+    /// lists, written by a thread of their own (`index.redb` ->
+    /// `index.blocks.redb`). The two files are one index: copy, move or
+    /// delete them together (a store file made afresh replaces a side file
+    /// it finds there; a store whose side file is missing refuses to
+    /// open). An index written before side files keeps its lists in the
+    /// store file and has none.
+    ///
+    /// ```
+    /// use simcrawl_dedup::RedbStore;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("index.redb");
+    /// drop(RedbStore::open(&path).unwrap());
+    /// let side = RedbStore::block_lists_path(&path);
+    /// assert_eq!(side, dir.path().join("index.blocks.redb"));
+    /// assert!(side.exists());
+    /// ```
+    pub fn block_lists_path(path: impl AsRef<Path>) -> PathBuf {
+        side::side_path(path.as_ref())
     }
 
     /// The underlying database, so that an embedding crawler can keep its
@@ -209,25 +247,47 @@ impl RedbStore {
         f: impl FnOnce(&WriteTransaction, &mut RedbTables<'_>) -> Result<R>,
     ) -> Result<R> {
         let _writer = self.writer.lock();
+        if let Some(side) = &self.side {
+            side.check()?;
+            // Batches the side file holds leave the backlog (before any
+            // snapshot of it below is begun).
+            let applied = side.applied();
+            self.backlog.write().in_flight.retain(|(upto, _)| *upto > applied);
+        }
+        let (epochs, held) = {
+            let b = self.backlog.read();
+            (b.epochs(), b.len())
+        };
         let mut txn = self.db.begin_write().map_err(Error::storage)?;
-        let durable = commit == Commit::Durable || self.last_sync.lock().elapsed() >= self.sync_interval;
+        let durable = commit == Commit::Durable
+            || self.last_sync.lock().elapsed() >= self.sync_interval
+            || (self.side.is_some() && held >= MAX_BEHIND);
         txn.set_durability(if durable {
             Durability::Immediate
         } else {
             Durability::None
         })
         .map_err(Error::storage)?;
-        // Only writers change the backlog, under `writer`: it is the same
-        // from here to the commit.
-        let held = self.backlog.read().ops.clone();
+        let side_snapshot = match &self.side {
+            Some(s) => Some(side::snapshot(s.database())?),
+            None => None,
+        };
         let (result, pending, blocks, written) = {
-            let held = held.read();
-            let mut tables = RedbTables::open(&txn, &self.bands, &held)?;
+            let guards: Vec<_> = epochs.iter().map(|e| e.read()).collect();
+            let view = HeldView {
+                epochs: &guards,
+                side: side_snapshot.as_ref(),
+            };
+            let mut tables = RedbTables::open(&txn, &self.bands, view)?;
             let r = f(&txn, &mut tables);
-            // Written now: at a durable commit, and when too many are held.
-            let write = r.is_ok() && (durable || held.len() + tables.blocks_txn.len >= MAX_BEHIND);
+            // In this file, written now: at a durable commit, and when too
+            // many are held; with a side file, logged.
+            let write = self.side.is_none() && (durable || held + tables.blocks_txn.len >= MAX_BEHIND);
             let r = match r {
                 Ok(value) if write => tables.write_behind().map(|()| value),
+                Ok(value) if self.side.is_some() => {
+                    self.log_blocks(&txn, &tables.blocks_txn, durable).map(|()| value)
+                }
                 r => r,
             };
             let blocks = std::mem::take(&mut tables.blocks_txn);
@@ -235,16 +295,9 @@ impl RedbStore {
         };
         match result {
             Ok(value) => {
-                {
-                    let mut backlog = self.backlog.write();
-                    txn.commit().map_err(Error::storage)?;
-                    backlog.commits += 1;
-                    if written {
-                        backlog.ops = Arc::default();
-                    } else if blocks.len > 0 {
-                        let commit = backlog.commits;
-                        backlog.ops.write().extend(commit, blocks);
-                    }
+                let batch = self.commit_held(txn, blocks, written, durable)?;
+                if let (Some(side), Some((upto, epoch))) = (&self.side, batch) {
+                    side.send(upto, epoch)?;
                 }
                 if durable {
                     *self.last_sync.lock() = Instant::now();
@@ -267,6 +320,53 @@ impl RedbStore {
                 Err(e)
             }
         }
+    }
+
+    /// This transaction's block-list changes into the main file's log,
+    /// under the number its commit will have; at a durable commit, the log
+    /// dropped up to what the side file holds.
+    fn log_blocks(&self, txn: &WriteTransaction, ops: &TxnBlockOps, durable: bool) -> Result<()> {
+        let mut log = txn.open_table(side::BLOCK_LOG).map_err(Error::storage)?;
+        if ops.len > 0 {
+            let commit = self.backlog.read().commits + 1;
+            log.insert(commit, ops.encode().as_slice())
+                .map_err(Error::storage)?;
+        }
+        if durable && let Some(side) = &self.side {
+            log.retain_in(..=side.applied(), |_, _| false)
+                .map_err(Error::storage)?;
+        }
+        Ok(())
+    }
+
+    /// Commits `txn` and holds its block-list changes (`blocks`): dropped
+    /// when `written` into this file; with a side file, at a durable
+    /// commit, the batch to hand to its thread (the last commit it holds,
+    /// and its changes).
+    fn commit_held(
+        &self,
+        txn: WriteTransaction,
+        blocks: TxnBlockOps,
+        written: bool,
+        durable: bool,
+    ) -> Result<Option<(u64, behind::Epoch)>> {
+        let mut backlog = self.backlog.write();
+        txn.commit().map_err(Error::storage)?;
+        backlog.commits += 1;
+        let commit = backlog.commits;
+        if written {
+            backlog.ops = Arc::default();
+            return Ok(None);
+        }
+        if blocks.len > 0 {
+            backlog.ops.write().extend(commit, blocks);
+        }
+        if durable && self.side.is_some() && backlog.ops.read().len() > 0 {
+            let batch = std::mem::take(&mut backlog.ops);
+            backlog.in_flight.push((commit, batch.clone()));
+            return Ok(Some((commit, batch)));
+        }
+        Ok(None)
     }
 }
 
@@ -297,7 +397,11 @@ impl Store for RedbStore {
                 Behind::of(&backlog),
             )
         };
-        let tables = RedbReadTables::new(&self.bands, txn).behind(behind);
+        let side = self
+            .side
+            .as_ref()
+            .map(|s| s.database() as &dyn side::SnapshotSource);
+        let tables = RedbReadTables::new(&self.bands, txn).behind(behind, side);
         f(&tables)
     }
 
@@ -378,6 +482,8 @@ pub struct RedbReadOnlyStore {
     bands: RwLock<BandIndex>,
     db: ReadOnlyDatabase,
     path: PathBuf,
+    /// The side file of its block lists, if it has one.
+    side: Option<ReadOnlySide>,
 }
 
 impl std::fmt::Debug for RedbReadOnlyStore {
@@ -410,10 +516,12 @@ impl RedbReadOnlyStore {
                     source: crate::error::redb_cause(other),
                 })),
             })?;
+        let side = ReadOnlySide::open(&db, &path)?;
         Ok(RedbReadOnlyStore {
             bands: RwLock::new(BandIndex::default()),
             db,
             path,
+            side,
         })
     }
 
@@ -433,7 +541,14 @@ impl Store for RedbReadOnlyStore {
     }
 
     fn read<R>(&self, mut f: impl FnMut(&dyn ReadTables) -> Result<R>) -> Result<R> {
-        let tables = RedbReadTables::new(&self.bands, self.db.begin_read().map_err(Error::storage)?);
+        let mut tables = RedbReadTables::new(&self.bands, self.db.begin_read().map_err(Error::storage)?);
+        if let Some(side) = &self.side {
+            let behind = Behind {
+                epochs: vec![side.logged.clone()],
+                upto: side.upto,
+            };
+            tables = tables.behind(behind, Some(&side.db));
+        }
         f(&tables)
     }
 
@@ -465,8 +580,9 @@ pub struct RedbTables<'t> {
     shared_bands: &'t RwLock<BandIndex>,
     /// Band changes of this transaction, by key, in order.
     pending: FxHashMap<u64, Vec<BandOp>>,
-    /// Block-list changes of earlier commits, not in `blocks` yet.
-    held: &'t BlockOps,
+    /// Block-list changes of earlier commits, not in `blocks` (or the side
+    /// file) yet.
+    held: HeldView<'t>,
     /// Block-list changes of this transaction.
     blocks_txn: TxnBlockOps,
     meta: Table<'t, &'static str, &'static [u8]>,
@@ -477,6 +593,21 @@ pub struct RedbTables<'t> {
     docs: Table<'t, u64, &'static [u8]>,
 }
 
+/// What a write transaction reads its block lists from besides its own
+/// changes: the batches held, and the side file's snapshot (its lists and
+/// the last commit it holds) when the lists live there.
+#[derive(Default)]
+struct HeldView<'t> {
+    epochs: &'t [parking_lot::RwLockReadGuard<'t, BlockOps>],
+    side: Option<&'t (ReadOnlyTable<u128, &'static [u8]>, u64)>,
+}
+
+impl HeldView<'_> {
+    fn touches(&self, k: u128) -> bool {
+        self.epochs.iter().any(|e| e.touches(k))
+    }
+}
+
 /// The dedup tables of one redb read transaction (a snapshot), each opened
 /// on first use: opening a table is a lookup of its own, and a query needs
 /// only two of the five.
@@ -484,8 +615,12 @@ struct RedbReadTables<'s> {
     bands: &'s RwLock<BandIndex>,
     txn: ReadTransaction,
     /// Block-list changes committed before the snapshot and not in its
-    /// table (none for a read-only store: its file is durable).
+    /// table.
     behind: Option<Behind>,
+    /// The side file holding the block lists, if they live in one, and its
+    /// snapshot, begun on first use (after `behind` was taken).
+    side: Option<&'s dyn side::SnapshotSource>,
+    side_blocks: OnceCell<(ReadOnlyTable<u128, &'static [u8]>, u64)>,
     meta: OnceCell<ReadOnlyTable<&'static str, &'static [u8]>>,
     urls: OnceCell<ReadOnlyTable<u128, &'static [u8]>>,
     url_times: OnceCell<ReadOnlyTable<(u64, u128), ()>>,
@@ -501,6 +636,8 @@ impl<'s> RedbReadTables<'s> {
             bands,
             txn,
             behind: None,
+            side: None,
+            side_blocks: OnceCell::new(),
             meta: OnceCell::new(),
             urls: OnceCell::new(),
             url_times: OnceCell::new(),
@@ -520,21 +657,36 @@ fn lazy<T>(cell: &OnceCell<T>, open: impl FnOnce() -> Result<T, redb::TableError
     Ok(cell.get_or_init(|| t))
 }
 
-impl RedbReadTables<'_> {
-    /// These tables with `behind` added to the snapshot's block lists.
-    fn behind(mut self, behind: Behind) -> Self {
+impl<'s> RedbReadTables<'s> {
+    /// These tables with `behind` added to the snapshot's block lists,
+    /// which are read from `side` when they live in a side file.
+    fn behind(mut self, behind: Behind, side: Option<&'s dyn side::SnapshotSource>) -> Self {
         self.behind = Some(behind);
+        self.side = side;
         self
     }
 
     /// Calls `f` with the posting list of block `k`, if any.
     fn with_block(&self, k: u128, f: &mut dyn FnMut(&[u8])) -> Result<()> {
-        let stored = self.blocks()?.get(k).map_err(Error::storage)?;
-        let held = self.behind.as_ref().map(|b| (b.ops.read(), b.upto));
-        match held {
-            Some((ops, upto)) if ops.touches(k) => {
+        let (stored, after) = match self.side {
+            Some(src) => {
+                let (table, applied) = match self.side_blocks.get() {
+                    Some(t) => t,
+                    None => {
+                        let t = side::snapshot(src)?;
+                        self.side_blocks.get_or_init(|| t)
+                    }
+                };
+                (table.get(k).map_err(Error::storage)?, *applied)
+            }
+            None => (self.blocks()?.get(k).map_err(Error::storage)?, 0),
+        };
+        match &self.behind {
+            Some(b) if b.epochs.iter().any(|e| e.read().touches(k)) => {
                 let mut list = stored.map(|v| v.value().to_vec()).unwrap_or_default();
-                behind::apply(&mut list, ops.of(k, upto));
+                for e in &b.epochs {
+                    behind::apply(&mut list, e.read().of(k, after, b.upto));
+                }
                 if !list.is_empty() {
                     f(&list);
                 }
@@ -577,7 +729,10 @@ impl RedbTables<'_> {
     /// Calls `f` with the posting list of block `k`, if any: the table's,
     /// with the changes held and this transaction's on top.
     fn with_block(&self, k: u128, f: &mut dyn FnMut(&[u8])) -> Result<()> {
-        let stored = self.blocks.get(k).map_err(Error::storage)?;
+        let (stored, after) = match self.held.side {
+            Some((table, applied)) => (table.get(k).map_err(Error::storage)?, *applied),
+            None => (self.blocks.get(k).map_err(Error::storage)?, 0),
+        };
         let txn = self.blocks_txn.of(k);
         if txn.is_empty() && !self.held.touches(k) {
             if let Some(v) = stored {
@@ -586,7 +741,9 @@ impl RedbTables<'_> {
             return Ok(());
         }
         let mut list = stored.map(|v| v.value().to_vec()).unwrap_or_default();
-        behind::apply(&mut list, self.held.of(k, u64::MAX));
+        for e in self.held.epochs {
+            behind::apply(&mut list, e.of(k, after, u64::MAX));
+        }
         behind::apply(&mut list, txn);
         if !list.is_empty() {
             f(&list);
@@ -597,26 +754,8 @@ impl RedbTables<'_> {
     /// Writes the changes held and this transaction's into the table, in
     /// key order: each list read and written once.
     fn write_behind(&mut self) -> Result<()> {
-        let mut keys: Vec<u128> = self
-            .held
-            .keys()
-            .chain(self.blocks_txn.by_key.keys().copied())
-            .collect();
-        keys.sort_unstable();
-        keys.dedup();
-        for k in keys {
-            let stored = self.blocks.get(k).map_err(Error::storage)?;
-            let existed = stored.is_some();
-            let mut list = stored.map(|v| v.value().to_vec()).unwrap_or_default();
-            behind::apply(&mut list, self.held.of(k, u64::MAX));
-            behind::apply(&mut list, self.blocks_txn.of(k));
-            if !list.is_empty() {
-                self.blocks.insert(k, list.as_slice()).map_err(Error::storage)?;
-            } else if existed {
-                self.blocks.remove(k).map_err(Error::storage)?;
-            }
-        }
-        Ok(())
+        let epochs: Vec<&BlockOps> = self.held.epochs.iter().map(|g| &**g).collect();
+        side::merge(&mut self.blocks, &epochs, Some(&self.blocks_txn))
     }
 
     fn meta(&self) -> Result<&Table<'_, &'static str, &'static [u8]>> {
@@ -659,7 +798,7 @@ impl<'t> RedbTables<'t> {
     fn open(
         txn: &'t WriteTransaction,
         bands: &'t RwLock<BandIndex>,
-        held: &'t BlockOps,
+        held: HeldView<'t>,
     ) -> Result<RedbTables<'t>> {
         Ok(RedbTables {
             shared_bands: bands,

@@ -101,6 +101,7 @@ pub fn run(mut cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Resu
     let db_path = data_dir.join("index.redb");
     if start == Start::Fresh {
         remove_if_exists(&db_path)?;
+        remove_if_exists(&RedbStore::block_lists_path(&db_path))?;
         for name in Outputs::FILES.iter().chain(["stats.json"].iter()) {
             remove_if_exists(&out_dir.join(name))?;
         }

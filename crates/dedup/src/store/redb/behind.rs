@@ -63,12 +63,14 @@ impl BlockOps {
         self.len
     }
 
-    /// The changes to `key` made by commits up to `upto`.
-    pub(super) fn of(&self, key: u128, upto: u64) -> impl Iterator<Item = &BlockOp> {
+    /// The changes to `key` made by the commits after `after` up to
+    /// `upto`.
+    pub(super) fn of(&self, key: u128, after: u64, upto: u64) -> impl Iterator<Item = &BlockOp> {
         self.by_key
             .get(&key)
             .into_iter()
             .flatten()
+            .skip_while(move |(commit, _)| *commit <= after)
             .take_while(move |(commit, _)| *commit <= upto)
             .map(|(_, op)| op)
     }
@@ -108,37 +110,108 @@ impl TxnBlockOps {
         self.len += 1;
     }
 
+    /// These changes as an entry of the main file's log (a side file's
+    /// store): per change its key (16 bytes, little-endian), `1` for an
+    /// add or `2` for a removal, and the posting.
+    pub(super) fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.len * LOGGED);
+        for (key, ops) in &self.by_key {
+            for op in ops {
+                let (tag, p) = match op {
+                    BlockOp::Add(p) => (1u8, p),
+                    BlockOp::Remove(p) => (2u8, p),
+                };
+                out.extend_from_slice(&key.to_le_bytes());
+                out.push(tag);
+                out.extend_from_slice(p);
+            }
+        }
+        out
+    }
+
+    /// The changes of a log entry (see [`TxnBlockOps::encode`]).
+    pub(super) fn decode(bytes: &[u8]) -> Result<TxnBlockOps, String> {
+        if !bytes.len().is_multiple_of(LOGGED) {
+            return Err(format!("a block-list log entry of {} bytes", bytes.len()));
+        }
+        let mut ops = TxnBlockOps::default();
+        for e in bytes.chunks_exact(LOGGED) {
+            let mut key = [0u8; 16];
+            key.copy_from_slice(&e[..16]);
+            let mut p = [0u8; POSTING];
+            p.copy_from_slice(&e[17..]);
+            let op = match e[16] {
+                1 => BlockOp::Add(p),
+                2 => BlockOp::Remove(p),
+                t => return Err(format!("a block-list log entry with change {t}")),
+            };
+            ops.push(u128::from_le_bytes(key), op);
+        }
+        Ok(ops)
+    }
+
     /// The changes to `key` of this transaction.
     pub(super) fn of(&self, key: u128) -> &[BlockOp] {
         self.by_key.get(&key).map_or(&[], Vec::as_slice)
     }
 }
 
+/// Bytes of one change in a log entry: key, tag, posting.
+const LOGGED: usize = 16 + 1 + POSTING;
+
+/// A batch of changes handed to the side file's thread (`side`): written
+/// there up to commit `upto`.
+pub(super) type Epoch = Arc<RwLock<BlockOps>>;
+
 /// What a store holds behind its table: the commits so far, and the
 /// changes of those since the last write into the table.
 #[derive(Debug, Default)]
 pub(super) struct Backlog {
-    /// Commits made by this store (numbers the changes).
+    /// Commits made by this store (numbers the changes; with a side file,
+    /// carried over from the log across runs).
     pub(super) commits: u64,
     /// Replaced, not cleared, when written into the table: a reader that
     /// took it with a snapshot older than that write keeps the changes its
     /// snapshot lacks.
-    pub(super) ops: Arc<RwLock<BlockOps>>,
+    pub(super) ops: Epoch,
+    /// With a side file: the batches handed to its thread and not known to
+    /// be written there yet, each with the last commit it holds, oldest
+    /// first. Dropped once the side file holds them.
+    pub(super) in_flight: Vec<(u64, Epoch)>,
+}
+
+impl Backlog {
+    /// Every batch held, oldest first: those in flight, then the current.
+    pub(super) fn epochs(&self) -> Vec<Epoch> {
+        self.in_flight
+            .iter()
+            .map(|(_, e)| e.clone())
+            .chain([self.ops.clone()])
+            .collect()
+    }
+
+    /// Changes held, in flight or not.
+    pub(super) fn len(&self) -> usize {
+        self.in_flight.iter().map(|(_, e)| e.read().len()).sum::<usize>() + self.ops.read().len()
+    }
 }
 
 /// The changes a reader adds to its snapshot: those of the commits up to
-/// the one its snapshot ends with.
+/// the one its snapshot ends with (and, with a side file, after the last
+/// the side file's snapshot holds).
 #[derive(Debug, Clone)]
 pub(super) struct Behind {
-    pub(super) ops: Arc<RwLock<BlockOps>>,
+    pub(super) epochs: Vec<Epoch>,
     pub(super) upto: u64,
 }
 
 impl Behind {
-    /// What `backlog` holds for a snapshot begun with it as it is.
+    /// What `backlog` holds for a snapshot begun with it as it is. A side
+    /// file's snapshot must be begun after this is taken: a batch leaves
+    /// the backlog only once the side file holds it.
     pub(super) fn of(backlog: &Backlog) -> Behind {
         Behind {
-            ops: backlog.ops.clone(),
+            epochs: backlog.epochs(),
             upto: backlog.commits,
         }
     }
@@ -146,6 +219,7 @@ impl Behind {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn p(n: u8) -> [u8; POSTING] {
@@ -178,12 +252,42 @@ mod tests {
         second.push(8, BlockOp::Add(p(4)));
         held.extend(2, second);
         assert_eq!(held.len(), 3);
-        assert_eq!(held.of(7, 1).copied().collect::<Vec<_>>(), [BlockOp::Add(p(3))]);
-        assert_eq!(held.of(7, 2).count(), 2);
-        assert_eq!(held.of(8, 1).count(), 0);
+        assert_eq!(
+            held.of(7, 0, 1).copied().collect::<Vec<_>>(),
+            [BlockOp::Add(p(3))]
+        );
+        assert_eq!(held.of(7, 0, 2).count(), 2);
+        assert_eq!(
+            held.of(7, 1, 2).copied().collect::<Vec<_>>(),
+            [BlockOp::Remove(p(3))]
+        );
+        assert_eq!(held.of(8, 0, 1).count(), 0);
         assert!(held.touches(8) && !held.touches(9));
         let mut keys: Vec<u128> = held.keys().collect();
         keys.sort_unstable();
         assert_eq!(keys, [7, 8]);
+    }
+
+    /// A transaction's changes survive the log's encoding, in order per
+    /// key; a truncated entry or an unknown change is refused.
+    #[test]
+    fn log_entries_decode_as_written() {
+        let mut ops = TxnBlockOps::default();
+        ops.push(u128::MAX - 1, BlockOp::Add(p(1)));
+        ops.push(u128::MAX - 1, BlockOp::Remove(p(2)));
+        ops.push(5, BlockOp::Add(p(3)));
+        let bytes = ops.encode();
+        assert_eq!(bytes.len(), 3 * LOGGED);
+        let back = TxnBlockOps::decode(&bytes).unwrap();
+        assert_eq!(back.len, 3);
+        assert_eq!(
+            back.of(u128::MAX - 1),
+            [BlockOp::Add(p(1)), BlockOp::Remove(p(2))]
+        );
+        assert_eq!(back.of(5), [BlockOp::Add(p(3))]);
+        assert!(TxnBlockOps::decode(&bytes[1..]).is_err());
+        let mut bad = bytes.clone();
+        bad[16] = 9;
+        assert!(TxnBlockOps::decode(&bad).is_err());
     }
 }

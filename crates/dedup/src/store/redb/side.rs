@@ -1,0 +1,469 @@
+//! The SimHash block lists in a file of their own, written by a thread of
+//! their own (issue 37, target 1).
+//!
+//! Why: written behind (`behind`), a durable commit's block-list changes
+//! are one sorted batch; in the main file the writer thread still wrote
+//! it. `store-compare` measured a side thread writing each batch into a
+//! file of its own at a third less of the writer's CPU a page at 300,000
+//! pages (docs/BENCHMARKS.md, "Block lists written behind").
+//!
+//! One durable point stays the main file's. Each commit's changes go into
+//! the main file's log (`dedup_block_log`, under the commit's number) in
+//! the same transaction as the documents they index. After a durable
+//! commit of the main file, its batch goes to the side thread, which
+//! writes it into `dedup_blocks` of the side file together with the last
+//! commit it holds (`applied`) and makes it durable; the main file drops
+//! the log up to that mark at its next durable commit. A crash leaves the
+//! side file at or behind the main file's durable state, never ahead, and
+//! the next open writes the log entries past its mark. The two files
+//! carry one id, so that a main file made afresh never meets the lists of
+//! another.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::JoinHandle;
+
+use parking_lot::Mutex;
+use redb::{
+    Database, Durability, ReadOnlyDatabase, ReadOnlyTable, ReadableDatabase, ReadableTable, Table,
+    TableDefinition,
+};
+
+use super::behind::{BlockOps, Epoch, TxnBlockOps, apply};
+use super::{BLOCKS, META};
+use crate::error::{Error, Result};
+
+/// In the main file: commit number -> that commit's block-list changes
+/// (`TxnBlockOps::encode`), kept until the side file holds them.
+pub(super) const BLOCK_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("dedup_block_log");
+/// In the side file: `id` (the pair's) and `applied` (the last commit it
+/// holds).
+const SIDE_META: TableDefinition<&str, u64> = TableDefinition::new("dedup_side_meta");
+/// In the main file's meta table: the id of its side file (8 bytes).
+const SIDE_ID: &str = "blocks:side";
+
+/// Batches waiting for the side thread at most: past this the writer
+/// waits for it at its durable commits.
+const QUEUED: usize = 4;
+
+/// Where the side file of the main file `main` lives: beside it,
+/// `index.redb` -> `index.blocks.redb`.
+pub(super) fn side_path(main: &Path) -> PathBuf {
+    main.with_extension("blocks.redb")
+}
+
+fn storage(e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::storage(e)
+}
+
+/// The changes of `epochs`, then of `txn`, written into the block lists
+/// of `table`, in key order: each list read and written once.
+pub(super) fn merge(
+    table: &mut Table<'_, u128, &'static [u8]>,
+    epochs: &[&BlockOps],
+    txn: Option<&TxnBlockOps>,
+) -> Result<()> {
+    let mut keys: Vec<u128> = epochs
+        .iter()
+        .flat_map(|e| e.keys())
+        .chain(txn.into_iter().flat_map(|t| t.by_key.keys().copied()))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for k in keys {
+        let stored = table.get(k).map_err(storage)?;
+        let existed = stored.is_some();
+        let mut list = stored.map(|v| v.value().to_vec()).unwrap_or_default();
+        for e in epochs {
+            apply(&mut list, e.of(k, 0, u64::MAX));
+        }
+        if let Some(t) = txn {
+            apply(&mut list, t.of(k));
+        }
+        if !list.is_empty() {
+            table.insert(k, list.as_slice()).map_err(storage)?;
+        } else if existed {
+            table.remove(k).map_err(storage)?;
+        }
+    }
+    Ok(())
+}
+
+/// The side file of a store and its thread.
+#[derive(Debug)]
+pub(super) struct SideBlocks {
+    db: Arc<Database>,
+    path: PathBuf,
+    batches: Option<SyncSender<(u64, Epoch)>>,
+    /// The last commit the side file holds, durably.
+    applied: Arc<AtomicU64>,
+    /// Why the thread stopped, if it failed.
+    failed: Arc<Mutex<Option<String>>>,
+    thread: Option<JoinHandle<()>>,
+    /// Tests: the thread drops the batches instead of writing them, as a
+    /// crash before it wrote them would.
+    #[cfg(test)]
+    pub(super) drop_batches: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// How the main file `main` at `path` keeps its block lists.
+pub(super) enum Home {
+    /// In `dedup_blocks` of the main file: an index written before side
+    /// files (issue 37), whose lists stay where they are.
+    InFile,
+    /// In a side file; the commits so far (the log's numbering).
+    Side(SideBlocks, u64),
+}
+
+impl SideBlocks {
+    /// Opens (or, for a main file that has no block lists yet, creates)
+    /// the side file of `main`, writing into it the log entries it lacks.
+    pub(super) fn open(main: &Database, path: &Path) -> Result<Home> {
+        let side = side_path(path);
+        let (id, in_file) = {
+            let txn = main.begin_read().map_err(storage)?;
+            let meta = txn.open_table(META).map_err(storage)?;
+            let id = match meta.get(SIDE_ID).map_err(storage)? {
+                Some(v) => Some(read_id(v.value(), path)?),
+                None => None,
+            };
+            let in_file = match txn.open_table(BLOCKS) {
+                Ok(t) => t.first().map_err(storage)?.is_some(),
+                Err(redb::TableError::TableDoesNotExist(_)) => false,
+                Err(e) => return Err(storage(e)),
+            };
+            (id, in_file)
+        };
+        let (db, commits) = match id {
+            None if in_file => return Ok(Home::InFile),
+            None => (create(main, path, &side)?, 0),
+            Some(id) => {
+                let db = open_existing(path, &side, id)?;
+                let commits = replay(main, &db)?;
+                (db, commits)
+            }
+        };
+        let db = Arc::new(db);
+        let applied = Arc::new(AtomicU64::new(applied_of(&db.begin_read().map_err(storage)?)?));
+        let failed = Arc::new(Mutex::new(None));
+        let (tx, rx) = sync_channel(QUEUED);
+        #[cfg(test)]
+        let drop_batches = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let thread = {
+            let (db, applied, failed) = (db.clone(), applied.clone(), failed.clone());
+            #[cfg(test)]
+            let skip = drop_batches.clone();
+            #[cfg(not(test))]
+            let skip = ();
+            std::thread::Builder::new()
+                .name("dedup-blocks".into())
+                .spawn(move || write_batches(&db, &rx, &applied, &failed, &skip))
+                .map_err(storage)?
+        };
+        Ok(Home::Side(
+            SideBlocks {
+                db,
+                path: side,
+                batches: Some(tx),
+                applied,
+                failed,
+                thread: Some(thread),
+                #[cfg(test)]
+                drop_batches,
+            },
+            commits,
+        ))
+    }
+
+    /// The side file.
+    pub(super) fn database(&self) -> &Database {
+        &self.db
+    }
+
+    /// The last commit the side file holds.
+    pub(super) fn applied(&self) -> u64 {
+        self.applied.load(Ordering::Acquire)
+    }
+
+    /// An error if the side thread stopped on one.
+    pub(super) fn check(&self) -> Result<()> {
+        match &*self.failed.lock() {
+            Some(why) => Err(Error::Corrupt(format!(
+                "cannot write the block lists into {}: {why}",
+                self.path.display()
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Hands the batch of commits up to `upto` to the side thread (waiting
+    /// while it is [`QUEUED`] batches behind).
+    pub(super) fn send(&self, upto: u64, epoch: Epoch) -> Result<()> {
+        let sent = self
+            .batches
+            .as_ref()
+            .is_some_and(|tx| tx.send((upto, epoch)).is_ok());
+        if sent {
+            Ok(())
+        } else {
+            self.check()
+                .and(Err(Error::Corrupt("the block lists' thread stopped".into())))
+        }
+    }
+
+    /// Tests: waits until the side file holds every commit up to `upto`.
+    #[cfg(test)]
+    pub(super) fn wait_for(&self, upto: u64) {
+        while self.applied() < upto && self.failed.lock().is_none() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+}
+
+impl Drop for SideBlocks {
+    /// The batches handed over are written before the file closes.
+    fn drop(&mut self) {
+        self.batches.take();
+        if let Some(t) = self.thread.take()
+            && t.join().is_err()
+        {
+            tracing::warn!(path = %self.path.display(), "the block lists' thread panicked");
+        }
+    }
+}
+
+/// The side thread: each batch written and made durable, in order, with
+/// the last commit it holds.
+fn write_batches(
+    db: &Database,
+    rx: &Receiver<(u64, Epoch)>,
+    applied: &AtomicU64,
+    failed: &Mutex<Option<String>>,
+    #[cfg(test)] skip: &std::sync::atomic::AtomicBool,
+    #[cfg(not(test))] _skip: &(),
+) {
+    for (upto, epoch) in rx {
+        #[cfg(test)]
+        if skip.load(Ordering::Acquire) {
+            continue;
+        }
+        let ops = epoch.read();
+        if let Err(e) = write_batch(db, &[&ops], upto) {
+            *failed.lock() = Some(e.to_string());
+            return;
+        }
+        applied.store(upto, Ordering::Release);
+    }
+}
+
+/// `epochs` written into the side file `db` as holding commits up to
+/// `upto`, durably.
+fn write_batch(db: &Database, epochs: &[&BlockOps], upto: u64) -> Result<()> {
+    let mut txn = db.begin_write().map_err(storage)?;
+    txn.set_durability(Durability::Immediate).map_err(storage)?;
+    {
+        let mut blocks = txn.open_table(BLOCKS).map_err(storage)?;
+        merge(&mut blocks, epochs, None)?;
+        let mut meta = txn.open_table(SIDE_META).map_err(storage)?;
+        meta.insert("applied", upto).map_err(storage)?;
+    }
+    txn.commit().map_err(storage)
+}
+
+fn read_id(bytes: &[u8], path: &Path) -> Result<u64> {
+    let b: [u8; 8] = bytes.try_into().map_err(|_| {
+        Error::Corrupt(format!(
+            "{}: a side file id of {} bytes",
+            path.display(),
+            bytes.len()
+        ))
+    })?;
+    Ok(u64::from_le_bytes(b))
+}
+
+fn applied_of(txn: &redb::ReadTransaction) -> Result<u64> {
+    let meta = txn.open_table(SIDE_META).map_err(storage)?;
+    Ok(meta.get("applied").map_err(storage)?.map_or(0, |v| v.value()))
+}
+
+/// A new side file for `main`, which has no block lists: any file at
+/// `side` belonged to an index that is gone. The side file is made first,
+/// so that a crash before the main file names it leaves a main file that
+/// makes it again.
+fn create(main: &Database, path: &Path, side: &Path) -> Result<Database> {
+    use std::hash::BuildHasher;
+    let id = std::hash::RandomState::new().hash_one((std::time::SystemTime::now(), std::process::id(), path));
+    match std::fs::remove_file(side) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(open_error(side, e)),
+    }
+    let db = Database::create(side).map_err(|e| open_error(side, crate::error::redb_cause(e)))?;
+    let mut txn = db.begin_write().map_err(storage)?;
+    txn.set_durability(Durability::Immediate).map_err(storage)?;
+    {
+        let mut meta = txn.open_table(SIDE_META).map_err(storage)?;
+        meta.insert("id", id).map_err(storage)?;
+        meta.insert("applied", 0).map_err(storage)?;
+        txn.open_table(BLOCKS).map_err(storage)?;
+    }
+    txn.commit().map_err(storage)?;
+    let mut txn = main.begin_write().map_err(storage)?;
+    txn.set_durability(Durability::Immediate).map_err(storage)?;
+    {
+        let mut meta = txn.open_table(META).map_err(storage)?;
+        meta.insert(SIDE_ID, id.to_le_bytes().as_slice())
+            .map_err(storage)?;
+        txn.open_table(BLOCK_LOG).map_err(storage)?;
+    }
+    txn.commit().map_err(storage)?;
+    Ok(db)
+}
+
+fn open_error(path: &Path, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Error {
+    Error::Storage(Box::new(crate::error::OpenError {
+        path: path.to_path_buf(),
+        source: e.into(),
+    }))
+}
+
+/// The side file at `side` of the main file at `path`, which names it by
+/// `id`.
+fn open_existing(path: &Path, side: &Path, id: u64) -> Result<Database> {
+    if !side.exists() {
+        return Err(Error::Corrupt(format!(
+            "{} is missing: the SimHash block lists of {} are kept there (move or copy the two files together)",
+            side.display(),
+            path.display()
+        )));
+    }
+    let db = Database::create(side).map_err(|e| match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked {
+            path: side.to_path_buf(),
+        },
+        other => open_error(side, crate::error::redb_cause(other)),
+    })?;
+    check_id(&db.begin_read().map_err(storage)?, path, side, id)?;
+    Ok(db)
+}
+
+fn check_id(txn: &redb::ReadTransaction, path: &Path, side: &Path, id: u64) -> Result<()> {
+    let meta = txn.open_table(SIDE_META).map_err(storage)?;
+    let theirs = meta.get("id").map_err(storage)?.map(|v| v.value());
+    if theirs != Some(id) {
+        return Err(Error::Corrupt(format!(
+            "{} holds the block lists of another index than {}",
+            side.display(),
+            path.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The main file's log entries past what `side` holds, written into it;
+/// returns the commits so far (the log's numbering goes on from there).
+fn replay(main: &Database, side: &Database) -> Result<u64> {
+    let applied = applied_of(&side.begin_read().map_err(storage)?)?;
+    let (ops, last) = logged_after(&main.begin_read().map_err(storage)?, applied)?;
+    if last > applied {
+        write_batch(side, &[&ops], last)?;
+    }
+    Ok(last.max(applied))
+}
+
+/// The changes the main file's log holds past commit `after`, and the
+/// last commit it holds (`after` when none).
+fn logged_after(main: &redb::ReadTransaction, after: u64) -> Result<(BlockOps, u64)> {
+    let mut ops = BlockOps::default();
+    let mut last = after;
+    let log = match main.open_table(BLOCK_LOG) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok((ops, last)),
+        Err(e) => return Err(storage(e)),
+    };
+    for entry in log.range(after.saturating_add(1)..).map_err(storage)? {
+        let (k, v) = entry.map_err(storage)?;
+        let commit = k.value();
+        ops.extend(commit, TxnBlockOps::decode(v.value()).map_err(Error::Corrupt)?);
+        last = commit;
+    }
+    Ok((ops, last))
+}
+
+/// A read-only store's side file: its lists, and the changes of the main
+/// file's log that it lacks (a crash before the side thread wrote them).
+pub(super) struct ReadOnlySide {
+    pub(super) db: ReadOnlyDatabase,
+    pub(super) logged: Epoch,
+    pub(super) upto: u64,
+}
+
+impl std::fmt::Debug for ReadOnlySide {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReadOnlySide")
+            .field("upto", &self.upto)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReadOnlySide {
+    /// The side file of the read-only main file at `path`, if it has one.
+    pub(super) fn open(main: &ReadOnlyDatabase, path: &Path) -> Result<Option<ReadOnlySide>> {
+        let txn = main.begin_read().map_err(storage)?;
+        let id = match txn.open_table(META) {
+            Ok(meta) => match meta.get(SIDE_ID).map_err(storage)? {
+                Some(v) => read_id(v.value(), path)?,
+                None => return Ok(None),
+            },
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+            Err(e) => return Err(storage(e)),
+        };
+        let side = side_path(path);
+        if !side.exists() {
+            return Err(Error::Corrupt(format!(
+                "{} is missing: the SimHash block lists of {} are kept there",
+                side.display(),
+                path.display()
+            )));
+        }
+        let db = ReadOnlyDatabase::open(&side).map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: side.clone() },
+            redb::DatabaseError::RepairAborted => Error::NeedsRepair { path: side.clone() },
+            other => open_error(&side, crate::error::redb_cause(other)),
+        })?;
+        let snap = db.begin_read().map_err(storage)?;
+        check_id(&snap, path, &side, id)?;
+        let (ops, upto) = logged_after(&txn, applied_of(&snap)?)?;
+        Ok(Some(ReadOnlySide {
+            db,
+            logged: Arc::new(parking_lot::RwLock::new(ops)),
+            upto,
+        }))
+    }
+}
+
+/// A snapshot of a side file's lists and the last commit it holds.
+pub(super) fn snapshot(db: &dyn SnapshotSource) -> Result<(ReadOnlyTable<u128, &'static [u8]>, u64)> {
+    let txn = db.begin().map_err(storage)?;
+    let applied = applied_of(&txn)?;
+    Ok((txn.open_table(BLOCKS).map_err(storage)?, applied))
+}
+
+/// A side file open for writing or only for reading.
+pub(super) trait SnapshotSource {
+    fn begin(&self) -> std::result::Result<redb::ReadTransaction, redb::TransactionError>;
+}
+
+impl SnapshotSource for Database {
+    fn begin(&self) -> std::result::Result<redb::ReadTransaction, redb::TransactionError> {
+        self.begin_read()
+    }
+}
+
+impl SnapshotSource for ReadOnlyDatabase {
+    fn begin(&self) -> std::result::Result<redb::ReadTransaction, redb::TransactionError> {
+        self.begin_read()
+    }
+}
