@@ -10,6 +10,7 @@ pub mod state;
 pub mod writer;
 
 use std::collections::BTreeSet;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -94,17 +95,25 @@ impl Source for LocalSource {
     }
 }
 
-/// The single-machine crawl: frontier, tiers and checkpoints in one redb file.
+/// `--fresh`: the state (the store and its block lists' file) and the
+/// outputs of an earlier crawl deleted.
+fn forget(db_path: &Path, out_dir: &Path) -> Result<()> {
+    remove_if_exists(db_path)?;
+    remove_if_exists(&RedbStore::block_lists_path(db_path))?;
+    for name in Outputs::FILES.iter().chain(["stats.json"].iter()) {
+        remove_if_exists(&out_dir.join(name))?;
+    }
+    Ok(())
+}
+
+/// The single-machine crawl: frontier, tiers and checkpoints in a redb
+/// file (and its block lists' file beside it).
 pub fn run(mut cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<Run> {
     let data_dir = cfg.store.data_dir.clone();
     let out_dir = cfg.crawl.out_dir.clone();
     let db_path = data_dir.join("index.redb");
     if start == Start::Fresh {
-        remove_if_exists(&db_path)?;
-        remove_if_exists(&RedbStore::block_lists_path(&db_path))?;
-        for name in Outputs::FILES.iter().chain(["stats.json"].iter()) {
-            remove_if_exists(&out_dir.join(name))?;
-        }
+        forget(&db_path, &out_dir)?;
     }
     // The writer decides when commits become durable (see `Writer::make_durable`);
     // the store must never upgrade one on its own.
