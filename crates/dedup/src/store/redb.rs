@@ -12,10 +12,14 @@
 //! commit. After a crash the store is at its last durable commit, never in
 //! between.
 //!
-//! The SimHash block lists are written behind (`behind`): the changes of
-//! commits that are not durable stay in memory, where every reader and the
-//! next writer see them, and the next durable commit writes them all into
-//! the table. Each durable state therefore holds every list it needs.
+//! The SimHash block lists are written behind (`behind`): a commit's
+//! changes stay in memory, where every reader and the next writer see
+//! them, and a durable commit hands them, as one batch, to a thread that
+//! writes them into a file of their own beside the store's (`side`; the
+//! store's own log keeps them until that file holds them, and an open
+//! writes in what it lacks). An index written before side files keeps its
+//! lists in its own file, where each durable commit writes the batch. So
+//! each durable state holds every list it needs.
 
 mod behind;
 mod read_only;
@@ -133,6 +137,8 @@ pub struct RedbOptions {
     pub sync_interval: Duration,
     /// redb's page cache. The default keeps a crawler's RSS small; a large
     /// index queried at high rates wants more (the OS page cache helps too).
+    /// A quarter of it goes to the block lists' file
+    /// ([`RedbStore::block_lists_path`]), the rest to the store's own.
     pub cache_bytes: usize,
 }
 
@@ -176,7 +182,7 @@ impl RedbStore {
             })?;
         }
         let db = Database::builder()
-            .set_cache_size(options.cache_bytes)
+            .set_cache_size(options.cache_bytes - side::side_cache(options.cache_bytes))
             .create(&path)
             .map_err(|e| match e {
                 redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: path.clone() },
@@ -193,7 +199,7 @@ impl RedbStore {
             RedbTables::open(&txn, &RwLock::new(BandIndex::default()), HeldView::default())?;
             txn.commit().map_err(Error::storage)?;
         }
-        let (side, commits) = match SideBlocks::open(&db, &path)? {
+        let (side, commits) = match SideBlocks::open(&db, &path, side::side_cache(options.cache_bytes))? {
             Home::InFile => (None, 0),
             Home::Side(side, commits) => (Some(side), commits),
         };
@@ -373,8 +379,9 @@ impl RedbStore {
 }
 
 /// A store dropped with block-list changes held (no durable commit since
-/// them) writes them first: redb's close keeps the commits that made them,
-/// and their lists must not be missing from the file.
+/// them) makes them durable first: redb's close keeps the commits that made
+/// them, and their lists must not be missing. With a side file, its thread
+/// writes every batch handed to it before the store's fields are dropped.
 impl Drop for RedbStore {
     fn drop(&mut self) {
         if self.backlog.read().ops.read().len() == 0 {

@@ -73,7 +73,7 @@ impl RedbReadOnlyStore {
     pub fn open_opts(path: impl AsRef<Path>, options: RedbOptions) -> Result<RedbReadOnlyStore> {
         let path = path.as_ref().to_path_buf();
         let db = redb::Builder::new()
-            .set_cache_size(options.cache_bytes)
+            .set_cache_size(options.cache_bytes - super::side::side_cache(options.cache_bytes))
             .open_read_only(&path)
             .map_err(|e| match e {
                 redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: path.clone() },
@@ -83,7 +83,7 @@ impl RedbReadOnlyStore {
                     source: crate::error::redb_cause(other),
                 })),
             })?;
-        let side = ReadOnlySide::open(&db, &path)?;
+        let side = ReadOnlySide::open(&db, &path, super::side::side_cache(options.cache_bytes))?;
         Ok(RedbReadOnlyStore {
             bands: RwLock::new(BandIndex::default()),
             db,

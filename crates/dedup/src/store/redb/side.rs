@@ -48,6 +48,13 @@ const SIDE_ID: &str = "blocks:side";
 /// waits for it at its durable commits.
 const QUEUED: usize = 4;
 
+/// The share of a store's page cache its side file takes: the block
+/// lists' pages were in the one file's cache before, and the two caches
+/// together hold what the one did (the 10M-page crawl's RSS bound).
+pub(super) fn side_cache(total: usize) -> usize {
+    total / 4
+}
+
 /// Where the side file of the main file `main` lives: beside it,
 /// `index.redb` -> `index.blocks.redb`.
 pub(super) fn side_path(main: &Path) -> PathBuf {
@@ -120,7 +127,7 @@ pub(super) enum Home {
 impl SideBlocks {
     /// Opens (or, for a main file that has no block lists yet, creates)
     /// the side file of `main`, writing into it the log entries it lacks.
-    pub(super) fn open(main: &Database, path: &Path) -> Result<Home> {
+    pub(super) fn open(main: &Database, path: &Path, cache: usize) -> Result<Home> {
         let side = side_path(path);
         let (id, in_file) = {
             let txn = main.begin_read().map_err(storage)?;
@@ -138,9 +145,9 @@ impl SideBlocks {
         };
         let (db, commits) = match id {
             None if in_file => return Ok(Home::InFile),
-            None => (create(main, path, &side)?, 0),
+            None => (create(main, path, &side, cache)?, 0),
             Some(id) => {
-                let db = open_existing(path, &side, id)?;
+                let db = open_existing(path, &side, id, cache)?;
                 let commits = replay(main, &db)?;
                 (db, commits)
             }
@@ -292,7 +299,7 @@ fn applied_of(txn: &redb::ReadTransaction) -> Result<u64> {
 /// `side` belonged to an index that is gone. The side file is made first,
 /// so that a crash before the main file names it leaves a main file that
 /// makes it again.
-fn create(main: &Database, path: &Path, side: &Path) -> Result<Database> {
+fn create(main: &Database, path: &Path, side: &Path, cache: usize) -> Result<Database> {
     use std::hash::BuildHasher;
     let id = std::hash::RandomState::new().hash_one((std::time::SystemTime::now(), std::process::id(), path));
     match std::fs::remove_file(side) {
@@ -300,7 +307,10 @@ fn create(main: &Database, path: &Path, side: &Path) -> Result<Database> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(open_error(side, e)),
     }
-    let db = Database::create(side).map_err(|e| open_error(side, crate::error::redb_cause(e)))?;
+    let db = Database::builder()
+        .set_cache_size(cache)
+        .create(side)
+        .map_err(|e| open_error(side, crate::error::redb_cause(e)))?;
     let mut txn = db.begin_write().map_err(storage)?;
     txn.set_durability(Durability::Immediate).map_err(storage)?;
     {
@@ -331,7 +341,7 @@ fn open_error(path: &Path, e: impl Into<Box<dyn std::error::Error + Send + Sync>
 
 /// The side file at `side` of the main file at `path`, which names it by
 /// `id`.
-fn open_existing(path: &Path, side: &Path, id: u64) -> Result<Database> {
+fn open_existing(path: &Path, side: &Path, id: u64, cache: usize) -> Result<Database> {
     if !side.exists() {
         return Err(Error::Corrupt(format!(
             "{} is missing: the SimHash block lists of {} are kept there (move or copy the two files together)",
@@ -339,12 +349,15 @@ fn open_existing(path: &Path, side: &Path, id: u64) -> Result<Database> {
             path.display()
         )));
     }
-    let db = Database::create(side).map_err(|e| match e {
-        redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked {
-            path: side.to_path_buf(),
-        },
-        other => open_error(side, crate::error::redb_cause(other)),
-    })?;
+    let db = Database::builder()
+        .set_cache_size(cache)
+        .create(side)
+        .map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked {
+                path: side.to_path_buf(),
+            },
+            other => open_error(side, crate::error::redb_cause(other)),
+        })?;
     check_id(&db.begin_read().map_err(storage)?, path, side, id)?;
     Ok(db)
 }
@@ -410,7 +423,7 @@ impl std::fmt::Debug for ReadOnlySide {
 
 impl ReadOnlySide {
     /// The side file of the read-only main file at `path`, if it has one.
-    pub(super) fn open(main: &ReadOnlyDatabase, path: &Path) -> Result<Option<ReadOnlySide>> {
+    pub(super) fn open(main: &ReadOnlyDatabase, path: &Path, cache: usize) -> Result<Option<ReadOnlySide>> {
         let txn = main.begin_read().map_err(storage)?;
         let id = match txn.open_table(META) {
             Ok(meta) => match meta.get(SIDE_ID).map_err(storage)? {
@@ -428,11 +441,14 @@ impl ReadOnlySide {
                 path.display()
             )));
         }
-        let db = ReadOnlyDatabase::open(&side).map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: side.clone() },
-            redb::DatabaseError::RepairAborted => Error::NeedsRepair { path: side.clone() },
-            other => open_error(&side, crate::error::redb_cause(other)),
-        })?;
+        let db = redb::Builder::new()
+            .set_cache_size(cache)
+            .open_read_only(&side)
+            .map_err(|e| match e {
+                redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: side.clone() },
+                redb::DatabaseError::RepairAborted => Error::NeedsRepair { path: side.clone() },
+                other => open_error(&side, crate::error::redb_cause(other)),
+            })?;
         let snap = db.begin_read().map_err(storage)?;
         check_id(&snap, path, &side, id)?;
         let (ops, upto) = logged_after(&txn, applied_of(&snap)?)?;
