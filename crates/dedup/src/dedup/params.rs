@@ -57,6 +57,11 @@ impl<S: Store> Deduper<S> {
             self.config.bands,
             self.config.band_rows,
         );
+        if let Some(layout) = self.store.layout() {
+            p.push_str("layout=");
+            p.push_str(layout);
+            p.push('\n');
+        }
         for (name, value) in &self.extra {
             p.push_str(name);
             p.push('=');

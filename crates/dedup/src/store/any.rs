@@ -178,6 +178,10 @@ impl Store for AnyStore {
         each!(self, s => s.location())
     }
 
+    fn layout(&self) -> Option<&'static str> {
+        each!(self, s => s.layout())
+    }
+
     fn rebuild_bands(&self, keys: &dyn Fn(&DocRecord) -> Vec<u64>) -> Result<()> {
         each!(self, s => s.rebuild_bands(keys))
     }

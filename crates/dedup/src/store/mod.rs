@@ -528,6 +528,16 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Where the store lives, for error messages (`None` in memory).
     fn location(&self) -> Option<&std::path::Path>;
 
+    /// How the store lays out what it keeps, when a build that laid it out
+    /// otherwise would misread it: recorded with the parameters
+    /// ([`crate::Deduper::params`], `layout=`), so that such a build
+    /// refuses the store (a parameter it does not know) rather than, say,
+    /// look for block lists where there are none. `None` for the layout
+    /// every build reads.
+    fn layout(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Stores that keep the band index in memory, derived from the stored
     /// documents (redb), rebuild it here from every document's band keys
     /// (`keys`); [`crate::Deduper::new`] calls it once. Stores that persist

@@ -422,6 +422,12 @@ impl Store for RedbStore {
         Some(&self.path)
     }
 
+    /// `blocks-file` when the block lists live in a side file: a build from
+    /// before side files would find none in this file.
+    fn layout(&self) -> Option<&'static str> {
+        self.side.as_ref().map(|_| side::LAYOUT)
+    }
+
     fn rebuild_bands(&self, keys: &dyn Fn(&DocRecord) -> Vec<u64>) -> Result<()> {
         rebuild_bands(&self.db, &self.bands, keys)
     }

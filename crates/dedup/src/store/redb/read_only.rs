@@ -128,6 +128,10 @@ impl Store for RedbReadOnlyStore {
         Some(&self.path)
     }
 
+    fn layout(&self) -> Option<&'static str> {
+        self.side.as_ref().map(|_| super::side::LAYOUT)
+    }
+
     fn rebuild_bands(&self, keys: &dyn Fn(&DocRecord) -> Vec<u64>) -> Result<()> {
         rebuild_bands(&self.db, &self.bands, keys)
     }

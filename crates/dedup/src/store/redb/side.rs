@@ -41,6 +41,9 @@ pub(super) const BLOCK_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("
 /// In the side file: `id` (the pair's) and `applied` (the last commit it
 /// holds).
 const SIDE_META: TableDefinition<&str, u64> = TableDefinition::new("dedup_side_meta");
+/// The store's layout ([`crate::store::Store::layout`]) with a side file.
+pub(super) const LAYOUT: &str = "blocks-file";
+
 /// In the main file's meta table: the id of its side file (8 bytes).
 const SIDE_ID: &str = "blocks:side";
 

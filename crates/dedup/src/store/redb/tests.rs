@@ -283,3 +283,42 @@ fn the_two_files_are_one_index() {
     std::fs::write(&side, saved).unwrap();
     assert_eq!(listed(&store(&path), 2), [5]);
 }
+
+/// An index with a side file records its layout with its parameters: a
+/// build that knows no side file (it asks for no layout) is refused with
+/// the difference named, as a store with the lists in its own file shows
+/// when it is given the parameters a side-file index recorded.
+#[test]
+fn a_build_without_side_files_refuses_an_index_with_one() {
+    use crate::{DedupConfig, Deduper};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("i.redb");
+    let recorded = {
+        let d = Deduper::new(store(&path), DedupConfig::default()).unwrap();
+        assert!(d.params().contains("\nlayout=blocks-file\n"), "{}", d.params());
+        d.params()
+    };
+    // The same parameters reopen it.
+    drop(Deduper::new(store(&path), DedupConfig::default()).unwrap());
+    // An index with its lists in its own file asks for no layout.
+    let old = dir.path().join("old.redb");
+    {
+        let s = store(&old);
+        let txn = s.database().begin_write().unwrap();
+        {
+            let mut meta = txn.open_table(super::META).unwrap();
+            meta.remove("blocks:side").unwrap();
+            meta.insert("params", recorded.as_bytes()).unwrap();
+            let mut blocks = txn.open_table(BLOCKS).unwrap();
+            let list = crate::store::posting(Fingerprint::new(1), 1);
+            blocks.insert(block_key(0, 4), list.as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    std::fs::remove_file(super::side::side_path(&old)).unwrap();
+    let d = Deduper::new(store(&old), DedupConfig::default())
+        .unwrap_err()
+        .to_string();
+    assert!(d.contains("layout: stored blocks-file, not requested"), "{d}");
+    assert!(!Deduper::in_memory().unwrap().params().contains("layout="));
+}
