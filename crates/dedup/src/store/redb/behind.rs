@@ -1,7 +1,8 @@
-//! Block-list changes written behind (issue 37, target 1): a commit that
-//! is not durable keeps its changes to the SimHash block lists in memory,
-//! and the next durable commit writes all of them into `dedup_blocks` at
-//! once, sorted by key.
+//! Block-list changes written behind (issue 37, target 1): a commit keeps
+//! its changes to the SimHash block lists in memory, and the next durable
+//! commit writes all of them at once, sorted by key: handed to the side
+//! file's thread (`side`), or, for an index from before side files, into
+//! `dedup_blocks` of the store's own file.
 //!
 //! Why: the four block-list inserts of each kept page were a quarter of
 //! the crawl writer's CPU (`crawl bench`, 2026-12-06: 1.02 s with them,
@@ -12,7 +13,9 @@
 //!
 //! Nothing durable changes: a crash already rolls the file back to its
 //! last durable commit, and the changes kept here are exactly those of
-//! the commits after it. Every durable state of the file is complete.
+//! the commits after it (with a side file, those the side file does not
+//! hold yet, which the store's log keeps). Every durable state is
+//! complete.
 
 use std::sync::Arc;
 
