@@ -120,20 +120,24 @@ mod on_redb {
         begin(&w.db, &mut w.txn)
     }
 
+    /// Reads the block lists `keys` of `table` (a write transaction's or
+    /// a snapshot's).
+    pub fn read_in(table: &impl ReadableTable<u128, &'static [u8]>, keys: &[u64]) {
+        for &k in keys {
+            let _ = table.get(u128::from(k)).unwrap().map(|v| v.value().len());
+        }
+    }
+
     /// Reads the block lists `keys` in a write transaction.
     pub fn read_blocks(txn: &WriteTransaction, keys: &[u64]) {
-        let bl = txn.open_table(BLOCKS).unwrap();
-        for &k in keys {
-            let _ = bl.get(u128::from(k)).unwrap().map(|v| v.value().len());
-        }
+        read_in(&txn.open_table(BLOCKS).unwrap(), keys);
     }
 
     /// Reads the block lists `keys` in a snapshot (of a file that may not
     /// have the table yet).
     pub fn read_blocks_snapshot(txn: &redb::ReadTransaction, keys: &[u64]) {
-        let Ok(bl) = txn.open_table(BLOCKS) else { return };
-        for &k in keys {
-            let _ = bl.get(u128::from(k)).unwrap().map(|v| v.value().len());
+        if let Ok(table) = txn.open_table(BLOCKS) {
+            read_in(&table, keys);
         }
     }
 
@@ -250,9 +254,7 @@ mod on_redb {
                 .into_iter()
                 .filter(|k| digits.is_empty() || digits.contains(&(k >> 16)))
                 .collect();
-            for &k in &keys {
-                let _ = bl.get(u128::from(k)).unwrap().map(|v| v.value().len());
-            }
+            read_in(&bl, &keys);
             for &k in &keys {
                 let mut list = match bl.get(u128::from(k)).unwrap() {
                     Some(v) => v.value().to_vec(),

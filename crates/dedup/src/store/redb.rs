@@ -174,23 +174,12 @@ impl RedbStore {
         if let Some(dir) = path.parent()
             && !dir.as_os_str().is_empty()
         {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                Error::Storage(Box::new(crate::error::OpenError {
-                    path: dir.to_path_buf(),
-                    source: Box::new(e),
-                }))
-            })?;
+            std::fs::create_dir_all(dir).map_err(|e| open_error(dir, Box::new(e)))?;
         }
         let db = Database::builder()
             .set_cache_size(options.cache_bytes - side::side_cache(options.cache_bytes))
             .create(&path)
-            .map_err(|e| match e {
-                redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: path.clone() },
-                other => Error::Storage(Box::new(crate::error::OpenError {
-                    path: path.clone(),
-                    source: crate::error::redb_cause(other),
-                })),
-            })?;
+            .map_err(|e| open_failed(&path, e))?;
         // Create the tables up front so read paths never meet a missing table.
         {
             let mut txn = db.begin_write().map_err(Error::storage)?;
@@ -459,6 +448,30 @@ fn rebuild_bands(
     Ok(())
 }
 
+/// Why the file at `path` could not be opened, with that path.
+fn open_error(path: &Path, source: Box<dyn std::error::Error + Send + Sync>) -> Error {
+    Error::Storage(Box::new(crate::error::OpenError {
+        path: path.to_path_buf(),
+        source,
+    }))
+}
+
+/// What redb's refusal to open the file at `path` (a store file or its
+/// side file, read-write or read-only) means to the caller: held by
+/// another process, in need of a repair only a read-write open makes, or
+/// unreadable.
+fn open_failed(path: &Path, e: redb::DatabaseError) -> Error {
+    match e {
+        redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked {
+            path: path.to_path_buf(),
+        },
+        redb::DatabaseError::RepairAborted => Error::NeedsRepair {
+            path: path.to_path_buf(),
+        },
+        other => open_error(path, crate::error::redb_cause(other)),
+    }
+}
+
 /// A band index change made in a write transaction, applied to the shared
 /// in-memory index only if the transaction commits.
 #[derive(Clone, Copy, Debug)]
@@ -484,6 +497,28 @@ pub struct RedbTables<'t> {
     titles: MultimapTable<'t, u128, u64>,
     blocks: Table<'t, u128, &'static [u8]>,
     docs: Table<'t, u64, &'static [u8]>,
+}
+
+/// Calls `f` with a block's posting list: `stored` (the table's, if any)
+/// as it is when no change `touched` it, else a copy with `changes`
+/// applied (and nothing when that leaves it empty).
+fn with_changes(
+    stored: Option<&[u8]>,
+    touched: bool,
+    changes: impl FnOnce(&mut Vec<u8>),
+    f: &mut dyn FnMut(&[u8]),
+) {
+    if !touched {
+        if let Some(list) = stored {
+            f(list);
+        }
+        return;
+    }
+    let mut list = stored.map(<[u8]>::to_vec).unwrap_or_default();
+    changes(&mut list);
+    if !list.is_empty() {
+        f(&list);
+    }
 }
 
 /// What a write transaction reads its block lists from besides its own
@@ -574,22 +609,18 @@ impl<'s> RedbReadTables<'s> {
             }
             None => (self.blocks()?.get(k).map_err(Error::storage)?, 0),
         };
-        match &self.behind {
-            Some(b) if b.epochs.iter().any(|e| e.read().touches(k)) => {
-                let mut list = stored.map(|v| v.value().to_vec()).unwrap_or_default();
+        let touched = self
+            .behind
+            .as_ref()
+            .is_some_and(|b| b.epochs.iter().any(|e| e.read().touches(k)));
+        let changes = |list: &mut Vec<u8>| {
+            if let Some(b) = &self.behind {
                 for e in &b.epochs {
-                    behind::apply(&mut list, e.read().of(k, after, b.upto));
-                }
-                if !list.is_empty() {
-                    f(&list);
+                    behind::apply(list, e.read().of(k, after, b.upto));
                 }
             }
-            _ => {
-                if let Some(v) = stored {
-                    f(v.value());
-                }
-            }
-        }
+        };
+        with_changes(stored.as_ref().map(|v| v.value()), touched, changes, f);
         Ok(())
     }
 
@@ -627,20 +658,14 @@ impl RedbTables<'_> {
             None => (self.blocks.get(k).map_err(Error::storage)?, 0),
         };
         let txn = self.blocks_txn.of(k);
-        if txn.is_empty() && !self.held.touches(k) {
-            if let Some(v) = stored {
-                f(v.value());
+        let touched = !txn.is_empty() || self.held.touches(k);
+        let changes = |list: &mut Vec<u8>| {
+            for e in self.held.epochs {
+                behind::apply(list, e.of(k, after, u64::MAX));
             }
-            return Ok(());
-        }
-        let mut list = stored.map(|v| v.value().to_vec()).unwrap_or_default();
-        for e in self.held.epochs {
-            behind::apply(&mut list, e.of(k, after, u64::MAX));
-        }
-        behind::apply(&mut list, txn);
-        if !list.is_empty() {
-            f(&list);
-        }
+            behind::apply(list, txn);
+        };
+        with_changes(stored.as_ref().map(|v| v.value()), touched, changes, f);
         Ok(())
     }
 

@@ -75,14 +75,7 @@ impl RedbReadOnlyStore {
         let db = redb::Builder::new()
             .set_cache_size(options.cache_bytes - super::side::side_cache(options.cache_bytes))
             .open_read_only(&path)
-            .map_err(|e| match e {
-                redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: path.clone() },
-                redb::DatabaseError::RepairAborted => Error::NeedsRepair { path: path.clone() },
-                other => Error::Storage(Box::new(crate::error::OpenError {
-                    path: path.clone(),
-                    source: crate::error::redb_cause(other),
-                })),
-            })?;
+            .map_err(|e| super::open_failed(&path, e))?;
         let side = ReadOnlySide::open(&db, &path, super::side::side_cache(options.cache_bytes))?;
         Ok(RedbReadOnlyStore {
             bands: RwLock::new(BandIndex::default()),

@@ -32,7 +32,7 @@ use redb::{
 };
 
 use super::behind::{BlockOps, Epoch, TxnBlockOps, apply};
-use super::{BLOCKS, META};
+use super::{BLOCKS, META, open_error, open_failed};
 use crate::error::{Error, Result};
 
 /// In the main file: commit number -> that commit's block-list changes
@@ -64,10 +64,6 @@ pub(super) fn side_path(main: &Path) -> PathBuf {
     main.with_extension("blocks.redb")
 }
 
-fn storage(e: impl std::error::Error + Send + Sync + 'static) -> Error {
-    Error::storage(e)
-}
-
 /// The changes of `epochs`, then of `txn`, written into the block lists
 /// of `table`, in key order: each list read and written once.
 pub(super) fn merge(
@@ -83,7 +79,7 @@ pub(super) fn merge(
     keys.sort_unstable();
     keys.dedup();
     for k in keys {
-        let stored = table.get(k).map_err(storage)?;
+        let stored = table.get(k).map_err(Error::storage)?;
         let existed = stored.is_some();
         let mut list = stored.map(|v| v.value().to_vec()).unwrap_or_default();
         for e in epochs {
@@ -93,9 +89,9 @@ pub(super) fn merge(
             apply(&mut list, t.of(k));
         }
         if !list.is_empty() {
-            table.insert(k, list.as_slice()).map_err(storage)?;
+            table.insert(k, list.as_slice()).map_err(Error::storage)?;
         } else if existed {
-            table.remove(k).map_err(storage)?;
+            table.remove(k).map_err(Error::storage)?;
         }
     }
     Ok(())
@@ -133,16 +129,12 @@ impl SideBlocks {
     pub(super) fn open(main: &Database, path: &Path, cache: usize) -> Result<Home> {
         let side = side_path(path);
         let (id, in_file) = {
-            let txn = main.begin_read().map_err(storage)?;
-            let meta = txn.open_table(META).map_err(storage)?;
-            let id = match meta.get(SIDE_ID).map_err(storage)? {
-                Some(v) => Some(read_id(v.value(), path)?),
-                None => None,
-            };
+            let txn = main.begin_read().map_err(Error::storage)?;
+            let id = side_id(&txn, path)?;
             let in_file = match txn.open_table(BLOCKS) {
-                Ok(t) => t.first().map_err(storage)?.is_some(),
+                Ok(t) => t.first().map_err(Error::storage)?.is_some(),
                 Err(redb::TableError::TableDoesNotExist(_)) => false,
-                Err(e) => return Err(storage(e)),
+                Err(e) => return Err(Error::storage(e)),
             };
             (id, in_file)
         };
@@ -156,7 +148,9 @@ impl SideBlocks {
             }
         };
         let db = Arc::new(db);
-        let applied = Arc::new(AtomicU64::new(applied_of(&db.begin_read().map_err(storage)?)?));
+        let applied = Arc::new(AtomicU64::new(applied_of(
+            &db.begin_read().map_err(Error::storage)?,
+        )?));
         let failed = Arc::new(Mutex::new(None));
         let (tx, rx) = sync_channel(QUEUED);
         #[cfg(test)]
@@ -170,7 +164,7 @@ impl SideBlocks {
             std::thread::Builder::new()
                 .name("dedup-blocks".into())
                 .spawn(move || write_batches(&db, &rx, &applied, &failed, &skip))
-                .map_err(storage)?
+                .map_err(Error::storage)?
         };
         Ok(Home::Side(
             SideBlocks {
@@ -271,15 +265,16 @@ fn write_batches(
 /// `epochs` written into the side file `db` as holding commits up to
 /// `upto`, durably.
 fn write_batch(db: &Database, epochs: &[&BlockOps], upto: u64) -> Result<()> {
-    let mut txn = db.begin_write().map_err(storage)?;
-    txn.set_durability(Durability::Immediate).map_err(storage)?;
+    let mut txn = db.begin_write().map_err(Error::storage)?;
+    txn.set_durability(Durability::Immediate)
+        .map_err(Error::storage)?;
     {
-        let mut blocks = txn.open_table(BLOCKS).map_err(storage)?;
+        let mut blocks = txn.open_table(BLOCKS).map_err(Error::storage)?;
         merge(&mut blocks, epochs, None)?;
-        let mut meta = txn.open_table(SIDE_META).map_err(storage)?;
-        meta.insert("applied", upto).map_err(storage)?;
+        let mut meta = txn.open_table(SIDE_META).map_err(Error::storage)?;
+        meta.insert("applied", upto).map_err(Error::storage)?;
     }
-    txn.commit().map_err(storage)
+    txn.commit().map_err(Error::storage)
 }
 
 fn read_id(bytes: &[u8], path: &Path) -> Result<u64> {
@@ -294,8 +289,11 @@ fn read_id(bytes: &[u8], path: &Path) -> Result<u64> {
 }
 
 fn applied_of(txn: &redb::ReadTransaction) -> Result<u64> {
-    let meta = txn.open_table(SIDE_META).map_err(storage)?;
-    Ok(meta.get("applied").map_err(storage)?.map_or(0, |v| v.value()))
+    let meta = txn.open_table(SIDE_META).map_err(Error::storage)?;
+    Ok(meta
+        .get("applied")
+        .map_err(Error::storage)?
+        .map_or(0, |v| v.value()))
 }
 
 /// A new side file for `main`, which has no block lists: any file at
@@ -308,66 +306,76 @@ fn create(main: &Database, path: &Path, side: &Path, cache: usize) -> Result<Dat
     match std::fs::remove_file(side) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(open_error(side, e)),
+        Err(e) => return Err(open_error(side, Box::new(e))),
     }
     let db = Database::builder()
         .set_cache_size(cache)
         .create(side)
-        .map_err(|e| open_error(side, crate::error::redb_cause(e)))?;
-    let mut txn = db.begin_write().map_err(storage)?;
-    txn.set_durability(Durability::Immediate).map_err(storage)?;
+        .map_err(|e| open_failed(side, e))?;
+    let mut txn = db.begin_write().map_err(Error::storage)?;
+    txn.set_durability(Durability::Immediate)
+        .map_err(Error::storage)?;
     {
-        let mut meta = txn.open_table(SIDE_META).map_err(storage)?;
-        meta.insert("id", id).map_err(storage)?;
-        meta.insert("applied", 0).map_err(storage)?;
-        txn.open_table(BLOCKS).map_err(storage)?;
+        let mut meta = txn.open_table(SIDE_META).map_err(Error::storage)?;
+        meta.insert("id", id).map_err(Error::storage)?;
+        meta.insert("applied", 0).map_err(Error::storage)?;
+        txn.open_table(BLOCKS).map_err(Error::storage)?;
     }
-    txn.commit().map_err(storage)?;
-    let mut txn = main.begin_write().map_err(storage)?;
-    txn.set_durability(Durability::Immediate).map_err(storage)?;
+    txn.commit().map_err(Error::storage)?;
+    let mut txn = main.begin_write().map_err(Error::storage)?;
+    txn.set_durability(Durability::Immediate)
+        .map_err(Error::storage)?;
     {
-        let mut meta = txn.open_table(META).map_err(storage)?;
+        let mut meta = txn.open_table(META).map_err(Error::storage)?;
         meta.insert(SIDE_ID, id.to_le_bytes().as_slice())
-            .map_err(storage)?;
-        txn.open_table(BLOCK_LOG).map_err(storage)?;
+            .map_err(Error::storage)?;
+        txn.open_table(BLOCK_LOG).map_err(Error::storage)?;
     }
-    txn.commit().map_err(storage)?;
+    txn.commit().map_err(Error::storage)?;
     Ok(db)
 }
 
-fn open_error(path: &Path, e: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Error {
-    Error::Storage(Box::new(crate::error::OpenError {
-        path: path.to_path_buf(),
-        source: e.into(),
-    }))
+/// The id of its side file a main file records, if any.
+fn side_id(main: &redb::ReadTransaction, path: &Path) -> Result<Option<u64>> {
+    let meta = match main.open_table(META) {
+        Ok(meta) => meta,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+        Err(e) => return Err(Error::storage(e)),
+    };
+    match meta.get(SIDE_ID).map_err(Error::storage)? {
+        Some(v) => read_id(v.value(), path).map(Some),
+        None => Ok(None),
+    }
+}
+
+/// An error unless the side file `side` of the main file at `path` is
+/// there.
+fn require(path: &Path, side: &Path) -> Result<()> {
+    if side.exists() {
+        return Ok(());
+    }
+    Err(Error::Corrupt(format!(
+        "{} is missing: the SimHash block lists of {} are kept there (move or copy the two files together)",
+        side.display(),
+        path.display()
+    )))
 }
 
 /// The side file at `side` of the main file at `path`, which names it by
 /// `id`.
 fn open_existing(path: &Path, side: &Path, id: u64, cache: usize) -> Result<Database> {
-    if !side.exists() {
-        return Err(Error::Corrupt(format!(
-            "{} is missing: the SimHash block lists of {} are kept there (move or copy the two files together)",
-            side.display(),
-            path.display()
-        )));
-    }
+    require(path, side)?;
     let db = Database::builder()
         .set_cache_size(cache)
         .create(side)
-        .map_err(|e| match e {
-            redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked {
-                path: side.to_path_buf(),
-            },
-            other => open_error(side, crate::error::redb_cause(other)),
-        })?;
-    check_id(&db.begin_read().map_err(storage)?, path, side, id)?;
+        .map_err(|e| open_failed(side, e))?;
+    check_id(&db.begin_read().map_err(Error::storage)?, path, side, id)?;
     Ok(db)
 }
 
 fn check_id(txn: &redb::ReadTransaction, path: &Path, side: &Path, id: u64) -> Result<()> {
-    let meta = txn.open_table(SIDE_META).map_err(storage)?;
-    let theirs = meta.get("id").map_err(storage)?.map(|v| v.value());
+    let meta = txn.open_table(SIDE_META).map_err(Error::storage)?;
+    let theirs = meta.get("id").map_err(Error::storage)?.map(|v| v.value());
     if theirs != Some(id) {
         return Err(Error::Corrupt(format!(
             "{} holds the block lists of another index than {}",
@@ -381,8 +389,8 @@ fn check_id(txn: &redb::ReadTransaction, path: &Path, side: &Path, id: u64) -> R
 /// The main file's log entries past what `side` holds, written into it;
 /// returns the commits so far (the log's numbering goes on from there).
 fn replay(main: &Database, side: &Database) -> Result<u64> {
-    let applied = applied_of(&side.begin_read().map_err(storage)?)?;
-    let (ops, last) = logged_after(&main.begin_read().map_err(storage)?, applied)?;
+    let applied = applied_of(&side.begin_read().map_err(Error::storage)?)?;
+    let (ops, last) = logged_after(&main.begin_read().map_err(Error::storage)?, applied)?;
     if last > applied {
         write_batch(side, &[&ops], last)?;
     }
@@ -397,10 +405,10 @@ fn logged_after(main: &redb::ReadTransaction, after: u64) -> Result<(BlockOps, u
     let log = match main.open_table(BLOCK_LOG) {
         Ok(t) => t,
         Err(redb::TableError::TableDoesNotExist(_)) => return Ok((ops, last)),
-        Err(e) => return Err(storage(e)),
+        Err(e) => return Err(Error::storage(e)),
     };
-    for entry in log.range(after.saturating_add(1)..).map_err(storage)? {
-        let (k, v) = entry.map_err(storage)?;
+    for entry in log.range(after.saturating_add(1)..).map_err(Error::storage)? {
+        let (k, v) = entry.map_err(Error::storage)?;
         let commit = k.value();
         ops.extend(commit, TxnBlockOps::decode(v.value()).map_err(Error::Corrupt)?);
         last = commit;
@@ -427,32 +435,17 @@ impl std::fmt::Debug for ReadOnlySide {
 impl ReadOnlySide {
     /// The side file of the read-only main file at `path`, if it has one.
     pub(super) fn open(main: &ReadOnlyDatabase, path: &Path, cache: usize) -> Result<Option<ReadOnlySide>> {
-        let txn = main.begin_read().map_err(storage)?;
-        let id = match txn.open_table(META) {
-            Ok(meta) => match meta.get(SIDE_ID).map_err(storage)? {
-                Some(v) => read_id(v.value(), path)?,
-                None => return Ok(None),
-            },
-            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
-            Err(e) => return Err(storage(e)),
+        let txn = main.begin_read().map_err(Error::storage)?;
+        let Some(id) = side_id(&txn, path)? else {
+            return Ok(None);
         };
         let side = side_path(path);
-        if !side.exists() {
-            return Err(Error::Corrupt(format!(
-                "{} is missing: the SimHash block lists of {} are kept there",
-                side.display(),
-                path.display()
-            )));
-        }
+        require(path, &side)?;
         let db = redb::Builder::new()
             .set_cache_size(cache)
             .open_read_only(&side)
-            .map_err(|e| match e {
-                redb::DatabaseError::DatabaseAlreadyOpen => Error::Locked { path: side.clone() },
-                redb::DatabaseError::RepairAborted => Error::NeedsRepair { path: side.clone() },
-                other => open_error(&side, crate::error::redb_cause(other)),
-            })?;
-        let snap = db.begin_read().map_err(storage)?;
+            .map_err(|e| open_failed(&side, e))?;
+        let snap = db.begin_read().map_err(Error::storage)?;
         check_id(&snap, path, &side, id)?;
         let (ops, upto) = logged_after(&txn, applied_of(&snap)?)?;
         Ok(Some(ReadOnlySide {
@@ -465,9 +458,9 @@ impl ReadOnlySide {
 
 /// A snapshot of a side file's lists and the last commit it holds.
 pub(super) fn snapshot(db: &dyn SnapshotSource) -> Result<(ReadOnlyTable<u128, &'static [u8]>, u64)> {
-    let txn = db.begin().map_err(storage)?;
+    let txn = db.begin().map_err(Error::storage)?;
     let applied = applied_of(&txn)?;
-    Ok((txn.open_table(BLOCKS).map_err(storage)?, applied))
+    Ok((txn.open_table(BLOCKS).map_err(Error::storage)?, applied))
 }
 
 /// A side file open for writing or only for reading.

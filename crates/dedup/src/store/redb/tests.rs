@@ -184,26 +184,35 @@ fn too_many_held_changes_are_written_without_a_flush() {
     assert_eq!(listed(&s, 1).len(), id as usize / 64);
 }
 
-/// An index from before side files: its lists stay in the main file,
-/// written behind there, and no side file is made for it.
-#[test]
-fn an_index_with_lists_in_its_main_file_keeps_them_there() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("i.redb");
+/// Makes the store at `path` as a build from before side files left it:
+/// document 1 in block 4 of table 0 in the main file, no side file (and
+/// `params` recorded, when given).
+fn as_before_side_files(path: &std::path::Path, params: Option<&str>) {
     {
-        let s = store(&path);
-        // As an earlier version left it: a list in the main file, no side.
+        let s = store(path);
         let txn = s.database().begin_write().unwrap();
         {
             let mut meta = txn.open_table(super::META).unwrap();
             meta.remove("blocks:side").unwrap();
+            if let Some(p) = params {
+                meta.insert("params", p.as_bytes()).unwrap();
+            }
             let mut blocks = txn.open_table(BLOCKS).unwrap();
             let list = crate::store::posting(Fingerprint::new(1), 1);
             blocks.insert(block_key(0, 4), list.as_slice()).unwrap();
         }
         txn.commit().unwrap();
     }
-    std::fs::remove_file(super::side::side_path(&path)).unwrap();
+    std::fs::remove_file(super::side::side_path(path)).unwrap();
+}
+
+/// An index from before side files: its lists stay in the main file,
+/// written behind there, and no side file is made for it.
+#[test]
+fn an_index_with_lists_in_its_main_file_keeps_them_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("i.redb");
+    as_before_side_files(&path, None);
     let s = store(&path);
     assert!(s.side.is_none());
     add(&s, 4, 2);
@@ -302,20 +311,7 @@ fn a_build_without_side_files_refuses_an_index_with_one() {
     drop(Deduper::new(store(&path), DedupConfig::default()).unwrap());
     // An index with its lists in its own file asks for no layout.
     let old = dir.path().join("old.redb");
-    {
-        let s = store(&old);
-        let txn = s.database().begin_write().unwrap();
-        {
-            let mut meta = txn.open_table(super::META).unwrap();
-            meta.remove("blocks:side").unwrap();
-            meta.insert("params", recorded.as_bytes()).unwrap();
-            let mut blocks = txn.open_table(BLOCKS).unwrap();
-            let list = crate::store::posting(Fingerprint::new(1), 1);
-            blocks.insert(block_key(0, 4), list.as_slice()).unwrap();
-        }
-        txn.commit().unwrap();
-    }
-    std::fs::remove_file(super::side::side_path(&old)).unwrap();
+    as_before_side_files(&old, Some(&recorded));
     let d = Deduper::new(store(&old), DedupConfig::default())
         .unwrap_err()
         .to_string();
