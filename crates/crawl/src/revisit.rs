@@ -29,6 +29,8 @@ use serde::{Deserialize, Serialize};
 use simcrawl_dedup::{Signature, Sketch};
 use simcrawl_fetch::Validators;
 
+mod record;
+
 /// `[revisit]` settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -192,7 +194,8 @@ pub fn classify(
     (change, distance)
 }
 
-/// canonical URL digest -> [`PageRecord`] (JSON).
+/// canonical URL digest -> [`PageRecord`] (`record`: postcard; JSON from
+/// earlier versions).
 const PAGES: TableDefinition<u128, &[u8]> = TableDefinition::new("revisit_pages");
 /// (due unix ms, canonical URL digest): the schedule, in due order.
 const DUE: TableDefinition<(u64, u128), ()> = TableDefinition::new("revisit_due");
@@ -237,15 +240,14 @@ impl<'t> Schedule<'t> {
         let Some(v) = self.pages.get(key)? else {
             return Ok(None);
         };
-        Ok(serde_json::from_slice(v.value()).ok())
+        Ok(record::decode(v.value()))
     }
 
     /// Stores `rec` under `key`, its due time in the schedule and its
     /// copy relation (`rec.dup_key`), replacing what `key` had.
     pub fn put(&mut self, key: u128, rec: &PageRecord) -> Result<(), simcrawl_dedup::Error> {
         self.unschedule(key)?;
-        let json = serde_json::to_vec(rec).unwrap_or_default();
-        self.pages.insert(key, json.as_slice())?;
+        self.pages.insert(key, record::encode(rec).as_slice())?;
         self.due.insert((rec.next_ms, key), ())?;
         if let Some(k) = rec.dup_key {
             self.copies.insert((k, key), ())?;
@@ -305,8 +307,7 @@ impl<'t> Schedule<'t> {
     /// Replaces the record of the page `key`, held out of the schedule
     /// ([`Schedule::hold`]), leaving it out: its queued visit puts it back.
     pub fn put_held(&mut self, key: u128, rec: &PageRecord) -> Result<(), simcrawl_dedup::Error> {
-        let json = serde_json::to_vec(rec).unwrap_or_default();
-        self.pages.insert(key, json.as_slice())?;
+        self.pages.insert(key, record::encode(rec).as_slice())?;
         Ok(())
     }
 
@@ -500,6 +501,50 @@ mod tests {
             s.remove(b).unwrap();
             assert_eq!(s.get(b).unwrap(), None);
         }
+        txn.commit().unwrap();
+    }
+
+    /// A crawl state written by an earlier version keeps its records as
+    /// JSON: they are read, their due time and copy relation are taken
+    /// out when the page is put again, and the page's record is then the
+    /// compact one.
+    #[test]
+    fn records_an_earlier_version_stored_as_json_are_read_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = redb::Database::create(dir.path().join("s.redb")).unwrap();
+        let old = PageRecord {
+            url: "http://e.org/b".into(),
+            next_ms: 10,
+            dup_key: Some(1),
+            ..PageRecord::default()
+        };
+        let txn = db.begin_write().unwrap();
+        {
+            let mut pages = txn.open_table(PAGES).unwrap();
+            pages
+                .insert(2, serde_json::to_vec(&old).unwrap().as_slice())
+                .unwrap();
+            txn.open_table(DUE).unwrap().insert((10, 2), ()).unwrap();
+            txn.open_table(COPIES).unwrap().insert((1, 2), ()).unwrap();
+        }
+        {
+            let mut s = Schedule::open(&txn).unwrap();
+            assert_eq!(s.get(2).unwrap(), Some(old.clone()));
+            assert_eq!(s.copies_of(1).unwrap(), [(2, old.clone())]);
+            let new = PageRecord {
+                next_ms: 99,
+                dup_key: None,
+                ..old
+            };
+            s.put(2, &new).unwrap();
+            assert_eq!(s.get(2).unwrap(), Some(new));
+            assert!(s.copies_of(1).unwrap().is_empty());
+            assert_eq!(s.next_due().unwrap(), Some(99));
+        }
+        let pages = txn.open_table(PAGES).unwrap();
+        let stored = pages.get(2).unwrap().unwrap().value().to_vec();
+        assert_ne!(stored.first(), Some(&b'{'));
+        drop(pages);
         txn.commit().unwrap();
     }
 

@@ -166,10 +166,6 @@ struct Step {
 struct Scratch {
     /// Byte offset of each char of the run, and the char.
     chars: Vec<(usize, char)>,
-    /// Edges of the graph: for each char, where its words end, by their
-    /// frequency's log; `starts[i]..starts[i + 1]` are char `i`'s.
-    edges: Vec<(usize, f64)>,
-    starts: Vec<usize>,
     route: Vec<Step>,
 }
 
@@ -216,67 +212,58 @@ pub(super) fn cut_run<'a>(run: &'a str, emit: &mut dyn FnMut(&'a str)) {
 }
 
 /// Chars of run whose buffers a thread keeps for the next run (a few MB
-/// at most between the four buffers).
+/// at most between the buffers).
 const SCRATCH_KEPT_CHARS: usize = 1 << 16;
 
 fn cut_run_with<'a>(s: &mut Scratch, run: &'a str, emit: &mut dyn FnMut(&'a str)) {
-    let Scratch {
-        chars,
-        edges,
-        starts,
-        route,
-    } = s;
+    let Scratch { chars, route } = s;
     chars.clear();
     chars.extend(run.char_indices());
     let n = chars.len();
     let logs = log_freqs();
-    // The graph: every dictionary word from every char.
-    edges.clear();
-    starts.clear();
-    for pos in 0..PREFETCH_AHEAD.min(n) {
-        prefetch_walk(chars, pos);
-    }
-    for pos in 0..n {
-        prefetch_walk(chars, pos + PREFETCH_AHEAD);
-        starts.push(edges.len());
-        let Some(mut at) = chars.get(pos).and_then(|&(_, c)| root(c)) else {
-            continue;
-        };
-        let mut next = pos + 1;
-        loop {
-            let class = ((at.1 >> CLASS_SHIFT) & CLASS_MASK) as usize;
-            if let Some(&lf) = class.checked_sub(1).and_then(|c| logs.get(c)) {
-                edges.push((next, lf));
-            }
-            let Some(&(_, c)) = chars.get(next) else { break };
-            match child(at.0, at.1, c) {
-                Some(step) => at = step,
-                None => break,
-            }
-            next += 1;
-        }
-    }
-    starts.push(edges.len());
     // The best route, from the end (jieba-rs's `calc`, operation for
-    // operation, so that ties fall the same way).
+    // operation, so that ties fall the same way). Each char's words are
+    // walked from the trie as its step is chosen, in the order jieba-rs
+    // lists them (shortest first): the routes of the chars after it are
+    // known by then, so the graph jieba-rs builds first is never stored
+    // (building it and reading it back was a fifth of the cut, issue 37).
     let log_total = (tables::TOTAL_FREQ as f64).ln();
     route.clear();
     route.resize(n + 1, Step { prob: 0.0, end: n });
+    for pos in n.saturating_sub(PREFETCH_AHEAD)..n {
+        prefetch_walk(chars, pos);
+    }
     for idx in (0..n).rev() {
+        if let Some(ahead) = idx.checked_sub(PREFETCH_AHEAD) {
+            prefetch_walk(chars, ahead);
+        }
         let mut best: Option<Step> = None;
-        let from = starts.get(idx).copied().unwrap_or(0);
-        let to = starts.get(idx + 1).copied().unwrap_or(from);
-        for &(end, lf) in edges.get(from..to).unwrap_or_default() {
-            let prob = lf - log_total + route.get(end).map_or(0.0, |r| r.prob);
-            if best.is_none_or(|b| prob > b.prob || (prob == b.prob && end > b.end)) {
-                best = Some(Step { prob, end });
+        if let Some(mut at) = chars.get(idx).and_then(|&(_, c)| root(c)) {
+            let mut end = idx + 1;
+            loop {
+                let class = ((at.1 >> CLASS_SHIFT) & CLASS_MASK) as usize;
+                if let Some(&lf) = class.checked_sub(1).and_then(|c| logs.get(c)) {
+                    let prob = lf - log_total + route.get(end).map_or(0.0, |r| r.prob);
+                    if best.is_none_or(|b| prob > b.prob || (prob == b.prob && end > b.end)) {
+                        best = Some(Step { prob, end });
+                    }
+                }
+                let Some(&(_, c)) = chars.get(end) else { break };
+                match child(at.0, at.1, c) {
+                    Some(step) => at = step,
+                    None => break,
+                }
+                end += 1;
             }
         }
         let fallback = || Step {
             prob: (0.0 - log_total) + route.get(idx + 1).map_or(0.0, |r| r.prob),
             end: idx + 1,
         };
-        route[idx] = best.unwrap_or_else(fallback);
+        let step = best.unwrap_or_else(fallback);
+        if let Some(slot) = route.get_mut(idx) {
+            *slot = step;
+        }
     }
     // The cut: single ASCII letters and digits joined.
     let byte = |i: usize| chars.get(i).map_or(run.len(), |&(b, _)| b);
