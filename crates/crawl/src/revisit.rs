@@ -24,12 +24,17 @@
 //! whose only change is a timestamp stops being fetched often.
 
 use anyhow::Result;
-use redb::{ReadableTable, Table, TableDefinition, WriteTransaction};
+use redb::TableDefinition;
 use serde::{Deserialize, Serialize};
 use simcrawl_dedup::{Signature, Sketch};
 use simcrawl_fetch::Validators;
 
 mod record;
+mod schedule;
+pub mod side;
+
+pub use schedule::Schedule;
+pub use side::RevisitFile;
 
 /// `[revisit]` settings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -215,167 +220,6 @@ const SITEMAP_HINTS: TableDefinition<u128, &str> = TableDefinition::new("sitemap
 /// page they copy changes or is gone.
 const COPIES: TableDefinition<(u128, u128), ()> = TableDefinition::new("revisit_copies");
 
-/// The revisit tables on a write transaction.
-pub struct Schedule<'t> {
-    pages: Table<'t, u128, &'static [u8]>,
-    due: Table<'t, (u64, u128), ()>,
-    copies: Table<'t, (u128, u128), ()>,
-    hints: Table<'t, u128, u64>,
-    sitemap: Table<'t, u128, &'static str>,
-}
-
-impl<'t> Schedule<'t> {
-    pub fn open(txn: &'t WriteTransaction) -> Result<Schedule<'t>, simcrawl_dedup::Error> {
-        Ok(Schedule {
-            pages: txn.open_table(PAGES)?,
-            due: txn.open_table(DUE)?,
-            copies: txn.open_table(COPIES)?,
-            hints: txn.open_table(HINTS)?,
-            sitemap: txn.open_table(SITEMAP_HINTS)?,
-        })
-    }
-
-    /// The record of the page with canonical digest `key`.
-    pub fn get(&self, key: u128) -> Result<Option<PageRecord>, simcrawl_dedup::Error> {
-        let Some(v) = self.pages.get(key)? else {
-            return Ok(None);
-        };
-        Ok(record::decode(v.value()))
-    }
-
-    /// Stores `rec` under `key`, its due time in the schedule and its
-    /// copy relation (`rec.dup_key`), replacing what `key` had.
-    pub fn put(&mut self, key: u128, rec: &PageRecord) -> Result<(), simcrawl_dedup::Error> {
-        self.unschedule(key)?;
-        self.pages.insert(key, record::encode(rec).as_slice())?;
-        self.due.insert((rec.next_ms, key), ())?;
-        if let Some(k) = rec.dup_key {
-            self.copies.insert((k, key), ())?;
-        }
-        Ok(())
-    }
-
-    /// A first revisit interval for the page `key`, not crawled yet.
-    pub fn hint(&mut self, key: u128, interval_s: u64) -> Result<(), simcrawl_dedup::Error> {
-        self.hints.insert(key, interval_s)?;
-        Ok(())
-    }
-
-    /// The first revisit interval a sitemap gave the page `key`, if any
-    /// (used once).
-    pub fn take_hint(&mut self, key: u128) -> Result<Option<u64>, simcrawl_dedup::Error> {
-        Ok(self.hints.remove(key)?.map(|v| v.value()))
-    }
-
-    /// Records what a sitemap said of the page `key` at `url` (see
-    /// [`SITEMAP_HINTS`]); empty hints are not stored.
-    pub fn put_sitemap_hints(
-        &mut self,
-        key: u128,
-        url: &str,
-        hints: &crate::listing::Hints,
-    ) -> Result<(), simcrawl_dedup::Error> {
-        if !hints.is_empty() {
-            self.sitemap.insert(key, hints.stored(url).as_str())?;
-        }
-        Ok(())
-    }
-
-    /// What the last sitemap listing the page `key` said of it: its URL
-    /// and hints. For the revisit scheduler that reads them (not written
-    /// yet).
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn sitemap_hints(
-        &self,
-        key: u128,
-    ) -> Result<Option<(String, crate::listing::Hints)>, simcrawl_dedup::Error> {
-        let Some(v) = self.sitemap.get(key)? else {
-            return Ok(None);
-        };
-        Ok(crate::listing::Hints::from_stored(v.value()))
-    }
-
-    /// Takes the page `key` out of the schedule (it is queued to be
-    /// visited now; its visit puts it back).
-    pub fn hold(&mut self, key: u128) -> Result<(), simcrawl_dedup::Error> {
-        if let Some(old) = self.get(key)? {
-            self.due.remove((old.next_ms, key))?;
-        }
-        Ok(())
-    }
-
-    /// Replaces the record of the page `key`, held out of the schedule
-    /// ([`Schedule::hold`]), leaving it out: its queued visit puts it back.
-    pub fn put_held(&mut self, key: u128, rec: &PageRecord) -> Result<(), simcrawl_dedup::Error> {
-        self.pages.insert(key, record::encode(rec).as_slice())?;
-        Ok(())
-    }
-
-    /// Forgets the page `key` (gone), keeping the record of its copies.
-    pub fn remove(&mut self, key: u128) -> Result<(), simcrawl_dedup::Error> {
-        self.unschedule(key)?;
-        self.pages.remove(key)?;
-        Ok(())
-    }
-
-    /// Takes `key` out of the schedule and out of the copies of the page it
-    /// copied (it is being visited, and will be put back).
-    fn unschedule(&mut self, key: u128) -> Result<(), simcrawl_dedup::Error> {
-        if let Some(old) = self.get(key)? {
-            self.due.remove((old.next_ms, key))?;
-            if let Some(k) = old.dup_key {
-                self.copies.remove((k, key))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The copies of the page `key`, with their records.
-    pub fn copies_of(&self, key: u128) -> Result<Vec<(u128, PageRecord)>, simcrawl_dedup::Error> {
-        let mut out = Vec::new();
-        for item in self.copies.range((key, 0)..=(key, u128::MAX))? {
-            let (k, _) = item?;
-            let copy = k.value().1;
-            if let Some(rec) = self.get(copy)? {
-                out.push((copy, rec));
-            }
-        }
-        Ok(out)
-    }
-
-    /// Up to `limit` pages due at `now_ms` (every page with `all`), in due
-    /// order; they leave the schedule (their revisit puts them back).
-    pub fn take_due(
-        &mut self,
-        now_ms: u64,
-        all: bool,
-        limit: usize,
-    ) -> Result<Vec<PageRecord>, simcrawl_dedup::Error> {
-        let upto = if all { u64::MAX } else { now_ms };
-        let mut keys = Vec::new();
-        for item in self.due.range((0, 0)..=(upto, u128::MAX))? {
-            let (k, _) = item?;
-            keys.push(k.value());
-            if keys.len() >= limit {
-                break;
-            }
-        }
-        let mut out = Vec::with_capacity(keys.len());
-        for (at, key) in keys {
-            self.due.remove((at, key))?;
-            if let Some(rec) = self.get(key)? {
-                out.push(rec);
-            }
-        }
-        Ok(out)
-    }
-
-    /// When the next page is due (unix ms), if any is scheduled.
-    pub fn next_due(&self) -> Result<Option<u64>, simcrawl_dedup::Error> {
-        Ok(self.due.first()?.map(|(k, _)| k.value().0))
-    }
-}
-
 /// How many pages are due for a revisit at `now_ms`, and when the first
 /// one not yet due is (unix ms), read from a snapshot (`crawl status`).
 pub fn due_summary(
@@ -413,6 +257,7 @@ pub fn url_key(canon: &simcrawl_dedup::Canonicalizer, url: &url::Url) -> Option<
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use redb::ReadableTable;
     use simcrawl_dedup::{DedupConfig, Deduper, Document, MemoryStore};
 
     fn sign(text: &str) -> Signature {
@@ -466,7 +311,7 @@ mod tests {
         let db = redb::Database::create(dir.path().join("s.redb")).unwrap();
         let txn = db.begin_write().unwrap();
         {
-            let mut s = Schedule::open(&txn).unwrap();
+            let mut s = Schedule::open(&txn, None).unwrap();
             let canon = simcrawl_dedup::Canonicalizer::default();
             let key = |u: &str| url_key(&canon, &url::Url::parse(u).unwrap()).unwrap();
             let (a, b) = (key("http://e.org/a"), key("http://e.org/b"));
@@ -528,7 +373,7 @@ mod tests {
             txn.open_table(COPIES).unwrap().insert((1, 2), ()).unwrap();
         }
         {
-            let mut s = Schedule::open(&txn).unwrap();
+            let mut s = Schedule::open(&txn, None).unwrap();
             assert_eq!(s.get(2).unwrap(), Some(old.clone()));
             assert_eq!(s.copies_of(1).unwrap(), [(2, old.clone())]);
             let new = PageRecord {
@@ -557,7 +402,7 @@ mod tests {
         let db = redb::Database::create(dir.path().join("s.redb")).unwrap();
         let txn = db.begin_write().unwrap();
         {
-            let mut s = Schedule::open(&txn).unwrap();
+            let mut s = Schedule::open(&txn, None).unwrap();
             let h = Hints {
                 lastmod: Some(1_795_478_400),
                 changefreq: Some("daily".into()),

@@ -128,7 +128,7 @@ pub fn run(data_dir: &Path) -> Result<Status> {
         }
     };
     let now = crate::frontier::now_ms();
-    let (due, next) = crate::revisit::due_summary(db, now)?;
+    let (due, next) = crate::revisit::side::due_summary(db, &db_path, now)?;
     let ended = match &job {
         Some(j) => j.ended.word(),
         None if cp.stats.fetched == 0 && frontier == 0 => "not_started",

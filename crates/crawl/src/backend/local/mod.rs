@@ -95,11 +95,13 @@ impl Source for LocalSource {
     }
 }
 
-/// `--fresh`: the state (the store and its block lists' file) and the
+/// `--fresh`: the state (the store, its block lists' and its revisit
+/// records' files) and the
 /// outputs of an earlier crawl deleted.
 fn forget(db_path: &Path, out_dir: &Path) -> Result<()> {
     remove_if_exists(db_path)?;
     remove_if_exists(&RedbStore::block_lists_path(db_path))?;
+    remove_if_exists(&crate::revisit::side::side_path(db_path))?;
     for name in Outputs::FILES.iter().chain(["stats.json"].iter()) {
         remove_if_exists(&out_dir.join(name))?;
     }
@@ -157,15 +159,17 @@ pub fn run(mut cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Resu
     let mut outputs = Outputs::open(&out_dir, cp.offsets)?.with_warc(warc);
     cp.offsets = outputs.sync()?;
 
-    let (added, revisits, next_due) =
-        enqueue_seeds(&deduper, seeds, &mut cp, visits, job.as_ref(), job_seeds.as_ref())?;
-    info!(seeds = seeds.len(), new = added, "seeds loaded");
-    if matches!(visits, Visits::Due | Visits::All) {
-        info!(pages = revisits.len(), "pages to visit again");
-    }
-    if visits == Visits::Due && revisits.is_empty() {
-        info!("{}", nothing_due(next_due, crate::frontier::now_ms()));
-    }
+    let revisit_file = crate::revisit::RevisitFile::open(deduper.store().database(), &db_path)
+        .with_context(|| format!("cannot open the revisit records in {}", data_dir.display()))?
+        .map(Arc::new);
+    let revisits = enqueue_seeds(
+        &deduper,
+        seeds,
+        &mut cp,
+        (visits, revisit_file.as_deref()),
+        job.as_ref(),
+        job_seeds.as_ref(),
+    )?;
     // A revisit without seeds crawls within the hosts of its pages.
     let scope_seeds: Vec<Url> = if seeds.is_empty() { revisits } else { scope_seeds };
     let seeds = scope_seeds.as_slice();
@@ -199,7 +203,8 @@ pub fn run(mut cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Resu
     .with_dust(dust)
     .with_retry_waits(stages.retry_waits.clone())
     .with_canonicals(stages.canonicals.clone())
-    .with_revisits(cfg.revisit.clone(), visits == Visits::Forever);
+    .with_revisits(cfg.revisit.clone(), visits == Visits::Forever)
+    .with_revisit_file(revisit_file);
     let source = LocalSource {
         window: Window::default(),
         deduper: deduper.clone(),
@@ -274,19 +279,19 @@ fn nothing_due(next_due_ms: Option<u64>, now_ms: u64) -> String {
 }
 
 /// Puts the seeds in the frontier, and with `crawl revisit` the pages due
-/// (every page with `--all`), and commits `cp` with them (durably);
-/// returns how many seeds were new, the URLs to visit again, and when the
-/// next page not taken is due. Seeds
+/// (every page with `--all`), and commits `cp` with them (durably); logs
+/// how many seeds were new, how many pages are visited again and, when
+/// none is due, when the next one is; returns the URLs to visit again. Seeds
 /// enter through the URL tier like any link: on a resume, those already
 /// seen are not fetched again.
 fn enqueue_seeds(
     deduper: &Tiers,
     seeds: &[Url],
     cp: &mut Checkpoint,
-    visits: Visits,
+    (visits, revisit_file): (Visits, Option<&crate::revisit::RevisitFile>),
     job: Option<&job::Job>,
     job_seeds: Option<&BTreeSet<String>>,
-) -> Result<(u64, Vec<Url>, Option<u64>)> {
+) -> Result<Vec<Url>> {
     let mut added = 0;
     let mut revisits = Vec::new();
     let mut next_due = None;
@@ -301,10 +306,10 @@ fn enqueue_seeds(
             }
         }
         if matches!(visits, Visits::Due | Visits::All) {
-            let mut sched = crate::revisit::Schedule::open(txn)?;
+            let mut sched = crate::revisit::Schedule::open(txn, revisit_file)?;
             let due = sched.take_due(crate::frontier::now_ms(), visits == Visits::All, usize::MAX)?;
             next_due = sched.next_due()?;
-            drop(sched);
+            sched.finish()?;
             revisits = frontier::enqueue_due(&mut fr, &mut cp.next_seq, due)?;
         }
         drop(fr);
@@ -317,7 +322,17 @@ fn enqueue_seeds(
         }
         cp.put(&mut st)
     })?;
-    Ok((added, revisits, next_due))
+    if let Some(f) = revisit_file {
+        f.durable(deduper.store().database())?;
+    }
+    info!(seeds = seeds.len(), new = added, "seeds loaded");
+    if matches!(visits, Visits::Due | Visits::All) {
+        info!(pages = revisits.len(), "pages to visit again");
+    }
+    if visits == Visits::Due && revisits.is_empty() {
+        info!("{}", nothing_due(next_due, crate::frontier::now_ms()));
+    }
+    Ok(revisits)
 }
 
 /// What a run does with the crawl in its data directory.

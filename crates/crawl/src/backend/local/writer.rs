@@ -26,7 +26,7 @@ use crate::frontier::Candidate;
 use crate::output::record::Recorder;
 use crate::output::sinks::{Offsets, Outputs};
 use crate::progress::RetryWaits;
-use crate::revisit::{PageRecord, RevisitSettings, Schedule, url_key};
+use crate::revisit::{PageRecord, RevisitFile, RevisitSettings, Schedule, url_key};
 use crate::stats::Stats;
 use crate::template::{Save, Templates, host_of};
 
@@ -75,6 +75,8 @@ pub struct Writer {
     /// Sitemaps and feeds found by the outcomes of the commit being made
     /// (listing, depth, nest, the URL that named it), queued at its end through the listing budget.
     offered: Vec<(Candidate, u32, u32, String)>,
+    /// The revisit records' own file, when the state has one.
+    revisit_file: Option<Arc<RevisitFile>>,
     write_text: bool,
     shared: Arc<Mutex<Stats>>,
     run_started: Instant,
@@ -142,6 +144,7 @@ impl Writer {
             max_depth: cfg.max_depth,
             listing_bounds: crate::listing::Bounds::of(cfg),
             offered: Vec::new(),
+            revisit_file: None,
             write_text: cfg.write_text,
             shared,
             run_started: Instant::now(),
@@ -174,13 +177,14 @@ impl Writer {
         let deduper = self.deduper.clone();
         let before = self.cp.clone();
         let mut added = 0u64;
+        let revisit_file = self.revisit_file.clone();
         let result = deduper.store().write_with(Commit::Periodic, |txn, _| {
-            let mut sched = Schedule::open(txn)?;
+            let mut sched = Schedule::open(txn, revisit_file.as_deref())?;
             if sched.next_due()?.is_none_or(|at| at > crate::frontier::now_ms()) {
-                return Ok(());
+                return sched.finish();
             }
             let due = sched.take_due(crate::frontier::now_ms(), false, DUE_PER_TICK)?;
-            drop(sched);
+            sched.finish()?;
             let mut fr = frontier::open(txn)?;
             added = frontier::enqueue_due(&mut fr, &mut self.cp.next_seq, due)?.len() as u64;
             drop(fr);
@@ -195,6 +199,13 @@ impl Writer {
             self.not_durable = true;
         }
         Ok(added)
+    }
+
+    /// The writer keeps the revisit records in `file` (`None`: in the main
+    /// file, a state made before they had one).
+    pub fn with_revisit_file(mut self, file: Option<Arc<RevisitFile>>) -> Writer {
+        self.revisit_file = file;
+        self
     }
 
     /// The writer records the URLs it puts back to be retried in `waits`
@@ -223,8 +234,19 @@ impl Writer {
     fn make_durable(&mut self) -> Result<()> {
         self.outputs.sync()?;
         self.deduper.flush().context("cannot flush the crawl state")?;
+        self.revisits_durable()?;
         self.last_durable = Instant::now();
         self.not_durable = false;
+        Ok(())
+    }
+
+    /// After a durable commit: the revisit records' own file is handed
+    /// the operations of the commits up to it.
+    fn revisits_durable(&self) -> Result<()> {
+        if let Some(f) = &self.revisit_file {
+            f.durable(self.deduper.store().database())
+                .context("cannot hand the revisit records to their thread")?;
+        }
         Ok(())
     }
 
@@ -249,13 +271,14 @@ impl Writer {
         };
         let max_recorded = self.dust.lock().max_recorded();
         self.offered.clear();
+        let revisit_file = self.revisit_file.clone();
         let result = deduper.store().write_with(commit, |txn, tables| {
             let mut fr = frontier::open(txn)?;
             // The learners' store on this transaction: what they learn and
             // record commits with the outputs' offsets below.
             let mut learn = RedbLearn::new(txn);
             let mut rewrites = Rewrites::new(&mut learn, max_recorded);
-            let mut sched = Schedule::open(txn)?;
+            let mut sched = Schedule::open(txn, revisit_file.as_deref())?;
             for o in &batch {
                 seqs.push(o.seq());
                 fr.remove(o.seq())?;
@@ -283,7 +306,7 @@ impl Writer {
             drop(dust);
             // Its tables are closed before `crawl_state` is opened here.
             drop(learn);
-            drop(sched);
+            sched.finish()?;
             let mut st = state::open(txn)?;
             self.cp.put(&mut st)
         });
@@ -292,6 +315,7 @@ impl Writer {
             return Err(e).context("cannot commit crawl results");
         }
         if durable {
+            self.revisits_durable()?;
             self.last_durable = Instant::now();
         }
         self.not_durable = !durable;

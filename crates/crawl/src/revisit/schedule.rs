@@ -1,0 +1,275 @@
+//! The revisit schedule on the writer's transaction. Its records, due
+//! times and copy relations ([`Records`]) are in the main file for a state
+//! made before they had a file of their own, else in that file
+//! ([`super::side`]): there the writer's changes are operations, logged in
+//! the main file and written by the file's own thread, and a read sees the
+//! file with the operations it does not hold yet on top. The sitemaps'
+//! hints stay in the main file.
+
+use redb::{ReadableTable, Table, WriteTransaction};
+
+use super::side::{Op, Pending, RevisitFile};
+use super::{COPIES, DUE, HINTS, PAGES, PageRecord, SITEMAP_HINTS, record};
+
+type Result<T> = std::result::Result<T, simcrawl_dedup::Error>;
+
+/// The records, due times and copy relations on one write transaction
+/// (of the main file or of the records' own file).
+pub(crate) struct Records<'t> {
+    pages: Table<'t, u128, &'static [u8]>,
+    due: Table<'t, (u64, u128), ()>,
+    copies: Table<'t, (u128, u128), ()>,
+}
+
+impl<'t> Records<'t> {
+    pub(crate) fn open(txn: &'t WriteTransaction) -> Result<Records<'t>> {
+        Ok(Records {
+            pages: txn.open_table(PAGES)?,
+            due: txn.open_table(DUE)?,
+            copies: txn.open_table(COPIES)?,
+        })
+    }
+
+    /// `op` done, as the writer asked it.
+    pub(crate) fn apply(&mut self, op: &Op) -> Result<()> {
+        match op {
+            Op::Put(key, rec) => self.put(*key, rec),
+            Op::PutHeld(key, rec) => self.put_held(*key, rec),
+            Op::Hold(key) => self.hold(*key),
+            Op::Remove(key) => self.remove(*key),
+        }
+    }
+
+    fn get(&self, key: u128) -> Result<Option<PageRecord>> {
+        let Some(v) = self.pages.get(key)? else {
+            return Ok(None);
+        };
+        Ok(record::decode(v.value()))
+    }
+
+    fn put(&mut self, key: u128, rec: &PageRecord) -> Result<()> {
+        self.unschedule(key)?;
+        self.pages.insert(key, record::encode(rec).as_slice())?;
+        self.due.insert((rec.next_ms, key), ())?;
+        if let Some(k) = rec.dup_key {
+            self.copies.insert((k, key), ())?;
+        }
+        Ok(())
+    }
+
+    fn hold(&mut self, key: u128) -> Result<()> {
+        if let Some(old) = self.get(key)? {
+            self.due.remove((old.next_ms, key))?;
+        }
+        Ok(())
+    }
+
+    fn put_held(&mut self, key: u128, rec: &PageRecord) -> Result<()> {
+        self.pages.insert(key, record::encode(rec).as_slice())?;
+        Ok(())
+    }
+
+    fn remove(&mut self, key: u128) -> Result<()> {
+        self.unschedule(key)?;
+        self.pages.remove(key)?;
+        Ok(())
+    }
+
+    /// Takes `key` out of the schedule and out of the copies of the page it
+    /// copied (it is being visited, and will be put back).
+    fn unschedule(&mut self, key: u128) -> Result<()> {
+        if let Some(old) = self.get(key)? {
+            self.due.remove((old.next_ms, key))?;
+            if let Some(k) = old.dup_key {
+                self.copies.remove((k, key))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn copies_of(&self, key: u128) -> Result<Vec<(u128, PageRecord)>> {
+        let mut out = Vec::new();
+        for item in self.copies.range((key, 0)..=(key, u128::MAX))? {
+            let (k, _) = item?;
+            let copy = k.value().1;
+            if let Some(rec) = self.get(copy)? {
+                out.push((copy, rec));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The pages [`Schedule::take_due`] takes, with their keys.
+    fn take_due(&mut self, now_ms: u64, all: bool, limit: usize) -> Result<Vec<(u128, PageRecord)>> {
+        let upto = if all { u64::MAX } else { now_ms };
+        let mut keys = Vec::new();
+        for item in self.due.range((0, 0)..=(upto, u128::MAX))? {
+            let (k, _) = item?;
+            keys.push(k.value());
+            if keys.len() >= limit {
+                break;
+            }
+        }
+        let mut out = Vec::with_capacity(keys.len());
+        for (at, key) in keys {
+            self.due.remove((at, key))?;
+            if let Some(rec) = self.get(key)? {
+                out.push((key, rec));
+            }
+        }
+        Ok(out)
+    }
+
+    fn next_due(&self) -> Result<Option<u64>> {
+        Ok(self.due.first()?.map(|(k, _)| k.value().0))
+    }
+}
+
+/// Where a schedule's records are (the tables boxed: a schedule is opened
+/// once a commit).
+enum Home<'t> {
+    InFile(Box<Records<'t>>),
+    Side(Pending<'t>),
+}
+
+/// The revisit tables on a write transaction of the main file. A schedule
+/// with its records in their own file must be closed by
+/// [`Schedule::finish`], which logs its changes in the transaction.
+pub struct Schedule<'t> {
+    hints: Table<'t, u128, u64>,
+    sitemap: Table<'t, u128, &'static str>,
+    records: Home<'t>,
+}
+
+impl<'t> Schedule<'t> {
+    /// The schedule on `txn`, its records in `side` when the state has
+    /// that file (else in the main file).
+    pub fn open(txn: &'t WriteTransaction, side: Option<&'t RevisitFile>) -> Result<Schedule<'t>> {
+        let records = match side {
+            Some(file) => Home::Side(file.pending(txn)?),
+            None => Home::InFile(Box::new(Records::open(txn)?)),
+        };
+        Ok(Schedule {
+            hints: txn.open_table(HINTS)?,
+            sitemap: txn.open_table(SITEMAP_HINTS)?,
+            records,
+        })
+    }
+
+    /// Logs the changes made in the records' own file into the
+    /// transaction (nothing to do when they are in the main file).
+    pub fn finish(self) -> Result<()> {
+        match self.records {
+            Home::InFile(_) => Ok(()),
+            Home::Side(p) => p.finish(),
+        }
+    }
+
+    /// The record of the page with canonical digest `key`.
+    pub fn get(&self, key: u128) -> Result<Option<PageRecord>> {
+        match &self.records {
+            Home::InFile(r) => r.get(key),
+            Home::Side(p) => p.get(key),
+        }
+    }
+
+    /// `op` done now (in the main file) or logged (in the records' file).
+    fn change(&mut self, op: Op) -> Result<()> {
+        match &mut self.records {
+            Home::InFile(r) => r.apply(&op),
+            Home::Side(p) => {
+                p.push(op);
+                Ok(())
+            }
+        }
+    }
+
+    /// Stores `rec` under `key`, its due time in the schedule and its
+    /// copy relation (`rec.dup_key`), replacing what `key` had.
+    pub fn put(&mut self, key: u128, rec: &PageRecord) -> Result<()> {
+        self.change(Op::Put(key, rec.clone()))
+    }
+
+    /// A first revisit interval for the page `key`, not crawled yet.
+    pub fn hint(&mut self, key: u128, interval_s: u64) -> Result<()> {
+        self.hints.insert(key, interval_s)?;
+        Ok(())
+    }
+
+    /// The first revisit interval a sitemap gave the page `key`, if any
+    /// (used once).
+    pub fn take_hint(&mut self, key: u128) -> Result<Option<u64>> {
+        Ok(self.hints.remove(key)?.map(|v| v.value()))
+    }
+
+    /// Records what a sitemap said of the page `key` at `url` (see
+    /// [`SITEMAP_HINTS`]); empty hints are not stored.
+    pub fn put_sitemap_hints(&mut self, key: u128, url: &str, hints: &crate::listing::Hints) -> Result<()> {
+        if !hints.is_empty() {
+            self.sitemap.insert(key, hints.stored(url).as_str())?;
+        }
+        Ok(())
+    }
+
+    /// What the last sitemap listing the page `key` said of it: its URL
+    /// and hints. For the revisit scheduler that reads them (not written
+    /// yet).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn sitemap_hints(&self, key: u128) -> Result<Option<(String, crate::listing::Hints)>> {
+        let Some(v) = self.sitemap.get(key)? else {
+            return Ok(None);
+        };
+        Ok(crate::listing::Hints::from_stored(v.value()))
+    }
+
+    /// Takes the page `key` out of the schedule (it is queued to be
+    /// visited now; its visit puts it back).
+    pub fn hold(&mut self, key: u128) -> Result<()> {
+        self.change(Op::Hold(key))
+    }
+
+    /// Replaces the record of the page `key`, held out of the schedule
+    /// ([`Schedule::hold`]), leaving it out: its queued visit puts it back.
+    pub fn put_held(&mut self, key: u128, rec: &PageRecord) -> Result<()> {
+        self.change(Op::PutHeld(key, rec.clone()))
+    }
+
+    /// Forgets the page `key` (gone), keeping the record of its copies.
+    pub fn remove(&mut self, key: u128) -> Result<()> {
+        self.change(Op::Remove(key))
+    }
+
+    /// The copies of the page `key`, with their records.
+    pub fn copies_of(&self, key: u128) -> Result<Vec<(u128, PageRecord)>> {
+        match &self.records {
+            Home::InFile(r) => r.copies_of(key),
+            Home::Side(p) => p.view(|r| r.copies_of(key)),
+        }
+    }
+
+    /// Up to `limit` pages due at `now_ms` (every page with `all`), in due
+    /// order; they leave the schedule (their revisit puts them back).
+    pub fn take_due(&mut self, now_ms: u64, all: bool, limit: usize) -> Result<Vec<PageRecord>> {
+        let taken = match &mut self.records {
+            Home::InFile(r) => r.take_due(now_ms, all, limit)?,
+            Home::Side(p) => {
+                let taken = p.view(|r| r.take_due(now_ms, all, limit))?;
+                // Out of the schedule as `take_due` took them: their due
+                // entries, which `hold` removes from their records.
+                for (key, _) in &taken {
+                    p.push(Op::Hold(*key));
+                }
+                taken
+            }
+        };
+        Ok(taken.into_iter().map(|(_, rec)| rec).collect())
+    }
+
+    /// When the next page is due (unix ms), if any is scheduled.
+    pub fn next_due(&self) -> Result<Option<u64>> {
+        match &self.records {
+            Home::InFile(r) => r.next_due(),
+            Home::Side(p) => p.view(|r| r.next_due()),
+        }
+    }
+}

@@ -1,0 +1,186 @@
+#![allow(clippy::unwrap_used)]
+use super::*;
+use crate::revisit::Schedule;
+use redb::ReadableTableMetadata;
+
+fn rec(url: &str, next_ms: u64, dup_key: Option<u128>) -> PageRecord {
+    PageRecord {
+        url: url.into(),
+        next_ms,
+        dup_key,
+        ..PageRecord::default()
+    }
+}
+
+struct State {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    main: Database,
+}
+
+fn state() -> State {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.redb");
+    let main = Database::create(&path).unwrap();
+    State {
+        _dir: dir,
+        path,
+        main,
+    }
+}
+
+/// One transaction of the main file: `f` on its schedule, then the
+/// schedule finished and the transaction committed (durably: redb's
+/// default), or aborted with `abort`.
+fn txn(s: &State, file: Option<&RevisitFile>, abort: bool, f: impl FnOnce(&mut Schedule<'_>)) {
+    let txn = s.main.begin_write().unwrap();
+    {
+        let mut sched = Schedule::open(&txn, file).unwrap();
+        f(&mut sched);
+        sched.finish().unwrap();
+    }
+    if abort {
+        txn.abort().unwrap();
+    } else {
+        txn.commit().unwrap();
+    }
+}
+
+fn log_len(s: &State) -> u64 {
+    let txn = s.main.begin_read().unwrap();
+    txn.open_table(LOG).map_or(0, |t| t.len().unwrap())
+}
+
+/// What the writer reads is what it wrote, in the transaction that wrote
+/// it, in the next ones, and once the thread holds it in the side file;
+/// the log is trimmed once the side file holds it.
+#[test]
+fn the_writer_reads_what_it_wrote_before_and_after_the_thread_holds_it() {
+    let s = state();
+    let f = RevisitFile::open(&s.main, &s.path).unwrap().unwrap();
+    assert!(side_path(&s.path).exists());
+    txn(&s, Some(&f), false, |sched| {
+        sched.put(1, &rec("http://e.org/a", 50, None)).unwrap();
+        sched.put(2, &rec("http://e.org/b", 10, Some(1))).unwrap();
+        assert_eq!(sched.get(2).unwrap().unwrap().url, "http://e.org/b");
+        assert_eq!(sched.copies_of(1).unwrap().len(), 1);
+        assert_eq!(sched.next_due().unwrap(), Some(10));
+    });
+    txn(&s, Some(&f), false, |sched| {
+        assert_eq!(sched.get(1).unwrap().unwrap().next_ms, 50);
+        sched.put(2, &rec("http://e.org/b", 99, None)).unwrap();
+        assert!(sched.copies_of(1).unwrap().is_empty());
+    });
+    assert_eq!(log_len(&s), 2);
+    f.durable(&s.main).unwrap();
+    f.drain().unwrap();
+    assert_eq!(f.applied(), 2);
+    txn(&s, Some(&f), false, |sched| {
+        assert_eq!(sched.get(2).unwrap().unwrap().next_ms, 99);
+        let due: Vec<String> = sched
+            .take_due(60, false, 10)
+            .unwrap()
+            .into_iter()
+            .map(|r| r.url)
+            .collect();
+        assert_eq!(due, ["http://e.org/a"]);
+        assert_eq!(sched.next_due().unwrap(), Some(99));
+        sched.remove(2).unwrap();
+        assert_eq!(sched.get(2).unwrap(), None);
+    });
+    // The first two entries, held by the side file, are gone.
+    assert_eq!(log_len(&s), 1);
+    drop(f);
+    // Reopened: the third, never handed over, is done by the open.
+    let f = RevisitFile::open(&s.main, &s.path).unwrap().unwrap();
+    assert_eq!(f.applied(), 3);
+    txn(&s, Some(&f), false, |sched| {
+        assert_eq!(sched.get(2).unwrap(), None);
+        assert_eq!(sched.get(1).unwrap().unwrap().url, "http://e.org/a");
+        assert_eq!(sched.next_due().unwrap(), None, "a was taken, b removed");
+    });
+}
+
+/// A crash after the main file's commits and before the thread wrote
+/// them (here: never handed over, the file dropped) loses nothing: the
+/// next open does the logged operations.
+#[test]
+fn a_crash_before_the_thread_wrote_is_made_good_by_the_next_open() {
+    let s = state();
+    {
+        let f = RevisitFile::open(&s.main, &s.path).unwrap().unwrap();
+        txn(&s, Some(&f), false, |sched| {
+            sched.put(7, &rec("http://e.org/x", 5, None)).unwrap();
+            sched.put(8, &rec("http://e.org/y", 6, Some(7))).unwrap();
+        });
+    }
+    let side = Database::create(side_path(&s.path)).unwrap();
+    let before = side
+        .begin_read()
+        .unwrap()
+        .open_table(PAGES)
+        .map_or(0, |t| t.len().unwrap());
+    assert_eq!(before, 0, "the side file does not hold them yet");
+    drop(side);
+    let f = RevisitFile::open(&s.main, &s.path).unwrap().unwrap();
+    txn(&s, Some(&f), false, |sched| {
+        assert_eq!(sched.get(8).unwrap().unwrap().url, "http://e.org/y");
+        assert_eq!(sched.copies_of(7).unwrap().len(), 1);
+    });
+}
+
+/// A transaction that does not commit leaves no record, in the writer's
+/// reads or in the side file.
+#[test]
+fn an_aborted_transaction_leaves_nothing() {
+    let s = state();
+    let f = RevisitFile::open(&s.main, &s.path).unwrap().unwrap();
+    txn(&s, Some(&f), true, |sched| {
+        sched.put(1, &rec("http://e.org/a", 1, None)).unwrap()
+    });
+    txn(&s, Some(&f), false, |sched| {
+        assert_eq!(sched.get(1).unwrap(), None);
+        sched.put(2, &rec("http://e.org/b", 2, None)).unwrap();
+    });
+    f.durable(&s.main).unwrap();
+    f.drain().unwrap();
+    txn(&s, Some(&f), false, |sched| {
+        assert_eq!(sched.get(1).unwrap(), None);
+        assert_eq!(sched.next_due().unwrap(), Some(2));
+    });
+}
+
+/// The two files are a pair: a missing or foreign side file is refused
+/// with its path; a main file made afresh replaces the side file it finds;
+/// a state whose records are in the main file keeps them there.
+#[test]
+fn the_files_are_a_pair_and_older_states_keep_their_records() {
+    let s = state();
+    drop(RevisitFile::open(&s.main, &s.path).unwrap().unwrap());
+    let side = side_path(&s.path);
+    let kept = std::fs::read(&side).unwrap();
+    std::fs::remove_file(&side).unwrap();
+    let e = RevisitFile::open(&s.main, &s.path).unwrap_err().to_string();
+    assert!(e.contains("index.revisit.redb is missing"), "{e}");
+
+    let other = state();
+    drop(RevisitFile::open(&other.main, &other.path).unwrap().unwrap());
+    std::fs::copy(side_path(&other.path), &side).unwrap();
+    let e = RevisitFile::open(&s.main, &s.path).unwrap_err().to_string();
+    assert!(e.contains("another crawl state"), "{e}");
+
+    // A new main file beside the old side file: replaced.
+    let fresh = state();
+    std::fs::write(side_path(&fresh.path), &kept).unwrap();
+    let f = RevisitFile::open(&fresh.main, &fresh.path).unwrap().unwrap();
+    txn(&fresh, Some(&f), false, |sched| {
+        assert_eq!(sched.next_due().unwrap(), None)
+    });
+
+    let old = state();
+    txn(&old, None, false, |sched| {
+        sched.put(1, &rec("http://e.org/a", 1, None)).unwrap()
+    });
+    assert!(RevisitFile::open(&old.main, &old.path).unwrap().is_none());
+    assert!(!side_path(&old.path).exists());
+}
