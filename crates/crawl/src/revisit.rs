@@ -30,6 +30,7 @@ use simcrawl_dedup::{Signature, Sketch};
 use simcrawl_fetch::Validators;
 
 mod record;
+mod records;
 mod schedule;
 pub mod side;
 

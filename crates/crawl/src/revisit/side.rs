@@ -37,9 +37,8 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
-use serde::{Deserialize, Serialize};
 
-use super::schedule::Records;
+use super::records::{Op, Records};
 use super::{PAGES, PageRecord, record};
 
 type Result<T> = std::result::Result<T, simcrawl_dedup::Error>;
@@ -65,33 +64,6 @@ const CACHE_BYTES: usize = 16 << 20;
 /// `index.redb` -> `index.revisit.redb`.
 pub fn side_path(main: &Path) -> PathBuf {
     main.with_extension("revisit.redb")
-}
-
-/// A change to the revisit records, as [`super::Schedule`]'s methods of
-/// the same names make it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub(crate) enum Op {
-    Put(u128, #[serde(with = "as_record")] PageRecord),
-    PutHeld(u128, #[serde(with = "as_record")] PageRecord),
-    Hold(u128),
-    Remove(u128),
-}
-
-/// A record in an [`Op`] in its stored form (`record`): postcard cannot
-/// carry [`PageRecord`]'s optional fields as serde writes them.
-mod as_record {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    use super::{PageRecord, record};
-
-    pub(super) fn serialize<S: Serializer>(rec: &PageRecord, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_bytes(&record::encode(rec))
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PageRecord, D::Error> {
-        let bytes = <Vec<u8>>::deserialize(d)?;
-        record::decode(&bytes).ok_or_else(|| serde::de::Error::custom("a damaged revisit record"))
-    }
 }
 
 fn corrupt(what: String) -> simcrawl_dedup::Error {
