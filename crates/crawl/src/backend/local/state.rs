@@ -80,6 +80,13 @@ fn adopt_recorded_defaults<S: Store>(store: &S, cfg: &mut Config) -> Result<()> 
     Ok(())
 }
 
+/// Version of the revisit records, recorded by the states made since they
+/// have a file of their own (`crate::revisit::side`, postcard records): a
+/// build from before would find no records in the main file and write its
+/// own there, so it refuses such a state. A state made before records no
+/// version and keeps its records in the main file.
+pub const REVISIT_RECORDS: u32 = 2;
+
 /// Opens the dedup tiers over `store` with the crawl's recorded parameters:
 /// a data directory built under other `[clean]` settings or by a crawl with
 /// other record versions is refused, naming each difference. First, `cfg`
@@ -88,7 +95,12 @@ fn adopt_recorded_defaults<S: Store>(store: &S, cfg: &mut Config) -> Result<()> 
 /// build the cleaner from `cfg` after this.
 pub fn open_deduper<S: Store>(store: S, cfg: &mut Config) -> Result<Deduper<S>> {
     adopt_recorded_defaults(&store, cfg)?;
-    let params = recorded_params(cfg)?;
+    let mut params = recorded_params(cfg)?;
+    let made_before = Deduper::recorded_param(&store, "clean")?.is_some()
+        && Deduper::recorded_param(&store, "revisit_records")?.is_none();
+    if !made_before {
+        params.push(("revisit_records", REVISIT_RECORDS.to_string()));
+    }
     let extra: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
     Ok(Deduper::with_params(store, cfg.dedup.clone(), &extra)?)
 }
@@ -174,6 +186,67 @@ mod tests {
         );
         let e = format!("{:#}", reopen_recording("checkpoint_records", "9"));
         assert!(e.contains("checkpoint_records: stored 9"), "{e}");
+    }
+
+    /// A new state records the revisit records' version, so that a build
+    /// from before their file refuses it; a state made before (no version
+    /// recorded) still opens, as it was; another version is refused.
+    #[test]
+    fn states_record_the_revisit_records_version_from_now_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.redb");
+        let d = open_deduper(
+            simcrawl_dedup::RedbStore::open(&path).unwrap(),
+            &mut Config::default(),
+        )
+        .unwrap();
+        assert!(
+            d.params()
+                .contains(&format!("revisit_records={REVISIT_RECORDS}\n"))
+        );
+        drop(d);
+        open_deduper(
+            simcrawl_dedup::RedbStore::open(&path).unwrap(),
+            &mut Config::default(),
+        )
+        .unwrap();
+
+        let cfg = Config::default();
+        let before = dir.path().join("before.redb");
+        let params = recorded_params(&cfg).unwrap();
+        let extra: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let d = Deduper::with_params(
+            simcrawl_dedup::RedbStore::open(&before).unwrap(),
+            cfg.dedup.clone(),
+            &extra,
+        )
+        .unwrap();
+        d.flush().unwrap();
+        drop(d);
+        let d = open_deduper(
+            simcrawl_dedup::RedbStore::open(&before).unwrap(),
+            &mut cfg.clone(),
+        )
+        .unwrap();
+        assert!(!d.params().contains("revisit_records="));
+        drop(d);
+
+        let other = dir.path().join("other.redb");
+        let mut extra = extra.clone();
+        extra.push(("revisit_records", "1"));
+        drop(
+            Deduper::with_params(
+                simcrawl_dedup::RedbStore::open(&other).unwrap(),
+                cfg.dedup.clone(),
+                &extra,
+            )
+            .unwrap(),
+        );
+        let e = format!(
+            "{:#}",
+            open_deduper(simcrawl_dedup::RedbStore::open(&other).unwrap(), &mut cfg.clone()).unwrap_err()
+        );
+        assert!(e.contains("revisit_records: stored 1"), "{e}");
     }
 
     /// A data directory from before the canonical URL forms had a version
