@@ -18,6 +18,8 @@ pub(crate) enum Op {
     PutHeld(u128, #[serde(with = "as_record")] PageRecord),
     Hold(u128),
     Remove(u128),
+    /// The due entry (due time, key) [`super::Schedule::take_due`] took.
+    Taken(u64, u128),
 }
 
 /// A record in an [`Op`] in its stored form (`record`): postcard cannot
@@ -61,6 +63,10 @@ impl<'t> Records<'t> {
             Op::PutHeld(key, rec) => self.put_held(*key, rec),
             Op::Hold(key) => self.hold(*key),
             Op::Remove(key) => self.remove(*key),
+            Op::Taken(at, key) => {
+                self.due.remove((*at, *key))?;
+                Ok(())
+            }
         }
     }
 
@@ -123,13 +129,15 @@ impl<'t> Records<'t> {
         Ok(out)
     }
 
-    /// The pages [`Schedule::take_due`] takes, with their keys.
+    /// The due entries (due time, key) [`super::Schedule::take_due`] takes,
+    /// each with its page's record (`None`: an entry left by a record that
+    /// a held put replaced).
     pub(crate) fn take_due(
         &mut self,
         now_ms: u64,
         all: bool,
         limit: usize,
-    ) -> Result<Vec<(u128, PageRecord)>> {
+    ) -> Result<Vec<(u64, u128, Option<PageRecord>)>> {
         let upto = if all { u64::MAX } else { now_ms };
         let mut keys = Vec::new();
         for item in self.due.range((0, 0)..=(upto, u128::MAX))? {
@@ -142,9 +150,7 @@ impl<'t> Records<'t> {
         let mut out = Vec::with_capacity(keys.len());
         for (at, key) in keys {
             self.due.remove((at, key))?;
-            if let Some(rec) = self.get(key)? {
-                out.push((key, rec));
-            }
+            out.push((at, key, self.get(key)?));
         }
         Ok(out)
     }

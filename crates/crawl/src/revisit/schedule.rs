@@ -132,7 +132,7 @@ impl<'t> Schedule<'t> {
     pub fn copies_of(&self, key: u128) -> Result<Vec<(u128, PageRecord)>> {
         match &self.records {
             Home::InFile(r) => r.copies_of(key),
-            Home::Side(p) => p.view(|r| r.copies_of(key)),
+            Home::Side(p) => p.copies_of(key),
         }
     }
 
@@ -144,14 +144,14 @@ impl<'t> Schedule<'t> {
             Home::Side(p) => {
                 let taken = p.view(|r| r.take_due(now_ms, all, limit))?;
                 // Out of the schedule as `take_due` took them: their due
-                // entries, which `hold` removes from their records.
-                for (key, _) in &taken {
-                    p.push(Op::Hold(*key));
+                // entries, as the scan found them.
+                for (at, key, _) in &taken {
+                    p.push(Op::Taken(*at, *key));
                 }
                 taken
             }
         };
-        Ok(taken.into_iter().map(|(_, rec)| rec).collect())
+        Ok(taken.into_iter().filter_map(|(_, _, rec)| rec).collect())
     }
 
     /// When the next page is due (unix ms), if any is scheduled.

@@ -23,12 +23,14 @@
 //!
 //! The writer reads what it wrote, as in one file. A page's record comes
 //! from the newest operation on it that the side file may not hold yet,
-//! else from the side file. The other reads (the copies of a changed page,
-//! the pages due) wait for the thread to hold every batch handed to it,
-//! then do the operations it does not hold yet in a write transaction of
-//! the side file that is then aborted. They come with revisits; a first
-//! crawl reads only the records of pages that declare another canonical
-//! URL.
+//! else from the side file. A changed page's copies are the side file's
+//! (once the thread holds every batch handed to it), followed through the
+//! operations it does not hold yet. The pages due (`--forever` ticks, a
+//! revisit's start) wait for the thread too, then do those operations in a
+//! write transaction of the side file that is then aborted. A first crawl
+//! reads only the records of pages that declare another canonical URL.
+//! `tests::the_side_file_reads_as_the_main_file_would` holds all three
+//! to what the main file's tables give for the same operations.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -39,7 +41,7 @@ use parking_lot::{Condvar, Mutex};
 use redb::{Database, Durability, ReadableDatabase, ReadableTable, TableDefinition, WriteTransaction};
 
 use super::records::{Op, Records};
-use super::{PAGES, PageRecord, record};
+use super::{COPIES, PAGES, PageRecord, record};
 
 type Result<T> = std::result::Result<T, simcrawl_dedup::Error>;
 
@@ -351,6 +353,80 @@ impl Pending<'_> {
         Ok(pages.get(key)?.and_then(|v| record::decode(v.value())))
     }
 
+    /// The copies of the page `key` with their records, as the writer left
+    /// them, without a transaction: the side file's copies of it (once the
+    /// thread holds every batch handed to it) and the pages an operation
+    /// not held yet put as its copies, each followed through the
+    /// operations on it in order as the tables would be (a put or a removal
+    /// takes the page out of the copies of its record's original, a put
+    /// makes it a copy of its own; a held put changes the record only).
+    /// Called for every changed page a revisit finds; a transaction doing
+    /// the operations since the last durable commit took milliseconds.
+    pub(crate) fn copies_of(&self, key: u128) -> Result<Vec<(u128, PageRecord)>> {
+        self.file.drain()?;
+        let txn = self.file.db.begin_read()?;
+        let (pages, copies) = match (txn.open_table(PAGES), txn.open_table(COPIES)) {
+            (Ok(p), Ok(c)) => (Some(p), Some(c)),
+            (Err(redb::TableError::TableDoesNotExist(_)), _)
+            | (_, Err(redb::TableError::TableDoesNotExist(_))) => (None, None),
+            (Err(e), _) | (_, Err(e)) => return Err(e.into()),
+        };
+        let mut members = std::collections::BTreeMap::new();
+        if let Some(copies) = &copies {
+            for item in copies.range((key, 0)..=(key, u128::MAX))? {
+                members.insert(item?.0.value().1, true);
+            }
+        }
+        let held = self.file.held.lock();
+        let ops: Vec<&Op> = held
+            .backlog
+            .iter()
+            .chain(&held.tentative)
+            .flat_map(|(_, ops)| ops)
+            .chain(&self.ops)
+            .collect();
+        for op in &ops {
+            if let Op::Put(c, rec) = op
+                && rec.dup_key == Some(key)
+            {
+                members.entry(*c).or_insert(false);
+            }
+        }
+        let stored = |c: u128| -> Result<Option<PageRecord>> {
+            match &pages {
+                Some(p) => Ok(p.get(c)?.and_then(|v| record::decode(v.value()))),
+                None => Ok(None),
+            }
+        };
+        let mut out = Vec::new();
+        for (c, mut member) in members {
+            let mut rec = stored(c)?;
+            for op in &ops {
+                match op {
+                    Op::Put(k, new) if *k == c => {
+                        if rec.as_ref().is_some_and(|r| r.dup_key == Some(key)) {
+                            member = false;
+                        }
+                        member |= new.dup_key == Some(key);
+                        rec = Some(new.clone());
+                    }
+                    Op::PutHeld(k, new) if *k == c => rec = Some(new.clone()),
+                    Op::Remove(k) if *k == c => {
+                        if rec.as_ref().is_some_and(|r| r.dup_key == Some(key)) {
+                            member = false;
+                        }
+                        rec = None;
+                    }
+                    _ => {}
+                }
+            }
+            if member && let Some(rec) = rec {
+                out.push((c, rec));
+            }
+        }
+        Ok(out)
+    }
+
     /// `f` on the records as the writer left them: the side file once the
     /// thread holds every batch handed to it, with the operations it does
     /// not hold yet done in a transaction that is then aborted.
@@ -404,7 +480,7 @@ impl Pending<'_> {
 impl Drop for Pending<'_> {
     fn drop(&mut self) {
         debug_assert!(
-            self.finished || self.ops.is_empty(),
+            self.finished || self.ops.is_empty() || std::thread::panicking(),
             "revisit operations dropped without Schedule::finish"
         );
     }

@@ -184,3 +184,119 @@ fn the_files_are_a_pair_and_older_states_keep_their_records() {
     assert!(RevisitFile::open(&old.main, &old.path).unwrap().is_none());
     assert!(!side_path(&old.path).exists());
 }
+
+/// One step of [`the_side_file_reads_as_the_main_file_would`].
+#[derive(Debug, Clone)]
+enum Step {
+    Put(u8, u64, Option<u8>),
+    PutHeld(u8, u64, Option<u8>),
+    Hold(u8),
+    Remove(u8),
+    TakeDue(u64),
+    /// End the transaction: commit it (and make it durable with `true`),
+    /// or abort it.
+    End(bool, bool),
+}
+
+fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+    use proptest::prelude::*;
+    let key = 0u8..6;
+    let dup = proptest::option::of(0u8..6);
+    prop_oneof![
+        4 => (key.clone(), 0u64..50, dup.clone()).prop_map(|(k, t, d)| Step::Put(k, t, d)),
+        1 => (key.clone(), 0u64..50, dup).prop_map(|(k, t, d)| Step::PutHeld(k, t, d)),
+        1 => key.clone().prop_map(Step::Hold),
+        1 => key.prop_map(Step::Remove),
+        1 => (0u64..50).prop_map(Step::TakeDue),
+        2 => (any::<bool>(), any::<bool>()).prop_map(|(c, d)| Step::End(c, d)),
+    ]
+}
+
+/// Everything a schedule can read, for one key.
+fn reads(sched: &Schedule<'_>, k: u128) -> (Option<PageRecord>, Vec<(u128, PageRecord)>, Option<u64>) {
+    (
+        sched.get(k).unwrap(),
+        sched.copies_of(k).unwrap(),
+        sched.next_due().unwrap(),
+    )
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Any sequence of changes, commits, aborts and durable points reads
+    /// back through the side file (operations held, in flight or written)
+    /// exactly as through the tables of the main file: the records, the
+    /// copies (stale entries a held put leaves included) and the pages due.
+    #[test]
+    fn the_side_file_reads_as_the_main_file_would(steps in proptest::collection::vec(step(), 1..60)) {
+        let (side, main) = (state(), state());
+        let f = RevisitFile::open(&side.main, &side.path).unwrap().unwrap();
+        let mut steps = steps.into_iter().peekable();
+        while steps.peek().is_some() {
+            let (ts, tm) = (side.main.begin_write().unwrap(), main.main.begin_write().unwrap());
+            let mut end = (true, false);
+            {
+                let (mut s, mut m) = (Schedule::open(&ts, Some(&f)).unwrap(), Schedule::open(&tm, None).unwrap());
+                for st in steps.by_ref() {
+                    let url = |k: u8| format!("http://e.org/{k}");
+                    match st {
+                        Step::Put(k, t, d) => {
+                            let r = rec(&url(k), t, d.map(u128::from));
+                            s.put(k.into(), &r).unwrap();
+                            m.put(k.into(), &r).unwrap();
+                        }
+                        Step::PutHeld(k, t, d) => {
+                            let r = rec(&url(k), t, d.map(u128::from));
+                            s.put_held(k.into(), &r).unwrap();
+                            m.put_held(k.into(), &r).unwrap();
+                        }
+                        Step::Hold(k) => {
+                            s.hold(k.into()).unwrap();
+                            m.hold(k.into()).unwrap();
+                        }
+                        Step::Remove(k) => {
+                            s.remove(k.into()).unwrap();
+                            m.remove(k.into()).unwrap();
+                        }
+                        Step::TakeDue(now) => {
+                            assert_eq!(s.take_due(now, false, 3).unwrap(), m.take_due(now, false, 3).unwrap());
+                        }
+                        Step::End(commit, durable) => {
+                            end = (commit, durable);
+                            break;
+                        }
+                    }
+                    for k in 0..6u128 {
+                        assert_eq!(reads(&s, k), reads(&m, k), "key {k}");
+                    }
+                }
+                s.finish().unwrap();
+                m.finish().unwrap();
+            }
+            if end.0 {
+                ts.commit().unwrap();
+                tm.commit().unwrap();
+                if end.1 {
+                    f.durable(&side.main).unwrap();
+                }
+            } else {
+                ts.abort().unwrap();
+                tm.abort().unwrap();
+            }
+        }
+        // Reopened: the side file does what it lacks, and reads the same.
+        drop(f);
+        let f = RevisitFile::open(&side.main, &side.path).unwrap().unwrap();
+        let (ts, tm) = (side.main.begin_write().unwrap(), main.main.begin_write().unwrap());
+        {
+            let (s, m) = (Schedule::open(&ts, Some(&f)).unwrap(), Schedule::open(&tm, None).unwrap());
+            for k in 0..6u128 {
+                assert_eq!(reads(&s, k), reads(&m, k), "key {k} after reopening");
+            }
+            s.finish().unwrap();
+            m.finish().unwrap();
+        }
+        ts.abort().unwrap();
+        tm.abort().unwrap();
+    }
+}
