@@ -235,8 +235,12 @@ impl RevisitFile {
             }
         };
         self.settle(logged);
+        let applied = self.applied();
         let (upto, ops) = {
             let mut held = self.held.lock();
+            // The batches the side file holds leave memory here too: a
+            // first crawl may never read a record.
+            held.in_flight.retain(|(upto, _)| *upto > applied);
             let Some(&(upto, _)) = held.backlog.last() else {
                 return Ok(());
             };

@@ -185,6 +185,25 @@ fn the_files_are_a_pair_and_older_states_keep_their_records() {
     assert!(!side_path(&old.path).exists());
 }
 
+/// The batches the side file holds leave memory at the next durable
+/// point, read or not: a first crawl that never reads a record keeps no
+/// more than the batches still being written.
+#[test]
+fn written_batches_leave_memory_without_reads() {
+    let s = state();
+    let f = RevisitFile::open(&s.main, &s.path).unwrap().unwrap();
+    for i in 0..20u64 {
+        txn(&s, Some(&f), false, |sched| {
+            sched.put(u128::from(i), &rec("http://e.org/p", i, None)).unwrap()
+        });
+        f.durable(&s.main).unwrap();
+    }
+    f.drain().unwrap();
+    f.durable(&s.main).unwrap();
+    assert_eq!(f.held.lock().in_flight.len(), 0);
+    assert_eq!(f.applied(), 20);
+}
+
 /// One step of [`the_side_file_reads_as_the_main_file_would`].
 #[derive(Debug, Clone)]
 enum Step {
