@@ -108,6 +108,22 @@ fn forget(db_path: &Path, out_dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The crawl state's main file at `db_path`, and the page cache left for
+/// its revisit records' file (a share of `store.cache_mb`: the two hold
+/// what the one did).
+fn open_store(cfg: &Config, db_path: &Path) -> Result<(RedbStore, usize)> {
+    // The writer decides when commits become durable (see `Writer::make_durable`);
+    // the store must never upgrade one on its own.
+    let mut options = cfg.store.redb_options(Duration::MAX)?;
+    let revisit_cache = crate::revisit::side::cache_share(options.cache_bytes);
+    options.cache_bytes -= revisit_cache;
+    let store = RedbStore::open_opts(db_path, options).with_context(|| {
+        let dir = db_path.parent().unwrap_or(db_path);
+        format!("cannot open the crawl state in {}", dir.display())
+    })?;
+    Ok((store, revisit_cache))
+}
+
 /// The single-machine crawl: frontier, tiers and checkpoints in a redb
 /// file (and its block lists' file beside it).
 pub fn run(mut cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Result<Run> {
@@ -117,10 +133,7 @@ pub fn run(mut cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Resu
     if start == Start::Fresh {
         forget(&db_path, &out_dir)?;
     }
-    // The writer decides when commits become durable (see `Writer::make_durable`);
-    // the store must never upgrade one on its own.
-    let store = RedbStore::open_opts(&db_path, cfg.store.redb_options(Duration::MAX)?)
-        .with_context(|| format!("cannot open the crawl state in {}", data_dir.display()))?;
+    let (store, revisit_cache) = open_store(&cfg, &db_path)?;
     let stored_job = job::Job::load(store.database())?;
     let deduper = Arc::new(
         state::open_deduper(store, &mut cfg)
@@ -159,7 +172,7 @@ pub fn run(mut cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Resu
     let mut outputs = Outputs::open(&out_dir, cp.offsets)?.with_warc(warc);
     cp.offsets = outputs.sync()?;
 
-    let revisit_file = crate::revisit::RevisitFile::open(deduper.store().database(), &db_path)
+    let revisit_file = crate::revisit::RevisitFile::open(deduper.store().database(), &db_path, revisit_cache)
         .with_context(|| format!("cannot open the revisit records in {}", data_dir.display()))?
         .map(Arc::new);
     let revisits = enqueue_seeds(

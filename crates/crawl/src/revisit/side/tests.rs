@@ -3,6 +3,8 @@ use super::*;
 use crate::revisit::Schedule;
 use redb::ReadableTableMetadata;
 
+const CACHE: usize = 1 << 20;
+
 fn rec(url: &str, next_ms: u64, dup_key: Option<u128>) -> PageRecord {
     PageRecord {
         url: url.into(),
@@ -57,7 +59,7 @@ fn log_len(s: &State) -> u64 {
 #[test]
 fn the_writer_reads_what_it_wrote_before_and_after_the_thread_holds_it() {
     let s = state();
-    let f = RevisitFile::open(&s.main, &s.path).unwrap().unwrap();
+    let f = RevisitFile::open(&s.main, &s.path, CACHE).unwrap().unwrap();
     assert!(side_path(&s.path).exists());
     txn(&s, Some(&f), false, |sched| {
         sched.put(1, &rec("http://e.org/a", 50, None)).unwrap();
@@ -92,7 +94,7 @@ fn the_writer_reads_what_it_wrote_before_and_after_the_thread_holds_it() {
     assert_eq!(log_len(&s), 1);
     drop(f);
     // Reopened: the third, never handed over, is done by the open.
-    let f = RevisitFile::open(&s.main, &s.path).unwrap().unwrap();
+    let f = RevisitFile::open(&s.main, &s.path, CACHE).unwrap().unwrap();
     assert_eq!(f.applied(), 3);
     txn(&s, Some(&f), false, |sched| {
         assert_eq!(sched.get(2).unwrap(), None);
@@ -108,7 +110,7 @@ fn the_writer_reads_what_it_wrote_before_and_after_the_thread_holds_it() {
 fn a_crash_before_the_thread_wrote_is_made_good_by_the_next_open() {
     let s = state();
     {
-        let f = RevisitFile::open(&s.main, &s.path).unwrap().unwrap();
+        let f = RevisitFile::open(&s.main, &s.path, CACHE).unwrap().unwrap();
         txn(&s, Some(&f), false, |sched| {
             sched.put(7, &rec("http://e.org/x", 5, None)).unwrap();
             sched.put(8, &rec("http://e.org/y", 6, Some(7))).unwrap();
@@ -122,7 +124,7 @@ fn a_crash_before_the_thread_wrote_is_made_good_by_the_next_open() {
         .map_or(0, |t| t.len().unwrap());
     assert_eq!(before, 0, "the side file does not hold them yet");
     drop(side);
-    let f = RevisitFile::open(&s.main, &s.path).unwrap().unwrap();
+    let f = RevisitFile::open(&s.main, &s.path, CACHE).unwrap().unwrap();
     txn(&s, Some(&f), false, |sched| {
         assert_eq!(sched.get(8).unwrap().unwrap().url, "http://e.org/y");
         assert_eq!(sched.copies_of(7).unwrap().len(), 1);
@@ -134,7 +136,7 @@ fn a_crash_before_the_thread_wrote_is_made_good_by_the_next_open() {
 #[test]
 fn an_aborted_transaction_leaves_nothing() {
     let s = state();
-    let f = RevisitFile::open(&s.main, &s.path).unwrap().unwrap();
+    let f = RevisitFile::open(&s.main, &s.path, CACHE).unwrap().unwrap();
     txn(&s, Some(&f), true, |sched| {
         sched.put(1, &rec("http://e.org/a", 1, None)).unwrap()
     });
@@ -156,23 +158,33 @@ fn an_aborted_transaction_leaves_nothing() {
 #[test]
 fn the_files_are_a_pair_and_older_states_keep_their_records() {
     let s = state();
-    drop(RevisitFile::open(&s.main, &s.path).unwrap().unwrap());
+    drop(RevisitFile::open(&s.main, &s.path, CACHE).unwrap().unwrap());
     let side = side_path(&s.path);
     let kept = std::fs::read(&side).unwrap();
     std::fs::remove_file(&side).unwrap();
-    let e = RevisitFile::open(&s.main, &s.path).unwrap_err().to_string();
+    let e = RevisitFile::open(&s.main, &s.path, CACHE)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("index.revisit.redb is missing"), "{e}");
 
     let other = state();
-    drop(RevisitFile::open(&other.main, &other.path).unwrap().unwrap());
+    drop(
+        RevisitFile::open(&other.main, &other.path, CACHE)
+            .unwrap()
+            .unwrap(),
+    );
     std::fs::copy(side_path(&other.path), &side).unwrap();
-    let e = RevisitFile::open(&s.main, &s.path).unwrap_err().to_string();
+    let e = RevisitFile::open(&s.main, &s.path, CACHE)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("another crawl state"), "{e}");
 
     // A new main file beside the old side file: replaced.
     let fresh = state();
     std::fs::write(side_path(&fresh.path), &kept).unwrap();
-    let f = RevisitFile::open(&fresh.main, &fresh.path).unwrap().unwrap();
+    let f = RevisitFile::open(&fresh.main, &fresh.path, CACHE)
+        .unwrap()
+        .unwrap();
     txn(&fresh, Some(&f), false, |sched| {
         assert_eq!(sched.next_due().unwrap(), None)
     });
@@ -181,7 +193,7 @@ fn the_files_are_a_pair_and_older_states_keep_their_records() {
     txn(&old, None, false, |sched| {
         sched.put(1, &rec("http://e.org/a", 1, None)).unwrap()
     });
-    assert!(RevisitFile::open(&old.main, &old.path).unwrap().is_none());
+    assert!(RevisitFile::open(&old.main, &old.path, CACHE).unwrap().is_none());
     assert!(!side_path(&old.path).exists());
 }
 
@@ -191,7 +203,7 @@ fn the_files_are_a_pair_and_older_states_keep_their_records() {
 #[test]
 fn written_batches_leave_memory_without_reads() {
     let s = state();
-    let f = RevisitFile::open(&s.main, &s.path).unwrap().unwrap();
+    let f = RevisitFile::open(&s.main, &s.path, CACHE).unwrap().unwrap();
     for i in 0..20u64 {
         txn(&s, Some(&f), false, |sched| {
             sched.put(u128::from(i), &rec("http://e.org/p", i, None)).unwrap()
@@ -249,7 +261,7 @@ proptest::proptest! {
     #[test]
     fn the_side_file_reads_as_the_main_file_would(steps in proptest::collection::vec(step(), 1..60)) {
         let (side, main) = (state(), state());
-        let f = RevisitFile::open(&side.main, &side.path).unwrap().unwrap();
+        let f = RevisitFile::open(&side.main, &side.path, CACHE).unwrap().unwrap();
         let mut steps = steps.into_iter().peekable();
         while steps.peek().is_some() {
             let (ts, tm) = (side.main.begin_write().unwrap(), main.main.begin_write().unwrap());
@@ -305,7 +317,7 @@ proptest::proptest! {
         }
         // Reopened: the side file does what it lacks, and reads the same.
         drop(f);
-        let f = RevisitFile::open(&side.main, &side.path).unwrap().unwrap();
+        let f = RevisitFile::open(&side.main, &side.path, CACHE).unwrap().unwrap();
         let (ts, tm) = (side.main.begin_write().unwrap(), main.main.begin_write().unwrap());
         {
             let (s, m) = (Schedule::open(&ts, Some(&f)).unwrap(), Schedule::open(&tm, None).unwrap());
