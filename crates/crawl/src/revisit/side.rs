@@ -197,14 +197,7 @@ impl RevisitFile {
     /// the last transaction kept if it committed.
     pub(crate) fn pending<'t>(&'t self, txn: &'t WriteTransaction) -> Result<Pending<'t>> {
         self.check()?;
-        let logged = {
-            let held = self.held.lock();
-            match &held.tentative {
-                Some((n, _)) => Some(txn.open_table(LOG)?.get(*n)?.is_some()),
-                None => None,
-            }
-        };
-        self.settle(logged);
+        self.settle(&txn.open_table(LOG)?)?;
         Ok(Pending {
             file: self,
             txn,
@@ -213,32 +206,30 @@ impl RevisitFile {
         })
     }
 
-    /// The last transaction's operations kept (`Some(true)`: its log entry
-    /// is in the main file) or dropped.
-    fn settle(&self, logged: Option<bool>) {
+    /// The last transaction's operations kept when its entry is in the
+    /// main file's `log` (it committed), else dropped.
+    fn settle(&self, log: &impl ReadableTable<u64, &'static [u8]>) -> Result<()> {
         let mut held = self.held.lock();
         if let Some((n, ops)) = held.tentative.take()
-            && logged == Some(true)
+            && log.get(n)?.is_some()
         {
             held.backlog.push((n, ops));
         }
+        Ok(())
     }
 
     /// After a durable commit of `main`: the operations of the commits up
     /// to it handed to the thread.
     pub fn durable(&self, main: &Database) -> Result<()> {
         self.check()?;
-        let logged = {
-            let held = self.held.lock();
-            match &held.tentative {
-                Some((n, _)) => {
-                    let txn = main.begin_read()?;
-                    Some(txn.open_table(LOG)?.get(*n)?.is_some())
-                }
-                None => None,
+        if self.held.lock().tentative.is_some() {
+            match main.begin_read()?.open_table(LOG) {
+                Ok(log) => self.settle(&log)?,
+                // No log at all: the transaction that logged them aborted.
+                Err(redb::TableError::TableDoesNotExist(_)) => drop(self.held.lock().tentative.take()),
+                Err(e) => return Err(e.into()),
             }
-        };
-        self.settle(logged);
+        }
         let applied = self.applied();
         let (upto, ops) = {
             let mut held = self.held.lock();
@@ -630,12 +621,11 @@ fn rand_id() -> u64 {
 /// Does in `side` the main file's logged operations past the mark it
 /// holds, durably; returns the mark.
 fn replay(main: &Database, side: &Database) -> Result<u64> {
-    let applied = side
-        .begin_read()?
-        .open_table(SIDE_META)
-        .ok()
-        .and_then(|t| t.get("applied").ok().flatten().map(|v| v.value()))
-        .unwrap_or(0);
+    let applied = match side.begin_read()?.open_table(SIDE_META) {
+        Ok(t) => t.get("applied")?.map_or(0, |v| v.value()),
+        Err(redb::TableError::TableDoesNotExist(_)) => 0,
+        Err(e) => return Err(e.into()),
+    };
     let txn = main.begin_read()?;
     let log = match txn.open_table(LOG) {
         Ok(t) => t,

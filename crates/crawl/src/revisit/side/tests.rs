@@ -131,6 +131,21 @@ fn a_crash_before_the_thread_wrote_is_made_good_by_the_next_open() {
     });
 }
 
+/// The first transaction of a new state aborts, so the main file never
+/// got a log: the next durable point drops its operations, it does not fail.
+#[test]
+fn an_aborted_first_transaction_leaves_no_log_and_no_error() {
+    let s = state();
+    let f = RevisitFile::open(&s.main, &s.path, CACHE).unwrap().unwrap();
+    txn(&s, Some(&f), true, |sched| {
+        sched.put(1, &rec("http://e.org/a", 1, None)).unwrap()
+    });
+    f.durable(&s.main).unwrap();
+    txn(&s, Some(&f), false, |sched| {
+        assert_eq!(sched.get(1).unwrap(), None)
+    });
+}
+
 /// A transaction that does not commit leaves no record, in the writer's
 /// reads or in the side file.
 #[test]
