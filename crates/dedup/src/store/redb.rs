@@ -26,6 +26,8 @@ mod read_only;
 mod side;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod url_tests;
 
 use std::cell::OnceCell;
 use std::path::{Path, PathBuf};
@@ -40,9 +42,9 @@ use redb::{
 };
 use rustc_hash::FxHashMap;
 
-use self::behind::{Backlog, Behind, BlockOp, BlockOps, MAX_BEHIND, TxnBlockOps};
+use self::behind::{Backlog, Behind, BlockOp, BlockOps, MAX_BEHIND, TxnBlockOps, UrlOp};
 pub use self::read_only::RedbReadOnlyStore;
-use self::side::{Home, SideBlocks};
+use self::side::{Home, SideBlocks, SideSnapshot};
 use super::{
     BandIndex, DocId, DocRecord, ReadTables, Store, Tables, UrlRecord, block_key, decode_postings, posting,
     push_capped, within,
@@ -266,7 +268,7 @@ impl RedbStore {
         })
         .map_err(Error::storage)?;
         let side_snapshot = match &self.side {
-            Some(s) => Some(side::snapshot(s.database())?),
+            Some(s) => Some(side::snapshot(s.database(), s.urls)?),
             None => None,
         };
         let (result, pending, blocks, written) = {
@@ -323,15 +325,33 @@ impl RedbStore {
     /// under the number its commit will have; at a durable commit, the log
     /// dropped up to what the side file holds.
     fn log_blocks(&self, txn: &WriteTransaction, ops: &TxnBlockOps, durable: bool) -> Result<()> {
+        let commit = self.backlog.read().commits + 1;
         let mut log = txn.open_table(side::BLOCK_LOG).map_err(Error::storage)?;
-        if ops.len > 0 {
-            let commit = self.backlog.read().commits + 1;
+        if !ops.by_key.is_empty() {
             log.insert(commit, ops.encode().as_slice())
+                .map_err(Error::storage)?;
+        }
+        let urls_on_side = self.side.as_ref().is_some_and(|s| s.urls);
+        let mut url_log = if urls_on_side {
+            Some(txn.open_table(side::URL_LOG).map_err(Error::storage)?)
+        } else {
+            None
+        };
+        if let Some(url_log) = &mut url_log
+            && !ops.urls.is_empty()
+        {
+            url_log
+                .insert(commit, ops.encode_urls().as_slice())
                 .map_err(Error::storage)?;
         }
         if durable && let Some(side) = &self.side {
             log.retain_in(..=side.applied(), |_, _| false)
                 .map_err(Error::storage)?;
+            if let Some(url_log) = &mut url_log {
+                url_log
+                    .retain_in(..=side.applied(), |_, _| false)
+                    .map_err(Error::storage)?;
+            }
         }
         Ok(())
     }
@@ -398,7 +418,7 @@ impl Store for RedbStore {
         let side = self
             .side
             .as_ref()
-            .map(|s| s.database() as &dyn side::SnapshotSource);
+            .map(|s| (s.database() as &dyn side::SnapshotSource, s.urls));
         let tables = RedbReadTables::new(&self.bands, txn).behind(behind, side);
         f(&tables)
     }
@@ -411,10 +431,13 @@ impl Store for RedbStore {
         Some(&self.path)
     }
 
-    /// `blocks-file` when the block lists live in a side file: a build from
-    /// before side files would find none in this file.
+    /// `blocks-file` when the block lists live in a side file (a build
+    /// from before side files would find none in this file), `side-file`
+    /// when the URL records do too.
     fn layout(&self) -> Option<&'static str> {
-        self.side.as_ref().map(|_| side::LAYOUT)
+        self.side
+            .as_ref()
+            .map(|s| if s.urls { side::LAYOUT_URLS } else { side::LAYOUT })
     }
 
     fn rebuild_bands(&self, keys: &dyn Fn(&DocRecord) -> Vec<u64>) -> Result<()> {
@@ -489,8 +512,14 @@ pub struct RedbTables<'t> {
     /// Block-list changes of earlier commits, not in `blocks` (or the side
     /// file) yet.
     held: HeldView<'t>,
-    /// Block-list changes of this transaction.
+    /// Block-list changes of this transaction (and URL record changes,
+    /// when those live in the side file).
     blocks_txn: TxnBlockOps,
+    /// The last URL record read or written with the records in the side
+    /// file: its digest and time. The URL tier reads a record and then
+    /// writes it; the write needs the old time (the time index's key)
+    /// and took a second read of the side file for it.
+    last_url: std::cell::Cell<Option<(u128, Option<u64>)>>,
     meta: Table<'t, &'static str, &'static [u8]>,
     urls: Table<'t, u128, &'static [u8]>,
     url_times: Table<'t, (u64, u128), ()>,
@@ -527,7 +556,7 @@ fn with_changes(
 #[derive(Default)]
 struct HeldView<'t> {
     epochs: &'t [parking_lot::RwLockReadGuard<'t, BlockOps>],
-    side: Option<&'t (ReadOnlyTable<u128, &'static [u8]>, u64)>,
+    side: Option<&'t SideSnapshot>,
 }
 
 impl HeldView<'_> {
@@ -545,10 +574,11 @@ struct RedbReadTables<'s> {
     /// Block-list changes committed before the snapshot and not in its
     /// table.
     behind: Option<Behind>,
-    /// The side file holding the block lists, if they live in one, and its
-    /// snapshot, begun on first use (after `behind` was taken).
-    side: Option<&'s dyn side::SnapshotSource>,
-    side_blocks: OnceCell<(ReadOnlyTable<u128, &'static [u8]>, u64)>,
+    /// The side file holding the block lists, if they live in one (and
+    /// whether it holds the URL records too), and its snapshot, begun on
+    /// first use (after `behind` was taken).
+    side: Option<(&'s dyn side::SnapshotSource, bool)>,
+    side_snapshot: OnceCell<SideSnapshot>,
     meta: OnceCell<ReadOnlyTable<&'static str, &'static [u8]>>,
     urls: OnceCell<ReadOnlyTable<u128, &'static [u8]>>,
     url_times: OnceCell<ReadOnlyTable<(u64, u128), ()>>,
@@ -565,7 +595,7 @@ impl<'s> RedbReadTables<'s> {
             txn,
             behind: None,
             side: None,
-            side_blocks: OnceCell::new(),
+            side_snapshot: OnceCell::new(),
             meta: OnceCell::new(),
             urls: OnceCell::new(),
             url_times: OnceCell::new(),
@@ -588,24 +618,47 @@ fn lazy<T>(cell: &OnceCell<T>, open: impl FnOnce() -> Result<T, redb::TableError
 impl<'s> RedbReadTables<'s> {
     /// These tables with `behind` added to the snapshot's block lists,
     /// which are read from `side` when they live in a side file.
-    fn behind(mut self, behind: Behind, side: Option<&'s dyn side::SnapshotSource>) -> Self {
+    fn behind(mut self, behind: Behind, side: Option<(&'s dyn side::SnapshotSource, bool)>) -> Self {
         self.behind = Some(behind);
         self.side = side;
         self
     }
 
+    /// The side file's snapshot, begun on first use.
+    fn side_snapshot(&self, src: &dyn side::SnapshotSource, urls: bool) -> Result<&SideSnapshot> {
+        if let Some(s) = self.side_snapshot.get() {
+            return Ok(s);
+        }
+        let s = side::snapshot(src, urls)?;
+        Ok(self.side_snapshot.get_or_init(|| s))
+    }
+
+    /// The URL record of `digest`: the last change held up to the
+    /// snapshot's commit, else the side file's record when the URL records
+    /// live there, else the snapshot's.
+    fn url_record(&self, digest: u128) -> Result<Option<UrlRecord>> {
+        let Some((src, true)) = self.side else {
+            return stored_url(self.urls()?, digest);
+        };
+        if let Some(b) = &self.behind {
+            for e in b.epochs.iter().rev() {
+                if let Some(op) = e.read().url_of(digest, b.upto) {
+                    return op.record();
+                }
+            }
+        }
+        match &self.side_snapshot(src, true)?.urls {
+            Some(urls) => stored_url(urls, digest),
+            None => Ok(None),
+        }
+    }
+
     /// Calls `f` with the posting list of block `k`, if any.
     fn with_block(&self, k: u128, f: &mut dyn FnMut(&[u8])) -> Result<()> {
         let (stored, after) = match self.side {
-            Some(src) => {
-                let (table, applied) = match self.side_blocks.get() {
-                    Some(t) => t,
-                    None => {
-                        let t = side::snapshot(src)?;
-                        self.side_blocks.get_or_init(|| t)
-                    }
-                };
-                (table.get(k).map_err(Error::storage)?, *applied)
+            Some((src, urls)) => {
+                let snap = self.side_snapshot(src, urls)?;
+                (snap.blocks.get(k).map_err(Error::storage)?, snap.applied)
             }
             None => (self.blocks()?.get(k).map_err(Error::storage)?, 0),
         };
@@ -654,7 +707,7 @@ impl RedbTables<'_> {
     /// with the changes held and this transaction's on top.
     fn with_block(&self, k: u128, f: &mut dyn FnMut(&[u8])) -> Result<()> {
         let (stored, after) = match self.held.side {
-            Some((table, applied)) => (table.get(k).map_err(Error::storage)?, *applied),
+            Some(snap) => (snap.blocks.get(k).map_err(Error::storage)?, snap.applied),
             None => (self.blocks.get(k).map_err(Error::storage)?, 0),
         };
         let txn = self.blocks_txn.of(k);
@@ -676,11 +729,45 @@ impl RedbTables<'_> {
         side::merge(&mut self.blocks, &epochs, Some(&self.blocks_txn))
     }
 
+    /// The side file's URL records, when they live there.
+    fn side_urls(&self) -> Option<&ReadOnlyTable<u128, &'static [u8]>> {
+        self.held.side.and_then(|s| s.urls.as_ref())
+    }
+
+    /// The URL record of `digest`: this transaction's last change, else
+    /// the last one held, else the side file's record when the URL records
+    /// live there, else this file's.
+    fn url_record(&self, digest: u128) -> Result<Option<UrlRecord>> {
+        let Some(side) = self.side_urls() else {
+            return stored_url(&self.urls, digest);
+        };
+        let held = self.blocks_txn.url_of(digest).or_else(|| {
+            self.held
+                .epochs
+                .iter()
+                .rev()
+                .find_map(|e| e.url_of(digest, u64::MAX))
+        });
+        let rec = match held {
+            Some(op) => op.record()?,
+            None => stored_url(side, digest)?,
+        };
+        self.last_url
+            .set(Some((digest, rec.as_ref().map(|r| r.first_seen))));
+        Ok(rec)
+    }
+
+    /// The time of `digest`'s record, read unless it was the last one
+    /// read or written (records in the side file).
+    fn url_time(&self, digest: u128) -> Result<Option<u64>> {
+        match self.last_url.get() {
+            Some((d, at)) if d == digest => Ok(at),
+            _ => Ok(self.url_record(digest)?.map(|r| r.first_seen)),
+        }
+    }
+
     fn meta(&self) -> Result<&Table<'_, &'static str, &'static [u8]>> {
         Ok(&self.meta)
-    }
-    fn urls(&self) -> Result<&Table<'_, u128, &'static [u8]>> {
-        Ok(&self.urls)
     }
     fn url_times(&self) -> Result<&Table<'_, (u64, u128), ()>> {
         Ok(&self.url_times)
@@ -723,6 +810,7 @@ impl<'t> RedbTables<'t> {
             pending: FxHashMap::default(),
             held,
             blocks_txn: TxnBlockOps::default(),
+            last_url: std::cell::Cell::new(None),
             meta: txn.open_table(META).map_err(Error::storage)?,
             urls: txn.open_table(URLS).map_err(Error::storage)?,
             url_times: txn.open_table(URL_TIMES).map_err(Error::storage)?,
@@ -751,10 +839,7 @@ macro_rules! impl_read_tables {
             }
 
             fn url(&self, digest: u128) -> Result<Option<UrlRecord>> {
-                match self.urls()?.get(digest).map_err(Error::storage)? {
-                    Some(v) => Ok(Some(UrlRecord::decode(v.value())?)),
-                    None => Ok(None),
-                }
+                self.url_record(digest)
             }
 
             fn title_docs(&self, digest: u128, limit: usize, out: &mut Vec<DocId>) -> Result<()> {
@@ -841,13 +926,47 @@ macro_rules! impl_read_tables {
 impl_read_tables!(RedbTables<'_>);
 impl_read_tables!(RedbReadTables<'_>);
 
+/// The record of `digest` in a URL table.
+fn stored_url(table: &impl ReadableTable<u128, &'static [u8]>, digest: u128) -> Result<Option<UrlRecord>> {
+    match table.get(digest).map_err(Error::storage)? {
+        Some(v) => Ok(Some(UrlRecord::decode(v.value())?)),
+        None => Ok(None),
+    }
+}
+
+impl RedbTables<'_> {
+    /// Moves `digest`'s entry in the time index from `old` to `new` (either
+    /// absent), touching nothing when they are the same time.
+    fn retime_url(&mut self, digest: u128, old: Option<u64>, new: Option<u64>) -> Result<()> {
+        if old == new {
+            return Ok(());
+        }
+        if let Some(old) = old {
+            self.url_times.remove((old, digest)).map_err(Error::storage)?;
+        }
+        if let Some(new) = new {
+            self.url_times.insert((new, digest), ()).map_err(Error::storage)?;
+        }
+        Ok(())
+    }
+}
+
 impl Tables for RedbTables<'_> {
     fn set_meta(&mut self, key: &str, value: &[u8]) -> Result<()> {
         self.meta.insert(key, value).map_err(Error::storage)?;
         Ok(())
     }
 
+    /// With the URL records in the side file, held until a durable commit
+    /// hands them to its thread; their time index is this file's.
     fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()> {
+        if self.side_urls().is_some() {
+            let old = self.url_time(digest)?;
+            self.blocks_txn
+                .push_url(digest, UrlOp::Put(rec.encode().into_boxed_slice()));
+            self.last_url.set(Some((digest, Some(rec.first_seen))));
+            return self.retime_url(digest, old, Some(rec.first_seen));
+        }
         let old = self
             .urls
             .insert(digest, rec.encode().as_slice())
@@ -874,6 +993,15 @@ impl Tables for RedbTables<'_> {
     }
 
     fn remove_url(&mut self, digest: u128) -> Result<bool> {
+        if self.side_urls().is_some() {
+            let Some(old) = self.url_time(digest)? else {
+                return Ok(false);
+            };
+            self.blocks_txn.push_url(digest, UrlOp::Remove);
+            self.last_url.set(Some((digest, None)));
+            self.retime_url(digest, Some(old), None)?;
+            return Ok(true);
+        }
         let Some(old) = self.urls.remove(digest).map_err(Error::storage)? else {
             return Ok(false);
         };

@@ -57,7 +57,28 @@ pub(super) fn apply<'a>(list: &mut Vec<u8>, ops: impl IntoIterator<Item = &'a Bl
 #[derive(Debug, Default)]
 pub(super) struct BlockOps {
     by_key: FxHashMap<u128, Vec<(u64, BlockOp)>>,
+    /// URL records (a store whose URL records live in the side file,
+    /// `side`), by digest, each with its commit, oldest first.
+    urls: FxHashMap<u128, Vec<(u64, UrlOp)>>,
     len: usize,
+}
+
+/// A change to a URL record: its new encoding ([`crate::store::UrlRecord::encode`]),
+/// or its removal. The last one a reader may see is the record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum UrlOp {
+    Put(Box<[u8]>),
+    Remove,
+}
+
+impl UrlOp {
+    /// The record this change leaves.
+    pub(super) fn record(&self) -> crate::error::Result<Option<crate::store::UrlRecord>> {
+        match self {
+            UrlOp::Put(bytes) => crate::store::UrlRecord::decode(bytes).map(Some),
+            UrlOp::Remove => Ok(None),
+        }
+    }
 }
 
 impl BlockOps {
@@ -76,6 +97,24 @@ impl BlockOps {
             .skip_while(move |(commit, _)| *commit <= after)
             .take_while(move |(commit, _)| *commit <= upto)
             .map(|(_, op)| op)
+    }
+
+    /// The last change to the URL record `digest` made by a commit up to
+    /// `upto`.
+    pub(super) fn url_of(&self, digest: u128, upto: u64) -> Option<&UrlOp> {
+        self.urls
+            .get(&digest)?
+            .iter()
+            .rev()
+            .find(|(commit, _)| *commit <= upto)
+            .map(|(_, op)| op)
+    }
+
+    /// Every URL digest with a change held, and its last change.
+    pub(super) fn url_changes(&self) -> impl Iterator<Item = (u128, &UrlOp)> + '_ {
+        self.urls
+            .iter()
+            .filter_map(|(d, ops)| ops.last().map(|(_, op)| (*d, op)))
     }
 
     /// Whether any change to `key` is held.
@@ -97,6 +136,9 @@ impl BlockOps {
                 .or_default()
                 .extend(list.into_iter().map(|op| (commit, op)));
         }
+        for (digest, op) in ops.urls {
+            self.urls.entry(digest).or_default().push((commit, op));
+        }
     }
 }
 
@@ -104,6 +146,9 @@ impl BlockOps {
 #[derive(Debug, Default)]
 pub(super) struct TxnBlockOps {
     pub(super) by_key: FxHashMap<u128, Vec<BlockOp>>,
+    /// The URL records this transaction changed (side-file URL records
+    /// only): the last change of each.
+    pub(super) urls: FxHashMap<u128, UrlOp>,
     pub(super) len: usize,
 }
 
@@ -111,6 +156,71 @@ impl TxnBlockOps {
     pub(super) fn push(&mut self, key: u128, op: BlockOp) {
         self.by_key.entry(key).or_default().push(op);
         self.len += 1;
+    }
+
+    /// Records `op` as the URL record `digest`'s last change.
+    pub(super) fn push_url(&mut self, digest: u128, op: UrlOp) {
+        if self.urls.insert(digest, op).is_none() {
+            self.len += 1;
+        }
+    }
+
+    /// This transaction's last change to the URL record `digest`.
+    pub(super) fn url_of(&self, digest: u128) -> Option<&UrlOp> {
+        self.urls.get(&digest)
+    }
+
+    /// These URL changes as an entry of the main file's URL log: per
+    /// change its digest (16 bytes, little-endian), `1` and the record's
+    /// length (4 bytes, little-endian) and bytes for a put, `2` for a
+    /// removal.
+    pub(super) fn encode_urls(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (digest, op) in &self.urls {
+            out.extend_from_slice(&digest.to_le_bytes());
+            match op {
+                UrlOp::Put(bytes) => {
+                    out.push(1);
+                    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                    out.extend_from_slice(bytes);
+                }
+                UrlOp::Remove => out.push(2),
+            }
+        }
+        out
+    }
+
+    /// Adds the URL changes of a URL log entry (see
+    /// [`TxnBlockOps::encode_urls`]).
+    pub(super) fn decode_urls_into(&mut self, mut bytes: &[u8]) -> Result<(), String> {
+        let truncated = |n: usize| format!("a URL log entry cut short ({n} bytes left)");
+        while !bytes.is_empty() {
+            let (Some(key), Some(&tag)) = (bytes.get(..16), bytes.get(16)) else {
+                return Err(truncated(bytes.len()));
+            };
+            let mut k = [0u8; 16];
+            k.copy_from_slice(key);
+            let digest = u128::from_le_bytes(k);
+            bytes = &bytes[17..];
+            match tag {
+                1 => {
+                    let Some(len) = bytes.get(..4) else {
+                        return Err(truncated(bytes.len()));
+                    };
+                    let mut l = [0u8; 4];
+                    l.copy_from_slice(len);
+                    let len = u32::from_le_bytes(l) as usize;
+                    let Some(rec) = bytes.get(4..4 + len) else {
+                        return Err(truncated(bytes.len()));
+                    };
+                    self.push_url(digest, UrlOp::Put(rec.into()));
+                    bytes = &bytes[4 + len..];
+                }
+                2 => self.push_url(digest, UrlOp::Remove),
+                t => return Err(format!("a URL log entry with change {t}")),
+            }
+        }
+        Ok(())
     }
 
     /// These changes as an entry of the main file's log (a side file's

@@ -31,21 +31,35 @@ use redb::{
     TableDefinition,
 };
 
-use super::behind::{BlockOps, Epoch, TxnBlockOps, apply};
-use super::{BLOCKS, META, open_error, open_failed};
+use super::behind::{BlockOps, Epoch, TxnBlockOps, UrlOp, apply};
+use super::{BLOCKS, META, URLS, open_error, open_failed};
 use crate::error::{Error, Result};
 
 /// In the main file: commit number -> that commit's block-list changes
 /// (`TxnBlockOps::encode`), kept until the side file holds them.
 pub(super) const BLOCK_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("dedup_block_log");
+/// In the main file: commit number -> that commit's URL record changes
+/// (`TxnBlockOps::encode_urls`), kept until the side file holds them
+/// (an index whose URL records live in the side file).
+pub(super) const URL_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("dedup_url_log");
 /// In the side file: `id` (the pair's) and `applied` (the last commit it
 /// holds).
 const SIDE_META: TableDefinition<&str, u64> = TableDefinition::new("dedup_side_meta");
-/// The store's layout ([`crate::store::Store::layout`]) with a side file.
+/// The store's layout ([`crate::store::Store::layout`]) with a side file
+/// that holds the block lists only (made before 2026-12-06's fourth
+/// session: its URL records stay in the main file).
 pub(super) const LAYOUT: &str = "blocks-file";
+/// The layout with a side file that holds the block lists and the URL
+/// records: a build that keeps URL records in the main file would find
+/// none there, and refuses the index by its recorded parameters.
+pub(super) const LAYOUT_URLS: &str = "side-file";
 
 /// In the main file's meta table: the id of its side file (8 bytes).
 const SIDE_ID: &str = "blocks:side";
+/// In the main file's meta table, present when its URL records (not their
+/// time index, `dedup_url_times`, which stays in the main file) live in
+/// the side file.
+pub(super) const URLS_SIDE: &str = "urls:side";
 
 /// Batches waiting for the side thread at most: past this the writer
 /// waits for it at its durable commits.
@@ -67,6 +81,36 @@ pub(super) fn side_path(main: &Path) -> PathBuf {
 /// The changes of `epochs`, then of `txn`, written into the block lists
 /// of `table`, in key order: each list read and written once.
 pub(super) fn merge(
+    table: &mut Table<'_, u128, &'static [u8]>,
+    epochs: &[&BlockOps],
+    txn: Option<&TxnBlockOps>,
+) -> Result<()> {
+    merge_blocks(table, epochs, txn)
+}
+
+/// The URL record changes of `epochs` (oldest first) written into the
+/// side file's `table`: each record's last change only.
+fn merge_urls(table: &mut Table<'_, u128, &'static [u8]>, epochs: &[&BlockOps]) -> Result<()> {
+    let mut last: rustc_hash::FxHashMap<u128, &UrlOp> = rustc_hash::FxHashMap::default();
+    for e in epochs {
+        last.extend(e.url_changes());
+    }
+    let mut changes: Vec<(u128, &UrlOp)> = last.into_iter().collect();
+    changes.sort_unstable_by_key(|(d, _)| *d);
+    for (digest, op) in changes {
+        match op {
+            UrlOp::Put(bytes) => {
+                table.insert(digest, &**bytes).map_err(Error::storage)?;
+            }
+            UrlOp::Remove => {
+                table.remove(digest).map_err(Error::storage)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn merge_blocks(
     table: &mut Table<'_, u128, &'static [u8]>,
     epochs: &[&BlockOps],
     txn: Option<&TxnBlockOps>,
@@ -105,6 +149,8 @@ pub(super) struct SideBlocks {
     batches: Option<SyncSender<(u64, Epoch)>>,
     /// The last commit the side file holds, durably.
     applied: Arc<AtomicU64>,
+    /// Whether the URL records live here too ([`URLS_SIDE`]).
+    pub(super) urls: bool,
     /// Why the thread stopped, if it failed.
     failed: Arc<Mutex<Option<String>>>,
     thread: Option<JoinHandle<()>>,
@@ -128,23 +174,24 @@ impl SideBlocks {
     /// the side file of `main`, writing into it the log entries it lacks.
     pub(super) fn open(main: &Database, path: &Path, cache: usize) -> Result<Home> {
         let side = side_path(path);
-        let (id, in_file) = {
+        let (id, in_file, urls) = {
             let txn = main.begin_read().map_err(Error::storage)?;
             let id = side_id(&txn, path)?;
+            let urls = urls_on_side(&txn)?;
             let in_file = match txn.open_table(BLOCKS) {
                 Ok(t) => t.first().map_err(Error::storage)?.is_some(),
                 Err(redb::TableError::TableDoesNotExist(_)) => false,
                 Err(e) => return Err(Error::storage(e)),
             };
-            (id, in_file)
+            (id, in_file, urls)
         };
-        let (db, commits) = match id {
+        let (db, commits, urls) = match id {
             None if in_file => return Ok(Home::InFile),
-            None => (create(main, path, &side, cache)?, 0),
+            None => (create(main, path, &side, cache)?, 0, true),
             Some(id) => {
                 let db = open_existing(path, &side, id, cache)?;
                 let commits = replay(main, &db)?;
-                (db, commits)
+                (db, commits, urls)
             }
         };
         let db = Arc::new(db);
@@ -172,6 +219,7 @@ impl SideBlocks {
                 path: side,
                 batches: Some(tx),
                 applied,
+                urls,
                 failed,
                 thread: Some(thread),
                 #[cfg(test)]
@@ -271,6 +319,10 @@ fn write_batch(db: &Database, epochs: &[&BlockOps], upto: u64) -> Result<()> {
     {
         let mut blocks = txn.open_table(BLOCKS).map_err(Error::storage)?;
         merge(&mut blocks, epochs, None)?;
+        if epochs.iter().any(|e| e.url_changes().next().is_some()) {
+            let mut urls = txn.open_table(URLS).map_err(Error::storage)?;
+            merge_urls(&mut urls, epochs)?;
+        }
         let mut meta = txn.open_table(SIDE_META).map_err(Error::storage)?;
         meta.insert("applied", upto).map_err(Error::storage)?;
     }
@@ -320,6 +372,7 @@ fn create(main: &Database, path: &Path, side: &Path, cache: usize) -> Result<Dat
         meta.insert("id", id).map_err(Error::storage)?;
         meta.insert("applied", 0).map_err(Error::storage)?;
         txn.open_table(BLOCKS).map_err(Error::storage)?;
+        txn.open_table(URLS).map_err(Error::storage)?;
     }
     txn.commit().map_err(Error::storage)?;
     let mut txn = main.begin_write().map_err(Error::storage)?;
@@ -329,7 +382,9 @@ fn create(main: &Database, path: &Path, side: &Path, cache: usize) -> Result<Dat
         let mut meta = txn.open_table(META).map_err(Error::storage)?;
         meta.insert(SIDE_ID, id.to_le_bytes().as_slice())
             .map_err(Error::storage)?;
+        meta.insert(URLS_SIDE, [1u8].as_slice()).map_err(Error::storage)?;
         txn.open_table(BLOCK_LOG).map_err(Error::storage)?;
+        txn.open_table(URL_LOG).map_err(Error::storage)?;
     }
     txn.commit().map_err(Error::storage)?;
     Ok(db)
@@ -345,6 +400,15 @@ fn side_id(main: &redb::ReadTransaction, path: &Path) -> Result<Option<u64>> {
     match meta.get(SIDE_ID).map_err(Error::storage)? {
         Some(v) => read_id(v.value(), path).map(Some),
         None => Ok(None),
+    }
+}
+
+/// Whether a main file keeps its URL records in its side file.
+fn urls_on_side(main: &redb::ReadTransaction) -> Result<bool> {
+    match main.open_table(META) {
+        Ok(meta) => Ok(meta.get(URLS_SIDE).map_err(Error::storage)?.is_some()),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(false),
+        Err(e) => Err(Error::storage(e)),
     }
 }
 
@@ -402,16 +466,35 @@ fn replay(main: &Database, side: &Database) -> Result<u64> {
 fn logged_after(main: &redb::ReadTransaction, after: u64) -> Result<(BlockOps, u64)> {
     let mut ops = BlockOps::default();
     let mut last = after;
-    let log = match main.open_table(BLOCK_LOG) {
-        Ok(t) => t,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok((ops, last)),
-        Err(e) => return Err(Error::storage(e)),
-    };
-    for entry in log.range(after.saturating_add(1)..).map_err(Error::storage)? {
-        let (k, v) = entry.map_err(Error::storage)?;
-        let commit = k.value();
-        ops.extend(commit, TxnBlockOps::decode(v.value()).map_err(Error::Corrupt)?);
-        last = commit;
+    // One commit's block-list and URL changes are one transaction's: read
+    // from the two logs and held under the commit's number together.
+    let mut by_commit: std::collections::BTreeMap<u64, TxnBlockOps> = std::collections::BTreeMap::new();
+    for (def, urls) in [(BLOCK_LOG, false), (URL_LOG, true)] {
+        let log = match main.open_table(def) {
+            Ok(t) => t,
+            Err(redb::TableError::TableDoesNotExist(_)) => continue,
+            Err(e) => return Err(Error::storage(e)),
+        };
+        for entry in log.range(after.saturating_add(1)..).map_err(Error::storage)? {
+            let (k, v) = entry.map_err(Error::storage)?;
+            let commit = k.value();
+            if urls {
+                by_commit
+                    .entry(commit)
+                    .or_default()
+                    .decode_urls_into(v.value())
+                    .map_err(Error::Corrupt)?;
+            } else {
+                let blocks = TxnBlockOps::decode(v.value()).map_err(Error::Corrupt)?;
+                let held = by_commit.entry(commit).or_default();
+                held.by_key = blocks.by_key;
+                held.len += blocks.len;
+            }
+            last = last.max(commit);
+        }
+    }
+    for (commit, txn) in by_commit {
+        ops.extend(commit, txn);
     }
     Ok((ops, last))
 }
@@ -420,6 +503,8 @@ fn logged_after(main: &redb::ReadTransaction, after: u64) -> Result<(BlockOps, u
 /// file's log that it lacks (a crash before the side thread wrote them).
 pub(super) struct ReadOnlySide {
     pub(super) db: ReadOnlyDatabase,
+    /// Whether the URL records live here too.
+    pub(super) urls: bool,
     pub(super) logged: Epoch,
     pub(super) upto: u64,
 }
@@ -450,17 +535,35 @@ impl ReadOnlySide {
         let (ops, upto) = logged_after(&txn, applied_of(&snap)?)?;
         Ok(Some(ReadOnlySide {
             db,
+            urls: urls_on_side(&txn)?,
             logged: Arc::new(parking_lot::RwLock::new(ops)),
             upto,
         }))
     }
 }
 
-/// A snapshot of a side file's lists and the last commit it holds.
-pub(super) fn snapshot(db: &dyn SnapshotSource) -> Result<(ReadOnlyTable<u128, &'static [u8]>, u64)> {
+/// A snapshot of a side file: its lists, its URL records when they live
+/// there, and the last commit it holds.
+pub(super) struct SideSnapshot {
+    pub(super) blocks: ReadOnlyTable<u128, &'static [u8]>,
+    pub(super) urls: Option<ReadOnlyTable<u128, &'static [u8]>>,
+    pub(super) applied: u64,
+}
+
+/// A snapshot of the side file `db` (`urls`: whether it holds the URL
+/// records).
+pub(super) fn snapshot(db: &dyn SnapshotSource, urls: bool) -> Result<SideSnapshot> {
     let txn = db.begin().map_err(Error::storage)?;
     let applied = applied_of(&txn)?;
-    Ok((txn.open_table(BLOCKS).map_err(Error::storage)?, applied))
+    Ok(SideSnapshot {
+        blocks: txn.open_table(BLOCKS).map_err(Error::storage)?,
+        urls: if urls {
+            Some(txn.open_table(URLS).map_err(Error::storage)?)
+        } else {
+            None
+        },
+        applied,
+    })
 }
 
 /// A side file open for writing or only for reading.

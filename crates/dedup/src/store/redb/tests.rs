@@ -194,6 +194,7 @@ fn as_before_side_files(path: &std::path::Path, params: Option<&str>) {
         {
             let mut meta = txn.open_table(super::META).unwrap();
             meta.remove("blocks:side").unwrap();
+            meta.remove(super::side::URLS_SIDE).unwrap();
             if let Some(p) = params {
                 meta.insert("params", p.as_bytes()).unwrap();
             }
@@ -304,7 +305,7 @@ fn a_build_without_side_files_refuses_an_index_with_one() {
     let path = dir.path().join("i.redb");
     let recorded = {
         let d = Deduper::new(store(&path), DedupConfig::default()).unwrap();
-        assert!(d.params().contains("\nlayout=blocks-file\n"), "{}", d.params());
+        assert!(d.params().contains("\nlayout=side-file\n"), "{}", d.params());
         d.params()
     };
     // The same parameters reopen it.
@@ -315,6 +316,6 @@ fn a_build_without_side_files_refuses_an_index_with_one() {
     let d = Deduper::new(store(&old), DedupConfig::default())
         .unwrap_err()
         .to_string();
-    assert!(d.contains("layout: stored blocks-file, not requested"), "{d}");
+    assert!(d.contains("layout: stored side-file, not requested"), "{d}");
     assert!(!Deduper::in_memory().unwrap().params().contains("layout="));
 }
