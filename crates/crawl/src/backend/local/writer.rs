@@ -499,13 +499,14 @@ impl Writer {
         Ok(0)
     }
 
-    /// The outputs flushed (or synced, when `durable`) and their offsets
-    /// and the counters into the checkpoint.
+    /// The outputs' offsets (synced first, when `durable`; else those of
+    /// the lines handed to their appenders, which a crash rolls back with
+    /// the commit) and the counters into the checkpoint.
     fn checkpoint_outputs(&mut self, durable: bool) -> simcrawl_dedup::Result<()> {
         let offsets = if durable {
             self.outputs.sync()
         } else {
-            self.outputs.flush()
+            self.outputs.handed_over()
         };
         self.cp.offsets = offsets.map_err(state::caller_err)?;
         self.cp.stats.seconds = self.base_seconds + self.run_started.elapsed().as_secs_f64();
