@@ -19,7 +19,10 @@
 //! store's own log keeps them until that file holds them, and an open
 //! writes in what it lacks). An index written before side files keeps its
 //! lists in its own file, where each durable commit writes the batch. So
-//! each durable state holds every list it needs.
+//! each durable state holds every list it needs. The URL tier's records
+//! go the same way into the side file of an index made since (layout
+//! `side-file`): the writer reads them through the changes held and no
+//! longer writes them; their time index stays in the store's own file.
 
 mod behind;
 mod read_only;
@@ -210,7 +213,8 @@ impl RedbStore {
     }
 
     /// The file beside the store file `path` that keeps its SimHash block
-    /// lists, written by a thread of their own (`index.redb` ->
+    /// lists (and, in an index made since they moved there, its URL
+    /// records), written by a thread of their own (`index.redb` ->
     /// `index.blocks.redb`). The two files are one index: copy, move or
     /// delete them together (a store file made afresh replaces a side file
     /// it finds there; a store whose side file is missing refuses to
