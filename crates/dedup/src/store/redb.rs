@@ -142,7 +142,7 @@ pub struct RedbOptions {
     pub sync_interval: Duration,
     /// redb's page cache. The default keeps a crawler's RSS small; a large
     /// index queried at high rates wants more (the OS page cache helps too).
-    /// A quarter of it goes to the block lists' file
+    /// Half of it goes to the file of the block lists and URL records
     /// ([`RedbStore::block_lists_path`]), the rest to the store's own.
     pub cache_bytes: usize,
 }
