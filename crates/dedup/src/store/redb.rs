@@ -44,7 +44,7 @@ use redb::{
 };
 use rustc_hash::FxHashMap;
 
-use self::behind::{Backlog, Behind, BlockOp, BlockOps, MAX_BEHIND, TxnBlockOps, UrlOp};
+use self::behind::{Backlog, Behind, BlockOp, BlockOps, MAX_BEHIND, TitleOp, TxnBlockOps, UrlOp};
 pub use self::read_only::RedbReadOnlyStore;
 use self::side::{Home, SideBlocks, SideSnapshot};
 use self::snapshot::RedbReadTables;
@@ -335,25 +335,36 @@ impl RedbStore {
             log.insert(commit, ops.encode().as_slice())
                 .map_err(Error::storage)?;
         }
-        let urls_on_side = self.side.as_ref().is_some_and(|s| s.urls);
-        let mut url_log = if urls_on_side {
-            Some(txn.open_table(side::URL_LOG).map_err(Error::storage)?)
+        let records_on_side = self.side.as_ref().is_some_and(|s| s.urls);
+        let mut record_logs = if records_on_side {
+            Some((
+                txn.open_table(side::URL_LOG).map_err(Error::storage)?,
+                txn.open_table(side::TITLE_LOG).map_err(Error::storage)?,
+            ))
         } else {
             None
         };
-        if let Some(url_log) = &mut url_log
-            && !ops.urls.is_empty()
-        {
-            url_log
-                .insert(commit, ops.encode_urls().as_slice())
-                .map_err(Error::storage)?;
+        if let Some((url_log, title_log)) = &mut record_logs {
+            if !ops.urls.is_empty() {
+                url_log
+                    .insert(commit, ops.encode_urls().as_slice())
+                    .map_err(Error::storage)?;
+            }
+            if !ops.titles.is_empty() {
+                title_log
+                    .insert(commit, ops.encode_titles().as_slice())
+                    .map_err(Error::storage)?;
+            }
         }
         if durable && let Some(side) = &self.side {
-            log.retain_in(..=side.applied(), |_, _| false)
-                .map_err(Error::storage)?;
-            if let Some(url_log) = &mut url_log {
+            let applied = side.applied();
+            log.retain_in(..=applied, |_, _| false).map_err(Error::storage)?;
+            if let Some((url_log, title_log)) = &mut record_logs {
                 url_log
-                    .retain_in(..=side.applied(), |_, _| false)
+                    .retain_in(..=applied, |_, _| false)
+                    .map_err(Error::storage)?;
+                title_log
+                    .retain_in(..=applied, |_, _| false)
                     .map_err(Error::storage)?;
             }
         }
@@ -624,6 +635,26 @@ impl RedbTables<'_> {
         Ok(rec)
     }
 
+    /// The `limit` newest documents under the title `digest`: the side
+    /// file's list with the changes held and this transaction's on top
+    /// when the title lists live there, else this file's.
+    fn title_list(&self, digest: u128, limit: usize, out: &mut Vec<DocId>) -> Result<()> {
+        let Some(side) = self.held.side.and_then(|s| s.titles.as_ref()) else {
+            return stored_titles(&self.titles, digest, limit, out);
+        };
+        let stored = side.get(digest).map_err(Error::storage)?;
+        let txn = self.blocks_txn.titles_of(digest);
+        let touched = !txn.is_empty() || self.held.epochs.iter().any(|e| e.touches_title(digest));
+        let changes = |ids: &mut Vec<u64>| {
+            for e in self.held.epochs {
+                behind::apply_titles(ids, e.titles_of(digest, u64::MAX));
+            }
+            behind::apply_titles(ids, txn);
+        };
+        side_titles(stored.as_ref().map(|v| v.value()), touched, changes, (limit, out));
+        Ok(())
+    }
+
     /// The time of `digest`'s record, read unless it was the last one
     /// read or written (records in the side file).
     fn url_time(&self, digest: u128) -> Result<Option<u64>> {
@@ -638,9 +669,6 @@ impl RedbTables<'_> {
     }
     fn url_times(&self) -> Result<&Table<'_, (u64, u128), ()>> {
         Ok(&self.url_times)
-    }
-    fn titles(&self) -> Result<&MultimapTable<'_, u128, u64>> {
-        Ok(&self.titles)
     }
     fn docs(&self) -> Result<&Table<'_, u64, &'static [u8]>> {
         Ok(&self.docs)
@@ -710,16 +738,7 @@ macro_rules! impl_read_tables {
             }
 
             fn title_docs(&self, digest: u128, limit: usize, out: &mut Vec<DocId>) -> Result<()> {
-                for v in self
-                    .titles()?
-                    .get(digest)
-                    .map_err(Error::storage)?
-                    .rev()
-                    .take(limit)
-                {
-                    out.push(v.map_err(Error::storage)?.value());
-                }
-                Ok(())
+                self.title_list(digest, limit, out)
             }
 
             fn candidates(&self, table: usize, key: u64, out: &mut Vec<(Fingerprint, DocId)>) -> Result<()> {
@@ -792,6 +811,45 @@ macro_rules! impl_read_tables {
 
 impl_read_tables!(RedbTables<'_>);
 impl_read_tables!(RedbReadTables<'_>);
+
+/// The `limit` newest documents (highest ids first) under `digest` in a
+/// title multimap.
+fn stored_titles(
+    table: &impl ReadableMultimapTable<u128, u64>,
+    digest: u128,
+    limit: usize,
+    out: &mut Vec<DocId>,
+) -> Result<()> {
+    for v in table.get(digest).map_err(Error::storage)?.rev().take(limit) {
+        out.push(v.map_err(Error::storage)?.value());
+    }
+    Ok(())
+}
+
+/// The `limit` newest documents of a title list as the side file stores
+/// it (`stored`) with `changes` applied; the stored bytes read in place
+/// when nothing `touched` the list.
+fn side_titles(
+    stored: Option<&[u8]>,
+    touched: bool,
+    changes: impl FnOnce(&mut Vec<u64>),
+    (limit, out): (usize, &mut Vec<DocId>),
+) {
+    if !touched {
+        if let Some(bytes) = stored {
+            out.extend(
+                bytes
+                    .rchunks_exact(8)
+                    .take(limit)
+                    .map(|c| u64::from_le_bytes(<[u8; 8]>::try_from(c).unwrap_or_default())),
+            );
+        }
+        return;
+    }
+    let mut ids = stored.map(behind::decode_title_list).unwrap_or_default();
+    changes(&mut ids);
+    out.extend(ids.iter().rev().take(limit));
+}
 
 /// The record of `digest` in a URL table.
 fn stored_url(table: &impl ReadableTable<u128, &'static [u8]>, digest: u128) -> Result<Option<UrlRecord>> {
@@ -880,12 +938,22 @@ impl Tables for RedbTables<'_> {
         Ok(true)
     }
 
+    /// With the title lists in the side file, held until a durable
+    /// commit hands them to its thread.
     fn add_title(&mut self, digest: u128, id: DocId) -> Result<()> {
+        if self.side_urls().is_some() {
+            self.blocks_txn.push_title(digest, TitleOp::Add(id));
+            return Ok(());
+        }
         self.titles.insert(digest, id).map_err(Error::storage)?;
         Ok(())
     }
 
     fn remove_title(&mut self, digest: u128, id: DocId) -> Result<()> {
+        if self.side_urls().is_some() {
+            self.blocks_txn.push_title(digest, TitleOp::Remove(id));
+            return Ok(());
+        }
         self.titles.remove(digest, id).map_err(Error::storage)?;
         Ok(())
     }

@@ -60,7 +60,57 @@ pub(super) struct BlockOps {
     /// URL records (a store whose URL records live in the side file,
     /// `side`), by digest, each with its commit, oldest first.
     urls: FxHashMap<u128, Vec<(u64, UrlOp)>>,
+    /// Title lists (with the URL records in the side file), by title
+    /// digest, each change with its commit, in order.
+    titles: FxHashMap<u128, Vec<(u64, TitleOp)>>,
     len: usize,
+}
+
+/// A change to a title's list of documents (ascending ids; the store's
+/// multimap of title digest to document, `dedup_titles`, as a list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TitleOp {
+    Add(u64),
+    Remove(u64),
+}
+
+/// `ids` (ascending, each once) with `ops` applied in order, as the
+/// multimap's insert and removal would have left its values: an add of an
+/// id there, or a removal of one that is not, changes nothing, so changes
+/// already in `ids` may be applied again.
+pub(super) fn apply_titles<'a>(ids: &mut Vec<u64>, ops: impl IntoIterator<Item = &'a TitleOp>) {
+    for op in ops {
+        match *op {
+            TitleOp::Add(id) => {
+                if let Err(at) = ids.binary_search(&id) {
+                    ids.insert(at, id);
+                }
+            }
+            TitleOp::Remove(id) => {
+                if let Ok(at) = ids.binary_search(&id) {
+                    ids.remove(at);
+                }
+            }
+        }
+    }
+}
+
+/// A title list as stored in the side file: ids, ascending, 8 bytes each
+/// (little-endian).
+pub(super) fn decode_title_list(bytes: &[u8]) -> Vec<u64> {
+    bytes
+        .chunks_exact(8)
+        .map(|c| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            u64::from_le_bytes(b)
+        })
+        .collect()
+}
+
+/// The stored form of a title list ([`decode_title_list`]).
+pub(super) fn encode_title_list(ids: &[u64]) -> Vec<u8> {
+    ids.iter().flat_map(|id| id.to_le_bytes()).collect()
 }
 
 /// A change to a URL record: its new encoding ([`crate::store::UrlRecord::encode`]),
@@ -110,6 +160,27 @@ impl BlockOps {
             .map(|(_, op)| op)
     }
 
+    /// The changes to the title list `digest` made by the commits up to
+    /// `upto`, in order.
+    pub(super) fn titles_of(&self, digest: u128, upto: u64) -> impl Iterator<Item = &TitleOp> {
+        self.titles
+            .get(&digest)
+            .into_iter()
+            .flatten()
+            .take_while(move |(commit, _)| *commit <= upto)
+            .map(|(_, op)| op)
+    }
+
+    /// Whether a change to the title list `digest` is held.
+    pub(super) fn touches_title(&self, digest: u128) -> bool {
+        self.titles.contains_key(&digest)
+    }
+
+    /// Every title digest with a change held.
+    pub(super) fn title_keys(&self) -> impl Iterator<Item = u128> + '_ {
+        self.titles.keys().copied()
+    }
+
     /// Every URL digest with a change held, and its last change.
     pub(super) fn url_changes(&self) -> impl Iterator<Item = (u128, &UrlOp)> + '_ {
         self.urls
@@ -139,6 +210,12 @@ impl BlockOps {
         for (digest, op) in ops.urls {
             self.urls.entry(digest).or_default().push((commit, op));
         }
+        for (digest, list) in ops.titles {
+            self.titles
+                .entry(digest)
+                .or_default()
+                .extend(list.into_iter().map(|op| (commit, op)));
+        }
     }
 }
 
@@ -149,6 +226,9 @@ pub(super) struct TxnBlockOps {
     /// The URL records this transaction changed (side-file URL records
     /// only): the last change of each.
     pub(super) urls: FxHashMap<u128, UrlOp>,
+    /// The title list changes this transaction made (with the URL records
+    /// in the side file), in order.
+    pub(super) titles: FxHashMap<u128, Vec<TitleOp>>,
     pub(super) len: usize,
 }
 
@@ -163,6 +243,58 @@ impl TxnBlockOps {
         if self.urls.insert(digest, op).is_none() {
             self.len += 1;
         }
+    }
+
+    /// Records a change to the title list `digest`.
+    pub(super) fn push_title(&mut self, digest: u128, op: TitleOp) {
+        self.titles.entry(digest).or_default().push(op);
+        self.len += 1;
+    }
+
+    /// This transaction's changes to the title list `digest`, in order.
+    pub(super) fn titles_of(&self, digest: u128) -> &[TitleOp] {
+        self.titles.get(&digest).map_or(&[], Vec::as_slice)
+    }
+
+    /// These title changes as an entry of the main file's title log: per
+    /// change its digest (16 bytes, little-endian), `1` for an add or `2`
+    /// for a removal, and the document id (8 bytes, little-endian).
+    pub(super) fn encode_titles(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (digest, ops) in &self.titles {
+            for op in ops {
+                let (tag, id) = match *op {
+                    TitleOp::Add(id) => (1u8, id),
+                    TitleOp::Remove(id) => (2u8, id),
+                };
+                out.extend_from_slice(&digest.to_le_bytes());
+                out.push(tag);
+                out.extend_from_slice(&id.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    /// Adds the title changes of a title log entry (see
+    /// [`TxnBlockOps::encode_titles`]).
+    pub(super) fn decode_titles_into(&mut self, bytes: &[u8]) -> Result<(), String> {
+        if !bytes.len().is_multiple_of(TITLE_LOGGED) {
+            return Err(format!("a title log entry of {} bytes", bytes.len()));
+        }
+        for e in bytes.chunks_exact(TITLE_LOGGED) {
+            let mut key = [0u8; 16];
+            key.copy_from_slice(&e[..16]);
+            let mut id = [0u8; 8];
+            id.copy_from_slice(&e[17..]);
+            let id = u64::from_le_bytes(id);
+            let op = match e[16] {
+                1 => TitleOp::Add(id),
+                2 => TitleOp::Remove(id),
+                t => return Err(format!("a title log entry with change {t}")),
+            };
+            self.push_title(u128::from_le_bytes(key), op);
+        }
+        Ok(())
     }
 
     /// This transaction's last change to the URL record `digest`.
@@ -271,6 +403,9 @@ impl TxnBlockOps {
 
 /// Bytes of one change in a log entry: key, tag, posting.
 const LOGGED: usize = 16 + 1 + POSTING;
+
+/// Bytes of one change in a title log entry: digest, tag, id.
+const TITLE_LOGGED: usize = 16 + 1 + 8;
 
 /// A batch of changes handed to the side file's thread (`side`): written
 /// there up to commit `upto`.

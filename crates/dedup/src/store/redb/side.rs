@@ -31,7 +31,9 @@ use redb::{
     TableDefinition,
 };
 
-use super::behind::{BlockOps, Epoch, TxnBlockOps, UrlOp, apply};
+use super::behind::{
+    BlockOps, Epoch, TxnBlockOps, UrlOp, apply, apply_titles, decode_title_list, encode_title_list,
+};
 use super::{BLOCKS, META, URLS, open_error, open_failed};
 use crate::error::{Error, Result};
 
@@ -42,6 +44,13 @@ pub(super) const BLOCK_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("
 /// (`TxnBlockOps::encode_urls`), kept until the side file holds them
 /// (an index whose URL records live in the side file).
 pub(super) const URL_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("dedup_url_log");
+/// In the main file: commit number -> that commit's title list changes
+/// (`TxnBlockOps::encode_titles`), kept until the side file holds them.
+pub(super) const TITLE_LOG: TableDefinition<u64, &[u8]> = TableDefinition::new("dedup_title_log");
+/// In the side file: title digest -> the documents of that title, ids
+/// ascending (`behind::decode_title_list`), what the main file's
+/// `dedup_titles` multimap holds in an index from before.
+pub(super) const TITLE_LISTS: TableDefinition<u128, &[u8]> = TableDefinition::new("dedup_title_lists");
 /// In the side file: `id` (the pair's) and `applied` (the last commit it
 /// holds).
 const SIDE_META: TableDefinition<&str, u64> = TableDefinition::new("dedup_side_meta");
@@ -49,17 +58,18 @@ const SIDE_META: TableDefinition<&str, u64> = TableDefinition::new("dedup_side_m
 /// that holds the block lists only (made before 2026-12-06's fourth
 /// session: its URL records stay in the main file).
 pub(super) const LAYOUT: &str = "blocks-file";
-/// The layout with a side file that holds the block lists and the URL
-/// records: a build that keeps URL records in the main file would find
-/// none there, and refuses the index by its recorded parameters.
+/// The layout with a side file that holds the block lists, the URL
+/// records and the title lists: a build that keeps those in the main file
+/// would find none there, and refuses the index by its recorded
+/// parameters.
 pub(super) const LAYOUT_URLS: &str = "side-file";
 
 /// In the main file's meta table: the id of its side file (8 bytes).
 const SIDE_ID: &str = "blocks:side";
 /// In the main file's meta table, present when its URL records (not their
-/// time index, `dedup_url_times`, which stays in the main file) live in
-/// the side file.
-pub(super) const URLS_SIDE: &str = "urls:side";
+/// time index, `dedup_url_times`, which stays in the main file) and its
+/// title lists live in the side file.
+pub(super) const URLS_SIDE: &str = "records:side";
 
 /// Batches waiting for the side thread at most: past this the writer
 /// waits for it at its durable commits.
@@ -115,6 +125,30 @@ fn merge_urls(table: &mut Table<'_, u128, &'static [u8]>, epochs: &[&BlockOps]) 
     Ok(())
 }
 
+/// The title list changes of `epochs` (oldest first) written into the
+/// side file's `table`: each list read and written once.
+fn merge_titles(table: &mut Table<'_, u128, &'static [u8]>, epochs: &[&BlockOps]) -> Result<()> {
+    let mut keys: Vec<u128> = epochs.iter().flat_map(|e| e.title_keys()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for k in keys {
+        let stored = table.get(k).map_err(Error::storage)?;
+        let existed = stored.is_some();
+        let mut ids = stored.map(|v| decode_title_list(v.value())).unwrap_or_default();
+        for e in epochs {
+            apply_titles(&mut ids, e.titles_of(k, u64::MAX));
+        }
+        if !ids.is_empty() {
+            table
+                .insert(k, encode_title_list(&ids).as_slice())
+                .map_err(Error::storage)?;
+        } else if existed {
+            table.remove(k).map_err(Error::storage)?;
+        }
+    }
+    Ok(())
+}
+
 fn merge_blocks(
     table: &mut Table<'_, u128, &'static [u8]>,
     epochs: &[&BlockOps],
@@ -154,7 +188,8 @@ pub(super) struct SideBlocks {
     batches: Option<SyncSender<(u64, Epoch)>>,
     /// The last commit the side file holds, durably.
     applied: Arc<AtomicU64>,
-    /// Whether the URL records live here too ([`URLS_SIDE`]).
+    /// Whether the URL records and title lists live here too
+    /// ([`URLS_SIDE`]).
     pub(super) urls: bool,
     /// Why the thread stopped, if it failed.
     failed: Arc<Mutex<Option<String>>>,
@@ -328,6 +363,10 @@ fn write_batch(db: &Database, epochs: &[&BlockOps], upto: u64) -> Result<()> {
             let mut urls = txn.open_table(URLS).map_err(Error::storage)?;
             merge_urls(&mut urls, epochs)?;
         }
+        if epochs.iter().any(|e| e.title_keys().next().is_some()) {
+            let mut titles = txn.open_table(TITLE_LISTS).map_err(Error::storage)?;
+            merge_titles(&mut titles, epochs)?;
+        }
         let mut meta = txn.open_table(SIDE_META).map_err(Error::storage)?;
         meta.insert("applied", upto).map_err(Error::storage)?;
     }
@@ -378,6 +417,7 @@ fn create(main: &Database, path: &Path, side: &Path, cache: usize) -> Result<Dat
         meta.insert("applied", 0).map_err(Error::storage)?;
         txn.open_table(BLOCKS).map_err(Error::storage)?;
         txn.open_table(URLS).map_err(Error::storage)?;
+        txn.open_table(TITLE_LISTS).map_err(Error::storage)?;
     }
     txn.commit().map_err(Error::storage)?;
     let mut txn = main.begin_write().map_err(Error::storage)?;
@@ -390,6 +430,7 @@ fn create(main: &Database, path: &Path, side: &Path, cache: usize) -> Result<Dat
         meta.insert(URLS_SIDE, [1u8].as_slice()).map_err(Error::storage)?;
         txn.open_table(BLOCK_LOG).map_err(Error::storage)?;
         txn.open_table(URL_LOG).map_err(Error::storage)?;
+        txn.open_table(TITLE_LOG).map_err(Error::storage)?;
     }
     txn.commit().map_err(Error::storage)?;
     Ok(db)
@@ -474,7 +515,7 @@ fn logged_after(main: &redb::ReadTransaction, after: u64) -> Result<(BlockOps, u
     // One commit's block-list and URL changes are one transaction's: read
     // from the two logs and held under the commit's number together.
     let mut by_commit: std::collections::BTreeMap<u64, TxnBlockOps> = std::collections::BTreeMap::new();
-    for (def, urls) in [(BLOCK_LOG, false), (URL_LOG, true)] {
+    for (def, kind) in [(BLOCK_LOG, 0), (URL_LOG, 1), (TITLE_LOG, 2)] {
         let log = match main.open_table(def) {
             Ok(t) => t,
             Err(redb::TableError::TableDoesNotExist(_)) => continue,
@@ -483,11 +524,17 @@ fn logged_after(main: &redb::ReadTransaction, after: u64) -> Result<(BlockOps, u
         for entry in log.range(after.saturating_add(1)..).map_err(Error::storage)? {
             let (k, v) = entry.map_err(Error::storage)?;
             let commit = k.value();
-            if urls {
+            if kind == 1 {
                 by_commit
                     .entry(commit)
                     .or_default()
                     .decode_urls_into(v.value())
+                    .map_err(Error::Corrupt)?;
+            } else if kind == 2 {
+                by_commit
+                    .entry(commit)
+                    .or_default()
+                    .decode_titles_into(v.value())
                     .map_err(Error::Corrupt)?;
             } else {
                 let blocks = TxnBlockOps::decode(v.value()).map_err(Error::Corrupt)?;
@@ -552,6 +599,7 @@ impl ReadOnlySide {
 pub(super) struct SideSnapshot {
     pub(super) blocks: ReadOnlyTable<u128, &'static [u8]>,
     pub(super) urls: Option<ReadOnlyTable<u128, &'static [u8]>>,
+    pub(super) titles: Option<ReadOnlyTable<u128, &'static [u8]>>,
     pub(super) applied: u64,
 }
 
@@ -564,6 +612,11 @@ pub(super) fn snapshot(db: &dyn SnapshotSource, urls: bool) -> Result<SideSnapsh
         blocks: txn.open_table(BLOCKS).map_err(Error::storage)?,
         urls: if urls {
             Some(txn.open_table(URLS).map_err(Error::storage)?)
+        } else {
+            None
+        },
+        titles: if urls {
+            Some(txn.open_table(TITLE_LISTS).map_err(Error::storage)?)
         } else {
             None
         },

@@ -9,7 +9,9 @@ use redb::{ReadOnlyMultimapTable, ReadOnlyTable, ReadTransaction};
 
 use super::behind::{self, Behind};
 use super::side::{self, SideSnapshot};
-use super::{BLOCKS, DOCS, META, TITLES, URL_TIMES, URLS, stored_url, with_changes};
+use super::{
+    BLOCKS, DOCS, META, TITLES, URL_TIMES, URLS, side_titles, stored_titles, stored_url, with_changes,
+};
 use crate::error::{Error, Result};
 use crate::store::{BandIndex, DocId, UrlRecord};
 
@@ -103,6 +105,33 @@ impl<'s> RedbReadTables<'s> {
             Some(urls) => stored_url(urls, digest),
             None => Ok(None),
         }
+    }
+
+    /// The `limit` newest documents under the title `digest`: the side
+    /// file's list with the changes held up to the snapshot's commit on
+    /// top when the title lists live there, else the snapshot's.
+    pub(super) fn title_list(&self, digest: u128, limit: usize, out: &mut Vec<DocId>) -> Result<()> {
+        let Some((src, true)) = self.side else {
+            return stored_titles(self.titles()?, digest, limit, out);
+        };
+        let snap = self.side_snapshot(src, true)?;
+        let stored = match &snap.titles {
+            Some(t) => t.get(digest).map_err(Error::storage)?,
+            None => None,
+        };
+        let touched = self
+            .behind
+            .as_ref()
+            .is_some_and(|b| b.epochs.iter().any(|e| e.read().touches_title(digest)));
+        let changes = |ids: &mut Vec<u64>| {
+            if let Some(b) = &self.behind {
+                for e in &b.epochs {
+                    behind::apply_titles(ids, e.read().titles_of(digest, b.upto));
+                }
+            }
+        };
+        side_titles(stored.as_ref().map(|v| v.value()), touched, changes, (limit, out));
+        Ok(())
     }
 
     /// Calls `f` with the posting list of block `k`, if any.

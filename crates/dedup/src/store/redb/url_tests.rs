@@ -1,8 +1,9 @@
-//! URL records in the side file (`side`, issue 37): what the writer and
-//! readers see before and after the durable commit that hands them to the
-//! side thread, what each file holds, how a crash between the two files is
-//! repaired, and that an index whose records are in its main file keeps
-//! them there; a model of the URL tier says what every read must answer.
+//! URL records and title lists in the side file (`side`, issue 37): what
+//! the writer and readers see before and after the durable commit that
+//! hands them to the side thread, what each file holds, how a crash
+//! between the two files is repaired, and that an index whose records are
+//! in its main file keeps them there; a model of the URL and title tiers'
+//! tables says what every read must answer.
 
 #![allow(clippy::unwrap_used)]
 
@@ -11,7 +12,8 @@ use std::time::Duration;
 
 use redb::{ReadableDatabase, ReadableTable};
 
-use super::{RedbOptions, RedbStore, URL_TIMES, URLS};
+use super::side::TITLE_LISTS;
+use super::{RedbOptions, RedbStore, TITLES, URL_TIMES, URLS};
 use crate::store::{ReadTables, Store, UrlRecord};
 
 /// A store that makes no commit durable on its own.
@@ -48,6 +50,33 @@ fn records_in(db: &redb::Database) -> BTreeMap<u128, UrlRecord> {
             (k.value(), UrlRecord::decode(v.value()).unwrap())
         })
         .collect()
+}
+
+/// The title lists a side file holds (its thread's writes done).
+fn title_lists_in(db: &redb::Database) -> BTreeMap<u128, Vec<u64>> {
+    let txn = db.begin_read().unwrap();
+    let t = txn.open_table(TITLE_LISTS).unwrap();
+    t.iter()
+        .unwrap()
+        .map(|e| {
+            let (k, v) = e.unwrap();
+            (k.value(), super::behind::decode_title_list(v.value()))
+        })
+        .collect()
+}
+
+/// How many entries the main file's title multimap holds.
+fn main_titles(s: &RedbStore) -> u64 {
+    use redb::ReadableTableMetadata;
+    let txn = s.database().begin_read().unwrap();
+    txn.open_multimap_table(TITLES).unwrap().len().unwrap()
+}
+
+/// The documents under title `digest`, newest first, as readers see them.
+fn titled(t: &dyn ReadTables, digest: u128, limit: usize) -> Vec<u64> {
+    let mut out = Vec::new();
+    t.title_docs(digest, limit, &mut out).unwrap();
+    out
 }
 
 /// The main file's time index.
@@ -90,6 +119,17 @@ fn url_records_are_held_then_written_into_the_side_file() {
     })
     .unwrap();
     assert_eq!(s.read(|t| t.url(1)).unwrap(), Some(rec(10, "a")));
+    s.write(|t| {
+        t.add_title(7, 3)?;
+        t.add_title(7, 1)?;
+        t.add_title(7, 2)?;
+        t.remove_title(7, 3)?;
+        assert_eq!(titled(t, 7, 10), [2, 1]);
+        Ok(())
+    })
+    .unwrap();
+    s.write(|t| t.add_title(7, 5)).unwrap();
+    assert_eq!(s.read(|t| Ok(titled(t, 7, 2))).unwrap(), [5, 2]);
     put(&s, 1, &rec(10, "a2"));
     put(&s, 2, &rec(20, "b"));
     put(&s, 3, &rec(5, "c"));
@@ -108,6 +148,14 @@ fn url_records_are_held_then_written_into_the_side_file() {
         records_in(s.database()).is_empty(),
         "the main file holds no record"
     );
+    assert_eq!(
+        title_lists_in(s.side.as_ref().unwrap().database()),
+        BTreeMap::from([(7, vec![1, 2, 5])])
+    );
+    assert_eq!(main_titles(&s), 0, "the main file holds no title");
+    // Read from the side file alone: newest first, at most the limit.
+    assert_eq!(s.read(|t| Ok(titled(t, 7, 2))).unwrap(), [5, 2]);
+    assert_eq!(s.write(|t| Ok(titled(t, 7, 9))).unwrap(), [5, 2, 1]);
     assert_eq!(s.read(|t| Ok(seen_before(t, 21))).unwrap(), [1, 2]);
     assert!(s.write(|t| t.remove_url(1)).unwrap());
     assert!(!s.write(|t| t.remove_url(1)).unwrap());
@@ -142,15 +190,26 @@ fn url_records_the_side_file_lacks_come_from_the_main_files_log() {
             .store(true, std::sync::atomic::Ordering::Release);
         put(&s, 2, &rec(20, "b"));
         assert!(s.write(|t| t.remove_url(1)).unwrap());
+        s.write(|t| {
+            t.add_title(4, 8)?;
+            t.add_title(4, 9)
+        })
+        .unwrap();
+        s.write(|t| t.remove_title(4, 8)).unwrap();
         s.flush().unwrap();
     }
     let ro = super::RedbReadOnlyStore::open(&path).unwrap();
     assert_eq!(ro.read(|t| t.url(1)).unwrap(), None);
     assert_eq!(ro.read(|t| t.url(2)).unwrap(), Some(rec(20, "b")));
+    assert_eq!(ro.read(|t| Ok(titled(t, 4, 5))).unwrap(), [9]);
     drop(ro);
     let s = store(&path);
     let side = records_in(s.side.as_ref().unwrap().database());
     assert_eq!(side.into_iter().collect::<Vec<_>>(), [(2, rec(20, "b"))]);
+    assert_eq!(
+        title_lists_in(s.side.as_ref().unwrap().database()),
+        BTreeMap::from([(4, vec![9])])
+    );
     // The log's numbering goes on: a later batch lands after them.
     put(&s, 3, &rec(30, "c"));
     s.flush().unwrap();
@@ -182,8 +241,11 @@ fn an_index_with_url_records_in_its_main_file_keeps_them_there() {
     assert!(!s.side.as_ref().unwrap().urls);
     assert_eq!(s.layout(), Some("blocks-file"));
     put(&s, 1, &rec(10, "a"));
+    s.write(|t| t.add_title(3, 1)).unwrap();
     assert_eq!(s.read(|t| t.url(1)).unwrap(), Some(rec(10, "a")));
+    assert_eq!(s.read(|t| Ok(titled(t, 3, 5))).unwrap(), [1]);
     assert_eq!(records_in(s.database()).len(), 1);
+    assert_eq!(main_titles(&s), 1);
     s.flush().unwrap();
     settled(&s);
     assert!(records_in(s.side.as_ref().unwrap().database()).is_empty());
@@ -215,6 +277,8 @@ fn a_build_with_url_records_in_the_main_file_refuses_an_index_with_them_beside()
 enum Step {
     /// Puts (time `Some`) or removes (`None`) records in one transaction.
     Write(Vec<(u8, Option<u8>)>),
+    /// Adds (`true`) or removes documents under titles, in one transaction.
+    Titles(Vec<(u8, u8, bool)>),
     Flush,
     Reopen,
 }
@@ -223,6 +287,7 @@ fn step() -> impl proptest::strategy::Strategy<Value = Step> {
     use proptest::prelude::*;
     prop_oneof![
         6 => proptest::collection::vec((0u8..6, proptest::option::of(0u8..4)), 1..4).prop_map(Step::Write),
+        4 => proptest::collection::vec((0u8..3, 0u8..6, proptest::bool::ANY), 1..5).prop_map(Step::Titles),
         1 => Just(Step::Flush),
         1 => Just(Step::Reopen),
     ]
@@ -236,6 +301,7 @@ fn run_model(path: &std::path::Path, side_urls: bool, steps: &[Step]) {
     }
     let mut s = store(path);
     let mut model: BTreeMap<u128, UrlRecord> = BTreeMap::new();
+    let mut titles: BTreeMap<u128, std::collections::BTreeSet<u64>> = BTreeMap::new();
     for (n, st) in steps.iter().enumerate() {
         match st {
             Step::Write(ops) => {
@@ -260,6 +326,27 @@ fn run_model(path: &std::path::Path, side_urls: bool, steps: &[Step]) {
                     };
                 }
             }
+            Step::Titles(ops) => {
+                s.write(|t| {
+                    for &(d, id, add) in ops {
+                        if add {
+                            t.add_title(u128::from(d), u64::from(id))?;
+                        } else {
+                            t.remove_title(u128::from(d), u64::from(id))?;
+                        }
+                    }
+                    Ok(())
+                })
+                .unwrap();
+                for &(d, id, add) in ops {
+                    let set = titles.entry(u128::from(d)).or_default();
+                    if add {
+                        set.insert(u64::from(id));
+                    } else {
+                        set.remove(&u64::from(id));
+                    }
+                }
+            }
             Step::Flush => s.flush().unwrap(),
             Step::Reopen => {
                 drop(s);
@@ -278,12 +365,36 @@ fn run_model(path: &std::path::Path, side_urls: bool, steps: &[Step]) {
             assert_eq!(s.write(|t| t.url(d)).unwrap(), want, "writer, {d} after {n}");
         }
         assert_eq!(s.read(|t| Ok(seen_before(t, 2))).unwrap(), expired, "after {n}");
+        for d in 0..3u128 {
+            let all: Vec<u64> = titles.get(&d).into_iter().flatten().rev().copied().collect();
+            for limit in [2, 100] {
+                let want: Vec<u64> = all.iter().take(limit).copied().collect();
+                assert_eq!(
+                    s.read(|t| Ok(titled(t, d, limit))).unwrap(),
+                    want,
+                    "reader, title {d} after {n}"
+                );
+                assert_eq!(
+                    s.write(|t| Ok(titled(t, d, limit))).unwrap(),
+                    want,
+                    "writer, title {d} after {n}"
+                );
+            }
+        }
     }
     drop(s);
     let s = store(path);
     let ro_model: Vec<(u128, Option<UrlRecord>)> = (0..6u128).map(|d| (d, model.get(&d).cloned())).collect();
     for (d, want) in ro_model {
         assert_eq!(s.read(|t| t.url(d)).unwrap(), want, "reopened, {d}");
+    }
+    for d in 0..3u128 {
+        let all: Vec<u64> = titles.get(&d).into_iter().flatten().rev().copied().collect();
+        assert_eq!(
+            s.read(|t| Ok(titled(t, d, 100))).unwrap(),
+            all,
+            "reopened, title {d}"
+        );
     }
 }
 
