@@ -20,9 +20,10 @@
 //! writes in what it lacks). An index written before side files keeps its
 //! lists in its own file, where each durable commit writes the batch. So
 //! each durable state holds every list it needs. The URL tier's records
-//! go the same way into the side file of an index made since (layout
-//! `side-file`): the writer reads them through the changes held and no
-//! longer writes them; their time index stays in the store's own file.
+//! and the title tier's lists go the same way into the side file of an
+//! index made since (layout `side-file`): the writer reads them through
+//! the changes held and no longer writes them; the URL records' time
+//! index stays in the store's own file.
 
 mod behind;
 mod read_only;
