@@ -15,7 +15,7 @@ use crate::fingerprint::Fingerprint;
 use crate::store::{ReadTables, Store, block_key};
 
 /// A store that makes no commit durable on its own.
-fn store(path: &std::path::Path) -> RedbStore {
+pub(super) fn store(path: &std::path::Path) -> RedbStore {
     let options = RedbOptions {
         sync_interval: Duration::MAX,
         ..RedbOptions::default()

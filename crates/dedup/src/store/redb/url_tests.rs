@@ -8,22 +8,13 @@
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use redb::{ReadableDatabase, ReadableTable};
 
 use super::side::TITLE_LISTS;
-use super::{RedbOptions, RedbStore, TITLES, URL_TIMES, URLS};
+use super::tests::store;
+use super::{RedbStore, TITLES, URL_TIMES, URLS};
 use crate::store::{ReadTables, Store, UrlRecord};
-
-/// A store that makes no commit durable on its own.
-fn store(path: &std::path::Path) -> RedbStore {
-    let options = RedbOptions {
-        sync_interval: Duration::MAX,
-        ..RedbOptions::default()
-    };
-    RedbStore::open_opts(path, options).unwrap()
-}
 
 fn rec(first_seen: u64, url: &str) -> UrlRecord {
     UrlRecord {
