@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use url::Url;
 
-use super::{Dust, Rule, digest, host_key};
+use super::{Dust, Rule, digest, host_key_of};
 
 /// What the rules say of a URL ([`Dust::fold`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,18 +22,18 @@ impl Dust {
     /// tests read the rewrite alone.
     #[cfg(test)]
     pub fn rewrite(&self, url: &Url) -> Option<Url> {
-        self.rewrite_by(url).map(|(u, _)| u)
+        self.rewrite_by(url, &host_key_of(url)?).map(|(u, _)| u)
     }
 
-    /// [`Dust::rewrite`], and the rules that changed the URL.
-    fn rewrite_by(&self, url: &Url) -> Option<(Url, Vec<Rule>)> {
+    /// [`Dust::rewrite`] of `url`, whose host key is `host`, and the rules
+    /// that changed the URL.
+    fn rewrite_by(&self, url: &Url, host: &str) -> Option<(Url, Vec<Rule>)> {
         if !self.enabled {
             return None;
         }
-        let host = host_key(url)?;
         let own = self
             .rules
-            .get(&host)
+            .get(host)
             .or_else(|| url.host_str().and_then(|h| self.rules.get(h)));
         if self.everywhere.is_empty() && own.is_none() {
             return None;
@@ -64,20 +64,26 @@ impl Dust {
     /// it is fetched after all if one of them is withdrawn. Configured rules
     /// are not named: they are never withdrawn.
     pub fn fold_by(&self, url: &Url) -> Option<(Fold, Vec<(String, Rule)>)> {
-        let rewritten = self.rewrite_by(url);
+        if !self.enabled {
+            return None;
+        }
+        let host = host_key_of(url)?;
+        let rewritten = self.rewrite_by(url, &host);
         let target = rewritten.as_ref().map_or(url, |(u, _)| u);
         let mut by: Vec<Rule> = rewritten.as_ref().map(|(_, by)| by.clone()).unwrap_or_default();
-        let known = self.image_of_kept_by(target);
+        let known = match &rewritten {
+            None => self.image_of_kept_by(target, &host),
+            Some((t, _)) => host_key_of(t).map_or_else(Vec::new, |h| self.image_of_kept_by(t, &h)),
+        };
         let fold = if known.is_empty() {
             Fold::Rewritten(rewritten?.0)
         } else {
             by.extend(known);
             Fold::Known
         };
-        let host = host_key(url).unwrap_or_default();
         let mut keys: Vec<(String, Rule)> = Vec::new();
         for r in by {
-            let key = (host.clone(), r);
+            let key = (host.to_string(), r);
             if self.learnt_keys.contains(&key) && !keys.contains(&key) {
                 keys.push(key);
             }
@@ -85,16 +91,14 @@ impl Dust {
         Some((fold, keys))
     }
 
-    /// The rules in force for `url`'s host that map a remembered kept URL
-    /// (not `url` itself) onto `url`; empty when none does.
-    fn image_of_kept_by(&self, url: &Url) -> Vec<Rule> {
+    /// The rules in force for `url`'s host (`host`, its key) that map a
+    /// remembered kept URL (not `url` itself) onto `url`; empty when none
+    /// does.
+    fn image_of_kept_by(&self, url: &Url, host: &str) -> Vec<Rule> {
         if !self.enabled {
             return Vec::new();
         }
-        let Some(host) = host_key(url) else {
-            return Vec::new();
-        };
-        let own = self.rules.get(&host);
+        let own = self.rules.get(host);
         if self.everywhere.is_empty() && own.is_none() {
             return Vec::new();
         }
@@ -104,7 +108,7 @@ impl Dust {
         let mut by: Vec<Rule> = Vec::new();
         for (r, origin) in self
             .tracks
-            .get(&host)
+            .get(host)
             .and_then(|t| t.images.get(&me))
             .into_iter()
             .flatten()
