@@ -21,10 +21,11 @@ use super::warc::{WarcAt, WarcSink};
 /// writes them go out in few write calls.
 const WRITE_BUFFER: usize = 256 << 10;
 
-/// Lines waiting for a file's appender at most: past this a writer waits
-/// for it (a disk slower than the crawl slows the crawl, it does not fill
-/// the memory).
-const QUEUED_LINES: usize = 4096;
+/// Pieces of lines waiting for a file's appender at most (a group's, or
+/// [`HANDOVER_BYTES`]): past this a writer waits for it, so a disk slower
+/// than the crawl slows the crawl instead of filling the memory (at most
+/// ~4 MB a file waits).
+const QUEUED_PIECES: usize = 64;
 
 /// Bytes of lines a sink gathers before it hands them over on its own
 /// (a commit hands over whatever it gathered, [`Sink::hand_over`]).
@@ -168,7 +169,7 @@ impl Sink {
         file.set_len(resume_at)
             .with_context(|| format!("cannot truncate {}", path.display()))?;
         file.seek(SeekFrom::Start(resume_at))?;
-        let (jobs, rx) = std::sync::mpsc::sync_channel(QUEUED_LINES);
+        let (jobs, rx) = std::sync::mpsc::sync_channel(QUEUED_PIECES);
         let out = BufWriter::with_capacity(WRITE_BUFFER, file);
         let failed = std::sync::Arc::new(std::sync::Mutex::new(None));
         let failed_there = failed.clone();
