@@ -47,14 +47,15 @@ enum Job {
 ///
 /// Why a thread: the crawl's single writer thread wrote each group's
 /// lines to the OS itself before it committed the group, and those
-/// `write` calls were a fifth of its CPU (issue 37, target 1). Now it
+/// `write` calls were a tenth of its perf samples (a fifth with the writer
+/// saturated; issue 37, target 1). Now it
 /// gathers a group's lines and hands them over in one piece
 /// ([`Sink::hand_over`]: one wake of the appender a group, where one a
 /// line cost the writer a tenth of its CPU in futex calls); the appender
 /// writes whatever it has as soon as no more is waiting, so a line is
 /// visible to a reader of the file a moment after its group was handed
 /// over, as it was after the group's flush. The offsets a sink reports
-/// are those of the lines written to it ([`Sink::offset`]); only
+/// are those of the lines written to it ([`Sink::hand_over`]); only
 /// [`Sink::sync`]'s, which waits for the disk, are safe to record for a
 /// crash.
 #[derive(Debug)]
@@ -208,13 +209,13 @@ impl Sink {
     }
 
     /// Hands the lines gathered to the appender, which writes them to the
-    /// file without being waited for.
-    pub fn hand_over(&mut self) -> Result<()> {
-        if self.gathered.is_empty() {
-            return Ok(());
+    /// file without being waited for; returns the offset after them.
+    pub fn hand_over(&mut self) -> Result<u64> {
+        if !self.gathered.is_empty() {
+            let lines = std::mem::take(&mut self.gathered);
+            self.send(Job::Lines(lines))?;
         }
-        let lines = std::mem::take(&mut self.gathered);
-        self.send(Job::Lines(lines))
+        Ok(self.offset)
     }
 
     /// Hands the lines gathered, then `job` (made with the answer's
@@ -248,9 +249,10 @@ impl Sink {
     }
 
     /// The offset after the last line written: in the file a moment after
-    /// it is handed over ([`Sink::hand_over`]), on the disk only after a
-    /// [`Sink::sync`].
-    pub fn offset(&self) -> u64 {
+    /// it is handed over ([`Sink::hand_over`], which returns it), on the
+    /// disk only after a [`Sink::sync`].
+    #[cfg(test)]
+    fn offset(&self) -> u64 {
         self.offset
     }
 
@@ -395,12 +397,22 @@ impl Outputs {
 
     /// Fsyncs all; returns the offsets now safe to record.
     pub fn sync(&mut self) -> Result<Offsets> {
+        self.offsets_by(Sink::sync, WarcSink::sync)
+    }
+
+    /// The offsets `sink` gives for each file (and `warc` for the WARC
+    /// archive), in [`Offsets`] order.
+    fn offsets_by(
+        &mut self,
+        sink: fn(&mut Sink) -> Result<u64>,
+        warc: fn(&mut WarcSink) -> Result<WarcAt>,
+    ) -> Result<Offsets> {
         Ok(Offsets {
-            kept: self.kept.sync()?,
-            duplicates: self.duplicates.sync()?,
-            errors: self.errors.sync()?,
-            changes: self.changes.sync()?,
-            warc: self.warc.as_mut().map(WarcSink::sync).transpose()?,
+            kept: sink(&mut self.kept)?,
+            duplicates: sink(&mut self.duplicates)?,
+            errors: sink(&mut self.errors)?,
+            changes: sink(&mut self.changes)?,
+            warc: self.warc.as_mut().map(warc).transpose()?,
         })
     }
 
@@ -430,32 +442,12 @@ impl Outputs {
     /// what a commit that is not durable records, as a crash rolls it back
     /// to a durable one, whose offsets [`Outputs::sync`] gave.
     pub fn handed_over(&mut self) -> Result<Offsets> {
-        for sink in [
-            &mut self.kept,
-            &mut self.duplicates,
-            &mut self.errors,
-            &mut self.changes,
-        ] {
-            sink.hand_over()?;
-        }
-        Ok(Offsets {
-            kept: self.kept.offset(),
-            duplicates: self.duplicates.offset(),
-            errors: self.errors.offset(),
-            changes: self.changes.offset(),
-            warc: self.warc.as_mut().map(WarcSink::flush).transpose()?,
-        })
+        self.offsets_by(Sink::hand_over, WarcSink::flush)
     }
 
     /// Flushes all to the OS; returns the offsets written so far.
     pub fn flush(&mut self) -> Result<Offsets> {
-        Ok(Offsets {
-            kept: self.kept.flush()?,
-            duplicates: self.duplicates.flush()?,
-            errors: self.errors.flush()?,
-            changes: self.changes.flush()?,
-            warc: self.warc.as_mut().map(WarcSink::flush).transpose()?,
-        })
+        self.offsets_by(Sink::flush, WarcSink::flush)
     }
 }
 

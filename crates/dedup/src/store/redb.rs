@@ -143,7 +143,8 @@ pub struct RedbOptions {
     pub sync_interval: Duration,
     /// redb's page cache. The default keeps a crawler's RSS small; a large
     /// index queried at high rates wants more (the OS page cache helps too).
-    /// Half of it goes to the file of the block lists and URL records
+    /// Half of it goes to the file of the block lists, URL records and
+    /// title lists
     /// ([`RedbStore::block_lists_path`]), the rest to the store's own.
     pub cache_bytes: usize,
 }
@@ -215,7 +216,7 @@ impl RedbStore {
 
     /// The file beside the store file `path` that keeps its SimHash block
     /// lists (and, in an index made since they moved there, its URL
-    /// records), written by a thread of their own (`index.redb` ->
+    /// records and title lists), written by a thread of their own (`index.redb` ->
     /// `index.blocks.redb`). The two files are one index: copy, move or
     /// delete them together (a store file made afresh replaces a side file
     /// it finds there; a store whose side file is missing refuses to
@@ -273,7 +274,7 @@ impl RedbStore {
         })
         .map_err(Error::storage)?;
         let side_snapshot = match &self.side {
-            Some(s) => Some(side::snapshot(s.database(), s.urls)?),
+            Some(s) => Some(side::snapshot(s.database(), s.records)?),
             None => None,
         };
         let (result, pending, blocks, written) = {
@@ -331,42 +332,26 @@ impl RedbStore {
     /// dropped up to what the side file holds.
     fn log_blocks(&self, txn: &WriteTransaction, ops: &TxnBlockOps, durable: bool) -> Result<()> {
         let commit = self.backlog.read().commits + 1;
-        let mut log = txn.open_table(side::BLOCK_LOG).map_err(Error::storage)?;
-        if !ops.by_key.is_empty() {
-            log.insert(commit, ops.encode().as_slice())
-                .map_err(Error::storage)?;
+        // Each kind of change has a log of its own (the URL records' and
+        // title lists' only where they live in the side file): this
+        // commit's entry in each, and the entries the side file holds
+        // dropped at a durable commit.
+        let mut logs = vec![(side::BLOCK_LOG, (!ops.by_key.is_empty()).then(|| ops.encode()))];
+        if self.side.as_ref().is_some_and(|s| s.records) {
+            logs.push((side::URL_LOG, (!ops.urls.is_empty()).then(|| ops.encode_urls())));
+            logs.push((
+                side::TITLE_LOG,
+                (!ops.titles.is_empty()).then(|| ops.encode_titles()),
+            ));
         }
-        let records_on_side = self.side.as_ref().is_some_and(|s| s.urls);
-        let mut record_logs = if records_on_side {
-            Some((
-                txn.open_table(side::URL_LOG).map_err(Error::storage)?,
-                txn.open_table(side::TITLE_LOG).map_err(Error::storage)?,
-            ))
-        } else {
-            None
-        };
-        if let Some((url_log, title_log)) = &mut record_logs {
-            if !ops.urls.is_empty() {
-                url_log
-                    .insert(commit, ops.encode_urls().as_slice())
-                    .map_err(Error::storage)?;
+        let applied = self.side.as_ref().filter(|_| durable).map(SideBlocks::applied);
+        for (def, entry) in logs {
+            let mut log = txn.open_table(def).map_err(Error::storage)?;
+            if let Some(entry) = entry {
+                log.insert(commit, entry.as_slice()).map_err(Error::storage)?;
             }
-            if !ops.titles.is_empty() {
-                title_log
-                    .insert(commit, ops.encode_titles().as_slice())
-                    .map_err(Error::storage)?;
-            }
-        }
-        if durable && let Some(side) = &self.side {
-            let applied = side.applied();
-            log.retain_in(..=applied, |_, _| false).map_err(Error::storage)?;
-            if let Some((url_log, title_log)) = &mut record_logs {
-                url_log
-                    .retain_in(..=applied, |_, _| false)
-                    .map_err(Error::storage)?;
-                title_log
-                    .retain_in(..=applied, |_, _| false)
-                    .map_err(Error::storage)?;
+            if let Some(applied) = applied {
+                log.retain_in(..=applied, |_, _| false).map_err(Error::storage)?;
             }
         }
         Ok(())
@@ -434,7 +419,7 @@ impl Store for RedbStore {
         let side = self
             .side
             .as_ref()
-            .map(|s| (s.database() as &dyn side::SnapshotSource, s.urls));
+            .map(|s| (s.database() as &dyn side::SnapshotSource, s.records));
         let tables = RedbReadTables::new(&self.bands, txn).behind(behind, side);
         f(&tables)
     }
@@ -449,11 +434,9 @@ impl Store for RedbStore {
 
     /// `blocks-file` when the block lists live in a side file (a build
     /// from before side files would find none in this file), `side-file`
-    /// when the URL records do too.
+    /// when the URL records and title lists do too.
     fn layout(&self) -> Option<&'static str> {
-        self.side
-            .as_ref()
-            .map(|s| if s.urls { side::LAYOUT_URLS } else { side::LAYOUT })
+        self.side.as_ref().map(|s| side::layout(s.records))
     }
 
     fn rebuild_bands(&self, keys: &dyn Fn(&DocRecord) -> Vec<u64>) -> Result<()> {
@@ -528,8 +511,8 @@ pub struct RedbTables<'t> {
     /// Block-list changes of earlier commits, not in `blocks` (or the side
     /// file) yet.
     held: HeldView<'t>,
-    /// Block-list changes of this transaction (and URL record changes,
-    /// when those live in the side file).
+    /// Block-list changes of this transaction (and URL record and title
+    /// list changes, when those live in the side file).
     blocks_txn: TxnBlockOps,
     /// The last URL record read or written with the records in the side
     /// file: its digest and time. The URL tier reads a record and then
@@ -613,6 +596,11 @@ impl RedbTables<'_> {
         self.held.side.and_then(|s| s.urls.as_ref())
     }
 
+    /// The side file's title lists, when they live there.
+    fn side_titles(&self) -> Option<&ReadOnlyTable<u128, &'static [u8]>> {
+        self.held.side.and_then(|s| s.titles.as_ref())
+    }
+
     /// The URL record of `digest`: this transaction's last change, else
     /// the last one held, else the side file's record when the URL records
     /// live there, else this file's.
@@ -640,7 +628,7 @@ impl RedbTables<'_> {
     /// file's list with the changes held and this transaction's on top
     /// when the title lists live there, else this file's.
     fn title_list(&self, digest: u128, limit: usize, out: &mut Vec<DocId>) -> Result<()> {
-        let Some(side) = self.held.side.and_then(|s| s.titles.as_ref()) else {
+        let Some(side) = self.side_titles() else {
             return stored_titles(&self.titles, digest, limit, out);
         };
         let stored = side.get(digest).map_err(Error::storage)?;
@@ -838,12 +826,7 @@ fn side_titles(
 ) {
     if !touched {
         if let Some(bytes) = stored {
-            out.extend(
-                bytes
-                    .rchunks_exact(8)
-                    .take(limit)
-                    .map(|c| u64::from_le_bytes(<[u8; 8]>::try_from(c).unwrap_or_default())),
-            );
+            out.extend(bytes.rchunks_exact(8).take(limit).map(behind::title_id));
         }
         return;
     }
@@ -942,7 +925,7 @@ impl Tables for RedbTables<'_> {
     /// With the title lists in the side file, held until a durable
     /// commit hands them to its thread.
     fn add_title(&mut self, digest: u128, id: DocId) -> Result<()> {
-        if self.side_urls().is_some() {
+        if self.side_titles().is_some() {
             self.blocks_txn.push_title(digest, TitleOp::Add(id));
             return Ok(());
         }
@@ -951,7 +934,7 @@ impl Tables for RedbTables<'_> {
     }
 
     fn remove_title(&mut self, digest: u128, id: DocId) -> Result<()> {
-        if self.side_urls().is_some() {
+        if self.side_titles().is_some() {
             self.blocks_txn.push_title(digest, TitleOp::Remove(id));
             return Ok(());
         }

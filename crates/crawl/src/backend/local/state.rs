@@ -155,6 +155,18 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
 
+    /// A state at `path` that recorded `extra` with the default settings,
+    /// as a build recording them would have left it.
+    fn made_recording(path: &std::path::Path, extra: &[(&str, &str)]) {
+        let d = Deduper::with_params(
+            simcrawl_dedup::RedbStore::open(path).unwrap(),
+            Config::default().dedup,
+            extra,
+        )
+        .unwrap();
+        d.flush().unwrap();
+    }
+
     fn reopen_recording(name: &str, value: &str) -> anyhow::Error {
         let cfg = Config::default();
         let params = recorded_params(&cfg).unwrap();
@@ -164,14 +176,7 @@ mod tests {
             .collect();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("index.redb");
-        let d = Deduper::with_params(
-            simcrawl_dedup::RedbStore::open(&path).unwrap(),
-            cfg.dedup.clone(),
-            &extra,
-        )
-        .unwrap();
-        d.flush().unwrap();
-        drop(d);
+        made_recording(&path, &extra);
         open_deduper(simcrawl_dedup::RedbStore::open(&path).unwrap(), &mut cfg.clone()).unwrap_err()
     }
 
@@ -215,14 +220,7 @@ mod tests {
         let before = dir.path().join("before.redb");
         let params = recorded_params(&cfg).unwrap();
         let extra: Vec<(&str, &str)> = params.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let d = Deduper::with_params(
-            simcrawl_dedup::RedbStore::open(&before).unwrap(),
-            cfg.dedup.clone(),
-            &extra,
-        )
-        .unwrap();
-        d.flush().unwrap();
-        drop(d);
+        made_recording(&before, &extra);
         let d = open_deduper(
             simcrawl_dedup::RedbStore::open(&before).unwrap(),
             &mut cfg.clone(),
@@ -234,14 +232,7 @@ mod tests {
         let other = dir.path().join("other.redb");
         let mut extra = extra.clone();
         extra.push(("revisit_records", "1"));
-        drop(
-            Deduper::with_params(
-                simcrawl_dedup::RedbStore::open(&other).unwrap(),
-                cfg.dedup.clone(),
-                &extra,
-            )
-            .unwrap(),
-        );
+        made_recording(&other, &extra);
         let e = format!(
             "{:#}",
             open_deduper(simcrawl_dedup::RedbStore::open(&other).unwrap(), &mut cfg.clone()).unwrap_err()

@@ -98,14 +98,12 @@ pub(super) fn apply_titles<'a>(ids: &mut Vec<u64>, ops: impl IntoIterator<Item =
 /// A title list as stored in the side file: ids, ascending, 8 bytes each
 /// (little-endian).
 pub(super) fn decode_title_list(bytes: &[u8]) -> Vec<u64> {
-    bytes
-        .chunks_exact(8)
-        .map(|c| {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(c);
-            u64::from_le_bytes(b)
-        })
-        .collect()
+    bytes.chunks_exact(8).map(title_id).collect()
+}
+
+/// One id of a stored title list (an 8-byte chunk of it).
+pub(super) fn title_id(chunk: &[u8]) -> u64 {
+    u64::from_le_bytes(<[u8; 8]>::try_from(chunk).unwrap_or_default())
 }
 
 /// The stored form of a title list ([`decode_title_list`]).
@@ -263,13 +261,11 @@ impl TxnBlockOps {
         let mut out = Vec::new();
         for (digest, ops) in &self.titles {
             for op in ops {
-                let (tag, id) = match *op {
-                    TitleOp::Add(id) => (1u8, id),
-                    TitleOp::Remove(id) => (2u8, id),
+                let (add, id) = match *op {
+                    TitleOp::Add(id) => (true, id),
+                    TitleOp::Remove(id) => (false, id),
                 };
-                out.extend_from_slice(&digest.to_le_bytes());
-                out.push(tag);
-                out.extend_from_slice(&id.to_le_bytes());
+                push_entry(&mut out, *digest, add, &id.to_le_bytes());
             }
         }
         out
@@ -278,23 +274,17 @@ impl TxnBlockOps {
     /// Adds the title changes of a title log entry (see
     /// [`TxnBlockOps::encode_titles`]).
     pub(super) fn decode_titles_into(&mut self, bytes: &[u8]) -> Result<(), String> {
-        if !bytes.len().is_multiple_of(TITLE_LOGGED) {
-            return Err(format!("a title log entry of {} bytes", bytes.len()));
-        }
-        for e in bytes.chunks_exact(TITLE_LOGGED) {
-            let mut key = [0u8; 16];
-            key.copy_from_slice(&e[..16]);
-            let mut id = [0u8; 8];
-            id.copy_from_slice(&e[17..]);
+        each_entry(bytes, "title", |digest, add, id: [u8; 8]| {
             let id = u64::from_le_bytes(id);
-            let op = match e[16] {
-                1 => TitleOp::Add(id),
-                2 => TitleOp::Remove(id),
-                t => return Err(format!("a title log entry with change {t}")),
-            };
-            self.push_title(u128::from_le_bytes(key), op);
-        }
-        Ok(())
+            self.push_title(
+                digest,
+                if add {
+                    TitleOp::Add(id)
+                } else {
+                    TitleOp::Remove(id)
+                },
+            );
+        })
     }
 
     /// This transaction's last change to the URL record `digest`.
@@ -359,40 +349,34 @@ impl TxnBlockOps {
     /// store): per change its key (16 bytes, little-endian), `1` for an
     /// add or `2` for a removal, and the posting.
     pub(super) fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.len * LOGGED);
+        let changes: usize = self.by_key.values().map(Vec::len).sum();
+        let mut out = Vec::with_capacity(changes * LOGGED);
         for (key, ops) in &self.by_key {
             for op in ops {
-                let (tag, p) = match op {
-                    BlockOp::Add(p) => (1u8, p),
-                    BlockOp::Remove(p) => (2u8, p),
+                let (add, p) = match op {
+                    BlockOp::Add(p) => (true, p),
+                    BlockOp::Remove(p) => (false, p),
                 };
-                out.extend_from_slice(&key.to_le_bytes());
-                out.push(tag);
-                out.extend_from_slice(p);
+                push_entry(&mut out, *key, add, p);
             }
         }
         out
     }
 
     /// The changes of a log entry (see [`TxnBlockOps::encode`]).
-    pub(super) fn decode(bytes: &[u8]) -> Result<TxnBlockOps, String> {
-        if !bytes.len().is_multiple_of(LOGGED) {
-            return Err(format!("a block-list log entry of {} bytes", bytes.len()));
-        }
+    #[cfg(test)]
+    fn decode(bytes: &[u8]) -> Result<TxnBlockOps, String> {
         let mut ops = TxnBlockOps::default();
-        for e in bytes.chunks_exact(LOGGED) {
-            let mut key = [0u8; 16];
-            key.copy_from_slice(&e[..16]);
-            let mut p = [0u8; POSTING];
-            p.copy_from_slice(&e[17..]);
-            let op = match e[16] {
-                1 => BlockOp::Add(p),
-                2 => BlockOp::Remove(p),
-                t => return Err(format!("a block-list log entry with change {t}")),
-            };
-            ops.push(u128::from_le_bytes(key), op);
-        }
+        ops.decode_blocks_into(bytes)?;
         Ok(ops)
+    }
+
+    /// Adds the block-list changes of a block log entry (see
+    /// [`TxnBlockOps::encode`]).
+    pub(super) fn decode_blocks_into(&mut self, bytes: &[u8]) -> Result<(), String> {
+        each_entry(bytes, "block-list", |key, add, p: [u8; POSTING]| {
+            self.push(key, if add { BlockOp::Add(p) } else { BlockOp::Remove(p) });
+        })
     }
 
     /// The changes to `key` of this transaction.
@@ -401,11 +385,44 @@ impl TxnBlockOps {
     }
 }
 
-/// Bytes of one change in a log entry: key, tag, posting.
+/// Bytes of one change in a block-list log entry: key, tag, posting.
 const LOGGED: usize = 16 + 1 + POSTING;
 
-/// Bytes of one change in a title log entry: digest, tag, id.
-const TITLE_LOGGED: usize = 16 + 1 + 8;
+/// Appends one change to a block-list or title log entry: its key (16
+/// bytes, little-endian), `1` for an add or `2` for a removal, and what is
+/// added or removed.
+fn push_entry(out: &mut Vec<u8>, key: u128, add: bool, what: &[u8]) {
+    out.extend_from_slice(&key.to_le_bytes());
+    out.push(if add { 1 } else { 2 });
+    out.extend_from_slice(what);
+}
+
+/// Calls `each` with every change of a log entry whose changes are
+/// [`push_entry`]'s with `N` bytes each (key, whether an add, the bytes);
+/// `log` names the log in errors.
+fn each_entry<const N: usize>(
+    bytes: &[u8],
+    log: &str,
+    mut each: impl FnMut(u128, bool, [u8; N]),
+) -> Result<(), String> {
+    let size = 17 + N;
+    if !bytes.len().is_multiple_of(size) {
+        return Err(format!("a {log} log entry of {} bytes", bytes.len()));
+    }
+    for e in bytes.chunks_exact(size) {
+        let mut key = [0u8; 16];
+        key.copy_from_slice(&e[..16]);
+        let mut what = [0u8; N];
+        what.copy_from_slice(&e[17..]);
+        let add = match e[16] {
+            1 => true,
+            2 => false,
+            t => return Err(format!("a {log} log entry with change {t}")),
+        };
+        each(u128::from_le_bytes(key), add, what);
+    }
+    Ok(())
+}
 
 /// A batch of changes handed to the side file's thread (`side`): written
 /// there up to commit `upto`.
@@ -514,6 +531,36 @@ mod tests {
         let mut keys: Vec<u128> = held.keys().collect();
         keys.sort_unstable();
         assert_eq!(keys, [7, 8]);
+    }
+
+    /// A transaction's title and URL record changes survive their logs'
+    /// encodings (titles in order per title, a record's last change); a
+    /// truncated entry or an unknown change is refused.
+    #[test]
+    fn title_and_url_log_entries_decode_as_written() {
+        let mut ops = TxnBlockOps::default();
+        ops.push_title(9, TitleOp::Add(4));
+        ops.push_title(9, TitleOp::Remove(4));
+        ops.push_title(u128::MAX, TitleOp::Add(u64::MAX));
+        ops.push_url(3, UrlOp::Put(b"\x01\0\0\0\0\0\0\0http://a/".as_slice().into()));
+        ops.push_url(3, UrlOp::Remove);
+        ops.push_url(7, UrlOp::Put(b"\x02\0\0\0\0\0\0\0http://b/".as_slice().into()));
+        let (titles, urls) = (ops.encode_titles(), ops.encode_urls());
+        let mut back = TxnBlockOps::default();
+        back.decode_titles_into(&titles).unwrap();
+        back.decode_urls_into(&urls).unwrap();
+        assert_eq!(back.titles_of(9), [TitleOp::Add(4), TitleOp::Remove(4)]);
+        assert_eq!(back.titles_of(u128::MAX), [TitleOp::Add(u64::MAX)]);
+        assert_eq!(back.url_of(3), Some(&UrlOp::Remove));
+        assert_eq!(back.url_of(7), ops.url_of(7));
+        assert_eq!(back.len, ops.len);
+        let mut none = TxnBlockOps::default();
+        assert!(none.decode_titles_into(&titles[1..]).is_err());
+        assert!(none.decode_urls_into(&urls[..urls.len() - 1]).is_err());
+        let mut bad = titles.clone();
+        bad[16] = 9;
+        let e = none.decode_titles_into(&bad).unwrap_err();
+        assert!(e.contains("title log entry with change 9"), "{e}");
     }
 
     /// A transaction's changes survive the log's encoding, in order per

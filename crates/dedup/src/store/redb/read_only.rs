@@ -107,7 +107,7 @@ impl Store for RedbReadOnlyStore {
                 epochs: vec![side.logged.clone()],
                 upto: side.upto,
             };
-            tables = tables.behind(behind, Some((&side.db, side.urls)));
+            tables = tables.behind(behind, Some((&side.db, side.records)));
         }
         f(&tables)
     }
@@ -122,13 +122,7 @@ impl Store for RedbReadOnlyStore {
     }
 
     fn layout(&self) -> Option<&'static str> {
-        self.side.as_ref().map(|s| {
-            if s.urls {
-                super::side::LAYOUT_URLS
-            } else {
-                super::side::LAYOUT
-            }
-        })
+        self.side.as_ref().map(|s| super::side::layout(s.records))
     }
 
     fn rebuild_bands(&self, keys: &dyn Fn(&DocRecord) -> Vec<u64>) -> Result<()> {

@@ -56,20 +56,26 @@ pub(super) const TITLE_LISTS: TableDefinition<u128, &[u8]> = TableDefinition::ne
 const SIDE_META: TableDefinition<&str, u64> = TableDefinition::new("dedup_side_meta");
 /// The store's layout ([`crate::store::Store::layout`]) with a side file
 /// that holds the block lists only (made before 2026-12-06's fourth
-/// session: its URL records stay in the main file).
-pub(super) const LAYOUT: &str = "blocks-file";
+/// session: its URL records and titles stay in the main file).
+const LAYOUT: &str = "blocks-file";
 /// The layout with a side file that holds the block lists, the URL
 /// records and the title lists: a build that keeps those in the main file
 /// would find none there, and refuses the index by its recorded
 /// parameters.
-pub(super) const LAYOUT_URLS: &str = "side-file";
+const LAYOUT_RECORDS: &str = "side-file";
+
+/// The layout of an index with a side file (`records`: whether its URL
+/// records and title lists live there too).
+pub(super) fn layout(records: bool) -> &'static str {
+    if records { LAYOUT_RECORDS } else { LAYOUT }
+}
 
 /// In the main file's meta table: the id of its side file (8 bytes).
 const SIDE_ID: &str = "blocks:side";
 /// In the main file's meta table, present when its URL records (not their
 /// time index, `dedup_url_times`, which stays in the main file) and its
 /// title lists live in the side file.
-pub(super) const URLS_SIDE: &str = "records:side";
+pub(super) const RECORDS_SIDE: &str = "records:side";
 
 /// Batches waiting for the side thread at most: past this the writer
 /// waits for it at its durable commits.
@@ -91,16 +97,6 @@ pub(super) fn side_cache(total: usize) -> usize {
 /// `index.redb` -> `index.blocks.redb`.
 pub(super) fn side_path(main: &Path) -> PathBuf {
     main.with_extension("blocks.redb")
-}
-
-/// The changes of `epochs`, then of `txn`, written into the block lists
-/// of `table`, in key order: each list read and written once.
-pub(super) fn merge(
-    table: &mut Table<'_, u128, &'static [u8]>,
-    epochs: &[&BlockOps],
-    txn: Option<&TxnBlockOps>,
-) -> Result<()> {
-    merge_blocks(table, epochs, txn)
 }
 
 /// The URL record changes of `epochs` (oldest first) written into the
@@ -149,7 +145,9 @@ fn merge_titles(table: &mut Table<'_, u128, &'static [u8]>, epochs: &[&BlockOps]
     Ok(())
 }
 
-fn merge_blocks(
+/// The changes of `epochs`, then of `txn`, written into the block lists
+/// of `table`, in key order: each list read and written once.
+pub(super) fn merge(
     table: &mut Table<'_, u128, &'static [u8]>,
     epochs: &[&BlockOps],
     txn: Option<&TxnBlockOps>,
@@ -189,8 +187,8 @@ pub(super) struct SideBlocks {
     /// The last commit the side file holds, durably.
     applied: Arc<AtomicU64>,
     /// Whether the URL records and title lists live here too
-    /// ([`URLS_SIDE`]).
-    pub(super) urls: bool,
+    /// ([`RECORDS_SIDE`]).
+    pub(super) records: bool,
     /// Why the thread stopped, if it failed.
     failed: Arc<Mutex<Option<String>>>,
     thread: Option<JoinHandle<()>>,
@@ -214,24 +212,24 @@ impl SideBlocks {
     /// the side file of `main`, writing into it the log entries it lacks.
     pub(super) fn open(main: &Database, path: &Path, cache: usize) -> Result<Home> {
         let side = side_path(path);
-        let (id, in_file, urls) = {
+        let (id, in_file, records) = {
             let txn = main.begin_read().map_err(Error::storage)?;
             let id = side_id(&txn, path)?;
-            let urls = urls_on_side(&txn)?;
+            let records = records_on_side(&txn)?;
             let in_file = match txn.open_table(BLOCKS) {
                 Ok(t) => t.first().map_err(Error::storage)?.is_some(),
                 Err(redb::TableError::TableDoesNotExist(_)) => false,
                 Err(e) => return Err(Error::storage(e)),
             };
-            (id, in_file, urls)
+            (id, in_file, records)
         };
-        let (db, commits, urls) = match id {
+        let (db, commits, records) = match id {
             None if in_file => return Ok(Home::InFile),
             None => (create(main, path, &side, cache)?, 0, true),
             Some(id) => {
                 let db = open_existing(path, &side, id, cache)?;
                 let commits = replay(main, &db)?;
-                (db, commits, urls)
+                (db, commits, records)
             }
         };
         let db = Arc::new(db);
@@ -259,7 +257,7 @@ impl SideBlocks {
                 path: side,
                 batches: Some(tx),
                 applied,
-                urls,
+                records,
                 failed,
                 thread: Some(thread),
                 #[cfg(test)]
@@ -427,7 +425,8 @@ fn create(main: &Database, path: &Path, side: &Path, cache: usize) -> Result<Dat
         let mut meta = txn.open_table(META).map_err(Error::storage)?;
         meta.insert(SIDE_ID, id.to_le_bytes().as_slice())
             .map_err(Error::storage)?;
-        meta.insert(URLS_SIDE, [1u8].as_slice()).map_err(Error::storage)?;
+        meta.insert(RECORDS_SIDE, [1u8].as_slice())
+            .map_err(Error::storage)?;
         txn.open_table(BLOCK_LOG).map_err(Error::storage)?;
         txn.open_table(URL_LOG).map_err(Error::storage)?;
         txn.open_table(TITLE_LOG).map_err(Error::storage)?;
@@ -449,10 +448,11 @@ fn side_id(main: &redb::ReadTransaction, path: &Path) -> Result<Option<u64>> {
     }
 }
 
-/// Whether a main file keeps its URL records in its side file.
-fn urls_on_side(main: &redb::ReadTransaction) -> Result<bool> {
+/// Whether a main file keeps its URL records and title lists in its side
+/// file.
+fn records_on_side(main: &redb::ReadTransaction) -> Result<bool> {
     match main.open_table(META) {
-        Ok(meta) => Ok(meta.get(URLS_SIDE).map_err(Error::storage)?.is_some()),
+        Ok(meta) => Ok(meta.get(RECORDS_SIDE).map_err(Error::storage)?.is_some()),
         Err(redb::TableError::TableDoesNotExist(_)) => Ok(false),
         Err(e) => Err(Error::storage(e)),
     }
@@ -512,10 +512,17 @@ fn replay(main: &Database, side: &Database) -> Result<u64> {
 fn logged_after(main: &redb::ReadTransaction, after: u64) -> Result<(BlockOps, u64)> {
     let mut ops = BlockOps::default();
     let mut last = after;
-    // One commit's block-list and URL changes are one transaction's: read
-    // from the two logs and held under the commit's number together.
+    // One commit's block-list, URL record and title list changes are one
+    // transaction's: read from their logs and held under the commit's
+    // number together.
+    type Decode = fn(&mut TxnBlockOps, &[u8]) -> std::result::Result<(), String>;
+    let logs: [(TableDefinition<u64, &[u8]>, Decode); 3] = [
+        (BLOCK_LOG, TxnBlockOps::decode_blocks_into),
+        (URL_LOG, TxnBlockOps::decode_urls_into),
+        (TITLE_LOG, TxnBlockOps::decode_titles_into),
+    ];
     let mut by_commit: std::collections::BTreeMap<u64, TxnBlockOps> = std::collections::BTreeMap::new();
-    for (def, kind) in [(BLOCK_LOG, 0), (URL_LOG, 1), (TITLE_LOG, 2)] {
+    for (def, decode) in logs {
         let log = match main.open_table(def) {
             Ok(t) => t,
             Err(redb::TableError::TableDoesNotExist(_)) => continue,
@@ -524,24 +531,7 @@ fn logged_after(main: &redb::ReadTransaction, after: u64) -> Result<(BlockOps, u
         for entry in log.range(after.saturating_add(1)..).map_err(Error::storage)? {
             let (k, v) = entry.map_err(Error::storage)?;
             let commit = k.value();
-            if kind == 1 {
-                by_commit
-                    .entry(commit)
-                    .or_default()
-                    .decode_urls_into(v.value())
-                    .map_err(Error::Corrupt)?;
-            } else if kind == 2 {
-                by_commit
-                    .entry(commit)
-                    .or_default()
-                    .decode_titles_into(v.value())
-                    .map_err(Error::Corrupt)?;
-            } else {
-                let blocks = TxnBlockOps::decode(v.value()).map_err(Error::Corrupt)?;
-                let held = by_commit.entry(commit).or_default();
-                held.by_key = blocks.by_key;
-                held.len += blocks.len;
-            }
+            decode(by_commit.entry(commit).or_default(), v.value()).map_err(Error::Corrupt)?;
             last = last.max(commit);
         }
     }
@@ -555,8 +545,8 @@ fn logged_after(main: &redb::ReadTransaction, after: u64) -> Result<(BlockOps, u
 /// file's log that it lacks (a crash before the side thread wrote them).
 pub(super) struct ReadOnlySide {
     pub(super) db: ReadOnlyDatabase,
-    /// Whether the URL records live here too.
-    pub(super) urls: bool,
+    /// Whether the URL records and title lists live here too.
+    pub(super) records: bool,
     pub(super) logged: Epoch,
     pub(super) upto: u64,
 }
@@ -587,15 +577,15 @@ impl ReadOnlySide {
         let (ops, upto) = logged_after(&txn, applied_of(&snap)?)?;
         Ok(Some(ReadOnlySide {
             db,
-            urls: urls_on_side(&txn)?,
+            records: records_on_side(&txn)?,
             logged: Arc::new(parking_lot::RwLock::new(ops)),
             upto,
         }))
     }
 }
 
-/// A snapshot of a side file: its lists, its URL records when they live
-/// there, and the last commit it holds.
+/// A snapshot of a side file: its lists, its URL records and title lists
+/// when they live there, and the last commit it holds.
 pub(super) struct SideSnapshot {
     pub(super) blocks: ReadOnlyTable<u128, &'static [u8]>,
     pub(super) urls: Option<ReadOnlyTable<u128, &'static [u8]>>,
@@ -603,23 +593,21 @@ pub(super) struct SideSnapshot {
     pub(super) applied: u64,
 }
 
-/// A snapshot of the side file `db` (`urls`: whether it holds the URL
-/// records).
-pub(super) fn snapshot(db: &dyn SnapshotSource, urls: bool) -> Result<SideSnapshot> {
+/// A snapshot of the side file `db` (`records`: whether it holds the URL
+/// records and title lists).
+pub(super) fn snapshot(db: &dyn SnapshotSource, records: bool) -> Result<SideSnapshot> {
     let txn = db.begin().map_err(Error::storage)?;
     let applied = applied_of(&txn)?;
     Ok(SideSnapshot {
         blocks: txn.open_table(BLOCKS).map_err(Error::storage)?,
-        urls: if urls {
-            Some(txn.open_table(URLS).map_err(Error::storage)?)
-        } else {
-            None
-        },
-        titles: if urls {
-            Some(txn.open_table(TITLE_LISTS).map_err(Error::storage)?)
-        } else {
-            None
-        },
+        urls: records
+            .then(|| txn.open_table(URLS))
+            .transpose()
+            .map_err(Error::storage)?,
+        titles: records
+            .then(|| txn.open_table(TITLE_LISTS))
+            .transpose()
+            .map_err(Error::storage)?,
         applied,
     })
 }

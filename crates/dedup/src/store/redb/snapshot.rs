@@ -79,11 +79,11 @@ impl<'s> RedbReadTables<'s> {
     }
 
     /// The side file's snapshot, begun on first use.
-    fn side_snapshot(&self, src: &dyn side::SnapshotSource, urls: bool) -> Result<&SideSnapshot> {
+    fn side_snapshot(&self, src: &dyn side::SnapshotSource, records: bool) -> Result<&SideSnapshot> {
         if let Some(s) = self.side_snapshot.get() {
             return Ok(s);
         }
-        let s = side::snapshot(src, urls)?;
+        let s = side::snapshot(src, records)?;
         Ok(self.side_snapshot.get_or_init(|| s))
     }
 
@@ -137,8 +137,8 @@ impl<'s> RedbReadTables<'s> {
     /// Calls `f` with the posting list of block `k`, if any.
     pub(super) fn with_block(&self, k: u128, f: &mut dyn FnMut(&[u8])) -> Result<()> {
         let (stored, after) = match self.side {
-            Some((src, urls)) => {
-                let snap = self.side_snapshot(src, urls)?;
+            Some((src, records)) => {
+                let snap = self.side_snapshot(src, records)?;
                 (snap.blocks.get(k).map_err(Error::storage)?, snap.applied)
             }
             None => (self.blocks()?.get(k).map_err(Error::storage)?, 0),

@@ -194,7 +194,7 @@ fn as_before_side_files(path: &std::path::Path, params: Option<&str>) {
         {
             let mut meta = txn.open_table(super::META).unwrap();
             meta.remove("blocks:side").unwrap();
-            meta.remove(super::side::URLS_SIDE).unwrap();
+            meta.remove(super::side::RECORDS_SIDE).unwrap();
             if let Some(p) = params {
                 meta.insert("params", p.as_bytes()).unwrap();
             }

@@ -100,7 +100,7 @@ fn url_records_are_held_then_written_into_the_side_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("i.redb");
     let s = store(&path);
-    assert!(s.side.as_ref().unwrap().urls);
+    assert!(s.side.as_ref().unwrap().records);
     assert_eq!(s.layout(), Some("side-file"));
     s.write(|t| {
         assert_eq!(t.url(1)?, None);
@@ -216,7 +216,7 @@ fn as_before_side_urls(path: &std::path::Path) {
     let txn = s.database().begin_write().unwrap();
     {
         let mut meta = txn.open_table(super::META).unwrap();
-        meta.remove(super::side::URLS_SIDE).unwrap();
+        meta.remove(super::side::RECORDS_SIDE).unwrap();
     }
     txn.commit().unwrap();
 }
@@ -229,7 +229,7 @@ fn an_index_with_url_records_in_its_main_file_keeps_them_there() {
     let path = dir.path().join("i.redb");
     as_before_side_urls(&path);
     let s = store(&path);
-    assert!(!s.side.as_ref().unwrap().urls);
+    assert!(!s.side.as_ref().unwrap().records);
     assert_eq!(s.layout(), Some("blocks-file"));
     put(&s, 1, &rec(10, "a"));
     s.write(|t| t.add_title(3, 1)).unwrap();
@@ -344,7 +344,7 @@ fn run_model(path: &std::path::Path, side_urls: bool, steps: &[Step]) {
                 s = store(path);
             }
         }
-        assert_eq!(s.side.as_ref().unwrap().urls, side_urls);
+        assert_eq!(s.side.as_ref().unwrap().records, side_urls);
         let expired: Vec<u128> = model
             .iter()
             .filter(|(_, r)| r.first_seen < 2)
