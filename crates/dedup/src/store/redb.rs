@@ -409,18 +409,30 @@ impl Store for RedbStore {
     }
 
     fn read<R>(&self, mut f: impl FnMut(&dyn ReadTables) -> Result<R>) -> Result<R> {
-        let (txn, behind) = {
+        // The side file's snapshot is begun with the main file's, under the
+        // backlog's lock: no commit can land between them, so the side file
+        // holds no commit past the reader's. Begun later, on first use, it
+        // could already hold a commit made after the reader's snapshot, and
+        // the reader saw that commit's block lists (a race
+        // `tests::a_reader_keeps_its_view_across_a_write_behind` lost).
+        let (txn, behind, snap) = {
             let backlog = self.backlog.read();
-            (
-                self.db.begin_read().map_err(Error::storage)?,
-                Behind::of(&backlog),
-            )
+            let txn = self.db.begin_read().map_err(Error::storage)?;
+            let behind = Behind::of(&backlog);
+            let snap = match &self.side {
+                Some(s) => Some(side::snapshot(s.database(), s.records)?),
+                None => None,
+            };
+            (txn, behind, snap)
         };
         let side = self
             .side
             .as_ref()
             .map(|s| (s.database() as &dyn side::SnapshotSource, s.records));
-        let tables = RedbReadTables::new(&self.bands, txn).behind(behind, side);
+        let mut tables = RedbReadTables::new(&self.bands, txn).behind(behind, side);
+        if let Some(snap) = snap {
+            tables = tables.with_side_snapshot(snap);
+        }
         f(&tables)
     }
 

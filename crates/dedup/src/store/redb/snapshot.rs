@@ -79,6 +79,13 @@ impl<'s> RedbReadTables<'s> {
     }
 
     /// The side file's snapshot, begun on first use.
+    /// These tables reading the side file from `snap`, begun together
+    /// with their own snapshot.
+    pub(super) fn with_side_snapshot(self, snap: SideSnapshot) -> Self {
+        let _ = self.side_snapshot.set(snap);
+        self
+    }
+
     fn side_snapshot(&self, src: &dyn side::SnapshotSource, records: bool) -> Result<&SideSnapshot> {
         if let Some(s) = self.side_snapshot.get() {
             return Ok(s);
