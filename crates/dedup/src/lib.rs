@@ -72,7 +72,9 @@ pub use index::BlockLayout;
 pub use sketch::Sketch;
 #[cfg(feature = "sled")]
 pub use store::SledStore;
-pub use store::{AnyStore, BAND_POSTINGS, DocId, MemoryStore, Prefetch, ReadTables, Store, Tables};
+pub use store::{
+    AnyStore, BAND_POSTINGS, DocId, EarlyHits, MemoryStore, Prefetch, ReadTables, Store, Tables,
+};
 #[cfg(feature = "redb")]
 pub use store::{Commit, RedbOptions, RedbReadOnlyStore, RedbStore, RedbTables};
 #[cfg(feature = "redis")]

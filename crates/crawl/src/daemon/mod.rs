@@ -26,6 +26,7 @@ pub(crate) mod cpu;
 pub(crate) mod dispatch;
 pub(crate) mod load;
 pub(crate) mod signals;
+pub(crate) mod stages;
 pub(crate) mod worker;
 
 use std::path::Path;
@@ -178,6 +179,7 @@ pub(crate) fn page_stages(
         follow_nofollow: cfg.crawl.follow_nofollow,
         respect_noindex: cfg.crawl.respect_noindex,
         write_normalized: cfg.crawl.write_normalized,
+        write_text: cfg.crawl.write_text,
         languages: cfg.crawl.languages.clone(),
         lang: crate::lang::SiteLanguages::default(),
         templates,
@@ -187,6 +189,7 @@ pub(crate) fn page_stages(
         retry_waits: crate::progress::RetryWaits::default(),
         canonicals: Arc::new(crate::canonical::Canonicals::new(cfg.crawl.canonical_first)),
         url_probe: std::sync::OnceLock::new(),
+        early_hits: std::sync::OnceLock::new(),
         writer_load: Arc::new(crate::daemon::load::WriterLoad::new()),
     }))
 }

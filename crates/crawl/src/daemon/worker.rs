@@ -6,14 +6,14 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use parking_lot::Mutex;
 use simcrawl_dedup::{CanonicalUrl, Canonicalizer, Duplicate, Fingerprint, Signature};
 use url::Url;
 
-use crate::dust::Dust;
-use crate::frontier::{Candidate, Entry, ScopeRules};
-use crate::output::lines::{DuplicateLine, Judged, KeptLine};
-use crate::template::{Templates, host_of};
+pub use super::stages::{EarlyProbe, PageStages, Signer, UrlProbe};
+use crate::frontier::{Candidate, Entry};
+use crate::output::lines::{DuplicateLine, JsonText, Judged, KeptLine, json_text};
+use crate::template::host_of;
+use serde_json::value::RawValue;
 
 /// Times a page waits for a host whose robots.txt is unavailable before it
 /// counts as failed: with the fetcher's `robots_unavailable_retry_ms`
@@ -138,6 +138,9 @@ pub struct PageResult {
     pub title: String,
     /// The main text as the page wrote it (`Page::raw_text`), for kept.jsonl.
     pub text: String,
+    /// That text as a JSON string, with `crawl.write_text`: escaped here,
+    /// off the writer thread, which copies it into the kept line.
+    pub text_json: Option<JsonText>,
     /// The normalized title and text, as the tiers compared them: kept only
     /// with `crawl.write_normalized` (a second copy of the text otherwise
     /// dropped once signed).
@@ -180,6 +183,9 @@ pub struct PageResult {
     /// Its key in the revisit schedule (`crate::revisit::url_key`),
     /// computed here rather than on the single writer thread.
     pub url_key: Option<u128>,
+    /// Its SimHash candidates, looked up here on a snapshot
+    /// (`PageStages::early_hits`), for the writer to bring up to date.
+    pub early: Option<simcrawl_dedup::EarlyHits>,
     /// Its language is not one of `crawl.languages`: not judged (a line in
     /// errors.jsonl), its links followed.
     pub filtered_lang: bool,
@@ -276,14 +282,19 @@ impl PageResult {
         (c != own).then(|| (self.final_url.to_string(), c))
     }
 
-    /// The page's line in `kept.jsonl` (its text only with
-    /// `crawl.write_text`).
-    pub fn kept_line(&self, fingerprint: Option<Fingerprint>, write_text: bool) -> KeptLine<'_> {
+    /// The page's line in `kept.jsonl`, with `text` (its text as a JSON
+    /// string) only with `crawl.write_text`.
+    pub fn kept_line<'a>(
+        &'a self,
+        fingerprint: Option<Fingerprint>,
+        text: Option<&'a RawValue>,
+    ) -> KeptLine<'a> {
+        let write_text = text.is_some();
         KeptLine {
             via: Some(self.entry.via.as_deref()),
             final_url: Some(self.final_url.as_str()),
             status: Some(self.status),
-            text: write_text.then_some(self.text.as_str()),
+            text,
             title_normalized: self.normalized.as_ref().map(|n| n.title.as_str()),
             text_normalized: self
                 .normalized
@@ -310,64 +321,6 @@ impl PageResult {
         self.facts.judged(self.lang)
     }
 }
-
-/// Signs a document with the tiers' settings (`Deduper::sign`), whatever
-/// store the tiers live in: page tasks only sign, verdicts are the writer's.
-pub type Signer = Arc<dyn Fn((&str, &str), &crate::identity::Identity<'_>, &str) -> Signature + Send + Sync>;
-
-/// What every page task shares: the fetcher, the cleaner, the signer and
-/// the crawl's link rules.
-pub struct PageStages {
-    pub fetcher: simcrawl_fetch::Fetcher,
-    pub cleaner: simcrawl_clean::Cleaner,
-    pub sign: Signer,
-    /// The URL tier's key function (the tiers' `Deduper::canonicalizer`),
-    /// so links are canonicalized here, off the writer thread.
-    pub canon: simcrawl_dedup::Canonicalizer,
-    pub scope: ScopeRules,
-    /// `crawl.sitemaps`, `crawl.feeds`, `crawl.sitemap_max_urls`.
-    pub sitemaps: bool,
-    pub feeds: bool,
-    pub sitemap_max_urls: usize,
-    pub follow_nofollow: bool,
-    pub respect_noindex: bool,
-    /// `crawl.write_normalized`: pages keep their normalized title and
-    /// text for their kept line.
-    pub write_normalized: bool,
-    /// `crawl.languages`: the languages kept (empty: all).
-    pub languages: Vec<String>,
-    /// Page languages, spared where a host's declaration proved true.
-    pub lang: crate::lang::SiteLanguages,
-    pub templates: Templates,
-    /// Pages parsed at once: one per core. More would not go faster (the
-    /// work is CPU-bound) but would hold more parsed documents in memory at
-    /// once, each several times its page's size.
-    pub parsing: tokio::sync::Semaphore,
-    /// The permits of `parsing`: a page over [`LARGE_PARSE_BYTES`] takes
-    /// them all.
-    pub parse_slots: u32,
-    /// URL rewrite rules (learnt by the writer): an entry queued before its
-    /// host learnt a rule that maps it elsewhere is not fetched.
-    pub dust: Arc<Mutex<Dust>>,
-    /// The URLs waiting to be retried (recorded by the writer), for the
-    /// progress line.
-    pub retry_waits: crate::progress::RetryWaits,
-    /// Declared canonicals: which pages wait behind theirs
-    /// (`crate::canonical`); the writer tells it what became of them.
-    pub canonicals: Arc<crate::canonical::Canonicals>,
-    /// Reads when the URL tier first saw each link, on a snapshot of the
-    /// store, so that the single writer does not look up the links it
-    /// already knows (most of a page's links on a crawl under way). Set by
-    /// the local backend, whose store can be read beside the writer.
-    pub url_probe: std::sync::OnceLock<UrlProbe>,
-    /// Whether the writer is what the crawl waits for: `url_probe` is
-    /// used only then (it saves the writer time but costs more in all).
-    pub writer_load: Arc<crate::daemon::load::WriterLoad>,
-}
-
-/// See [`PageStages::url_probe`]: the first-seen time of each canonical URL,
-/// `None` where not seen (or on an error: the writer's check decides).
-pub type UrlProbe = Arc<dyn Fn(&[simcrawl_dedup::CanonicalUrl]) -> Vec<Option<u64>> + Send + Sync>;
 
 fn now_secs() -> u64 {
     SystemTime::now()
@@ -834,11 +787,13 @@ fn clean_and_sign(
         })
     });
     let (own_blocks, url_images) = for_the_learners(stages, &entry.url, &page.own_text);
+    let (text_json, early) = off_the_writer(stages, &page.raw_text, &sig, filtered_lang);
     Outcome::Page(Box::new(PageResult {
         final_url: fetched.final_url,
         status: fetched.status,
         title: page.raw_title,
         text: page.raw_text,
+        text_json,
         normalized,
         links,
         url_images,
@@ -860,7 +815,28 @@ fn clean_and_sign(
         filtered_lang,
         url_key,
         wait_for,
+        early,
     }))
+}
+
+/// The page's text escaped for its kept line, and its SimHash candidates
+/// looked up on a snapshot (while the writer is what the crawl waits for,
+/// for a page to be judged): work taken off the writer. Looked up last, so
+/// that the writer has the fewest commits to add to them.
+fn off_the_writer(
+    stages: &PageStages,
+    text: &str,
+    sig: &Signature,
+    filtered_lang: bool,
+) -> (Option<JsonText>, Option<simcrawl_dedup::EarlyHits>) {
+    // An escape of a `&str` cannot fail; were it to, the writer escapes
+    // the text itself (`Recorder::judged`).
+    let text_json = stages.write_text.then(|| json_text(text).ok()).flatten();
+    let early = match stages.early_hits.get() {
+        Some(probe) if stages.writer_load.saturated() && !filtered_lang => probe(sig),
+        _ => None,
+    };
+    (text_json, early)
 }
 
 /// A page the cleaner refused (`error`): failed.

@@ -5,9 +5,9 @@
 //! *what*: which file, which line, which WARC record, which counter.
 
 use anyhow::Result;
-use simcrawl_dedup::{Tier, Verdict};
+use simcrawl_dedup::{Fingerprint, Tier, Verdict};
 
-use super::lines::{DuplicateLine, ErrorLine};
+use super::lines::{DuplicateLine, ErrorLine, json_text};
 use super::sinks::Outputs;
 use super::warc::CopyNote;
 use crate::daemon::worker::PageResult;
@@ -129,20 +129,8 @@ impl Recorder<'_> {
                 self.archive(p, None)?;
                 self.outputs.errors.write(&ErrorLine::noindex(url).via(via))
             }
-            Some(Verdict::Unique { fingerprint, .. }) => {
-                self.stats.verdicts.kept += 1;
-                self.archive(p, None)?;
-                self.outputs
-                    .kept
-                    .write(&p.kept_line(*fingerprint, self.write_text))
-            }
-            Some(Verdict::Duplicate(d)) if d.of == url => {
-                self.stats.verdicts.kept += 1;
-                self.archive(p, None)?;
-                self.outputs
-                    .kept
-                    .write(&p.kept_line(d.fingerprint, self.write_text))
-            }
+            Some(Verdict::Unique { fingerprint, .. }) => self.kept(p, *fingerprint),
+            Some(Verdict::Duplicate(d)) if d.of == url => self.kept(p, d.fingerprint),
             Some(Verdict::Duplicate(d)) => {
                 self.stats.verdicts.record_duplicate(d.tier);
                 let note = CopyNote {
@@ -156,5 +144,22 @@ impl Recorder<'_> {
             }
             Some(_) => Ok(()), // non_exhaustive in simcrawl-dedup
         }
+    }
+
+    /// A kept page's line, its text as the page task escaped it (escaped
+    /// here only for a page that came without it).
+    fn kept(&mut self, p: &PageResult, fingerprint: Option<Fingerprint>) -> Result<()> {
+        self.stats.verdicts.kept += 1;
+        self.archive(p, None)?;
+        let escaped_here;
+        let text = match (&p.text_json, self.write_text) {
+            (_, false) => None,
+            (Some(t), true) => Some(&**t),
+            (None, true) => {
+                escaped_here = json_text(&p.text)?;
+                Some(&*escaped_here)
+            }
+        };
+        self.outputs.kept.write(&p.kept_line(fingerprint, text))
     }
 }

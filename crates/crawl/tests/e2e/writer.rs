@@ -1,5 +1,7 @@
 //! The writer thread and the work page tasks take off it when it is what
-//! the crawl waits for (issue 37): the verdicts must be the writer's own.
+//! the crawl waits for (issue 37): links already known and SimHash
+//! candidates looked up on a snapshot. The verdicts must be the writer's
+//! own.
 
 use std::collections::BTreeSet;
 
@@ -77,6 +79,15 @@ fn links_known_to_page_tasks_leave_the_verdicts_as_the_writer_gives_them() {
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("no count of known links in the log:\n{log2}"));
     assert!(known > 0 && known <= url_hits2, "{known} of {url_hits2}");
+    // The page tasks found the pages' SimHash candidates too.
+    let early: u64 = log2
+        .lines()
+        .find(|l| l.contains("pages judged with the candidates their page tasks found"))
+        .and_then(|l| l.split("pages=").nth(1))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no count of pages with early candidates in the log:\n{log2}"));
+    assert!(early > 0 && early <= 80, "{early} pages");
     assert_eq!(
         (fetched2, url_hits2, kept2, dups2, urls2),
         (fetched, url_hits, kept, dups, urls)

@@ -7,13 +7,27 @@ use crate::article::{ARTICLE_APART, Article, PageScripts};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::sketch::{SKETCH_BINS, Sketch};
-use crate::store::{ArticleMark, DocId, DocRecord, Prefetch, ReadTables, Store, Tables};
+use crate::store::{ArticleMark, DocId, DocRecord, EarlyHits, Prefetch, ReadTables, Store, Tables};
 
 /// Candidates from the band index verified per check, newest first: bounds
 /// the work a page sharing many bands with a large site costs.
 pub const BAND_CANDIDATES: usize = 256;
 
 impl<S: Store> Deduper<S> {
+    /// The SimHash candidates of `sig` as a snapshot of the store holds
+    /// them, for [`Deduper::check_in_with`]: looked up by the caller's own
+    /// thread, in parallel with other documents, so that the one writer
+    /// only adds what was committed since. `None` where the store cannot
+    /// (see [`Store::near_early`]) or the document has no fingerprint.
+    /// Example: [`EarlyHits`].
+    pub fn early_hits(&self, sig: &Signature) -> Result<Option<EarlyHits>> {
+        let Some(fp) = sig.fingerprint else {
+            return Ok(None);
+        };
+        let keys: Vec<(usize, u64)> = self.layout.keys(fp.low()).collect();
+        self.store.near_early(&keys, fp, self.layout.max_distance())
+    }
+
     /// The LSH band keys of a sketch under this deduper's settings. An
     /// exact copy has the same sketch, so it shares every band (and its
     /// SimHash is at distance 0): it needs no index of its own.
@@ -35,11 +49,13 @@ impl<S: Store> Deduper<S> {
 
     /// The content tier: the most similar verified SimHash candidate
     /// (distance <= k; an exact copy is at 0 and verifies at 1); else the
-    /// most similar verified band candidate.
+    /// most similar verified band candidate. `early`: the SimHash hits a
+    /// snapshot found for `fp` ([`Deduper::early_hits`]), where the store
+    /// can bring them up to date.
     pub(super) fn content_match(
         &self,
         t: &dyn ReadTables,
-        (fp, sketch): (Fingerprint, &Sketch),
+        (fp, sketch, early): (Fingerprint, &Sketch, Option<&EarlyHits>),
         sig: &Signature,
         band_keys: &[u64],
         cutoff: u64,
@@ -67,7 +83,7 @@ impl<S: Store> Deduper<S> {
         let mut ids = Vec::new();
         let mut best: Option<Match> = None;
         let mut checked = rustc_hash::FxHashSet::default();
-        for (_, id) in self.hits(t, fp)? {
+        for (_, id) in self.hits_from(t, fp, early)? {
             checked.insert(id);
             consider(id, &mut best)?;
         }
@@ -201,13 +217,12 @@ impl<S: Store> Deduper<S> {
     pub(super) fn content_or_article(
         &self,
         t: &dyn ReadTables,
-        fp: Fingerprint,
-        sketch: &Sketch,
+        (fp, sketch, early): (Fingerprint, &Sketch, Option<&EarlyHits>),
         sig: &Signature,
         band_keys: &[u64],
         cutoff: u64,
     ) -> Result<Option<Duplicate>> {
-        if let Some(m) = self.content_match(t, (fp, sketch), sig, band_keys, cutoff, Against::Text)? {
+        if let Some(m) = self.content_match(t, (fp, sketch, early), sig, band_keys, cutoff, Against::Text)? {
             return Ok(Some(m.into_content_duplicate(fp)));
         }
         let Article::Separate {
@@ -222,7 +237,7 @@ impl<S: Store> Deduper<S> {
         Ok(self
             .content_match(
                 t,
-                (*afp, article.as_ref()),
+                (*afp, article.as_ref(), None),
                 sig,
                 &keys[..n],
                 cutoff,
@@ -327,10 +342,27 @@ impl<S: Store> Deduper<S> {
     /// each hit's record (a handful per check: a random document is
     /// within 3 bits of another's low half about never).
     pub(super) fn hits(&self, t: &dyn ReadTables, fp: Fingerprint) -> Result<Vec<(u32, DocId)>> {
+        self.hits_from(t, fp, None)
+    }
+
+    /// [`Deduper::hits`], from `early` where the store brings those up to
+    /// date ([`ReadTables::near_since`]), else from the block lists.
+    pub(super) fn hits_from(
+        &self,
+        t: &dyn ReadTables,
+        fp: Fingerprint,
+        early: Option<&EarlyHits>,
+    ) -> Result<Vec<(u32, DocId)>> {
         let keys: Vec<(usize, u64)> = self.layout.keys(fp.low()).collect();
         let mut hits = Vec::new();
         let max = self.layout.max_distance();
-        t.near_all(&keys, fp, max, &mut hits)?;
+        let caught_up = match early {
+            Some(early) => t.near_since(early, &keys, fp, max, &mut hits)?,
+            None => false,
+        };
+        if !caught_up {
+            t.near_all(&keys, fp, max, &mut hits)?;
+        }
         if fp.high().is_some() {
             let mut full = Vec::with_capacity(hits.len());
             for (_, id) in hits {

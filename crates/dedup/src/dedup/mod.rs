@@ -38,7 +38,7 @@ use crate::features::{FeatureConfig, Features};
 use crate::fingerprint::Fingerprint;
 use crate::index::BlockLayout;
 use crate::sketch::{SKETCH_BINS, Sketch};
-use crate::store::{ArticleMark, DocId, DocRecord, Prefetch, ReadTables, Store, Tables};
+use crate::store::{ArticleMark, DocId, DocRecord, EarlyHits, Prefetch, ReadTables, Store, Tables};
 
 /// Version of the on-disk layout; bumped when records change shape.
 /// Format 2 added the resemblance sketch to every document and the band
@@ -874,7 +874,7 @@ impl<S: Store> Deduper<S> {
                 return Ok(None);
             };
             let (band_keys, bands) = self.band_key_array(sketch);
-            self.content_or_article(t, fp, sketch, sig, &band_keys[..bands], cutoff)
+            self.content_or_article(t, (fp, sketch, None), sig, &band_keys[..bands], cutoff)
         })
     }
 
@@ -887,6 +887,20 @@ impl<S: Store> Deduper<S> {
     /// exactly the same). So a page whose content exists nowhere else is
     /// kept, whatever its title and template.
     pub fn check_in(&self, t: &mut dyn Tables, sig: &Signature, url_tier: UrlTier) -> Result<Verdict> {
+        self.check_in_with(t, sig, url_tier, None)
+    }
+
+    /// [`Deduper::check_in`] with the document's SimHash candidates found
+    /// early ([`Deduper::early_hits`]): the same verdict, which reads the
+    /// block lists only where the store cannot bring `early` up to date.
+    /// Example: [`EarlyHits`].
+    pub fn check_in_with(
+        &self,
+        t: &mut dyn Tables,
+        sig: &Signature,
+        url_tier: UrlTier,
+        early: Option<&EarlyHits>,
+    ) -> Result<Verdict> {
         let now = (self.clock)();
         let cutoff = self.cutoff();
         // One round trip for a networked store; keys a batch already
@@ -913,7 +927,7 @@ impl<S: Store> Deduper<S> {
         // Computed once: looked up now, indexed under if the page is kept.
         let (band_keys, bands) = self.band_key_array(sketch);
         let band_keys = &band_keys[..bands];
-        if let Some(dup) = self.content_or_article(&*t, fp, sketch, sig, band_keys, cutoff)? {
+        if let Some(dup) = self.content_or_article(&*t, (fp, sketch, early), sig, band_keys, cutoff)? {
             return Ok(Verdict::Duplicate(Duplicate { url_skipped, ..dup }));
         }
         let id = t.next_doc_id()?;

@@ -2,8 +2,9 @@
 
 use std::path::Path;
 
-use super::{DocRecord, MemoryStore, ReadTables, Store, Tables};
+use super::{DocRecord, EarlyHits, MemoryStore, ReadTables, Store, Tables};
 use crate::error::{Error, Result};
+use crate::fingerprint::Fingerprint;
 
 /// Any of this crate's stores, chosen at run time (from a config file, a
 /// command-line flag). [`Store`]'s methods are generic, so it cannot be a
@@ -184,6 +185,10 @@ impl Store for AnyStore {
 
     fn rebuild_bands(&self, keys: &dyn Fn(&DocRecord) -> Vec<u64>) -> Result<()> {
         each!(self, s => s.rebuild_bands(keys))
+    }
+
+    fn near_early(&self, keys: &[(usize, u64)], fp: Fingerprint, max: u32) -> Result<Option<EarlyHits>> {
+        each!(self, s => s.near_early(keys, fp, max))
     }
 }
 

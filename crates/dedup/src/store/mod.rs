@@ -15,6 +15,7 @@
 mod any;
 mod bands;
 mod doc_table;
+mod early;
 mod memory;
 #[cfg(feature = "redis")]
 mod oplog;
@@ -36,6 +37,9 @@ pub use self::replicated::ReplicatedStore;
 #[cfg(feature = "sled")]
 pub use self::sled::SledStore;
 pub use any::AnyStore;
+pub use early::EarlyHits;
+#[cfg_attr(not(feature = "redb"), allow(unused_imports))]
+pub(crate) use early::store_number;
 pub use memory::MemoryStore;
 
 pub(crate) use bands::BandIndex;
@@ -431,6 +435,24 @@ pub trait ReadTables {
         out.extend(within(fp, max, cands));
         Ok(())
     }
+    /// [`ReadTables::near_all`] from `early`, hits a snapshot of this store
+    /// found ([`Store::near_early`]), with every change committed since it
+    /// (and made in this transaction) applied: the same hits, without
+    /// reading the block lists. `Ok(false)`, nothing appended, where
+    /// `early` does not answer this lookup or this store no longer holds
+    /// the changes since it (and in stores that do not find hits early):
+    /// then the caller reads the lists.
+    fn near_since(
+        &self,
+        early: &EarlyHits,
+        keys: &[(usize, u64)],
+        fp: Fingerprint,
+        max: u32,
+        out: &mut Vec<(u32, DocId)>,
+    ) -> Result<bool> {
+        let _ = (early, keys, fp, max, out);
+        Ok(false)
+    }
     /// Appends the documents (at most [`BAND_POSTINGS`], oldest first)
     /// indexed under an LSH band key.
     fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()>;
@@ -536,6 +558,17 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// every build reads.
     fn layout(&self) -> Option<&'static str> {
         None
+    }
+
+    /// [`ReadTables::near_all`] on a snapshot, as [`EarlyHits`] that this
+    /// store's writer brings up to date ([`ReadTables::near_since`]): for
+    /// a caller that looks a page's candidates up in parallel with other
+    /// pages and leaves only the verdict to its one writer. `None` where
+    /// the store cannot tell its writer what changed since (the default),
+    /// or cannot take a snapshot now without waiting for its writer.
+    fn near_early(&self, keys: &[(usize, u64)], fp: Fingerprint, max: u32) -> Result<Option<EarlyHits>> {
+        let _ = (keys, fp, max);
+        Ok(None)
     }
 
     /// Stores that keep the band index in memory, derived from the stored

@@ -26,6 +26,10 @@
 //! index stays in the store's own file.
 
 mod behind;
+mod commit;
+mod early;
+#[cfg(test)]
+mod early_tests;
 mod read_only;
 mod side;
 mod snapshot;
@@ -35,7 +39,6 @@ mod tests;
 mod url_tests;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, RwLock};
@@ -50,8 +53,8 @@ pub use self::read_only::RedbReadOnlyStore;
 use self::side::{Home, SideBlocks, SideSnapshot};
 use self::snapshot::RedbReadTables;
 use super::{
-    BandIndex, DocId, DocRecord, ReadTables, Store, Tables, UrlRecord, block_key, decode_postings, posting,
-    push_capped, within,
+    BandIndex, DocId, DocRecord, EarlyHits, ReadTables, Store, Tables, UrlRecord, block_key, decode_postings,
+    posting, push_capped, store_number, within,
 };
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -118,6 +121,9 @@ pub struct RedbStore {
     /// The block lists' own file and thread (`side`); `None` for an index
     /// whose lists are in this file (written before side files).
     side: Option<SideBlocks>,
+    /// This store's number in the process ([`EarlyHits`] name the store
+    /// that found them).
+    number: u64,
 }
 
 /// How a write transaction of [`RedbStore::write_with`] is committed.
@@ -211,6 +217,7 @@ impl RedbStore {
                 ..Backlog::default()
             }),
             side,
+            number: store_number(),
         })
     }
 
@@ -252,12 +259,16 @@ impl RedbStore {
         f: impl FnOnce(&WriteTransaction, &mut RedbTables<'_>) -> Result<R>,
     ) -> Result<R> {
         let _writer = self.writer.lock();
+        // With a side file, the changes of every commit after this one are
+        // held (`HeldView::after`).
+        let mut held_after = None;
         if let Some(side) = &self.side {
             side.check()?;
             // Batches the side file holds leave the backlog (before any
             // snapshot of it below is begun).
             let applied = side.applied();
             self.backlog.write().in_flight.retain(|(upto, _)| *upto > applied);
+            held_after = Some(applied);
         }
         let (epochs, held) = {
             let b = self.backlog.read();
@@ -282,6 +293,8 @@ impl RedbStore {
             let view = HeldView {
                 epochs: &guards,
                 side: side_snapshot.as_ref(),
+                after: held_after,
+                store: self.number,
             };
             let mut tables = RedbTables::open(&txn, &self.bands, view)?;
             let r = f(&txn, &mut tables);
@@ -325,66 +338,6 @@ impl RedbStore {
                 Err(e)
             }
         }
-    }
-
-    /// This transaction's block-list changes into the main file's log,
-    /// under the number its commit will have; at a durable commit, the log
-    /// dropped up to what the side file holds.
-    fn log_blocks(&self, txn: &WriteTransaction, ops: &TxnBlockOps, durable: bool) -> Result<()> {
-        let commit = self.backlog.read().commits + 1;
-        // Each kind of change has a log of its own (the URL records' and
-        // title lists' only where they live in the side file): this
-        // commit's entry in each, and the entries the side file holds
-        // dropped at a durable commit.
-        let mut logs = vec![(side::BLOCK_LOG, (!ops.by_key.is_empty()).then(|| ops.encode()))];
-        if self.side.as_ref().is_some_and(|s| s.records) {
-            logs.push((side::URL_LOG, (!ops.urls.is_empty()).then(|| ops.encode_urls())));
-            logs.push((
-                side::TITLE_LOG,
-                (!ops.titles.is_empty()).then(|| ops.encode_titles()),
-            ));
-        }
-        let applied = self.side.as_ref().filter(|_| durable).map(SideBlocks::applied);
-        for (def, entry) in logs {
-            let mut log = txn.open_table(def).map_err(Error::storage)?;
-            if let Some(entry) = entry {
-                log.insert(commit, entry.as_slice()).map_err(Error::storage)?;
-            }
-            if let Some(applied) = applied {
-                log.retain_in(..=applied, |_, _| false).map_err(Error::storage)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Commits `txn` and holds its block-list changes (`blocks`): dropped
-    /// when `written` into this file; with a side file, at a durable
-    /// commit, the batch to hand to its thread (the last commit it holds,
-    /// and its changes).
-    fn commit_held(
-        &self,
-        txn: WriteTransaction,
-        blocks: TxnBlockOps,
-        written: bool,
-        durable: bool,
-    ) -> Result<Option<(u64, behind::Epoch)>> {
-        let mut backlog = self.backlog.write();
-        txn.commit().map_err(Error::storage)?;
-        backlog.commits += 1;
-        let commit = backlog.commits;
-        if written {
-            backlog.ops = Arc::default();
-            return Ok(None);
-        }
-        if blocks.len > 0 {
-            backlog.ops.write().extend(commit, blocks);
-        }
-        if durable && self.side.is_some() && backlog.ops.read().len() > 0 {
-            let batch = std::mem::take(&mut backlog.ops);
-            backlog.in_flight.push((commit, batch.clone()));
-            return Ok(Some((commit, batch)));
-        }
-        Ok(None)
     }
 }
 
@@ -453,6 +406,10 @@ impl Store for RedbStore {
 
     fn rebuild_bands(&self, keys: &dyn Fn(&DocRecord) -> Vec<u64>) -> Result<()> {
         rebuild_bands(&self.db, &self.bands, keys)
+    }
+
+    fn near_early(&self, keys: &[(usize, u64)], fp: Fingerprint, max: u32) -> Result<Option<EarlyHits>> {
+        self.near_on_snapshot(keys, fp, max)
     }
 }
 
@@ -568,6 +525,12 @@ fn with_changes(
 struct HeldView<'t> {
     epochs: &'t [parking_lot::RwLockReadGuard<'t, BlockOps>],
     side: Option<&'t SideSnapshot>,
+    /// With a side file: `epochs` hold the changes of every commit after
+    /// this one (the side file holds those up to it), so hits found early
+    /// on a snapshot of a commit since can be brought up to date.
+    after: Option<u64>,
+    /// The store's number ([`EarlyHits`]).
+    store: u64,
 }
 
 impl HeldView<'_> {
@@ -764,6 +727,17 @@ macro_rules! impl_read_tables {
                     })?;
                 }
                 Ok(())
+            }
+
+            fn near_since(
+                &self,
+                early: &EarlyHits,
+                keys: &[(usize, u64)],
+                fp: Fingerprint,
+                max: u32,
+                out: &mut Vec<(u32, DocId)>,
+            ) -> Result<bool> {
+                self.near_since_held(early, keys, fp, max, out)
             }
 
             fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()> {

@@ -193,15 +193,7 @@ pub fn run(mut cfg: Config, seeds: &[Url], start: Start, visits: Visits) -> Resu
     };
     let canon = deduper.canonicalizer().clone();
     let stages = page_stages(&cfg, seeds, signer, canon, templates.clone(), dust.clone())?;
-    let probe: crate::daemon::worker::UrlProbe = {
-        let d = deduper.clone();
-        Arc::new(move |links| {
-            d.urls_first_seen(links)
-                .unwrap_or_else(|_| vec![None; links.len()])
-        })
-    };
-    // Unset only here, just made: `set` cannot fail.
-    let _ = stages.url_probe.set(probe);
+    set_probes(&stages, &deduper);
     let shared = Arc::new(Mutex::new(cp.stats.clone()));
     let base_fetched = cp.stats.fetched;
     let writer = Writer::new(
@@ -533,4 +525,24 @@ fn how_it_ended(deduper: &Tiers, cfg: &Config, stats: &crate::stats::Stats) -> R
     } else {
         job::Ended::Incomplete
     })
+}
+
+/// What page tasks read on a snapshot of the store for the writer
+/// (`PageStages::url_probe`, `PageStages::early_hits`): the local store
+/// can be read beside its writer.
+fn set_probes(stages: &crate::daemon::worker::PageStages, deduper: &Arc<Tiers>) {
+    let probe: crate::daemon::worker::UrlProbe = {
+        let d = deduper.clone();
+        Arc::new(move |links| {
+            d.urls_first_seen(links)
+                .unwrap_or_else(|_| vec![None; links.len()])
+        })
+    };
+    // Unset only here, just made: `set` cannot fail.
+    let _ = stages.url_probe.set(probe);
+    let early: crate::daemon::worker::EarlyProbe = {
+        let d = deduper.clone();
+        Arc::new(move |sig| d.early_hits(sig).ok().flatten())
+    };
+    let _ = stages.early_hits.set(early);
 }

@@ -114,6 +114,9 @@ pub struct Writer {
     /// Links this run skipped as known to the URL tier when their page
     /// task read it (`PageStages::url_probe`), logged at the end.
     known_links: u64,
+    /// Pages judged with the SimHash candidates their page task found
+    /// (`PageStages::early_hits`), logged at the end.
+    early_pages: u64,
 }
 
 /// How often a crawl that runs `--forever` looks for pages due.
@@ -160,6 +163,7 @@ impl Writer {
             forever: false,
             last_tick: Instant::now(),
             known_links: 0,
+            early_pages: 0,
         }
     }
 
@@ -664,7 +668,8 @@ impl Writer {
         let verdict = if p.noindex || p.filtered_lang {
             None
         } else {
-            Some(deduper.check_in(tables, &p.sig, UrlTier::Skip)?)
+            self.early_pages += u64::from(p.early.is_some());
+            Some(deduper.check_in_with(tables, &p.sig, UrlTier::Skip, p.early.as_ref())?)
         };
         self.recorder().judged(p, verdict.as_ref()).map_err(io)?;
         // Remembered to be visited again.
@@ -800,6 +805,12 @@ impl Commits for Writer {
             tracing::debug!(
                 links = self.known_links,
                 "links known to their page tasks, not looked up by the writer"
+            );
+        }
+        if self.early_pages > 0 {
+            tracing::debug!(
+                pages = self.early_pages,
+                "pages judged with the candidates their page tasks found"
             );
         }
         save_templates(&self.templates, self.deduper.store())?;

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 use rustc_hash::FxHashMap;
 
-use super::super::{POSTING, without_posting};
+use super::super::{POSTING, decode_postings, within, without_posting};
 
 /// Changes kept in memory past this many are written at the next commit,
 /// durable or not, so that a store whose durable commits are rare (a long
@@ -46,6 +46,28 @@ pub(super) fn apply<'a>(list: &mut Vec<u8>, ops: impl IntoIterator<Item = &'a Bl
             BlockOp::Remove(p) => {
                 if let Some(kept) = without_posting(list, p) {
                     *list = kept;
+                }
+            }
+        }
+    }
+}
+
+/// `hits` ((distance, document) of the postings within `max` of `fp` in
+/// one block's list) with `ops` on that list applied in order: an added
+/// posting within `max` joins them, a removed one leaves (a document's id
+/// is never used again, so its postings are removed only once added).
+pub(super) fn apply_to_hits<'a>(
+    hits: &mut Vec<(u32, u64)>,
+    ops: impl IntoIterator<Item = &'a BlockOp>,
+    fp: crate::fingerprint::Fingerprint,
+    max: u32,
+) {
+    for op in ops {
+        match op {
+            BlockOp::Add(p) => hits.extend(within(fp, max, decode_postings(p))),
+            BlockOp::Remove(p) => {
+                for (_, gone) in decode_postings(p) {
+                    hits.retain(|&(_, id)| id != gone);
                 }
             }
         }

@@ -165,6 +165,19 @@ impl<'s> RedbReadTables<'s> {
         Ok(())
     }
 
+    /// A snapshot's tables do not bring early hits up to date: only the
+    /// writer's do ([`crate::store::ReadTables::near_since`]).
+    pub(super) fn near_since_held(
+        &self,
+        _early: &crate::store::EarlyHits,
+        _keys: &[(usize, u64)],
+        _fp: crate::fingerprint::Fingerprint,
+        _max: u32,
+        _out: &mut Vec<(u32, DocId)>,
+    ) -> Result<bool> {
+        Ok(false)
+    }
+
     pub(super) fn meta(&self) -> Result<&ReadOnlyTable<&'static str, &'static [u8]>> {
         lazy(&self.meta, || self.txn.open_table(META))
     }
