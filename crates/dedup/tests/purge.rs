@@ -266,3 +266,55 @@ fn a_url_recorded_again_is_purged_by_its_new_time() {
         UrlVerdict::Seen { .. }
     ));
 }
+
+/// A redb store checked without a window leaves its URLs out of the
+/// first-seen index (nothing reads it); opened with a window, it builds
+/// the index from its URL records first, so the purge still finds every
+/// expired URL, and keeps it from then on.
+#[test]
+fn a_redb_store_without_a_window_builds_its_url_time_index_when_one_is_set() {
+    use simcrawl_dedup::RedbStore;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("index.redb");
+    let indexed = |d: &Deduper<RedbStore>| {
+        let mut out = Vec::new();
+        d.store()
+            .read(|t| t.urls_seen_before(u64::MAX, 100, &mut out))
+            .unwrap();
+        out.len()
+    };
+    {
+        let d = Deduper::new(RedbStore::open(&path).unwrap(), DedupConfig::default())
+            .unwrap()
+            .with_clock(|| 1_000);
+        for i in 0..5 {
+            d.check_url(&format!("http://a.example/{i}")).unwrap();
+        }
+        d.flush().unwrap();
+        assert_eq!(indexed(&d), 0, "no window: no time index");
+    }
+    let windowed = DedupConfig {
+        window: Some(Duration::from_secs(3_600)),
+        ..DedupConfig::default()
+    };
+    let now = Arc::new(AtomicU64::new(4_000));
+    let clock = now.clone();
+    let d = Deduper::new(RedbStore::open(&path).unwrap(), windowed)
+        .unwrap()
+        .with_clock(move || clock.load(Ordering::Relaxed));
+    assert_eq!(indexed(&d), 5, "rebuilt from the URL records");
+    d.check_url("http://a.example/new").unwrap();
+    assert_eq!(indexed(&d), 6, "kept from then on");
+    // The first five were seen at 1,000, over the hour before 5,000.
+    now.store(5_000, Ordering::Relaxed);
+    let purged = d.purge_expired().unwrap();
+    assert_eq!(purged.urls, 5);
+    assert!(matches!(
+        d.check_url("http://a.example/0").unwrap(),
+        UrlVerdict::New(_)
+    ));
+    assert!(matches!(
+        d.check_url("http://a.example/new").unwrap(),
+        UrlVerdict::Seen { .. }
+    ));
+}

@@ -663,6 +663,8 @@ impl<S: Store> Deduper<S> {
             deduper.extra.push(((*name).to_string(), (*value).to_string()));
         }
         deduper.check_params()?;
+        // Only a window's purge reads the URLs by first-seen time.
+        deduper.store.keep_url_times(deduper.config.window.is_some())?;
         deduper
             .store
             .rebuild_bands(&|rec: &DocRecord| deduper.band_keys(&rec.sketch).collect())?;

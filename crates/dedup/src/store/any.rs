@@ -190,6 +190,10 @@ impl Store for AnyStore {
     fn near_early(&self, keys: &[(usize, u64)], fp: Fingerprint, max: u32) -> Result<Option<EarlyHits>> {
         each!(self, s => s.near_early(keys, fp, max))
     }
+
+    fn keep_url_times(&self, keep: bool) -> Result<()> {
+        each!(self, s => s.keep_url_times(keep))
+    }
 }
 
 impl From<MemoryStore> for AnyStore {

@@ -571,6 +571,18 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         Ok(None)
     }
 
+    /// Whether the store keeps its index of URLs by first-seen time
+    /// ([`ReadTables::urls_seen_before`]), which only a window's purge
+    /// reads: [`crate::Deduper::new`] says so from its window. A store
+    /// that can leave it out (redb: one B-tree insert per new URL on the
+    /// writer thread, and its pages on disk and in the cache) records that
+    /// it did, and builds it again from the URL records when asked to keep
+    /// it. Others keep it always (the default).
+    fn keep_url_times(&self, keep: bool) -> Result<()> {
+        let _ = keep;
+        Ok(())
+    }
+
     /// Stores that keep the band index in memory, derived from the stored
     /// documents (redb), rebuild it here from every document's band keys
     /// (`keys`); [`crate::Deduper::new`] calls it once. Stores that persist

@@ -37,6 +37,7 @@ mod snapshot;
 mod tests;
 #[cfg(test)]
 mod url_tests;
+mod url_times;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -124,6 +125,8 @@ pub struct RedbStore {
     /// This store's number in the process ([`EarlyHits`] name the store
     /// that found them).
     number: u64,
+    /// Whether writes keep the URL records' time index (`url_times`).
+    url_times_kept: std::sync::atomic::AtomicBool,
 }
 
 /// How a write transaction of [`RedbStore::write_with`] is committed.
@@ -218,6 +221,7 @@ impl RedbStore {
             }),
             side,
             number: store_number(),
+            url_times_kept: std::sync::atomic::AtomicBool::new(true),
         })
     }
 
@@ -297,6 +301,7 @@ impl RedbStore {
                 store: self.number,
             };
             let mut tables = RedbTables::open(&txn, &self.bands, view)?;
+            tables.url_times_kept = self.url_times_kept.load(std::sync::atomic::Ordering::Acquire);
             let r = f(&txn, &mut tables);
             // In this file, written now: at a durable commit, and when too
             // many are held; with a side file, logged.
@@ -411,6 +416,10 @@ impl Store for RedbStore {
     fn near_early(&self, keys: &[(usize, u64)], fp: Fingerprint, max: u32) -> Result<Option<EarlyHits>> {
         self.near_on_snapshot(keys, fp, max)
     }
+
+    fn keep_url_times(&self, keep: bool) -> Result<()> {
+        self.keep_or_drop_url_times(keep)
+    }
 }
 
 /// Rebuilds `bands` from every document in `db` (a read snapshot: the same
@@ -488,6 +497,8 @@ pub struct RedbTables<'t> {
     /// writes it; the write needs the old time (the time index's key)
     /// and took a second read of the side file for it.
     last_url: std::cell::Cell<Option<(u128, Option<u64>)>>,
+    /// Whether the URL records' time index is kept (`url_times`).
+    url_times_kept: bool,
     meta: Table<'t, &'static str, &'static [u8]>,
     urls: Table<'t, u128, &'static [u8]>,
     url_times: Table<'t, (u64, u128), ()>,
@@ -670,6 +681,7 @@ impl<'t> RedbTables<'t> {
             held,
             blocks_txn: TxnBlockOps::default(),
             last_url: std::cell::Cell::new(None),
+            url_times_kept: true,
             meta: txn.open_table(META).map_err(Error::storage)?,
             urls: txn.open_table(URLS).map_err(Error::storage)?,
             url_times: txn.open_table(URL_TIMES).map_err(Error::storage)?,
@@ -833,7 +845,7 @@ impl RedbTables<'_> {
     /// Moves `digest`'s entry in the time index from `old` to `new` (either
     /// absent), touching nothing when they are the same time.
     fn retime_url(&mut self, digest: u128, old: Option<u64>, new: Option<u64>) -> Result<()> {
-        if old == new {
+        if old == new || !self.url_times_kept {
             return Ok(());
         }
         if let Some(old) = old {
@@ -856,7 +868,11 @@ impl Tables for RedbTables<'_> {
     /// hands them to its thread; their time index is this file's.
     fn put_url(&mut self, digest: u128, rec: &UrlRecord) -> Result<()> {
         if self.side_urls().is_some() {
-            let old = self.url_time(digest)?;
+            let old = if self.url_times_kept {
+                self.url_time(digest)?
+            } else {
+                None
+            };
             self.blocks_txn
                 .push_url(digest, UrlOp::Put(rec.encode().into_boxed_slice()));
             self.last_url.set(Some((digest, Some(rec.first_seen))));
@@ -869,6 +885,7 @@ impl Tables for RedbTables<'_> {
             .map(|v| UrlRecord::decode(v.value()))
             .transpose()?;
         match old {
+            _ if !self.url_times_kept => return Ok(()),
             // The same time: its entry in the time index is there already.
             // A crawl rewrites a URL's record once per fetched page (its
             // pending mark cleared), and this saves the writer thread one
@@ -902,9 +919,7 @@ impl Tables for RedbTables<'_> {
         };
         let first_seen = UrlRecord::decode(old.value())?.first_seen;
         drop(old);
-        self.url_times
-            .remove((first_seen, digest))
-            .map_err(Error::storage)?;
+        self.retime_url(digest, Some(first_seen), None)?;
         Ok(true)
     }
 
