@@ -2,7 +2,7 @@
 //! candidates over the sketch, verified by resemblance.
 
 use super::verify::{Against, Match, Refusal};
-use super::{Deduper, Duplicate, Signature};
+use super::{Deduper, Duplicate, Signature, TitlePolicy};
 use crate::article::{ARTICLE_APART, Article, PageScripts};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -14,8 +14,8 @@ use crate::store::{ArticleMark, DocId, DocRecord, EarlyHits, Prefetch, ReadTable
 pub const BAND_CANDIDATES: usize = 256;
 
 impl<S: Store> Deduper<S> {
-    /// The SimHash candidates of `sig` as a snapshot of the store holds
-    /// them, for [`Deduper::check_in_with`]: looked up by the caller's own
+    /// The SimHash candidates of `sig` (and the documents under its title)
+    /// as a snapshot of the store holds them, for [`Deduper::check_in_with`]: looked up by the caller's own
     /// thread, in parallel with other documents, so that the one writer
     /// only adds what was committed since. `None` where the store cannot
     /// (see [`Store::near_early`]) or the document has no fingerprint.
@@ -25,7 +25,11 @@ impl<S: Store> Deduper<S> {
             return Ok(None);
         };
         let keys: Vec<(usize, u64)> = self.layout.keys(fp.low()).collect();
-        self.store.near_early(&keys, fp, self.layout.max_distance())
+        let title = sig
+            .title_digest
+            .filter(|_| self.config.title_policy != TitlePolicy::Off);
+        self.store
+            .near_early(&keys, fp, self.layout.max_distance(), title)
     }
 
     /// The LSH band keys of a sketch under this deduper's settings. An

@@ -869,7 +869,7 @@ impl<S: Store> Deduper<S> {
         keys.documents = 0;
         self.store.read(|t| {
             t.prefetch(&keys)?;
-            if let Some(dup) = self.title_match(t, sig, cutoff)? {
+            if let Some(dup) = self.title_match(t, sig, cutoff, None)? {
                 return Ok(Some(dup));
             }
             let (Some(fp), Some(sketch)) = (sig.fingerprint, sig.sketch.as_ref()) else {
@@ -916,7 +916,7 @@ impl<S: Store> Deduper<S> {
         {
             return Ok(Verdict::Duplicate(dup));
         }
-        if let Some(dup) = self.title_match(&*t, sig, cutoff)? {
+        if let Some(dup) = self.title_match(&*t, sig, cutoff, early)? {
             return Ok(Verdict::Duplicate(Duplicate { url_skipped, ..dup }));
         }
         let (Some(fp), Some(sketch)) = (sig.fingerprint, sig.sketch.as_ref()) else {

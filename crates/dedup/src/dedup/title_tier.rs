@@ -5,7 +5,7 @@ use super::verify::Match;
 use super::{Deduper, Duplicate, Signature, Tier};
 use crate::digest::md5_of;
 use crate::error::Result;
-use crate::store::{ReadTables, Store};
+use crate::store::{EarlyHits, ReadTables, Store};
 
 /// Same-title documents the title tier compares with, newest first. Sites
 /// have thousands of pages titled "Index" or "插入": comparing with all of
@@ -62,6 +62,7 @@ impl<S: Store> Deduper<S> {
         t: &dyn ReadTables,
         sig: &Signature,
         cutoff: u64,
+        early: Option<&EarlyHits>,
     ) -> Result<Option<Duplicate>> {
         let Some(td) = sig.title_digest else {
             return Ok(None);
@@ -70,7 +71,13 @@ impl<S: Store> Deduper<S> {
             return Ok(None);
         }
         let mut ids = Vec::new();
-        t.title_docs(td, TITLE_CANDIDATES, &mut ids)?;
+        let caught_up = match early {
+            Some(early) => t.title_docs_since(early, td, TITLE_CANDIDATES, &mut ids)?,
+            None => false,
+        };
+        if !caught_up {
+            t.title_docs(td, TITLE_CANDIDATES, &mut ids)?;
+        }
         let mut best: Option<Match> = None;
         let host = host_of(&sig.url);
         let mut same_host = 0;

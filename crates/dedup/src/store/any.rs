@@ -187,8 +187,14 @@ impl Store for AnyStore {
         each!(self, s => s.rebuild_bands(keys))
     }
 
-    fn near_early(&self, keys: &[(usize, u64)], fp: Fingerprint, max: u32) -> Result<Option<EarlyHits>> {
-        each!(self, s => s.near_early(keys, fp, max))
+    fn near_early(
+        &self,
+        keys: &[(usize, u64)],
+        fp: Fingerprint,
+        max: u32,
+        title: Option<u128>,
+    ) -> Result<Option<EarlyHits>> {
+        each!(self, s => s.near_early(keys, fp, max, title))
     }
 
     fn keep_url_times(&self, keep: bool) -> Result<()> {

@@ -30,9 +30,10 @@ use crate::fingerprint::Fingerprint;
 /// let text = "气象台发布寒潮蓝色预警，北方大部地区气温将下降八到十度，局地降温超过十二度并伴有大风。";
 /// d.check(&Document::new("http://a.example/1", "寒潮", text))?;
 /// // Found by a page's task, on a snapshot...
-/// let sig = d.sign(&Document::new("http://b.example/9", "", text));
+/// let sig = d.sign(&Document::new("http://b.example/9", "寒潮", text));
 /// let early = d.early_hits(&sig)?;
 /// assert!(early.as_ref().is_some_and(|e| e.len() > 0), "the copy's candidate");
+/// assert_eq!(early.as_ref().and_then(|e| e.title_len()), Some(1), "and its title's");
 /// // ...and used by the writer, with what was committed since.
 /// let v = d.store().write(|t| d.check_in_with(t, &sig, UrlTier::Check, early.as_ref()))?;
 /// assert_eq!(v.partner(), Some("http://a.example/1"));
@@ -55,6 +56,11 @@ pub struct EarlyHits {
     /// (index into `keys`, distance, document) of each posting within
     /// `max` of `fp`.
     pub(crate) hits: Vec<(usize, u32, DocId)>,
+    /// The title digest looked up too, and every document under it
+    /// (ascending ids), for the title tier ([`ReadTables::title_docs_since`]).
+    ///
+    /// [`ReadTables::title_docs_since`]: super::ReadTables::title_docs_since
+    pub(crate) title: Option<(u128, Vec<DocId>)>,
 }
 
 impl EarlyHits {
@@ -66,6 +72,21 @@ impl EarlyHits {
     /// Whether the snapshot held no candidate.
     pub fn is_empty(&self) -> bool {
         self.hits.is_empty()
+    }
+
+    /// Documents the snapshot listed under the title looked up (`None`:
+    /// no title was).
+    pub fn title_len(&self) -> Option<usize> {
+        self.title.as_ref().map(|(_, ids)| ids.len())
+    }
+
+    /// The documents under `digest`, when it is the title looked up.
+    #[cfg_attr(not(feature = "redb"), allow(dead_code))]
+    pub(crate) fn title_ids(&self, store: u64, digest: u128) -> Option<&[DocId]> {
+        match &self.title {
+            Some((d, ids)) if self.store == store && *d == digest => Some(ids),
+            _ => None,
+        }
     }
 
     /// Whether these hits answer a lookup of `keys`, `fp` and `max` on the

@@ -453,6 +453,19 @@ pub trait ReadTables {
         let _ = (early, keys, fp, max, out);
         Ok(false)
     }
+    /// [`ReadTables::title_docs`] from the title list a snapshot found
+    /// (`early`, [`Store::near_early`]) with every change since applied;
+    /// `Ok(false)`, nothing appended, as for [`ReadTables::near_since`].
+    fn title_docs_since(
+        &self,
+        early: &EarlyHits,
+        digest: u128,
+        limit: usize,
+        out: &mut Vec<DocId>,
+    ) -> Result<bool> {
+        let _ = (early, digest, limit, out);
+        Ok(false)
+    }
     /// Appends the documents (at most [`BAND_POSTINGS`], oldest first)
     /// indexed under an LSH band key.
     fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()>;
@@ -566,8 +579,15 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// pages and leaves only the verdict to its one writer. `None` where
     /// the store cannot tell its writer what changed since (the default),
     /// or cannot take a snapshot now without waiting for its writer.
-    fn near_early(&self, keys: &[(usize, u64)], fp: Fingerprint, max: u32) -> Result<Option<EarlyHits>> {
-        let _ = (keys, fp, max);
+    /// `title`: a title digest whose documents to look up with them.
+    fn near_early(
+        &self,
+        keys: &[(usize, u64)],
+        fp: Fingerprint,
+        max: u32,
+        title: Option<u128>,
+    ) -> Result<Option<EarlyHits>> {
+        let _ = (keys, fp, max, title);
         Ok(None)
     }
 

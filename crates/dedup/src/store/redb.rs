@@ -413,8 +413,14 @@ impl Store for RedbStore {
         rebuild_bands(&self.db, &self.bands, keys)
     }
 
-    fn near_early(&self, keys: &[(usize, u64)], fp: Fingerprint, max: u32) -> Result<Option<EarlyHits>> {
-        self.near_on_snapshot(keys, fp, max)
+    fn near_early(
+        &self,
+        keys: &[(usize, u64)],
+        fp: Fingerprint,
+        max: u32,
+        title: Option<u128>,
+    ) -> Result<Option<EarlyHits>> {
+        self.near_on_snapshot(keys, fp, max, title)
     }
 
     fn keep_url_times(&self, keep: bool) -> Result<()> {
@@ -752,6 +758,16 @@ macro_rules! impl_read_tables {
                 self.near_since_held(early, keys, fp, max, out)
             }
 
+            fn title_docs_since(
+                &self,
+                early: &EarlyHits,
+                digest: u128,
+                limit: usize,
+                out: &mut Vec<DocId>,
+            ) -> Result<bool> {
+                self.titles_since_held(early, digest, limit, out)
+            }
+
             fn band_docs(&self, key: u64, out: &mut Vec<DocId>) -> Result<()> {
                 self.band_ids(&[key], out);
                 Ok(())
@@ -816,7 +832,7 @@ fn stored_titles(
 /// The `limit` newest documents of a title list as the side file stores
 /// it (`stored`) with `changes` applied; the stored bytes read in place
 /// when nothing `touched` the list.
-fn side_titles(
+pub(super) fn side_titles(
     stored: Option<&[u8]>,
     touched: bool,
     changes: impl FnOnce(&mut Vec<u64>),

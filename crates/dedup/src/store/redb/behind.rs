@@ -191,6 +191,16 @@ impl BlockOps {
             .map(|(_, op)| op)
     }
 
+    /// The changes to the title list `digest` of the commits after `after`.
+    pub(super) fn titles_after(&self, digest: u128, after: u64) -> impl Iterator<Item = &TitleOp> {
+        self.titles
+            .get(&digest)
+            .into_iter()
+            .flatten()
+            .filter(move |(commit, _)| *commit > after)
+            .map(|(_, op)| op)
+    }
+
     /// Whether a change to the title list `digest` is held.
     pub(super) fn touches_title(&self, digest: u128) -> bool {
         self.titles.contains_key(&digest)

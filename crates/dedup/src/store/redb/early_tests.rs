@@ -13,6 +13,8 @@ use crate::store::{DocId, EarlyHits, ReadTables, Store, Tables};
 /// The keys looked up: one block in each of four tables.
 const KEYS: [(usize, u64); 4] = [(0, 11), (1, 12), (2, 13), (3, 14)];
 const MAX: u32 = 3;
+/// The title looked up with them.
+const TITLE: u128 = 0x7171;
 
 /// The fingerprint looked up; postings sit 0 to 5 bits from it, so some
 /// are within `MAX` and some are not.
@@ -29,16 +31,26 @@ fn sorted(mut hits: Hits) -> Hits {
     hits
 }
 
-/// The writer's hits from `early`, and from the lists, in one transaction
-/// (`None` from `early`: it said it cannot).
-fn both(t: &dyn ReadTables, early: &EarlyHits) -> (Option<Hits>, Hits) {
+/// Hits and the title's newest documents.
+type Found = (Hits, Vec<DocId>);
+
+/// The writer's hits and title list from `early`, and from the lists, in
+/// one transaction (`None` from `early`: it said it cannot).
+fn both(t: &dyn ReadTables, early: &EarlyHits) -> (Option<Found>, Found) {
     let mut from_early = Vec::new();
     let caught_up = t
         .near_since(early, &KEYS, target(), MAX, &mut from_early)
         .unwrap();
-    let mut read = Vec::new();
+    let mut titled = Vec::new();
+    let titles_caught_up = t.title_docs_since(early, TITLE, 5, &mut titled).unwrap();
+    assert_eq!(caught_up, titles_caught_up, "both or neither");
+    let (mut read, mut listed) = (Vec::new(), Vec::new());
     t.near_all(&KEYS, target(), MAX, &mut read).unwrap();
-    (caught_up.then(|| sorted(from_early)), sorted(read))
+    t.title_docs(TITLE, 5, &mut listed).unwrap();
+    (
+        caught_up.then(|| (sorted(from_early), titled)),
+        (sorted(read), listed),
+    )
 }
 
 /// A small deterministic generator (the test needs no more).
@@ -67,7 +79,7 @@ fn early_hits_brought_up_to_date_are_the_lists() {
     let (mut used, mut refused) = (0, 0);
     for round in 0..300u64 {
         if rng.below(2) == 0 {
-            waiting.push(s.near_early(&KEYS, target(), MAX).unwrap().unwrap());
+            waiting.push(s.near_early(&KEYS, target(), MAX, Some(TITLE)).unwrap().unwrap());
         }
         let commit = if rng.below(10) == 0 {
             Commit::Durable
@@ -90,9 +102,13 @@ fn early_hits_brought_up_to_date_are_the_lists() {
                 let table = rng.below(4) as usize;
                 t.add_block(table, KEYS[table].1, fp, id)?;
                 live.push((table, id, fp));
+                if rng.below(2) == 0 {
+                    t.add_title(TITLE, id)?;
+                }
                 if rng.below(3) == 0 && !live.is_empty() {
                     let (table, id, fp) = live.swap_remove(rng.below(live.len() as u64) as usize);
                     t.remove_block(table, KEYS[table].1, fp, id)?;
+                    t.remove_title(TITLE, id)?;
                 }
             }
             // This transaction's own changes count too.
@@ -121,7 +137,8 @@ fn early_hits_brought_up_to_date_are_the_lists() {
     assert!(refused > 0, "refused {refused} times");
 }
 
-/// Hits of another store, or of another lookup, are refused.
+/// Hits of another store, or of another lookup, are refused; so is a
+/// title list for another title, or where none was looked up.
 #[test]
 fn early_hits_of_another_store_or_lookup_are_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -130,7 +147,7 @@ fn early_hits_of_another_store_or_lookup_are_refused() {
     for s in [&a, &b] {
         s.write(|t| t.add_block(0, 11, target(), 1)).unwrap();
     }
-    let early = a.near_early(&KEYS, target(), MAX).unwrap().unwrap();
+    let early = a.near_early(&KEYS, target(), MAX, None).unwrap().unwrap();
     assert_eq!(early.len(), 1);
     let mut out = Vec::new();
     let caught_up = |s: &RedbStore, keys: &[(usize, u64)], fp: Fingerprint, out: &mut Vec<_>| {
@@ -142,6 +159,28 @@ fn early_hits_of_another_store_or_lookup_are_refused() {
     assert!(out.is_empty());
     assert!(caught_up(&a, &KEYS, target(), &mut out));
     assert_eq!(out, [(0, 1)]);
+    let mut ids = Vec::new();
+    assert!(
+        !a.write(|t| t.title_docs_since(&early, TITLE, 5, &mut ids))
+            .unwrap()
+    );
+    a.write(|t| t.add_title(TITLE, 1)).unwrap();
+    let titled = a.near_early(&KEYS, target(), MAX, Some(TITLE)).unwrap().unwrap();
+    assert_eq!(titled.title_len(), Some(1));
+    assert!(
+        !a.write(|t| t.title_docs_since(&titled, TITLE + 1, 5, &mut ids))
+            .unwrap()
+    );
+    assert!(
+        !b.write(|t| t.title_docs_since(&titled, TITLE, 5, &mut ids))
+            .unwrap()
+    );
+    assert!(ids.is_empty());
+    assert!(
+        a.write(|t| t.title_docs_since(&titled, TITLE, 5, &mut ids))
+            .unwrap()
+    );
+    assert_eq!(ids, [1]);
 }
 
 /// Hits found on a snapshot whose changes the side file has written since
@@ -151,7 +190,7 @@ fn early_hits_of_another_store_or_lookup_are_refused() {
 fn early_hits_older_than_the_changes_held_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let s = store(&dir.path().join("i.redb"));
-    let early = s.near_early(&KEYS, target(), MAX).unwrap().unwrap();
+    let early = s.near_early(&KEYS, target(), MAX, None).unwrap().unwrap();
     assert!(early.is_empty());
     s.write(|t| t.add_block(0, 11, target(), 1)).unwrap();
     s.flush().unwrap();

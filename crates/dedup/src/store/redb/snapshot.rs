@@ -178,6 +178,17 @@ impl<'s> RedbReadTables<'s> {
         Ok(false)
     }
 
+    /// Nor early title lists.
+    pub(super) fn titles_since_held(
+        &self,
+        _early: &crate::store::EarlyHits,
+        _digest: u128,
+        _limit: usize,
+        _out: &mut Vec<DocId>,
+    ) -> Result<bool> {
+        Ok(false)
+    }
+
     pub(super) fn meta(&self) -> Result<&ReadOnlyTable<&'static str, &'static [u8]>> {
         lazy(&self.meta, || self.txn.open_table(META))
     }
