@@ -61,6 +61,16 @@ fn crawl_mesh(server: &Server, saturated: bool) -> (u64, u64, usize, usize, BTre
     )
 }
 
+/// The count `field` of the debug line saying `what` in `log`.
+fn logged_count(log: &str, what: &str, field: &str) -> u64 {
+    log.lines()
+        .find(|l| l.contains(what))
+        .and_then(|l| l.split(&format!("{field}=")).nth(1))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no count of {what:?} in the log:\n{log}"))
+}
+
 #[test]
 fn links_known_to_page_tasks_leave_the_verdicts_as_the_writer_gives_them() {
     let server = mesh_site(80);
@@ -71,22 +81,14 @@ fn links_known_to_page_tasks_leave_the_verdicts_as_the_writer_gives_them() {
     assert_eq!((kept, dups), (64, 16), "every fifth page is a copy");
     assert_eq!(urls.len(), 80);
     let (fetched2, url_hits2, kept2, dups2, urls2, log2) = crawl_mesh(&server, true);
-    let known: u64 = log2
-        .lines()
-        .find(|l| l.contains("links known to their page tasks"))
-        .and_then(|l| l.split("links=").nth(1))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no count of known links in the log:\n{log2}"));
+    let known = logged_count(&log2, "links known to their page tasks", "links");
     assert!(known > 0 && known <= url_hits2, "{known} of {url_hits2}");
     // The page tasks found the pages' SimHash candidates too.
-    let early: u64 = log2
-        .lines()
-        .find(|l| l.contains("pages judged with the candidates their page tasks found"))
-        .and_then(|l| l.split("pages=").nth(1))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("no count of pages with early candidates in the log:\n{log2}"));
+    let early = logged_count(
+        &log2,
+        "pages judged with the candidates their page tasks found",
+        "pages",
+    );
     assert!(early > 0 && early <= 80, "{early} pages");
     assert_eq!(
         (fetched2, url_hits2, kept2, dups2, urls2),
