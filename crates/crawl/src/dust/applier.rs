@@ -132,6 +132,33 @@ mod tests {
     use crate::dust::tests_support::{dust, u};
     use simcrawl_dedup::Canonicalizer;
 
+    /// A host key is borrowed from the URL, port and all, and is the
+    /// `host:port` (or the host) the rules were keyed by when it was
+    /// formatted: IPv6, IDN, userinfo, a default port written out.
+    #[test]
+    fn host_keys_borrowed_from_the_url_are_the_formatted_ones() {
+        for s in [
+            "http://a.test/x",
+            "http://a.test:8080/x?q#f",
+            "https://a.test:443/x",
+            "http://user:pw@a.test:81/",
+            "http://[::1]:9000/a",
+            "http://[::1]/a",
+            "http://例子.测试:8000/路径",
+            "http://127.0.0.1:65535",
+            "https://A.Test:0/",
+        ] {
+            let url = u(s);
+            let formatted = url.host_str().map(|h| match url.port() {
+                Some(p) => format!("{h}:{p}"),
+                None => h.to_string(),
+            });
+            let key = host_key_of(&url);
+            assert_eq!(key.as_deref(), formatted.as_deref(), "{s}");
+            assert!(matches!(key, Some(std::borrow::Cow::Borrowed(_))), "{s}");
+        }
+    }
+
     #[test]
     fn a_url_a_rule_maps_a_kept_page_onto_is_known() {
         let mut d = dust(2);

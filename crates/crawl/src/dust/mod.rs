@@ -99,16 +99,24 @@ fn host_key(url: &Url) -> Option<String> {
     host_key_of(url).map(std::borrow::Cow::into_owned)
 }
 
-/// [`host_key`] borrowed from the URL when it has no explicit port: the
-/// writer folds every link of every page through the rules of its host,
-/// and the `format!` of a key for each look-up (twice a link) was most of
-/// the 7% of the saturated writer's perf samples spent formatting
-/// (issue 37; within noise in /proc's CPU on `crawl bench`, whose URLs
-/// carry a port and are still formatted, once a link now).
+/// [`host_key`] borrowed from the URL: the writer folds every link of
+/// every page through the rules of its host, and the `format!` of a key
+/// for each look-up (twice a link) was most of the 7% of the saturated
+/// writer's perf samples spent formatting (issue 37). With an explicit port
+/// the key is the URL's own `host:port` (the `url` crate serializes the
+/// host as `host_str` gives it and omits a scheme's default port, so the
+/// slice is what `format!("{host}:{port}")` made).
 fn host_key_of(url: &Url) -> Option<std::borrow::Cow<'_, str>> {
     let host = url.host_str()?;
     Some(match url.port() {
-        Some(p) => std::borrow::Cow::Owned(format!("{host}:{p}")),
+        Some(p) => {
+            let key = &url[url::Position::BeforeHost..url::Position::AfterPort];
+            if key.len() > host.len() && key.starts_with(host) {
+                std::borrow::Cow::Borrowed(key)
+            } else {
+                std::borrow::Cow::Owned(format!("{host}:{p}"))
+            }
+        }
         None => std::borrow::Cow::Borrowed(host),
     })
 }
