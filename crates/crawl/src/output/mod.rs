@@ -4,6 +4,7 @@
 //! counters ([`record`]), for both backends of the daemon and for
 //! `crawl dedup`. A new output (WARC) is added here, once.
 
+pub mod appender;
 pub mod cdxj;
 pub mod lines;
 pub mod record;

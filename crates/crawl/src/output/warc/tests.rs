@@ -1,8 +1,8 @@
 //! The archive written, read back, cut and resumed.
 
 #![allow(clippy::unwrap_used)]
-use std::fs::OpenOptions;
-use std::io::{BufRead, Read};
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, Read, Write};
 use std::path::Path;
 
 use super::record::*;
@@ -281,6 +281,41 @@ fn an_unreadable_index_is_started_anew() {
 /// a record written after the checkpoint a resume (or a refused
 /// acknowledgement, `cut_to`) goes back to is no original, whether it
 /// was synced or not; its payload is archived in full again.
+/// The revisit index reads back what it was given and what a cut took
+/// away at once, though it keeps its read snapshot between changes.
+#[test]
+fn the_revisit_index_reads_its_own_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = Index::open(&settings(dir.path())).unwrap();
+    let original = |uri: &str| Original {
+        uri: uri.into(),
+        date: "2026-12-06T00:00:00Z".into(),
+        id: format!("<urn:uuid:{uri}>"),
+    };
+    let add = |digest: [u8; 20], offset: u64, uri: &str| {
+        let at = WarcAt { serial: 0, offset };
+        index
+            .add(&HashMap::from([(digest, (at, original(uri)))]))
+            .unwrap();
+    };
+    let uri_of = |digest: [u8; 20]| index.get(&digest).unwrap().map(|o| o.uri);
+    let (a, b) = ([1u8; 20], [2u8; 20]);
+    assert_eq!(uri_of(a), None);
+    add(a, 100, "http://e.org/a");
+    assert_eq!(uri_of(a).as_deref(), Some("http://e.org/a"));
+    assert_eq!(uri_of(b), None);
+    add(b, 200, "http://e.org/b");
+    assert_eq!(uri_of(b).as_deref(), Some("http://e.org/b"));
+    index
+        .cut(WarcAt {
+            serial: 0,
+            offset: 150,
+        })
+        .unwrap();
+    assert_eq!(uri_of(b), None);
+    assert_eq!(uri_of(a).as_deref(), Some("http://e.org/a"));
+}
+
 #[test]
 fn records_cut_by_a_resume_are_no_originals() {
     let dir = tempfile::tempdir().unwrap();
