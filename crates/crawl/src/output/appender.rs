@@ -150,29 +150,37 @@ fn answer_with(
     }
 }
 
+/// Opens the `noun` (how errors name it) at `path`, created if missing,
+/// cut to `offset` bytes (a checkpoint's) and positioned there; a file
+/// shorter than that was changed outside the crawl and is refused.
+pub(crate) fn open_cut_to(path: &Path, offset: u64, noun: &str) -> Result<File> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .with_context(|| format!("cannot open {noun} {}", path.display()))?;
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if len < offset {
+        anyhow::bail!(
+            "{noun} {} is shorter ({len} bytes) than its last checkpoint ({offset} bytes): it was \
+             changed outside the crawl; use --fresh to start over",
+            path.display()
+        );
+    }
+    file.set_len(offset)
+        .with_context(|| format!("cannot truncate {}", path.display()))?;
+    file.seek(SeekFrom::Start(offset))?;
+    Ok(file)
+}
+
 impl Sink {
     /// Opens `path`, cut to `resume_at` bytes (0 starts it afresh).
     pub fn open(path: &Path, resume_at: u64) -> Result<Sink> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path)
-            .with_context(|| format!("cannot open output {}", path.display()))?;
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        if len < resume_at {
-            anyhow::bail!(
-                "output {} is shorter ({len} bytes) than its last checkpoint ({resume_at} bytes): \
-                 it was changed outside the crawl; use --fresh to start over",
-                path.display()
-            );
-        }
-        file.set_len(resume_at)
-            .with_context(|| format!("cannot truncate {}", path.display()))?;
-        file.seek(SeekFrom::Start(resume_at))?;
+        let file = open_cut_to(path, resume_at, "output")?;
         Sink::on_file(path, file, resume_at, ("crawl-output", HANDOVER_BYTES))
     }
 
@@ -346,5 +354,33 @@ impl Drop for Sink {
         {
             tracing::warn!(path = %self.path.display(), "the output's writer thread panicked");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A file shorter than its checkpoint was changed outside the crawl:
+    /// refused with what it is, where, and both lengths, and left as it
+    /// is; a longer one is cut back to the checkpoint.
+    #[test]
+    fn a_file_is_cut_to_its_checkpoint_and_a_shorter_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x-00000.warc.gz");
+        std::fs::write(&p, b"0123456789").unwrap();
+        let e = open_cut_to(&p, 11, "WARC file").unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("WARC file {} is shorter (10 bytes)", p.display())),
+            "{e}"
+        );
+        assert!(
+            e.contains("last checkpoint (11 bytes)") && e.contains("--fresh"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&p).unwrap(), b"0123456789");
+        drop(open_cut_to(&p, 4, "output").unwrap());
+        assert_eq!(std::fs::read(&p).unwrap(), b"0123");
     }
 }

@@ -3,11 +3,10 @@
 //! the CDXJ indexes of its finished files.
 
 use std::fs::{File, OpenOptions};
-use std::io::{Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use super::record::warc_date;
 use super::{WarcAt, WarcSettings};
@@ -164,24 +163,7 @@ pub fn cut_gone(dir: &Path, prefix: &str, at: Option<WarcAt>) -> Result<u64> {
 }
 
 pub(super) fn open_at(path: &Path, offset: u64) -> Result<File> {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .with_context(|| format!("cannot open WARC file {}", path.display()))?;
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    if len < offset {
-        bail!(
-            "WARC file {} is shorter ({len} bytes) than its last checkpoint ({offset} bytes): it was \
-             changed outside the crawl; use --fresh to start over",
-            path.display()
-        );
-    }
-    file.set_len(offset)
-        .with_context(|| format!("cannot truncate {}", path.display()))?;
-    file.seek(SeekFrom::Start(offset))?;
-    Ok(file)
+    crate::output::appender::open_cut_to(path, offset, "WARC file")
 }
 
 pub(super) fn sync_dir(dir: &Path) -> Result<()> {
