@@ -27,12 +27,25 @@ pub struct WriterLoad {
     forced: bool,
 }
 
+/// Set by `crawl bench --writer-saturated`: the crawls of this process
+/// start saturated and stay so ([`WriterLoad::new`]).
+static FORCED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Makes the writer of every crawl this process starts count as saturated
+/// for good: how `crawl bench` measures on few cores the writer many
+/// cores would have (issue 37, target 1).
+pub fn force_saturated() {
+    FORCED.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 impl WriterLoad {
-    /// Not saturated until measured so; debug builds read
-    /// `SIMCRAWL_TEST_WRITER_SATURATED` to start saturated, for the
-    /// end-to-end test of the work page tasks take over.
+    /// Not saturated until measured so, unless [`force_saturated`] was
+    /// called; debug builds also read `SIMCRAWL_TEST_WRITER_SATURATED`
+    /// to start saturated, for the end-to-end test of the work page tasks
+    /// take over.
     pub fn new() -> WriterLoad {
-        let forced = cfg!(debug_assertions) && std::env::var_os("SIMCRAWL_TEST_WRITER_SATURATED").is_some();
+        let forced = FORCED.load(std::sync::atomic::Ordering::Relaxed)
+            || (cfg!(debug_assertions) && std::env::var_os("SIMCRAWL_TEST_WRITER_SATURATED").is_some());
         WriterLoad {
             saturated: std::sync::atomic::AtomicBool::new(forced),
             forced,

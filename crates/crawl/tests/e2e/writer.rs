@@ -95,3 +95,49 @@ fn links_known_to_page_tasks_leave_the_verdicts_as_the_writer_gives_them() {
         (fetched, url_hits, kept, dups, urls)
     );
 }
+
+/// `crawl bench --writer-saturated` measures the writer as many cores see
+/// it: its crawl takes the page tasks' look-ups from the first page (the
+/// writer says how many pages it judged with them), its verdicts are the
+/// ones the bench site plants, and its report says how it ran.
+#[test]
+fn bench_with_the_writer_saturated_takes_the_early_path_from_the_first_page() {
+    let dir = crate::support::tempdir("e2e-bench-saturated-");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_crawl"))
+        .args([
+            "bench",
+            "--pages",
+            "300",
+            "--batch",
+            "0",
+            "--index",
+            "0",
+            "--concurrency",
+            "8",
+        ])
+        .args(["--writer-saturated", "--log-level", "debug", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let (stdout, log) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{log}");
+    assert!(
+        stdout.contains("kept / dup title / dup content   270 / 0 / 30"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("(counted as saturated from the start: --writer-saturated)"),
+        "{stdout}"
+    );
+    // Every page but those judged before their look-up could start (the
+    // first, whose task ran before the writer had committed anything).
+    let early = logged_count(
+        &log,
+        "pages judged with the candidates their page tasks found",
+        "pages",
+    );
+    assert!((290..=300).contains(&early), "{early} of 300 pages");
+}
