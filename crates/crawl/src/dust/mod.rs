@@ -96,29 +96,19 @@ impl Default for DustSettings {
 
 /// The host a rule belongs to: host and explicit port, as in the URL.
 fn host_key(url: &Url) -> Option<String> {
-    host_key_of(url).map(std::borrow::Cow::into_owned)
+    host_key_of(url).map(str::to_owned)
 }
 
 /// [`host_key`] borrowed from the URL: the writer folds every link of
 /// every page through the rules of its host, and the `format!` of a key
 /// for each look-up (twice a link) was most of the 7% of the saturated
-/// writer's perf samples spent formatting (issue 37). With an explicit port
-/// the key is the URL's own `host:port` (the `url` crate serializes the
-/// host as `host_str` gives it and omits a scheme's default port, so the
-/// slice is what `format!("{host}:{port}")` made).
-fn host_key_of(url: &Url) -> Option<std::borrow::Cow<'_, str>> {
-    let host = url.host_str()?;
-    Some(match url.port() {
-        Some(p) => {
-            let key = &url[url::Position::BeforeHost..url::Position::AfterPort];
-            if key.len() > host.len() && key.starts_with(host) {
-                std::borrow::Cow::Borrowed(key)
-            } else {
-                std::borrow::Cow::Owned(format!("{host}:{p}"))
-            }
-        }
-        None => std::borrow::Cow::Borrowed(host),
-    })
+/// writer's perf samples spent formatting (issue 37). The key is the
+/// URL's own host and explicit port (the `url` crate serializes the host
+/// as `host_str` gives it and omits a scheme's default port, so the slice
+/// is the host, or what `format!("{host}:{port}")` made).
+fn host_key_of(url: &Url) -> Option<&str> {
+    url.host_str()?;
+    Some(&url[url::Position::BeforeHost..url::Position::AfterPort])
 }
 
 fn digest(canon: &Canonicalizer, url: &Url) -> Option<u64> {

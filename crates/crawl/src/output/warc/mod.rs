@@ -49,7 +49,7 @@ use index::{Index, Original};
 pub use record::Prepared;
 use record::{Record, encode, one_line, record_id, sha1_label, warc_date};
 pub use set::{cut_gone, set_exists};
-use set::{index_or_warn, new_path, open_at, remove_indexes_from, set_files, sync_dir};
+use set::{index_or_warn, new_path, remove_indexes_from, set_files, sync_dir};
 
 /// What is archived of a page the title or content tier drops.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -136,7 +136,7 @@ pub struct WarcSink {
     info: String,
     path: PathBuf,
     /// The current file, appended to by a thread of its own as the
-    /// JSON-lines outputs are (`crate::output::sinks::Sink`): the records'
+    /// JSON-lines outputs are (`crate::output::appender::Sink`): the records'
     /// `write` calls were 5% of the writer thread's perf samples in a
     /// `--warc` `crawl bench`, 20% while the disk was busy with a build
     /// (issue 37, target 1). Positions stay exact (this side counts the
@@ -565,7 +565,7 @@ const WARC_HANDOVER_BYTES: usize = 256 << 10;
 fn appender(path: &std::path::Path, offset: u64) -> Result<Sink> {
     Sink::on_file(
         path,
-        open_at(path, offset)?,
+        crate::output::appender::open_cut_to(path, offset, "WARC file")?,
         offset,
         ("crawl-warc", WARC_HANDOVER_BYTES),
     )

@@ -162,10 +162,6 @@ pub fn cut_gone(dir: &Path, prefix: &str, at: Option<WarcAt>) -> Result<u64> {
     Ok(cut)
 }
 
-pub(super) fn open_at(path: &Path, offset: u64) -> Result<File> {
-    crate::output::appender::open_cut_to(path, offset, "WARC file")
-}
-
 pub(super) fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
