@@ -41,7 +41,15 @@ enum Job {
     /// The file cut to this many bytes (everything before it written
     /// first), synced, then the answer.
     Cut(u64, std::sync::mpsc::SyncSender<std::io::Result<()>>),
+    /// Everything before this to the disk, the answer, then the work that
+    /// needs those bytes on the disk first ([`Sink::sync_then`]): the
+    /// caller waits for the disk, not for the work.
+    SyncThen(std::sync::mpsc::SyncSender<std::io::Result<()>>, AfterSync),
 }
+
+/// Work an appender runs once the bytes before it are on the disk; its
+/// error stops the appender like a failed write.
+pub(crate) type AfterSync = Box<dyn FnOnce() -> std::io::Result<()> + Send>;
 
 /// One output file (JSON lines, or a WARC file's records), appended to by
 /// a thread of its own.
@@ -81,6 +89,7 @@ impl std::fmt::Debug for Job {
             Job::Lines(l) => write!(f, "Lines({} bytes)", l.len()),
             Job::Flush(sync, _) => write!(f, "Flush(sync: {sync})"),
             Job::Cut(at, _) => write!(f, "Cut({at})"),
+            Job::SyncThen(..) => f.write_str("SyncThen"),
         }
     }
 }
@@ -119,6 +128,11 @@ fn append_all(mut out: BufWriter<File>, jobs: &std::sync::mpsc::Receiver<Job>) -
                     .flush()
                     .and_then(|()| if sync { out.get_ref().sync_data() } else { Ok(()) });
                 answer_with(answer, r)?;
+            }
+            Job::SyncThen(answer, then) => {
+                let r = out.flush().and_then(|()| out.get_ref().sync_data());
+                answer_with(answer, r)?;
+                then()?;
             }
             Job::Cut(at, answer) => {
                 let r = out.flush().and_then(|()| {
@@ -311,6 +325,19 @@ impl Sink {
     /// sync (a file cut when it was opened: its new length to the disk).
     pub(crate) fn sync_file(&mut self) -> Result<()> {
         self.ask(|a| Job::Flush(true, a))
+            .with_context(|| format!("cannot sync {}", self.path.display()))?;
+        self.synced = self.offset;
+        Ok(())
+    }
+
+    /// [`Sink::sync_file`], then `then` on the appender thread, without
+    /// waiting for it: work that needs the bytes on the disk first but
+    /// need not hold up the caller (the WARC archive's revisit index,
+    /// whose commit was a tenth of the crawl's writer thread with
+    /// `--warc`, issue 37). A later [`Sink::flush`] returns only after it
+    /// ran; its error is the sink's next one.
+    pub(crate) fn sync_then(&mut self, then: AfterSync) -> Result<()> {
+        self.ask(|a| Job::SyncThen(a, then))
             .with_context(|| format!("cannot sync {}", self.path.display()))?;
         self.synced = self.offset;
         Ok(())

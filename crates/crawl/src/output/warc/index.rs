@@ -127,6 +127,13 @@ impl Index {
         txn.commit().with_context(|| self.context())
     }
 
+    /// Drops the read snapshot: another clone of this index (the
+    /// appender thread's, [`super::WarcSink::sync`]) committed since it
+    /// was taken.
+    pub(super) fn forget_snapshot(&self) {
+        self.reader.0.replace(None);
+    }
+
     pub(super) fn get(&self, digest: &[u8; 20]) -> Result<Option<Original>> {
         let mut reader = self.reader.0.borrow_mut();
         let table = match &mut *reader {

@@ -221,6 +221,53 @@ fn revisits_from(dir: &Path, serial: u64) -> Vec<(String, String, String)> {
     out
 }
 
+/// A payload synced is found while the appender commits it to the
+/// index (held at a gate here) and after, from a read snapshot taken
+/// anew: each copy is a revisit of the first response, never a second
+/// original.
+#[test]
+fn originals_being_committed_are_found_until_the_index_holds_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = settings(dir.path());
+    let mut w = WarcSink::open(&s, String::new(), None).unwrap();
+    let gate = std::sync::Arc::new(std::sync::Barrier::new(2));
+    w.commit_gate = Some(gate.clone());
+    w.page(&prep("http://e.org/a", b"<p>x</p>"), None).unwrap();
+    // A look-up now takes the index's snapshot, which lacks a.
+    w.page(&prep("http://e.org/other", b"<p>y</p>"), None).unwrap();
+    w.sync().unwrap();
+    // The commit waits at the gate: a's original is only in `committing`.
+    assert_eq!(w.committing.len(), 1);
+    assert!(w.pending.is_empty());
+    w.page(&prep("http://e.org/b", b"<p>x</p>"), None).unwrap();
+    gate.wait();
+    w.commit_gate = None;
+    w.flush().unwrap();
+    assert!(w.committing.is_empty());
+    // Now only the index has it, read on a new snapshot.
+    w.page(&prep("http://e.org/c", b"<p>x</p>"), None).unwrap();
+    w.page(&prep("http://e.org/d", b"<p>y</p>"), None).unwrap();
+    w.close().unwrap();
+    assert_revisits(
+        dir.path(),
+        0,
+        &[
+            ("response", "http://e.org/a", ""),
+            ("response", "http://e.org/other", ""),
+            ("revisit", "http://e.org/b", "http://e.org/a"),
+            ("revisit", "http://e.org/c", "http://e.org/a"),
+            ("revisit", "http://e.org/d", "http://e.org/other"),
+        ],
+    );
+    assert_eq!(
+        w.index
+            .get(&prep("http://e.org/z", b"<p>x</p>").payload_digest)
+            .unwrap()
+            .map(|o| o.uri),
+        Some("http://e.org/a".to_string())
+    );
+}
+
 /// Opening the writer reads no archive file: with its first file
 /// unreadable (overwritten outside the crawl), a resumed writer opens
 /// and still writes a copy of a payload first archived there as a
