@@ -83,6 +83,15 @@ pub struct Sink {
     handover_bytes: usize,
 }
 
+/// A sync a sink asked its appender for and has not waited for yet
+/// ([`Sink::start_sync`]).
+#[derive(Debug)]
+pub(crate) struct SyncAsked {
+    answered: std::sync::mpsc::Receiver<std::io::Result<()>>,
+    /// The offset it makes safe to record.
+    offset: u64,
+}
+
 impl std::fmt::Debug for Job {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -314,10 +323,37 @@ impl Sink {
 
     /// Flushes and fsyncs; returns the offset that is now safe to record.
     pub fn sync(&mut self) -> Result<u64> {
+        let started = self.start_sync()?;
+        self.finish_sync(started)
+    }
+
+    /// Asks the appender for a [`Sink::sync`] without waiting for it
+    /// (`None`: nothing to sync), so that several files' fsyncs overlap;
+    /// [`Sink::finish_sync`] waits and records it.
+    pub(crate) fn start_sync(&mut self) -> Result<Option<SyncAsked>> {
         if self.offset == self.synced {
-            return Ok(self.offset);
+            return Ok(None);
         }
-        self.sync_file()?;
+        self.hand_over()?;
+        let (answer, answered) = std::sync::mpsc::sync_channel(1);
+        self.send(Job::Flush(true, answer))?;
+        Ok(Some(SyncAsked {
+            answered,
+            offset: self.offset,
+        }))
+    }
+
+    /// Waits for the sync `asked` ([`Sink::start_sync`]); returns the
+    /// offset that is now safe to record.
+    pub(crate) fn finish_sync(&mut self, asked: Option<SyncAsked>) -> Result<u64> {
+        if let Some(asked) = asked {
+            let answer = match asked.answered.recv() {
+                Ok(r) => r.map_err(anyhow::Error::from),
+                Err(_) => Err(anyhow::anyhow!("{}", self.why_stopped())),
+            };
+            answer.with_context(|| format!("cannot sync {}", self.path.display()))?;
+            self.synced = asked.offset;
+        }
         Ok(self.offset)
     }
 
@@ -388,6 +424,30 @@ impl Drop for Sink {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// Syncs asked of two sinks at once are each recorded only once
+    /// waited for: before that a cut to the offset they make safe is
+    /// refused, after it allowed, and the files hold every line.
+    #[test]
+    fn syncs_asked_together_count_once_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let (pa, pb) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
+        let (mut a, mut b) = (Sink::open(&pa, 0).unwrap(), Sink::open(&pb, 0).unwrap());
+        a.write(&"one").unwrap();
+        b.write(&"two").unwrap();
+        b.write(&"three").unwrap();
+        let (sa, sb) = (a.start_sync().unwrap(), b.start_sync().unwrap());
+        assert!(sa.is_some() && sb.is_some());
+        let e = a.cut_to(a.offset()).unwrap_err().to_string();
+        assert!(e.contains("only 0 are synced"), "{e}");
+        assert_eq!(a.finish_sync(sa).unwrap(), 6);
+        assert_eq!(b.finish_sync(sb).unwrap(), 14);
+        assert!(a.start_sync().unwrap().is_none(), "nothing new to sync");
+        assert_eq!(std::fs::read_to_string(&pa).unwrap(), "\"one\"\n");
+        assert_eq!(std::fs::read_to_string(&pb).unwrap(), "\"two\"\n\"three\"\n");
+        b.cut_to(6).unwrap();
+        assert_eq!(std::fs::read_to_string(&pb).unwrap(), "\"two\"\n");
+    }
 
     /// A file shorter than its checkpoint was changed outside the crawl:
     /// refused with what it is, where, and both lengths, and left as it
