@@ -277,9 +277,24 @@ impl Sink {
         &mut self,
         job: impl FnOnce(std::sync::mpsc::SyncSender<std::io::Result<()>>) -> Job,
     ) -> Result<()> {
+        let answered = self.ask_later(job)?;
+        self.answer_to(&answered)
+    }
+
+    /// [`Sink::ask`] without waiting: the receiver of the answer, for
+    /// [`Sink::answer_to`].
+    fn ask_later(
+        &mut self,
+        job: impl FnOnce(std::sync::mpsc::SyncSender<std::io::Result<()>>) -> Job,
+    ) -> Result<std::sync::mpsc::Receiver<std::io::Result<()>>> {
         self.hand_over()?;
         let (answer, answered) = std::sync::mpsc::sync_channel(1);
         self.send(job(answer))?;
+        Ok(answered)
+    }
+
+    /// Waits for the answer to a job asked with [`Sink::ask_later`].
+    fn answer_to(&self, answered: &std::sync::mpsc::Receiver<std::io::Result<()>>) -> Result<()> {
         match answered.recv() {
             Ok(r) => Ok(r?),
             Err(_) => anyhow::bail!("{}", self.why_stopped()),
@@ -334,24 +349,26 @@ impl Sink {
         if self.offset == self.synced {
             return Ok(None);
         }
-        self.hand_over()?;
-        let (answer, answered) = std::sync::mpsc::sync_channel(1);
-        self.send(Job::Flush(true, answer))?;
-        Ok(Some(SyncAsked {
+        self.ask_sync().map(Some)
+    }
+
+    /// Asks the appender to flush and fsync everything handed over.
+    fn ask_sync(&mut self) -> Result<SyncAsked> {
+        let answered = self
+            .ask_later(|a| Job::Flush(true, a))
+            .with_context(|| format!("cannot sync {}", self.path.display()))?;
+        Ok(SyncAsked {
             answered,
             offset: self.offset,
-        }))
+        })
     }
 
     /// Waits for the sync `asked` ([`Sink::start_sync`]); returns the
     /// offset that is now safe to record.
     pub(crate) fn finish_sync(&mut self, asked: Option<SyncAsked>) -> Result<u64> {
         if let Some(asked) = asked {
-            let answer = match asked.answered.recv() {
-                Ok(r) => r.map_err(anyhow::Error::from),
-                Err(_) => Err(anyhow::anyhow!("{}", self.why_stopped())),
-            };
-            answer.with_context(|| format!("cannot sync {}", self.path.display()))?;
+            self.answer_to(&asked.answered)
+                .with_context(|| format!("cannot sync {}", self.path.display()))?;
             self.synced = asked.offset;
         }
         Ok(self.offset)
@@ -360,10 +377,8 @@ impl Sink {
     /// Flushes and fsyncs even when nothing was written since the last
     /// sync (a file cut when it was opened: its new length to the disk).
     pub(crate) fn sync_file(&mut self) -> Result<()> {
-        self.ask(|a| Job::Flush(true, a))
-            .with_context(|| format!("cannot sync {}", self.path.display()))?;
-        self.synced = self.offset;
-        Ok(())
+        let asked = self.ask_sync()?;
+        self.finish_sync(Some(asked)).map(drop)
     }
 
     /// [`Sink::sync_file`], then `then` on the appender thread, without
