@@ -50,7 +50,9 @@ pub use decode::{Decoded, EncodingSource, decode};
 pub use error::CleanError;
 pub use normalize::fold_whitespace::visible_chars;
 pub use normalize::{Normalizer, Pipeline};
-pub use template::{HostBlocks, HostChanges, PageBlocks, TemplateConfig, TemplateLearner};
+pub use template::{
+    HostBlocks, HostChanges, PageBlocks, TemplateBlocks, TemplateConfig, TemplateLearner, TextBlocks,
+};
 
 /// A link found on a page, resolved to an absolute http(s) URL.
 #[derive(Debug, Clone, PartialEq, Eq)]

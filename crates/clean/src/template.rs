@@ -48,6 +48,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::CleanError;
 
+mod blocks;
+
+pub use blocks::{TemplateBlocks, TextBlocks};
+use blocks::{blocks, digest};
+
 /// Settings of a [`TemplateLearner`].
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -196,21 +201,6 @@ impl PartialEq for TemplateLearner {
     }
 }
 
-/// The digest of one block: FNV-1a 64 over its bytes, then MurmurHash3's finalizer.
-/// Fixed forever, because the state is persisted.
-fn digest(block: &str) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in block.as_bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
-}
-
 /// Pages a block must be on, of a host's `pages`, to be template.
 fn need(pages: u32, min_share: f64) -> u32 {
     // At most `pages` or 2 (min_share <= 1): the cast cannot truncate.
@@ -242,8 +232,7 @@ pub struct PageBlocks(Vec<u64>);
 impl PageBlocks {
     /// The blocks of `text` (one per non-blank line, trimmed).
     pub fn of(text: &str) -> PageBlocks {
-        let mut seen: HashSet<u64, DigestState> = HashSet::default();
-        PageBlocks(blocks(text).map(digest).filter(|d| seen.insert(*d)).collect())
+        TextBlocks::of(text).page_blocks()
     }
 
     /// How many distinct blocks the page has.
@@ -255,11 +244,6 @@ impl PageBlocks {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-}
-
-/// The blocks of a text: its non-empty lines, trimmed.
-fn blocks(text: &str) -> impl Iterator<Item = &str> {
-    text.lines().map(str::trim).filter(|l| !l.is_empty())
 }
 
 impl TemplateLearner {
@@ -468,20 +452,20 @@ impl TemplateLearner {
     /// ```
     #[must_use]
     pub fn own_lines(&self, host: &str, text: &str) -> Option<String> {
+        self.hosts.get(host)?;
+        let blocks = TextBlocks::of(text);
+        self.template_of(host, &blocks).map(|t| blocks.without(&t))
+    }
+
+    /// Which of `blocks` are `host`'s template, looked up by the digests
+    /// they carry: [`Self::own_lines`] without digesting or copying, for a
+    /// learner shared behind a lock (its readers hold it only for this).
+    /// `None` when none is.
+    #[must_use]
+    pub fn template_of(&self, host: &str, blocks: &TextBlocks<'_>) -> Option<TemplateBlocks> {
         let h = self.hosts.get(host)?;
-        let mut out = String::with_capacity(text.len());
-        let mut removed = false;
-        for b in blocks(text) {
-            if self.frequent(h, digest(b)) {
-                removed = true;
-            } else {
-                if !out.is_empty() {
-                    out.push('\n');
-                }
-                out.push_str(b);
-            }
-        }
-        removed.then_some(out)
+        let flags: Vec<bool> = blocks.digests().iter().map(|&d| self.frequent(h, d)).collect();
+        flags.contains(&true).then_some(TemplateBlocks(flags))
     }
 
     /// Drops the least recently observed tenth of the hosts (at least one).

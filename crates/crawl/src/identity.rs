@@ -6,6 +6,8 @@
 pub use simcrawl_dedup::identity::THIN_MIN_SIMILARITY;
 pub use simcrawl_dedup::identity::{Basis, Identity, sign_page};
 
+use simcrawl_clean::TextBlocks;
+
 use crate::template::Templates;
 
 /// The identity of a page of `host` with main text `main` and own text
@@ -24,8 +26,22 @@ pub fn identity_of<'a>(
     main: &'a str,
     (own, own_link_chars): (&'a str, usize),
 ) -> Identity<'a> {
-    simcrawl_dedup::identity::identity_of(url, main, (own, own_link_chars), |text| {
-        templates.own_lines(host, text)
+    identity_with_blocks(templates, (url, host), main, (own, own_link_chars), None)
+}
+
+/// [`identity_of`] with the blocks of a text digested beforehand
+/// (`blocks`, the page's own text's, which its learner counts too): when
+/// that text is one the identity strips, its lines are not digested again.
+pub fn identity_with_blocks<'a>(
+    templates: &Templates,
+    (url, host): (&str, &str),
+    main: &'a str,
+    (own, own_link_chars): (&'a str, usize),
+    blocks: Option<&TextBlocks<'_>>,
+) -> Identity<'a> {
+    simcrawl_dedup::identity::identity_of(url, main, (own, own_link_chars), |text| match blocks {
+        Some(b) if std::ptr::eq(b.text(), text) => templates.own_lines_of(host, b),
+        _ => templates.own_lines(host, text),
     })
 }
 
@@ -54,9 +70,13 @@ pub fn identities_in_order<'a>(
     pages
         .map(|p| {
             let p = p?;
-            let id = identity_of(templates, (p.url, p.host), p.main, p.judged_own);
+            let own = templates.is_learning().then(|| TextBlocks::of(p.own));
+            let id = identity_with_blocks(templates, (p.url, p.host), p.main, p.judged_own, own.as_ref());
             let out = id.into_owned();
-            templates.observe(p.host, p.own);
+            match &own {
+                Some(own) => templates.observe_blocks(p.host, &own.page_blocks()),
+                None => templates.observe(p.host, p.own),
+            }
             Some(out)
         })
         .collect()
@@ -167,6 +187,32 @@ mod tests {
     /// counts).
     fn chars_of(text: &str) -> usize {
         text.chars().filter(|c| !c.is_whitespace()).count()
+    }
+
+    #[test]
+    fn blocks_digested_beforehand_strip_as_the_text_does() {
+        let t = learnt(&[
+            &format!("{}\n{FOOTER}", article("x")),
+            &format!("{}\n{FOOTER}", article("y")),
+            &format!("{}\n{FOOTER}", article("z")),
+        ]);
+        // The main text holds the footer too: both texts are stripped.
+        let main = format!("{}\n{FOOTER}", article("the harbour"));
+        let own = format!("a menu\n{main}\nlayout");
+        let url = ("http://h/page.html", "h");
+        let plain = identity_of(&t, url, &main, (&own, 0));
+        assert!(plain.template_stripped);
+        let own_blocks = TextBlocks::of(&own);
+        let reused = identity_with_blocks(&t, url, &main, (&own, 0), Some(&own_blocks));
+        assert_eq!((reused.basis, &reused.text), (plain.basis, &plain.text));
+        // Blocks of a copy of the text are not its blocks: it is digested
+        // as if none were given, and says the same.
+        let copy = own.clone();
+        let copied = TextBlocks::of(&copy);
+        let other = identity_with_blocks(&t, url, &main, (&own, 0), Some(&copied));
+        assert_eq!((other.basis, &other.text), (plain.basis, &plain.text));
+        // The main text is never stripped by the own text's blocks.
+        assert!(!plain.text.contains("a menu") && !plain.text.contains(FOOTER));
     }
 
     #[test]

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use parking_lot::{Mutex, RwLock};
 use serde::Deserialize;
-use simcrawl_clean::{HostBlocks, TemplateConfig, TemplateLearner};
+use simcrawl_clean::{HostBlocks, TemplateConfig, TemplateLearner, TextBlocks};
 use tracing::{info, warn};
 
 use crate::learn::{LearnError, LearnStore, Map};
@@ -197,7 +197,18 @@ impl Templates {
     /// ([`TemplateLearner::own_lines`]); `None` when none is (or learning is off).
     #[must_use]
     pub fn own_lines(&self, host: &str, text: &str) -> Option<String> {
-        self.inner.as_ref()?.learner.read().own_lines(host, text)
+        self.inner.as_ref()?;
+        self.own_lines_of(host, &TextBlocks::of(text))
+    }
+
+    /// [`Self::own_lines`] of a text whose blocks were digested beforehand,
+    /// outside the learner's lock: page tasks hold its read lock only to
+    /// look the digests up, so the writer, which takes it to observe each
+    /// page, waits less for them.
+    #[must_use]
+    pub fn own_lines_of(&self, host: &str, blocks: &TextBlocks<'_>) -> Option<String> {
+        let template = self.inner.as_ref()?.learner.read().template_of(host, blocks)?;
+        Some(blocks.without(&template))
     }
 
     /// Records a page of `host` (its full cleaned text), once its verdict is known.

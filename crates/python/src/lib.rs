@@ -16,7 +16,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 use serde::Deserialize;
-use simcrawl_clean::template::{PageBlocks, TemplateConfig, TemplateLearner};
+use simcrawl_clean::template::{TemplateConfig, TemplateLearner, TextBlocks};
 use simcrawl_clean::{ChineseVariant, CleanConfig, Cleaner};
 use simcrawl_dedup::identity::{identity_of, sign_page};
 use simcrawl_dedup::{
@@ -439,14 +439,22 @@ impl PyDeduper {
         let host = parsed.host_str().unwrap_or("");
         // Its own text, or its message when framed (`Page::judged_own`).
         let judged_own = page.judged_own();
-        let id = {
-            let learnt = templates.read();
-            identity_of(url, &page.text, judged_own, |t| learnt.own_lines(host, t))
+        // The blocks are digested outside the lock (checks on other
+        // threads read the learner meanwhile), the own text's once for
+        // stripping and learning.
+        let own = TextBlocks::of(&page.own_text);
+        let own_lines = |blocks: &TextBlocks<'_>| {
+            let template = templates.read().template_of(host, blocks)?;
+            Some(blocks.without(&template))
         };
-        // The blocks are hashed before the lock: checks on other threads
-        // read the learner meanwhile.
-        let blocks = PageBlocks::of(&page.own_text);
-        templates.write().observe_blocks(host, &blocks);
+        let id = identity_of(url, &page.text, judged_own, |t| {
+            if std::ptr::eq(t, own.text()) {
+                own_lines(&own)
+            } else {
+                own_lines(&TextBlocks::of(t))
+            }
+        });
+        templates.write().observe_blocks(host, &own.page_blocks());
         let tier = if url_tier { UrlTier::Check } else { UrlTier::Skip };
         let verdicts = on_store!(store, d => {
             let sig = sign_page(d, (url, &page.title), &id, judged_own.0);

@@ -718,17 +718,9 @@ fn clean_and_sign(
         }
     };
     let links = links_to_follow(stages, &page);
-    // Judged on the text that makes the page what it is, without the host's
-    // template once learnt (crate::identity).
-    // (A message in an archive's frame has its message as its own text:
-    // `simcrawl_clean::Page::judged_own`.)
     let judged_own = page.judged_own();
-    let id = crate::identity::identity_of(
-        &stages.templates,
-        (entry.url.as_str(), host_of(&fetched.final_url)),
-        &page.text,
-        judged_own,
-    );
+    let host = host_of(&fetched.final_url);
+    let (id, own_blocks) = identify(stages, (entry.url.as_str(), host), &page, &page.own_text);
     // With its article, its basis's bar and how much it shows
     // (simcrawl_dedup::identity::sign_page).
     let sig = (stages.sign)((entry.url.as_str(), &page.title), &id, judged_own.0);
@@ -786,7 +778,7 @@ fn clean_and_sign(
             text: page.text,
         })
     });
-    let (own_blocks, url_images) = for_the_learners(stages, &entry.url, &page.own_text);
+    let (own_blocks, url_images) = for_the_learners(stages, &entry.url, own_blocks);
     let (text_json, early) = off_the_writer(stages, &page.raw_text, &sig, filtered_lang);
     Outcome::Page(Box::new(PageResult {
         final_url: fetched.final_url,
@@ -865,20 +857,47 @@ fn not_cleaned(
     }
 }
 
+/// What the page is judged on: the text that makes it what it is, without
+/// the host's template once learnt (crate::identity; a message in an
+/// archive's frame has its message as its own text:
+/// `simcrawl_clean::Page::judged_own`). With it, its own text's blocks,
+/// digested once for both the identity (which strips them) and the
+/// learner (which counts them); `None` when templates are not learnt.
+/// (`own_text` is the page's, borrowed apart from it so that the page's
+/// other texts can move out while its blocks wait for the learner.)
+fn identify<'p, 'o>(
+    stages: &PageStages,
+    (url, host): (&str, &str),
+    page: &'p simcrawl_clean::Page,
+    own_text: &'o str,
+) -> (
+    crate::identity::Identity<'p>,
+    Option<simcrawl_clean::TextBlocks<'o>>,
+) {
+    let own_blocks = stages
+        .templates
+        .is_learning()
+        .then(|| simcrawl_clean::TextBlocks::of(own_text));
+    let id = crate::identity::identity_with_blocks(
+        &stages.templates,
+        (url, host),
+        &page.text,
+        page.judged_own(),
+        own_blocks.as_ref(),
+    );
+    (id, own_blocks)
+}
+
 /// What the writer's learners take from a page, computed here so that the
-/// writer only counts it: the blocks of its own text (templates) and its
-/// URL's images under the rewrite rules (DUST); each empty when that
-/// learner is off.
+/// writer only counts it: the blocks of its own text (templates, from its
+/// digested blocks `own`) and its URL's images under the rewrite rules
+/// (DUST); each empty when that learner is off.
 fn for_the_learners(
     stages: &PageStages,
     url: &Url,
-    own_text: &str,
+    own: Option<simcrawl_clean::TextBlocks<'_>>,
 ) -> (simcrawl_clean::PageBlocks, Option<crate::dust::UrlImages>) {
-    let blocks = if stages.templates.is_learning() {
-        simcrawl_clean::PageBlocks::of(own_text)
-    } else {
-        simcrawl_clean::PageBlocks::default()
-    };
+    let blocks = own.map(|b| b.page_blocks()).unwrap_or_default();
     let images = stages
         .dust
         .lock()

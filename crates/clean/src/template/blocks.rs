@@ -1,0 +1,228 @@
+//! A text's blocks and their digests, taken once per text.
+//!
+//! A block's digest is FNV-1a over its bytes: one multiply per byte, each
+//! waiting for the one before it, so a page's digests cost about four
+//! cycles a byte however fast the core is, and they were taken up to three
+//! times a page (its main text and its own text stripped, its own text
+//! observed; issue 37). [`TextBlocks`] takes them once, four blocks at a
+//! time (four independent chains keep the multiplier busy), and outside
+//! any lock: a learner shared between threads then only looks them up
+//! ([`crate::TemplateLearner::template_of`]), so its writer waits less for
+//! its readers.
+
+use std::collections::HashSet;
+
+use super::{DigestState, PageBlocks};
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+/// The digest of one block: FNV-1a 64 over its bytes, then MurmurHash3's finalizer.
+/// Fixed forever, because the state is persisted.
+pub(super) fn digest(block: &str) -> u64 {
+    finish(fnv(FNV_OFFSET, block.as_bytes()))
+}
+
+#[inline]
+fn fnv(mut h: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        h = (h ^ u64::from(b)).wrapping_mul(FNV_PRIME);
+    }
+    h
+}
+
+#[inline]
+fn finish(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+/// The blocks of a text: its non-empty lines, trimmed.
+pub(super) fn blocks(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().map(str::trim).filter(|l| !l.is_empty())
+}
+
+/// [`digest`] of each of `blocks`, in order. Four lanes hash four blocks
+/// at once, each over the bytes all four still have; a lane whose block
+/// ends takes the next one, so a long paragraph among short list items
+/// does not leave three lanes idle. The last blocks, fewer than four
+/// lanes' worth, are hashed one at a time.
+fn digests(blocks: &[&str]) -> Vec<u64> {
+    const LANES: usize = 4;
+    let mut out = vec![0u64; blocks.len()];
+    if blocks.len() < LANES {
+        for (o, b) in out.iter_mut().zip(blocks) {
+            *o = digest(b);
+        }
+        return out;
+    }
+    // Each lane: the block it hashes, its bytes not hashed yet, its state.
+    let mut lane: [(usize, &[u8], u64); LANES] =
+        std::array::from_fn(|i| (i, blocks[i].as_bytes(), FNV_OFFSET));
+    let mut next = LANES;
+    loop {
+        let n = lane.iter().map(|l| l.1.len()).min().unwrap_or(0);
+        let (mut h0, mut h1, mut h2, mut h3) = (lane[0].2, lane[1].2, lane[2].2, lane[3].2);
+        let (b0, b1, b2, b3) = (&lane[0].1[..n], &lane[1].1[..n], &lane[2].1[..n], &lane[3].1[..n]);
+        for (((&x0, &x1), &x2), &x3) in b0.iter().zip(b1).zip(b2).zip(b3) {
+            h0 = (h0 ^ u64::from(x0)).wrapping_mul(FNV_PRIME);
+            h1 = (h1 ^ u64::from(x1)).wrapping_mul(FNV_PRIME);
+            h2 = (h2 ^ u64::from(x2)).wrapping_mul(FNV_PRIME);
+            h3 = (h3 ^ u64::from(x3)).wrapping_mul(FNV_PRIME);
+        }
+        (lane[0].2, lane[1].2, lane[2].2, lane[3].2) = (h0, h1, h2, h3);
+        let mut exhausted = false;
+        for l in &mut lane {
+            l.1 = &l.1[n..];
+            if !l.1.is_empty() {
+                continue;
+            }
+            if let Some(o) = out.get_mut(l.0) {
+                *o = finish(l.2);
+            }
+            match blocks.get(next) {
+                Some(b) => {
+                    *l = (next, b.as_bytes(), FNV_OFFSET);
+                    next += 1;
+                }
+                None => {
+                    // Done: no block left to hand this lane.
+                    l.0 = usize::MAX;
+                    exhausted = true;
+                }
+            }
+        }
+        if exhausted {
+            // The lanes still hashing finish alone.
+            for (i, rest, h) in lane {
+                if let Some(o) = out.get_mut(i) {
+                    *o = finish(fnv(h, rest));
+                }
+            }
+            return out;
+        }
+    }
+}
+
+/// A text's blocks (its non-empty lines, trimmed) with their digests,
+/// taken once: what a learner strips a text by
+/// ([`crate::TemplateLearner::template_of`]) and what it counts
+/// ([`TextBlocks::page_blocks`]).
+///
+/// ```
+/// use simcrawl_clean::{TemplateConfig, TemplateLearner, TextBlocks};
+/// let mut l = TemplateLearner::new(TemplateConfig { min_pages: 2, ..TemplateConfig::default() })?;
+/// for page in ["menu | home\nabout a", "menu | home\nabout b"] {
+///     l.observe_blocks("h", &TextBlocks::of(page).page_blocks());
+/// }
+/// let page = TextBlocks::of("menu | home\n  about c\n");
+/// let template = l.template_of("h", &page).expect("the menu is template");
+/// assert_eq!(page.without(&template), "about c");
+/// assert_eq!(l.own_lines("h", "menu | home\n  about c\n").as_deref(), Some("about c"));
+/// # Ok::<(), simcrawl_clean::CleanError>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct TextBlocks<'t> {
+    text: &'t str,
+    blocks: Vec<&'t str>,
+    digests: Vec<u64>,
+}
+
+/// Which blocks of a [`TextBlocks`] are a host's template, one flag each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplateBlocks(pub(super) Vec<bool>);
+
+impl<'t> TextBlocks<'t> {
+    /// The blocks of `text` and their digests.
+    #[must_use]
+    pub fn of(text: &'t str) -> TextBlocks<'t> {
+        let blocks: Vec<&str> = blocks(text).collect();
+        let digests = digests(&blocks);
+        TextBlocks {
+            text,
+            blocks,
+            digests,
+        }
+    }
+
+    /// The text they are the blocks of: a caller holding the blocks of one
+    /// text tells by it whether they serve another (`std::ptr::eq`).
+    #[must_use]
+    pub fn text(&self) -> &'t str {
+        self.text
+    }
+
+    /// The digests, in the blocks' order.
+    pub(super) fn digests(&self) -> &[u64] {
+        &self.digests
+    }
+
+    /// The page's distinct blocks as [`crate::TemplateLearner::observe_blocks`]
+    /// counts them: [`PageBlocks::of`] the text, without digesting it again.
+    #[must_use]
+    pub fn page_blocks(&self) -> PageBlocks {
+        let mut seen: HashSet<u64, DigestState> = HashSet::default();
+        PageBlocks(self.digests.iter().copied().filter(|d| seen.insert(*d)).collect())
+    }
+
+    /// The blocks that are not `template`, one per line.
+    #[must_use]
+    pub fn without(&self, template: &TemplateBlocks) -> String {
+        let mut out = String::with_capacity(self.text.len());
+        for (b, _) in self
+            .blocks
+            .iter()
+            .zip(&template.0)
+            .filter(|&(_, &is_template)| !is_template)
+        {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(b);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_four_at_a_time_are_each_blocks_own() {
+        // Blocks of every length from 0 to 40 bytes and a few long ones,
+        // in orders that make lanes finish together, apart and last.
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for count in 0..40 {
+            let owned: Vec<String> = (0..count)
+                .map(|_| {
+                    let len = match next() % 10 {
+                        0 => 200 + (next() % 3000) as usize,
+                        _ => (next() % 41) as usize,
+                    };
+                    (0..len).map(|_| char::from(b'a' + (next() % 26) as u8)).collect()
+                })
+                .collect();
+            let blocks: Vec<&str> = owned.iter().map(String::as_str).collect();
+            let one_at_a_time: Vec<u64> = blocks.iter().map(|b| digest(b)).collect();
+            assert_eq!(digests(&blocks), one_at_a_time, "{count} blocks");
+        }
+    }
+
+    #[test]
+    fn page_blocks_from_text_blocks_equal_page_blocks_of_the_text() {
+        let text = "首页 | 关于我们\n正文第一段。\n\n  首页 | 关于我们  \nb\nc\nd\ne\nb\n";
+        assert_eq!(TextBlocks::of(text).page_blocks(), PageBlocks::of(text));
+        assert_eq!(TextBlocks::of(text).page_blocks().len(), 6);
+        assert!(TextBlocks::of(" \n\n").page_blocks().is_empty());
+    }
+}
