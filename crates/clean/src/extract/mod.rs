@@ -291,10 +291,7 @@ impl Renderer {
             // A run of words separated by single spaces, from `i` to `j`.
             let mut j = i;
             loop {
-                j += bytes
-                    .get(j..)
-                    .and_then(|rest| rest.iter().position(u8::is_ascii_whitespace))
-                    .unwrap_or(bytes.len() - j);
+                j = next_whitespace(bytes, j);
                 match (bytes.get(j), bytes.get(j + 1)) {
                     (Some(b' '), Some(next)) if !next.is_ascii_whitespace() => j += 1,
                     _ => break,
@@ -329,9 +326,87 @@ impl Renderer {
     }
 }
 
+/// The offset of the first ASCII whitespace byte at or after `i`
+/// (`bytes.len()` if none), as `position(u8::is_ascii_whitespace)` finds
+/// it, eight bytes at a time: a word whose bytes are all above 0x20 holds
+/// none. Between two spaces of English are a few bytes, but a Chinese
+/// paragraph is one run of hundreds, passed here in an eighth of the
+/// steps (issue 37).
+#[inline]
+fn next_whitespace(bytes: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    loop {
+        while let Some(Ok(word)) = bytes.get(i..i + 8).map(<[u8; 8]>::try_from) {
+            let x = u64::from_le_bytes(word);
+            // The high bit of each byte below 0x21 (a byte from 0x80 is
+            // not: `!x` clears it). Borrows run only up, to later bytes, so
+            // the first flagged byte is the first such byte.
+            let low = x.wrapping_sub(ONES * 0x21) & !x & HIGH;
+            if low != 0 {
+                i += low.trailing_zeros() as usize / 8;
+                break;
+            }
+            i += 8;
+        }
+        match bytes.get(i) {
+            None => return bytes.len(),
+            Some(b) if b.is_ascii_whitespace() => return i,
+            // A control byte below the space, or the last bytes of the text.
+            Some(_) => i += 1,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn next_whitespace_finds_what_a_byte_scan_finds() {
+        let pieces = [
+            "a",
+            "中文",
+            " ",
+            "\t",
+            "\n",
+            "\r",
+            "\x0c",
+            "\x0b",
+            "\x01",
+            "é",
+            "!",
+            "~",
+            "\x7f",
+            "文字文字文字",
+        ];
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..3000 {
+            let mut text = String::new();
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let len = (rng % 40) as usize;
+            for k in 0..len {
+                let r = rng.rotate_left(k as u32 * 5) ^ (k as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
+                // Mostly text without whitespace, so long runs are tried.
+                let piece = if r.is_multiple_of(5) {
+                    pieces[(r / 5 % pieces.len() as u64) as usize]
+                } else {
+                    ["a", "中文", "é"][(r / 5 % 3) as usize]
+                };
+                text.push_str(piece);
+            }
+            let bytes = text.as_bytes();
+            for from in 0..=bytes.len() {
+                let want = bytes[from..]
+                    .iter()
+                    .position(u8::is_ascii_whitespace)
+                    .map_or(bytes.len(), |p| from + p);
+                assert_eq!(next_whitespace(bytes, from), want, "{text:?} from {from}");
+            }
+        }
+    }
 
     #[test]
     fn capped_push_cuts_on_char_boundary() {
