@@ -170,17 +170,23 @@ mod tests {
 
     #[test]
     fn an_article_is_judged_on_its_main_text_without_the_template() {
-        let t = learnt(&[
-            &format!("home news sports\n{}\n{FOOTER}", article("a")),
-            &format!("home news sports\n{}\n{FOOTER}", article("b")),
-            &format!("home news sports\n{}\n{FOOTER}", article("c")),
-        ]);
+        let t = learnt_footer("home news sports\n");
         let main = format!("{}\n{FOOTER}", article("parks"));
         let own = format!("home news sports\n{main}");
         let id = identity(&t, "h", &main, &own);
         assert_eq!(id.basis, Basis::Main);
         assert_eq!(id.text, article("parks"));
         assert!(id.template_stripped);
+    }
+
+    /// A learner that has seen three pages of one host, each `prefix`,
+    /// an article and [`FOOTER`]: the prefix and the footer are template.
+    fn learnt_footer(prefix: &str) -> Templates {
+        let pages: Vec<String> = ["x", "y", "z"]
+            .iter()
+            .map(|topic| format!("{prefix}{}\n{FOOTER}", article(topic)))
+            .collect();
+        learnt(&pages.iter().map(String::as_str).collect::<Vec<_>>())
     }
 
     /// Characters of `text` other than whitespace (what `own_link_chars`
@@ -191,11 +197,7 @@ mod tests {
 
     #[test]
     fn blocks_digested_beforehand_strip_as_the_text_does() {
-        let t = learnt(&[
-            &format!("{}\n{FOOTER}", article("x")),
-            &format!("{}\n{FOOTER}", article("y")),
-            &format!("{}\n{FOOTER}", article("z")),
-        ]);
+        let t = learnt_footer("");
         // The main text holds the footer too: both texts are stripped.
         let main = format!("{}\n{FOOTER}", article("the harbour"));
         let own = format!("a menu\n{main}\nlayout");
@@ -265,11 +267,7 @@ mod tests {
 
     #[test]
     fn a_page_with_little_of_its_own_is_judged_on_it_at_a_stricter_resemblance() {
-        let t = learnt(&[
-            &format!("{}\n{FOOTER}", article("x")),
-            &format!("{}\n{FOOTER}", article("y")),
-            &format!("{}\n{FOOTER}", article("z")),
-        ]);
+        let t = learnt_footer("");
         let own = format!("layout\nopens a submenu\n{FOOTER}");
         let id = identity(&t, "h", FOOTER, &own);
         assert_eq!(id.basis, Basis::Thin);
@@ -289,11 +287,7 @@ mod tests {
 
     #[test]
     fn a_page_made_of_its_host_s_template_is_judged_on_it() {
-        let t = learnt(&[
-            &format!("{}\n{FOOTER}", article("x")),
-            &format!("{}\n{FOOTER}", article("y")),
-            &format!("{}\n{FOOTER}", article("z")),
-        ]);
+        let t = learnt_footer("");
         let id = identity(&t, "h", FOOTER, FOOTER);
         assert_eq!(id.basis, Basis::Template);
         assert_eq!(id.text, FOOTER);
