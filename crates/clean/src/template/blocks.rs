@@ -48,8 +48,9 @@ pub(super) fn blocks(text: &str) -> impl Iterator<Item = &str> {
 /// [`digest`] of each of `blocks`, in order. Four lanes hash four blocks
 /// at once, each over the bytes all four still have; a lane whose block
 /// ends takes the next one, so a long paragraph among short list items
-/// does not leave three lanes idle. The last blocks, fewer than four
-/// lanes' worth, are hashed one at a time.
+/// does not leave three lanes idle. Once no block is left to hand out,
+/// the blocks still in lanes finish one at a time, as do all the blocks
+/// of a text with fewer than four.
 fn digests(blocks: &[&str]) -> Vec<u64> {
     const LANES: usize = 4;
     let mut out = vec![0u64; blocks.len()];
@@ -74,35 +75,30 @@ fn digests(blocks: &[&str]) -> Vec<u64> {
             h3 = (h3 ^ u64::from(x3)).wrapping_mul(FNV_PRIME);
         }
         (lane[0].2, lane[1].2, lane[2].2, lane[3].2) = (h0, h1, h2, h3);
-        let mut exhausted = false;
         for l in &mut lane {
             l.1 = &l.1[n..];
-            if !l.1.is_empty() {
+        }
+        for k in 0..LANES {
+            let (i, rest, h) = lane[k];
+            if !rest.is_empty() {
                 continue;
             }
-            if let Some(o) = out.get_mut(l.0) {
-                *o = finish(l.2);
+            if let Some(o) = out.get_mut(i) {
+                *o = finish(h);
             }
-            match blocks.get(next) {
-                Some(b) => {
-                    *l = (next, b.as_bytes(), FNV_OFFSET);
-                    next += 1;
+            let Some(b) = blocks.get(next) else {
+                // No block left to hand out: the other lanes finish alone.
+                for (j, &(i, rest, h)) in lane.iter().enumerate() {
+                    if j != k
+                        && let Some(o) = out.get_mut(i)
+                    {
+                        *o = finish(fnv(h, rest));
+                    }
                 }
-                None => {
-                    // Done: no block left to hand this lane.
-                    l.0 = usize::MAX;
-                    exhausted = true;
-                }
-            }
-        }
-        if exhausted {
-            // The lanes still hashing finish alone.
-            for (i, rest, h) in lane {
-                if let Some(o) = out.get_mut(i) {
-                    *o = finish(fnv(h, rest));
-                }
-            }
-            return out;
+                return out;
+            };
+            lane[k] = (next, b.as_bytes(), FNV_OFFSET);
+            next += 1;
         }
     }
 }
