@@ -39,9 +39,8 @@ pub fn identity_with_blocks<'a>(
     (own, own_link_chars): (&'a str, usize),
     blocks: Option<&TextBlocks<'_>>,
 ) -> Identity<'a> {
-    simcrawl_dedup::identity::identity_of(url, main, (own, own_link_chars), |text| match blocks {
-        Some(b) if std::ptr::eq(b.text(), text) => templates.own_lines_of(host, b),
-        _ => templates.own_lines(host, text),
+    simcrawl_dedup::identity::identity_of(url, main, (own, own_link_chars), |text| {
+        templates.own_lines_known(host, text, blocks)
     })
 }
 

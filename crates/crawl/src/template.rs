@@ -197,17 +197,19 @@ impl Templates {
     /// ([`TemplateLearner::own_lines`]); `None` when none is (or learning is off).
     #[must_use]
     pub fn own_lines(&self, host: &str, text: &str) -> Option<String> {
-        self.inner.as_ref()?;
-        self.own_lines_of(host, &TextBlocks::of(text))
+        self.own_lines_known(host, text, None)
     }
 
-    /// [`Self::own_lines`] of a text whose blocks were digested beforehand,
-    /// outside the learner's lock: page tasks hold its read lock only to
-    /// look the digests up, so the writer, which takes it to observe each
-    /// page, waits less for them.
+    /// [`Self::own_lines`], with the blocks of a text digested beforehand
+    /// (`known`, used when they are `text`'s: [`TextBlocks::of_known`]).
+    /// The blocks are digested outside the learner's lock: page tasks hold
+    /// its read lock only to look the digests up, so the writer, which
+    /// takes it to observe each page, waits less for them.
     #[must_use]
-    pub fn own_lines_of(&self, host: &str, blocks: &TextBlocks<'_>) -> Option<String> {
-        let template = self.inner.as_ref()?.learner.read().template_of(host, blocks)?;
+    pub fn own_lines_known(&self, host: &str, text: &str, known: Option<&TextBlocks<'_>>) -> Option<String> {
+        let inner = self.inner.as_ref()?;
+        let blocks = TextBlocks::of_known(text, known);
+        let template = inner.learner.read().template_of(host, &blocks)?;
         Some(blocks.without(&template))
     }
 

@@ -443,16 +443,10 @@ impl PyDeduper {
         // threads read the learner meanwhile), the own text's once for
         // stripping and learning.
         let own = TextBlocks::of(&page.own_text);
-        let own_lines = |blocks: &TextBlocks<'_>| {
-            let template = templates.read().template_of(host, blocks)?;
-            Some(blocks.without(&template))
-        };
         let id = identity_of(url, &page.text, judged_own, |t| {
-            if std::ptr::eq(t, own.text()) {
-                own_lines(&own)
-            } else {
-                own_lines(&TextBlocks::of(t))
-            }
+            let blocks = TextBlocks::of_known(t, Some(&own));
+            let template = templates.read().template_of(host, &blocks)?;
+            Some(blocks.without(&template))
         });
         templates.write().observe_blocks(host, &own.page_blocks());
         let tier = if url_tier { UrlTier::Check } else { UrlTier::Skip };

@@ -10,6 +10,7 @@
 //! ([`crate::TemplateLearner::template_of`]), so its writer waits less for
 //! its readers.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use super::{DigestState, PageBlocks};
@@ -144,11 +145,25 @@ impl<'t> TextBlocks<'t> {
         }
     }
 
-    /// The text they are the blocks of: a caller holding the blocks of one
-    /// text tells by it whether they serve another (`std::ptr::eq`).
+    /// The blocks of `text`: `known` when it holds that very string's (the
+    /// same slice, not an equal copy), else digested now. A page's own
+    /// text is often the text it is judged on, and its blocks, digested
+    /// for the learner, then serve stripping it too.
+    ///
+    /// ```
+    /// use simcrawl_clean::TextBlocks;
+    /// let page = String::from("menu\nabout a");
+    /// let known = TextBlocks::of(&page);
+    /// assert!(matches!(TextBlocks::of_known(&page, Some(&known)), std::borrow::Cow::Borrowed(_)));
+    /// let copy = page.clone();
+    /// assert!(matches!(TextBlocks::of_known(&copy, Some(&known)), std::borrow::Cow::Owned(_)));
+    /// ```
     #[must_use]
-    pub fn text(&self) -> &'t str {
-        self.text
+    pub fn of_known<'k>(text: &'t str, known: Option<&'k TextBlocks<'t>>) -> Cow<'k, TextBlocks<'t>> {
+        match known {
+            Some(k) if std::ptr::eq(k.text, text) => Cow::Borrowed(k),
+            _ => Cow::Owned(TextBlocks::of(text)),
+        }
     }
 
     /// The digests, in the blocks' order.

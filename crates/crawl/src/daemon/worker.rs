@@ -720,7 +720,12 @@ fn clean_and_sign(
     let links = links_to_follow(stages, &page);
     let judged_own = page.judged_own();
     let host = host_of(&fetched.final_url);
-    let (id, own_blocks) = identify(stages, (entry.url.as_str(), host), &page, &page.own_text);
+    let (id, own_blocks) = identify(
+        stages,
+        (entry.url.as_str(), host),
+        (&page.text, judged_own),
+        &page.own_text,
+    );
     // With its article, its basis's bar and how much it shows
     // (simcrawl_dedup::identity::sign_page).
     let sig = (stages.sign)((entry.url.as_str(), &page.title), &id, judged_own.0);
@@ -863,12 +868,12 @@ fn not_cleaned(
 /// `simcrawl_clean::Page::judged_own`). With it, its own text's blocks,
 /// digested once for both the identity (which strips them) and the
 /// learner (which counts them); `None` when templates are not learnt.
-/// (`own_text` is the page's, borrowed apart from it so that the page's
-/// other texts can move out while its blocks wait for the learner.)
+/// (The texts are borrowed apart from the page, so that its other texts
+/// can move out while the own text's blocks wait for the learner.)
 fn identify<'p, 'o>(
     stages: &PageStages,
     (url, host): (&str, &str),
-    page: &'p simcrawl_clean::Page,
+    (main, judged_own): (&'p str, (&'p str, usize)),
     own_text: &'o str,
 ) -> (
     crate::identity::Identity<'p>,
@@ -881,8 +886,8 @@ fn identify<'p, 'o>(
     let id = crate::identity::identity_with_blocks(
         &stages.templates,
         (url, host),
-        &page.text,
-        page.judged_own(),
+        main,
+        judged_own,
         own_blocks.as_ref(),
     );
     (id, own_blocks)
