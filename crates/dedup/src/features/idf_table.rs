@@ -191,6 +191,45 @@ mod tests {
         assert!(alone.iter().any(|(_, v)| *v != 1.5 * TABLE.mean()));
     }
 
+    /// [`hash::word_hash`] as it was written before its tail was read
+    /// without a copy: the tail copied into a zeroed buffer.
+    fn word_hash_by_copy(bytes: &[u8]) -> u64 {
+        const K: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut h: u64 = 0xCBF2_9CE4_8422_2325 ^ bytes.len() as u64;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            h = (h ^ u64::from_le_bytes(c.try_into().unwrap()))
+                .wrapping_mul(K)
+                .rotate_left(29);
+        }
+        let rest = chunks.remainder();
+        let mut last = [0u8; 8];
+        last[..rest.len()].copy_from_slice(rest);
+        h = (h ^ u64::from_le_bytes(last)).wrapping_mul(K);
+        h ^ (h >> 29)
+    }
+
+    #[test]
+    fn a_words_tail_hashes_as_the_copied_tail_did() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(37);
+        for len in 0..=40 {
+            for _ in 0..200 {
+                // Every byte value, 0 and 255 included, at every position
+                // of every tail length.
+                let bytes: Vec<u8> = (0..len).map(|_| rng.random()).collect();
+                assert_eq!(hash::word_hash(&bytes), word_hash_by_copy(&bytes), "{bytes:?}");
+            }
+        }
+        for w in TABLE.words().step_by(101) {
+            assert_eq!(
+                hash::word_hash(w.as_bytes()),
+                word_hash_by_copy(w.as_bytes()),
+                "{w}"
+            );
+        }
+    }
+
     #[test]
     fn the_compiled_table_is_the_one_start_up_used_to_build() {
         // Built as `jieba_idf` built it before it was compiled in.
