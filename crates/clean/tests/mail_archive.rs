@@ -14,7 +14,10 @@
 //! blocks of their own); a reply on the linux-fsdevel archive whose header
 //! fields include a long `Organization` and `Cc` list; lgamma(3) from
 //! Debian's manpages package rendered by man2html, a flat page whose
-//! synopsis and examples are `<pre>` blocks with its sections between them.
+//! synopsis and examples are `<pre>` blocks with its sections between them;
+//! two short replies of one thread by one sender (alsa-devel's msg00003
+//! and msg00005 in the gate's mail set) and the second's copy on the
+//! linux-kernel archive.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use simcrawl_clean::{Cleaner, Page};
@@ -143,6 +146,36 @@ fn header_fields_with_commas_are_not_prose_beside_the_message() {
     );
     assert!(!p.text.contains("organization:"), "{}", p.text);
     assert!(p.own_text.contains("organization: red hat uk ltd"));
+}
+
+#[test]
+fn a_short_reply_under_long_header_fields_is_its_message() {
+    // Two replies of one thread by one sender, of two and three lines
+    // under sixteen header fields (`Cc` of seven people, six `List-*`):
+    // the fields are nearly all their text and nearly the same in both.
+    // Counted against the message's share of the page they made each be
+    // judged on its fields, 0.70 alike, where a long reply was judged on
+    // its message alone.
+    let a = page("short-reply-a.html");
+    let b = page("short-reply-b.html");
+    for (p, says) in [
+        (&a, "this doesn't apply against current -next"),
+        (&b, "applied, thanks."),
+    ] {
+        assert!(p.framed, "{}", p.text);
+        assert!(p.text.starts_with("on "), "{}", p.text);
+        assert!(p.text.contains(says), "{}", p.text);
+        for field in ["cc:", "list-id:", "delivered-to:", "to: joe perches"] {
+            assert!(!p.text.contains(field), "{field:?} in the main text: {}", p.text);
+            assert!(p.own_text.contains(field), "{field:?} not in the own text");
+        }
+        assert_eq!(p.judged_own().0, p.text);
+    }
+    assert!(!a.text.contains("applied, thanks.") && !b.text.contains("doesn't apply"));
+    // The same message on another list's archive: the same main text.
+    let cross = page("short-reply-b-cross.html");
+    assert_eq!(cross.text, b.text);
+    assert_ne!(cross.own_text, b.own_text);
 }
 
 #[test]

@@ -725,8 +725,9 @@ fn listing_beside(els: &[El], boiler: &[bool], c: &ContentTotals, roots: &[usize
 /// The `<pre>` blocks of a flat page (see `select_text`) when they are one
 /// run (children of the body with next to nothing between them: a
 /// message's parts and its attachments' captions), hold at least the
-/// fail-safe's share of its non-link text, and no other block is a long
-/// paragraph of prose ([`LONG_PROSE_CHARS`]). A man page's synopsis and
+/// fail-safe's share of its non-link text but for its mail header fields
+/// ([`is_mail_field`]), and no other block is a long paragraph of prose
+/// ([`LONG_PROSE_CHARS`]). A man page's synopsis and
 /// examples are `<pre>` blocks too, but with its sections between them.
 ///
 /// An `<hr>` after the run ends it, and the fail-safe's share is of the
@@ -759,6 +760,8 @@ fn flat_page_preformatted(
     // elements come after their parents: inside the body, inside a `<pre>`
     let (mut under, mut in_pre) = (vec![false; els.len()], vec![false; els.len()]);
     let mut longest_other = 0u32;
+    // non-link text of the message's header fields before its end
+    let mut fields = 0u64;
     let mut ended = false;
     // non-link text of the body's children after the break that ends the
     // message: the archive's thread and reply sections
@@ -795,14 +798,26 @@ fn flat_page_preformatted(
         // prose has commas; a header field of message ids or a base64
         // face image has none, and a field that has (a `Cc` list, an
         // `Organization`'s address) is a field, not prose
-        if els[i].block && els[i].para_commas > 0 && !is_mail_field(walk, i) {
-            longest_other = longest_other.max(els[i].para_chars);
+        if els[i].block && els[i].para_chars > 0 {
+            let field = is_mail_field(walk, i);
+            if field && !ended {
+                fields += u64::from(els[i].para_chars);
+            }
+            if els[i].para_commas > 0 && !field {
+                longest_other = longest_other.max(els[i].para_chars);
+            }
         }
     }
     let pre_chars: u64 = pres.iter().map(|&p| c.nonlink(p)).sum();
     let one_run = !pres.is_empty() && between * 10 <= pre_chars;
     let prose_beside = u64::from(longest_other) >= (pre_chars / 2).max(LONG_PROSE_CHARS);
-    let shown = page_chars.saturating_sub(after);
+    // The header fields are the message's envelope, not a box beside it: a
+    // short reply under a long `To`/`Cc`/`List-*` block is still the
+    // message. Counted, they made a reply of two lines fail the share and
+    // be judged on its fields, which the replies of one thread share
+    // nearly whole (two of them were dropped one for the other at 0.70),
+    // while a long message was judged on its body alone.
+    let shown = page_chars.saturating_sub(after).saturating_sub(fields);
     (one_run && pre_chars * FAILSAFE_SHARE_DEN >= shown * FAILSAFE_SHARE_NUM && !prose_beside).then_some(pres)
 }
 
