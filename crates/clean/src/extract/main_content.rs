@@ -760,9 +760,8 @@ fn flat_page_preformatted(
     // elements come after their parents: inside the body, inside a `<pre>`
     let (mut under, mut in_pre) = (vec![false; els.len()], vec![false; els.len()]);
     let mut longest_other = 0u32;
-    // non-link text of the message's header fields before its end
-    let mut fields = 0u64;
-    let mut ended = false;
+    // where the break that ends the message is
+    let mut end_at: Option<usize> = None;
     // non-link text of the body's children after the break that ends the
     // message: the archive's thread and reply sections
     let mut after = 0u64;
@@ -776,9 +775,10 @@ fn flat_page_preformatted(
         // a thematic break after the message ends it: public-inbox puts
         // the thread's overview and the reply instructions in `<pre>`
         // blocks of their own after an `<hr>`
-        if up == root && els[i].rule && !pres.is_empty() {
-            ended = true;
+        if up == root && els[i].rule && !pres.is_empty() && end_at.is_none() {
+            end_at = Some(i);
         }
+        let ended = end_at.is_some();
         if up == root && ended {
             after += c.nonlink(i);
         }
@@ -798,27 +798,39 @@ fn flat_page_preformatted(
         // prose has commas; a header field of message ids or a base64
         // face image has none, and a field that has (a `Cc` list, an
         // `Organization`'s address) is a field, not prose
-        if els[i].block && els[i].para_chars > 0 {
-            let field = is_mail_field(walk, i);
-            if field && !ended {
-                fields += u64::from(els[i].para_chars);
-            }
-            if els[i].para_commas > 0 && !field {
-                longest_other = longest_other.max(els[i].para_chars);
-            }
+        if els[i].block && els[i].para_commas > 0 && !is_mail_field(walk, i) {
+            longest_other = longest_other.max(els[i].para_chars);
         }
     }
     let pre_chars: u64 = pres.iter().map(|&p| c.nonlink(p)).sum();
     let one_run = !pres.is_empty() && between * 10 <= pre_chars;
     let prose_beside = u64::from(longest_other) >= (pre_chars / 2).max(LONG_PROSE_CHARS);
+    if !one_run || prose_beside {
+        return None;
+    }
+    let holds = |shown: u64| pre_chars * FAILSAFE_SHARE_DEN >= shown * FAILSAFE_SHARE_NUM;
+    let shown = page_chars.saturating_sub(after);
+    if holds(shown) {
+        return Some(pres);
+    }
     // The header fields are the message's envelope, not a box beside it: a
     // short reply under a long `To`/`Cc`/`List-*` block is still the
     // message. Counted, they made a reply of two lines fail the share and
     // be judged on its fields, which the replies of one thread share
     // nearly whole (two of them were dropped one for the other at 0.70),
-    // while a long message was judged on its body alone.
-    let shown = page_chars.saturating_sub(after).saturating_sub(fields);
-    (one_run && pre_chars * FAILSAFE_SHARE_DEN >= shown * FAILSAFE_SHARE_NUM && !prose_beside).then_some(pres)
+    // while a long message was judged on its body alone. Read only here,
+    // where they can decide: every block's name read was a cost on pages
+    // that are no message.
+    let end = end_at.unwrap_or(els.len());
+    let fields: u64 = (root + 1..end)
+        .filter(|&i| under[i] && !in_pre[i] && !boiler[i] && !els[i].hidden)
+        // the message's own `<pre>` blocks (public-inbox's opens with its
+        // header fields) are the message
+        .filter(|&i| !(els[i].preformatted && parent_of(els, i) == Some(root)))
+        .filter(|&i| els[i].block && els[i].para_chars > 0 && is_mail_field(walk, i))
+        .map(|i| u64::from(els[i].para_chars))
+        .sum();
+    holds(shown.saturating_sub(fields)).then_some(pres)
 }
 
 /// Header fields a mail archive shows (RFC 5322's, and the registered
