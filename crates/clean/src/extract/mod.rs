@@ -362,48 +362,46 @@ fn next_whitespace(bytes: &[u8], mut i: usize) -> usize {
 mod tests {
     use super::*;
 
-    #[test]
-    fn next_whitespace_finds_what_a_byte_scan_finds() {
-        let pieces = [
-            "a",
-            "中文",
-            " ",
-            "\t",
-            "\n",
-            "\r",
-            "\x0c",
-            "\x0b",
-            "\x01",
-            "é",
-            "!",
-            "~",
-            "\x7f",
-            "文字文字文字",
-        ];
-        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
-        for _ in 0..3000 {
-            let mut text = String::new();
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            let len = (rng % 40) as usize;
-            for k in 0..len {
-                let r = rng.rotate_left(k as u32 * 5) ^ (k as u64).wrapping_mul(0x2545_f491_4f6c_dd1d);
-                // Mostly text without whitespace, so long runs are tried.
-                let piece = if r.is_multiple_of(5) {
-                    pieces[(r / 5 % pieces.len() as u64) as usize]
-                } else {
-                    ["a", "中文", "é"][(r / 5 % 3) as usize]
-                };
-                text.push_str(piece);
-            }
+    /// Text of which [`next_whitespace`] is tried at every offset: every
+    /// ASCII whitespace byte, controls beside them, and runs without any.
+    const PIECES: &[&str] = &[
+        "a",
+        "中文",
+        " ",
+        "\t",
+        "\n",
+        "\r",
+        "\x0c",
+        "\x0b",
+        "\x01",
+        "é",
+        "!",
+        "~",
+        "\x7f",
+        "文字文字文字",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        #[test]
+        fn next_whitespace_finds_what_a_byte_scan_finds(
+            // Mostly text without whitespace, so long runs are tried.
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    4 => proptest::sample::select(&["a", "中文", "é"][..]),
+                    1 => proptest::sample::select(PIECES),
+                ],
+                0..40,
+            )
+        ) {
+            let text = pieces.concat();
             let bytes = text.as_bytes();
             for from in 0..=bytes.len() {
                 let want = bytes[from..]
                     .iter()
                     .position(u8::is_ascii_whitespace)
                     .map_or(bytes.len(), |p| from + p);
-                assert_eq!(next_whitespace(bytes, from), want, "{text:?} from {from}");
+                proptest::prop_assert_eq!(next_whitespace(bytes, from), want, "{:?} from {}", text, from);
             }
         }
     }

@@ -587,22 +587,19 @@ mod tests {
         (chars, commas)
     }
 
-    #[test]
-    fn counts_are_the_bytewise_counts() {
-        let pieces = [
-            "a", ",", " ", "\n", "，", "、", "。", "〈", "ｆ", "中文", "é", "\x0b", "。x",
-        ];
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        for _ in 0..2000 {
-            let mut text = String::new();
-            for _ in 0..(rng % 50) {
-                rng ^= rng << 13;
-                rng ^= rng >> 7;
-                rng ^= rng << 17;
-                text.push_str(pieces[(rng % pieces.len() as u64) as usize]);
-            }
-            rng = rng.wrapping_add(1);
-            assert_eq!(count_text(&text), count_text_bytewise(&text), "{text:?}");
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        #[test]
+        fn counts_are_the_bytewise_counts(
+            pieces in proptest::collection::vec(
+                proptest::sample::select(
+                    &["a", ",", " ", "\n", "，", "、", "。", "〈", "ｆ", "中文", "é", "\x0b", "。x"][..],
+                ),
+                0..50,
+            )
+        ) {
+            let text = pieces.concat();
+            proptest::prop_assert_eq!(count_text(&text), count_text_bytewise(&text), "{:?}", text);
         }
     }
 

@@ -202,30 +202,21 @@ impl<'t> TextBlocks<'t> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn digests_four_at_a_time_are_each_blocks_own() {
-        // Blocks of every length from 0 to 40 bytes and a few long ones,
-        // in orders that make lanes finish together, apart and last.
-        let mut rng = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng
-        };
-        for count in 0..40 {
-            let owned: Vec<String> = (0..count)
-                .map(|_| {
-                    let len = match next() % 10 {
-                        0 => 200 + (next() % 3000) as usize,
-                        _ => (next() % 41) as usize,
-                    };
-                    (0..len).map(|_| char::from(b'a' + (next() % 26) as u8)).collect()
-                })
-                .collect();
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        #[test]
+        fn digests_four_at_a_time_are_each_blocks_own(
+            // Blocks of every length from 0 to 40 bytes and a few long
+            // ones, in orders that make lanes finish together, apart and
+            // last.
+            owned in proptest::collection::vec(
+                proptest::prop_oneof![9 => "[a-z]{0,40}", 1 => "[a-z]{200,3200}"],
+                0..40,
+            )
+        ) {
             let blocks: Vec<&str> = owned.iter().map(String::as_str).collect();
             let one_at_a_time: Vec<u64> = blocks.iter().map(|b| digest(b)).collect();
-            assert_eq!(digests(&blocks), one_at_a_time, "{count} blocks");
+            proptest::prop_assert_eq!(digests(&blocks), one_at_a_time, "{} blocks", blocks.len());
         }
     }
 
