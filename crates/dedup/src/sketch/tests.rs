@@ -34,7 +34,26 @@ fn normalized_keeps_what_the_char_filter_kept() {
     }
 }
 
+/// [`with_kept_chars`]'s chars.
+fn kept_of(text: &str) -> Vec<char> {
+    with_kept_chars(text, |chars| {
+        chars.iter().filter_map(|&c| char::from_u32(c)).collect()
+    })
+}
+
 proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+    #[test]
+    fn kept_chars_are_each_kept_chars(
+        t in "[ -~]{0,300}|[a-zA-Z0-9 \\n中文字é\\u{3400}\\u{4dbf}\\u{5000}\\u{9fff}\\u{a000}İΩ，。😀\\u{10FFFF}]{0,300}",
+        before in "[a-z 中é]{0,400}",
+    ) {
+        // The thread's buffer is reused: a longer text before must leave
+        // nothing behind.
+        proptest::prop_assert_eq!(kept_of(&before), normalized(&before));
+        proptest::prop_assert_eq!(kept_of(&t), normalized(&t));
+    }
+
     #[test]
     fn normalized_reads_random_text_as_the_char_filter(t in "[ -~]{0,20}|[a-zA-Z0-9 中文字é\u{3400}\u{4dbf}\u{4dc0}\u{5000}\u{9fff}\u{a000}İΩ，。😀]{0,30}") {
         proptest::prop_assert_eq!(normalized(&t), normalized_by_chars(&t));
@@ -187,6 +206,20 @@ proptest::proptest! {
         text in "[a-zA-Z0-9 中文字é\u{10FFFF}\u{1F600}\u{20000}，。ÀΩ\u{3400}\u{4e00}\u{3001}\u{ff21}İ_\n-]{0,60}"
     ) {
         proptest::prop_assert_eq!(Sketch::of(&text), sketch_reference(&text));
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+    /// Long texts, signed one after another on the thread's buffer of
+    /// chars ([`with_kept_chars`]), against the sketch and outline over
+    /// the chars one at a time.
+    #[test]
+    fn long_texts_sign_and_outline_as_over_the_chars(
+        text in "[a-z0-9 中文字é，。Ω\u{3400}\u{4e00}\n]{500,1500}|[a-z ]{200,700}"
+    ) {
+        proptest::prop_assert_eq!(Sketch::of(&text), sketch_reference(&text));
+        proptest::prop_assert_eq!(count_and_outline(&text), count_and_outline_reference(&text));
     }
 }
 
