@@ -178,7 +178,20 @@ pub(crate) struct LeadSet {
     /// Which ASCII bytes are in the set, when a scan can pass eight bytes
     /// without one at a time ([`LeadSet::next_candidate`]).
     ascii: AsciiLeads,
+    /// The set's ranges as `(first, last - first)`, [`NO_RANGE`] past
+    /// the ones it has: what [`LeadSet::next_in_blocks`] compares bytes
+    /// with.
+    ranges: [(u8, u8); MAX_RANGES],
 }
+
+/// Ranges a [`LeadSet`] is made of, at most.
+const MAX_RANGES: usize = 8;
+
+/// A range no byte of UTF-8 is in (0xFF never occurs in it).
+const NO_RANGE: (u8, u8) = (0xFF, 0);
+
+/// Bytes [`LeadSet::next_in_blocks`] tests at a time.
+const SCAN_BLOCK: usize = 32;
 
 /// The ASCII bytes of a [`LeadSet`], for the kinds an eight-byte word can be
 /// tested for at once.
@@ -202,10 +215,17 @@ const ONES: u64 = 0x0101_0101_0101_0101;
 impl LeadSet {
     /// The set of `ranges` of bytes (inclusive).
     pub(crate) const fn new(ranges: &[(u8, u8)]) -> Self {
+        assert!(
+            ranges.len() <= MAX_RANGES,
+            "a LeadSet of more ranges than MAX_RANGES"
+        );
         let mut t = [false; 256];
+        let mut spans = [NO_RANGE; MAX_RANGES];
         let mut r = 0;
         while r < ranges.len() {
             let (lo, hi) = ranges[r];
+            assert!(lo <= hi, "a LeadSet range must not be empty");
+            spans[r] = (lo, hi - lo);
             let mut b = lo as usize;
             while b <= hi as usize {
                 t[b] = true;
@@ -232,7 +252,11 @@ impl LeadSet {
         } else {
             AsciiLeads::Other
         };
-        Self { bytes: t, ascii }
+        Self {
+            bytes: t,
+            ascii,
+            ranges: spans,
+        }
     }
 
     /// The offset of the next byte at or after `i` that may start a char of
@@ -261,13 +285,48 @@ impl LeadSet {
     /// past the ASCII words after it that hold none of the set's bytes
     /// ([`LeadSet::next_candidate`]) when it is ASCII, else past the whole
     /// char (its UTF-8 width).
+    ///
+    /// A set whose ASCII bytes no eight-byte test tells
+    /// ([`AsciiLeads::Other`]) is scanned in blocks instead
+    /// ([`LeadSet::next_in_blocks`]): byte by byte, `strip_control` stopped
+    /// at every newline of a text until its set left the newline and the
+    /// tab out, and then had no word test (issue 37).
     #[inline]
     pub(crate) fn past(&self, bytes: &[u8], i: usize) -> usize {
         match bytes.get(i) {
+            Some(&b) if self.ascii == AsciiLeads::Other => self.next_in_blocks(bytes, i + utf8_width(b)),
             Some(&b) if b < 0x80 => self.next_candidate(bytes, i + 1),
             Some(&b) => i + utf8_width(b),
             None => i,
         }
+    }
+
+    /// The offset of the first byte of the set at or after `i` (a char
+    /// boundary), or the text's length: blocks of [`SCAN_BLOCK`] bytes
+    /// that hold none are passed by comparing them with the set's ranges
+    /// (vector code, when the set is a constant the caller inlines), then
+    /// bytes one at a time. Only a byte that starts a char can be in a set
+    /// (none holds 0x80 to 0xBF), so the byte found starts one.
+    #[inline(always)]
+    pub(crate) fn next_in_blocks(&self, bytes: &[u8], mut i: usize) -> usize {
+        let in_ranges = |b: u8| {
+            self.ranges
+                .iter()
+                .fold(false, |found, &(lo, span)| found | (b.wrapping_sub(lo) <= span))
+        };
+        while let Some(block) = bytes.get(i..i + SCAN_BLOCK) {
+            if block.iter().fold(false, |found, &b| found | in_ranges(b)) {
+                break;
+            }
+            i += SCAN_BLOCK;
+        }
+        while let Some(&b) = bytes.get(i) {
+            if self.contains(b) {
+                return i;
+            }
+            i += 1;
+        }
+        i
     }
 
     #[inline]
@@ -330,7 +389,10 @@ pub(crate) fn utf8_width(lead: u8) -> usize {
 const ALL_LEADS: LeadSet = LeadSet::new(&[(0x00, 0x7F), (0xC0, 0xFF)]);
 
 /// Applies a per-char rule that keeps every char whose first UTF-8 byte is not in
-/// `leads`, copying only when some char changes.
+/// `leads`, copying only when some char changes. Inlined into each step, whose
+/// `leads` is a constant, so that [`LeadSet::next_in_blocks`] compares with
+/// constant ranges.
+#[inline(always)]
 pub(crate) fn map_chars_by_lead<'a>(
     text: Cow<'a, str>,
     leads: &LeadSet,
@@ -345,7 +407,12 @@ pub(crate) fn map_chars_by_lead<'a>(
             i = leads.past(bytes, i);
             continue;
         }
-        let Some(c) = text.get(i..).and_then(|s| s.chars().next()) else {
+        // An ASCII char (a capital, a control) is its byte: no decoding.
+        let c = if b < 0x80 {
+            char::from(b)
+        } else if let Some(c) = text.get(i..).and_then(|s| s.chars().next()) {
+            c
+        } else {
             break;
         };
         let len = c.len_utf8();
@@ -355,6 +422,9 @@ pub(crate) fn map_chars_by_lead<'a>(
             o.push_str(text.get(copied..i).unwrap_or_default());
             match action {
                 CharAction::Replace(r) => o.push(r),
+                // `to_lowercase` is a call through Unicode's tables; a
+                // capital of ASCII is most of what `lowercase` changes.
+                CharAction::Lowercase if c.is_ascii() => o.push(c.to_ascii_lowercase()),
                 CharAction::Lowercase => o.extend(c.to_lowercase()),
                 CharAction::Keep | CharAction::Drop => {}
             }
@@ -464,6 +534,39 @@ mod tests {
                     } else {
                         assert_eq!(next, i);
                     }
+                }
+            }
+        }
+    }
+
+    /// A block scan stops at the set's first byte at or after where it
+    /// starts, from every char boundary, in blocks and in the bytes after
+    /// the last block.
+    #[test]
+    fn next_in_blocks_stops_at_the_first_byte_of_the_set() {
+        let sets = [
+            LeadSet::new(&[(0xE3, 0xE3)]),
+            LeadSet::new(&[(0x00, 0x08), (0x0B, 0x1F), (0x7F, 0x7F), (0xC2, 0xC2)]),
+            LeadSet::new(&[(b'A', b'Z'), (0xC2, 0xE2)]),
+            LeadSet::new(&[(b'A', b'Y')]),
+            ALL_LEADS,
+            LeadSet::new(&[(0xF0, 0xF4)]),
+        ];
+        let long = "plain lower case text, no capitals here at all, ".repeat(3);
+        let texts = [
+            "abcdefghij\u{3000}".to_owned(),
+            format!("{long}\n{long}Z{long}\u{1}"),
+            "some words Then A capital\tand a tab, \u{7f}del\u{1}".to_owned(),
+            "中文字符，全角：ＡＢＣ end".repeat(5),
+            format!("{}\u{3000}{}😀", "中文".repeat(20), "x".repeat(40)),
+            String::new(),
+        ];
+        for set in &sets {
+            for t in &texts {
+                let b = t.as_bytes();
+                for i in (0..=b.len()).filter(|&i| t.is_char_boundary(i)) {
+                    let first = (i..b.len()).find(|&k| set.contains(b[k])).unwrap_or(b.len());
+                    assert_eq!(set.next_in_blocks(b, i), first, "{t:?} from {i}");
                 }
             }
         }

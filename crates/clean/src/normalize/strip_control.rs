@@ -14,10 +14,12 @@ use crate::config::Step;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StripControl;
 
-/// The first bytes of every char `classify` may change: ASCII controls, U+0080..U+00BF
-/// (C1 controls, NEL, soft hyphen), U+061C, U+180E, U+2000..U+2FFF and U+F000..U+FFFF.
+/// The first bytes of every char `classify` may change: ASCII controls but the tab and
+/// the newline (kept, and a newline ends every line of a text), U+0080..U+00BF (C1
+/// controls, NEL, soft hyphen), U+061C, U+180E, U+2000..U+2FFF and U+F000..U+FFFF.
 const LEADS: LeadSet = LeadSet::new(&[
-    (0x00, 0x1F),
+    (0x00, 0x08),
+    (0x0B, 0x1F),
     (0x7F, 0x7F),
     (0xC2, 0xC2),
     (0xD8, 0xD8),
