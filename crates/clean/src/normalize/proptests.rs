@@ -14,7 +14,10 @@
 //!   mainland ones, and some mainland words are Taiwan words for something else:
 //!   程式 (program) -> 程序, and 程序 (Taiwan: process) -> 进程. OpenCC's dictionaries
 //!   say so, and the converter must stay byte-identical to OpenCC. The plain
-//!   `t2s` profile chains too, in context: 么麼 -> 幺麽 -> 幺么.
+//!   `t2s` profile chains too, in context: 么麼 -> 幺麽 -> 幺么, and `tw2sp`
+//!   once more (-> 幺幺, found by a random draw on 2026-12-07), so a
+//!   conversion step is held to a fixed point after three runs,
+//!   `f⁴(s) == f³(s)`: no endless chain or cycle.
 //! - The default pipeline: a later step can make text an earlier step would have
 //!   changed, and the order cannot move (it is part of the settings digest that
 //!   data directories store). `fold_width` and `nfkc` turn `＜b＞` into a tag and
@@ -236,6 +239,28 @@ fn stable_after_three_runs(s: &str) -> Result<(), proptest::test_runner::TestCas
     Ok(())
 }
 
+/// The longest chain known (module documentation): `tw2sp` changes 么麼
+/// three times, every other profile twice, and each then stays.
+#[test]
+fn conversion_chains_in_context_end_after_three_runs() {
+    for (name, p) in every_step() {
+        if idempotent(name) {
+            continue;
+        }
+        let mut chain = vec!["么麼".to_owned()];
+        for _ in 0..4 {
+            let next = p.run(chain.last().map_or("", String::as_str)).into_owned();
+            chain.push(next);
+        }
+        let expected: &[&str] = if name.contains("Tw2sp") {
+            &["么麼", "幺麽", "幺么", "幺幺", "幺幺"]
+        } else {
+            &["么麼", "幺麽", "幺么", "幺么", "幺么"]
+        };
+        assert_eq!(chain, expected, "{name}");
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
@@ -248,7 +273,8 @@ proptest! {
                 prop_assert_eq!(&once, &twice, "{} on {:?}", name, s);
             } else {
                 let thrice = p.run(&twice).into_owned();
-                prop_assert_eq!(&twice, &thrice, "{} on {:?}", name, s);
+                let fourth = p.run(&thrice).into_owned();
+                prop_assert_eq!(&thrice, &fourth, "{} on {:?}", name, s);
             }
         }
     }
