@@ -137,6 +137,17 @@ fn has_upper_finds_what_a_scan_of_the_chars_finds() {
     }
     assert!(has_upper("中文 Ж"));
     assert!(!has_upper("中文 ж 〇"));
+    // Blocks of 32 bytes passed whole, and the bytes after the last one.
+    let lower = "中文字符 and lower-case words, 〇 ".repeat(9);
+    for tail in ["", "z", "Z", "é", "É", "Ⓐ", "\u{1D400}", "ｚ", "Ｚ"] {
+        for t in [
+            format!("{lower}{tail}"),
+            format!("{tail}{lower}"),
+            format!("{lower}{tail}{lower}"),
+        ] {
+            assert_eq!(has_upper(&t), t.chars().any(is_upper), "{t}");
+        }
+    }
 }
 
 proptest::proptest! {
