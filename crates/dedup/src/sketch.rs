@@ -168,7 +168,7 @@ impl TextDigest {
     }
 }
 
-/// What [`each_kept`] keeps of an ASCII byte: its lower case when it is a
+/// What [`kept_chars`] keeps of an ASCII byte: its lower case when it is a
 /// letter or digit, else 0.
 const ASCII_KEPT: [u8; 128] = {
     let mut t = [0u8; 128];
@@ -183,58 +183,14 @@ const ASCII_KEPT: [u8; 128] = {
     t
 };
 
-/// Calls `f` with each letter and digit of `text`, lower-cased, as a
-/// code point: the chars sketches and outlines are made of. Read on the
-/// bytes: an ASCII byte through [`ASCII_KEPT`]; a char led by 0xE5 to 0xE9
-/// (U+5000 to U+9FFF, all CJK ideographs: letters, without case) from its
-/// three bytes as it is; any other char decoded and judged by [`kept`]. The
-/// same chars as the filter over every char it replaced
-/// (`tests::normalized_keeps_what_the_char_filter_kept`), with fewer
-/// instructions for the bulk of English and Chinese text, and one loop
-/// whose state stays in locals (issue 37).
-#[inline(always)]
-fn each_kept(text: &str, mut f: impl FnMut(u32)) {
-    let bytes = text.as_bytes();
-    let mut at = 0usize;
-    while let Some(&lead) = bytes.get(at) {
-        let c = if lead < 0x80 {
-            at += 1;
-            match ASCII_KEPT.get(usize::from(lead)) {
-                Some(&k) if k != 0 => u32::from(k),
-                _ => continue,
-            }
-        } else if (0xE5..=0xE9).contains(&lead)
-            && let (Some(&b1), Some(&b2)) = (bytes.get(at + 1), bytes.get(at + 2))
-        {
-            at += 3;
-            (u32::from(lead & 0x0F) << 12) | (u32::from(b1 & 0x3F) << 6) | u32::from(b2 & 0x3F)
-        } else {
-            let (kept, len) = other_char(text, at);
-            if len == 0 {
-                return;
-            }
-            at += len;
-            match kept {
-                Some(c) => c as u32,
-                None => continue,
-            }
-        };
-        f(c);
-    }
-}
-
-/// [`each_kept`]'s chars of `text`, all of them, handed to `f` as one
-/// slice. They are written first into a buffer of the thread's (a text
-/// has at most a char a byte), an ASCII byte without a branch: each is
-/// written through [`ASCII_KEPT`] and the end moves on only when it was
-/// kept, where `each_kept` branched on every letter and every space (and
-/// the branch after each word was mispredicted). The sketch and the
-/// outline then hash the slice in a loop with no branch but the window's
-/// fill: `Sketch::of` took 21% less time on the labelled set's texts
-/// (issue 37); reading them in runs of 256 into a buffer on the stack
-/// saved only half of that. The chars are `each_kept`'s
-/// (`tests::kept_chars_are_each_kept_chars`), so the sketches are the
-/// same.
+/// The letters and digits of `text`, lower-cased, as code points (the
+/// chars sketches and outlines are made of, [`kept_chars`]), handed to `f`
+/// as one slice. They are written first into a buffer of the thread's,
+/// then the sketch and the outline hash the slice in a loop with no branch
+/// but the window's fill: read char by char through a callback, with a
+/// branch on every letter and every space, `Sketch::of` took 21% more
+/// time on the labelled set's texts (issue 37); reading them in runs of
+/// 256 into a buffer on the stack saved only half of that.
 #[inline(always)]
 fn with_kept_chars<R>(text: &str, f: impl FnOnce(&[u32]) -> R) -> R {
     thread_local! {
@@ -265,9 +221,16 @@ fn with_kept_chars<R>(text: &str, f: impl FnOnce(&[u32]) -> R) -> R {
 /// each hold 4 MiB after one text at the cleaner's cap.
 const KEPT_CHARS_KEPT: usize = 1 << 18;
 
-/// Writes [`each_kept`]'s chars of `text` to the start of `chars` (grown
-/// to the text's length in bytes when shorter: never zeroed again), and
-/// returns how many.
+/// Writes the letters and digits of `text`, lower-cased, as code points
+/// to the start of `chars` (grown to the text's length in bytes when
+/// shorter, a char at most a byte: never zeroed again), and returns how
+/// many. Read on the bytes: an ASCII byte through [`ASCII_KEPT`] without
+/// a branch (written, and the end moved on only when it was kept); a char
+/// led by 0xE5 to 0xE9 (U+5000 to U+9FFF, all CJK ideographs: letters,
+/// without case) from its three bytes as it is; any other char decoded
+/// and judged by [`kept`]. The same chars as the filter over every char
+/// it replaced (`tests::normalized_keeps_what_the_char_filter_kept`), with
+/// fewer instructions for the bulk of English and Chinese text (issue 37).
 fn kept_chars(text: &str, chars: &mut Vec<u32>) -> usize {
     let bytes = text.as_bytes();
     if chars.len() < bytes.len() {
@@ -326,7 +289,7 @@ fn other_char(text: &str, at: usize) -> (Option<char>, usize) {
     }
 }
 
-/// What [`each_kept`] makes of `c`: `None` for a char that is not a letter
+/// What [`kept_chars`] makes of `c`: `None` for a char that is not a letter
 /// or digit, else `c` lower-cased (its first lower-case char).
 /// CJK ideographs are most of a Chinese page: letters, never upper case, so
 /// they skip both Unicode table look-ups.
@@ -751,7 +714,8 @@ impl Sketch {
 pub fn exact_resemblance(a: &str, b: &str) -> f64 {
     let set = |text: &str| -> rustc_hash::FxHashSet<u64> {
         let mut chars: Vec<u32> = Vec::new();
-        each_kept(text, |c| chars.push(c));
+        let n = kept_chars(text, &mut chars);
+        chars.truncate(n);
         if chars.is_empty() {
             return Default::default();
         }

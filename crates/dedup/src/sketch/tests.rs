@@ -1,14 +1,14 @@
 #![allow(clippy::unwrap_used)]
 use super::*;
 
-/// The chars [`each_kept`] reads, collected.
+/// The chars [`with_kept_chars`] reads, collected.
 fn normalized(text: &str) -> Vec<char> {
-    let mut out = Vec::new();
-    each_kept(text, |c| out.extend(char::from_u32(c)));
-    out
+    with_kept_chars(text, |chars| {
+        chars.iter().filter_map(|&c| char::from_u32(c)).collect()
+    })
 }
 
-/// The filter over every char that [`each_kept`] was before it read the
+/// The filter over every char that [`kept_chars`] was before it read the
 /// bytes.
 fn normalized_by_chars(text: &str) -> Vec<char> {
     text.chars().filter_map(kept).collect()
@@ -34,24 +34,17 @@ fn normalized_keeps_what_the_char_filter_kept() {
     }
 }
 
-/// [`with_kept_chars`]'s chars.
-fn kept_of(text: &str) -> Vec<char> {
-    with_kept_chars(text, |chars| {
-        chars.iter().filter_map(|&c| char::from_u32(c)).collect()
-    })
-}
-
 proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
     #[test]
-    fn kept_chars_are_each_kept_chars(
+    fn kept_chars_are_the_char_filters_on_a_reused_buffer(
         t in "[ -~]{0,300}|[a-zA-Z0-9 \\n中文字é\\u{3400}\\u{4dbf}\\u{5000}\\u{9fff}\\u{a000}İΩ，。😀\\u{10FFFF}]{0,300}",
         before in "[a-z 中é]{0,400}",
     ) {
         // The thread's buffer is reused: a longer text before must leave
         // nothing behind.
-        proptest::prop_assert_eq!(kept_of(&before), normalized(&before));
-        proptest::prop_assert_eq!(kept_of(&t), normalized(&t));
+        proptest::prop_assert_eq!(normalized(&before), normalized_by_chars(&before));
+        proptest::prop_assert_eq!(normalized(&t), normalized_by_chars(&t));
     }
 
     #[test]
