@@ -22,7 +22,9 @@ use crate::template::Templates;
 /// the two parallel ones take the others, so no core waits for a chunk's
 /// slowest line or for a serial pass (issue 37). Signing never waits for a
 /// verdict, and each stage takes the chunks in input order, so the
-/// verdicts and lines are those of one chunk after the other. A read error
+/// verdicts and lines are those of one chunk after the other. A chunk of
+/// `text` lines only skips the two middle stages when no chunk is in them
+/// (so a corpus without `html` lines runs in two stages). A read error
 /// ends the input: the chunks read before it are judged and written, then
 /// it is returned.
 pub(super) fn judge_overlapped(
@@ -80,7 +82,36 @@ pub(super) fn judge_overlapped(
         judged?;
         progress.set(p.bytes);
         (cleaned, identified, signed) = (now_cleaned, now_identified, now_signed);
+        // A chunk without `html` lines is signed once cleaned: with no chunk
+        // ahead of it in the stages between, it is judged at the next step,
+        // not two steps later. A corpus of `text` lines then runs in two
+        // stages, and its last chunks are not judged one by one on one core
+        // once the others have nothing left to clean (issue 37).
+        if identified.is_none()
+            && signed.is_none()
+            && let Some((chunk, staged)) = cleaned.take()
+        {
+            match signed_already(staged) {
+                Ok(parsed) => signed = Some((chunk, parsed)),
+                Err(staged) => cleaned = Some((chunk, staged)),
+            }
+        }
     }
+}
+
+/// A chunk's staged lines as signed ones when none is an `html` line (each
+/// of those waits for its identity), or the staged lines back.
+fn signed_already(staged: Vec<Staged>) -> Result<Vec<Parsed>, Vec<Staged>> {
+    if staged.iter().any(|s| matches!(s, Ok(StagedDoc::Html(_)))) {
+        return Err(staged);
+    }
+    Ok(staged
+        .into_iter()
+        .map(|s| match s? {
+            StagedDoc::Signed(doc) => Ok(*doc),
+            StagedDoc::Html(c) => Err(format!("internal error: {} was not signed", c.url)),
+        })
+        .collect())
 }
 
 /// A line of an in-memory run cleaned and, unless it is an `html` line,
@@ -155,10 +186,19 @@ mod tests {
 
     /// A read error ends an in-memory run's input: the chunks read before
     /// it go through every stage and are written, then the error is
-    /// returned; and with no error, every chunk is written in input order.
+    /// returned; and with no error, every chunk is written in input order,
+    /// the chunks that skip stages (`text` lines only) and those that do
+    /// not mixed.
     #[test]
     fn the_pipeline_writes_every_chunk_read_then_the_read_error() {
-        for (chunks_read, error) in [(1, true), (5, true), (5, false), (0, true)] {
+        for (chunks_read, error) in [
+            (1, true),
+            (5, true),
+            (5, false),
+            (0, true),
+            (8, false),
+            (3, false),
+        ] {
             let dir = tempfile::tempdir().unwrap();
             let d = Deduper::in_memory().unwrap();
             let mut run = Run {
@@ -169,11 +209,19 @@ mod tests {
                 lang: crate::lang::SiteLanguages::default(),
                 write_normalized: false,
             };
+            // Every third chunk holds an `html` line, which waits for its
+            // identity: the `text` chunks after it, signed at once, must
+            // not be judged before it.
             let chunk = |k: u64| {
                 lines::Chunk {
                 lines: (2 * k + 1..2 * k + 3)
                     .map(|n| {
-                        let doc = serde_json::json!({"url": format!("http://a.test/{n}"), "text": format!("第{n}篇 text number {n} of the run")});
+                        let doc = if k % 3 == 1 && n % 2 == 0 {
+                            let html = format!("<html><body><main><p>Page {n}: a report of the run, number {n}.</p></main></body></html>");
+                            serde_json::json!({"url": format!("http://a.test/{n}"), "html": html})
+                        } else {
+                            serde_json::json!({"url": format!("http://a.test/{n}"), "text": format!("第{n}篇 text number {n} of the run")})
+                        };
                         (n, doc.to_string())
                     })
                     .collect(),
