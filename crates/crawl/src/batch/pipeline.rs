@@ -89,29 +89,15 @@ pub(super) fn judge_overlapped(
         // once the others have nothing left to clean (issue 37).
         if identified.is_none()
             && signed.is_none()
-            && let Some((chunk, staged)) = cleaned.take()
+            && let Some((chunk, staged)) =
+                cleaned.take_if(|(_, staged)| !staged.iter().any(|s| matches!(s, Ok(StagedDoc::Html(_)))))
         {
-            match signed_already(staged) {
-                Ok(parsed) => signed = Some((chunk, parsed)),
-                Err(staged) => cleaned = Some((chunk, staged)),
-            }
+            // No line has an identity to wait for: the sign stage only
+            // unboxes what the clean stage signed.
+            let ids = staged.iter().map(|_| None).collect();
+            signed = Some((chunk, sign_stage(d, staged, ids)));
         }
     }
-}
-
-/// A chunk's staged lines as signed ones when none is an `html` line (each
-/// of those waits for its identity), or the staged lines back.
-fn signed_already(staged: Vec<Staged>) -> Result<Vec<Parsed>, Vec<Staged>> {
-    if staged.iter().any(|s| matches!(s, Ok(StagedDoc::Html(_)))) {
-        return Err(staged);
-    }
-    Ok(staged
-        .into_iter()
-        .map(|s| match s? {
-            StagedDoc::Signed(doc) => Ok(*doc),
-            StagedDoc::Html(c) => Err(format!("internal error: {} was not signed", c.url)),
-        })
-        .collect())
 }
 
 /// A line of an in-memory run cleaned and, unless it is an `html` line,
@@ -245,19 +231,27 @@ mod tests {
             run.outputs.flush().unwrap();
             assert_eq!(run.p.lines, 2 * chunks_read);
             let kept = std::fs::read_to_string(dir.path().join("kept.jsonl")).unwrap();
-            let urls: Vec<String> = kept
+            let lines: Vec<(String, String)> = kept
                 .lines()
                 .map(|l| {
-                    serde_json::from_str::<serde_json::Value>(l).unwrap()["url"]
-                        .as_str()
-                        .unwrap()
-                        .to_string()
+                    let v = serde_json::from_str::<serde_json::Value>(l).unwrap();
+                    (
+                        v["url"].as_str().unwrap().to_string(),
+                        v["basis"].as_str().unwrap().to_string(),
+                    )
                 })
                 .collect();
-            let expected: Vec<String> = (1..=2 * chunks_read)
-                .map(|n| format!("http://a.test/{n}"))
+            // An `html` line is judged on its identity (these short pages:
+            // `thin`, their own text), never as a `text` line: it went
+            // through every stage.
+            let expected: Vec<(String, String)> = (1..=2 * chunks_read)
+                .map(|n| {
+                    let html = (n - 1) / 2 % 3 == 1 && n % 2 == 0;
+                    let basis = if html { "thin" } else { "text" };
+                    (format!("http://a.test/{n}"), basis.to_string())
+                })
                 .collect();
-            assert_eq!(urls, expected);
+            assert_eq!(lines, expected);
         }
     }
 
