@@ -139,7 +139,7 @@ fn fold(text: &str, single_line: bool) -> String {
         next_unfolded(bytes, 0, single_line)
     };
     while let Some(p) = at {
-        let Some(run) = white_run_at(text, p, copied) else {
+        let Some(run) = white_run_at(bytes, p, copied) else {
             // A lead byte of a char that is not white space.
             at = next_unfolded(bytes, p + 1, single_line);
             continue;
@@ -162,9 +162,8 @@ fn fold(text: &str, single_line: bool) -> String {
 /// `copied` past (a space before an ideographic space), to the first char
 /// after it that is not white space; `None` when `p` starts a char that is
 /// not white space.
-fn white_run_at(text: &str, p: usize, copied: usize) -> Option<std::ops::Range<usize>> {
-    let bytes = text.as_bytes();
-    let width = white_width(text, p)?;
+fn white_run_at(bytes: &[u8], p: usize, copied: usize) -> Option<std::ops::Range<usize>> {
+    let width = white_width(bytes, p)?;
     let start = if p > copied
         && bytes
             .get(p - 1)
@@ -175,26 +174,24 @@ fn white_run_at(text: &str, p: usize, copied: usize) -> Option<std::ops::Range<u
         p
     };
     let mut end = p + width;
-    while let Some(w) = white_width(text, end) {
+    while let Some(w) = white_width(bytes, end) {
         end += w;
     }
     Some(start..end)
 }
 
-/// The length in bytes of the white space char at byte `i` of `text`, or
-/// `None` when the char there is not white space (or `i` is its end).
+/// The length in bytes of the white space char at byte `i` of UTF-8
+/// `bytes` (a char boundary), or `None` when the char there is not white
+/// space (or `i` is their end). Non-ASCII white space is told by its bytes
+/// as [`has_wide_space`] tells it ([`starts_wide_space`]): U+0085 and
+/// U+00A0 take two bytes, the others three.
 #[inline]
-fn white_width(text: &str, i: usize) -> Option<usize> {
-    let bytes = text.as_bytes();
+fn white_width(bytes: &[u8], i: usize) -> Option<usize> {
     let b = *bytes.get(i)?;
+    let at = |k: usize| bytes.get(i + k).copied().unwrap_or(0);
     match SPACE_CLASS[usize::from(b)] {
         ASCII_SPACE => Some(1),
-        MAY_START_SPACE => text
-            .get(i..)?
-            .chars()
-            .next()
-            .filter(|c| c.is_whitespace())
-            .map(char::len_utf8),
+        MAY_START_SPACE => starts_wide_space(b, at(1), at(2)).then_some(if b == 0xC2 { 2 } else { 3 }),
         _ => None,
     }
 }
