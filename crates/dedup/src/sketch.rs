@@ -713,25 +713,24 @@ impl Sketch {
 /// ```
 pub fn exact_resemblance(a: &str, b: &str) -> f64 {
     let set = |text: &str| -> rustc_hash::FxHashSet<u64> {
-        let mut chars: Vec<u32> = Vec::new();
-        let n = kept_chars(text, &mut chars);
-        chars.truncate(n);
-        if chars.is_empty() {
-            return Default::default();
-        }
-        if chars.len() < SHINGLE_CHARS {
-            let mut w = [0u32; SHINGLE_CHARS];
-            w[SHINGLE_CHARS - chars.len()..].copy_from_slice(&chars);
-            return std::iter::once(shingle_hash(&w)).collect();
-        }
-        chars
-            .windows(SHINGLE_CHARS)
-            .map(|w| {
-                let mut a = [0u32; SHINGLE_CHARS];
-                a.copy_from_slice(w);
-                shingle_hash(&a)
-            })
-            .collect()
+        with_kept_chars(text, |chars| {
+            if chars.is_empty() {
+                return Default::default();
+            }
+            if chars.len() < SHINGLE_CHARS {
+                let mut w = [0u32; SHINGLE_CHARS];
+                w[SHINGLE_CHARS - chars.len()..].copy_from_slice(chars);
+                return std::iter::once(shingle_hash(&w)).collect();
+            }
+            chars
+                .windows(SHINGLE_CHARS)
+                .map(|w| {
+                    let mut a = [0u32; SHINGLE_CHARS];
+                    a.copy_from_slice(w);
+                    shingle_hash(&a)
+                })
+                .collect()
+        })
     };
     let (sa, sb) = (set(a), set(b));
     let union = sa.union(&sb).count();
