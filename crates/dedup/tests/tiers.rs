@@ -971,7 +971,9 @@ fn a_store_built_with_the_v1_sketch_keeps_signing_it() {
             &format!("sketch={}", SketchVersion::V1.name(8)),
         );
         assert!(params.contains("sketch=oph128x8-char5-alnum-v1\n"), "{params}");
-        d.store().write(|t| t.set_meta("params", params.as_bytes())).unwrap();
+        d.store()
+            .write(|t| t.set_meta("params", params.as_bytes()))
+            .unwrap();
         d.flush().unwrap();
         params
     };
@@ -980,11 +982,22 @@ fn a_store_built_with_the_v1_sketch_keeps_signing_it() {
         let d = Deduper::new(RedbStore::open(&path).unwrap(), DedupConfig::default()).unwrap();
         assert_eq!(d.sketch_version(), SketchVersion::V1);
         assert_eq!(d.params(), v1_params);
-        assert!(!d.check(&Document::new("http://a/1", "", ARTICLE_A)).unwrap().is_duplicate());
+        assert!(
+            !d.check(&Document::new("http://a/1", "", ARTICLE_A))
+                .unwrap()
+                .is_duplicate()
+        );
         let stored = d.store().read(|t| t.doc(0)).unwrap().unwrap().sketch;
-        let v1 = Sketch::of_version(ARTICLE_A, SketchVersion::V1).unwrap().narrow(8);
+        let v1 = Sketch::of_version(ARTICLE_A, SketchVersion::V1)
+            .unwrap()
+            .narrow(8);
         assert_eq!(stored, v1);
-        assert_ne!(stored, Sketch::of_version(ARTICLE_A, SketchVersion::V2).unwrap().narrow(8));
+        assert_ne!(
+            stored,
+            Sketch::of_version(ARTICLE_A, SketchVersion::V2)
+                .unwrap()
+                .narrow(8)
+        );
         d.flush().unwrap();
     }
     let d = Deduper::new(RedbStore::open(&path).unwrap(), DedupConfig::default()).unwrap();

@@ -94,11 +94,20 @@ fn without_learning_the_shared_template_makes_help_pages_duplicates() {
         dups.len(),
         HELP + 1
     );
+    // Two help pages share 150 template words and have 12 of their own
+    // each (estimated 0.79-0.88 alike, median 0.84): the median is above
+    // 0.8; each is one sketch's estimate (standard deviation ~0.035), so
+    // a page may fall under 0.8, none under the content tier's 0.75.
+    let mut similarity: Vec<f64> = dups
+        .iter()
+        .map(|d| d["similarity"].as_f64().unwrap_or(0.0))
+        .collect();
+    similarity.sort_by(f64::total_cmp);
     assert!(
-        dups.iter()
-            .all(|d| d["similarity"].as_f64().is_some_and(|s| s > 0.8)),
-        "resemblance <= 0.8: {dups:?}"
+        similarity[similarity.len() / 2] > 0.8,
+        "median resemblance <= 0.8: {dups:?}"
     );
+    assert!(similarity[0] >= 0.75, "a page dropped under 0.75: {dups:?}");
     assert_eq!(stat(&dirs, "template_stripped"), 0);
 }
 

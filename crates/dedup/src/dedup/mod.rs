@@ -631,7 +631,8 @@ impl<S: Store> Deduper<S> {
             Some(b) => b,
             None => params::recorded_sketch_bits(recorded).unwrap_or(8),
         };
-        let sketch_version = params::recorded_sketch_version(recorded).unwrap_or(crate::SketchVersion::CURRENT);
+        let sketch_version =
+            params::recorded_sketch_version(recorded).unwrap_or(crate::SketchVersion::CURRENT);
         let deduper = Deduper {
             store,
             config,
