@@ -69,7 +69,7 @@ pub use extent::{Extent, OUTLINE_BYTES, Outline, PAGE_MIN_SIMILARITY, SHOWN_MIN_
 pub use features::{Extractor, Feature, FeatureConfig, Features, Scripts};
 pub use fingerprint::Fingerprint;
 pub use index::BlockLayout;
-pub use sketch::{Sketch, SketchVersion};
+pub use sketch::Sketch;
 #[cfg(feature = "sled")]
 pub use store::SledStore;
 pub use store::{

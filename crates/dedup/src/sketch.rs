@@ -58,86 +58,11 @@ pub const SHINGLE_CHARS: usize = 5;
 pub const MIN_DISTINCT_BINS: usize = 32;
 
 /// The 16-bit sketch's name in a store's recorded parameters: a store
-/// built with another sketch cannot be compared with. The name of the
-/// current [`SketchVersion`]; a store that recorded an older one keeps it.
-pub const SKETCH_NAME: &str = "oph128x16-char5-alnum-v2";
+/// built with another sketch cannot be compared with.
+pub const SKETCH_NAME: &str = "oph128x16-char5-alnum-v1";
 
 /// The 8-bit sketch's name ([`Sketch::narrow`]).
-pub const SKETCH_NAME_NARROW: &str = "oph128x8-char5-alnum-v2";
-
-/// [`SKETCH_NAME`] of [`SketchVersion::V1`], the sketch of stores built
-/// before 2026-12-07.
-pub const SKETCH_NAME_V1: &str = "oph128x16-char5-alnum-v1";
-
-/// [`SKETCH_NAME_NARROW`] of [`SketchVersion::V1`].
-pub const SKETCH_NAME_NARROW_V1: &str = "oph128x8-char5-alnum-v1";
-
-/// How a sketch hashes its shingles: the part of its definition that has
-/// changed, recorded as the end of its name (`-v1`, `-v2`). Sketches of two
-/// versions share no bin values, so a store signs with the version it
-/// recorded when it was built, and a new store with the current one.
-///
-/// ```
-/// use simcrawl_dedup::sketch::SketchVersion;
-/// use simcrawl_dedup::Sketch;
-/// let text = "长江流域今年夏季降雨偏多，防汛形势严峻，各地加强了巡查。";
-/// assert_eq!(Sketch::of(text), Sketch::of_version(text, SketchVersion::CURRENT));
-/// let (old, new) = (SketchVersion::V1, SketchVersion::V2);
-/// let (a, b) = (Sketch::of_version(text, old).unwrap(), Sketch::of_version(text, new).unwrap());
-/// assert!(a.same_text(&b)); // the text digest is the same in every version
-/// assert_eq!(SketchVersion::of_name(old.name(8)), Some((old, 8)));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum SketchVersion {
-    /// Each shingle mixed by two `fmix64`, the low bits of a bin's
-    /// minimum kept as they are: the sketch of stores built before
-    /// 2026-12-07.
-    V1,
-    /// One multiply-xor-multiply a shingle (the hash [`shingle_count`]
-    /// counts with), each bin's minimum mixed once before its bits are
-    /// kept: a multiply's low bits are weak, the minima are few. The
-    /// two `fmix64` a shingle were most of the sketch's cost, about 4% of
-    /// `crawl dedup`'s CPU (issue 37).
-    V2,
-}
-
-impl SketchVersion {
-    /// The version a new store signs with.
-    pub const CURRENT: SketchVersion = SketchVersion::V2;
-
-    /// The recorded name of this version's sketch of `bits` bits a bin
-    /// (8, else 16).
-    ///
-    /// ```
-    /// use simcrawl_dedup::sketch::SketchVersion;
-    /// assert_eq!(SketchVersion::V1.name(16), "oph128x16-char5-alnum-v1");
-    /// ```
-    #[must_use]
-    pub fn name(self, bits: u32) -> &'static str {
-        match (self, bits == 8) {
-            (SketchVersion::V1, false) => SKETCH_NAME_V1,
-            (SketchVersion::V1, true) => SKETCH_NAME_NARROW_V1,
-            (SketchVersion::V2, false) => SKETCH_NAME,
-            (SketchVersion::V2, true) => SKETCH_NAME_NARROW,
-        }
-    }
-
-    /// The version and bin width of the sketch named `name`, if it is one
-    /// of ours.
-    ///
-    /// ```
-    /// use simcrawl_dedup::sketch::SketchVersion;
-    /// assert_eq!(SketchVersion::of_name("oph128x8-char5-alnum-v2"), Some((SketchVersion::V2, 8)));
-    /// assert_eq!(SketchVersion::of_name("oph128x8-char5-alnum-v9"), None);
-    /// ```
-    #[must_use]
-    pub fn of_name(name: &str) -> Option<(SketchVersion, u32)> {
-        [SketchVersion::V1, SketchVersion::V2]
-            .into_iter()
-            .flat_map(|v| SKETCH_WIDTHS.map(|bits| (v, bits)))
-            .find(|&(v, bits)| v.name(bits) == name)
-    }
-}
+pub const SKETCH_NAME_NARROW: &str = "oph128x8-char5-alnum-v1";
 
 /// Bytes a 16-bit sketch's bins take in the store.
 pub const SKETCH_BYTES: usize = SKETCH_BINS * 2;
@@ -154,13 +79,20 @@ pub const SKETCH_WIDTHS: [u32; 2] = [16, 8];
 /// assert_eq!(sketch_bits_of(sketch_name(16)), Some(16));
 /// ```
 pub fn sketch_name(bits: u32) -> &'static str {
-    SketchVersion::CURRENT.name(bits)
+    if bits == 8 {
+        SKETCH_NAME_NARROW
+    } else {
+        SKETCH_NAME
+    }
 }
 
-/// The bits a bin of the sketch named `name` keeps, if it is one of ours
-/// (of any [`SketchVersion`]).
+/// The bits a bin of the sketch named `name` keeps, if it is one of ours.
 pub fn sketch_bits_of(name: &str) -> Option<u32> {
-    SketchVersion::of_name(name).map(|(_, bits)| bits)
+    match name {
+        SKETCH_NAME => Some(16),
+        SKETCH_NAME_NARROW => Some(8),
+        _ => None,
+    }
 }
 
 const SEED_A: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -439,7 +371,8 @@ pub(crate) fn count_and_outline(text: &str) -> (u32, Option<[u8; OUTLINE_BINS / 
     let (mut hi, mut lo) = (0u64, 0u64);
     let mut seen = 0usize;
     let mut set = |hi: u64, lo: u64| {
-        let h = multiplied_hash(hi, lo);
+        let h = (hi.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ lo.wrapping_mul(0xC2B2_AE3D_27D4_EB4F))
+            .wrapping_mul(0xFF51_AFD7_ED55_8CCD);
         let bit = (h >> (64 - COUNT_BITS.trailing_zeros())) as usize;
         bits[bit / 64] |= 1 << (bit % 64);
         let slot = &mut mins[(h >> (64 - BIN_BITS)) as usize];
@@ -510,57 +443,15 @@ fn shifted_in((hi, lo): (u64, u64), c: u32) -> (u64, u64) {
 }
 
 /// [`shingle_hash`] of a window packed into `hi` (chars 0 to 2) and `lo`
-/// (chars 3 and 4): the shingle hash of [`SketchVersion::V1`].
+/// (chars 3 and 4).
 #[inline]
 fn packed_hash(hi: u64, lo: u64) -> u64 {
     fmix64(hi ^ fmix64(lo ^ SEED_A))
 }
 
-/// The cheap hash of a packed window: [`count_and_outline`]'s, and the
-/// shingle hash of [`SketchVersion::V2`]. Its top bits (the bin) and the
-/// order of its values are a multiply's good bits; its low bits are weak,
-/// so what keeps them mixes first.
-#[inline(always)]
-fn multiplied_hash(hi: u64, lo: u64) -> u64 {
-    (hi.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ lo.wrapping_mul(0xC2B2_AE3D_27D4_EB4F))
-        .wrapping_mul(0xFF51_AFD7_ED55_8CCD)
-}
-
 impl Sketch {
-    /// The sketch of a text, or `None` when it has no letters or digits:
-    /// of the [`SketchVersion::CURRENT`] version, the one a new store
-    /// records ([`Sketch::of_version`] signs for an older store).
+    /// The sketch of a text, or `None` when it has no letters or digits.
     pub fn of(text: &str) -> Option<Sketch> {
-        Sketch::of_version(text, SketchVersion::CURRENT)
-    }
-
-    /// The sketch of a text in the definition of `version`.
-    ///
-    /// ```
-    /// use simcrawl_dedup::sketch::SketchVersion;
-    /// use simcrawl_dedup::Sketch;
-    /// let text = "The quick brown fox jumps over the lazy dog, again and again.";
-    /// let old = Sketch::of_version(text, SketchVersion::V1).unwrap();
-    /// assert_eq!(old.resemblance(&Sketch::of_version(&text.to_uppercase(), SketchVersion::V1).unwrap()), 1.0);
-    /// ```
-    pub fn of_version(text: &str, version: SketchVersion) -> Option<Sketch> {
-        match version {
-            SketchVersion::V1 => Sketch::of_hashed::<false>(text),
-            SketchVersion::V2 => Sketch::of_hashed::<true>(text),
-        }
-    }
-
-    /// [`Sketch::of_version`], V2 when `MULTIPLIED` (a constant, so that
-    /// each version's loop is compiled with its own hash inline).
-    #[inline(always)]
-    fn of_hashed<const MULTIPLIED: bool>(text: &str) -> Option<Sketch> {
-        let hash = |hi, lo| {
-            if MULTIPLIED {
-                multiplied_hash(hi, lo)
-            } else {
-                packed_hash(hi, lo)
-            }
-        };
         // One loop over the text's chars ([`with_kept_chars`]) with every
         // piece of state in a local (`TextDigest`'s sums, the shingle
         // window): as an iterator and a digest behind references they lived
@@ -579,28 +470,25 @@ impl Sketch {
                 n += 1;
                 (hi, lo) = shifted_in((hi, lo), c);
                 if n >= SHINGLE_CHARS as u64 {
-                    add(&mut mins, hash(hi, lo));
+                    add(&mut mins, packed_hash(hi, lo));
                 }
             }
         });
         match n {
             0 => return None,
             // Too short for one shingle: the whole text is its only shingle.
-            n if n < SHINGLE_CHARS as u64 => add(&mut mins, hash(hi, lo)),
+            n if n < SHINGLE_CHARS as u64 => add(&mut mins, packed_hash(hi, lo)),
             _ => {}
         }
-        Some(Sketch::from_mins(mins, TextDigest { a, b, n }, MULTIPLIED))
+        Some(Sketch::from_mins(mins, TextDigest { a, b, n }))
     }
 
     /// The sketch of a text whose bins' minimum hashes are `mins` (empty
-    /// bins densified here) and whose text digest is `digest`; each
-    /// minimum is mixed before its low bits are kept when `mixed`
-    /// ([`SketchVersion::V2`]).
-    fn from_mins(mut mins: [u64; SKETCH_BINS], digest: TextDigest, mixed: bool) -> Sketch {
+    /// bins densified here) and whose text digest is `digest`.
+    fn from_mins(mut mins: [u64; SKETCH_BINS], digest: TextDigest) -> Sketch {
         densify(&mut mins);
         let mut bins = [0u16; SKETCH_BINS];
         for (b, m) in bins.iter_mut().zip(mins) {
-            let m = if mixed { fmix64(m ^ SEED_A) } else { m };
             *b = (m & 0xffff) as u16;
         }
         Sketch {

@@ -13,16 +13,15 @@
 //! session: 74 of the labelled set's 2,692, 264 of the multilingual set's
 //! 1,006; docs/BENCHMARKS.md, "Text chunks judged a step after they are
 //! cleaned"). So a toolchain whose
-//! `HashMap` iterates otherwise, or a TF map restructured for speed, would
-//! change signatures silently; this test makes it loud. When it fails on
-//! purpose, the new definition needs a new recorded name and a migration
-//! that keeps existing stores on the old one (as `Scripts::Legacy`, the
-//! sketch widths and `SketchVersion` do), and then new pins: the cheaper
-//! shingle hash of 2026-12-07 is `SketchVersion::V2`, and V1 stays pinned.
+//! `HashMap` iterates otherwise, a TF map restructured for speed or a
+//! cheaper shingle hash would change signatures silently; this test makes
+//! it loud. When it fails on purpose, the new definition needs a new
+//! recorded name and a migration that keeps existing stores on the old one
+//! (as `Scripts::Legacy` and the sketch widths do), and then new pins.
 #![allow(clippy::unwrap_used)]
 
 use md5::{Digest, Md5};
-use simcrawl_dedup::{Deduper, Sketch, SketchVersion};
+use simcrawl_dedup::{Deduper, Sketch};
 
 /// English words outside jieba's IDF table (all weighed by its mean, so
 /// that votes tie often, as on real English pages) and a few inside it.
@@ -139,24 +138,17 @@ fn fingerprints_of_a_fixed_corpus_are_pinned() {
     );
 }
 
-/// Both versions' sketches: stores built before 2026-12-07 hold V1's and
-/// keep signing them, new stores V2's.
 #[test]
 fn sketches_of_a_fixed_corpus_are_pinned() {
-    for (version, pin) in [
-        (SketchVersion::V1, "7b4bc1201145f1d7dfc860c383837fe6"),
-        (SketchVersion::V2, "a99ebd874aa0649210bcbf53dc17fd40"),
-    ] {
-        let mut all = Vec::new();
-        for text in corpus() {
-            let sketch = Sketch::of_version(&text, version).unwrap();
-            sketch.encode_into(&mut all);
-            sketch.narrow(8).encode_into(&mut all);
-        }
-        assert_eq!(
-            md5_hex(&all),
-            pin,
-            "the {version:?} sketches of the pinned corpus changed: stores hold the old ones (see this file's comment)"
-        );
+    let mut all = Vec::new();
+    for text in corpus() {
+        let sketch = Sketch::of(&text).unwrap();
+        sketch.encode_into(&mut all);
+        sketch.narrow(8).encode_into(&mut all);
     }
+    assert_eq!(
+        md5_hex(&all),
+        "7b4bc1201145f1d7dfc860c383837fe6",
+        "the sketches of the pinned corpus changed: stores hold the old ones (see this file's comment)"
+    );
 }

@@ -95,9 +95,10 @@ fn without_learning_the_shared_template_makes_help_pages_duplicates() {
         HELP + 1
     );
     // Two help pages share 150 template words and have 12 of their own
-    // each (estimated 0.79-0.88 alike, median 0.84): the median is above
-    // 0.8; each is one sketch's estimate (standard deviation ~0.035), so
-    // a page may fall under 0.8, none under the content tier's 0.75.
+    // each (about 0.84 alike): the median is above 0.8; each is one
+    // sketch's estimate (standard deviation ~0.035; another shingle hash
+    // put one of 40 at 0.788), so a page may fall under 0.8, none under
+    // the content tier's 0.75.
     let mut similarity: Vec<f64> = dups
         .iter()
         .map(|d| d["similarity"].as_f64().unwrap_or(0.0))

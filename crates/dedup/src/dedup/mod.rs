@@ -565,9 +565,6 @@ pub struct Deduper<S: Store> {
     extra: Vec<(String, String)>,
     /// Bits kept of each sketch bin: `config.sketch_bits`, or the store's.
     sketch_bits: u32,
-    /// The sketch definition the store recorded, or the current one for
-    /// a new store: sketches of two versions cannot be compared.
-    sketch_version: crate::SketchVersion,
 }
 
 impl<S: Store> std::fmt::Debug for Deduper<S> {
@@ -616,10 +613,12 @@ impl<S: Store> Deduper<S> {
     pub fn with_params(store: S, config: DedupConfig, extra: &[(&str, &str)]) -> Result<Deduper<S>> {
         config.check()?;
         let layout = BlockLayout::new(config.blocks, config.max_distance)?;
-        // What the store recorded decides the settings left unset, and
-        // the sketch version of a store built before the current one: read
-        // once.
-        let recorded = params::stored_params(&store)?;
+        // What the store recorded decides the settings left unset: read once.
+        let recorded = if config.features.scripts.is_none() || config.sketch_bits.is_none() {
+            params::stored_params(&store)?
+        } else {
+            None
+        };
         let recorded = recorded.as_deref().unwrap_or("");
         let mut config = config;
         if config.features.scripts.is_none() {
@@ -631,8 +630,6 @@ impl<S: Store> Deduper<S> {
             Some(b) => b,
             None => params::recorded_sketch_bits(recorded).unwrap_or(8),
         };
-        let sketch_version =
-            params::recorded_sketch_version(recorded).unwrap_or(crate::SketchVersion::CURRENT);
         let deduper = Deduper {
             store,
             config,
@@ -643,7 +640,6 @@ impl<S: Store> Deduper<S> {
             last_purge: AtomicU64::new(0),
             extra: Vec::new(),
             sketch_bits,
-            sketch_version,
         };
         let own: Vec<String> = deduper
             .params()
@@ -716,23 +712,6 @@ impl<S: Store> Deduper<S> {
         self.sketch_bits
     }
 
-    /// The sketch definition this deduper signs with: the one the store
-    /// recorded, or [`SketchVersion::CURRENT`](crate::SketchVersion::CURRENT)
-    /// for a new store. A store built before 2026-12-07 keeps
-    /// [`SketchVersion::V1`](crate::SketchVersion::V1): its stored sketches
-    /// were made so, and a sketch only compares with one of its version.
-    ///
-    /// ```
-    /// use simcrawl_dedup::{Deduper, DedupConfig, MemoryStore, SketchVersion};
-    /// let d = Deduper::new(MemoryStore::new(), DedupConfig::default())?;
-    /// assert_eq!(d.sketch_version(), SketchVersion::CURRENT);
-    /// assert!(d.params().contains(SketchVersion::CURRENT.name(d.sketch_bits())));
-    /// # Ok::<(), simcrawl_dedup::Error>(())
-    /// ```
-    pub fn sketch_version(&self) -> crate::SketchVersion {
-        self.sketch_version
-    }
-
     /// The URL tier's key function, under [`DedupConfig::url`]: crawlers
     /// that canonicalize links off the writer thread (for
     /// [`Deduper::check_url_in`]) use it, or a clone of it.
@@ -771,7 +750,7 @@ impl<S: Store> Deduper<S> {
                 .map(|c| u128::from_be_bytes(c.digest())),
             title_digest: title_digest(doc.title),
             fingerprint,
-            sketch: Sketch::of_version(doc.text, self.sketch_version).map(|s| s.narrow(self.sketch_bits)),
+            sketch: Sketch::of(doc.text).map(|s| s.narrow(self.sketch_bits)),
             features,
             min_similarity: None,
             article: Article::None,
@@ -787,7 +766,7 @@ impl<S: Store> Deduper<S> {
             return Article::None;
         }
         let (fingerprint, _) = self.features.fingerprint_counted_bits(text, self.config.bits);
-        match (fingerprint, Sketch::of_version(text, self.sketch_version)) {
+        match (fingerprint, Sketch::of(text)) {
             (Some(fingerprint), Some(sketch)) => Article::Separate {
                 fingerprint,
                 sketch: Box::new(sketch.narrow(self.sketch_bits)),

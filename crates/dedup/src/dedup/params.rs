@@ -53,7 +53,7 @@ impl<S: Store> Deduper<S> {
             },
             self.features.describe(),
             self.canon.tracking_digest(),
-            self.sketch_version.name(self.sketch_bits),
+            crate::sketch::sketch_name(self.sketch_bits),
             self.config.bands,
             self.config.band_rows,
         );
@@ -174,15 +174,6 @@ fn recorded<'p>(params: &'p str, name: &str) -> Option<&'p str> {
 /// refused by `check_params`, naming what differs.
 pub(super) fn recorded_sketch_bits(params: &str) -> Option<u32> {
     recorded(params, "sketch").and_then(crate::sketch::sketch_bits_of)
-}
-
-/// The version of the sketch recorded parameters name (`sketch=`), if it
-/// is one this crate knows: a store keeps signing with the version it
-/// was built with ([`crate::SketchVersion`]).
-pub(super) fn recorded_sketch_version(params: &str) -> Option<crate::SketchVersion> {
-    recorded(params, "sketch")
-        .and_then(crate::SketchVersion::of_name)
-        .map(|(version, _)| version)
 }
 
 /// Where the `words` extractor of a store finds words outside Han text:

@@ -62,24 +62,9 @@ fn shingles(text: &str) -> HashSet<Vec<char>> {
     chars.windows(SHINGLE_CHARS).map(|w| w.to_vec()).collect()
 }
 
-/// Both sketch versions, oldest first.
-const VERSIONS: [SketchVersion; 2] = [SketchVersion::V1, SketchVersion::V2];
-
-/// The shingle hash of `version` over the window as an array: V1's
-/// [`shingle_hash`], or V2's multiply over the same packing.
-fn reference_hash(w: &[u32; SHINGLE_CHARS], version: SketchVersion) -> u64 {
-    match version {
-        SketchVersion::V1 => shingle_hash(w),
-        SketchVersion::V2 => multiplied_hash(
-            (u64::from(w[0]) << 42) | (u64::from(w[1]) << 21) | u64::from(w[2]),
-            (u64::from(w[3]) << 21) | u64::from(w[4]),
-        ),
-    }
-}
-
-/// [`Sketch::of_version`] as it was first written: the window an array,
-/// shifted a char at a time. The packed window must give the same sketch.
-fn sketch_reference(text: &str, version: SketchVersion) -> Option<Sketch> {
+/// [`Sketch::of`] as it was first written: the window an array, shifted
+/// a char at a time. The packed window must give the same sketch.
+fn sketch_reference(text: &str) -> Option<Sketch> {
     let mut mins = [u64::MAX; SKETCH_BINS];
     let mut window = [0u32; SHINGLE_CHARS];
     let mut digest = TextDigest::new();
@@ -91,15 +76,15 @@ fn sketch_reference(text: &str, version: SketchVersion) -> Option<Sketch> {
         window[SHINGLE_CHARS - 1] = c;
         seen += 1;
         if seen >= SHINGLE_CHARS {
-            add(&mut mins, reference_hash(&window, version));
+            add(&mut mins, shingle_hash(&window));
         }
     }
     match seen {
         0 => return None,
-        n if n < SHINGLE_CHARS => add(&mut mins, reference_hash(&window, version)),
+        n if n < SHINGLE_CHARS => add(&mut mins, shingle_hash(&window)),
         _ => {}
     }
-    Some(Sketch::from_mins(mins, digest, version == SketchVersion::V2))
+    Some(Sketch::from_mins(mins, digest))
 }
 
 #[test]
@@ -213,9 +198,7 @@ proptest::proptest! {
     fn the_packed_window_signs_as_the_array_did(
         text in "[a-zA-Z0-9 中文字é\u{10FFFF}\u{1F600}\u{20000}，。ÀΩ\u{3400}\u{4e00}\u{3001}\u{ff21}İ_\n-]{0,60}"
     ) {
-        for v in VERSIONS {
-            proptest::prop_assert_eq!(Sketch::of_version(&text, v), sketch_reference(&text, v));
-        }
+        proptest::prop_assert_eq!(Sketch::of(&text), sketch_reference(&text));
     }
 }
 
@@ -228,9 +211,7 @@ proptest::proptest! {
     fn long_texts_sign_and_outline_as_over_the_chars(
         text in "[a-z0-9 中文字é，。Ω\u{3400}\u{4e00}\n]{500,1500}|[a-z ]{200,700}"
     ) {
-        for v in VERSIONS {
-            proptest::prop_assert_eq!(Sketch::of_version(&text, v), sketch_reference(&text, v));
-        }
+        proptest::prop_assert_eq!(Sketch::of(&text), sketch_reference(&text));
         proptest::prop_assert_eq!(count_and_outline(&text), count_and_outline_reference(&text));
     }
 }
@@ -256,10 +237,8 @@ fn text(seed: u64, words: usize) -> String {
 }
 
 /// Pairs from identical to unrelated (a base text and an edited copy
-/// where a share of the text is replaced): (exact, estimated at `bits`
-/// by sketches of `version`).
-fn edited_pairs(bits: u32, version: SketchVersion) -> Vec<(f64, f64)> {
-    let sketch = |t: &str| Sketch::of_version(t, version).unwrap().narrow(bits);
+/// where a share of the text is replaced): (exact, estimated at `bits`).
+fn edited_pairs(bits: u32) -> Vec<(f64, f64)> {
     (0..40u64)
         .map(|seed| {
             let base = text(seed, 800);
@@ -269,7 +248,10 @@ fn edited_pairs(bits: u32, version: SketchVersion) -> Vec<(f64, f64)> {
                 .take(cut)
                 .chain(text(seed + 1000, 800 - cut / 2).chars())
                 .collect();
-            let est = sketch(&base).resemblance(&sketch(&edited));
+            let est = Sketch::of(&base)
+                .unwrap()
+                .narrow(bits)
+                .resemblance(&Sketch::of(&edited).unwrap().narrow(bits));
             (jaccard(&base, &edited), est)
         })
         .collect()
@@ -277,14 +259,12 @@ fn edited_pairs(bits: u32, version: SketchVersion) -> Vec<(f64, f64)> {
 
 #[test]
 fn estimate_tracks_exact_jaccard() {
-    for v in VERSIONS {
-        let worst = edited_pairs(16, v)
-            .iter()
-            .map(|(e, s)| (e - s).abs())
-            .fold(0.0, f64::max);
-        // 128 bins: standard deviation <= 0.045; 40 pairs stay within 4 sd.
-        assert!(worst < 0.18, "{v:?}: worst error {worst}");
-    }
+    let worst = edited_pairs(16)
+        .iter()
+        .map(|(e, s)| (e - s).abs())
+        .fold(0.0, f64::max);
+    // 128 bins: standard deviation <= 0.045; 40 pairs stay within 4 sd.
+    assert!(worst < 0.18, "worst error {worst}");
 }
 
 #[test]
@@ -345,13 +325,11 @@ fn narrow_sketches_round_trip_and_compare_with_wide_ones() {
 fn narrow_estimate_tracks_exact_jaccard_without_bias() {
     // The same pairs at 8 bits: the chance matches (1 in 256) are
     // subtracted, so the mean error stays near 0.
-    for v in VERSIONS {
-        let pairs = edited_pairs(8, v);
-        let worst = pairs.iter().map(|(e, s)| (e - s).abs()).fold(0.0, f64::max);
-        let sum: f64 = pairs.iter().map(|(e, s)| s - e).sum();
-        assert!(worst < 0.18, "{v:?}: worst error {worst}");
-        assert!((sum / 40.0).abs() < 0.03, "{v:?}: mean error {}", sum / 40.0);
-    }
+    let pairs = edited_pairs(8);
+    let worst = pairs.iter().map(|(e, s)| (e - s).abs()).fold(0.0, f64::max);
+    let sum: f64 = pairs.iter().map(|(e, s)| s - e).sum();
+    assert!(worst < 0.18, "worst error {worst}");
+    assert!((sum / 40.0).abs() < 0.03, "mean error {}", sum / 40.0);
     let a = Sketch::of(&text(1, 2000)).unwrap().narrow(8);
     let b = Sketch::of(&text(2, 2000)).unwrap().narrow(8);
     let exact = jaccard(&text(1, 2000), &text(2, 2000));
