@@ -97,6 +97,13 @@ struct ChainStep {
     pairs: Vec<u64>,
     /// Some phrase starts with a char outside the BMP.
     astral_phrase_start: bool,
+    /// Bit per BMP char: some key (a single char or a phrase) starts with
+    /// it. A char of the text without its bit is passed on one test of
+    /// these 8 KiB, before it is decoded as a `char` and without the reads
+    /// of the 128 KiB [`ChainStep::bmp`]: nearly every char of a clause
+    /// flagged for conversion is such a char (most of simplified text, on
+    /// the traditional-to-simplified step).
+    key_start: Vec<u64>,
     /// Some key starts with an ASCII char (none does in the OpenCC dictionaries, so
     /// ASCII is skipped byte by byte).
     ascii_keys: bool,
@@ -128,6 +135,7 @@ impl ChainStep {
             phrase_start: vec![0; 0x1_0000 / 64],
             pairs: vec![0; PAIR_WORDS],
             astral_phrase_start: false,
+            key_start: vec![0; 0x1_0000 / 64],
             ascii_keys: false,
         };
         for (k, v) in merged {
@@ -136,6 +144,9 @@ impl ChainStep {
                 continue;
             };
             step.ascii_keys |= first.is_ascii();
+            if let Some(w) = step.key_start.get_mut(first as usize / 64) {
+                *w |= 1 << (first as usize % 64);
+            }
             if rest.is_empty() {
                 let Ok(idx) = u16::try_from(step.values.len()) else {
                     continue; // never: the dictionaries hold a few thousand chars
@@ -243,6 +254,15 @@ impl ChainStep {
                 i += 1;
                 continue;
             }
+            if let Some((u, width)) = bmp_char_at(bytes, i)
+                && self
+                    .key_start
+                    .get(u / 64)
+                    .is_some_and(|w| w & (1 << (u % 64)) == 0)
+            {
+                i += width;
+                continue;
+            }
             let Some(c) = text.get(i..).and_then(|s| s.chars().next()) else {
                 break;
             };
@@ -265,6 +285,21 @@ impl ChainStep {
             i += c.len_utf8();
         }
         out.push_str(text.get(copied..).unwrap_or_default());
+    }
+}
+
+/// The code point and byte width of the char of valid UTF-8 `bytes` that
+/// starts at `i`, when it is in the BMP (one to three bytes); `None` for a
+/// four-byte char or past the end.
+#[inline]
+fn bmp_char_at(bytes: &[u8], i: usize) -> Option<(usize, usize)> {
+    let lead = usize::from(*bytes.get(i)?);
+    let cont = |k: usize| bytes.get(i + k).map(|&b| usize::from(b & 0x3F));
+    match lead {
+        0..0x80 => Some((lead, 1)),
+        0xC0..0xE0 => Some(((lead & 0x1F) << 6 | cont(1)?, 2)),
+        0xE0..0xF0 => Some(((lead & 0x0F) << 12 | cont(1)? << 6 | cont(2)?, 3)),
+        _ => None,
     }
 }
 
