@@ -104,6 +104,10 @@ struct ChainStep {
     /// flagged for conversion is such a char (most of simplified text, on
     /// the traditional-to-simplified step).
     key_start: Vec<u64>,
+    /// Bit per BMP char that is a single-char key: read before
+    /// [`ChainStep::bmp`], which most key-start chars (those that only
+    /// start phrases) need not touch.
+    single_key: Vec<u64>,
     /// Some key starts with an ASCII char (none does in the OpenCC dictionaries, so
     /// ASCII is skipped byte by byte).
     ascii_keys: bool,
@@ -136,6 +140,7 @@ impl ChainStep {
             pairs: vec![0; PAIR_WORDS],
             astral_phrase_start: false,
             key_start: vec![0; 0x1_0000 / 64],
+            single_key: vec![0; 0x1_0000 / 64],
             ascii_keys: false,
         };
         for (k, v) in merged {
@@ -156,6 +161,9 @@ impl ChainStep {
                 }
                 step.values.push(v.into());
                 let u = first as usize;
+                if let Some(w) = step.single_key.get_mut(u / 64) {
+                    *w |= 1 << (u % 64);
+                }
                 match step.bmp.get_mut(u) {
                     Some(slot) => *slot = idx,
                     None => {
@@ -194,7 +202,15 @@ impl ChainStep {
     }
 
     fn single(&self, c: char) -> Option<&str> {
-        let idx = match self.bmp.get(c as usize) {
+        let u = c as usize;
+        if self
+            .single_key
+            .get(u / 64)
+            .is_some_and(|w| w & (1 << (u % 64)) == 0)
+        {
+            return None;
+        }
+        let idx = match self.bmp.get(u) {
             Some(&i) => i,
             None => *self.astral.get(&c)?,
         };
@@ -208,10 +224,8 @@ impl ChainStep {
     /// phrase-start char): its length in bytes and its value. Only the lengths some phrase
     /// starting with that char has are looked up, longest first.
     fn phrase_at<'s>(&'s self, first: char, s: &str) -> Option<(usize, &'s str)> {
-        let mut lens = self.phrase_lens.get(&first).copied().unwrap_or(0);
-        if lens == 0 {
-            return None;
-        }
+        // The pair's bit first: it rules out most phrase-start chars of a
+        // text on a read of a bit set, before the lengths' map is hashed.
         let second = s.get(first.len_utf8()..).and_then(|r| r.chars().next())?;
         let bit = pair_bit(first, second);
         if self
@@ -219,6 +233,10 @@ impl ChainStep {
             .get(bit / 64)
             .is_none_or(|w| w & (1 << (bit % 64)) == 0)
         {
+            return None;
+        }
+        let mut lens = self.phrase_lens.get(&first).copied().unwrap_or(0);
+        if lens == 0 {
             return None;
         }
         let longest = (63 - lens.leading_zeros()) as usize;
