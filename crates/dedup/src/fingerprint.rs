@@ -203,8 +203,9 @@ impl Fingerprint {
 /// (`bits` of it) sets the bit, `-w` for the others.
 ///
 /// With AVX-512, all 64 at once ([`votes_at_once`]); else
-/// ([`votes_by_four`]) four bits at a time, their signs from [`SIGNS`], in a form the compiler
-/// turns into vector adds: a bit by a branch was 4% of `crawl dedup`'s
+/// ([`votes_by_four`]) four bits at a time, their signs from [`SIGNS`],
+/// in a form the compiler turns into vector adds: a bit by a branch was
+/// 4% of `crawl dedup`'s
 /// instructions (issue 37). Four bits' sums are taken over every feature
 /// before the next four, so that they stay in registers (the 64 sums in
 /// memory, loaded and stored for each feature, were 3% more). Each bit's
@@ -255,7 +256,6 @@ const SIGNS: [[u64; 4]; 16] = {
     t
 };
 
-/// The bits whose vote is positive.
 /// [`votes`] on a CPU with AVX-512: all 64 sums in eight vector
 /// registers, each feature read once, its sign bits spread by a shift per
 /// lane. The same sums in the same order as four bits at a time (each
@@ -276,6 +276,7 @@ fn votes_at_once<H: Copy>(features: &[(H, f64)], bits: impl Fn(H) -> u64) -> [f6
     votes
 }
 
+/// The bits whose vote is positive.
 fn elect(votes: &[f64; 64]) -> u64 {
     let mut fp = 0u64;
     for (bit, vote) in votes.iter().enumerate() {
