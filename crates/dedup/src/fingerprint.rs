@@ -205,13 +205,12 @@ impl Fingerprint {
 /// With AVX-512, all 64 at once ([`votes_at_once`]); else
 /// ([`votes_by_four`]) four bits at a time, their signs from [`SIGNS`],
 /// in a form the compiler turns into vector adds: a bit by a branch was
-/// 4% of `crawl dedup`'s
-/// instructions (issue 37). Four bits' sums are taken over every feature
-/// before the next four, so that they stay in registers (the 64 sums in
-/// memory, loaded and stored for each feature, were 3% more). Each bit's
-/// vote still adds the features' `±w` one after the other, in the same
-/// order, from 0, and `x - w` is `x + (-w)` in IEEE arithmetic, so every
-/// sum, and every fingerprint, is the same
+/// 4% of `crawl dedup`'s instructions (issue 37). Four bits' sums are
+/// taken over every feature before the next four, so that they stay in
+/// registers (the 64 sums in memory, loaded and stored for each feature,
+/// were 3% more). Each bit's vote still adds the features' `±w` one
+/// after the other, in the same order, from 0, and `x - w` is `x + (-w)`
+/// in IEEE arithmetic, so every sum, and every fingerprint, is the same
 /// (`tests::votes_are_those_bit_by_bit`).
 fn votes<H: Copy>(features: &[(H, f64)], bits: impl Fn(H) -> u64) -> [f64; 64] {
     #[cfg(target_arch = "x86_64")]
