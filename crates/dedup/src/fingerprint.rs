@@ -262,6 +262,7 @@ const SIGNS: [[u64; 4]; 16] = {
 /// 3,000 generated documents of 50-650 features (7.6 ms against 14.5):
 /// without AVX-512 the 64 sums do not fit in the vector registers, and
 /// four bits at a time is the faster form.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[multiversion::multiversion(targets("x86_64+avx512f+avx512dq+avx512vl"))]
 fn votes_at_once<H: Copy>(features: &[(H, f64)], bits: impl Fn(H) -> u64) -> [f64; 64] {
     let mut votes = [0f64; 64];
