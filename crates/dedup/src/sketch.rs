@@ -417,6 +417,17 @@ fn shingle_hash(w: &[u32; SHINGLE_CHARS]) -> u64 {
     packed_hash(hi, lo)
 }
 
+/// The one shingle of a text of 1 to 4 kept chars: the whole text, after
+/// as many chars 0 as it lacks (a sketch's packed window starts as chars 0).
+fn lone_shingle_hash(chars: &[u32]) -> u64 {
+    let mut w = [0u32; SHINGLE_CHARS];
+    let lacks = SHINGLE_CHARS.saturating_sub(chars.len());
+    for (slot, &c) in w.iter_mut().skip(lacks).zip(chars) {
+        *slot = c;
+    }
+    shingle_hash(&w)
+}
+
 /// Shingles [`Sketch::of`] hashes at a time before it updates their bins'
 /// minima: 2 KiB of hashes on the stack.
 const HASH_BLOCK: usize = 256;
@@ -486,16 +497,11 @@ impl Sketch {
             let tails = match chars.get(SHINGLE_CHARS - 1..) {
                 Some(tails) if !tails.is_empty() => tails,
                 _ => {
-                    // Too short for one shingle: the whole text is its only
-                    // shingle, after as many chars 0 as it lacks (the packed
-                    // window starts as chars 0).
-                    let mut window = [0u32; SHINGLE_CHARS];
-                    for (w, &c) in window.iter_mut().skip(SHINGLE_CHARS - chars.len()).zip(chars) {
-                        *w = c;
+                    for &c in chars {
                         (a, b) = digested((a, b), c);
                     }
                     if !chars.is_empty() {
-                        add(&mut mins, shingle_hash(&window));
+                        add(&mut mins, lone_shingle_hash(chars));
                     }
                     return chars.len();
                 }
@@ -758,18 +764,11 @@ pub fn exact_resemblance(a: &str, b: &str) -> f64 {
                 return Default::default();
             }
             if chars.len() < SHINGLE_CHARS {
-                let mut w = [0u32; SHINGLE_CHARS];
-                w[SHINGLE_CHARS - chars.len()..].copy_from_slice(chars);
-                return std::iter::once(shingle_hash(&w)).collect();
+                return std::iter::once(lone_shingle_hash(chars)).collect();
             }
-            chars
-                .windows(SHINGLE_CHARS)
-                .map(|w| {
-                    let mut a = [0u32; SHINGLE_CHARS];
-                    a.copy_from_slice(w);
-                    shingle_hash(&a)
-                })
-                .collect()
+            let mut hashes = vec![0u64; chars.len() + 1 - SHINGLE_CHARS];
+            hash_windows(chars, &mut hashes);
+            hashes.into_iter().collect()
         })
     };
     let (sa, sb) = (set(a), set(b));

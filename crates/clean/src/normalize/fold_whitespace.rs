@@ -191,7 +191,7 @@ fn white_width(bytes: &[u8], i: usize) -> Option<usize> {
     let at = |k: usize| bytes.get(i + k).copied().unwrap_or(0);
     match SPACE_CLASS[usize::from(b)] {
         ASCII_SPACE => Some(1),
-        MAY_START_SPACE => starts_wide_space(b, at(1), at(2)).then_some(if b == 0xC2 { 2 } else { 3 }),
+        MAY_START_SPACE => starts_wide_space(b, at(1), at(2)).then_some(super::utf8_width(b)),
         _ => None,
     }
 }

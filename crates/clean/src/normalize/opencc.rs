@@ -98,7 +98,7 @@ struct ChainStep {
     /// Some phrase starts with a char outside the BMP.
     astral_phrase_start: bool,
     /// Bit per BMP char: some key (a single char or a phrase) starts with
-    /// it. A char of the text without its bit is passed on one test of
+    /// it (`phrase_start | single_key`). A char of the text without its bit is passed on one test of
     /// these 8 KiB, before it is decoded as a `char` and without the reads
     /// of the 128 KiB [`ChainStep::bmp`]: nearly every char of a clause
     /// flagged for conversion is such a char (most of simplified text, on
@@ -149,9 +149,6 @@ impl ChainStep {
                 continue;
             };
             step.ascii_keys |= first.is_ascii();
-            if let Some(w) = step.key_start.get_mut(first as usize / 64) {
-                *w |= 1 << (first as usize % 64);
-            }
             if rest.is_empty() {
                 let Ok(idx) = u16::try_from(step.values.len()) else {
                     continue; // never: the dictionaries hold a few thousand chars
@@ -161,9 +158,7 @@ impl ChainStep {
                 }
                 step.values.push(v.into());
                 let u = first as usize;
-                if let Some(w) = step.single_key.get_mut(u / 64) {
-                    *w |= 1 << (u % 64);
-                }
+                set_bit(&mut step.single_key, u);
                 match step.bmp.get_mut(u) {
                     Some(slot) => *slot = idx,
                     None => {
@@ -177,37 +172,32 @@ impl ChainStep {
                     *step.phrase_lens.entry(first).or_default() |= 1 << chars;
                 }
                 if let Some(second) = rest.chars().next() {
-                    let bit = pair_bit(first, second);
-                    if let Some(w) = step.pairs.get_mut(bit / 64) {
-                        *w |= 1 << (bit % 64);
-                    }
+                    set_bit(&mut step.pairs, pair_bit(first, second));
                 }
-                let u = first as usize;
-                match step.phrase_start.get_mut(u / 64) {
-                    Some(w) => *w |= 1 << (u % 64),
-                    None => step.astral_phrase_start = true,
+                if !set_bit(&mut step.phrase_start, first as usize) {
+                    step.astral_phrase_start = true;
                 }
                 step.phrases.insert(k.into(), v.into());
             }
+        }
+        for ((key, phrase), single) in step
+            .key_start
+            .iter_mut()
+            .zip(&step.phrase_start)
+            .zip(&step.single_key)
+        {
+            *key = phrase | single;
         }
         step
     }
 
     fn starts_phrase(&self, c: char) -> bool {
-        let u = c as usize;
-        match self.phrase_start.get(u / 64) {
-            Some(w) => w & (1 << (u % 64)) != 0,
-            None => self.astral_phrase_start,
-        }
+        bit(&self.phrase_start, c as usize).unwrap_or(self.astral_phrase_start)
     }
 
     fn single(&self, c: char) -> Option<&str> {
         let u = c as usize;
-        if self
-            .single_key
-            .get(u / 64)
-            .is_some_and(|w| w & (1 << (u % 64)) == 0)
-        {
+        if bit(&self.single_key, u) == Some(false) {
             return None;
         }
         let idx = match self.bmp.get(u) {
@@ -227,12 +217,7 @@ impl ChainStep {
         // The pair's bit first: it rules out most phrase-start chars of a
         // text on a read of a bit set, before the lengths' map is hashed.
         let second = s.get(first.len_utf8()..).and_then(|r| r.chars().next())?;
-        let bit = pair_bit(first, second);
-        if self
-            .pairs
-            .get(bit / 64)
-            .is_none_or(|w| w & (1 << (bit % 64)) == 0)
-        {
+        if bit(&self.pairs, pair_bit(first, second)) != Some(true) {
             return None;
         }
         let mut lens = self.phrase_lens.get(&first).copied().unwrap_or(0);
@@ -273,10 +258,7 @@ impl ChainStep {
                 continue;
             }
             if let Some((u, width)) = bmp_char_at(bytes, i)
-                && self
-                    .key_start
-                    .get(u / 64)
-                    .is_some_and(|w| w & (1 << (u % 64)) == 0)
+                && bit(&self.key_start, u) == Some(false)
             {
                 i += width;
                 continue;
@@ -304,6 +286,18 @@ impl ChainStep {
         }
         out.push_str(text.get(copied..).unwrap_or_default());
     }
+}
+
+/// Bit `i` of a bit set, or `None` past its end (a char outside the BMP,
+/// for the sets of BMP chars).
+#[inline]
+fn bit(bits: &[u64], i: usize) -> Option<bool> {
+    bits.get(i / 64).map(|w| w & (1 << (i % 64)) != 0)
+}
+
+/// Sets bit `i`; `false` when it is past the set's end.
+fn set_bit(bits: &mut [u64], i: usize) -> bool {
+    bits.get_mut(i / 64).map(|w| *w |= 1 << (i % 64)).is_some()
 }
 
 /// The code point and byte width of the char of valid UTF-8 `bytes` that
