@@ -21,14 +21,13 @@ mod han_runs;
 mod idf_table;
 mod spaced;
 
-use std::collections::BTreeSet;
 use std::collections::hash_map::Entry;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use jieba_rs::Jieba;
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use crate::same::Word;
 
@@ -250,12 +249,23 @@ struct Inner {
 /// dedup`'s instructions on the labelled set (issue 37). A word whose
 /// length and first and last bytes ([`stop_key`]) no stop word has is not one,
 /// without hashing it.
+///
+/// The words live in one string, the sorted list joined by newlines that
+/// is also digested ([`Features::describe`]), and the set holds their
+/// places in it: a `Box<str>` and a `Vec` for each of the ~8,000 bundled
+/// words, made at start-up and freed at exit, were a fifth of a
+/// one-document `crawl dedup`'s CPU (issue 37).
 #[derive(Debug)]
 struct StopWords {
-    /// The words by their hash ([`stop_hash`]), compared by
-    /// [`crate::same::same`] rather than `==` (libc's `memcmp`, slow on
-    /// our machines: `crate::same` says why).
-    words: FxHashMap<u64, Vec<Box<str>>>,
+    /// The sorted words, one a line.
+    joined: String,
+    /// Each word's place in `joined` (start, end), by its hash
+    /// ([`stop_hash`]); words of one hash follow each other in `places`.
+    /// Compared by [`crate::same::same`] rather than `==` (libc's
+    /// `memcmp`, slow on our machines: `crate::same` says why).
+    by_hash: FxHashMap<u64, (u32, u32)>,
+    /// (start, end) in `joined`, sorted by hash; `by_hash` holds a range.
+    places: Vec<(u32, u32)>,
     /// A bit per [`stop_key`], set for each stop word's.
     filter: Vec<u64>,
 }
@@ -276,7 +286,7 @@ fn stop_key(w: &str) -> usize {
     (packed.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 48) as usize & (STOP_FILTER_BITS - 1)
 }
 
-/// A stop word's key in [`StopWords::words`].
+/// A stop word's key in [`StopWords::by_hash`].
 #[inline]
 fn stop_hash(w: &str) -> u64 {
     use std::hash::Hasher;
@@ -285,28 +295,86 @@ fn stop_hash(w: &str) -> u64 {
     h.finish()
 }
 
+/// A stop word list's words: each line up to a `#`, trimmed and
+/// lower-cased, without empty ones and repeats, sorted by their bytes.
+/// Borrowed from `list` where lower-casing changes nothing (every word
+/// of the bundled lists).
+fn stop_word_list(list: &str) -> Vec<std::borrow::Cow<'_, str>> {
+    use std::borrow::Cow;
+    let mut words: Vec<Cow<'_, str>> = list
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            // `str::to_lowercase` maps char by char except a final sigma,
+            // which is an upper-case `Σ` and so changes on its own.
+            let same = w.chars().all(|c| {
+                let mut lower = c.to_lowercase();
+                lower.next() == Some(c) && lower.next().is_none()
+            });
+            if same {
+                Cow::Borrowed(w)
+            } else {
+                Cow::Owned(w.to_lowercase())
+            }
+        })
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    words
+}
+
 impl StopWords {
-    fn new(list: FxHashSet<String>) -> Self {
+    /// The set of `words` (sorted, without repeats: [`stop_word_list`]),
+    /// and the newline-joined list it keeps them in.
+    fn new(words: &[std::borrow::Cow<'_, str>]) -> Self {
+        let joined = words.join("\n");
         let mut filter = vec![0u64; STOP_FILTER_BITS / 64];
-        let mut words: FxHashMap<u64, Vec<Box<str>>> = FxHashMap::default();
-        for w in list {
-            let k = stop_key(&w);
+        let mut places: Vec<(u64, u32, u32)> = Vec::with_capacity(words.len());
+        let mut start = 0usize;
+        for w in words {
+            let k = stop_key(w);
             if let Some(slot) = filter.get_mut(k / 64) {
                 *slot |= 1 << (k % 64);
             }
-            words.entry(stop_hash(&w)).or_default().push(w.into_boxed_str());
+            let end = start + w.len();
+            // A list of 4 GB does not fit a `u32`: such a word is left out.
+            if let (Ok(s), Ok(e)) = (u32::try_from(start), u32::try_from(end)) {
+                places.push((stop_hash(w), s, e));
+            }
+            start = end + 1;
         }
-        StopWords { words, filter }
+        places.sort_unstable();
+        let mut by_hash: FxHashMap<u64, (u32, u32)> = FxHashMap::default();
+        by_hash.reserve(places.len());
+        for (i, &(h, _, _)) in places.iter().enumerate() {
+            let i = u32::try_from(i).unwrap_or(u32::MAX);
+            by_hash.entry(h).and_modify(|r| r.1 = i + 1).or_insert((i, i + 1));
+        }
+        StopWords {
+            joined,
+            by_hash,
+            places: places.into_iter().map(|(_, s, e)| (s, e)).collect(),
+            filter,
+        }
     }
 
     #[inline]
     fn contains(&self, w: &str) -> bool {
         let k = stop_key(w);
         self.filter.get(k / 64).is_some_and(|f| f & (1 << (k % 64)) != 0)
-            && self
-                .words
-                .get(&stop_hash(w))
-                .is_some_and(|ws| ws.iter().any(|s| crate::same::same(s.as_bytes(), w.as_bytes())))
+            && self.by_hash.get(&stop_hash(w)).is_some_and(|&(from, to)| {
+                self.places
+                    .get(from as usize..to as usize)
+                    .unwrap_or_default()
+                    .iter()
+                    .any(|&(s, e)| {
+                        self.joined
+                            .as_bytes()
+                            .get(s as usize..e as usize)
+                            .is_some_and(|b| crate::same::same(b, w.as_bytes()))
+                    })
+            })
     }
 }
 
@@ -328,18 +396,13 @@ impl Features {
             list.push('\n');
             list.push_str(scripts::MULTI_STOP_WORDS);
         }
-        let sorted: BTreeSet<String> = list
-            .lines()
-            .map(|l| l.split('#').next().unwrap_or("").trim().to_lowercase())
-            .filter(|w| !w.is_empty())
-            .collect();
-        let joined: Vec<&str> = sorted.iter().map(String::as_str).collect();
-        let stop_digest = hex(&md5_of(&joined.join("\n")));
+        let stop_words = StopWords::new(&stop_word_list(&list));
+        let stop_digest = hex(&md5_of(&stop_words.joined));
         Ok(Features {
             inner: Arc::new(Inner {
                 config,
                 scripts,
-                stop_words: StopWords::new(sorted.into_iter().collect()),
+                stop_words,
                 stop_digest,
             }),
         })

@@ -53,6 +53,9 @@ impl ConvertChinese {
         let mut buf = [0u8; 4];
         let mut out = String::new();
         for c in ('\u{2E80}'..='\u{9FFF}').chain('\u{F900}'..='\u{FAFF}') {
+            if !opencc.may_start_key(c) {
+                continue;
+            }
             let s = c.encode_utf8(&mut buf);
             out.clear();
             opencc.convert_into(s, &mut out);
@@ -187,6 +190,30 @@ mod tests {
     fn t2s() -> &'static ConvertChinese {
         static C: OnceLock<ConvertChinese> = OnceLock::new();
         C.get_or_init(|| ConvertChinese::new(ChineseVariant::T2s).unwrap())
+    }
+
+    /// The chars OpenCC changes alone, found by converting every one (as
+    /// [`ConvertChinese::new`] did before it asked
+    /// [`FastOpencc::may_start_key`] first), are those it marks.
+    #[test]
+    fn the_chars_marked_changing_are_those_a_conversion_changes() {
+        for variant in [
+            ChineseVariant::T2s,
+            ChineseVariant::Tw2sp,
+            ChineseVariant::Hk2s,
+            ChineseVariant::T2sTw,
+        ] {
+            let conv = ConvertChinese::new(variant).unwrap();
+            let cc = conv.opencc.as_ref().unwrap();
+            let mut marked = 0;
+            for c in ('\u{2E80}'..='\u{9FFF}').chain('\u{F900}'..='\u{FAFF}') {
+                let s = c.to_string();
+                let changes = cc.convert(&s) != s;
+                assert_eq!(conv.may_change(c), changes, "{variant:?} {c}");
+                marked += usize::from(changes);
+            }
+            assert!(marked > 1000, "{variant:?}: {marked}");
+        }
     }
 
     /// The char-by-char loop [`ConvertChinese::normalize`] had.

@@ -16,8 +16,6 @@
 //! the group wins), else the char is copied. A test compares the output with
 //! `ferrous-opencc` on generated text.
 
-use std::collections::HashMap;
-
 use rustc_hash::FxHashMap;
 
 use crate::config::ChineseVariant;
@@ -36,8 +34,8 @@ const NONE: u16 = u16::MAX;
 /// One dictionary file, parsed the way `ferrous-opencc-compiler` does: skip blank
 /// and `#` lines, keep lines of exactly `key\tvalues`, first of the space-separated
 /// values, a later duplicate key replaces an earlier one.
-fn parse_dict(text: &str) -> HashMap<&str, &str> {
-    let mut map = HashMap::new();
+fn parse_dict(text: &str) -> FxHashMap<&str, &str> {
+    let mut map = FxHashMap::default();
     for line in text.lines() {
         let trimmed = line.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -122,7 +120,9 @@ impl ChainStep {
     fn new_filtered(dicts: &[&str], keep: fn(&str, &str) -> bool) -> Self {
         // Merge: on the same key, the first dictionary of the group wins (a longer
         // key always wins, whichever dictionary it is in).
-        let mut merged: HashMap<&str, &str> = HashMap::new();
+        // Which value a key takes does not depend on the order the map is
+        // read in below (only the places of the single chars' values do).
+        let mut merged: FxHashMap<&str, &str> = FxHashMap::default();
         for d in dicts {
             for (k, v) in parse_dict(d) {
                 if keep(k, v) {
@@ -344,6 +344,18 @@ impl FastOpencc {
             ],
         };
         Some(Self { steps })
+    }
+
+    /// Whether some step has a key that starts with `c`, a BMP char: a
+    /// char no key starts with passes every step as it is
+    /// ([`ChainStep::apply`] copies it), so the chain cannot change it
+    /// alone. Asked before converting each Han char at start-up, where a
+    /// conversion of every one of them (two buffers a conversion) was a
+    /// tenth of a one-document `crawl dedup`'s CPU (issue 37).
+    pub(crate) fn may_start_key(&self, c: char) -> bool {
+        self.steps
+            .iter()
+            .any(|s| bit(&s.key_start, c as usize) != Some(false))
     }
 
     /// Appends the conversion of `text` to `out`.

@@ -195,18 +195,31 @@ pub(super) fn has_word(word: &str) -> bool {
 /// The words jieba (without HMM) cuts from `run`, a run of its class
 /// (every char passes [`in_jieba_run`]), in order.
 pub(super) fn cut_run<'a>(run: &'a str, emit: &mut dyn FnMut(&'a str)) {
+    cut_run_kept::<true>(run, emit);
+}
+
+/// [`cut_run`] without the words of one char, other than single ASCII
+/// letters and digits (which are joined): features never take a word of
+/// one char (`is_valid_word`), and a Chinese text is cut into many (the
+/// route's single Han chars), each a call and a check for nothing.
+pub(super) fn cut_run_words<'a>(run: &'a str, emit: &mut dyn FnMut(&'a str)) {
+    cut_run_kept::<false>(run, emit);
+}
+
+/// [`cut_run`], with the words of one char only if `SINGLES`.
+fn cut_run_kept<'a, const SINGLES: bool>(run: &'a str, emit: &mut dyn FnMut(&'a str)) {
     SCRATCH.with(|s| {
         // A re-entrant call (an `emit` that cuts) gets buffers of its own.
         match s.try_borrow_mut() {
             Ok(mut s) => {
-                cut_run_with(&mut s, run, emit);
+                cut_run_with::<SINGLES>(&mut s, run, emit);
                 // A thread keeps its buffers, but not those of one huge run
                 // (a page-long line of Han text) for the rest of its life.
                 if s.chars.capacity() > SCRATCH_KEPT_CHARS {
                     *s = Scratch::default();
                 }
             }
-            Err(_) => cut_run_with(&mut Scratch::default(), run, emit),
+            Err(_) => cut_run_with::<SINGLES>(&mut Scratch::default(), run, emit),
         }
     });
 }
@@ -215,7 +228,7 @@ pub(super) fn cut_run<'a>(run: &'a str, emit: &mut dyn FnMut(&'a str)) {
 /// at most between the buffers).
 const SCRATCH_KEPT_CHARS: usize = 1 << 16;
 
-fn cut_run_with<'a>(s: &mut Scratch, run: &'a str, emit: &mut dyn FnMut(&'a str)) {
+fn cut_run_with<'a, const SINGLES: bool>(s: &mut Scratch, run: &'a str, emit: &mut dyn FnMut(&'a str)) {
     let Scratch { chars, route } = s;
     chars.clear();
     chars.extend(run.char_indices());
@@ -277,7 +290,9 @@ fn cut_run_with<'a>(s: &mut Scratch, run: &'a str, emit: &mut dyn FnMut(&'a str)
             if let Some(start) = left.take() {
                 emit(&run[byte(start)..byte(x)]);
             }
-            emit(&run[byte(x)..byte(y)]);
+            if SINGLES || y - x > 1 {
+                emit(&run[byte(x)..byte(y)]);
+            }
         }
         x = y;
     }

@@ -21,7 +21,7 @@ pub(super) fn han_text_words<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
     han_dict::blocks(text, |block, matched| match (matched, block.is_ascii()) {
         (false, _) => {}
         (true, true) => latin_words(block, emit),
-        (true, false) => han_dict::cut_run(block, emit),
+        (true, false) => han_dict::cut_run_words(block, emit),
     });
 }
 

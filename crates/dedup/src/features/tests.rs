@@ -157,11 +157,46 @@ proptest::proptest! {
     }
 }
 
+/// The stop words as they were read before [`stop_word_list`]: every
+/// line lower-cased into a `String`, in a `BTreeSet`.
+fn stop_words_by_set(list: &str) -> Vec<String> {
+    let set: std::collections::BTreeSet<String> = list
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim().to_lowercase())
+        .filter(|w| !w.is_empty())
+        .collect();
+    set.into_iter().collect()
+}
+
+proptest::proptest! {
+    /// The words, their order and so the digest stores record are those
+    /// of the set: upper case (a title-case `ǅ`, a final `Σ`), comments,
+    /// blanks and repeats among them.
+    #[test]
+    fn stop_words_are_read_as_the_set_read_them(list in "([ a-zA-Zé中ǅǄΣσς#\\t]{0,6}\n){0,30}") {
+        let ours: Vec<String> = stop_word_list(&list).into_iter().map(|w| w.into_owned()).collect();
+        proptest::prop_assert_eq!(&ours, &stop_words_by_set(&list));
+        let words = stop_word_list(&list);
+        let set = StopWords::new(&words);
+        proptest::prop_assert_eq!(&set.joined, &ours.join("\n"));
+        for w in &ours {
+            proptest::prop_assert!(set.contains(w), "{:?}", w);
+        }
+    }
+}
+
+#[test]
+fn the_bundled_stop_words_are_read_as_the_set_read_them() {
+    let list = format!("{BUNDLED_STOP_WORDS}\n{}", scripts::MULTI_STOP_WORDS);
+    let f = Features::new(FeatureConfig::default()).unwrap();
+    assert_eq!(f.inner.stop_words.joined, stop_words_by_set(&list).join("\n"));
+}
+
 #[test]
 fn the_stop_word_filter_passes_every_stop_word() {
     let f = Features::new(FeatureConfig::default()).unwrap();
     let stop = &f.inner.stop_words;
-    let all: Vec<&str> = stop.words.values().flatten().map(|w| &**w).collect();
+    let all: Vec<&str> = stop.joined.lines().collect();
     assert!(all.len() > 500, "{}", all.len());
     for w in &all {
         assert!(stop.contains(w), "{w}");
