@@ -36,6 +36,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 include!("src/features/word_hash.rs");
+include!("src/features/stop_list.rs");
 
 const SLOT_BITS: u32 = 20;
 const CHAR_BITS: u32 = 21;
@@ -55,11 +56,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo::rerun-if-changed=data/jieba_dict.txt.gz");
     println!("cargo::rerun-if-changed=data/jieba_idf.txt.gz");
     println!("cargo::rerun-if-changed=src/features/word_hash.rs");
+    println!("cargo::rerun-if-changed=src/features/stop_list.rs");
+    println!("cargo::rerun-if-changed=data/stopwords.txt");
+    println!("cargo::rerun-if-changed=data/stopwords-multi.txt");
     println!("cargo::rerun-if-changed=build.rs");
     let out = PathBuf::from(std::env::var_os("OUT_DIR").ok_or("cargo sets OUT_DIR")?);
     idf_table(&out)?;
+    stop_words(&out)?;
     letters(&out)?;
     han_dict(&out)
+}
+
+/// The bundled stop words as `features` reads them (`stop_word_list`),
+/// joined by newlines: `stop_words_bundled.txt` (the list alone) and
+/// `stop_words_unicode.txt` (with the list of other scripts, as the words
+/// extractor reads them for every script).
+fn stop_words(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    let bundled = std::fs::read_to_string("data/stopwords.txt")?;
+    let multi = std::fs::read_to_string("data/stopwords-multi.txt")?;
+    let unicode = format!("{bundled}\n{multi}");
+    for (name, list) in [
+        ("stop_words_bundled.txt", &bundled),
+        ("stop_words_unicode.txt", &unicode),
+    ] {
+        std::fs::write(out.join(name), stop_word_list(list).join("\n"))?;
+    }
+    Ok(())
 }
 
 /// The letter and letter-or-digit bits of the BMP (the comment at the top

@@ -21,6 +21,7 @@ mod han_runs;
 mod idf_table;
 mod spaced;
 
+use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -257,15 +258,15 @@ struct Inner {
 /// one-document `crawl dedup`'s CPU (issue 37).
 #[derive(Debug)]
 struct StopWords {
-    /// The sorted words, one a line.
-    joined: String,
-    /// Each word's place in `joined` (start, end), by its hash
-    /// ([`stop_hash`]); words of one hash follow each other in `places`.
+    /// The sorted words, one a line (the bundled lists' are compiled in).
+    joined: Cow<'static, str>,
+    /// The first of the words of each hash ([`stop_hash`]) in `places`.
     /// Compared by [`crate::same::same`] rather than `==` (libc's
     /// `memcmp`, slow on our machines: `crate::same` says why).
-    by_hash: FxHashMap<u64, (u32, u32)>,
-    /// (start, end) in `joined`, sorted by hash; `by_hash` holds a range.
-    places: Vec<(u32, u32)>,
+    by_hash: FxHashMap<u64, u32>,
+    /// Each word's place in `joined` (start, end), and the next word of
+    /// the same hash ([`NO_WORD`] after the last).
+    places: Vec<(u32, u32, u32)>,
     /// A bit per [`stop_key`], set for each stop word's.
     filter: Vec<u64>,
 }
@@ -295,66 +296,48 @@ fn stop_hash(w: &str) -> u64 {
     h.finish()
 }
 
-/// A stop word list's words: each line up to a `#`, trimmed and
-/// lower-cased, without empty ones and repeats, sorted by their bytes.
-/// Borrowed from `list` where lower-casing changes nothing (every word
-/// of the bundled lists).
-fn stop_word_list(list: &str) -> Vec<std::borrow::Cow<'_, str>> {
-    use std::borrow::Cow;
-    let mut words: Vec<Cow<'_, str>> = list
-        .lines()
-        .map(|l| l.split('#').next().unwrap_or("").trim())
-        .filter(|w| !w.is_empty())
-        .map(|w| {
-            // `str::to_lowercase` maps char by char except a final sigma,
-            // which is an upper-case `Σ` and so changes on its own.
-            let same = w.chars().all(|c| {
-                let mut lower = c.to_lowercase();
-                lower.next() == Some(c) && lower.next().is_none()
-            });
-            if same {
-                Cow::Borrowed(w)
-            } else {
-                Cow::Owned(w.to_lowercase())
-            }
-        })
-        .collect();
-    words.sort_unstable();
-    words.dedup();
-    words
+mod stop_list {
+    include!("features/stop_list.rs");
 }
+use stop_list::stop_word_list;
+
+/// The bundled stop words read at build time (build.rs), joined by
+/// newlines: the list alone, and with the list of other scripts.
+static STOP_WORDS_BUNDLED: &str = include_str!(concat!(env!("OUT_DIR"), "/stop_words_bundled.txt"));
+static STOP_WORDS_UNICODE: &str = include_str!(concat!(env!("OUT_DIR"), "/stop_words_unicode.txt"));
 
 impl StopWords {
-    /// The set of `words` (sorted, without repeats: [`stop_word_list`]),
-    /// and the newline-joined list it keeps them in.
-    fn new(words: &[std::borrow::Cow<'_, str>]) -> Self {
-        let joined = words.join("\n");
+    /// The set of the words of `joined`, one a line (sorted, without
+    /// repeats: [`stop_word_list`]).
+    fn new(joined: Cow<'static, str>) -> Self {
         let mut filter = vec![0u64; STOP_FILTER_BITS / 64];
-        let mut places: Vec<(u64, u32, u32)> = Vec::with_capacity(words.len());
+        let mut places: Vec<(u32, u32, u32)> = Vec::with_capacity(joined.len() / 8);
+        let mut by_hash: FxHashMap<u64, u32> = FxHashMap::default();
+        by_hash.reserve(joined.len() / 8);
         let mut start = 0usize;
-        for w in words {
-            let k = stop_key(w);
-            if let Some(slot) = filter.get_mut(k / 64) {
-                *slot |= 1 << (k % 64);
-            }
+        for w in joined.split('\n') {
             let end = start + w.len();
             // A list of 4 GB does not fit a `u32`: such a word is left out.
-            if let (Ok(s), Ok(e)) = (u32::try_from(start), u32::try_from(end)) {
-                places.push((stop_hash(w), s, e));
+            if let (false, Ok(s), Ok(e), Ok(i)) = (
+                w.is_empty(),
+                u32::try_from(start),
+                u32::try_from(end),
+                u32::try_from(places.len()),
+            ) {
+                let k = stop_key(w);
+                if let Some(slot) = filter.get_mut(k / 64) {
+                    *slot |= 1 << (k % 64);
+                }
+                // A second word of one hash goes first in its chain.
+                let next = by_hash.insert(stop_hash(w), i).unwrap_or(NO_WORD);
+                places.push((s, e, next));
             }
             start = end + 1;
-        }
-        places.sort_unstable();
-        let mut by_hash: FxHashMap<u64, (u32, u32)> = FxHashMap::default();
-        by_hash.reserve(places.len());
-        for (i, &(h, _, _)) in places.iter().enumerate() {
-            let i = u32::try_from(i).unwrap_or(u32::MAX);
-            by_hash.entry(h).and_modify(|r| r.1 = i + 1).or_insert((i, i + 1));
         }
         StopWords {
             joined,
             by_hash,
-            places: places.into_iter().map(|(_, s, e)| (s, e)).collect(),
+            places,
             filter,
         }
     }
@@ -363,20 +346,26 @@ impl StopWords {
     fn contains(&self, w: &str) -> bool {
         let k = stop_key(w);
         self.filter.get(k / 64).is_some_and(|f| f & (1 << (k % 64)) != 0)
-            && self.by_hash.get(&stop_hash(w)).is_some_and(|&(from, to)| {
-                self.places
-                    .get(from as usize..to as usize)
-                    .unwrap_or_default()
-                    .iter()
-                    .any(|&(s, e)| {
-                        self.joined
-                            .as_bytes()
-                            .get(s as usize..e as usize)
-                            .is_some_and(|b| crate::same::same(b, w.as_bytes()))
-                    })
+            && self.by_hash.get(&stop_hash(w)).is_some_and(|&first| {
+                let mut at = first;
+                while let Some(&(s, e, next)) = self.places.get(at as usize) {
+                    if self
+                        .joined
+                        .as_bytes()
+                        .get(s as usize..e as usize)
+                        .is_some_and(|b| crate::same::same(b, w.as_bytes()))
+                    {
+                        return true;
+                    }
+                    at = next;
+                }
+                false
             })
     }
 }
+
+/// The end of a chain of [`StopWords::places`].
+const NO_WORD: u32 = u32::MAX;
 
 impl Features {
     /// Builds an extractor, reading the stop word file if one is configured.
@@ -388,15 +377,20 @@ impl Features {
             )));
         }
         let scripts = config.scripts.unwrap_or_default();
-        let mut list = match &config.stop_words {
-            None => BUNDLED_STOP_WORDS.to_string(),
-            Some(path) => read_file(path)?,
+        let every_script = scripts == Scripts::Unicode && config.extractor == Extractor::Words;
+        let joined = match &config.stop_words {
+            None if every_script => Cow::Borrowed(STOP_WORDS_UNICODE),
+            None => Cow::Borrowed(STOP_WORDS_BUNDLED),
+            Some(path) => {
+                let mut list = read_file(path)?;
+                if every_script {
+                    list.push('\n');
+                    list.push_str(scripts::MULTI_STOP_WORDS);
+                }
+                Cow::Owned(stop_word_list(&list).join("\n"))
+            }
         };
-        if scripts == Scripts::Unicode && config.extractor == Extractor::Words {
-            list.push('\n');
-            list.push_str(scripts::MULTI_STOP_WORDS);
-        }
-        let stop_words = StopWords::new(&stop_word_list(&list));
+        let stop_words = StopWords::new(joined);
         let stop_digest = hex(&md5_of(&stop_words.joined));
         Ok(Features {
             inner: Arc::new(Inner {

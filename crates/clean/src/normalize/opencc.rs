@@ -35,7 +35,8 @@ const NONE: u16 = u16::MAX;
 /// and `#` lines, keep lines of exactly `key\tvalues`, first of the space-separated
 /// values, a later duplicate key replaces an earlier one.
 fn parse_dict(text: &str) -> FxHashMap<&str, &str> {
-    let mut map = FxHashMap::default();
+    // About one entry per 16 bytes of the dictionaries: few regrowths.
+    let mut map = FxHashMap::with_capacity_and_hasher(text.len() / 16, Default::default());
     for line in text.lines() {
         let trimmed = line.trim();
         if trimmed.is_empty() || trimmed.starts_with('#') {
@@ -75,12 +76,13 @@ struct ChainStep {
     bmp: Vec<u16>,
     /// Single-char keys outside the BMP.
     astral: FxHashMap<char, u16>,
-    values: Vec<Box<str>>,
+    /// The dictionaries' own text (compiled in): nothing is copied.
+    values: Vec<&'static str>,
     /// Keys of two chars or more. Fx, not SipHash: the keys are the
     /// dictionaries' own (no input inserts one), and every phrase-start
     /// char of a Chinese text costs a lookup or more (SipHash was 3% of a
     /// batch's CPU on the labelled texts).
-    phrases: FxHashMap<Box<str>, Box<str>>,
+    phrases: FxHashMap<&'static str, &'static str>,
     /// Per char that starts a phrase: bit `n` set when a phrase of `n`
     /// chars starts with it, so that only those lengths are looked up.
     phrase_lens: FxHashMap<char, u64>,
@@ -112,17 +114,18 @@ struct ChainStep {
 }
 
 impl ChainStep {
-    fn new(dicts: &[&str]) -> Self {
+    fn new(dicts: &[&'static str]) -> Self {
         Self::new_filtered(dicts, |_, _| true)
     }
 
     /// Like [`ChainStep::new`], with only the entries `keep` accepts.
-    fn new_filtered(dicts: &[&str], keep: fn(&str, &str) -> bool) -> Self {
+    fn new_filtered(dicts: &[&'static str], keep: fn(&str, &str) -> bool) -> Self {
         // Merge: on the same key, the first dictionary of the group wins (a longer
         // key always wins, whichever dictionary it is in).
         // Which value a key takes does not depend on the order the map is
         // read in below (only the places of the single chars' values do).
-        let mut merged: FxHashMap<&str, &str> = FxHashMap::default();
+        let mut merged: FxHashMap<&'static str, &'static str> =
+            FxHashMap::with_capacity_and_hasher(dicts.iter().map(|d| d.len() / 16).sum(), Default::default());
         for d in dicts {
             for (k, v) in parse_dict(d) {
                 if keep(k, v) {
@@ -156,7 +159,7 @@ impl ChainStep {
                 if idx == NONE {
                     continue;
                 }
-                step.values.push(v.into());
+                step.values.push(v);
                 let u = first as usize;
                 set_bit(&mut step.single_key, u);
                 match step.bmp.get_mut(u) {
@@ -177,7 +180,7 @@ impl ChainStep {
                 if !set_bit(&mut step.phrase_start, first as usize) {
                     step.astral_phrase_start = true;
                 }
-                step.phrases.insert(k.into(), v.into());
+                step.phrases.insert(k, v);
             }
         }
         for ((key, phrase), single) in step
@@ -207,7 +210,7 @@ impl ChainStep {
         if idx == NONE {
             return None;
         }
-        self.values.get(usize::from(idx)).map(|v| &**v)
+        self.values.get(usize::from(idx)).copied()
     }
 
     /// The longest phrase at the start of `s` (which starts with `first`, a
