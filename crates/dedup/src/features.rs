@@ -562,16 +562,21 @@ impl Features {
         };
         let every_script = self.inner.scripts == Scripts::Unicode && !text.is_ascii();
         if self.inner.config.hmm || has_han(text) {
+            // jieba hands other scripts back one character at a time: their
+            // words are counted after jieba's.
             if self.inner.config.hmm {
                 for token in jieba().cut(text, true) {
                     count(token.word);
                 }
+                if every_script {
+                    scripts::foreign_runs(text, |run| scripts::unicode_words(run, &mut count));
+                }
             } else {
-                han_runs::han_text_words(text, &mut count);
-            }
-            // jieba hands other scripts back one character at a time.
-            if every_script {
-                scripts::foreign_runs(text, |run| scripts::unicode_words(run, &mut count));
+                let mut others = Vec::new();
+                han_runs::han_text_words_and_others(text, &mut count, every_script.then_some(&mut others));
+                for between in others {
+                    scripts::foreign_runs(between, |run| scripts::unicode_words(run, &mut count));
+                }
             }
         } else if every_script {
             spaced::every_script_words(text, &mut count);
@@ -680,15 +685,23 @@ fn latin_words<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
             continue;
         }
         let start = i;
-        let mut plus_or_hash = false;
+        // A bit per class the run holds.
+        let mut classes = 0u8;
         while let k @ 1.. = class(i) {
-            plus_or_hash |= k == PLUS_OR_HASH;
+            classes |= 1 << k;
             i += 1;
         }
         // Run boundaries are ASCII bytes, so they are char boundaries.
         let Some(run) = text.get(start..i) else { return };
-        if plus_or_hash {
+        if classes & 1 << PLUS_OR_HASH != 0 {
             han_dict::cut_run(run, emit);
+        } else if classes == 1 << ALNUM {
+            // Letters and digits only (most words of prose): the run is
+            // the one word `ascii_words` would find, without a second
+            // pass over it.
+            if run.len() >= 2 {
+                emit(run);
+            }
         } else {
             ascii_words(run, emit);
         }
