@@ -14,8 +14,10 @@
 //!   root); 42: it has children; 43..56: its word's frequency class + 1
 //!   (0: not a word); 56..64: a filter of its children's chars (one bit
 //!   each, `child_filter`). 0 is an empty slot.
-//! - `han_root.bin`: 65,536 u32, the slot + 1 of the node of each BMP char
-//!   (0: no word starts with it).
+//! - `han_root.bin`: 65,536 u64, for each BMP char the slot + 1 of its
+//!   node in bits 0..42 (0: no word starts with it) and that slot's bits
+//!   from 42 up: a walk reads a root's children, class and filter in this
+//!   512 KB table rather than in the 8 MB one.
 //! - `han_freqs.bin`: the distinct frequencies, u32, by class.
 //! - `han_dict.rs`: SLOT_BITS and TOTAL_FREQ.
 //!
@@ -185,8 +187,16 @@ fn han_dict(out: &Path) -> Result<(), Box<dyn std::error::Error>> {
     }
     let bytes = |v: &[u64]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     std::fs::write(out.join("han_slots.bin"), bytes(&slots))?;
-    let root: Vec<u8> = root.iter().flat_map(|x| x.to_le_bytes()).collect();
-    std::fs::write(out.join("han_root.bin"), root)?;
+    // Each root's slot + 1 beside its slot's bits from 42 up (children,
+    // class, child filter), read only once every child is in.
+    let root: Vec<u64> = root
+        .iter()
+        .map(|&r| match (r as usize).checked_sub(1) {
+            Some(i) => (slots[i] & !KEY_MASK) | u64::from(r),
+            None => 0,
+        })
+        .collect();
+    std::fs::write(out.join("han_root.bin"), bytes(&root))?;
     let mut freqs = Vec::with_capacity(classes.len() * 4);
     for &f in &classes {
         freqs.extend(u32::try_from(f)?.to_le_bytes());

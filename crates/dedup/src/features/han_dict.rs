@@ -22,7 +22,11 @@ mod tables {
 
 /// The trie's nodes (build.rs says how a slot is laid out).
 static SLOTS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/han_slots.bin"));
-/// The node of each BMP char that starts a word, as slot + 1.
+/// For each BMP char that starts a word, the slot + 1 of its node (bits
+/// 0..42) and that slot's bits from 42 up (children, class, child
+/// filter): the walk from each char of a run read its root's slot in the
+/// 8 MB table, a miss a char, where this 512 KB table mostly stays in the
+/// core's cache (issue 37).
 static ROOT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/han_root.bin"));
 /// The distinct word frequencies, by class.
 static FREQS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/han_freqs.bin"));
@@ -44,22 +48,29 @@ fn slot(i: usize) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
-/// The node of the one-char prefix `c` (its slot is not read).
+/// The [`ROOT`] entry of `c` (0: no word starts with it).
 #[inline(always)]
-fn root_node(c: char) -> Option<usize> {
+fn root_entry(c: char) -> u64 {
     let c = c as usize;
-    let v = ROOT
-        .get(c * 4..c * 4 + 4)
+    ROOT.get(c * 8..c * 8 + 8)
         .and_then(|b| b.try_into().ok())
-        .map_or(0, u32::from_le_bytes);
-    (v as usize).checked_sub(1)
+        .map_or(0, u64::from_le_bytes)
 }
 
-/// The node of the one-char prefix `c`, and its slot.
+/// The node of the one-char prefix `c`.
+#[inline(always)]
+fn root_node(c: char) -> Option<usize> {
+    ((root_entry(c) & KEY_MASK) as usize).checked_sub(1)
+}
+
+/// The node of the one-char prefix `c`, and its slot's bits that a walk
+/// reads (from 42 up; the key below them is the node's, not the slot's),
+/// all from [`ROOT`].
 #[inline(always)]
 fn root(c: char) -> Option<(usize, u64)> {
-    let i = root_node(c)?;
-    Some((i, slot(i)))
+    let e = root_entry(c);
+    let i = ((e & KEY_MASK) as usize).checked_sub(1)?;
+    Some((i, e))
 }
 
 /// The slot where the child of `node` by `c` is looked for first.
@@ -76,18 +87,18 @@ const PREFETCH_AHEAD: usize = 8;
 /// How many nodes past the root a prefetched walk asks for.
 const PREFETCH_DEPTH: usize = 2;
 
-/// Asks the cache for the slots a walk from `chars[pos]` reads first, its
-/// root's and the next [`PREFETCH_DEPTH`] nodes' home slots (where they
+/// Asks the cache for the slots a walk from `chars[pos]` reads first, the
+/// next [`PREFETCH_DEPTH`] nodes' home slots after its root (where they
 /// most often are), without waiting for them: each
 /// walk's reads depend on the one before, so one walk at a time waited
 /// out a miss into the 8 MB table per char, where the walks of the next
-/// chars could be on their way (issue 37). Only the cache is touched.
+/// chars could be on their way (issue 37). Only the cache is touched
+/// (the root's own bits are in [`ROOT`], read here).
 #[inline(always)]
 fn prefetch_walk(chars: &[(usize, char)], pos: usize) {
     if let Some(&(_, c)) = chars.get(pos)
         && let Some(mut node) = root_node(c)
     {
-        prefetch_index::prefetch_index(SLOTS, node * 8);
         for &(_, next) in chars
             .get(pos + 1..)
             .unwrap_or_default()
