@@ -240,7 +240,30 @@ fn kept_chars(text: &str, chars: &mut Vec<u32>) -> usize {
     let mut at = 0usize;
     while let Some(&lead) = bytes.get(at) {
         if lead < 0x80 {
-            // The ASCII run up to the next byte beyond it.
+            // Eight bytes of ASCII at a time while they last: each byte's
+            // kept char written at `n`, the end moved on by whether it was
+            // kept, with one bounds check for the eight (`chars` holds a
+            // slot for every byte, so `n + 8 <= at + 8` slots are there).
+            while let (Some(Ok(word)), Some(out)) = (
+                bytes.get(at..at + 8).map(<[u8; 8]>::try_from),
+                chars.get_mut(n..n + 8),
+            ) {
+                if u64::from_le_bytes(word) & 0x8080_8080_8080_8080 != 0 {
+                    break;
+                }
+                let mut m = 0usize;
+                for b in word {
+                    let k = ASCII_KEPT[usize::from(b & 0x7F)];
+                    if let Some(slot) = out.get_mut(m) {
+                        *slot = u32::from(k);
+                    }
+                    m += usize::from(k != 0);
+                }
+                n += m;
+                at += 8;
+            }
+            // The rest of the run, a byte at a time, up to the next byte
+            // beyond ASCII.
             for &b in bytes.get(at..).unwrap_or_default() {
                 if b >= 0x80 {
                     break;
