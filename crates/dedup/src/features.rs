@@ -548,14 +548,14 @@ impl Features {
         let idf = jieba_idf();
         // Keyed by `Word`: the order of `&str` keys, compared in place.
         // Each word's count and its IDF hash, taken when the word is first
-        // seen ([`IdfTable::prefetch`]).
+        // seen ([`IdfTable::hash_of`]).
         let mut tf: FxHashMap<Word<'t>, (u32, u64)> = FxHashMap::default();
         let mut count = |w: &'t str| {
             if is_valid_word(w) && !self.inner.stop_words.contains(w) {
                 match tf.entry(Word(w)) {
                     Entry::Occupied(mut seen) => seen.get_mut().0 += 1,
                     Entry::Vacant(new) => {
-                        new.insert((1, idf.prefetch(w)));
+                        new.insert((1, idf.hash_of(w)));
                     }
                 }
             }

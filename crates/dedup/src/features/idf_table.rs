@@ -94,21 +94,20 @@ impl IdfTable {
         self.weigh_hashed(words, &hashes);
     }
 
-    /// The hash [`IdfTable::weigh_hashed`] takes for `word`, its home
-    /// slot asked of the cache on the way: a text's words are first seen
-    /// while it is still being cut, and by the time they are weighed their
-    /// slots are in the cache instead of each read waiting out a miss into
-    /// the 4 MB table (those reads were 5-8% of `crawl dedup`'s CPU on the
-    /// labelled set even issued together, issue 37).
+    /// The hash [`IdfTable::weigh_hashed`] takes for `word`, taken when a
+    /// text's word is first seen. Its home slot was asked of the cache
+    /// there too, but the prefetch stalled the word counter (its next
+    /// instruction held 1.5% of `crawl dedup`'s samples) and
+    /// [`IdfTable::weigh_hashed`] issues every slot's read together
+    /// anyway: without it, 0.992 of the CPU and 0.984 of the wall on the
+    /// labelled set, pair by pair over 21 rounds (issue 37).
     #[inline]
-    pub(super) fn prefetch(&self, word: &str) -> u64 {
-        let h = hash::word_hash(word.as_bytes());
-        prefetch_index::prefetch_index(SLOTS, home(h) * 8);
-        h
+    pub(super) fn hash_of(&self, word: &str) -> u64 {
+        hash::word_hash(word.as_bytes())
     }
 
     /// [`IdfTable::weigh`] of words whose hashes are `hashes` (as
-    /// [`IdfTable::prefetch`] gave them, in the same order).
+    /// [`IdfTable::hash_of`] gave them, in the same order).
     pub(super) fn weigh_hashed(&self, words: &mut [(&str, f64)], hashes: &[u64]) {
         let firsts: Vec<u64> = hashes
             .iter()
@@ -180,7 +179,7 @@ mod tests {
         words.extend(["", "zzqxjv", "中国", "光化学"].map(str::to_owned));
         let mut alone: Vec<(&str, f64)> = words.iter().map(|w| (w.as_str(), 1.5)).collect();
         let mut hashed = alone.clone();
-        let hashes: Vec<u64> = words.iter().map(|w| TABLE.prefetch(w)).collect();
+        let hashes: Vec<u64> = words.iter().map(|w| TABLE.hash_of(w)).collect();
         TABLE.weigh(&mut alone);
         TABLE.weigh_hashed(&mut hashed, &hashes);
         assert!(alone.len() > 500);
