@@ -57,12 +57,6 @@ fn root_entry(c: char) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
-/// The node of the one-char prefix `c`.
-#[inline(always)]
-fn root_node(c: char) -> Option<usize> {
-    ((root_entry(c) & KEY_MASK) as usize).checked_sub(1)
-}
-
 /// The node of the one-char prefix `c`, and its slot's bits that a walk
 /// reads (from 42 up; the key below them is the node's, not the slot's),
 /// all from [`ROOT`].
@@ -89,7 +83,8 @@ const PREFETCH_DEPTH: usize = 2;
 
 /// Asks the cache for the slots a walk from `chars[pos]` reads first, the
 /// next [`PREFETCH_DEPTH`] nodes' home slots after its root (where they
-/// most often are), without waiting for them: each
+/// most often are) unless the root's filter rules out the first child,
+/// without waiting for them: each
 /// walk's reads depend on the one before, so one walk at a time waited
 /// out a miss into the 8 MB table per char, where the walks of the next
 /// chars could be on their way (issue 37). Only the cache is touched
@@ -97,18 +92,33 @@ const PREFETCH_DEPTH: usize = 2;
 #[inline(always)]
 fn prefetch_walk(chars: &[(usize, char)], pos: usize) {
     if let Some(&(_, c)) = chars.get(pos)
-        && let Some(mut node) = root_node(c)
+        && let Some((mut node, slot)) = root(c)
     {
-        for &(_, next) in chars
+        let mut ahead = chars
             .get(pos + 1..)
             .unwrap_or_default()
             .iter()
-            .take(PREFETCH_DEPTH)
-        {
+            .take(PREFETCH_DEPTH);
+        // The root's filter (in [`ROOT`]) rules out most first children:
+        // no read of the 8 MB table is asked for them.
+        if let Some(&(_, next)) = ahead.next() {
+            if slot & child_bit(next) == 0 {
+                return;
+            }
+            node = child_home(node, next);
+            prefetch_index::prefetch_index(SLOTS, node * 8);
+        }
+        for &(_, next) in ahead {
             node = child_home(node, next);
             prefetch_index::prefetch_index(SLOTS, node * 8);
         }
     }
+}
+
+/// The bit of a slot's child filter that a child by `c` sets.
+#[inline(always)]
+fn child_bit(c: char) -> u64 {
+    1u64 << (56 + (u64::from(c).wrapping_mul(FILTER_MULTIPLIER) >> 61))
 }
 
 /// The child of node `node` (whose slot is `s`) by `c`.
@@ -116,8 +126,7 @@ fn prefetch_walk(chars: &[(usize, char)], pos: usize) {
 fn child(node: usize, s: u64, c: char) -> Option<(usize, u64)> {
     // Most walks end at a char no child has: the filter rules that out
     // without a probe into the 8 MB table.
-    let bit = 1u64 << (56 + (u64::from(c).wrapping_mul(FILTER_MULTIPLIER) >> 61));
-    if s & bit == 0 {
+    if s & child_bit(c) == 0 {
         return None;
     }
     let want = ((node as u64 + 1) << CHAR_BITS) | u64::from(c);
