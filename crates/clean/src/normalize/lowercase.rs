@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 #[cfg(test)]
 use super::{CharAction, map_chars_by_lead};
-use super::{LeadSet, Normalizer, skip_ascii};
+use super::{LeadSet, Normalizer, finish_copy, skip_ascii};
 use crate::config::Step;
 
 /// Lower-cases the text when it has any upper-case letter.
@@ -32,11 +32,7 @@ impl Normalizer for Lowercase {
         let mut i = 0;
         while let Some(&b) = bytes.get(i) {
             if !LEADS.contains(b) {
-                i = if LEADS.scans_in_blocks() {
-                    LEADS.next_in_blocks(bytes, i)
-                } else {
-                    LEADS.past(bytes, i)
-                };
+                i = LEADS.skip(bytes, i);
                 continue;
             }
             if b < 0x80 {
@@ -66,13 +62,7 @@ impl Normalizer for Lowercase {
             }
             i += len;
         }
-        match out {
-            None => text,
-            Some(mut o) => {
-                o.push_str(text.get(copied..).unwrap_or_default());
-                Cow::Owned(o)
-            }
-        }
+        finish_copy(text, out, copied)
     }
 }
 

@@ -340,6 +340,18 @@ impl LeadSet {
         i
     }
 
+    /// Where a scan goes on from `i`, a byte not in the set: in blocks
+    /// or past the char, whichever is faster for this set
+    /// ([`LeadSet::scans_in_blocks`]).
+    #[inline(always)]
+    pub(crate) fn skip(&self, bytes: &[u8], i: usize) -> usize {
+        if self.scans_in_blocks() {
+            self.next_in_blocks(bytes, i)
+        } else {
+            self.past(bytes, i)
+        }
+    }
+
     #[inline]
     pub(crate) fn contains(&self, b: u8) -> bool {
         self.bytes[b as usize]
@@ -415,11 +427,7 @@ pub(crate) fn map_chars_by_lead<'a>(
     let bytes = text.as_bytes();
     while let Some(&b) = bytes.get(i) {
         if !leads.contains(b) {
-            i = if leads.scans_in_blocks() {
-                leads.next_in_blocks(bytes, i)
-            } else {
-                leads.past(bytes, i)
-            };
+            i = leads.skip(bytes, i);
             continue;
         }
         // An ASCII char (a capital, a control) is its byte: no decoding.
@@ -447,6 +455,14 @@ pub(crate) fn map_chars_by_lead<'a>(
         }
         i += len;
     }
+    finish_copy(text, out, copied)
+}
+
+/// The end of a step that copies `text` into `out` only once a char
+/// changes: `text` itself when none did, else `out` with the rest of
+/// `text` from byte `copied` on.
+#[inline]
+pub(crate) fn finish_copy(text: Cow<'_, str>, out: Option<String>, copied: usize) -> Cow<'_, str> {
     match out {
         None => text,
         Some(mut o) => {
