@@ -19,7 +19,7 @@ impl Normalizer for Lowercase {
         Step::Lowercase.name()
     }
 
-    /// [`map_chars_by_lead`]'s scan, but a capital of ASCII lower-cases
+    /// `map_chars_by_lead`'s scan, but a capital of ASCII lower-cases
     /// the whole run of ASCII it starts at once, in vector code: one char
     /// at a time, each capital of an English text was a copy of the bytes
     /// before it and a push, 3% of `crawl dedup`'s CPU on the labelled set
