@@ -52,7 +52,7 @@ impl ConvertChinese {
         let mut changes = vec![0u64; 0x1_0000 / 64];
         let mut buf = [0u8; 4];
         let mut out = String::new();
-        for c in ('\u{2E80}'..='\u{9FFF}').chain('\u{F900}'..='\u{FAFF}') {
+        for c in han_chars() {
             if !opencc.may_start_key(c) {
                 continue;
             }
@@ -123,6 +123,13 @@ impl ConvertChinese {
     pub fn variant(&self) -> ChineseVariant {
         self.variant
     }
+}
+
+/// The chars [`ConvertChinese::new`] converts one at a time to mark those
+/// a conversion changes alone: the CJK blocks from U+2E80 and the
+/// compatibility ideographs.
+pub(super) fn han_chars() -> impl Iterator<Item = char> {
+    ('\u{2E80}'..='\u{9FFF}').chain('\u{F900}'..='\u{FAFF}')
 }
 
 /// Whether `text` may contain Han characters: every CJK ideograph is encoded in UTF-8
@@ -197,16 +204,11 @@ mod tests {
     /// [`FastOpencc::may_start_key`] first), are those it marks.
     #[test]
     fn the_chars_marked_changing_are_those_a_conversion_changes() {
-        for variant in [
-            ChineseVariant::T2s,
-            ChineseVariant::Tw2sp,
-            ChineseVariant::Hk2s,
-            ChineseVariant::T2sTw,
-        ] {
+        for variant in crate::normalize::test_support::CONVERTING_VARIANTS {
             let conv = ConvertChinese::new(variant).unwrap();
             let cc = conv.opencc.as_ref().unwrap();
             let mut marked = 0;
-            for c in ('\u{2E80}'..='\u{9FFF}').chain('\u{F900}'..='\u{FAFF}') {
+            for c in han_chars() {
                 let s = c.to_string();
                 let changes = cc.convert(&s) != s;
                 assert_eq!(conv.may_change(c), changes, "{variant:?} {c}");

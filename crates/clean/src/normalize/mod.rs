@@ -485,7 +485,15 @@ pub(crate) mod test_support {
     pub(crate) const PER_CHAR_TEXT: &str = "(abcdefghij|klmnopqrstuvwxyz 0123456789|ABCDE|Xy|\\n|\\t|\\r|\u{7f}|\u{1}|\u{1f}|@|\\[|`|\\{|\u{85}|\u{ad}|\u{c9}|\u{e9}|\u{3000}|中文字|\u{ff21}\u{ff41}|\u{ffe5}|\u{200b}|\u{2028}|\u{feff}|\u{1f600}|\u{130}|\u{3a3}){0,16}";
 
     use super::Pipeline;
-    use crate::config::CleanConfig;
+    use crate::config::{ChineseVariant, CleanConfig};
+
+    /// Every profile that converts Chinese (all but `Off`).
+    pub(crate) const CONVERTING_VARIANTS: [ChineseVariant; 4] = [
+        ChineseVariant::T2s,
+        ChineseVariant::Tw2sp,
+        ChineseVariant::Hk2s,
+        ChineseVariant::T2sTw,
+    ];
 
     /// The default text pipeline, built once for all tests (OpenCC is slow to build).
     pub(crate) fn default_text_pipeline() -> &'static Pipeline {

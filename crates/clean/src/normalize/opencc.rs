@@ -521,14 +521,9 @@ mod tests {
     fn single_chars_settle_after_two_runs() {
         let mut buf = [0u8; 4];
         let mut chained = 0;
-        for variant in [
-            ChineseVariant::T2s,
-            ChineseVariant::Tw2sp,
-            ChineseVariant::Hk2s,
-            ChineseVariant::T2sTw,
-        ] {
+        for variant in crate::normalize::test_support::CONVERTING_VARIANTS {
             let fast = FastOpencc::new(variant).unwrap();
-            for c in ('\u{2E80}'..='\u{9FFF}').chain('\u{F900}'..='\u{FAFF}') {
+            for c in crate::normalize::convert_chinese::han_chars() {
                 let once = fast.convert(c.encode_utf8(&mut buf));
                 let twice = fast.convert(&once);
                 let thrice = fast.convert(&twice);

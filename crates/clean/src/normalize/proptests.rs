@@ -49,12 +49,7 @@ fn every_step() -> &'static [(String, Pipeline)] {
         let mut out = Vec::new();
         for step in Step::ALL {
             let variants: &[ChineseVariant] = if step == Step::ConvertChinese {
-                &[
-                    ChineseVariant::T2s,
-                    ChineseVariant::Tw2sp,
-                    ChineseVariant::Hk2s,
-                    ChineseVariant::T2sTw,
-                ]
+                &crate::normalize::test_support::CONVERTING_VARIANTS
             } else {
                 &[ChineseVariant::T2s]
             };
