@@ -738,29 +738,84 @@ const PLUS_OR_HASH: u8 = 3;
 /// Any other byte, non-ASCII ones too, ends a run (the words of
 /// `text.split(|c: char| !c.is_ascii_alphanumeric())` two bytes long or
 /// more, found on the bytes).
+///
+/// Eight bytes at a time ([`alnum_bits`]): each run's start and end are
+/// found from the bits of the bytes that are letters or digits, where a
+/// byte at a time took two tests a byte; English text with a few chars
+/// beyond ASCII comes here whole, and the loop was 1.5% of `crawl dedup`'s
+/// CPU on the labelled set (issue 37).
 fn ascii_words<'a>(text: &'a str, emit: &mut dyn FnMut(&'a str)) {
     let bytes = text.as_bytes();
-    let alnum = |i: usize| {
-        bytes
-            .get(i)
-            .is_some_and(|&b| LATIN_CLASS[usize::from(b)] == ALNUM)
-    };
-    let mut i = 0;
-    while i < bytes.len() {
-        if !alnum(i) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while alnum(i) {
-            i += 1;
-        }
-        if i - start >= 2
-            && let Some(word) = text.get(start..i)
+    let mut word: Option<usize> = None;
+    let mut emit_word = |start: usize, end: usize| {
+        if end - start >= 2
+            && let Some(w) = text.get(start..end)
         {
-            emit(word);
+            emit(w);
+        }
+    };
+    let mut at = 0;
+    while let Some(Ok(chunk)) = bytes.get(at..at + 8).map(<[u8; 8]>::try_from) {
+        let alnum = alnum_bits(u64::from_le_bytes(chunk));
+        // From `from` on, the next start of a word, then its end, and so
+        // on until neither is in this chunk.
+        let mut from = 0u32;
+        loop {
+            match word {
+                Some(start) => {
+                    let ends = !alnum & (0xFF << from) & 0xFF;
+                    if ends == 0 {
+                        break;
+                    }
+                    from = ends.trailing_zeros();
+                    emit_word(start, at + from as usize);
+                    word = None;
+                }
+                None => {
+                    let starts = alnum & (0xFF << from) & 0xFF;
+                    if starts == 0 {
+                        break;
+                    }
+                    from = starts.trailing_zeros();
+                    word = Some(at + from as usize);
+                }
+            }
+        }
+        at += 8;
+    }
+    for (i, &b) in bytes.iter().enumerate().skip(at) {
+        match (word, LATIN_CLASS[usize::from(b)] == ALNUM) {
+            (None, true) => word = Some(i),
+            (Some(start), false) => {
+                emit_word(start, i);
+                word = None;
+            }
+            _ => {}
         }
     }
+    if let Some(start) = word {
+        emit_word(start, bytes.len());
+    }
+}
+
+/// Bit `i` set for each byte `i` (little-endian) of `x` that is an ASCII
+/// letter or digit. Each byte is compared with the ranges' ends by an add
+/// or a subtract whose result stays within the byte (its top bit cleared
+/// first), so no carry crosses to the next; the results' top bits are then
+/// gathered by a multiply.
+#[inline(always)]
+fn alnum_bits(x: u64) -> u32 {
+    const fn each(b: u8) -> u64 {
+        u64::from_ne_bytes([b; 8])
+    }
+    let ascii = !x & each(0x80);
+    let low = x & each(0x7F);
+    let folded = low | each(0x20);
+    let letter = (folded + each(0x80 - b'a')) & (each(0x80 + b'z') - folded);
+    let digit = (low + each(0x80 - b'0')) & (each(0x80 + b'9') - low);
+    let top = (letter | digit) & ascii;
+    // Bit 7 of byte i to bit 56 + i.
+    (((top >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56) as u32
 }
 
 /// A word carries topic only if it has at least two characters, at least one

@@ -250,9 +250,31 @@ fn the_stop_word_filter_passes_every_stop_word() {
     );
 }
 
+#[test]
+fn alnum_bits_mark_the_ascii_letters_and_digits_of_every_byte_at_every_place() {
+    for b in 0..=255u8 {
+        for place in 0..8 {
+            // The byte among bytes of every other kind around it.
+            for fill in [b' ', b'a', 0xE4, b'9'] {
+                let mut word = [fill; 8];
+                word[place] = b;
+                let bits = alnum_bits(u64::from_le_bytes(word));
+                for (i, &x) in word.iter().enumerate() {
+                    assert_eq!(
+                        bits >> i & 1 == 1,
+                        x.is_ascii_alphanumeric(),
+                        "{b:#x} at {place} in {fill:#x}"
+                    );
+                }
+                assert_eq!(bits >> 8, 0);
+            }
+        }
+    }
+}
+
 proptest::proptest! {
     #[test]
-    fn ascii_words_are_the_split_of_before(t in "[ -~]{0,40}|[a-c0-9 .+é中\u{a0}]{0,30}") {
+    fn ascii_words_are_the_split_of_before(t in "[ -~]{0,100}|[a-c0-9 .+é中\u{a0}]{0,60}|([a-z]{1,12}[ .,-]{1,2}){0,12}") {
         let mut ours = Vec::new();
         ascii_words(&t, &mut |w| ours.push(w));
         let theirs: Vec<&str> = t.split(|c: char| !c.is_ascii_alphanumeric()).filter(|w| w.len() >= 2).collect();
