@@ -132,6 +132,27 @@ pub(crate) fn count_ascii(run: &[u8], digits: bool) -> usize {
         .sum()
 }
 
+/// The offset of the first byte of `bytes` at or after `i` that is not
+/// ASCII (`bytes.len()` if none), and how many ASCII letters come before
+/// it from `i`: a count of the letters of a text's ASCII runs at a
+/// fraction of a compare a byte (the crawl's language guess counts the
+/// letters of each page's sample by script; a byte at a time, that was
+/// 1.5% of `crawl dedup`'s CPU on the labelled set, issue 37).
+///
+/// ```
+/// use simcrawl_dedup::letters::ascii_letters_from;
+/// let text = "Hello, 42 worlds! 中文 ok".as_bytes();
+/// assert_eq!(ascii_letters_from(text, 0), (18, 11));
+/// assert_eq!(ascii_letters_from(text, 18), (18, 0)); // at 中
+/// assert_eq!(ascii_letters_from(text, 24), (27, 2));
+/// ```
+#[inline]
+#[must_use]
+pub fn ascii_letters_from(bytes: &[u8], i: usize) -> (usize, usize) {
+    let end = skip_ascii(bytes, i);
+    (end, count_ascii(bytes.get(i..end).unwrap_or_default(), false))
+}
+
 /// How many chars of `text` are letters or digits ([`is_alphanumeric`]).
 ///
 /// ```
