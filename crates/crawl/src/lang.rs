@@ -72,7 +72,7 @@ struct Letters {
 
 impl Letters {
     /// The letters of `sample` by script. ASCII (a run at a time) and
-    /// U+5000..U+9FFF (Han) are told on their bytes, the rest decoded (each
+    /// U+4000..U+4DBF and U+4E00..U+9FFF (Han) are told on their bytes, the rest decoded (each
     /// char decoded was 1% of `crawl dedup`'s instructions on the labelled
     /// set, issue 37).
     fn of(sample: &str) -> Letters {
@@ -86,7 +86,9 @@ impl Letters {
                 i = end;
                 continue;
             }
-            if (0xE5..=0xE9).contains(&b) {
+            // U+4000..U+4DBF and U+4E00..U+9FFF: a lead of 0xE5 to 0xE9, or
+            // 0xE4 without 0xB7 after it (U+4DC0..U+4DFF are no letters).
+            if (0xE5..=0xE9).contains(&b) || (b == 0xE4 && bytes.get(i + 1) != Some(&0xB7)) {
                 n.han += 1;
                 i += 3;
                 continue;
@@ -412,7 +414,7 @@ mod tests {
         /// [`Letters::of`] counts what a match on every char counts.
         #[test]
         fn letters_count_as_a_match_on_every_char(
-            sample in "[a-zA-Z0-9 .中文\u{4e00}\u{5000}\u{9fff}\u{3400}\u{f900}\u{3042}\u{30a2}\u{ac00}\u{1100}\u{436}\u{e9}\u{3001}\u{1f600}]{0,40}"
+            sample in "[a-zA-Z0-9 .中文\u{4e00}\u{4000}\u{4dc0}\u{4dff}\u{4fff}\u{5000}\u{9fff}\u{3400}\u{f900}\u{3042}\u{30a2}\u{ac00}\u{1100}\u{436}\u{e9}\u{3001}\u{1f600}]{0,40}"
         ) {
             let mut r = Letters::default();
             for c in sample.chars() {

@@ -65,6 +65,22 @@ pub fn is_alphanumeric(c: char) -> bool {
     )
 }
 
+/// Whether the char at `bytes[i]`, a lead byte, is a CJK ideograph of
+/// U+4000..U+4DBF or U+4E00..U+9FFF (the bulk of a Chinese text), told
+/// from its first two bytes: a lead of 0xE5 to 0xE9 is one, and 0xE4 is
+/// one unless 0xB7 follows (U+4DC0..U+4DFF, the Yijing hexagrams). The
+/// scans that read Han on its bytes took only 0xE5 to 0xE9 and decoded
+/// U+4E00..U+4FFF (`一`, `不`, `中`, `了`, `人`, `们`...) char by char
+/// (issue 37).
+#[inline(always)]
+pub(crate) fn starts_han(bytes: &[u8], i: usize) -> bool {
+    match bytes.get(i) {
+        Some(0xE5..=0xE9) => true,
+        Some(0xE4) => bytes.get(i + 1) != Some(&0xB7),
+        _ => false,
+    }
+}
+
 /// The offset of the first byte at or after `i` that is not ASCII
 /// (`bytes.len()` if none), eight bytes at a time: scans for the chars
 /// beyond ASCII pass an English text or a manual's commands at a fraction

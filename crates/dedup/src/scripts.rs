@@ -82,11 +82,11 @@ pub(crate) fn foreign_runs<'a>(text: &'a str, mut f: impl FnMut(&'a str)) {
     let mut letter = false;
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
-        // ASCII and U+5000..U+9FFF (Han) end a run, read on their bytes: a
+        // ASCII and Han ([`crate::letters::starts_han`]) end a run, read on their bytes: a
         // Chinese page's text is mostly both (issue 37).
         let (foreign, c, next) = match b {
             0x00..=0x7F => (false, None, skip_ascii(bytes, i + 1)),
-            0xE5..=0xE9 => (false, None, i + 3),
+            0xE4..=0xE9 if crate::letters::starts_han(bytes, i) => (false, None, i + 3),
             _ => match text.get(i..).and_then(|s| s.chars().next()) {
                 Some(c) => (!is_han(c) && !c.is_whitespace(), Some(c), i + c.len_utf8()),
                 None => break,
@@ -210,7 +210,7 @@ mod tests {
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4000))]
         #[test]
-        fn foreign_runs_as_the_char_scan(text in "[a-c .中文\u{4e00}\u{3400}\u{f900}\u{20000}\u{3042}\u{30a2}\u{ac00}\u{436}\u{e9}\u{300}\u{3000}\u{a0}\u{ff0c}\u{2019}\u{1f600}]{0,30}") {
+        fn foreign_runs_as_the_char_scan(text in "[a-c .中文\u{4e00}\u{4000}\u{4dc0}\u{4dff}\u{4fff}\u{3400}\u{f900}\u{20000}\u{3042}\u{30a2}\u{ac00}\u{436}\u{e9}\u{300}\u{3000}\u{a0}\u{ff0c}\u{2019}\u{1f600}]{0,30}") {
             let mut runs = Vec::new();
             foreign_runs(&text, |r| runs.push(r));
             proptest::prop_assert_eq!(runs, foreign_runs_by_chars(&text));

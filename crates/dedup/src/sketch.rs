@@ -226,7 +226,7 @@ const KEPT_CHARS_KEPT: usize = 1 << 18;
 /// shorter, a char at most a byte: never zeroed again), and returns how
 /// many. Read on the bytes: an ASCII byte through [`ASCII_KEPT`] without
 /// a branch (written, and the end moved on only when it was kept); a char
-/// led by 0xE5 to 0xE9 (U+5000 to U+9FFF, all CJK ideographs: letters,
+/// of U+4000 to U+4DBF or U+4E00 to U+9FFF ([`crate::letters::starts_han`]: letters,
 /// without case) from its three bytes as it is; any other char decoded
 /// and judged by [`kept`]. The same chars as the filter over every char
 /// it replaced (`tests::normalized_keeps_what_the_char_filter_kept`), with
@@ -277,7 +277,7 @@ fn kept_chars(text: &str, chars: &mut Vec<u32>) -> usize {
             }
             continue;
         }
-        let c = if (0xE5..=0xE9).contains(&lead)
+        let c = if crate::letters::starts_han(bytes, at)
             && let (Some(&b1), Some(&b2)) = (bytes.get(at + 1), bytes.get(at + 2))
         {
             at += 3;

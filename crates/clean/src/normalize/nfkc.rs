@@ -24,7 +24,7 @@ fn is_stable(c: char) -> bool {
 }
 
 /// `is_nfkc_quick(text.chars())`, with the stable chars passed on their bytes:
-/// ASCII and U+5000..U+9FFF without decoding, the other stable chars without the
+/// ASCII and U+4000..U+4DBF, U+4E00..U+9FFF without decoding, the other stable chars without the
 /// two table look-ups (combining class and quick-check property) the crate's check
 /// makes for every char beyond ASCII. A stable char is a starter whose property is
 /// Yes (`tests::stable_chars_are_starters_nfkc_allows`), which is how the crate's
@@ -44,7 +44,9 @@ fn quick_check(text: &str) -> IsNormalized {
                 last_cc = 0;
                 continue;
             }
-            0xE5..=0xE9 => {
+            // U+4000..U+4DBF and U+4E00..U+9FFF (0xE4 without 0xB7 after it:
+            // U+4DC0..U+4DFF are not `is_stable`'s).
+            0xE4..=0xE9 if b != 0xE4 || bytes.get(i + 1) != Some(&0xB7) => {
                 i += 3;
                 last_cc = 0;
                 continue;
@@ -103,7 +105,8 @@ impl Normalizer for Nfkc {
                     let end = skip_ascii(bytes, i + 1);
                     (true, end - i, end - 1 - i)
                 }
-                0xE5..=0xE9 => (true, 3, 0), // U+5000..U+9FFF: CJK ideographs
+                // U+4000..U+4DBF and U+4E00..U+9FFF: CJK ideographs.
+                0xE4..=0xE9 if b != 0xE4 || bytes.get(i + 1) != Some(&0xB7) => (true, 3, 0),
                 _ => match text.get(i..).and_then(|s| s.chars().next()) {
                     Some(c) => (is_stable(c), c.len_utf8(), 0),
                     None => break,
@@ -178,7 +181,7 @@ mod tests {
         /// (in and out of order), compatibility chars and Maybe chars.
         #[test]
         fn quick_check_answers_as_the_crate_does(
-            text in "[a-c 中文\u{4e00}\u{4dbf}\u{3400}\u{3001}\u{300c}\u{2014}\u{2019}\u{b7}\u{e9}\u{300}\u{301}\u{316}\u{327}\u{5b0}\u{3099}\u{309a}\u{ff76}\u{fb01}\u{2460}\u{2026}\u{1100}\u{1161}\u{11a8}\u{ac00}\u{f900}\u{a0}]{0,24}"
+            text in "[a-c 中文\u{4e00}\u{4000}\u{4dc0}\u{4dff}\u{4fff}\u{4dbf}\u{3400}\u{3001}\u{300c}\u{2014}\u{2019}\u{b7}\u{e9}\u{300}\u{301}\u{316}\u{327}\u{5b0}\u{3099}\u{309a}\u{ff76}\u{fb01}\u{2460}\u{2026}\u{1100}\u{1161}\u{11a8}\u{ac00}\u{f900}\u{a0}]{0,24}"
         ) {
             proptest::prop_assert_eq!(quick_check(&text), is_nfkc_quick(text.chars()));
         }

@@ -326,7 +326,7 @@ fn cut_run_with<'a, const SINGLES: bool>(s: &mut Scratch, run: &'a str, emit: &m
 /// (`false`), in order.
 ///
 /// Read on the bytes: ASCII by [`super::LATIN_CLASS`] (non-zero exactly for
-/// jieba's ASCII run chars) and U+5000..U+9FFF (Han, in runs) from their
+/// jieba's ASCII run chars) and Han ([`crate::letters::starts_han`], in runs) from their
 /// lead byte; only other chars are decoded (decoding each was 2.5% of
 /// `crawl dedup`'s instructions on the labelled set, issue 37).
 pub(super) fn blocks<'a>(text: &'a str, mut each: impl FnMut(&'a str, bool)) {
@@ -336,7 +336,7 @@ pub(super) fn blocks<'a>(text: &'a str, mut each: impl FnMut(&'a str, bool)) {
     while let Some(&b) = bytes.get(i) {
         let (matched, len) = match b {
             0x00..=0x7F => (super::LATIN_CLASS[usize::from(b)] != 0, 1),
-            0xE5..=0xE9 => (true, 3),
+            0xE4..=0xE9 if crate::letters::starts_han(bytes, i) => (true, 3),
             _ => match text.get(i..).and_then(|s| s.chars().next()) {
                 Some(c) => (in_jieba_run(c), c.len_utf8()),
                 None => break,
