@@ -71,10 +71,11 @@ struct Letters {
 }
 
 impl Letters {
-    /// The letters of `sample` by script. ASCII (a run at a time) and
-    /// U+4000..U+4DBF and U+4E00..U+9FFF (Han) are told on their bytes, the rest decoded (each
-    /// char decoded was 1% of `crawl dedup`'s instructions on the labelled
-    /// set, issue 37).
+    /// The letters of `sample` by script. ASCII (a run at a time) and Han
+    /// of U+4000..U+4DBF and U+4E00..U+9FFF
+    /// ([`simcrawl_dedup::letters::starts_han`]) are told on their bytes,
+    /// the rest decoded (each char decoded was 1% of `crawl dedup`'s
+    /// instructions on the labelled set, issue 37).
     fn of(sample: &str) -> Letters {
         let mut n = Letters::default();
         let bytes = sample.as_bytes();
@@ -86,9 +87,7 @@ impl Letters {
                 i = end;
                 continue;
             }
-            // U+4000..U+4DBF and U+4E00..U+9FFF: a lead of 0xE5 to 0xE9, or
-            // 0xE4 without 0xB7 after it (U+4DC0..U+4DFF are no letters).
-            if (0xE5..=0xE9).contains(&b) || (b == 0xE4 && bytes.get(i + 1) != Some(&0xB7)) {
+            if simcrawl_dedup::letters::starts_han(bytes, i) {
                 n.han += 1;
                 i += 3;
                 continue;

@@ -72,8 +72,16 @@ pub fn is_alphanumeric(c: char) -> bool {
 /// scans that read Han on its bytes took only 0xE5 to 0xE9 and decoded
 /// U+4E00..U+4FFF (`一`, `不`, `中`, `了`, `人`, `们`...) char by char
 /// (issue 37).
+///
+/// ```
+/// use simcrawl_dedup::letters::starts_han;
+/// let text = "中一䷀x".as_bytes(); // U+4E2D, U+4E00, U+4DC0 (a hexagram)
+/// assert!(starts_han(text, 0) && starts_han(text, 3));
+/// assert!(!starts_han(text, 6) && !starts_han(text, 9) && !starts_han(text, 10));
+/// ```
 #[inline(always)]
-pub(crate) fn starts_han(bytes: &[u8], i: usize) -> bool {
+#[must_use]
+pub fn starts_han(bytes: &[u8], i: usize) -> bool {
     match bytes.get(i) {
         Some(0xE5..=0xE9) => true,
         Some(0xE4) => bytes.get(i + 1) != Some(&0xB7),

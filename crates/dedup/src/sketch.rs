@@ -226,8 +226,8 @@ const KEPT_CHARS_KEPT: usize = 1 << 18;
 /// shorter, a char at most a byte: never zeroed again), and returns how
 /// many. Read on the bytes: an ASCII byte through [`ASCII_KEPT`] without
 /// a branch (written, and the end moved on only when it was kept); a char
-/// of U+4000 to U+4DBF or U+4E00 to U+9FFF ([`crate::letters::starts_han`]: letters,
-/// without case) from its three bytes as it is; any other char decoded
+/// of U+4000 to U+4DBF or U+4E00 to U+9FFF ([`crate::letters::starts_han`]:
+/// letters, without case) from its three bytes as it is; any other char decoded
 /// and judged by [`kept`]. The same chars as the filter over every char
 /// it replaced (`tests::normalized_keeps_what_the_char_filter_kept`), with
 /// fewer instructions for the bulk of English and Chinese text (issue 37).

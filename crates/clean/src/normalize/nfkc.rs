@@ -24,9 +24,10 @@ fn is_stable(c: char) -> bool {
 }
 
 /// `is_nfkc_quick(text.chars())`, with the stable chars passed on their bytes:
-/// ASCII and U+4000..U+4DBF, U+4E00..U+9FFF without decoding, the other stable chars without the
-/// two table look-ups (combining class and quick-check property) the crate's check
-/// makes for every char beyond ASCII. A stable char is a starter whose property is
+/// ASCII and U+4000..U+4DBF, U+4E00..U+9FFF without decoding, the other
+/// stable chars without the two table look-ups (combining class and
+/// quick-check property) the crate's check makes for every char beyond
+/// ASCII. A stable char is a starter whose property is
 /// Yes (`tests::stable_chars_are_starters_nfkc_allows`), which is how the crate's
 /// check treats ASCII: its state (the last combining class) goes back to 0, so the
 /// answer is the crate's (`tests::quick_check_answers_as_the_crate_does`).

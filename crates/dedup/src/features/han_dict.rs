@@ -326,8 +326,8 @@ fn cut_run_with<'a, const SINGLES: bool>(s: &mut Scratch, run: &'a str, emit: &m
 /// (`false`), in order.
 ///
 /// Read on the bytes: ASCII by [`super::LATIN_CLASS`] (non-zero exactly for
-/// jieba's ASCII run chars) and Han ([`crate::letters::starts_han`], in runs) from their
-/// lead byte; only other chars are decoded (decoding each was 2.5% of
+/// jieba's ASCII run chars) and Han ([`crate::letters::starts_han`], in
+/// runs) from their lead bytes; only other chars are decoded (decoding each was 2.5% of
 /// `crawl dedup`'s instructions on the labelled set, issue 37).
 pub(super) fn blocks<'a>(text: &'a str, mut each: impl FnMut(&'a str, bool)) {
     let bytes = text.as_bytes();
