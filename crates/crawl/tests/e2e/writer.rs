@@ -133,11 +133,17 @@ fn bench_with_the_writer_saturated_takes_the_early_path_from_the_first_page() {
         "{stdout}"
     );
     // Every page but those judged before their look-up could start (the
-    // first, whose task ran before the writer had committed anything).
+    // first, whose task ran before the writer had committed anything),
+    // and those whose look-up met one of the writer's commits: a page task
+    // only tries the backlog's lock and leaves the look-up to the writer
+    // while it is held, so how many depends on the machine's load (296 of
+    // 300 on a quiet machine; 284 in a CI run beside other tests). Without
+    // `--writer-saturated` none are: the load window never fills in a run
+    // this short, and the writer logs no count at all.
     let early = logged_count(
         &log,
         "pages judged with the candidates their page tasks found",
         "pages",
     );
-    assert!((290..=300).contains(&early), "{early} of 300 pages");
+    assert!((250..=300).contains(&early), "{early} of 300 pages");
 }
