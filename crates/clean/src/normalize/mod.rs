@@ -418,6 +418,20 @@ fn pass_words(bytes: &[u8], mut i: usize, held: impl Fn(u64) -> u64) -> usize {
     i
 }
 
+/// Whether the char at `bytes[i]` is a CJK ideograph of U+4000..U+4DBF or
+/// U+4E00..U+9FFF, told from its first two bytes: a lead of 0xE5 to 0xE9,
+/// or 0xE4 unless 0xB7 follows (U+4DC0..U+4DFF, the Yijing hexagrams).
+/// The dedup crate's `letters::starts_han` tells the same, for its scans
+/// (neither crate depends on the other).
+#[inline(always)]
+pub(crate) fn starts_han(bytes: &[u8], i: usize) -> bool {
+    match bytes.get(i) {
+        Some(0xE5..=0xE9) => true,
+        Some(0xE4) => bytes.get(i + 1) != Some(&0xB7),
+        _ => false,
+    }
+}
+
 /// The bytes of the char that `lead` starts (1 for a byte that starts none).
 #[inline]
 pub(crate) fn utf8_width(lead: u8) -> usize {

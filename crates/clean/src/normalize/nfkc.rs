@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use unicode_normalization::char::canonical_combining_class;
 use unicode_normalization::{IsNormalized, UnicodeNormalization, is_nfkc_quick};
 
-use super::{Normalizer, skip_ascii};
+use super::{Normalizer, skip_ascii, starts_han};
 use crate::config::Step;
 
 /// Chars that NFKC never changes and that never combine with a neighbour: a cheap
@@ -45,9 +45,9 @@ fn quick_check(text: &str) -> IsNormalized {
                 last_cc = 0;
                 continue;
             }
-            // U+4000..U+4DBF and U+4E00..U+9FFF (0xE4 without 0xB7 after it:
-            // U+4DC0..U+4DFF are not `is_stable`'s).
-            0xE4..=0xE9 if b != 0xE4 || bytes.get(i + 1) != Some(&0xB7) => {
+            // U+4000..U+4DBF and U+4E00..U+9FFF (U+4DC0..U+4DFF are not
+            // `is_stable`'s).
+            0xE4..=0xE9 if starts_han(bytes, i) => {
                 i += 3;
                 last_cc = 0;
                 continue;
@@ -107,7 +107,7 @@ impl Normalizer for Nfkc {
                     (true, end - i, end - 1 - i)
                 }
                 // U+4000..U+4DBF and U+4E00..U+9FFF: CJK ideographs.
-                0xE4..=0xE9 if b != 0xE4 || bytes.get(i + 1) != Some(&0xB7) => (true, 3, 0),
+                0xE4..=0xE9 if starts_han(bytes, i) => (true, 3, 0),
                 _ => match text.get(i..).and_then(|s| s.chars().next()) {
                     Some(c) => (is_stable(c), c.len_utf8(), 0),
                     None => break,
