@@ -9,7 +9,9 @@
 # corpus is the labelled set (its pairs.jsonl and meta.jsonl beside it).
 #   scripts/batch-vs-python.sh [CORPUS.jsonl] [ROUNDS]
 # CORPUS defaults to the labelled set's texts (target/eval-set/docs.jsonl,
-# scripts/build-eval-set.sh). Not part of CI (a minute or more).
+# scripts/build-eval-set.sh). CRAWL_BIN names another build of `crawl` to
+# run (the profile-guided one, scripts/build-pgo.sh); without it the
+# release build is made and run. Not part of CI (a minute or more).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CORPUS=${1:-target/eval-set/docs.jsonl}
@@ -21,7 +23,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$VENV/bin/pip" install -q jieba==0.42.1 simhash==2.1.2
 fi
 "$VENV/bin/python" -c 'import rensa' 2>/dev/null || "$VENV/bin/pip" install -q rensa==0.5.0
-cargo build --release -q -p simcrawl
+BIN=${CRAWL_BIN:-target/release/crawl}
+[ -n "${CRAWL_BIN:-}" ] || cargo build --release -q -p simcrawl
+[ -x "$BIN" ] || { echo "$BIN: not an executable crawl build" >&2; exit 2; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 py=() ; rs=() ; rn=()
@@ -34,7 +38,7 @@ for r in $(seq "$ROUNDS"); do
   rn+=("$nw")
   p=$("$VENV/bin/python" scripts/batch_vs_python.py "$CORPUS")
   t0=$(date +%s.%N)
-  target/release/crawl dedup --input "$CORPUS" --out "$out/o$r" 2>"$out/log$r"
+  "$BIN" dedup --input "$CORPUS" --out "$out/o$r" 2>"$out/log$r"
   t1=$(date +%s.%N)
   rw=$(python3 -c "print(round($t1 - $t0, 3))")
   echo "round $r: python $p; crawl dedup wall_s $rw ($(tail -1 "$out/log$r"))"
@@ -64,7 +68,7 @@ if [ -f "$DIR/pairs.jsonl" ] && [ -f "$DIR/meta.jsonl" ]; then
   [ -f "$DIR/pairs_tw2sp.jsonl" ] || echo "note: no $DIR/pairs_tw2sp.jsonl; scripts/tw2sp_labels.py $DIR writes it (numpy and opencc: the venv scripts/build-html-gate.sh makes)" >&2
   for tool in "crawl dedup:$out/o1" "rensa:$out/rensa1"; do
     echo "$tool" | cut -d: -f1
-    target/release/crawl eval --crawled "${tool#*:}" --pages "$DIR/meta.jsonl" --labels "$LABELS" \
+    "$BIN" eval --crawled "${tool#*:}" --pages "$DIR/meta.jsonl" --labels "$LABELS" \
       | grep -E '^\| (source|all) '
   done
 fi

@@ -24,6 +24,10 @@
 # and the batch rounds with rensa (scripts/batch_alternate.py; the
 # verdicts are then not scored nor Python run).
 #
+# CRAWL_BIN names the build measured as "this build" (the profile-guided
+# one: CRAWL_BIN=target/pgo/release/crawl after scripts/build-pgo.sh);
+# without it the release build is made and measured.
+#
 # Needs the release build, target/eval-set (scripts/build-eval-set.sh) and
 # spider's build (scripts/spider-compare.sh builds it once); builds the
 # mixed site if it is missing. Not part of CI.
@@ -31,7 +35,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-5}
 OLD=${2:-}
-BIN=target/release/crawl
+BIN=${CRAWL_BIN:-target/release/crawl}
 [ -z "$OLD" ] || [ -x "$OLD" ] || { echo "$OLD: not an executable crawl build" >&2; exit 2; }
 SPIDER=target/spider-compare/release/spider-compare
 [ -f target/eval-set/docs.jsonl ] || { echo "target/eval-set/docs.jsonl: missing (bash scripts/build-eval-set.sh target/eval-set)" >&2; exit 2; }
@@ -40,7 +44,7 @@ if [ ! -x "$SPIDER" ]; then
     --manifest-path bench/spider-compare/Cargo.toml
 fi
 [ -d target/mixed-docs ] || bash scripts/build-mixed-docs-site.sh target/mixed-docs
-cargo build --release -q -p simcrawl
+[ -n "${CRAWL_BIN:-}" ] || cargo build --release -q -p simcrawl
 echo "machine: $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ), $(git rev-parse --short HEAD)"
 echo
 echo "## 1. crawl bench on $(nproc) cores: pages/s, CPU per page, writer thread"
@@ -75,5 +79,5 @@ if [ -n "$OLD" ]; then
   python3 scripts/batch_alternate.py "$ROUNDS" target/eval-set/docs.jsonl "$BIN" "$OLD"
 else
   echo "## 3. batch: crawl dedup, rensa, Python (labelled texts)"
-  bash scripts/batch-vs-python.sh target/eval-set/docs.jsonl "$ROUNDS"
+  CRAWL_BIN=$BIN bash scripts/batch-vs-python.sh target/eval-set/docs.jsonl "$ROUNDS"
 fi
