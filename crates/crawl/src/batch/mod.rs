@@ -11,7 +11,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use simcrawl_dedup::{Commit, Deduper, Document, MemoryStore, RedbStore, Signature, Tier, UrlTier, Verdict};
 use tracing::{info, warn};
@@ -602,7 +601,8 @@ fn judge_chunk(
 
 /// The lines of a chunk cleaned (in parallel), not signed yet.
 fn clean_all(cleaner: &simcrawl_clean::Cleaner, chunk: &[(u64, String)]) -> Vec<Result<Cleaned, String>> {
-    chunk.par_iter().map(|(_, line)| clean(cleaner, line)).collect()
+    let lines: Vec<&str> = chunk.iter().map(|(_, line)| line.as_str()).collect();
+    pipeline::largest_first(lines, |line| line.len(), |line| clean(cleaner, line))
 }
 
 /// One line cleaned, or why it cannot be.
@@ -625,14 +625,12 @@ fn sign_all(
 ) -> Vec<Parsed> {
     let identities =
         crate::identity::identities_in_order(templates, cleaned.iter().map(|c| c.as_ref().ok()?.in_order()));
-    cleaned
-        .into_par_iter()
-        .zip(identities)
-        .map(|(c, id)| {
-            let c = c?;
-            Ok(signed(d, &c, id.as_ref()))
-        })
-        .collect()
+    let work: Vec<_> = cleaned.into_iter().zip(identities).collect();
+    let cost = |(c, _): &(Result<Cleaned, String>, _)| c.as_ref().map_or(0, |c| c.text.len());
+    pipeline::largest_first(work, cost, |(c, id)| {
+        let c = c?;
+        Ok(signed(d, &c, id.as_ref()))
+    })
 }
 
 /// The languages of signed documents, told in input order: a site's pages
