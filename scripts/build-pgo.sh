@@ -28,7 +28,8 @@
 # when none is found. Takes two release builds (some 10 minutes on 2
 # cores) and a minute of training. Not part of CI.
 #
-# Environment: PGO_DIR (profiles, default target/pgo-data); PGO_TRAIN, a
+# Environment: PGO_DIR (profiles, default target/pgo-data; the merged one
+# is named by its digest, crawl-MD5.profdata); PGO_TRAIN, a
 # command run last in the training with CRAWL_BIN set to the instrumented
 # binary, for paths the workload above never takes (a Redis deployment:
 # PGO_TRAIN='"$CRAWL_BIN" --seeds seeds.txt --config redis.toml'), which are
@@ -117,7 +118,14 @@ echo "== 3/4 merging the profile ($profdata)" >&2
     exit 1
 }
 
+# Named by its digest: cargo rebuilds what RUSTFLAGS name, not what a
+# file they name holds, so a new profile under the old name would leave
+# every crate but the changed ones built with the old one.
+digest=$(md5sum "$DATA/crawl.profdata" | cut -c1-12)
+profile=$DATA/crawl-$digest.profdata
+mv "$DATA/crawl.profdata" "$profile"
+
 echo "== 4/4 optimized build (target/pgo)" >&2
-CARGO_TARGET_DIR=target/pgo RUSTFLAGS="$flags -Cprofile-use=$DATA/crawl.profdata" \
+CARGO_TARGET_DIR=target/pgo RUSTFLAGS="$flags -Cprofile-use=$profile" \
     cargo build --release -p simcrawl
-echo "built target/pgo/release/crawl (profile: $DATA/crawl.profdata)" >&2
+echo "built target/pgo/release/crawl (profile: $profile)" >&2
