@@ -75,9 +75,9 @@ else
 fi
 if [ -z "$profdata" ] && command -v apt-get >/dev/null; then
     echo "== installing llvm-19 (llvm-profdata) with apt-get" >&2
-    SUDO=""
-    [ "$(id -u)" -ne 0 ] && SUDO=sudo
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q llvm-19 >/dev/null
+    # shellcheck source=scripts/lib/debian-docs.sh
+    . "$HERE/lib/debian-docs.sh"
+    DEBIAN_FRONTEND=noninteractive install_tools llvm-19
     profdata=$(command -v llvm-profdata-19 || true)
 fi
 if [ -z "$profdata" ]; then

@@ -1,6 +1,7 @@
 # Shared by scripts/build-eval-set.sh and scripts/build-html-gate.sh (sourced,
 # not run): Debian documentation packages unpacked into a cache, and the
-# venv with numpy, scipy and opencc that computes the truth.
+# venv with numpy, scipy and opencc that computes the truth. Its
+# `install_tools` also serves scripts/build-pgo.sh (llvm-profdata).
 
 PY_REQS="numpy==2.2.6 scipy==1.15.3 opencc==1.3.1"
 
