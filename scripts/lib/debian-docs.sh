@@ -1,7 +1,6 @@
 # Shared by scripts/build-eval-set.sh and scripts/build-html-gate.sh (sourced,
 # not run): Debian documentation packages unpacked into a cache, and the
-# venv with numpy, scipy and opencc that computes the truth. Its
-# `install_tools` also serves scripts/build-pgo.sh (llvm-profdata).
+# venv with numpy, scipy and opencc that computes the truth.
 
 PY_REQS="numpy==2.2.6 scipy==1.15.3 opencc==1.3.1"
 
