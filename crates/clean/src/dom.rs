@@ -22,6 +22,8 @@ use html5ever::tendril::{StrTendril, TendrilSink};
 use html5ever::tree_builder::{ElementFlags, NodeOrText, QuirksMode, TreeSink};
 use html5ever::{Attribute, QualName, expanded_name, local_name, ns};
 
+use crate::nesting;
+
 /// A node's place in [`Dom::nodes`].
 pub(crate) type NodeId = u32;
 
@@ -140,6 +142,8 @@ pub(crate) struct Dom {
     no_name: QualName,
     /// See [`Dom::by_html5ever`].
     by_html5ever: Option<Html5ever>,
+    /// See [`Dom::flattened`].
+    flattened: bool,
 }
 
 /// A page has about as many nodes as `<`s (each tag opens at most one
@@ -152,17 +156,41 @@ const MAX_RESERVED_NODES: usize = 1 << 17;
 impl Dom {
     /// Parses a whole document, as a browser would (html5ever's tokenizer
     /// and tree builder).
+    ///
+    /// Markup nested deeper than [`nesting::MAX_DEPTH`] open elements is
+    /// flattened first ([`nesting`] says why). Our builder knows its depth
+    /// as it goes, so a page is flattened only when it reaches the cap, or
+    /// when it is left to html5ever (whose depth we do not see): the scan
+    /// for depth was a fifteenth of the cleaner's instructions on the
+    /// zh/en documentation mix, run on every page (issue 37).
     pub(crate) fn parse(html: &str) -> Self {
         let tags = memchr::memchr_iter(b'<', html.as_bytes()).count();
-        let gave_up = match tokens::parse_own(html, Self::empty(tags)) {
+        let gave_up = match tokens::parse_own(html, Self::empty(tags), nesting::MAX_DEPTH) {
             Ok(dom) => return dom,
             Err(who) => who,
         };
+        let flat = nesting::flatten(html, nesting::MAX_DEPTH);
+        let gave_up = match (&flat, gave_up) {
+            // The same markup gives up the same way: not parsed again.
+            (None, who @ (tokens::GaveUp::Tokenizer | tokens::GaveUp::Builder)) => who,
+            // Flattened, or deeper than the cap by our builder's count and
+            // not by the scan's estimate: the cap is not checked again
+            // (html5ever's builder would not check it either).
+            (_, _) => match tokens::parse_own(flat.as_deref().unwrap_or(html), Self::empty(tags), usize::MAX)
+            {
+                Ok(mut dom) => {
+                    dom.flattened = flat.is_some();
+                    return dom;
+                }
+                Err(who) => who,
+            },
+        };
+        let html = flat.as_deref().unwrap_or(html);
         let by_tree_builder = match gave_up {
             tokens::GaveUp::Builder => tokens::parse(html, Self::sink(tags)),
-            tokens::GaveUp::Tokenizer => None,
+            tokens::GaveUp::Tokenizer | tokens::GaveUp::TooDeep => None,
         };
-        by_tree_builder
+        let mut dom = by_tree_builder
             .map(|mut dom| {
                 dom.by_html5ever = Some(Html5ever::TreeBuilder);
                 dom
@@ -171,7 +199,14 @@ impl Dom {
                 let mut dom = Self::parse_with_html5ever(html, tags);
                 dom.by_html5ever = Some(Html5ever::Tokenizer);
                 dom
-            })
+            });
+        dom.flattened = flat.is_some();
+        dom
+    }
+
+    /// Whether the page was flattened ([`Dom::parse`]): for logs.
+    pub(crate) fn flattened(&self) -> bool {
+        self.flattened
     }
 
     /// Which part of html5ever built the page, where our tokenizer or
@@ -201,6 +236,7 @@ impl Dom {
             nodes,
             no_name: QualName::new(None, ns!(), local_name!("")),
             by_html5ever: None,
+            flattened: false,
         }
     }
 

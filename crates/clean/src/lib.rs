@@ -251,12 +251,10 @@ impl Cleaner {
         encoding: &'static encoding_rs::Encoding,
         url: &Url,
     ) -> Result<Page, CleanError> {
-        let flattened = nesting::flatten(html, nesting::MAX_DEPTH);
-        if flattened.is_some() {
+        let doc = dom::Dom::parse(html);
+        if doc.flattened() {
             tracing::debug!(%url, "elements nested deeper than {} flattened", nesting::MAX_DEPTH);
         }
-        let html = flattened.as_deref().unwrap_or(html);
-        let doc = dom::Dom::parse(html);
         match doc.by_html5ever() {
             Some(dom::Html5ever::Tokenizer) => tracing::debug!(%url, "markup left to html5ever's tokenizer"),
             Some(dom::Html5ever::TreeBuilder) => {

@@ -6,7 +6,10 @@
 //! page) took 26 s of CPU in a release build. Browsers cap the depth too
 //! (Blink at 512). Here start tags that would open more than [`MAX_DEPTH`]
 //! elements are removed before parsing, with their end tags, so the
-//! elements beyond the cap become siblings and their text is kept.
+//! elements beyond the cap become siblings and their text is kept. Our own
+//! tree builder counts its open elements and stops at the cap, so a page
+//! is flattened only when it reaches it there, or when it is left to
+//! html5ever's builder (`Dom::parse`).
 //!
 //! The count is an estimate made in one linear scan, erring on the side of
 //! fewer open elements: void elements (`<br>`), elements whose end tag is

@@ -125,13 +125,19 @@ struct State {
     table_text: Vec<StrTendril>,
     table_orig: Mode,
     gave_up: bool,
+    /// Open elements at most: past it the builder gives up
+    /// ([`Builder::too_deep`]).
+    depth_cap: usize,
+    too_deep: bool,
 }
 
 /// The tree builder: a [`TokenSink`] for our tokenizer.
 pub(super) struct Builder(RefCell<State>);
 
 impl Builder {
-    pub(super) fn new(dom: Dom) -> Self {
+    /// A builder that gives up once more than `depth_cap` elements are
+    /// open at once.
+    pub(super) fn new(dom: Dom, depth_cap: usize) -> Self {
         Builder(RefCell::new(State {
             dom,
             mode: Mode::Initial,
@@ -145,12 +151,20 @@ impl Builder {
             table_text: Vec::new(),
             table_orig: Mode::InTable,
             gave_up: false,
+            depth_cap,
+            too_deep: false,
         }))
     }
 
     /// Whether the builder gave up (the tokenizer then stops too).
     pub(super) fn gave_up(&self) -> bool {
         self.0.borrow().gave_up
+    }
+
+    /// Whether it gave up because more than its cap of elements were open
+    /// at once.
+    pub(super) fn too_deep(&self) -> bool {
+        self.0.borrow().too_deep
     }
 
     /// The tree built.
@@ -168,6 +182,13 @@ impl TokenSink for Builder {
             return TokenSinkResult::Plaintext;
         }
         match s.token(token) {
+            // Checked after each token: one can open several elements (the
+            // formatting elements it reconstructs, then its own).
+            Ok(_) if s.open.len() > s.depth_cap => {
+                s.gave_up = true;
+                s.too_deep = true;
+                TokenSinkResult::Plaintext
+            }
             Ok(r) => r,
             Err(GiveUp) => {
                 s.gave_up = true;

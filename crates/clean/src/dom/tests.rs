@@ -501,7 +501,7 @@ fn our_tree_builder_builds_html5evers_tree() {
         let len = next(30);
         let html: String = (0..len).map(|_| OWN_PIECES[next(OWN_PIECES.len())]).collect();
         let theirs = full_outline(&Dom::parse_with_html5ever(&html, 0));
-        match tokens::parse_own(&html, Dom::empty(0)) {
+        match tokens::parse_own(&html, Dom::empty(0), usize::MAX) {
             Ok(ours) => {
                 built += 1;
                 assert_eq!(full_outline(&ours), theirs, "{html:?}");
@@ -527,7 +527,7 @@ fn common_pages_are_built_by_our_builder() {
         "<table><caption>Cap</caption><tr><td>1</td></tr></table>",
         "<button class=theme><svg class=\"icon\" viewBox=\"0 0 24 24\"><use xlink:href=\"#sun\"></use><path d=\"M1 1\"/></svg><span>Theme</span></button>",
     ] {
-        let ours = tokens::parse_own(html, Dom::empty(0));
+        let ours = tokens::parse_own(html, Dom::empty(0), usize::MAX);
         assert!(ours.is_ok(), "{html}");
         assert_eq!(
             full_outline(&ours.unwrap()),
@@ -564,4 +564,92 @@ fn attr_reads_attributes_without_a_namespace() {
         })
         .collect();
     assert_eq!(hrefs, vec![Some("x"), None]);
+}
+
+/// The deepest element's number of element ancestors, itself included.
+fn element_depth(dom: &Dom) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for edge in dom.traverse() {
+        match edge {
+            Edge::Open(id) if matches!(dom.data(id), NodeData::Element(_)) => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            Edge::Close(id) if matches!(dom.data(id), NodeData::Element(_)) => depth -= 1,
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// A page nested past the cap is flattened (its text kept, its depth
+/// near the cap), as it was when every page was scanned before parsing.
+#[test]
+fn a_page_past_the_depth_cap_is_flattened_and_keeps_its_text() {
+    for depth in [nesting::MAX_DEPTH + 1, 3_000] {
+        let html = format!("{}deep text{}", "<div>".repeat(depth), "</div>".repeat(depth));
+        let dom = Dom::parse(&html);
+        assert!(dom.flattened(), "depth {depth}");
+        assert!(
+            element_depth(&dom) <= nesting::MAX_DEPTH + 3,
+            "depth {depth}: {}",
+            element_depth(&dom)
+        );
+        assert!(
+            outline(&dom).iter().any(|n| n == "\"deep text\""),
+            "depth {depth}"
+        );
+        // The tree is the one the scan's flattened markup gives.
+        let flat = nesting::flatten(&html, nesting::MAX_DEPTH).unwrap();
+        assert_eq!(
+            full_outline(&dom),
+            full_outline(&Dom::parse_with_html5ever(&flat, 0))
+        );
+    }
+    // At the cap, nothing is cut.
+    let html = format!("{}x", "<div>".repeat(nesting::MAX_DEPTH - 2));
+    let dom = Dom::parse(&html);
+    assert!(!dom.flattened());
+    assert_eq!(element_depth(&dom), nesting::MAX_DEPTH);
+}
+
+/// The scan before parsing estimates depth from the tags alone: unclosed
+/// `<div>`s in table cells, which the cells' ends close, add up there.
+/// Our builder counts the elements really open, so such a page is built
+/// whole, as html5ever builds it unflattened.
+#[test]
+fn unclosed_elements_the_parser_closes_do_not_flatten_a_page() {
+    let html = format!(
+        "<table>{}</table><p>after</p>",
+        "<tr><td><div class=cell>cell</td></tr>".repeat(nesting::MAX_DEPTH + 100)
+    );
+    assert!(
+        nesting::flatten(&html, nesting::MAX_DEPTH).is_some(),
+        "the scan would flatten it"
+    );
+    let dom = Dom::parse(&html);
+    assert!(!dom.flattened());
+    assert!(dom.by_html5ever().is_none());
+    assert_eq!(
+        full_outline(&dom),
+        full_outline(&Dom::parse_with_html5ever(&html, 0))
+    );
+    let cells = outline(&dom).iter().filter(|n| n.starts_with("<div ")).count();
+    assert_eq!(cells, nesting::MAX_DEPTH + 100);
+}
+
+/// A page left to html5ever is still flattened first: its builder does
+/// not count its depth for us.
+#[test]
+fn a_deep_page_left_to_html5ever_is_flattened() {
+    // A NUL makes our tokenizer give up.
+    let html = format!("\0{}deep{}", "<span>".repeat(2_000), "</span>".repeat(2_000));
+    let dom = Dom::parse(&html);
+    assert_eq!(dom.by_html5ever(), Some(Html5ever::Tokenizer));
+    assert!(dom.flattened());
+    assert!(
+        element_depth(&dom) <= nesting::MAX_DEPTH + 3,
+        "{}",
+        element_depth(&dom)
+    );
 }

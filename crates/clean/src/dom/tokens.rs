@@ -58,14 +58,19 @@ pub(super) enum GaveUp {
     /// Our tree builder ([`super::build`]): html5ever's tree builder must
     /// build it, from this tokenizer's tokens.
     Builder,
+    /// Our tree builder, at more than the cap of open elements it was
+    /// given: the page is to be flattened first ([`crate::nesting`]).
+    TooDeep,
 }
 
-/// Parses `html` into `dom` with our tree builder ([`super::build`]).
-pub(super) fn parse_own(html: &str, dom: super::Dom) -> Result<super::Dom, GaveUp> {
+/// Parses `html` into `dom` with our tree builder ([`super::build`]),
+/// giving up once more than `depth_cap` elements are open at once.
+pub(super) fn parse_own(html: &str, dom: super::Dom, depth_cap: usize) -> Result<super::Dom, GaveUp> {
     let html = prepared(html).ok_or(GaveUp::Tokenizer)?;
-    let builder = super::build::Builder::new(dom);
+    let builder = super::build::Builder::new(dom, depth_cap);
     match run(&html, &builder) {
         Ok(()) => Ok(builder.finish()),
+        Err(GiveUp) if builder.too_deep() => Err(GaveUp::TooDeep),
         Err(GiveUp) if builder.gave_up() => Err(GaveUp::Builder),
         Err(GiveUp) => Err(GaveUp::Tokenizer),
     }
