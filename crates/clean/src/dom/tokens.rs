@@ -346,12 +346,25 @@ fn common_name(raw: &str) -> LocalName {
     }
 }
 
+/// The most bytes a tendril holds without a buffer of its own
+/// (tendril's `MAX_INLINE_LEN`).
+const INLINE_BYTES: usize = 8;
+
 fn is_space(c: u8) -> bool {
     matches!(c, b'\t' | b'\n' | b'\x0C' | b' ')
 }
 
 impl<B: TokenSink> Tokenizer<'_, B> {
     fn slice(&self, from: usize, to: usize) -> StrTendril {
+        // A tendril of up to 8 bytes holds them itself: copied from the
+        // text, sliced at ASCII delimiters, it skips the check of both
+        // ends as UTF-8 that a shared one makes (most class names of a
+        // highlighted code block are one or two letters).
+        if to - from <= INLINE_BYTES
+            && let Some(short) = self.html.get(from..to)
+        {
+            return StrTendril::from_slice(short);
+        }
         // Offsets are within the page, which is far under 4 GiB (the
         // cleaner caps pages).
         self.buf.subtendril(from as u32, (to - from) as u32)
