@@ -517,6 +517,7 @@ mod tests {
     /// gives the URL that resolving the whole href gives, in UTF-8 and in
     /// a legacy encoding (which encodes queries, not fragments).
     #[test]
+    #[allow(clippy::unwrap_used)]
     fn links_resolved_once_per_document_are_those_resolved_whole() {
         let documents = [
             "a.html",
