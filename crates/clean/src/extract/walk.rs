@@ -263,11 +263,13 @@ const REMEMBERED_BYTES: usize = 1 << 20;
 /// marks and the maps' slots, roughly.
 const PAIR_OVERHEAD: usize = 64;
 
+/// [`NameMarks`] by class, then id.
+type NamesByClass = rustc_hash::FxHashMap<Box<str>, rustc_hash::FxHashMap<Box<str>, NameMarks>>;
+
 thread_local! {
-    /// [`NameMarks`] by class, then id, across the pages a thread cleans,
-    /// and the bytes they take.
-    static NAMES: std::cell::RefCell<(usize, rustc_hash::FxHashMap<Box<str>, rustc_hash::FxHashMap<Box<str>, NameMarks>>)> =
-        std::cell::RefCell::default();
+    /// [`NameMarks`] across the pages a thread cleans, and the bytes they
+    /// take.
+    static NAMES: std::cell::RefCell<(usize, NamesByClass)> = std::cell::RefCell::default();
 }
 
 impl NameMarks {
