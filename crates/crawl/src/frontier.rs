@@ -178,6 +178,13 @@ impl Candidate {
     }
 }
 
+/// `url` up to its fragment: the document a [`Candidate`] is made from
+/// (a `#` elsewhere in a parsed URL is percent-encoded).
+pub fn document_of(url: &Url) -> &str {
+    let s = url.as_str();
+    s.split_once('#').map_or(s, |(document, _)| document)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -210,5 +217,32 @@ mod tests {
         assert!(allows(&r, "http://www.example.com/"));
         assert!(!allows(&r, "http://example.org/"));
         assert!(!allows(&r, "http://127.0.0.1/"));
+    }
+
+    #[test]
+    fn a_url_without_its_fragment_keeps_encoded_hashes_of_its_path_and_query() {
+        let cases = [
+            ("https://d.test/a.html#sec-1", "https://d.test/a.html"),
+            ("https://d.test/a.html", "https://d.test/a.html"),
+            (
+                "https://d.test/a%23b.html?q=%23#x#y",
+                "https://d.test/a%23b.html?q=%23",
+            ),
+            ("https://d.test/?q=1#", "https://d.test/?q=1"),
+        ];
+        for (url, document) in cases {
+            let url = Url::parse(url).unwrap();
+            assert_eq!(document_of(&url), document, "{url}");
+            // What Candidate::new keys on: the URL with its fragment removed.
+            let mut bare = url.clone();
+            bare.set_fragment(None);
+            assert_eq!(bare.as_str(), document);
+        }
+        // A `#` the page wrote in a path is percent-encoded by the parser.
+        let joined = Url::parse("https://d.test/dir/")
+            .unwrap()
+            .join("a b#c#d")
+            .unwrap();
+        assert_eq!(document_of(&joined), "https://d.test/dir/a%20b");
     }
 }

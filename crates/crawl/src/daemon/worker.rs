@@ -929,7 +929,7 @@ fn links_to_follow(stages: &PageStages, page: &simcrawl_clean::Page) -> Vec<Cand
         for l in &page.links {
             if (stages.follow_nofollow || !l.nofollow)
                 && stages.scope.allows(&l.url)
-                && documents.insert(without_fragment(&l.url))
+                && documents.insert(crate::frontier::document_of(&l.url))
                 && let Some(c) = Candidate::new(&stages.canon, l.url.clone())
                 && seen.insert(c.canonical().digest())
             {
@@ -948,12 +948,6 @@ fn links_to_follow(stages: &PageStages, page: &simcrawl_clean::Page) -> Vec<Cand
         }
     }
     links
-}
-
-/// `url` up to its fragment (a `#` elsewhere is percent-encoded).
-fn without_fragment(url: &Url) -> &str {
-    let s = url.as_str();
-    s.split_once('#').map_or(s, |(document, _)| document)
 }
 
 /// What the page says its canonical URL is: its HTML, else its Link
@@ -991,37 +985,4 @@ fn looks_like_listing(body: &[u8]) -> bool {
 fn is_feed_type(ct: &str) -> bool {
     let ct = ct.to_ascii_lowercase();
     ct.contains("rss") || ct.contains("atom") || ct.contains("xml")
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn a_url_without_its_fragment_keeps_encoded_hashes_of_its_path_and_query() {
-        let cases = [
-            ("https://d.test/a.html#sec-1", "https://d.test/a.html"),
-            ("https://d.test/a.html", "https://d.test/a.html"),
-            (
-                "https://d.test/a%23b.html?q=%23#x#y",
-                "https://d.test/a%23b.html?q=%23",
-            ),
-            ("https://d.test/?q=1#", "https://d.test/?q=1"),
-        ];
-        for (url, document) in cases {
-            let url = Url::parse(url).unwrap();
-            assert_eq!(without_fragment(&url), document, "{url}");
-            // What Candidate::new keys on: the URL with its fragment removed.
-            let mut bare = url.clone();
-            bare.set_fragment(None);
-            assert_eq!(bare.as_str(), document);
-        }
-        // A `#` the page wrote in a path is percent-encoded by the parser.
-        let joined = Url::parse("https://d.test/dir/")
-            .unwrap()
-            .join("a b#c#d")
-            .unwrap();
-        assert_eq!(without_fragment(&joined), "https://d.test/dir/a%20b");
-    }
 }
