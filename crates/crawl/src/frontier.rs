@@ -178,11 +178,9 @@ impl Candidate {
     }
 }
 
-/// `url` up to its fragment: the document a [`Candidate`] is made from
-/// (a `#` elsewhere in a parsed URL is percent-encoded).
+/// `url` up to its fragment: the document a [`Candidate`] is made from.
 pub fn document_of(url: &Url) -> &str {
-    let s = url.as_str();
-    s.split_once('#').map_or(s, |(document, _)| document)
+    &url[..url::Position::AfterQuery]
 }
 
 #[cfg(test)]
