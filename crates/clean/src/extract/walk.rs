@@ -9,6 +9,7 @@ use html5ever::{LocalName, local_name};
 use crate::dom::{Element, NodeId, is_heading};
 use crate::same::Text;
 
+use super::boilerplate::{NamesSoFar, TokenNames};
 use super::{MAX_LINK_TEXT_BYTES, NONE, boilerplate, has_token, push_collapsed};
 
 /// What an element does to the flow of text.
@@ -254,53 +255,77 @@ struct NameMarks {
     hidden: bool,
 }
 
-/// About the most bytes [`NameMarks::remembered`] keeps on a thread before
-/// it starts again (the names, and [`PAIR_OVERHEAD`] for each pair): a
+/// About the most bytes [`NameMarks::of`] keeps on a thread of the class
+/// tokens it has read (the tokens, and [`TOKEN_OVERHEAD`] for each): a
 /// pool of 64 threads holds 64 MB at most.
 const REMEMBERED_BYTES: usize = 1 << 20;
 
-/// What a remembered pair costs beside its names: two boxed strings, the
-/// marks and the maps' slots, roughly.
-const PAIR_OVERHEAD: usize = 64;
-
-/// [`NameMarks`] by class, then id.
-type NamesByClass = rustc_hash::FxHashMap<Box<str>, rustc_hash::FxHashMap<Box<str>, NameMarks>>;
+/// What a remembered token costs beside its bytes: the boxed string, its
+/// facts and the map's slot, roughly.
+const TOKEN_OVERHEAD: usize = 40;
 
 thread_local! {
-    /// [`NameMarks`] across the pages a thread cleans, and the bytes they
-    /// take.
-    static NAMES: std::cell::RefCell<(usize, NamesByClass)> = std::cell::RefCell::default();
+    /// The facts of the class tokens a thread has read, across the pages it
+    /// cleans, and the bytes they take.
+    static CLASS_TOKENS: std::cell::RefCell<(usize, rustc_hash::FxHashMap<Box<str>, TokenNames>)> =
+        std::cell::RefCell::default();
 }
 
 impl NameMarks {
-    /// [`NameMarks::of`], remembered across pages: a site's pages share
-    /// their template's and their highlighter's class names. Reading
-    /// pairs anew (63 distinct ones a page) was 4.5% of the crawl's
-    /// instructions on the zh/en documentation mix; remembered, the
-    /// cleaner takes 1.7% fewer there, 3% fewer on LibreOffice's help
-    /// (issue 37).
-    fn remembered(class: &str, id: &str) -> Self {
-        NAMES.with(|names| {
-            let Ok(mut names) = names.try_borrow_mut() else {
-                return Self::of(class, id);
-            };
-            let (count, by_class) = &mut *names;
-            if let Some(marks) = by_class.get(class).and_then(|ids| ids.get(id)) {
-                return *marks;
-            }
-            let bytes = class.len() + id.len() + PAIR_OVERHEAD;
-            if *count + bytes > REMEMBERED_BYTES {
-                by_class.clear();
-                *count = 0;
-            }
-            let marks = Self::of(class, id);
-            by_class.entry(class.into()).or_default().insert(id.into(), marks);
-            *count += bytes;
-            marks
-        })
+    /// What `class` and `id` say, their tokens read once for every rule
+    /// ([`TokenNames`]). A class token's facts are remembered across
+    /// pages: a site's pages share their template's and their
+    /// highlighter's class names. An id's are not: most ids are a page's
+    /// own (a section's anchor), and remembering them filled the memory
+    /// with names never met again (when it kept pairs of class and id,
+    /// 23 of a page's elements a page missed it on the zh/en
+    /// documentation mix, issue 37).
+    fn of(class: &str, id: &str) -> Self {
+        let mut names = NamesSoFar::default();
+        let mut hidden = false;
+        if !class.is_empty() {
+            CLASS_TOKENS.with(|remembered| {
+                let mut remembered = remembered.try_borrow_mut().ok();
+                for token in class.split_ascii_whitespace() {
+                    let facts = match remembered.as_deref_mut() {
+                        Some((count, by_token)) => match by_token.get(token) {
+                            Some(facts) => *facts,
+                            None => {
+                                let facts = TokenNames::of(token);
+                                let bytes = token.len() + TOKEN_OVERHEAD;
+                                if *count + bytes > REMEMBERED_BYTES {
+                                    by_token.clear();
+                                    *count = 0;
+                                }
+                                by_token.insert(token.into(), facts);
+                                *count += bytes;
+                                facts
+                            }
+                        },
+                        None => TokenNames::of(token),
+                    };
+                    facts.fold(&mut names);
+                    hidden |= facts.hidden;
+                }
+            });
+        }
+        for token in id.split_ascii_whitespace() {
+            TokenNames::of(token).fold(&mut names);
+        }
+        let boiler = names.boiler();
+        Self {
+            boiler,
+            generic_box: boiler && boilerplate::names_generic_box(class, id),
+            lead: names.lead,
+            content: names.content,
+            hidden,
+        }
     }
 
-    fn of(class: &str, id: &str) -> Self {
+    /// What `class` and `id` say, read rule by rule on the whole values:
+    /// the reference [`NameMarks::of`] is tested against.
+    #[cfg(test)]
+    fn by_rules(class: &str, id: &str) -> Self {
         let boiler = boilerplate::is_boilerplate_names(class, id);
         Self {
             boiler,
@@ -425,7 +450,7 @@ impl<'a> Walker<'a> {
         *self
             .names
             .entry(key)
-            .or_insert_with(|| NameMarks::remembered(key.0.0, key.1.0))
+            .or_insert_with(|| NameMarks::of(key.0.0, key.1.0))
     }
 
     /// A text node: counted for its element, its paragraph and its link.
@@ -606,10 +631,11 @@ fn count_text(s: &str) -> (u32, u32) {
 mod tests {
     use super::*;
 
-    /// Remembered marks are the marks read anew, for pairs met again
-    /// after the thread's memory filled up and started over too.
+    /// The marks read token by token, with class tokens remembered, are
+    /// the marks read rule by rule on the whole values, for tokens met
+    /// again after the thread's memory filled up and started over too.
     #[test]
-    fn remembered_name_marks_are_those_read_anew() {
+    fn name_marks_by_tokens_are_those_read_rule_by_rule() {
         let words = [
             "nav",
             "sidebar",
@@ -621,33 +647,94 @@ mod tests {
             "box",
             "post",
             "x",
+            "widget",
+            "comment-content",
+            "foo,hidden",
         ];
         let mut pairs = Vec::new();
         for (i, a) in words.iter().enumerate() {
             for b in &words {
                 pairs.push((format!("{a} {b}"), String::new()));
                 pairs.push((a.to_string(), format!("{b}-{i}")));
+                pairs.push((String::new(), format!("{a}  {b}")));
             }
         }
         let mut differing = 0;
         // Enough rounds of long classes to fill the memory several times.
         let padding = "p".repeat(4096);
         for round in 0..3 * REMEMBERED_BYTES / (pairs.len() * 4096) + 2 {
-            for (class, id) in &pairs {
+            for (k, (class, id)) in pairs.iter().enumerate() {
                 let class = if round % 2 == 1 {
-                    format!("{class} {padding}")
+                    format!("{class} {padding}{k}")
                 } else {
                     class.clone()
                 };
-                let fresh = NameMarks::of(&class, id);
-                assert_eq!(NameMarks::remembered(&class, id), fresh, "{class:?} {id:?}");
-                assert_eq!(NameMarks::remembered(&class, id), fresh, "{class:?} {id:?} again");
-                differing += usize::from(fresh != NameMarks::default());
+                let by_rules = NameMarks::by_rules(&class, id);
+                assert_eq!(NameMarks::of(&class, id), by_rules, "{class:?} {id:?}");
+                assert_eq!(NameMarks::of(&class, id), by_rules, "{class:?} {id:?} again");
+                differing += usize::from(by_rules != NameMarks::default());
             }
         }
         assert!(differing > 100, "the pairs mark something: {differing}");
-        NAMES.with(|n| assert!(n.borrow().0 <= REMEMBERED_BYTES));
+        CLASS_TOKENS.with(|n| assert!(n.borrow().0 <= REMEMBERED_BYTES));
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(3000))]
+        /// Names made of the vocabulary's pieces, joined every way the
+        /// rules split them.
+        #[test]
+        fn name_marks_of_any_names_are_those_read_rule_by_rule(
+            class in proptest::collection::vec(proptest::sample::select(&NAME_PIECES[..]), 0..8),
+            id in proptest::collection::vec(proptest::sample::select(&NAME_PIECES[..]), 0..5),
+        ) {
+            let (class, id) = (class.concat(), id.concat());
+            proptest::prop_assert_eq!(NameMarks::of(&class, &id), NameMarks::by_rules(&class, &id), "{:?} {:?}", class, id);
+        }
+    }
+
+    const NAME_PIECES: [&str; 40] = [
+        " ",
+        "  ",
+        "\t",
+        "-",
+        "_",
+        ":",
+        ".",
+        ",",
+        "nav",
+        "NAV",
+        "menu",
+        "sidebar",
+        "comment",
+        "related",
+        "widget",
+        "ad",
+        "ads",
+        "header",
+        "tag",
+        "article",
+        "content",
+        "body",
+        "post",
+        "entry",
+        "text",
+        "main",
+        "lead",
+        "summary",
+        "intro",
+        "hidden",
+        "d-none",
+        "Hidden",
+        "story",
+        "detail",
+        "copy",
+        "x",
+        "box",
+        "articlebody",
+        "entrycontent",
+        "é",
+    ];
 
     #[test]
     fn counts() {
