@@ -812,3 +812,31 @@ fn link_query_is_encoded_in_the_page_encoding() {
         "http://example.com/%E6%90%9C/s?kw=%E4%B8%AD%E6%96%87&x=1"
     );
 }
+
+/// A cleaner without link texts makes the same page as the full one on
+/// every fixture, but for the links' texts, all left empty (the crawl and
+/// the batch read none).
+#[test]
+fn without_link_texts_only_link_texts_change() {
+    let full = Cleaner::new(CleanConfig::default()).unwrap();
+    let lean = Cleaner::new(CleanConfig::default()).unwrap().without_link_texts();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let mut with_text = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|x| x != "html") {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let at = url("https://news.example.com/2024/06/page.html");
+        let mut a = full.parse(&bytes, None, &at).unwrap();
+        let b = lean.parse(&bytes, None, &at).unwrap();
+        assert!(b.links.iter().all(|l| l.text.is_empty()), "{}", path.display());
+        with_text += a.links.iter().filter(|l| !l.text.is_empty()).count();
+        for l in &mut a.links {
+            l.text.clear();
+        }
+        assert_eq!(a, b, "{}", path.display());
+    }
+    assert!(with_text > 10, "the fixtures' links have texts: {with_text}");
+}

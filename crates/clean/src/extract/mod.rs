@@ -57,6 +57,8 @@ pub(crate) struct ExtractOptions {
     pub main_content: bool,
     pub max_text_bytes: usize,
     pub max_links: usize,
+    /// Whether links' texts are collected ([`crate::Cleaner::without_link_texts`]).
+    pub link_texts: bool,
 }
 
 /// Appends `s` to `out` with HTML whitespace collapsed, up to `cap` bytes.
@@ -108,7 +110,7 @@ fn has_token(value: &str, token: &str) -> bool {
 /// every node to the metadata collector and the text walk.
 pub(crate) fn extract(dom: &Dom, url: &Url, opts: &ExtractOptions) -> Extracted {
     let mut head = HeadMeta::default();
-    let mut walker = Walker::for_nodes(dom.len());
+    let mut walker = Walker::for_nodes(dom.len(), opts.link_texts);
     for edge in dom.traverse() {
         match edge {
             Edge::Open(_) if walker.is_skipping() => {}

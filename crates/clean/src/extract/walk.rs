@@ -238,6 +238,8 @@ pub(super) struct Walker<'a> {
     /// was 12% of the cleaner's time on the zh/en docs mix for 1% of its
     /// instructions (`crate::same` says why).
     names: rustc_hash::FxHashMap<(Text<'a>, Text<'a>), NameMarks>,
+    /// Whether links' texts are collected.
+    link_texts: bool,
 }
 
 /// What an element's `class` and `id` say about it, whatever its tag.
@@ -340,8 +342,11 @@ impl NameMarks {
 impl<'a> Walker<'a> {
     /// A walk over a tree of `nodes` nodes, its lists reserved for them (a
     /// large page's growing them was a hundredth of the cleaning).
-    pub(super) fn for_nodes(nodes: usize) -> Self {
-        let mut w = Self::default();
+    pub(super) fn for_nodes(nodes: usize, link_texts: bool) -> Self {
+        let mut w = Self {
+            link_texts,
+            ..Self::default()
+        };
         w.walk.els.reserve(nodes / 2);
         w.walk.events.reserve(nodes);
         w
@@ -459,6 +464,7 @@ impl<'a> Walker<'a> {
             return;
         };
         if let Some(a) = frame.anchor
+            && self.link_texts
             && let Some(link) = self.links.get_mut(a)
         {
             push_collapsed(&mut link.text, text, MAX_LINK_TEXT_BYTES);

@@ -132,7 +132,10 @@ fn open(
     // the cleaner is built from the settings the index opened with.
     let mut cfg = cfg.clone();
     let backend = open_backend(&mut cfg, data_dir)?;
-    let cleaner = simcrawl_clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?;
+    // A batch reads no links' texts (nor follows the links).
+    let cleaner = simcrawl_clean::Cleaner::new(cfg.clean.clone())
+        .context("invalid [clean] settings")?
+        .without_link_texts();
     let templates = open_templates(&cfg, &backend)?;
     Ok((backend, templates, cleaner))
 }

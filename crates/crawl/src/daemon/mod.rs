@@ -169,7 +169,10 @@ pub(crate) fn page_stages(
     let parse_slots = std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(1));
     Ok(Arc::new(PageStages {
         fetcher,
-        cleaner: simcrawl_clean::Cleaner::new(cfg.clean.clone()).context("invalid [clean] settings")?,
+        // The crawl follows links and never reads their texts.
+        cleaner: simcrawl_clean::Cleaner::new(cfg.clean.clone())
+            .context("invalid [clean] settings")?
+            .without_link_texts(),
         sign,
         canon,
         scope: ScopeRules::new(&cfg.crawl, seeds)?,
