@@ -391,6 +391,84 @@ pub(crate) fn count_and_outline(text: &str) -> (u32, Option<[u8; OUTLINE_BINS / 
     const BIN_BITS: u32 = OUTLINE_BINS.trailing_zeros();
     let mut bits = [0u64; COUNT_BITS / 64];
     let mut mins = [u64::MAX; OUTLINE_BINS];
+    let mut set = |h: u64| {
+        let bit = (h >> (64 - COUNT_BITS.trailing_zeros())) as usize;
+        bits[bit / 64] |= 1 << (bit % 64);
+        let slot = &mut mins[(h >> (64 - BIN_BITS)) as usize];
+        *slot = (*slot).min(h & ((1 << (64 - BIN_BITS)) - 1));
+    };
+    // The shingles are hashed a block at a time ([`count_windows`],
+    // vector code), then set in the bitmap and the bins: one loop shifting
+    // each char into the window and hashing it there took twice the
+    // instructions (issue 37).
+    let seen = with_kept_chars(text, |chars| {
+        match chars.len() {
+            0 => {}
+            n if n < SHINGLE_CHARS => {
+                let mut w = [0u32; SHINGLE_CHARS];
+                for (slot, &c) in w.iter_mut().skip(SHINGLE_CHARS - n).zip(chars) {
+                    *slot = c;
+                }
+                set(count_hash(&w));
+            }
+            n => {
+                let mut block = [0u64; HASH_BLOCK];
+                let windows = n - (SHINGLE_CHARS - 1);
+                for start in (0..windows).step_by(HASH_BLOCK) {
+                    let len = HASH_BLOCK.min(windows - start);
+                    let hashes = &mut block[..len];
+                    count_windows(&chars[start..start + len + SHINGLE_CHARS - 1], hashes);
+                    for &h in hashes.iter() {
+                        set(h);
+                    }
+                }
+            }
+        }
+        chars.len()
+    });
+    if seen == 0 {
+        return (0, None);
+    }
+    densify(&mut mins);
+    let mut outline = [0u8; OUTLINE_BINS / 8];
+    for (i, m) in mins.into_iter().enumerate() {
+        outline[i / 8] |= ((fmix64(m ^ SEED_A) & 1) as u8) << (i % 8);
+    }
+    (linear_count(&bits), Some(outline))
+}
+
+/// The counting hash of a shingle (five chars `w`, 21 bits each, packed
+/// as [`shingle_hash`] packs them): a multiply-xor of the two halves,
+/// multiplied again. Weak in its low bits, which [`count_and_outline`]
+/// mixes before it keeps one.
+#[inline(always)]
+fn count_hash(w: &[u32; SHINGLE_CHARS]) -> u64 {
+    let hi = (u64::from(w[0]) << 42) | (u64::from(w[1]) << 21) | u64::from(w[2]);
+    let lo = (u64::from(w[3]) << 21) | u64::from(w[4]);
+    (hi.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ lo.wrapping_mul(0xC2B2_AE3D_27D4_EB4F))
+        .wrapping_mul(0xFF51_AFD7_ED55_8CCD)
+}
+
+/// The [`count_hash`] of every window of [`SHINGLE_CHARS`] chars of
+/// `chars` into `out`, in a loop apart from the bitmap's and the bins'
+/// updates so that it vectorizes ([`hash_windows`] says why).
+#[multiversion::multiversion(targets("x86_64+avx512f+avx512dq+avx512vl", "x86_64+avx2"))]
+fn count_windows(chars: &[u32], out: &mut [u64]) {
+    for (h, w) in out.iter_mut().zip(chars.windows(SHINGLE_CHARS)) {
+        let hi = (u64::from(w[0]) << 42) | (u64::from(w[1]) << 21) | u64::from(w[2]);
+        let lo = (u64::from(w[3]) << 21) | u64::from(w[4]);
+        *h = (hi.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ lo.wrapping_mul(0xC2B2_AE3D_27D4_EB4F))
+            .wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    }
+}
+
+/// [`count_and_outline`] as it was written first, a char at a time: the
+/// reference it is tested against.
+#[cfg(test)]
+pub(crate) fn count_and_outline_by_chars(text: &str) -> (u32, Option<[u8; OUTLINE_BINS / 8]>) {
+    const BIN_BITS: u32 = OUTLINE_BINS.trailing_zeros();
+    let mut bits = [0u64; COUNT_BITS / 64];
+    let mut mins = [u64::MAX; OUTLINE_BINS];
     let (mut hi, mut lo) = (0u64, 0u64);
     let mut seen = 0usize;
     let mut set = |hi: u64, lo: u64| {
@@ -473,7 +551,9 @@ fn hash_windows(chars: &[u32], out: &mut [u64]) {
 }
 
 /// Bits of the first three chars of a window, and of the last two.
+#[cfg(test)]
 const HI_MASK: u64 = (1 << 63) - 1;
+#[cfg(test)]
 const LO_MASK: u64 = (1 << 42) - 1;
 
 /// [`TextDigest`]'s two sums `(a, b)` after the char `c`.
@@ -489,6 +569,7 @@ fn digested((a, b): (u64, u64), c: u32) -> (u64, u64) {
 
 /// A window packed as `(hi, lo)` ([`packed_hash`]) with `c` shifted in at
 /// its end and its first char out.
+#[cfg(test)]
 #[inline(always)]
 fn shifted_in((hi, lo): (u64, u64), c: u32) -> (u64, u64) {
     (

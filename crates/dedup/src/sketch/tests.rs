@@ -382,3 +382,28 @@ fn unrelated_texts_share_few_bins() {
         a.resemblance(&b)
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1000))]
+    /// Shingles hashed a block at a time count and outline as shifted in
+    /// a char at a time, at every length around the block's and the
+    /// window's (1 to 4 chars: one padded shingle).
+    #[test]
+    fn counts_and_outlines_by_blocks_are_those_by_chars(
+        t in "[a-zA-Z0-9 \\n中文字é\\u{3400}\\u{9fff}İΩ，。😀\\u{10FFFF}]{0,600}|[a-z]{0,8}",
+    ) {
+        proptest::prop_assert_eq!(count_and_outline(&t), count_and_outline_by_chars(&t), "{:?}", t);
+    }
+}
+
+#[test]
+fn counts_and_outlines_by_blocks_are_those_by_chars_on_long_texts() {
+    for words in [0, 1, 2, 3, 126, 127, 128, 129, 130, 1000, 5000] {
+        let t = text(words as u64 + 7, words);
+        assert_eq!(count_and_outline(&t), count_and_outline_by_chars(&t), "{words}");
+    }
+    for n in 0..(HASH_BLOCK + 2 * SHINGLE_CHARS) {
+        let t: String = "abcdefghij".chars().cycle().take(n).collect();
+        assert_eq!(count_and_outline(&t), count_and_outline_by_chars(&t), "{n}");
+    }
+}
