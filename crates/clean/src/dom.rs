@@ -33,31 +33,42 @@ const NIL: NodeId = u32::MAX;
 /// The document node: the tree's root.
 pub(crate) const ROOT: NodeId = 0;
 
-/// An element: its name and attributes, as the tree builder made them.
+/// An element: its name, and where its attributes lie in the tree's list
+/// of them ([`Dom::element`] reads both). One list for the page, where
+/// each element held a vector of its own: allocating and freeing a
+/// vector for every tag with attributes was 1.7% of a crawl's
+/// instructions on the zh/en documentation mix (issue 37).
 #[derive(Debug)]
 pub(crate) struct Element {
     name: QualName,
-    attrs: Vec<Attribute>,
+    attrs: std::ops::Range<u32>,
 }
 
-impl Element {
+/// An element as the walk reads it: its name and its attributes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ElementRef<'a> {
+    name: &'a QualName,
+    attrs: &'a [Attribute],
+}
+
+impl<'a> ElementRef<'a> {
     /// The local name (`div`) as its atom: the walk matches on it with
     /// `local_name!` patterns, which compare one integer where a match on
     /// the name's text compared bytes arm after arm (`memcmp` was 5% of a
     /// crawl's CPU, issue 37).
-    pub(crate) fn local(&self) -> &html5ever::LocalName {
+    pub(crate) fn local(&self) -> &'a html5ever::LocalName {
         &self.name.local
     }
 
     /// Every attribute as (local name's atom, value), in the tokenizer's
     /// order (repeated names were dropped by the tokenizer, the first kept).
-    pub(crate) fn attrs(&self) -> impl Iterator<Item = (&html5ever::LocalName, &str)> {
+    pub(crate) fn attrs(&self) -> impl Iterator<Item = (&'a html5ever::LocalName, &'a str)> + use<'a> {
         self.attrs.iter().map(|a| (&a.name.local, &*a.value))
     }
 
     /// The value of the attribute named `name` without a namespace (as
     /// scraper's `Element::attr` reads it).
-    pub(crate) fn attr(&self, name: &str) -> Option<&str> {
+    pub(crate) fn attr(&self, name: &str) -> Option<&'a str> {
         self.attrs
             .iter()
             .find(|a| a.name.prefix.is_none() && a.name.ns == ns!() && &*a.name.local == name)
@@ -137,6 +148,8 @@ pub(crate) enum Html5ever {
 #[derive(Debug)]
 pub(crate) struct Dom {
     nodes: Vec<Node>,
+    /// Every element's attributes, an element's in a row ([`Element`]).
+    attrs: Vec<Attribute>,
     /// What [`TreeSink::elem_name`] answers for a node that is not an
     /// element (the tree builder never asks; no panic if it did).
     no_name: QualName,
@@ -234,6 +247,7 @@ impl Dom {
         nodes.push(Node::new(NodeData::Document));
         Dom {
             nodes,
+            attrs: Vec::with_capacity((tags / 4).min(MAX_RESERVED_NODES)),
             no_name: QualName::new(None, ns!(), local_name!("")),
             by_html5ever: None,
             flattened: false,
@@ -251,6 +265,78 @@ impl Dom {
         self.nodes
             .get(id as usize)
             .map_or(&NodeData::Document, |n| &n.data)
+    }
+
+    /// Element `e` of this tree with its attributes.
+    pub(crate) fn element<'a>(&'a self, e: &'a Element) -> ElementRef<'a> {
+        ElementRef {
+            name: &e.name,
+            attrs: self
+                .attrs
+                .get(e.attrs.start as usize..e.attrs.end as usize)
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Adds an element named `name` with the attributes of `attrs`, which
+    /// are moved out of it (its buffer is left for the caller to reuse).
+    fn add_element(&mut self, name: QualName, attrs: &mut Vec<Attribute>) -> NodeId {
+        let start = self.attrs.len();
+        self.attrs.append(attrs);
+        let range = Self::attr_range(start, self.attrs.len());
+        self.add(NodeData::Element(Element { name, attrs: range }))
+    }
+
+    /// `start..end` in [`Dom::attrs`] as an element keeps it (a page's
+    /// attributes are far fewer than 2^32: the cleaner caps pages).
+    fn attr_range(start: usize, end: usize) -> std::ops::Range<u32> {
+        u32::try_from(start).unwrap_or(u32::MAX)..u32::try_from(end).unwrap_or(u32::MAX)
+    }
+
+    /// Adds to element `target` those of `attrs` it has no attribute of
+    /// that name for (the tree builder's rule for a second `<html>` or
+    /// `<body>` tag). Its attributes are moved to the end of the list
+    /// first, unless they are there already (this happens a few times a
+    /// page at most).
+    fn add_attrs_if_missing(&mut self, target: NodeId, attrs: Vec<Attribute>) {
+        let Some(Node {
+            data: NodeData::Element(e),
+            ..
+        }) = self.nodes.get(target as usize)
+        else {
+            return;
+        };
+        let (start, end) = (e.attrs.start as usize, e.attrs.end as usize);
+        let mut now: Vec<Attribute> = self.attrs.get(start..end).unwrap_or_default().to_vec();
+        for a in attrs {
+            if !now.iter().any(|b| b.name == a.name) {
+                now.push(a);
+            }
+        }
+        if end == self.attrs.len() {
+            self.attrs.truncate(start);
+        }
+        let start = self.attrs.len();
+        self.attrs.append(&mut now);
+        let range = Self::attr_range(start, self.attrs.len());
+        if let Some(Node {
+            data: NodeData::Element(e),
+            ..
+        }) = self.nodes.get_mut(target as usize)
+        {
+            e.attrs = range;
+        }
+    }
+
+    /// The attributes of node `id`, when it is an element.
+    fn attrs_of(&self, id: NodeId) -> Option<&[Attribute]> {
+        match self.node(id) {
+            Some(Node {
+                data: NodeData::Element(e),
+                ..
+            }) => self.attrs.get(e.attrs.start as usize..e.attrs.end as usize),
+            _ => None,
+        }
     }
 
     /// The whole tree in document order, without recursion (a page of a
@@ -449,10 +535,10 @@ impl TreeSink for Sink {
         })
     }
 
-    fn create_element(&self, name: QualName, attrs: Vec<Attribute>, _flags: ElementFlags) -> NodeId {
+    fn create_element(&self, name: QualName, mut attrs: Vec<Attribute>, _flags: ElementFlags) -> NodeId {
         let template = name.expanded() == expanded_name!(html "template");
         let mut dom = self.0.borrow_mut();
-        let id = dom.add(NodeData::Element(Element { name, attrs }));
+        let id = dom.add_element(name, &mut attrs);
         if template {
             let contents = dom.add(NodeData::Fragment);
             dom.append_child(id, contents);
@@ -535,18 +621,7 @@ impl TreeSink for Sink {
     }
 
     fn add_attrs_if_missing(&self, target: &NodeId, attrs: Vec<Attribute>) {
-        let mut dom = self.0.borrow_mut();
-        if let Some(Node {
-            data: NodeData::Element(e),
-            ..
-        }) = dom.node_mut(*target)
-        {
-            for attr in attrs {
-                if !e.attrs.iter().any(|a| a.name == attr.name) {
-                    e.attrs.push(attr);
-                }
-            }
-        }
+        self.0.borrow_mut().add_attrs_if_missing(*target, attrs);
     }
 
     fn remove_from_parent(&self, target: &NodeId) {

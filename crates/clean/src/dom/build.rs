@@ -29,7 +29,7 @@ use html5ever::tokenizer::states::RawKind;
 use html5ever::tokenizer::{Tag, TagKind, Token, TokenSink, TokenSinkResult};
 use html5ever::{Attribute, LocalName, QualName, local_name, ns};
 
-use super::{Dom, Element, NIL, Node, NodeData, NodeId, ROOT};
+use super::{Dom, NIL, Node, NodeData, NodeId, ROOT};
 
 mod body;
 mod sets;
@@ -129,10 +129,35 @@ struct State {
     /// ([`Builder::too_deep`]).
     depth_cap: usize,
     too_deep: bool,
+    /// The emptied buffer of the last attribute list moved into the tree,
+    /// for the tokenizer's next tag ([`AttrLists`]).
+    spare_attrs: Vec<Attribute>,
 }
 
 /// The tree builder: a [`TokenSink`] for our tokenizer.
 pub(super) struct Builder(RefCell<State>);
+
+/// Where the tokenizer gets a tag's attribute list: our builder hands back
+/// the buffer of the last list it moved into the tree, so that a page's
+/// tags reuse a buffer instead of allocating one each (issue 37).
+pub(super) trait AttrLists {
+    /// An empty list to gather a tag's attributes in.
+    fn attr_list(&self) -> Vec<Attribute> {
+        Vec::new()
+    }
+}
+
+impl AttrLists for Builder {
+    fn attr_list(&self) -> Vec<Attribute> {
+        self.0
+            .try_borrow_mut()
+            .map(|mut s| std::mem::take(&mut s.spare_attrs))
+            .unwrap_or_default()
+    }
+}
+
+/// html5ever's tree builder keeps the lists it is given.
+impl<Handle, Sink> AttrLists for html5ever::tree_builder::TreeBuilder<Handle, Sink> {}
 
 impl Builder {
     /// A builder that gives up once more than `depth_cap` elements are
@@ -153,6 +178,7 @@ impl Builder {
             gave_up: false,
             depth_cap,
             too_deep: false,
+            spare_attrs: Vec::new(),
         }))
     }
 
@@ -547,13 +573,7 @@ impl State {
         }
         for i in from..self.formatting.len() {
             let (old, name) = self.formatting[i].clone();
-            let attrs = match self.dom.node(old) {
-                Some(Node {
-                    data: NodeData::Element(e),
-                    ..
-                }) => e.attrs.clone(),
-                _ => return Err(GiveUp),
-            };
+            let attrs = self.dom.attrs_of(old).ok_or(GiveUp)?.to_vec();
             let id = self.insert(name, attrs, true);
             self.formatting[i].0 = id;
         }
@@ -646,8 +666,12 @@ impl State {
         self.open.push((id, local_name!("html")));
     }
 
-    fn element(&mut self, name: QualName, attrs: Vec<Attribute>) -> NodeId {
-        self.dom.add(NodeData::Element(Element { name, attrs }))
+    fn element(&mut self, name: QualName, mut attrs: Vec<Attribute>) -> NodeId {
+        let id = self.dom.add_element(name, &mut attrs);
+        if attrs.capacity() > self.spare_attrs.capacity() {
+            self.spare_attrs = attrs;
+        }
+        id
     }
 
     /// An element appended to the current node.
@@ -684,16 +708,6 @@ impl State {
     }
 
     fn add_attrs_if_missing(&mut self, target: NodeId, attrs: Vec<Attribute>) {
-        if let Some(Node {
-            data: NodeData::Element(e),
-            ..
-        }) = self.dom.node_mut(target)
-        {
-            for a in attrs {
-                if !e.attrs.iter().any(|b| b.name == a.name) {
-                    e.attrs.push(a);
-                }
-            }
-        }
+        self.dom.add_attrs_if_missing(target, attrs);
     }
 }

@@ -10,6 +10,7 @@ fn outline(dom: &Dom) -> Vec<String> {
                 NodeData::Document => "doc".to_owned(),
                 NodeData::Fragment => "fragment".to_owned(),
                 NodeData::Element(e) => {
+                    let e = dom.element(e);
                     let mut attrs: Vec<_> = e.attrs().map(|(k, v)| format!("{k}={v}")).collect();
                     attrs.sort();
                     format!("<{} {}>", e.local(), attrs.join(" "))
@@ -29,7 +30,8 @@ fn full_outline(dom: &Dom) -> Vec<String> {
         .map(|edge| match edge {
             Edge::Open(id) => match dom.data(id) {
                 NodeData::Element(e) => {
-                    let mut attrs: Vec<_> = e
+                    let mut attrs: Vec<_> = dom
+                        .element(e)
                         .attrs
                         .iter()
                         .map(|a| format!("{:?}={}", a.name, &*a.value))
@@ -78,6 +80,9 @@ const TRICKY: &[&str] = &[
     "<table>x<tr>y<td>z</td></tr>w</table>after",
     "<table><b>bold<tr><td>cell</td></tr>more</b></table>",
     "<body a=1><p>x</p><body a=2 b=3><html lang=en x=y>",
+    // Attributes added to elements whose own are not the last in the
+    // tree's list, and formatting elements reopened with theirs.
+    "<html z=0><body a=1><p q=1>x</p><body a=2 b=3><p r=2>y</p><html lang=en z=9 x=y><p s=3 t=4>z</p><body c=5 d=6><b id=k class=m><p>q</b>w",
     "<template><p>in</p>t</template><p>out</p>",
     "a<!--c-->b<?pi x?>c",
     "<a href=1>one<p>two</a>three",
@@ -543,7 +548,7 @@ fn text_of_concatenates_descendant_text() {
     let h1 = dom
         .traverse()
         .find_map(|e| match e {
-            Edge::Open(id) if matches!(dom.data(id), NodeData::Element(e) if *e.local() == html5ever::local_name!("h1")) => Some(id),
+            Edge::Open(id) if matches!(dom.data(id), NodeData::Element(e) if *dom.element(e).local() == html5ever::local_name!("h1")) => Some(id),
             _ => None,
         })
         .unwrap();
@@ -557,7 +562,9 @@ fn attr_reads_attributes_without_a_namespace() {
         .traverse()
         .filter_map(|e| match e {
             Edge::Open(id) => match dom.data(id) {
-                NodeData::Element(e) if *e.local() == html5ever::local_name!("a") => Some(e.attr("href")),
+                NodeData::Element(e) if *dom.element(e).local() == html5ever::local_name!("a") => {
+                    Some(dom.element(e).attr("href"))
+                }
                 _ => None,
             },
             Edge::Close(_) => None,

@@ -31,6 +31,8 @@ use html5ever::tokenizer::{
 use html5ever::tree_builder::{TreeBuilder, TreeBuilderOpts, TreeSink};
 use html5ever::{Attribute, LocalName, QualName, local_name, ns};
 
+use super::build::AttrLists;
+
 /// The tokenizer met markup it leaves to html5ever.
 #[derive(Debug)]
 pub(super) struct GiveUp;
@@ -96,7 +98,7 @@ fn prepared(html: &str) -> Option<std::borrow::Cow<'_, str>> {
 }
 
 /// Tokenizes `html` (prepared) into `builder`.
-fn run<B: TokenSink>(html: &str, builder: &B) -> Step<()> {
+fn run<B: TokenSink + AttrLists>(html: &str, builder: &B) -> Step<()> {
     let mut t = Tokenizer {
         buf: StrTendril::from_slice(html),
         html,
@@ -354,7 +356,7 @@ fn is_space(c: u8) -> bool {
     matches!(c, b'\t' | b'\n' | b'\x0C' | b' ')
 }
 
-impl<B: TokenSink> Tokenizer<'_, B> {
+impl<B: TokenSink + AttrLists> Tokenizer<'_, B> {
     fn slice(&self, from: usize, to: usize) -> StrTendril {
         // A tendril of up to 8 bytes holds them itself: copied from the
         // text, sliced at ASCII delimiters, it skips the check of both
@@ -565,6 +567,9 @@ impl<B: TokenSink> Tokenizer<'_, B> {
         if tag.attrs.iter().any(|a| a.name.local == name) {
             tag.had_duplicate_attributes = true;
         } else {
+            if tag.attrs.capacity() == 0 {
+                tag.attrs = self.builder.attr_list();
+            }
             tag.attrs.push(Attribute {
                 name: QualName::new(None, ns!(), name),
                 value,

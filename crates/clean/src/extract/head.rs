@@ -8,7 +8,7 @@ use html5ever::local_name;
 use url::Url;
 
 use super::{MAX_TITLE_BYTES, collapse, has_token};
-use crate::dom::{Dom, Element, NodeId};
+use crate::dom::{Dom, ElementRef, NodeId};
 
 /// Feeds a page may announce that are kept (a page listing hundreds is not
 /// announcing its feeds).
@@ -42,7 +42,7 @@ pub(super) struct HeadMeta<'a> {
 
 impl<'a> HeadMeta<'a> {
     /// Looks at one element for metadata.
-    pub(super) fn element(&mut self, dom: &Dom, node: NodeId, e: &'a Element) {
+    pub(super) fn element(&mut self, dom: &Dom, node: NodeId, e: ElementRef<'a>) {
         match *e.local() {
             local_name!("title") if self.title.is_none() => {
                 self.title = Some(collapse(&dom.text_of(node), MAX_TITLE_BYTES));
@@ -81,7 +81,7 @@ impl<'a> HeadMeta<'a> {
     }
 
     /// `<meta>`: robots hints, `og:title`, `content-language`.
-    fn meta(&mut self, e: &'a Element) {
+    fn meta(&mut self, e: ElementRef<'a>) {
         let content = e.attr("content").unwrap_or("");
         if let Some(key) = e.attr("name").or_else(|| e.attr("property")) {
             if key.eq_ignore_ascii_case("robots") {

@@ -116,6 +116,7 @@ pub(crate) fn extract(dom: &Dom, url: &Url, opts: &ExtractOptions) -> Extracted 
             Edge::Open(_) if walker.is_skipping() => {}
             Edge::Open(node) => match dom.data(node) {
                 NodeData::Element(e) => {
+                    let e = dom.element(e);
                     head.element(dom, node, e);
                     walker.open_element(node, e);
                 }

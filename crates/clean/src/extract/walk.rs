@@ -6,7 +6,7 @@
 
 use html5ever::{LocalName, local_name};
 
-use crate::dom::{Element, NodeId, is_heading};
+use crate::dom::{ElementRef, NodeId, is_heading};
 use crate::same::Text;
 
 use super::boilerplate::{NamesSoFar, TokenNames};
@@ -358,7 +358,7 @@ impl<'a> Walker<'a> {
     }
 
     /// An element opens: records it, its link, and the line or space it starts.
-    pub(super) fn open_element(&mut self, node: NodeId, e: &'a Element) {
+    pub(super) fn open_element(&mut self, node: NodeId, e: ElementRef<'a>) {
         let name = e.local();
         let kind = kind_of(name);
         if kind == Kind::Skip {
@@ -544,7 +544,7 @@ struct Marks<'a> {
 }
 
 impl<'a> Marks<'a> {
-    fn of(e: &'a Element) -> Self {
+    fn of(e: ElementRef<'a>) -> Self {
         let mut m = Marks::default();
         // The parser keeps the first of repeated attributes, as `attr` finds.
         for (name, value) in e.attrs() {
