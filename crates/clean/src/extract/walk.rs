@@ -347,6 +347,9 @@ impl<'a> Walker<'a> {
             link_texts,
             ..Self::default()
         };
+        // A page's distinct pairs of class and id are some tens to a few
+        // hundred: growing the map from nothing rehashed it six times.
+        w.names.reserve((nodes / 64).min(256));
         w.walk.els.reserve(nodes / 2);
         w.walk.events.reserve(nodes);
         w
