@@ -247,7 +247,10 @@ impl Dom {
         nodes.push(Node::new(NodeData::Document));
         Dom {
             nodes,
-            attrs: Vec::with_capacity((tags / 4).min(MAX_RESERVED_NODES)),
+            // Up to one attribute a `<` (class names, anchors and links):
+            // reserved for a quarter of that, the list grew and was copied
+            // twice a page on the zh/en documentation mix.
+            attrs: Vec::with_capacity(tags.min(MAX_RESERVED_NODES)),
             no_name: QualName::new(None, ns!(), local_name!("")),
             by_html5ever: None,
             flattened: false,

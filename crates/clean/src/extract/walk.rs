@@ -350,6 +350,8 @@ impl<'a> Walker<'a> {
         // A page's distinct pairs of class and id are some tens to a few
         // hundred: growing the map from nothing rehashed it six times.
         w.names.reserve((nodes / 64).min(256));
+        // Links: some tens a page, hundreds on an index.
+        w.links.reserve((nodes / 64).min(1024));
         w.walk.els.reserve(nodes / 2);
         w.walk.events.reserve(nodes);
         w
