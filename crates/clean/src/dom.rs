@@ -274,11 +274,16 @@ impl Dom {
     pub(crate) fn element<'a>(&'a self, e: &'a Element) -> ElementRef<'a> {
         ElementRef {
             name: &e.name,
-            attrs: self
-                .attrs
-                .get(e.attrs.start as usize..e.attrs.end as usize)
-                .unwrap_or_default(),
+            attrs: self.attrs_in(&e.attrs),
         }
+    }
+
+    /// The attributes in `range` of [`Dom::attrs`] (none if it is out of
+    /// the list, which the builder never makes).
+    fn attrs_in(&self, range: &std::ops::Range<u32>) -> &[Attribute] {
+        self.attrs
+            .get(range.start as usize..range.end as usize)
+            .unwrap_or_default()
     }
 
     /// Adds an element named `name` with the attributes of `attrs`, which
@@ -310,7 +315,7 @@ impl Dom {
             return;
         };
         let (start, end) = (e.attrs.start as usize, e.attrs.end as usize);
-        let mut now: Vec<Attribute> = self.attrs.get(start..end).unwrap_or_default().to_vec();
+        let mut now: Vec<Attribute> = self.attrs_in(&e.attrs).to_vec();
         for a in attrs {
             if !now.iter().any(|b| b.name == a.name) {
                 now.push(a);
@@ -337,7 +342,7 @@ impl Dom {
             Some(Node {
                 data: NodeData::Element(e),
                 ..
-            }) => self.attrs.get(e.attrs.start as usize..e.attrs.end as usize),
+            }) => Some(self.attrs_in(&e.attrs)),
             _ => None,
         }
     }

@@ -7,6 +7,8 @@
 
 use crate::same::same;
 
+use super::has_token;
+
 /// Tags whose whole content is template by definition.
 pub(crate) fn is_boilerplate_tag(name: &html5ever::LocalName) -> bool {
     use html5ever::local_name;
@@ -167,7 +169,7 @@ fn vocab() -> &'static Vocab {
 const SEGMENT_PREFIX: usize = 24;
 
 /// Marks of one `class` or `id` token.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct TokenMarks {
     strong: bool,
     weak: bool,
@@ -237,11 +239,14 @@ const LEAD: &[&str] = &[
 /// whole segment of a token, split at `-`, `_`, any case).
 #[cfg(test)]
 pub(crate) fn names_lead(value: &str) -> bool {
-    value.split_ascii_whitespace().any(|token| {
-        token
-            .split(['-', '_'])
-            .any(|seg| LEAD.iter().any(|w| seg.eq_ignore_ascii_case(w)))
-    })
+    value.split_ascii_whitespace().any(is_lead_token)
+}
+
+/// Whether one token of a `class` or `id` value names an article's lead.
+fn is_lead_token(token: &str) -> bool {
+    token
+        .split(['-', '_'])
+        .any(|seg| LEAD.iter().any(|w| seg.eq_ignore_ascii_case(w)))
 }
 
 /// Whether a `class` or `id` value names a template part.
@@ -259,18 +264,36 @@ fn is_boilerplate_name(value: &str) -> bool {
 /// `post has-sidebar`), and dropping the article for them loses the whole page. A
 /// token that says both (`sidebar-content`) stays template: that is a sidebar's body.
 pub(crate) fn is_boilerplate_names(class: &str, id: &str) -> bool {
-    let mut marked_alone = false;
-    let mut ok_alone = false;
+    let mut boiler = Boiler::default();
     for token in class.split_ascii_whitespace().chain(id.split_ascii_whitespace()) {
-        let m = token_marks(token);
+        boiler.add(token_marks(token));
+    }
+    boiler.says()
+}
+
+/// [`is_boilerplate_names`]'s reading of the tokens so far.
+#[derive(Debug, Default, Clone, Copy)]
+struct Boiler {
+    /// A token marks template on its own.
+    marked_alone: bool,
+    /// A token says content without a template mark.
+    ok_alone: bool,
+}
+
+impl Boiler {
+    fn add(&mut self, m: TokenMarks) {
         if m.strong || (m.weak && !m.ok) {
-            marked_alone = true;
+            self.marked_alone = true;
         } else if m.ok && !m.weak {
             // (A strong token never gets here: `sidebar-content` clears nothing.)
-            ok_alone = true;
+            self.ok_alone = true;
         }
     }
-    marked_alone && !ok_alone
+
+    /// Whether the tokens name a template part.
+    fn says(&self) -> bool {
+        self.marked_alone && !self.ok_alone
+    }
 }
 
 /// Whether a class and id that mark template ([`is_boilerplate_names`]) do so
@@ -369,12 +392,8 @@ fn names_body_word(token: &[u8]) -> bool {
 /// names of elements was 2.7% of a crawl's instructions (issue 37).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct TokenNames {
-    /// [`token_marks`]: template whatever else the names say.
-    strong: bool,
-    /// ... template unless another token says content.
-    weak: bool,
-    /// ... content.
-    ok: bool,
+    /// Its template and content marks ([`token_marks`]).
+    marks: TokenMarks,
     /// It names an article's lead ([`names_lead`]).
     pub lead: bool,
     /// It names an article's body ([`is_content_name`]).
@@ -387,23 +406,15 @@ pub(crate) struct TokenNames {
 impl TokenNames {
     /// The facts of `token`, which holds no ASCII whitespace.
     pub(crate) fn of(token: &str) -> Self {
-        let m = token_marks(token);
-        let in_list = |s: &str, list: &[&str]| {
-            s.split(',')
-                .any(|t| list.iter().any(|w| t.eq_ignore_ascii_case(w)))
-        };
+        let marks = token_marks(token);
         Self {
-            strong: m.strong,
-            weak: m.weak,
-            ok: m.ok,
-            lead: token
-                .split(['-', '_'])
-                .any(|seg| LEAD.iter().any(|w| seg.eq_ignore_ascii_case(w))),
+            marks,
+            lead: is_lead_token(token),
             content: token.len() <= 64
                 && names_body_word(token.as_bytes())
-                && !m.strong
+                && !marks.strong
                 && is_content_squashed(token),
-            hidden: in_list(token, &["hidden", "d-none"]),
+            hidden: has_token(token, "hidden") || has_token(token, "d-none"),
         }
     }
 
@@ -411,11 +422,7 @@ impl TokenNames {
     /// the id, in order): what [`is_boilerplate_names`], [`names_lead`] and
     /// [`is_content_name`] say of the whole values.
     pub(crate) fn fold(self, names: &mut NamesSoFar) {
-        if self.strong || (self.weak && !self.ok) {
-            names.marked_alone = true;
-        } else if self.ok && !self.weak {
-            names.ok_alone = true;
-        }
+        names.boiler.add(self.marks);
         names.lead |= self.lead;
         names.content |= self.content;
     }
@@ -424,8 +431,7 @@ impl TokenNames {
 /// The facts of an element's tokens folded so far ([`TokenNames::fold`]).
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct NamesSoFar {
-    marked_alone: bool,
-    ok_alone: bool,
+    boiler: Boiler,
     pub lead: bool,
     pub content: bool,
 }
@@ -433,7 +439,7 @@ pub(crate) struct NamesSoFar {
 impl NamesSoFar {
     /// [`is_boilerplate_names`] of the values whose tokens were folded.
     pub(crate) fn boiler(&self) -> bool {
-        self.marked_alone && !self.ok_alone
+        self.boiler.says()
     }
 }
 

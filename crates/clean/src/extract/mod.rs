@@ -100,10 +100,14 @@ fn collapse(s: &str, cap: usize) -> String {
     out
 }
 
+/// Whether `value`, split at ASCII whitespace and commas, holds `token`
+/// (any ASCII case). Split on its bytes: the separators are ASCII, so no
+/// char needs decoding to find them.
 fn has_token(value: &str, token: &str) -> bool {
     value
-        .split(|c: char| c.is_ascii_whitespace() || c == ',')
-        .any(|t| t.eq_ignore_ascii_case(token))
+        .as_bytes()
+        .split(|&b| b.is_ascii_whitespace() || b == b',')
+        .any(|t| t.eq_ignore_ascii_case(token.as_bytes()))
 }
 
 /// Extracts everything from a parsed document, in one walk over its tree that feeds

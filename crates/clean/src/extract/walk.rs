@@ -273,6 +273,28 @@ thread_local! {
         std::cell::RefCell::default();
 }
 
+/// The facts of `token` from `by_token`, read and kept there when it is
+/// not (the map started again when its `count` of bytes would pass
+/// [`REMEMBERED_BYTES`]).
+fn remember(
+    count: &mut usize,
+    by_token: &mut rustc_hash::FxHashMap<Box<str>, TokenNames>,
+    token: &str,
+) -> TokenNames {
+    if let Some(facts) = by_token.get(token) {
+        return *facts;
+    }
+    let facts = TokenNames::of(token);
+    let bytes = token.len() + TOKEN_OVERHEAD;
+    if *count + bytes > REMEMBERED_BYTES {
+        by_token.clear();
+        *count = 0;
+    }
+    by_token.insert(token.into(), facts);
+    *count += bytes;
+    facts
+}
+
 impl NameMarks {
     /// What `class` and `id` say, their tokens read once for every rule
     /// ([`TokenNames`]). A class token's facts are remembered across
@@ -290,20 +312,7 @@ impl NameMarks {
                 let mut remembered = remembered.try_borrow_mut().ok();
                 for token in class.split_ascii_whitespace() {
                     let facts = match remembered.as_deref_mut() {
-                        Some((count, by_token)) => match by_token.get(token) {
-                            Some(facts) => *facts,
-                            None => {
-                                let facts = TokenNames::of(token);
-                                let bytes = token.len() + TOKEN_OVERHEAD;
-                                if *count + bytes > REMEMBERED_BYTES {
-                                    by_token.clear();
-                                    *count = 0;
-                                }
-                                by_token.insert(token.into(), facts);
-                                *count += bytes;
-                                facts
-                            }
-                        },
+                        Some((count, by_token)) => remember(count, by_token, token),
                         None => TokenNames::of(token),
                     };
                     facts.fold(&mut names);

@@ -157,13 +157,13 @@ impl<'t> TextBlocks<'t> {
     /// The blocks of `text` and their digests.
     #[must_use]
     pub fn of(text: &'t str) -> TextBlocks<'t> {
-        let mut blocks: Vec<&str> =
+        let mut found: Vec<&str> =
             Vec::with_capacity(memchr::memchr_iter(b'\n', text.as_bytes()).count() + 1);
-        blocks.extend(super::blocks::blocks(text));
-        let digests = digests(&blocks);
+        found.extend(blocks(text));
+        let digests = digests(&found);
         TextBlocks {
             text,
-            blocks,
+            blocks: found,
             digests,
         }
     }
