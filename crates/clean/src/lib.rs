@@ -44,6 +44,7 @@ mod nesting;
 pub mod normalize;
 mod same;
 pub mod template;
+mod zeros;
 
 pub use config::{ChineseVariant, CleanConfig, Step};
 pub use decode::{Decoded, EncodingSource, decode};

@@ -31,6 +31,7 @@
 //! Template parts are skipped inside the chosen content too.
 
 use super::{El, Ev, NONE, Renderer, Semantic, Walk};
+use crate::zeros::zeros;
 
 /// A block is a paragraph when it has at least this many non-link chars.
 const MIN_PARAGRAPH_CHARS: u32 = 20;
@@ -242,7 +243,7 @@ pub(crate) fn select_texts(walk: &Walk<'_>, main_content: bool, cap: usize) -> T
     // say what a page does not own (a section whose id ends in `-tools`
     // would take a whole table of contents with it).
     let els = &walk.els;
-    let mut declared = vec![false; els.len()];
+    let mut declared = zeros::<bool>(els.len());
     for i in 0..els.len() {
         declared[i] = els[i].tag_boiler || parent_of(els, i).is_some_and(|p| declared[p]);
     }
@@ -281,8 +282,8 @@ struct PageTotals {
 /// Subtree totals over everything, to protect mis-marked wrappers.
 fn page_totals(els: &[El]) -> PageTotals {
     let n = els.len();
-    let mut all = vec![0u64; n];
-    let mut all_link = vec![0u64; n];
+    let mut all = zeros::<u64>(n);
+    let mut all_link = zeros::<u64>(n);
     for i in (0..n).rev() {
         all[i] += u64::from(els[i].own_chars);
         all_link[i] += u64::from(els[i].own_link_chars);
@@ -295,8 +296,8 @@ fn page_totals(els: &[El]) -> PageTotals {
 
     // Paragraph text per subtree (blocks with a real paragraph), and the deepest
     // semantic content marker's paragraph text, to protect mis-marked wrappers.
-    let mut para = vec![0u64; n];
-    let mut sem_para = vec![0u64; n];
+    let mut para = zeros::<u64>(n);
+    let mut sem_para = zeros::<u64>(n);
     for i in (0..n).rev() {
         let e = &els[i];
         if e.block && e.para_chars >= MIN_PARAGRAPH_CHARS {
@@ -330,7 +331,7 @@ fn page_totals(els: &[El]) -> PageTotals {
 /// `content-with-sidebar`.
 fn template_marks(els: &[El], t: &PageTotals) -> Vec<bool> {
     let n = els.len();
-    let mut boiler = vec![false; n];
+    let mut boiler = zeros::<bool>(n);
     for i in 0..n {
         let e = &els[i];
         let protected = (t.all[i] * 2 > t.total && t.all_link[i] * 10 < t.all[i] * 3)
@@ -378,8 +379,8 @@ struct ContentTotals {
 impl ContentTotals {
     fn new(els: &[El], boiler: &[bool]) -> Self {
         let n = els.len();
-        let mut sub = vec![0u64; n];
-        let mut sub_link = vec![0u64; n];
+        let mut sub = zeros::<u64>(n);
+        let mut sub_link = zeros::<u64>(n);
         for i in (0..n).rev() {
             if boiler[i] {
                 continue;
@@ -414,7 +415,7 @@ impl ContentTotals {
 /// to its grandparent and a sixth to the next.
 fn paragraph_scores(els: &[El], boiler: &[bool]) -> Vec<f64> {
     let n = els.len();
-    let mut score = vec![0f64; n];
+    let mut score = zeros::<f64>(n);
     for i in 0..n {
         let e = &els[i];
         if !e.block || boiler[i] || e.para_chars < MIN_PARAGRAPH_CHARS {
@@ -758,7 +759,7 @@ fn flat_page_preformatted(
     // current one, counted into `between` when another `<pre>` follows
     let (mut gap, mut between) = (0u64, 0u64);
     // elements come after their parents: inside the body, inside a `<pre>`
-    let (mut under, mut in_pre) = (vec![false; els.len()], vec![false; els.len()]);
+    let (mut under, mut in_pre) = (zeros::<bool>(els.len()), zeros::<bool>(els.len()));
     let mut longest_other = 0u32;
     // where the break that ends the message is
     let mut end_at: Option<usize> = None;

@@ -75,7 +75,7 @@ fn trimmed(line: &str) -> &str {
 /// of a text with fewer than four.
 fn digests(blocks: &[&str]) -> Vec<u64> {
     const LANES: usize = 4;
-    let mut out = vec![0u64; blocks.len()];
+    let mut out = crate::zeros::zeros::<u64>(blocks.len());
     if blocks.len() < LANES {
         for (o, b) in out.iter_mut().zip(blocks) {
             *o = digest(b);
