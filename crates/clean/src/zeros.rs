@@ -9,7 +9,8 @@
 //! it when it is written. The subtree totals of a page with a few
 //! thousand elements took 42% of a crawl's page faults that way on the
 //! zh/en documentation mix (issue 37, target 2; docs/BENCHMARKS.md,
-//! "Per-page tables written, not calloc'ed"). Allocated plainly and
+//! "Per-page tables written, not calloc'ed, and threads scheduled as a
+//! batch"). Allocated plainly and
 //! written, the table reuses memory the thread just freed, already
 //! mapped and in cache.
 

@@ -22,6 +22,7 @@ mod progress;
 mod report;
 mod revisit;
 mod rewrite;
+mod sched;
 mod stats;
 mod status;
 mod template;
@@ -45,6 +46,11 @@ struct Cli {
     crawl: CrawlArgs,
     #[command(flatten)]
     log: LogArgs,
+    /// How the kernel schedules the crawl's threads: `batch` (woken
+    /// threads wait for the running one's time slice: less CPU a page on
+    /// a busy machine) or `normal` (the kernel's default).
+    #[arg(long, global = true, value_enum, default_value_t = sched::Scheduling::Batch)]
+    scheduling: sched::Scheduling,
 }
 
 /// Where the log goes and how much of it (every command).
@@ -494,6 +500,8 @@ fn main() -> ExitCode {
         eprintln!("error: {}", error_text(&e));
         return ExitCode::from(2);
     }
+    // Before any thread of the runtimes or pools starts: they inherit it.
+    sched::set(cli.scheduling);
     match run(cli) {
         Ok(code) => code,
         // A closed pipe (`crawl fingerprint | head`) is not an error.
