@@ -46,9 +46,10 @@ struct Cli {
     crawl: CrawlArgs,
     #[command(flatten)]
     log: LogArgs,
-    /// How the kernel schedules the crawl's threads: `batch` (woken
-    /// threads wait for the running one's time slice: less CPU a page on
-    /// a busy machine) or `normal` (the kernel's default).
+    /// How the kernel schedules the crawl's threads (Linux): `batch` (a
+    /// woken thread waits for the running one's time slice: less CPU a
+    /// page when the crawl has more threads than cores) or `normal` (the
+    /// kernel's default).
     #[arg(long, global = true, value_enum, default_value_t = sched::Scheduling::Batch)]
     scheduling: sched::Scheduling,
 }

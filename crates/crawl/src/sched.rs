@@ -17,10 +17,9 @@
 //! machine with latency-sensitive services may prefer to preempt).
 
 /// The scheduling policy the process's threads run under.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Scheduling {
     /// `SCHED_BATCH`: woken threads do not preempt running ones.
-    #[default]
     Batch,
     /// The kernel's default (`SCHED_OTHER`).
     Normal,

@@ -179,3 +179,19 @@ fn one_host_crawl_logs_its_politeness_and_the_rate_bound() {
     assert!(!e.contains("1 host: at most"), "{e}");
     assert!(e.contains("every 0 ms per host"), "{e}");
 }
+
+/// `--scheduling` takes `batch` (the default) or `normal` on every command,
+/// and a value it does not know is refused naming the flag and both values.
+#[test]
+fn scheduling_is_batch_or_normal_on_every_command() {
+    for value in ["batch", "normal"] {
+        let o = crawl(&["config", "--default", "--scheduling", value]);
+        assert!(o.status.success(), "--scheduling {value}: {}", stderr(&o));
+        assert!(stdout(&o).contains("[crawl]"), "{}", stdout(&o));
+    }
+    let o = crawl(&["config", "--default", "--scheduling", "fifo"]);
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(err.contains("invalid value 'fifo' for '--scheduling"), "{err}");
+    assert!(err.contains("batch") && err.contains("normal"), "{err}");
+}
