@@ -437,20 +437,16 @@ pub(crate) fn count_and_outline(text: &str) -> (u32, Option<[u8; OUTLINE_BINS / 
     (linear_count(&bits), Some(outline))
 }
 
-/// The counting hash of a shingle (five chars `w`, 21 bits each, packed
-/// as [`shingle_hash`] packs them).
+/// The counting hash of a shingle (the [`SHINGLE_CHARS`] chars of `w`,
+/// 21 bits each, packed as [`shingle_hash`] packs them): a multiply-xor
+/// of the two halves, multiplied again. Weak in its low bits, which
+/// [`count_and_outline`] mixes before it keeps one. A slice, so that
+/// [`count_windows`] hashes `windows` in place (their length is known
+/// there, and the bounds checks go).
 #[inline(always)]
-fn count_hash(w: &[u32; SHINGLE_CHARS]) -> u64 {
+fn count_hash(w: &[u32]) -> u64 {
     let hi = (u64::from(w[0]) << 42) | (u64::from(w[1]) << 21) | u64::from(w[2]);
     let lo = (u64::from(w[3]) << 21) | u64::from(w[4]);
-    count_mix(hi, lo)
-}
-
-/// The counting hash of a window packed into `hi` and `lo`: a
-/// multiply-xor of the two halves, multiplied again. Weak in its low
-/// bits, which [`count_and_outline`] mixes before it keeps one.
-#[inline(always)]
-fn count_mix(hi: u64, lo: u64) -> u64 {
     (hi.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ lo.wrapping_mul(0xC2B2_AE3D_27D4_EB4F))
         .wrapping_mul(0xFF51_AFD7_ED55_8CCD)
 }
@@ -461,9 +457,7 @@ fn count_mix(hi: u64, lo: u64) -> u64 {
 #[multiversion::multiversion(targets("x86_64+avx512f+avx512dq+avx512vl", "x86_64+avx2"))]
 fn count_windows(chars: &[u32], out: &mut [u64]) {
     for (h, w) in out.iter_mut().zip(chars.windows(SHINGLE_CHARS)) {
-        let hi = (u64::from(w[0]) << 42) | (u64::from(w[1]) << 21) | u64::from(w[2]);
-        let lo = (u64::from(w[3]) << 21) | u64::from(w[4]);
-        *h = count_mix(hi, lo);
+        *h = count_hash(w);
     }
 }
 
